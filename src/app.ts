@@ -1,0 +1,130 @@
+// build(options) -> FastifyInstance. Opens the store and runs migrations, wires the three ledgers to one record
+// stream, and registers the plugins in order. main.ts runs it; tests and benchmarks call it directly.
+
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { TracerProvider } from '@opentelemetry/api';
+import { KeyRing } from './auth.js';
+import { ConfigHolder } from './config/watch.js';
+import type { Config } from './config/types.js';
+import { TollgateError, errorBody, toTollgateError } from './errors.js';
+import { healthRoutes } from './api/health.js';
+import { usageRoutes } from './api/usage.js';
+import { Dispatcher } from './proxy/dispatch.js';
+import { proxyRoutes } from './proxy/routes.js';
+import type { GatewayContext } from './proxy/context.js';
+import { openStore, type Store } from './store/client.js';
+import { migrate } from './store/migrations.js';
+import { toRow, type RequestRow } from './store/rows.js';
+import { BatchWriter } from './store/writer.js';
+import { Metrics } from './telemetry/metrics.js';
+import { Tracing } from './telemetry/tracing.js';
+import { Ledger } from './usage/ledger.js';
+
+export interface BuildOptions {
+  /** A validated config, or a holder whose `current` is replaced by live edits. */
+  readonly config: Config | ConfigHolder;
+  /** Defaults to the global provider (the SDK main.ts started, or the API's no-op). Tests pass an in-memory one. */
+  readonly tracerProvider?: TracerProvider;
+  readonly logger?: FastifyServerOptions['logger'];
+  /** Collect Node process metrics into this app's registry (default true). */
+  readonly processMetrics?: boolean;
+}
+
+export interface Tollgate {
+  readonly config: ConfigHolder;
+  readonly store: Store;
+  readonly writer: BatchWriter<RequestRow>;
+  readonly metrics: Metrics;
+  readonly ledger: Ledger;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    tollgate: Tollgate;
+  }
+  interface FastifyRequest {
+    apiKeyName: string;
+  }
+}
+
+const AUTHED = /^\/(v1|v1beta|api)(\/|$)/;
+
+export async function build(opts: BuildOptions): Promise<FastifyInstance> {
+  const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
+  const cfg = holder.current;
+  const app = Fastify({
+    logger: opts.logger ?? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]'] },
+    bodyLimit: cfg.server.body_limit_bytes,
+    // Per-request access logs would double the I/O of the request path; the usage row is the access log.
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  });
+  const log: FastifyBaseLogger = app.log;
+
+  const store = openStore(cfg.storage);
+  try {
+    await migrate(store);
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+
+  let metrics: Metrics | null = null;
+  const b = cfg.storage.batch;
+  const writer = new BatchWriter<RequestRow>(store, 'requests', { maxRows: b.max_rows, flushMs: b.flush_ms, queueMax: b.queue_max }, {
+    written: (n) => metrics?.rowsWritten.inc(n),
+    dropped: (n, reason) => {
+      metrics?.rowsDropped.inc({ reason }, n);
+      log.error({ rows: n, reason }, 'usage rows dropped');
+    },
+    error: (err, attempt) => log.warn({ err, attempt }, 'usage insert failed; retrying'),
+  });
+  metrics = new Metrics(() => writer.depth, { processMetrics: opts.processMetrics });
+  const m = metrics;
+
+  const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
+  ledger.subscribe((r) => writer.enqueue(toRow(r)));
+  ledger.subscribe((r) => m.observe(r));
+
+  const dispatcher = new Dispatcher();
+  let keys = new KeyRing(cfg.server.api_keys);
+  if (keys.open) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+  holder.onChange((next) => {
+    keys = new KeyRing(next.server.api_keys);
+    dispatcher.reconcile(next.providers);
+    m.configReloads.inc({ result: 'applied' });
+  });
+
+  app.decorate('tollgate', { config: holder, store, writer, metrics: m, ledger });
+  app.decorateRequest('apiKeyName', '');
+
+  app.addHook('onRequest', async (req) => {
+    if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers);
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const e = toTollgateError(err);
+    req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, url: req.url }, e.message);
+    return reply.code(e.status).send(errorBody(e, null));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
+    return reply.code(e.status).send(errorBody(e, null));
+  });
+
+  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger };
+  await app.register(proxyRoutes, { ctx });
+  await app.register(usageRoutes, { store });
+  await app.register(healthRoutes, { store });
+  app.get('/metrics', async (_req, reply) => {
+    reply.header('content-type', m.registry.contentType);
+    return m.registry.metrics();
+  });
+
+  app.addHook('onClose', async () => {
+    await dispatcher.close();
+    await writer.close();
+    await store.close();
+  });
+  return app;
+}

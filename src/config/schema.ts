@@ -1,0 +1,172 @@
+// One closed JSON Schema for the whole YAML file. Unknown keys are errors; every default lives here.
+// Sections that later capabilities act on (combos, budgets, alerts, quota) are already validated so that the
+// file a user writes today keeps working.
+
+const num = (extra: Record<string, unknown> = {}) => ({ type: 'number', minimum: 0, ...extra });
+const str = { type: 'string' };
+const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+  type: 'object',
+  additionalProperties: false,
+  properties,
+  ...extra,
+});
+
+const CAPABILITIES = ['vision', 'pdf', 'audio', 'tools', 'reasoning', 'structured_output'];
+const THINKING = [
+  'openai', 'anthropic-budget', 'anthropic-adaptive', 'gemini-budget', 'gemini-level',
+  'zai', 'qwen', 'deepseek', 'kimi', 'minimax',
+];
+
+const price = closed(
+  { input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() },
+  { required: ['input', 'output'] },
+);
+const partialPrice = closed({ input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() });
+
+const model = closed({
+  kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },
+  capabilities: { type: 'array', items: { enum: CAPABILITIES }, uniqueItems: true, default: [] },
+  max_output_tokens: { type: 'integer', minimum: 1 },
+  thinking: { enum: THINKING },
+  price: partialPrice,
+});
+
+const quota = closed(
+  {
+    kind: { enum: ['rolling_hours', 'daily_requests', 'monthly', 'daily_tokens', 'rolling_tokens', 'monthly_tokens', 'unlimited'] },
+    limit: num(),
+    monthly_limit: num(),
+    window: { type: 'string', pattern: '^[0-9]+[smhd]$' },
+    reset_time: { type: 'string', pattern: '^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$' },
+    anchor_day: { type: 'integer', minimum: 1, maximum: 31 },
+    unit: { enum: ['hours', 'tokens', 'requests'] },
+  },
+  { required: ['kind'] },
+);
+
+const provider = closed(
+  {
+    name: str,
+    group: { enum: ['subscription', 'paid', 'free'] },
+    format: { enum: ['openai', 'openai-responses', 'anthropic', 'gemini', 'mock'] },
+    base_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    auth: closed(
+      { type: { enum: ['api_key', 'none', 'oauth'] }, key: str, header: { type: 'string', pattern: '^[A-Za-z0-9-]+$' } },
+      { required: ['type'], default: { type: 'none' } },
+    ),
+    headers: { type: 'object', additionalProperties: str, default: {} },
+    timeouts: closed(
+      {
+        connect_s: num({ exclusiveMinimum: 0, default: 10 }),
+        stall_s: num({ exclusiveMinimum: 0, default: 30 }),
+        request_s: num({ exclusiveMinimum: 0, default: 600 }),
+      },
+      { default: {} },
+    ),
+    connections: { type: 'integer', minimum: 1, maximum: 4096, default: 128 },
+    price,
+    quota,
+    mock: closed(
+      {
+        chunks: { type: 'integer', minimum: 1, maximum: 10000, default: 8 },
+        latency_ms: num({ default: 20 }),
+        chunk_delay_ms: num({ default: 5 }),
+        input_tokens: { type: 'integer', minimum: 0 },
+      },
+      { default: {} },
+    ),
+    models: { type: 'object', additionalProperties: model, default: {} },
+    allow_unlisted_models: { type: 'boolean', default: false },
+  },
+  { required: ['group', 'format'] },
+);
+
+const combo = closed(
+  {
+    strategy: { enum: ['fallback', 'round-robin', 'fusion', 'capacity'] },
+    models: { type: 'array', items: str, minItems: 1 },
+    judge: str,
+    quorum: { type: 'integer', minimum: 1 },
+    grace_ms: num(),
+    timeout_ms: num(),
+  },
+  { required: ['strategy', 'models'] },
+);
+
+export const CONFIG_SCHEMA = closed({
+  server: closed(
+    {
+      host: { type: 'string', minLength: 1, default: '127.0.0.1' },
+      port: { type: 'integer', minimum: 0, maximum: 65535, default: 4000 },
+      api_keys: {
+        type: 'array',
+        default: [],
+        items: closed({ name: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }, { required: ['name', 'key'] }),
+      },
+      body_limit_bytes: { type: 'integer', minimum: 1, default: 128 * 1024 * 1024 },
+    },
+    { default: {} },
+  ),
+  storage: closed(
+    {
+      clickhouse_url: { type: 'string', default: '' },
+      database: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'tollgate' },
+      data_dir: { type: 'string', minLength: 1, default: './data' },
+      username: { type: 'string', default: 'default' },
+      password: { type: 'string', default: '' },
+      batch: closed(
+        {
+          max_rows: { type: 'integer', minimum: 1, default: 1000 },
+          flush_ms: { type: 'integer', minimum: 10, default: 1000 },
+          queue_max: { type: 'integer', minimum: 1, default: 100000 },
+        },
+        { default: {} },
+      ),
+    },
+    { default: {} },
+  ),
+  telemetry: closed(
+    { otlp_endpoint: { type: 'string', default: '' }, service_name: { type: 'string', minLength: 1, default: 'tollgate' } },
+    { default: {} },
+  ),
+  providers: {
+    type: 'object',
+    default: {},
+    propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
+    additionalProperties: provider,
+  },
+  combos: { type: 'object', default: {}, additionalProperties: combo },
+  budgets: closed(
+    {
+      daily_usd: num(),
+      monthly_usd: num(),
+      timezone: str,
+      auto_switch: closed({ enabled: { type: 'boolean', default: false }, to: str }, { default: {} }),
+    },
+    { default: {} },
+  ),
+  alerts: closed(
+    {
+      kinds: {
+        type: 'object',
+        default: {},
+        propertyNames: {
+          enum: ['quota_warning', 'quota_exhausted', 'quota_reset', 'daily_budget', 'monthly_budget', 'cost_anomaly', 'exhaustion_pattern'],
+        },
+        additionalProperties: { type: 'boolean' },
+      },
+      channels: closed(
+        {
+          dashboard: { type: 'boolean', default: true },
+          email: closed(
+            { smtp_url: str, from: str, to: { type: 'array', items: str, minItems: 1 } },
+            { required: ['smtp_url', 'from', 'to'] },
+          ),
+          webhook: closed({ url: { type: 'string', pattern: '^https?://' }, secret: str }, { required: ['url'] }),
+        },
+        { default: {} },
+      ),
+    },
+    { default: {} },
+  ),
+});

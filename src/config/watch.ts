@@ -1,0 +1,67 @@
+// Live reload: the running file is polled; a valid edit replaces the config for new requests (a request in flight
+// keeps the snapshot it started with); an invalid edit is logged with its issues and the old config keeps serving.
+// Sections that only take effect at start (server.host/port, storage, telemetry) are reported as needing a restart.
+
+import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import { ConfigError, loadConfigFile } from './load.js';
+import type { Config } from './types.js';
+
+export type ConfigListener = (next: Config, prev: Config) => void;
+
+interface Logger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** Holds the current config; everything that must see live edits reads `current` per request. */
+export class ConfigHolder {
+  #current: Config;
+  readonly #listeners: ConfigListener[] = [];
+
+  constructor(initial: Config) {
+    this.#current = initial;
+  }
+
+  get current(): Config {
+    return this.#current;
+  }
+
+  onChange(fn: ConfigListener): void {
+    this.#listeners.push(fn);
+  }
+
+  replace(next: Config): void {
+    const prev = this.#current;
+    this.#current = next;
+    for (const fn of this.#listeners) fn(next, prev);
+  }
+}
+
+const RESTART_ONLY = ['server.host', 'server.port', 'storage', 'telemetry'] as const;
+
+function restartOnlyChanges(next: Config, prev: Config): string[] {
+  const pick = (c: Config, k: (typeof RESTART_ONLY)[number]): unknown =>
+    k === 'server.host' ? c.server.host : k === 'server.port' ? c.server.port : c[k];
+  return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
+}
+
+/** Poll `file` and apply valid edits to `holder`. Returns a function that stops watching. */
+export function watchConfigFile(file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined, intervalMs = 500): () => void {
+  const onChange = (curr: Stats, prev: Stats): void => {
+    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
+    try {
+      const next = loadConfigFile(file);
+      const restart = restartOnlyChanges(next, holder.current);
+      if (restart.length > 0) log.warn({ sections: restart }, 'config edit changes settings that apply only at start; restart to use them');
+      holder.replace(next);
+      log.info({ file }, 'config reloaded');
+    } catch (err) {
+      const issues = err instanceof ConfigError ? err.issues : [{ path: '(file)', message: (err as Error).message }];
+      log.error({ file, issues }, 'config edit rejected; the previous config keeps serving');
+      onRejected();
+    }
+  };
+  watchFile(file, { interval: intervalMs, persistent: false }, onChange);
+  return () => unwatchFile(file, onChange);
+}

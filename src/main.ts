@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+// The process: parse the command line, load the config, start telemetry, build the app, listen, handle signals.
+//
+//   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
+//   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
+
+import { ConfigError, loadConfigFile } from './config/load.js';
+import { ConfigHolder, watchConfigFile } from './config/watch.js';
+import { startTelemetry } from './telemetry/otel.js';
+
+const USAGE = `usage: tollgate [--config FILE]
+       tollgate check-config [FILE]
+
+Serves the gateway described by FILE (default: $TOLLGATE_CONFIG, else ./config.yaml).
+check-config validates FILE without starting and exits non-zero when it is invalid.`;
+
+interface Args {
+  command: 'serve' | 'check-config' | 'help';
+  file: string;
+}
+
+export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Args {
+  let command: Args['command'] = 'serve';
+  let file: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--help' || a === '-h') command = 'help';
+    else if (a === '--config' || a === '-c') file = argv[++i];
+    else if (a.startsWith('--config=')) file = a.slice('--config='.length);
+    else if (a === 'check-config' && i === 0) command = 'check-config';
+    else if (command === 'check-config' && file === undefined) file = a;
+    else throw new Error(`unknown argument '${a}'\n${USAGE}`);
+  }
+  return { command, file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml' };
+}
+
+function fail(err: unknown): never {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
+  let args: Args;
+  try {
+    args = parseArgs(process.argv.slice(2));
+  } catch (err) {
+    fail(err);
+  }
+  if (args.command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  let config;
+  try {
+    config = loadConfigFile(args.file);
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err);
+    throw err;
+  }
+  if (args.command === 'check-config') {
+    process.stdout.write(`${args.file}: ok (${Object.keys(config.providers).length} providers)\n`);
+    return;
+  }
+
+  const telemetry = startTelemetry(config);
+  const { build } = await import('./app.js');
+  const holder = new ConfigHolder(config);
+  const app = await build({ config: holder }).catch(fail);
+  const stopWatching = watchConfigFile(args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }));
+  try {
+    await app.listen({ host: config.server.host, port: config.server.port });
+  } catch (err) {
+    app.log.error({ err }, 'cannot listen');
+    await app.close();
+    process.exit(1);
+  }
+
+  let stopping = false;
+  const stop = async (signal: string): Promise<void> => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down: draining requests and usage rows');
+    stopWatching();
+    await app.close();
+    await telemetry.shutdown().catch(() => undefined);
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+await main();

@@ -1,0 +1,47 @@
+// The `openai` wire format: OpenAI Chat Completions and every OpenAI-compatible vendor (a config row each).
+
+import type { ProviderConfig } from '../../config/types.js';
+import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '../types.js';
+import { openaiUsage } from './usage.js';
+
+function authHeaders(p: ProviderConfig): Record<string, string> {
+  if (p.auth.type !== 'api_key' || !p.auth.key) return {};
+  const header = p.auth.header ?? 'authorization';
+  return { [header.toLowerCase()]: header.toLowerCase() === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
+}
+
+function basePath(p: ProviderConfig): string {
+  // The in-process mock has no URL; it answers on OpenAI's path.
+  return p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
+}
+
+export const openaiAdapter: ChatAdapter = {
+  chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
+    const out: Record<string, unknown> = { ...body, model: modelId };
+    if (body.stream === true && askUsage) {
+      const so = (body.stream_options ?? {}) as Record<string, unknown>;
+      out.stream_options = { ...so, include_usage: true };
+    }
+    return {
+      path: `${basePath(p)}/chat/completions`,
+      headers: { ...p.headers, 'content-type': 'application/json', accept: body.stream === true ? 'text/event-stream' : 'application/json', ...authHeaders(p) },
+      body: JSON.stringify(out),
+    };
+  },
+
+  usageFromResponse(json: unknown): ReturnType<ChatAdapter['usageFromResponse']> {
+    return openaiUsage((json as { usage?: unknown } | null)?.usage);
+  },
+
+  inspectChunk(json: unknown): StreamChunkInfo {
+    const c = (json ?? {}) as { choices?: unknown; usage?: unknown };
+    const choices = Array.isArray(c.choices) ? (c.choices as { delta?: Record<string, unknown> }[]) : [];
+    let deltas = 0;
+    for (const ch of choices) {
+      const d = ch.delta;
+      if (d && (typeof d.content === 'string' || typeof d.reasoning_content === 'string' || typeof d.reasoning === 'string' || Array.isArray(d.tool_calls))) deltas++;
+    }
+    const usage = openaiUsage(c.usage);
+    return { usage, deltas, usageOnly: usage !== null && choices.length === 0 };
+  },
+};

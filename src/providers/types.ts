@@ -1,0 +1,32 @@
+// The small interface every outbound wire format implements. An adapter is pure: it shapes the upstream request
+// and reads usage out of responses; the pipeline owns I/O.
+
+import type { ProviderConfig } from '../config/types.js';
+import type { Usage } from '../usage/types.js';
+
+/** A chat request as the client sent it (OpenAI Chat Completions shape), already parsed. */
+export type ChatBody = Record<string, unknown> & { model: string; messages: unknown[]; stream?: boolean };
+
+export interface UpstreamRequest {
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+export interface StreamChunkInfo {
+  /** Usage reported by this chunk, if any. */
+  readonly usage: Usage | null;
+  /** Number of content or reasoning deltas in this chunk (used to estimate output when usage never arrives). */
+  readonly deltas: number;
+  /** True when the chunk carries nothing for the client but usage (OpenAI's final include_usage chunk). */
+  readonly usageOnly: boolean;
+}
+
+export interface ChatAdapter {
+  /** Build the upstream request for `modelId`. `askUsage`: ask a stream to report usage. */
+  chatRequest(provider: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest;
+  /** Usage from a non-streamed response body. */
+  usageFromResponse(json: unknown): Usage | null;
+  /** What one parsed stream chunk carries. */
+  inspectChunk(json: unknown): StreamChunkInfo;
+}

@@ -1,0 +1,340 @@
+// POST /v1/chat/completions: validate, route, call upstream, pass the answer through (JSON or SSE frame by frame),
+// and build exactly one usage record for the request, whatever happened. The record goes to the ledger (row +
+// metrics) and closes the span.
+
+import { performance } from 'node:perf_hooks';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ProviderGroup } from '../config/types.js';
+import { TollgateError, errorBody } from '../errors.js';
+import { openaiAdapter } from '../providers/openai/index.js';
+import type { ChatAdapter, ChatBody } from '../providers/types.js';
+import { resolveModel, type Route } from '../routing/resolve.js';
+import { computeCost, ZERO_COST } from '../usage/cost.js';
+import { makeRecord, MAX_REQUESTED_MODEL, type Latency, type RequestStatus } from '../usage/record.js';
+import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
+import { uuidv7 } from '../usage/uuidv7.js';
+import { OTHER } from '../telemetry/names.js';
+import type { RequestTrace } from '../telemetry/tracing.js';
+import type { GatewayContext } from './context.js';
+import { classifyTransportError, type UpstreamResponse } from './dispatch.js';
+import { SseParser, formatFrame, type SseFrame } from './sse.js';
+
+const ENDPOINT = 'chat.completions';
+/** The status recorded for a client that went away before a response started (nginx's convention). */
+export const CLIENT_CLOSED = 499;
+const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-request-id'];
+
+/** Everything observed about one request; folded into the usage record at the end. */
+interface Outcome {
+  route: Route | null;
+  status: RequestStatus;
+  httpStatus: number;
+  errorType: string;
+  usage: Usage;
+  usageSource: UsageSource;
+  ttftMs: number | null;
+  upstreamMs: number | null;
+}
+
+function adapterFor(route: Route): ChatAdapter {
+  // `mock` speaks the OpenAI wire format in process; later formats add their adapters here.
+  switch (route.provider.format) {
+    case 'openai':
+    case 'mock':
+      return openaiAdapter;
+    default:
+      throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', `provider format '${route.provider.format}' is not served on /v1/chat/completions yet`);
+  }
+}
+
+export function validateChatBody(body: unknown): ChatBody {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'request body must be a JSON object');
+  }
+  const b = body as Record<string, unknown>;
+  if (typeof b.model !== 'string' || b.model === '') {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', "'model' is required and must be a non-empty string", { param: 'model' });
+  }
+  if (!Array.isArray(b.messages)) {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', "'messages' is required and must be an array", { param: 'messages' });
+  }
+  if (b.stream !== undefined && b.stream !== null && typeof b.stream !== 'boolean') {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', "'stream' must be a boolean", { param: 'stream' });
+  }
+  return b as ChatBody;
+}
+
+function clientWantsUsage(body: ChatBody): boolean {
+  return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
+}
+
+async function readAll(body: AsyncIterable<Uint8Array>): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const c of body) parts.push(Buffer.from(c));
+  return Buffer.concat(parts).toString('utf8');
+}
+
+function pickHeaders(h: UpstreamResponse['headers'], names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const v = h[n];
+    if (typeof v === 'string') out[n] = v;
+    else if (Array.isArray(v) && v.length > 0) out[n] = v[0]!;
+  }
+  return out;
+}
+
+/** Write and respect back-pressure; resolves early if the client goes away. */
+function write(raw: ServerResponse, s: string): Promise<void> | void {
+  if (raw.destroyed) return;
+  if (raw.write(s)) return;
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
+export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const cfg = ctx.config.current;
+  const trace = ctx.tracing.start(req.headers, ENDPOINT);
+  const rawModel = (req.body as { model?: unknown } | null)?.model;
+  const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
+  const stream = (req.body as { stream?: unknown } | null)?.stream === true;
+  const o: Outcome = { route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
+  reply.header('x-request-id', requestId);
+
+  try {
+    const body = validateChatBody(req.body);
+    o.route = resolveModel(cfg, body.model);
+    trace.routed(o.route.model, o.route.providerId, o.route.modelId);
+    await forward(ctx, o.route, body, stream, trace, reply, o, t0);
+  } catch (err) {
+    const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
+    o.status = 'failure';
+    o.httpStatus = e.status;
+    o.errorType = e.code;
+    req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
+    if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
+  } finally {
+    const totalMs = performance.now() - t0;
+    const route = o.route;
+    const cost = route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST;
+    const latency: Latency = stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs };
+    const record = makeRecord({
+      requestId,
+      startedAt,
+      endedAt: Date.now(),
+      endpoint: ENDPOINT,
+      provider: route?.providerId ?? OTHER,
+      providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
+      model: route?.model ?? OTHER,
+      requestedModel,
+      modelKnown: route?.modelConfig != null,
+      apiKeyName: req.apiKeyName,
+      stream,
+      status: o.status,
+      httpStatus: o.httpStatus,
+      errorType: o.errorType,
+      usage: o.usage,
+      usageSource: o.usageSource,
+      cost,
+      latency,
+      upstreamMs: o.upstreamMs,
+    });
+    ctx.ledger.publish(record);
+    trace.end(record);
+  }
+}
+
+async function forward(
+  ctx: GatewayContext, route: Route, body: ChatBody, stream: boolean, trace: RequestTrace,
+  reply: FastifyReply, o: Outcome, t0: number,
+): Promise<void> {
+  const adapter = adapterFor(route);
+  const wantsUsage = clientWantsUsage(body);
+  const upReq = adapter.chatRequest(route.provider, route.modelId, body, stream);
+  const ac = new AbortController();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) ac.abort();
+  };
+  reply.raw.on('close', onClose);
+  const url = new URL(upReq.path, route.provider.base_url || `http://${route.providerId}.mock`);
+  const up = trace.upstream(url, route.providerId);
+  const tUp = performance.now();
+  let res: UpstreamResponse;
+  try {
+    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream, signal: ac.signal, extraHeaders: up.headers });
+  } catch (err) {
+    o.upstreamMs = performance.now() - tUp;
+    if (ac.signal.aborted) {
+      up.span.end(null, 'aborted');
+      markAborted(o, reply);
+      return;
+    }
+    const e = err instanceof TollgateError ? err : classifyTransportError(err, ac.signal);
+    up.span.end(null, typeof e === 'string' ? e : e.code);
+    throw e;
+  }
+
+  try {
+    const type = String(res.headers['content-type'] ?? '');
+    if (res.status < 200 || res.status >= 300) {
+      const text = await readAll(res.body);
+      o.upstreamMs = performance.now() - tUp;
+      o.status = 'failure';
+      o.httpStatus = res.status;
+      o.errorType = String(res.status);
+      up.span.end(res.status, String(res.status));
+      reply.code(res.status).headers(pickHeaders(res.headers, FORWARDED_ERROR_HEADERS)).send(text);
+      return;
+    }
+    if (stream && type.startsWith('text/event-stream')) {
+      await pipeStream(adapter, res, wantsUsage, trace, reply, o, t0, ac.signal);
+      o.upstreamMs = performance.now() - tUp;
+      up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      return;
+    }
+    const text = await readAll(res.body);
+    o.upstreamMs = performance.now() - tUp;
+    let json: { id?: unknown; model?: unknown; choices?: { finish_reason?: unknown }[] };
+    try {
+      json = JSON.parse(text) as typeof json;
+    } catch {
+      up.span.end(res.status, 'invalid_json');
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+    }
+    const usage = adapter.usageFromResponse(json);
+    if (usage) {
+      o.usage = usage;
+      o.usageSource = 'reported';
+    }
+    trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
+    up.span.end(res.status, null);
+    reply.code(200).header('content-type', 'application/json').send(text);
+  } catch (err) {
+    if (ac.signal.aborted) {
+      markAborted(o, reply);
+      return;
+    }
+    if (err instanceof TollgateError) throw err;
+    const e = classifyTransportError(err, ac.signal);
+    if (e === 'aborted') {
+      markAborted(o, reply);
+      return;
+    }
+    throw e;
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+}
+
+function markAborted(o: Outcome, reply: FastifyReply): void {
+  o.status = 'aborted';
+  if (!reply.raw.headersSent) o.httpStatus = CLIENT_CLOSED;
+  o.errorType = 'client_closed';
+}
+
+function finishReasons(choices: unknown): string[] {
+  if (!Array.isArray(choices)) return [];
+  return choices.map((c: { finish_reason?: unknown }) => c?.finish_reason).filter((r): r is string => typeof r === 'string');
+}
+
+/** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
+async function pipeStream(
+  adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
+  reply: FastifyReply, o: Outcome, t0: number, signal: AbortSignal,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
+  });
+  const parser = new SseParser();
+  let deltas = 0;
+  let sawDone = false;
+  let finished = false;
+  let respId: string | null = null;
+  let respModel: string | null = null;
+  const reasons: string[] = [];
+
+  const onFrame = async (f: SseFrame): Promise<void> => {
+    if (f.data === '[DONE]') {
+      if (!sawDone) await write(raw, formatFrame('[DONE]'));
+      sawDone = true;
+      return;
+    }
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(f.data) as Record<string, unknown>;
+    } catch {
+      return; // not JSON: never forwarded
+    }
+    if (json.error !== undefined) {
+      o.status = 'failure';
+      o.errorType = 'upstream_stream_error';
+      await write(raw, formatFrame(f.data, f.event));
+      return;
+    }
+    const info = adapter.inspectChunk(json);
+    if (info.usage) {
+      o.usage = info.usage;
+      o.usageSource = 'reported';
+    }
+    if (info.deltas > 0) {
+      deltas += info.deltas;
+      if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+    }
+    respId ??= typeof json.id === 'string' ? json.id : null;
+    respModel ??= typeof json.model === 'string' ? json.model : null;
+    for (const r of finishReasons(json.choices)) {
+      reasons.push(r);
+      finished = true;
+    }
+    if (info.usageOnly && !wantsUsage) return;
+    if (!wantsUsage && json.usage !== undefined && json.usage !== null) {
+      delete json.usage;
+      await write(raw, formatFrame(JSON.stringify(json), f.event));
+      return;
+    }
+    await write(raw, formatFrame(f.data, f.event));
+  };
+
+  try {
+    for await (const chunk of res.body) {
+      for (const f of parser.push(chunk as Uint8Array)) await onFrame(f);
+    }
+    for (const f of parser.end()) await onFrame(f);
+    if (!sawDone && !finished && o.status === 'success') {
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
+    }
+    if (!sawDone) await write(raw, formatFrame('[DONE]'));
+  } catch (err) {
+    const e = err instanceof TollgateError ? err : classifyTransportError(err, signal);
+    if (e === 'aborted' || signal.aborted) {
+      markAborted(o, reply);
+    } else {
+      o.status = 'failure';
+      o.errorType = e.code;
+      await write(raw, formatFrame(JSON.stringify(errorBody(e, String(reply.getHeader('x-request-id') ?? '')))));
+    }
+  } finally {
+    trace.setResponse(respId, respModel, reasons);
+    if (o.usageSource === 'none' && deltas > 0) {
+      o.usage = { ...NO_USAGE, output: deltas };
+      o.usageSource = 'estimated';
+    }
+    if (!raw.destroyed) raw.end();
+  }
+}

@@ -1,0 +1,13 @@
+// What the data-plane routes need, built once by app.ts.
+
+import type { ConfigHolder } from '../config/watch.js';
+import type { Ledger } from '../usage/ledger.js';
+import type { Tracing } from '../telemetry/tracing.js';
+import type { Dispatcher } from './dispatch.js';
+
+export interface GatewayContext {
+  readonly config: ConfigHolder;
+  readonly dispatcher: Dispatcher;
+  readonly tracing: Tracing;
+  readonly ledger: Ledger;
+}

@@ -1,0 +1,103 @@
+// Outbound calls: one undici Pool per provider (keep-alive, connect timeout from config), rebuilt when a live
+// config edit changes the provider's origin or limits; the old pool finishes its in-flight requests and closes.
+// The `mock` format is served in process behind the same interface.
+
+import { Pool } from 'undici';
+import type { Readable } from 'node:stream';
+import type { ProviderConfig } from '../config/types.js';
+import { TollgateError } from '../errors.js';
+import { mockRespond } from '../providers/mock/index.js';
+import type { UpstreamRequest } from '../providers/types.js';
+
+export interface UpstreamResponse {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Readable;
+}
+
+export interface SendOptions {
+  readonly stream: boolean;
+  readonly signal: AbortSignal;
+  readonly extraHeaders?: Record<string, string>;
+}
+
+interface PoolEntry {
+  readonly key: string;
+  readonly pool: Pool;
+}
+
+function poolKey(p: ProviderConfig): string {
+  return JSON.stringify([new URL(p.base_url).origin, p.timeouts.connect_s, p.connections]);
+}
+
+/** Classify a transport failure into the gateway's codes; 'aborted' when the client went away. */
+export function classifyTransportError(err: unknown, signal: AbortSignal): TollgateError | 'aborted' {
+  if (signal.aborted) return 'aborted';
+  const code = (err as { code?: string })?.code;
+  switch (code) {
+    case 'UND_ERR_CONNECT_TIMEOUT':
+      return new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'timed out connecting to the upstream provider', { cause: err });
+    case 'UND_ERR_HEADERS_TIMEOUT':
+      return new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'the upstream provider did not start its response in time', { cause: err });
+    case 'UND_ERR_BODY_TIMEOUT':
+      return new TollgateError('TOLLGATE_ERR_UPSTREAM_STALL', 'the upstream provider stalled: no data within the stall timeout', { cause: err });
+    default:
+      return new TollgateError('TOLLGATE_ERR_UPSTREAM_CONNECT', `upstream connection failed${code ? ` (${code})` : ''}`, { cause: err });
+  }
+}
+
+export class Dispatcher {
+  readonly #pools = new Map<string, PoolEntry>();
+
+  /** Drop pools whose provider disappeared or changed; they finish what they carry, then close. */
+  reconcile(providers: Readonly<Record<string, ProviderConfig>>): void {
+    for (const [id, entry] of this.#pools) {
+      const p = providers[id];
+      if (!p || p.format === 'mock' || poolKey(p) !== entry.key) {
+        this.#pools.delete(id);
+        void entry.pool.close().catch(() => undefined);
+      }
+    }
+  }
+
+  #pool(id: string, p: ProviderConfig): Pool {
+    const key = poolKey(p);
+    const found = this.#pools.get(id);
+    if (found && found.key === key) return found.pool;
+    if (found) void found.pool.close().catch(() => undefined);
+    const pool = new Pool(new URL(p.base_url).origin, {
+      connections: p.connections,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      connect: { timeout: p.timeouts.connect_s * 1000 },
+    });
+    this.#pools.set(id, { key, pool });
+    return pool;
+  }
+
+  async send(id: string, p: ProviderConfig, req: UpstreamRequest, opts: SendOptions): Promise<UpstreamResponse> {
+    if (p.format === 'mock') return mockRespond(p.mock, req.body, opts.signal);
+    const stallMs = p.timeouts.stall_s * 1000;
+    try {
+      const res = await this.#pool(id, p).request({
+        method: 'POST',
+        path: req.path,
+        headers: opts.extraHeaders ? { ...req.headers, ...opts.extraHeaders } : req.headers,
+        body: req.body,
+        signal: opts.signal,
+        headersTimeout: opts.stream ? stallMs : p.timeouts.request_s * 1000,
+        bodyTimeout: stallMs,
+      });
+      return { status: res.statusCode, headers: res.headers, body: res.body };
+    } catch (err) {
+      const classified = classifyTransportError(err, opts.signal);
+      throw classified === 'aborted' ? err : classified;
+    }
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((e) => e.pool.close().catch(() => undefined)));
+  }
+}

@@ -1,0 +1,15 @@
+// Data-plane routes (/v1/*). Handlers unpack and delegate to the pipeline.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { listModels } from '../routing/resolve.js';
+import { handleChat } from './chat.js';
+import type { GatewayContext } from './context.js';
+
+export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
+  app.post('/v1/chat/completions', (req, reply) => handleChat(ctx, req, reply));
+
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: listModels(ctx.config.current).map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider, kind: m.config.kind })),
+  }));
+};

@@ -1,0 +1,38 @@
+// Model resolution: `<provider_prefix>/<model_id>`, split on the first '/', so model ids may contain '/'.
+
+import type { Config, ModelConfig, ProviderConfig } from '../config/types.js';
+import { TollgateError } from '../errors.js';
+
+export interface Route {
+  /** Provider prefix. */
+  readonly providerId: string;
+  readonly provider: ProviderConfig;
+  /** The id sent upstream. */
+  readonly modelId: string;
+  /** `<prefix>/<model_id>` as routed. */
+  readonly model: string;
+  /** The model's config when it is listed; null for an unlisted model on a provider that allows them. */
+  readonly modelConfig: ModelConfig | null;
+}
+
+export function resolveModel(cfg: Config, requested: string): Route {
+  const slash = requested.indexOf('/');
+  const providerId = slash > 0 ? requested.slice(0, slash) : '';
+  const modelId = slash > 0 ? requested.slice(slash + 1) : '';
+  const provider = providerId ? cfg.providers[providerId] : undefined;
+  const notFound = () =>
+    new TollgateError('TOLLGATE_ERR_MODEL_NOT_FOUND', `model '${requested.slice(0, 200)}' is not configured; GET /v1/models lists the models`, { param: 'model' });
+  if (!provider || !modelId) throw notFound();
+  const modelConfig = Object.hasOwn(provider.models, modelId) ? provider.models[modelId]! : null;
+  if (!modelConfig && !provider.allow_unlisted_models) throw notFound();
+  return { providerId, provider, modelId, model: `${providerId}/${modelId}`, modelConfig };
+}
+
+/** Every configured `<prefix>/<model_id>`, in config order. */
+export function listModels(cfg: Config): { id: string; provider: string; config: ModelConfig }[] {
+  const out: { id: string; provider: string; config: ModelConfig }[] = [];
+  for (const [pid, p] of Object.entries(cfg.providers)) {
+    for (const [mid, m] of Object.entries(p.models)) out.push({ id: `${pid}/${mid}`, provider: pid, config: m });
+  }
+  return out;
+}

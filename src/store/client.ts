@@ -1,0 +1,94 @@
+// One ClickHouse client, two back ends (DESIGN.md decision 1): a server when storage.clickhouse_url is set,
+// otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
+// query at a time per connection, so operations are serialised here; a server takes them concurrently.
+
+import { mkdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createChdbConnection } from 'chdb/connection';
+import type { Config } from '../config/types.js';
+
+type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
+
+export type QueryParams = Record<string, unknown>;
+
+export class Store {
+  readonly database: string;
+  readonly embedded: boolean;
+  readonly #client: ClickHouseClient;
+  #tail: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  constructor(client: ClickHouseClient, database: string, embedded: boolean) {
+    this.#client = client;
+    this.database = database;
+    this.embedded = embedded;
+  }
+
+  /** Qualified table name. */
+  t(table: string): string {
+    return `${this.database}.${table}`;
+  }
+
+  #run<T>(op: () => Promise<T>): Promise<T> {
+    if (this.#closed) return Promise.reject(new Error('store is closed'));
+    if (!this.embedded) return op();
+    const next = this.#tail.then(op, op);
+    this.#tail = next.catch(() => undefined);
+    return next;
+  }
+
+  command(query: string): Promise<void> {
+    return this.#run(async () => {
+      await this.#client.command({ query });
+    });
+  }
+
+  query<T>(query: string, params: QueryParams = {}): Promise<T[]> {
+    return this.#run(async () => {
+      const rs = await this.#client.query({ query, query_params: params, format: 'JSONEachRow' });
+      return rs.json<T>();
+    });
+  }
+
+  insert(table: string, values: readonly Record<string, unknown>[]): Promise<void> {
+    return this.#run(async () => {
+      await this.#client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow' });
+    });
+  }
+
+  async ping(): Promise<boolean> {
+    try {
+      const rows = await this.query<{ ok: number }>('SELECT 1 AS ok');
+      return Number(rows[0]?.ok) === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    await this.#tail;
+    this.#closed = true;
+    await this.#client.close();
+  }
+}
+
+export function openStore(storage: Config['storage']): Store {
+  if (storage.clickhouse_url) {
+    const client = createClient({
+      url: storage.clickhouse_url,
+      username: storage.username,
+      password: storage.password,
+      request_timeout: 30_000,
+    });
+    return new Store(client, storage.database, false);
+  }
+  const path = resolve(storage.data_dir);
+  mkdirSync(path, { recursive: true });
+  // chdb re-exports @clickhouse/client-common's Connection type, which @clickhouse/client bundles as its own copy;
+  // the shapes are the same, the declarations are not, hence the cast.
+  const connection = createChdbConnection({ path }) as unknown as ClientConnection;
+  const client = createClient({ connection });
+  return new Store(client, storage.database, true);
+}

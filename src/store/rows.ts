@@ -1,0 +1,37 @@
+// The raw row for one usage record: a pure mapping, the store writes what it is given.
+
+import type { UsageRecord } from '../usage/record.js';
+
+export type RequestRow = Record<string, string | number | boolean | null>;
+
+const money = (usd: number): string => usd.toFixed(12);
+
+export function toRow(r: UsageRecord): RequestRow {
+  return {
+    request_id: r.requestId,
+    ts: r.startedAt,
+    end_ts: r.endedAt,
+    endpoint: r.endpoint,
+    provider: r.provider,
+    provider_group: r.providerGroup,
+    model: r.model,
+    requested_model: r.requestedModel,
+    api_key_name: r.apiKeyName,
+    stream: r.stream,
+    status: r.status,
+    http_status: r.httpStatus,
+    error_type: r.errorType,
+    input_tokens: r.usage.input,
+    cached_tokens: r.usage.cached,
+    cache_write_tokens: r.usage.cacheWrite,
+    output_tokens: r.usage.output,
+    reasoning_tokens: r.usage.reasoning,
+    total_tokens: r.totalTokens,
+    usage_source: r.usageSource,
+    cost: money(r.cost.cost),
+    list_cost: money(r.cost.listCost),
+    duration_ms: r.latency.totalMs,
+    ttft_ms: r.latency.kind === 'stream' ? r.latency.ttftMs : null,
+    upstream_ms: r.upstreamMs,
+  };
+}

@@ -1,0 +1,130 @@
+// The span ledger. One SERVER span per client request, named `chat {model}`, with GenAI attributes; one CLIENT
+// child span per upstream call; W3C trace context is taken from the client and passed upstream. Span attributes
+// for usage and cost come from the finished usage record, the same object the row and the metrics are made from.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { inputSide, outputSide } from '../usage/types.js';
+import type { UsageRecord } from '../usage/record.js';
+import { ATTR } from './names.js';
+
+const propagator = new W3CTraceContextPropagator();
+
+const headerGetter = {
+  keys: (c: IncomingHttpHeaders) => Object.keys(c),
+  get: (c: IncomingHttpHeaders, k: string) => c[k],
+};
+const recordSetter = { set: (c: Record<string, string>, k: string, v: string) => void (c[k] = v) };
+
+export class UpstreamSpan {
+  readonly #span: Span;
+  constructor(span: Span) {
+    this.#span = span;
+  }
+  end(status: number | null, errorType: string | null): void {
+    if (status !== null) this.#span.setAttribute(ATTR.httpStatus, status);
+    if (errorType) {
+      this.#span.setAttribute(ATTR.errorType, errorType);
+      this.#span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    this.#span.end();
+  }
+}
+
+export class RequestTrace {
+  readonly #tracer: Tracer;
+  readonly #span: Span;
+  readonly #ctx: Context;
+
+  constructor(tracer: Tracer, headers: IncomingHttpHeaders, endpoint: string) {
+    this.#tracer = tracer;
+    const parent = propagator.extract(context.active(), headers, headerGetter);
+    this.#span = tracer.startSpan('chat', { kind: SpanKind.SERVER, attributes: { [ATTR.operationName]: 'chat', 'tollgate.endpoint': endpoint } }, parent);
+    this.#ctx = trace.setSpan(parent, this.#span);
+  }
+
+  /** Name the span after the routed model once it is known. */
+  routed(model: string, provider: string, modelId: string): void {
+    this.#span.updateName(`chat ${model}`);
+    this.#span.setAttributes({ [ATTR.requestModel]: modelId, [ATTR.providerName]: provider });
+  }
+
+  /** Start the child span for an upstream call; returns it and the headers that carry the trace upstream. */
+  upstream(url: URL, provider: string): { span: UpstreamSpan; headers: Record<string, string> } {
+    const span = this.#tracer.startSpan(
+      'POST',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          [ATTR.httpMethod]: 'POST',
+          [ATTR.serverAddress]: url.hostname,
+          [ATTR.serverPort]: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+          [ATTR.urlFull]: `${url.origin}${url.pathname}`,
+          [ATTR.provider]: provider,
+        },
+      },
+      this.#ctx,
+    );
+    const headers: Record<string, string> = {};
+    propagator.inject(trace.setSpan(this.#ctx, span), headers, recordSetter);
+    return { span: new UpstreamSpan(span), headers };
+  }
+
+  setResponse(id: string | null, model: string | null, finishReasons: string[]): void {
+    const a: Attributes = {};
+    if (id) a[ATTR.responseId] = id;
+    if (model) a[ATTR.responseModel] = model;
+    if (finishReasons.length > 0) a[ATTR.finishReasons] = finishReasons;
+    this.#span.setAttributes(a);
+  }
+
+  end(r: UsageRecord): void {
+    this.#span.setAttributes(recordAttributes(r));
+    if (r.status !== 'success') this.#span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorType });
+    this.#span.end();
+  }
+}
+
+/** The pure mapping from a usage record to span attributes. Null buckets are left out (not reported). */
+export function recordAttributes(r: UsageRecord): Attributes {
+  const a: Attributes = {
+    [ATTR.requestId]: r.requestId,
+    [ATTR.provider]: r.provider,
+    [ATTR.providerGroup]: r.providerGroup,
+    [ATTR.apiKeyName]: r.apiKeyName,
+    [ATTR.status]: r.status,
+    [ATTR.stream]: r.stream,
+    [ATTR.httpStatus]: r.httpStatus,
+    [ATTR.totalTokens]: r.totalTokens,
+    [ATTR.usageSource]: r.usageSource,
+    [ATTR.cost]: r.cost.cost,
+    [ATTR.listCost]: r.cost.listCost,
+  };
+  if (r.usageSource !== 'none') {
+    a[ATTR.inputTokens] = inputSide(r.usage);
+    a[ATTR.outputTokens] = outputSide(r.usage);
+  }
+  const put = (k: string, v: number | null) => {
+    if (v !== null) a[k] = v;
+  };
+  put(ATTR.inputUncached, r.usage.input);
+  put(ATTR.cachedTokens, r.usage.cached);
+  put(ATTR.cacheWriteTokens, r.usage.cacheWrite);
+  put(ATTR.outputNonReasoning, r.usage.output);
+  put(ATTR.reasoningTokens, r.usage.reasoning);
+  put(ATTR.upstreamMs, r.upstreamMs);
+  if (r.latency.kind === 'stream') put(ATTR.ttftMs, r.latency.ttftMs);
+  if (r.errorType) a[ATTR.errorType] = r.errorType;
+  return a;
+}
+
+export class Tracing {
+  readonly #tracer: Tracer;
+  constructor(provider: TracerProvider = trace.getTracerProvider()) {
+    this.#tracer = provider.getTracer('tollgate');
+  }
+  start(headers: IncomingHttpHeaders, endpoint: string): RequestTrace {
+    return new RequestTrace(this.#tracer, headers, endpoint);
+  }
+}

@@ -1,0 +1,35 @@
+// The five non-overlapping usage buckets of DESIGN.md decision 4. null = the provider did not report it;
+// 0 = it reported zero. Totals are derived, never stored by a provider adapter.
+
+export interface Usage {
+  /** Input tokens that were not read from a cache. */
+  readonly input: number | null;
+  /** Input tokens read from a cache. */
+  readonly cached: number | null;
+  /** Input tokens written to a cache. */
+  readonly cacheWrite: number | null;
+  /** Output tokens that are not reasoning. */
+  readonly output: number | null;
+  /** Reasoning (thinking) tokens. */
+  readonly reasoning: number | null;
+}
+
+export const NO_USAGE: Usage = Object.freeze({ input: null, cached: null, cacheWrite: null, output: null, reasoning: null });
+
+/** Where the numbers came from: the upstream's own report, the gateway's count of streamed deltas, or nowhere. */
+export type UsageSource = 'reported' | 'estimated' | 'none';
+
+export const BUCKETS = ['input', 'cached', 'cacheWrite', 'output', 'reasoning'] as const;
+export type Bucket = (typeof BUCKETS)[number];
+
+export function totalTokens(u: Usage): number {
+  return (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0) + (u.output ?? 0) + (u.reasoning ?? 0);
+}
+
+/** Input as the GenAI conventions count it (everything read), and output (everything generated). */
+export function inputSide(u: Usage): number {
+  return (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
+}
+export function outputSide(u: Usage): number {
+  return (u.output ?? 0) + (u.reasoning ?? 0);
+}
