@@ -15,6 +15,8 @@ function basePath(p: ProviderConfig): string {
   return p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
 }
 
+const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
+
 export const openaiAdapter: ChatAdapter = {
   chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
     const out: Record<string, unknown> = { ...body, model: modelId };
@@ -39,7 +41,7 @@ export const openaiAdapter: ChatAdapter = {
     let deltas = 0;
     for (const ch of choices) {
       const d = ch.delta;
-      if (d && (typeof d.content === 'string' || typeof d.reasoning_content === 'string' || typeof d.reasoning === 'string' || Array.isArray(d.tool_calls))) deltas++;
+      if (d && (nonEmpty(d.content) || nonEmpty(d.reasoning_content) || nonEmpty(d.reasoning) || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0))) deltas++;
     }
     const usage = openaiUsage(c.usage);
     return { usage, deltas, usageOnly: usage !== null && choices.length === 0 };

@@ -1,0 +1,75 @@
+// Build a real Tollgate app on a real socket (127.0.0.1, port 0) with the embedded store in a temp directory and
+// an in-memory span exporter; everything is closed at teardown.
+
+import type { FastifyInstance } from 'fastify';
+import type { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
+import { build } from '../../src/app.js';
+import { parseConfig } from '../../src/config/load.js';
+import { ConfigHolder } from '../../src/config/watch.js';
+import type { Config } from '../../src/config/types.js';
+import { memoryTracing } from './spans.js';
+import { tempDir, type Teardown } from './tmp.js';
+
+export interface TestApp {
+  readonly app: FastifyInstance;
+  readonly url: string;
+  readonly holder: ConfigHolder;
+  readonly spans: InMemorySpanExporter;
+  /** Wait until every queued usage row is in ClickHouse. */
+  flush(): Promise<void>;
+  /** Rows of the requests table, oldest first (FINAL: deduplicated). */
+  rows(where?: string): Promise<Record<string, unknown>[]>;
+  metrics(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A config object from YAML-shaped input; storage.data_dir defaults to `dataDir`. */
+export function testConfig(raw: Record<string, unknown>, dataDir: string, env: Record<string, string> = {}): Config {
+  const storage = { data_dir: dataDir, batch: { flush_ms: 50 }, ...((raw.storage as object) ?? {}) };
+  return parseConfig({ ...raw, storage }, env);
+}
+
+export async function startApp(
+  t: Teardown,
+  raw: Record<string, unknown>,
+  opts: { dataDir?: string; env?: Record<string, string> } = {},
+): Promise<TestApp> {
+  const dataDir = opts.dataDir ?? tempDir(t);
+  const holder = new ConfigHolder(testConfig(raw, dataDir, opts.env));
+  const { provider, exporter } = memoryTracing();
+  const app = await build({ config: holder, tracerProvider: provider, logger: false, processMetrics: false });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : 0;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await app.close();
+  };
+  t.teardown(close);
+  return {
+    app,
+    url: `http://127.0.0.1:${port}`,
+    holder,
+    spans: exporter,
+    flush: () => app.tollgate.writer.flush(),
+    rows: async (where = '1') => {
+      await app.tollgate.writer.flush();
+      const s = app.tollgate.store;
+      return s.query<Record<string, unknown>>(`SELECT * FROM ${s.t('requests')} FINAL WHERE ${where} ORDER BY ts, request_id`);
+    },
+    metrics: async () => app.tollgate.metrics.registry.metrics(),
+    close,
+  };
+}
+
+/** The shipped demo provider, small and fast, for tests that need a working upstream without a socket. */
+export const DEMO_PROVIDER = {
+  name: 'Demo',
+  group: 'paid',
+  format: 'mock',
+  price: { input: 1, output: 2, cached: 0.5 },
+  mock: { chunks: 5, latency_ms: 0, chunk_delay_ms: 0 },
+  models: { 'echo-1': { kind: 'llm' } },
+};
