@@ -11,6 +11,7 @@ import { healthRoutes } from './api/health.js';
 import { usageRoutes } from './api/usage.js';
 import { Dispatcher } from './proxy/dispatch.js';
 import { proxyRoutes } from './proxy/routes.js';
+import { CHAT_ROUTE, recordRejected } from './proxy/chat.js';
 import type { GatewayContext } from './proxy/context.js';
 import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrations.js';
@@ -95,6 +96,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     m.configReloads.inc({ result: 'applied' });
   });
 
+  // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
+  app.removeContentTypeParser('text/plain');
   app.decorate('tollgate', { config: holder, store, writer, metrics: m, ledger });
   app.decorateRequest('apiKeyName', '');
 
@@ -102,17 +105,18 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers);
   });
 
+  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger };
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, url: req.url }, e.message);
-    return reply.code(e.status).send(errorBody(e, null));
+    const refusedRequest = req.routeOptions.url === CHAT_ROUTE && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
+    return reply.code(e.status).send(errorBody(e, refusedRequest ? recordRejected(ctx, req, e) : null));
   });
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
     return reply.code(e.status).send(errorBody(e, null));
   });
 
-  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger };
   await app.register(proxyRoutes, { ctx });
   await app.register(usageRoutes, { store });
   await app.register(healthRoutes, { store });

@@ -11,7 +11,7 @@ import { openaiAdapter } from '../providers/openai/index.js';
 import type { ChatAdapter, ChatBody } from '../providers/types.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import { computeCost, ZERO_COST } from '../usage/cost.js';
-import { makeRecord, MAX_REQUESTED_MODEL, type Latency, type RequestStatus } from '../usage/record.js';
+import { makeRecord, MAX_REQUESTED_MODEL, type RequestStatus } from '../usage/record.js';
 import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import { OTHER } from '../telemetry/names.js';
@@ -100,6 +100,8 @@ function write(raw: ServerResponse, s: string): Promise<void> | void {
   });
 }
 
+export const CHAT_ROUTE = '/v1/chat/completions';
+
 export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const t0 = performance.now();
   const startedAt = Date.now();
@@ -125,34 +127,59 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
-    const totalMs = performance.now() - t0;
-    const route = o.route;
-    const cost = route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST;
-    const latency: Latency = stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs };
-    const record = makeRecord({
-      requestId,
-      startedAt,
-      endedAt: Date.now(),
-      endpoint: ENDPOINT,
-      provider: route?.providerId ?? OTHER,
-      providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
-      model: route?.model ?? OTHER,
-      requestedModel,
-      modelKnown: route?.modelConfig != null,
-      apiKeyName: req.apiKeyName,
-      stream,
-      status: o.status,
-      httpStatus: o.httpStatus,
-      errorType: o.errorType,
-      usage: o.usage,
-      usageSource: o.usageSource,
-      cost,
-      latency,
-      upstreamMs: o.upstreamMs,
-    });
-    ctx.ledger.publish(record);
-    trace.end(record);
+    finish(ctx, req, trace, o, { requestId, startedAt, t0, requestedModel, stream });
   }
+}
+
+interface RequestMeta {
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly t0: number;
+  readonly requestedModel: string;
+  readonly stream: boolean;
+}
+
+/** Fold the outcome into the one usage record and hand it to every ledger. */
+function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
+  const totalMs = performance.now() - m.t0;
+  const route = o.route;
+  const record = makeRecord({
+    requestId: m.requestId,
+    startedAt: m.startedAt,
+    endedAt: Date.now(),
+    endpoint: ENDPOINT,
+    provider: route?.providerId ?? OTHER,
+    providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
+    model: route?.model ?? OTHER,
+    requestedModel: m.requestedModel,
+    modelKnown: route?.modelConfig != null,
+    apiKeyName: req.apiKeyName,
+    stream: m.stream,
+    status: o.status,
+    httpStatus: o.httpStatus,
+    errorType: o.errorType,
+    usage: o.usage,
+    usageSource: o.usageSource,
+    cost: route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST,
+    latency: m.stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs },
+    upstreamMs: o.upstreamMs,
+  });
+  ctx.ledger.publish(record);
+  trace.end(record);
+}
+
+/**
+ * A request the gateway refused before the handler ran (malformed JSON, wrong content type, body too large):
+ * it is still a client request, so it gets its record. Returns the request id for the error body.
+ */
+export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: TollgateError): string {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const trace = ctx.tracing.start(req.headers, ENDPOINT);
+  const o: Outcome = { route: null, status: 'failure', httpStatus: e.status, errorType: e.code, usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
+  finish(ctx, req, trace, o, { requestId, startedAt, t0, requestedModel: '', stream: false });
+  return requestId;
 }
 
 async function forward(

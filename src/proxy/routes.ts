@@ -2,11 +2,11 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import { listModels } from '../routing/resolve.js';
-import { handleChat } from './chat.js';
+import { CHAT_ROUTE, handleChat } from './chat.js';
 import type { GatewayContext } from './context.js';
 
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
-  app.post('/v1/chat/completions', (req, reply) => handleChat(ctx, req, reply));
+  app.post(CHAT_ROUTE, (req, reply) => handleChat(ctx, req, reply));
 
   app.get('/v1/models', async () => ({
     object: 'list',

@@ -60,7 +60,7 @@ t.test('non-streamed: response passes through, row + metrics + span agree', asyn
   const child = gw.spans.getFinishedSpans().find((s) => s.parentSpanContext?.spanId === span!.spanContext().spanId);
   t.ok(child, 'child span for the upstream call');
   t.equal(child!.attributes['http.response.status_code'], 200);
-  t.equal(sent.headers.traceparent?.split('-')[2], child!.spanContext().spanId, 'upstream sees the child span as parent');
+  t.equal(String(sent.headers.traceparent).split('-')[2], child!.spanContext().spanId, 'upstream sees the child span as parent');
 });
 
 t.test('streamed: chunks pass through, usage asked for but not forwarded, ledgers agree', async (t) => {
