@@ -49,6 +49,9 @@ export class Metrics {
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
     this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (queue full or insert failed after retries).', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
+    // Series that alerting rules query exist from the start (at 0), so increase() and rate() see the first event.
+    for (const reason of ['queue_full', 'insert_failed']) this.rowsDropped.inc({ reason }, 0);
+    for (const result of ['applied', 'rejected']) this.configReloads.inc({ result }, 0);
     new Gauge({
       name: METRIC.queueDepth, help: 'Usage rows waiting to be written.', registers,
       collect() {

@@ -1,0 +1,94 @@
+// The observability files users load elsewhere: the Prometheus rules pass `promtool test rules`, every metric a
+// rule or a dashboard panel queries is one this gateway really exports, and the compose file is valid.
+// promtool and docker-compose come from Debian's packages (.ci/run installs them).
+
+import t from 'tap';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { request } from 'undici';
+import { parse } from 'yaml';
+import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+
+/** Metric names used in a PromQL expression (label matchers and `by (...)` lists removed first). */
+function metricNames(expr: string): string[] {
+  const names = new Set<string>();
+  const bare = expr.replace(/\{[^}]*\}/g, '').replace(/\b(by|without)\s*\([^)]*\)/g, '');
+  for (const m of bare.matchAll(/\b((?:tollgate|gen_ai)_[a-z0-9_]+)\b/g)) names.add(m[1]!);
+  return [...names];
+}
+
+const gw = await startApp(t, { providers: { demo: DEMO_PROVIDER } });
+// One streamed and one unary request so every family has samples.
+for (const stream of [false, true]) {
+  const r = await request(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'demo/echo-1', stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await r.body.dump();
+}
+await gw.flush();
+const exported = new Set(
+  (await gw.metrics())
+    .split('\n')
+    .filter((l) => l && !l.startsWith('#'))
+    .map((l) => l.split(/[{ ]/)[0]!),
+);
+for (const n of [...exported]) {
+  const base = n.replace(/_(bucket|sum|count)$/, '');
+  exported.add(base);
+}
+
+t.test('promtool: the rules are valid and their unit tests pass', async (t) => {
+  const check = spawnSync('promtool', ['check', 'rules', join(ROOT, 'alerting-rules/tollgate.rules.yml')], { encoding: 'utf8' });
+  t.equal(check.status, 0, check.stdout + check.stderr);
+  const tests = readdirSync(join(ROOT, 'alerting-rules/tests')).filter((f) => f.endsWith('.yml'));
+  t.ok(tests.length > 0, 'rule tests exist');
+  const run = spawnSync('promtool', ['test', 'rules', ...tests], { cwd: join(ROOT, 'alerting-rules/tests'), encoding: 'utf8' });
+  t.equal(run.status, 0, run.stdout + run.stderr);
+  t.match(run.stdout, /SUCCESS/);
+});
+
+t.test('every metric a rule queries is exported', async (t) => {
+  const doc = parse(readFileSync(join(ROOT, 'alerting-rules/tollgate.rules.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] };
+  const rules = doc.groups.flatMap((g) => g.rules);
+  t.ok(rules.length >= 3);
+  for (const r of rules) {
+    const names = metricNames(r.expr);
+    t.ok(names.length > 0, `${r.alert} queries a tollgate metric`);
+    for (const n of names) t.ok(exported.has(n), `${r.alert}: ${n} is exported`);
+  }
+});
+
+t.test('every dashboard panel queries exported metrics from the provisioned data source', async (t) => {
+  const files = readdirSync(join(ROOT, 'dashboards')).filter((f) => f.endsWith('.json'));
+  t.ok(files.length > 0);
+  for (const f of files) {
+    const d = JSON.parse(readFileSync(join(ROOT, 'dashboards', f), 'utf8')) as {
+      uid: string; panels: { title: string; datasource: { uid: string }; targets: { expr: string }[] }[];
+    };
+    t.ok(d.uid, `${f} has a stable uid`);
+    t.ok(d.panels.length > 0);
+    for (const p of d.panels) {
+      t.equal(p.datasource.uid, 'prometheus', `${p.title}: provisioned data source`);
+      for (const target of p.targets) {
+        for (const n of metricNames(target.expr)) t.ok(exported.has(n), `${p.title}: ${n} is exported`);
+      }
+    }
+  }
+  const ds = readFileSync(join(ROOT, 'deploy/grafana/provisioning/datasources/datasources.yaml'), 'utf8');
+  t.match(ds, /uid: prometheus/);
+});
+
+t.test('docker-compose.yml is a valid compose file', async (t) => {
+  const out = execFileSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), 'config', '--services'], {
+    encoding: 'utf8', env: { ...process.env, TOLLGATE_API_KEY: 'compose-check' },
+  });
+  t.same(out.trim().split('\n').sort(), ['alertmanager', 'clickhouse', 'grafana', 'jaeger', 'prometheus', 'tollgate']);
+  const missingKey = spawnSync('docker-compose', ['-f', join(ROOT, 'docker-compose.yml'), 'config', '-q'], {
+    encoding: 'utf8', env: Object.fromEntries(Object.entries(process.env).filter(([k]) => k !== 'TOLLGATE_API_KEY')),
+  });
+  t.not(missingKey.status, 0, 'refuses to start the stack without TOLLGATE_API_KEY');
+});
