@@ -268,6 +268,8 @@ function markAborted(o: Outcome, reply: FastifyReply): void {
   o.status = 'aborted';
   if (!reply.raw.headersSent) o.httpStatus = CLIENT_CLOSED;
   o.errorType = 'client_closed';
+  // Nobody is left to answer: tell fastify the response is ours so it does not try to send one.
+  if (!reply.sent) reply.hijack();
 }
 
 function finishReasons(choices: unknown): string[] {

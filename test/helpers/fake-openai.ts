@@ -14,7 +14,7 @@ export interface FakeUsage {
 }
 
 export type Behaviour =
-  | { kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean }
+  | { kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number }
   | { kind: 'error'; status: number; body: unknown; headers?: Record<string, string> }
   /** Stream `chunks` content chunks, then send nothing more (the socket stays open). */
   | { kind: 'stall'; chunks: number }
@@ -97,6 +97,8 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     }
     const words = b.kind === 'ok' ? (b.words ?? DEFAULT_WORDS) : DEFAULT_WORDS;
     const usage = b.kind === 'ok' ? (b.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+    if (b.kind === 'ok' && b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
+    if (res.destroyed) return;
     if (body.stream !== true) {
       if (b.kind !== 'ok') throw new Error(`behaviour ${b.kind} needs a streamed request`);
       res.writeHead(200, { 'content-type': 'application/json' });

@@ -2,15 +2,27 @@
 // by prefix, timeouts and broken upstreams. Each case checks the response and the row it leaves behind.
 
 import t from 'tap';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEMO_PROVIDER } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { metricValue } from '../helpers/prom.js';
+import { waitFor } from '../helpers/wait.js';
 
 const up = await startFakeOpenAI(t);
 // A port with nothing listening, for connection-refused.
 const dead = 'http://127.0.0.1:9/v1';
+// A TCP server that accepts and never answers: a TLS handshake to it never completes, so connecting times out.
+const silent = createServer(() => undefined);
+await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+const silentSockets = new Set<Socket>();
+silent.on('connection', (s) => silentSockets.add(s));
+t.teardown(() => new Promise<void>((r) => {
+  for (const s of silentSockets) s.destroy();
+  silent.close(() => r());
+}));
+const silentUrl = `https://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
 const gw = await startApp(
   t,
   {
@@ -19,6 +31,7 @@ const gw = await startApp(
       fake: fakeProvider(up.baseUrl),
       open: fakeProvider(up.baseUrl, { allow_unlisted_models: true, models: {} }),
       down: fakeProvider(dead),
+      slowconnect: fakeProvider(silentUrl, { timeouts: { connect_s: 0.5, stall_s: 1 } }),
       demo: DEMO_PROVIDER,
     },
   },
@@ -108,7 +121,10 @@ t.test('GET /v1/models lists every configured model in the OpenAI list shape', a
   const res = await request(`${gw.url}/v1/models`, { headers: AUTH });
   const body = (await res.body.json()) as { object: string; data: { id: string; object: string; owned_by: string }[] };
   t.equal(body.object, 'list');
-  t.same(body.data.map((m) => m.id).sort(), ['demo/echo-1', 'down/gpt-4o', 'down/org/model-with/slashes', 'fake/gpt-4o', 'fake/org/model-with/slashes']);
+  t.same(body.data.map((m) => m.id).sort(), [
+    'demo/echo-1', 'down/gpt-4o', 'down/org/model-with/slashes', 'fake/gpt-4o', 'fake/org/model-with/slashes',
+    'slowconnect/gpt-4o', 'slowconnect/org/model-with/slashes',
+  ]);
   t.ok(body.data.every((m) => m.object === 'model'));
 });
 
@@ -160,4 +176,31 @@ t.test('a body without stream is not streamed', async (t) => {
 t.test('unknown routes get the error shape', async (t) => {
   const e = await errorOf(await request(`${gw.url}/v1/nothing-here`, { headers: AUTH }));
   t.match(e, { status: 404, code: 'TOLLGATE_ERR_NOT_FOUND' });
+});
+
+t.test('connect timeout: a streamed request gets a 504 before any byte, recorded', async (t) => {
+  const started = Date.now();
+  const e = await errorOf(await chat({ model: 'slowconnect/gpt-4o', messages: msg, stream: true }));
+  const elapsed = Date.now() - started;
+  t.match(e, { status: 504, code: 'TOLLGATE_ERR_UPSTREAM_TIMEOUT' });
+  t.ok(elapsed >= 400 && elapsed < 4000, `ended by the 0.5 s connect timeout (${elapsed} ms)`);
+  const [row] = await gw.rows(`model = 'slowconnect/gpt-4o'`);
+  t.match(row, { status: 'failure', http_status: 504, error_type: 'TOLLGATE_ERR_UPSTREAM_TIMEOUT', stream: true });
+});
+
+t.test('client abort before a non-streamed answer: upstream call aborted, 499 aborted row, nothing crashes', async (t) => {
+  up.next({ kind: 'ok', delayMs: 400 });
+  const ac = new AbortController();
+  const pending = request(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: AUTH, body: JSON.stringify({ model: 'fake/gpt-4o', messages: msg }), signal: ac.signal,
+  });
+  setTimeout(() => ac.abort(), 100);
+  await t.rejects(pending);
+  await waitFor(async () => (await gw.rows(`status = 'aborted' AND stream = false`)).length === 1);
+  const [row] = await gw.rows(`status = 'aborted' AND stream = false`);
+  t.match(row, { http_status: 499, error_type: 'client_closed', usage_source: 'none' });
+  await waitFor(() => up.aborted >= 1);
+  const health = await request(`${gw.url}/health`);
+  t.equal(health.statusCode, 200, 'the gateway still serves');
+  await health.body.dump();
 });
