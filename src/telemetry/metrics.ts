@@ -4,7 +4,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../usage/types.js';
-import { inputSide, outputSide } from '../usage/types.js';
+import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
 import { overheadMs, ttftMs, type UsageRecord } from '../usage/record.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
@@ -71,10 +71,8 @@ export class Metrics {
       const v = r.usage[b as Bucket];
       if (v) this.#tokens.inc({ provider, model, type: TOKEN_TYPE[b as Bucket] }, v);
     }
-    if (r.usageSource !== 'none') {
-      this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'input' }, inputSide(r.usage));
-      this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'output' }, outputSide(r.usage));
-    }
+    if (knowsInput(r.usage)) this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'input' }, inputSide(r.usage));
+    if (knowsOutput(r.usage)) this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'output' }, outputSide(r.usage));
     const group = r.providerGroup || OTHER;
     this.#cost.inc({ provider, model, group }, r.cost.cost);
     this.#listCost.inc({ provider, model, group }, r.cost.listCost);

@@ -5,7 +5,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { inputSide, outputSide } from '../usage/types.js';
+import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
 import type { UsageRecord } from '../usage/record.js';
 import { ATTR } from './names.js';
 
@@ -101,10 +101,8 @@ export function recordAttributes(r: UsageRecord): Attributes {
     [ATTR.cost]: r.cost.cost,
     [ATTR.listCost]: r.cost.listCost,
   };
-  if (r.usageSource !== 'none') {
-    a[ATTR.inputTokens] = inputSide(r.usage);
-    a[ATTR.outputTokens] = outputSide(r.usage);
-  }
+  if (knowsInput(r.usage)) a[ATTR.inputTokens] = inputSide(r.usage);
+  if (knowsOutput(r.usage)) a[ATTR.outputTokens] = outputSide(r.usage);
   const put = (k: string, v: number | null) => {
     if (v !== null) a[k] = v;
   };

@@ -33,3 +33,11 @@ export function inputSide(u: Usage): number {
 export function outputSide(u: Usage): number {
   return (u.output ?? 0) + (u.reasoning ?? 0);
 }
+
+/** Whether any input-side (or output-side) bucket was reported or estimated; otherwise the side is unknown. */
+export function knowsInput(u: Usage): boolean {
+  return u.input !== null || u.cached !== null || u.cacheWrite !== null;
+}
+export function knowsOutput(u: Usage): boolean {
+  return u.output !== null || u.reasoning !== null;
+}

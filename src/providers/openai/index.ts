@@ -37,10 +37,10 @@ export const openaiAdapter: ChatAdapter = {
 
   inspectChunk(json: unknown): StreamChunkInfo {
     const c = (json ?? {}) as { choices?: unknown; usage?: unknown };
-    const choices = Array.isArray(c.choices) ? (c.choices as { delta?: Record<string, unknown> }[]) : [];
+    const choices = Array.isArray(c.choices) ? (c.choices as ({ delta?: Record<string, unknown> } | null)[]) : [];
     let deltas = 0;
     for (const ch of choices) {
-      const d = ch.delta;
+      const d = ch?.delta;
       if (d && (nonEmpty(d.content) || nonEmpty(d.reasoning_content) || nonEmpty(d.reasoning) || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0))) deltas++;
     }
     const usage = openaiUsage(c.usage);
