@@ -4,6 +4,7 @@
 //   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
 //   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
 
+import { statSync } from 'node:fs';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { ConfigHolder, watchConfigFile } from './config/watch.js';
 import { startTelemetry } from './telemetry/otel.js';
@@ -51,6 +52,8 @@ async function main(): Promise<void> {
     return;
   }
   let config;
+  // taken before reading, so that an edit made while the app starts is seen by the watcher
+  const loadedStat = statSync(args.file, { throwIfNoEntry: false });
   try {
     config = loadConfigFile(args.file);
   } catch (err) {
@@ -66,7 +69,9 @@ async function main(): Promise<void> {
   const { build } = await import('./app.js');
   const holder = new ConfigHolder(config);
   const app = await build({ config: holder }).catch(fail);
-  const stopWatching = watchConfigFile(args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }));
+  const stopWatching = watchConfigFile(
+    args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }), 500, loadedStat,
+  );
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (err) {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { CONFIG_SCHEMA } from './schema.js';
 import type { Config } from './types.js';
 
@@ -24,6 +24,26 @@ export class ConfigError extends Error {
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true, strict: true });
 const validate = ajv.compile(CONFIG_SCHEMA);
+// The same schema without coercion: coercion exists for values that come from ${ENV} (always strings) and for
+// numbers where a string is expected; a boolean or null (`port: true`, `port:`) where a number is expected is an error.
+const validateTypes = new Ajv({ allErrors: true, strict: true }).compile(CONFIG_SCHEMA);
+
+function valueAt(tree: unknown, instancePath: string): unknown {
+  let v = tree;
+  for (const seg of instancePath.split('/').slice(1)) v = (v as Record<string, unknown>)?.[seg.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return v;
+}
+
+function uncoercibleTypes(tree: unknown): ConfigIssue[] {
+  if (validateTypes(tree)) return [];
+  return (validateTypes.errors ?? [])
+    .filter((e) => {
+      if (e.keyword !== 'type') return false;
+      const v = valueAt(tree, e.instancePath);
+      return typeof v !== 'string' && !(typeof v === 'number' && (e.params as { type?: unknown }).type === 'string');
+    })
+    .map(describe);
+}
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -43,7 +63,10 @@ export function resolveEnv(node: unknown, env: Env, path: string, issues: Config
   if (Array.isArray(node)) return node.map((v, i) => resolveEnv(v, env, `${path}[${i}]`, issues));
   if (node !== null && typeof node === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(node)) out[k] = resolveEnv(v, env, path ? `${path}.${k}` : k, issues);
+    for (const [k, v] of Object.entries(node)) {
+      // defineProperty, not assignment: a `__proto__` key stays an own (and so an unknown) key
+      Object.defineProperty(out, k, { value: resolveEnv(v, env, path ? `${path}.${k}` : k, issues), enumerable: true, writable: true, configurable: true });
+    }
     return out;
   }
   return node;
@@ -85,22 +108,32 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
-function semanticIssues(cfg: Config): ConfigIssue[] {
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+const REMOTE_FORMATS = new Set(['openai', 'openai-responses', 'anthropic', 'gemini']);
+
+/** Checks that span keys. They run on the tree even when the schema found problems, so one run reports all. */
+function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  if (!isLoopback(cfg.server.host) && cfg.server.api_keys.length === 0) {
+  const server = isObject(tree.server) ? tree.server : {};
+  const keys = Array.isArray(server.api_keys) ? server.api_keys : [];
+  if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host) && keys.length === 0) {
     issues.push({
       path: 'server.api_keys',
-      message: `at least one key is required when server.host (${cfg.server.host}) is not a loopback address`,
+      message: `at least one key is required when server.host (${server.host}) is not a loopback address`,
     });
   }
   const names = new Set<string>();
-  cfg.server.api_keys.forEach((k, i) => {
+  keys.forEach((k: unknown, i) => {
+    if (!isObject(k) || typeof k.name !== 'string') return;
     if (names.has(k.name)) issues.push({ path: `server.api_keys[${i}].name`, message: `duplicate key name '${k.name}'` });
     names.add(k.name);
   });
-  for (const [id, p] of Object.entries(cfg.providers)) {
-    if (p.format !== 'mock' && !p.base_url) issues.push({ path: `providers.${id}.base_url`, message: 'is required for this format' });
-    if (p.auth.type === 'api_key' && !p.auth.key) issues.push({ path: `providers.${id}.auth.key`, message: 'is required when auth.type is api_key' });
+  for (const [id, p] of Object.entries(isObject(tree.providers) ? tree.providers : {})) {
+    if (!isObject(p)) continue;
+    if (typeof p.format === 'string' && REMOTE_FORMATS.has(p.format) && !p.base_url) issues.push({ path: `providers.${id}.base_url`, message: 'is required for this format' });
+    const auth = isObject(p.auth) ? p.auth : {};
+    if (auth.type === 'api_key' && !auth.key) issues.push({ path: `providers.${id}.auth.key`, message: 'is required when auth.type is api_key' });
   }
   return issues;
 }
@@ -117,23 +150,25 @@ function deepFreeze<T>(o: T): T {
 export function parseConfig(raw: unknown, env: Env = process.env, source = '(inline)'): Config {
   const issues: ConfigIssue[] = [];
   const tree = resolveEnv(raw ?? {}, env, '', issues) as Record<string, unknown>;
-  if (!validate(tree)) issues.push(...(validate.errors ?? []).map(describe));
-  if (issues.length > 0) throw new ConfigError(source, dedupe(issues));
-  const cfg = tree as unknown as Config & { server: { port: number } };
+  issues.push(...uncoercibleTypes(tree));
+  const valid = validate(tree);
+  if (!valid) issues.push(...(validate.errors ?? []).map(describe));
+  const server = (isObject(tree.server) ? tree.server : {}) as { port?: number; body_limit_bytes?: number };
   if (env.PORT !== undefined && env.PORT !== '') {
-    const port = Number(env.PORT);
-    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(source, [{ path: 'PORT', message: 'expected an integer from 0 to 65535' }]);
-    cfg.server.port = port;
+    const port = /^\d{1,5}$/.test(env.PORT) ? Number(env.PORT) : NaN;
+    if (!(port <= 65535)) issues.push({ path: 'PORT', message: 'expected an integer from 0 to 65535' });
+    else server.port = port;
   }
   const limit = env.TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE;
   if (limit !== undefined && limit !== '') {
     const bytes = parseSize(limit);
-    if (bytes === null) throw new ConfigError(source, [{ path: 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', message: 'expected a size such as 134217728, 128m or 64k' }]);
-    (cfg.server as { body_limit_bytes: number }).body_limit_bytes = bytes;
+    if (bytes === null) issues.push({ path: 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', message: 'expected a size such as 134217728, 128m or 64k' });
+    else server.body_limit_bytes = bytes;
   }
-  const semantic = semanticIssues(cfg);
-  if (semantic.length > 0) throw new ConfigError(source, semantic);
-  return deepFreeze(cfg);
+  const taken = new Set(issues.map((i) => i.path));
+  issues.push(...semanticIssues(tree).filter((i) => !taken.has(i.path)));
+  if (issues.length > 0) throw new ConfigError(source, dedupe(issues));
+  return deepFreeze(tree as unknown as Config);
 }
 
 export function parseSize(s: string): number | null {
@@ -156,13 +191,16 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 
 /** Parse YAML text; syntax errors become issues with a line number. */
 export function parseConfigText(text: string, env: Env = process.env, source = '(inline)'): Config {
-  const doc = parseDocument(text, { prettyErrors: false });
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines });
   if (doc.errors.length > 0) {
     throw new ConfigError(
       source,
-      doc.errors.map((e) => ({ path: `line ${(e.linePos?.[0]?.line ?? 0)}`, message: `YAML syntax: ${e.message.split('\n')[0]}` })),
+      doc.errors.map((e) => ({ path: `line ${lines.linePos(e.pos[0]).line}`, message: `YAML syntax: ${e.message.split('\n')[0]}` })),
     );
   }
+  // An empty document is almost always a file caught half-written (or truncated by mistake): never apply it.
+  if (doc.contents === null) throw new ConfigError(source, [{ path: '(file)', message: 'is empty; expected a YAML mapping' }]);
   return parseConfig(doc.toJS(), env, source);
 }
 

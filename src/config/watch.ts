@@ -2,7 +2,7 @@
 // keeps the snapshot it started with); an invalid edit is logged with its issues and the old config keeps serving.
 // Sections that only take effect at start (server.host/port, storage, telemetry) are reported as needing a restart.
 
-import { unwatchFile, watchFile, type Stats } from 'node:fs';
+import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
 import { ConfigError, loadConfigFile } from './load.js';
 import type { Config } from './types.js';
 
@@ -38,16 +38,22 @@ export class ConfigHolder {
   }
 }
 
-const RESTART_ONLY = ['server.host', 'server.port', 'storage', 'telemetry'] as const;
+const RESTART_ONLY = ['server.host', 'server.port', 'server.body_limit_bytes', 'storage', 'telemetry'] as const;
 
 function restartOnlyChanges(next: Config, prev: Config): string[] {
   const pick = (c: Config, k: (typeof RESTART_ONLY)[number]): unknown =>
-    k === 'server.host' ? c.server.host : k === 'server.port' ? c.server.port : c[k];
+    k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes'];
   return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
 }
 
-/** Poll `file` and apply valid edits to `holder`. Returns a function that stops watching. */
-export function watchConfigFile(file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined, intervalMs = 500): () => void {
+/**
+ * Poll `file` and apply valid edits to `holder`. Returns a function that stops watching. `loaded` is the file's
+ * stat taken before `holder`'s config was read from it: an edit made since (while the app was starting) is applied
+ * at once instead of being lost until the next edit.
+ */
+export function watchConfigFile(
+  file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined, intervalMs = 500, loaded?: Stats,
+): () => void {
   const onChange = (curr: Stats, prev: Stats): void => {
     if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
     try {
@@ -63,5 +69,9 @@ export function watchConfigFile(file: string, holder: ConfigHolder, log: Logger,
     }
   };
   watchFile(file, { interval: intervalMs, persistent: false }, onChange);
+  if (loaded) {
+    const now = statSync(file, { throwIfNoEntry: false });
+    if (now) onChange(now, loaded);
+  }
   return () => unwatchFile(file, onChange);
 }

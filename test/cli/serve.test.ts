@@ -1,0 +1,235 @@
+// `tollgate [--config FILE]` on the built CLI (dist/main.js; `npm run build` first). An invalid config exits
+// non-zero before anything listens; a valid one serves /health on 127.0.0.1:$PORT, applies live edits of its file
+// (and counts rejected ones in /metrics), and exits 0 on SIGTERM. Every server started here is killed at teardown.
+
+import t from 'tap';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { tempDir } from '../helpers/tmp.js';
+import { metricValue } from '../helpers/prom.js';
+import { waitFor } from '../helpers/wait.js';
+
+const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
+if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
+
+function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const k of ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'NODE_OPTIONS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
+    delete env[k];
+  }
+  return { ...env, ...extra };
+}
+
+interface Proc {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly out: { stdout: string; stderr: string };
+  /** Resolves with the exit code and signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly running: () => boolean;
+}
+
+function start(t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string> }): Proc {
+  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: 'pipe' });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const running = () => child.exitCode === null && child.signalCode === null;
+  t.teardown(async () => {
+    if (running()) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return { child, out, exited, running };
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = createConnection({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/** Probe `port` until the process exits; resolves with how many connection attempts succeeded. */
+async function connectionsUntilExit(p: Proc, port: number, timeoutMs = 30_000): Promise<number> {
+  let accepted = 0;
+  let exited = false;
+  void p.exited.then(() => (exited = true));
+  const end = Date.now() + timeoutMs;
+  while (!exited && Date.now() < end) {
+    if (await accepts(port)) accepted++;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return accepted;
+}
+
+async function health(port: number): Promise<number> {
+  try {
+    return (await fetch(`http://127.0.0.1:${port}/health`)).status;
+  } catch {
+    return 0;
+  }
+}
+
+const config = (opts: { port: number; dataDir: string; host?: string; models?: string[]; extra?: string }) => `
+server:
+  host: ${opts.host ?? '127.0.0.1'}
+  port: ${opts.port}
+storage:
+  data_dir: ${JSON.stringify(opts.dataDir)}
+  batch: { flush_ms: 50 }
+providers:
+  demo:
+    name: Demo
+    group: paid
+    format: mock
+    price: { input: 1, output: 2 }
+    mock: { chunks: 4, latency_ms: 0, chunk_delay_ms: 0 }
+    models:
+${(opts.models ?? ['echo-1']).map((m) => `      ${m}: { kind: llm }`).join('\n')}
+${opts.extra ?? ''}`;
+
+t.test('serving an invalid config exits 1 before listening', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'bad.yaml');
+  writeFileSync(file, config({ port, dataDir: join(dir, 'data'), extra: 'unknown_section: {}\n' }));
+  const p = start(t, ['--config', file], { cwd: dir });
+  const accepted = await connectionsUntilExit(p, port);
+  const { code } = await p.exited;
+  t.equal(code, 1, 'exit code 1');
+  t.equal(accepted, 0, `nothing ever accepted a connection on ${port}`);
+  t.notOk(await accepts(port), 'and nothing listens now');
+  t.match(p.out.stderr, `invalid config ${file}:\n  - unknown_section: unknown key`);
+  t.notOk(existsSync(join(dir, 'data')), 'the store was never opened');
+});
+
+t.test('TOLLGATE_CONFIG selects the file to serve', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'from-env.yaml');
+  writeFileSync(file, config({ port, dataDir: join(dir, 'data') }).replace('group: paid', 'group: gold'));
+  const p = start(t, [], { cwd: dir, env: { TOLLGATE_CONFIG: file } });
+  const accepted = await connectionsUntilExit(p, port);
+  t.equal((await p.exited).code, 1);
+  t.equal(accepted, 0);
+  t.match(p.out.stderr, `invalid config ${file}:\n  - providers.demo.group: expected one of: subscription, paid, free`);
+});
+
+t.test('a public host without api keys is refused before listening', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'public.yaml');
+  writeFileSync(file, config({ port, dataDir: join(dir, 'data'), host: '0.0.0.0' }));
+  const p = start(t, ['--config', file], { cwd: dir });
+  const accepted = await connectionsUntilExit(p, port);
+  t.equal((await p.exited).code, 1);
+  t.equal(accepted, 0);
+  t.match(p.out.stderr, /server\.api_keys: at least one key is required when server\.host \(0\.0\.0\.0\) is not a loopback address/);
+});
+
+t.test('an invalid PORT is refused before listening', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'c.yaml');
+  writeFileSync(file, config({ port: 4000, dataDir: join(dir, 'data') }));
+  const p = start(t, ['--config', file], { cwd: dir, env: { PORT: '99999' } });
+  t.equal((await p.exited).code, 1);
+  t.match(p.out.stderr, 'PORT: expected an integer from 0 to 65535');
+  t.notOk(existsSync(join(dir, 'data')));
+});
+
+t.test('a valid config serves on PORT, reloads its file, and exits 0 on SIGTERM', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'tollgate.yaml');
+  const dataDir = join(dir, 'data');
+  // the file says port 1; PORT overrides it
+  writeFileSync(file, config({ port: 1, dataDir }));
+  const p = start(t, ['--config', file], { cwd: dir, env: { PORT: String(port) } });
+  await waitFor(async () => !p.running() || (await health(port)) === 200, 30_000);
+  t.ok(p.running(), `still running (stderr: ${p.out.stderr})`);
+  const h = await fetch(`http://127.0.0.1:${port}/health`);
+  t.equal(h.status, 200);
+  t.same(await h.json(), { status: 'ok' });
+  t.ok(existsSync(dataDir), 'the embedded store lives under storage.data_dir');
+
+  const chat = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'demo/echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  t.equal(chat.status, 200, 'the mock provider answers');
+  t.match(await chat.json(), { object: 'chat.completion', usage: { completion_tokens: 4 } });
+
+  const ids = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  const reloads = async (result: string) => metricValue(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(), 'tollgate_config_reloads_total', { result });
+  t.same(await ids(), ['demo/echo-1']);
+
+  // live reload in the real process: polled every 500 ms
+  writeFileSync(file, config({ port: 1, dataDir, models: ['echo-1', 'echo-2'] }));
+  await waitFor(async () => (await ids()).includes('demo/echo-2'), 2000);
+  t.same(await ids(), ['demo/echo-1', 'demo/echo-2'], 'a valid edit is served within 2 s');
+  t.equal(await reloads('applied'), 1);
+
+  writeFileSync(file, config({ port: 1, dataDir, models: ['echo-1', 'echo-2', 'echo-3'], extra: 'typo: 1\n' }));
+  await waitFor(async () => (await reloads('rejected')) === 1, 2000);
+  t.equal(await reloads('rejected'), 1, 'an invalid edit is counted as rejected');
+  t.same(await ids(), ['demo/echo-1', 'demo/echo-2'], 'and the previous config keeps serving');
+  t.match(p.out.stdout, /config edit rejected/, 'and logged');
+  t.match(p.out.stdout, /"path":"typo","message":"unknown key"/, 'with its issues');
+
+  p.child.kill('SIGTERM');
+  const { code, signal } = await p.exited;
+  t.equal(signal, null, 'not killed by the signal');
+  t.equal(code, 0, 'exit code 0 after SIGTERM');
+  t.notOk(await accepts(port), 'the port is released');
+  t.match(p.out.stdout, /shutting down/);
+});
+
+t.test('an edit made while the server is starting is not lost', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'tollgate.yaml');
+  const dataDir = join(dir, 'data');
+  writeFileSync(file, config({ port, dataDir }));
+  const p = start(t, ['--config', file], { cwd: dir });
+  // the store's directory is created after the file was loaded and before the server listens: edit right then
+  await waitFor(() => existsSync(dataDir) || !p.running(), 30_000);
+  writeFileSync(file, config({ port, dataDir, models: ['echo-1', 'late-1'] }));
+  await waitFor(async () => !p.running() || (await health(port)) === 200, 30_000);
+  t.ok(p.running(), `serving (stderr: ${p.out.stderr})`);
+  const ids = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  const seen = await waitFor(async () => (await ids()).includes('demo/late-1'), 2000).then(() => true, () => false);
+  t.ok(seen, `the edit is served within 2 s of listening (models: ${(await ids()).join(', ')})`);
+  p.child.kill('SIGTERM');
+  t.same(await p.exited, { code: 0, signal: null });
+});
+
+t.test('with no --config, ./config.yaml in the working directory is served', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  writeFileSync(join(dir, 'config.yaml'), config({ port, dataDir: join(dir, 'data') }));
+  const p = start(t, [], { cwd: dir });
+  await waitFor(async () => !p.running() || (await health(port)) === 200, 30_000);
+  t.equal(await health(port), 200, `serving on the port from the file (stderr: ${p.out.stderr})`);
+  p.child.kill('SIGTERM');
+  t.same(await p.exited, { code: 0, signal: null });
+});

@@ -1,0 +1,311 @@
+// Loading: defaults are applied, the DESIGN.md sample and the shipped config.yaml validate, the result is deeply
+// frozen, and the checks that span keys (loopback without keys, duplicate key names, api_key without key,
+// base_url for real upstreams) are enforced with their path.
+
+import t from 'tap';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, isLoopback, loadConfigFile, parseConfig, parseConfigText, type ConfigIssue } from '../../src/config/load.js';
+import { tempDir } from '../helpers/tmp.js';
+
+function issuesOf(t: { fail(msg: string): unknown }, fn: () => unknown): ConfigIssue[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.issues];
+    throw err;
+  }
+  t.fail('expected a ConfigError');
+  return [];
+}
+
+const SHIPPED = fileURLToPath(new URL('../../config.yaml', import.meta.url));
+
+/** The sample from /work/shared/DESIGN.md ("The YAML shape"), verbatim. */
+const DESIGN_SAMPLE = `
+server:
+  host: 127.0.0.1            # a non-loopback host with no api_keys is refused at start
+  port: 4000                 # PORT overrides
+  api_keys:                  # Authorization: Bearer <key> on /v1/* and /api/*; none: loopback only, no auth,
+    - { name: admin, key: "\${TOLLGATE_API_KEY}" }   # and a warning in the log
+storage:
+  clickhouse_url: ""         # empty: embedded ClickHouse under data_dir
+  database: tollgate
+  data_dir: ./data
+telemetry:
+  otlp_endpoint: ""          # empty: spans are not exported
+providers:
+  openai:                    # the provider prefix
+    name: OpenAI
+    group: paid              # subscription | paid | free
+    format: openai           # openai | openai-responses | anthropic | gemini
+    base_url: https://api.openai.com/v1
+    auth: { type: api_key, key: "\${OPENAI_API_KEY}" }   # api_key | none | oauth
+    timeouts: { connect_s: 10, stall_s: 30 }
+    price: { input: 2.5, output: 10, cached: 1.25 }     # USD per 1M tokens; models may override
+    quota: { kind: daily_tokens, limit: 10000000, reset_time: "10:00+08:00" }
+    models:
+      gpt-4o: { kind: llm, capabilities: [vision, tools], max_output_tokens: 16384 }
+      o3: { kind: llm, capabilities: [reasoning, tools], thinking: openai }
+  anthropic:
+    name: Anthropic
+    group: subscription
+    format: anthropic
+    base_url: https://api.anthropic.com
+    auth: { type: api_key, key: "\${ANTHROPIC_API_KEY}" }
+    models:
+      claude-sonnet-4-5: { kind: llm, capabilities: [vision, pdf, tools, reasoning], thinking: anthropic-budget,
+                           max_output_tokens: 32768 }
+combos:
+  smart: { strategy: fallback, models: [anthropic/claude-sonnet-4-5, openai/gpt-4o] }
+budgets:
+  daily_usd: 5
+  monthly_usd: 100
+  auto_switch: { enabled: true, to: free/llama-3.3-70b }
+alerts:
+  kinds: { quota_warning: true, quota_exhausted: true, quota_reset: true, daily_budget: true,
+           monthly_budget: true, cost_anomaly: true, exhaustion_pattern: true }
+  channels:
+    dashboard: true
+    email: { smtp_url: "smtp://127.0.0.1:2525", from: tollgate@localhost, to: [ops@localhost] }
+    webhook: { url: "http://127.0.0.1:9000/hook", secret: "\${TOLLGATE_WEBHOOK_SECRET}" }
+`;
+
+const DESIGN_ENV = {
+  TOLLGATE_API_KEY: 'tk-admin-123',
+  OPENAI_API_KEY: 'sk-openai-456',
+  ANTHROPIC_API_KEY: 'sk-ant-789',
+  TOLLGATE_WEBHOOK_SECRET: 'whsec-0',
+};
+
+t.test('defaults are applied to a file that only names its providers', async (t) => {
+  const cfg = parseConfigText('providers: {}\n', {});
+  t.same(cfg.server, { host: '127.0.0.1', port: 4000, api_keys: [], body_limit_bytes: 134217728 });
+  t.same(cfg.storage, {
+    clickhouse_url: '',
+    database: 'tollgate',
+    data_dir: './data',
+    username: 'default',
+    password: '',
+    batch: { max_rows: 1000, flush_ms: 1000, queue_max: 100000 },
+  });
+  t.same(cfg.telemetry, { otlp_endpoint: '', service_name: 'tollgate' });
+  t.same(cfg.providers, {});
+  t.same(cfg.combos, {});
+  t.same(cfg.budgets, { auto_switch: { enabled: false } });
+  t.same(cfg.alerts, { kinds: {}, channels: { dashboard: true } });
+  t.same(parseConfig({}, {}), cfg, 'an empty mapping gets the same defaults');
+});
+
+t.test('defaults are applied inside providers and models', async (t) => {
+  const cfg = parseConfig(
+    {
+      providers: {
+        up: { group: 'paid', format: 'openai', base_url: 'https://api.example.com/v1', models: { m: {} } },
+        demo: { group: 'free', format: 'mock', timeouts: { connect_s: 2 }, mock: { chunks: 3 } },
+      },
+    },
+    {},
+  );
+  const up = cfg.providers.up!;
+  t.same(up.auth, { type: 'none' }, 'auth defaults to none');
+  t.same(up.headers, {});
+  t.same(up.timeouts, { connect_s: 10, stall_s: 30, request_s: 600 }, 'timeouts connect_s 10, stall_s 30, request_s 600');
+  t.equal(up.connections, 128);
+  t.equal(up.allow_unlisted_models, false);
+  t.same(up.mock, { chunks: 8, latency_ms: 20, chunk_delay_ms: 5 });
+  t.same(up.models.m, { kind: 'llm', capabilities: [] }, 'model kind llm, no capabilities');
+  t.equal(up.price, undefined, 'no price unless given');
+  const demo = cfg.providers.demo!;
+  t.same(demo.timeouts, { connect_s: 2, stall_s: 30, request_s: 600 }, 'a partial section keeps the other defaults');
+  t.same(demo.mock, { chunks: 3, latency_ms: 20, chunk_delay_ms: 5 });
+  t.same(demo.models, {});
+  t.not(up.headers, demo.headers, 'default objects are not shared between providers');
+});
+
+t.test('the DESIGN.md sample validates with its variables set', async (t) => {
+  const cfg = parseConfigText(DESIGN_SAMPLE, DESIGN_ENV, 'DESIGN.md');
+  t.same(cfg.server.api_keys, [{ name: 'admin', key: 'tk-admin-123' }]);
+  t.equal(cfg.providers.openai?.auth.key, 'sk-openai-456');
+  t.equal(cfg.providers.anthropic?.auth.key, 'sk-ant-789');
+  t.same(cfg.providers.openai?.price, { input: 2.5, output: 10, cached: 1.25 });
+  t.same(cfg.providers.openai?.quota, { kind: 'daily_tokens', limit: 10000000, reset_time: '10:00+08:00' });
+  t.same(cfg.providers.openai?.timeouts, { connect_s: 10, stall_s: 30, request_s: 600 });
+  t.same(cfg.providers.openai?.models.o3, { kind: 'llm', capabilities: ['reasoning', 'tools'], thinking: 'openai' });
+  t.same(cfg.providers.anthropic?.models['claude-sonnet-4-5'], {
+    kind: 'llm',
+    capabilities: ['vision', 'pdf', 'tools', 'reasoning'],
+    thinking: 'anthropic-budget',
+    max_output_tokens: 32768,
+  });
+  t.same(cfg.combos.smart, { strategy: 'fallback', models: ['anthropic/claude-sonnet-4-5', 'openai/gpt-4o'] });
+  t.same(cfg.budgets, { daily_usd: 5, monthly_usd: 100, auto_switch: { enabled: true, to: 'free/llama-3.3-70b' } });
+  t.match(cfg.alerts, { channels: { webhook: { url: 'http://127.0.0.1:9000/hook', secret: 'whsec-0' }, email: { to: ['ops@localhost'] } } });
+  t.equal(Object.keys((cfg.alerts as { kinds: object }).kinds).length, 7);
+});
+
+t.test('the DESIGN.md sample without its variables names each missing one', async (t) => {
+  const issues = issuesOf(t, () => parseConfigText(DESIGN_SAMPLE, {}));
+  const got = issues
+    .filter((i) => i.message.startsWith('environment variable'))
+    .map((i) => `${i.path} ${/environment variable (\w+)/.exec(i.message)?.[1]}`)
+    .sort();
+  t.same(got, [
+    'alerts.channels.webhook.secret TOLLGATE_WEBHOOK_SECRET',
+    'providers.anthropic.auth.key ANTHROPIC_API_KEY',
+    'providers.openai.auth.key OPENAI_API_KEY',
+    'server.api_keys[0].key TOLLGATE_API_KEY',
+  ]);
+});
+
+t.test('the shipped config.yaml validates', async (t) => {
+  const cfg = loadConfigFile(SHIPPED, {});
+  t.equal(cfg.server.host, '127.0.0.1');
+  t.equal(cfg.server.port, 4000);
+  t.equal(cfg.providers.demo?.format, 'mock');
+  t.same(Object.keys(cfg.providers.demo?.models ?? {}), ['echo-1', 'echo-mini']);
+});
+
+t.test('the validated config is deeply frozen', async (t) => {
+  const cfg = parseConfigText(DESIGN_SAMPLE, DESIGN_ENV);
+  const unfrozen: string[] = [];
+  let objects = 0;
+  const walk = (v: unknown, path: string) => {
+    if (v === null || typeof v !== 'object') return;
+    objects++;
+    if (!Object.isFrozen(v)) unfrozen.push(path || '(root)');
+    for (const [k, c] of Object.entries(v)) walk(c, `${path}.${k}`);
+  };
+  walk(cfg, '');
+  t.ok(objects > 30, `walked ${objects} objects and arrays`);
+  t.same(unfrozen, [], 'every object and array is frozen');
+
+  // Test files are ES modules, so strict mode: writes to frozen objects throw.
+  const mutable = cfg as unknown as {
+    server: { port: number; api_keys: { key: string }[] };
+    providers: Record<string, { models: Record<string, unknown>; price: { input: number } }>;
+  };
+  t.throws(() => {
+    mutable.server.port = 1;
+  }, TypeError, 'assigning a field throws');
+  t.throws(() => {
+    mutable.providers.openai!.price.input = 0;
+  }, TypeError, 'assigning a nested field throws');
+  t.throws(() => {
+    mutable.providers.openai!.models['gpt-5'] = { kind: 'llm' };
+  }, TypeError, 'adding a key throws');
+  t.throws(() => {
+    delete (mutable.providers as Record<string, unknown>).anthropic;
+  }, TypeError, 'deleting a key throws');
+  t.throws(() => {
+    mutable.server.api_keys.push({ key: 'x' });
+  }, TypeError, 'pushing to an array throws');
+  t.throws(() => {
+    mutable.server.api_keys[0]!.key = 'stolen';
+  }, TypeError, 'assigning inside an array element throws');
+  t.equal(cfg.server.port, 4000, 'and nothing changed');
+  t.equal(cfg.server.api_keys.length, 1);
+});
+
+t.test('the input tree is not modified by parsing', async (t) => {
+  const raw = { server: { port: '${P:-4100}' }, providers: { demo: { group: 'paid', format: 'mock' } } };
+  const copy = JSON.parse(JSON.stringify(raw)) as unknown;
+  const cfg = parseConfig(raw, { PORT: '4200' });
+  t.same(raw, copy, 'no defaults or resolved values written into the input');
+  t.notOk(Object.isFrozen(raw), 'the input is not frozen');
+  t.equal(cfg.server.port, 4200);
+});
+
+t.test('a non-loopback host without api_keys is refused', async (t) => {
+  for (const host of ['0.0.0.0', '::', '192.168.1.10', 'gateway.internal']) {
+    const issues = issuesOf(t, () => parseConfig({ server: { host } }, {}));
+    t.equal(issues.length, 1, host);
+    t.equal(issues[0]?.path, 'server.api_keys', `${host}: path`);
+    t.match(issues[0]?.message, /at least one key is required/, `${host}: what is expected`);
+    t.match(issues[0]?.message, host, `${host}: names the host`);
+  }
+  for (const host of ['127.0.0.1', '127.0.0.2', '::1', 'localhost']) {
+    t.equal(parseConfig({ server: { host } }, {}).server.host, host, `${host} is loopback: no key needed`);
+    t.ok(isLoopback(host));
+  }
+  t.notOk(isLoopback('0.0.0.0'));
+});
+
+t.test('a non-loopback host with api_keys is accepted', async (t) => {
+  const cfg = parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'admin', key: '${K}' }] } }, { K: 'tk-1' });
+  t.equal(cfg.server.host, '0.0.0.0');
+  t.same(cfg.server.api_keys, [{ name: 'admin', key: 'tk-1' }]);
+  const viaEnv = issuesOf(t, () => parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'admin', key: '${K:-}' }] } }, {}));
+  t.same(viaEnv.map((i) => i.path), ['server.api_keys[0].key'], 'a key that resolves to empty is not a key');
+});
+
+t.test('duplicate api key names are refused', async (t) => {
+  const issues = issuesOf(t, () =>
+    parseConfig(
+      { server: { api_keys: [{ name: 'admin', key: 'a' }, { name: 'ci', key: 'b' }, { name: 'admin', key: 'c' }] } },
+      {},
+    ),
+  );
+  t.equal(issues.length, 1);
+  t.equal(issues[0]?.path, 'server.api_keys[2].name');
+  t.match(issues[0]?.message, /duplicate key name 'admin'/);
+});
+
+t.test('auth.type api_key without a key is refused', async (t) => {
+  const up = (auth: unknown) => ({ providers: { up: { group: 'paid', format: 'openai', base_url: 'https://x.example/v1', auth } } });
+  const missing = issuesOf(t, () => parseConfig(up({ type: 'api_key' }), {}));
+  t.same(missing, [{ path: 'providers.up.auth.key', message: 'is required when auth.type is api_key' }]);
+  const empty = issuesOf(t, () => parseConfig(up({ type: 'api_key', key: '${UP_KEY:-}' }), {}));
+  t.same(empty.map((i) => i.path), ['providers.up.auth.key'], 'an empty key from the environment');
+  t.equal(parseConfig(up({ type: 'api_key', key: 'sk' }), {}).providers.up?.auth.key, 'sk', 'with a key');
+  t.equal(parseConfig(up({ type: 'none' }), {}).providers.up?.auth.type, 'none', 'none needs no key');
+});
+
+t.test('a provider that is not the mock needs a base_url', async (t) => {
+  for (const format of ['openai', 'openai-responses', 'anthropic', 'gemini']) {
+    const issues = issuesOf(t, () => parseConfig({ providers: { up: { group: 'paid', format } } }, {}));
+    t.same(issues, [{ path: 'providers.up.base_url', message: 'is required for this format' }], format);
+  }
+  t.ok(parseConfig({ providers: { demo: { group: 'paid', format: 'mock' } } }, {}), 'the mock needs none');
+});
+
+t.test('every cross-key problem is reported at once', async (t) => {
+  const issues = issuesOf(t, () =>
+    parseConfig(
+      {
+        server: { host: '0.0.0.0', api_keys: [{ name: 'a', key: '1' }, { name: 'a', key: '2' }] },
+        providers: { x: { group: 'paid', format: 'openai', auth: { type: 'api_key' } }, y: { group: 'free', format: 'gemini' } },
+      },
+      {},
+    ),
+  );
+  t.same(issues.map((i) => i.path).sort(), ['providers.x.auth.key', 'providers.x.base_url', 'providers.y.base_url', 'server.api_keys[1].name']);
+});
+
+t.test('loadConfigFile reads, names the file, and reports an unreadable file', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'tollgate.yaml');
+  writeFileSync(file, 'server:\n  port: 4321\nproviders:\n  demo: { group: paid, format: mock, pricee: 1 }\n');
+  let err: unknown;
+  try {
+    loadConfigFile(file, {});
+  } catch (e) {
+    err = e;
+  }
+  t.ok(err instanceof ConfigError);
+  t.match((err as Error).message, `invalid config ${file}:`);
+  t.match((err as Error).message, '  - providers.demo.pricee: unknown key');
+
+  writeFileSync(file, 'server:\n  port: "${P}"\n');
+  t.equal(loadConfigFile(file, { P: '4322' }).server.port, 4322, 'env from the argument');
+
+  const missing = issuesOf(t, () => loadConfigFile(join(dir, 'nope.yaml'), {}));
+  t.equal(missing.length, 1);
+  t.equal(missing[0]?.path, '(file)');
+  t.match(missing[0]?.message, /cannot read: .*ENOENT/);
+
+  writeFileSync(file, 'server:\n  host: 127.0.0.1\n  port: 4000: 5\n');
+  const syntax = issuesOf(t, () => loadConfigFile(file, {}));
+  t.match(syntax[0]?.message, /^YAML syntax/, 'syntax errors from a file');
+});
