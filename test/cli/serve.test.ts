@@ -193,6 +193,8 @@ t.test('a valid config serves on PORT, reloads its file, and exits 0 on SIGTERM'
   await waitFor(async () => (await reloads('rejected')) === 1, 2000);
   t.equal(await reloads('rejected'), 1, 'an invalid edit is counted as rejected');
   t.same(await ids(), ['demo/echo-1', 'demo/echo-2'], 'and the previous config keeps serving');
+  // The log line is written before the counter moves, but the pipe may be read after the metrics response.
+  await waitFor(() => /config edit rejected/.test(p.out.stdout), 2000).catch(() => undefined);
   t.match(p.out.stdout, /config edit rejected/, 'and logged');
   t.match(p.out.stdout, /"path":"typo","message":"unknown key"/, 'with its issues');
 
