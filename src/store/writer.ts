@@ -26,7 +26,7 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   readonly #events: WriterEvents;
   #queue: Row[] = [];
   #timer: NodeJS.Timeout | null = null;
-  #flushing: Promise<void> | null = null;
+  #writing: Promise<void> | null = null;
   #closed = false;
 
   constructor(store: Store, table: string, opts: WriterOptions, events: WriterEvents) {
@@ -47,35 +47,48 @@ export class BatchWriter<Row extends Record<string, unknown>> {
       return false;
     }
     this.#queue.push(row);
-    if (this.#queue.length >= this.#opts.maxRows) this.#kick();
-    else if (this.#timer === null) {
-      this.#timer = setTimeout(() => this.#kick(), this.#opts.flushMs);
-      this.#timer.unref();
-    }
+    if (this.#writing === null) this.#schedule();
     return true;
   }
 
-  #kick(): void {
-    if (this.#timer !== null) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
+  /** A full batch goes now; fewer rows wait for the flush timer, so each insert is one large part. */
+  #schedule(): void {
+    if (this.#queue.length >= this.#opts.maxRows) {
+      this.#clearTimer();
+      this.#writing = this.#write(false);
+    } else if (this.#queue.length > 0 && this.#timer === null && !this.#closed) {
+      this.#timer = setTimeout(() => {
+        this.#timer = null;
+        if (this.#writing === null) this.#writing = this.#write(false);
+      }, this.#opts.flushMs);
+      this.#timer.unref();
     }
-    if (this.#flushing === null) void this.flush();
   }
 
-  /** Write everything queued now; resolves when the queue is empty or the batch that failed has been dropped. */
-  async flush(): Promise<void> {
-    if (this.#flushing !== null) return this.#flushing;
-    this.#flushing = (async () => {
-      while (this.#queue.length > 0) {
-        const batch = this.#queue.splice(0, this.#opts.maxRows);
-        await this.#writeBatch(batch);
-      }
+  #clearTimer(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  /** Write one batch, then more only while full batches wait (or everything, when draining). */
+  #write(drain: boolean): Promise<void> {
+    return (async () => {
+      do {
+        await this.#writeBatch(this.#queue.splice(0, this.#opts.maxRows));
+      } while (this.#queue.length >= (drain ? 1 : this.#opts.maxRows));
     })().finally(() => {
-      this.#flushing = null;
-      if (this.#queue.length > 0) this.#kick();
+      this.#writing = null;
+      this.#schedule();
     });
-    return this.#flushing;
+  }
+
+  /** Write everything queued now; resolves when the queue is empty (failed batches dropped and counted). */
+  async flush(): Promise<void> {
+    while (this.#writing !== null) await this.#writing;
+    if (this.#queue.length === 0) return;
+    this.#clearTimer();
+    this.#writing = this.#write(true);
+    await this.#writing;
   }
 
   async #writeBatch(batch: Row[]): Promise<void> {
@@ -98,8 +111,7 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   /** Stop taking rows and drain the queue. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = null;
+    this.#clearTimer();
     await this.flush();
   }
 }

@@ -273,3 +273,22 @@ t.test('a batch that fails before reaching the store and then succeeds is writte
   t.same(await countRows('late'), { n: 3, tokens: 15 });
   await w.close();
 });
+
+t.test('under steady load, inserts are few and large: one per flush interval, not one per insert round trip', async (t) => {
+  // Each insert takes 20 ms; rows arrive every 2 ms for 1 s. A writer that re-flushes whatever arrived during the
+  // previous insert would make ~50 small inserts; batching by size or interval makes about 1000/200 = 5.
+  const { store: s, calls } = standIn(() => new Promise((r) => setTimeout(r, 20)));
+  const { log, events: ev } = events();
+  const w = new BatchWriter<RequestRow>(s, 'requests', { maxRows: 1000, flushMs: 200, queueMax: 100000 }, ev);
+  const end = Date.now() + 1000;
+  let sent = 0;
+  while (Date.now() < end) {
+    w.enqueue(row('steady'));
+    sent++;
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  await w.close();
+  t.equal(log.written.reduce((a, n) => a + n, 0), sent, 'every row written');
+  t.ok(calls.length <= 8, `${calls.length} inserts for ${sent} rows`);
+  t.ok(sent / calls.length >= 40, `about ${Math.round(sent / calls.length)} rows per insert`);
+});
