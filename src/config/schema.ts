@@ -116,7 +116,7 @@ export const CONFIG_SCHEMA = closed({
       password: { type: 'string', default: '' },
       batch: closed(
         {
-          max_rows: { type: 'integer', minimum: 1, default: 1000 },
+          max_rows: { type: 'integer', minimum: 1, default: 10000 },
           flush_ms: { type: 'integer', minimum: 10, default: 1000 },
           queue_max: { type: 'integer', minimum: 1, default: 100000 },
         },

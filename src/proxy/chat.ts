@@ -17,7 +17,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import { OTHER } from '../telemetry/names.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
-import { classifyTransportError, type UpstreamResponse } from './dispatch.js';
+import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
 const ENDPOINT = 'chat.completions';
@@ -67,12 +67,6 @@ export function validateChatBody(body: unknown): ChatBody {
 
 function clientWantsUsage(body: ChatBody): boolean {
   return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
-}
-
-async function readAll(body: AsyncIterable<Uint8Array>): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const c of body) parts.push(Buffer.from(c));
-  return Buffer.concat(parts).toString('utf8');
 }
 
 function pickHeaders(h: UpstreamResponse['headers'], names: readonly string[]): Record<string, string> {
@@ -189,25 +183,24 @@ async function forward(
   const adapter = adapterFor(route);
   const wantsUsage = clientWantsUsage(body);
   const upReq = adapter.chatRequest(route.provider, route.modelId, body, stream);
-  const ac = new AbortController();
+  const gone = new ClientAbort();
   const onClose = () => {
-    if (!reply.raw.writableFinished) ac.abort();
+    if (!reply.raw.writableFinished) gone.abort();
   };
   reply.raw.on('close', onClose);
-  const url = new URL(upReq.path, route.provider.base_url || `http://${route.providerId}.mock`);
-  const up = trace.upstream(url, route.providerId);
+  const up = trace.upstream(route.provider.base_url, upReq.path, route.providerId);
   const tUp = performance.now();
   let res: UpstreamResponse;
   try {
-    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream, signal: ac.signal, extraHeaders: up.headers });
+    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream, signal: gone, extraHeaders: up.headers });
   } catch (err) {
     o.upstreamMs = performance.now() - tUp;
-    if (ac.signal.aborted) {
+    if (gone.aborted) {
       up.span.end(null, 'aborted');
       markAborted(o, reply);
       return;
     }
-    const e = err instanceof TollgateError ? err : classifyTransportError(err, ac.signal);
+    const e = err instanceof TollgateError ? err : classifyTransportError(err, gone);
     up.span.end(null, typeof e === 'string' ? e : e.code);
     throw e;
   }
@@ -215,7 +208,7 @@ async function forward(
   try {
     const type = String(res.headers['content-type'] ?? '');
     if (res.status < 200 || res.status >= 300) {
-      const text = await readAll(res.body);
+      const text = await res.text();
       o.upstreamMs = performance.now() - tUp;
       o.status = 'failure';
       o.httpStatus = res.status;
@@ -225,12 +218,12 @@ async function forward(
       return;
     }
     if (stream && type.startsWith('text/event-stream')) {
-      await pipeStream(adapter, res, wantsUsage, trace, reply, o, t0, ac.signal);
+      await pipeStream(adapter, res, wantsUsage, trace, reply, o, t0, gone);
       o.upstreamMs = performance.now() - tUp;
       up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return;
     }
-    const text = await readAll(res.body);
+    const text = await res.text();
     o.upstreamMs = performance.now() - tUp;
     let json: { id?: unknown; model?: unknown; choices?: { finish_reason?: unknown }[] };
     try {
@@ -248,12 +241,12 @@ async function forward(
     up.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(text);
   } catch (err) {
-    if (ac.signal.aborted) {
+    if (gone.aborted) {
       markAborted(o, reply);
       return;
     }
     if (err instanceof TollgateError) throw err;
-    const e = classifyTransportError(err, ac.signal);
+    const e = classifyTransportError(err, gone);
     if (e === 'aborted') {
       markAborted(o, reply);
       return;
@@ -280,7 +273,7 @@ function finishReasons(choices: unknown): string[] {
 /** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
 async function pipeStream(
   adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
-  reply: FastifyReply, o: Outcome, t0: number, signal: AbortSignal,
+  reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort,
 ): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
@@ -298,23 +291,23 @@ async function pipeStream(
   let respModel: string | null = null;
   const reasons: string[] = [];
 
-  const onFrame = async (f: SseFrame): Promise<void> => {
+  /** One typed event in, the text to forward out ('' to forward nothing). */
+  const onFrame = (f: SseFrame): string => {
     if (f.data === '[DONE]') {
-      if (!sawDone) await write(raw, formatFrame('[DONE]'));
+      if (sawDone) return '';
       sawDone = true;
-      return;
+      return formatFrame('[DONE]');
     }
     let json: Record<string, unknown>;
     try {
       json = JSON.parse(f.data) as Record<string, unknown>;
     } catch {
-      return; // not JSON: never forwarded
+      return ''; // not JSON: never forwarded
     }
     if (json.error !== undefined) {
       o.status = 'failure';
       o.errorType = 'upstream_stream_error';
-      await write(raw, formatFrame(f.data, f.event));
-      return;
+      return formatFrame(f.data, f.event);
     }
     const info = adapter.inspectChunk(json);
     if (info.usage) {
@@ -331,24 +324,29 @@ async function pipeStream(
       reasons.push(r);
       finished = true;
     }
-    if (info.usageOnly && !wantsUsage) return;
+    if (info.usageOnly && !wantsUsage) return '';
     if (!wantsUsage && json.usage !== undefined && json.usage !== null) {
       delete json.usage;
-      await write(raw, formatFrame(JSON.stringify(json), f.event));
-      return;
+      return formatFrame(JSON.stringify(json), f.event);
     }
-    await write(raw, formatFrame(f.data, f.event));
+    return formatFrame(f.data, f.event);
   };
 
   try {
+    // Everything one upstream read completes goes to the client in one write.
     for await (const chunk of res.body) {
-      for (const f of parser.push(chunk as Uint8Array)) await onFrame(f);
+      let out = '';
+      for (const f of parser.push(chunk as Uint8Array)) out += onFrame(f);
+      if (out) await write(raw, out);
     }
-    for (const f of parser.end()) await onFrame(f);
+    let tail = '';
+    for (const f of parser.end()) tail += onFrame(f);
     if (!sawDone && !finished && o.status === 'success') {
+      if (tail) await write(raw, tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
-    if (!sawDone) await write(raw, formatFrame('[DONE]'));
+    if (!sawDone) tail += formatFrame('[DONE]');
+    if (tail) await write(raw, tail);
   } catch (err) {
     const e = err instanceof TollgateError ? err : classifyTransportError(err, signal);
     if (e === 'aborted' || signal.aborted) {

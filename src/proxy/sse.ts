@@ -62,6 +62,7 @@ function parseFrame(raw: string): SseFrame | null {
 
 /** Serialise one frame for the client. */
 export function formatFrame(data: string, event: string | null = null): string {
+  if (event === null && !data.includes('\n')) return `data: ${data}\n\n`;
   const lines = data.split('\n').map((l) => `data: ${l}`);
   return `${event === null ? '' : `event: ${event}\n`}${lines.join('\n')}\n\n`;
 }

@@ -2,7 +2,8 @@
 // so /metrics agrees with the ClickHouse rows. Label values come from the config: a model that is not configured
 // is labelled '_other'.
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './families.js';
 import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../usage/types.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
 import { overheadMs, ttftMs, type UsageRecord } from '../usage/record.js';
@@ -12,40 +13,32 @@ const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_r
 
 export class Metrics {
   readonly registry = new Registry();
-  readonly #tokenUsage;
-  readonly #duration;
-  readonly #ttft;
-  readonly #requests;
-  readonly #tokens;
-  readonly #cost;
-  readonly #listCost;
-  readonly #overhead;
+  readonly #tokenUsage: HistogramFamily;
+  readonly #duration: HistogramFamily;
+  readonly #ttft: HistogramFamily;
+  readonly #requests: CounterFamily;
+  readonly #tokens: CounterFamily;
+  readonly #cost: CounterFamily;
+  readonly #listCost: CounterFamily;
+  readonly #overhead: HistogramChild;
   readonly rowsWritten;
   readonly rowsDropped;
   readonly configReloads;
+  readonly #seriesCache = new Map<string, Series>();
 
   constructor(queueDepth: () => number, opts: { processMetrics?: boolean } = {}) {
-    const registers = [this.registry];
-    this.#tokenUsage = new Histogram({
-      name: METRIC.tokenUsage, help: 'Number of input and output tokens used (GenAI semconv gen_ai.client.token.usage).',
-      labelNames: [...GENAI_LABELS, 'gen_ai_token_type'], buckets: [...BUCKETS.tokenUsage], registers,
-    });
-    this.#duration = new Histogram({
-      name: METRIC.operationDuration, help: 'GenAI operation duration as seen by the client of the gateway.',
-      labelNames: [...GENAI_LABELS, 'error_type'], buckets: [...BUCKETS.operationDuration], registers,
-    });
-    this.#ttft = new Histogram({
-      name: METRIC.timeToFirstToken, help: 'Time to the first streamed token.',
-      labelNames: [...GENAI_LABELS], buckets: [...BUCKETS.timeToFirstToken], registers,
-    });
-    this.#requests = new Counter({ name: METRIC.requests, help: 'Client requests by outcome.', labelNames: ['provider', 'model', 'status'], registers });
-    this.#tokens = new Counter({ name: METRIC.tokens, help: 'Tokens by usage bucket (buckets do not overlap).', labelNames: ['provider', 'model', 'type'], registers });
-    this.#cost = new Counter({ name: METRIC.cost, help: 'Billed cost in USD (0 for subscription and free providers).', labelNames: ['provider', 'model', 'group'], registers });
-    this.#listCost = new Counter({ name: METRIC.listCost, help: 'Cost at list price in USD.', labelNames: ['provider', 'model', 'group'], registers });
-    this.#overhead = new Histogram({
-      name: METRIC.overhead, help: 'Time spent in the gateway itself: total minus time waiting on the upstream.',
-      buckets: [...BUCKETS.overhead], registers,
-    });
+    const reg = this.registry;
+    const registers = [reg];
+    this.#tokenUsage = new HistogramFamily(METRIC.tokenUsage, 'Number of input and output tokens used (GenAI semconv gen_ai.client.token.usage).',
+      [...GENAI_LABELS, 'gen_ai_token_type'], BUCKETS.tokenUsage, reg);
+    this.#duration = new HistogramFamily(METRIC.operationDuration, 'GenAI operation duration as seen by the client of the gateway.',
+      [...GENAI_LABELS, 'error_type'], BUCKETS.operationDuration, reg);
+    this.#ttft = new HistogramFamily(METRIC.timeToFirstToken, 'Time to the first streamed token.', GENAI_LABELS, BUCKETS.timeToFirstToken, reg);
+    this.#requests = new CounterFamily(METRIC.requests, 'Client requests by outcome.', ['provider', 'model', 'status'], reg);
+    this.#tokens = new CounterFamily(METRIC.tokens, 'Tokens by usage bucket (buckets do not overlap).', ['provider', 'model', 'type'], reg);
+    this.#cost = new CounterFamily(METRIC.cost, 'Billed cost in USD (0 for subscription and free providers).', ['provider', 'model', 'group'], reg);
+    this.#listCost = new CounterFamily(METRIC.listCost, 'Cost at list price in USD.', ['provider', 'model', 'group'], reg);
+    this.#overhead = new HistogramFamily(METRIC.overhead, 'Time spent in the gateway itself: total minus time waiting on the upstream.', [], BUCKETS.overhead, reg).child();
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
     this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (queue full or insert failed after retries).', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
@@ -58,27 +51,67 @@ export class Metrics {
         this.set(queueDepth());
       },
     });
-    if (opts.processMetrics !== false) collectDefaultMetrics({ register: this.registry });
+    if (opts.processMetrics !== false) collectDefaultMetrics({ register: reg });
+  }
+
+  /** The series of one provider/model/group, resolved once; children are created on first use. */
+  #series(provider: string, model: string, modelId: string, group: string): Series {
+    const key = `${provider}\0${model}\0${group}`;
+    let found = this.#seriesCache.get(key);
+    if (found) return found;
+    const durations = new Map<string, HistogramChild>();
+    const tokens = new Map<Bucket, CounterChild>();
+    const requests = new Map<string, CounterChild>();
+    let usageIn: HistogramChild | undefined;
+    let usageOut: HistogramChild | undefined;
+    let ttft: HistogramChild | undefined;
+    found = {
+      request: (status) => requests.get(status) ?? set(requests, status, this.#requests.child(provider, model, status)),
+      tokens: (b) => tokens.get(b) ?? set(tokens, b, this.#tokens.child(provider, model, TOKEN_TYPE[b])),
+      usageIn: () => (usageIn ??= this.#tokenUsage.child('chat', provider, modelId, 'input')),
+      usageOut: () => (usageOut ??= this.#tokenUsage.child('chat', provider, modelId, 'output')),
+      cost: this.#cost.child(provider, model, group),
+      listCost: this.#listCost.child(provider, model, group),
+      ttft: () => (ttft ??= this.#ttft.child('chat', provider, modelId)),
+      duration: (errorType) => durations.get(errorType) ?? set(durations, errorType, this.#duration.child('chat', provider, modelId, errorType)),
+    };
+    this.#seriesCache.set(key, found);
+    return found;
   }
 
   observe(r: UsageRecord): void {
     const provider = r.provider || OTHER;
     const model = r.modelKnown ? r.model : OTHER;
     const modelId = r.modelKnown ? r.model.slice(provider.length + 1) : OTHER;
-    const genai = { gen_ai_operation_name: 'chat', gen_ai_provider_name: provider, gen_ai_request_model: modelId };
-    this.#requests.inc({ provider, model, status: r.status });
+    const s = this.#series(provider, model, modelId, r.providerGroup || OTHER);
+    s.request(r.status).inc();
     for (const b of USAGE_BUCKETS) {
-      const v = r.usage[b as Bucket];
-      if (v) this.#tokens.inc({ provider, model, type: TOKEN_TYPE[b as Bucket] }, v);
+      const v = r.usage[b];
+      if (v) s.tokens(b).inc(v);
     }
-    if (knowsInput(r.usage)) this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'input' }, inputSide(r.usage));
-    if (knowsOutput(r.usage)) this.#tokenUsage.observe({ ...genai, gen_ai_token_type: 'output' }, outputSide(r.usage));
-    const group = r.providerGroup || OTHER;
-    this.#cost.inc({ provider, model, group }, r.cost.cost);
-    this.#listCost.inc({ provider, model, group }, r.cost.listCost);
-    this.#duration.observe({ ...genai, error_type: r.errorType }, r.latency.totalMs / 1000);
-    const ttft = ttftMs(r);
-    if (ttft !== null) this.#ttft.observe(genai, ttft / 1000);
+    if (knowsInput(r.usage)) s.usageIn().observe(inputSide(r.usage));
+    if (knowsOutput(r.usage)) s.usageOut().observe(outputSide(r.usage));
+    s.cost.inc(r.cost.cost);
+    s.listCost.inc(r.cost.listCost);
+    s.duration(r.errorType).observe(r.latency.totalMs / 1000);
+    const t = ttftMs(r);
+    if (t !== null) s.ttft().observe(t / 1000);
     this.#overhead.observe(overheadMs(r) / 1000);
   }
+}
+
+function set<K, V>(m: Map<K, V>, k: K, v: V): V {
+  m.set(k, v);
+  return v;
+}
+
+interface Series {
+  request(status: UsageRecord['status']): CounterChild;
+  tokens(b: Bucket): CounterChild;
+  usageIn(): HistogramChild;
+  usageOut(): HistogramChild;
+  readonly cost: CounterChild;
+  readonly listCost: CounterChild;
+  ttft(): HistogramChild;
+  duration(errorType: string): HistogramChild;
 }

@@ -3,7 +3,7 @@
 // for usage and cost come from the finished usage record, the same object the row and the metrics are made from.
 
 import type { IncomingHttpHeaders } from 'node:http';
-import { SpanKind, SpanStatusCode, context, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
 import type { UsageRecord } from '../usage/record.js';
@@ -50,24 +50,24 @@ export class RequestTrace {
     this.#span.setAttributes({ [ATTR.requestModel]: modelId, [ATTR.providerName]: provider });
   }
 
-  /** Start the child span for an upstream call; returns it and the headers that carry the trace upstream. */
-  upstream(url: URL, provider: string): { span: UpstreamSpan; headers: Record<string, string> } {
-    const span = this.#tracer.startSpan(
-      'POST',
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          [ATTR.httpMethod]: 'POST',
-          [ATTR.serverAddress]: url.hostname,
-          [ATTR.serverPort]: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
-          [ATTR.urlFull]: `${url.origin}${url.pathname}`,
-          [ATTR.provider]: provider,
-        },
-      },
-      this.#ctx,
-    );
+  /**
+   * Start the child span for an upstream call; returns it and the headers that carry the trace upstream. URL
+   * attributes are only computed when the span records (with no SDK started, nothing is).
+   */
+  upstream(baseUrl: string, path: string, provider: string): { span: UpstreamSpan; headers: Record<string, string> } {
+    const span = this.#tracer.startSpan('POST', { kind: SpanKind.CLIENT }, this.#ctx);
+    if (span.isRecording()) {
+      const url = new URL(path, baseUrl || `http://${provider}.mock`);
+      span.setAttributes({
+        [ATTR.httpMethod]: 'POST',
+        [ATTR.serverAddress]: url.hostname,
+        [ATTR.serverPort]: Number(url.port || (url.protocol === 'https:' ? 443 : 80)),
+        [ATTR.urlFull]: `${url.origin}${url.pathname}`,
+        [ATTR.provider]: provider,
+      });
+    }
     const headers: Record<string, string> = {};
-    propagator.inject(trace.setSpan(this.#ctx, span), headers, recordSetter);
+    if (isSpanContextValid(span.spanContext())) propagator.inject(trace.setSpan(this.#ctx, span), headers, recordSetter);
     return { span: new UpstreamSpan(span), headers };
   }
 

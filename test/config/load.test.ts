@@ -88,7 +88,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
     data_dir: './data',
     username: 'default',
     password: '',
-    batch: { max_rows: 1000, flush_ms: 1000, queue_max: 100000 },
+    batch: { max_rows: 10000, flush_ms: 1000, queue_max: 100000 },
   });
   t.same(cfg.telemetry, { otlp_endpoint: '', service_name: 'tollgate' });
   t.same(cfg.providers, {});

@@ -9,7 +9,7 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MockOptions } from '../../config/types.js';
-import type { UpstreamResponse } from '../../proxy/dispatch.js';
+import { readText, type AbortLike, type UpstreamResponse } from '../../proxy/dispatch.js';
 
 const WORDS = 'Tollgate demo reply: every token you see here is counted once, priced, and recorded three ways.'.split(' ');
 
@@ -61,7 +61,8 @@ function responseHeaders(stream: boolean): Record<string, string> {
 }
 
 /** Serve one request in process, as an upstream would. `signal` aborts the stream. */
-export async function mockRespond(opts: MockOptions, rawBody: string, signal: AbortSignal): Promise<UpstreamResponse> {
+export async function mockRespond(opts: MockOptions, rawBody: string, abort: AbortLike): Promise<UpstreamResponse> {
+  const signal = abort instanceof AbortSignal ? abort : abort.toSignal();
   const body = JSON.parse(rawBody) as Record<string, unknown>;
   const model = String(body.model);
   const plan = planMock(opts, body);
@@ -75,7 +76,7 @@ export async function mockRespond(opts: MockOptions, rawBody: string, signal: Ab
       choices: [{ index: 0, message: { role: 'assistant', content: plan.words.join(' '), refusal: null }, logprobs: null, finish_reason: plan.finishReason }],
       usage: usageOf(plan),
     });
-    return { status: 200, headers: responseHeaders(false), body: Readable.from([Buffer.from(json)]) };
+    return { status: 200, headers: responseHeaders(false), body: Readable.from([Buffer.from(json)]), text: async () => json };
   }
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   const base = { id, object: 'chat.completion.chunk', created, model };
@@ -92,5 +93,6 @@ export async function mockRespond(opts: MockOptions, rawBody: string, signal: Ab
     if (includeUsage) yield line({ ...base, choices: [], usage: usageOf(plan) });
     yield Buffer.from('data: [DONE]\n\n');
   }
-  return { status: 200, headers: responseHeaders(true), body: Readable.from(frames()) };
+  const sse = Readable.from(frames());
+  return { status: 200, headers: responseHeaders(true), body: sse, text: () => readText(sse) };
 }

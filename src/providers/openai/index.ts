@@ -10,9 +10,17 @@ function authHeaders(p: ProviderConfig): Record<string, string> {
   return { [header.toLowerCase()]: header.toLowerCase() === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
 }
 
-function basePath(p: ProviderConfig): string {
-  // The in-process mock has no URL; it answers on OpenAI's path.
-  return p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
+const paths = new WeakMap<ProviderConfig, string>();
+
+/** `<base_url path>/chat/completions`, computed once per (frozen) provider config. */
+function chatPath(p: ProviderConfig): string {
+  let path = paths.get(p);
+  if (path === undefined) {
+    // The in-process mock has no URL; it answers on OpenAI's path.
+    const base = p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
+    paths.set(p, (path = `${base}/chat/completions`));
+  }
+  return path;
 }
 
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
@@ -25,7 +33,7 @@ export const openaiAdapter: ChatAdapter = {
       out.stream_options = { ...so, include_usage: true };
     }
     return {
-      path: `${basePath(p)}/chat/completions`,
+      path: chatPath(p),
       headers: { ...p.headers, 'content-type': 'application/json', accept: body.stream === true ? 'text/event-stream' : 'application/json', ...authHeaders(p) },
       body: JSON.stringify(out),
     };

@@ -1,0 +1,295 @@
+#!/usr/bin/env node
+// Tollgate benchmark: the same closed-loop load three ways, each server in its own process on 127.0.0.1.
+//
+//   direct       load generator -> fake upstream
+//   passthrough  load generator -> bare Fastify + undici proxy -> fake upstream      (the baseline)
+//   tollgate     load generator -> Tollgate build(), recording to embedded ClickHouse -> fake upstream
+//
+// Scenarios: non-streaming JSON (the headline) and streaming SSE with include_usage. Each target gets a warm-up,
+// then its measured time is split into BENCH_SLICES slices interleaved with the other targets' (a shared machine
+// drifts; interleaving makes the drift hit every target alike). At the end Tollgate's writer is flushed and the
+// rows in ClickHouse are compared with the requests sent to it (warm-up included). Prints one table and the
+// acceptance check; exits non-zero when the run failed (errors, rows missing, a crash), not when the ratio is low.
+//
+//   npm run bench
+//   BENCH_DURATION_S=8 BENCH_WARMUP_S=2 BENCH_SLICES=4 BENCH_CONCURRENCY=32 BENCH_STREAM_CONCURRENCY=32 npm run bench
+//   BENCH_SCENARIOS=json npm run bench   # one scenario only (json or sse)
+//   BENCH_CPU_PROF=1 npm run bench       # V8 CPU profiles of the two proxies in bench/results/profiles/
+//   BENCH_NODE_ARGS="--perf-basic-prof"  # extra node flags for the passthrough and Tollgate children
+
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { killAll, startChild } from './lib/ipc.mjs';
+import { Load } from './lib/load.mjs';
+import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..');
+
+function envNumber(name, fallback, { min = 0, integer = false } = {}) {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || (integer && !Number.isInteger(n))) {
+    throw new Error(`${name}=${raw}: expected ${integer ? 'an integer' : 'a number'} >= ${min}`);
+  }
+  return n;
+}
+
+const DURATION_S = envNumber('BENCH_DURATION_S', 8, { min: 0.5 });
+const WARMUP_S = envNumber('BENCH_WARMUP_S', 2, { min: 0 });
+const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 32, { min: 1, integer: true });
+const STREAM_CONCURRENCY = envNumber('BENCH_STREAM_CONCURRENCY', CONCURRENCY, { min: 1, integer: true });
+const SLICES = envNumber('BENCH_SLICES', 4, { min: 1, integer: true });
+const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+const PROFILE_DIR = join(HERE, 'results', 'profiles');
+const ACCEPT_RATIO = 0.5;
+
+const ALL_SCENARIOS = [
+  { key: 'json', label: 'non-streaming', body: REQUEST_BODY, stream: false, concurrency: CONCURRENCY },
+  { key: 'sse', label: 'streaming SSE', body: STREAM_REQUEST_BODY, stream: true, concurrency: STREAM_CONCURRENCY },
+];
+// BENCH_SCENARIOS=json or =sse runs one scenario only (for profiling); the default runs both.
+const SCENARIOS = ALL_SCENARIOS.filter((s) => (process.env.BENCH_SCENARIOS || 'json,sse').split(',').includes(s.key));
+if (SCENARIOS.length === 0) throw new Error('BENCH_SCENARIOS: expected a comma-separated subset of json,sse');
+const TARGETS = ['direct', 'passthrough', 'tollgate'];
+
+const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+
+// Everything must stop by itself: a watchdog well above the planned run time, and every exit path kills children.
+const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30;
+const watchdog = setTimeout(() => {
+  log(`watchdog: the run took more than ${Math.round(plannedS * 3 + 180)} s; killing everything`);
+  killAll();
+  process.exit(3);
+}, (plannedS * 3 + 180) * 1000);
+watchdog.unref();
+
+let dataDir = null;
+const removeDataDir = () => {
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  dataDir = null;
+};
+process.on('exit', removeDataDir);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    log(`${sig}: stopping`);
+    killAll();
+    removeDataDir();
+    process.exit(130);
+  });
+}
+
+function execArgvFor(name) {
+  if (name === 'upstream') return [];
+  // BENCH_NODE_ARGS: extra node flags for the two proxies (e.g. --perf-basic-prof for `perf record`).
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  if (!CPU_PROF) return extra;
+  mkdirSync(PROFILE_DIR, { recursive: true });
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  return [...extra, '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`, `--cpu-prof-name=${name}.${stamp}.cpuprofile`];
+}
+
+async function start(name, args = []) {
+  const execArgv = execArgvFor(name);
+  // Profiling flags may write files into the working directory (--perf-basic-prof writes isolate-*.log): keep
+  // them in bench/results/.
+  let cwd;
+  if (execArgv.length > 0) {
+    cwd = join(HERE, 'results');
+    mkdirSync(cwd, { recursive: true });
+  }
+  const child = startChild(name, join(HERE, `${name}.mjs`), args, { execArgv, cwd });
+  const info = await child.ready;
+  log(`${name} ready at ${info.url} (pid ${child.pid})`);
+  return { child, url: info.url };
+}
+
+const rotate = (a, n) => a.map((_, i) => a[(i + n) % a.length]);
+
+/**
+ * One scenario against every target: a warm-up per target, then SLICES rounds in which each target is measured for
+ * DURATION_S / SLICES seconds (the order rotates every round), so slow drifts of a shared machine hit all targets
+ * alike. Server CPU is sampled around each measured slice; for Tollgate the CPU it burns between its own slices
+ * (background merges of the embedded ClickHouse) is reported separately.
+ */
+async function runScenario(scenario, servers) {
+  const loads = Object.fromEntries(
+    TARGETS.map((t) => [
+      t,
+      new Load({ origin: servers[t].url, path: '/v1/chat/completions', body: scenario.body, stream: scenario.stream, concurrency: scenario.concurrency }),
+    ]),
+  );
+  const cpu = Object.fromEntries(TARGETS.map((t) => [t, { inSlices: 0, between: 0, lastEnd: null }]));
+  // A server that died cannot be sampled: its CPU becomes n/a, and the load counts its errors.
+  const sample = (t) => servers[t].child.request('cpu').catch(() => NaN);
+  try {
+    for (const t of TARGETS) {
+      log(`${scenario.label} x${scenario.concurrency}: warm-up ${t} ${WARMUP_S} s`);
+      await loads[t].run(WARMUP_S * 1000, false);
+    }
+    const sliceMs = (DURATION_S * 1000) / SLICES;
+    for (let round = 0; round < SLICES; round++) {
+      const line = [];
+      for (const t of rotate(TARGETS, round)) {
+        const c0 = await sample(t);
+        if (cpu[t].lastEnd !== null) cpu[t].between += c0 - cpu[t].lastEnd;
+        const rps = await loads[t].run(sliceMs, true);
+        const c1 = await sample(t);
+        cpu[t].inSlices += c1 - c0;
+        cpu[t].lastEnd = c1;
+        line.push(`${t} ${Math.round(rps)}`);
+      }
+      log(`${scenario.label} x${scenario.concurrency}: slice ${round + 1}/${SLICES} req/s: ${line.join(', ')}`);
+    }
+  } finally {
+    await Promise.all(Object.values(loads).map((l) => l.close()));
+  }
+  return TARGETS.map((t) => {
+    const r = loads[t].summary();
+    for (const [kind, n] of r.errorKinds) log(`${t} / ${scenario.label}: error x${n}: ${kind}`);
+    const per = (us) => (r.windowRequests > 0 ? us / r.windowRequests : NaN);
+    return { target: t, scenario, ...r, cpuPerReq: per(cpu[t].inSlices), cpuBetweenPerReq: per(cpu[t].between) };
+  });
+}
+
+function table(results) {
+  const head = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'vs passthrough', 'server CPU µs/req'];
+  const rows = results.map((r) => {
+    const base = results.find((b) => b.scenario.key === r.scenario.key && b.target === 'passthrough');
+    const ratio = base && base.rps > 0 ? `${Math.round((r.rps / base.rps) * 100)}%` : 'n/a';
+    return [
+      `${r.scenario.label} x${r.scenario.concurrency}`,
+      r.target,
+      String(Math.round(r.rps)),
+      r.p50.toFixed(2),
+      r.p99.toFixed(2),
+      String(r.errors),
+      ratio,
+      Number.isFinite(r.cpuPerReq) ? String(Math.round(r.cpuPerReq)) : 'n/a',
+    ];
+  });
+  const numeric = [false, false, true, true, true, true, true, true];
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => (numeric[i] ? c.padStart(width[i]) : c.padEnd(width[i]))).join(' | ')} |`;
+  const rule = `|${width.map((w, i) => (numeric[i] ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
+  return [line(head), rule, ...rows.map(line)].join('\n');
+}
+
+async function main() {
+  if (!existsSync(join(ROOT, 'dist', 'app.js'))) throw new Error('dist/app.js is missing: run `npm run build` (npm run bench does)');
+  const cpu = cpus();
+  log(
+    `node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+  );
+
+  const children = [];
+  const results = [];
+  let recording = null;
+  const problems = [];
+  try {
+    const upstream = await start('upstream');
+    children.push(upstream);
+    const passthrough = await start('passthrough', [upstream.url]);
+    children.push(passthrough);
+    dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+    const tollgate = await start('tollgate', [upstream.url, dataDir]);
+    children.push(tollgate);
+    const servers = { direct: upstream, passthrough, tollgate };
+
+    for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
+
+    for (const s of children) if (s.child.crashed) problems.push(`${s.child.name} crashed during the run`);
+    const mine = results.filter((r) => r.target === 'tollgate');
+    try {
+      const c = await tollgate.child.request('count', undefined, 120_000);
+      recording = {
+        ...c,
+        sent: mine.reduce((s, r) => s + r.issued, 0),
+        sentStreamed: mine.filter((r) => r.scenario.stream).reduce((s, r) => s + r.issued, 0),
+      };
+    } catch (err) {
+      problems.push(`could not count Tollgate's rows: ${err.message}`);
+    }
+    const upstats = await upstream.child.request('stats').catch(() => null);
+    if (upstats) log(`upstream answered ${upstats.served} requests (${upstats.badRequests} bad)`);
+  } finally {
+    await Promise.all(children.map((c) => c.child.stop().catch(() => undefined)));
+    killAll();
+    removeDataDir();
+  }
+
+  // ---- report ----
+  const out = [];
+  out.push('');
+  out.push(
+    `Tollgate benchmark: node ${process.version}, ${cpus().length} CPUs; per row ${WARMUP_S} s warm-up, then ${DURATION_S} s measured ` +
+      `in ${SLICES} slice(s) interleaved with the other targets; closed loop over keep-alive connections.`,
+  );
+  out.push('"vs passthrough": req/s relative to the bare Fastify + undici proxy in the same scenario. "server CPU": CPU time');
+  out.push('of the process under test (all its threads) per request, during its own slices.');
+  out.push('');
+  out.push(table(results));
+  out.push('');
+
+  const errors = results.reduce((s, r) => s + r.errors, 0);
+  if (errors > 0) problems.push(`${errors} requests failed (see the error lines above)`);
+  const rowsOk =
+    recording !== null &&
+    recording.rows === recording.sent &&
+    recording.streamed === recording.sentStreamed &&
+    recording.dropped === 0;
+  if (recording) {
+    out.push(
+      `Rows recorded: ${recording.rows} rows in tollgate.requests FINAL for ${recording.sent} requests sent to Tollgate ` +
+        `(warm-up included; streamed ${recording.streamed}/${recording.sentStreamed}; status success ${recording.success}; ` +
+        `dropped ${recording.dropped}) -> ${rowsOk ? 'every request recorded' : 'ROWS MISSING OR EXTRA'}`,
+    );
+    const ins = recording.inserts;
+    const between = results
+      .filter((r) => r.target === 'tollgate')
+      .map((r) => `${r.scenario.label} ${Math.round(r.cpuBetweenPerReq)}`)
+      .join(', ');
+    out.push(
+      `Tollgate storage: ${ins.calls} inserts, ${(ins.rows / Math.max(1, ins.calls)).toFixed(0)} rows/insert on average, ` +
+        `${(ins.ms / Math.max(1, ins.calls)).toFixed(1)} ms/insert; CPU burnt between its own slices (µs per measured request): ${between}`,
+    );
+    if (!rowsOk) problems.push(`rows recorded ${recording.rows} != requests sent ${recording.sent} (or rows dropped)`);
+  } else {
+    out.push('Rows recorded: NOT CHECKED');
+  }
+
+  const tg = results.find((r) => r.scenario.key === 'json' && r.target === 'tollgate');
+  const pt = results.find((r) => r.scenario.key === 'json' && r.target === 'passthrough');
+  const ratio = tg && pt && pt.rps > 0 ? tg.rps / pt.rps : 0;
+  const ratioOk = ratio >= ACCEPT_RATIO;
+  const accepted = ratioOk && tg?.errors === 0 && rowsOk;
+  out.push(
+    `Acceptance (Tollgate with recording >= ${ACCEPT_RATIO * 100}% of the bare passthrough's req/s at ${CONCURRENCY} concurrent ` +
+      `non-streaming requests, zero errors, every request recorded): ${accepted ? 'MET' : 'NOT MET'} -- ` +
+      `ratio ${(ratio * 100).toFixed(1)}% (${ratioOk ? 'ok' : `BELOW ${ACCEPT_RATIO * 100}%`}), ` +
+      `errors ${tg?.errors ?? 'n/a'}, rows ${rowsOk ? 'all recorded' : recording ? 'MISSING' : 'NOT CHECKED'}`,
+  );
+  if (CPU_PROF) out.push(`CPU profiles: ${PROFILE_DIR} (summarise with: node bench/profile-summary.mjs <file>)`);
+  if (problems.length > 0) out.push(`RUN FAILED: ${problems.join('; ')}`);
+  process.stdout.write(`${out.join('\n')}\n`);
+  return problems.length === 0 ? 0 : 1;
+}
+
+main()
+  .then((code) => {
+    process.exitCode = code;
+  })
+  .catch((err) => {
+    log(`failed: ${err?.stack ?? err}`);
+    process.exitCode = 1;
+  })
+  .finally(() => {
+    killAll();
+    removeDataDir();
+    clearTimeout(watchdog);
+    // Nothing else should be pending; exit explicitly so a stray handle cannot keep the process alive.
+    setImmediate(() => process.exit());
+  });

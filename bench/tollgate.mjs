@@ -1,0 +1,83 @@
+// Tollgate under test, in its own process: the compiled app from `build()`, recording ON (embedded chdb store in
+// the given fresh directory), logger off, one `openai` provider with a price pointing at the fake upstream.
+// Storage batching is the shipped default. Telemetry is as main.ts leaves it without an OTLP endpoint: the
+// OpenTelemetry API's no-op tracer.
+//
+//   node bench/tollgate.mjs <upstream origin> <data dir>     (started by bench/run.mjs)
+
+import { rmSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { build } from '../dist/app.js';
+import { parseConfig } from '../dist/config/load.js';
+import { announceReady, cpuMicros, serveParent } from './lib/ipc.mjs';
+import { UPSTREAM_MODEL } from './lib/payloads.mjs';
+
+const [upstream, dataDir] = process.argv.slice(2);
+if (!upstream || !dataDir) throw new Error('usage: tollgate.mjs <upstream origin> <data dir>');
+// The parent removes the directory too; this covers a parent that was killed outright.
+process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
+
+const config = parseConfig(
+  {
+    server: { host: '127.0.0.1', port: 0 },
+    storage: { data_dir: dataDir, database: 'tollgate' },
+    providers: {
+      bench: {
+        name: 'Bench upstream (OpenAI-compatible)',
+        group: 'paid',
+        format: 'openai',
+        base_url: `${upstream}/v1`,
+        auth: { type: 'api_key', key: 'sk-bench-upstream' },
+        price: { input: 0.15, output: 0.6, cached: 0.075 },
+        models: { [UPSTREAM_MODEL]: { kind: 'llm', capabilities: ['tools'] } },
+      },
+    },
+  },
+  {}, // no environment: PORT and friends must not leak into the benchmark
+  '(bench)',
+);
+
+const app = await build({ config, logger: false, processMetrics: true });
+await app.listen({ host: '127.0.0.1', port: 0 });
+const { writer, store, metrics } = app.tollgate;
+
+// Diagnostics only: count the inserts the batch writer makes (how well it batches) by wrapping this instance's
+// method; the rows and the SQL are untouched.
+const inserts = { calls: 0, rows: 0, ms: 0 };
+const insert = store.insert.bind(store);
+store.insert = async (table, values) => {
+  const t0 = performance.now();
+  try {
+    return await insert(table, values);
+  } finally {
+    inserts.calls++;
+    inserts.rows += values.length;
+    inserts.ms += performance.now() - t0;
+  }
+};
+
+serveParent({
+  cpu: () => cpuMicros(),
+  /** Drain the writer, then count what ClickHouse holds. */
+  count: async () => {
+    await writer.flush();
+    const [r] = await store.query(
+      `SELECT count() AS rows, countIf(stream) AS streamed, countIf(status = 'success') AS success,
+              sum(total_tokens) AS tokens, toString(sum(cost)) AS cost
+       FROM ${store.t('requests')} FINAL`,
+    );
+    const dropped = (await metrics.rowsDropped.get()).values.reduce((s, v) => s + v.value, 0);
+    return {
+      rows: Number(r.rows),
+      streamed: Number(r.streamed),
+      success: Number(r.success),
+      tokens: Number(r.tokens),
+      cost: r.cost,
+      dropped,
+      queued: writer.depth,
+      inserts,
+    };
+  },
+  stop: () => app.close(),
+});
+announceReady({ url: `http://127.0.0.1:${app.server.address().port}` });
