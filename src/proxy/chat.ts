@@ -200,8 +200,8 @@ async function forward(
       markAborted(o, reply);
       return;
     }
-    const e = err instanceof TollgateError ? err : classifyTransportError(err, gone);
-    up.span.end(null, typeof e === 'string' ? e : e.code);
+    const e = classifyTransportError(err);
+    up.span.end(null, e.code);
     throw e;
   }
 
@@ -245,13 +245,7 @@ async function forward(
       markAborted(o, reply);
       return;
     }
-    if (err instanceof TollgateError) throw err;
-    const e = classifyTransportError(err, gone);
-    if (e === 'aborted') {
-      markAborted(o, reply);
-      return;
-    }
-    throw e;
+    throw classifyTransportError(err);
   } finally {
     reply.raw.off('close', onClose);
   }
@@ -348,10 +342,10 @@ async function pipeStream(
     if (!sawDone) tail += formatFrame('[DONE]');
     if (tail) await write(raw, tail);
   } catch (err) {
-    const e = err instanceof TollgateError ? err : classifyTransportError(err, signal);
-    if (e === 'aborted' || signal.aborted) {
+    if (signal.aborted) {
       markAborted(o, reply);
     } else {
+      const e = classifyTransportError(err);
       o.status = 'failure';
       o.errorType = e.code;
       await write(raw, formatFrame(JSON.stringify(errorBody(e, String(reply.getHeader('x-request-id') ?? '')))));

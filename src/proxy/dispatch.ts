@@ -67,9 +67,9 @@ function poolKey(p: ProviderConfig): string {
   return k;
 }
 
-/** Classify a transport failure into the gateway's codes; 'aborted' when the client went away. */
-export function classifyTransportError(err: unknown, signal: AbortLike): TollgateError | 'aborted' {
-  if (signal.aborted) return 'aborted';
+/** Classify a transport failure (the caller has already ruled out a client that went away). */
+export function classifyTransportError(err: unknown): TollgateError {
+  if (err instanceof TollgateError) return err;
   const code = (err as { code?: string })?.code;
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
@@ -128,8 +128,7 @@ export class Dispatcher {
       const body = res.body;
       return { status: res.statusCode, headers: res.headers, body, text: () => body.text() };
     } catch (err) {
-      const classified = classifyTransportError(err, opts.signal);
-      throw classified === 'aborted' ? err : classified;
+      throw opts.signal.aborted ? err : classifyTransportError(err);
     }
   }
 
