@@ -70,22 +70,21 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     throw err;
   }
 
-  let metrics: Metrics | null = null;
+  // The queue-depth gauge reads the writer at scrape time, after both exist.
+  const metrics = new Metrics(() => writer.depth, { processMetrics: opts.processMetrics });
   const b = cfg.storage.batch;
   const writer = new BatchWriter<RequestRow>(store, 'requests', { maxRows: b.max_rows, flushMs: b.flush_ms, queueMax: b.queue_max }, {
-    written: (n) => metrics?.rowsWritten.inc(n),
+    written: (n) => metrics.rowsWritten.inc(n),
     dropped: (n, reason) => {
-      metrics?.rowsDropped.inc({ reason }, n);
+      metrics.rowsDropped.inc({ reason }, n);
       log.error({ rows: n, reason }, 'usage rows dropped');
     },
     error: (err, attempt) => log.warn({ err, attempt }, 'usage insert failed; retrying'),
   });
-  metrics = new Metrics(() => writer.depth, { processMetrics: opts.processMetrics });
-  const m = metrics;
 
   const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
   ledger.subscribe((r) => writer.enqueue(toRow(r)));
-  ledger.subscribe((r) => m.observe(r));
+  ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();
   let keys = new KeyRing(cfg.server.api_keys);
@@ -93,19 +92,30 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   holder.onChange((next) => {
     keys = new KeyRing(next.server.api_keys);
     dispatcher.reconcile(next.providers);
-    m.configReloads.inc({ result: 'applied' });
+    metrics.configReloads.inc({ result: 'applied' });
   });
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
-  app.decorate('tollgate', { config: holder, store, writer, metrics: m, ledger });
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger });
   app.decorateRequest('apiKeyName', '');
 
   app.addHook('onRequest', async (req) => {
     if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers);
   });
 
-  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger };
+  // Draining: close() waits for in-flight requests; a connection that finishes one must then close rather than
+  // sit in keep-alive (fastify's keepAliveTimeout is 72 s), so every response sent while closing says so.
+  let closing = false;
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
+  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger, closing: () => closing };
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, url: req.url }, e.message);
@@ -121,8 +131,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(usageRoutes, { store });
   await app.register(healthRoutes, { store });
   app.get('/metrics', async (_req, reply) => {
-    reply.header('content-type', m.registry.contentType);
-    return m.registry.metrics();
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
   });
 
   app.addHook('onClose', async () => {

@@ -218,7 +218,7 @@ async function forward(
       return;
     }
     if (stream && type.startsWith('text/event-stream')) {
-      await pipeStream(adapter, res, wantsUsage, trace, reply, o, t0, gone);
+      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, gone);
       o.upstreamMs = performance.now() - tUp;
       up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return;
@@ -266,7 +266,7 @@ function finishReasons(choices: unknown): string[] {
 
 /** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
 async function pipeStream(
-  adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
+  ctx: GatewayContext, adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
   reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort,
 ): Promise<void> {
   reply.hijack();
@@ -274,7 +274,6 @@ async function pipeStream(
   raw.writeHead(200, {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    connection: 'keep-alive',
     'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
   });
   const parser = new SseParser();
@@ -356,6 +355,11 @@ async function pipeStream(
       o.usage = { ...NO_USAGE, output: deltas };
       o.usageSource = 'estimated';
     }
-    if (!raw.destroyed) raw.end();
+    if (!raw.destroyed) {
+      // Shutting down: this connection must not linger as keep-alive, or close() waits for the client to drop it.
+      const socket = raw.socket; // detached from the response once it finishes
+      if (ctx.closing() && socket) raw.once('finish', () => socket.end());
+      raw.end();
+    }
   }
 }

@@ -10,4 +10,6 @@ export interface GatewayContext {
   readonly dispatcher: Dispatcher;
   readonly tracing: Tracing;
   readonly ledger: Ledger;
+  /** True once the server is shutting down: responses then close their connection instead of keeping it alive. */
+  closing(): boolean;
 }
