@@ -5,10 +5,10 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tmp.js';
+import { accepts, freePort } from '../helpers/net.js';
 
 const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,25 +48,6 @@ function run(t: { teardown(fn: () => unknown): void }, args: string[], opts: { c
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
     });
-  });
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
   });
 }
 

@@ -5,10 +5,10 @@
 import t from 'tap';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tmp.js';
+import { accepts, freePort } from '../helpers/net.js';
 import { metricValue } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -47,25 +47,6 @@ function start(t: { teardown(fn: () => unknown): void }, args: string[], opts: {
     }
   });
   return { child, out, exited, running };
-}
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = createConnection({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
 }
 
 /** Probe `port` until the process exits; resolves with how many connection attempts succeeded. */

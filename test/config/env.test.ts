@@ -2,18 +2,8 @@
 // PORT overrides server.port and TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE sets server.body_limit_bytes.
 
 import t from 'tap';
-import { ConfigError, parseConfig, parseConfigText, resolveEnv, type ConfigIssue } from '../../src/config/load.js';
-
-function issuesOf(t: { fail(msg: string): unknown }, fn: () => unknown): ConfigIssue[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues];
-    throw err;
-  }
-  t.fail('expected a ConfigError');
-  return [];
-}
+import { parseConfig, parseConfigText, resolveEnv } from '../../src/config/load.js';
+import { issuesOf } from '../helpers/issues.js';
 
 t.test('${VAR} is replaced in strings at any depth, in maps and arrays', async (t) => {
   const env = {

@@ -6,19 +6,9 @@ import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, isLoopback, loadConfigFile, parseConfig, parseConfigText, type ConfigIssue } from '../../src/config/load.js';
+import { ConfigError, isLoopback, loadConfigFile, parseConfig, parseConfigText } from '../../src/config/load.js';
+import { issuesOf } from '../helpers/issues.js';
 import { tempDir } from '../helpers/tmp.js';
-
-function issuesOf(t: { fail(msg: string): unknown }, fn: () => unknown): ConfigIssue[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues];
-    throw err;
-  }
-  t.fail('expected a ConfigError');
-  return [];
-}
 
 const SHIPPED = fileURLToPath(new URL('../../config.yaml', import.meta.url));
 

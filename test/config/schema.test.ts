@@ -3,19 +3,9 @@
 
 import t from 'tap';
 import { ConfigError, parseConfig, parseConfigText, type ConfigIssue } from '../../src/config/load.js';
+import { issuesOf } from '../helpers/issues.js';
 
 /** The issues of the ConfigError `fn` throws; fails the test (and returns []) when it throws nothing. */
-function issuesOf(t: { fail(msg: string): unknown }, fn: () => unknown): ConfigIssue[] {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof ConfigError) return [...err.issues];
-    throw err;
-  }
-  t.fail('expected a ConfigError');
-  return [];
-}
-
 const text = (yaml: string, env: Record<string, string> = {}) => () => parseConfigText(yaml, env);
 const obj = (raw: unknown, env: Record<string, string> = {}) => () => parseConfig(raw, env);
 

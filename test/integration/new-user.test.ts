@@ -11,20 +11,13 @@ import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { tempDir } from '../helpers/tmp.js';
+import { freePort } from '../helpers/net.js';
 import { waitFor } from '../helpers/wait.js';
 import { metricValue } from '../helpers/prom.js';
-import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const MAIN = join(ROOT, 'dist/main.js');
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 /** A minimal OTLP/HTTP trace receiver: keeps the JSON bodies POSTed to /v1/traces. */
 async function otlpReceiver(): Promise<{ url: string; bodies: string[]; server: Server }> {
