@@ -11,7 +11,8 @@ import { healthRoutes } from './api/health.js';
 import { usageRoutes } from './api/usage.js';
 import { Dispatcher } from './proxy/dispatch.js';
 import { proxyRoutes } from './proxy/routes.js';
-import { CHAT_ROUTE, recordRejected } from './proxy/chat.js';
+import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT } from './proxy/chat.js';
+import { recordRejected } from './proxy/outcome.js';
 import type { GatewayContext } from './proxy/context.js';
 import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrations.js';
@@ -49,6 +50,9 @@ declare module 'fastify' {
 }
 
 const AUTHED = /^\/(v1|v1beta|api)(\/|$)/;
+
+/** Data-plane routes and the endpoint name their usage rows carry (a request refused by the body parser too). */
+const DATA_PLANE: Readonly<Record<string, string>> = { [CHAT_ROUTE]: CHAT_ENDPOINT };
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -119,8 +123,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, url: req.url }, e.message);
-    const refusedRequest = req.routeOptions.url === CHAT_ROUTE && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
-    return reply.code(e.status).send(errorBody(e, refusedRequest ? recordRejected(ctx, req, e) : null));
+    const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE[req.routeOptions.url];
+    const recorded = endpoint !== undefined && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
+    return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));
   });
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);

@@ -3,39 +3,21 @@
 // metrics) and closes the span.
 
 import { performance } from 'node:perf_hooks';
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ProviderGroup } from '../config/types.js';
 import { TollgateError, errorBody } from '../errors.js';
 import { openaiAdapter } from '../providers/openai/index.js';
 import type { ChatAdapter, ChatBody } from '../providers/types.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
-import { computeCost, ZERO_COST } from '../usage/cost.js';
-import { makeRecord, MAX_REQUESTED_MODEL, type RequestStatus } from '../usage/record.js';
-import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
+import { MAX_REQUESTED_MODEL } from '../usage/record.js';
+import { NO_USAGE } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
-import { OTHER } from '../telemetry/names.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
+import { FORWARDED_ERROR_HEADERS, finish, markAborted, newOutcome, pickHeaders, write, type Outcome } from './outcome.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
-const ENDPOINT = 'chat.completions';
-/** The status recorded for a client that went away before a response started (nginx's convention). */
-export const CLIENT_CLOSED = 499;
-const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-request-id'];
-
-/** Everything observed about one request; folded into the usage record at the end. */
-interface Outcome {
-  route: Route | null;
-  status: RequestStatus;
-  httpStatus: number;
-  errorType: string;
-  usage: Usage;
-  usageSource: UsageSource;
-  ttftMs: number | null;
-  upstreamMs: number | null;
-}
+export const ENDPOINT = 'chat.completions';
 
 function adapterFor(route: Route): ChatAdapter {
   // `mock` speaks the OpenAI wire format in process; later formats add their adapters here.
@@ -69,31 +51,6 @@ function clientWantsUsage(body: ChatBody): boolean {
   return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
 }
 
-function pickHeaders(h: UpstreamResponse['headers'], names: readonly string[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const n of names) {
-    const v = h[n];
-    if (typeof v === 'string') out[n] = v;
-    else if (Array.isArray(v) && v.length > 0) out[n] = v[0]!;
-  }
-  return out;
-}
-
-/** Write and respect back-pressure; resolves early if the client goes away. */
-function write(raw: ServerResponse, s: string): Promise<void> | void {
-  if (raw.destroyed) return;
-  if (raw.write(s)) return;
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off('drain', done);
-      raw.off('close', done);
-      resolve();
-    };
-    raw.on('drain', done);
-    raw.on('close', done);
-  });
-}
-
 export const CHAT_ROUTE = '/v1/chat/completions';
 
 export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
@@ -105,7 +62,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
   const rawModel = (req.body as { model?: unknown } | null)?.model;
   const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
   const stream = (req.body as { stream?: unknown } | null)?.stream === true;
-  const o: Outcome = { route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
+  const o = newOutcome();
   reply.header('x-request-id', requestId);
 
   try {
@@ -121,59 +78,8 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
-    finish(ctx, req, trace, o, { requestId, startedAt, t0, requestedModel, stream });
+    finish(ctx, req, trace, o, { endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
   }
-}
-
-interface RequestMeta {
-  readonly requestId: string;
-  readonly startedAt: number;
-  readonly t0: number;
-  readonly requestedModel: string;
-  readonly stream: boolean;
-}
-
-/** Fold the outcome into the one usage record and hand it to every ledger. */
-function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
-  const totalMs = performance.now() - m.t0;
-  const route = o.route;
-  const record = makeRecord({
-    requestId: m.requestId,
-    startedAt: m.startedAt,
-    endedAt: Date.now(),
-    endpoint: ENDPOINT,
-    provider: route?.providerId ?? OTHER,
-    providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
-    model: route?.model ?? OTHER,
-    requestedModel: m.requestedModel,
-    modelKnown: route?.modelConfig != null,
-    apiKeyName: req.apiKeyName,
-    stream: m.stream,
-    status: o.status,
-    httpStatus: o.httpStatus,
-    errorType: o.errorType,
-    usage: o.usage,
-    usageSource: o.usageSource,
-    cost: route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST,
-    latency: m.stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs },
-    upstreamMs: o.upstreamMs,
-  });
-  ctx.ledger.publish(record);
-  trace.end(record);
-}
-
-/**
- * A request the gateway refused before the handler ran (malformed JSON, wrong content type, body too large):
- * it is still a client request, so it gets its record. Returns the request id for the error body.
- */
-export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: TollgateError): string {
-  const t0 = performance.now();
-  const startedAt = Date.now();
-  const requestId = uuidv7(startedAt);
-  const trace = ctx.tracing.start(req.headers, ENDPOINT);
-  const o: Outcome = { route: null, status: 'failure', httpStatus: e.status, errorType: e.code, usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
-  finish(ctx, req, trace, o, { requestId, startedAt, t0, requestedModel: '', stream: false });
-  return requestId;
 }
 
 async function forward(
@@ -249,14 +155,6 @@ async function forward(
   } finally {
     reply.raw.off('close', onClose);
   }
-}
-
-function markAborted(o: Outcome, reply: FastifyReply): void {
-  o.status = 'aborted';
-  if (!reply.raw.headersSent) o.httpStatus = CLIENT_CLOSED;
-  o.errorType = 'client_closed';
-  // Nobody is left to answer: tell fastify the response is ours so it does not try to send one.
-  if (!reply.sent) reply.hijack();
 }
 
 function finishReasons(choices: unknown): string[] {

@@ -1,0 +1,126 @@
+// What every data-plane pipeline shares: the outcome of one request, folded into the one usage record that goes to
+// every ledger (row + metrics) and closes the span; the record of a request refused before its handler ran; and
+// the small helpers for answering a client that may already be gone.
+
+import { performance } from 'node:perf_hooks';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ProviderGroup } from '../config/types.js';
+import type { TollgateError } from '../errors.js';
+import type { Route } from '../routing/resolve.js';
+import { computeCost, ZERO_COST } from '../usage/cost.js';
+import { makeRecord, type RequestStatus } from '../usage/record.js';
+import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
+import { uuidv7 } from '../usage/uuidv7.js';
+import { OTHER } from '../telemetry/names.js';
+import type { RequestTrace } from '../telemetry/tracing.js';
+import type { GatewayContext } from './context.js';
+import type { UpstreamResponse } from './dispatch.js';
+
+/** The status recorded for a client that went away before a response started (nginx's convention). */
+export const CLIENT_CLOSED = 499;
+export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-request-id'];
+
+/** Everything observed about one request; folded into the usage record at the end. */
+export interface Outcome {
+  route: Route | null;
+  status: RequestStatus;
+  httpStatus: number;
+  errorType: string;
+  usage: Usage;
+  usageSource: UsageSource;
+  ttftMs: number | null;
+  upstreamMs: number | null;
+}
+
+export function newOutcome(): Outcome {
+  return { route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
+}
+
+export interface RequestMeta {
+  readonly endpoint: string;
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly t0: number;
+  readonly requestedModel: string;
+  readonly stream: boolean;
+}
+
+/** Fold the outcome into the one usage record and hand it to every ledger. */
+export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
+  const totalMs = performance.now() - m.t0;
+  const route = o.route;
+  const record = makeRecord({
+    requestId: m.requestId,
+    startedAt: m.startedAt,
+    endedAt: Date.now(),
+    endpoint: m.endpoint,
+    provider: route?.providerId ?? OTHER,
+    providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
+    model: route?.model ?? OTHER,
+    requestedModel: m.requestedModel,
+    modelKnown: route?.modelConfig != null,
+    apiKeyName: req.apiKeyName,
+    stream: m.stream,
+    status: o.status,
+    httpStatus: o.httpStatus,
+    errorType: o.errorType,
+    usage: o.usage,
+    usageSource: o.usageSource,
+    cost: route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST,
+    latency: m.stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs },
+    upstreamMs: o.upstreamMs,
+  });
+  ctx.ledger.publish(record);
+  trace.end(record);
+}
+
+/**
+ * A request the gateway refused before the handler ran (malformed JSON, wrong content type, body too large):
+ * it is still a client request, so it gets its record. Returns the request id for the error body.
+ */
+export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: TollgateError, endpoint: string): string {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const trace = ctx.tracing.start(req.headers, endpoint);
+  const o = newOutcome();
+  o.status = 'failure';
+  o.httpStatus = e.status;
+  o.errorType = e.code;
+  finish(ctx, req, trace, o, { endpoint, requestId, startedAt, t0, requestedModel: '', stream: false });
+  return requestId;
+}
+
+export function markAborted(o: Outcome, reply: FastifyReply): void {
+  o.status = 'aborted';
+  if (!reply.raw.headersSent) o.httpStatus = CLIENT_CLOSED;
+  o.errorType = 'client_closed';
+  // Nobody is left to answer: tell fastify the response is ours so it does not try to send one.
+  if (!reply.sent) reply.hijack();
+}
+
+export function pickHeaders(h: UpstreamResponse['headers'], names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const v = h[n];
+    if (typeof v === 'string') out[n] = v;
+    else if (Array.isArray(v) && v.length > 0) out[n] = v[0]!;
+  }
+  return out;
+}
+
+/** Write and respect back-pressure; resolves early if the client goes away. */
+export function write(raw: ServerResponse, s: string): Promise<void> | void {
+  if (raw.destroyed) return;
+  if (raw.write(s)) return;
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
