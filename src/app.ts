@@ -58,7 +58,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
   const cfg = holder.current;
   const app = Fastify({
-    logger: opts.logger ?? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]'] },
+    logger: opts.logger ?? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-goog-api-key"]'] },
     bodyLimit: cfg.server.body_limit_bytes,
     // Per-request access logs would double the I/O of the request path; the usage row is the access log.
     logController: new LogController({ disableRequestLogging: true }),
@@ -105,7 +105,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   app.decorateRequest('apiKeyName', '');
 
   app.addHook('onRequest', async (req) => {
-    if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers);
+    if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers, req.url);
   });
 
   // Draining: close() waits for in-flight requests; a connection that finishes one must then close rather than
@@ -122,7 +122,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger, closing: () => closing };
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
-    req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, url: req.url }, e.message);
+    // The path only: a Gemini client may carry its key in the query string.
+    req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
     const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE[req.routeOptions.url];
     const recorded = endpoint !== undefined && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
     return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));

@@ -60,6 +60,20 @@ t.test('auth: missing and wrong keys are 401 in the error shape; a good key is r
   t.equal(models.statusCode, 200);
   await models.body.dump();
 
+  // Each SDK's own way of sending the key, all checked against the same keys.
+  for (const [how, headers, query] of [
+    ['x-api-key (Anthropic)', { 'x-api-key': 'tg-key-a' }, ''],
+    ['x-goog-api-key (Gemini)', { 'x-goog-api-key': 'tg-key-a' }, ''],
+    ['?key= (Gemini)', {}, '?key=tg-key-a'],
+  ] as const) {
+    const r = await request(`${gw.url}/v1/models${query}`, { headers });
+    t.equal(r.statusCode, 200, how);
+    await r.body.dump();
+  }
+  const wrongQuery = await request(`${gw.url}/v1/models?key=nope`);
+  t.equal(wrongQuery.statusCode, 401, 'a wrong ?key= is refused');
+  await wrongQuery.body.dump();
+
   const ok = await chat({ model: 'demo/echo-1', messages: msg }, { ...AUTH, authorization: 'Bearer tg-key-b' });
   t.equal(ok.statusCode, 200);
   const id = ok.headers['x-request-id'];
