@@ -249,7 +249,8 @@ async function pipeStream(
     }
   } finally {
     trace.setResponse(respId, respModel, reasons);
-    if (o.usageSource === 'none' && deltas > 0) {
+    // Estimated only for a stream that did not finish; a finished stream without usage keeps null buckets.
+    if (o.usageSource === 'none' && deltas > 0 && o.status !== 'success') {
       o.usage = { ...NO_USAGE, output: deltas };
       o.usageSource = 'estimated';
     }

@@ -218,3 +218,14 @@ t.test('client abort before a non-streamed answer: upstream call aborted, 499 ab
   t.equal(health.statusCode, 200, 'the gateway still serves');
   await health.body.dump();
 });
+
+t.test('a stream that finishes but whose provider sent no usage: null buckets and usage_source none, never zero', async (t) => {
+  up.next({ kind: 'ok', omitUsage: true });
+  const res = await chat({ model: 'fake/gpt-4o', messages: [{ role: 'user', content: 'no usage please' }], stream: true });
+  const text = await res.body.text();
+  t.match(text, /data: \[DONE\]\n\n$/);
+  const id = String(res.headers['x-request-id']);
+  const [row] = await gw.rows(`toString(request_id) = '${id}'`);
+  t.match(row, { status: 'success', usage_source: 'none', total_tokens: 0, cost: 0 });
+  t.same([row!.input_tokens, row!.cached_tokens, row!.cache_write_tokens, row!.output_tokens, row!.reasoning_tokens], [null, null, null, null, null]);
+});
