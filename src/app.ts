@@ -10,8 +10,7 @@ import { TollgateError, errorBody, toTollgateError } from './errors.js';
 import { healthRoutes } from './api/health.js';
 import { usageRoutes } from './api/usage.js';
 import { Dispatcher } from './proxy/dispatch.js';
-import { proxyRoutes } from './proxy/routes.js';
-import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT } from './proxy/chat.js';
+import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './proxy/routes.js';
 import { recordRejected } from './proxy/outcome.js';
 import type { GatewayContext } from './proxy/context.js';
 import { openStore, type Store } from './store/client.js';
@@ -51,8 +50,6 @@ declare module 'fastify' {
 
 const AUTHED = /^\/(v1|v1beta|api)(\/|$)/;
 
-/** Data-plane routes and the endpoint name their usage rows carry (a request refused by the body parser too). */
-const DATA_PLANE: Readonly<Record<string, string>> = { [CHAT_ROUTE]: CHAT_ENDPOINT };
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -124,7 +121,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     const e = toTollgateError(err);
     // The path only: a Gemini client may carry its key in the query string.
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
-    const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE[req.routeOptions.url];
+    const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE_ENDPOINTS[req.routeOptions.url];
     const recorded = endpoint !== undefined && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
     return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));
   });

@@ -41,7 +41,11 @@ export interface WireCodec {
   readonly format: CodecFormat;
 
   // inbound
-  /** Parse a client request body. Throws TollgateError('TOLLGATE_ERR_INVALID_REQUEST', ..., { param }) when malformed. */
+  /**
+   * Parse a client request body. A `(level)` suffix on the body's model is removed and becomes `thinking` (it wins
+   * over the format's own reasoning parameter); a format whose model is in the URL (Gemini) returns model ''.
+   * Throws TollgateError('TOLLGATE_ERR_INVALID_REQUEST', ..., { param }) when malformed.
+   */
   parseRequest(body: unknown): CanonicalRequest;
   /** The client-facing JSON for a whole answer. `model` is the name the client asked for. */
   renderResponse(res: CanonicalResponse, model: string): unknown;

@@ -1,12 +1,74 @@
-// Data-plane routes (/v1/*). Handlers unpack and delegate to the pipeline.
+// Data-plane routes. Handlers unpack and delegate: OpenAI Chat to an OpenAI-format provider takes the byte-for-byte
+// fast path (chat.ts); everything else goes through the canonical model (translated.ts).
 
-import type { FastifyPluginAsync } from 'fastify';
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { Config } from '../config/types.js';
+import { TollgateError } from '../errors.js';
+import { anthropicCodec } from '../providers/anthropic/index.js';
+import { geminiCodec } from '../providers/gemini/index.js';
+import { chatIncludeUsage, createOpenAIChatRenderer, openaiCodec } from '../providers/openai/codec.js';
+import { responsesCodec } from '../providers/openai-responses/index.js';
+import { codecFor } from '../providers/registry.js';
 import { listModels } from '../routing/resolve.js';
-import { CHAT_ROUTE, handleChat } from './chat.js';
+import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
 import type { GatewayContext } from './context.js';
+import { handleTranslated, type InboundSpec } from './translated.js';
+
+export const MESSAGES_ROUTE = '/v1/messages';
+export const RESPONSES_ROUTE = '/v1/responses';
+export const GEMINI_ROUTE = '/v1beta/models/*';
+
+/** Usage-row endpoint names of the data-plane routes (also for requests refused before their handler). */
+export const DATA_PLANE_ENDPOINTS: Readonly<Record<string, string>> = {
+  [CHAT_ROUTE]: CHAT_ENDPOINT,
+  [MESSAGES_ROUTE]: 'messages',
+  [RESPONSES_ROUTE]: 'responses',
+  [GEMINI_ROUTE]: 'generate_content',
+};
+
+const CHAT: InboundSpec = {
+  endpoint: CHAT_ENDPOINT,
+  codec: openaiCodec,
+  renderer: (req, model, requestId) =>
+    createOpenAIChatRenderer(model, { includeUsage: chatIncludeUsage(req.body), created: Math.floor(Date.now() / 1000), requestId }),
+};
+const MESSAGES: InboundSpec = { endpoint: 'messages', codec: anthropicCodec };
+const RESPONSES: InboundSpec = { endpoint: 'responses', codec: responsesCodec };
+
+/** `{model}:generateContent` or `{model}:streamGenerateContent` (the model may contain '/'). */
+function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } {
+  const rest = decodeURIComponent((req.params as { '*': string })['*'] ?? '');
+  const colon = rest.lastIndexOf(':');
+  const action = colon === -1 ? '' : rest.slice(colon + 1);
+  if (action !== 'generateContent' && action !== 'streamGenerateContent') {
+    throw new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST /v1beta/models/${rest.slice(0, 200)}: expected {model}:generateContent or {model}:streamGenerateContent`);
+  }
+  return { model: rest.slice(0, colon), stream: action === 'streamGenerateContent' };
+}
+const GEMINI: InboundSpec = {
+  endpoint: 'generate_content',
+  codec: geminiCodec,
+  model: (req) => geminiTarget(req).model,
+  stream: (req) => geminiTarget(req).stream,
+};
+
+/** OpenAI Chat goes through the canonical model when its target is not an OpenAI-format provider, or it names a
+ * thinking level (`model(level)`), which must become the target's own parameters. */
+function chatNeedsTranslation(cfg: Config, body: unknown): boolean {
+  const model = (body as { model?: unknown } | null)?.model;
+  if (typeof model !== 'string') return false; // the fast path answers malformed bodies
+  if (model.endsWith(')')) return true;
+  const provider = cfg.providers[model.slice(0, Math.max(0, model.indexOf('/')))];
+  return provider !== undefined && provider.format !== 'openai' && provider.format !== 'mock';
+}
 
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
-  app.post(CHAT_ROUTE, (req, reply) => handleChat(ctx, req, reply));
+  app.post(CHAT_ROUTE, (req, reply) =>
+    chatNeedsTranslation(ctx.config.current, req.body) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
+  );
+  app.post(MESSAGES_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, MESSAGES, req, reply));
+  app.post(RESPONSES_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, RESPONSES, req, reply));
+  app.post(GEMINI_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, GEMINI, req, reply));
 
   app.get('/v1/models', async () => ({
     object: 'list',

@@ -13,6 +13,9 @@
 
 import type { Usage } from '../usage/types.js';
 
+/** The wire-format family that produced opaque data (signatures, encrypted reasoning); only it may receive it back. */
+export type Origin = 'openai' | 'openai-responses' | 'anthropic' | 'gemini';
+
 export type MediaSource =
   | { readonly kind: 'url'; readonly url: string }
   | { readonly kind: 'base64'; readonly mediaType: string; readonly data: string }
@@ -25,10 +28,13 @@ export type Part =
   /** A document (PDF or other file) given to the model. */
   | { readonly type: 'file'; readonly source: MediaSource; readonly filename?: string }
   | { readonly type: 'audio'; readonly source: MediaSource }
-  /** The model's reasoning. `signature` / `opaque` round-trip to the same family only. */
-  | { readonly type: 'reasoning'; readonly text: string; readonly signature?: string; readonly opaque?: string; readonly redacted?: boolean }
-  /** A call the model made. `arguments` is JSON text. */
-  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string }
+  /** The model's reasoning. `signature` / `opaque` round-trip to the same family (`origin`) only. */
+  | {
+      readonly type: 'reasoning'; readonly text: string; readonly signature?: string; readonly opaque?: string; readonly redacted?: boolean;
+      readonly origin?: Origin;
+    }
+  /** A call the model made. `arguments` is JSON text. `signature`: Gemini's thought signature on the call part. */
+  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string; readonly signature?: string; readonly origin?: Origin }
   /** The result the client sends back for a call. */
   | { readonly type: 'tool_result'; readonly callId: string; readonly name?: string; readonly content: readonly Part[]; readonly isError?: boolean };
 

@@ -1,0 +1,191 @@
+// CanonicalRequest -> the upstream request for a Gemini provider: path `<base_url path>/models/<id>:generateContent`
+// (or `:streamGenerateContent?alt=sse`), the x-goog-api-key header and a body shaped as @google/genai sends it.
+
+import type { Target } from '../codec.js';
+import type { CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice } from '../../translate/canonical.js';
+import type { UpstreamRequest } from '../types.js';
+import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
+
+const paths = new WeakMap<object, string>();
+
+/** `<base_url path>` without a trailing slash, computed once per (frozen) provider config; '/v1beta' without a URL. */
+function basePath(target: Target): string {
+  let path = paths.get(target.provider);
+  if (path === undefined) {
+    path = target.provider.base_url ? new URL(target.provider.base_url).pathname.replace(/\/+$/, '') : '/v1beta';
+    paths.set(target.provider, path);
+  }
+  return path;
+}
+
+function authHeaders(target: Target): Record<string, string> {
+  const a = target.provider.auth;
+  if (a.type !== 'api_key' || !a.key) return {};
+  const header = (a.header ?? 'x-goog-api-key').toLowerCase();
+  return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
+}
+
+export function buildGeminiRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+  const model = target.modelId.replace(/^models\//, '');
+  const path = `${basePath(target)}/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`;
+
+  const body: Json = { contents: buildContents(req.messages) };
+  const system = req.system.flatMap((p) => (p.type === 'text' && p.text !== '' ? [{ text: p.text }] : []));
+  if (system.length > 0) body.systemInstruction = { parts: system };
+  if (req.tools !== undefined && req.tools.length > 0) {
+    body.tools = [
+      {
+        functionDeclarations: req.tools.map((t) => (t.description === undefined ? { name: t.name, parametersJsonSchema: t.parameters } : { name: t.name, description: t.description, parametersJsonSchema: t.parameters })),
+      },
+    ];
+    if (req.toolChoice !== undefined) body.toolConfig = { functionCallingConfig: functionCallingConfig(req.toolChoice) };
+  }
+
+  const g: Json = {};
+  if (req.maxTokens !== undefined) g.maxOutputTokens = req.maxTokens;
+  if (req.temperature !== undefined) g.temperature = req.temperature;
+  if (req.topP !== undefined) g.topP = req.topP;
+  if (req.topK !== undefined) g.topK = req.topK;
+  if (req.stop !== undefined && req.stop.length > 0) g.stopSequences = [...req.stop];
+  if (req.seed !== undefined) g.seed = req.seed;
+  if (req.presencePenalty !== undefined) g.presencePenalty = req.presencePenalty;
+  if (req.frequencyPenalty !== undefined) g.frequencyPenalty = req.frequencyPenalty;
+  if (req.responseFormat !== undefined) {
+    const f = req.responseFormat;
+    g.responseMimeType = f.type === 'text' ? 'text/plain' : 'application/json';
+    if (f.type === 'json_schema') g.responseJsonSchema = f.schema;
+  }
+  const thinking = buildThinkingConfig(req, target);
+  if (thinking !== undefined) g.thinkingConfig = thinking;
+  if (Object.keys(g).length > 0) body.generationConfig = g;
+
+  return {
+    path,
+    headers: { ...target.provider.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...authHeaders(target) },
+    body: JSON.stringify(body),
+  };
+}
+
+function functionCallingConfig(c: ToolChoice): Json {
+  switch (c.type) {
+    case 'auto':
+      return { mode: 'AUTO' };
+    case 'none':
+      return { mode: 'NONE' };
+    case 'required':
+      return { mode: 'ANY' };
+    case 'tool':
+      return { mode: 'ANY', allowedFunctionNames: [c.name] };
+  }
+}
+
+/**
+ * Messages -> contents (assistant -> 'model'). A message left without parts (only parts Gemini cannot take) is
+ * dropped: Gemini rejects an empty parts array.
+ */
+export function buildContents(messages: readonly Message[]): GeminiContent[] {
+  const out: GeminiContent[] = [];
+  messages.forEach((m, i) => {
+    const parts = m.role === 'assistant' ? answerToGemini(m.content) : userParts(m.content, messages, i);
+    if (parts.length > 0) out.push({ role: m.role === 'assistant' ? 'model' : 'user', parts });
+  });
+  return out;
+}
+
+function userParts(content: readonly Part[], messages: readonly Message[], at: number): GeminiPart[] {
+  const out: GeminiPart[] = [];
+  for (const p of content) {
+    switch (p.type) {
+      case 'text':
+        if (p.text !== '') out.push({ text: p.text });
+        break;
+      case 'image':
+      case 'file':
+      case 'audio':
+        out.push(mediaToGemini(p.source));
+        break;
+      case 'reasoning': {
+        const r = reasoningToGemini(p);
+        if (r) out.push(r);
+        break;
+      }
+      case 'tool_call':
+        out.push({ functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) } });
+        break;
+      case 'tool_result':
+        out.push({ functionResponse: { id: p.callId, name: p.name ?? callName(p.callId, messages, at), response: toolResponse(p) } });
+        break;
+    }
+  }
+  return out;
+}
+
+/** The name of the call `callId` answers: the latest tool_call with that id before message `at`; else the id itself. */
+function callName(callId: string, messages: readonly Message[], at: number): string {
+  for (let i = at; i >= 0; i--) {
+    const m = messages[i]!;
+    for (let j = m.content.length - 1; j >= 0; j--) {
+      const p = m.content[j]!;
+      if (p.type === 'tool_call' && p.id === callId) return p.name;
+    }
+  }
+  return callId;
+}
+
+/**
+ * A tool result -> functionResponse.response (an object). The text parts are joined; text that is a JSON object is
+ * sent as that object, any other text as {output: text}, an error as {error: text}. Non-text parts are dropped.
+ */
+function toolResponse(p: Extract<Part, { type: 'tool_result' }>): Json {
+  const text = p.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('\n');
+  if (p.isError === true) return { error: text };
+  try {
+    const v: unknown = JSON.parse(text);
+    if (isObj(v)) return v;
+  } catch {
+    // not JSON: plain output text
+  }
+  return { output: text };
+}
+
+/** The budget of each level for `gemini-budget` models (and models without a thinking family). -1 is dynamic. */
+const BUDGETS = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768, auto: -1 } as const;
+/** The widest range any Gemini 2.5 model accepts (Flash-Lite 512..24576, Flash 0..24576, Pro 128..32768). */
+export const MAX_THINKING_BUDGET = 32768;
+
+/**
+ * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one.
+ * `gemini-level` models (Gemini 3) get thinkingLevel 'low' or 'high': none/minimal/low -> low (Gemini 3 Pro cannot
+ * turn thinking off), medium/high/xhigh/max -> high, a budget of 8192 tokens or more -> high, auto -> no level (the
+ * model's dynamic default). Other models get thinkingBudget: the level's budget above, or the requested budget
+ * clamped to [0, 32768].
+ */
+export function buildThinkingConfig(req: CanonicalRequest, target: Target): Json | undefined {
+  const m = target.model;
+  if (m === null || !m.capabilities.includes('reasoning')) return undefined;
+  const out: Json = {};
+  if (req.thinking !== undefined) {
+    if (m.thinking === 'gemini-level') {
+      const level = geminiLevel(req.thinking);
+      if (level !== undefined) out.thinkingLevel = level;
+    } else {
+      out.thinkingBudget = req.thinking.kind === 'budget' ? Math.min(MAX_THINKING_BUDGET, Math.max(0, Math.round(req.thinking.tokens))) : BUDGETS[req.thinking.level];
+    }
+  }
+  if (req.includeReasoning === true) out.includeThoughts = true;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+function geminiLevel(t: ThinkingLevel): 'low' | 'high' | undefined {
+  if (t.kind === 'budget') return t.tokens >= BUDGETS.medium ? 'high' : 'low';
+  switch (t.level) {
+    case 'auto':
+      return undefined;
+    case 'none':
+    case 'minimal':
+    case 'low':
+      return 'low';
+    default:
+      return 'high';
+  }
+}

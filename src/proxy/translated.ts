@@ -1,0 +1,229 @@
+// The translating pipeline: a client in one wire format, a provider in any format. The client's codec parses the
+// request into the canonical model, the provider's codec builds the upstream request and parses the answer (whole,
+// or event by event), and the client's codec renders it back. One usage record per request, as on the chat path.
+// OpenAI Chat to an OpenAI-format provider keeps its byte-for-byte fast path in chat.ts.
+
+import { performance } from 'node:perf_hooks';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError, errorBody } from '../errors.js';
+import type { StreamParser, StreamRenderer, Target, WireCodec } from '../providers/codec.js';
+import { resolveModel, type Route } from '../routing/resolve.js';
+import type { CanonicalEvent, CanonicalRequest } from '../translate/canonical.js';
+import { parseThinkingSuffix } from '../translate/thinking.js';
+import { MAX_REQUESTED_MODEL } from '../usage/record.js';
+import { NO_USAGE } from '../usage/types.js';
+import { uuidv7 } from '../usage/uuidv7.js';
+import type { RequestTrace } from '../telemetry/tracing.js';
+import type { GatewayContext } from './context.js';
+import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
+import { FORWARDED_ERROR_HEADERS, finish, markAborted, newOutcome, pickHeaders, write, type Outcome } from './outcome.js';
+import { SseParser } from './sse.js';
+
+/** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
+export interface InboundSpec {
+  readonly endpoint: string;
+  readonly codec: WireCodec;
+  /** The model named in the URL (Gemini); otherwise the body's. */
+  model?(req: FastifyRequest): string;
+  /** Streaming decided by the URL (Gemini's :streamGenerateContent); otherwise the body's. */
+  stream?(req: FastifyRequest): boolean;
+  /** A renderer that needs the request (OpenAI Chat's include_usage); otherwise the codec's own. */
+  renderer?(req: FastifyRequest, model: string, requestId: string): StreamRenderer;
+}
+
+/** The codec that speaks a provider's format; `mock` answers in OpenAI Chat. */
+export type CodecLookup = (format: Route['provider']['format']) => WireCodec;
+
+/** Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling. */
+export function fitRequest(req: CanonicalRequest, route: Route, model: string, thinking: CanonicalRequest['thinking'], stream: boolean): CanonicalRequest {
+  const ceiling = route.modelConfig?.max_output_tokens;
+  const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
+  return { ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking };
+}
+
+export async function handleTranslated(
+  ctx: GatewayContext, codecs: CodecLookup, inbound: InboundSpec, req: FastifyRequest, reply: FastifyReply,
+): Promise<void> {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const cfg = ctx.config.current;
+  const trace = ctx.tracing.start(req.headers, inbound.endpoint);
+  const o = newOutcome();
+  let requestedModel = '';
+  let stream = false;
+  reply.header('x-request-id', requestId);
+  try {
+    const parsed = inbound.codec.parseRequest(req.body);
+    // The body's model comes suffix-free from the codec; a model named in the URL is stripped here.
+    const fromUrl = inbound.model ? parseThinkingSuffix(inbound.model(req)) : { model: parsed.model, thinking: undefined };
+    requestedModel = fromUrl.model.slice(0, MAX_REQUESTED_MODEL);
+    stream = inbound.stream ? inbound.stream(req) : parsed.stream;
+    o.route = resolveModel(cfg, fromUrl.model);
+    trace.routed(o.route.model, o.route.providerId, o.route.modelId);
+    const canonical = fitRequest(parsed, o.route, fromUrl.model, fromUrl.thinking, stream);
+    const renderer = () => (inbound.renderer ? inbound.renderer(req, canonical.model, requestId) : inbound.codec.createStreamRenderer(canonical.model));
+    await forward(ctx, codecs(o.route.provider.format), inbound.codec, renderer, o.route, canonical, trace, reply, o, t0);
+  } catch (err) {
+    const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
+    o.status = 'failure';
+    o.httpStatus = e.status;
+    o.errorType = e.code;
+    req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
+    if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
+  } finally {
+    finish(ctx, req, trace, o, { endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream });
+  }
+}
+
+async function forward(
+  ctx: GatewayContext, outbound: WireCodec, client: WireCodec, renderer: () => StreamRenderer, route: Route,
+  canonical: CanonicalRequest, trace: RequestTrace, reply: FastifyReply, o: Outcome, t0: number,
+): Promise<void> {
+  const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
+  const upReq = outbound.buildRequest(canonical, target);
+  const gone = new ClientAbort();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) gone.abort();
+  };
+  reply.raw.on('close', onClose);
+  const up = trace.upstream(route.provider.base_url, upReq.path, route.providerId);
+  const tUp = performance.now();
+  let res: UpstreamResponse;
+  try {
+    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream: canonical.stream, signal: gone, extraHeaders: up.headers });
+  } catch (err) {
+    o.upstreamMs = performance.now() - tUp;
+    reply.raw.off('close', onClose);
+    if (gone.aborted) {
+      up.span.end(null, 'aborted');
+      markAborted(o, reply);
+      return;
+    }
+    const e = classifyTransportError(err);
+    up.span.end(null, e.code);
+    throw e;
+  }
+
+  try {
+    if (res.status < 200 || res.status >= 300) {
+      // The upstream's status and retry headers reach the client; its body is passed as it came.
+      const text = await res.text();
+      o.upstreamMs = performance.now() - tUp;
+      o.status = 'failure';
+      o.httpStatus = res.status;
+      o.errorType = String(res.status);
+      up.span.end(res.status, String(res.status));
+      reply.code(res.status).headers(pickHeaders(res.headers, FORWARDED_ERROR_HEADERS)).send(text);
+      return;
+    }
+    if (canonical.stream) {
+      await pipeEvents(ctx, outbound.createStreamParser(), renderer(), res, reply, o, t0, gone);
+      o.upstreamMs = performance.now() - tUp;
+      up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      return;
+    }
+    const text = await res.text();
+    o.upstreamMs = performance.now() - tUp;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      up.span.end(res.status, 'invalid_json');
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+    }
+    const answer = outbound.parseResponse(json);
+    if (answer.usage) {
+      o.usage = answer.usage;
+      o.usageSource = 'reported';
+    }
+    trace.setResponse(answer.id, answer.model, [answer.stopReason]);
+    up.span.end(res.status, null);
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(client.renderResponse(answer, canonical.model)));
+  } catch (err) {
+    if (gone.aborted) {
+      markAborted(o, reply);
+      return;
+    }
+    throw classifyTransportError(err);
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+}
+
+/** Upstream SSE -> canonical events -> the client's SSE. Usage and timing come from the canonical events. */
+async function pipeEvents(
+  ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
+  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort,
+): Promise<void> {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
+  });
+  const sse = new SseParser();
+  let deltas = 0;
+  let upstreamError = '';
+  const onEvent = (e: CanonicalEvent): string => {
+    switch (e.type) {
+      case 'usage':
+        o.usage = e.usage; // a later report replaces an earlier one: counted once
+        o.usageSource = 'reported';
+        break;
+      case 'text_delta':
+      case 'reasoning_delta':
+      case 'tool_call_delta':
+        deltas++;
+        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+        break;
+      case 'error':
+        // Rendered once, as the client format's terminal error, when the stream ends.
+        o.status = 'failure';
+        o.errorType = 'upstream_stream_error';
+        upstreamError = e.message;
+        return '';
+      default:
+        break;
+    }
+    return renderer.event(e);
+  };
+  try {
+    for await (const chunk of res.body) {
+      let out = '';
+      for (const f of sse.push(chunk as Uint8Array)) for (const e of parser.frame(f)) out += onEvent(e);
+      if (out) await write(raw, out);
+    }
+    let tail = '';
+    for (const f of sse.end()) for (const e of parser.frame(f)) tail += onEvent(e);
+    for (const e of parser.end()) tail += onEvent(e);
+    if (!parser.terminated && o.status === 'success') {
+      if (tail) await write(raw, tail);
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
+    }
+    tail += o.status === 'success' ? renderer.end() : renderer.error(o.errorType, upstreamError || 'the upstream provider reported an error');
+    await write(raw, tail);
+  } catch (err) {
+    if (gone.aborted) {
+      markAborted(o, reply);
+    } else {
+      const e = err instanceof TollgateError ? err : classifyTransportError(err);
+      o.status = 'failure';
+      o.errorType = e.code;
+      await write(raw, renderer.error(e.code, e.message));
+    }
+  } finally {
+    // A stream that did not finish and never reported usage: output estimated from the deltas seen, flagged as such.
+    // A stream that finished without usage keeps null buckets (usage_source 'none'): nothing is guessed.
+    if (o.usageSource === 'none' && deltas > 0 && o.status !== 'success') {
+      o.usage = { ...NO_USAGE, output: deltas };
+      o.usageSource = 'estimated';
+    }
+    if (!raw.destroyed) {
+      const socket = raw.socket;
+      if (ctx.closing() && socket) raw.once('finish', () => socket.end());
+      raw.end();
+    }
+  }
+}
