@@ -17,6 +17,7 @@ export const ERRORS = {
   TOLLGATE_ERR_INVALID_PERIOD: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_NOT_FOUND: { status: 404, type: 'not_found_error', level: 'info' },
   TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', level: 'info' },
+  TOLLGATE_ERR_NOT_SUPPORTED: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', level: 'error' },

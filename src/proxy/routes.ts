@@ -12,6 +12,7 @@ import { codecFor } from '../providers/registry.js';
 import { listModels } from '../routing/resolve.js';
 import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
 import type { GatewayContext } from './context.js';
+import { COUNT_TOKENS_ROUTE, handleCountTokens } from './count-tokens.js';
 import { handleTranslated, type InboundSpec } from './translated.js';
 
 export const MESSAGES_ROUTE = '/v1/messages';
@@ -67,6 +68,7 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
     chatNeedsTranslation(ctx.config.current, req.body) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
   );
   app.post(MESSAGES_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, MESSAGES, req, reply));
+  app.post(COUNT_TOKENS_ROUTE, (req, reply) => handleCountTokens(ctx, req, reply));
   app.post(RESPONSES_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, RESPONSES, req, reply));
   app.post(GEMINI_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, GEMINI, req, reply));
 
