@@ -122,7 +122,8 @@ export type CanonicalEvent =
   | { readonly type: 'text_delta'; readonly index: number; readonly text: string }
   | { readonly type: 'reasoning_start'; readonly index: number }
   | { readonly type: 'reasoning_delta'; readonly index: number; readonly text: string }
-  | { readonly type: 'reasoning_signature'; readonly index: number; readonly signature: string }
+  /** Opaque reasoning data of the family `origin`; a client of another family never receives it. */
+  | { readonly type: 'reasoning_signature'; readonly index: number; readonly signature: string; readonly origin?: Origin }
   | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string }
   | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string }
   | { readonly type: 'block_stop'; readonly index: number }

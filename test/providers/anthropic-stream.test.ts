@@ -134,7 +134,7 @@ const EXPECTED: CanonicalEvent[] = [
   { type: 'reasoning_start', index: 0 },
   { type: 'reasoning_delta', index: 0, text: 'The user wants the current weather in Paris.' },
   { type: 'reasoning_delta', index: 0, text: ' I should call get_weather with the city and celsius.' },
-  { type: 'reasoning_signature', index: 0, signature: SIG },
+  { type: 'reasoning_signature', index: 0, signature: SIG, origin: 'anthropic' },
   { type: 'block_stop', index: 0 },
   { type: 'text_start', index: 1 },
   { type: 'text_delta', index: 1, text: "I'll check the current weather" },

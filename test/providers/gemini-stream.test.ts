@@ -125,7 +125,7 @@ t.test('stream parser: blocks, signatures, errors and odd chunks', async (t) => 
     { type: 'block_stop', index: 3 },
     { type: 'reasoning_start', index: 4 },
     { type: 'reasoning_delta', index: 4, text: 'T' },
-    { type: 'reasoning_signature', index: 4, signature: 'sig-1' },
+    { type: 'reasoning_signature', index: 4, signature: 'sig-1', origin: 'gemini' },
   ], 'text after a call is a new block; a thought signature is a reasoning_signature; a text signature is dropped');
   t.equal(p.terminated, false);
   t.strictSame(p.frame(frame({ candidates: [{ content: { role: 'model', parts: [{ text: 'end' }] }, finishReason: 'MAX_TOKENS', index: 0 }], usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 4, totalTokenCount: 7 } })), [
@@ -223,7 +223,7 @@ t.test('stream renderer: OpenAI-ordered events (usage after finish), tool calls 
 
   const reasoning = geminiCodec.createStreamRenderer('m');
   t.equal(reasoning.event({ type: 'reasoning_delta', index: 0, text: 'hmm' }), 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"hmm","thought":true}]},"index":0}],"modelVersion":"m"}\n\n');
-  t.equal(reasoning.event({ type: 'reasoning_signature', index: 0, signature: 'sig' }), 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"","thought":true,"thoughtSignature":"sig"}]},"index":0}],"modelVersion":"m"}\n\n');
+  t.equal(reasoning.event({ type: 'reasoning_signature', index: 0, signature: 'sig', origin: 'gemini' }), 'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"","thought":true,"thoughtSignature":"sig"}]},"index":0}],"modelVersion":"m"}\n\n');
   t.equal(reasoning.end(), '', 'no finish and no usage: no final chunk');
 
   const usageOnly = geminiCodec.createStreamRenderer('m');

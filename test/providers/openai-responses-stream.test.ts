@@ -107,7 +107,7 @@ t.test('the streamed fixture, fed byte-chunked: events in output order, same ans
   t.strictSame(whole.events.find((e) => e.type === 'tool_call_start'), { type: 'tool_call_start', index: 2, id: CALL, name: 'get_weather' });
   t.equal(joined(whole.events, 'reasoning_delta'), SUMMARY, 'two summary parts joined by a blank line');
   t.equal(joined(whole.events, 'text_delta'), TEXT);
-  t.strictSame(whole.events.find((e) => e.type === 'reasoning_signature'), { type: 'reasoning_signature', index: 0, signature: ENVELOPE });
+  t.strictSame(whole.events.find((e) => e.type === 'reasoning_signature'), { type: 'reasoning_signature', index: 0, signature: ENVELOPE, origin: 'openai-responses' });
   t.strictSame(whole.events.filter((e) => e.type === 'usage'), [{ type: 'usage', usage: USAGE }], 'usage once, hand-computed buckets');
   t.strictSame(whole.events.filter((e) => e.type === 'finish'), [{ type: 'finish', stopReason: 'tool_calls' }]);
   t.strictSame(whole.tail, [], 'nothing owed at the end');

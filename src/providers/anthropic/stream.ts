@@ -100,7 +100,7 @@ export class AnthropicStreamParser implements StreamParser {
         const text = str(cb.thinking) ?? '';
         const signature = str(cb.signature) ?? '';
         if (text !== '') out.push({ type: 'reasoning_delta', index, text });
-        if (signature !== '') out.push({ type: 'reasoning_signature', index, signature });
+        if (signature !== '') out.push({ type: 'reasoning_signature', index, signature, origin: 'anthropic' });
         return out;
       }
       case 'tool_use': {
@@ -129,7 +129,7 @@ export class AnthropicStreamParser implements StreamParser {
       }
       case 'signature_delta': {
         const signature = str(d.signature) ?? '';
-        return b.kind === 'reasoning' && signature !== '' ? [{ type: 'reasoning_signature', index, signature }] : [];
+        return b.kind === 'reasoning' && signature !== '' ? [{ type: 'reasoning_signature', index, signature, origin: 'anthropic' }] : [];
       }
       case 'input_json_delta': {
         const piece = str(d.partial_json) ?? '';
@@ -224,6 +224,8 @@ export class AnthropicStreamRenderer implements StreamRenderer {
         return e.text === '' ? head : head + frame('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: e.text } });
       }
       case 'reasoning_signature': {
+        // Only Anthropic's own signatures go to an Anthropic client: another family's would be rejected upstream.
+        if (e.origin !== 'anthropic') return '';
         const { head, index } = this.#ensure(e.index, 'reasoning');
         return head + frame('content_block_delta', { index, delta: { type: 'signature_delta', signature: e.signature } });
       }

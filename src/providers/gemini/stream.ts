@@ -90,7 +90,7 @@ export class GeminiStreamParser implements StreamParser {
         if (p.text === '' && sig === undefined) return;
         const index = this.#block('reasoning', out);
         if (p.text !== '') out.push({ type: 'reasoning_delta', index, text: p.text });
-        if (sig !== undefined) out.push({ type: 'reasoning_signature', index, signature: sig });
+        if (sig !== undefined) out.push({ type: 'reasoning_signature', index, signature: sig, origin: 'gemini' });
       } else if (p.text !== '') {
         // A thoughtSignature on a text part has no canonical place yet: dropped (an empty text part carrying only
         // a signature is skipped whole).
@@ -158,7 +158,8 @@ export class GeminiStreamRenderer implements StreamRenderer {
       case 'reasoning_delta':
         return e.text === '' ? '' : this.#chunk([{ text: e.text, thought: true }]);
       case 'reasoning_signature':
-        return this.#chunk([{ text: '', thought: true, thoughtSignature: e.signature }]);
+        // Only Gemini's own signatures go to a Gemini client: another family's would be rejected on its next turn.
+        return e.origin === 'gemini' ? this.#chunk([{ text: '', thought: true, thoughtSignature: e.signature }]) : '';
       case 'tool_call_start':
         this.#calls.set(e.index, { id: e.id, name: e.name, args: '' });
         return '';

@@ -255,7 +255,7 @@ export class ResponsesStreamParser implements StreamParser {
       if (!existing && !present && enc === undefined) return;
       const b = existing ?? this.#reasoningBlock(o, out);
       this.#reasoningDelta(b, remainder(b.text, text), out);
-      if (enc !== undefined) out.push({ type: 'reasoning_signature', index: b.index, signature: encodeEnvelope(str(item.id), enc) });
+      if (enc !== undefined) out.push({ type: 'reasoning_signature', index: b.index, signature: encodeEnvelope(str(item.id), enc), origin: 'openai-responses' });
       this.#stop(b, out);
     } else if (item.type === 'function_call') {
       const existing = this.#calls.get(o);
