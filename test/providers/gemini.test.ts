@@ -224,19 +224,20 @@ t.test('thinking: budgets, levels, clamping and capability', async (t) => {
     return (build(req, modelId).json.generationConfig as Record<string, unknown> | undefined)?.thinkingConfig;
   };
   const level = (l: Extract<ThinkingLevel, { kind: 'level' }>['level']): ThinkingLevel => ({ kind: 'level', level: l });
-  const budgets = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768, auto: -1 } as const;
+  // The shared table of docs/thinking.md (src/translate/thinking.ts): gemini-budget 512..24576, 0 = off, -1 = dynamic.
+  const budgets = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 24576, max: 24576, auto: -1 } as const;
   for (const [l, b] of Object.entries(budgets)) t.strictSame(thinking(level(l as keyof typeof budgets), 'gemini-2.5-flash'), { thinkingBudget: b }, `gemini-budget ${l} -> ${b}`);
   t.strictSame(thinking(level('high'), 'gemini-2.5-pro'), { thinkingBudget: 24576 }, 'a reasoning model without a thinking family gets a budget');
   t.strictSame(thinking({ kind: 'budget', tokens: 5000 }, 'gemini-2.5-flash'), { thinkingBudget: 5000 });
-  t.strictSame(thinking({ kind: 'budget', tokens: 100000 }, 'gemini-2.5-flash'), { thinkingBudget: 32768 }, 'clamped to 32768');
-  t.strictSame(thinking({ kind: 'budget', tokens: -5 }, 'gemini-2.5-flash'), { thinkingBudget: 0 }, 'clamped to 0');
+  t.strictSame(thinking({ kind: 'budget', tokens: 100000 }, 'gemini-2.5-flash'), { thinkingBudget: 24576 }, 'clamped to the family maximum');
+  t.strictSame(thinking({ kind: 'budget', tokens: 100 }, 'gemini-2.5-flash'), { thinkingBudget: 512 }, 'clamped to the family minimum');
 
-  const levels = { none: 'low', minimal: 'low', low: 'low', medium: 'high', high: 'high', xhigh: 'high', max: 'high' } as const;
+  // gemini-level (Gemini 3): thinking cannot be turned off, none is minimal; xhigh and max are high.
+  const levels = { none: 'minimal', minimal: 'minimal', low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' } as const;
   for (const [l, g] of Object.entries(levels)) t.strictSame(thinking(level(l as keyof typeof levels), 'gemini-3-pro-preview'), { thinkingLevel: g }, `gemini-level ${l} -> ${g}`);
   t.equal(thinking(level('auto'), 'gemini-3-pro-preview'), undefined, 'auto on a gemini-level model: the model default, no thinkingConfig');
   t.strictSame(thinking(level('auto'), 'gemini-3-pro-preview', true), { includeThoughts: true });
-  t.strictSame(thinking({ kind: 'budget', tokens: 8192 }, 'gemini-3-pro-preview'), { thinkingLevel: 'high' });
-  t.strictSame(thinking({ kind: 'budget', tokens: 8191 }, 'gemini-3-pro-preview'), { thinkingLevel: 'low' });
+  t.strictSame(thinking({ kind: 'budget', tokens: 8000 }, 'gemini-3-pro-preview'), { thinkingLevel: 'medium' }, 'a budget becomes a level');
 
   t.equal(thinking(level('high'), 'gemini-2.0-flash', true), undefined, 'no reasoning capability: no thinkingConfig');
   t.equal(thinking(level('high'), 'gemini-unlisted', true), undefined, 'an unlisted model: capabilities unknown, no thinkingConfig');

@@ -2,7 +2,8 @@
 // (or `:streamGenerateContent?alt=sse`), the x-goog-api-key header and a body shaped as @google/genai sends it.
 
 import type { Target } from '../codec.js';
-import type { CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice } from '../../translate/canonical.js';
+import type { CanonicalRequest, Message, Part, ToolChoice } from '../../translate/canonical.js';
+import { applyThinking } from '../../translate/thinking.js';
 import type { UpstreamRequest } from '../types.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
 
@@ -148,44 +149,20 @@ function toolResponse(p: Extract<Part, { type: 'tool_result' }>): Json {
   return { output: text };
 }
 
-/** The budget of each level for `gemini-budget` models (and models without a thinking family). -1 is dynamic. */
-const BUDGETS = { none: 0, minimal: 512, low: 1024, medium: 8192, high: 24576, xhigh: 32768, max: 32768, auto: -1 } as const;
-/** The widest range any Gemini 2.5 model accepts (Flash-Lite 512..24576, Flash 0..24576, Pro 128..32768). */
-export const MAX_THINKING_BUDGET = 32768;
-
 /**
- * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one.
- * `gemini-level` models (Gemini 3) get thinkingLevel 'low' or 'high': none/minimal/low -> low (Gemini 3 Pro cannot
- * turn thinking off), medium/high/xhigh/max -> high, a budget of 8192 tokens or more -> high, auto -> no level (the
- * model's dynamic default). Other models get thinkingBudget: the level's budget above, or the requested budget
- * clamped to [0, 32768].
+ * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one. The
+ * level maps through the shared table (applyThinking: `gemini-level` models get thinkingLevel, others
+ * thinkingBudget, see docs/thinking.md); includeThoughts when the client asked for reasoning in the answer.
  */
 export function buildThinkingConfig(req: CanonicalRequest, target: Target): Json | undefined {
   const m = target.model;
   if (m === null || !m.capabilities.includes('reasoning')) return undefined;
   const out: Json = {};
   if (req.thinking !== undefined) {
-    if (m.thinking === 'gemini-level') {
-      const level = geminiLevel(req.thinking);
-      if (level !== undefined) out.thinkingLevel = level;
-    } else {
-      out.thinkingBudget = req.thinking.kind === 'budget' ? Math.min(MAX_THINKING_BUDGET, Math.max(0, Math.round(req.thinking.tokens))) : BUDGETS[req.thinking.level];
-    }
+    // One mapping for every family (src/translate/thinking.ts, docs/thinking.md).
+    Object.assign(out, applyThinking(m.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', req.thinking, m, req.maxTokens));
   }
   if (req.includeReasoning === true) out.includeThoughts = true;
   return Object.keys(out).length > 0 ? out : undefined;
 }
 
-function geminiLevel(t: ThinkingLevel): 'low' | 'high' | undefined {
-  if (t.kind === 'budget') return t.tokens >= BUDGETS.medium ? 'high' : 'low';
-  switch (t.level) {
-    case 'auto':
-      return undefined;
-    case 'none':
-    case 'minimal':
-    case 'low':
-      return 'low';
-    default:
-      return 'high';
-  }
-}
