@@ -19,7 +19,8 @@ import type { UpstreamResponse } from './dispatch.js';
 
 /** The status recorded for a client that went away before a response started (nginx's convention). */
 export const CLIENT_CLOSED = 499;
-export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms', 'x-request-id'];
+// Not x-request-id: the client's x-request-id is the id of its usage row, never the upstream's.
+export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms'];
 
 /** Everything observed about one request; folded into the usage record at the end. */
 export interface Outcome {

@@ -166,6 +166,7 @@ async function pipeEvents(
   const sse = new SseParser();
   let deltas = 0;
   let upstreamError = '';
+  let upstreamCode = '';
   const onEvent = (e: CanonicalEvent): string => {
     switch (e.type) {
       case 'usage':
@@ -183,6 +184,7 @@ async function pipeEvents(
         o.status = 'failure';
         o.errorType = 'upstream_stream_error';
         upstreamError = e.message;
+        upstreamCode = e.code ?? '';
         return '';
       default:
         break;
@@ -202,7 +204,8 @@ async function pipeEvents(
       if (tail) await write(raw, tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
-    tail += o.status === 'success' ? renderer.end() : renderer.error(o.errorType, upstreamError || 'the upstream provider reported an error');
+    // The upstream's own error kind (e.g. overloaded_error) reaches the client; the row keeps upstream_stream_error.
+    tail += o.status === 'success' ? renderer.end() : renderer.error(upstreamCode || o.errorType, upstreamError || 'the upstream provider reported an error');
     await write(raw, tail);
   } catch (err) {
     if (gone.aborted) {
@@ -214,10 +217,11 @@ async function pipeEvents(
       await write(raw, renderer.error(e.code, e.message));
     }
   } finally {
-    // A stream that did not finish and never reported usage: output estimated from the deltas seen, flagged as such.
-    // A stream that finished without usage keeps null buckets (usage_source 'none'): nothing is guessed.
-    if (o.usageSource === 'none' && deltas > 0 && o.status !== 'success') {
-      o.usage = { ...NO_USAGE, output: deltas };
+    // A stream that did not finish before its output was reported (none at all, or only the input side, as
+    // Anthropic's message_start gives): output estimated from the deltas seen, flagged 'estimated'. A stream that
+    // finished without usage keeps null buckets (usage_source 'none'): nothing is guessed.
+    if (o.status !== 'success' && deltas > 0 && o.usage.output === null && o.usage.reasoning === null) {
+      o.usage = { ...(o.usageSource === 'none' ? NO_USAGE : o.usage), output: deltas };
       o.usageSource = 'estimated';
     }
     if (!raw.destroyed) {

@@ -124,7 +124,8 @@ export type CanonicalEvent =
   | { readonly type: 'reasoning_delta'; readonly index: number; readonly text: string }
   /** Opaque reasoning data of the family `origin`; a client of another family never receives it. */
   | { readonly type: 'reasoning_signature'; readonly index: number; readonly signature: string; readonly origin?: Origin }
-  | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string }
+  /** `signature`/`origin`: opaque data the producing family attached to the call (Gemini's thought signature). */
+  | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string; readonly signature?: string; readonly origin?: Origin }
   | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string }
   | { readonly type: 'block_stop'; readonly index: number }
   /** Usage as reported so far; a later usage event replaces an earlier one (never added to it). */

@@ -304,32 +304,34 @@ t.test('buildRequest: max_tokens, path, headers and auth', async (t) => {
   t.notOk('stream' in JSON.parse(open.body), 'stream is only sent when true');
 });
 
-t.test('anthropicThinking: the level table and the clamp', async (t) => {
+t.test('anthropicThinking: the shared table of docs/thinking.md, and the clamp', async (t) => {
   const b = (level: Parameters<typeof anthropicThinking>[0], max = 64000) => anthropicThinking(level, max, false)?.thinking.budget_tokens;
+  // anthropic-budget row: minimal 1024, low 1024, medium 8192, high 24576, xhigh 32000, max 32000, auto 8192.
   t.equal(b({ kind: 'level', level: 'minimal' }), 1024);
-  t.equal(b({ kind: 'level', level: 'low' }), 2048);
+  t.equal(b({ kind: 'level', level: 'low' }), 1024);
   t.equal(b({ kind: 'level', level: 'medium' }), 8192);
-  t.equal(b({ kind: 'level', level: 'high' }), 16384);
-  t.equal(b({ kind: 'level', level: 'xhigh' }), 32768);
-  t.equal(b({ kind: 'level', level: 'max' }), 63999, 'max = max_tokens - 1');
+  t.equal(b({ kind: 'level', level: 'high' }), 24576);
+  t.equal(b({ kind: 'level', level: 'xhigh' }), 32000);
+  t.equal(b({ kind: 'level', level: 'max' }), 32000, 'max = the family ceiling (32000)');
   t.equal(b({ kind: 'level', level: 'auto' }), 8192, 'auto = medium');
-  t.equal(anthropicThinking({ kind: 'level', level: 'none' }, 64000, false), null);
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, 64000, false), { thinking: { type: 'disabled' } }, 'none turns thinking off explicitly');
   t.equal(b({ kind: 'budget', tokens: 500 }), 1024, 'raised to the 1024 minimum');
-  t.equal(b({ kind: 'budget', tokens: 100000 }), 63999, 'lowered below max_tokens');
-  t.equal(b({ kind: 'level', level: 'high' }, 4096), 4095);
+  t.equal(b({ kind: 'budget', tokens: 100000 }), 32000, 'lowered to the family ceiling');
+  t.equal(b({ kind: 'level', level: 'high' }, 4096), 4095, 'kept below max_tokens');
   t.equal(b({ kind: 'level', level: 'xhigh' }, 1025), 1024, 'the only valid budget');
   t.equal(anthropicThinking({ kind: 'level', level: 'low' }, 1024, false), null, 'max_tokens 1024 leaves no valid budget');
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'high' }, 64000, false), { thinking: { type: 'enabled', budget_tokens: 16384 } });
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'high' }, 64000, false), { thinking: { type: 'enabled', budget_tokens: 24576 } });
+  // anthropic-adaptive row: adaptive with an effort; auto has none; a budget becomes an effort (<4096: low).
   t.strictSame(anthropicThinking({ kind: 'level', level: 'minimal' }, 64000, true), { thinking: { type: 'adaptive' }, effort: 'low' }, 'adaptive model: effort');
   t.strictSame(anthropicThinking({ kind: 'level', level: 'auto' }, 64000, true), { thinking: { type: 'adaptive' } });
-  t.strictSame(anthropicThinking({ kind: 'budget', tokens: 3000 }, 64000, true), { thinking: { type: 'enabled', budget_tokens: 3000 } }, 'a budget stays a budget');
-  t.equal(anthropicThinking({ kind: 'level', level: 'none' }, 64000, true), null);
+  t.strictSame(anthropicThinking({ kind: 'budget', tokens: 3000 }, 64000, true), { thinking: { type: 'adaptive' }, effort: 'low' }, 'a budget becomes an effort');
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, 64000, true), { thinking: { type: 'disabled' } });
 });
 
 t.test('buildRequest: thinking only for reasoning models, and what thinking removes', async (t) => {
   const think: CanonicalRequest = { ...base, maxTokens: 20000, thinking: { kind: 'level', level: 'high' }, temperature: 0.5, topP: 0.9, topK: 5 };
   const on = built(think, target(SONNET));
-  t.strictSame(on.thinking, { type: 'enabled', budget_tokens: 16384 });
+  t.strictSame(on.thinking, { type: 'enabled', budget_tokens: 19999 }, 'high (24576) kept below max_tokens 20000');
   t.notOk('temperature' in on || 'top_p' in on || 'top_k' in on, 'temperature != 1, top_p < 0.95 and top_k are refused with thinking: removed');
   const keep = built({ ...think, temperature: 1, topP: 0.97 }, target(SONNET));
   t.equal(keep.temperature, 1);
@@ -340,7 +342,9 @@ t.test('buildRequest: thinking only for reasoning models, and what thinking remo
   t.equal(haiku.temperature, 0.5, 'and sampling parameters stay');
   t.equal(haiku.top_k, 5);
   t.notOk('thinking' in built(think, target('claude-unlisted', 'open')), 'unlisted model: no thinking');
-  t.notOk('thinking' in built({ ...think, thinking: { kind: 'level', level: 'none' } }, target(SONNET)), 'none: no thinking field');
+  const none = built({ ...think, thinking: { kind: 'level', level: 'none' } }, target(SONNET));
+  t.strictSame(none.thinking, { type: 'disabled' }, 'none: thinking disabled');
+  t.equal(none.temperature, 0.5, 'and sampling parameters stay');
   t.notOk('thinking' in built({ ...base, thinking: { kind: 'level', level: 'high' }, maxTokens: 1000 }, target(SONNET)), 'max_tokens too small for a budget');
   t.strictSame(built({ ...think, tools: [{ name: 'f', parameters: { type: 'object' } }], toolChoice: { type: 'tool', name: 'f' } }, target(SONNET)).tool_choice, { type: 'tool', name: 'f' });
   t.notOk('thinking' in built({ ...think, tools: [{ name: 'f', parameters: { type: 'object' } }], toolChoice: { type: 'tool', name: 'f' } }, target(SONNET)), 'a forced tool wins over thinking');

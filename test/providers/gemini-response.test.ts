@@ -14,6 +14,9 @@ const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/g
 const THOUGHT =
   "**Checking the forecast**\n\nThe user wants the current weather in Paris. I have a `get_weather` tool, so I'll call it with the city and Celsius rather than guess.\n";
 
+/** The thoughtSignature on the fixture's functionCall part. */
+const FC_SIG = "CtQCAdHtim9uPB3Yq0d3pbsO0rVt6mJc8dTSgl0n4C5bHq1SxZ1WvF2cJ9E8Kp3Lr7yQ2u5xH0aVfN6tDk4mB1sW8zR3gYcP0eLqXjU7nT2vA9oKdIh5MwG6bCfZ1rS8yE4pJ3xQ0uN7kLmV2tH9aD6cR1gW5oB8sF3jY0zK7nP4eT2qX6vU1iM9hL5dA8wC3bG0fE7rS2yN4kJ6pV1tZ9xQ3uO5mH8gD0aB2cL7sW4eR1jK6nF9vY3tI5oP8qU2xM0hG7dA4zC1bE6rS9wN3kJ5pV8tL2yQ0uO7mH4gD1aB6cZ3sW9eR5jK2nF8vY0tI7oP4qU1xM6hG3dA9zC5bE2rS8wN0kJ7pV4tL1yQ6uO3mH9gD5aB2cZ8sW0eR7jK4nF1vY6tI3oP9qU5xM2hG8dA0zC7bE4rS1wN6kJ3pV9tL5yQ2uO8mH0gD7aB4cZ1sW6eR3jK9nF5vY2tI8oP0qU7xM4hG1dA6zC3bE9rS5wN2kJ8pV0tL7yQ4uO1mH6gD3aB9cZ5s";
+
 t.test('parseResponse: thought summary, text and functionCall; cached and thoughts usage', async (t) => {
   const body = fixture('generate-thought-text-call.json');
   const res = geminiCodec.parseResponse(body);
@@ -23,8 +26,8 @@ t.test('parseResponse: thought summary, text and functionCall; cached and though
     content: [
       { type: 'reasoning', text: THOUGHT },
       { type: 'text', text: "I'll look up the current weather in Paris for you." },
-      // No id from Gemini: call_<n>. The part's thoughtSignature has no canonical place on a tool_call: dropped.
-      { type: 'tool_call', id: 'call_0', name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}' },
+      // No id from Gemini: call_<n>. The part's thoughtSignature rides on the tool_call, tagged as Gemini's own.
+      { type: 'tool_call', id: 'call_0', name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}', signature: FC_SIG, origin: 'gemini' },
     ],
     stopReason: 'tool_calls',
     // promptTokenCount 2154 includes cachedContentTokenCount 2031: input 2154 - 2031 = 123.
@@ -76,7 +79,7 @@ t.test('renderResponse: the GenerateContentResponse a Gemini client reads', asyn
     id: 'chatcmpl-abc',
     model: 'gpt-4o-2024-08-06',
     content: [
-      { type: 'reasoning', text: 'Think.', signature: 'sig-9' },
+      { type: 'reasoning', text: 'Think.', signature: 'sig-9', origin: 'gemini' },
       { type: 'reasoning', text: '', opaque: 'x', redacted: true },
       { type: 'text', text: 'Sure.' },
       { type: 'tool_call', id: 'call_Qd0m7f2Lx8cW4bVn1TzY6pRk', name: 'get_weather', arguments: '{"location":"Paris"}' },
@@ -116,7 +119,7 @@ t.test('canonical -> renderResponse -> parseResponse round trips', async (t) => 
     id: 'r-1',
     model: 'gemini-3-pro-preview',
     content: [
-      { type: 'reasoning', text: 'Plan.', signature: 'EvYBCvMBAdHtim8' },
+      { type: 'reasoning', text: 'Plan.', signature: 'EvYBCvMBAdHtim8', origin: 'gemini' },
       { type: 'text', text: 'First.' },
       { type: 'text', text: 'Second.' },
       { type: 'tool_call', id: 'toolu_01', name: 'f', arguments: '{"a":[1,2],"b":{"c":null}}' },
@@ -188,7 +191,7 @@ t.test('parseResponse: finish reasons, blocked prompts and odd bodies', async (t
     ],
   });
   t.strictSame(odd.content, [
-    { type: 'reasoning', text: '', signature: 'thought-sig' },
+    { type: 'reasoning', text: '', signature: 'thought-sig', origin: 'gemini' },
     { type: 'tool_call', id: 'fc-7', name: 'f', arguments: '{}' },
     { type: 'tool_call', id: 'call_1', name: 'g', arguments: '{"n":1}' },
   ], 'empty text dropped, a signature-only thought kept, media/code parts skipped, Gemini ids kept, only the first candidate');

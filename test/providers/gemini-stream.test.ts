@@ -35,13 +35,15 @@ function parse(bytes: Uint8Array, size: number) {
 
 /** What a consumer makes of the events: the answer's parts, the last usage, the stop reason. */
 function assemble(events: readonly CanonicalEvent[]) {
-  const blocks = new Map<number, { type: 'text' | 'reasoning'; text: string; signature?: string } | { type: 'tool_call'; id: string; name: string; arguments: string }>();
+  const blocks = new Map<number, { type: 'text' | 'reasoning'; text: string; signature?: string } | { type: 'tool_call'; id: string; name: string; arguments: string; signature?: string; origin?: string }>();
   let usage: Usage | null = null;
   let stop: StopReason | null = null;
   for (const e of events) {
     if (e.type === 'text_start') blocks.set(e.index, { type: 'text', text: '' });
     else if (e.type === 'reasoning_start') blocks.set(e.index, { type: 'reasoning', text: '' });
-    else if (e.type === 'tool_call_start') blocks.set(e.index, { type: 'tool_call', id: e.id, name: e.name, arguments: '' });
+    else if (e.type === 'tool_call_start') {
+      blocks.set(e.index, { type: 'tool_call', id: e.id, name: e.name, arguments: '', ...(e.signature !== undefined ? { signature: e.signature, origin: e.origin } : {}) });
+    }
     else if (e.type === 'text_delta' || e.type === 'reasoning_delta') (blocks.get(e.index) as { text: string }).text += e.text;
     else if (e.type === 'reasoning_signature') (blocks.get(e.index) as { signature?: string }).signature = e.signature;
     else if (e.type === 'tool_call_delta') (blocks.get(e.index) as { arguments: string }).arguments += e.arguments;
@@ -52,6 +54,7 @@ function assemble(events: readonly CanonicalEvent[]) {
   return { content, usage, stop };
 }
 
+const FC_SIG = "CtQCAdHtim9uPB3Yq0d3pbsO0rVt6mJc8dTSgl0n4C5bHq1SxZ1WvF2cJ9E8Kp3Lr7yQ2u5xH0aVfN6tDk4mB1sW8zR3gYcP0eLqXjU7nT2vA9oKdIh5MwG6bCfZ1rS8yE4pJ3xQ0uN7kLmV2tH9aD6cR1gW5oB8sF3jY0zK7nP4eT2qX6vU1iM9hL5dA8wC3bG0fE7rS2yN4kJ6pV1tZ9xQ3uO5mH8gD0aB2cL7sW4eR1jK6nF9vY3tI5oP8qU2xM0hG7dA4zC1bE6rS9wN3kJ5pV8tL2yQ0uO7mH4gD1aB6cZ3sW9eR5jK2nF8vY0tI7oP4qU1xM6hG3dA9zC5bE2rS8wN0kJ7pV4tL1yQ6uO3mH9gD5aB2cZ8sW0eR7jK4nF1vY6tI3oP9qU5xM2hG8dA0zC7bE4rS1wN6kJ3pV9tL5yQ2uO8mH0gD7aB4cZ1sW6eR3jK9nF5vY2tI8oP0qU7xM4hG1dA6zC3bE9rS5wN2kJ8pV0tL7yQ4uO1mH6gD3aB9cZ5s";
 const T1 = '**Checking the forecast**\n\n';
 const T2 = "The user wants the current weather in Paris. I have a `get_weather` tool, so I'll call it with the city and Celsius rather than guess.\n";
 const base = { input: 123, cached: 2031, cacheWrite: null, reasoning: 192 };
@@ -70,7 +73,8 @@ const EXPECTED: CanonicalEvent[] = [
   { type: 'text_delta', index: 1, text: 'weather in Paris for you.' },
   { type: 'usage', usage: { ...base, output: 12 } },
   { type: 'block_stop', index: 1 },
-  { type: 'tool_call_start', index: 2, id: 'call_0', name: 'get_weather' },
+  // The functionCall part's thoughtSignature travels with the call (Gemini 3 wants it back on the next turn).
+  { type: 'tool_call_start', index: 2, id: 'call_0', name: 'get_weather', signature: FC_SIG, origin: 'gemini' },
   { type: 'tool_call_delta', index: 2, arguments: '{"location":"Paris, France","unit":"celsius"}' },
   { type: 'block_stop', index: 2 },
   { type: 'usage', usage: { ...base, output: 38 } },

@@ -100,7 +100,10 @@ const TOOLS_HISTORY: CanonicalRequest = {
       role: 'assistant',
       content: [
         { type: 'reasoning', text: PLAN },
-        { type: 'tool_call', id: 'call_0', name: 'get_weather', arguments: '{"location":"Paris, France"}' },
+        {
+          type: 'tool_call', id: 'call_0', name: 'get_weather', arguments: '{"location":"Paris, France"}',
+          signature: 'CiQB0e2Kb4m1HkT9pXw3Zr7qYv2Lc8sDf6Gh0Jn5Ua1Eo4Ti9Bk=', origin: 'gemini',
+        },
         { type: 'tool_call', id: 'call_1', name: 'get_weather', arguments: '{"location":"Tokyo, Japan"}' },
       ],
     },
@@ -128,8 +131,8 @@ t.test('parseRequest: systemInstruction, inline image and PDF, fileData audio, g
 t.test('parseRequest: functionCall/functionResponse history without ids, tools, toolConfig, thinkingLevel', async (t) => {
   const req = geminiCodec.parseRequest(fixture('request-tools-history.json'));
   t.strictSame(req, TOOLS_HISTORY);
-  // The signature on the first functionCall has no canonical place (tool_call has no signature field): dropped.
-  t.notMatch(JSON.stringify(req), /CiQB0e2Kb4m1/, 'the functionCall thoughtSignature is dropped (documented loss)');
+  const first = req.messages.flatMap((m) => m.content).find((p) => p.type === 'tool_call');
+  t.match(first, { signature: 'CiQB0e2Kb4m1HkT9pXw3Zr7qYv2Lc8sDf6Gh0Jn5Ua1Eo4Ti9Bk=', origin: 'gemini' }, 'the functionCall thoughtSignature rides on the call');
 });
 
 t.test('buildRequest: path, headers and body for a gemini-budget model, streamed', async (t) => {
@@ -184,7 +187,8 @@ t.test('buildRequest: tool history, tools and toolConfig for a gemini-level mode
         role: 'model',
         parts: [
           { text: PLAN, thought: true },
-          { functionCall: { id: 'call_0', name: 'get_weather', args: { location: 'Paris, France' } } },
+          // The call's own thought signature goes back with it (Gemini 3 rejects a function-call turn without it).
+          { functionCall: { id: 'call_0', name: 'get_weather', args: { location: 'Paris, France' } }, thoughtSignature: 'CiQB0e2Kb4m1HkT9pXw3Zr7qYv2Lc8sDf6Gh0Jn5Ua1Eo4Ti9Bk=' },
           { functionCall: { id: 'call_1', name: 'get_weather', args: { location: 'Tokyo, Japan' } } },
         ],
       },
@@ -326,7 +330,8 @@ t.test('buildRequest: tool results, arguments, media and dropped parts', async (
         role: 'assistant',
         content: [
           { type: 'reasoning', text: '', opaque: 'enc', redacted: true },
-          { type: 'reasoning', text: 'thinking', signature: 'sig-1' },
+          { type: 'reasoning', text: 'thinking', signature: 'sig-1', origin: 'gemini' },
+          { type: 'reasoning', text: 'foreign', signature: 'sig-anthropic', origin: 'anthropic' },
           { type: 'text', text: 'Calling.' },
           { type: 'tool_call', id: 'toolu_1', name: 'search', arguments: '{"q": "tollgate"}' },
           { type: 'tool_call', id: 'toolu_2', name: 'noop', arguments: '' },
@@ -362,6 +367,7 @@ t.test('buildRequest: tool results, arguments, media and dropped parts', async (
         role: 'model',
         parts: [
           { text: 'thinking', thought: true, thoughtSignature: 'sig-1' },
+          { text: 'foreign', thought: true },
           { text: 'Calling.' },
           { functionCall: { id: 'toolu_1', name: 'search', args: { q: 'tollgate' } } },
           { functionCall: { id: 'toolu_2', name: 'noop', args: {} } },
@@ -378,14 +384,14 @@ t.test('buildRequest: tool results, arguments, media and dropped parts', async (
           { functionResponse: { id: 'toolu_4', name: 'list', response: { output: '[3,4]' } } },
           { functionResponse: { id: 'unknown', name: 'unknown', response: { output: '' } } },
           { inlineData: { mimeType: 'image/jpeg', data: '/9j/4AAQ' } },
-          { fileData: { fileUri: 'https://example.com/b.png' } },
+          { fileData: { mimeType: 'image/png', fileUri: 'https://example.com/b.png' } },
           { fileData: { fileUri: 'files/abc' } },
         ],
       },
     ],
     systemInstruction: { parts: [{ text: 'sys' }] },
     generationConfig: { responseMimeType: 'application/json' },
-  }, 'redacted reasoning, an empty message, system media, user/metadata/parallelToolCalls and a toolChoice without tools are not sent');
+  }, 'redacted reasoning, an empty message, system media, user/metadata/parallelToolCalls and a toolChoice without tools are not sent; another family\'s signature is not sent; a URL image says its type');
 
   const withTools = build({ ...req, tools: [{ name: 'search', parameters: { type: 'object' }, strict: true }] }, 'gemini-2.0-flash').json;
   t.strictSame(withTools.tools, [{ functionDeclarations: [{ name: 'search', parametersJsonSchema: { type: 'object' } }] }]);

@@ -62,7 +62,7 @@ t.test('what responses.create sends parses into the canonical request', async (t
     messages: [
       { role: 'user', content: [{ type: 'text', text: 'Weather?' }, { type: 'image', source: { kind: 'url', url: 'https://example.com/sky.jpg' }, detail: 'low' }] },
       { role: 'assistant', content: [{ type: 'tool_call', id: CALL, name: 'get_weather', arguments: '{"city":"Paris"}' }] },
-      { role: 'user', content: [{ type: 'tool_result', callId: CALL, content: [{ type: 'text', text: '18C' }] }] },
+      { role: 'user', content: [{ type: 'tool_result', callId: CALL, name: 'get_weather', content: [{ type: 'text', text: '18C' }] }] },
     ],
     stream: false,
     tools: [{ name: 'get_weather', parameters: { type: 'object', properties: { city: { type: 'string' } } }, strict: false }],

@@ -154,10 +154,12 @@ const TOOL_HISTORY_MESSAGES = [
   {
     role: 'user',
     content: [
-      { type: 'tool_result', callId: CALL, content: [{ type: 'text', text: '{"temperature":18,"unit":"celsius","conditions":"light rain"}' }] },
+      // The name comes from the function_call each output answers (function_call_output carries none).
+      { type: 'tool_result', callId: CALL, name: 'get_weather', content: [{ type: 'text', text: '{"temperature":18,"unit":"celsius","conditions":"light rain"}' }] },
       {
         type: 'tool_result',
         callId: 'call_Hb7nW2qZ5tX9mK3vL8pR4sYd',
+        name: 'get_air_quality',
         content: [
           { type: 'text', text: 'AQI 42 (good). Map attached.' },
           { type: 'image', source: { kind: 'url', url: 'https://example.com/aqi/paris.png' }, detail: 'low' },

@@ -13,8 +13,8 @@
 // a user turn), max_tokens is always sent, thinking is only sent to a model whose config has the `reasoning`
 // capability, and sampling parameters thinking forbids are removed (see buildRequest).
 
-import { parseThinkingSuffix } from '../../translate/thinking.js';
-import type { ProviderConfig } from '../../config/types.js';
+import { applyThinking, parseThinkingSuffix } from '../../translate/thinking.js';
+import type { ModelConfig, ProviderConfig } from '../../config/types.js';
 import type { CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../../translate/canonical.js';
 import type { Target } from '../codec.js';
 import type { UpstreamRequest } from '../types.js';
@@ -156,32 +156,14 @@ export const DEFAULT_MAX_TOKENS = 4096;
 export const MIN_THINKING_BUDGET = 1024;
 
 /**
- * Named thinking levels as budget_tokens (always clamped to [1024, max_tokens - 1]):
- *   minimal 1024 | low 2048 | medium 8192 | high 16384 | xhigh 32768 | max = max_tokens - 1 | auto = medium | none: no thinking
+ * The `thinking` field (and output_config.effort) for a level, or null for none: the shared ten-family table
+ * (applyThinking, docs/thinking.md) for `anthropic-budget`, or `anthropic-adaptive` for a model configured so.
  */
-export const LEVEL_BUDGETS = { minimal: 1024, low: 2048, medium: 8192, high: 16384, xhigh: 32768 } as const;
-
-/** For a model configured `thinking: anthropic-adaptive`, named levels become output_config.effort instead. */
-const LEVEL_EFFORTS = { minimal: 'low', low: 'low', medium: 'medium', high: 'high', xhigh: 'xhigh', max: 'max' } as const;
-
-/**
- * The `thinking` field (and output_config.effort) for a level, or null for no thinking. A budget is clamped to
- * [1024, max_tokens - 1]; when max_tokens <= 1024 there is no valid budget and thinking is left off.
- */
-export function anthropicThinking(level: ThinkingLevel, maxTokens: number, adaptive: boolean): { thinking: Json; effort?: string } | null {
-  const named = level.kind === 'level' ? level.level : null;
-  if (named === 'none') return null;
-  if (adaptive && named !== null) {
-    return named === 'auto' ? { thinking: { type: 'adaptive' } } : { thinking: { type: 'adaptive' }, effort: LEVEL_EFFORTS[named] };
-  }
-  const ceiling = maxTokens - 1;
-  if (ceiling < MIN_THINKING_BUDGET) return null;
-  let budget: number;
-  if (level.kind === 'budget') budget = level.tokens;
-  else if (named === 'max') budget = ceiling;
-  else if (named === 'auto' || named === null) budget = LEVEL_BUDGETS.medium;
-  else budget = LEVEL_BUDGETS[named];
-  return { thinking: { type: 'enabled', budget_tokens: Math.min(ceiling, Math.max(MIN_THINKING_BUDGET, Math.round(budget))) } };
+export function anthropicThinking(level: ThinkingLevel, maxTokens: number, adaptive: boolean, model: ModelConfig | null = null): { thinking: Json; effort?: string } | null {
+  const p = adaptive ? applyThinking('anthropic-adaptive', level, model, maxTokens) : applyThinking('anthropic-budget', level, model, maxTokens);
+  if (p.thinking === undefined) return null;
+  const effort = 'output_config' in p ? p.output_config?.effort : undefined;
+  return effort === undefined ? { thinking: { ...p.thinking } } : { thinking: { ...p.thinking }, effort };
 }
 
 /** Canonical messages as alternating Anthropic turns: parts placed by role, empty turns dropped, same-role turns merged. */
@@ -291,11 +273,13 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   const forced = tools.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool');
   const think =
     req.thinking !== undefined && model?.capabilities.includes('reasoning') && !forced
-      ? anthropicThinking(req.thinking, maxTokens, model.thinking === 'anthropic-adaptive')
+      ? anthropicThinking(req.thinking, maxTokens, model.thinking === 'anthropic-adaptive', model)
       : null;
-  if (req.temperature !== undefined && (think === null || req.temperature === 1)) body.temperature = req.temperature;
-  if (req.topP !== undefined && (think === null || req.topP >= 0.95)) body.top_p = req.topP;
-  if (req.topK !== undefined && think === null) body.top_k = req.topK;
+  // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
+  const on = think !== null && think.thinking.type !== 'disabled';
+  if (req.temperature !== undefined && (!on || req.temperature === 1)) body.temperature = req.temperature;
+  if (req.topP !== undefined && (!on || req.topP >= 0.95)) body.top_p = req.topP;
+  if (req.topK !== undefined && !on) body.top_k = req.topK;
   if (req.user !== undefined) body.metadata = { user_id: req.user };
   if (think !== null) body.thinking = think.thinking;
   const outputConfig: Json = {};

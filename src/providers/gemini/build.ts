@@ -103,7 +103,7 @@ function userParts(content: readonly Part[], messages: readonly Message[], at: n
       case 'image':
       case 'file':
       case 'audio':
-        out.push(mediaToGemini(p.source));
+        out.push(mediaToGemini(p.source, p.type));
         break;
       case 'reasoning': {
         const r = reasoningToGemini(p);

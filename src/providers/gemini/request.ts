@@ -5,7 +5,7 @@
 // both in.
 
 import type { CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../../translate/canonical.js';
-import { invalid, isObj, mediaPart, syntheticCallId, type Json } from './wire.js';
+import { fileDataSource, invalid, isObj, mediaPart, reasoningPart, syntheticCallId, toolCallPart, type Json } from './wire.js';
 import { jsonSchemaFromGemini } from './schema.js';
 
 export function parseGeminiRequest(body: unknown): CanonicalRequest {
@@ -92,7 +92,7 @@ function parseContents(contents: unknown[]): Message[] {
       if (typeof p.text === 'string') {
         const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
         if (p.thought === true) {
-          if (p.text !== '' || sig !== undefined) parts.push(sig === undefined ? { type: 'reasoning', text: p.text } : { type: 'reasoning', text: p.text, signature: sig });
+          if (p.text !== '' || sig !== undefined) parts.push(reasoningPart(p.text, sig));
         } else if (p.text !== '') {
           parts.push({ type: 'text', text: p.text });
         }
@@ -104,7 +104,7 @@ function parseContents(contents: unknown[]): Message[] {
         const d = p.fileData;
         if (!isObj(d) || typeof d.fileUri !== 'string') throw invalid('fileData needs a fileUri string', `${pat}.fileData`);
         const mime = typeof d.mimeType === 'string' ? d.mimeType : undefined;
-        parts.push(mediaPart(mime ?? '', mime === undefined ? { kind: 'file_id', id: d.fileUri } : { kind: 'file_id', id: d.fileUri, mediaType: mime }));
+        parts.push(mediaPart(mime ?? '', fileDataSource(d.fileUri, mime)));
       } else if (p.functionCall !== undefined) {
         const fc = p.functionCall;
         if (!isObj(fc) || typeof fc.name !== 'string' || fc.name === '') throw invalid('functionCall needs a name', `${pat}.functionCall.name`);
@@ -113,7 +113,8 @@ function parseContents(contents: unknown[]): Message[] {
         const id = own ? (fc.id as string) : syntheticCallId(calls);
         calls++;
         unanswered.push({ id, name: fc.name, synthetic: !own });
-        parts.push({ type: 'tool_call', id, name: fc.name, arguments: JSON.stringify(fc.args ?? {}) });
+        const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
+        parts.push(toolCallPart(id, fc.name, JSON.stringify(fc.args ?? {}), sig));
       } else if (p.functionResponse !== undefined) {
         parts.push(parseFunctionResponse(p.functionResponse, `${pat}.functionResponse`, unanswered));
       }

@@ -104,7 +104,8 @@ export class GeminiStreamParser implements StreamParser {
       const index = this.#next++;
       const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(this.#calls);
       this.#calls++;
-      out.push({ type: 'tool_call_start', index, id, name: fc.name as string });
+      const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
+      out.push(sig === undefined ? { type: 'tool_call_start', index, id, name: fc.name as string } : { type: 'tool_call_start', index, id, name: fc.name as string, signature: sig, origin: 'gemini' });
       out.push({ type: 'tool_call_delta', index, arguments: JSON.stringify(isObj(fc.args) ? fc.args : {}) });
       out.push({ type: 'block_stop', index });
     }
@@ -138,7 +139,7 @@ export class GeminiStreamParser implements StreamParser {
 export class GeminiStreamRenderer implements StreamRenderer {
   readonly #model: string;
   #id = '';
-  readonly #calls = new Map<number, { id: string; name: string; args: string }>();
+  readonly #calls = new Map<number, { id: string; name: string; args: string; signature?: string }>();
   #finish: string | null = null;
   #usage: Usage | null = null;
   #done = false;
@@ -161,7 +162,7 @@ export class GeminiStreamRenderer implements StreamRenderer {
         // Only Gemini's own signatures go to a Gemini client: another family's would be rejected on its next turn.
         return e.origin === 'gemini' ? this.#chunk([{ text: '', thought: true, thoughtSignature: e.signature }]) : '';
       case 'tool_call_start':
-        this.#calls.set(e.index, { id: e.id, name: e.name, args: '' });
+        this.#calls.set(e.index, { id: e.id, name: e.name, args: '', ...(e.origin === 'gemini' && e.signature !== undefined ? { signature: e.signature } : {}) });
         return '';
       case 'tool_call_delta': {
         const c = this.#calls.get(e.index);
@@ -216,7 +217,9 @@ export class GeminiStreamRenderer implements StreamRenderer {
     const c = this.#calls.get(index);
     if (!c) return '';
     this.#calls.delete(index);
-    return this.#chunk([{ functionCall: { id: c.id, name: c.name, args: argsObject(c.args) } }]);
+    const part: GeminiPart = { functionCall: { id: c.id, name: c.name, args: argsObject(c.args) } };
+    if (c.signature !== undefined) part.thoughtSignature = c.signature;
+    return this.#chunk([part]);
   }
 
   #flushAll(): string {

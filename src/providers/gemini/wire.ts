@@ -50,8 +50,24 @@ export function mediaPart(mimeType: string, source: MediaSource): Part {
   return { type: 'file', source };
 }
 
-/** Canonical media source -> Gemini inlineData / fileData. A `data:` URL is sent inline. */
-export function mediaToGemini(source: MediaSource): GeminiPart {
+/** When a URL does not say its type: what a part of that kind most likely is. */
+const DEFAULT_MIME = { image: 'image/jpeg', file: 'application/pdf', audio: 'audio/mpeg' } as const;
+const MIME_BY_EXT: Readonly<Record<string, string>> = {
+  png: 'image/png', jpg: 'image/jpeg', jpeg: 'image/jpeg', webp: 'image/webp', gif: 'image/gif', heic: 'image/heic',
+  pdf: 'application/pdf', txt: 'text/plain', mp3: 'audio/mpeg', wav: 'audio/wav', ogg: 'audio/ogg', flac: 'audio/flac',
+};
+
+/** The media type of a URL's file name, else the kind's default. */
+function guessMime(url: string, kind: keyof typeof DEFAULT_MIME): string {
+  const ext = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
+  return (ext !== undefined ? MIME_BY_EXT[ext] : undefined) ?? DEFAULT_MIME[kind];
+}
+
+/**
+ * Canonical media source -> Gemini inlineData / fileData. A `data:` URL is sent inline; another URL goes as fileData
+ * with a mimeType (Gemini needs one to know an image is an image), taken from the file name or the part's kind.
+ */
+export function mediaToGemini(source: MediaSource, kind: keyof typeof DEFAULT_MIME = 'file'): GeminiPart {
   switch (source.kind) {
     case 'base64':
       return { inlineData: { mimeType: source.mediaType, data: source.data } };
@@ -60,9 +76,16 @@ export function mediaToGemini(source: MediaSource): GeminiPart {
     case 'url': {
       const m = /^data:([^;,]+)(?:;[^;,]*)*;base64,(.*)$/s.exec(source.url);
       if (m) return { inlineData: { mimeType: m[1]!, data: m[2]! } };
-      return { fileData: { fileUri: source.url } };
+      return { fileData: { mimeType: guessMime(source.url, kind), fileUri: source.url } };
     }
   }
+}
+
+/** A fileData URI: a plain http(s) URL is a URL source; a Files API URI (or anything else) is a provider file id. */
+export function fileDataSource(uri: string, mime: string | undefined): MediaSource {
+  const filesApi = /^https:\/\/generativelanguage\.googleapis\.com\/.*\/files\//.test(uri);
+  if (/^https?:\/\//.test(uri) && !filesApi) return { kind: 'url', url: uri };
+  return mime === undefined ? { kind: 'file_id', id: uri } : { kind: 'file_id', id: uri, mediaType: mime };
 }
 
 /**
@@ -80,18 +103,28 @@ export function answerParts(raw: unknown, callIndex = 0): { parts: Part[]; calls
     const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
     if (typeof p.text === 'string') {
       if (p.thought === true) {
-        if (p.text !== '' || sig !== undefined) parts.push(sig === undefined ? { type: 'reasoning', text: p.text } : { type: 'reasoning', text: p.text, signature: sig });
+        if (p.text !== '' || sig !== undefined) parts.push(reasoningPart(p.text, sig));
       } else if (p.text !== '') {
         parts.push({ type: 'text', text: p.text });
       }
     } else if (isObj(p.functionCall) && typeof p.functionCall.name === 'string') {
       const fc = p.functionCall;
       const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(calls);
-      parts.push({ type: 'tool_call', id, name: fc.name as string, arguments: JSON.stringify(isObj(fc.args) ? fc.args : {}) });
+      parts.push(toolCallPart(id, fc.name as string, JSON.stringify(isObj(fc.args) ? fc.args : {}), sig));
       calls++;
     }
   }
   return { parts, calls };
+}
+
+/** A thought part -> canonical reasoning; its signature is Gemini's own (origin 'gemini'). */
+export function reasoningPart(text: string, sig: string | undefined): Part {
+  return sig === undefined ? { type: 'reasoning', text } : { type: 'reasoning', text, signature: sig, origin: 'gemini' };
+}
+
+/** A functionCall part -> canonical tool_call, keeping the thought signature Gemini 3 wants back with the call. */
+export function toolCallPart(id: string, name: string, args: string, sig: string | undefined): Part {
+  return sig === undefined ? { type: 'tool_call', id, name, arguments: args } : { type: 'tool_call', id, name, arguments: args, signature: sig, origin: 'gemini' };
 }
 
 /** Canonical answer parts -> Gemini parts (text, thought, functionCall). Redacted reasoning is not sent. */
@@ -104,17 +137,23 @@ export function answerToGemini(content: readonly Part[]): GeminiPart[] {
       const r = reasoningToGemini(p);
       if (r) out.push(r);
     } else if (p.type === 'tool_call') {
-      out.push({ functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) } });
+      const call: GeminiPart = { functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) } };
+      if (p.signature !== undefined && p.origin === 'gemini') call.thoughtSignature = p.signature;
+      out.push(call);
     }
   }
   return out;
 }
 
-/** A reasoning part -> a Gemini thought part; redacted or opaque-only reasoning (another family's) is dropped. */
+/**
+ * A reasoning part -> a Gemini thought part. Only Gemini's own signature (origin 'gemini') is sent; another
+ * family's reasoning goes as plain thought text, and redacted or signature-only reasoning of another family is dropped.
+ */
 export function reasoningToGemini(p: Extract<Part, { type: 'reasoning' }>): GeminiPart | null {
   if (p.redacted === true) return null;
-  if (p.text === '' && p.signature === undefined) return null;
-  return p.signature === undefined ? { text: p.text, thought: true } : { text: p.text, thought: true, thoughtSignature: p.signature };
+  const sig = p.origin === 'gemini' ? p.signature : undefined;
+  if (p.text === '' && sig === undefined) return null;
+  return sig === undefined ? { text: p.text, thought: true } : { text: p.text, thought: true, thoughtSignature: sig };
 }
 
 const FILTERED = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY', 'IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION']);

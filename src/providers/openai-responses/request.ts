@@ -36,6 +36,8 @@ interface MutableMessage {
 class Conversation {
   readonly system: Part[] = [];
   readonly messages: MutableMessage[] = [];
+  /** call_id -> function name, from the function_call items seen so far. */
+  readonly callNames = new Map<string, string>();
   #merge: 'assistant' | 'tools' | null = null;
 
   user(parts: Part[]): void {
@@ -145,11 +147,15 @@ function parseInput(input: unknown, conv: Conversation): void {
         const args = item.arguments ?? '';
         if (typeof args !== 'string') invalid('function_call `arguments` must be a JSON string', `${path}.arguments`);
         conv.assistant([{ type: 'tool_call', id: item.call_id, name: item.name, arguments: args }]);
+        conv.callNames.set(item.call_id, item.name);
         break;
       }
       case 'function_call_output': {
         if (typeof item.call_id !== 'string') invalid('function_call_output needs a string `call_id`', `${path}.call_id`);
-        conv.toolResult({ type: 'tool_result', callId: item.call_id, content: parseContent(item.output, `${path}.output`) });
+        // function_call_output carries no name; the call it answers does (Gemini needs it on the result).
+        const name = conv.callNames.get(item.call_id);
+        const content = parseContent(item.output, `${path}.output`);
+        conv.toolResult(name === undefined ? { type: 'tool_result', callId: item.call_id, content } : { type: 'tool_result', callId: item.call_id, name, content });
         break;
       }
       case 'reasoning': {
