@@ -30,7 +30,9 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Upstr
   const model = target.modelId.replace(/^models\//, '');
   const path = `${basePath(target)}/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`;
 
-  const body: Json = { contents: buildContents(req.messages) };
+  // Gemini 3 (the gemini-level family) rejects a function call in history without its thought signature; a call
+  // another family produced gets the placeholder Google documents for that case.
+  const body: Json = { contents: buildContents(req.messages, target.model?.thinking === 'gemini-level') };
   const system = req.system.flatMap((p) => (p.type === 'text' && p.text !== '' ? [{ text: p.text }] : []));
   if (system.length > 0) body.systemInstruction = { parts: system };
   if (req.tools !== undefined && req.tools.length > 0) {
@@ -84,13 +86,23 @@ function functionCallingConfig(c: ToolChoice): Json {
  * Messages -> contents (assistant -> 'model'). A message left without parts (only parts Gemini cannot take) is
  * dropped: Gemini rejects an empty parts array.
  */
-export function buildContents(messages: readonly Message[]): GeminiContent[] {
+export function buildContents(messages: readonly Message[], signCalls = false): GeminiContent[] {
   const out: GeminiContent[] = [];
   messages.forEach((m, i) => {
     const parts = m.role === 'assistant' ? answerToGemini(m.content) : userParts(m.content, messages, i);
+    if (signCalls && m.role === 'assistant') withCallSignature(parts);
     if (parts.length > 0) out.push({ role: m.role === 'assistant' ? 'model' : 'user', parts });
   });
   return out;
+}
+
+/** The placeholder signature Gemini accepts on a function call it did not produce. */
+export const FOREIGN_CALL_SIGNATURE = 'skip_thought_signature_validator';
+
+/** The first function call of a model turn must carry a signature: a call without one gets the placeholder. */
+function withCallSignature(parts: GeminiPart[]): void {
+  const first = parts.find((p) => p.functionCall !== undefined);
+  if (first && first.thoughtSignature === undefined) first.thoughtSignature = FOREIGN_CALL_SIGNATURE;
 }
 
 function userParts(content: readonly Part[], messages: readonly Message[], at: number): GeminiPart[] {

@@ -124,7 +124,8 @@ export function reasoningPart(text: string, sig: string | undefined): Part {
 
 /** A functionCall part -> canonical tool_call, keeping the thought signature Gemini 3 wants back with the call. */
 export function toolCallPart(id: string, name: string, args: string, sig: string | undefined): Part {
-  return sig === undefined ? { type: 'tool_call', id, name, arguments: args } : { type: 'tool_call', id, name, arguments: args, signature: sig, origin: 'gemini' };
+  // The placeholder a gateway puts on another family's call (build.ts) is not a signature worth keeping.
+  return sig === undefined || sig === 'skip_thought_signature_validator' ? { type: 'tool_call', id, name, arguments: args } : { type: 'tool_call', id, name, arguments: args, signature: sig, origin: 'gemini' };
 }
 
 /** Canonical answer parts -> Gemini parts (text, thought, functionCall). Redacted reasoning is not sent. */
