@@ -14,7 +14,8 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { FORWARDED_ERROR_HEADERS, finish, markAborted, newOutcome, pickHeaders, write, type Outcome } from './outcome.js';
+import { finish, markAborted, newOutcome, write, type Outcome } from './outcome.js';
+import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
 export const ENDPOINT = 'chat.completions';
@@ -89,53 +90,25 @@ async function forward(
   const adapter = adapterFor(route);
   const wantsUsage = clientWantsUsage(body);
   const upReq = adapter.chatRequest(route.provider, route.modelId, body, stream);
-  const gone = new ClientAbort();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) gone.abort();
-  };
-  reply.raw.on('close', onClose);
-  const up = trace.upstream(route.provider.base_url, upReq.path, route.providerId);
-  const tUp = performance.now();
-  let res: UpstreamResponse;
+  const call = await callUpstream(ctx, route, upReq, stream, trace, reply, o);
+  if (call === null) return;
+  const { res } = call;
   try {
-    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream, signal: gone, extraHeaders: up.headers });
-  } catch (err) {
-    o.upstreamMs = performance.now() - tUp;
-    if (gone.aborted) {
-      up.span.end(null, 'aborted');
-      markAborted(o, reply);
-      return;
-    }
-    const e = classifyTransportError(err);
-    up.span.end(null, e.code);
-    throw e;
-  }
-
-  try {
+    if (await relayUpstreamError(call, reply, o)) return;
     const type = String(res.headers['content-type'] ?? '');
-    if (res.status < 200 || res.status >= 300) {
-      const text = await res.text();
-      o.upstreamMs = performance.now() - tUp;
-      o.status = 'failure';
-      o.httpStatus = res.status;
-      o.errorType = String(res.status);
-      up.span.end(res.status, String(res.status));
-      reply.code(res.status).headers(pickHeaders(res.headers, FORWARDED_ERROR_HEADERS)).send(text);
-      return;
-    }
     if (stream && type.startsWith('text/event-stream')) {
-      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, gone);
-      o.upstreamMs = performance.now() - tUp;
-      up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, call.gone);
+      call.stamp();
+      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return;
     }
     const text = await res.text();
-    o.upstreamMs = performance.now() - tUp;
+    call.stamp();
     let json: { id?: unknown; model?: unknown; choices?: { finish_reason?: unknown }[] };
     try {
       json = JSON.parse(text) as typeof json;
     } catch {
-      up.span.end(res.status, 'invalid_json');
+      call.span.end(res.status, 'invalid_json');
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
     }
     const usage = adapter.usageFromResponse(json);
@@ -144,16 +117,13 @@ async function forward(
       o.usageSource = 'reported';
     }
     trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
-    up.span.end(res.status, null);
+    call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(text);
   } catch (err) {
-    if (gone.aborted) {
-      markAborted(o, reply);
-      return;
-    }
-    throw classifyTransportError(err);
+    if (err instanceof TollgateError && !call.gone.aborted) throw err;
+    settleFailure(err, call, reply, o);
   } finally {
-    reply.raw.off('close', onClose);
+    call.release();
   }
 }
 

@@ -16,7 +16,8 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { FORWARDED_ERROR_HEADERS, finish, markAborted, newOutcome, pickHeaders, write, type Outcome } from './outcome.js';
+import { finish, markAborted, newOutcome, write, type Outcome } from './outcome.js';
+import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
@@ -82,54 +83,25 @@ async function forward(
 ): Promise<void> {
   const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
   const upReq = outbound.buildRequest(canonical, target);
-  const gone = new ClientAbort();
-  const onClose = () => {
-    if (!reply.raw.writableFinished) gone.abort();
-  };
-  reply.raw.on('close', onClose);
-  const up = trace.upstream(route.provider.base_url, upReq.path, route.providerId);
-  const tUp = performance.now();
-  let res: UpstreamResponse;
+  const call = await callUpstream(ctx, route, upReq, canonical.stream, trace, reply, o);
+  if (call === null) return;
+  const { res } = call;
   try {
-    res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream: canonical.stream, signal: gone, extraHeaders: up.headers });
-  } catch (err) {
-    o.upstreamMs = performance.now() - tUp;
-    reply.raw.off('close', onClose);
-    if (gone.aborted) {
-      up.span.end(null, 'aborted');
-      markAborted(o, reply);
-      return;
-    }
-    const e = classifyTransportError(err);
-    up.span.end(null, e.code);
-    throw e;
-  }
-
-  try {
-    if (res.status < 200 || res.status >= 300) {
-      // The upstream's status and retry headers reach the client; its body is passed as it came.
-      const text = await res.text();
-      o.upstreamMs = performance.now() - tUp;
-      o.status = 'failure';
-      o.httpStatus = res.status;
-      o.errorType = String(res.status);
-      up.span.end(res.status, String(res.status));
-      reply.code(res.status).headers(pickHeaders(res.headers, FORWARDED_ERROR_HEADERS)).send(text);
-      return;
-    }
+    // An upstream error status reaches the client with its retry headers; the body is passed as it came.
+    if (await relayUpstreamError(call, reply, o)) return;
     if (canonical.stream) {
-      await pipeEvents(ctx, outbound.createStreamParser(), renderer(), res, reply, o, t0, gone);
-      o.upstreamMs = performance.now() - tUp;
-      up.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      await pipeEvents(ctx, outbound.createStreamParser(), renderer(), res, reply, o, t0, call.gone);
+      call.stamp();
+      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return;
     }
     const text = await res.text();
-    o.upstreamMs = performance.now() - tUp;
+    call.stamp();
     let json: unknown;
     try {
       json = JSON.parse(text);
     } catch {
-      up.span.end(res.status, 'invalid_json');
+      call.span.end(res.status, 'invalid_json');
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
     }
     const answer = outbound.parseResponse(json);
@@ -138,16 +110,13 @@ async function forward(
       o.usageSource = 'reported';
     }
     trace.setResponse(answer.id, answer.model, [answer.stopReason]);
-    up.span.end(res.status, null);
+    call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(client.renderResponse(answer, canonical.model)));
   } catch (err) {
-    if (gone.aborted) {
-      markAborted(o, reply);
-      return;
-    }
-    throw classifyTransportError(err);
+    if (err instanceof TollgateError && !call.gone.aborted) throw err;
+    settleFailure(err, call, reply, o);
   } finally {
-    reply.raw.off('close', onClose);
+    call.release();
   }
 }
 
