@@ -14,7 +14,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { finish, markAborted, newOutcome, write, type Outcome } from './outcome.js';
+import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
 import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
@@ -137,13 +137,7 @@ async function pipeStream(
   ctx: GatewayContext, adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
   reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort,
 ): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
-  });
+  const raw = openEventStream(reply);
   const parser = new SseParser();
   let deltas = 0;
   let sawDone = false;
@@ -224,11 +218,6 @@ async function pipeStream(
       o.usage = { ...NO_USAGE, output: deltas };
       o.usageSource = 'estimated';
     }
-    if (!raw.destroyed) {
-      // Shutting down: this connection must not linger as keep-alive, or close() waits for the client to drop it.
-      const socket = raw.socket; // detached from the response once it finishes
-      if (ctx.closing() && socket) raw.once('finish', () => socket.end());
-      raw.end();
-    }
+    closeEventStream(ctx, raw);
   }
 }

@@ -125,3 +125,23 @@ export function write(raw: ServerResponse, s: string): Promise<void> | void {
     raw.on('close', done);
   });
 }
+
+/** Take the response over from fastify and start an SSE stream (status 200, the request id header). */
+export function openEventStream(reply: FastifyReply): ServerResponse {
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
+  });
+  return raw;
+}
+
+/** End the stream; while shutting down, close the connection too, rather than leave it in keep-alive. */
+export function closeEventStream(ctx: GatewayContext, raw: ServerResponse): void {
+  if (raw.destroyed) return;
+  const socket = raw.socket; // detached from the response once it finishes
+  if (ctx.closing() && socket) raw.once('finish', () => socket.end());
+  raw.end();
+}

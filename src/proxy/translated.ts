@@ -16,7 +16,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { finish, markAborted, newOutcome, write, type Outcome } from './outcome.js';
+import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
 import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -125,13 +125,7 @@ async function pipeEvents(
   ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
   reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort,
 ): Promise<void> {
-  reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
-    'cache-control': 'no-cache',
-    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
-  });
+  const raw = openEventStream(reply);
   const sse = new SseParser();
   let deltas = 0;
   let upstreamError = '';
@@ -193,10 +187,6 @@ async function pipeEvents(
       o.usage = { ...(o.usageSource === 'none' ? NO_USAGE : o.usage), output: deltas };
       o.usageSource = 'estimated';
     }
-    if (!raw.destroyed) {
-      const socket = raw.socket;
-      if (ctx.closing() && socket) raw.once('finish', () => socket.end());
-      raw.end();
-    }
+    closeEventStream(ctx, raw);
   }
 }
