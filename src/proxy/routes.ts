@@ -53,14 +53,38 @@ const GEMINI: InboundSpec = {
   stream: (req) => geminiTarget(req).stream,
 };
 
-/** OpenAI Chat goes through the canonical model when its target is not an OpenAI-format provider, or it names a
- * thinking level (`model(level)`), which must become the target's own parameters. */
+/**
+ * OpenAI Chat goes through the canonical model when its target is not an OpenAI-format provider, when it names a
+ * thinking level (`model(level)`, which must become the target's own parameters), or when it uses something the
+ * model's configured capabilities exclude (which must be removed). Otherwise it takes the byte-for-byte fast path.
+ */
 function chatNeedsTranslation(cfg: Config, body: unknown): boolean {
-  const model = (body as { model?: unknown } | null)?.model;
+  const b = body as { model?: unknown } | null;
+  const model = b?.model;
   if (typeof model !== 'string') return false; // the fast path answers malformed bodies
   if (model.endsWith(')')) return true;
-  const provider = cfg.providers[model.slice(0, Math.max(0, model.indexOf('/')))];
-  return provider !== undefined && provider.format !== 'openai' && provider.format !== 'mock';
+  const slash = model.indexOf('/');
+  const provider = cfg.providers[model.slice(0, Math.max(0, slash))];
+  if (provider === undefined) return false;
+  if (provider.format !== 'openai' && provider.format !== 'mock') return true;
+  const caps = provider.models[model.slice(slash + 1)]?.capabilities;
+  return caps !== undefined && caps.length > 0 && usesExcluded(b as Record<string, unknown>, caps);
+}
+
+/** Does an OpenAI Chat body use a feature outside `caps`? (tools, images, files, audio, a json_schema format) */
+function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): boolean {
+  if (!caps.includes('tools') && (body.tools !== undefined || body.tool_choice !== undefined)) return true;
+  if (!caps.includes('structured_output') && (body.response_format as { type?: unknown } | undefined)?.type === 'json_schema') return true;
+  const need = { image_url: 'vision', file: 'pdf', input_audio: 'audio' } as const;
+  if (caps.includes('vision') && caps.includes('pdf') && caps.includes('audio')) return false;
+  for (const m of Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : []) {
+    if (!Array.isArray(m?.content)) continue;
+    for (const part of m.content as { type?: unknown }[]) {
+      const cap = need[part?.type as keyof typeof need];
+      if (cap !== undefined && !caps.includes(cap)) return true;
+    }
+  }
+  return false;
 }
 
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {

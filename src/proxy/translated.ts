@@ -9,6 +9,7 @@ import { TollgateError, errorBody } from '../errors.js';
 import type { StreamParser, StreamRenderer, Target, WireCodec } from '../providers/codec.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { CanonicalEvent, CanonicalRequest } from '../translate/canonical.js';
+import { fitCapabilities } from '../translate/capabilities.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../usage/record.js';
 import { NO_USAGE } from '../usage/types.js';
@@ -35,11 +36,14 @@ export interface InboundSpec {
 /** The codec that speaks a provider's format; `mock` answers in OpenAI Chat. */
 export type CodecLookup = (format: Route['provider']['format']) => WireCodec;
 
-/** Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling. */
+/**
+ * Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling, and
+ * what the model's capabilities exclude is removed (translate/capabilities.ts).
+ */
 export function fitRequest(req: CanonicalRequest, route: Route, model: string, thinking: CanonicalRequest['thinking'], stream: boolean): CanonicalRequest {
   const ceiling = route.modelConfig?.max_output_tokens;
   const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
-  return { ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking };
+  return fitCapabilities({ ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking }, route.modelConfig);
 }
 
 export async function handleTranslated(

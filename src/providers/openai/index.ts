@@ -28,6 +28,14 @@ const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
 export const openaiAdapter: ChatAdapter = {
   chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
     const out: Record<string, unknown> = { ...body, model: modelId };
+    // max_tokens / max_completion_tokens clamped to the model's configured ceiling.
+    const ceiling = p.models[modelId]?.max_output_tokens;
+    if (ceiling !== undefined) {
+      for (const k of ['max_tokens', 'max_completion_tokens'] as const) {
+        const v = body[k];
+        if (typeof v === 'number' && v > ceiling) out[k] = ceiling;
+      }
+    }
     if (body.stream === true && askUsage) {
       const so = (body.stream_options ?? {}) as Record<string, unknown>;
       out.stream_options = { ...so, include_usage: true };
