@@ -108,8 +108,19 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // Draining: close() waits for in-flight requests; a connection that finishes one must then close rather than
   // sit in keep-alive (fastify's keepAliveTimeout is 72 s), so every response sent while closing says so.
   let closing = false;
+  // While draining, responses in flight are counted; once none is left, every remaining connection (keep-alive
+  // ones that Node does not always see as idle) is closed, so close() never waits out a keep-alive timeout.
+  let inFlight = 0;
+  app.addHook('onRequest', (_req, reply, done) => {
+    inFlight++;
+    reply.raw.once('close', () => inFlight--);
+    done();
+  });
+  let sweeper: NodeJS.Timeout | null = null;
   app.addHook('preClose', (done) => {
     closing = true;
+    sweeper = setInterval(() => (inFlight === 0 ? app.server.closeAllConnections() : app.server.closeIdleConnections()), 100);
+    sweeper.unref();
     done();
   });
   app.addHook('onSend', (_req, reply, payload, done) => {
@@ -139,6 +150,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   });
 
   app.addHook('onClose', async () => {
+    if (sweeper !== null) clearInterval(sweeper);
     await dispatcher.close();
     await writer.close();
     await store.close();
