@@ -2,6 +2,13 @@
 // OpenAI does: JSON for non-streamed requests; SSE chunks with `usage: null` on each chunk and a final
 // `choices: []` usage chunk only when stream_options.include_usage is true; then `data: [DONE]`.
 // Tests script what it does next with `next(...)`; it records every request it receives.
+//
+// Besides text answers it can call a tool (`tool`: the first function tool of the request, as `message.tool_calls`
+// with finish_reason `tool_calls`; streamed as OpenAI streams it: the first tool_calls delta carries index, id,
+// type, function.name and empty arguments, later deltas carry argument fragments, then the finish chunk) and
+// answer with DeepSeek-style reasoning (`reasoning`: `reasoning_content` before the content, on the message and on
+// the deltas). Every streamed chunk is flushed to the socket before the next step, so a `cut` comes after the
+// chunks written before it have really left.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,9 +25,16 @@ export type Behaviour =
   | { kind: 'error'; status: number; body: unknown; headers?: Record<string, string> }
   /** Stream `chunks` content chunks, then send nothing more (the socket stays open). */
   | { kind: 'stall'; chunks: number }
-  /** Stream `chunks` content chunks, then close the connection without finishing. */
+  /** Stream `chunks` content chunks (each flushed to the socket), then close the connection without finishing. */
   | { kind: 'cut'; chunks: number }
-  | { kind: 'not-json' };
+  | { kind: 'not-json' }
+  /**
+   * The model calls the first function tool of the request (`name` overrides it; a request without tools is a 400):
+   * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4).
+   */
+  | { kind: 'tool'; name?: string; args?: Record<string, unknown>; argChunks?: number; usage?: FakeUsage; omitUsage?: boolean }
+  /** DeepSeek-style: `reasoning_content` (one delta per entry of `reasoning`), then the text answer. */
+  | { kind: 'reasoning'; reasoning?: string[]; words?: string[]; usage?: FakeUsage; omitUsage?: boolean };
 
 export interface Received {
   readonly path: string;
@@ -30,6 +44,37 @@ export interface Received {
 
 export const DEFAULT_USAGE: FakeUsage = { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3, reasoning_tokens: 2 };
 export const DEFAULT_WORDS = ['Hello', ' from', ' the', ' fake', ' upstream'];
+/** The arguments of the `tool` behaviour's call. */
+export const DEFAULT_TOOL_ARGS: Record<string, unknown> = { city: 'Paris', unit: 'celsius' };
+/** The reasoning of the `reasoning` behaviour, one streamed delta per entry. */
+export const DEFAULT_REASONING = ['The user', ' greets me;', ' I will', ' greet back.'];
+
+/** The id of the tool call the fake makes in answer to its `n`-th request (1-based, as `received.length`). */
+export const toolCallIdFor = (n: number): string => `call_${String(n).padStart(4, '0')}FakeToolCallXyZ`;
+
+/** Write and wait until the bytes are handed to the socket (resolves on error too: the peer may be gone). */
+const flushed = (res: ServerResponse, s: string): Promise<void> =>
+  new Promise<void>((resolve) => {
+    if (res.destroyed) return resolve();
+    res.write(s, () => resolve());
+  });
+
+/** The first function tool of a Chat Completions request, if any. */
+function firstTool(body: Record<string, unknown>): string | undefined {
+  if (!Array.isArray(body.tools)) return undefined;
+  for (const t of body.tools as { type?: unknown; function?: { name?: unknown } }[]) {
+    if (t?.type === 'function' && typeof t.function?.name === 'string') return t.function.name;
+  }
+  return undefined;
+}
+
+/** A string cut into `n` fragments of about the same length (fewer if it is shorter). */
+function fragments(s: string, n: number): string[] {
+  const size = Math.max(1, Math.ceil(s.length / Math.max(1, n)));
+  const out: string[] = [];
+  for (let i = 0; i < s.length; i += size) out.push(s.slice(i, i + size));
+  return out;
+}
 
 export interface FakeOpenAI {
   /** base_url for the provider config (ends in /v1). */
@@ -95,18 +140,39 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       res.end('<html>gateway timeout</html>');
       return;
     }
-    const words = b.kind === 'ok' ? (b.words ?? DEFAULT_WORDS) : DEFAULT_WORDS;
-    const usage = b.kind === 'ok' ? (b.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+    const words = b.kind === 'ok' || b.kind === 'reasoning' ? (b.words ?? DEFAULT_WORDS) : DEFAULT_WORDS;
+    const usage = b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning' ? (b.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
+    const omitUsage = (b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning') && b.omitUsage === true;
+    let call: { id: string; name: string; args: string; fragments: string[] } | undefined;
+    if (b.kind === 'tool') {
+      const name = b.name ?? firstTool(body);
+      if (name === undefined) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'the fake was told to call a tool, but the request has no function tools', type: 'invalid_request_error', param: 'tools', code: null } }));
+        return;
+      }
+      const args = JSON.stringify(b.args ?? DEFAULT_TOOL_ARGS);
+      call = { id: toolCallIdFor(received.length), name, args, fragments: fragments(args, b.argChunks ?? 4) };
+    }
+    const reasoning = b.kind === 'reasoning' ? (b.reasoning ?? DEFAULT_REASONING) : [];
     if (b.kind === 'ok' && b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
     if (res.destroyed) return;
     if (body.stream !== true) {
-      if (b.kind !== 'ok') throw new Error(`behaviour ${b.kind} needs a streamed request`);
+      if (b.kind !== 'ok' && b.kind !== 'tool' && b.kind !== 'reasoning') throw new Error(`behaviour ${b.kind} needs a streamed request`);
+      let message: Record<string, unknown>;
+      if (call) {
+        message = { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: call.args } }], refusal: null, annotations: [] };
+      } else if (b.kind === 'reasoning') {
+        message = { role: 'assistant', content: words.join(''), reasoning_content: reasoning.join('') };
+      } else {
+        message = { role: 'assistant', content: words.join(''), refusal: null, annotations: [] };
+      }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
         JSON.stringify({
           id, object: 'chat.completion', created, model,
-          choices: [{ index: 0, message: { role: 'assistant', content: words.join(''), refusal: null, annotations: [] }, logprobs: null, finish_reason: 'stop' }],
-          ...(b.omitUsage ? {} : { usage: usageJson(usage) }),
+          choices: [{ index: 0, message, logprobs: null, finish_reason: call ? 'tool_calls' : 'stop' }],
+          ...(omitUsage ? {} : { usage: usageJson(usage) }),
           service_tier: 'default', system_fingerprint: 'fp_fake',
         }),
       );
@@ -116,13 +182,29 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
     const u = includeUsage ? { usage: null } : {};
     const base = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake' };
-    const send = (o: unknown) => res.write(`data: ${JSON.stringify(o)}\n\n`);
-    send({ ...base, choices: [{ index: 0, delta: { role: 'assistant', content: '', refusal: null }, logprobs: null, finish_reason: null }], ...u });
-    const limit = b.kind === 'stall' || b.kind === 'cut' ? b.chunks : words.length;
-    for (let i = 0; i < limit; i++) {
+    // Each chunk is flushed before the next step, so that a cut comes after the chunks have really left.
+    const send = (o: unknown) => flushed(res, `data: ${JSON.stringify(o)}\n\n`);
+    const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...u });
+    // The deltas after the role chunk (each one counts for waitForChunks).
+    let deltas: Record<string, unknown>[];
+    if (call) {
+      // As OpenAI streams a call: the role and the call's head (index, id, type, name, empty arguments) together,
+      // then the arguments in fragments.
+      await send(choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }], refusal: null }));
+      deltas = call.fragments.map((a) => ({ tool_calls: [{ index: 0, function: { arguments: a } }] }));
+    } else if (b.kind === 'reasoning') {
+      // As DeepSeek streams it: reasoning_content deltas (content null), then content deltas (reasoning_content null).
+      await send(choice({ role: 'assistant', content: null, reasoning_content: '' }));
+      deltas = [...reasoning.map((r) => ({ content: null, reasoning_content: r })), ...words.map((w) => ({ content: w, reasoning_content: null }))];
+    } else {
+      await send(choice({ role: 'assistant', content: '', refusal: null }));
+      const limit = b.kind === 'stall' || b.kind === 'cut' ? b.chunks : words.length;
+      deltas = Array.from({ length: limit }, (_, i) => ({ content: words[i % words.length] }));
+    }
+    for (const d of deltas) {
       if (b.kind === 'ok' && b.chunkDelayMs) await new Promise((r) => setTimeout(r, b.chunkDelayMs));
       if (res.destroyed) return;
-      send({ ...base, choices: [{ index: 0, delta: { content: words[i % words.length] }, logprobs: null, finish_reason: null }], ...u });
+      await send(choice(d));
       sentChunk();
     }
     if (b.kind === 'stall') return; // the socket stays open, silent
@@ -130,8 +212,9 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       res.socket?.destroy();
       return;
     }
-    send({ ...base, choices: [{ index: 0, delta: {}, logprobs: null, finish_reason: 'stop' }], ...u });
-    if (includeUsage && !b.omitUsage) send({ ...base, choices: [], usage: usageJson(usage) });
+    if (res.destroyed) return;
+    await send(choice({}, call ? 'tool_calls' : 'stop'));
+    if (includeUsage && !omitUsage) await send({ ...base, choices: [], usage: usageJson(usage) });
     res.end('data: [DONE]\n\n');
   };
 
