@@ -12,6 +12,7 @@ import { startApp } from '../helpers/app.js';
 import {
   DEFAULT_SIGNATURE, DEFAULT_TEXT, DEFAULT_THINKING, DEFAULT_TOOL_INPUT, FAKE_ANTHROPIC_KEY, fakeAnthropicProvider, startFakeAnthropic,
 } from '../helpers/fake-anthropic.js';
+import { buckets, PNG } from '../helpers/clients.js';
 import { waitFor } from '../helpers/wait.js';
 
 const up = await startFakeAnthropic(t);
@@ -30,8 +31,6 @@ const BUCKETS = [20, 5, 7, 9, null];
 const TOTAL = 41;
 const COST = 0.00022275;
 
-// A 1x1 PNG.
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const QUESTION = 'What is the weather where this photo was taken?';
 const TOOL = {
   name: 'get_weather',
@@ -197,9 +196,6 @@ async function newRow<T>(endpoint: string, stream: boolean, fn: () => Promise<T>
   if (rows.length !== before + 1) throw new Error(`expected one new row, got ${rows.length - before}`);
   return { value, row: rows.at(-1)! };
 }
-
-const buckets = (row: Record<string, unknown>) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens].map((v) => (v === null ? null : Number(v)));
 
 function checkRow(t: Test, row: Record<string, unknown>, model = MODEL) {
   t.match(row, { status: 'success', http_status: 200, error_type: '', usage_source: 'reported', provider: 'anth', model }, 'row: success');

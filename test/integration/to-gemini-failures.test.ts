@@ -11,24 +11,12 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_WORDS, GEMINI_PRICE, geminiProvider, startFakeGemini, type GeminiBehaviour } from '../helpers/fake-gemini.js';
-import { waitFor } from '../helpers/wait.js';
+import { bucketsOf, rowOf } from '../helpers/clients.js';
 
 const up = await startFakeGemini(t);
 const gw = await startApp(t, { providers: { gem: geminiProvider(up) } });
 const MODEL = 'gem/gemini-2.5-flash';
 const STALL_MS = 1000; // geminiProvider: timeouts.stall_s 1
-
-async function rowOf(requestId: string): Promise<Record<string, unknown>> {
-  let row: Record<string, unknown> | undefined;
-  await waitFor(async () => {
-    [row] = await gw.rows(`request_id = '${requestId}'`);
-    return row !== undefined;
-  });
-  return row!;
-}
-
-const bucketsOf = (row: Record<string, unknown>) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens, row.total_tokens].map((v) => (v === null ? null : Number(v)));
 
 // A stream broken after 2 of its 5 chunks: Gemini's cumulative usage on chunk 2 is prompt 30 (12 cached),
 // candidates floor(8 x 2 / 5) = 3, thoughts 6 (fake-gemini.ts). That last report is the upstream's own count of what
@@ -72,7 +60,7 @@ for (const br of BREAKS) {
       const content = frames.slice(0, -1).map((f) => (JSON.parse(f.replace(/^data: /, '')) as { choices: { delta: { content?: string } }[] }).choices[0]?.delta.content ?? '').join('');
       t.equal(content, DEFAULT_WORDS.slice(0, 2).join(''), 'the two chunks of text came first');
       t.equal(up.received.at(-1)!.path, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
-      checkBrokenRow(t, await rowOf(String(res.headers['x-request-id'])), 'chat.completions', br.code);
+      checkBrokenRow(t, await rowOf(gw, String(res.headers['x-request-id'])), 'chat.completions', br.code);
     });
 
     await t.test('openai chat SDK: the stream raises', async (t) => {
@@ -100,7 +88,7 @@ for (const br of BREAKS) {
       const chunks = lines.slice(0, -1).map((l) => JSON.parse(l.replace(/^data: /, '')) as { candidates?: { content: { parts: { text?: string }[] }; finishReason?: string }[] });
       t.equal(chunks.map((c) => c.candidates?.[0]?.content.parts.map((p) => p.text ?? '').join('') ?? '').join(''), DEFAULT_WORDS.slice(0, 2).join(''));
       t.notOk(chunks.some((c) => c.candidates?.[0]?.finishReason), 'no finishReason: the answer did not finish');
-      checkBrokenRow(t, await rowOf(String(res.headers['x-request-id'])), 'generate_content', br.code);
+      checkBrokenRow(t, await rowOf(gw, String(res.headers['x-request-id'])), 'generate_content', br.code);
     });
 
     await t.test('gemini SDK (@google/genai): the stream raises an ApiError', async (t) => {
@@ -123,7 +111,7 @@ for (const br of BREAKS) {
       t.match(frames.at(-1), /^event: error\ndata: /, 'the last event is an error event');
       t.match(JSON.parse(frames.at(-1)!.split('\ndata: ')[1]!), { type: 'error', error: { type: String, message: String } });
       t.notMatch(text, /message_stop/);
-      checkBrokenRow(t, await rowOf(String(res.headers['x-request-id'])), 'messages', br.code);
+      checkBrokenRow(t, await rowOf(gw, String(res.headers['x-request-id'])), 'messages', br.code);
     });
 
     await t.test('openai responses, raw: response.failed, then one [DONE]', async (t) => {
@@ -135,7 +123,7 @@ for (const br of BREAKS) {
       t.equal(frames.at(-1), 'data: [DONE]', 'one [DONE] at the very end');
       t.equal(frames.filter((f) => f === 'data: [DONE]').length, 1);
       t.match(frames.at(-2), /^event: response\.failed\n/, 'response.failed before it');
-      checkBrokenRow(t, await rowOf(String(res.headers['x-request-id'])), 'responses', br.code);
+      checkBrokenRow(t, await rowOf(gw, String(res.headers['x-request-id'])), 'responses', br.code);
     });
   });
 }
@@ -148,7 +136,7 @@ t.test('a non-streamed answer cut or stalled halfway through its JSON: 502 / 504
     t.ok(err instanceof OpenAI.APIError, kind);
     t.equal((err as InstanceType<typeof OpenAI.APIError>).status, status, `${kind}: ${status}`);
     const id = (err as InstanceType<typeof OpenAI.APIError>).headers?.get('x-request-id') ?? '';
-    t.match(await rowOf(id), { status: 'failure', http_status: status, stream: false, usage_source: 'none' });
+    t.match(await rowOf(gw, id), { status: 'failure', http_status: status, stream: false, usage_source: 'none' });
   }
 });
 
@@ -166,7 +154,7 @@ const rateLimited = (): GeminiBehaviour => ({
 
 async function check429Row(t: Test, requestId: string | null | undefined, endpoint: string, stream: boolean): Promise<void> {
   t.ok(requestId, 'x-request-id on the error');
-  const row = await rowOf(requestId ?? '');
+  const row = await rowOf(gw, requestId ?? '');
   t.match(row, { endpoint, model: MODEL, status: 'failure', http_status: 429, error_type: '429', usage_source: 'none' });
   t.equal(Boolean(row.stream), stream);
   t.same(bucketsOf(row), [null, null, null, null, null, 0], 'no usage');

@@ -14,7 +14,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_ARGS, DEFAULT_SIGNATURE, DEFAULT_TEXT, DEFAULT_THOUGHT, GEMINI_PRICE, geminiProvider, startFakeGemini, type GeminiReceived } from '../helpers/fake-gemini.js';
-import { waitFor } from '../helpers/wait.js';
+import { argsOf, ASK_TOOL, bucketsOf, PNG, rowOf, spyFetch, TOOL, type Ask } from '../helpers/clients.js';
 
 const up = await startFakeGemini(t);
 const gw = await startApp(t, {
@@ -35,46 +35,12 @@ const COST = (18 * GEMINI_PRICE.input + 12 * GEMINI_PRICE.cached + 8 * GEMINI_PR
 t.equal(COST, 210 / 1e6, 'the cost computed by hand');
 
 const MODEL = 'gem/gemini-2.5-flash';
-/** A 1x1 PNG. */
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
-const TOOL = {
-  name: 'get_weather',
-  description: 'Current weather in a city',
-  schema: {
-    type: 'object',
-    properties: { city: { type: 'string', description: 'City name' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
-    required: ['city'],
-  },
-};
-const ASK_TOOL = 'What is the weather in the city on this picture?';
 /**
  * The max_tokens the Anthropic client sends (it must send one). Gemini counts thinking inside maxOutputTokens, so a
  * budget is capped by it (docs/thinking.md): 32768 leaves the whole `high` budget, 24576.
  */
 const MAX_TOKENS = 32768;
 
-/** A fetch that remembers the last response, for the x-request-id (the row) and headers an SDK does not expose. */
-function spyFetch() {
-  let last: Response | undefined;
-  const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const res = await fetch(input, init);
-    last = res;
-    return res;
-  };
-  return {
-    fetch: f,
-    get last(): Response {
-      if (!last) throw new Error('no response yet');
-      return last;
-    },
-  };
-}
-
-interface Ask {
-  model: string;
-  stream: boolean;
-  tools?: boolean;
-}
 interface Answer {
   text: string;
   calls: { name: string; args: unknown }[];
@@ -93,8 +59,6 @@ interface Client {
   /** The usage the client sees for DEFAULT_USAGE, in its own conventions (docs/translation.md "Usage"). */
   usage: Record<string, unknown>;
 }
-
-const argsOf = (s: string): unknown => JSON.parse(s);
 
 // ------------------------------------------------------------------------------------------------ OpenAI Chat
 
@@ -293,18 +257,6 @@ const gemini: Client = {
 
 // ------------------------------------------------------------------------------------------------ checks
 
-async function rowOf(requestId: string): Promise<Record<string, unknown>> {
-  let row: Record<string, unknown> | undefined;
-  await waitFor(async () => {
-    [row] = await gw.rows(`request_id = '${requestId}'`);
-    return row !== undefined;
-  });
-  return row!;
-}
-
-const bucketsOf = (row: Record<string, unknown>) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens, row.total_tokens].map((v) => (v === null ? null : Number(v)));
-
 function checkRow(t: Test, row: Record<string, unknown>, endpoint: string, stream: boolean): void {
   t.match(row, { endpoint, provider: 'gem', model: MODEL, requested_model: MODEL, status: 'success', http_status: 200, error_type: '', usage_source: 'reported' });
   t.equal(Boolean(row.stream), stream, 'stream flag');
@@ -341,7 +293,7 @@ for (const c of [chat, responses, anthropic, gemini]) {
           t.match(r.body, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, 'the prompt reached Gemini');
           t.notOk((r.body.generationConfig as { thinkingConfig?: unknown } | undefined)?.thinkingConfig, 'no thinking without a suffix');
           t.ok(a.requestId, 'x-request-id');
-          const row = await rowOf(a.requestId);
+          const row = await rowOf(gw, a.requestId);
           checkRow(t, row, c.endpoint, stream);
           rowBuckets[String(stream)] = { buckets: bucketsOf(row), cost: row.cost, list_cost: row.list_cost, usage_source: row.usage_source };
         });
@@ -365,7 +317,7 @@ for (const c of [chat, responses, anthropic, gemini]) {
           t.equal(contents[0]!.role, 'user');
           t.same(contents[0]!.parts.filter((p) => 'inlineData' in p), [{ inlineData: { mimeType: 'image/png', data: PNG } }], 'the image as inlineData');
           t.same(contents[0]!.parts.filter((p) => 'text' in p), [{ text: ASK_TOOL }], 'the question as text');
-          checkRow(t, await rowOf(a.requestId), c.endpoint, stream);
+          checkRow(t, await rowOf(gw, a.requestId), c.endpoint, stream);
         });
 
         await t.test('(d) a thinking suffix becomes thinkingConfig.thinkingBudget', async (t) => {
@@ -374,7 +326,7 @@ for (const c of [chat, responses, anthropic, gemini]) {
           t.equal(a.text, DEFAULT_TEXT);
           const r = checkUpstream(t, stream);
           t.same((r.body.generationConfig as { thinkingConfig?: unknown } | undefined)?.thinkingConfig, { thinkingBudget: 24576 }, 'high -> budget 24576 (gemini-budget)');
-          const row = await rowOf(a.requestId);
+          const row = await rowOf(gw, a.requestId);
           t.match(row, { model: MODEL, requested_model: MODEL, status: 'success' }, 'the suffix is not part of the recorded model');
         });
 
@@ -391,7 +343,7 @@ for (const c of [chat, responses, anthropic, gemini]) {
           } else if (c === chat) {
             t.equal(a.reasoning, DEFAULT_THOUGHT, 'a Chat client gets the thought as reasoning_content');
           }
-          checkRow(t, await rowOf(a.requestId), c.endpoint, stream);
+          checkRow(t, await rowOf(gw, a.requestId), c.endpoint, stream);
         });
       });
     }
@@ -410,7 +362,7 @@ t.test('thinking reaches only models with the reasoning capability, in each mode
   const a = await responses.ask({ model: 'gem/gemini-2.0-flash(high)', stream: false });
   const r = checkUpstream(t, false, 'gemini-2.0-flash');
   t.notOk((r.body.generationConfig as { thinkingConfig?: unknown } | undefined)?.thinkingConfig, 'a model without the reasoning capability gets no thinkingConfig');
-  t.match(await rowOf(a.requestId), { model: 'gem/gemini-2.0-flash', status: 'success' });
+  t.match(await rowOf(gw, a.requestId), { model: 'gem/gemini-2.0-flash', status: 'success' });
 });
 
 t.test('the upstream key is checked: a wrong provider key is Gemini 401, passed through', async (t) => {
@@ -425,7 +377,7 @@ t.test('the upstream key is checked: a wrong provider key is Gemini 401, passed 
   t.equal(up.received.length, before + 1);
   t.equal(up.received.at(-1)!.headers['x-goog-api-key'], 'AIza-wrong');
   t.equal(chatSpy.last.status, 401);
-  t.match(await rowOf(chatSpy.last.headers.get('x-request-id') ?? ''), { provider: 'gembad', status: 'failure', http_status: 401, error_type: '401' });
+  t.match(await rowOf(gw, chatSpy.last.headers.get('x-request-id') ?? ''), { provider: 'gembad', status: 'failure', http_status: 401, error_type: '401' });
 });
 
 // ------------------------------------------------------------------------------------------------ history

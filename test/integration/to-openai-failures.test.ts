@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_WORDS, fakeProvider, startFakeOpenAI, type Behaviour } from '../helpers/fake-openai.js';
-import { waitFor } from '../helpers/wait.js';
+import { bucketsOf, rowOf } from '../helpers/clients.js';
 
 const up = await startFakeOpenAI(t);
 const gw = await startApp(t, {
@@ -37,20 +37,6 @@ const SENT = DEFAULT_WORDS.slice(0, CHUNKS); // 'Hello', ' from'
 // price of fakeProvider (10 USD per 1M): 2 x 10 / 1e6.
 const ESTIMATED = [null, null, null, 2, null, 2];
 const ESTIMATED_COST = (2 * 10) / 1e6;
-
-type Row = Record<string, unknown>;
-
-async function rowOf(requestId: string): Promise<Row> {
-  let row: Row | undefined;
-  await waitFor(async () => {
-    [row] = await gw.rows(`request_id = '${requestId}'`);
-    return row !== undefined;
-  });
-  return row!;
-}
-
-const bucketsOf = (row: Row) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens, row.total_tokens].map((v) => (v === null ? null : Number(v)));
 
 interface Raw {
   status: number;
@@ -83,7 +69,7 @@ function checkTiming(t: Test, br: (typeof BREAKS)[number], r: Raw): void {
 }
 
 async function checkRow(t: Test, r: Raw, endpoint: string, code: RegExp): Promise<void> {
-  const row = await rowOf(String(r.headers['x-request-id']));
+  const row = await rowOf(gw, String(r.headers['x-request-id']));
   t.match(row, { endpoint, provider: 'oai', model: MODEL, requested_model: MODEL, status: 'failure', http_status: 200, error_type: code, usage_source: 'estimated' }, 'a failure row (the 200 had been sent)');
   t.equal(Boolean(row.stream), true, 'streamed');
   t.same(bucketsOf(row), ESTIMATED, 'output estimated from the two streamed deltas, nothing else guessed');
@@ -227,7 +213,7 @@ const rateLimited = (): Behaviour => ({ kind: 'error', status: 429, body: RATE_B
 
 async function check429Row(t: Test, requestId: string | null | undefined, endpoint: string, stream: boolean): Promise<void> {
   t.ok(requestId, 'x-request-id on the error');
-  const row = await rowOf(requestId ?? '');
+  const row = await rowOf(gw, requestId ?? '');
   t.match(row, { endpoint, model: MODEL, status: 'failure', http_status: 429, error_type: '429', usage_source: 'none' });
   t.equal(Boolean(row.stream), stream);
   t.same(bucketsOf(row), [null, null, null, null, null, 0], 'no usage');

@@ -15,7 +15,7 @@ import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_REASONING, DEFAULT_TOOL_ARGS, DEFAULT_WORDS, fakeProvider, startFakeOpenAI, toolCallIdFor, type Received } from '../helpers/fake-openai.js';
-import { waitFor } from '../helpers/wait.js';
+import { argsOf, ASK_TOOL, bucketsOf, PNG, rowOf, spyFetch, TOOL, type Ask } from '../helpers/clients.js';
 
 const up = await startFakeOpenAI(t);
 const gw = await startApp(t, {
@@ -50,44 +50,10 @@ const BUCKETS = [8, 3, null, 5, 2, 18];
 const COST = (8 * PRICE.input + 3 * PRICE.cached + 5 * PRICE.output + 2 * PRICE.output) / 1e6;
 t.equal(COST, 93.75 / 1e6, 'the cost computed by hand');
 
-/** A 1x1 PNG. */
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const DATA_URL = `data:image/png;base64,${PNG}`;
-const TOOL = {
-  name: 'get_weather',
-  description: 'Current weather in a city',
-  schema: {
-    type: 'object',
-    properties: { city: { type: 'string', description: 'City name' }, unit: { type: 'string', enum: ['celsius', 'fahrenheit'] } },
-    required: ['city'],
-  },
-};
-const ASK_TOOL = 'What is the weather in the city on this picture?';
 /** The max_tokens the Anthropic client sends (it must send one). */
 const MAX_TOKENS = 1024;
 
-/** A fetch that remembers the last response, for the x-request-id (the row). */
-function spyFetch() {
-  let last: Response | undefined;
-  const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const res = await fetch(input, init);
-    last = res;
-    return res;
-  };
-  return {
-    fetch: f,
-    get last(): Response {
-      if (!last) throw new Error('no response yet');
-      return last;
-    },
-  };
-}
-
-interface Ask {
-  model: string;
-  stream: boolean;
-  tools?: boolean;
-}
 interface Call {
   id: string | undefined;
   name: string;
@@ -116,8 +82,6 @@ interface Client {
   /** Whether the client sees the upstream tool call id. */
   keepsToolId: boolean;
 }
-
-const argsOf = (s: string): unknown => JSON.parse(s);
 
 // ------------------------------------------------------------------------------------------------ OpenAI Chat
 
@@ -355,18 +319,6 @@ const gemini: Client = {
 
 // ------------------------------------------------------------------------------------------------ checks
 
-async function rowOf(requestId: string): Promise<Record<string, unknown>> {
-  let row: Record<string, unknown> | undefined;
-  await waitFor(async () => {
-    [row] = await gw.rows(`request_id = '${requestId}'`);
-    return row !== undefined;
-  });
-  return row!;
-}
-
-const bucketsOf = (row: Record<string, unknown>) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens, row.total_tokens].map((v) => (v === null ? null : Number(v)));
-
 function checkRow(t: Test, row: Record<string, unknown>, endpoint: string, stream: boolean, model = MODEL): void {
   t.match(row, { endpoint, provider: 'oai', provider_group: 'paid', model, requested_model: model, status: 'success', http_status: 200, error_type: '', usage_source: 'reported' }, 'row: success');
   t.equal(Boolean(row.stream), stream, 'stream flag');
@@ -430,7 +382,7 @@ for (const c of CLIENTS) {
           t.notOk('reasoning_effort' in r.body, 'no reasoning_effort without a suffix (auto sends none)');
           t.notOk('tools' in r.body, 'no tools');
           t.ok(a.requestId, 'x-request-id');
-          const row = await rowOf(a.requestId);
+          const row = await rowOf(gw, a.requestId);
           checkRow(t, row, c.endpoint, stream);
           if (stream) t.ok(row.ttft_ms !== null && Number(row.ttft_ms) >= 0, 'a streamed row has a time to first token');
           rows[String(stream)] = row;
@@ -455,7 +407,7 @@ for (const c of CLIENTS) {
           const parts = userParts(r);
           t.same(parts.filter((p) => p.type === 'image_url').map((p) => (p.image_url as { url: string }).url), [DATA_URL], 'the image as an image_url data URL');
           t.same(parts.filter((p) => p.type === 'text'), [{ type: 'text', text: ASK_TOOL }], 'the question as text');
-          checkRow(t, await rowOf(a.requestId), c.endpoint, stream);
+          checkRow(t, await rowOf(gw, a.requestId), c.endpoint, stream);
         });
 
         await t.test('(d) reasoning_content (DeepSeek): the client gets it as its own reasoning shape', async (t) => {
@@ -473,7 +425,7 @@ for (const c of CLIENTS) {
           const r = checkUpstream(t, stream, 'deepseek-reasoner');
           if (c !== chatTranslated) t.notOk('thinking' in r.body || 'reasoning_effort' in r.body, 'no thinking parameter without a suffix');
           else t.same(r.body.thinking, { type: 'enabled' }, 'deepseek (auto): thinking enabled, no effort (docs/thinking.md)');
-          checkRow(t, await rowOf(a.requestId), c.endpoint, stream, DEEPSEEK);
+          checkRow(t, await rowOf(gw, a.requestId), c.endpoint, stream, DEEPSEEK);
         });
 
         await t.test('(e) a thinking suffix (high): reasoning_effort high for the reasoning model, nothing for the other', async (t) => {
@@ -484,7 +436,7 @@ for (const c of CLIENTS) {
           t.equal(r.body.reasoning_effort, 'high', "reasoning_effort: 'high' (openai family)");
           t.notOk('reasoning' in r.body, 'not the Responses form');
           if (c === chatFast || c === chatTranslated) t.notOk(a.fingerprint, 'a suffix takes the translated path');
-          const row = await rowOf(a.requestId);
+          const row = await rowOf(gw, a.requestId);
           checkRow(t, row, c.endpoint, stream);
 
           up.next({ kind: 'ok' });
@@ -493,7 +445,7 @@ for (const c of CLIENTS) {
           const p = checkUpstream(t, stream, 'gpt-4o');
           t.notOk('reasoning_effort' in p.body, 'a model without the reasoning capability gets no reasoning_effort');
           t.notOk('thinking' in p.body || 'reasoning' in p.body, 'nor any other thinking field');
-          checkRow(t, await rowOf(b.requestId), c.endpoint, stream, PLAIN);
+          checkRow(t, await rowOf(gw, b.requestId), c.endpoint, stream, PLAIN);
         });
       });
     }

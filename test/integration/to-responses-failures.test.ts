@@ -14,6 +14,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_TEXT, DEFAULT_WORDS, openaiError, respProvider, startFakeResponses, TEXT_STREAM_EVENTS, UPSTREAM_KEY } from '../helpers/fake-responses.js';
+import { buckets, type Row, withRow } from '../helpers/clients.js';
 import { waitFor } from '../helpers/wait.js';
 
 const up = await startFakeResponses(t);
@@ -26,20 +27,6 @@ const gw = await startApp(t, {
 const MODEL = 'resp/o4-mini';
 // Price of `resp`: output 8 USD per 1M tokens. A stream cut after two text deltas is estimated as output 2.
 const ESTIMATED_COST = (2 * 8) / 1e6;
-
-type Row = Record<string, unknown>;
-
-async function withRow<T>(t: Test, fn: () => Promise<T>): Promise<{ value: T; row: Row }> {
-  const before = new Set((await gw.rows()).map((r) => String(r.request_id)));
-  const value = await fn();
-  await waitFor(async () => (await gw.rows()).length > before.size);
-  const fresh = (await gw.rows()).filter((r) => !before.has(String(r.request_id)));
-  t.equal(fresh.length, 1, 'exactly one usage row for the request');
-  return { value, row: fresh[0]! };
-}
-
-const buckets = (row: Row) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens].map((v) => (v === null ? null : Number(v)));
 
 /** Raw POST to the gateway; the whole body as text. */
 async function raw(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
@@ -103,7 +90,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
     const abandonedBefore = up.aborted;
     t.test('Responses client: response.failed then exactly one data: [DONE] (raw bytes)', async (t) => {
       nextFailure(cause);
-      const { value: res, row } = await withRow(t, () => raw('/v1/responses', { model: MODEL, input: 'hi', stream: true }));
+      const { value: res, row } = await withRow(gw, t, () => raw('/v1/responses', { model: MODEL, input: 'hi', stream: true }));
       t.equal(res.status, 200);
       t.match(String(res.headers['content-type']), /^text\/event-stream/);
       checkRequestId(t, String(res.headers['x-request-id']), row);
@@ -135,7 +122,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
       nextFailure(cause);
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
       const types: string[] = [];
-      const { row } = await withRow(t, async () => {
+      const { row } = await withRow(gw, t, async () => {
         for await (const e of await client.responses.create({ model: MODEL, input: 'hi', stream: true })) types.push(e.type);
       });
       t.equal(types.at(-1), 'response.failed');
@@ -146,7 +133,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
     t.test('Anthropic client: event: error (raw bytes), and the SDK raises it', async (t) => {
       nextFailure(cause);
       const body = { model: MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], stream: true };
-      const { value: res, row } = await withRow(t, () => raw('/v1/messages', body, { 'anthropic-version': '2023-06-01' }));
+      const { value: res, row } = await withRow(gw, t, () => raw('/v1/messages', body, { 'anthropic-version': '2023-06-01' }));
       t.equal(res.status, 200);
       const fs = frames(res.text);
       for (const f of fs) {
@@ -174,7 +161,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
 
     t.test('Chat client: an error event, no [DONE] after it', async (t) => {
       nextFailure(cause);
-      const { value: res, row } = await withRow(t, () => raw('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }));
+      const { value: res, row } = await withRow(gw, t, () => raw('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }));
       const fs = frames(res.text);
       for (const f of fs) t.ok(isJson(f.data) && f.lines.length === 1, `one JSON data line: ${f.lines[0]?.slice(0, 60)}`);
       t.notOk(res.text.includes('[DONE]'), 'no [DONE] after an error');
@@ -195,7 +182,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
       nextFailure(cause);
       const genai = new GoogleGenAI({ apiKey: 'unused', httpOptions: { baseUrl: gw.url } });
       let text = '';
-      const { value: err, row } = await withRow(t, async () =>
+      const { value: err, row } = await withRow(gw, t, async () =>
         (async () => {
           for await (const c of await genai.models.generateContentStream({ model: MODEL, contents: 'hi' })) text += c.text ?? '';
         })().catch((e: unknown) => e),
@@ -242,7 +229,7 @@ for (const stream of [false, true]) {
     t.test('OpenAI Chat', async (t) => {
       next429();
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-      const { value: err, row } = await withRow(t, () =>
+      const { value: err, row } = await withRow(gw, t, () =>
         (stream ? client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }) : client.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'hi' }] })).catch((e: unknown) => e),
       );
       t.ok(err instanceof OpenAI.RateLimitError, 'RateLimitError');
@@ -257,7 +244,7 @@ for (const stream of [false, true]) {
     t.test('OpenAI Responses', async (t) => {
       next429();
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
-      const { value: err, row } = await withRow(t, () =>
+      const { value: err, row } = await withRow(gw, t, () =>
         (stream ? client.responses.create({ model: MODEL, input: 'hi', stream: true }) : client.responses.create({ model: MODEL, input: 'hi' })).catch((e: unknown) => e),
       );
       t.ok(err instanceof OpenAI.RateLimitError, 'RateLimitError');
@@ -272,7 +259,7 @@ for (const stream of [false, true]) {
       next429();
       const client = new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 });
       const params = { model: MODEL, max_tokens: 100, messages: [{ role: 'user' as const, content: 'hi' }] };
-      const { value: err, row } = await withRow(t, () =>
+      const { value: err, row } = await withRow(gw, t, () =>
         (stream ? client.messages.stream(params).finalMessage() : client.messages.create(params)).catch((e: unknown) => e),
       );
       t.ok(err instanceof Anthropic.RateLimitError, `RateLimitError: ${String(err)}`);
@@ -297,7 +284,7 @@ for (const stream of [false, true]) {
           },
         },
       });
-      const { value: err, row } = await withRow(t, () =>
+      const { value: err, row } = await withRow(gw, t, () =>
         (stream ? genai.models.generateContentStream({ model: MODEL, contents: 'hi' }) : genai.models.generateContent({ model: MODEL, contents: 'hi' })).catch((e: unknown) => e),
       );
       t.ok(err instanceof ApiError, `ApiError: ${String(err)}`);

@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_ARGUMENTS, DEFAULT_SUMMARY, DEFAULT_TEXT, respProvider, startFakeResponses, UPSTREAM_KEY } from '../helpers/fake-responses.js';
-import { waitFor } from '../helpers/wait.js';
+import { buckets, type Row, withRow } from '../helpers/clients.js';
 
 const up = await startFakeResponses(t);
 const gw = await startApp(t, { providers: { resp: respProvider(up.baseUrl) } });
@@ -44,7 +44,6 @@ const ASK = 'What is the weather where this photo was taken?';
 const ARGS = JSON.parse(DEFAULT_ARGUMENTS) as unknown;
 const SUMMARY = DEFAULT_SUMMARY.join('');
 
-type Row = Record<string, unknown>;
 type Kind = 'text' | 'tool' | 'reasoning';
 
 /** What a client got, in neutral terms (each adapter reads its own SDK's shape). */
@@ -250,19 +249,6 @@ const CLIENTS = [chat, responses, anthropic, gemini];
 
 // ---- helpers -----------------------------------------------------------------------------------------------------
 
-/** Run one client request and return its result with the one usage row it produced. */
-async function withRow<T>(t: Test, fn: () => Promise<T>): Promise<{ value: T; row: Row }> {
-  const before = new Set((await gw.rows()).map((r) => String(r.request_id)));
-  const value = await fn();
-  await waitFor(async () => (await gw.rows()).length > before.size);
-  const fresh = (await gw.rows()).filter((r) => !before.has(String(r.request_id)));
-  t.equal(fresh.length, 1, 'exactly one usage row for the request');
-  return { value, row: fresh[0]! };
-}
-
-const buckets = (row: Row) =>
-  [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens].map((v) => (v === null ? null : Number(v)));
-
 function checkRow(t: Test, row: Row, endpoint: string, stream: boolean, model = REASONING_MODEL): void {
   t.match(row, { endpoint, provider: 'resp', model, requested_model: model, stream, status: 'success', http_status: 200, error_type: '', usage_source: 'reported' }, 'row: success, routed to resp');
   t.same(buckets(row), BUCKETS, 'buckets by hand: input 24, cached 16, cache write null, output 15, reasoning 10');
@@ -283,7 +269,7 @@ for (const c of CLIENTS) {
       const mode = stream ? 'streamed' : 'whole';
 
       t.test(`${mode}: (a) plain text, (c) row`, async (t) => {
-        const { value: g, row } = await withRow(t, () => c.run('text', REASONING_MODEL, stream));
+        const { value: g, row } = await withRow(gw, t, () => c.run('text', REASONING_MODEL, stream));
         t.equal(g.text, DEFAULT_TEXT, 'answer text');
         t.equal(g.stop, c.stops.text, 'stop reason in the client vocabulary');
         t.same(g.usage, c.usage, 'usage in the client shape');
@@ -300,7 +286,7 @@ for (const c of CLIENTS) {
 
       t.test(`${mode}: (b) tool + image -> tool call, (c) row`, async (t) => {
         up.next({ kind: 'tool' });
-        const { value: g, row } = await withRow(t, () => c.run('tool', REASONING_MODEL, stream));
+        const { value: g, row } = await withRow(gw, t, () => c.run('tool', REASONING_MODEL, stream));
         t.equal(g.calls.length, 1, 'one tool call');
         t.equal(g.calls[0]?.name, TOOL.name);
         t.same(g.calls[0]?.args, ARGS, 'arguments as the upstream produced them');
@@ -321,14 +307,14 @@ for (const c of CLIENTS) {
 
       t.test(`${mode}: reasoning summary before the message`, async (t) => {
         up.next({ kind: 'reasoning' });
-        const { value: g, row } = await withRow(t, () => c.run('reasoning', REASONING_MODEL, stream));
+        const { value: g, row } = await withRow(gw, t, () => c.run('reasoning', REASONING_MODEL, stream));
         t.equal(g.text, DEFAULT_TEXT, 'answer text');
         t.equal(g.reasoning, SUMMARY, 'reasoning summary in the client shape');
         checkRow(t, row, c.endpoint, stream);
       });
 
       t.test(`${mode}: (d) thinking suffix`, async (t) => {
-        const { row } = await withRow(t, () => c.run('text', `${REASONING_MODEL}(high)`, stream));
+        const { row } = await withRow(gw, t, () => c.run('text', `${REASONING_MODEL}(high)`, stream));
         const sent = lastSent().body;
         t.equal(sent.model, 'o4-mini', 'suffix removed upstream');
         t.same(sent.reasoning, { effort: 'high' }, 'reasoning.effort high');
@@ -337,7 +323,7 @@ for (const c of CLIENTS) {
         t.equal(row.requested_model, REASONING_MODEL);
         checkRow(t, row, c.endpoint, stream);
 
-        const plain = await withRow(t, () => c.run('text', `${PLAIN_MODEL}(high)`, stream));
+        const plain = await withRow(gw, t, () => c.run('text', `${PLAIN_MODEL}(high)`, stream));
         const sent2 = lastSent().body;
         t.equal(sent2.model, 'gpt-4.1');
         t.notOk('reasoning' in sent2, 'a model without the reasoning capability gets no reasoning field');
@@ -348,7 +334,7 @@ for (const c of CLIENTS) {
 
     t.test('streamed: a repeated terminal event (completed twice, then done) is counted once', async (t) => {
       up.next({ kind: 'duplicate-terminal' });
-      const { value: g, row } = await withRow(t, () => c.run('text', REASONING_MODEL, true));
+      const { value: g, row } = await withRow(gw, t, () => c.run('text', REASONING_MODEL, true));
       t.equal(up.pending, 0, 'the behaviour was used');
       t.equal(g.text, DEFAULT_TEXT);
       t.equal(g.terminals, 1, 'the client sees one terminal event');
@@ -411,7 +397,7 @@ const RAW = [
 for (const r of RAW) {
   t.test(`raw ${r.endpoint} stream: an upstream keep-alive comment and stray [DONE] are not forwarded`, async (t) => {
     up.next({ kind: 'ok', junk: true });
-    const { value: res, row } = await withRow(t, async () => {
+    const { value: res, row } = await withRow(gw, t, async () => {
       const x = await request(`${gw.url}${r.path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(r.body) });
       return { status: x.statusCode, requestId: x.headers['x-request-id'], text: await x.body.text() };
     });
