@@ -13,6 +13,7 @@
 // a user turn), max_tokens is always sent, thinking is only sent to a model whose config has the `reasoning`
 // capability, and sampling parameters thinking forbids are removed (see buildRequest).
 
+import { endpointPath } from '../endpoint.js';
 import { applyThinking, parseThinkingSuffix } from '../../translate/thinking.js';
 import type { ModelConfig, ProviderConfig } from '../../config/types.js';
 import type { CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../../translate/canonical.js';
@@ -207,18 +208,6 @@ function buildToolChoice(req: CanonicalRequest): Json | undefined {
   }
 }
 
-const paths = new WeakMap<ProviderConfig, string>();
-
-/** `<base_url path>/v1/messages`: Anthropic's base_url has no /v1 (https://api.anthropic.com). */
-function messagesPath(p: ProviderConfig): string {
-  let path = paths.get(p);
-  if (path === undefined) {
-    const base = p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '';
-    paths.set(p, (path = `${base}/v1/messages`));
-  }
-  return path;
-}
-
 function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string> {
   // Header names are lower-cased so a configured `Anthropic-Version` or `anthropic-beta` replaces, never duplicates.
   const h: Record<string, string> = { 'anthropic-version': ANTHROPIC_VERSION };
@@ -288,5 +277,6 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   if (Object.keys(outputConfig).length > 0) body.output_config = outputConfig;
   if (req.stream) body.stream = true;
 
-  return { path: messagesPath(target.provider), headers: buildHeaders(target.provider, req.stream), body: JSON.stringify(body) };
+  // Anthropic's base_url has no /v1 (https://api.anthropic.com).
+  return { path: endpointPath(target.provider, '/v1/messages'), headers: buildHeaders(target.provider, req.stream), body: JSON.stringify(body) };
 }

@@ -5,19 +5,8 @@ import type { Target } from '../codec.js';
 import type { CanonicalRequest, Message, Part, ToolChoice } from '../../translate/canonical.js';
 import { applyThinking } from '../../translate/thinking.js';
 import type { UpstreamRequest } from '../types.js';
+import { endpointPath } from '../endpoint.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
-
-const paths = new WeakMap<object, string>();
-
-/** `<base_url path>` without a trailing slash, computed once per (frozen) provider config; '/v1beta' without a URL. */
-function basePath(target: Target): string {
-  let path = paths.get(target.provider);
-  if (path === undefined) {
-    path = target.provider.base_url ? new URL(target.provider.base_url).pathname.replace(/\/+$/, '') : '/v1beta';
-    paths.set(target.provider, path);
-  }
-  return path;
-}
 
 function authHeaders(target: Target): Record<string, string> {
   const a = target.provider.auth;
@@ -28,7 +17,7 @@ function authHeaders(target: Target): Record<string, string> {
 
 export function buildGeminiRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
   const model = target.modelId.replace(/^models\//, '');
-  const path = `${basePath(target)}/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`;
+  const path = endpointPath(target.provider, `/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
 
   // Gemini 3 (the gemini-level family) rejects a function call in history without its thought signature; a call
   // another family produced gets the placeholder Google documents for that case.

@@ -21,30 +21,14 @@
 //   turn without server-side storage; non-reasoning models reject it); reasoning items are sent back; and
 //   temperature / top_p are removed unless the effort is 'none' (reasoning models reject them otherwise).
 
-import type { ProviderConfig } from '../../config/types.js';
 import type { CanonicalRequest, Message, Part } from '../../translate/canonical.js';
 import { applyThinking } from '../../translate/thinking.js';
 import type { Target } from '../codec.js';
+import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import type { UpstreamRequest } from '../types.js';
 import { dataUrl, envelopeOf, type Json } from './shared.js';
 
-function authHeaders(p: ProviderConfig): Record<string, string> {
-  if (p.auth.type !== 'api_key' || !p.auth.key) return {};
-  const header = (p.auth.header ?? 'authorization').toLowerCase();
-  return { [header]: header === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
-}
 
-const paths = new WeakMap<ProviderConfig, string>();
-
-/** `<base_url path>/responses`, computed once per (frozen) provider config. */
-function responsesPath(p: ProviderConfig): string {
-  let path = paths.get(p);
-  if (path === undefined) {
-    const base = p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
-    paths.set(p, (path = `${base}/responses`));
-  }
-  return path;
-}
 
 function contentPart(p: Part): Json | null {
   switch (p.type) {
@@ -165,8 +149,8 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
 
   const p = target.provider;
   return {
-    path: responsesPath(p),
-    headers: { ...p.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...authHeaders(p) },
+    path: endpointPath(p, '/responses', '/v1'),
+    headers: { ...p.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
     body: JSON.stringify(out),
   };
 }

@@ -2,26 +2,10 @@
 
 import type { ProviderConfig } from '../../config/types.js';
 import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '../types.js';
+import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { openaiUsage } from './usage.js';
 
-function authHeaders(p: ProviderConfig): Record<string, string> {
-  if (p.auth.type !== 'api_key' || !p.auth.key) return {};
-  const header = p.auth.header ?? 'authorization';
-  return { [header.toLowerCase()]: header.toLowerCase() === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
-}
 
-const paths = new WeakMap<ProviderConfig, string>();
-
-/** `<base_url path>/chat/completions`, computed once per (frozen) provider config. */
-function chatPath(p: ProviderConfig): string {
-  let path = paths.get(p);
-  if (path === undefined) {
-    // The in-process mock has no URL; it answers on OpenAI's path.
-    const base = p.base_url ? new URL(p.base_url).pathname.replace(/\/+$/, '') : '/v1';
-    paths.set(p, (path = `${base}/chat/completions`));
-  }
-  return path;
-}
 
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
 
@@ -41,8 +25,9 @@ export const openaiAdapter: ChatAdapter = {
       out.stream_options = { ...so, include_usage: true };
     }
     return {
-      path: chatPath(p),
-      headers: { ...p.headers, 'content-type': 'application/json', accept: body.stream === true ? 'text/event-stream' : 'application/json', ...authHeaders(p) },
+      // The in-process mock has no URL; it answers on OpenAI's path.
+      path: endpointPath(p, '/chat/completions', '/v1'),
+      headers: { ...p.headers, 'content-type': 'application/json', accept: body.stream === true ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
       body: JSON.stringify(out),
     };
   },
