@@ -24,8 +24,8 @@
 // (path, headers, body), including the ones it refuses. Stall/cut counts SSE events as written: with the default
 // text answer, event 1 is message_start, 2 content_block_start, 3 ping, 4.. the text deltas.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { flushed, listenLoopback } from './loopback.js';
 
 export const FAKE_ANTHROPIC_KEY = 'sk-ant-fake-upstream-key-123';
 
@@ -274,12 +274,6 @@ function streamEvents(id: string, model: string, blocks: Block[], stop: string, 
   return ev;
 }
 
-/** Write and wait until the bytes are handed to the socket (resolves on error too: the peer may be gone). */
-function flushed(res: ServerResponse, chunk: string): Promise<void> {
-  return new Promise((resolve) => {
-    res.write(chunk, () => resolve());
-  });
-}
 
 function usageJson(u: FakeAnthropicUsage): Json {
   return {
@@ -295,7 +289,6 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
   const apiKey = opts.apiKey ?? FAKE_ANTHROPIC_KEY;
   const queue: AnthropicBehaviour[] = [];
   const received: AnthropicReceived[] = [];
-  const sockets = new Set<Socket>();
   const waiters: { n: number; resolve: () => void }[] = [];
   let eventsSent = 0;
   let aborted = 0;
@@ -399,31 +392,14 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
     res.end();
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      if (res.headersSent) {
-        res.destroy();
-        return;
-      }
-      if (err instanceof ApiError) sendError(res, err.status, err.type, err.message);
-      else sendError(res, 500, 'api_error', err instanceof Error ? err.message : String(err));
-    });
+  const { port, close } = await listenLoopback(t, handle, (err, res) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (err instanceof ApiError) sendError(res, err.status, err.type, err.message);
+    else sendError(res, 500, 'api_error', err instanceof Error ? err.message : String(err));
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  let closed = false;
-  const close = () =>
-    new Promise<void>((r) => {
-      if (closed) return r();
-      closed = true;
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    });
-  t.teardown(close);
   return {
     url: `http://127.0.0.1:${port}`,
     received,

@@ -31,8 +31,8 @@
 // Tests script what it does next with `next(...)` (when the queue is empty: 'ok' with defaults); it records every
 // request it receives (path, headers, parsed body).
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { flushed, listenLoopback } from './loopback.js';
 
 export interface GeminiUsage {
   promptTokenCount: number;
@@ -245,8 +245,6 @@ function usageJson(u: GeminiUsage, candidates: number): Json {
 
 type GPart = Json;
 
-/** Write and wait until the bytes are handed to the socket (a destroy() right after a bare write() loses them). */
-const flushed = (res: ServerResponse, s: string) => new Promise<void>((resolve) => res.write(s, () => resolve()));
 
 /** The chunks of one answer: the parts of each chunk, in order (the whole answer is their concatenation). */
 function answerChunks(b: GeminiBehaviour, body: Json): GPart[][] {
@@ -288,7 +286,6 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
   let aborted = 0;
   let responses = 0;
   const chunkWaiters: { n: number; resolve: () => void }[] = [];
-  const sockets = new Set<Socket>();
 
   const sentChunk = () => {
     chunksSent++;
@@ -404,24 +401,10 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     res.end();
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=UTF-8' });
-      res.end(JSON.stringify(geminiError(500, `fake-gemini: ${err.message}`)));
-    });
+  const { port, close } = await listenLoopback(t, handle, (err, res) => {
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json; charset=UTF-8' });
+    res.end(JSON.stringify(geminiError(500, `fake-gemini: ${(err as Error).message}`)));
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  const close = () =>
-    new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    });
-  t.teardown(close);
   return {
     baseUrl: `http://127.0.0.1:${port}/v1beta`,
     key,

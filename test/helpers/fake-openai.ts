@@ -10,8 +10,8 @@
 // the deltas). Every streamed chunk is flushed to the socket before the next step, so a `cut` comes after the
 // chunks written before it have really left.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { flushed, listenLoopback } from './loopback.js';
 
 export interface FakeUsage {
   prompt_tokens: number;
@@ -52,12 +52,6 @@ export const DEFAULT_REASONING = ['The user', ' greets me;', ' I will', ' greet 
 /** The id of the tool call the fake makes in answer to its `n`-th request (1-based, as `received.length`). */
 export const toolCallIdFor = (n: number): string => `call_${String(n).padStart(4, '0')}FakeToolCallXyZ`;
 
-/** Write and wait until the bytes are handed to the socket (resolves on error too: the peer may be gone). */
-const flushed = (res: ServerResponse, s: string): Promise<void> =>
-  new Promise<void>((resolve) => {
-    if (res.destroyed) return resolve();
-    res.write(s, () => resolve());
-  });
 
 /** The first function tool of a Chat Completions request, if any. */
 function firstTool(body: Record<string, unknown>): string | undefined {
@@ -105,7 +99,6 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
   let chunksSent = 0;
   let aborted = 0;
   const chunkWaiters: { n: number; resolve: () => void }[] = [];
-  const sockets = new Set<import('node:net').Socket>();
 
   const sentChunk = () => {
     chunksSent++;
@@ -218,24 +211,10 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     res.end('data: [DONE]\n\n');
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: { message: err.message } }));
-    });
+  const { port, close } = await listenLoopback(t, handle, (err, res) => {
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: { message: (err as Error).message } }));
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  const close = () =>
-    new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    });
-  t.teardown(close);
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,

@@ -29,8 +29,8 @@
 //
 // Tests script what it does next with `next(...)` (when the queue is empty: 'ok'); it records every request.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { listenLoopback } from './loopback.js';
 
 export interface FakeResponsesUsage {
   input_tokens: number;
@@ -289,7 +289,6 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
   let aborted = 0;
   let counter = 0;
   const waiters: { n: number; resolve: () => void }[] = [];
-  const sockets = new Set<Socket>();
 
   const sentEvent = () => {
     eventsSent++;
@@ -459,25 +458,10 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
     res.end();
   };
 
-  const server: Server = createServer((req, res) => {
-    handle(req, res).catch((err: Error) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(openaiError(`fake upstream: ${err.message}`, 'server_error')));
-    });
+  const { port, close } = await listenLoopback(t, handle, (err, res) => {
+    if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(openaiError(`fake upstream: ${(err as Error).message}`, 'server_error')));
   });
-  server.on('connection', (s) => {
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as AddressInfo).port;
-  let closed: Promise<void> | null = null;
-  const close = () =>
-    (closed ??= new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }));
-  t.teardown(close);
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     port,

@@ -1,0 +1,46 @@
+// The plumbing every fake upstream shares: a real HTTP server on 127.0.0.1 (port 0) whose handler errors become a
+// 500 in the fake's own error shape, whose open sockets are destroyed at close, and which the test stops at teardown.
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface Loopback {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Start the server; `onError` answers a request whose handler threw, in the fake's own error shape. */
+export async function listenLoopback(
+  t: { teardown(fn: () => unknown): void },
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  onError: (err: unknown, res: ServerResponse) => void,
+): Promise<Loopback> {
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => onError(err, res));
+  });
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  let closed: Promise<void> | null = null;
+  const close = () =>
+    (closed ??= new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }));
+  t.teardown(close);
+  return { port: (server.address() as AddressInfo).port, close };
+}
+
+/**
+ * Write and wait until the bytes are handed to the socket (a destroy() right after a bare write() loses them);
+ * resolves on error too, and at once when the peer is already gone.
+ */
+export function flushed(res: ServerResponse, chunk: string): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (res.destroyed) return resolve();
+    res.write(chunk, () => resolve());
+  });
+}
