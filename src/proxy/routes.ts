@@ -49,8 +49,7 @@ function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } {
 const GEMINI: InboundSpec = {
   endpoint: 'generate_content',
   codec: geminiCodec,
-  model: (req) => geminiTarget(req).model,
-  stream: (req) => geminiTarget(req).stream,
+  fromUrl: geminiTarget,
 };
 
 /**

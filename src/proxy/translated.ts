@@ -25,10 +25,8 @@ import { SseParser } from './sse.js';
 export interface InboundSpec {
   readonly endpoint: string;
   readonly codec: WireCodec;
-  /** The model named in the URL (Gemini); otherwise the body's. */
-  model?(req: FastifyRequest): string;
-  /** Streaming decided by the URL (Gemini's :streamGenerateContent); otherwise the body's. */
-  stream?(req: FastifyRequest): boolean;
+  /** Model and streaming named in the URL (Gemini's `{model}:streamGenerateContent`); otherwise the body's. */
+  fromUrl?(req: FastifyRequest): { model: string; stream: boolean };
   /** A renderer that needs the request (OpenAI Chat's include_usage); otherwise the codec's own. */
   renderer?(req: FastifyRequest, model: string, requestId: string): StreamRenderer;
 }
@@ -61,12 +59,13 @@ export async function handleTranslated(
   try {
     const parsed = inbound.codec.parseRequest(req.body);
     // The body's model comes suffix-free from the codec; a model named in the URL is stripped here.
-    const fromUrl = inbound.model ? parseThinkingSuffix(inbound.model(req)) : { model: parsed.model, thinking: undefined };
-    requestedModel = fromUrl.model.slice(0, MAX_REQUESTED_MODEL);
-    stream = inbound.stream ? inbound.stream(req) : parsed.stream;
-    o.route = resolveModel(cfg, fromUrl.model);
+    const url = inbound.fromUrl?.(req);
+    const named = url ? parseThinkingSuffix(url.model) : { model: parsed.model, thinking: undefined };
+    requestedModel = named.model.slice(0, MAX_REQUESTED_MODEL);
+    stream = url ? url.stream : parsed.stream;
+    o.route = resolveModel(cfg, named.model);
     trace.routed(o.route.model, o.route.providerId, o.route.modelId);
-    const canonical = fitRequest(parsed, o.route, fromUrl.model, fromUrl.thinking, stream);
+    const canonical = fitRequest(parsed, o.route, named.model, named.thinking, stream);
     const renderer = () => (inbound.renderer ? inbound.renderer(req, canonical.model, requestId) : inbound.codec.createStreamRenderer(canonical.model));
     await forward(ctx, codecs(o.route.provider.format), inbound.codec, renderer, o.route, canonical, trace, reply, o, t0);
   } catch (err) {
