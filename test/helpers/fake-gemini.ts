@@ -32,7 +32,7 @@
 // request it receives (path, headers, parsed body).
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { flushed, listenLoopback } from './loopback.js';
+import { ChunkCounter, flushed, listenLoopback } from './loopback.js';
 
 export interface GeminiUsage {
   promptTokenCount: number;
@@ -282,20 +282,10 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
   const received: GeminiReceived[] = [];
   // The signatures this fake issued, plus the two documented placeholders that skip the check.
   const issued = new Set<string>(['context_engineering_is_the_way_to_go', 'skip_thought_signature_validator']);
-  let chunksSent = 0;
   let aborted = 0;
   let responses = 0;
-  const chunkWaiters: { n: number; resolve: () => void }[] = [];
+  const sentChunks = new ChunkCounter();
 
-  const sentChunk = () => {
-    chunksSent++;
-    for (const w of [...chunkWaiters]) {
-      if (chunksSent >= w.n) {
-        chunkWaiters.splice(chunkWaiters.indexOf(w), 1);
-        w.resolve();
-      }
-    }
-  };
 
   const sendError = (res: ServerResponse, code: number, message: string, status?: string, headers: Record<string, string> = {}, details?: unknown[]) => {
     res.writeHead(code, { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer', ...headers });
@@ -391,7 +381,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
       if (res.destroyed) return;
       // Flushed before the next step, so that a cut comes after the chunks have really left.
       await flushed(res, `data: ${JSON.stringify(f)}\r\n\r\n`);
-      sentChunk();
+      sentChunks.sent();
     }
     if (b.kind === 'stall') return; // the socket stays open, silent
     if (b.kind === 'cut') {
@@ -410,7 +400,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     key,
     received,
     next: (...b) => queue.push(...b),
-    waitForChunks: (n) => new Promise<void>((resolve) => (chunksSent >= n ? resolve() : chunkWaiters.push({ n, resolve }))),
+    waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;
     },

@@ -11,7 +11,7 @@
 // chunks written before it have really left.
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { flushed, listenLoopback } from './loopback.js';
+import { ChunkCounter, flushed, listenLoopback } from './loopback.js';
 
 export interface FakeUsage {
   prompt_tokens: number;
@@ -96,19 +96,9 @@ function usageJson(u: FakeUsage): Record<string, unknown> {
 export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }): Promise<FakeOpenAI> {
   const queue: Behaviour[] = [];
   const received: Received[] = [];
-  let chunksSent = 0;
   let aborted = 0;
-  const chunkWaiters: { n: number; resolve: () => void }[] = [];
+  const sentChunks = new ChunkCounter();
 
-  const sentChunk = () => {
-    chunksSent++;
-    for (const w of [...chunkWaiters]) {
-      if (chunksSent >= w.n) {
-        chunkWaiters.splice(chunkWaiters.indexOf(w), 1);
-        w.resolve();
-      }
-    }
-  };
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const parts: Buffer[] = [];
@@ -198,7 +188,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       if (b.kind === 'ok' && b.chunkDelayMs) await new Promise((r) => setTimeout(r, b.chunkDelayMs));
       if (res.destroyed) return;
       await send(choice(d));
-      sentChunk();
+      sentChunks.sent();
     }
     if (b.kind === 'stall') return; // the socket stays open, silent
     if (b.kind === 'cut') {
@@ -219,7 +209,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,
     next: (...b) => queue.push(...b),
-    waitForChunks: (n) => new Promise<void>((resolve) => (chunksSent >= n ? resolve() : chunkWaiters.push({ n, resolve }))),
+    waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;
     },

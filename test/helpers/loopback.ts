@@ -44,3 +44,23 @@ export function flushed(res: ServerResponse, chunk: string): Promise<void> {
     res.write(chunk, () => resolve());
   });
 }
+
+/** Counts the stream chunks a fake has sent, so a test can act once n have gone out. */
+export class ChunkCounter {
+  #sent = 0;
+  readonly #waiters: { n: number; resolve: () => void }[] = [];
+
+  sent(): void {
+    this.#sent++;
+    for (const w of [...this.#waiters]) {
+      if (this.#sent >= w.n) {
+        this.#waiters.splice(this.#waiters.indexOf(w), 1);
+        w.resolve();
+      }
+    }
+  }
+
+  waitFor(n: number): Promise<void> {
+    return new Promise<void>((resolve) => (this.#sent >= n ? resolve() : this.#waiters.push({ n, resolve })));
+  }
+}
