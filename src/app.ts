@@ -8,6 +8,7 @@ import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
 import { TollgateError, errorBody, toTollgateError } from './errors.js';
 import { healthRoutes } from './api/health.js';
+import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
 import { Dispatcher } from './proxy/dispatch.js';
 import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './proxy/routes.js';
@@ -20,6 +21,8 @@ import { BatchWriter } from './store/writer.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './usage/ledger.js';
+import { Router } from './routing/router.js';
+import { switchTargetExists } from './routing/auto-switch.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -37,6 +40,7 @@ export interface Tollgate {
   readonly writer: BatchWriter<RequestRow>;
   readonly metrics: Metrics;
   readonly ledger: Ledger;
+  readonly router: Router;
 }
 
 declare module 'fastify' {
@@ -88,17 +92,22 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();
+  const router = new Router(() => holder.current, { onCool: (connectionId, reason) => metrics.cooled(connectionId, reason) });
+  metrics.watchCooldowns(() => holder.current, router);
   let keys = new KeyRing(cfg.server.api_keys);
+  const sw = cfg.budgets.auto_switch;
+  if (sw.enabled && sw.to && !switchTargetExists(cfg, sw.to)) log.warn({ to: sw.to }, 'budgets.auto_switch.to names no configured model or combo: auto-switch is off');
   if (keys.open) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
   holder.onChange((next) => {
     keys = new KeyRing(next.server.api_keys);
     dispatcher.reconcile(next.providers);
+    router.reconfigure(next);
     metrics.configReloads.inc({ result: 'applied' });
   });
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger });
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router });
   app.decorateRequest('apiKeyName', '');
 
   app.addHook('onRequest', async (req) => {
@@ -127,7 +136,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger, closing: () => closing };
+  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => closing };
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
     // The path only: a Gemini client may carry its key in the query string.
@@ -143,6 +152,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   await app.register(proxyRoutes, { ctx });
   await app.register(usageRoutes, { store });
+  await app.register(quotaRoutes, { config: holder, router });
   await app.register(healthRoutes, { store });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -133,8 +133,58 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
     if (!isObject(p)) continue;
     if (typeof p.format === 'string' && REMOTE_FORMATS.has(p.format) && !p.base_url) issues.push({ path: `providers.${id}.base_url`, message: 'is required for this format' });
     const auth = isObject(p.auth) ? p.auth : {};
-    if (auth.type === 'api_key' && !auth.key) issues.push({ path: `providers.${id}.auth.key`, message: 'is required when auth.type is api_key' });
+    if (auth.type === 'api_key' && !auth.key && !auth.keys) issues.push({ path: `providers.${id}.auth.key`, message: 'is required when auth.type is api_key (or give auth.keys)' });
+    if (auth.key && auth.keys) issues.push({ path: `providers.${id}.auth.keys`, message: 'give either auth.key or auth.keys, not both' });
+    if (auth.type === 'oauth' && !auth.oauth) issues.push({ path: `providers.${id}.auth.oauth`, message: 'is required when auth.type is oauth' });
+    if (auth.type !== 'oauth' && auth.oauth) issues.push({ path: `providers.${id}.auth.oauth`, message: 'is only used when auth.type is oauth' });
+    if (Array.isArray(auth.keys)) {
+      const seen = new Set<unknown>();
+      auth.keys.forEach((k: unknown, i) => {
+        if (!isObject(k)) return;
+        if (seen.has(k.name)) issues.push({ path: `providers.${id}.auth.keys[${i}].name`, message: `duplicate connection name '${String(k.name)}'` });
+        seen.add(k.name);
+      });
+    }
+    const ka = isObject(p.keepalive) ? p.keepalive : {};
+    const models = isObject(p.models) ? p.models : {};
+    if (typeof ka.model === 'string' && !Object.hasOwn(models, ka.model)) issues.push({ path: `providers.${id}.keepalive.model`, message: `'${ka.model}' is not one of this provider's models` });
+    if (ka.enabled === true && ka.model === undefined && Object.keys(models).length === 0) issues.push({ path: `providers.${id}.keepalive.model`, message: 'is required when the provider lists no models' });
   }
+  issues.push(...routingIssues(tree));
+  return issues;
+}
+
+/** A combo member, a judge or an auto-switch target must name a configured model (a combo, where allowed). */
+function routingIssues(tree: Record<string, unknown>): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const providers = isObject(tree.providers) ? tree.providers : {};
+  const combos = isObject(tree.combos) ? tree.combos : {};
+  const modelExists = (spec: unknown): boolean => {
+    if (typeof spec !== 'string') return false;
+    const bare = spec.replace(/\([^()]*\)$/, '');
+    const slash = bare.indexOf('/');
+    const p = slash > 0 ? providers[bare.slice(0, slash)] : undefined;
+    if (!isObject(p)) return false;
+    return p.allow_unlisted_models === true || (isObject(p.models) && Object.hasOwn(p.models, bare.slice(slash + 1)));
+  };
+  for (const [name, c] of Object.entries(combos)) {
+    if (!isObject(c)) continue;
+    if (Array.isArray(c.models)) {
+      c.models.forEach((m: unknown, i) => {
+        if (!modelExists(m)) issues.push({ path: `combos.${name}.models[${i}]`, message: `'${String(m)}' is not a configured <provider>/<model>` });
+      });
+    }
+    if (c.judge !== undefined && !modelExists(c.judge)) issues.push({ path: `combos.${name}.judge`, message: `'${String(c.judge)}' is not a configured <provider>/<model>` });
+    if (c.strategy !== 'fusion') {
+      for (const k of ['judge', 'quorum', 'grace_ms', 'timeout_ms']) if (c[k] !== undefined) issues.push({ path: `combos.${name}.${k}`, message: 'is only used by the fusion strategy' });
+    }
+    if (typeof c.quorum === 'number' && Array.isArray(c.models) && c.quorum > c.models.length) {
+      issues.push({ path: `combos.${name}.quorum`, message: `is larger than the number of members (${c.models.length})` });
+    }
+  }
+  const budgets = isObject(tree.budgets) ? tree.budgets : {};
+  const sw = isObject(budgets.auto_switch) ? budgets.auto_switch : {};
+  if (sw.enabled === true && sw.to === undefined) issues.push({ path: 'budgets.auto_switch.to', message: 'is required when auto_switch is enabled' });
   return issues;
 }
 

@@ -31,17 +31,45 @@ const model = closed({
   price: partialPrice,
 });
 
+const window = { type: 'string', pattern: '^[0-9]+[smhd]$' };
+
 const quota = closed(
   {
     kind: { enum: ['rolling_hours', 'daily_requests', 'monthly', 'daily_tokens', 'rolling_tokens', 'monthly_tokens', 'unlimited'] },
     limit: num(),
     monthly_limit: num(),
-    window: { type: 'string', pattern: '^[0-9]+[smhd]$' },
+    window,
     reset_time: { type: 'string', pattern: '^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$' },
     anchor_day: { type: 'integer', minimum: 1, maximum: 31 },
     unit: { enum: ['hours', 'tokens', 'requests'] },
   },
   { required: ['kind'] },
+);
+
+const connectionKey = closed(
+  {
+    name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
+    key: { type: 'string', minLength: 1 },
+    base_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    keepalive: { type: 'boolean' },
+  },
+  { required: ['name', 'key'] },
+);
+
+const oauth = closed(
+  {
+    device_authorization_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    token_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    client_id: { type: 'string', minLength: 1 },
+    client_secret: str,
+    scope: str,
+  },
+  { required: ['device_authorization_url', 'token_url', 'client_id'] },
+);
+
+const keepalive = closed(
+  { enabled: { type: 'boolean', default: false }, model: str, window: { ...window, default: '5h' } },
+  { default: {} },
 );
 
 const provider = closed(
@@ -51,9 +79,17 @@ const provider = closed(
     format: { enum: ['openai', 'openai-responses', 'anthropic', 'gemini', 'mock'] },
     base_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
     auth: closed(
-      { type: { enum: ['api_key', 'none', 'oauth'] }, key: str, header: { type: 'string', pattern: '^[A-Za-z0-9-]+$' } },
+      {
+        type: { enum: ['api_key', 'none', 'oauth'] },
+        key: str,
+        header: { type: 'string', pattern: '^[A-Za-z0-9-]+$' },
+        // Several connections (accounts, regions, clusters) of one provider; each may have its own base_url.
+        keys: { type: 'array', minItems: 1, items: connectionKey },
+        oauth,
+      },
       { required: ['type'], default: { type: 'none' } },
     ),
+    keepalive,
     headers: { type: 'object', additionalProperties: str, default: {} },
     timeouts: closed(
       {
@@ -88,7 +124,7 @@ const combo = closed(
     judge: str,
     quorum: { type: 'integer', minimum: 1 },
     grace_ms: num(),
-    timeout_ms: num(),
+    timeout_ms: num({ exclusiveMinimum: 0 }),
   },
   { required: ['strategy', 'models'] },
 );
@@ -135,7 +171,26 @@ export const CONFIG_SCHEMA = closed({
     propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
     additionalProperties: provider,
   },
-  combos: { type: 'object', default: {}, additionalProperties: combo },
+  combos: {
+    type: 'object',
+    default: {},
+    // A bare name: it never contains '/', so it cannot be mistaken for `<provider>/<model>`.
+    propertyNames: { pattern: '^[A-Za-z0-9][A-Za-z0-9._-]*$' },
+    additionalProperties: combo,
+  },
+  routing: closed(
+    {
+      cooldown: closed(
+        {
+          initial_s: num({ exclusiveMinimum: 0, default: 5 }),
+          max_s: num({ exclusiveMinimum: 0, default: 300 }),
+          multiplier: num({ minimum: 1, default: 2 }),
+        },
+        { default: {} },
+      ),
+    },
+    { default: {} },
+  ),
   budgets: closed(
     {
       daily_usd: num(),

@@ -28,12 +28,69 @@ export interface MockOptions {
   readonly input_tokens?: number;
 }
 
+export interface ConnectionKey {
+  readonly name: string;
+  readonly key: string;
+  /** A region- or cluster-specific base URL for this key; the provider's otherwise. */
+  readonly base_url?: string;
+  /** Keep-alive pings for this connection; the provider's `keepalive.enabled` otherwise. */
+  readonly keepalive?: boolean;
+}
+
+/** OAuth 2.0 device authorization grant (RFC 8628) settings; tokens are stored encrypted under data_dir. */
+export interface OAuthSettings {
+  readonly device_authorization_url: string;
+  readonly token_url: string;
+  readonly client_id: string;
+  readonly client_secret?: string;
+  readonly scope?: string;
+}
+
+export interface ProviderAuth {
+  readonly type: 'api_key' | 'none' | 'oauth';
+  readonly key?: string;
+  readonly header?: string;
+  readonly keys?: readonly ConnectionKey[];
+  readonly oauth?: OAuthSettings;
+}
+
+export interface KeepaliveConfig {
+  readonly enabled: boolean;
+  /** The model id pinged (default: the provider's first listed model). */
+  readonly model?: string;
+  /** The rolling window a ping starts, e.g. `5h`. */
+  readonly window: string;
+}
+
+export type ComboStrategy = 'fallback' | 'round-robin' | 'fusion' | 'capacity';
+
+export interface ComboConfig {
+  readonly strategy: ComboStrategy;
+  /** `<provider>/<model>` members, each may carry a `(level)` thinking suffix. */
+  readonly models: readonly string[];
+  /** fusion: the model that synthesises the final answer (default: the first member). */
+  readonly judge?: string;
+  /** fusion: answers to wait for (default: a majority of the members). */
+  readonly quorum?: number;
+  /** fusion: how long to wait for the other members once the quorum has answered. */
+  readonly grace_ms?: number;
+  /** fusion: the hard limit on the fan-out; the judge works with what has arrived by then. */
+  readonly timeout_ms?: number;
+}
+
+export interface CooldownConfig {
+  readonly initial_s: number;
+  readonly max_s: number;
+  readonly multiplier: number;
+}
+
 export interface ProviderConfig {
   readonly name: string;
   readonly group: ProviderGroup;
   readonly format: WireFormat;
   readonly base_url: string;
-  readonly auth: { readonly type: 'api_key' | 'none' | 'oauth'; readonly key?: string; readonly header?: string };
+  readonly auth: ProviderAuth;
+  readonly keepalive: KeepaliveConfig;
   readonly headers: Readonly<Record<string, string>>;
   readonly timeouts: { readonly connect_s: number; readonly stall_s: number; readonly request_s: number };
   readonly connections: number;
@@ -67,7 +124,13 @@ export interface Config {
   };
   readonly telemetry: { readonly otlp_endpoint: string; readonly service_name: string };
   readonly providers: Readonly<Record<string, ProviderConfig>>;
-  readonly combos: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-  readonly budgets: Readonly<Record<string, unknown>>;
+  readonly combos: Readonly<Record<string, ComboConfig>>;
+  readonly routing: { readonly cooldown: CooldownConfig };
+  readonly budgets: {
+    readonly daily_usd?: number;
+    readonly monthly_usd?: number;
+    readonly timezone?: string;
+    readonly auto_switch: { readonly enabled: boolean; readonly to?: string };
+  };
   readonly alerts: Readonly<Record<string, unknown>>;
 }

@@ -15,7 +15,8 @@ import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
 import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
-import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
+import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
+import { callUpstream, relayUpstreamError, settleFailure, settleRoute } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
 export const ENDPOINT = 'chat.completions';
@@ -70,12 +71,14 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
     const body = validateChatBody(req.body);
     o.route = resolveModel(cfg, body.model);
     trace.routed(o.route.model, o.route.providerId, o.route.modelId);
-    await forward(ctx, o.route, body, stream, trace, reply, o, t0);
+    o.route = await ctx.router.connect(o.route);
+    settleRoute(ctx, o, await forward(ctx, o.route, body, stream, trace, reply, o, t0));
   } catch (err) {
     const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
     o.status = 'failure';
     o.httpStatus = e.status;
     o.errorType = e.code;
+    settleRoute(ctx, o, errorFailure(e));
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
@@ -86,21 +89,22 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
 async function forward(
   ctx: GatewayContext, route: Route, body: ChatBody, stream: boolean, trace: RequestTrace,
   reply: FastifyReply, o: Outcome, t0: number,
-): Promise<void> {
+): Promise<UpstreamFailure | null> {
   const adapter = adapterFor(route);
   const wantsUsage = clientWantsUsage(body);
   const upReq = adapter.chatRequest(route.provider, route.modelId, body, stream);
   const call = await callUpstream(ctx, route, upReq, stream, trace, reply, o);
-  if (call === null) return;
+  if (call === null) return null;
   const { res } = call;
   try {
-    if (await relayUpstreamError(call, reply, o)) return;
+    const failed = await relayUpstreamError(call, reply, o);
+    if (failed !== null) return failed;
     const type = String(res.headers['content-type'] ?? '');
     if (stream && type.startsWith('text/event-stream')) {
       await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, call.gone);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
-      return;
+      return null;
     }
     const text = await res.text();
     call.stamp();
@@ -119,9 +123,11 @@ async function forward(
     trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(text);
+    return null;
   } catch (err) {
     if (err instanceof TollgateError && !call.gone.aborted) throw err;
     settleFailure(err, call, reply, o);
+    return null;
   } finally {
     call.release();
   }

@@ -2,6 +2,7 @@
 
 import type { ConfigHolder } from '../config/watch.js';
 import type { Ledger } from '../usage/ledger.js';
+import type { Router } from '../routing/router.js';
 import type { Tracing } from '../telemetry/tracing.js';
 import type { Dispatcher } from './dispatch.js';
 
@@ -10,6 +11,7 @@ export interface GatewayContext {
   readonly dispatcher: Dispatcher;
   readonly tracing: Tracing;
   readonly ledger: Ledger;
+  readonly router: Router;
   /** True once the server is shutting down: responses then close their connection instead of keeping it alive. */
   closing(): boolean;
 }

@@ -17,14 +17,15 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
   const body = req.body as Record<string, unknown> | null;
   // The same body as /v1/messages without max_tokens; parsed with a placeholder so validation is shared.
   const canonical = anthropicCodec.parseRequest(body !== null && typeof body === 'object' ? { ...body, max_tokens: 1, stream: false } : body);
-  const route = resolveModel(ctx.config.current, parseThinkingSuffix(canonical.model).model);
-  if (route.provider.format !== 'anthropic') {
+  const resolved = resolveModel(ctx.config.current, parseThinkingSuffix(canonical.model).model);
+  if (resolved.provider.format !== 'anthropic') {
     throw new TollgateError(
       'TOLLGATE_ERR_NOT_SUPPORTED',
-      `count_tokens is answered by Anthropic-format providers only; '${route.model}' is served by a '${route.provider.format}' provider`,
+      `count_tokens is answered by Anthropic-format providers only; '${resolved.model}' is served by a '${resolved.provider.format}' provider`,
       { param: 'model' },
     );
   }
+  const route = await ctx.router.connect(resolved);
   const built = anthropicCodec.buildRequest(canonical, { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig });
   const upstreamBody = JSON.parse(built.body) as Record<string, unknown>;
   delete upstreamBody.max_tokens;
@@ -34,7 +35,7 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
   reply.raw.once('close', onClose);
   try {
     const res = await ctx.dispatcher.send(
-      route.providerId, route.provider,
+      route.connection?.id ?? route.providerId, route.provider,
       { path: `${built.path}/count_tokens`, headers: built.headers, body: JSON.stringify(upstreamBody) },
       { stream: false, signal: gone },
     );

@@ -9,6 +9,7 @@ import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../errors.js';
 import { mockRespond } from '../providers/mock/index.js';
 import type { UpstreamRequest } from '../providers/types.js';
+import { connectionsOf } from '../routing/connections.js';
 
 export interface UpstreamResponse {
   readonly status: number;
@@ -89,7 +90,10 @@ export class Dispatcher {
   /** Drop pools whose provider disappeared or changed; they finish what they carry, then close. */
   reconcile(providers: Readonly<Record<string, ProviderConfig>>): void {
     for (const [id, entry] of this.#pools) {
-      const p = providers[id];
+      // Pools are per connection (`<provider>#<name>`), or per provider for calls made without one.
+      const pid = id.split('#')[0]!;
+      const provider = providers[pid];
+      const p = provider && id.includes('#') ? connectionsOf(pid, provider).find((c) => c.id === id)?.provider : provider;
       if (!p || p.format === 'mock' || poolKey(p) !== entry.key) {
         this.#pools.delete(id);
         void entry.pool.close().catch(() => undefined);

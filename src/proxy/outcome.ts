@@ -8,12 +8,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ProviderGroup } from '../config/types.js';
 import type { TollgateError } from '../errors.js';
 import type { Route } from '../routing/resolve.js';
-import { computeCost, ZERO_COST } from '../usage/cost.js';
-import { makeRecord, type RequestStatus } from '../usage/record.js';
+import { computeCost, ZERO_COST, type Cost } from '../usage/cost.js';
+import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } from '../usage/record.js';
 import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import { OTHER } from '../telemetry/names.js';
-import type { RequestTrace } from '../telemetry/tracing.js';
+import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import type { UpstreamResponse } from './dispatch.js';
 
@@ -32,10 +32,18 @@ export interface Outcome {
   usageSource: UsageSource;
   ttftMs: number | null;
   upstreamMs: number | null;
+  /** The upstream call's span, closed with the record. */
+  span: UpstreamSpan | null;
+  /** The cost when it is not computed from the route (a combo's: the sum of its attempts'). */
+  cost: Cost | null;
+  autoSwitched: boolean;
 }
 
 export function newOutcome(): Outcome {
-  return { route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null };
+  return {
+    route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
+    span: null, cost: null, autoSwitched: false,
+  };
 }
 
 export interface RequestMeta {
@@ -45,13 +53,39 @@ export interface RequestMeta {
   readonly t0: number;
   readonly requestedModel: string;
   readonly stream: boolean;
+  /** Default `request`; a combo request, one of its attempts, or a keep-alive ping otherwise. */
+  readonly kind?: RecordKind;
+  readonly parentId?: string;
+  readonly combo?: string;
+  readonly attempt?: number;
 }
 
-/** Fold the outcome into the one usage record and hand it to every ledger. */
+/** Fold the outcome into the one usage record and hand it to every ledger; ends the request's span. */
 export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
+  const record = recordOf(o, m, req.apiKeyName);
+  ctx.ledger.publish(record);
+  o.span?.close(null);
+  trace.end(record);
+}
+
+/** The record of one combo attempt: to every ledger, and onto the attempt's own child span. */
+export function finishAttempt(ctx: GatewayContext, req: FastifyRequest, o: Outcome, m: RequestMeta): UsageRecord {
+  const record = recordOf(o, { ...m, kind: 'attempt' }, req.apiKeyName);
+  ctx.ledger.publish(record);
+  o.span?.close(record);
+  return record;
+}
+
+export function recordOf(o: Outcome, m: RequestMeta, apiKeyName: string): UsageRecord {
   const totalMs = performance.now() - m.t0;
   const route = o.route;
-  const record = makeRecord({
+  return makeRecord({
+    kind: m.kind ?? 'request',
+    parentId: m.parentId ?? '',
+    combo: m.combo ?? '',
+    attempt: m.attempt ?? 0,
+    connection: route?.connection?.name ?? '',
+    autoSwitched: o.autoSwitched,
     requestId: m.requestId,
     startedAt: m.startedAt,
     endedAt: Date.now(),
@@ -61,19 +95,17 @@ export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestT
     model: route?.model ?? OTHER,
     requestedModel: m.requestedModel,
     modelKnown: route?.modelConfig != null,
-    apiKeyName: req.apiKeyName,
+    apiKeyName,
     stream: m.stream,
     status: o.status,
     httpStatus: o.httpStatus,
     errorType: o.errorType,
     usage: o.usage,
     usageSource: o.usageSource,
-    cost: route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST,
+    cost: o.cost ?? (route ? computeCost(route.provider, route.modelId, o.usage) : ZERO_COST),
     latency: m.stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs },
     upstreamMs: o.upstreamMs,
   });
-  ctx.ledger.publish(record);
-  trace.end(record);
 }
 
 /**

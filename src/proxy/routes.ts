@@ -9,6 +9,8 @@ import { geminiCodec } from '../providers/gemini/index.js';
 import { chatIncludeUsage, createOpenAIChatRenderer, openaiCodec } from '../providers/openai/codec.js';
 import { responsesCodec } from '../providers/openai-responses/index.js';
 import { codecFor } from '../providers/registry.js';
+import { autoSwitch, type BudgetGate } from '../routing/auto-switch.js';
+import { comboOf } from '../routing/combos.js';
 import { listModels } from '../routing/resolve.js';
 import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
 import type { GatewayContext } from './context.js';
@@ -57,11 +59,13 @@ const GEMINI: InboundSpec = {
  * thinking level (`model(level)`, which must become the target's own parameters), or when it uses something the
  * model's configured capabilities exclude (which must be removed). Otherwise it takes the byte-for-byte fast path.
  */
-function chatNeedsTranslation(cfg: Config, body: unknown): boolean {
+function chatNeedsTranslation(cfg: Config, body: unknown, budget: BudgetGate): boolean {
   const b = body as { model?: unknown } | null;
   const model = b?.model;
   if (typeof model !== 'string') return false; // the fast path answers malformed bodies
   if (model.endsWith(')')) return true;
+  // A combo runs its attempts through the canonical model; so does a target the budget auto-switch rewrites.
+  if (comboOf(cfg, model) !== undefined || autoSwitch(cfg, model, budget).switched) return true;
   const slash = model.indexOf('/');
   const provider = cfg.providers[model.slice(0, Math.max(0, slash))];
   if (provider === undefined) return false;
@@ -88,7 +92,7 @@ function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): b
 
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
   app.post(CHAT_ROUTE, (req, reply) =>
-    chatNeedsTranslation(ctx.config.current, req.body) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
+    chatNeedsTranslation(ctx.config.current, req.body, ctx.router.budget) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
   );
   app.post(MESSAGES_ROUTE, (req, reply) => handleTranslated(ctx, codecFor, MESSAGES, req, reply));
   app.post(COUNT_TOKENS_ROUTE, (req, reply) => handleCountTokens(ctx, req, reply));
@@ -97,6 +101,12 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
 
   app.get('/v1/models', async () => ({
     object: 'list',
-    data: listModels(ctx.config.current).map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider, kind: m.config.kind })),
+    data: [
+      ...listModels(ctx.config.current).map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider, kind: m.config.kind })),
+      // Combos are addressed by their bare name, like a model.
+      ...Object.entries(ctx.config.current.combos).map(([name, c]) => ({
+        id: name, object: 'model', created: 0, owned_by: 'tollgate', kind: 'combo', strategy: c.strategy, models: c.models,
+      })),
+    ],
   }));
 };

@@ -1,12 +1,16 @@
 // The translating pipeline: a client in one wire format, a provider in any format. The client's codec parses the
 // request into the canonical model, the provider's codec builds the upstream request and parses the answer (whole,
 // or event by event), and the client's codec renders it back. One usage record per request, as on the chat path.
-// OpenAI Chat to an OpenAI-format provider keeps its byte-for-byte fast path in chat.ts.
+// OpenAI Chat to an OpenAI-format provider keeps its byte-for-byte fast path in chat.ts. A combo (or a target the
+// budget auto-switch chose) also comes through here: combo.ts runs its attempts with `forward` below.
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError, errorBody } from '../errors.js';
 import type { StreamParser, StreamRenderer, Target, WireCodec } from '../providers/codec.js';
+import { autoSwitch } from '../routing/auto-switch.js';
+import { comboOf } from '../routing/combos.js';
+import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { CanonicalEvent, CanonicalRequest } from '../translate/canonical.js';
 import { fitCapabilities } from '../translate/capabilities.js';
@@ -15,10 +19,11 @@ import { MAX_REQUESTED_MODEL } from '../usage/record.js';
 import { NO_USAGE } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
+import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
 import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
-import { callUpstream, relayUpstreamError, settleFailure } from './upstream-call.js';
+import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
@@ -34,6 +39,22 @@ export interface InboundSpec {
 /** The codec that speaks a provider's format; `mock` answers in OpenAI Chat. */
 export type CodecLookup = (format: Route['provider']['format']) => WireCodec;
 
+/** One client request on its way through the translating pipeline. */
+export interface Exchange {
+  readonly ctx: GatewayContext;
+  readonly codecs: CodecLookup;
+  readonly inbound: InboundSpec;
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly trace: RequestTrace;
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly t0: number;
+  readonly stream: boolean;
+  /** The request as the client sent it (model = the name it asked for, suffix removed). */
+  readonly parsed: CanonicalRequest;
+}
+
 /**
  * Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling, and
  * what the model's capabilities exclude is removed (translate/capabilities.ts).
@@ -42,6 +63,11 @@ export function fitRequest(req: CanonicalRequest, route: Route, model: string, t
   const ceiling = route.modelConfig?.max_output_tokens;
   const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
   return fitCapabilities({ ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking }, route.modelConfig);
+}
+
+/** The client's stream renderer for an answer shown under `model`. */
+export function rendererFor(x: Exchange, model: string): StreamRenderer {
+  return x.inbound.renderer ? x.inbound.renderer(x.req, model, x.requestId) : x.inbound.codec.createStreamRenderer(model);
 }
 
 export async function handleTranslated(
@@ -55,48 +81,90 @@ export async function handleTranslated(
   const o = newOutcome();
   let requestedModel = '';
   let stream = false;
+  let combo = '';
   reply.header('x-request-id', requestId);
   try {
     const parsed = inbound.codec.parseRequest(req.body);
     // The body's model comes suffix-free from the codec; a model named in the URL is stripped here.
     const url = inbound.fromUrl?.(req);
-    const named = url ? parseThinkingSuffix(url.model) : { model: parsed.model, thinking: undefined };
-    requestedModel = named.model.slice(0, MAX_REQUESTED_MODEL);
+    const asked = url ? url.model : parsed.model;
+    requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = url ? url.stream : parsed.stream;
+    // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).
+    const target = autoSwitch(cfg, asked, ctx.router.budget);
+    if (target.switched) {
+      o.autoSwitched = true;
+      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', requestedModel);
+    }
+    const named = url || target.switched ? parseThinkingSuffix(target.model) : { model: parsed.model, thinking: undefined };
+    const x: Exchange = { ctx, codecs, inbound, req, reply, trace, requestId, startedAt, t0, stream, parsed: { ...parsed, model: requestedModel } };
+    const comboConfig = comboOf(cfg, named.model);
+    if (comboConfig) {
+      combo = named.model;
+      await runCombo(x, combo, comboConfig, o);
+      return;
+    }
     o.route = resolveModel(cfg, named.model);
     trace.routed(o.route.model, o.route.providerId, o.route.modelId);
-    const canonical = fitRequest(parsed, o.route, named.model, named.thinking, stream);
-    const renderer = () => (inbound.renderer ? inbound.renderer(req, canonical.model, requestId) : inbound.codec.createStreamRenderer(canonical.model));
-    await forward(ctx, codecs(o.route.provider.format), inbound.codec, renderer, o.route, canonical, trace, reply, o, t0);
+    const canonical = fitRequest(x.parsed, o.route, requestedModel, named.thinking, stream);
+    settleRoute(ctx, o, await forward(x, o.route, canonical, o, t0, false));
   } catch (err) {
     const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
     o.status = 'failure';
     o.httpStatus = e.status;
     o.errorType = e.code;
+    if (!combo) settleRoute(ctx, o, errorFailure(e));
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
-    finish(ctx, req, trace, o, { endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream });
+    const kind = combo ? 'combo' : 'request';
+    finish(ctx, req, trace, o, { endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream, kind, combo });
   }
 }
 
-async function forward(
-  ctx: GatewayContext, outbound: WireCodec, client: WireCodec, renderer: () => StreamRenderer, route: Route,
-  canonical: CanonicalRequest, trace: RequestTrace, reply: FastifyReply, o: Outcome, t0: number,
-): Promise<void> {
+/**
+ * One upstream call, answered to the client in its format. Returns null once the client has its answer (or went
+ * away). With `defer`, a failure before any byte reached the client is returned instead of sent, so a combo can try
+ * its next member; a stream then opens only with its first output. Without `defer`, failures are answered here
+ * (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
+ */
+export async function forward(
+  x: Exchange, resolved: Route, canonical: CanonicalRequest, o: Outcome, t0: number, defer: boolean,
+): Promise<UpstreamFailure | null> {
+  const { ctx, reply } = x;
+  let route: Route;
+  try {
+    route = await ctx.router.connect(resolved);
+  } catch (err) {
+    if (!defer || !(err instanceof TollgateError)) throw err;
+    o.route = resolved;
+    return failWith(o, err);
+  }
+  o.route = route;
+  const outbound = x.codecs(route.provider.format);
   const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
   const upReq = outbound.buildRequest(canonical, target);
-  const call = await callUpstream(ctx, route, upReq, canonical.stream, trace, reply, o);
-  if (call === null) return;
+  let call;
+  try {
+    call = await callUpstream(ctx, route, upReq, canonical.stream, x.trace, reply, o);
+  } catch (err) {
+    if (!defer || !(err instanceof TollgateError)) throw err;
+    return failWith(o, err);
+  }
+  if (call === null) return null;
   const { res } = call;
   try {
     // An upstream error status reaches the client with its retry headers; the body is passed as it came.
-    if (await relayUpstreamError(call, reply, o)) return;
+    const failed = await readUpstreamError(call, o);
+    if (failed !== null) {
+      if (!defer) sendFailure(reply, failed, x.requestId);
+      return failed;
+    }
     if (canonical.stream) {
-      await pipeEvents(ctx, outbound.createStreamParser(), renderer(), res, reply, o, t0, call.gone);
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
-      return;
+      return early;
     }
     const text = await res.text();
     call.stamp();
@@ -112,23 +180,41 @@ async function forward(
       o.usage = answer.usage;
       o.usageSource = 'reported';
     }
-    trace.setResponse(answer.id, answer.model, [answer.stopReason]);
+    x.trace.setResponse(answer.id, answer.model, [answer.stopReason]);
     call.span.end(res.status, null);
-    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(client.renderResponse(answer, canonical.model)));
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
+    return null;
   } catch (err) {
-    if (err instanceof TollgateError && !call.gone.aborted) throw err;
+    if (err instanceof TollgateError && !call.gone.aborted) {
+      if (defer) return failWith(o, err);
+      throw err;
+    }
     settleFailure(err, call, reply, o);
+    return null;
   } finally {
     call.release();
   }
 }
 
-/** Upstream SSE -> canonical events -> the client's SSE. Usage and timing come from the canonical events. */
+/** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */
+export function failWith(o: Outcome, e: TollgateError): UpstreamFailure {
+  o.status = 'failure';
+  o.httpStatus = e.status;
+  o.errorType = e.code;
+  o.span?.end(null, e.code);
+  return errorFailure(e);
+}
+
+/**
+ * Upstream SSE -> canonical events -> the client's SSE. Usage and timing come from the canonical events. With
+ * `defer`, the client's stream opens with the first output, and a failure before it is returned (nothing sent).
+ */
 async function pipeEvents(
   ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
-  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort,
-): Promise<void> {
-  const raw = openEventStream(reply);
+  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean,
+): Promise<UpstreamFailure | null> {
+  let raw = defer ? null : openEventStream(reply);
+  const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
   const sse = new SseParser();
   let deltas = 0;
   let upstreamError = '';
@@ -161,18 +247,25 @@ async function pipeEvents(
     for await (const chunk of res.body) {
       let out = '';
       for (const f of sse.push(chunk as Uint8Array)) for (const e of parser.frame(f)) out += onEvent(e);
-      if (out) await write(raw, out);
+      if (out) await emit(out);
+      else if (raw === null && o.status === 'failure') break; // an error before any output: the next member may answer
     }
     let tail = '';
-    for (const f of sse.end()) for (const e of parser.frame(f)) tail += onEvent(e);
-    for (const e of parser.end()) tail += onEvent(e);
+    if (raw !== null || o.status !== 'failure') {
+      for (const f of sse.end()) for (const e of parser.frame(f)) tail += onEvent(e);
+      for (const e of parser.end()) tail += onEvent(e);
+    }
     if (!parser.terminated && o.status === 'success') {
-      if (tail) await write(raw, tail);
+      if (tail) await emit(tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
+    }
+    if (raw === null && o.status === 'failure') {
+      res.body.destroy();
+      return { ...streamFailure(o.errorType), status: 502, retryable: true, error: new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', upstreamError || 'the upstream provider reported an error') };
     }
     // The upstream's own error kind (e.g. overloaded_error) reaches the client; the row keeps upstream_stream_error.
     tail += o.status === 'success' ? renderer.end() : renderer.error(upstreamCode || o.errorType, upstreamError || 'the upstream provider reported an error');
-    await write(raw, tail);
+    await emit(tail);
   } catch (err) {
     if (gone.aborted) {
       markAborted(o, reply);
@@ -180,7 +273,11 @@ async function pipeEvents(
       const e = err instanceof TollgateError ? err : classifyTransportError(err);
       o.status = 'failure';
       o.errorType = e.code;
-      await write(raw, renderer.error(e.code, e.message));
+      if (raw === null && defer) {
+        res.body.destroy();
+        return errorFailure(e);
+      }
+      await emit(renderer.error(e.code, e.message));
     }
   } finally {
     // A stream that did not finish before its output was reported (none at all, or only the input side, as
@@ -190,6 +287,7 @@ async function pipeEvents(
       o.usage = { ...(o.usageSource === 'none' ? NO_USAGE : o.usage), output: deltas };
       o.usageSource = 'estimated';
     }
-    closeEventStream(ctx, raw);
+    if (raw !== null) closeEventStream(ctx, raw);
   }
+  return null;
 }

@@ -4,7 +4,9 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply } from 'fastify';
+import { errorBody } from '../errors.js';
 import type { UpstreamRequest } from '../providers/types.js';
+import { httpFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { Route } from '../routing/resolve.js';
 import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
@@ -33,12 +35,14 @@ export async function callUpstream(
   reply.raw.on('close', onClose);
   const release = () => reply.raw.off('close', onClose);
   const up = trace.upstream(route.provider.base_url, upReq.path, route.providerId);
+  o.span = up.span;
   const tUp = performance.now();
   const stamp = () => {
     o.upstreamMs = performance.now() - tUp;
   };
   try {
-    const res = await ctx.dispatcher.send(route.providerId, route.provider, upReq, { stream, signal: gone, extraHeaders: up.headers });
+    // One pool per connection: a region- or cluster-specific key has its own origin.
+    const res = await ctx.dispatcher.send(route.connection?.id ?? route.providerId, route.provider, upReq, { stream, signal: gone, extraHeaders: up.headers });
     return { res, gone, span: up.span, stamp, release };
   } catch (err) {
     stamp();
@@ -54,18 +58,31 @@ export async function callUpstream(
   }
 }
 
-/** True (and the client answered) when the upstream answered with an error status. */
-export async function relayUpstreamError(call: UpstreamCall, reply: FastifyReply, o: Outcome): Promise<boolean> {
+/** The failure when the upstream answered with an error status (its body read, the outcome a failure); else null. */
+export async function readUpstreamError(call: UpstreamCall, o: Outcome): Promise<UpstreamFailure | null> {
   const { res } = call;
-  if (res.status >= 200 && res.status < 300) return false;
+  if (res.status >= 200 && res.status < 300) return null;
   const text = await res.text();
   call.stamp();
   o.status = 'failure';
   o.httpStatus = res.status;
   o.errorType = String(res.status);
   call.span.end(res.status, String(res.status));
-  reply.code(res.status).headers(pickHeaders(res.headers, FORWARDED_ERROR_HEADERS)).send(text);
-  return true;
+  return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
+}
+
+/** Answer the client with a failure: the upstream's status, body and retry headers as they came, or our error. */
+export function sendFailure(reply: FastifyReply, f: UpstreamFailure, requestId: string): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  if (f.body !== null) reply.code(f.status).headers(f.headers).send(f.body);
+  else reply.code(f.status).headers(f.headers).send(errorBody(f.error!, requestId));
+}
+
+/** The failure (the client answered with it) when the upstream answered with an error status; else null. */
+export async function relayUpstreamError(call: UpstreamCall, reply: FastifyReply, o: Outcome): Promise<UpstreamFailure | null> {
+  const f = await readUpstreamError(call, o);
+  if (f !== null) sendFailure(reply, f, '');
+  return f;
 }
 
 /** After the call: a client that went away makes the outcome `aborted`; anything else is a classified error. */
@@ -75,4 +92,21 @@ export function settleFailure(err: unknown, call: UpstreamCall, reply: FastifyRe
     return;
   }
   throw classifyTransportError(err);
+}
+
+/**
+ * Tell the router how the call went (cooldowns): `failed` when it failed before an answer, else from the outcome.
+ * A client that went away says nothing about the provider; a request that never reached a connection neither.
+ */
+export function settleRoute(ctx: GatewayContext, o: Outcome, failed: UpstreamFailure | null): void {
+  const route = o.route;
+  if (route?.connection === undefined || o.status === 'aborted') return;
+  if (failed !== null) ctx.router.report(route, failed);
+  else if (o.status === 'success') ctx.router.report(route, null);
+  else ctx.router.report(route, streamFailure(o.errorType));
+}
+
+/** A stream that failed after it started: the connection cools, the client already has its bytes. */
+export function streamFailure(reason: string): UpstreamFailure {
+  return { status: 502, body: null, headers: {}, error: null, retryable: false, cool: true, quotaExhausted: false, retryAfterMs: null, reason };
 }

@@ -2,6 +2,7 @@
 
 import type { Config, ModelConfig, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../errors.js';
+import type { Connection } from './connections.js';
 
 export interface Route {
   /** Provider prefix. */
@@ -13,6 +14,8 @@ export interface Route {
   readonly model: string;
   /** The model's config when it is listed; null for an unlisted model on a provider that allows them. */
   readonly modelConfig: ModelConfig | null;
+  /** The connection a call goes out on, once chosen (`provider` is then that connection's row). */
+  readonly connection?: Connection;
 }
 
 export function resolveModel(cfg: Config, requested: string): Route {

@@ -45,6 +45,20 @@ export const MIGRATIONS: readonly Migration[] = [
       ORDER BY (toDate(ts), request_id)`,
     ],
   },
+  {
+    // Routing (issue 4): combo attempts tied to their client request, the connection used, auto-switch, pings.
+    version: 2,
+    name: 'routing',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests
+        ADD COLUMN IF NOT EXISTS kind LowCardinality(String) DEFAULT 'request' AFTER request_id,
+        ADD COLUMN IF NOT EXISTS parent_id Nullable(UUID) AFTER kind,
+        ADD COLUMN IF NOT EXISTS combo LowCardinality(String) DEFAULT '' AFTER parent_id,
+        ADD COLUMN IF NOT EXISTS attempt UInt16 DEFAULT 0 AFTER combo,
+        ADD COLUMN IF NOT EXISTS connection LowCardinality(String) DEFAULT '' AFTER provider_group,
+        ADD COLUMN IF NOT EXISTS auto_switched Bool DEFAULT false AFTER connection`,
+    ],
+  },
 ];
 
 export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {

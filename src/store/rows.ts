@@ -9,6 +9,12 @@ const money = (usd: number): string => usd.toFixed(12);
 export function toRow(r: UsageRecord): RequestRow {
   return {
     request_id: r.requestId,
+    kind: r.kind,
+    parent_id: r.parentId === '' ? null : r.parentId,
+    combo: r.combo,
+    attempt: r.attempt,
+    connection: r.connection,
+    auto_switched: r.autoSwitched,
     ts: r.startedAt,
     end_ts: r.endedAt,
     endpoint: r.endpoint,

@@ -6,7 +6,10 @@ import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './families.js';
 import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../usage/types.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
-import { overheadMs, ttftMs, type UsageRecord } from '../usage/record.js';
+import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../usage/record.js';
+import type { Config } from '../config/types.js';
+import { connectionsOf } from '../routing/connections.js';
+import type { Router } from '../routing/router.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
@@ -24,6 +27,11 @@ export class Metrics {
   readonly rowsWritten;
   readonly rowsDropped;
   readonly configReloads;
+  readonly #comboRequests;
+  readonly #comboAttempts;
+  readonly #cooldowns;
+  readonly #keepalive;
+  readonly #autoSwitched;
   readonly #seriesCache = new Map<string, Series>();
 
   constructor(queueDepth: () => number, opts: { processMetrics?: boolean } = {}) {
@@ -42,6 +50,15 @@ export class Metrics {
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
     this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (queue full or insert failed after retries).', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
+    this.#comboRequests = new Counter({ name: METRIC.comboRequests, help: 'Client requests to a combo by outcome.', labelNames: ['combo', 'status'], registers });
+    this.#comboAttempts = new Counter({
+      name: METRIC.comboAttempts, help: 'Upstream attempts made for combo requests (fallback tries, fusion members, the judge).',
+      labelNames: ['combo', 'provider', 'model', 'status'], registers,
+    });
+    this.#cooldowns = new Counter({ name: METRIC.cooldowns, help: 'Cooldowns started, by provider and reason (status or error code).', labelNames: ['provider', 'reason'], registers });
+    this.#keepalive = new Counter({ name: METRIC.keepalivePings, help: 'Keep-alive pings sent to start a rolling quota window.', labelNames: ['provider', 'status'], registers });
+    this.#autoSwitched = new Counter({ name: METRIC.autoSwitched, help: 'Client requests the budget auto-switch sent to the free tier.', registers });
+    this.#autoSwitched.inc(0);
     // Series that alerting rules query exist from the start (at 0), so increase() and rate() see the first event.
     for (const reason of ['queue_full', 'insert_failed']) this.rowsDropped.inc({ reason }, 0);
     for (const result of ['applied', 'rejected']) this.configReloads.inc({ result }, 0);
@@ -79,12 +96,48 @@ export class Metrics {
     return found;
   }
 
+  /** A cooldown started on a connection (`<provider>#<name>`). */
+  cooled(connectionId: string, reason: string): void {
+    this.#cooldowns.inc({ provider: connectionId.split('#')[0]!, reason });
+  }
+
+  /** Remaining cooldown per provider connection, read at scrape time. */
+  watchCooldowns(config: () => Config, router: Router): void {
+    new Gauge({
+      name: METRIC.cooldownSeconds, help: 'Seconds until a cooling provider connection is used again (0: not cooling).',
+      labelNames: ['provider', 'connection'], registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const [pid, p] of Object.entries(config().providers)) {
+          for (const c of connectionsOf(pid, p)) this.set({ provider: pid, connection: c.name }, router.cooldowns.remainingMs(c.id) / 1000);
+        }
+      },
+    });
+  }
+
   observe(r: UsageRecord): void {
     const provider = r.provider || OTHER;
     const model = r.modelKnown ? r.model : OTHER;
+    if (r.kind === 'keepalive') {
+      this.#keepalive.inc({ provider, status: r.status });
+      return;
+    }
     const modelId = r.modelKnown ? r.model.slice(provider.length + 1) : OTHER;
     const s = this.#series(provider, model, modelId, r.providerGroup || OTHER);
+    if (r.kind === 'attempt') this.#comboAttempts.inc({ combo: r.combo, provider, model, status: r.status });
+    if (r.kind === 'combo') this.#comboRequests.inc({ combo: r.combo, status: r.status });
+    if (r.autoSwitched && r.kind !== 'attempt') this.#autoSwitched.inc();
+    if (carriesUsage(r.kind)) this.#usage(s, r);
+    if (!isClientRequest(r.kind)) return;
     s.request(r.status).inc();
+    s.duration(r.errorType).observe(r.latency.totalMs / 1000);
+    const t = ttftMs(r);
+    if (t !== null) s.ttft().observe(t / 1000);
+    this.#overhead.observe(overheadMs(r) / 1000);
+  }
+
+  /** Tokens and cost of one upstream call. */
+  #usage(s: Series, r: UsageRecord): void {
     for (const b of USAGE_BUCKETS) {
       const v = r.usage[b];
       if (v) s.tokens(b).inc(v);
@@ -93,10 +146,6 @@ export class Metrics {
     if (knowsOutput(r.usage)) s.usageOut().observe(outputSide(r.usage));
     s.cost.inc(r.cost.cost);
     s.listCost.inc(r.cost.listCost);
-    s.duration(r.errorType).observe(r.latency.totalMs / 1000);
-    const t = ttftMs(r);
-    if (t !== null) s.ttft().observe(t / 1000);
-    this.#overhead.observe(overheadMs(r) / 1000);
   }
 }
 

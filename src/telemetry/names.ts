@@ -14,6 +14,12 @@ export const METRIC = {
   rowsDropped: 'tollgate_usage_rows_dropped_total',
   queueDepth: 'tollgate_usage_queue_depth',
   configReloads: 'tollgate_config_reloads_total',
+  comboRequests: 'tollgate_combo_requests_total',
+  comboAttempts: 'tollgate_combo_attempts_total',
+  cooldowns: 'tollgate_cooldowns_total',
+  cooldownSeconds: 'tollgate_provider_cooldown_seconds',
+  keepalivePings: 'tollgate_keepalive_pings_total',
+  autoSwitched: 'tollgate_auto_switched_total',
 } as const;
 
 /** Advisory bucket boundaries from the GenAI metric conventions. */
@@ -58,6 +64,12 @@ export const ATTR = {
   listCost: 'tollgate.list_cost_usd',
   ttftMs: 'tollgate.ttft_ms',
   upstreamMs: 'tollgate.upstream_ms',
+  kind: 'tollgate.kind',
+  combo: 'tollgate.combo',
+  attempt: 'tollgate.attempt',
+  parentRequestId: 'tollgate.parent_request_id',
+  connection: 'tollgate.connection',
+  autoSwitched: 'tollgate.auto_switched',
 } as const;
 
 /** Label value for anything not named in the config (bounded cardinality). */

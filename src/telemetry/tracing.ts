@@ -17,8 +17,11 @@ const headerGetter = {
 };
 const recordSetter = { set: (c: Record<string, string>, k: string, v: string) => void (c[k] = v) };
 
+/** One upstream call's CLIENT span. `end` records how the call went; `close` ends it (with the record of a combo
+ * attempt, whose tokens and cost then sit on its own span). */
 export class UpstreamSpan {
   readonly #span: Span;
+  #ended = false;
   constructor(span: Span) {
     this.#span = span;
   }
@@ -27,6 +30,15 @@ export class UpstreamSpan {
     if (errorType) {
       this.#span.setAttribute(ATTR.errorType, errorType);
       this.#span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+  }
+  close(attempt: UsageRecord | null): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (attempt !== null && this.#span.isRecording()) {
+      const a = recordAttributes(attempt);
+      delete a[ATTR.httpStatus]; // the upstream's status, set by end(), stays
+      this.#span.setAttributes({ ...a, [ATTR.parentRequestId]: attempt.parentId, [ATTR.combo]: attempt.combo, [ATTR.attempt]: attempt.attempt });
     }
     this.#span.end();
   }
@@ -42,6 +54,12 @@ export class RequestTrace {
     const parent = propagator.extract(context.active(), headers, headerGetter);
     this.#span = tracer.startSpan('chat', { kind: SpanKind.SERVER, attributes: { [ATTR.operationName]: 'chat', 'tollgate.endpoint': endpoint } }, parent);
     this.#ctx = trace.setSpan(parent, this.#span);
+  }
+
+  /** A request to a combo: the span is named after the combo; each member call is a child span. */
+  routedCombo(combo: string): void {
+    this.#span.updateName(`chat ${combo}`);
+    this.#span.setAttributes({ [ATTR.requestModel]: combo, [ATTR.combo]: combo });
   }
 
   /** Name the span after the routed model once it is known. */
@@ -98,6 +116,7 @@ export function recordAttributes(r: UsageRecord): Attributes {
     [ATTR.httpStatus]: r.httpStatus,
     [ATTR.totalTokens]: r.totalTokens,
     [ATTR.usageSource]: r.usageSource,
+    [ATTR.kind]: r.kind,
     [ATTR.cost]: r.cost.cost,
     [ATTR.listCost]: r.cost.listCost,
   };
@@ -114,6 +133,9 @@ export function recordAttributes(r: UsageRecord): Attributes {
   put(ATTR.upstreamMs, r.upstreamMs);
   if (r.latency.kind === 'stream') put(ATTR.ttftMs, r.latency.ttftMs);
   if (r.errorType) a[ATTR.errorType] = r.errorType;
+  if (r.combo) a[ATTR.combo] = r.combo;
+  if (r.connection) a[ATTR.connection] = r.connection;
+  if (r.autoSwitched) a[ATTR.autoSwitched] = true;
   return a;
 }
 

@@ -7,12 +7,39 @@ import { totalTokens, type Usage, type UsageSource } from './types.js';
 
 export type RequestStatus = 'success' | 'failure' | 'aborted';
 
+/**
+ * What a row stands for:
+ * - `request`: a client request sent straight to one model (the client request and its upstream call in one row);
+ * - `combo`: a client request to a combo; its buckets and cost are the sums of its attempts';
+ * - `attempt`: one upstream call made for a combo request (`parentId` is the client's request id);
+ * - `keepalive`: a keep-alive ping (no client request), excluded from analytics by default.
+ * Client requests are the `request` and `combo` rows; tokens and cost of upstream calls are the `request` and
+ * `attempt` rows. Either sum counts nothing twice.
+ */
+export type RecordKind = 'request' | 'combo' | 'attempt' | 'keepalive';
+
+/** Counts as a client request (in /api/usage summaries and tollgate_requests_total). */
+export const isClientRequest = (k: RecordKind): boolean => k === 'request' || k === 'combo';
+/** Carries the usage of one upstream call made for a client (a ping's is counted on its own). */
+export const carriesUsage = (k: RecordKind): boolean => k === 'request' || k === 'attempt';
+
 export type Latency =
   | { readonly kind: 'stream'; readonly ttftMs: number | null; readonly totalMs: number }
   | { readonly kind: 'unary'; readonly totalMs: number };
 
 export interface UsageRecord {
+  readonly kind: RecordKind;
   readonly requestId: string;
+  /** The client request this upstream attempt belongs to; '' for client requests and pings. */
+  readonly parentId: string;
+  /** The combo the client named ('' when none). */
+  readonly combo: string;
+  /** 1-based attempt number within a combo request; 0 otherwise. */
+  readonly attempt: number;
+  /** The provider connection used (a key's name, 'default', 'oauth'); '' when no upstream call was made. */
+  readonly connection: string;
+  /** The budget auto-switch rewrote the target of this request. */
+  readonly autoSwitched: boolean;
   readonly startedAt: number;
   readonly endedAt: number;
   readonly endpoint: string;
@@ -40,10 +67,15 @@ export interface UsageRecord {
   readonly upstreamMs: number | null;
 }
 
-export type RecordInput = Omit<UsageRecord, 'totalTokens'>;
+type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoSwitched';
+export type RecordInput = Omit<UsageRecord, 'totalTokens' | Routing> & Partial<Pick<UsageRecord, Routing>>;
 
 export function makeRecord(input: RecordInput): UsageRecord {
-  return Object.freeze({ ...input, totalTokens: totalTokens(input.usage) });
+  return Object.freeze({
+    kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false,
+    ...input,
+    totalTokens: totalTokens(input.usage),
+  });
 }
 
 /** Time spent in the gateway itself: total minus time waiting on the upstream. */

@@ -41,3 +41,15 @@ export function knowsInput(u: Usage): boolean {
 export function knowsOutput(u: Usage): boolean {
   return u.output !== null || u.reasoning !== null;
 }
+
+/** The usage of several upstream calls together (a combo request's): a bucket is null only if null in every one. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const add = (x: number | null, y: number | null) => (x === null ? y : y === null ? x : x + y);
+  return {
+    input: add(a.input, b.input),
+    cached: add(a.cached, b.cached),
+    cacheWrite: add(a.cacheWrite, b.cacheWrite),
+    output: add(a.output, b.output),
+    reasoning: add(a.reasoning, b.reasoning),
+  };
+}

@@ -27,6 +27,7 @@ providers:
     base_url: "https://\${UP_HOST}/v1"
     auth: { type: api_key, key: "\${OPENAI_API_KEY}" }
     headers: { OpenAI-Organization: "\${ORG}" }
+    models: { gpt-4o: { kind: llm }, o3: { kind: llm } }
 combos:
   smart: { strategy: fallback, models: ["openai/\${MODEL:-gpt-4o}", "openai/o3"] }
 alerts:

@@ -245,7 +245,7 @@ t.test('duplicate api key names are refused', async (t) => {
 t.test('auth.type api_key without a key is refused', async (t) => {
   const up = (auth: unknown) => ({ providers: { up: { group: 'paid', format: 'openai', base_url: 'https://x.example/v1', auth } } });
   const missing = issuesOf(t, () => parseConfig(up({ type: 'api_key' }), {}));
-  t.same(missing, [{ path: 'providers.up.auth.key', message: 'is required when auth.type is api_key' }]);
+  t.same(missing, [{ path: 'providers.up.auth.key', message: 'is required when auth.type is api_key (or give auth.keys)' }]);
   const empty = issuesOf(t, () => parseConfig(up({ type: 'api_key', key: '${UP_KEY:-}' }), {}));
   t.same(empty.map((i) => i.path), ['providers.up.auth.key'], 'an empty key from the environment');
   t.equal(parseConfig(up({ type: 'api_key', key: 'sk' }), {}).providers.up?.auth.key, 'sk', 'with a key');

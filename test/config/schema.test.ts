@@ -54,9 +54,9 @@ t.test('unknown keys are caught at every level', async (t) => {
     ['provider quota', { providers: { demo: demo({ quota: { kind: 'unlimited', limt: 1 } }) } }, 'providers.demo.quota.limt'],
     ['model', { providers: { demo: demo({ models: { 'echo-1': { kind: 'llm', capabilites: [] } } }) } }, 'providers.demo.models.echo-1.capabilites'],
     ['model price', { providers: { demo: demo({ models: { m: { price: { input: 1, outptu: 2 } } } }) } }, 'providers.demo.models.m.price.outptu'],
-    ['combo', { combos: { smart: { strategy: 'fallback', models: ['a/b'], retries: 2 } } }, 'combos.smart.retries'],
+    ['combo', { providers: { demo: demo() }, combos: { smart: { strategy: 'fallback', models: ['demo/echo-1'], retries: 2 } } }, 'combos.smart.retries'],
     ['budgets', { budgets: { daily: 5 } }, 'budgets.daily'],
-    ['auto_switch', { budgets: { auto_switch: { enabled: true, too: 'x' } } }, 'budgets.auto_switch.too'],
+    ['auto_switch', { budgets: { auto_switch: { enabled: false, too: 'x' } } }, 'budgets.auto_switch.too'],
     ['alert channels', { alerts: { channels: { slack: {} } } }, 'alerts.channels.slack'],
     ['webhook', { alerts: { channels: { webhook: { url: 'http://x', sekret: 's' } } } }, 'alerts.channels.webhook.sekret'],
   ];
@@ -86,7 +86,7 @@ t.test('wrong types name the path and the expected type', async (t) => {
     ['models not a map', { providers: { demo: demo({ models: ['echo-1'] }) } }, { path: 'providers.demo.models', message: 'expected object' }],
     ['boolean', { providers: { demo: demo({ allow_unlisted_models: 'maybe' }) } }, { path: 'providers.demo.allow_unlisted_models', message: 'expected boolean' }],
     ['price number', { providers: { demo: demo({ price: { input: 'cheap', output: 2 } }) } }, { path: 'providers.demo.price.input', message: 'expected number' }],
-    ['combo models list', { combos: { smart: { strategy: 'fallback', models: 'a/b' } } }, { path: 'combos.smart.models', message: 'expected array' }],
+    ['combo models list', { providers: { a: demo({ models: { b: { kind: 'llm' } } }) }, combos: { smart: { strategy: 'fallback', models: 'a/b' } } }, { path: 'combos.smart.models', message: 'expected array' }],
     ['alert kind flag', { alerts: { kinds: { quota_warning: 'loud' } } }, { path: 'alerts.kinds.quota_warning', message: 'expected boolean' }],
   ];
   for (const [name, raw, issue] of cases) t.same(issuesOf(t, obj(raw)), [issue], name);
@@ -111,7 +111,7 @@ t.test('enums name the path and list the allowed values', async (t) => {
     ['capability', { providers: { demo: demo({ models: { m: { capabilities: ['tools', 'telepathy'] } } }) } }, 'providers.demo.models.m.capabilities[1]', /expected one of: vision, pdf, audio, tools, reasoning, structured_output$/],
     ['thinking', { providers: { demo: demo({ models: { m: { thinking: 'deep' } } }) } }, 'providers.demo.models.m.thinking', /expected one of: openai, anthropic-budget, .*minimax$/],
     ['quota kind', { providers: { demo: demo({ quota: { kind: 'weekly' } }) } }, 'providers.demo.quota.kind', /expected one of: rolling_hours, .*unlimited$/],
-    ['combo strategy', { combos: { smart: { strategy: 'random', models: ['a/b'] } } }, 'combos.smart.strategy', /expected one of: fallback, round-robin, fusion, capacity$/],
+    ['combo strategy', { providers: { a: demo({ models: { b: { kind: 'llm' } } }) }, combos: { smart: { strategy: 'random', models: ['a/b'] } } }, 'combos.smart.strategy', /expected one of: fallback, round-robin, fusion, capacity$/],
   ];
   for (const [name, raw, path, message] of cases) {
     const issues = issuesOf(t, obj(raw));
@@ -133,7 +133,7 @@ t.test('ranges and patterns name the path and the constraint', async (t) => {
     ['reset_time', { providers: { demo: demo({ quota: { kind: 'daily_tokens', reset_time: 'noon' } }) } }, 'providers.demo.quota.reset_time', /must match pattern/],
     ['quota window', { providers: { demo: demo({ quota: { kind: 'rolling_tokens', window: '5 hours' } }) } }, 'providers.demo.quota.window', /must match pattern/],
     ['flush_ms', { storage: { batch: { flush_ms: 1 } } }, 'storage.batch.flush_ms', /must be >= 10/],
-    ['combo without models', { combos: { smart: { strategy: 'fallback', models: [] } } }, 'combos.smart.models', /must NOT have fewer than 1 items/],
+    ['combo without models', { providers: { a: demo({ models: { b: { kind: 'llm' } } }) }, combos: { smart: { strategy: 'fallback', models: [] } } }, 'combos.smart.models', /must NOT have fewer than 1 items/],
     ['duplicate capability', { providers: { demo: demo({ models: { m: { capabilities: ['tools', 'tools'] } } }) } }, 'providers.demo.models.m.capabilities', /duplicate items/],
   ];
   for (const [name, raw, path, message] of cases) {
@@ -152,7 +152,7 @@ t.test('missing required keys name their path', async (t) => {
     ['auth type', { providers: { demo: demo({ auth: { key: 'k' } }) } }, 'providers.demo.auth.type'],
     ['api key', { server: { api_keys: [{ name: 'admin' }] } }, 'server.api_keys[0].key'],
     ['quota kind', { providers: { demo: demo({ quota: { limit: 5 } }) } }, 'providers.demo.quota.kind'],
-    ['combo strategy', { combos: { smart: { models: ['a/b'] } } }, 'combos.smart.strategy'],
+    ['combo strategy', { providers: { a: demo({ models: { b: { kind: 'llm' } } }) }, combos: { smart: { models: ['a/b'] } } }, 'combos.smart.strategy'],
     ['webhook url', { alerts: { channels: { webhook: { secret: 's' } } } }, 'alerts.channels.webhook.url'],
   ];
   for (const [name, raw, path] of cases) t.same(issuesOf(t, obj(raw)), [{ path, message: 'is required' }], name);

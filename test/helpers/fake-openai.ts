@@ -28,6 +28,8 @@ export type Behaviour =
   /** Stream `chunks` content chunks (each flushed to the socket), then close the connection without finishing. */
   | { kind: 'cut'; chunks: number }
   | { kind: 'not-json' }
+  /** Answer 200 with the SSE headers, then send nothing at all (the socket stays open). */
+  | { kind: 'silent' }
   /**
    * The model calls the first function tool of the request (`name` overrides it; a request without tools is a 400):
    * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4).
@@ -116,6 +118,11 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     if (b.kind === 'error') {
       res.writeHead(b.status, { 'content-type': 'application/json', ...(b.headers ?? {}) });
       res.end(JSON.stringify(b.body));
+      return;
+    }
+    if (b.kind === 'silent') {
+      res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+      res.flushHeaders();
       return;
     }
     if (b.kind === 'not-json') {

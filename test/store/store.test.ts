@@ -64,7 +64,7 @@ t.test('migrate creates the database and tables, and is idempotent', async (t) =
   const dbsBefore = await store.query<{ name: string }>(`SELECT name FROM system.databases WHERE name = 'tollgate'`);
   t.same(dbsBefore, [], 'fresh data directory: no database yet');
 
-  t.same(await migrate(store), [1], 'first run applies version 1');
+  t.same(await migrate(store), MIGRATIONS.map((m) => m.version), 'first run applies every shipped version');
 
   const dbs = await store.query<{ name: string }>(`SELECT name FROM system.databases WHERE name = 'tollgate'`);
   t.same(dbs, [{ name: 'tollgate' }]);
@@ -99,19 +99,21 @@ t.test('migrate creates the database and tables, and is idempotent', async (t) =
   const applied = await store.query<{ version: number; name: string; n: string }>(
     `SELECT version, name, count() OVER () AS n FROM ${store.t('schema_migrations')} FINAL ORDER BY version`,
   );
-  t.same(applied.map((r) => [Number(r.version), r.name, Number(r.n)]), [[1, 'requests', 1]], 'one row, version 1');
-  t.equal(MIGRATIONS.at(-1)!.version, 1, 'the shipped migration list ends at version 1');
+  t.same(applied.map((r) => [Number(r.version), r.name]), [[1, 'requests'], [2, 'routing']], 'one row per version');
+  t.equal(Number(applied[0]!.n), MIGRATIONS.length);
+  t.equal(types.kind, 'LowCardinality(String)');
+  t.equal(types.parent_id, 'Nullable(UUID)', 'parent_id: null for client requests');
 });
 
 t.test('migrate applies only versions it has not applied, in version order', async (t) => {
   const extra = [
-    { version: 3, name: 'three', statements: (db: string) => [`CREATE TABLE IF NOT EXISTS ${db}.m_three (x UInt8) ENGINE = MergeTree ORDER BY x`] },
-    { version: 2, name: 'two', statements: (db: string) => [`CREATE TABLE IF NOT EXISTS ${db}.m_two (x UInt8) ENGINE = MergeTree ORDER BY x`] },
+    { version: 1001, name: 'three', statements: (db: string) => [`CREATE TABLE IF NOT EXISTS ${db}.m_three (x UInt8) ENGINE = MergeTree ORDER BY x`] },
+    { version: 1000, name: 'two', statements: (db: string) => [`CREATE TABLE IF NOT EXISTS ${db}.m_two (x UInt8) ENGINE = MergeTree ORDER BY x`] },
   ];
-  t.same(await migrate(store, [...MIGRATIONS, ...extra]), [2, 3], 'new versions applied in order; 1 skipped');
+  t.same(await migrate(store, [...MIGRATIONS, ...extra]), [1000, 1001], 'new versions applied in order; shipped ones skipped');
   t.same(await migrate(store, [...MIGRATIONS, ...extra]), []);
   const versions = await store.query<{ version: number }>(`SELECT version FROM ${store.t('schema_migrations')} FINAL ORDER BY version`);
-  t.same(versions.map((r) => Number(r.version)), [1, 2, 3]);
+  t.same(versions.map((r) => Number(r.version)), [...MIGRATIONS.map((m) => m.version), 1000, 1001]);
   const tables = await store.query<{ name: string }>(`SELECT name FROM system.tables WHERE database = 'tollgate' AND name LIKE 'm\\_%' ORDER BY name`);
   t.same(tables.map((r) => r.name), ['m_three', 'm_two']);
 });

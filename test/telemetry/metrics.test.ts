@@ -175,6 +175,7 @@ t.test('process metrics are optional and registries are per instance', async (t)
 t.test('recordAttributes: the span carries the record, unreported buckets left out', async (t) => {
   t.same(recordAttributes(STREAMED), {
     'tollgate.request_id': '018f7c1f-b1b8-7c06-9bf6-a0cf2144398c',
+    'tollgate.kind': 'request',
     'tollgate.provider': 'openai',
     'tollgate.provider_group': 'paid',
     'tollgate.api_key': 'admin',

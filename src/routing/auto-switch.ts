@@ -1,0 +1,46 @@
+// The budget auto-switch routing step (spec item 6): when the daily budget is exceeded and
+// `budgets.auto_switch.enabled`, a request's target is rewritten to the configured free model or combo. The budget
+// evaluation itself lives with the alerts; this step only asks a BudgetGate.
+
+import type { Config } from '../config/types.js';
+import { parseThinkingSuffix } from '../translate/thinking.js';
+
+export interface BudgetGate {
+  /** True while the daily budget is exceeded (until its window resets). */
+  dailyExceeded(): boolean;
+}
+
+export const NEVER_EXCEEDED: BudgetGate = { dailyExceeded: () => false };
+
+export interface Target {
+  /** The model or combo to route (suffix kept, as the client or the config wrote it). */
+  readonly model: string;
+  /** The target was rewritten by the auto-switch. */
+  readonly switched: boolean;
+}
+
+/** Is `model` (a `<provider>/<model>` or a combo name, suffix allowed) already free to run? */
+function isFree(cfg: Config, model: string): boolean {
+  const bare = parseThinkingSuffix(model).model;
+  const slash = bare.indexOf('/');
+  if (slash > 0) return cfg.providers[bare.slice(0, slash)]?.group === 'free';
+  const combo = Object.hasOwn(cfg.combos, bare) ? cfg.combos[bare] : undefined;
+  return combo !== undefined && combo.models.every((m) => isFree(cfg, m));
+}
+
+/** Does the auto-switch target name a configured model or combo? (If not, nothing is switched; app.ts warns.) */
+export function switchTargetExists(cfg: Config, to: string): boolean {
+  const bare = parseThinkingSuffix(to).model;
+  if (Object.hasOwn(cfg.combos, bare)) return true;
+  const slash = bare.indexOf('/');
+  const p = slash > 0 ? cfg.providers[bare.slice(0, slash)] : undefined;
+  return p !== undefined && (p.allow_unlisted_models || Object.hasOwn(p.models, bare.slice(slash + 1)));
+}
+
+export function autoSwitch(cfg: Config, requested: string, budget: BudgetGate): Target {
+  const to = cfg.budgets.auto_switch?.to;
+  if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || isFree(cfg, requested)) return { model: requested, switched: false };
+  if (!switchTargetExists(cfg, to)) return { model: requested, switched: false };
+  if (!budget.dailyExceeded()) return { model: requested, switched: false };
+  return { model: to, switched: true };
+}

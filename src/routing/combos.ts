@@ -1,0 +1,65 @@
+// Combos (spec item 7): named groups of `<provider>/<model>` members addressed by their bare name. This module is
+// pure: it resolves the members and orders them for one request; the proxy runs the attempts.
+//
+// - fallback:    config order.
+// - round-robin: config order rotated by one per request.
+// - capacity:    a request with images (or PDFs) goes first to members whose capabilities include vision (pdf), in
+//                config order, then to the others (which only see it once no capable member is left).
+// - fusion:      every member in parallel; the judge synthesises (proxy/fusion.ts).
+
+import type { ComboConfig, Config } from '../config/types.js';
+import type { CanonicalRequest, ThinkingLevel } from '../translate/canonical.js';
+import { parseThinkingSuffix } from '../translate/thinking.js';
+import { resolveModel, type Route } from './resolve.js';
+
+export interface Member {
+  /** The member as written in the combo (may carry a `(level)` suffix). */
+  readonly spec: string;
+  /** `<provider>/<model>` without the suffix. */
+  readonly model: string;
+  readonly thinking?: ThinkingLevel;
+  readonly route: Route;
+}
+
+export function comboOf(cfg: Config, name: string): ComboConfig | undefined {
+  return Object.hasOwn(cfg.combos, name) ? cfg.combos[name] : undefined;
+}
+
+export function member(cfg: Config, spec: string): Member {
+  const { model, thinking } = parseThinkingSuffix(spec);
+  return thinking === undefined ? { spec, model, route: resolveModel(cfg, model) } : { spec, model, thinking, route: resolveModel(cfg, model) };
+}
+
+/** The media a request carries that need a capability: 'vision' for images, 'pdf' for files. */
+export function neededCapabilities(req: CanonicalRequest): Set<'vision' | 'pdf'> {
+  const need = new Set<'vision' | 'pdf'>();
+  const visit = (parts: CanonicalRequest['system']): void => {
+    for (const p of parts) {
+      if (p.type === 'image') need.add('vision');
+      else if (p.type === 'file') need.add('pdf');
+      else if (p.type === 'tool_result') visit(p.content);
+    }
+  };
+  visit(req.system);
+  for (const m of req.messages) visit(m.content);
+  return need;
+}
+
+/** Members in the order this request tries them. `turn` is the combo's request counter (round-robin). */
+export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequest, turn: number): Member[] {
+  const members = combo.models.map((spec) => member(cfg, spec));
+  switch (combo.strategy) {
+    case 'round-robin': {
+      const k = turn % members.length;
+      return [...members.slice(k), ...members.slice(0, k)];
+    }
+    case 'capacity': {
+      const need = neededCapabilities(req);
+      if (need.size === 0) return members;
+      const capable = (m: Member) => [...need].every((c) => m.route.modelConfig?.capabilities.includes(c) === true);
+      return [...members.filter(capable), ...members.filter((m) => !capable(m))];
+    }
+    default:
+      return members;
+  }
+}

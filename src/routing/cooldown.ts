@@ -1,0 +1,85 @@
+// Cooldowns: a connection that fails is skipped by combos for a while. The wait grows exponentially with
+// consecutive failures (initial_s x multiplier^(n-1), at most max_s) and is at least the upstream's Retry-After;
+// a success clears it. A provider is cooling when every one of its connections is.
+
+import type { CooldownConfig } from '../config/types.js';
+
+export interface CooldownState {
+  /** Consecutive failures. */
+  readonly failures: number;
+  /** Epoch ms when the connection may be used again. */
+  readonly until: number;
+  /** Why: an HTTP status ('429', '503'), an error code, or 'quota_exhausted'. */
+  readonly reason: string;
+}
+
+export interface Failure {
+  readonly reason: string;
+  /** The upstream's Retry-After, in ms. */
+  readonly retryAfterMs?: number | null;
+  /** The provider said its quota is used up: cool for the longest wait. */
+  readonly quotaExhausted?: boolean;
+}
+
+/** Parse `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
+export function retryAfterMs(headers: Readonly<Record<string, string | string[] | undefined>>, now = Date.now()): number | null {
+  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+  const ms = Number(first(headers['retry-after-ms']));
+  if (Number.isFinite(ms) && ms >= 0 && first(headers['retry-after-ms']) !== undefined) return ms;
+  const ra = first(headers['retry-after']);
+  if (ra === undefined || ra.trim() === '') return null;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) return Number(ra) * 1000;
+  const at = Date.parse(ra);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}
+
+export class Cooldowns {
+  readonly #states = new Map<string, CooldownState>();
+  #cfg: CooldownConfig;
+  readonly #now: () => number;
+  readonly #onCool: (connectionId: string, reason: string) => void;
+
+  constructor(cfg: CooldownConfig, now: () => number = Date.now, onCool: (connectionId: string, reason: string) => void = () => undefined) {
+    this.#cfg = cfg;
+    this.#now = now;
+    this.#onCool = onCool;
+  }
+
+  configure(cfg: CooldownConfig): void {
+    this.#cfg = cfg;
+  }
+
+  /** Record a failure; returns the cooldown in ms it starts. */
+  fail(connectionId: string, f: Failure): number {
+    const prev = this.#states.get(connectionId);
+    const failures = (prev?.failures ?? 0) + 1;
+    const { initial_s, max_s, multiplier } = this.#cfg;
+    const exp = f.quotaExhausted ? max_s * 1000 : Math.min(max_s, initial_s * multiplier ** (failures - 1)) * 1000;
+    const wait = Math.max(exp, f.retryAfterMs ?? 0);
+    const now = this.#now();
+    this.#states.set(connectionId, { failures, until: Math.max(prev?.until ?? 0, now + wait), reason: f.quotaExhausted ? 'quota_exhausted' : f.reason });
+    this.#onCool(connectionId, f.quotaExhausted ? 'quota_exhausted' : f.reason);
+    return wait;
+  }
+
+  succeed(connectionId: string): void {
+    this.#states.delete(connectionId);
+  }
+
+  /** The state while cooling; null when the connection may be used. */
+  cooling(connectionId: string): CooldownState | null {
+    const s = this.#states.get(connectionId);
+    return s !== undefined && s.until > this.#now() ? s : null;
+  }
+
+  /** Remaining ms of a cooldown (0 when not cooling). */
+  remainingMs(connectionId: string): number {
+    const s = this.cooling(connectionId);
+    return s === null ? 0 : s.until - this.#now();
+  }
+
+  /** Every recorded state (also expired ones, whose failure count still grows the next wait). */
+  entries(): IterableIterator<[string, CooldownState]> {
+    return this.#states.entries();
+  }
+}

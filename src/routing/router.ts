@@ -1,0 +1,128 @@
+// The routing state of one gateway process: connection choice (round-robin over a provider's connections that are
+// not cooling), cooldowns, each combo's round-robin turn, OAuth access tokens, and the budget gate the
+// auto-switch asks. Built once by app.ts; read by the proxy, /api/quota and /metrics.
+
+import type { Config, OAuthSettings } from '../config/types.js';
+import { TollgateError } from '../errors.js';
+import { connectionsOf, withAccessToken, type Connection } from './connections.js';
+import { Cooldowns, type CooldownState } from './cooldown.js';
+import { NEVER_EXCEEDED, type BudgetGate } from './auto-switch.js';
+import type { UpstreamFailure } from './failures.js';
+import type { Route } from './resolve.js';
+
+/** Where an OAuth provider's access token comes from (connections/oauth.ts in the gateway). */
+export interface TokenSource {
+  accessToken(): Promise<string>;
+  /** The upstream refused the token: refresh before the next use. */
+  invalidate(): void;
+}
+export type TokenSources = (providerId: string, settings: OAuthSettings) => TokenSource;
+
+const noTokens: TokenSources = (providerId) => ({
+  accessToken: () => Promise.reject(new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${providerId}' is not connected: run \`tollgate connect ${providerId}\``)),
+  invalidate: () => undefined,
+});
+
+export interface ProviderCooldown {
+  readonly providerId: string;
+  /** Every connection of the provider is cooling. */
+  readonly cooling: boolean;
+  /** Epoch ms when the first connection is usable again (0 when not cooling). */
+  readonly until: number;
+  readonly connections: readonly { readonly name: string; readonly state: CooldownState | null }[];
+}
+
+/** Whether a provider's quota is used up (computed from the record by the quota engine). */
+export interface QuotaGate {
+  exhausted(providerId: string): boolean;
+}
+
+export class Router {
+  readonly cooldowns: Cooldowns;
+  budget: BudgetGate = NEVER_EXCEEDED;
+  quota: QuotaGate = { exhausted: () => false };
+  readonly #config: () => Config;
+  readonly #turns = new Map<string, number>();
+  readonly #picks = new Map<string, number>();
+  readonly #tokens = new Map<string, { settings: OAuthSettings; source: TokenSource }>();
+  readonly #tokenSources: TokenSources;
+  readonly #now: () => number;
+
+  constructor(config: () => Config, opts: { now?: () => number; tokens?: TokenSources; onCool?: (connectionId: string, reason: string) => void } = {}) {
+    this.#config = config;
+    this.#now = opts.now ?? Date.now;
+    this.#tokenSources = opts.tokens ?? noTokens;
+    this.cooldowns = new Cooldowns(config().routing.cooldown, this.#now, opts.onCool);
+  }
+
+  /** A live config edit: new cooldown settings apply to the next failure. */
+  reconfigure(cfg: Config): void {
+    this.cooldowns.configure(cfg.routing.cooldown);
+  }
+
+  /** The combo's turn for this request (0, 1, 2, ...), for round-robin. */
+  nextTurn(combo: string): number {
+    const n = this.#turns.get(combo) ?? 0;
+    this.#turns.set(combo, n + 1);
+    return n;
+  }
+
+  /** The cooldown of a provider: cooling when every connection is. */
+  provider(providerId: string): ProviderCooldown {
+    const p = this.#config().providers[providerId];
+    const conns = p ? connectionsOf(providerId, p) : [];
+    const states = conns.map((c) => ({ name: c.name, state: this.cooldowns.cooling(c.id) }));
+    const cooling = states.length > 0 && states.every((s) => s.state !== null);
+    const until = cooling ? Math.min(...states.map((s) => s.state!.until)) : 0;
+    return { providerId, cooling, until, connections: states };
+  }
+
+  isCooling(providerId: string): boolean {
+    return this.provider(providerId).cooling;
+  }
+
+  /** Pick the connection for one call: round-robin over those not cooling (the soonest usable if all are). */
+  pick(route: Route): Connection {
+    const conns = connectionsOf(route.providerId, route.provider);
+    if (conns.length === 1) return conns[0]!;
+    const start = this.#picks.get(route.providerId) ?? 0;
+    this.#picks.set(route.providerId, start + 1);
+    let best: Connection | undefined;
+    let bestUntil = Infinity;
+    for (let i = 0; i < conns.length; i++) {
+      const c = conns[(start + i) % conns.length]!;
+      const s = this.cooldowns.cooling(c.id);
+      if (s === null) return c;
+      if (s.until < bestUntil) [best, bestUntil] = [c, s.until];
+    }
+    return best!;
+  }
+
+  /** The route as one call sends it: the chosen connection's row, with an OAuth token when the provider uses one. */
+  async connect(route: Route): Promise<Route> {
+    const c = this.pick(route);
+    let provider = c.provider;
+    if (provider.auth.type === 'oauth' && provider.auth.oauth) provider = withAccessToken(provider, await this.#tokenSource(route.providerId, provider.auth.oauth).accessToken());
+    return { ...route, provider, connection: c };
+  }
+
+  /** Tell the router how a call went: a success clears the connection's cooldown, a failure may start one. */
+  report(route: Route, failure: UpstreamFailure | null): void {
+    const c = route.connection;
+    if (!c) return;
+    if (failure === null) {
+      this.cooldowns.succeed(c.id);
+      return;
+    }
+    if (failure.status === 401 && route.provider.auth.type === 'oauth') this.#tokens.get(route.providerId)?.source.invalidate();
+    if (failure.cool) this.cooldowns.fail(c.id, { reason: failure.reason, retryAfterMs: failure.retryAfterMs, quotaExhausted: failure.quotaExhausted });
+  }
+
+  #tokenSource(providerId: string, settings: OAuthSettings): TokenSource {
+    const found = this.#tokens.get(providerId);
+    if (found && found.settings === settings) return found.source;
+    const source = this.#tokenSources(providerId, settings);
+    this.#tokens.set(providerId, { settings, source });
+    return source;
+  }
+}
