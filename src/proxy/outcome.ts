@@ -3,7 +3,7 @@
 // the small helpers for answering a client that may already be gone.
 
 import { performance } from 'node:perf_hooks';
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ProviderGroup } from '../config/types.js';
 import type { TollgateError } from '../errors.js';
@@ -158,14 +158,15 @@ export function write(raw: ServerResponse, s: string): Promise<void> | void {
   });
 }
 
-/** Take the response over from fastify and start an SSE stream (status 200, the request id header). */
+/** Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). */
 export function openEventStream(reply: FastifyReply): ServerResponse {
   reply.hijack();
   const raw = reply.raw;
+  // The headers set on the reply so far (x-request-id, the auto-switch marks) go with the stream's.
   raw.writeHead(200, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-    'x-request-id': String(reply.getHeader('x-request-id') ?? ''),
   });
   return raw;
 }

@@ -1,0 +1,149 @@
+// Fusion through the official `openai` client: three members (fake OpenAI upstreams a, b, c) answer in parallel and a
+// judge (upstream j) synthesises the final answer, which is what the client gets, streamed and not. Members get no
+// tools and the tool history as text; the judge gets every candidate. Every member call and the judge call is an
+// attempt row; the client row carries their sum. A member past the quorum's grace period is cut off and recorded.
+
+import t from 'tap';
+import OpenAI from 'openai';
+import { startApp } from '../helpers/app.js';
+import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { TOOL, bucketsOf, spyFetch, type Row } from '../helpers/clients.js';
+import { waitFor } from '../helpers/wait.js';
+
+const fakes = { a: await startFakeOpenAI(t), b: await startFakeOpenAI(t), c: await startFakeOpenAI(t), j: await startFakeOpenAI(t) };
+const provider = (id: keyof typeof fakes) =>
+  fakeProvider(fakes[id].baseUrl, { name: `Fake ${id}`, price: { input: 1, output: 2, cached: 0.5 }, timeouts: { connect_s: 2, stall_s: 5, request_s: 10 }, models: { m: { kind: 'llm', capabilities: ['tools'] } } });
+
+const gw = await startApp(t, {
+  providers: { a: provider('a'), b: provider('b'), c: provider('c'), j: provider('j') },
+  combos: {
+    panel: { strategy: 'fusion', models: ['a/m', 'b/m', 'c/m'], judge: 'j/m' },
+    quick: { strategy: 'fusion', models: ['a/m', 'b/m', 'c/m'], judge: 'j/m', quorum: 2, grace_ms: 100, timeout_ms: 5000 },
+  },
+});
+const spy = spyFetch();
+const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'sk-client-unused', maxRetries: 0, fetch: spy.fetch });
+
+const VERDICT = ['The', ' judged', ' answer'];
+function script(): void {
+  fakes.a.next({ kind: 'ok', words: ['Alpha says 4'] });
+  fakes.b.next({ kind: 'ok', words: ['Bravo says four'] });
+  fakes.c.next({ kind: 'ok', words: ['Charlie says 5'] });
+  fakes.j.next({ kind: 'ok', words: VERDICT });
+}
+
+// A conversation with a tool declared and a tool call in its history: members must not see tools.
+const conversation: OpenAI.Chat.ChatCompletionMessageParam[] = [
+  { role: 'system', content: 'Be brief.' },
+  { role: 'user', content: 'What is the weather in Paris?' },
+  { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: TOOL.name, arguments: '{"city":"Paris"}' } }] },
+  { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21 C' },
+  { role: 'user', content: 'And what is 2 + 2?' },
+];
+const tools = [{ type: 'function' as const, function: { name: TOOL.name, description: TOOL.description, parameters: TOOL.schema } }];
+
+async function rowsOf(requestId: string, attempts: number): Promise<{ parent: Row; attempts: Row[] }> {
+  let parent: Row | undefined;
+  let tries: Row[] = [];
+  await waitFor(async () => {
+    [parent] = await gw.rows(`request_id = '${requestId}'`);
+    tries = await gw.rows(`parent_id = '${requestId}'`);
+    return parent !== undefined && tries.length >= attempts;
+  });
+  return { parent: parent!, attempts: tries.sort((x, y) => Number(x.attempt) - Number(y.attempt)) };
+}
+
+t.test("three members answer and the judge's answer is what the client gets (not streamed)", async (t) => {
+  script();
+  const res = await client.chat.completions.create({ model: 'panel', messages: conversation, tools });
+  t.equal(res.choices[0]?.message.content, VERDICT.join(''), "the judge's answer");
+  t.equal(res.model, 'panel');
+
+  for (const id of ['a', 'b', 'c'] as const) {
+    const sent = fakes[id].received.at(-1)!.body as { tools?: unknown; messages: { role: string; content: unknown; tool_calls?: unknown }[]; stream?: boolean };
+    t.equal(sent.tools, undefined, `${id}: no tools`);
+    t.notOk(sent.messages.some((m) => m.role === 'tool' || m.tool_calls !== undefined), `${id}: no tool messages`);
+    t.match(JSON.stringify(sent.messages), /called tool get_weather with \{\\"city\\":\\"Paris\\"\}/, `${id}: the call as text`);
+    t.match(JSON.stringify(sent.messages), /sunny, 21 C/, `${id}: the result as text`);
+    t.notOk(sent.stream, `${id}: not streamed`);
+  }
+  const judged = JSON.stringify(fakes.j.received.at(-1)!.body);
+  for (const answer of ['Alpha says 4', 'Bravo says four', 'Charlie says 5']) t.match(judged, answer, `the judge saw "${answer}"`);
+  t.match(judged, /And what is 2 \+ 2\?/, 'and the question');
+  t.equal((fakes.j.received.at(-1)!.body as { tools?: unknown }).tools, undefined);
+
+  const { parent, attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  t.same(attempts.map((r) => [Number(r.attempt), r.provider, r.status, r.combo]), [
+    [1, 'a', 'success', 'panel'], [2, 'b', 'success', 'panel'], [3, 'c', 'success', 'panel'], [4, 'j', 'success', 'panel'],
+  ], 'three member rows and the judge row');
+  const sum = attempts.reduce((s, r) => s + Number(r.total_tokens), 0);
+  t.equal(sum, 4 * 18);
+  t.same(bucketsOf(parent), [32, 12, null, 20, 8, 72], 'the client row: the sum of four attempts');
+  t.same([parent.kind, parent.model, parent.status], ['combo', 'j/m', 'success'], 'answered by the judge');
+  t.equal(Number(Number(parent.cost).toFixed(12)), Number(attempts.reduce((s, r) => s + Number(r.cost), 0).toFixed(12)));
+});
+
+t.test("streamed: the judge's answer is streamed to the client", async (t) => {
+  script();
+  const stream = await client.chat.completions.create({ model: 'panel', messages: conversation, stream: true, stream_options: { include_usage: true } });
+  const pieces: string[] = [];
+  let usage: OpenAI.CompletionUsage | null | undefined;
+  for await (const chunk of stream) {
+    const d = chunk.choices[0]?.delta.content;
+    if (d) pieces.push(d);
+    if (chunk.usage) usage = chunk.usage;
+  }
+  t.same(pieces, VERDICT, 'chunk by chunk, as the judge streamed it');
+  t.equal((fakes.j.received.at(-1)!.body as { stream?: boolean }).stream, true, 'the judge was asked to stream');
+  t.notOk((fakes.a.received.at(-1)!.body as { stream?: boolean }).stream, 'members were not');
+  t.equal(usage?.total_tokens, 18, "the stream's usage is the judge's call");
+  const { parent, attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  t.equal(attempts.length, 4);
+  t.equal(Number(parent.total_tokens), 72, 'the row counts every attempt');
+  t.equal(parent.stream, true);
+});
+
+t.test('a failing member is recorded but is not a candidate; the judge works with the others', async (t) => {
+  fakes.a.next({ kind: 'ok', words: ['Alpha again'] });
+  fakes.b.next({ kind: 'error', status: 500, body: { error: { message: 'b is down' } } });
+  fakes.c.next({ kind: 'ok', words: ['Charlie, a bit later'], delayMs: 300 });
+  fakes.j.next({ kind: 'ok', words: VERDICT });
+  const res = await client.chat.completions.create({ model: 'quick', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(res.choices[0]?.message.content, VERDICT.join(''));
+  const judged = JSON.stringify(fakes.j.received.at(-1)!.body);
+  t.match(judged, 'Alpha again');
+  t.match(judged, 'Charlie, a bit later', 'the quorum (2) waited for c');
+  t.notMatch(judged, 'b is down', 'a failure is not a candidate');
+  const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  t.same(attempts.map((r) => [r.provider, r.status, Number(r.http_status)]), [['a', 'success', 200], ['b', 'failure', 500], ['c', 'success', 200], ['j', 'success', 200]]);
+  gw.app.tollgate.router.cooldowns.succeed('b#default');
+});
+
+t.test('past the quorum, the grace period cuts a slow member off (recorded as aborted)', async (t) => {
+  fakes.a.next({ kind: 'ok', words: ['Alpha fast'] });
+  fakes.b.next({ kind: 'ok', words: ['Bravo fast'] });
+  fakes.c.next({ kind: 'ok', words: ['Charlie never'], delayMs: 3000 });
+  fakes.j.next({ kind: 'ok', words: VERDICT });
+  const started = Date.now();
+  const res = await client.chat.completions.create({ model: 'quick', messages: [{ role: 'user', content: 'hi' }] });
+  const took = Date.now() - started;
+  t.equal(res.choices[0]?.message.content, VERDICT.join(''));
+  t.ok(took < 2000, `quorum 2 plus 100 ms of grace, not c's 3 s (${took} ms)`);
+  const judged = JSON.stringify(fakes.j.received.at(-1)!.body);
+  t.match(judged, 'Alpha fast');
+  t.match(judged, 'Bravo fast');
+  t.notMatch(judged, 'Charlie never');
+  const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  t.same(attempts.map((r) => [r.provider, r.status, r.error_type]), [['a', 'success', ''], ['b', 'success', ''], ['c', 'aborted', 'fusion_cut_off'], ['j', 'success', '']]);
+});
+
+t.test('when no member answers, the client gets the last failure', async (t) => {
+  for (const id of ['a', 'b', 'c'] as const) fakes[id].next({ kind: 'error', status: 503, body: { error: { message: `${id} overloaded` } } });
+  const jBefore = fakes.j.received.length;
+  const err = await client.chat.completions.create({ model: 'panel', messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e);
+  t.ok(err instanceof OpenAI.APIError && err.status === 503, '503 as the members said');
+  t.equal(fakes.j.received.length, jBefore, 'the judge is not asked without candidates');
+  gw.app.tollgate.router.cooldowns.succeed('a#default');
+  gw.app.tollgate.router.cooldowns.succeed('b#default');
+  gw.app.tollgate.router.cooldowns.succeed('c#default');
+});
