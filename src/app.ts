@@ -22,7 +22,10 @@ import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './usage/ledger.js';
 import { Router } from './routing/router.js';
+import { CredentialStore } from './connections/credentials.js';
+import { OAuthSession } from './connections/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
+import { KeepAlive } from './routing/keepalive.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -92,8 +95,14 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();
-  const router = new Router(() => holder.current, { onCool: (connectionId, reason) => metrics.cooled(connectionId, reason) });
+  // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
+  const credentials = new CredentialStore(cfg.storage.data_dir);
+  const router = new Router(() => holder.current, {
+    onCool: (connectionId, reason) => metrics.cooled(connectionId, reason),
+    tokens: (providerId, settings) => new OAuthSession(providerId, settings, credentials),
+  });
   metrics.watchCooldowns(() => holder.current, router);
+  const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
   let keys = new KeyRing(cfg.server.api_keys);
   const sw = cfg.budgets.auto_switch;
   if (sw.enabled && sw.to && !switchTargetExists(cfg, sw.to)) log.warn({ to: sw.to }, 'budgets.auto_switch.to names no configured model or combo: auto-switch is off');
@@ -102,6 +111,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     keys = new KeyRing(next.server.api_keys);
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
+    keepalive.reconfigure(next);
     metrics.configReloads.inc({ result: 'applied' });
   });
 
@@ -161,9 +171,13 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   app.addHook('onClose', async () => {
     if (sweeper !== null) clearInterval(sweeper);
+    // Before the dispatcher and the writer: a ping in flight needs the one and records into the other.
+    await keepalive.close();
     await dispatcher.close();
     await writer.close();
     await store.close();
   });
+  // Recovers open windows from the store; last, so that its timers are cleared by the onClose above.
+  await keepalive.start();
   return app;
 }

@@ -3,6 +3,7 @@
 //
 //   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
 //   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
+//   tollgate connect PROVIDER       OAuth device-code sign-in for PROVIDER; tokens stored under storage.data_dir
 
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfigFile } from './config/load.js';
@@ -11,28 +12,37 @@ import { startTelemetry } from './telemetry/otel.js';
 
 const USAGE = `usage: tollgate [--config FILE]
        tollgate check-config [FILE]
+       tollgate connect PROVIDER [--config FILE]
 
 Serves the gateway described by FILE (default: $TOLLGATE_CONFIG, else ./config.yaml).
-check-config validates FILE without starting and exits non-zero when it is invalid.`;
+check-config validates FILE without starting and exits non-zero when it is invalid.
+connect signs in to PROVIDER (auth.type: oauth) with the OAuth device-code flow and stores its tokens, encrypted,
+under storage.data_dir.`;
 
 interface Args {
-  command: 'serve' | 'check-config' | 'help';
+  command: 'serve' | 'check-config' | 'connect' | 'help';
   file: string;
+  /** connect: the provider id. */
+  provider?: string;
 }
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Args {
   let command: Args['command'] = 'serve';
   let file: string | undefined;
+  let provider: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--help' || a === '-h') command = 'help';
     else if (a === '--config' || a === '-c') file = argv[++i];
     else if (a.startsWith('--config=')) file = a.slice('--config='.length);
     else if (a === 'check-config' && i === 0) command = 'check-config';
+    else if (a === 'connect' && i === 0) command = 'connect';
     else if (command === 'check-config' && file === undefined) file = a;
+    else if (command === 'connect' && provider === undefined && !a.startsWith('-')) provider = a;
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
-  return { command, file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml' };
+  if (command === 'connect' && provider === undefined) throw new Error(`connect needs a PROVIDER\n${USAGE}`);
+  return { command, file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml', ...(provider === undefined ? {} : { provider }) };
 }
 
 function fail(err: unknown): never {
@@ -62,6 +72,12 @@ async function main(): Promise<void> {
   }
   if (args.command === 'check-config') {
     process.stdout.write(`${args.file}: ok (${Object.keys(config.providers).length} providers)\n`);
+    return;
+  }
+  if (args.command === 'connect') {
+    // no telemetry, no store, no server: only the authorization server and data_dir/credentials are touched
+    const { connect } = await import('./cli/connect.js');
+    await connect(config, args.provider!, process.stdout).catch(fail);
     return;
   }
 

@@ -20,9 +20,10 @@ export function endpointPath(p: ProviderConfig, suffix: string, fallbackBase = '
   return path;
 }
 
-/** `Authorization: Bearer <key>`, or the key in the configured `auth.header`; nothing without an api_key. */
+/** `Authorization: Bearer <key>`, or the key in the configured `auth.header`; nothing without a key (an OAuth
+ * connection's key is its access token, always sent as a Bearer token). */
 export function apiKeyHeaders(p: ProviderConfig): Record<string, string> {
-  if (p.auth.type !== 'api_key' || !p.auth.key) return {};
+  if (p.auth.type === 'none' || !p.auth.key) return {};
   const header = (p.auth.header ?? 'authorization').toLowerCase();
   return { [header]: header === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
 }

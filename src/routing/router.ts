@@ -13,8 +13,8 @@ import type { Route } from './resolve.js';
 /** Where an OAuth provider's access token comes from (connections/oauth.ts in the gateway). */
 export interface TokenSource {
   accessToken(): Promise<string>;
-  /** The upstream refused the token: refresh before the next use. */
-  invalidate(): void;
+  /** The upstream refused `token`: refresh before the next use (unless it was already replaced). */
+  invalidate(token?: string): void;
 }
 export type TokenSources = (providerId: string, settings: OAuthSettings) => TokenSource;
 
@@ -114,7 +114,7 @@ export class Router {
       this.cooldowns.succeed(c.id);
       return;
     }
-    if (failure.status === 401 && route.provider.auth.type === 'oauth') this.#tokens.get(route.providerId)?.source.invalidate();
+    if (failure.status === 401 && route.provider.auth.type === 'oauth') this.#tokens.get(route.providerId)?.source.invalidate(route.provider.auth.key);
     if (failure.cool) this.cooldowns.fail(c.id, { reason: failure.reason, retryAfterMs: failure.retryAfterMs, quotaExhausted: failure.quotaExhausted });
   }
 

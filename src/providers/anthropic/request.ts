@@ -214,7 +214,7 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
   for (const [k, v] of Object.entries(p.headers)) h[k.toLowerCase()] = v;
   h['content-type'] = 'application/json';
   h.accept = stream ? 'text/event-stream' : 'application/json';
-  if (p.auth.type === 'api_key' && p.auth.key) {
+  if (p.auth.type !== 'none' && p.auth.key) {
     const header = (p.auth.header ?? 'x-api-key').toLowerCase();
     h[header] = header === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key;
   }

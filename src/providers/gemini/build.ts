@@ -10,7 +10,7 @@ import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, ty
 
 function authHeaders(target: Target): Record<string, string> {
   const a = target.provider.auth;
-  if (a.type !== 'api_key' || !a.key) return {};
+  if (a.type === 'none' || !a.key) return {};
   const header = (a.header ?? 'x-goog-api-key').toLowerCase();
   return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
 }
