@@ -3,53 +3,16 @@
 // comes from the argument, --config, TOLLGATE_CONFIG or ./config.yaml, in that order.
 
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tmp.js';
+import { runCli } from '../helpers/cli.js';
 import { accepts, freePort } from '../helpers/net.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
-if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
 
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-  ms: number;
-}
-
-/** A clean environment: none of the variables that select or override the config leak in from the test run. */
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const k of ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'NODE_OPTIONS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
-    delete env[k];
-  }
-  return { ...env, ...extra };
-}
-
-function run(t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Run> {
-  const t0 = Date.now();
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
-    });
-  });
-}
+const run = runCli;
 
 const validYaml = (port: number, dataDir: string) => `
 server:

@@ -5,51 +5,17 @@
 // refreshes the stored tokens through the server once they are due.
 
 import t, { type Test } from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { CredentialStore } from '../../src/connections/credentials.js';
 import { OAuthSession } from '../../src/connections/oauth.js';
 import { startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth.js';
 import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/tmp.js';
+import { runCli } from '../helpers/cli.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
-if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const k of ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_SECRET_KEY', 'NODE_OPTIONS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
-    delete env[k];
-  }
-  return { ...env, ...extra };
-}
-
-function run(t: Test, args: string[], opts: { cwd: string; env?: Record<string, string> }): Promise<Run> {
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const run = runCli;
 
 const yaml = (fake: FakeOAuth, dataDir: string, extra = '') => `
 server: { host: 127.0.0.1, port: 1 }

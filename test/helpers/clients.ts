@@ -78,3 +78,15 @@ export const buckets = (row: Row) =>
 /** A row's buckets followed by its total. */
 export const bucketsOf = (row: Row) =>
   [row.input_tokens, row.cached_tokens, row.cache_write_tokens, row.output_tokens, row.reasoning_tokens, row.total_tokens].map((v) => (v === null ? null : Number(v)));
+
+/** A combo request's client row and its attempt rows (by attempt number), waiting until `attempts` have landed. */
+export async function attemptRowsOf(gw: Pick<TestApp, 'rows'>, requestId: string, attempts: number): Promise<{ parent: Row; attempts: Row[] }> {
+  let parent: Row | undefined;
+  let tries: Row[] = [];
+  await waitFor(async () => {
+    [parent] = await gw.rows(`request_id = '${requestId}'`);
+    tries = await gw.rows(`parent_id = '${requestId}'`);
+    return parent !== undefined && tries.length >= attempts;
+  });
+  return { parent: parent!, attempts: tries.sort((x, y) => Number(x.attempt) - Number(y.attempt)) };
+}

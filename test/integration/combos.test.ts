@@ -8,7 +8,7 @@ import t from 'tap';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_WORDS, fakeProvider, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { PNG, bucketsOf, spyFetch, type Row } from '../helpers/clients.js';
+import { PNG, bucketsOf, spyFetch, attemptRowsOf } from '../helpers/clients.js';
 import { metricValue } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -53,16 +53,7 @@ function resetCooldowns(): void {
 const ask = (model: string) => ({ model, messages: [{ role: 'user' as const, content: 'hello' }] });
 
 /** The client row of the last request and its attempt rows (by attempt number), waiting until they have landed. */
-async function rowsOf(requestId: string, attempts: number): Promise<{ parent: Row; attempts: Row[] }> {
-  let parent: Row | undefined;
-  let tries: Row[] = [];
-  await waitFor(async () => {
-    [parent] = await gw.rows(`request_id = '${requestId}'`);
-    tries = await gw.rows(`parent_id = '${requestId}'`);
-    return parent !== undefined && tries.length >= attempts;
-  });
-  return { parent: parent!, attempts: tries.sort((x, y) => Number(x.attempt) - Number(y.attempt)) };
-}
+const rowsOf = (requestId: string, attempts: number) => attemptRowsOf(gw, requestId, attempts);
 const money = (v: unknown) => Number(Number(v).toFixed(12));
 
 t.test('/v1/models lists each combo by its bare name', async (t) => {

@@ -7,8 +7,7 @@ import t from 'tap';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
-import { TOOL, bucketsOf, spyFetch, type Row } from '../helpers/clients.js';
-import { waitFor } from '../helpers/wait.js';
+import { TOOL, bucketsOf, spyFetch, attemptRowsOf } from '../helpers/clients.js';
 
 const fakes = { a: await startFakeOpenAI(t), b: await startFakeOpenAI(t), c: await startFakeOpenAI(t), j: await startFakeOpenAI(t) };
 const provider = (id: keyof typeof fakes) =>
@@ -42,16 +41,7 @@ const conversation: OpenAI.Chat.ChatCompletionMessageParam[] = [
 ];
 const tools = [{ type: 'function' as const, function: { name: TOOL.name, description: TOOL.description, parameters: TOOL.schema } }];
 
-async function rowsOf(requestId: string, attempts: number): Promise<{ parent: Row; attempts: Row[] }> {
-  let parent: Row | undefined;
-  let tries: Row[] = [];
-  await waitFor(async () => {
-    [parent] = await gw.rows(`request_id = '${requestId}'`);
-    tries = await gw.rows(`parent_id = '${requestId}'`);
-    return parent !== undefined && tries.length >= attempts;
-  });
-  return { parent: parent!, attempts: tries.sort((x, y) => Number(x.attempt) - Number(y.attempt)) };
-}
+const rowsOf = (requestId: string, attempts: number) => attemptRowsOf(gw, requestId, attempts);
 
 t.test("three members answer and the judge's answer is what the client gets (not streamed)", async (t) => {
   script();
