@@ -10,6 +10,7 @@ import { TollgateError, errorBody, toTollgateError } from './errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
+import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './proxy/dispatch.js';
 import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './proxy/routes.js';
 import { recordRejected } from './proxy/outcome.js';
@@ -26,6 +27,7 @@ import { CredentialStore } from './connections/credentials.js';
 import { OAuthSession } from './connections/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
 import { KeepAlive } from './routing/keepalive.js';
+import { QuotaService } from './quota/service.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -102,6 +104,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     tokens: (providerId, settings) => new OAuthSession(providerId, settings, credentials),
   });
   metrics.watchCooldowns(() => holder.current, router);
+  // Quota from the record; combos skip a provider whose quota is used up; the gauges read the same snapshot.
+  const quota = new QuotaService(store, () => holder.current);
+  router.quota = quota;
+  metrics.watchQuota(quota);
   const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
   let keys = new KeyRing(cfg.server.api_keys);
   const sw = cfg.budgets.auto_switch;
@@ -162,7 +168,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   await app.register(proxyRoutes, { ctx });
   await app.register(usageRoutes, { store });
-  await app.register(quotaRoutes, { config: holder, router });
+  await app.register(analyticsRoutes, { store, config: holder });
+  await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(healthRoutes, { store });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -1,10 +1,11 @@
-// GET /api/quota: one entry per configured provider. This first version carries the routing state (issue 4): the
-// cooldown of each provider connection, so a user can see why a combo skips a provider and until when. The quota,
-// reset and cost fields of the spec's entry are computed from ClickHouse by the quota engine.
+// GET /api/quota: one entry per configured provider in the spec's shape (id, name, quota, reset, cost), computed
+// from ClickHouse by the quota engine (quota/service.ts), plus remaining, the reset countdown, the provider usage
+// source, a connection-problem flag, and the routing state: each connection's cooldown.
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import { connectionsOf } from '../routing/connections.js';
+import type { QuotaService } from '../quota/service.js';
 import type { Router } from '../routing/router.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -26,17 +27,18 @@ export function cooldownView(router: Router, providerId: string, now: number) {
   };
 }
 
-export const quotaRoutes: FastifyPluginAsync<{ config: ConfigHolder; router: Router; now?: () => number }> = async (app, { config, router, now = Date.now }) => {
+export const quotaRoutes: FastifyPluginAsync<{ config: ConfigHolder; router: Router; quota: QuotaService; now?: () => number }> = async (
+  app, { config, router, quota, now = Date.now },
+) => {
   app.get('/api/quota', async () => {
+    const entries = await quota.entries();
     const t = now();
+    const providers = config.current.providers;
     return {
-      providers: Object.entries(config.current.providers).map(([id, p]) => ({
-        id,
-        name: p.name ?? id,
-        group: p.group,
-        connections: connectionsOf(id, p).map((c) => c.name),
-        cooldown: cooldownView(router, id, t),
-      })),
+      providers: entries.map((e) => {
+        const p = providers[e.id];
+        return { ...e, connections: p ? connectionsOf(e.id, p).map((c) => c.name) : [], cooldown: cooldownView(router, e.id, t) };
+      }),
     };
   });
 };

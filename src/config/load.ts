@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
+import { quotaConfigOf } from '../quota/kinds.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import type { Config } from './types.js';
 
@@ -144,6 +145,14 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
         if (seen.has(k.name)) issues.push({ path: `providers.${id}.auth.keys[${i}].name`, message: `duplicate connection name '${String(k.name)}'` });
         seen.add(k.name);
       });
+    }
+    if (isObject(p.quota)) {
+      try {
+        quotaConfigOf({ quota: p.quota });
+      } catch (err) {
+        const m = /^quota\.(\w+): (.*)$/.exec((err as Error).message);
+        issues.push({ path: `providers.${id}.quota${m ? `.${m[1]}` : ''}`, message: m ? m[2]! : (err as Error).message });
+      }
     }
     const ka = isObject(p.keepalive) ? p.keepalive : {};
     const models = isObject(p.models) ? p.models : {};

@@ -42,6 +42,15 @@ const quota = closed(
     reset_time: { type: 'string', pattern: '^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$' },
     anchor_day: { type: 'integer', minimum: 1, maximum: 31 },
     unit: { enum: ['hours', 'tokens', 'requests'] },
+    // A provider usage source: an HTTP endpoint answering { used, limit, reset? } (docs/quota.md).
+    source: closed(
+      {
+        url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+        headers: { type: 'object', additionalProperties: str, default: {} },
+        refresh_s: num({ minimum: 180, default: 180 }),
+      },
+      { required: ['url'] },
+    ),
   },
   { required: ['kind'] },
 );

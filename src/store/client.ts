@@ -51,9 +51,16 @@ export class Store {
     });
   }
 
-  insert(table: string, values: readonly Record<string, unknown>[]): Promise<void> {
+  /**
+   * Insert rows. With a `token`, a retry of the same batch is dropped by ClickHouse's insert deduplication (the
+   * `requests` table and its rollups keep a deduplication window), in the table and in its materialized views.
+   */
+  insert(table: string, values: readonly Record<string, unknown>[], token?: string): Promise<void> {
+    // Always set, token or not: the embedded engine keeps per-request settings for the session, and a token left
+    // over from an earlier insert would make this one look like its retry.
+    const clickhouse_settings = { insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1 } as const;
     return this.#run(async () => {
-      await this.#client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow' });
+      await this.#client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
     });
   }
 

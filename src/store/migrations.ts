@@ -59,7 +59,57 @@ export const MIGRATIONS: readonly Migration[] = [
         ADD COLUMN IF NOT EXISTS auto_switched Bool DEFAULT false AFTER connection`,
     ],
   },
+  {
+    // Rollups (issue 5): one row per hour and dimension set, kept current by a materialized view on every insert
+    // into `requests`. The history already in `requests` is aggregated BEFORE the view exists, so no row is in both
+    // (the cut-over counts nothing twice; migrations run before this process writes). Both tables keep an insert
+    // deduplication window so a retried batch (same token) reaches neither twice.
+    version: 3,
+    name: 'rollups',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests MODIFY SETTING non_replicated_deduplication_window = 1000`,
+      `CREATE TABLE IF NOT EXISTS ${db}.usage_hourly (
+        hour DateTime('UTC'),
+        kind LowCardinality(String),
+        provider LowCardinality(String),
+        provider_group LowCardinality(String),
+        model String,
+        combo LowCardinality(String),
+        api_key_name LowCardinality(String),
+        status LowCardinality(String),
+        rows SimpleAggregateFunction(sum, UInt64),
+        input_tokens SimpleAggregateFunction(sum, UInt64),
+        cached_tokens SimpleAggregateFunction(sum, UInt64),
+        cache_write_tokens SimpleAggregateFunction(sum, UInt64),
+        output_tokens SimpleAggregateFunction(sum, UInt64),
+        reasoning_tokens SimpleAggregateFunction(sum, UInt64),
+        total_tokens SimpleAggregateFunction(sum, UInt64),
+        cost SimpleAggregateFunction(sum, Decimal(38, 12)),
+        list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
+        duration_ms SimpleAggregateFunction(sum, Float64),
+        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))
+      ) ENGINE = AggregatingMergeTree
+      PARTITION BY toYYYYMM(hour)
+      ORDER BY (hour, kind, provider, model, combo, api_key_name, status, provider_group)
+      SETTINGS non_replicated_deduplication_window = 1000`,
+      `INSERT INTO ${db}.usage_hourly ${rollupSelect(`${db}.requests FINAL`)}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_hourly_mv TO ${db}.usage_hourly AS ${rollupSelect(`${db}.requests`)}`,
+    ],
+  },
 ];
+
+/** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */
+function rollupSelect(source: string): string {
+  return `SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status,
+      count() AS rows,
+      sum(ifNull(input_tokens, 0)) AS input_tokens, sum(ifNull(cached_tokens, 0)) AS cached_tokens,
+      sum(ifNull(cache_write_tokens, 0)) AS cache_write_tokens, sum(ifNull(output_tokens, 0)) AS output_tokens,
+      sum(ifNull(reasoning_tokens, 0)) AS reasoning_tokens, sum(total_tokens) AS total_tokens,
+      toDecimal128(sum(cost), 12) AS cost, toDecimal128(sum(list_cost), 12) AS list_cost,
+      sum(duration_ms) AS duration_ms, min(ts) AS min_ts
+    FROM ${source}
+    GROUP BY hour, kind, provider, provider_group, model, combo, api_key_name, status`;
+}
 
 export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
   const db = store.database;

@@ -83,6 +83,8 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   }
 
   /** Write everything queued now; resolves when the queue is empty (failed batches dropped and counted). */
+  #batches = 0;
+
   async flush(): Promise<void> {
     while (this.#writing !== null) await this.#writing;
     if (this.#queue.length === 0) return;
@@ -92,9 +94,12 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   }
 
   async #writeBatch(batch: Row[]): Promise<void> {
+    // One token per batch, the same on every retry: an insert that succeeded but whose answer was lost is not
+    // counted twice by the materialized views (the raw table would dedupe by request_id anyway).
+    const token = `${this.#table}-${process.pid}-${++this.#batches}-${Date.now()}`;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#store.insert(this.#table, batch);
+        await this.#store.insert(this.#table, batch, token);
         this.#events.written(batch.length);
         return;
       } catch (err) {

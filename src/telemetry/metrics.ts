@@ -10,6 +10,7 @@ import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } f
 import type { Config } from '../config/types.js';
 import { connectionsOf } from '../routing/connections.js';
 import type { Router } from '../routing/router.js';
+import type { QuotaService } from '../quota/service.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
@@ -111,6 +112,41 @@ export class Metrics {
         for (const [pid, p] of Object.entries(config().providers)) {
           for (const c of connectionsOf(pid, p)) this.set({ provider: pid, connection: c.name }, router.cooldowns.remainingMs(c.id) / 1000);
         }
+      },
+    });
+  }
+
+  /** Quota and spend gauges, from the quota engine's snapshot at scrape time (the same numbers as /api/quota). */
+  watchQuota(quota: QuotaService): void {
+    const registers = [this.registry];
+    const snapshot = () => quota.entries();
+    new Gauge({
+      name: METRIC.quotaUsedRatio, help: 'Quota used as a ratio of its limit (1 = exhausted; above 1 when over).', labelNames: ['provider'], registers,
+      async collect() {
+        this.reset();
+        for (const e of await snapshot()) if (e.quota.limit) this.set({ provider: e.id }, e.quota.used / e.quota.limit);
+      },
+    });
+    new Gauge({
+      name: METRIC.quotaRemaining, help: 'Quota remaining, in its unit (hours, tokens or requests).', labelNames: ['provider', 'unit'], registers,
+      async collect() {
+        this.reset();
+        for (const e of await snapshot()) if (e.quota.remaining !== null) this.set({ provider: e.id, unit: e.quota.unit }, e.quota.remaining);
+      },
+    });
+    new Gauge({
+      name: METRIC.quotaResetSeconds, help: 'Seconds until the quota resets (or its oldest usage expires).', labelNames: ['provider'], registers,
+      async collect() {
+        this.reset();
+        for (const e of await snapshot()) if (e.reset.countdown_s !== null) this.set({ provider: e.id }, e.reset.countdown_s);
+      },
+    });
+    new Gauge({
+      name: METRIC.spend, help: 'Billed spend in USD in the current UTC day and month (every upstream call).', labelNames: ['window'], registers,
+      async collect() {
+        const entries = await snapshot();
+        this.set({ window: 'today' }, entries.reduce((s, e) => s + e.cost.today, 0));
+        this.set({ window: 'month' }, entries.reduce((s, e) => s + e.cost.month, 0));
       },
     });
   }

@@ -20,6 +20,10 @@ export const METRIC = {
   cooldownSeconds: 'tollgate_provider_cooldown_seconds',
   keepalivePings: 'tollgate_keepalive_pings_total',
   autoSwitched: 'tollgate_auto_switched_total',
+  quotaUsedRatio: 'tollgate_quota_used_ratio',
+  quotaRemaining: 'tollgate_quota_remaining',
+  quotaResetSeconds: 'tollgate_quota_reset_seconds',
+  spend: 'tollgate_spend_usd',
 } as const;
 
 /** Advisory bucket boundaries from the GenAI metric conventions. */

@@ -66,12 +66,12 @@ function events(): { log: Log; events: WriterEvents } {
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 /** A stand-in store: each insert is recorded, then handled by `behave` (reject, wait, or pass to the real store). */
-function standIn(behave: (call: number, table: string, rows: readonly Record<string, unknown>[]) => Promise<void>) {
-  const calls: { table: string; rows: number; at: number }[] = [];
+function standIn(behave: (call: number, table: string, rows: readonly Record<string, unknown>[], token?: string) => Promise<void>) {
+  const calls: { table: string; rows: number; at: number; token?: string }[] = [];
   const s = {
-    insert(table: string, rows: readonly Record<string, unknown>[]): Promise<void> {
-      calls.push({ table, rows: rows.length, at: Date.now() });
-      return behave(calls.length, table, rows);
+    insert(table: string, rows: readonly Record<string, unknown>[], token?: string): Promise<void> {
+      calls.push({ table, rows: rows.length, at: Date.now(), token });
+      return behave(calls.length, table, rows, token);
     },
   };
   return { store: s as unknown as Store, calls };
@@ -241,8 +241,8 @@ t.test('retries: 0 drops on the first failure', async (t) => {
 t.test('a batch whose insert fails once then succeeds is written once and counted once', async (t) => {
   // The first attempt reaches ClickHouse but the acknowledgement is lost (the worst case for double counting):
   // the rows are in, the writer sees an error and sends the same batch again.
-  const { store: s, calls } = standIn(async (call, table, rows) => {
-    await store.insert(table, rows);
+  const { store: s, calls } = standIn(async (call, table, rows, token) => {
+    await store.insert(table, rows, token);
     if (call === 1) throw new Error('socket hang up after the server stored the rows');
   });
   const { log, events: ev } = events();
@@ -254,6 +254,11 @@ t.test('a batch whose insert fails once then succeeds is written once and counte
   t.same(log.written, [6], 'written reported once, for the whole batch');
   t.same(log.dropped, []);
   t.same(await countRows('retried'), { n: 6, tokens: 30 }, 'six rows in ClickHouse, not twelve');
+  t.equal(calls[1]!.token, calls[0]!.token, 'the retry carries the same deduplication token');
+  const rolled = await store.query<{ rows: string; tokens: string }>(
+    `SELECT sum(rows) AS rows, sum(total_tokens) AS tokens FROM ${store.t('usage_hourly')} WHERE api_key_name = 'retried'`,
+  );
+  t.same(rolled.map((r) => [Number(r.rows), Number(r.tokens)]), [[6, 30]], 'and the hourly rollup counted the batch once');
   await w.close();
 });
 

@@ -1,0 +1,81 @@
+// Provider usage sources (DESIGN.md decision 6): an HTTP endpoint of the provider (or of a small adapter in front of
+// it) that answers `{ "used": number, "limit": number, "reset": "ISO 8601" }` (reset optional). It is asked at most
+// once per `refresh_s` (at least 180 s) per provider; after a 429 it is left alone for at least its Retry-After
+// (and never less than refresh_s). What it last said is merged into the computed quota entry.
+
+import { request } from 'undici';
+import { retryAfterMs } from '../routing/cooldown.js';
+
+export interface SourceSettings {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly refresh_s: number;
+}
+
+export interface SourceReading {
+  readonly used: number;
+  readonly limit: number;
+  /** Epoch ms of the provider's next reset, if it said. */
+  readonly reset: number | null;
+  readonly fetchedAt: number;
+}
+
+export interface SourceState {
+  readonly reading: SourceReading | null;
+  /** The last attempt's outcome: 'ok', an HTTP status, 'invalid' (bad body) or 'unreachable'. */
+  readonly status: string;
+  /** Epoch ms before which the source is not asked again. */
+  readonly nextFetch: number;
+}
+
+const TIMEOUT_MS = 5000;
+
+export class UsageSources {
+  readonly #states = new Map<string, SourceState>();
+  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.#now = now;
+  }
+
+  state(providerId: string): SourceState | undefined {
+    return this.#states.get(providerId);
+  }
+
+  /** Ask the source if it is due (one request at a time per provider); never throws. */
+  async refresh(providerId: string, s: SourceSettings): Promise<SourceState | undefined> {
+    const now = this.#now();
+    const prev = this.#states.get(providerId);
+    if (prev && now < prev.nextFetch) return prev;
+    let running = this.#inFlight.get(providerId);
+    if (!running) {
+      running = this.#fetch(providerId, s, prev).finally(() => this.#inFlight.delete(providerId));
+      this.#inFlight.set(providerId, running);
+    }
+    await running;
+    return this.#states.get(providerId);
+  }
+
+  async #fetch(providerId: string, s: SourceSettings, prev: SourceState | undefined): Promise<void> {
+    const every = s.refresh_s * 1000;
+    const keep = (status: string, wait = every): void => void this.#states.set(providerId, { reading: prev?.reading ?? null, status, nextFetch: this.#now() + wait });
+    try {
+      const res = await request(s.url, { method: 'GET', headers: { accept: 'application/json', ...s.headers }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS });
+      const text = await res.body.text();
+      if (res.statusCode === 429) return keep('429', Math.max(every, retryAfterMs(res.headers, this.#now()) ?? 0));
+      if (res.statusCode < 200 || res.statusCode >= 300) return keep(String(res.statusCode));
+      const body = JSON.parse(text) as { used?: unknown; limit?: unknown; reset?: unknown };
+      const reset = typeof body.reset === 'string' ? Date.parse(body.reset) : NaN;
+      if (typeof body.used !== 'number' || typeof body.limit !== 'number' || body.used < 0 || body.limit < 0) return keep('invalid');
+      const fetchedAt = this.#now();
+      this.#states.set(providerId, {
+        reading: { used: body.used, limit: body.limit, reset: Number.isNaN(reset) ? null : reset, fetchedAt },
+        status: 'ok',
+        nextFetch: fetchedAt + every,
+      });
+    } catch (err) {
+      keep(err instanceof SyntaxError ? 'invalid' : 'unreachable');
+    }
+  }
+}

@@ -1,0 +1,130 @@
+// Sums over any time window, fast at any table size: the whole hours inside [from, to) come from the hourly rollup
+// (usage_hourly, kept by a materialized view), the partial hours at either edge from the raw rows (FINAL), in one
+// query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
+
+import type { RecordKind } from '../usage/record.js';
+import type { Store } from './client.js';
+
+/** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default). */
+export const DIMS = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status', 'hour', 'day'] as const;
+export type Dim = (typeof DIMS)[number];
+
+export interface Filters {
+  readonly provider?: string;
+  readonly model?: string;
+  readonly combo?: string;
+  readonly apiKey?: string;
+  readonly status?: string;
+  /** Row kinds to include (default: all). See usage/record.ts for which kinds count what. */
+  readonly kinds?: readonly RecordKind[];
+}
+
+export interface AggregateQuery {
+  readonly from: number;
+  readonly to: number;
+  readonly by?: readonly Dim[];
+  readonly filters?: Filters;
+  readonly tz?: string;
+}
+
+export interface Sums {
+  readonly rows: number;
+  readonly input: number;
+  readonly cached: number;
+  readonly cacheWrite: number;
+  readonly output: number;
+  readonly reasoning: number;
+  readonly tokens: number;
+  /** USD, summed exactly in ClickHouse (Decimal) and returned as a number. */
+  readonly cost: number;
+  readonly listCost: number;
+  readonly durationMs: number;
+  /** Epoch ms of the oldest row counted; null when none. */
+  readonly oldest: number | null;
+}
+
+export type Group = Sums & { readonly [K in Dim]?: string };
+
+const HOUR = 3_600_000;
+
+const DIM_SQL: Record<Dim, string> = {
+  provider: 'provider', provider_group: 'provider_group', model: 'model', combo: 'combo', api_key_name: 'api_key_name',
+  kind: 'kind', status: 'status',
+  hour: `toString(toStartOfHour(hour, {tz:String}))`,
+  day: `toString(toDate(hour, {tz:String}))`,
+};
+
+const COLUMNS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
+
+function filterSql(f: Filters): string {
+  const parts: string[] = [];
+  if (f.provider !== undefined) parts.push('provider = {f_provider:String}');
+  if (f.model !== undefined) parts.push('model = {f_model:String}');
+  if (f.combo !== undefined) parts.push('combo = {f_combo:String}');
+  if (f.apiKey !== undefined) parts.push('api_key_name = {f_key:String}');
+  if (f.status !== undefined) parts.push('status = {f_status:String}');
+  if (f.kinds !== undefined) parts.push('kind IN {f_kinds:Array(String)}');
+  return parts.length === 0 ? '1' : parts.join(' AND ');
+}
+
+interface RawGroup {
+  [k: string]: string | number | null;
+}
+
+const num = (v: unknown): number => Number(v ?? 0);
+
+/** Sums of the rows whose start time is in [from, to), grouped by `by`. */
+export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[]> {
+  const by = q.by ?? [];
+  for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
+  // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
+  let a = Math.ceil(q.from / HOUR) * HOUR;
+  let b = Math.floor(q.to / HOUR) * HOUR;
+  if (a >= b) a = b = q.from;
+  const where = filterSql(q.filters ?? {});
+  const select = by.map((d) => `${DIM_SQL[d]} AS ${d}`);
+  const sql = `
+    SELECT ${[...select, `sum(rows) AS rows`, `sum(input_tokens) AS input`, `sum(cached_tokens) AS cached`,
+      `sum(cache_write_tokens) AS cache_write`, `sum(output_tokens) AS output`, `sum(reasoning_tokens) AS reasoning`,
+      `sum(total_tokens) AS tokens`, `toString(sum(cost)) AS cost`, `toString(sum(list_cost)) AS list_cost`,
+      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`].join(', ')}
+    FROM (
+      SELECT ${COLUMNS}, rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
+        cost, list_cost, duration_ms, min_ts
+      FROM ${store.t('usage_hourly')}
+      WHERE hour >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND hour < fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ${where}
+      UNION ALL
+      SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status, toUInt64(1) AS rows,
+        ifNull(input_tokens, 0) AS input_tokens, ifNull(cached_tokens, 0) AS cached_tokens, ifNull(cache_write_tokens, 0) AS cache_write_tokens,
+        ifNull(output_tokens, 0) AS output_tokens, ifNull(reasoning_tokens, 0) AS reasoning_tokens, total_tokens,
+        toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts
+      FROM ${store.t('requests')} FINAL
+      WHERE ((ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({a:Int64}, 'UTC'))
+          OR (ts >= fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')))
+        AND ${where}
+    )
+    ${by.length > 0 ? `GROUP BY ${by.join(', ')} ORDER BY ${by.join(', ')}` : ''}`;
+  const f = q.filters ?? {};
+  const rows = await store.query<RawGroup>(sql, {
+    from: q.from, to: q.to, a, b, tz: q.tz ?? 'UTC',
+    f_provider: f.provider, f_model: f.model, f_combo: f.combo, f_key: f.apiKey, f_status: f.status, f_kinds: f.kinds,
+  });
+  return rows
+    .filter((r) => num(r.rows) > 0)
+    .map((r) => {
+      const g: Record<string, unknown> = {};
+      for (const d of by) g[d] = String(r[d]);
+      return {
+        ...g,
+        rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
+        reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
+        oldest: r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest),
+      } as Group;
+    });
+}
+
+/** The one group of an ungrouped aggregate (all zeros when nothing matched). */
+export async function total(store: Store, q: Omit<AggregateQuery, 'by'>): Promise<Sums> {
+  const [g] = await aggregate(store, q);
+  return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null };
+}
