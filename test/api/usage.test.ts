@@ -48,9 +48,10 @@ const rows = [
   row(NOW - 10 * D, 'demo/echo-1', 8, 8, 0.8), // 2026-11-09: month, 30d, not 7d
   row(NOW - 25 * D, 'demo/echo-1', 16, 16, 1.6), // 2026-10-25: 30d only
 ];
-await app.tollgate.store.insert('requests', rows);
-// The same row again (a retried insert) must not count twice.
-await app.tollgate.store.insert('requests', [rows[0]!]);
+await app.tollgate.store.insert('requests', rows, 'fixture-batch');
+// The same batch again, as the writer retries it (same deduplication token): it must not count twice, in the raw
+// table or in the hourly rollup the report reads.
+await app.tollgate.store.insert('requests', rows, 'fixture-batch');
 
 interface Usage {
   period: string;

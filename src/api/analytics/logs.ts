@@ -1,0 +1,151 @@
+// GET /api/usage/logs and GET /api/usage/request-logs: the request log, one entry per client request, newest first,
+// keyset-paginated. `logs` is the spec's compact request record; `request-logs` is the full record (routing, every
+// usage bucket, latency parts, list cost) with a combo request's upstream attempts nested. `format=text` gives one
+// line per request (request-logs: plus one indented line per attempt).
+
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { Store } from '../../store/client.js';
+import { attemptsOf, clientRequestPage, dayNumbers, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
+import { FILTER_PARAMS, QueryReader, invalid, iso, money } from './params.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const LOG_LIMIT = { default: 50, max: 500 } as const;
+
+export function encodeCursor(c: LogCursor): string {
+  return Buffer.from(`${c.ts}:${c.id}`).toString('base64url');
+}
+
+export function decodeCursor(s: string): LogCursor | null {
+  if (!/^[A-Za-z0-9_-]{1,80}$/.test(s)) return null;
+  const m = /^(\d{1,15}):(.+)$/.exec(Buffer.from(s, 'base64url').toString('utf8'));
+  if (m === null || !UUID.test(m[2]!)) return null;
+  return { ts: Number(m[1]), id: m[2]! };
+}
+
+const sum = (...xs: (number | null)[]): number | null => (xs.every((x) => x === null) ? null : xs.reduce<number>((s, x) => s + (x ?? 0), 0));
+const seconds = (ms: number | null): number | null => (ms === null ? null : Number((ms / 1000).toFixed(3)));
+const outcome = (s: DetailStatus): 'success' | 'failure' => (s === 'success' ? 'success' : 'failure');
+
+/**
+ * Tokens as the spec's record shows them, without overlap: input = not-cached input plus cache writes, cached = cache
+ * reads, output = output plus reasoning; so total = input + cached + output. null: not reported by the provider.
+ */
+function tokens(r: LogRow) {
+  return {
+    input_tokens: sum(r.input_tokens, r.cache_write_tokens),
+    output_tokens: sum(r.output_tokens, r.reasoning_tokens),
+    total_tokens: r.total_tokens,
+    cached_tokens: r.cached_tokens,
+  };
+}
+
+function compact(r: LogRow, number: number) {
+  return {
+    number, request_id: r.request_id, model: r.model, requested_model: r.requested_model, provider: r.provider,
+    combo: r.combo === '' ? null : r.combo, timestamp: iso(r.ts), ...tokens(r), cost: money(r.cost),
+    duration_s: seconds(r.duration_ms), status: outcome(r.status), detail_status: r.status, http_status: r.http_status, stream: r.stream,
+  };
+}
+
+function details(r: LogRow) {
+  return {
+    end_timestamp: iso(r.end_ts), endpoint: r.endpoint, provider_group: r.provider_group === '' ? null : r.provider_group,
+    connection: r.connection === '' ? null : r.connection, api_key_name: r.api_key_name, auto_switched: r.auto_switched,
+    error_type: r.error_type === '' ? null : r.error_type,
+    usage: { input: r.input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, output: r.output_tokens, reasoning: r.reasoning_tokens, source: r.usage_source },
+    list_cost: money(r.list_cost), ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),
+  };
+}
+
+function attemptView(a: LogRow) {
+  const { number: _n, combo: _c, ...rest } = compact(a, 0);
+  return { attempt: a.attempt, ...rest, ...details(a) };
+}
+
+const dash = (v: number | null): string => (v === null ? '-' : String(v));
+
+function textLine(e: ReturnType<typeof compact>): string {
+  const status = e.detail_status === e.status ? e.status : `${e.status}(${e.detail_status})`;
+  return [
+    `#${e.number}`, e.timestamp, status, String(e.http_status), e.model, ...(e.combo === null ? [] : [`combo=${e.combo}`]),
+    `in=${dash(e.input_tokens)}`, `out=${dash(e.output_tokens)}`, `cached=${dash(e.cached_tokens)}`, `total=${e.total_tokens}`,
+    `cost=${e.cost}`, `${dash(e.duration_s)}s`, e.stream ? 'stream' : 'unary', `id=${e.request_id}`,
+  ].join(' ');
+}
+
+function attemptLine(a: ReturnType<typeof attemptView>): string {
+  const status = a.detail_status === a.status ? a.status : `${a.status}(${a.detail_status})`;
+  return [
+    `  attempt ${a.attempt}`, a.timestamp, status, String(a.http_status), a.model, `in=${dash(a.input_tokens)}`, `out=${dash(a.output_tokens)}`,
+    `cached=${dash(a.cached_tokens)}`, `total=${a.total_tokens}`, `cost=${a.cost}`, `${dash(a.duration_s)}s`,
+    ...(a.error_type === null ? [] : [`error=${a.error_type}`]), `id=${a.request_id}`,
+  ].join(' ');
+}
+
+const PARAMS = [...FILTER_PARAMS, 'status', 'from', 'to', 'limit', 'cursor', 'format'] as const;
+
+interface Page {
+  rows: LogRow[];
+  numbers: Map<string, number>;
+  next: string | null;
+  filters: Record<string, string>;
+  limit: number;
+}
+
+async function readPage(store: Store, query: unknown, now: number): Promise<Page & { text: boolean }> {
+  const q = new QueryReader(query, PARAMS);
+  const f = q.filters();
+  const status = q.oneOf('status', ['success', 'failure', 'aborted'] as const);
+  const from = q.instant('from');
+  const to = q.instant('to');
+  if (from !== undefined && to !== undefined && from >= to) throw invalid('to', `'to' must be later than 'from'`);
+  const limit = q.int('limit', 1, LOG_LIMIT.max) ?? LOG_LIMIT.default;
+  const rawCursor = q.string('cursor');
+  const cursor = rawCursor === undefined ? null : decodeCursor(rawCursor);
+  if (rawCursor !== undefined && cursor === null) throw invalid('cursor', `'cursor' is not a cursor this API returned`);
+  const text = (q.oneOf('format', ['json', 'text'] as const) ?? 'json') === 'text';
+  const filters: LogFilters = {
+    ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
+    ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
+  // One row more than asked says whether another page follows.
+  const got = await clientRequestPage(store, filters, cursor, limit + 1, now);
+  const rows = got.slice(0, limit);
+  const last = rows[rows.length - 1];
+  const next = got.length > limit && last !== undefined ? encodeCursor({ ts: last.ts, id: last.request_id }) : null;
+  const echo: Record<string, string> = {};
+  for (const k of [...FILTER_PARAMS, 'status', 'from', 'to'] as const) {
+    const v = q.string(k);
+    if (v !== undefined) echo[k] = v;
+  }
+  return { rows, numbers: await dayNumbers(store, rows), next, filters: echo, limit, text };
+}
+
+function sendText(reply: FastifyReply, lines: string[], next: string | null): string {
+  reply.type('text/plain; charset=utf-8');
+  if (next !== null) reply.header('x-next-cursor', next);
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
+
+export const logRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> = async (app, { store, now }) => {
+  app.get('/api/usage/logs', async (req, reply) => {
+    const p = await readPage(store, req.query, now());
+    const data = p.rows.map((r) => compact(r, p.numbers.get(r.request_id) ?? 0));
+    if (p.text) return sendText(reply, data.map(textLine), p.next);
+    return { data, next_cursor: p.next, limit: p.limit, filters: p.filters };
+  });
+
+  app.get('/api/usage/request-logs', async (req, reply) => {
+    const p = await readPage(store, req.query, now());
+    const attempts = await attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'));
+    const data = p.rows.map((r) => ({
+      ...compact(r, p.numbers.get(r.request_id) ?? 0),
+      kind: r.kind,
+      ...details(r),
+      attempts: (attempts.get(r.request_id) ?? []).map(attemptView),
+    }));
+    if (p.text) {
+      return sendText(reply, data.flatMap((e) => [textLine(e), ...e.attempts.map(attemptLine)]), p.next);
+    }
+    return { data, next_cursor: p.next, limit: p.limit, filters: p.filters };
+  });
+};

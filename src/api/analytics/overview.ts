@@ -1,0 +1,71 @@
+// GET /api/usage/overview: today, this week and this month (UTC, the windows of /api/usage's `today`, `week` and
+// `month`): client requests, tokens, cost, average response time, success rate, and the top model by tokens.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { aggregate } from '../../store/aggregate.js';
+import type { Store } from '../../store/client.js';
+import { periodWindow, type Period } from '../../usage/periods.js';
+import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } from './params.js';
+
+export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];
+
+async function stats(store: Store, period: Period, now: number, keepalive: boolean) {
+  const w = periodWindow(period, now);
+  const groups = await aggregate(store, {
+    from: w.from, to: w.to + 1, by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) },
+  });
+  const usage = new Set<string>(usageKinds(keepalive));
+  const client = new Set<string>(CLIENT_KINDS);
+  let requests = 0;
+  let successes = 0;
+  let successMs = 0;
+  let tokens = 0;
+  let cost = 0;
+  const models = new Map<string, { tokens: number; calls: number }>();
+  for (const g of groups) {
+    if (client.has(g.kind!)) {
+      requests += g.rows;
+      if (g.status === 'success') {
+        successes += g.rows;
+        successMs += g.durationMs;
+      }
+    }
+    if (usage.has(g.kind!)) {
+      tokens += g.tokens;
+      cost += g.cost;
+      const m = models.get(g.model!) ?? { tokens: 0, calls: 0 };
+      m.tokens += g.tokens;
+      m.calls += g.rows;
+      models.set(g.model!, m);
+    }
+  }
+  // The top model: most tokens, then most upstream calls, then by name; none until a token was used.
+  let top: { model: string; tokens: number; calls: number } | null = null;
+  for (const [model, m] of models) {
+    if (m.tokens === 0) continue;
+    if (top === null || m.tokens > top.tokens || (m.tokens === top.tokens && (m.calls > top.calls || (m.calls === top.calls && model < top.model)))) {
+      top = { model, ...m };
+    }
+  }
+  return {
+    from: iso(w.from),
+    to: iso(w.to),
+    requests,
+    tokens,
+    cost: money(cost),
+    avg_response_s: successes === 0 ? null : Number((successMs / successes / 1000).toFixed(3)),
+    success_rate_pct: requests === 0 ? null : pct(successes, requests),
+    top_model: top === null ? null : { model: top.model, tokens: top.tokens, share_pct: pct(top.tokens, tokens) },
+  };
+}
+
+export const overviewRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> = async (app, { store, now }) => {
+  app.get('/api/usage/overview', async (req) => {
+    const q = new QueryReader(req.query, ['include_keepalive']);
+    const keepalive = q.bool('include_keepalive');
+    const t = now();
+    const out: Record<string, Awaited<ReturnType<typeof stats>>> = {};
+    for (const p of OVERVIEW_PERIODS) out[p] = await stats(store, p, t, keepalive);
+    return { date: iso(t).slice(0, 10), ...out };
+  });
+};

@@ -1,0 +1,72 @@
+// GET /api/usage/projection: what the last 7 full UTC days (today excluded, so a partial day never drags the average
+// down) say about a day and a 30-day month: daily average tokens and cost, monthly (x 30), and per provider.
+
+import type { FastifyPluginAsync } from 'fastify';
+import type { ConfigHolder } from '../../config/watch.js';
+import { aggregate } from '../../store/aggregate.js';
+import type { Store } from '../../store/client.js';
+import { CLIENT_KINDS, reportKinds, DAY, QueryReader, iso, money, usageKinds } from './params.js';
+
+export const PROJECTION_DAYS = 7;
+const MONTH_DAYS = 30;
+
+const avg = (tokens: number, cost: number) => ({
+  daily_average_tokens: Math.round(tokens / PROJECTION_DAYS),
+  daily_average_cost: money(cost / PROJECTION_DAYS),
+  monthly_tokens: Math.round((tokens * MONTH_DAYS) / PROJECTION_DAYS),
+  monthly_cost: money((cost * MONTH_DAYS) / PROJECTION_DAYS),
+});
+
+export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder; now: () => number }> = async (app, { store, config, now }) => {
+  app.get('/api/usage/projection', async (req) => {
+    const q = new QueryReader(req.query, ['include_keepalive']);
+    const keepalive = q.bool('include_keepalive');
+    const to = Math.floor(now() / DAY) * DAY;
+    const from = to - PROJECTION_DAYS * DAY;
+    const usage = new Set<string>(usageKinds(keepalive));
+    const client = new Set<string>(CLIENT_KINDS);
+    const groups = await aggregate(store, { from, to, by: ['day', 'kind', 'provider'], filters: { kinds: reportKinds(keepalive) } });
+
+    const days = new Map<string, { date: string; requests: number; tokens: number; cost: number }>();
+    for (let d = from; d < to; d += DAY) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: 0 });
+    const providers = new Map<string, { tokens: number; cost: number }>();
+    let requests = 0;
+    let tokens = 0;
+    let cost = 0;
+    for (const g of groups) {
+      const day = days.get(g.day!);
+      if (client.has(g.kind!)) {
+        requests += g.rows;
+        if (day !== undefined) day.requests += g.rows;
+      }
+      if (!usage.has(g.kind!)) continue;
+      tokens += g.tokens;
+      cost += g.cost;
+      if (day !== undefined) {
+        day.tokens += g.tokens;
+        day.cost += g.cost;
+      }
+      const p = providers.get(g.provider!) ?? { tokens: 0, cost: 0 };
+      p.tokens += g.tokens;
+      p.cost += g.cost;
+      providers.set(g.provider!, p);
+    }
+    return {
+      basis: 'last_7_full_days',
+      days: PROJECTION_DAYS,
+      from: iso(from),
+      to: iso(to),
+      currency: 'USD',
+      totals: { requests, tokens, cost: money(cost) },
+      daily_average: { requests: Number((requests / PROJECTION_DAYS).toFixed(2)), tokens: Math.round(tokens / PROJECTION_DAYS), cost: money(cost / PROJECTION_DAYS) },
+      monthly: { tokens: Math.round((tokens * MONTH_DAYS) / PROJECTION_DAYS), cost: money((cost * MONTH_DAYS) / PROJECTION_DAYS) },
+      daily: [...days.values()].map((d) => ({ ...d, cost: money(d.cost) })),
+      providers: [...providers.entries()]
+        .map(([id, p]) => ({
+          provider: id, name: config.current.providers[id]?.name ?? id, group: config.current.providers[id]?.group ?? null,
+          tokens: p.tokens, cost: money(p.cost), ...avg(p.tokens, p.cost),
+        }))
+        .sort((a, b) => b.monthly_cost - a.monthly_cost || b.tokens - a.tokens || (a.provider < b.provider ? -1 : 1)),
+    };
+  });
+};

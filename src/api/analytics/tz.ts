@@ -1,0 +1,86 @@
+// Local calendar days and hours in an IANA time zone, as UTC instants (pure; Intl does the zone rules). A local day
+// is 24 hours long except on daylight-saving days (23 or 25); a local hour need not start on a UTC hour (+05:30).
+// Every offset in use is a multiple of 15 minutes, and zone transitions happen on that grid, so walking it finds
+// every local midnight and hour boundary.
+
+const Q = 15 * 60_000;
+const formats = new Map<string, Intl.DateTimeFormat>();
+
+function format(tz: string): Intl.DateTimeFormat {
+  let f = formats.get(tz);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    });
+    formats.set(tz, f);
+  }
+  return f;
+}
+
+export interface LocalTime {
+  /** `YYYY-MM-DD` */
+  readonly date: string;
+  readonly hour: number;
+  /** Minutes east of UTC. */
+  readonly offsetMin: number;
+}
+
+export function localTime(tz: string, ms: number): LocalTime {
+  const parts: Record<string, string> = {};
+  for (const p of format(tz).formatToParts(new Date(ms))) parts[p.type] = p.value;
+  const y = Number(parts.year);
+  const mo = Number(parts.month);
+  const d = Number(parts.day);
+  const h = Number(parts.hour);
+  const asUtc = Date.UTC(y, mo - 1, d, h, Number(parts.minute), Number(parts.second));
+  const date = `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
+  return { date, hour: h, offsetMin: Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000) };
+}
+
+/** `+01:00`, `-03:30`, `+00:00`. */
+export function offsetLabel(min: number): string {
+  const a = Math.abs(min);
+  return `${min < 0 ? '-' : '+'}${String(Math.floor(a / 60)).padStart(2, '0')}:${String(a % 60).padStart(2, '0')}`;
+}
+
+/** The local calendar date at `ms`. */
+export function localDate(tz: string, ms: number): string {
+  return localTime(tz, ms).date;
+}
+
+/** [start, end) of the local day `date` (YYYY-MM-DD), in epoch ms. */
+export function localDay(tz: string, date: string): { from: number; to: number } {
+  const noon = Date.parse(`${date}T12:00:00Z`);
+  // Offsets lie within -12:00..+14:00: the local day starts between noon-26h and noon-10h UTC (the walk starts an hour earlier), and ends a day later.
+  const first = (lo: number, want: (d: string) => boolean): number => {
+    let t = Math.floor(lo / Q) * Q;
+    while (!want(localDate(tz, t))) t += Q;
+    return t;
+  };
+  const from = first(noon - 27 * 3_600_000, (d) => d >= date);
+  const to = first(from + 20 * 3_600_000, (d) => d > date);
+  return { from, to };
+}
+
+export interface LocalHour {
+  readonly from: number;
+  readonly to: number;
+  /** Local hour of day, 0-23 (twice on the day clocks go back). */
+  readonly hour: number;
+  readonly offsetMin: number;
+}
+
+/** The local hours of [from, to): runs of equal local hour and offset on the 15-minute grid. */
+export function localHours(tz: string, from: number, to: number): LocalHour[] {
+  const out: LocalHour[] = [];
+  let cur: { from: number; hour: number; offsetMin: number } | null = null;
+  for (let t = from; t < to; t += Q) {
+    const l = localTime(tz, t);
+    if (cur === null || l.hour !== cur.hour || l.offsetMin !== cur.offsetMin) {
+      if (cur !== null) out.push({ ...cur, to: t });
+      cur = { from: t, hour: l.hour, offsetMin: l.offsetMin };
+    }
+  }
+  if (cur !== null) out.push({ ...cur, to });
+  return out;
+}

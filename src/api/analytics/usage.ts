@@ -1,0 +1,55 @@
+// GET /api/usage?period=: the spec's usage response (summary and byModel), read through aggregate() like every other
+// report, with optional provider / model / combo / api_key filters.
+
+import type { FastifyPluginAsync } from 'fastify';
+import { TollgateError } from '../../errors.js';
+import { aggregate } from '../../store/aggregate.js';
+import type { Store } from '../../store/client.js';
+import { PERIODS, isPeriod, periodWindow, type Period } from '../../usage/periods.js';
+import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
+
+/** `period` (default `today`); an unknown one is a 400 TOLLGATE_ERR_INVALID_PERIOD that lists the accepted ones. */
+export function readPeriod(q: QueryReader): Period {
+  const period = q.string('period') ?? 'today';
+  if (!isPeriod(period)) {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_PERIOD', `unknown period '${period.slice(0, 50)}'; accepted: ${PERIODS.join(', ')}`, { param: 'period' });
+  }
+  return period;
+}
+
+export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number }> = async (app, { store, now = Date.now }) => {
+  app.get('/api/usage', async (req) => {
+    const q = new QueryReader(req.query, ['period', ...FILTER_PARAMS, 'include_keepalive']);
+    const period = readPeriod(q);
+    const filters = q.filters();
+    const keepalive = q.bool('include_keepalive');
+    const w = periodWindow(period, now());
+    // One pass over the window: client rows give summary.requests, upstream-call rows give tokens, cost and byModel
+    // (a combo request's attempts count under the model each went to; byModel[].requests counts upstream calls).
+    const groups = await aggregate(store, {
+      from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) },
+    });
+    const usage = new Set<string>(usageKinds(keepalive));
+    const client = new Set<string>(CLIENT_KINDS);
+    const models = new Map<string, { model: string; requests: number; tokens: number; cost: number }>();
+    let requests = 0;
+    for (const g of groups) {
+      if (client.has(g.kind!)) requests += g.rows;
+      if (!usage.has(g.kind!)) continue;
+      const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: 0 };
+      m.requests += g.rows;
+      m.tokens += g.tokens;
+      m.cost += g.cost;
+      models.set(g.model!, m);
+    }
+    const byModel = [...models.values()]
+      .map((m) => ({ ...m, cost: money(m.cost) }))
+      .sort((a, b) => b.tokens - a.tokens || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
+    const summary = {
+      requests,
+      tokens: byModel.reduce((s, m) => s + m.tokens, 0),
+      cost: money(byModel.reduce((s, m) => s + m.cost, 0)),
+    };
+    return { period, date: w.date, from: iso(w.from), to: iso(w.to), filters: filtersEcho(filters), summary, byModel };
+  });
+};

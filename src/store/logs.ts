@@ -1,0 +1,184 @@
+// Raw-row reads for the request log (the only reads that list rows rather than sum them: sums go through
+// aggregate.ts). Every read uses FINAL, so a row inserted twice is listed once. Pages are keyset-paginated on
+// (ts, request_id), newest first, so rows inserted while a client pages through never shift a page.
+
+import type { Store } from './client.js';
+
+export type DetailStatus = 'success' | 'failure' | 'aborted';
+
+export interface LogFilters {
+  readonly provider?: string;
+  readonly model?: string;
+  readonly combo?: string;
+  readonly apiKey?: string;
+  /** `failure` includes `aborted`. */
+  readonly status?: DetailStatus;
+  /** Start time in [from, to), epoch ms. */
+  readonly from?: number;
+  readonly to?: number;
+}
+
+/** A position in the newest-first listing: the last row of the previous page. */
+export interface LogCursor {
+  readonly ts: number;
+  readonly id: string;
+}
+
+export interface LogRow {
+  readonly request_id: string;
+  readonly kind: string;
+  readonly parent_id: string;
+  readonly combo: string;
+  readonly attempt: number;
+  /** Epoch ms. */
+  readonly ts: number;
+  readonly end_ts: number;
+  readonly endpoint: string;
+  readonly provider: string;
+  readonly provider_group: string;
+  readonly connection: string;
+  readonly auto_switched: boolean;
+  readonly model: string;
+  readonly requested_model: string;
+  readonly api_key_name: string;
+  readonly stream: boolean;
+  readonly status: DetailStatus;
+  readonly http_status: number;
+  readonly error_type: string;
+  readonly input_tokens: number | null;
+  readonly cached_tokens: number | null;
+  readonly cache_write_tokens: number | null;
+  readonly output_tokens: number | null;
+  readonly reasoning_tokens: number | null;
+  readonly total_tokens: number;
+  readonly usage_source: string;
+  readonly cost: number;
+  readonly list_cost: number;
+  readonly duration_ms: number;
+  readonly ttft_ms: number | null;
+  readonly upstream_ms: number | null;
+}
+
+// Computed columns get names of their own: an alias that shadows a column would replace it in WHERE and ORDER BY.
+const FIELDS = `toString(request_id) AS id, kind, ifNull(toString(parent_id), '') AS parent, combo, attempt,
+  toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint, provider, provider_group, connection,
+  auto_switched, model, requested_model, api_key_name, stream, status, http_status, error_type, input_tokens, cached_tokens,
+  cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, usage_source, toString(cost) AS cost_usd,
+  toString(list_cost) AS list_cost_usd, duration_ms, ttft_ms, upstream_ms`;
+
+const CLIENT = `kind IN ('request', 'combo')`;
+const DAY = 86_400_000;
+/** How far back each successive read of a page reaches: most pages are found in the first day. */
+const SPANS = [DAY, 7 * DAY, 31 * DAY, 366 * DAY];
+
+type Raw = Record<string, unknown>;
+const n = (v: unknown): number => Number(v);
+const nn = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const b = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 'true';
+
+function toLogRow(r: Raw): LogRow {
+  return {
+    request_id: String(r.id), kind: String(r.kind), parent_id: String(r.parent), combo: String(r.combo), attempt: n(r.attempt),
+    ts: n(r.ts_ms), end_ts: n(r.end_ms), endpoint: String(r.endpoint), provider: String(r.provider), provider_group: String(r.provider_group),
+    connection: String(r.connection), auto_switched: b(r.auto_switched), model: String(r.model), requested_model: String(r.requested_model),
+    api_key_name: String(r.api_key_name), stream: b(r.stream), status: String(r.status) as DetailStatus, http_status: n(r.http_status),
+    error_type: String(r.error_type), input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens),
+    cache_write_tokens: nn(r.cache_write_tokens), output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens),
+    total_tokens: n(r.total_tokens), usage_source: String(r.usage_source), cost: n(r.cost_usd), list_cost: n(r.list_cost_usd),
+    duration_ms: n(r.duration_ms), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
+  };
+}
+
+function filterSql(f: LogFilters): string {
+  const parts = [CLIENT];
+  if (f.provider !== undefined) parts.push('provider = {provider:String}');
+  if (f.model !== undefined) parts.push('model = {model:String}');
+  if (f.combo !== undefined) parts.push('combo = {combo:String}');
+  if (f.apiKey !== undefined) parts.push('api_key_name = {apiKey:String}');
+  if (f.status === 'failure') parts.push(`status IN ('failure', 'aborted')`);
+  else if (f.status !== undefined) parts.push('status = {status:String}');
+  return parts.join(' AND ');
+}
+
+/**
+ * Client requests (direct and combo, never attempts or pings) matching `f`, newest first by (ts, request_id), after
+ * `cursor`, at most `limit`. The read starts with the last day before the upper bound and reaches further back only
+ * while the page is not full, so the common page never scans the whole table.
+ */
+export async function clientRequestPage(
+  store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number,
+): Promise<LogRow[]> {
+  const where = filterSql(f);
+  const params = {
+    provider: f.provider, model: f.model, combo: f.combo, apiKey: f.apiKey, status: f.status,
+    c_ts: cursor?.ts ?? 0, c_id: cursor?.id ?? '',
+  };
+  const upper = Math.min(cursor?.ts ?? Infinity, f.to ?? Infinity);
+  const floor = f.from ?? -Infinity;
+  // The reads walk back from the newest possible row: the cursor, `to`, or now (a row stamped later than now, by a
+  // replica's clock, still lands in the first read: that one has no upper bound of its own).
+  const start = Number.isFinite(upper) ? upper : anchor;
+  const rows: LogRow[] = [];
+  let hi: number | null = null; // exclusive upper bound of the next read; null on the first
+  for (let i = 0; i <= SPANS.length && rows.length < limit; i++) {
+    const lo = i < SPANS.length ? Math.max(floor, start - SPANS[i]!) : floor;
+    const bounds: string[] = [];
+    if (cursor !== null) bounds.push(`(ts, toString(request_id)) < (fromUnixTimestamp64Milli({c_ts:Int64}, 'UTC'), {c_id:String})`);
+    if (f.to !== undefined) bounds.push(`ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')`);
+    if (hi !== null) bounds.push(`ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`);
+    if (Number.isFinite(lo)) bounds.push(`ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC')`);
+    const got = await store.query<Raw>(
+      `SELECT ${FIELDS} FROM ${store.t('requests')} FINAL
+       WHERE ${[where, ...bounds].join(' AND ')}
+       ORDER BY ts DESC, toString(request_id) DESC
+       LIMIT {limit:UInt32}`,
+      { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length },
+    );
+    rows.push(...got.map(toLogRow));
+    if (!Number.isFinite(lo) || lo <= floor) break;
+    hi = lo;
+  }
+  return rows;
+}
+
+/**
+ * The request number of each row: its 1-based position among all client requests of its UTC day, by start time then
+ * request_id. Filters do not change it (it names the request, not its place in a listing).
+ */
+export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
+  if (rows.length === 0) return new Map();
+  const days = [...new Set(rows.map((r) => new Date(r.ts).toISOString().slice(0, 10)))];
+  const got = await store.query<{ id: string; number: string | number }>(
+    `SELECT id, number FROM (
+       SELECT toString(request_id) AS id, row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
+       FROM ${store.t('requests')} FINAL
+       WHERE ${CLIENT} AND toDate(ts) IN {days:Array(Date)} AND ts <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
+     ) WHERE id IN {ids:Array(String)}`,
+    { days, max: Math.max(...rows.map((r) => r.ts)), ids: rows.map((r) => r.request_id) },
+  );
+  return new Map(got.map((r) => [r.id, Number(r.number)]));
+}
+
+/** The attempt rows of the given combo requests, by parent then attempt number. */
+export async function attemptsOf(store: Store, parents: readonly Pick<LogRow, 'request_id' | 'ts' | 'end_ts'>[]): Promise<Map<string, LogRow[]>> {
+  const out = new Map<string, LogRow[]>();
+  if (parents.length === 0) return out;
+  // An attempt starts after its client request and before that request ends: the range keeps the read to those days.
+  const got = await store.query<Raw>(
+    `SELECT ${FIELDS} FROM ${store.t('requests')} FINAL
+     WHERE kind = 'attempt' AND toString(parent_id) IN {ids:Array(String)}
+       AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')
+     ORDER BY parent_id, attempt, ts, toString(request_id)`,
+    {
+      ids: parents.map((p) => p.request_id),
+      lo: Math.min(...parents.map((p) => p.ts)),
+      hi: Math.max(...parents.map((p) => Math.max(p.end_ts, p.ts))),
+    },
+  );
+  for (const r of got.map(toLogRow)) {
+    const list = out.get(r.parent_id) ?? [];
+    list.push(r);
+    out.set(r.parent_id, list);
+  }
+  return out;
+}
