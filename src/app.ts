@@ -28,6 +28,8 @@ import { OAuthSession } from './connections/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
 import { KeepAlive } from './routing/keepalive.js';
 import { QuotaService } from './quota/service.js';
+import { createAlerting, type Alerting } from './alerts/index.js';
+import { alertRoutes } from './api/alerts.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -46,6 +48,7 @@ export interface Tollgate {
   readonly metrics: Metrics;
   readonly ledger: Ledger;
   readonly router: Router;
+  readonly alerting: Alerting;
 }
 
 declare module 'fastify' {
@@ -84,7 +87,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const metrics = new Metrics(() => writer.depth, { processMetrics: opts.processMetrics });
   const b = cfg.storage.batch;
   const writer = new BatchWriter<RequestRow>(store, 'requests', { maxRows: b.max_rows, flushMs: b.flush_ms, queueMax: b.queue_max }, {
-    written: (n) => metrics.rowsWritten.inc(n),
+    written: (n, rows) => {
+      metrics.rowsWritten.inc(n);
+      alerting.written(rows);
+    },
     dropped: (n, reason) => {
       metrics.rowsDropped.inc({ reason }, n);
       log.error({ rows: n, reason }, 'usage rows dropped');
@@ -108,6 +114,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const quota = new QuotaService(store, () => holder.current);
   router.quota = quota;
   metrics.watchQuota(quota);
+  // Budgets and alerts: evaluated on a timer and shortly after each record; the budget gate drives the auto-switch.
+  const alerting = createAlerting({ store, config: holder, quota, metrics, log });
+  router.budget = alerting.budget;
+  metrics.watchBudget(alerting.budget);
+  ledger.subscribe((r) => alerting.published(r));
   const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
   let keys = new KeyRing(cfg.server.api_keys);
   const sw = cfg.budgets.auto_switch;
@@ -118,12 +129,13 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
     keepalive.reconfigure(next);
+    alerting.reconfigure(next);
     metrics.configReloads.inc({ result: 'applied' });
   });
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router });
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting });
   app.decorateRequest('apiKeyName', '');
 
   app.addHook('onRequest', async (req) => {
@@ -170,6 +182,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(usageRoutes, { store });
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota });
+  await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
   await app.register(healthRoutes, { store });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);
@@ -180,11 +193,13 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (sweeper !== null) clearInterval(sweeper);
     // Before the dispatcher and the writer: a ping in flight needs the one and records into the other.
     await keepalive.close();
+    await alerting.close();
     await dispatcher.close();
     await writer.close();
     await store.close();
   });
   // Recovers open windows from the store; last, so that its timers are cleared by the onClose above.
   await keepalive.start();
+  await alerting.start();
   return app;
 }

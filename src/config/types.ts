@@ -132,5 +132,13 @@ export interface Config {
     readonly timezone?: string;
     readonly auto_switch: { readonly enabled: boolean; readonly to?: string };
   };
-  readonly alerts: Readonly<Record<string, unknown>>;
+  readonly alerts: {
+    /** Each kind on unless set to false. */
+    readonly kinds: Readonly<Partial<Record<'quota_warning' | 'quota_exhausted' | 'quota_reset' | 'daily_budget' | 'monthly_budget' | 'cost_anomaly' | 'exhaustion_pattern', boolean>>>;
+    readonly channels: {
+      readonly dashboard: boolean;
+      readonly email?: { readonly smtp_url: string; readonly from: string; readonly to: readonly string[] };
+      readonly webhook?: { readonly url: string; readonly secret?: string };
+    };
+  };
 }

@@ -19,13 +19,19 @@ export interface Target {
   readonly switched: boolean;
 }
 
-/** Is `model` (a `<provider>/<model>` or a combo name, suffix allowed) already free to run? */
-function isFree(cfg: Config, model: string): boolean {
+/**
+ * Does `model` (a `<provider>/<model>` or a combo name, suffix allowed) spend nothing? Free and subscription
+ * providers bill nothing per request (their rows' cost is 0), so only a paid target is switched.
+ */
+function spendsNothing(cfg: Config, model: string): boolean {
   const bare = parseThinkingSuffix(model).model;
   const slash = bare.indexOf('/');
-  if (slash > 0) return cfg.providers[bare.slice(0, slash)]?.group === 'free';
+  if (slash > 0) {
+    const group = cfg.providers[bare.slice(0, slash)]?.group;
+    return group === 'free' || group === 'subscription';
+  }
   const combo = Object.hasOwn(cfg.combos, bare) ? cfg.combos[bare] : undefined;
-  return combo !== undefined && combo.models.every((m) => isFree(cfg, m));
+  return combo !== undefined && combo.models.every((m) => spendsNothing(cfg, m));
 }
 
 /** Does the auto-switch target name a configured model or combo? (If not, nothing is switched; app.ts warns.) */
@@ -39,7 +45,7 @@ export function switchTargetExists(cfg: Config, to: string): boolean {
 
 export function autoSwitch(cfg: Config, requested: string, budget: BudgetGate): Target {
   const to = cfg.budgets.auto_switch?.to;
-  if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || isFree(cfg, requested)) return { model: requested, switched: false };
+  if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || spendsNothing(cfg, requested)) return { model: requested, switched: false };
   if (!switchTargetExists(cfg, to)) return { model: requested, switched: false };
   if (!budget.dailyExceeded()) return { model: requested, switched: false };
   return { model: to, switched: true };

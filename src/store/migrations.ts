@@ -96,6 +96,40 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_hourly_mv TO ${db}.usage_hourly AS ${rollupSelect(`${db}.requests`)}`,
     ],
   },
+  {
+    // Alerts (issue 6): every alert fired, keyed by a deterministic id (kind, subject, threshold, window), so a
+    // replica or a restart that fires the same alert again writes the same row; `read` is updated by inserting a
+    // newer version. Every delivery attempt's outcome is kept next to it.
+    version: 4,
+    name: 'alerts',
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.alerts (
+        id UUID,
+        kind LowCardinality(String),
+        severity LowCardinality(String),
+        subject String,
+        threshold Nullable(Float64),
+        window String,
+        title String,
+        message String,
+        data String,
+        fired_at DateTime64(3, 'UTC'),
+        read Bool DEFAULT false,
+        version UInt64
+      ) ENGINE = ReplacingMergeTree(version)
+      ORDER BY id`,
+      `CREATE TABLE IF NOT EXISTS ${db}.alert_deliveries (
+        alert_id UUID,
+        channel LowCardinality(String),
+        delivered Bool,
+        attempts UInt16,
+        error String,
+        ts DateTime64(3, 'UTC')
+      ) ENGINE = MergeTree
+      PARTITION BY toYYYYMM(ts)
+      ORDER BY (ts, alert_id)`,
+    ],
+  },
 ];
 
 /** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */

@@ -13,8 +13,9 @@ export interface WriterOptions {
   readonly retryBaseMs?: number;
 }
 
-export interface WriterEvents {
-  written(n: number): void;
+export interface WriterEvents<Row = Record<string, unknown>> {
+  /** `rows` were stored (they are visible to readers from now on). */
+  written(n: number, rows: readonly Row[]): void;
   dropped(n: number, reason: 'queue_full' | 'insert_failed'): void;
   error(err: unknown, attempt: number): void;
 }
@@ -23,13 +24,13 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   readonly #store: Store;
   readonly #table: string;
   readonly #opts: Required<WriterOptions>;
-  readonly #events: WriterEvents;
+  readonly #events: WriterEvents<Row>;
   #queue: Row[] = [];
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
   #closed = false;
 
-  constructor(store: Store, table: string, opts: WriterOptions, events: WriterEvents) {
+  constructor(store: Store, table: string, opts: WriterOptions, events: WriterEvents<Row>) {
     this.#store = store;
     this.#table = table;
     this.#opts = { retries: 3, retryBaseMs: 100, ...opts };
@@ -100,7 +101,7 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.#store.insert(this.#table, batch, token);
-        this.#events.written(batch.length);
+        this.#events.written(batch.length, batch);
         return;
       } catch (err) {
         this.#events.error(err, attempt);

@@ -11,6 +11,8 @@ import type { Config } from '../config/types.js';
 import { connectionsOf } from '../routing/connections.js';
 import type { Router } from '../routing/router.js';
 import type { QuotaService } from '../quota/service.js';
+import type { BudgetService } from '../alerts/budget.js';
+import { ALERT_KINDS } from '../alerts/types.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
@@ -33,6 +35,8 @@ export class Metrics {
   readonly #cooldowns;
   readonly #keepalive;
   readonly #autoSwitched;
+  readonly #alertsFired;
+  readonly #notifications;
   readonly #seriesCache = new Map<string, Series>();
 
   constructor(queueDepth: () => number, opts: { processMetrics?: boolean } = {}) {
@@ -60,6 +64,10 @@ export class Metrics {
     this.#keepalive = new Counter({ name: METRIC.keepalivePings, help: 'Keep-alive pings sent to start a rolling quota window.', labelNames: ['provider', 'status'], registers });
     this.#autoSwitched = new Counter({ name: METRIC.autoSwitched, help: 'Client requests the budget auto-switch sent to the free tier.', registers });
     this.#autoSwitched.inc(0);
+    this.#alertsFired = new Counter({ name: METRIC.alertsFired, help: 'Alerts fired by the in-process evaluator, by kind.', labelNames: ['kind'], registers });
+    for (const kind of [...ALERT_KINDS, 'auto_switch']) this.#alertsFired.inc({ kind }, 0);
+    this.#notifications = new Counter({ name: METRIC.notifications, help: 'Alert notifications by channel and result (delivered, failed after retries).', labelNames: ['channel', 'result'], registers });
+    for (const channel of ['dashboard', 'email', 'webhook']) for (const result of ['delivered', 'failed']) this.#notifications.inc({ channel, result }, 0);
     // Series that alerting rules query exist from the start (at 0), so increase() and rate() see the first event.
     for (const reason of ['queue_full', 'insert_failed']) this.rowsDropped.inc({ reason }, 0);
     for (const result of ['applied', 'rejected']) this.configReloads.inc({ result }, 0);
@@ -141,14 +149,36 @@ export class Metrics {
         for (const e of await snapshot()) if (e.reset.countdown_s !== null) this.set({ provider: e.id }, e.reset.countdown_s);
       },
     });
+  }
+
+  /** Spend and budget gauges from the budget engine (the budget's time zone), read at scrape time. */
+  watchBudget(budget: BudgetService): void {
+    const registers = [this.registry];
     new Gauge({
-      name: METRIC.spend, help: 'Billed spend in USD in the current UTC day and month (every upstream call).', labelNames: ['window'], registers,
+      name: METRIC.spend, help: 'Billed spend in USD in the current budget day and month (budgets.timezone, default UTC).', labelNames: ['window'], registers,
       async collect() {
-        const entries = await snapshot();
-        this.set({ window: 'today' }, entries.reduce((s, e) => s + e.cost.today, 0));
-        this.set({ window: 'month' }, entries.reduce((s, e) => s + e.cost.month, 0));
+        const s = await budget.refresh();
+        this.set({ window: 'today' }, s.daily.spent);
+        this.set({ window: 'month' }, s.monthly.spent);
       },
     });
+    new Gauge({
+      name: METRIC.budgetLimit, help: 'The configured budgets in USD (absent when not set).', labelNames: ['window'], registers,
+      collect() {
+        this.reset();
+        const s = budget.latest;
+        if (s?.daily.limit != null) this.set({ window: 'daily' }, s.daily.limit);
+        if (s?.monthly.limit != null) this.set({ window: 'monthly' }, s.monthly.limit);
+      },
+    });
+  }
+
+  alertFired(kind: string): void {
+    this.#alertsFired.inc({ kind });
+  }
+
+  notification(channel: string, delivered: boolean): void {
+    this.#notifications.inc({ channel, result: delivered ? 'delivered' : 'failed' });
   }
 
   observe(r: UsageRecord): void {

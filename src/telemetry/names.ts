@@ -24,6 +24,9 @@ export const METRIC = {
   quotaRemaining: 'tollgate_quota_remaining',
   quotaResetSeconds: 'tollgate_quota_reset_seconds',
   spend: 'tollgate_spend_usd',
+  budgetLimit: 'tollgate_budget_limit_usd',
+  alertsFired: 'tollgate_alerts_fired_total',
+  notifications: 'tollgate_notifications_total',
 } as const;
 
 /** Advisory bucket boundaries from the GenAI metric conventions. */

@@ -40,7 +40,7 @@ alerts:
   t.equal(cfg.providers.openai?.auth.key, 'sk-live-abc', 'nested three levels');
   t.equal(cfg.providers.openai?.headers['OpenAI-Organization'], 'org-42', 'in a free-form map');
   t.same(cfg.combos.smart?.models, ['openai/gpt-4o', 'openai/o3'], 'in an array, with a default');
-  const email = (cfg.alerts as { channels: { email: { from: string; to: string[] } } }).channels.email;
+  const email = cfg.alerts.channels.email!;
   t.same(email.to, ['ops@example.com', 'second@example.com'], 'in an array of strings');
   t.equal(email.from, 'tollgate@api.example.com');
 });

@@ -20,7 +20,15 @@ function metricNames(expr: string): string[] {
   return [...names];
 }
 
-const gw = await startApp(t, { providers: { demo: DEMO_PROVIDER } });
+/**
+ * Metrics the rules query that the gateway does not export yet: issue 6 item 6 adds them with the in-process alerts
+ * (`tollgate_budget_limit_usd{window}` is exported only when a budget is configured, so it may stay here). Nothing
+ * else belongs in this list.
+ */
+const ANNOUNCED = new Set(['tollgate_budget_limit_usd', 'tollgate_alerts_fired_total', 'tollgate_notifications_total']);
+
+// The demo provider gets a quota so that the quota gauges (only for providers with a limit) have samples.
+const gw = await startApp(t, { providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } } } });
 // One streamed and one unary request so every family has samples.
 for (const stream of [false, true]) {
   const r = await request(`${gw.url}/v1/chat/completions`, {
@@ -41,24 +49,50 @@ for (const n of [...exported]) {
   exported.add(base);
 }
 
+type Rule = { alert: string; expr: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+const rules = (parse(readFileSync(join(ROOT, 'alerting-rules/tollgate.rules.yml'), 'utf8')) as { groups: { rules: Rule[] }[] })
+  .groups.flatMap((g) => g.rules);
+const ruleTests = readdirSync(join(ROOT, 'alerting-rules/tests')).filter((f) => f.endsWith('.yml')).sort();
+
 t.test('promtool: the rules are valid and their unit tests pass', async (t) => {
   const check = spawnSync('promtool', ['check', 'rules', join(ROOT, 'alerting-rules/tollgate.rules.yml')], { encoding: 'utf8' });
   t.equal(check.status, 0, check.stdout + check.stderr);
-  const tests = readdirSync(join(ROOT, 'alerting-rules/tests')).filter((f) => f.endsWith('.yml'));
-  t.ok(tests.length > 0, 'rule tests exist');
-  const run = spawnSync('promtool', ['test', 'rules', ...tests], { cwd: join(ROOT, 'alerting-rules/tests'), encoding: 'utf8' });
+  t.match(check.stdout, new RegExp(`SUCCESS: ${rules.length} rules found`));
+  t.ok(ruleTests.length > 0, 'rule tests exist');
+  // Every test file under alerting-rules/tests, in one run; promtool prints one SUCCESS per file.
+  const run = spawnSync('promtool', ['test', 'rules', ...ruleTests], { cwd: join(ROOT, 'alerting-rules/tests'), encoding: 'utf8' });
   t.equal(run.status, 0, run.stdout + run.stderr);
-  t.match(run.stdout, /SUCCESS/);
+  t.equal(run.stdout.match(/SUCCESS/g)?.length, ruleTests.length, run.stdout);
+});
+
+t.test('every rule is named, labelled and annotated, and unit-tested', async (t) => {
+  const tested = new Set<string>();
+  for (const f of ruleTests) {
+    const doc = parse(readFileSync(join(ROOT, 'alerting-rules/tests', f), 'utf8')) as { tests: { alert_rule_test?: { alertname: string }[] }[] };
+    for (const test of doc.tests) for (const a of test.alert_rule_test ?? []) tested.add(a.alertname);
+  }
+  t.equal(new Set(rules.map((r) => r.alert)).size, rules.length, 'names are unique');
+  for (const r of rules) {
+    t.match(r.alert, /^Tollgate[A-Z][A-Za-z0-9]*$/, `${r.alert}: CamelCase with the Tollgate prefix`);
+    t.ok(['info', 'warning', 'critical'].includes(r.labels?.severity ?? ''), `${r.alert}: severity label`);
+    t.ok(r.annotations?.summary, `${r.alert}: summary`);
+    t.ok(r.annotations?.description, `${r.alert}: description`);
+    t.ok(tested.has(r.alert), `${r.alert}: has a promtool unit test`);
+  }
 });
 
 t.test('every metric a rule queries is exported', async (t) => {
-  const doc = parse(readFileSync(join(ROOT, 'alerting-rules/tollgate.rules.yml'), 'utf8')) as { groups: { rules: { alert: string; expr: string }[] }[] };
-  const rules = doc.groups.flatMap((g) => g.rules);
   t.ok(rules.length >= 3);
   for (const r of rules) {
     const names = metricNames(r.expr);
     t.ok(names.length > 0, `${r.alert} queries a tollgate metric`);
-    for (const n of names) t.ok(exported.has(n), `${r.alert}: ${n} is exported`);
+    for (const n of names) t.ok(exported.has(n) || ANNOUNCED.has(n), `${r.alert}: ${n} is exported`);
+    // The `query` templates of the annotations too (their braces are template delimiters: match the names as they are).
+    for (const text of Object.values(r.annotations ?? {})) {
+      for (const m of text.matchAll(/\b((?:tollgate|gen_ai)_[a-z0-9_]+)\b/g)) {
+        t.ok(exported.has(m[1]!) || ANNOUNCED.has(m[1]!), `${r.alert} annotation: ${m[1]} is exported`);
+      }
+    }
   }
 });
 

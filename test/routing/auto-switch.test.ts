@@ -14,6 +14,7 @@ const raw = {
   providers: {
     paid: { ...DEMO_PROVIDER, group: 'paid' },
     free: { ...DEMO_PROVIDER, group: 'free', models: { 'llama-3.3-70b': { kind: 'llm' } } },
+    sub: { ...DEMO_PROVIDER, group: 'subscription' },
   },
   combos: { freebies: { strategy: 'fallback', models: ['free/llama-3.3-70b'] } },
   budgets: { daily_usd: 1, auto_switch: { enabled: true, to: 'free/llama-3.3-70b' } },
@@ -28,6 +29,7 @@ t.test('the step: rewrites only when told the budget is exceeded, the switch is 
   t.same(autoSwitch(cfg, 'paid/echo-1', within), { model: 'paid/echo-1', switched: false }, 'within budget');
   t.same(autoSwitch(cfg, 'free/llama-3.3-70b', exceeded), { model: 'free/llama-3.3-70b', switched: false }, 'already the target');
   t.same(autoSwitch(cfg, 'freebies', exceeded), { model: 'freebies', switched: false }, 'a combo of free members is free');
+  t.same(autoSwitch(cfg, 'sub/echo-1', exceeded), { model: 'sub/echo-1', switched: false }, 'a subscription spends nothing per request: not switched');
   const off = testConfig({ ...raw, budgets: { auto_switch: { enabled: false, to: 'free/llama-3.3-70b' } } }, tempDir(t));
   t.same(autoSwitch(off, 'paid/echo-1', exceeded), { model: 'paid/echo-1', switched: false }, 'switch off');
   const toCombo = testConfig({ ...raw, budgets: { auto_switch: { enabled: true, to: 'freebies' } } }, tempDir(t));

@@ -1,0 +1,164 @@
+// The webhook channel: one POST of the alert as JSON per delivery, signed Stripe-style when a secret is set.
+//
+//   x-tollgate-timestamp: <unix seconds>
+//   x-tollgate-signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>.<raw body>")>
+//
+// The timestamp is inside the signed bytes, so a receiver that checks the signature and rejects timestamps older
+// than a tolerance (5 minutes) also rejects replays; `x-tollgate-delivery` (the alert id) de-duplicates retries.
+// A 2xx answer is a delivery; any other status, a transport error or the 10 s deadline throws, and the notifier
+// retries. close() aborts a send in flight. Errors never carry the URL's path or query (they may hold a token):
+// only the status and the first bytes of the answer (path and query cut out), or the socket error (host:port).
+
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { Agent, request } from 'undici';
+import type { Alert, Channel } from '../types.js';
+
+export interface WebhookChannelConfig {
+  readonly url: string;
+  readonly secret?: string;
+}
+
+export interface WebhookChannelOptions {
+  /** The whole request's deadline, connect to last body byte (default 10 s). */
+  readonly timeoutMs?: number;
+  /** Epoch ms, for the timestamp header (tests). */
+  readonly now?: () => number;
+}
+
+export const WEBHOOK_HEADERS = {
+  event: 'x-tollgate-event',
+  delivery: 'x-tollgate-delivery',
+  timestamp: 'x-tollgate-timestamp',
+  signature: 'x-tollgate-signature',
+} as const;
+
+/** The JSON body of a webhook delivery. */
+export interface WebhookPayload {
+  readonly id: string;
+  readonly kind: Alert['kind'];
+  readonly severity: Alert['severity'];
+  readonly subject: string;
+  readonly threshold: number | null;
+  readonly window: string;
+  readonly title: string;
+  readonly message: string;
+  readonly data: Alert['data'];
+  /** ISO 8601, UTC. */
+  readonly fired_at: string;
+}
+
+export function webhookPayload(a: Alert): WebhookPayload {
+  return {
+    id: a.id, kind: a.kind, severity: a.severity, subject: a.subject, threshold: a.threshold, window: a.window,
+    title: a.title, message: a.message, data: a.data, fired_at: new Date(a.firedAt).toISOString(),
+  };
+}
+
+/** `sha256=<hex>` over `"<timestamp>.<body>"`: the value of `x-tollgate-signature`. */
+export function signPayload(secret: string, timestamp: number | string, body: string | Uint8Array): string {
+  const mac = createHmac('sha256', secret).update(`${timestamp}.`).update(body);
+  return `sha256=${mac.digest('hex')}`;
+}
+
+/**
+ * What a receiver runs on a delivery: true when `header` (x-tollgate-signature) is the HMAC of
+ * `"<timestamp>.<raw body>"` under `secret` and `timestamp` (x-tollgate-timestamp, unix seconds) is within
+ * `toleranceS` of `now` (epoch ms). `body` must be the raw bytes as received, not re-serialised JSON.
+ * Constant-time comparison.
+ */
+export function verifySignature(
+  secret: string,
+  timestamp: string | number | undefined,
+  body: string | Uint8Array,
+  header: string | undefined,
+  toleranceS = 300,
+  now: number = Date.now(),
+): boolean {
+  if (header === undefined || timestamp === undefined) return false;
+  const ts = String(timestamp);
+  if (!/^[0-9]{1,12}$/.test(ts)) return false;
+  if (Math.abs(now / 1000 - Number(ts)) > toleranceS) return false;
+  const expected = Buffer.from(signPayload(secret, ts, body));
+  const given = Buffer.from(header.trim());
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOptions = {}): Channel {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const now = opts.now ?? Date.now;
+  let url: URL;
+  try {
+    url = new URL(cfg.url);
+  } catch {
+    throw new Error('alerts.channels.webhook.url is not a valid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error('alerts.channels.webhook.url must be http or https');
+  }
+  // Its own agent, so close() can release its sockets; redirects are not followed (a 3xx is a failure).
+  const agent = new Agent({ connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  // close() aborts a send still in flight (the notifier has given up on it by then).
+  const closing = new AbortController();
+  // An error page may echo the request path or query (a 404 naming it): cut them out of the recorded snippet.
+  const secrets = [url.pathname + url.search, url.search, url.pathname].filter((x) => x.length > 1);
+
+  return {
+    name: 'webhook',
+    async send(a: Alert): Promise<void> {
+      const body = JSON.stringify(webhookPayload(a));
+      const timestamp = Math.floor(now() / 1000);
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        'user-agent': 'tollgate',
+        [WEBHOOK_HEADERS.event]: a.kind,
+        [WEBHOOK_HEADERS.delivery]: a.id,
+        [WEBHOOK_HEADERS.timestamp]: String(timestamp),
+      };
+      if (cfg.secret) headers[WEBHOOK_HEADERS.signature] = signPayload(cfg.secret, timestamp, body);
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const signal = AbortSignal.any([deadline, closing.signal]);
+      let status: number;
+      let answer: string;
+      try {
+        const res = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
+        status = res.statusCode;
+        answer = status >= 200 && status < 300 ? '' : await head(res.body);
+        await res.body.dump();
+      } catch (err) {
+        if (closing.signal.aborted) throw new Error('webhook: channel closed');
+        throw new Error(deadline.aborted ? `webhook: no answer within ${timeoutMs} ms` : `webhook: ${transportError(err)}`);
+      }
+      if (status < 200 || status >= 300) {
+        let snippet = answer;
+        for (const x of secrets) snippet = snippet.split(x).join('***');
+        snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
+        throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
+      }
+    },
+    async close(): Promise<void> {
+      closing.abort();
+      await agent.close();
+    },
+  };
+}
+
+/** The first bytes of an error answer, for the recorded error (the rest is discarded). */
+async function head(body: AsyncIterable<Uint8Array>, max = 1024): Promise<string> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    parts.push(Buffer.from(c));
+    n += c.length;
+    if (n >= max) break;
+  }
+  return Buffer.concat(parts).subarray(0, max).toString('utf8');
+}
+
+/** A socket-level error without the request URL: its code and message (undici and node put host:port at most). */
+function transportError(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause instanceof Error ? err.cause : undefined;
+  const code = (cause as { code?: unknown } | undefined)?.code ?? (err as { code?: unknown }).code;
+  const msg = cause?.message ?? err.message;
+  return typeof code === 'string' && !msg.includes(code) ? `${code} ${msg}` : msg;
+}

@@ -1,0 +1,71 @@
+// Alerts and budgets as one unit for app.ts: the budget engine, the notifier (rebuilt when the channels change in a
+// live config edit), the evaluator service, and the recording of every delivery outcome (ClickHouse
+// `alert_deliveries` and tollgate_notifications_total), so a failed delivery is never lost silently.
+
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config/types.js';
+import type { ConfigHolder } from '../config/watch.js';
+import type { QuotaService } from '../quota/service.js';
+import type { Store } from '../store/client.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import type { UsageRecord } from '../usage/record.js';
+import { BudgetService } from './budget.js';
+import { Notifier, channelsFromConfig } from './notifier.js';
+import { AlertService, type Notify } from './service.js';
+import type { Alert, DeliveryResult } from './types.js';
+
+export interface Alerting {
+  readonly budget: BudgetService;
+  readonly alerts: AlertService;
+  /** Ledger sink: count the record's cost into the budget until it is written, and check soon. */
+  published(r: UsageRecord): void;
+  /** Writer hook: these rows are in ClickHouse now. */
+  written(rows: readonly Record<string, unknown>[]): void;
+  reconfigure(next: Config): void;
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createAlerting(deps: { store: Store; config: ConfigHolder; quota: QuotaService; metrics: Metrics; log: FastifyBaseLogger }): Alerting {
+  const { store, config, metrics, log } = deps;
+  const budget = new BudgetService(store, () => config.current);
+  const record = (a: Alert, r: DeliveryResult) => {
+    metrics.notification(r.channel, r.delivered);
+    if (!r.delivered) log.warn({ alert: a.id, kind: a.kind, channel: r.channel, attempts: r.attempts, error: r.error }, 'alert delivery failed');
+    store
+      .insert('alert_deliveries', [{ alert_id: a.id, channel: r.channel, delivered: r.delivered, attempts: r.attempts, error: r.error, ts: Date.now() }])
+      .catch((err: unknown) => log.error({ err, alert: a.id, channel: r.channel }, 'could not record an alert delivery'));
+  };
+  const build = (cfg: Config) => new Notifier(channelsFromConfig(cfg.alerts.channels), { onResult: record, log });
+  let channels = JSON.stringify(config.current.alerts.channels);
+  let notifier = build(config.current);
+  // The service keeps one Notify; a live edit of the channels swaps the notifier behind it.
+  const notify: Notify = {
+    notify: (a) => notifier.notify(a),
+    test: (a) => notifier.test(a),
+    close: () => notifier.close(),
+  };
+  const alerts = new AlertService({
+    store, config: () => config.current, quota: deps.quota, budget, notify,
+    events: { fired: (kind) => metrics.alertFired(kind), delivery: record, error: (err) => log.error({ err }, 'alert evaluation failed') },
+  });
+  return {
+    budget,
+    alerts,
+    published(r) {
+      budget.published(r);
+      alerts.poke();
+    },
+    written: (rows) => budget.written(rows),
+    reconfigure(next) {
+      const now = JSON.stringify(next.alerts.channels);
+      if (now === channels) return;
+      channels = now;
+      const old = notifier;
+      notifier = build(next);
+      void old.close().catch(() => undefined);
+    },
+    start: () => alerts.start(),
+    close: () => alerts.close(),
+  };
+}

@@ -1,0 +1,239 @@
+// The in-process alert evaluator at work (DESIGN.md decision 8): a timer, plus a check shortly after each recorded
+// request (so a crossing is seen within a second), evaluates the rules (evaluator.ts) on the same numbers the API
+// serves (QuotaService, BudgetService, the rollup). Each new alert is written to ClickHouse first (its id derives
+// from its key, so the row is the proof it fired: a restart loads the keys and fires nothing twice), counted, listed
+// for the dashboard, then handed to the notifier (email, webhook) without blocking anything.
+
+import { createHash } from 'node:crypto';
+import type { Config } from '../config/types.js';
+import type { QuotaService } from '../quota/service.js';
+import { aggregate } from '../store/aggregate.js';
+import type { Store } from '../store/client.js';
+import { uuidv7 } from '../usage/uuidv7.js';
+import type { BudgetService, BudgetState } from './budget.js';
+import { evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
+import { dayBounds } from './tz.js';
+import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
+
+const DAY = 86_400_000;
+/** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
+const MEMORY_MS = 35 * DAY;
+
+export interface Notify {
+  notify(a: Alert): void;
+  test(a: Alert): Promise<DeliveryResult[]>;
+  close(): Promise<void>;
+}
+
+export interface AlertEvents {
+  fired(kind: AlertKind): void;
+  delivery(alert: Alert, r: DeliveryResult): void;
+  error(err: unknown): void;
+}
+
+/** A stable UUID from an alert's key: the same alert fired twice is the same row. */
+export function alertId(c: Pick<Candidate, 'kind' | 'subject' | 'threshold' | 'window'>): string {
+  const h = createHash('sha256').update(keyOf(c)).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16)}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+}
+
+export interface AlertRow {
+  id: string;
+  kind: string;
+  severity: string;
+  subject: string;
+  threshold: number | null;
+  window: string;
+  title: string;
+  message: string;
+  data: string;
+  fired_at: string;
+  read: boolean;
+}
+
+export class AlertService {
+  readonly #store: Store;
+  readonly #config: () => Config;
+  readonly #quota: QuotaService;
+  readonly #budget: BudgetService;
+  readonly #notify: Notify;
+  readonly #events: AlertEvents;
+  readonly #now: () => number;
+  #fired: FiredAlert[] = [];
+  #running: Promise<void> | null = null;
+  #again = false;
+  #timer: NodeJS.Timeout | null = null;
+  #soon: NodeJS.Timeout | null = null;
+  #closed = false;
+  #lastStart = 0;
+
+  constructor(
+    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents },
+    opts: { now?: () => number } = {},
+  ) {
+    this.#store = deps.store;
+    this.#config = deps.config;
+    this.#quota = deps.quota;
+    this.#budget = deps.budget;
+    this.#notify = deps.notify;
+    this.#events = deps.events;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** Load the alerts already fired, check once, then every `intervalMs`. */
+  async start(intervalMs = 15_000): Promise<void> {
+    const rows = await this.#store.query<{ id: string; kind: AlertKind; subject: string; threshold: number | null; window: string; fired: string }>(
+      `SELECT id, kind, subject, threshold, window, toUnixTimestamp64Milli(fired_at) AS fired FROM ${this.#store.t('alerts')} FINAL
+       WHERE fired_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')`,
+      { since: this.#now() - MEMORY_MS },
+    );
+    this.#fired = rows.map((r) => ({ id: r.id, kind: r.kind, subject: r.subject, threshold: r.threshold === null ? null : Number(r.threshold), window: r.window, firedAt: Number(r.fired) }));
+    this.#timer = setInterval(() => this.check(), intervalMs);
+    this.#timer.unref();
+    await this.check();
+  }
+
+  /**
+   * A record was published: check soon (200 ms after it, coalesced, and at most one evaluation started per second,
+   * so a busy gateway sees a crossing within about a second without querying on every request).
+   */
+  poke(): void {
+    if (this.#soon !== null || this.#closed) return;
+    const wait = Math.max(200, 1000 - (Date.now() - this.#lastStart));
+    this.#soon = setTimeout(() => {
+      this.#soon = null;
+      void this.check();
+    }, wait);
+    this.#soon.unref();
+  }
+
+  /** Evaluate now (one evaluation at a time; a call during one runs another right after). Never throws. */
+  check(): Promise<void> {
+    if (this.#closed) return Promise.resolve();
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      do {
+        this.#again = false;
+        this.#lastStart = Date.now();
+        try {
+          await this.#evaluate();
+        } catch (err) {
+          this.#events.error(err);
+        }
+      } while (this.#again && !this.#closed);
+    })().finally(() => (this.#running = null));
+    return this.#running;
+  }
+
+  async #evaluate(): Promise<void> {
+    const cfg = this.#config();
+    const enabled = new Set<AlertKind>(ALERT_KINDS.filter((k) => cfg.alerts.kinds[k] !== false));
+    enabled.add('auto_switch');
+    const budget = await this.#budget.refresh();
+    const quota = await this.#quota.entries();
+    const now = this.#now();
+    const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
+    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired });
+    for (const c of candidates) await this.#fire(c, now);
+  }
+
+  /** The previous 7 local days' billed cost (days with usage), today's, and today's by provider. */
+  async #costs(budget: BudgetState, now: number): Promise<CostHistory> {
+    const tz = budget.timezone;
+    const today = dayBounds(now, tz);
+    const billed = { kinds: ['request', 'attempt', 'keepalive'] as const };
+    const [days, byProvider] = await Promise.all([
+      aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed }),
+      aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed }),
+    ]);
+    return {
+      previousDays: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })),
+      today: byProvider.reduce((s, g) => s + g.cost, 0),
+      todayByProvider: byProvider.map((g) => ({ provider: g.provider!, cost: g.cost })),
+    };
+  }
+
+  async #fire(c: Candidate, now: number): Promise<void> {
+    const alert: Alert = { ...c, id: alertId(c), firedAt: now };
+    const dashboard = this.#config().alerts.channels.dashboard;
+    // Written before anything is sent: the row is what keeps a restart from firing it again.
+    await this.#store.insert('alerts', [toRow(alert, !dashboard)]);
+    this.#fired.push({ id: alert.id, kind: alert.kind, subject: alert.subject, threshold: alert.threshold, window: alert.window, firedAt: now });
+    this.#fired = this.#fired.filter((f) => f.firedAt >= now - MEMORY_MS);
+    this.#events.fired(alert.kind);
+    if (dashboard) this.#events.delivery(alert, { channel: 'dashboard', delivered: true, attempts: 1, error: '' });
+    this.#notify.notify(alert);
+  }
+
+  /** POST /api/alerts/test: a test alert to the dashboard list and every enabled channel, with each outcome. */
+  async test(): Promise<DeliveryResult[]> {
+    const now = this.#now();
+    const alert: Alert = {
+      id: uuidv7(now), kind: 'test', severity: 'info', subject: 'test', threshold: null, window: new Date(now).toISOString(),
+      title: 'Test notification from Tollgate', message: 'This is a test notification: if you can read it, this channel works.', data: { test: 1 }, firedAt: now,
+    };
+    const results: DeliveryResult[] = [];
+    if (this.#config().alerts.channels.dashboard) {
+      try {
+        await this.#store.insert('alerts', [toRow(alert, false)]);
+        results.push({ channel: 'dashboard', delivered: true, attempts: 1, error: '' });
+      } catch (err) {
+        results.push({ channel: 'dashboard', delivered: false, attempts: 1, error: (err as Error).message.slice(0, 200) });
+      }
+    }
+    results.push(...(await this.#notify.test(alert)));
+    for (const r of results) this.#events.delivery(alert, r);
+    return results;
+  }
+
+  async list(opts: { unread?: boolean; limit: number }): Promise<{ alerts: ReturnType<typeof fromRow>[]; unread: number }> {
+    const t = this.#store.t('alerts');
+    const rows = await this.#store.query<AlertRow>(
+      `SELECT toString(id) AS id, kind, severity, subject, threshold, window, title, message, data, toString(fired_at) AS fired_at, read
+       FROM ${t} FINAL ${opts.unread ? 'WHERE NOT read' : ''} ORDER BY fired_at DESC, id DESC LIMIT {limit:UInt32}`,
+      { limit: opts.limit },
+    );
+    const [count] = await this.#store.query<{ n: string }>(`SELECT count() AS n FROM ${t} FINAL WHERE NOT read`);
+    return { alerts: rows.map(fromRow), unread: Number(count?.n ?? 0) };
+  }
+
+  /** Mark alerts read (all of them when `ids` is null); returns how many changed. */
+  async markRead(ids: readonly string[] | null): Promise<number> {
+    const t = this.#store.t('alerts');
+    const rows = await this.#store.query<Record<string, unknown>>(
+      `SELECT id, kind, severity, subject, threshold, window, title, message, data, fired_at, version FROM ${t} FINAL
+       WHERE NOT read ${ids === null ? '' : 'AND id IN {ids:Array(UUID)}'}`,
+      { ids: ids ?? [] },
+    );
+    if (rows.length === 0) return 0;
+    const version = this.#now() * 1000;
+    await this.#store.insert('alerts', rows.map((r) => ({ ...r, fired_at: r.fired_at, read: true, version: Math.max(version, Number(r.version) + 1) })));
+    return rows.length;
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearInterval(this.#timer);
+    if (this.#soon) clearTimeout(this.#soon);
+    await this.#running;
+    await this.#notify.close();
+  }
+}
+
+function toRow(a: Alert, read: boolean): Record<string, unknown> {
+  return {
+    id: a.id, kind: a.kind, severity: a.severity, subject: a.subject, threshold: a.threshold, window: a.window, title: a.title,
+    message: a.message, data: JSON.stringify(a.data), fired_at: a.firedAt, read, version: a.firedAt * 1000,
+  };
+}
+
+function fromRow(r: AlertRow) {
+  return {
+    id: r.id, kind: r.kind, severity: r.severity, subject: r.subject, threshold: r.threshold === null ? null : Number(r.threshold), window: r.window,
+    title: r.title, message: r.message, data: JSON.parse(r.data) as Record<string, unknown>,
+    fired_at: `${r.fired_at.replace(' ', 'T')}Z`, read: Boolean(r.read),
+  };
+}
