@@ -3,10 +3,23 @@
 // query at a time per connection, so operations are serialised here; a server takes them concurrently.
 
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import { createChdbConnection } from 'chdb/connection';
+import type * as Chdb from 'chdb/connection';
 import type { Config } from '../config/types.js';
+
+/**
+ * The embedded engine is loaded only when it is used: an install for a ClickHouse server (the Docker image,
+ * `npm ci --omit=optional`) does not carry chdb at all.
+ */
+function loadChdb(): typeof Chdb {
+  try {
+    return createRequire(import.meta.url)('chdb/connection') as typeof Chdb;
+  } catch (err) {
+    throw new Error('storage.clickhouse_url is empty, so the embedded ClickHouse engine (the chdb package) is needed, but it is not installed; install it (npm install) or set storage.clickhouse_url', { cause: err });
+  }
+}
 
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
 
@@ -95,7 +108,7 @@ export function openStore(storage: Config['storage']): Store {
   mkdirSync(path, { recursive: true });
   // chdb re-exports @clickhouse/client-common's Connection type, which @clickhouse/client bundles as its own copy;
   // the shapes are the same, the declarations are not, hence the cast.
-  const connection = createChdbConnection({ path }) as unknown as ClientConnection;
+  const connection = loadChdb().createChdbConnection({ path }) as unknown as ClientConnection;
   const client = createClient({ connection });
   return new Store(client, storage.database, true);
 }
