@@ -42,11 +42,13 @@ export class BudgetService implements BudgetGate {
   /** request_id -> [startedAt, cost] of published billed records not yet confirmed written. */
   readonly #unconfirmed = new Map<string, [number, number]>();
   #latest: BudgetState | null = null;
+  readonly #realClock: boolean;
 
-  constructor(store: Store, config: () => Config, now: () => number = Date.now) {
+  constructor(store: Store, config: () => Config, now?: () => number) {
     this.#store = store;
     this.#config = config;
-    this.#now = now;
+    this.#now = now ?? Date.now;
+    this.#realClock = now === undefined;
   }
 
   /** A record was published (ledger sink). */
@@ -105,7 +107,7 @@ export class BudgetService implements BudgetGate {
   }
 
   async #spent(from: number, now: number): Promise<number> {
-    const stored = await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED } });
+    const stored = await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED }, openEnd: this.#realClock });
     let pending = 0;
     for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
     return stored.cost + pending;

@@ -6,12 +6,12 @@
 // routing step from the latest one.
 
 import type { Config, ProviderConfig } from '../config/types.js';
-import { aggregate, total } from '../store/aggregate.js';
+import { aggregate, rawWindows, type Sums } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import type { RecordKind } from '../usage/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from './kinds.js';
 import { UsageSources } from './source.js';
-import { DAY_MS, monthStart } from './windows.js';
+import { DAY_MS, HOUR_MS, monthStart } from './windows.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = ['request', 'attempt', 'keepalive'];
@@ -44,15 +44,21 @@ export class QuotaService {
   readonly #now: () => number;
   readonly #sources: UsageSources;
   readonly #cacheMs: number;
-  #cached: { at: number; entries: Promise<QuotaEntry[]> } | null = null;
+  readonly #staleMs: number;
+  /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
+  readonly #realClock: boolean;
+  #snapshot: { at: number; entries: QuotaEntry[] } | null = null;
+  #computing: Promise<QuotaEntry[]> | null = null;
   #last = new Map<string, QuotaEntry>();
 
-  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number } = {}) {
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
     this.#store = store;
     this.#config = config;
     this.#now = opts.now ?? Date.now;
+    this.#realClock = opts.now === undefined;
     this.#sources = new UsageSources(this.#now);
     this.#cacheMs = opts.cacheMs ?? 1000;
+    this.#staleMs = opts.staleMs ?? 10_000;
   }
 
   /** Whether the provider's quota was used up in the latest snapshot. */
@@ -60,43 +66,65 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
-  /** One entry per configured provider, at most `cacheMs` old. */
+  /**
+   * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends).
+   * An older snapshot is recomputed by the first caller; callers that arrive while that computation runs get the
+   * previous snapshot (if it is under `staleMs` old) instead of queueing behind it.
+   */
   entries(): Promise<QuotaEntry[]> {
     const now = this.#now();
-    if (this.#cached && now - this.#cached.at < this.#cacheMs) return this.#cached.entries;
-    const entries = this.#compute(now).then((list) => {
-      this.#last = new Map(list.map((e) => [e.id, e]));
-      return list;
-    });
-    entries.catch(() => (this.#cached = null));
-    this.#cached = { at: now, entries };
-    return entries;
+    const snap = this.#snapshot;
+    if (snap !== null && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    if (this.#computing !== null) return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
+    this.#computing = this.#compute(now)
+      .then((entries) => {
+        this.#snapshot = { at: this.#now(), entries };
+        this.#last = new Map(entries.map((e) => [e.id, e]));
+        return entries;
+      })
+      .finally(() => (this.#computing = null));
+    return this.#computing;
   }
 
+  /**
+   * Every provider from one read of the hourly rollup (per provider, model and hour, from the earliest window start;
+   * the current hour included) plus one read of the raw rows for the windows that do not start on an hour.
+   */
   async #compute(now: number): Promise<QuotaEntry[]> {
     const cfg = this.#config();
+    const providers = Object.entries(cfg.providers).map(([id, p]) => {
+      const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
+      return { id, p, q, plan: planQuota(q, now) };
+    });
+    const month = monthStart(now);
+    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
+    const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
+    const hourly = (await aggregate(this.#store, { from: start, to: now + 1, by: ['provider', 'model', 'hour'], filters: { kinds: QUOTA_KINDS_COUNTED }, openEnd: this.#realClock }))
+      .map((g) => ({ ...g, at: Date.parse(`${g.hour!.replace(' ', 'T')}Z`) }));
+    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(Math.ceil(plan.from / HOUR_MS) * HOUR_MS, now + 1) }));
+    const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
     const today = Math.floor(now / DAY_MS) * DAY_MS;
-    // Cost of every provider at once: this month, by day, so today comes from the same query.
-    const costs = await aggregate(this.#store, { from: monthStart(now), to: now + 1, by: ['provider', 'day'], filters: { kinds: QUOTA_KINDS_COUNTED } });
-    const todayIso = new Date(today).toISOString().slice(0, 10);
-    const cost = (pid: string) => {
-      const rows = costs.filter((c) => c.provider === pid);
-      return {
-        today: round12(rows.filter((r) => r.day === todayIso).reduce((s, r) => s + r.cost, 0)),
-        month: round12(rows.reduce((s, r) => s + r.cost, 0)),
+    return Promise.all(providers.map(async ({ id, p, q, plan }) => {
+      const mine = hourly.filter((g) => g.provider === id);
+      const within = mine.filter((g) => g.at >= Math.ceil(plan.from / HOUR_MS) * HOUR_MS && g.at < plan.to);
+      const parts = [...within, ...edges.filter((g) => g.provider === id)];
+      const sums = sumOf(parts);
+      const secondaryUsed = plan.secondary ? sumOf(mine.filter((g) => g.at >= plan.secondary!.from && g.at < plan.secondary!.to)).rows : undefined;
+      const cost = {
+        today: round12(sumOf(mine.filter((g) => g.at >= today)).cost),
+        month: round12(sumOf(mine.filter((g) => g.at >= month)).cost),
         currency: 'USD' as const,
       };
-    };
-    return Promise.all(Object.entries(cfg.providers).map(([id, p]) => this.#entry(id, p, now, cost(id))));
+      const models = plan.unit === 'hours' ? byModel(parts) : undefined;
+      return this.#entry(id, p, q, plan, now, sums, secondaryUsed, cost, models);
+    }));
   }
 
-  async #entry(id: string, p: ProviderConfig, now: number, cost: QuotaEntry['cost']): Promise<QuotaEntry> {
-    const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
-    const plan = planQuota(q, now);
-    const filters = { provider: id, kinds: QUOTA_KINDS_COUNTED };
-    const sums = await total(this.#store, { from: plan.from, to: Math.min(plan.to, now + 1), filters });
+  async #entry(
+    id: string, p: ProviderConfig, q: QuotaConfig, plan: QuotaPlan, now: number, sums: Totals, secondaryUsed: number | undefined,
+    cost: QuotaEntry['cost'], models: QuotaEntry['models'],
+  ): Promise<QuotaEntry> {
     const used = usedOf(plan, sums);
-    const secondaryUsed = plan.secondary ? (await total(this.#store, { from: plan.secondary.from, to: Math.min(plan.secondary.to, now + 1), filters })).rows : undefined;
     let evaluation = evaluateQuota(plan, { used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, now);
     let source: QuotaEntry['source'] = { kind: 'computed', computed_used: evaluation.quota.used };
     if (q.source) {
@@ -104,21 +132,19 @@ export class QuotaService {
       const reading = state?.reading;
       if (reading) {
         // The provider's own figures win; the reset it gives, when it gives one, too.
-        const merged = evaluateQuota({ ...plan, limit: reading.limit, nextReset: reading.reset ?? plan.nextReset, rollingMs: reading.reset === null ? plan.rollingMs : null }, { used: reading.used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, now);
-        evaluation = merged;
+        evaluation = evaluateQuota(
+          { ...plan, limit: reading.limit, nextReset: reading.reset ?? plan.nextReset, rollingMs: reading.reset === null ? plan.rollingMs : null },
+          { used: reading.used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) },
+          now,
+        );
         source = { kind: 'provider', computed_used: source.computed_used, status: state.status, fetched_at: new Date(reading.fetchedAt).toISOString() };
       } else if (state) {
         source = { ...source, status: state.status };
       }
     }
-    const models = plan.unit === 'hours'
-      ? (await aggregate(this.#store, { from: plan.from, to: Math.min(plan.to, now + 1), by: ['model'], filters })).map((g) => ({ model: g.model!, used: round4(msToHours(g.durationMs)) }))
-      : undefined;
     // "At 0%": no tokens in the window at all (a failing request may still count as a request or take time).
     const problem = sums.tokens === 0 ? await this.#connectionProblem(id, p, now) : null;
-    return {
-      id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem,
-    };
+    return { id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem };
   }
 
   /** At 0% with failing requests (and no success) in the last 15 minutes: say why, from the latest failure. */
@@ -146,7 +172,29 @@ export class QuotaService {
 
 const round4 = (v: number): number => Number(v.toFixed(4));
 
-function usedOf(plan: QuotaPlan, s: { rows: number; tokens: number; durationMs: number }): number {
+type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
+
+function sumOf(groups: readonly Totals[]): Totals {
+  let oldest: number | null = null;
+  const t = { rows: 0, tokens: 0, cost: 0, durationMs: 0 };
+  for (const g of groups) {
+    t.rows += g.rows;
+    t.tokens += g.tokens;
+    t.cost += g.cost;
+    t.durationMs += g.durationMs;
+    if (g.oldest !== null && (oldest === null || g.oldest < oldest)) oldest = g.oldest;
+  }
+  return { ...t, oldest };
+}
+
+/** rolling_hours: the hours of each model in the window. */
+function byModel(groups: readonly (Totals & { model?: string })[]): { model: string; used: number }[] {
+  const ms = new Map<string, number>();
+  for (const g of groups) ms.set(g.model!, (ms.get(g.model!) ?? 0) + g.durationMs);
+  return [...ms].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, d]) => ({ model, used: round4(msToHours(d)) }));
+}
+
+function usedOf(plan: QuotaPlan, s: Totals): number {
   switch (plan.unit) {
     case 'hours':
       return round4(msToHours(s.durationMs));

@@ -25,6 +25,8 @@ export interface AggregateQuery {
   readonly by?: readonly Dim[];
   readonly filters?: Filters;
   readonly tz?: string;
+  /** `to` is the real present: no row starts later, so the current hour may come from the rollup whole. */
+  readonly openEnd?: boolean;
 }
 
 export interface Sums {
@@ -79,7 +81,9 @@ export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[
   for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
   // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
   let a = Math.ceil(q.from / HOUR) * HOUR;
-  let b = Math.floor(q.to / HOUR) * HOUR;
+  // A window that ends now (`openEnd`) takes its current hour from the rollup too: the view keeps that hour up to
+  // date with every insert and no row starts after now, so the raw rows are only read for the first edge.
+  let b = (q.openEnd ? Math.ceil(q.to / HOUR) : Math.floor(q.to / HOUR)) * HOUR;
   if (a >= b) a = b = q.from;
   const where = filterSql(q.filters ?? {});
   const select = by.map((d) => `${DIM_SQL[d]} AS ${d}`);
@@ -127,4 +131,41 @@ export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[
 export async function total(store: Store, q: Omit<AggregateQuery, 'by'>): Promise<Sums> {
   const [g] = await aggregate(store, q);
   return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null };
+}
+
+export interface ProviderWindow {
+  readonly provider: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * Per provider and model, the sums of the raw rows (FINAL) of each provider's own [from, to), all in one query: the
+ * partial first hours of many windows that do not start on an hour.
+ */
+export async function rawWindows(store: Store, windows: readonly ProviderWindow[], kinds: readonly RecordKind[]): Promise<Group[]> {
+  if (windows.length === 0) return [];
+  const params: Record<string, unknown> = { kinds };
+  const ors = windows.map((w, i) => {
+    params[`p${i}`] = w.provider;
+    params[`f${i}`] = w.from;
+    params[`t${i}`] = w.to;
+    return `(provider = {p${i}:String} AND ts >= fromUnixTimestamp64Milli({f${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({t${i}:Int64}, 'UTC'))`;
+  });
+  const rows = await store.query<RawGroup>(
+    `SELECT provider, model, count() AS rows, sum(ifNull(input_tokens, 0)) AS input, sum(ifNull(cached_tokens, 0)) AS cached,
+       sum(ifNull(cache_write_tokens, 0)) AS cache_write, sum(ifNull(output_tokens, 0)) AS output, sum(ifNull(reasoning_tokens, 0)) AS reasoning,
+       sum(total_tokens) AS tokens, toString(sum(cost)) AS cost, toString(sum(list_cost)) AS list_cost, sum(duration_ms) AS duration_ms,
+       toUnixTimestamp64Milli(min(ts)) AS oldest
+     FROM ${store.t('requests')} FINAL
+     WHERE kind IN {kinds:Array(String)} AND (${ors.join(' OR ')})
+     GROUP BY provider, model`,
+    params,
+  );
+  return rows.map((r) => ({
+    provider: String(r.provider), model: String(r.model),
+    rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
+    reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
+    oldest: num(r.rows) === 0 ? null : num(r.oldest),
+  }));
 }

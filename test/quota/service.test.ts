@@ -132,7 +132,7 @@ t.test('the provider usage source is merged, asked at most every 3 minutes, and 
   t.ok(sourceHits >= 1, "asked (the gateway's own evaluator asks too)");
 
   let now = NOW;
-  const s = new QuotaService(store, () => gw.holder.current, { now: () => now, cacheMs: 0 });
+  const s = new QuotaService(store, () => gw.holder.current, { now: () => now, cacheMs: 0, staleMs: 0 });
   const base = sourceHits;
   const hits = () => sourceHits - base;
   await s.entries();
