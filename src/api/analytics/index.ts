@@ -19,11 +19,14 @@ export interface AnalyticsOptions {
   readonly now?: () => number;
 }
 
-export const analyticsRoutes: FastifyPluginAsync<AnalyticsOptions> = async (app, { store, config, now = Date.now }) => {
+export const analyticsRoutes: FastifyPluginAsync<AnalyticsOptions> = async (app, opts) => {
+  const { store, config } = opts;
+  const now = opts.now ?? Date.now;
   await app.register(logRoutes, { store, now });
   await app.register(costRoutes, { store, config, now });
   await app.register(projectionRoutes, { store, config, now });
   await app.register(comboRoutes, { store, config, now });
   await app.register(hourlyRoutes, { store, config, now });
-  await app.register(overviewRoutes, { store, now });
+  // On the real clock, windows that end now read their current hour from the rollup (aggregate's openEnd).
+  await app.register(overviewRoutes, { store, now, live: opts.now === undefined });
 };

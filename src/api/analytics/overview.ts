@@ -9,10 +9,10 @@ import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } f
 
 export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];
 
-async function stats(store: Store, period: Period, now: number, keepalive: boolean) {
+async function stats(store: Store, period: Period, now: number, keepalive: boolean, live: boolean) {
   const w = periodWindow(period, now);
   const groups = await aggregate(store, {
-    from: w.from, to: w.to + 1, by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) },
+    from: w.from, to: w.to + 1, by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) }, openEnd: live,
   });
   const usage = new Set<string>(usageKinds(keepalive));
   const client = new Set<string>(CLIENT_KINDS);
@@ -59,13 +59,13 @@ async function stats(store: Store, period: Period, now: number, keepalive: boole
   };
 }
 
-export const overviewRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> = async (app, { store, now }) => {
+export const overviewRoutes: FastifyPluginAsync<{ store: Store; now: () => number; live?: boolean }> = async (app, { store, now, live = false }) => {
   app.get('/api/usage/overview', async (req) => {
     const q = new QueryReader(req.query, ['include_keepalive']);
     const keepalive = q.bool('include_keepalive');
     const t = now();
     const out: Record<string, Awaited<ReturnType<typeof stats>>> = {};
-    for (const p of OVERVIEW_PERIODS) out[p] = await stats(store, p, t, keepalive);
+    for (const p of OVERVIEW_PERIODS) out[p] = await stats(store, p, t, keepalive, live);
     return { date: iso(t).slice(0, 10), ...out };
   });
 };

@@ -17,7 +17,11 @@ export function readPeriod(q: QueryReader): Period {
   return period;
 }
 
-export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number }> = async (app, { store, now = Date.now }) => {
+export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number }> = async (app, opts) => {
+  const { store } = opts;
+  const now = opts.now ?? Date.now;
+  // On the real clock a window that ends now reads its current hour from the rollup (see aggregate's openEnd).
+  const live = opts.now === undefined;
   app.get('/api/usage', async (req) => {
     const q = new QueryReader(req.query, ['period', ...FILTER_PARAMS, 'include_keepalive']);
     const period = readPeriod(q);
@@ -27,7 +31,7 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     // One pass over the window: client rows give summary.requests, upstream-call rows give tokens, cost and byModel
     // (a combo request's attempts count under the model each went to; byModel[].requests counts upstream calls).
     const groups = await aggregate(store, {
-      from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) },
+      from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
     });
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
