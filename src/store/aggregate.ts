@@ -1,5 +1,5 @@
 // Sums over any time window, fast at any table size: the whole hours inside [from, to) come from the hourly rollup
-// (usage_hourly, kept by a materialized view), the partial hours at either edge from the raw rows (FINAL), in one
+// (usage_hourly, kept by a materialized view), the partial hours at either edge from the raw rows (each request once), in one
 // query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
 
 import type { RecordKind } from '../usage/record.js';
@@ -75,6 +75,14 @@ interface RawGroup {
 
 const num = (v: unknown): number => Number(v ?? 0);
 
+/**
+ * The raw rows matching `where`, each request once: the same exactness as FINAL (a retried insert is the same row
+ * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read.
+ */
+function deduped(store: Store, where: string): string {
+  return `(SELECT * FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
+}
+
 /** Sums of the rows whose start time is in [from, to), grouped by `by`. */
 export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[]> {
   const by = q.by ?? [];
@@ -102,10 +110,9 @@ export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[
         ifNull(input_tokens, 0) AS input_tokens, ifNull(cached_tokens, 0) AS cached_tokens, ifNull(cache_write_tokens, 0) AS cache_write_tokens,
         ifNull(output_tokens, 0) AS output_tokens, ifNull(reasoning_tokens, 0) AS reasoning_tokens, total_tokens,
         toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts
-      FROM ${store.t('requests')} FINAL
-      WHERE ((ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({a:Int64}, 'UTC'))
+      FROM ${deduped(store, `((ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({a:Int64}, 'UTC'))
           OR (ts >= fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')))
-        AND ${where}
+        AND ${where}`)}
     )
     ${by.length > 0 ? `GROUP BY ${by.join(', ')} ORDER BY ${by.join(', ')}` : ''}`;
   const f = q.filters ?? {};
@@ -140,7 +147,7 @@ export interface ProviderWindow {
 }
 
 /**
- * Per provider and model, the sums of the raw rows (FINAL) of each provider's own [from, to), all in one query: the
+ * Per provider and model, the sums of the raw rows (each request once) of each provider's own [from, to), all in one query: the
  * partial first hours of many windows that do not start on an hour.
  */
 export async function rawWindows(store: Store, windows: readonly ProviderWindow[], kinds: readonly RecordKind[]): Promise<Group[]> {
@@ -157,8 +164,7 @@ export async function rawWindows(store: Store, windows: readonly ProviderWindow[
        sum(ifNull(cache_write_tokens, 0)) AS cache_write, sum(ifNull(output_tokens, 0)) AS output, sum(ifNull(reasoning_tokens, 0)) AS reasoning,
        sum(total_tokens) AS tokens, toString(sum(cost)) AS cost, toString(sum(list_cost)) AS list_cost, sum(duration_ms) AS duration_ms,
        toUnixTimestamp64Milli(min(ts)) AS oldest
-     FROM ${store.t('requests')} FINAL
-     WHERE kind IN {kinds:Array(String)} AND (${ors.join(' OR ')})
+     FROM ${deduped(store, `kind IN {kinds:Array(String)} AND (${ors.join(' OR ')})`)}
      GROUP BY provider, model`,
     params,
   );
