@@ -99,8 +99,8 @@ export class QuotaService {
     const month = monthStart(now);
     const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
     const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
-    const hourly = (await aggregate(this.#store, { from: start, to: now + 1, by: ['provider', 'model', 'hour'], filters: { kinds: QUOTA_KINDS_COUNTED }, openEnd: this.#realClock }))
-      .map((g) => ({ ...g, at: Date.parse(`${g.hour!.replace(' ', 'T')}Z`) }));
+    const hourly = (await aggregate(this.#store, { from: start, to: now + 1, by: ['provider', 'model', 'hour_epoch'], filters: { kinds: QUOTA_KINDS_COUNTED }, openEnd: this.#realClock }))
+      .map((g) => ({ ...g, at: Number(g.hour_epoch) * 1000 }));
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(Math.ceil(plan.from / HOUR_MS) * HOUR_MS, now + 1) }));
     const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
     const today = Math.floor(now / DAY_MS) * DAY_MS;

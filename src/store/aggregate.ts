@@ -5,8 +5,8 @@
 import type { RecordKind } from '../usage/record.js';
 import type { Store } from './client.js';
 
-/** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default). */
-export const DIMS = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status', 'hour', 'day'] as const;
+/** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is UTC. */
+export const DIMS = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status', 'hour', 'day', 'hour_epoch'] as const;
 export type Dim = (typeof DIMS)[number];
 
 export interface Filters {
@@ -54,6 +54,8 @@ const DIM_SQL: Record<Dim, string> = {
   kind: 'kind', status: 'status',
   hour: `toString(toStartOfHour(hour, {tz:String}))`,
   day: `toString(toDate(hour, {tz:String}))`,
+  /** The UTC hour as Unix seconds: cheaper than formatting when the caller only compares instants. */
+  hour_epoch: 'toUnixTimestamp(hour)',
 };
 
 const COLUMNS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
