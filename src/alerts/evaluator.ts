@@ -21,7 +21,7 @@
 import type { QuotaEntry } from '../quota/service.js';
 import { parseWindow } from '../quota/windows.js';
 import type { BudgetState } from './budget.js';
-import type { AlertKind, Severity } from './types.js';
+import type { Alert, AlertKind } from './types.js';
 
 export interface FiredAlert {
   readonly kind: AlertKind;
@@ -51,16 +51,7 @@ export interface EvaluationInput {
 }
 
 /** An alert to fire: the scheduler gives it its id and time. */
-export interface Candidate {
-  readonly kind: AlertKind;
-  readonly severity: Severity;
-  readonly subject: string;
-  readonly threshold: number | null;
-  readonly window: string;
-  readonly title: string;
-  readonly message: string;
-  readonly data: Readonly<Record<string, number | string | null>>;
-}
+export type Candidate = Omit<Alert, 'id' | 'firedAt'>;
 
 export const QUOTA_THRESHOLDS = [80, 90] as const;
 /** A warned or exhausted quota counts as refreshed once back under this percentage. */
