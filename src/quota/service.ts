@@ -6,7 +6,7 @@
 // routing step from the latest one.
 
 import type { Config, ProviderConfig } from '../config/types.js';
-import { aggregate, rawWindows, type Sums } from '../store/aggregate.js';
+import { aggregate, providerWindows, rawWindows, type Sums } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import type { RecordKind } from '../usage/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from './kinds.js';
@@ -97,26 +97,27 @@ export class QuotaService {
       return { id, p, q, plan: planQuota(q, now) };
     });
     const month = monthStart(now);
-    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
-    const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
-    const hourly = (await aggregate(this.#store, { from: start, to: now + 1, by: ['provider', 'model', 'hour_epoch'], filters: { kinds: QUOTA_KINDS_COUNTED }, openEnd: this.#realClock }))
-      .map((g) => ({ ...g, at: Number(g.hour_epoch) * 1000 }));
-    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(Math.ceil(plan.from / HOUR_MS) * HOUR_MS, now + 1) }));
-    const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
     const today = Math.floor(now / DAY_MS) * DAY_MS;
+    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
+    const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
+    const sums = await providerWindows(this.#store, {
+      start: Math.floor(earliest / HOUR_MS) * HOUR_MS, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
+      windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
+    });
+    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
+    const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
     return Promise.all(providers.map(async ({ id, p, q, plan }) => {
-      const mine = hourly.filter((g) => g.provider === id);
-      const within = mine.filter((g) => g.at >= Math.ceil(plan.from / HOUR_MS) * HOUR_MS && g.at < plan.to);
-      const parts = [...within, ...edges.filter((g) => g.provider === id)];
-      const sums = sumOf(parts);
-      const secondaryUsed = plan.secondary ? sumOf(mine.filter((g) => g.at >= plan.secondary!.from && g.at < plan.secondary!.to)).rows : undefined;
+      const mine = sums.filter((g) => g.provider === id);
+      const parts = [...mine, ...edges.filter((g) => g.provider === id)];
+      const total = sumOf(parts);
+      const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {
-        today: round12(sumOf(mine.filter((g) => g.at >= today)).cost),
-        month: round12(sumOf(mine.filter((g) => g.at >= month)).cost),
+        today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
+        month: round12(mine.reduce((c, g) => c + g.monthCost, 0)),
         currency: 'USD' as const,
       };
-      const models = plan.unit === 'hours' ? byModel(parts) : undefined;
-      return this.#entry(id, p, q, plan, now, sums, secondaryUsed, cost, models);
+      const models = plan.unit === 'hours' ? byModel(parts.filter((g) => g.rows > 0)) : undefined;
+      return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models);
     }));
   }
 

@@ -85,24 +85,12 @@ function deduped(store: Store, where: string): string {
   return `(SELECT * FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
 }
 
-/** Sums of the rows whose start time is in [from, to), grouped by `by`. */
-export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[]> {
-  const by = q.by ?? [];
-  for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
-  // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
-  let a = Math.ceil(q.from / HOUR) * HOUR;
-  // A window that ends now (`openEnd`) takes its current hour from the rollup too: the view keeps that hour up to
-  // date with every insert and no row starts after now, so the raw rows are only read for the first edge.
-  let b = (q.openEnd ? Math.ceil(q.to / HOUR) : Math.floor(q.to / HOUR)) * HOUR;
-  if (a >= b) a = b = q.from;
-  const where = filterSql(q.filters ?? {});
-  const select = by.map((d) => `${DIM_SQL[d]} AS ${d}`);
-  const sql = `
-    SELECT ${[...select, `sum(rows) AS rows`, `sum(input_tokens) AS input`, `sum(cached_tokens) AS cached`,
-      `sum(cache_write_tokens) AS cache_write`, `sum(output_tokens) AS output`, `sum(reasoning_tokens) AS reasoning`,
-      `sum(total_tokens) AS tokens`, `toString(sum(cost)) AS cost`, `toString(sum(list_cost)) AS list_cost`,
-      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`].join(', ')}
-    FROM (
+/**
+ * The rollup's rows for the whole hours [a, b) and the raw rows (as one-row groups) for [from, a) and [b, to), in the
+ * rollup's columns: the source every sum reads. Parameters: from, a, b, to (epoch ms), and those of `where`.
+ */
+function rowsOf(store: Store, where: string): string {
+  return `
       SELECT ${COLUMNS}, rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
         cost, list_cost, duration_ms, min_ts
       FROM ${store.t('usage_hourly')}
@@ -114,8 +102,33 @@ export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[
         toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts
       FROM ${deduped(store, `((ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({a:Int64}, 'UTC'))
           OR (ts >= fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')))
-        AND ${where}`)}
-    )
+        AND ${where}`)}`;
+}
+
+/** The rollup hours [a, b) of a window [from, to): see rowsOf. */
+function split(from: number, to: number, openEnd: boolean | undefined): { a: number; b: number } {
+  let a = Math.ceil(from / HOUR) * HOUR;
+  // A window that ends now (`openEnd`) takes its current hour from the rollup too: the view keeps that hour up to
+  // date with every insert and no row starts after now, so the raw rows are only read for the first edge.
+  let b = (openEnd ? Math.ceil(to / HOUR) : Math.floor(to / HOUR)) * HOUR;
+  if (a >= b) a = b = from;
+  return { a, b };
+}
+
+/** Sums of the rows whose start time is in [from, to), grouped by `by`. */
+export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[]> {
+  const by = q.by ?? [];
+  for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
+  // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
+  const { a, b } = split(q.from, q.to, q.openEnd);
+  const where = filterSql(q.filters ?? {});
+  const select = by.map((d) => `${DIM_SQL[d]} AS ${d}`);
+  const sql = `
+    SELECT ${[...select, `sum(rows) AS rows`, `sum(input_tokens) AS input`, `sum(cached_tokens) AS cached`,
+      `sum(cache_write_tokens) AS cache_write`, `sum(output_tokens) AS output`, `sum(reasoning_tokens) AS reasoning`,
+      `sum(total_tokens) AS tokens`, `toString(sum(cost)) AS cost`, `toString(sum(list_cost)) AS list_cost`,
+      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`].join(', ')}
+    FROM (${rowsOf(store, where)})
     ${by.length > 0 ? `GROUP BY ${by.join(', ')} ORDER BY ${by.join(', ')}` : ''}`;
   const f = q.filters ?? {};
   const rows = await store.query<RawGroup>(sql, {
@@ -175,5 +188,66 @@ export async function rawWindows(store: Store, windows: readonly ProviderWindow[
     rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
     reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
     oldest: num(r.rows) === 0 ? null : num(r.oldest),
+  }));
+}
+
+/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is rawWindows's). */
+export interface QuotaWindows {
+  readonly provider: string;
+  /** The quota window [from, to), `from` on an hour. */
+  readonly from: number;
+  readonly to: number;
+  /** daily_requests: the monthly total's [from, to). */
+  readonly secondary?: { readonly from: number; readonly to: number };
+}
+
+export interface ProviderModelSums extends Totals {
+  readonly provider: string;
+  readonly model: string;
+  readonly secondaryRows: number;
+  readonly todayCost: number;
+  readonly monthCost: number;
+}
+
+type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
+
+/**
+ * Every provider's quota window, its secondary window, and its cost today and this month, per model, in ONE read of
+ * [start, to): each row is summed into the windows of its own provider (conditional sums), so ClickHouse returns one
+ * row per provider and model instead of one per hour.
+ */
+export async function providerWindows(
+  store: Store, q: { start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean },
+): Promise<ProviderModelSums[]> {
+  if (q.windows.length === 0) return [];
+  const { a, b } = split(q.start, q.to, q.openEnd);
+  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, f_kinds: q.kinds, today: q.today, month: q.month };
+  const pick = (field: (w: QuotaWindows) => number | undefined, name: string) =>
+    `multiIf(${q.windows.map((w, i) => {
+      params[`${name}${i}`] = field(w) ?? 0;
+      params[`p${i}`] = w.provider;
+      return `provider = {p${i}:String}, fromUnixTimestamp64Milli({${name}${i}:Int64}, 'UTC')`;
+    }).join(', ')}, toDateTime64(0, 3, 'UTC'))`;
+  const inWindow = '(hour >= w_from AND hour < w_to)';
+  const inSecondary = '(hour >= s_from AND hour < s_to)';
+  const sql = `
+    SELECT provider, model,
+      sumIf(rows, ${inWindow}) AS w_rows, sumIf(total_tokens, ${inWindow}) AS w_tokens, toString(sumIf(cost, ${inWindow})) AS w_cost,
+      sumIf(duration_ms, ${inWindow}) AS w_duration_ms, toUnixTimestamp64Milli(minIf(min_ts, ${inWindow})) AS w_oldest,
+      sumIf(rows, ${inSecondary}) AS secondary_rows,
+      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({today:Int64}, 'UTC'))) AS today_cost,
+      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({month:Int64}, 'UTC'))) AS month_cost
+    FROM (
+      SELECT *, ${pick((w) => w.from, 'wf')} AS w_from, ${pick((w) => w.to, 'wt')} AS w_to,
+        ${pick((w) => w.secondary?.from, 'sf')} AS s_from, ${pick((w) => w.secondary?.to, 'st')} AS s_to
+      FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}')})
+    )
+    GROUP BY provider, model`;
+  // (Output names differ from the columns they sum: a ClickHouse alias would shadow the column in later sums.)
+  const rows = await store.query<RawGroup>(sql, params);
+  return rows.map((r) => ({
+    provider: String(r.provider), model: String(r.model), rows: num(r.w_rows), tokens: num(r.w_tokens), cost: num(r.w_cost),
+    durationMs: num(r.w_duration_ms), oldest: num(r.w_rows) === 0 ? null : num(r.w_oldest), secondaryRows: num(r.secondary_rows),
+    todayCost: num(r.today_cost), monthCost: num(r.month_cost),
   }));
 }
