@@ -28,6 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
 import { killAll, startChild } from './lib/ipc.mjs';
 import { PROVIDERS } from './lib/query-fixture.mjs';
+import { runMain } from './lib/main.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -272,17 +273,11 @@ async function main() {
   return problems.length === 0 ? 0 : 1;
 }
 
-main()
-  .then((code) => {
-    process.exitCode = code;
-  })
-  .catch((err) => {
-    log(`failed: ${err?.stack ?? err}`);
-    process.exitCode = 1;
-  })
-  .finally(() => {
+runMain(main, {
+  log,
+  cleanup: () => {
     killAll();
     removeDataDir();
     clearTimeout(watchdog);
-    setImmediate(() => process.exit());
-  });
+  },
+});

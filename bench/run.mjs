@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { killAll, startChild } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
+import { runMain } from './lib/main.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -278,18 +279,11 @@ async function main() {
   return problems.length === 0 ? 0 : 1;
 }
 
-main()
-  .then((code) => {
-    process.exitCode = code;
-  })
-  .catch((err) => {
-    log(`failed: ${err?.stack ?? err}`);
-    process.exitCode = 1;
-  })
-  .finally(() => {
+runMain(main, {
+  log,
+  cleanup: () => {
     killAll();
     removeDataDir();
     clearTimeout(watchdog);
-    // Nothing else should be pending; exit explicitly so a stray handle cannot keep the process alive.
-    setImmediate(() => process.exit());
-  });
+  },
+});
