@@ -11,7 +11,7 @@ import { aggregate } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import type { BudgetService, BudgetState } from './budget.js';
-import { evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
+import { ANOMALY_MIN_DAYS, ANOMALY_MULTIPLE, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
 import { dayBounds } from './tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 
@@ -66,6 +66,7 @@ export class AlertService {
   #soon: NodeJS.Timeout | null = null;
   #closed = false;
   #lastStart = 0;
+  #history: { key: string; days: CostHistory['previousDays'] } | null = null;
 
   constructor(
     deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents },
@@ -140,18 +141,28 @@ export class AlertService {
     for (const c of candidates) await this.#fire(c, now);
   }
 
-  /** The previous 7 local days' billed cost (days with usage), today's, and today's by provider. */
+  /**
+   * The previous 7 local days' billed cost (days with usage; read once per local day, it cannot change), today's
+   * (the budget's own figure: the same rows and day), and today's by provider, read only when today already looks
+   * anomalous (it is the alert's reason). A busy gateway evaluates every second; this keeps that to no extra read.
+   */
   async #costs(budget: BudgetState, now: number): Promise<CostHistory> {
     const tz = budget.timezone;
     const today = dayBounds(now, tz);
     const billed = { kinds: ['request', 'attempt', 'keepalive'] as const };
-    const [days, byProvider] = await Promise.all([
-      aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed }),
-      aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed }),
-    ]);
+    const key = `${tz}\u0000${today.date}`;
+    if (this.#history?.key !== key) {
+      const days = await aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed });
+      this.#history = { key, days: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })) };
+    }
+    const previousDays = this.#history.days;
+    const withUsage = previousDays.filter((d) => d.cost > 0);
+    const average = withUsage.length > 0 ? withUsage.reduce((a, d) => a + d.cost, 0) / withUsage.length : 0;
+    const suspicious = withUsage.length >= ANOMALY_MIN_DAYS && budget.daily.spent > ANOMALY_MULTIPLE * average;
+    const byProvider = suspicious ? await aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed }) : [];
     return {
-      previousDays: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })),
-      today: byProvider.reduce((s, g) => s + g.cost, 0),
+      previousDays,
+      today: suspicious ? byProvider.reduce((a, g) => a + g.cost, 0) : budget.daily.spent,
       todayByProvider: byProvider.map((g) => ({ provider: g.provider!, cost: g.cost })),
     };
   }

@@ -98,7 +98,8 @@ export class RequestTrace {
   }
 
   end(r: UsageRecord): void {
-    this.#span.setAttributes(recordAttributes(r));
+    // Without an SDK the span records nothing: its attributes are not even computed.
+    if (this.#span.isRecording()) this.#span.setAttributes(recordAttributes(r));
     if (r.status !== 'success') this.#span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorType });
     this.#span.end();
   }
