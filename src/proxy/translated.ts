@@ -18,7 +18,7 @@ import { parseThinkingSuffix } from '../translate/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../usage/record.js';
 import { NO_USAGE } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
-import type { RequestTrace } from '../telemetry/tracing.js';
+import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
@@ -161,7 +161,7 @@ export async function forward(
       return failed;
     }
     if (canonical.stream) {
-      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer);
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer, x.trace);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return early;
@@ -180,7 +180,7 @@ export async function forward(
       o.usage = answer.usage;
       o.usageSource = 'reported';
     }
-    x.trace.setResponse(answer.id, answer.model, [answer.stopReason]);
+    x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
     return null;
@@ -211,9 +211,12 @@ export function failWith(o: Outcome, e: TollgateError): UpstreamFailure {
  */
 async function pipeEvents(
   ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
-  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean,
+  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace,
 ): Promise<UpstreamFailure | null> {
   let raw = defer ? null : openEventStream(reply);
+  let respId: string | null = null;
+  let respModel: string | null = null;
+  const reasons: string[] = [];
   const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
   const sse = new SseParser();
   let deltas = 0;
@@ -230,6 +233,13 @@ async function pipeEvents(
       case 'tool_call_delta':
         deltas++;
         if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+        break;
+      case 'start':
+        respId = e.id || null;
+        respModel = e.model || null;
+        break;
+      case 'finish':
+        reasons.push(finishReasonOf(e.stopReason));
         break;
       case 'error':
         // Rendered once, as the client format's terminal error, when the stream ends.
@@ -288,6 +298,7 @@ async function pipeEvents(
       o.usageSource = 'estimated';
     }
     if (raw !== null) closeEventStream(ctx, raw);
+    trace.setResponse(respId, respModel, reasons);
   }
   return null;
 }

@@ -7,6 +7,7 @@ import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Attr
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
 import type { UsageRecord } from '../usage/record.js';
+import type { StopReason } from '../translate/canonical.js';
 import { ATTR } from './names.js';
 
 const propagator = new W3CTraceContextPropagator();
@@ -102,6 +103,25 @@ export class RequestTrace {
     if (this.#span.isRecording()) this.#span.setAttributes(recordAttributes(r));
     if (r.status !== 'success') this.#span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorType });
     this.#span.end();
+  }
+}
+
+/**
+ * `gen_ai.response.finish_reasons` for an answer that went through the canonical model: the canonical stop reason in
+ * the OpenAI vocabulary the direct path reports (`stop`, `length`, `tool_calls`, `content_filter`), so one model's
+ * spans read the same whichever path served them.
+ */
+export function finishReasonOf(stop: StopReason): string {
+  switch (stop) {
+    case 'end':
+    case 'stop_sequence':
+      return 'stop';
+    case 'max_tokens':
+      return 'length';
+    case 'refusal':
+      return 'content_filter';
+    default:
+      return stop;
   }
 }
 

@@ -155,3 +155,25 @@ t.test('the three ledgers agree in total', async (t) => {
   t.ok(Math.abs(spanCost - Number(sum!.cost)) < 1e-12, `span cost ${spanCost} = rows ${sum!.cost}`);
   t.equal(metricValue(m, 'tollgate_usage_rows_written_total', {}), 5);
 });
+
+t.test('the span names the response the same way on the fast path and through the canonical model, streamed and not', async (t) => {
+  const ids: string[] = [];
+  for (const stream of [false, true]) {
+    for (const model of ['fake/gpt-4o', 'fake/gpt-4o(auto)']) {
+      // '(auto)' sends the same request through the canonical model (translated path) instead of the fast path.
+      const res = await fetch(`${gw.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      await res.text();
+      ids.push(res.headers.get('x-request-id')!);
+    }
+  }
+  await waitFor(() => ids.every((id) => spanFor(id) !== undefined));
+  for (const id of ids) {
+    const a = spanFor(id)!.attributes;
+    t.same(a['gen_ai.response.finish_reasons'], ['stop'], `${id}: finish reason in the provider's vocabulary`);
+    t.match(a['gen_ai.response.id'], /^chatcmpl-fake-/, `${id}: the upstream's response id`);
+    t.equal(a['gen_ai.response.model'], 'gpt-4o');
+  }
+});
