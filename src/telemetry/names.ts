@@ -55,6 +55,7 @@ export const ATTR = {
   urlFull: 'url.full',
   // Gateway attributes: the same numbers as the row, so spans agree with ClickHouse and /metrics.
   requestId: 'tollgate.request_id',
+  endpoint: 'tollgate.endpoint',
   provider: 'tollgate.provider',
   providerGroup: 'tollgate.provider_group',
   apiKeyName: 'tollgate.api_key',

@@ -53,7 +53,7 @@ export class RequestTrace {
   constructor(tracer: Tracer, headers: IncomingHttpHeaders, endpoint: string) {
     this.#tracer = tracer;
     const parent = propagator.extract(context.active(), headers, headerGetter);
-    this.#span = tracer.startSpan('chat', { kind: SpanKind.SERVER, attributes: { [ATTR.operationName]: 'chat', 'tollgate.endpoint': endpoint } }, parent);
+    this.#span = tracer.startSpan('chat', { kind: SpanKind.SERVER, attributes: { [ATTR.operationName]: 'chat', [ATTR.endpoint]: endpoint } }, parent);
     this.#ctx = trace.setSpan(parent, this.#span);
   }
 
