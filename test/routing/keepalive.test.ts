@@ -120,6 +120,8 @@ t.test('a ping right after the window ends, recorded apart, opening the next win
 
   // The ping opened the next window: another ping follows one window later.
   await waitFor(() => pings(fake).length >= 2, 3000);
+  // The upstream has the request before the gateway has the answer and the row: wait for the row.
+  await waitFor(async () => (await gw.rows(`provider = 'fake' AND kind = 'keepalive'`)).length >= 2, 3000);
   const times = await starts(gw, `provider = 'fake' AND kind = 'keepalive'`);
   t.equal(times.length, 2, 'two ping rows');
   t.ok(times[1]! - times[0]! >= W - 100, `pings a window apart (${times[1]! - times[0]!} ms)`);
@@ -129,6 +131,7 @@ t.test('a ping right after the window ends, recorded apart, opening the next win
   t.ok(onPings.length >= 1, "multi's connection 'on' is pinged");
   t.equal(onPings[0]!.body.model, 'gpt-4o', "with the provider's first model");
   t.equal(pings(multi).filter((r) => r.headers.authorization === 'Bearer sk-off').length, 0, "the connection with keepalive: false is not");
+  await waitFor(async () => (await gw.rows(`provider = 'multi' AND kind = 'keepalive'`)).length >= onPings.length, 3000);
   t.same(
     (await gw.rows(`provider = 'multi' AND kind = 'keepalive'`)).map((r) => r.connection).filter((c, i, a) => a.indexOf(c) === i),
     ['on'],
@@ -157,6 +160,7 @@ t.test('a failed ping is recorded and retried; a restart recovers the open windo
   t.ok(Date.now() < opened! + W, 'the second app is up while the window is open');
   await chat(second, 'again/gpt-4o'); // inside the recovered window: it opens nothing
   await waitFor(() => pings(fake).length >= 2, 2 * W + 1500);
+  await waitFor(async () => (await second.rows(`provider = 'again' AND kind = 'keepalive'`)).length >= 2, 3000);
 
   const rows = await second.rows(`provider = 'again' AND kind = 'keepalive'`);
   t.same(rows.map((r) => [r.status, Number(r.http_status)]), [['failure', 503], ['success', 200]], 'the failure, then the retry');
