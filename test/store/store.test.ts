@@ -5,7 +5,7 @@
 import t from 'tap';
 import { openStore, type Store } from '../../src/store/client.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
-import { usageByModel } from '../../src/store/queries.js';
+import { aggregate } from '../../src/store/aggregate.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordInput, type UsageRecord } from '../../src/usage/record.js';
 import { computeCost } from '../../src/usage/cost.js';
@@ -240,7 +240,15 @@ t.test('the sum of many small costs is exact', async (t) => {
   t.equal(Number(agg.list_cost), 0.000123457, `sum(list_cost) = ${agg.list_cost}`);
 });
 
-t.test('usageByModel aggregates per model within [from, to)', async (t) => {
+/** Upstream calls, tokens and billed cost per model in [from, to), as /api/usage's byModel reads them. */
+async function usageByModel(from: number, to: number) {
+  const groups = await aggregate(store, { from, to, by: ['model'], filters: { kinds: ['request', 'attempt'] } });
+  return groups
+    .map((g) => ({ model: g.model!, requests: g.rows, tokens: g.tokens, cost: Number(g.cost.toFixed(12)) }))
+    .sort((a, b) => b.tokens - a.tokens || (a.model < b.model ? -1 : 1));
+}
+
+t.test('per-model sums within [from, to) (store/aggregate.ts)', async (t) => {
   const from = Date.UTC(2024, 8, 10, 0, 0, 0, 0);
   const to = Date.UTC(2024, 8, 11, 0, 0, 0, 0);
   const u = (input: number, output: number) => ({ input, cached: null, cacheWrite: null, output, reasoning: null });
@@ -255,17 +263,18 @@ t.test('usageByModel aggregates per model within [from, to)', async (t) => {
     record({ startedAt: to, model: 'w/beta', provider: 'w', usage: u(9999, 9999), cost: { cost: 9, listCost: 9 } }),
     record({ startedAt: to + 86_400_000, model: 'w/delta', provider: 'w', usage: u(1, 1), cost: { cost: 9, listCost: 9 } }),
   ];
-  await store.insert('requests', [...inside, ...outside].map(toRow));
-  await store.insert('requests', [toRow(inside[1]!)]); // a retried insert of one row
+  const batch = [...inside, ...outside].map(toRow);
+  await store.insert('requests', batch, 'per-model-batch');
+  await store.insert('requests', batch, 'per-model-batch'); // the writer's retry of the same batch
 
-  const got = await usageByModel(store, from, to);
+  const got = await usageByModel(from, to);
   t.same(got, [
     { model: 'w/beta', requests: 1, tokens: 1001, cost: 0.0003 },
     { model: 'w/alpha', requests: 2, tokens: 165, cost: 0.000021 },
     { model: 'w/gamma', requests: 1, tokens: 2, cost: 0 },
   ], 'ordered by tokens; boundaries: from included, to excluded; retried row counted once; billed cost only');
 
-  t.same(await usageByModel(store, to + 86_400_000, to + 86_400_001), [{ model: 'w/delta', requests: 1, tokens: 2, cost: 9 }], 'a one-millisecond window');
-  t.same(await usageByModel(store, Date.UTC(2000, 0, 1), Date.UTC(2000, 0, 2)), [], 'an empty window');
-  t.same(await usageByModel(store, to, from), [], 'an inverted window is empty');
+  t.same(await usageByModel(to + 86_400_000, to + 86_400_001), [{ model: 'w/delta', requests: 1, tokens: 2, cost: 9 }], 'a one-millisecond window');
+  t.same(await usageByModel(Date.UTC(2000, 0, 1), Date.UTC(2000, 0, 2)), [], 'an empty window');
+  t.same(await usageByModel(to, from), [], 'an inverted window is empty');
 });
