@@ -8,7 +8,7 @@ import type { BudgetGate } from '../routing/auto-switch.js';
 import { total } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import type { UsageRecord } from '../usage/record.js';
-import { dayBounds, monthBounds } from './tz.js';
+import { dayBounds, monthBounds } from '../usage/tz.js';
 
 /** Billed rows: every upstream call (combo rows are sums of their attempts, not calls). */
 const BILLED = ['request', 'attempt', 'keepalive'] as const;

@@ -12,7 +12,7 @@ import type { Store } from '../store/client.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import type { BudgetService, BudgetState } from './budget.js';
 import { ANOMALY_MIN_DAYS, ANOMALY_MULTIPLE, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
-import { dayBounds } from './tz.js';
+import { dayBounds } from '../usage/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 
 const DAY = 86_400_000;

@@ -6,6 +6,7 @@ import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
 import { quotaConfigOf } from '../quota/kinds.js';
+import { parseTimeZone } from '../usage/tz.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import type { Config } from './types.js';
 
@@ -192,6 +193,9 @@ function routingIssues(tree: Record<string, unknown>): ConfigIssue[] {
     }
   }
   const budgets = isObject(tree.budgets) ? tree.budgets : {};
+  if (typeof budgets.timezone === 'string' && parseTimeZone(budgets.timezone) === null) {
+    issues.push({ path: 'budgets.timezone', message: `'${budgets.timezone.slice(0, 64)}' is not an IANA time zone name (e.g. UTC, Europe/Paris)` });
+  }
   const sw = isObject(budgets.auto_switch) ? budgets.auto_switch : {};
   if (sw.enabled === true && sw.to === undefined) issues.push({ path: 'budgets.auto_switch.to', message: 'is required when auto_switch is enabled' });
   return issues;

@@ -299,3 +299,11 @@ t.test('loadConfigFile reads, names the file, and reports an unreadable file', a
   const syntax = issuesOf(t, () => loadConfigFile(file, {}));
   t.match(syntax[0]?.message, /^YAML syntax/, 'syntax errors from a file');
 });
+
+t.test('budgets.timezone must be a time zone the runtime knows', async (t) => {
+  const cfg = (timezone: string) => ({ budgets: { daily_usd: 1, timezone } });
+  t.equal(parseConfig(cfg('Europe/Paris'), {}).budgets.timezone, 'Europe/Paris');
+  t.same(issuesOf(t, () => parseConfig(cfg('Europe/Pariss'), {})), [
+    { path: 'budgets.timezone', message: "'Europe/Pariss' is not an IANA time zone name (e.g. UTC, Europe/Paris)" },
+  ]);
+});

@@ -5,8 +5,8 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { CLIENT_KINDS, reportKinds, HOUR, QueryReader, iso, money, parseTimeZone, usageKinds } from './params.js';
-import { localDate, localDay, localHours, offsetLabel, type LocalHour } from './tz.js';
+import { CLIENT_KINDS, reportKinds, HOUR, QueryReader, iso, money, usageKinds } from './params.js';
+import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../usage/tz.js';
 
 interface Entry {
   hour: string;
@@ -55,7 +55,8 @@ export const hourlyRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHold
   app.get('/api/usage/hourly', async (req) => {
     const q = new QueryReader(req.query, ['tz', 'date', 'include_keepalive']);
     const t = now();
-    const tz = q.timeZone('tz') ?? parseTimeZone(config.current.budgets.timezone ?? 'UTC') ?? 'UTC';
+    // budgets.timezone is checked when the config is loaded.
+    const tz = q.timeZone('tz') ?? config.current.budgets.timezone ?? 'UTC';
     const day = q.date('date');
     const keepalive = q.bool('include_keepalive');
     const date = day === undefined ? localDate(tz, t) : iso(day).slice(0, 10);

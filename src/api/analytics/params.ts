@@ -5,6 +5,7 @@
 import { TollgateError } from '../../errors.js';
 import type { Filters } from '../../store/aggregate.js';
 import type { RecordKind } from '../../usage/record.js';
+import { parseTimeZone } from '../../usage/tz.js';
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;
@@ -61,16 +62,6 @@ export function parseInstant(s: string): number | null {
   if (h > 23 || mi > 59 || sec > 59) return null;
   const ms = Date.parse(s);
   return Number.isFinite(ms) ? ms : null;
-}
-
-/** A valid IANA time zone name (as Intl knows it), or null. */
-export function parseTimeZone(s: string): string | null {
-  if (!/^[A-Za-z0-9_+\-/]{1,64}$/.test(s)) return null;
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: s }).resolvedOptions().timeZone;
-  } catch {
-    return null;
-  }
 }
 
 /**

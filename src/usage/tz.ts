@@ -1,4 +1,5 @@
-// Local calendar days and hours in an IANA time zone, as UTC instants (pure; Intl does the zone rules). A local day
+// Local calendar days, months and hours in an IANA time zone, as UTC instants (pure; Intl does the zone rules): the
+// one module the budgets, the alert evaluator and the hourly report take their local calendars from. A local day
 // is 24 hours long except on daylight-saving days (23 or 25); a local hour need not start on a UTC hour (+05:30).
 // Every offset in use is a multiple of 15 minutes, and zone transitions happen on that grid, so walking it finds
 // every local midnight and hour boundary.
@@ -15,6 +16,16 @@ function format(tz: string): Intl.DateTimeFormat {
     formats.set(tz, f);
   }
   return f;
+}
+
+/** A valid IANA time zone name (as Intl knows it, canonicalised), or null. */
+export function parseTimeZone(s: string): string | null {
+  if (!/^[A-Za-z0-9_+\-/]{1,64}$/.test(s)) return null;
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: s }).resolvedOptions().timeZone;
+  } catch {
+    return null;
+  }
 }
 
 export interface LocalTime {
@@ -83,4 +94,19 @@ export function localHours(tz: string, from: number, to: number): LocalHour[] {
   }
   if (cur !== null) out.push({ ...cur, to });
   return out;
+}
+
+/** The local day containing `ms`: [from, to) and its date. */
+export function dayBounds(ms: number, tz: string): { from: number; to: number; date: string } {
+  const date = localDate(tz, ms);
+  return { ...localDay(tz, date), date };
+}
+
+/** The local month containing `ms`: [from, to), `YYYY-MM`, its length in days and the day of the month. */
+export function monthBounds(ms: number, tz: string): { from: number; to: number; month: string; days: number; dayOfMonth: number } {
+  const date = localDate(tz, ms);
+  const [y, m, d] = date.split('-').map(Number) as [number, number, number];
+  const days = new Date(Date.UTC(y, m, 0)).getUTCDate();
+  const next = m === 12 ? `${String(y + 1).padStart(4, '0')}-01-01` : `${String(y).padStart(4, '0')}-${String(m + 1).padStart(2, '0')}-01`;
+  return { from: localDay(tz, `${date.slice(0, 7)}-01`).from, to: localDay(tz, next).from, month: date.slice(0, 7), days, dayOfMonth: d };
 }
