@@ -16,7 +16,7 @@ import type { CanonicalRequest, CanonicalResponse, Message, Part } from '../tran
 import { adopt, attempt, type AttemptResult } from './combo.js';
 import { ClientAbort, classifyTransportError } from './dispatch.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders, type Outcome } from './outcome.js';
-import { failWith, fitRequest, type Exchange } from './translated.js';
+import { failWith, fitRequest, readAnswer, type Exchange } from './translated.js';
 import { sendFailure } from './upstream-call.js';
 
 /** Defaults of a fusion combo's waits: 2 s of grace after the quorum, 120 s in all. */
@@ -94,16 +94,7 @@ async function collect(x: Exchange, m: Member, req: CanonicalRequest, o: Outcome
       up.span.end(res.status, String(res.status));
       return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
     }
-    let answer: CanonicalResponse;
-    try {
-      answer = outbound.parseResponse(JSON.parse(text));
-    } catch {
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
-    }
-    if (answer.usage) {
-      o.usage = answer.usage;
-      o.usageSource = 'reported';
-    }
+    const answer = readAnswer(outbound, res.status, text, o);
     up.span.end(res.status, null);
     answers.set(o, answer);
     return null;

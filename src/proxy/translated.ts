@@ -12,7 +12,7 @@ import { autoSwitch } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
-import type { CanonicalEvent, CanonicalRequest } from '../translate/canonical.js';
+import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from '../translate/canonical.js';
 import { fitCapabilities } from '../translate/capabilities.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../usage/record.js';
@@ -168,18 +168,7 @@ export async function forward(
     }
     const text = await res.text();
     call.stamp();
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      call.span.end(res.status, 'invalid_json');
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
-    }
-    const answer = outbound.parseResponse(json);
-    if (answer.usage) {
-      o.usage = answer.usage;
-      o.usageSource = 'reported';
-    }
+    const answer = readAnswer(outbound, res.status, text, o);
     x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
@@ -194,6 +183,23 @@ export async function forward(
   } finally {
     call.release();
   }
+}
+
+/** A whole (non-streamed) upstream answer, parsed by the provider's codec; its usage goes into the outcome. */
+export function readAnswer(outbound: WireCodec, status: number, text: string, o: Outcome): CanonicalResponse {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    o.span?.end(status, 'invalid_json');
+    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+  }
+  const answer = outbound.parseResponse(json);
+  if (answer.usage) {
+    o.usage = answer.usage;
+    o.usageSource = 'reported';
+  }
+  return answer;
 }
 
 /** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */
