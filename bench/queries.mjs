@@ -19,8 +19,8 @@
 //   npm run bench:queries
 //   BENCH_QUERY_ROWS=1000000 BENCH_QUERY_N=100 npm run bench:queries     # a quicker, smaller run
 
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -28,7 +28,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
 import { killAll, startChild } from './lib/ipc.mjs';
 import { PROVIDERS } from './lib/query-fixture.mjs';
-import { runMain } from './lib/main.mjs';
+import { guardRun, runMain } from './lib/main.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 
@@ -69,27 +69,7 @@ const ENDPOINTS = [
 const log = (msg) => process.stderr.write(`[bench:queries] ${msg}\n`);
 
 const plannedS = 900;
-const watchdog = setTimeout(() => {
-  log(`watchdog: the run took more than ${plannedS} s; killing everything`);
-  killAll();
-  process.exit(3);
-}, plannedS * 1000);
-watchdog.unref();
-
-let dataDir = null;
-const removeDataDir = () => {
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  dataDir = null;
-};
-process.on('exit', removeDataDir);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    log(`${sig}: stopping`);
-    killAll();
-    removeDataDir();
-    process.exit(130);
-  });
-}
+const guard = guardRun({ log, limitS: plannedS, killAll });
 
 /** Nearest-rank percentile of an ascending array. */
 const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]);
@@ -135,7 +115,7 @@ function table(rows, healthP99) {
 async function main() {
   const cpu = cpus();
   log(`node ${process.version}, ${cpu.length} CPUs (${cpu[0]?.model ?? 'unknown'}), load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
-  dataDir = mkdtempSync(join(tmpdir(), 'tollgate-qbench-'));
+  const dataDir = guard.dataDir('tollgate-qbench-');
 
   // 1. Data, and the in-process month summaries; the child exits before the app opens the directory.
   log(`generating ${ROWS} rows in ${dataDir}`);
@@ -273,11 +253,4 @@ async function main() {
   return problems.length === 0 ? 0 : 1;
 }
 
-runMain(main, {
-  log,
-  cleanup: () => {
-    killAll();
-    removeDataDir();
-    clearTimeout(watchdog);
-  },
-});
+runMain(main, { log, cleanup: guard.cleanup });

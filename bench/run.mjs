@@ -17,14 +17,14 @@
 //   BENCH_CPU_PROF=1 npm run bench       # V8 CPU profiles of the two proxies in bench/results/profiles/
 //   BENCH_NODE_ARGS="--perf-basic-prof"  # extra node flags for the passthrough and Tollgate children
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killAll, startChild } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
-import { runMain } from './lib/main.mjs';
+import { guardRun, runMain } from './lib/main.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -61,27 +61,7 @@ const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
 // Everything must stop by itself: a watchdog well above the planned run time, and every exit path kills children.
 const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30;
-const watchdog = setTimeout(() => {
-  log(`watchdog: the run took more than ${Math.round(plannedS * 3 + 180)} s; killing everything`);
-  killAll();
-  process.exit(3);
-}, (plannedS * 3 + 180) * 1000);
-watchdog.unref();
-
-let dataDir = null;
-const removeDataDir = () => {
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  dataDir = null;
-};
-process.on('exit', removeDataDir);
-for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-  process.on(sig, () => {
-    log(`${sig}: stopping`);
-    killAll();
-    removeDataDir();
-    process.exit(130);
-  });
-}
+const guard = guardRun({ log, limitS: plannedS * 3 + 180, killAll });
 
 function execArgvFor(name) {
   if (name === 'upstream') return [];
@@ -195,7 +175,7 @@ async function main() {
     children.push(upstream);
     const passthrough = await start('passthrough', [upstream.url]);
     children.push(passthrough);
-    dataDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-'));
+    const dataDir = guard.dataDir('tollgate-bench-');
     const tollgate = await start('tollgate', [upstream.url, dataDir]);
     children.push(tollgate);
     const servers = { direct: upstream, passthrough, tollgate };
@@ -219,7 +199,7 @@ async function main() {
   } finally {
     await Promise.all(children.map((c) => c.child.stop().catch(() => undefined)));
     killAll();
-    removeDataDir();
+    guard.removeDataDir();
   }
 
   // ---- report ----
@@ -279,11 +259,4 @@ async function main() {
   return problems.length === 0 ? 0 : 1;
 }
 
-runMain(main, {
-  log,
-  cleanup: () => {
-    killAll();
-    removeDataDir();
-    clearTimeout(watchdog);
-  },
-});
+runMain(main, { log, cleanup: guard.cleanup });
