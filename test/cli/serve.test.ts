@@ -3,51 +3,15 @@
 // (and counts rejected ones in /metrics), and exits 0 on SIGTERM. Every server started here is killed at teardown.
 
 import t from 'tap';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tmp.js';
+import { spawnCli, type Proc } from '../helpers/cli.js';
 import { accepts, freePort } from '../helpers/net.js';
 import { metricValue } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
-const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
-if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
-
-function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  for (const k of ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'NODE_OPTIONS', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
-    delete env[k];
-  }
-  return { ...env, ...extra };
-}
-
-interface Proc {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly out: { stdout: string; stderr: string };
-  /** Resolves with the exit code and signal. */
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  readonly running: () => boolean;
-}
-
-function start(t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string> }): Proc {
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: 'pipe' });
-  const out = { stdout: '', stderr: '' };
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
-  const running = () => child.exitCode === null && child.signalCode === null;
-  t.teardown(async () => {
-    if (running()) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  return { child, out, exited, running };
-}
+const start = spawnCli;
 
 /** Probe `port` until the process exits; resolves with how many connection attempts succeeded. */
 async function connectionsUntilExit(p: Proc, port: number, timeoutMs = 30_000): Promise<number> {

@@ -1,7 +1,8 @@
-// Run the built CLI (dist/main.js; `npm run build` first) as a child process with a clean environment, and collect
-// its exit, output and wall time. The child is killed at teardown or after `timeoutMs`.
+// Run the built CLI (dist/main.js; `npm run build` first) as a child process with a clean environment: `spawnCli` for
+// a process the test talks to while it runs (a server), `runCli` for a command run to its end (exit, output, wall
+// time). Every child is killed at teardown.
 
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -15,16 +16,42 @@ export interface Run {
   ms: number;
 }
 
-/** None of the variables that select or override the config (or its secrets) leak in from the test run. */
+/**
+ * None of the variables that select or override the config (or its secrets), and none of OpenTelemetry's, leak in
+ * from the test run.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of [
-    'PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'TOLLGATE_SECRET_KEY', 'NODE_OPTIONS',
-    'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-  ]) {
-    delete env[k];
+  for (const k of Object.keys(env)) {
+    if (k.startsWith('OTEL_') || ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'TOLLGATE_SECRET_KEY', 'NODE_OPTIONS'].includes(k)) delete env[k];
   }
   return { ...env, ...extra };
+}
+
+export interface Proc {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly out: { stdout: string; stderr: string };
+  /** Resolves with the exit code and signal. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  readonly running: () => boolean;
+}
+
+/** Start the CLI and leave it running; it is killed (and awaited) at teardown if still up. */
+export function spawnCli(t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string> }): Proc {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
+  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: 'pipe' });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out.stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (out.stderr += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const running = () => child.exitCode === null && child.signalCode === null;
+  t.teardown(async () => {
+    if (running()) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return { child, out, exited, running };
 }
 
 export function runCli(

@@ -3,7 +3,6 @@
 // restart the usage is still there. The process is real (node dist/main.js), on 127.0.0.1, stopped by the test.
 
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -11,13 +10,13 @@ import { join, resolve } from 'node:path';
 import OpenAI from 'openai';
 import { request } from 'undici';
 import { tempDir } from '../helpers/tmp.js';
+import { spawnCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
 import { waitFor } from '../helpers/wait.js';
 import { metricValue } from '../helpers/prom.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const MAIN = join(ROOT, 'dist/main.js');
 
 /** A minimal OTLP/HTTP trace receiver: keeps the JSON bodies POSTed to /v1/traces. */
 async function otlpReceiver(): Promise<{ url: string; bodies: string[]; server: Server }> {
@@ -36,17 +35,10 @@ async function otlpReceiver(): Promise<{ url: string; bodies: string[]; server: 
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, server };
 }
 
-function startGateway(args: string[], cwd: string, env: Record<string, string>): { child: ChildProcess; exited: Promise<number | null>; output: () => string } {
-  let output = '';
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OTEL_') && k !== 'TOLLGATE_CONFIG' && k !== 'PORT'));
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', (c: Buffer) => (output += c.toString()));
-  child.stderr!.on('data', (c: Buffer) => (output += c.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL');
-  });
-  return { child, exited, output: () => output };
+/** The built CLI, as a user starts it; its combined output is what a user would see in the log. */
+function startGateway(args: string[], cwd: string, env: Record<string, string>) {
+  const p = spawnCli(t, args, { cwd, env });
+  return { child: p.child, exited: p.exited.then((e) => e.code), output: () => p.out.stdout + p.out.stderr };
 }
 
 async function healthy(base: string): Promise<void> {
