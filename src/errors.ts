@@ -12,6 +12,11 @@ interface ErrorDef {
 
 export const ERRORS = {
   TOLLGATE_ERR_UNAUTHORIZED: { status: 401, type: 'authentication_error', level: 'info' },
+  TOLLGATE_ERR_FORBIDDEN: { status: 403, type: 'permission_error', level: 'info' },
+  TOLLGATE_ERR_REAUTH_REQUIRED: { status: 401, type: 'authentication_error', level: 'info' },
+  TOLLGATE_ERR_RATE_LIMITED: { status: 429, type: 'rate_limit_error', level: 'info' },
+  TOLLGATE_ERR_BAD_REQUEST: { status: 400, type: 'invalid_request_error', level: 'info' },
+  TOLLGATE_ERR_HEADERS_TOO_LARGE: { status: 431, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INVALID_JSON: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INVALID_REQUEST: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INVALID_PERIOD: { status: 400, type: 'invalid_request_error', level: 'info' },

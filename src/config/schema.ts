@@ -146,9 +146,24 @@ export const CONFIG_SCHEMA = closed({
       api_keys: {
         type: 'array',
         default: [],
-        items: closed({ name: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 } }, { required: ['name', 'key'] }),
+        items: closed(
+          { name: { type: 'string', minLength: 1 }, key: { type: 'string', minLength: 1 }, role: { enum: ['admin', 'user'] } },
+          { required: ['name', 'key'] },
+        ),
       },
       body_limit_bytes: { type: 'integer', minimum: 1, default: 128 * 1024 * 1024 },
+      // Addresses or CIDRs of proxies whose X-Forwarded-For is believed; anyone else's is ignored.
+      trust_proxy: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
+      rate_limit: closed(
+        {
+          requests_per_minute: { type: 'integer', minimum: 0, default: 0 },
+          auth_failures_per_minute: { type: 'integer', minimum: 1, default: 10 },
+        },
+        { default: {} },
+      ),
+      metrics_auth: { type: 'boolean', default: false },
+      // JSON bodies deeper than this are refused with 400 before any handler sees them.
+      json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
     },
     { default: {} },
   ),

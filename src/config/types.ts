@@ -102,9 +102,13 @@ export interface ProviderConfig {
   readonly allow_unlisted_models: boolean;
 }
 
+export type KeyRole = 'admin' | 'user';
+
 export interface ApiKey {
   readonly name: string;
   readonly key: string;
+  /** Absent on every key: every key is an admin (one-key setups keep working). Otherwise absent means user. */
+  readonly role?: KeyRole;
 }
 
 export interface Config {
@@ -113,6 +117,10 @@ export interface Config {
     readonly port: number;
     readonly api_keys: readonly ApiKey[];
     readonly body_limit_bytes: number;
+    readonly trust_proxy: readonly string[];
+    readonly rate_limit: { readonly requests_per_minute: number; readonly auth_failures_per_minute: number };
+    readonly metrics_auth: boolean;
+    readonly json_max_depth: number;
   };
   readonly storage: {
     readonly clickhouse_url: string;
