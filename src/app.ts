@@ -3,9 +3,10 @@
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { TracerProvider } from '@opentelemetry/api';
-import { KeyRing } from './auth.js';
+import { installGate } from './gate/index.js';
 import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
+import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody, toTollgateError } from './errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
@@ -49,19 +50,18 @@ export interface Tollgate {
   readonly ledger: Ledger;
   readonly router: Router;
   readonly alerting: Alerting;
+  /** Every route registered, as fastify matched it (method and pattern): what the gate and its tests go by. */
+  readonly routes: readonly { readonly method: string; readonly url: string }[];
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     tollgate: Tollgate;
   }
-  interface FastifyRequest {
-    apiKeyName: string;
-  }
 }
 
-const AUTHED = /^\/(v1|v1beta|api)(\/|$)/;
-
+/** Refusals of the gate itself: not requests to record (an attacker's probes would fill the record). */
+const GATE_REFUSALS = new Set(['TOLLGATE_ERR_UNAUTHORIZED', 'TOLLGATE_ERR_REAUTH_REQUIRED', 'TOLLGATE_ERR_FORBIDDEN', 'TOLLGATE_ERR_RATE_LIMITED']);
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -72,6 +72,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     // Per-request access logs would double the I/O of the request path; the usage row is the access log.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // The client IP (rate limits, logs) is the socket address unless the peer is a trusted proxy (restart to change).
+    trustProxy: cfg.server.trust_proxy.length === 0 ? false : [...cfg.server.trust_proxy],
   });
   const log: FastifyBaseLogger = app.log;
 
@@ -120,12 +122,15 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   metrics.watchBudget(alerting.budget);
   ledger.subscribe((r) => alerting.published(r));
   const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
-  let keys = new KeyRing(cfg.server.api_keys);
   const sw = cfg.budgets.auto_switch;
   if (sw.enabled && sw.to && !switchTargetExists(cfg, sw.to)) log.warn({ to: sw.to }, 'budgets.auto_switch.to names no configured model or combo: auto-switch is off');
-  if (keys.open) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+  for (const [i, k] of cfg.server.api_keys.entries()) {
+    const reason = weakKeyReason(k.key);
+    // A public host with such a key never gets here (config validation); on loopback it is allowed, with a warning.
+    if (reason !== null) log.warn({ path: `server.api_keys[${i}].key` }, `server.api_keys[${i}].key ${reason}: accepted on a loopback address only`);
+  }
+  if (cfg.server.api_keys.length === 0) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
   holder.onChange((next) => {
-    keys = new KeyRing(next.server.api_keys);
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
     keepalive.reconfigure(next);
@@ -135,12 +140,12 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting });
-  app.decorateRequest('apiKeyName', '');
-
-  app.addHook('onRequest', async (req) => {
-    if (AUTHED.test(req.url)) req.apiKeyName = keys.authenticate(req.headers, req.url);
+  const routes: { method: string; url: string }[] = [];
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, routes });
+  app.addHook('onRoute', (r) => {
+    for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
+  await installGate(app, { config: holder, metrics });
 
   // Draining: close() waits for in-flight requests; a connection that finishes one must then close rather than
   // sit in keep-alive (fastify's keepAliveTimeout is 72 s), so every response sent while closing says so.
@@ -170,7 +175,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     // The path only: a Gemini client may carry its key in the query string.
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
     const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE_ENDPOINTS[req.routeOptions.url];
-    const recorded = endpoint !== undefined && e.code !== 'TOLLGATE_ERR_UNAUTHORIZED';
+    const recorded = endpoint !== undefined && !GATE_REFUSALS.has(e.code);
     return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));
   });
   app.setNotFoundHandler((req, reply) => {

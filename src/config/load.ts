@@ -110,6 +110,21 @@ export function isLoopback(host: string): boolean {
   return LOOPBACK.has(host) || (isIP(host) === 4 && host.startsWith('127.'));
 }
 
+/** Values people leave in place of a key: shipped examples, defaults, words. Compared case-insensitively. */
+const PLACEHOLDER_KEYS = new Set([
+  'change-me', 'changeme', 'change_me', 'changeit', 'password', 'passw0rd', 'admin', 'secret', 'tollgate', 'default',
+  'example', 'test', 'token', 'apikey', 'api-key', 'api_key', 'your-api-key', 'your-key-here', 'replace-me', 'xxx',
+  'sk-xxx', '0000000000000000', '1234567890123456', 'tollgate-api-key', 'tollgate_api_key',
+]);
+export const MIN_KEY_LENGTH = 16;
+
+/** Why `key` must not guard a public address (a known placeholder, or too short), or null when it may. */
+export function weakKeyReason(key: string): string | null {
+  if (PLACEHOLDER_KEYS.has(key.trim().toLowerCase())) return 'is a known placeholder';
+  if (key.length < MIN_KEY_LENGTH) return `is shorter than ${MIN_KEY_LENGTH} characters`;
+  return null;
+}
+
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const REMOTE_FORMATS = new Set(['openai', 'openai-responses', 'anthropic', 'gemini']);
@@ -123,6 +138,17 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
     issues.push({
       path: 'server.api_keys',
       message: `at least one key is required when server.host (${server.host}) is not a loopback address`,
+    });
+  }
+  if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host)) {
+    keys.forEach((k: unknown, i) => {
+      const reason = isObject(k) && typeof k.key === 'string' && k.key !== '' ? weakKeyReason(k.key) : null;
+      if (reason !== null) {
+        issues.push({
+          path: `server.api_keys[${i}].key`,
+          message: `${reason}: refused while server.host (${server.host}) is not a loopback address; generate one with \`openssl rand -hex 32\``,
+        });
+      }
     });
   }
   const names = new Set<string>();
@@ -215,7 +241,9 @@ export function parseConfig(raw: unknown, env: Env = process.env, source = '(inl
   const tree = resolveEnv(raw ?? {}, env, '', issues) as Record<string, unknown>;
   issues.push(...uncoercibleTypes(tree));
   const valid = validate(tree);
-  if (!valid) issues.push(...(validate.errors ?? []).map(describe));
+  // An unset ${VAR} is the one thing to say about its path (not also that the empty string it left is too short).
+  const unresolved = new Set(issues.map((i) => i.path));
+  if (!valid) issues.push(...(validate.errors ?? []).map(describe).filter((i) => !unresolved.has(i.path)));
   const server = (isObject(tree.server) ? tree.server : {}) as { port?: number; body_limit_bytes?: number };
   if (env.PORT !== undefined && env.PORT !== '') {
     const port = /^\d{1,5}$/.test(env.PORT) ? Number(env.PORT) : NaN;

@@ -38,11 +38,11 @@ export class ConfigHolder {
   }
 }
 
-const RESTART_ONLY = ['server.host', 'server.port', 'server.body_limit_bytes', 'storage', 'telemetry'] as const;
+const RESTART_ONLY = ['server.host', 'server.port', 'server.body_limit_bytes', 'server.trust_proxy', 'storage', 'telemetry'] as const;
 
 function restartOnlyChanges(next: Config, prev: Config): string[] {
   const pick = (c: Config, k: (typeof RESTART_ONLY)[number]): unknown =>
-    k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes'];
+    k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes' | 'trust_proxy'];
   return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
 }
 

@@ -17,6 +17,10 @@ import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
+/** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
+export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;
+export type RateLimitReason = (typeof RATE_LIMIT_REASONS)[number];
+
 export class Metrics {
   readonly registry = new Registry();
   readonly #tokenUsage: HistogramFamily;
@@ -30,6 +34,7 @@ export class Metrics {
   readonly rowsWritten;
   readonly rowsDropped;
   readonly configReloads;
+  readonly rateLimited;
   readonly #comboRequests;
   readonly #comboAttempts;
   readonly #cooldowns;
@@ -55,6 +60,11 @@ export class Metrics {
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
     this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (queue full or insert failed after retries).', labelNames: ['reason'], registers });
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
+    this.rateLimited = new Counter({
+      name: METRIC.rateLimited, help: 'Requests refused with 429 by the gate, by reason (requests per minute, or too many wrong keys).',
+      labelNames: ['reason'], registers,
+    });
+    for (const reason of RATE_LIMIT_REASONS) this.rateLimited.inc({ reason }, 0);
     this.#comboRequests = new Counter({ name: METRIC.comboRequests, help: 'Client requests to a combo by outcome.', labelNames: ['combo', 'status'], registers });
     this.#comboAttempts = new Counter({
       name: METRIC.comboAttempts, help: 'Upstream attempts made for combo requests (fallback tries, fusion members, the judge).',

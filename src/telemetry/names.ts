@@ -14,6 +14,7 @@ export const METRIC = {
   rowsDropped: 'tollgate_usage_rows_dropped_total',
   queueDepth: 'tollgate_usage_queue_depth',
   configReloads: 'tollgate_config_reloads_total',
+  rateLimited: 'tollgate_rate_limited_total',
   comboRequests: 'tollgate_combo_requests_total',
   comboAttempts: 'tollgate_combo_attempts_total',
   cooldowns: 'tollgate_cooldowns_total',

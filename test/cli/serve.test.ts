@@ -3,8 +3,8 @@
 // (and counts rejected ones in /metrics), and exits 0 on SIGTERM. Every server started here is killed at teardown.
 
 import t from 'tap';
-import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { tempDir } from '../helpers/tmp.js';
 import { spawnCli, type Proc } from '../helpers/cli.js';
 import { accepts, freePort } from '../helpers/net.js';
@@ -89,6 +89,37 @@ t.test('a public host without api keys is refused before listening', async (t) =
   t.equal((await p.exited).code, 1);
   t.equal(accepted, 0);
   t.match(p.out.stderr, /server\.api_keys: at least one key is required when server\.host \(0\.0\.0\.0\) is not a loopback address/);
+});
+
+t.test('the compose config with the .env.example key, a placeholder or no key refuses to start, naming the key path', async (t) => {
+  const deployed = resolve(import.meta.dirname, '../../deploy/tollgate.compose.yaml');
+  const example = /^TOLLGATE_API_KEY=(.*)$/m.exec(readFileSync(resolve(import.meta.dirname, '../../.env.example'), 'utf8'))?.[1];
+  t.equal(example, '', '.env.example ships no key value');
+  const cases: [string, Record<string, string>, RegExp][] = [
+    ['the .env.example value', { TOLLGATE_API_KEY: example ?? '' }, /server\.api_keys\[0\]\.key: environment variable TOLLGATE_API_KEY is not set/],
+    ['change-me', { TOLLGATE_API_KEY: 'change-me' }, /server\.api_keys\[0\]\.key: is a known placeholder: refused while server\.host \(0\.0\.0\.0\)/],
+    ['a short key', { TOLLGATE_API_KEY: 'short-key' }, /server\.api_keys\[0\]\.key: is shorter than 16 characters/],
+  ];
+  for (const [name, env, line] of cases) {
+    const p = start(t, ['--config', deployed], { cwd: tempDir(t), env });
+    t.equal((await p.exited).code, 1, `${name}: exit 1`);
+    t.match(p.out.stderr, line, `${name}: the line names the key's path`);
+    t.notMatch(p.out.stderr, 'change-me', `${name}: the value is not printed`);
+  }
+});
+
+t.test('on loopback a placeholder key starts, with a warning naming its path', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'weak.yaml');
+  writeFileSync(file, config({ port, dataDir: join(dir, 'data') }).replace('  port:', '  api_keys: [{ name: admin, key: change-me }]\n  port:'));
+  const p = start(t, ['--config', file], { cwd: dir });
+  await waitFor(async () => (await health(port)) === 200, 30_000);
+  const res = await fetch(`http://127.0.0.1:${port}/v1/models`, { headers: { authorization: 'Bearer change-me' } });
+  t.equal(res.status, 200, 'the key works on loopback');
+  t.match(p.out.stdout + p.out.stderr, /server\.api_keys\[0\]\.key is a known placeholder: accepted on a loopback address only/);
+  p.child.kill('SIGTERM');
+  await p.exited;
 });
 
 t.test('an invalid PORT is refused before listening', async (t) => {

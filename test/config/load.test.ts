@@ -71,7 +71,10 @@ const DESIGN_ENV = {
 
 t.test('defaults are applied to a file that only names its providers', async (t) => {
   const cfg = parseConfigText('providers: {}\n', {});
-  t.same(cfg.server, { host: '127.0.0.1', port: 4000, api_keys: [], body_limit_bytes: 134217728 });
+  t.same(cfg.server, {
+    host: '127.0.0.1', port: 4000, api_keys: [], body_limit_bytes: 134217728, trust_proxy: [],
+    rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 }, metrics_auth: false, json_max_depth: 128,
+  });
   t.same(cfg.storage, {
     clickhouse_url: '',
     database: 'tollgate',
@@ -223,11 +226,29 @@ t.test('a non-loopback host without api_keys is refused', async (t) => {
 });
 
 t.test('a non-loopback host with api_keys is accepted', async (t) => {
-  const cfg = parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'admin', key: '${K}' }] } }, { K: 'tk-1' });
+  const cfg = parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'admin', key: '${K}' }] } }, { K: 'tk-1-0123456789abcdef' });
   t.equal(cfg.server.host, '0.0.0.0');
-  t.same(cfg.server.api_keys, [{ name: 'admin', key: 'tk-1' }]);
+  t.same(cfg.server.api_keys, [{ name: 'admin', key: 'tk-1-0123456789abcdef' }]);
   const viaEnv = issuesOf(t, () => parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'admin', key: '${K:-}' }] } }, {}));
   t.same(viaEnv.map((i) => i.path), ['server.api_keys[0].key'], 'a key that resolves to empty is not a key');
+});
+
+t.test('a public host refuses placeholder and short keys, naming the key path; loopback accepts them', async (t) => {
+  const placeholders = ['change-me', 'CHANGEME', 'password', 'admin', 'secret', 'tollgate', 'your-key-here'];
+  for (const key of placeholders) {
+    const issues = issuesOf(t, () => parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'ok', key: 'k'.repeat(32) }, { name: 'weak', key }] } }, {}));
+    t.same(issues.map((i) => i.path), ['server.api_keys[1].key'], `${key}: the weak key's path`);
+    t.match(issues[0]?.message, /known placeholder.*0\.0\.0\.0.*openssl rand -hex 32/, `${key}: says why and how to make one`);
+    t.notMatch(issues[0]?.message, key, 'the value itself is not repeated');
+  }
+  const short = issuesOf(t, () => parseConfig({ server: { host: '10.0.0.5', api_keys: [{ name: 'a', key: '${K}' }] } }, { K: 'fifteen-chars-x' }));
+  t.same(short.map((i) => [i.path, /shorter than 16 characters/.test(i.message)]), [['server.api_keys[0].key', true]]);
+  t.equal(parseConfig({ server: { host: '10.0.0.5', api_keys: [{ name: 'a', key: 'sixteen-chars-xy' }] } }, {}).server.api_keys.length, 1, '16 characters are enough');
+  const unset = issuesOf(t, () => parseConfig({ server: { host: '0.0.0.0', api_keys: [{ name: 'a', key: '${TOLLGATE_API_KEY}' }] } }, {}));
+  t.same(unset.map((i) => i.path), ['server.api_keys[0].key'], 'a missing key names the same path');
+  for (const host of ['127.0.0.1', 'localhost', '::1']) {
+    t.equal(parseConfig({ server: { host, api_keys: [{ name: 'a', key: 'change-me' }] } }, {}).server.api_keys[0]?.key, 'change-me', `${host}: accepted`);
+  }
 });
 
 t.test('duplicate api key names are refused', async (t) => {
@@ -264,7 +285,7 @@ t.test('every cross-key problem is reported at once', async (t) => {
   const issues = issuesOf(t, () =>
     parseConfig(
       {
-        server: { host: '0.0.0.0', api_keys: [{ name: 'a', key: '1' }, { name: 'a', key: '2' }] },
+        server: { host: '0.0.0.0', api_keys: [{ name: 'a', key: '1'.repeat(16) }, { name: 'a', key: '2'.repeat(16) }] },
         providers: { x: { group: 'paid', format: 'openai', auth: { type: 'api_key' } }, y: { group: 'free', format: 'gemini' } },
       },
       {},

@@ -23,7 +23,7 @@ export interface Run {
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const k of Object.keys(env)) {
-    if (k.startsWith('OTEL_') || ['PORT', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'TOLLGATE_SECRET_KEY', 'NODE_OPTIONS'].includes(k)) delete env[k];
+    if (k.startsWith('OTEL_') || ['PORT', 'TOLLGATE_API_KEY', 'TOLLGATE_CONFIG', 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', 'TOLLGATE_SECRET_KEY', 'NODE_OPTIONS'].includes(k)) delete env[k];
   }
   return { ...env, ...extra };
 }

@@ -36,6 +36,10 @@ t.test('docker-compose config -q accepts it with the required variables, and ref
     t.not(r.status, 0, `refused without ${missing}`);
     t.match(r.stderr, missing);
   }
+  const noKey = compose(['config', '-q'], { ...REQUIRED, TOLLGATE_API_KEY: '' });
+  t.not(noKey.status, 0, 'an empty key (as .env.example ships it) is refused too');
+  t.match(noKey.stderr, 'server.api_keys[0].key is not set', 'with the guard line, naming the key path');
+  t.match(noKey.stderr, 'openssl rand -hex 32');
 });
 
 const resolved = parse(compose(['config'], REQUIRED).stdout) as { services: Record<string, Service> };

@@ -1,0 +1,130 @@
+// The gate: who may call what, decided on the route fastify matched (never on the raw URL), deny by default.
+//
+//   access    routes                                            needs
+//   public    /health, /ready, /metrics (unless metrics_auth)   nothing
+//   key       every other route, and every unmatched path        any gateway key
+//   admin     /api/admin/*, /api/settings/*                       a key whose role is admin
+//   reauth    /api/admin/export, /api/admin/import                a token from POST /api/admin/reauth (5 minutes)
+//
+// Two per-client-IP limits sit in front (req.ip: the socket address, or the right-most untrusted X-Forwarded-For
+// entry when the peer is in server.trust_proxy): `auth_failures_per_minute` wrong or missing keys, after which the
+// IP gets 429 on everything but the public list until its window ends, and `requests_per_minute` on every
+// non-public route (0 = off). Both are @fastify/rate-limit stores; a 429 is counted in tollgate_rate_limited_total.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import type { ConfigHolder } from '../config/watch.js';
+import type { Config } from '../config/types.js';
+import { TollgateError } from '../errors.js';
+import type { Metrics } from '../telemetry/metrics.js';
+import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
+import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
+
+export type Access = 'public' | 'key' | 'admin' | 'reauth';
+
+/** The one public list (besides /metrics, public unless server.metrics_auth). Route patterns, as registered. */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/health', '/ready']);
+export const ADMIN_PREFIXES: readonly string[] = ['/api/admin/', '/api/settings/'];
+export const REAUTH_ROUTES: ReadonlySet<string> = new Set(['/api/admin/export', '/api/admin/import']);
+export const REAUTH_ROUTE = '/api/admin/reauth';
+
+/** What a request to the matched route pattern `route` (undefined: no route matched) needs. */
+export function accessOf(route: string | undefined, cfg: Config): Access {
+  if (route === undefined) return 'key';
+  if (PUBLIC_ROUTES.has(route) || (route === '/metrics' && !cfg.server.metrics_auth)) return 'public';
+  if (REAUTH_ROUTES.has(route)) return 'reauth';
+  if (ADMIN_PREFIXES.some((p) => route.startsWith(p))) return 'admin';
+  return 'key';
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The name of the key the request was let in with ('anonymous' with no keys configured, '' on public routes). */
+    apiKeyName: string;
+  }
+}
+
+const WINDOW_MS = 60_000;
+// Client IPs the request limiter remembers; past this the least recently seen are forgotten.
+const TRACKED_CLIENTS = 10_000;
+
+export interface GateOptions {
+  readonly config: ConfigHolder;
+  readonly metrics: Metrics;
+}
+
+/** Install the gate on `app` (before any route is registered, so the request limit reaches every route). */
+export async function installGate(app: FastifyInstance, opts: GateOptions): Promise<void> {
+  const holder = opts.config;
+  let keys = new KeyRing(holder.current.server.api_keys);
+  holder.onChange((next) => {
+    keys = new KeyRing(next.server.api_keys);
+  });
+  const reauth = new ReauthTokens();
+  const limits = () => holder.current.server.rate_limit;
+  const accessOfRequest = (req: FastifyRequest): Access => accessOf(req.routeOptions.url, holder.current);
+
+  app.decorateRequest('apiKeyName', '');
+
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'onRequest',
+    max: () => limits().requests_per_minute,
+    timeWindow: WINDOW_MS,
+    cache: TRACKED_CLIENTS,
+    enableDraftSpec: true,
+    allowList: (req) => limits().requests_per_minute === 0 || accessOfRequest(req) === 'public',
+    onExceeded: () => opts.metrics.rateLimited.inc({ reason: 'requests' }),
+    errorResponseBuilder: (_req, c) =>
+      new TollgateError('TOLLGATE_ERR_RATE_LIMITED', `more than ${c.max} requests per minute from this client (server.rate_limit.requests_per_minute); retry in ${c.after}`),
+  });
+  // Its own store; `allowList` overrides the request limiter's, which the created limiter would otherwise inherit.
+  const authFailures = app.createRateLimit({ max: () => limits().auth_failures_per_minute, timeWindow: WINDOW_MS, allowList: () => false });
+
+  /** A refused credential: counted against the client IP; the refusal that crosses the limit is already a 429. */
+  const refuse = async (req: FastifyRequest, reply: FastifyReply, err: TollgateError): Promise<never> => {
+    const seen = await authFailures(req);
+    if (seen.isAllowed !== true && seen.isExceeded) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
+    throw err;
+  };
+  const tooManyFailures = (reply: FastifyReply, max: number, retryS: number): TollgateError => {
+    opts.metrics.rateLimited.inc({ reason: 'auth_failures' });
+    reply.headers({ 'retry-after': retryS, 'ratelimit-limit': max, 'ratelimit-remaining': 0, 'ratelimit-reset': retryS });
+    return new TollgateError('TOLLGATE_ERR_RATE_LIMITED', `too many requests with a wrong or missing key from this client (server.rate_limit.auth_failures_per_minute is ${max}); retry in ${retryS} s`);
+  };
+
+  app.addHook('onRequest', async (req, reply) => {
+    const access = accessOfRequest(req);
+    if (access === 'public') return;
+    if (keys.open) {
+      req.apiKeyName = ANONYMOUS;
+      return;
+    }
+    const seen = await authFailures(req, { increment: false });
+    if (seen.isAllowed !== true && seen.remaining === 0) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
+    const presented = presentedKey(req.headers, req.url);
+    if (access === 'reauth') {
+      const bound = reauth.verify(presented);
+      const key = bound === null ? null : keys.byName(bound);
+      if (key === null || key.role !== 'admin') {
+        await refuse(req, reply, new TollgateError('TOLLGATE_ERR_REAUTH_REQUIRED', `this route takes only a re-authentication token: POST ${REAUTH_ROUTE} with an admin key, then send Authorization: Bearer <token> within ${REAUTH_TTL_MS / 60_000} minutes`));
+      }
+      req.apiKeyName = key!.name;
+      return;
+    }
+    if (presented === null) {
+      await refuse(req, reply, new TollgateError('TOLLGATE_ERR_UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key> (or x-api-key, x-goog-api-key)'));
+    }
+    const key: KeyIdentity | null = keys.match(presented!);
+    if (key === null) await refuse(req, reply, new TollgateError('TOLLGATE_ERR_UNAUTHORIZED', 'invalid API key'));
+    if (access === 'admin' && key!.role !== 'admin') {
+      throw new TollgateError('TOLLGATE_ERR_FORBIDDEN', `key '${key!.name}' has role user; ${req.routeOptions.url ?? 'this route'} needs an admin key`);
+    }
+    req.apiKeyName = key!.name;
+  });
+
+  app.post(REAUTH_ROUTE, async (req) => {
+    const issued = reauth.issue(req.apiKeyName);
+    return { token: issued.token, key: issued.keyName, expires_at: new Date(issued.expiresAt).toISOString(), expires_in_s: REAUTH_TTL_MS / 1000 };
+  });
+}

@@ -1,0 +1,66 @@
+// Gateway keys from server.api_keys, presented the way each SDK sends them: OpenAI's `Authorization: Bearer`,
+// Anthropic's `x-api-key`, Gemini's `x-goog-api-key` or `?key=`. Keys are compared as SHA-256 digests in constant
+// time; from here on a request carries only the key's name and role (never the key). With no keys configured
+// (loopback only, enforced by config validation) the ring is open.
+
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ApiKey, KeyRole } from '../config/types.js';
+
+const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+
+export const ANONYMOUS = 'anonymous';
+
+export interface KeyIdentity {
+  readonly name: string;
+  readonly role: KeyRole;
+}
+
+export class KeyRing {
+  readonly #keys: readonly (KeyIdentity & { digest: Buffer })[];
+  constructor(keys: readonly ApiKey[]) {
+    // When no key names a role, every key is an admin: a one-key setup keeps working. Otherwise unnamed means user.
+    const anyRole = keys.some((k) => k.role !== undefined);
+    this.#keys = keys.map((k) => ({ name: k.name, role: k.role ?? (anyRole ? 'user' : 'admin'), digest: digest(k.key) }));
+  }
+
+  get open(): boolean {
+    return this.#keys.length === 0;
+  }
+
+  /** The key whose value is `presented`, or null. Every configured key is compared, so timing says nothing. */
+  match(presented: string): KeyIdentity | null {
+    const d = digest(presented);
+    let found: KeyIdentity | null = null;
+    for (const k of this.#keys) if (timingSafeEqual(d, k.digest) && found === null) found = { name: k.name, role: k.role };
+    return found;
+  }
+
+  /** The identity of a key by name (a re-authentication token names its key), or null when it is gone. */
+  byName(name: string): KeyIdentity | null {
+    const k = this.#keys.find((x) => x.name === name);
+    return k === undefined ? null : { name: k.name, role: k.role };
+  }
+}
+
+/** The key in the first place an SDK puts one: Bearer, x-api-key, x-goog-api-key, then the `key` query parameter. */
+export function presentedKey(headers: IncomingHttpHeaders, url: string): string | null {
+  const b = bearer(headers.authorization);
+  if (b !== null) return b;
+  for (const h of ['x-api-key', 'x-goog-api-key'] as const) {
+    const v = headers[h];
+    if (typeof v === 'string' && v.trim() !== '') return v.trim();
+  }
+  const q = url.indexOf('?');
+  if (q !== -1) {
+    const key = new URLSearchParams(url.slice(q + 1)).get('key');
+    if (key) return key;
+  }
+  return null;
+}
+
+function bearer(h: string | undefined): string | null {
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1]! : null;
+}

@@ -1,0 +1,26 @@
+// server.trust_proxy: the client IP the limits are keyed by is the right-most X-Forwarded-For entry that is not a
+// trusted proxy, when the socket peer is one; otherwise the socket address. (A file of its own: trust_proxy is a
+// start-time setting, and one process holds one embedded store.)
+
+import t from 'tap';
+import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
+import { send } from '../helpers/raw-http.js';
+
+const KEY = 'k-admin-0123456789abcdef';
+
+t.test('behind a trusted proxy the right-most untrusted X-Forwarded-For entry is the client', async (t) => {
+  const g = await startApp(t, {
+    server: { api_keys: [{ name: 'a', key: KEY }], trust_proxy: ['127.0.0.1', '10.0.0.0/8'], rate_limit: { auth_failures_per_minute: 2 } },
+    providers: { demo: DEMO_PROVIDER },
+  });
+  const wrong = (xff: string) => ({ authorization: 'Bearer guess-0000000000000000', 'x-forwarded-for': xff });
+  // The attacker controls the left part of the header; the proxy chain appends the real address on the right.
+  t.equal((await send(g.url, 'GET', '/v1/models', { headers: wrong('1.1.1.1, 203.0.113.9, 10.1.2.3') })).status, 401);
+  t.equal((await send(g.url, 'GET', '/v1/models', { headers: wrong('2.2.2.2, 203.0.113.9, 10.9.9.9') })).status, 401);
+  t.equal((await send(g.url, 'GET', '/v1/models', { headers: wrong('3.3.3.3, 203.0.113.9') })).status, 429, 'a spoofed left part does not make a new client');
+  const neighbour = await send(g.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': '203.0.113.10, 10.1.2.3' } });
+  t.equal(neighbour.status, 200, 'another client behind the same proxy is not blocked');
+  const untrustedPeer = await send(g.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': '203.0.113.11' }, from: '127.0.0.2' });
+  t.equal(untrustedPeer.status, 200, '127.0.0.2 is not a trusted proxy: it is its own client');
+});
+
