@@ -2,6 +2,7 @@
 // stream, and registers the plugins in order. main.ts runs it; tests and benchmarks call it directly.
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { join } from 'node:path';
 import type { TracerProvider } from '@opentelemetry/api';
 import { installGate } from './gate/index.js';
 import { ConfigHolder } from './config/watch.js';
@@ -20,6 +21,7 @@ import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrations.js';
 import { toRow, type RequestRow } from './store/rows.js';
 import { BatchWriter } from './store/writer.js';
+import { Spool } from './store/spool.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './usage/ledger.js';
@@ -85,10 +87,17 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     throw err;
   }
 
-  // The queue-depth gauge reads the writer at scrape time, after both exist.
-  const metrics = new Metrics(() => writer.depth, { processMetrics: opts.processMetrics });
+  // Rows go to the spool under data_dir first; what an earlier process left there is replayed before anything new.
+  const spool = new Spool<RequestRow>({ dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes });
+  // The recording gauges read the spool and the writer at scrape time, after both exist.
+  const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
+  const leftovers = spool.leftovers();
+  if (leftovers.rows > 0) {
+    metrics.rowsRecovered.inc(leftovers.rows);
+    log.warn({ rows: leftovers.rows, segments: leftovers.segments }, `replaying ${leftovers.rows} usage rows left in the spool by an earlier process`);
+  }
   const b = cfg.storage.batch;
-  const writer = new BatchWriter<RequestRow>(store, 'requests', { maxRows: b.max_rows, flushMs: b.flush_ms, queueMax: b.queue_max }, {
+  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms }, {
     written: (n, rows) => {
       metrics.rowsWritten.inc(n);
       alerting.written(rows);
@@ -97,7 +106,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
       metrics.rowsDropped.inc({ reason }, n);
       log.error({ rows: n, reason }, 'usage rows dropped');
     },
-    error: (err, attempt) => log.warn({ err, attempt }, 'usage insert failed; retrying'),
+    error: (err, attempt) => log.debug({ err, attempt }, 'usage insert failed; retrying'),
+    state: (up, err) => {
+      if (up) log.info({ spooled: spool.rows }, 'storage is back: spooled usage rows are being written');
+      else log.error({ err, spooled: spool.rows }, 'storage down: usage rows are kept in the spool and retried with backoff');
+    },
   });
 
   const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
@@ -188,7 +201,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store });
+  await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();

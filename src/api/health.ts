@@ -1,14 +1,30 @@
-// GET /health: the process is up. GET /ready: the store answers a query.
+// GET /health: the process is up. GET /ready: the store answers a query and takes inserts. While it does not,
+// requests are still served and recorded to the spool; /ready says 503 with the reason, so a load balancer or an
+// operator sees it (docs/recording.md).
 
 import type { FastifyPluginAsync } from 'fastify';
 import { TollgateError, errorBody } from '../errors.js';
 import type { Store } from '../store/client.js';
 
-export const healthRoutes: FastifyPluginAsync<{ store: Store }> = async (app, { store }) => {
+export interface StoreState {
+  /** False from a failed insert until the next one that succeeds. */
+  readonly up: boolean;
+  readonly lastError: unknown;
+  /** Rows in the spool, not yet in ClickHouse. */
+  readonly spooled: number;
+}
+
+const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
+
+export const healthRoutes: FastifyPluginAsync<{ store: Store; state: () => StoreState }> = async (app, { store, state }) => {
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/ready', async (_req, reply) => {
-    if (await store.ping()) return { status: 'ready', store: store.embedded ? 'embedded' : 'server' };
-    const e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'ClickHouse does not answer');
+    const kind = store.embedded ? 'embedded' : 'server';
+    const s = state();
+    let e: TollgateError | null = null;
+    if (!(await store.ping())) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) does not answer; ${s.spooled} usage rows wait in the spool`);
+    else if (!s.up) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) refuses inserts (${reason(s.lastError)}); ${s.spooled} usage rows wait in the spool`);
+    if (e === null) return { status: 'ready', store: kind, spooled: s.spooled };
     return reply.code(e.status).send(errorBody(e, null));
   });
 };

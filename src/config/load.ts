@@ -256,6 +256,12 @@ export function parseConfig(raw: unknown, env: Env = process.env, source = '(inl
     if (bytes === null) issues.push({ path: 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', message: 'expected a size such as 134217728, 128m or 64k' });
     else server.body_limit_bytes = bytes;
   }
+  const spool = (isObject(tree.storage) && isObject(tree.storage.spool) ? tree.storage.spool : {}) as { max_bytes?: unknown };
+  if (typeof spool.max_bytes === 'string') {
+    const bytes = parseSize(spool.max_bytes);
+    if (bytes === null) issues.push({ path: 'storage.spool.max_bytes', message: 'expected bytes or a size such as 1GiB, 512MiB or 64m' });
+    else spool.max_bytes = bytes;
+  }
   const taken = new Set(issues.map((i) => i.path));
   issues.push(...semanticIssues(tree).filter((i) => !taken.has(i.path)));
   if (issues.length > 0) throw new ConfigError(source, dedupe(issues));
@@ -263,7 +269,7 @@ export function parseConfig(raw: unknown, env: Env = process.env, source = '(inl
 }
 
 export function parseSize(s: string): number | null {
-  const m = /^\s*(\d+)\s*([kmg]?)b?\s*$/i.exec(s);
+  const m = /^\s*(\d+)\s*([kmg]?)(?:i?b)?\s*$/i.exec(s);
   if (!m) return null;
   const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
   const n = Number(m[1]) * mult;

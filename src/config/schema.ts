@@ -178,7 +178,16 @@ export const CONFIG_SCHEMA = closed({
         {
           max_rows: { type: 'integer', minimum: 1, default: 10000 },
           flush_ms: { type: 'integer', minimum: 10, default: 1000 },
+          // Kept so that files which set it stay valid; the spool's max_bytes bounds what waits now.
           queue_max: { type: 'integer', minimum: 1, default: 100000 },
+        },
+        { default: {} },
+      ),
+      spool: closed(
+        {
+          commit_ms: { type: 'integer', minimum: 1, maximum: 60000, default: 50 },
+          // Bytes, or a size such as 1GiB, 512MiB, 64m (normalised to bytes at load).
+          max_bytes: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string' }], default: 1024 ** 3 },
         },
         { default: {} },
       ),

@@ -129,6 +129,8 @@ export interface Config {
     readonly username: string;
     readonly password: string;
     readonly batch: { readonly max_rows: number; readonly flush_ms: number; readonly queue_max: number };
+    /** The on-disk spool under data_dir/spool (src/store/spool.ts); max_bytes is normalised to bytes at load. */
+    readonly spool: { readonly commit_ms: number; readonly max_bytes: number };
   };
   readonly telemetry: { readonly otlp_endpoint: string; readonly service_name: string };
   readonly providers: Readonly<Record<string, ProviderConfig>>;

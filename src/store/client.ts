@@ -94,7 +94,7 @@ export class Store {
   }
 }
 
-export function openStore(storage: Config['storage']): Store {
+export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'database' | 'data_dir' | 'username' | 'password'> & Partial<Config['storage']>): Store {
   if (storage.clickhouse_url) {
     const client = createClient({
       url: storage.clickhouse_url,

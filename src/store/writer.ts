@@ -1,66 +1,92 @@
-// The bounded batch writer (DESIGN.md decision 2). The request path only calls `enqueue`, which never waits.
-// Rows are flushed when `maxRows` are queued or every `flushMs`; a failed insert is retried with backoff (inserts
-// are idempotent by request_id, so a retry cannot double-count). When the queue is full, new rows are dropped
-// and counted. `close` drains what is queued.
+// The batch writer (DESIGN.md decision 2). The request path only calls `enqueue`, which never waits: the row goes to
+// the spool (src/store/spool.ts), on disk before this event-loop turn ends. Every `flushMs`, or as soon as `maxRows`
+// are spooled, the open segment is sealed and the sealed segments are inserted in order, one insert each, with the
+// segment's name as the insert deduplication token: a retry or a replay of a segment whose insert did land is
+// dropped by ClickHouse, in the table and in every materialized view. A segment is deleted only after its insert was
+// acknowledged. While the store fails, the writer retries with capped exponential backoff and jitter, forever; rows
+// pile up on disk up to the spool's `maxBytes`, and only past that are new rows dropped and counted. `close` makes
+// one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
+import type { Segment, Spool } from './spool.js';
 
 export interface WriterOptions {
   readonly maxRows: number;
   readonly flushMs: number;
-  readonly queueMax: number;
-  readonly retries?: number;
+  /** First retry delay (ms); doubles per failure up to `retryMaxMs`, each with up to 50% jitter. */
   readonly retryBaseMs?: number;
+  readonly retryMaxMs?: number;
 }
+
+export type DropReason = 'spool_full';
 
 export interface WriterEvents<Row = Record<string, unknown>> {
   /** `rows` were stored (they are visible to readers from now on). */
   written(n: number, rows: readonly Row[]): void;
-  dropped(n: number, reason: 'queue_full' | 'insert_failed'): void;
+  dropped(n: number, reason: DropReason): void;
+  /** An insert failed; `attempt` counts the failures of this segment. */
   error(err: unknown, attempt: number): void;
+  /** The store stopped (false) or started again (true) accepting inserts: once per change, not once per retry. */
+  state(up: boolean, err: unknown): void;
 }
 
 export class BatchWriter<Row extends Record<string, unknown>> {
   readonly #store: Store;
   readonly #table: string;
+  readonly #spool: Spool<Row>;
   readonly #opts: Required<WriterOptions>;
   readonly #events: WriterEvents<Row>;
-  #queue: Row[] = [];
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
   #closed = false;
+  #up = true;
+  #lastError: unknown = null;
+  #wake: (() => void) | null = null;
 
-  constructor(store: Store, table: string, opts: WriterOptions, events: WriterEvents<Row>) {
+  constructor(store: Store, table: string, spool: Spool<Row>, opts: WriterOptions, events: WriterEvents<Row>) {
     this.#store = store;
     this.#table = table;
-    this.#opts = { retries: 3, retryBaseMs: 100, ...opts };
+    this.#spool = spool;
+    this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, ...opts };
     this.#events = events;
+    // Segments an earlier process left go first.
+    if (spool.leftovers().segments > 0) this.#writing = this.#write();
   }
 
+  /** Rows spooled and not yet in the store. */
   get depth(): number {
-    return this.#queue.length;
+    return this.#spool.rows;
   }
 
-  /** Hand a row over; returns false (and counts a drop) when the queue is full or the writer is closed. */
+  /** False from a failed insert until the next one that succeeds. */
+  get up(): boolean {
+    return this.#up;
+  }
+
+  get lastError(): unknown {
+    return this.#lastError;
+  }
+
+  /** Hand a row over; returns false (and counts a drop) when the spool is full or the writer is closed. */
   enqueue(row: Row): boolean {
-    if (this.#closed || this.#queue.length >= this.#opts.queueMax) {
-      this.#events.dropped(1, 'queue_full');
+    if (this.#closed || !this.#spool.append(row)) {
+      this.#events.dropped(1, 'spool_full');
       return false;
     }
-    this.#queue.push(row);
     if (this.#writing === null) this.#schedule();
     return true;
   }
 
   /** A full batch goes now; fewer rows wait for the flush timer, so each insert is one large part. */
   #schedule(): void {
-    if (this.#queue.length >= this.#opts.maxRows) {
+    if (this.#closed) return;
+    if (this.#spool.openRows >= this.#opts.maxRows) {
       this.#clearTimer();
-      this.#writing = this.#write(false);
-    } else if (this.#queue.length > 0 && this.#timer === null && !this.#closed) {
+      this.#writing = this.#write();
+    } else if (this.#spool.openRows > 0 && this.#timer === null) {
       this.#timer = setTimeout(() => {
         this.#timer = null;
-        if (this.#writing === null) this.#writing = this.#write(false);
+        if (this.#writing === null) this.#writing = this.#write();
       }, this.#opts.flushMs);
       this.#timer.unref();
     }
@@ -71,53 +97,84 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     this.#timer = null;
   }
 
-  /** Write one batch, then more only while full batches wait (or everything, when draining). */
-  #write(drain: boolean): Promise<void> {
+  /** Seal the open segment and insert every sealed one, oldest first, until none is left. */
+  #write(): Promise<void> {
     return (async () => {
-      do {
-        await this.#writeBatch(this.#queue.splice(0, this.#opts.maxRows));
-      } while (this.#queue.length >= (drain ? 1 : this.#opts.maxRows));
+      for (let segs = this.#spool.seal(); segs.length > 0; segs = this.#spool.seal()) {
+        if (!(await this.#insert(segs[0]!))) return; // closing with the store down: the rest stays on disk
+      }
     })().finally(() => {
       this.#writing = null;
       this.#schedule();
     });
   }
 
-  /** Write everything queued now; resolves when the queue is empty (failed batches dropped and counted). */
-  #batches = 0;
-
-  async flush(): Promise<void> {
-    while (this.#writing !== null) await this.#writing;
-    if (this.#queue.length === 0) return;
-    this.#clearTimer();
-    this.#writing = this.#write(true);
-    await this.#writing;
-  }
-
-  async #writeBatch(batch: Row[]): Promise<void> {
-    // One token per batch, the same on every retry: an insert that succeeded but whose answer was lost is not
-    // counted twice by the materialized views (the raw table would dedupe by request_id anyway).
-    const token = `${this.#table}-${process.pid}-${++this.#batches}-${Date.now()}`;
+  /** Insert one segment, retrying until it lands (or, once closing, giving up after one more failure). */
+  async #insert(seg: Segment): Promise<boolean> {
+    const rows = this.#spool.read(seg);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.#store.insert(this.#table, batch, token);
-        this.#events.written(batch.length, batch);
-        return;
+        if (rows.length > 0) await this.#store.insert(this.#table, rows, `spool-${seg.name}`);
+        this.#spool.remove(seg);
+        this.#setUp(true, null);
+        if (rows.length > 0) this.#events.written(rows.length, rows);
+        return true;
       } catch (err) {
+        this.#lastError = err;
         this.#events.error(err, attempt);
-        if (attempt > this.#opts.retries) {
-          this.#events.dropped(batch.length, 'insert_failed');
-          return;
-        }
-        await new Promise((r) => setTimeout(r, this.#opts.retryBaseMs * 2 ** (attempt - 1)));
+        this.#setUp(false, err);
+        if (this.#closed) return false;
+        await this.#sleep(this.#backoff(attempt));
       }
     }
   }
 
-  /** Stop taking rows and drain the queue. */
+  #backoff(attempt: number): number {
+    const capped = Math.min(this.#opts.retryMaxMs, this.#opts.retryBaseMs * 2 ** Math.min(attempt - 1, 30));
+    return capped * (0.5 + Math.random() / 2);
+  }
+
+  /** Wait `ms`, or less when `flush` or `close` wants the writer to try again now. */
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      timer.unref();
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#wake = () => {
+        this.#wake = null;
+        done();
+      };
+    });
+  }
+
+  #setUp(up: boolean, err: unknown): void {
+    if (up === this.#up) return;
+    this.#up = up;
+    this.#events.state(up, err);
+  }
+
+  /** Write everything spooled now; resolves when the spool is empty (retrying while the store fails). */
+  async flush(): Promise<void> {
+    this.#wake?.();
+    while (this.#writing !== null) await this.#writing;
+    if (this.#spool.rows === 0) return;
+    this.#clearTimer();
+    this.#writing = this.#write();
+    await this.#writing;
+  }
+
+  /** Stop taking rows, try once to write what is spooled, and close the spool; what did not land stays on disk. */
   async close(): Promise<void> {
+    if (this.#closed) return;
     this.#closed = true;
     this.#clearTimer();
-    await this.flush();
+    this.#wake?.();
+    while (this.#writing !== null) await this.#writing;
+    this.#writing = this.#write();
+    await this.#writing;
+    this.#spool.close();
   }
 }

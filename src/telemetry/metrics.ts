@@ -17,6 +17,17 @@ import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
+/** What the recording side looks like at scrape time (the spool and the store's state). */
+export interface RecordingState {
+  readonly rows: number;
+  readonly bytes: number;
+  /** Creation time (ms) of the oldest spooled row not yet written, or null. */
+  readonly oldestMs: number | null;
+  readonly up: boolean;
+}
+
+export const DROP_REASONS = ['spool_full'] as const;
+
 /** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
 export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;
 export type RateLimitReason = (typeof RATE_LIMIT_REASONS)[number];
@@ -33,6 +44,7 @@ export class Metrics {
   readonly #overhead: HistogramChild;
   readonly rowsWritten;
   readonly rowsDropped;
+  readonly rowsRecovered;
   readonly configReloads;
   readonly rateLimited;
   readonly #comboRequests;
@@ -44,7 +56,7 @@ export class Metrics {
   readonly #notifications;
   readonly #seriesCache = new Map<string, Series>();
 
-  constructor(queueDepth: () => number, opts: { processMetrics?: boolean } = {}) {
+  constructor(recording: () => RecordingState, opts: { processMetrics?: boolean } = {}) {
     const reg = this.registry;
     const registers = [reg];
     this.#tokenUsage = new HistogramFamily(METRIC.tokenUsage, 'Number of input and output tokens used (GenAI semconv gen_ai.client.token.usage).',
@@ -58,7 +70,9 @@ export class Metrics {
     this.#listCost = new CounterFamily(METRIC.listCost, 'Cost at list price in USD.', ['provider', 'model', 'group'], reg);
     this.#overhead = new HistogramFamily(METRIC.overhead, 'Time spent in the gateway itself: total minus time waiting on the upstream.', [], BUCKETS.overhead, reg).child();
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
-    this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (queue full or insert failed after retries).', labelNames: ['reason'], registers });
+    this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (the spool at storage.spool.max_bytes).', labelNames: ['reason'], registers });
+    this.rowsRecovered = new Counter({ name: METRIC.rowsRecovered, help: 'Usage rows found in the spool at start (left by an earlier process) and replayed.', registers });
+    this.rowsRecovered.inc(0);
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
     this.rateLimited = new Counter({
       name: METRIC.rateLimited, help: 'Requests refused with 429 by the gate, by reason (requests per minute, or too many wrong keys).',
@@ -79,14 +93,19 @@ export class Metrics {
     this.#notifications = new Counter({ name: METRIC.notifications, help: 'Alert notifications by channel and result (delivered, failed after retries).', labelNames: ['channel', 'result'], registers });
     for (const channel of ['dashboard', 'email', 'webhook']) for (const result of ['delivered', 'failed']) this.#notifications.inc({ channel, result }, 0);
     // Series that alerting rules query exist from the start (at 0), so increase() and rate() see the first event.
-    for (const reason of ['queue_full', 'insert_failed']) this.rowsDropped.inc({ reason }, 0);
+    for (const reason of DROP_REASONS) this.rowsDropped.inc({ reason }, 0);
     for (const result of ['applied', 'rejected']) this.configReloads.inc({ result }, 0);
-    new Gauge({
-      name: METRIC.queueDepth, help: 'Usage rows waiting to be written.', registers,
-      collect() {
-        this.set(queueDepth());
-      },
-    });
+    const gauge = (name: string, help: string, read: (r: RecordingState) => number) =>
+      new Gauge({
+        name, help, registers,
+        collect() {
+          this.set(read(recording()));
+        },
+      });
+    gauge(METRIC.spoolRows, 'Usage rows in the spool, not yet acknowledged by ClickHouse.', (r) => r.rows);
+    gauge(METRIC.spoolBytes, 'Bytes of the spool on disk.', (r) => r.bytes);
+    gauge(METRIC.spoolOldest, 'Age of the oldest spooled row not yet in ClickHouse (0 when the spool is empty).', (r) => (r.oldestMs === null ? 0 : Math.max(0, (Date.now() - r.oldestMs) / 1000)));
+    gauge(METRIC.storeUp, '1 while ClickHouse takes inserts, 0 from a failed insert until one succeeds.', (r) => (r.up ? 1 : 0));
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: reg });
   }
 

@@ -119,5 +119,5 @@ t.test('/health and /ready', async (t) => {
   t.same(await h.body.json(), { status: 'ok' });
   const r = await request(`${base}/ready`);
   t.equal(r.statusCode, 200);
-  t.same(await r.body.json(), { status: 'ready', store: 'embedded' });
+  t.same(await r.body.json(), { status: 'ready', store: 'embedded', spooled: 0 });
 });

@@ -82,6 +82,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
     username: 'default',
     password: '',
     batch: { max_rows: 10000, flush_ms: 1000, queue_max: 100000 },
+    spool: { commit_ms: 50, max_bytes: 1073741824 },
   });
   t.same(cfg.telemetry, { otlp_endpoint: '', service_name: 'tollgate' });
   t.same(cfg.providers, {});
@@ -249,6 +250,17 @@ t.test('a public host refuses placeholder and short keys, naming the key path; l
   for (const host of ['127.0.0.1', 'localhost', '::1']) {
     t.equal(parseConfig({ server: { host, api_keys: [{ name: 'a', key: 'change-me' }] } }, {}).server.api_keys[0]?.key, 'change-me', `${host}: accepted`);
   }
+});
+
+t.test('storage.spool.max_bytes takes bytes or a size with a unit', async (t) => {
+  const at = (v: unknown) => parseConfig({ storage: { spool: { max_bytes: v } } }, {}).storage.spool.max_bytes;
+  t.equal(at(4096), 4096);
+  t.equal(at('1GiB'), 1024 ** 3);
+  t.equal(at('512MiB'), 512 * 1024 ** 2);
+  t.equal(at('64m'), 64 * 1024 ** 2);
+  t.equal(at('2g'), 2 * 1024 ** 3);
+  const bad = issuesOf(t, () => parseConfig({ storage: { spool: { max_bytes: 'lots' } } }, {}));
+  t.same(bad.map((i) => i.path), ['storage.spool.max_bytes']);
 });
 
 t.test('duplicate api key names are refused', async (t) => {

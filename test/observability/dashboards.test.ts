@@ -223,7 +223,7 @@ const exported = exportedNames(await gw.metrics());
 const prom = await startPrometheus(t, { targets: [new URL(gw.url).host], scrapeInterval: '2s' });
 // Enough scrapes for rate() over the 1m that stands for $__rate_interval.
 await waitFor(async () => {
-  const r = await prom.api<Vector>('query', { query: 'count_over_time(tollgate_usage_queue_depth[1m])' });
+  const r = await prom.api<Vector>('query', { query: 'count_over_time(tollgate_spool_rows[1m])' });
   return Number(r.result[0]?.value[1] ?? 0) >= 3;
 }, 30_000);
 

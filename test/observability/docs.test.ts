@@ -12,6 +12,8 @@ import { request } from 'undici';
 import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { Metrics } from '../../src/telemetry/metrics.js';
+
+const IDLE = { rows: 0, bytes: 0, oldestMs: null, up: true };
 import { ATTR } from '../../src/telemetry/names.js';
 
 const DOC = readFileSync(resolve(import.meta.dirname, '../../docs/observability.md'), 'utf8');
@@ -228,8 +230,8 @@ const appFamilies = parseExposition(await scrape());
 
 // Process metrics: startApp turns them off; main.ts builds the app with the default, which adds them to the same
 // registry. They are the difference between the Metrics class with its defaults and without them.
-const plain = parseExposition(await new Metrics(() => 0, { processMetrics: false }).registry.metrics());
-const processFamilies = [...parseExposition(await new Metrics(() => 0).registry.metrics()).values()].filter((f) => !plain.has(f.name));
+const plain = parseExposition(await new Metrics(() => IDLE, { processMetrics: false }).registry.metrics());
+const processFamilies = [...parseExposition(await new Metrics(() => IDLE).registry.metrics()).values()].filter((f) => !plain.has(f.name));
 const families = [...appFamilies.values(), ...processFamilies];
 const emitted = emittedNames(families);
 

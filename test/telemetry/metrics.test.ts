@@ -3,7 +3,9 @@
 // counters and queue gauge; and recordAttributes, which leaves unreported buckets out.
 
 import t from 'tap';
-import { Metrics } from '../../src/telemetry/metrics.js';
+import { Metrics, type RecordingState } from '../../src/telemetry/metrics.js';
+
+const IDLE: RecordingState = { rows: 0, bytes: 0, oldestMs: null, up: true };
 import { recordAttributes } from '../../src/telemetry/tracing.js';
 import { makeRecord, type RecordInput, type UsageRecord } from '../../src/usage/record.js';
 import { NO_USAGE } from '../../src/usage/types.js';
@@ -42,8 +44,8 @@ const NOWHERE = rec({
   errorType: 'TOLLGATE_ERR_MODEL_NOT_FOUND', usage: NO_USAGE, usageSource: 'none', cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 1 }, upstreamMs: null,
 });
 
-async function scrape(records: UsageRecord[], depth = () => 0): Promise<{ m: Metrics; text: string }> {
-  const m = new Metrics(depth, { processMetrics: false });
+async function scrape(records: UsageRecord[], recording = () => IDLE): Promise<{ m: Metrics; text: string }> {
+  const m = new Metrics(recording, { processMetrics: false });
   for (const r of records) m.observe(r);
   return { m, text: await m.registry.metrics() };
 }
@@ -140,32 +142,35 @@ t.test('anything not configured is labelled _other', async (t) => {
   t.notMatch(text, /provider=""/, 'no empty provider label');
 });
 
-t.test('writer counters and the queue depth gauge', async (t) => {
-  let depth = 7;
-  const { m, text: fresh } = await scrape([], () => depth);
-  for (const reason of ['queue_full', 'insert_failed']) {
-    t.ok(fresh.split('\n').includes(`tollgate_usage_rows_dropped_total{reason="${reason}"} 0`), `the ${reason} series exists at 0 before any drop`);
-  }
+t.test('writer counters and the spool and store gauges', async (t) => {
+  let state: RecordingState = { rows: 7, bytes: 4096, oldestMs: Date.now() - 30_000, up: false };
+  const { m, text: fresh } = await scrape([], () => state);
+  t.ok(fresh.split('\n').includes('tollgate_usage_rows_dropped_total{reason="spool_full"} 0'), 'the spool_full series exists at 0 before any drop');
   t.ok(fresh.split('\n').includes('tollgate_usage_rows_written_total 0'));
+  t.ok(fresh.split('\n').includes('tollgate_usage_rows_recovered_total 0'));
   m.rowsWritten.inc(5);
   m.rowsWritten.inc(3);
-  m.rowsDropped.inc({ reason: 'queue_full' }, 2);
-  m.rowsDropped.inc({ reason: 'insert_failed' }, 4);
+  m.rowsDropped.inc({ reason: 'spool_full' }, 2);
+  m.rowsRecovered.inc(11);
   let text = await m.registry.metrics();
   t.equal(metricValue(text, 'tollgate_usage_rows_written_total', {}), 8);
-  t.equal(metricValue(text, 'tollgate_usage_rows_dropped_total', { reason: 'queue_full' }), 2);
-  t.equal(metricValue(text, 'tollgate_usage_rows_dropped_total', { reason: 'insert_failed' }), 4);
-  t.equal(metricValue(text, 'tollgate_usage_queue_depth', {}), 7, 'the gauge reads the queue at scrape time');
-  t.match(text, /\n# TYPE tollgate_usage_queue_depth gauge\n/);
-  depth = 0;
+  t.equal(metricValue(text, 'tollgate_usage_rows_dropped_total', { reason: 'spool_full' }), 2);
+  t.equal(metricValue(text, 'tollgate_usage_rows_recovered_total', {}), 11);
+  t.equal(metricValue(text, 'tollgate_spool_rows', {}), 7, 'the gauges read the spool at scrape time');
+  t.equal(metricValue(text, 'tollgate_spool_bytes', {}), 4096);
+  const age = metricValue(text, 'tollgate_spool_oldest_seconds', {});
+  t.ok(age >= 30 && age < 40, `oldest ${age} s`);
+  t.equal(metricValue(text, 'tollgate_store_up', {}), 0);
+  t.match(text, /\n# TYPE tollgate_spool_rows gauge\n/);
+  state = IDLE;
   text = await m.registry.metrics();
-  t.equal(metricValue(text, 'tollgate_usage_queue_depth', {}), 0, 'and follows it');
+  t.same(['tollgate_spool_rows', 'tollgate_spool_bytes', 'tollgate_spool_oldest_seconds', 'tollgate_store_up'].map((n) => metricValue(text, n, {})), [0, 0, 0, 1], 'and follow it');
 });
 
 t.test('process metrics are optional and registries are per instance', async (t) => {
   const quiet = await scrape([STREAMED]);
   t.notMatch(quiet.text, /process_cpu_user_seconds_total/);
-  const loud = new Metrics(() => 0);
+  const loud = new Metrics(() => IDLE);
   t.match(await loud.registry.metrics(), /process_cpu_user_seconds_total/);
   const other = await scrape([]);
   t.equal(metricValue(other.text, 'tollgate_requests_total', {}), 0, 'a second instance starts from zero');
