@@ -137,7 +137,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
   // Collected once, depth-checked before parsing, bytes released once decoded (src/json-body.ts).
-  registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: cfg.server.json_max_depth });
+  registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: () => holder.current.server.json_max_depth });
   app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting });
   app.decorateRequest('apiKeyName', '');
 

@@ -16,8 +16,8 @@ import { TollgateError } from './errors.js';
 export interface JsonBodyOptions {
   /** server.body_limit_bytes: more is 413. */
   readonly limit: number;
-  /** server.json_max_depth: more nested arrays/objects is 400 TOLLGATE_ERR_BAD_REQUEST. */
-  readonly maxDepth: number;
+  /** server.json_max_depth, read per request (a live config edit applies): deeper is 400 TOLLGATE_ERR_BAD_REQUEST. */
+  readonly maxDepth: () => number;
 }
 
 // Below this, bytes come from Node's shared pool and are not worth releasing early.
@@ -140,5 +140,5 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
 export function registerJsonBody(app: FastifyInstance, opts: JsonBodyOptions): void {
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', async (_req: FastifyRequest, payload: IncomingMessage) =>
-    parseJsonBody(await collect(payload, opts.limit), opts.maxDepth));
+    parseJsonBody(await collect(payload, opts.limit), opts.maxDepth()));
 }
