@@ -3,6 +3,7 @@
 // prototype poisoning, body limit) on a real socket.
 
 import t from 'tap';
+import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { jsonDepth, parseJsonBody } from '../src/json-body.js';
 import { DEMO_PROVIDER, startApp } from './helpers/app.js';
@@ -114,9 +115,9 @@ t.test('the body limit is still a 413, with or without a content-length', async 
   t.equal(((await withLength.body.json()) as { error: { code: string } }).error.code, 'TOLLGATE_ERR_BODY_TOO_LARGE');
   const chunked = await request(`${small.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: (async function* () {
+    body: Readable.from((async function* () {
       for (let i = 0; i < 4; i++) yield Buffer.from(big.slice(i * 30_000, (i + 1) * 30_000));
-    })(),
+    })()),
   });
   t.equal(chunked.statusCode, 413);
   t.equal(((await chunked.body.json()) as { error: { code: string } }).error.code, 'TOLLGATE_ERR_BODY_TOO_LARGE');
@@ -125,10 +126,10 @@ t.test('the body limit is still a 413, with or without a content-length', async 
   const cut = utf8.indexOf(Buffer.from('日')) + 1;
   const fits = await request(`${small.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' },
-    body: (async function* () {
+    body: Readable.from((async function* () {
       yield utf8.subarray(0, cut);
       yield utf8.subarray(cut);
-    })(),
+    })()),
   });
   t.equal(fits.statusCode, 200);
   await fits.body.dump();

@@ -48,7 +48,7 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
   const stack: Frame[] = [];
   const ancestors = new Set<object>();
 
-  /** Write a prepared value, or open a frame for it; false when the value is skipped. */
+  /** Write a prepared (not skipped) value, or open a frame for it. */
   const open = (v: unknown): void => {
     if (typeof v === 'string') {
       if (v.length <= SLICE_CHARS) put(JSON.stringify(v));

@@ -2,12 +2,12 @@
 // seeded generator of random values (fast-check is not a dependency), each checked at several chunk sizes, so
 // that every chunk and slice boundary falls somewhere different.
 
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { jsonBody, jsonChunks } from '../../src/providers/json-stream.js';
 
 const text = (v: unknown, chunkChars?: number) => Buffer.concat([...jsonChunks(v, chunkChars)]).toString('utf8');
 
-function same(t: Tap.Test, v: unknown, name: string): void {
+function same(t: Test, v: unknown, name: string): void {
   const want = JSON.stringify(v);
   for (const size of [1, 7, 4096, undefined]) {
     if (want === undefined) t.equal(text(v, size), '', `${name} (chunks of ${size ?? 'default'}): nothing, as JSON.stringify gives undefined`);
