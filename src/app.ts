@@ -9,6 +9,7 @@ import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
 import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody, toTollgateError } from './errors.js';
+import { registerJsonBody } from './json-body.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -153,6 +154,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
+  // Collected once, depth-checked before parsing, bytes released once decoded (src/json-body.ts).
+  registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: () => holder.current.server.json_max_depth });
   const routes: { method: string; url: string }[] = [];
   app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, routes });
   app.addHook('onRoute', (r) => {

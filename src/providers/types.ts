@@ -10,7 +10,11 @@ export type ChatBody = Record<string, unknown> & { model: string; messages: unkn
 export interface UpstreamRequest {
   readonly path: string;
   readonly headers: Record<string, string>;
-  readonly body: string;
+  /**
+   * The JSON body as a value, not text: the transport serialises it as it sends (src/providers/json-stream.ts,
+   * bytes identical to JSON.stringify), so a large body is never one more whole string and Buffer on top of it.
+   */
+  readonly body: Record<string, unknown>;
 }
 
 export interface StreamChunkInfo {

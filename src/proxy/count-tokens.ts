@@ -27,16 +27,14 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
   }
   const route = await ctx.router.connect(resolved);
   const built = anthropicCodec.buildRequest(canonical, { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig });
-  const upstreamBody = JSON.parse(built.body) as Record<string, unknown>;
-  delete upstreamBody.max_tokens;
-  delete upstreamBody.stream;
+  const { max_tokens: _maxTokens, stream: _stream, ...upstreamBody } = built.body;
   const gone = new ClientAbort();
   const onClose = () => gone.abort();
   reply.raw.once('close', onClose);
   try {
     const res = await ctx.dispatcher.send(
       route.connection?.id ?? route.providerId, route.provider,
-      { path: `${built.path}/count_tokens`, headers: built.headers, body: JSON.stringify(upstreamBody) },
+      { path: `${built.path}/count_tokens`, headers: built.headers, body: upstreamBody },
       { stream: false, signal: gone },
     );
     const text = await res.text();

@@ -4,9 +4,10 @@
 
 import { EventEmitter } from 'node:events';
 import { Pool } from 'undici';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../errors.js';
+import { jsonBody } from '../providers/json-stream.js';
 import { mockRespond } from '../providers/mock/index.js';
 import type { UpstreamRequest } from '../providers/types.js';
 import { connectionsOf } from '../routing/connections.js';
@@ -68,6 +69,12 @@ function poolKey(p: ProviderConfig): string {
   return k;
 }
 
+/** The upstream body: one Buffer (with a content-length) when small, else a stream of ~64 KiB chunks (chunked). */
+function requestBody(body: Readonly<Record<string, unknown>>): Buffer | Readable {
+  const bytes = jsonBody(body);
+  return Buffer.isBuffer(bytes) ? bytes : Readable.from(bytes, { objectMode: false });
+}
+
 /** Classify a transport failure (the caller has already ruled out a client that went away). */
 export function classifyTransportError(err: unknown): TollgateError {
   if (err instanceof TollgateError) return err;
@@ -117,6 +124,7 @@ export class Dispatcher {
   }
 
   async send(id: string, p: ProviderConfig, req: UpstreamRequest, opts: SendOptions): Promise<UpstreamResponse> {
+    // In process: the mock reads the body as a value; nothing is serialised.
     if (p.format === 'mock') return mockRespond(p.mock, req.body, opts.signal);
     const stallMs = p.timeouts.stall_s * 1000;
     try {
@@ -124,7 +132,7 @@ export class Dispatcher {
         method: 'POST',
         path: req.path,
         headers: opts.extraHeaders ? { ...req.headers, ...opts.extraHeaders } : req.headers,
-        body: req.body,
+        body: requestBody(req.body),
         signal: opts.signal,
         headersTimeout: opts.stream ? stallMs : p.timeouts.request_s * 1000,
         bodyTimeout: stallMs,

@@ -42,6 +42,8 @@ export interface Received {
   readonly path: string;
   readonly headers: IncomingMessage['headers'];
   readonly body: Record<string, unknown>;
+  /** The body exactly as it arrived (UTF-8). */
+  readonly text: string;
 }
 
 export const DEFAULT_USAGE: FakeUsage = { prompt_tokens: 11, completion_tokens: 7, cached_tokens: 3, reasoning_tokens: 2 };
@@ -105,8 +107,9 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const parts: Buffer[] = [];
     for await (const c of req) parts.push(c as Buffer);
-    const body = JSON.parse(Buffer.concat(parts).toString('utf8') || '{}') as Record<string, unknown>;
-    received.push({ path: req.url ?? '', headers: req.headers, body });
+    const text = Buffer.concat(parts).toString('utf8');
+    const body = JSON.parse(text || '{}') as Record<string, unknown>;
+    received.push({ path: req.url ?? '', headers: req.headers, body, text });
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
     });

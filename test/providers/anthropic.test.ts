@@ -14,6 +14,7 @@ import { parseStopReason, renderStopReason } from '../../src/providers/anthropic
 import { anthropicUsage, renderUsage } from '../../src/providers/anthropic/usage.js';
 import type { CanonicalRequest, CanonicalResponse, StopReason } from '../../src/translate/canonical.js';
 import { totalTokens } from '../../src/usage/types.js';
+import { wireJson } from '../helpers/wire.js';
 
 const fixture = (name: string) => JSON.parse(readFileSync(new URL(`../fixtures/anthropic/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
 
@@ -41,7 +42,7 @@ const cfg = parseConfig(
 );
 const provider = (id: string): ProviderConfig => cfg.providers[id]!;
 const target = (modelId: string, providerId = 'anthropic'): Target => ({ providerId, provider: provider(providerId), modelId, model: provider(providerId).models[modelId] ?? null });
-const built = (req: CanonicalRequest, tg: Target = target(SONNET)) => JSON.parse(anthropicCodec.buildRequest(req, tg).body) as Record<string, unknown>;
+const built = (req: CanonicalRequest, tg: Target = target(SONNET)) => wireJson(anthropicCodec.buildRequest(req, tg).body) as Record<string, unknown>;
 const base: CanonicalRequest = { model: 'm', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], stream: false };
 
 const WEATHER_SCHEMA = {
@@ -131,7 +132,7 @@ t.test('buildRequest: the fixture request to Anthropic, as the API expects it', 
     accept: 'text/event-stream',
     'x-api-key': 'sk-ant-test',
   });
-  t.strictSame(JSON.parse(up.body), {
+  t.strictSame(wireJson(up.body), {
     model: SONNET,
     max_tokens: 8192,
     system: [
@@ -230,7 +231,7 @@ t.test('buildRequest from another format: alternation, tool results first, drops
   };
   const up = anthropicCodec.buildRequest(req, target(SONNET));
   t.equal(up.headers.accept, 'application/json', 'not streamed');
-  t.strictSame(JSON.parse(up.body), {
+  t.strictSame(wireJson(up.body), {
     model: SONNET,
     max_tokens: 64000,
     system: 'Be brief.',
@@ -297,11 +298,11 @@ t.test('buildRequest: max_tokens, path, headers and auth', async (t) => {
   t.notOk('x-api-key' in proxied.headers);
   t.equal(proxied.headers['anthropic-version'], '2024-01-01', 'a configured anthropic-version replaces the default');
   t.equal(proxied.headers.accept, 'text/event-stream');
-  t.equal(JSON.parse(proxied.body).stream, true);
+  t.equal(wireJson(proxied.body).stream, true);
 
   const open = anthropicCodec.buildRequest(base, target('claude-x', 'open'));
   t.strictSame(open.headers, { 'anthropic-version': '2023-06-01', 'content-type': 'application/json', accept: 'application/json' }, 'auth none: no key header');
-  t.notOk('stream' in JSON.parse(open.body), 'stream is only sent when true');
+  t.notOk('stream' in wireJson(open.body), 'stream is only sent when true');
 });
 
 t.test('anthropicThinking: the shared table of docs/thinking.md, and the clamp', async (t) => {

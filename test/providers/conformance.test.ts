@@ -26,6 +26,7 @@ import { profileOf } from '../fixtures/conformance/index.js';
 import type { WireCodec } from '../../src/providers/codec.js';
 import { codecFor } from '../../src/providers/registry.js';
 import type { CanonicalResponse } from '../../src/translate/canonical.js';
+import { wireJson, wireText } from '../helpers/wire.js';
 
 const CODECS = registryCodecs();
 const CLIENT_MODEL = 'client-model';
@@ -57,7 +58,7 @@ for (const { format, codec, formats } of CODECS) {
       const up = codec.buildRequest(c.request, target);
       let body: unknown;
       try {
-        body = JSON.parse(up.body);
+        body = wireJson(up.body);
       } catch (err) {
         t.fail(`${c.name}: the built body is not JSON: ${String(err)}`);
         continue;
@@ -83,7 +84,7 @@ for (const { format, codec, formats } of CODECS) {
       const c = requestCases(foreign).find((x) => x.model === 'reasoning')!;
       const body = codec.buildRequest({ ...c.request, model: target.modelId }, target).body;
       for (const secret of foreign.secrets) {
-        t.notOk(body.includes(secret), `${foreign.family} opaque data (${secret.slice(0, 12)}...) is not sent to a ${format} upstream`);
+        t.notOk(wireText(body).includes(secret), `${foreign.family} opaque data (${secret.slice(0, 12)}...) is not sent to a ${format} upstream`);
       }
     }
   });

@@ -8,6 +8,7 @@ import { TollgateError } from '../../src/errors.js';
 import type { Target } from '../../src/providers/codec.js';
 import { geminiCodec } from '../../src/providers/gemini/index.js';
 import type { CanonicalRequest, ThinkingLevel } from '../../src/translate/canonical.js';
+import { wireJson } from '../helpers/wire.js';
 
 const fixture = (name: string): Record<string, unknown> => JSON.parse(readFileSync(new URL(`../fixtures/gemini/${name}`, import.meta.url), 'utf8')) as Record<string, unknown>;
 
@@ -37,7 +38,7 @@ const target = (modelId: string): Target => ({ providerId: 'google', provider: g
 
 function build(req: CanonicalRequest, modelId = 'gemini-2.5-flash') {
   const up = geminiCodec.buildRequest(req, target(modelId));
-  return { ...up, json: JSON.parse(up.body) as Record<string, unknown> };
+  return { ...up, json: wireJson(up.body) as Record<string, unknown> };
 }
 
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
@@ -412,7 +413,7 @@ t.test('buildRequest: base URL path, custom auth header, no auth', async (t) => 
   t.equal(up.path, '/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
   t.equal(up.headers.authorization, 'Bearer k2', 'an Authorization header carries a bearer token');
   t.notOk('x-goog-api-key' in up.headers);
-  t.strictSame(JSON.parse(up.body), { contents: [] });
+  t.strictSame(wireJson(up.body), { contents: [] });
 
   const open = parseConfig({ providers: { local: { group: 'free', format: 'gemini', base_url: 'http://127.0.0.1:9000/v1beta' } } }, {}).providers.local!;
   const r2 = geminiCodec.buildRequest(req, { providerId: 'local', provider: open, modelId: 'm', model: null });

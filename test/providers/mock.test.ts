@@ -23,7 +23,7 @@ async function bytes(res: UpstreamResponse): Promise<Buffer> {
 }
 
 async function respond(body: Record<string, unknown>, opts: MockOptions = OPTS, signal = new AbortController().signal) {
-  return mockRespond(opts, JSON.stringify({ model: 'echo-1', messages: msgs('hello there'), ...body }), signal);
+  return mockRespond(opts, { model: 'echo-1', messages: msgs('hello there'), ...body }, signal);
 }
 
 t.test('planMock: words, input tokens and finish reason', async (t) => {
@@ -144,7 +144,7 @@ t.test('latency and chunk delay', async (t) => {
 
 t.test('abort signal stops a stream mid-way', async (t) => {
   const ac = new AbortController();
-  const res = await mockRespond({ chunks: 1000, latency_ms: 0, chunk_delay_ms: 20 }, JSON.stringify({ model: 'm', messages: [], stream: true }), ac.signal);
+  const res = await mockRespond({ chunks: 1000, latency_ms: 0, chunk_delay_ms: 20 }, { model: 'm', messages: [], stream: true }, ac.signal);
   const p = new SseParser();
   let frames = 0;
   const t0 = performance.now();
@@ -165,12 +165,12 @@ t.test('abort signal stops the initial latency', async (t) => {
   const ac = new AbortController();
   const t0 = performance.now();
   setTimeout(() => ac.abort(), 30);
-  const err = await mockRespond({ chunks: 5, latency_ms: 10_000, chunk_delay_ms: 0 }, JSON.stringify({ model: 'm', messages: [] }), ac.signal).catch((e: unknown) => e);
+  const err = await mockRespond({ chunks: 5, latency_ms: 10_000, chunk_delay_ms: 0 }, { model: 'm', messages: [] }, ac.signal).catch((e: unknown) => e);
   t.equal((err as Error).name, 'AbortError', 'rejects with AbortError');
   t.ok(performance.now() - t0 < 1000, 'without waiting out latency_ms');
 
   const pre = new AbortController();
   pre.abort();
-  const err2 = await mockRespond({ chunks: 5, latency_ms: 50, chunk_delay_ms: 0 }, JSON.stringify({ model: 'm', messages: [] }), pre.signal).catch((e: unknown) => e);
+  const err2 = await mockRespond({ chunks: 5, latency_ms: 50, chunk_delay_ms: 0 }, { model: 'm', messages: [] }, pre.signal).catch((e: unknown) => e);
   t.equal((err2 as Error).name, 'AbortError', 'an already aborted signal');
 });

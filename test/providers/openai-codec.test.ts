@@ -13,6 +13,7 @@ import {
 import { SseParser, type SseFrame } from '../../src/proxy/sse.js';
 import type { CanonicalEvent, CanonicalRequest, CanonicalResponse, Part } from '../../src/translate/canonical.js';
 import { totalTokens, type Usage } from '../../src/usage/types.js';
+import { wireJson } from '../helpers/wire.js';
 
 // Parsed wire JSON, read field by field in assertions.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -159,7 +160,7 @@ function target(providerId: string, modelId: string): Target {
 }
 
 const minimal = (extra: Json = {}): Json => ({ model: 'm', messages: [{ role: 'user', content: 'hi' }], ...extra });
-const built = (req: CanonicalRequest, tgt: Target): Json => JSON.parse(openaiCodec.buildRequest(req, tgt).body) as Json;
+const built = (req: CanonicalRequest, tgt: Target): Json => wireJson(openaiCodec.buildRequest(req, tgt).body) as Json;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Requests
@@ -327,7 +328,7 @@ t.test('buildRequest: a DeepSeek reasoning model (family deepseek)', async (t) =
   t.equal(up.headers.authorization, 'Bearer sk-ds');
   t.equal(up.headers.accept, 'text/event-stream');
   t.equal(up.headers['content-type'], 'application/json');
-  t.strictSame(JSON.parse(up.body), {
+  t.strictSame(wireJson(up.body), {
     model: 'deepseek-chat',
     messages: [
       { role: 'system', content: 'You are a weather assistant.' },

@@ -10,6 +10,7 @@ import { renderUsage, responsesCodec, responsesUsage } from '../../src/providers
 import { TollgateError } from '../../src/errors.js';
 import type { CanonicalRequest, CanonicalResponse, StopReason } from '../../src/translate/canonical.js';
 import { totalTokens } from '../../src/usage/types.js';
+import { wireJson } from '../helpers/wire.js';
 
 const fixture = (name: string) => new URL(`../fixtures/openai-responses/${name}`, import.meta.url);
 const json = (name: string) => JSON.parse(readFileSync(fixture(name), 'utf8')) as Record<string, unknown>;
@@ -49,7 +50,7 @@ const provider = cfg.providers.oai!;
 const target = (modelId: string): Target => ({ providerId: 'oai', provider, modelId, model: provider.models[modelId] ?? null });
 const built = (req: CanonicalRequest, modelId: string) => {
   const up = responsesCodec.buildRequest(req, target(modelId));
-  return { ...up, json: JSON.parse(up.body) as Record<string, unknown> };
+  return { ...up, json: wireJson(up.body) as Record<string, unknown> };
 };
 const canon = (extra: Partial<CanonicalRequest> = {}): CanonicalRequest => ({ model: 'm', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], stream: false, ...extra });
 

@@ -8,6 +8,7 @@ import { openaiAdapter } from '../../src/providers/openai/index.js';
 import { openaiUsage } from '../../src/providers/openai/usage.js';
 import { SseParser } from '../../src/proxy/sse.js';
 import { totalTokens } from '../../src/usage/types.js';
+import { wireJson } from '../helpers/wire.js';
 
 const fixture = (name: string) => new URL(`../fixtures/openai/${name}`, import.meta.url);
 const json = (name: string) => JSON.parse(readFileSync(fixture(name), 'utf8')) as Record<string, unknown> & { usage: Record<string, number> };
@@ -141,7 +142,7 @@ t.test('chatRequest: model id, usage request and auth', async (t) => {
   const body = { model: 'openai/gpt-4o', messages: [{ role: 'user', content: 'hi' }], stream: true, stream_options: { include_obfuscation: false } };
   const req = openaiAdapter.chatRequest(p, 'gpt-4o', body, true);
   t.equal(req.path, '/v1/chat/completions');
-  const sent = JSON.parse(req.body) as Record<string, unknown>;
+  const sent = wireJson(req.body) as Record<string, unknown>;
   t.equal(sent.model, 'gpt-4o', 'the provider prefix is gone');
   t.same(sent.stream_options, { include_obfuscation: false, include_usage: true }, 'usage asked for, other stream options kept');
   t.same(sent.messages, body.messages);
@@ -150,9 +151,9 @@ t.test('chatRequest: model id, usage request and auth', async (t) => {
   t.equal(req.headers['OpenAI-Organization'], 'org-1');
   t.equal(body.model, 'openai/gpt-4o', "the client's body is not modified");
 
-  const unary = JSON.parse(openaiAdapter.chatRequest(p, 'gpt-4o', { model: 'x', messages: [] }, true).body) as Record<string, unknown>;
+  const unary = wireJson(openaiAdapter.chatRequest(p, 'gpt-4o', { model: 'x', messages: [] }, true).body) as Record<string, unknown>;
   t.notOk('stream_options' in unary, 'no stream_options on a non-streamed request');
-  const noAsk = JSON.parse(openaiAdapter.chatRequest(p, 'gpt-4o', { model: 'x', messages: [], stream: true }, false).body) as Record<string, unknown>;
+  const noAsk = wireJson(openaiAdapter.chatRequest(p, 'gpt-4o', { model: 'x', messages: [], stream: true }, false).body) as Record<string, unknown>;
   t.notOk('stream_options' in noAsk, 'not asked: nothing added');
 
   const custom = parseConfig({ providers: { az: { group: 'paid', format: 'openai', base_url: 'https://x.example.com/openai', auth: { type: 'api_key', key: 'k', header: 'api-key' } } } }, {}).providers.az!;

@@ -278,5 +278,5 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   if (req.stream) body.stream = true;
 
   // Anthropic's base_url has no /v1 (https://api.anthropic.com).
-  return { path: endpointPath(target.provider, '/v1/messages'), headers: buildHeaders(target.provider, req.stream), body: JSON.stringify(body) };
+  return { path: endpointPath(target.provider, '/v1/messages'), headers: buildHeaders(target.provider, req.stream), body };
 }

@@ -54,7 +54,7 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Upstr
   return {
     path,
     headers: { ...target.provider.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...authHeaders(target) },
-    body: JSON.stringify(body),
+    body,
   };
 }
 

@@ -61,9 +61,8 @@ function responseHeaders(stream: boolean): Record<string, string> {
 }
 
 /** Serve one request in process, as an upstream would. `signal` aborts the stream. */
-export async function mockRespond(opts: MockOptions, rawBody: string, abort: AbortLike): Promise<UpstreamResponse> {
+export async function mockRespond(opts: MockOptions, body: Readonly<Record<string, unknown>>, abort: AbortLike): Promise<UpstreamResponse> {
   const signal = abort instanceof AbortSignal ? abort : abort.toSignal();
-  const body = JSON.parse(rawBody) as Record<string, unknown>;
   const model = String(body.model);
   const plan = planMock(opts, body);
   const id = `chatcmpl-mock-${plan.inputTokens}-${plan.words.length}`;

@@ -151,6 +151,6 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   return {
     path: endpointPath(p, '/responses', '/v1'),
     headers: { ...p.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
-    body: JSON.stringify(out),
+    body: out,
   };
 }

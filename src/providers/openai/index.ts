@@ -5,8 +5,6 @@ import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '..
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { openaiUsage } from './usage.js';
 
-
-
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
 
 export const openaiAdapter: ChatAdapter = {
@@ -28,7 +26,7 @@ export const openaiAdapter: ChatAdapter = {
       // The in-process mock has no URL; it answers on OpenAI's path.
       path: endpointPath(p, '/chat/completions', '/v1'),
       headers: { ...p.headers, 'content-type': 'application/json', accept: body.stream === true ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
-      body: JSON.stringify(out),
+      body: out,
     };
   },
 
