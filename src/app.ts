@@ -7,6 +7,7 @@ import { KeyRing } from './auth.js';
 import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
 import { TollgateError, errorBody, toTollgateError } from './errors.js';
+import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -72,8 +73,12 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     // Per-request access logs would double the I/O of the request path; the usage row is the access log.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Malformed URLs and bytes the HTTP parser refuses are answered in the one error shape too (http-errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
   });
   const log: FastifyBaseLogger = app.log;
+  serveUnknownExpectations(app.server);
 
   const store = openStore(cfg.storage);
   try {
