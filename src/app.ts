@@ -10,6 +10,7 @@ import type { Config } from './config/types.js';
 import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody, toTollgateError } from './errors.js';
 import { registerJsonBody } from './json-body.js';
+import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -77,8 +78,12 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     return503OnClosing: true,
     // The client IP (rate limits, logs) is the socket address unless the peer is a trusted proxy (restart to change).
     trustProxy: cfg.server.trust_proxy.length === 0 ? false : [...cfg.server.trust_proxy],
+    // Malformed URLs and bytes the HTTP parser refuses are answered in the one error shape too (http-errors.ts).
+    frameworkErrors,
+    clientErrorHandler,
   });
   const log: FastifyBaseLogger = app.log;
+  serveUnknownExpectations(app.server);
 
   const store = openStore(cfg.storage);
   try {

@@ -79,6 +79,10 @@ export function toTollgateError(err: unknown): TollgateError {
       return new TollgateError('TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new TollgateError('TOLLGATE_ERR_INVALID_JSON', 'request body is empty; a JSON object is expected');
+    case 'FST_ERR_BAD_URL':
+      return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'the request URL is not valid: it has a malformed percent-encoding');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'a path parameter of the request URL is too long');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return new TollgateError('TOLLGATE_ERR_INVALID_JSON', `request body is not valid JSON: ${e.message ?? ''}`);
     default:

@@ -9,6 +9,7 @@ import { geminiCodec } from '../providers/gemini/index.js';
 import { chatIncludeUsage, createOpenAIChatRenderer, openaiCodec } from '../providers/openai/codec.js';
 import { responsesCodec } from '../providers/openai-responses/index.js';
 import { codecFor } from '../providers/registry.js';
+import { own } from '../own.js';
 import { autoSwitch, type BudgetGate } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
 import { listModels } from '../routing/resolve.js';
@@ -38,9 +39,13 @@ const CHAT: InboundSpec = {
 const MESSAGES: InboundSpec = { endpoint: 'messages', codec: anthropicCodec };
 const RESPONSES: InboundSpec = { endpoint: 'responses', codec: responsesCodec };
 
-/** `{model}:generateContent` or `{model}:streamGenerateContent` (the model may contain '/'). */
+/**
+ * `{model}:generateContent` or `{model}:streamGenerateContent` (the model may contain '/', sent as is or as %2F).
+ * The router has already percent-decoded the wildcard once (and answered a malformed escape with a 400): decoding it
+ * again would turn `%25` into a lone '%' and throw a URIError.
+ */
 function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } {
-  const rest = decodeURIComponent((req.params as { '*': string })['*'] ?? '');
+  const rest = (req.params as { '*'?: string })['*'] ?? '';
   const colon = rest.lastIndexOf(':');
   const action = colon === -1 ? '' : rest.slice(colon + 1);
   if (action !== 'generateContent' && action !== 'streamGenerateContent') {
@@ -67,10 +72,10 @@ function chatNeedsTranslation(cfg: Config, body: unknown, budget: BudgetGate): b
   // A combo runs its attempts through the canonical model; so does a target the budget auto-switch rewrites.
   if (comboOf(cfg, model) !== undefined || autoSwitch(cfg, model, budget).switched) return true;
   const slash = model.indexOf('/');
-  const provider = cfg.providers[model.slice(0, Math.max(0, slash))];
+  const provider = own(cfg.providers, model.slice(0, Math.max(0, slash)));
   if (provider === undefined) return false;
   if (provider.format !== 'openai' && provider.format !== 'mock') return true;
-  const caps = provider.models[model.slice(slash + 1)]?.capabilities;
+  const caps = own(provider.models, model.slice(slash + 1))?.capabilities;
   return caps !== undefined && caps.length > 0 && usesExcluded(b as Record<string, unknown>, caps);
 }
 
@@ -78,12 +83,12 @@ function chatNeedsTranslation(cfg: Config, body: unknown, budget: BudgetGate): b
 function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): boolean {
   if (!caps.includes('tools') && (body.tools !== undefined || body.tool_choice !== undefined)) return true;
   if (!caps.includes('structured_output') && (body.response_format as { type?: unknown } | undefined)?.type === 'json_schema') return true;
-  const need = { image_url: 'vision', file: 'pdf', input_audio: 'audio' } as const;
+  const need: Readonly<Record<string, string>> = { image_url: 'vision', file: 'pdf', input_audio: 'audio' };
   if (caps.includes('vision') && caps.includes('pdf') && caps.includes('audio')) return false;
   for (const m of Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : []) {
     if (!Array.isArray(m?.content)) continue;
     for (const part of m.content as { type?: unknown }[]) {
-      const cap = need[part?.type as keyof typeof need];
+      const cap = typeof part?.type === 'string' ? own(need, part.type) : undefined;
       if (cap !== undefined && !caps.includes(cap)) return true;
     }
   }

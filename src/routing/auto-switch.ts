@@ -4,6 +4,7 @@
 
 import type { Config } from '../config/types.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
+import { own } from '../own.js';
 
 export interface BudgetGate {
   /** True while the daily budget is exceeded (until its window resets). */
@@ -27,10 +28,10 @@ function spendsNothing(cfg: Config, model: string): boolean {
   const bare = parseThinkingSuffix(model).model;
   const slash = bare.indexOf('/');
   if (slash > 0) {
-    const group = cfg.providers[bare.slice(0, slash)]?.group;
+    const group = own(cfg.providers, bare.slice(0, slash))?.group;
     return group === 'free' || group === 'subscription';
   }
-  const combo = Object.hasOwn(cfg.combos, bare) ? cfg.combos[bare] : undefined;
+  const combo = own(cfg.combos, bare);
   return combo !== undefined && combo.models.every((m) => spendsNothing(cfg, m));
 }
 
@@ -39,7 +40,7 @@ export function switchTargetExists(cfg: Config, to: string): boolean {
   const bare = parseThinkingSuffix(to).model;
   if (Object.hasOwn(cfg.combos, bare)) return true;
   const slash = bare.indexOf('/');
-  const p = slash > 0 ? cfg.providers[bare.slice(0, slash)] : undefined;
+  const p = slash > 0 ? own(cfg.providers, bare.slice(0, slash)) : undefined;
   return p !== undefined && (p.allow_unlisted_models || Object.hasOwn(p.models, bare.slice(slash + 1)));
 }
 

@@ -11,6 +11,7 @@ import type { ComboConfig, Config } from '../config/types.js';
 import type { CanonicalRequest, ThinkingLevel } from '../translate/canonical.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
 import { resolveModel, type Route } from './resolve.js';
+import { own } from '../own.js';
 
 export interface Member {
   /** The member as written in the combo (may carry a `(level)` suffix). */
@@ -22,7 +23,7 @@ export interface Member {
 }
 
 export function comboOf(cfg: Config, name: string): ComboConfig | undefined {
-  return Object.hasOwn(cfg.combos, name) ? cfg.combos[name] : undefined;
+  return own(cfg.combos, name);
 }
 
 export function member(cfg: Config, spec: string): Member {

@@ -3,6 +3,7 @@
 import type { Config, ModelConfig, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../errors.js';
 import type { Connection } from './connections.js';
+import { own } from '../own.js';
 
 export interface Route {
   /** Provider prefix. */
@@ -22,11 +23,11 @@ export function resolveModel(cfg: Config, requested: string): Route {
   const slash = requested.indexOf('/');
   const providerId = slash > 0 ? requested.slice(0, slash) : '';
   const modelId = slash > 0 ? requested.slice(slash + 1) : '';
-  const provider = providerId ? cfg.providers[providerId] : undefined;
+  const provider = providerId ? own(cfg.providers, providerId) : undefined;
   const notFound = () =>
     new TollgateError('TOLLGATE_ERR_MODEL_NOT_FOUND', `model '${requested.slice(0, 200)}' is not configured; GET /v1/models lists the models`, { param: 'model' });
   if (!provider || !modelId) throw notFound();
-  const modelConfig = Object.hasOwn(provider.models, modelId) ? provider.models[modelId]! : null;
+  const modelConfig = own(provider.models, modelId) ?? null;
   if (!modelConfig && !provider.allow_unlisted_models) throw notFound();
   return { providerId, provider, modelId, model: `${providerId}/${modelId}`, modelConfig };
 }

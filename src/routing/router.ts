@@ -9,6 +9,7 @@ import { Cooldowns, type CooldownState } from './cooldown.js';
 import { NEVER_EXCEEDED, type BudgetGate } from './auto-switch.js';
 import type { UpstreamFailure } from './failures.js';
 import type { Route } from './resolve.js';
+import { own } from '../own.js';
 
 /** Where an OAuth provider's access token comes from (connections/oauth.ts in the gateway). */
 export interface TokenSource {
@@ -69,7 +70,7 @@ export class Router {
 
   /** The cooldown of a provider: cooling when every connection is. */
   provider(providerId: string): ProviderCooldown {
-    const p = this.#config().providers[providerId];
+    const p = own(this.#config().providers, providerId);
     const conns = p ? connectionsOf(providerId, p) : [];
     const states = conns.map((c) => ({ name: c.name, state: this.cooldowns.cooling(c.id) }));
     const cooling = states.length > 0 && states.every((s) => s.state !== null);

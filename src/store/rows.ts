@@ -5,6 +5,8 @@ import type { UsageRecord } from '../usage/record.js';
 export type RequestRow = Record<string, string | number | boolean | null>;
 
 const money = (usd: number): string => usd.toFixed(12);
+/** Client text with lone UTF-16 surrogates replaced (U+FFFD): ClickHouse refuses them in JSON input. */
+const wellFormed = (s: string): string => s.replace(/\p{Cs}/gu, '\uFFFD');
 
 export function toRow(r: UsageRecord): RequestRow {
   return {
@@ -21,7 +23,7 @@ export function toRow(r: UsageRecord): RequestRow {
     provider: r.provider,
     provider_group: r.providerGroup,
     model: r.model,
-    requested_model: r.requestedModel,
+    requested_model: wellFormed(r.requestedModel),
     api_key_name: r.apiKeyName,
     stream: r.stream,
     status: r.status,

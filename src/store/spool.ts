@@ -9,7 +9,7 @@
 // Segment names sort by creation time and carry a random instance id, so a name is unique and stable: it is the
 // insert deduplication token of its rows, the same on every retry and every replay.
 
-import { closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -169,6 +169,12 @@ export class Spool<Row> {
     this.#sealed.splice(i, 1);
     rmSync(seg.path, { force: true });
     this.#bytes -= seg.bytes;
+  }
+
+  /** Rows ClickHouse refused as data: kept beside the spool (rejected.jsonl, with the reason) for a person to look at. */
+  reject(rows: readonly Row[], err: unknown): void {
+    const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 500);
+    appendFileSync(join(this.#opts.dir, 'rejected.jsonl'), rows.map((row) => `${JSON.stringify({ reason, row })}\n`).join(''));
   }
 
   /** Write and fsync what is buffered and close the file; an empty open segment is removed. */

@@ -18,7 +18,16 @@ export interface WriterOptions {
   readonly retryMaxMs?: number;
 }
 
-export type DropReason = 'spool_full';
+export type DropReason = 'spool_full' | 'rejected';
+
+// ClickHouse answered and refused the rows themselves: the same rows can never succeed, however often they are sent.
+const ROW_ERRORS = /^(CANNOT_PARSE\w*|INCORRECT_DATA|INCORRECT_JSON\w*|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|ILLEGAL_COLUMN|VALUE_IS_OUT_OF_RANGE\w*|ARGUMENT_OUT_OF_BOUND|TOO_LARGE_STRING_SIZE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD\w*|CANNOT_READ_ALL_DATA)$/;
+
+/** Did ClickHouse refuse the data (rather than fail to take it)? Both clients carry its error name in `type`. */
+export function isRowError(err: unknown): boolean {
+  const type = (err as { type?: unknown } | null)?.type;
+  return typeof type === 'string' && ROW_ERRORS.test(type);
+}
 
 export interface WriterEvents<Row = Record<string, unknown>> {
   /** `rows` were stored (they are visible to readers from now on). */
@@ -114,10 +123,10 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     const rows = this.#spool.read(seg);
     for (let attempt = 1; ; attempt++) {
       try {
-        if (rows.length > 0) await this.#store.insert(this.#table, rows, `spool-${seg.name}`);
+        const stored = await this.#insertRows(seg, rows, 0, rows.length);
         this.#spool.remove(seg);
         this.#setUp(true, null);
-        if (rows.length > 0) this.#events.written(rows.length, rows);
+        if (stored.length > 0) this.#events.written(stored.length, stored);
         return true;
       } catch (err) {
         this.#lastError = err;
@@ -126,6 +135,30 @@ export class BatchWriter<Row extends Record<string, unknown>> {
         if (this.#closed) return false;
         await this.#sleep(this.#backoff(attempt));
       }
+    }
+  }
+
+  /**
+   * Insert `rows[from, from + n)`; when ClickHouse refuses the data, split it in halves until the rows it refuses
+   * are alone, and set those aside (spool/rejected.jsonl, counted as dropped): one bad row never holds back the rest.
+   * Every part has its own deterministic token, so a replay of the same split is deduplicated too. Returns the rows
+   * stored; throws when the store fails (not the data), to be retried whole.
+   */
+  async #insertRows(seg: Segment, rows: Row[], from: number, n: number): Promise<Row[]> {
+    if (n === 0) return [];
+    const part = rows.slice(from, from + n);
+    try {
+      await this.#store.insert(this.#table, part, from === 0 && n === rows.length ? `spool-${seg.name}` : `spool-${seg.name}-${from}-${n}`);
+      return part;
+    } catch (err) {
+      if (!isRowError(err)) throw err;
+      if (n === 1) {
+        this.#spool.reject(part, err);
+        this.#events.dropped(1, 'rejected');
+        return [];
+      }
+      const half = Math.ceil(n / 2);
+      return [...(await this.#insertRows(seg, rows, from, half)), ...(await this.#insertRows(seg, rows, from + half, n - half))];
     }
   }
 

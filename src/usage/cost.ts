@@ -4,6 +4,7 @@
 
 import type { Price, ProviderConfig } from '../config/types.js';
 import type { Usage } from './types.js';
+import { own } from '../own.js';
 
 export interface Cost {
   /** What is billed: 0 for subscription and free providers. */
@@ -19,7 +20,7 @@ const PICO_PER_MICRO = 1_000_000; // price per 1M tokens -> pico-dollars per tok
 /** The effective price of one model: the provider's price with the model's overrides on top. */
 export function effectivePrice(provider: ProviderConfig, modelId: string): Price | null {
   const base = provider.price;
-  const over = provider.models[modelId]?.price;
+  const over = own(provider.models, modelId)?.price;
   if (!base && !(over?.input !== undefined && over.output !== undefined)) return null;
   return { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price;
 }

@@ -267,3 +267,34 @@ t.test('a segment inserted twice (a crash between the insert and the delete) cou
   const [raw] = await store.query<{ n: string }>(`SELECT count() AS n FROM ${store.t('requests')} WHERE api_key_name = 'twice'`);
   t.equal(Number(raw!.n), 5, 'not even a duplicate part waiting for a merge: the insert was deduplicated');
 });
+
+t.test('rows ClickHouse refuses as data are set aside one by one; the rest of the segment is stored and nothing waits behind them', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const { log, events: ev } = events();
+  const w = writer(store, { maxRows: 1000, flushMs: 60_000 }, ev, dir);
+  // A lone surrogate, written as the escape JSON.stringify makes of it: ClickHouse's JSON input refuses it.
+  const poison = { ...row('poison'), requested_model: 'bad \ud800 model' };
+  for (let i = 0; i < 6; i++) w.enqueue(i === 3 ? poison : row('poison'));
+  await w.flush();
+  t.same(await countRows('poison'), { n: 5, tokens: 25 }, 'the five good rows are stored');
+  t.same(log.dropped, [[1, 'rejected']], 'the bad one is counted as rejected');
+  t.equal(sum(log.written), 5);
+  t.equal(w.depth, 0, 'the spool is empty: nothing is held back');
+  const rejected = readFileSync(join(dir, 'rejected.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { reason: string; row: RequestRow });
+  t.equal(rejected.length, 1);
+  t.equal(rejected[0]!.row.request_id, poison.request_id, 'kept for a person to look at');
+  t.match(rejected[0]!.reason, /surrogate/);
+  w.enqueue(row('poison'));
+  await w.flush();
+  t.same(await countRows('poison'), { n: 6, tokens: 30 }, 'later rows go through');
+});
+
+t.test('client text with lone surrogates is made well-formed in the row', async (t) => {
+  const r = toRow(makeRecord({
+    requestId: uuidv7(Date.now()), startedAt: Date.now(), endedAt: Date.now(), endpoint: 'chat.completions', provider: '', providerGroup: '',
+    model: '_other', requestedModel: 'x\ud800y\udc00z\ud83d\ude00', modelKnown: false, apiKeyName: 'k', stream: false, status: 'failure', httpStatus: 404,
+    errorType: 'TOLLGATE_ERR_MODEL_NOT_FOUND', usage: { input: null, cached: null, cacheWrite: null, output: null, reasoning: null },
+    usageSource: 'none', cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 1 }, upstreamMs: null,
+  }));
+  t.equal(r.requested_model, 'x\ufffdy\ufffdz\ud83d\ude00', 'lone halves replaced, a real pair kept');
+});

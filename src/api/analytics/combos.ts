@@ -9,6 +9,7 @@ import type { Store } from '../../store/client.js';
 import { periodWindow } from '../../usage/periods.js';
 import { QueryReader, iso, money, pct } from './params.js';
 import { readPeriod } from './usage.js';
+import { own } from '../../own.js';
 
 interface ModelStats {
   model: string;
@@ -68,7 +69,7 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
       const cost = models.reduce((s, m) => s + m.cost, 0);
       return {
         combo: name,
-        strategy: config.current.combos[name]?.strategy ?? null,
+        strategy: own(config.current.combos, name)?.strategy ?? null,
         requests: c.requests,
         successes: c.requests - c.failures,
         failures: c.failures,

@@ -8,6 +8,7 @@ import { TollgateError } from '../../errors.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, DAY, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
+import { own } from '../../own.js';
 
 export const GROUPS: readonly ProviderGroup[] = ['subscription', 'paid', 'free'];
 
@@ -110,9 +111,9 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
     const providers = [...byProvider.entries()]
       .map(([id, { group, ...p }]) => ({
         provider: id,
-        name: config.current.providers[id]?.name ?? id,
+        name: own(config.current.providers, id)?.name ?? id,
         // The configured group; the recorded one for a provider no longer configured.
-        group: config.current.providers[id]?.group ?? (group === '' ? null : group),
+        group: own(config.current.providers, id)?.group ?? (group === '' ? null : group),
         ...rounded(p),
         share_pct: shareBasis === 'cost' ? pct(p.cost, all.cost) : pct(p.tokens, all.tokens),
         avg_cost_per_1m_tokens: perMillion(p.cost, p.tokens),

@@ -6,6 +6,7 @@ import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, DAY, QueryReader, iso, money, usageKinds } from './params.js';
+import { own } from '../../own.js';
 
 export const PROJECTION_DAYS = 7;
 const MONTH_DAYS = 30;
@@ -63,7 +64,7 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
       daily: [...days.values()].map((d) => ({ ...d, cost: money(d.cost) })),
       providers: [...providers.entries()]
         .map(([id, p]) => ({
-          provider: id, name: config.current.providers[id]?.name ?? id, group: config.current.providers[id]?.group ?? null,
+          provider: id, name: own(config.current.providers, id)?.name ?? id, group: own(config.current.providers, id)?.group ?? null,
           tokens: p.tokens, cost: money(p.cost), ...avg(p.tokens, p.cost),
         }))
         .sort((a, b) => b.monthly_cost - a.monthly_cost || b.tokens - a.tokens || (a.provider < b.provider ? -1 : 1)),

@@ -3,6 +3,7 @@
 
 import { TollgateError } from '../../errors.js';
 import type { MediaSource, Part, StopReason } from '../../translate/canonical.js';
+import { own } from '../../own.js';
 
 export type Json = Record<string, unknown>;
 
@@ -60,7 +61,7 @@ const MIME_BY_EXT: Readonly<Record<string, string>> = {
 /** The media type of a URL's file name, else the kind's default. */
 function guessMime(url: string, kind: keyof typeof DEFAULT_MIME): string {
   const ext = /\.([a-z0-9]+)(?:[?#].*)?$/i.exec(url)?.[1]?.toLowerCase();
-  return (ext !== undefined ? MIME_BY_EXT[ext] : undefined) ?? DEFAULT_MIME[kind];
+  return (ext !== undefined ? own(MIME_BY_EXT, ext) : undefined) ?? DEFAULT_MIME[kind];
 }
 
 /**

@@ -7,6 +7,7 @@ import { applyThinking, isThinkingFamily, type ThinkingFamily } from '../../tran
 import type { Target } from '../codec.js';
 import type { UpstreamRequest } from '../types.js';
 import { openaiAdapter } from './index.js';
+import { own } from '../../own.js';
 
 type Json = Record<string, unknown>;
 
@@ -33,7 +34,7 @@ function chatUserPart(p: Part): Json | null {
     }
     case 'audio': {
       const s = p.source;
-      const format = s.kind === 'base64' ? AUDIO_FORMAT[s.mediaType.toLowerCase()] : undefined;
+      const format = s.kind === 'base64' ? own(AUDIO_FORMAT, s.mediaType.toLowerCase()) : undefined;
       if (s.kind !== 'base64' || format === undefined) return null; // input_audio: base64 wav or mp3 only
       return { type: 'input_audio', input_audio: { data: s.data, format } };
     }

@@ -7,6 +7,7 @@ import type {
   CanonicalRequest, MediaSource, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition,
 } from '../../translate/canonical.js';
 import { parseThinkingLevel, parseThinkingSuffix } from '../../translate/thinking.js';
+import { own } from '../../own.js';
 
 type Json = Record<string, unknown>;
 
@@ -91,7 +92,7 @@ function userPart(p: unknown, at: string): Part {
       if (!isObject(a)) throw invalid(`${at}.input_audio`, `'${at}.input_audio' must be an object`);
       const data = reqString(a.data, `${at}.input_audio.data`);
       const format = reqString(a.format, `${at}.input_audio.format`);
-      return { type: 'audio', source: { kind: 'base64', mediaType: AUDIO_MEDIA[format] ?? `audio/${format}`, data } };
+      return { type: 'audio', source: { kind: 'base64', mediaType: own(AUDIO_MEDIA, format) ?? `audio/${format}`, data } };
     }
     case 'file': {
       const f = p.file;

@@ -4,6 +4,7 @@ import type { ProviderConfig } from '../../config/types.js';
 import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '../types.js';
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { openaiUsage } from './usage.js';
+import { own } from '../../own.js';
 
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
 
@@ -11,7 +12,7 @@ export const openaiAdapter: ChatAdapter = {
   chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
     const out: Record<string, unknown> = { ...body, model: modelId };
     // max_tokens / max_completion_tokens clamped to the model's configured ceiling.
-    const ceiling = p.models[modelId]?.max_output_tokens;
+    const ceiling = own(p.models, modelId)?.max_output_tokens;
     if (ceiling !== undefined) {
       for (const k of ['max_tokens', 'max_completion_tokens'] as const) {
         const v = body[k];

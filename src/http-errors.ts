@@ -1,0 +1,58 @@
+// Refusals that happen before any route runs, in the one error shape of docs/errors.md: a URL the router cannot
+// decode (fastify's `frameworkErrors`: FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH) and bytes Node's HTTP parser
+// rejects (`clientErrorHandler`: headers over the size limit, bad chunked framing, invalid header characters, a bad
+// request line). The parser's answer is written to the raw socket as a complete HTTP/1.1 response that closes.
+// An unknown `Expect` is served rather than answered with Node's bodiless 417.
+
+import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError, errorBody, toTollgateError } from './errors.js';
+
+/** fastify's `frameworkErrors` option: the router's own refusals, answered like any other error. */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  const e = toTollgateError(err);
+  req.log[e.level]({ code: e.code, cause: err.code }, e.message);
+  void reply.code(e.status).send(errorBody(e, null));
+}
+
+/** The error for bytes the HTTP parser refused (Node's `llhttp` codes, `HPE_*`). */
+export function parserError(err: { code?: string }): TollgateError {
+  if (err.code === 'HPE_HEADER_OVERFLOW') {
+    return new TollgateError('TOLLGATE_ERR_HEADERS_TOO_LARGE', 'request headers are larger than the server accepts (16 KiB unless --max-http-header-size says otherwise)');
+  }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'the request was not received in time');
+  return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', `the request is not valid HTTP/1.1 (${err.code ?? 'parse error'})`);
+}
+
+/**
+ * fastify's `clientErrorHandler` option (Node's 'clientError' event): answer on the socket, then close it. A reset
+ * connection, or one that can no longer be written to, is only destroyed.
+ */
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const e = parserError(err);
+  this.log.info({ code: e.code, cause: err.code }, e.message);
+  const body = JSON.stringify(errorBody(e, null));
+  const head = [
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Bad Request'}`,
+    'content-type: application/json',
+    `content-length: ${Buffer.byteLength(body)}`,
+    'connection: close',
+  ];
+  // end() rather than write() + destroy(): the answer is flushed before the socket goes; a peer that never reads
+  // it does not keep the socket open for long.
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/**
+ * Node answers an `Expect` other than `100-continue` with a bare 417 (no body). RFC 9110 lets a server ignore an
+ * expectation it does not know instead, so the request is served as if the header were not there.
+ */
+export function serveUnknownExpectations(server: Server): void {
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+}
