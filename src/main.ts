@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   const telemetry = startTelemetry(config);
   const { build } = await import('./app.js');
   const holder = new ConfigHolder(config);
-  const app = await build({ config: holder }).catch(fail);
+  const app = await build({ config: holder, configFile: args.file }).catch(fail);
   const stopWatching = watchConfigFile(
     args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }), 500, loadedStat,
   );
