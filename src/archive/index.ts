@@ -143,13 +143,18 @@ export async function unpack(body: Readable, dir: string, limit: number): Promis
   // before the answer is sent; on failure the rest of the upload is read and dropped.
   const compressed = byteLimit(limit);
   body.pipe(compressed);
+  let refused: unknown = null; // the reader's own error (the pipeline reports it as an abort)
   try {
     await pipeline(compressed, createGunzip(), byteLimit(limit), async (source: AsyncIterable<Uint8Array>) => {
-      await readTar(source, target);
+      await readTar(source, target).catch((err: unknown) => {
+        refused = err;
+        throw err;
+      });
     });
-  } catch (err) {
+  } catch (caught) {
     body.unpipe(compressed);
     body.resume();
+    const err = refused instanceof ArchiveError ? refused : caught;
     if (err instanceof ArchiveTooLarge || err instanceof ArchiveError) throw err;
     throw new ArchiveError(`not a readable archive (a gzip-compressed tar from tollgate export): ${(err as Error).message}`);
   }
