@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
+import { startApp } from '../helpers/app.js';
 import { errorCode, send } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/tmp.js';
 import { redactConfigText } from '../../src/config/redact.js';
@@ -117,7 +117,7 @@ t.test('the archive: manifest, config, one file per data table; no secret of the
   writeFileSync(file, body);
   const listed = execFileSync('tar', ['-tzf', file], { encoding: 'utf8' }).trim().split('\n');
   t.same(listed, ['manifest.json', 'config.yaml', 'tables/alert_deliveries.native', 'tables/alerts.native', 'tables/requests.native'], 'tar -tzf');
-  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', file, 'manifest.json'], { encoding: 'utf8' })) as Record<string, any>;
+  const manifest = JSON.parse(execFileSync('tar', ['-xzOf', file, 'manifest.json'], { encoding: 'utf8' })) as { tables: Record<string, { rows: number }>; config: { redacted: string[] } };
   t.match(manifest, { format: 'tollgate-export', format_version: 1, tollgate_version: /^\d+\.\d+\.\d+/, schema_version: 4, database: 'tollgate', config: { source: 'file' } });
   t.same(Object.keys(manifest.tables).sort(), ['alert_deliveries', 'alerts', 'requests'], 'no rollup, no view, no schema_migrations');
   t.equal(manifest.tables.requests.rows, 1);
