@@ -35,6 +35,7 @@ import { KeepAlive } from './routing/keepalive.js';
 import { QuotaService } from './quota/service.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
+import { adminRoutes } from './api/admin.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -44,6 +45,8 @@ export interface BuildOptions {
   readonly logger?: FastifyServerOptions['logger'];
   /** Collect Node process metrics into this app's registry (default true). */
   readonly processMetrics?: boolean;
+  /** The config file the app runs from (main.ts): copied, secrets redacted, into exports. */
+  readonly configFile?: string;
 }
 
 export interface Tollgate {
@@ -210,6 +213,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
   await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows }) });
+  await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();

@@ -4,6 +4,8 @@
 //   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
 //   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
 //   tollgate connect PROVIDER       OAuth device-code sign-in for PROVIDER; tokens stored under storage.data_dir
+//   tollgate export [--out FILE]    the running gateway's store and config to one .tar.gz (re-authenticates first)
+//   tollgate import FILE            such an archive into the running gateway's store, without duplicating rows
 
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfigFile } from './config/load.js';
@@ -13,36 +15,81 @@ import { startTelemetry } from './telemetry/otel.js';
 const USAGE = `usage: tollgate [--config FILE]
        tollgate check-config [FILE]
        tollgate connect PROVIDER [--config FILE]
+       tollgate export [--out FILE] [--url URL] [--key KEY] [--config FILE]
+       tollgate import ARCHIVE [--url URL] [--key KEY] [--config FILE]
 
 Serves the gateway described by FILE (default: $TOLLGATE_CONFIG, else ./config.yaml).
 check-config validates FILE without starting and exits non-zero when it is invalid.
 connect signs in to PROVIDER (auth.type: oauth) with the OAuth device-code flow and stores its tokens, encrypted,
-under storage.data_dir.`;
+under storage.data_dir.
+export and import talk to the running gateway at URL (default: server.host and server.port of FILE): they
+re-authenticate with the admin KEY (default: $TOLLGATE_API_KEY; none when the gateway has no keys), then export
+every table and the config (secrets as \${VAR} references) to one .tar.gz, or import such an archive, adding only
+rows the store does not hold yet.`;
 
 interface Args {
-  command: 'serve' | 'check-config' | 'connect' | 'help';
+  command: 'serve' | 'check-config' | 'connect' | 'export' | 'import' | 'help';
   file: string;
   /** connect: the provider id. */
   provider?: string;
+  /** export: where to write the archive. */
+  out?: string;
+  /** import: the archive to read. */
+  archive?: string;
+  /** export, import: the gateway's base URL (default: from the config). */
+  url?: string;
+  /** export, import: the admin key. */
+  key?: string;
 }
 
 export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): Args {
   let command: Args['command'] = 'serve';
   let file: string | undefined;
   let provider: string | undefined;
+  const opts: { out?: string; url?: string; key?: string; archive?: string } = {};
+  const remote = () => command === 'export' || command === 'import';
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const [flag, inline] = a.startsWith('--') && eq !== -1 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
+    const value = (): string => {
+      const v = inline ?? argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      return v;
+    };
     if (a === '--help' || a === '-h') command = 'help';
-    else if (a === '--config' || a === '-c') file = argv[++i];
-    else if (a.startsWith('--config=')) file = a.slice('--config='.length);
+    else if (flag === '--config' || flag === '-c') file = value();
     else if (a === 'check-config' && i === 0) command = 'check-config';
     else if (a === 'connect' && i === 0) command = 'connect';
+    else if ((a === 'export' || a === 'import') && i === 0) command = a;
+    else if (remote() && flag === '--url') opts.url = value();
+    else if (remote() && flag === '--key') opts.key = value();
+    else if (command === 'export' && (flag === '--out' || flag === '-o')) opts.out = value();
+    else if (command === 'import' && opts.archive === undefined && !a.startsWith('-')) opts.archive = a;
     else if (command === 'check-config' && file === undefined) file = a;
     else if (command === 'connect' && provider === undefined && !a.startsWith('-')) provider = a;
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
   if (command === 'connect' && provider === undefined) throw new Error(`connect needs a PROVIDER\n${USAGE}`);
-  return { command, file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml', ...(provider === undefined ? {} : { provider }) };
+  if (command === 'import' && opts.archive === undefined) throw new Error(`import needs an ARCHIVE (a .tar.gz from tollgate export)\n${USAGE}`);
+  const key = opts.key ?? (remote() && env.TOLLGATE_API_KEY ? env.TOLLGATE_API_KEY : undefined);
+  return {
+    command,
+    file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml',
+    ...(provider === undefined ? {} : { provider }),
+    ...(opts.out === undefined ? {} : { out: opts.out }),
+    ...(opts.archive === undefined ? {} : { archive: opts.archive }),
+    ...(opts.url === undefined ? {} : { url: opts.url }),
+    ...(key === undefined ? {} : { key }),
+  };
+}
+
+/** export or import against the gateway at `url`. */
+async function remote(args: Args, url: string): Promise<void> {
+  const { exportArchive, importArchive } = await import('./cli/archive.js');
+  const target = { url, ...(args.key === undefined ? {} : { key: args.key }) };
+  if (args.command === 'export') await exportArchive(target, args.out === undefined ? {} : { out: args.out }, process.stdout);
+  else await importArchive(target, args.archive!, process.stdout);
 }
 
 function fail(err: unknown): never {
@@ -59,6 +106,11 @@ async function main(): Promise<void> {
   }
   if (args.command === 'help') {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if ((args.command === 'export' || args.command === 'import') && args.url !== undefined) {
+    // the gateway is named: its config file is not needed here
+    await remote(args, args.url).catch(fail);
     return;
   }
   let config;
@@ -81,10 +133,16 @@ async function main(): Promise<void> {
     return;
   }
 
+  if (args.command === 'export' || args.command === 'import') {
+    const { gatewayUrl } = await import('./cli/archive.js');
+    await remote(args, gatewayUrl(config)).catch(fail);
+    return;
+  }
+
   const telemetry = startTelemetry(config);
   const { build } = await import('./app.js');
   const holder = new ConfigHolder(config);
-  const app = await build({ config: holder }).catch(fail);
+  const app = await build({ config: holder, configFile: args.file }).catch(fail);
   const stopWatching = watchConfigFile(
     args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }), 500, loadedStat,
   );

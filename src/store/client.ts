@@ -2,10 +2,11 @@
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
 // query at a time per connection, so operations are serialised here; a server takes them concurrently.
 
-import { mkdirSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { pipeline } from 'node:stream/promises';
+import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type * as Chdb from 'chdb/connection';
 import type { Config } from '../config/types.js';
 
@@ -51,9 +52,39 @@ export class Store {
     return next;
   }
 
-  command(query: string): Promise<void> {
+  /**
+   * Run a statement. `settings` apply to it (on the embedded engine they stay set for the session afterwards, so a
+   * caller that changes one that others rely on sets it back, as `insert` always sets its own).
+   */
+  command(query: string, settings?: ClickHouseSettings): Promise<void> {
     return this.#run(async () => {
-      await this.#client.command({ query });
+      await this.#client.command({ query, ...(settings === undefined ? {} : { clickhouse_settings: settings }) });
+    });
+  }
+
+  /**
+   * Write the result of `select` (no FORMAT clause) to the local file `file` in ClickHouse's Native format, without
+   * holding it in memory: the embedded engine writes the file itself (INTO OUTFILE); a server's answer is streamed
+   * to the file. `file` must not exist.
+   */
+  exportNative(select: string, file: string): Promise<void> {
+    if (this.embedded) return this.command(`${select} INTO OUTFILE ${sqlString(file)} FORMAT Native`);
+    return this.#run(async () => {
+      const rs = await this.#client.exec({ query: `${select} FORMAT Native` });
+      await pipeline(rs.stream, createWriteStream(file, { flags: 'wx' }));
+    });
+  }
+
+  /**
+   * Insert the Native-format file `file` into `table` (qualified), its columns matched by name to `columns`: the
+   * embedded engine reads the file itself (the file() table function); a server gets it streamed as the body.
+   */
+  importNative(table: string, columns: readonly string[], file: string, settings: ClickHouseSettings = {}): Promise<void> {
+    const list = columns.map(ident).join(', ');
+    if (this.embedded) return this.command(`INSERT INTO ${table} (${list}) SELECT ${list} FROM file(${sqlString(file)}, 'Native')`, settings);
+    return this.#run(async () => {
+      const rs = await this.#client.exec({ query: `INSERT INTO ${table} (${list}) FORMAT Native`, values: createReadStream(file), clickhouse_settings: settings });
+      for await (const _ of rs.stream); // the answer carries nothing; reading it to the end frees the socket
     });
   }
 
@@ -92,6 +123,16 @@ export class Store {
     this.#closed = true;
     await this.#client.close();
   }
+}
+
+/** A ClickHouse string literal. */
+export function sqlString(s: string): string {
+  return `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+}
+
+/** A ClickHouse identifier, back-quoted. */
+export function ident(name: string): string {
+  return `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 }
 
 export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'database' | 'data_dir' | 'username' | 'password'> & Partial<Config['storage']>): Store {

@@ -32,12 +32,14 @@ export function testConfig(raw: Record<string, unknown>, dataDir: string, env: R
 export async function startApp(
   t: Teardown,
   raw: Record<string, unknown>,
-  opts: { dataDir?: string; env?: Record<string, string> } = {},
+  opts: { dataDir?: string; env?: Record<string, string>; configFile?: string } = {},
 ): Promise<TestApp> {
   const dataDir = opts.dataDir ?? tempDir(t);
   const holder = new ConfigHolder(testConfig(raw, dataDir, opts.env));
   const { provider, exporter } = memoryTracing();
-  const app = await build({ config: holder, tracerProvider: provider, logger: false, processMetrics: false });
+  const app = await build({
+    config: holder, tracerProvider: provider, logger: false, processMetrics: false, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }),
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;

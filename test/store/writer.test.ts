@@ -273,7 +273,7 @@ t.test('rows ClickHouse refuses as data are set aside one by one; the rest of th
   const { log, events: ev } = events();
   const w = writer(store, { maxRows: 1000, flushMs: 60_000 }, ev, dir);
   // A lone surrogate, written as the escape JSON.stringify makes of it: ClickHouse's JSON input refuses it.
-  const poison = { ...row('poison'), requested_model: 'bad \ud800 model' };
+  const poison: RequestRow = { ...row('poison'), requested_model: 'bad \ud800 model' };
   for (let i = 0; i < 6; i++) w.enqueue(i === 3 ? poison : row('poison'));
   await w.flush();
   t.same(await countRows('poison'), { n: 5, tokens: 25 }, 'the five good rows are stored');

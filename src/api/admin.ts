@@ -1,0 +1,84 @@
+// POST /api/admin/export and POST /api/admin/import: the whole record out and back in (src/archive). The gate lets
+// only a re-authentication token of an admin key reach them (src/gate). One export or import runs at a time.
+
+import { readFileSync } from 'node:fs';
+import type { Readable } from 'node:stream';
+import type { FastifyPluginAsync } from 'fastify';
+import type { ConfigHolder } from '../config/watch.js';
+import { redactConfigText, renderConfig } from '../config/redact.js';
+import { TollgateError } from '../errors.js';
+import type { Store } from '../store/client.js';
+import { ArchiveError, ArchiveTooLarge, importUnpacked, prepareExport, unpack, workDir, type ImportResult } from '../archive/index.js';
+
+/** Largest archive import accepts, compressed or unpacked: 16 GiB. */
+export const IMPORT_MAX_BYTES = 16 * 1024 ** 3;
+
+export interface AdminRoutesOptions {
+  readonly store: Store;
+  readonly config: ConfigHolder;
+  /** The config file the process runs from; without it the archive holds a rendering of the effective config. */
+  readonly configFile?: string;
+  readonly importMaxBytes?: number;
+}
+
+const ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
+
+export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, opts) => {
+  const { store, config } = opts;
+  const limit = opts.importMaxBytes ?? IMPORT_MAX_BYTES;
+  // Serialises exports and imports: an export never sees half an import.
+  let tail: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(op: () => Promise<T>): Promise<T> => {
+    const next = tail.then(op, op);
+    tail = next.catch(() => undefined);
+    return next;
+  };
+
+  // The upload reaches the handler as the request stream (this plugin only): it is unpacked to disk as it arrives.
+  app.addContentTypeParser(ARCHIVE_TYPES, (_req, payload, done) => done(null, payload));
+
+  app.post('/api/admin/export', async (_req, reply) => {
+    const configText = () => {
+      if (opts.configFile === undefined) return { ...renderConfig(config.current), source: 'effective' as const };
+      return { ...redactConfigText(readFileSync(opts.configFile, 'utf8')), source: 'file' as const };
+    };
+    const work = workDir(config.current.storage.data_dir, 'export');
+    let archive: Readable;
+    let created: string;
+    try {
+      const prepared = await exclusive(() => prepareExport(store, { dir: work.path, config: configText() }));
+      archive = prepared.stream();
+      created = prepared.manifest.created_at;
+    } catch (err) {
+      work.remove();
+      throw err;
+    }
+    archive.once('close', work.remove);
+    reply.raw.once('close', () => archive.destroy());
+    const stamp = created.replace(/[:.]/g, '-');
+    return reply
+      .header('content-type', 'application/gzip')
+      .header('content-disposition', `attachment; filename="tollgate-export-${stamp}.tar.gz"`)
+      .send(archive);
+  });
+
+  app.post('/api/admin/import', async (req, reply): Promise<ImportResult> => {
+    const body = req.body as Readable | undefined;
+    if (body === undefined || body === null || typeof (body as Readable).pipe !== 'function') {
+      throw new TollgateError('TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', `send the archive from POST /api/admin/export as the body, with content-type ${ARCHIVE_TYPES[0]}`);
+    }
+    const work = workDir(config.current.storage.data_dir, 'import');
+    try {
+      return await exclusive(async () => importUnpacked(store, await unpack(body, work.path, limit)));
+    } catch (err) {
+      if (err instanceof ArchiveTooLarge) {
+        reply.header('connection', 'close');
+        throw new TollgateError('TOLLGATE_ERR_BODY_TOO_LARGE', `the archive is larger than the import limit of ${err.limit} bytes`);
+      }
+      if (err instanceof ArchiveError) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', `archive: ${err.message}`);
+      throw err;
+    } finally {
+      work.remove();
+    }
+  });
+};

@@ -1,0 +1,68 @@
+// `tollgate export` and `tollgate import` on the built CLI (dist/main.js; `npm run build` first) against a gateway
+// started by the same CLI: the URL comes from the config's server.host/port, the admin key from --key or
+// TOLLGATE_API_KEY; without a key a gateway with keys refuses, and the command exits 1 saying why.
+
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runCli, spawnCli } from '../helpers/cli.js';
+import { freePort } from '../helpers/net.js';
+import { tempDir } from '../helpers/tmp.js';
+import { waitFor } from '../helpers/wait.js';
+
+const KEY = 'k-cli-admin-0123456789abcdef';
+const dir = tempDir(t);
+const port = await freePort();
+const file = join(dir, 'config.yaml');
+writeFileSync(file, `
+server:
+  host: 127.0.0.1
+  port: ${port}
+  api_keys:
+    - { name: admin, key: "\${TOLLGATE_API_KEY}", role: admin }
+storage:
+  data_dir: ${JSON.stringify(join(dir, 'data'))}
+  batch: { flush_ms: 50 }
+providers:
+  demo:
+    name: Demo
+    group: paid
+    format: mock
+    price: { input: 1, output: 2 }
+    mock: { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }
+    models: { echo-1: { kind: llm } }
+`);
+const server = spawnCli(t, ['--config', file], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
+await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 30_000);
+const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+  method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ model: 'demo/echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+});
+await res.text();
+await new Promise((r) => setTimeout(r, 300)); // the row reaches the store (flush_ms 50)
+
+t.test('export writes the archive; import of it finds everything already present', async (t) => {
+  const out = join(dir, 'backup.tar.gz');
+  const exported = await runCli(t, ['export', '--config', file, '--out', out], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
+  t.equal(exported.code, 0, exported.stderr);
+  t.match(exported.stdout, `exported to ${out}`);
+  t.same(execFileSync('tar', ['-tzf', out], { encoding: 'utf8' }).trim().split('\n'), ['manifest.json', 'config.yaml', 'tables/alert_deliveries.native', 'tables/alerts.native', 'tables/requests.native']);
+  t.notOk(existsSync(`${out}.partial`), 'no partial file left');
+  const imported = await runCli(t, ['import', out, '--url', `http://127.0.0.1:${port}`, '--key', KEY], { cwd: dir });
+  t.equal(imported.code, 0, imported.stderr);
+  t.match(imported.stdout, /requests: 0 imported, 1 already present/);
+  t.match(imported.stdout, /alerts: 0 imported, 0 already present/);
+});
+
+t.test('without the admin key: exit 1 and the reason', async (t) => {
+  // --url: the config itself needs TOLLGATE_API_KEY to load
+  const run = await runCli(t, ['export', '--url', `http://127.0.0.1:${port}`, '--out', join(dir, 'x.tar.gz')], { cwd: dir });
+  t.equal(run.code, 1);
+  t.match(run.stderr, /re-authentication failed: HTTP 401 .*pass an admin key with --key or TOLLGATE_API_KEY/);
+  t.notOk(existsSync(join(dir, 'x.tar.gz')));
+  const wrong = await runCli(t, ['import', join(dir, 'backup.tar.gz'), '--url', `http://127.0.0.1:${port}/`, '--key', 'k-wrong-0000000000000000'], { cwd: dir });
+  t.equal(wrong.code, 1);
+  t.match(wrong.stderr, /re-authentication failed: HTTP 401/);
+  t.equal(server.running(), true, 'the gateway is still up');
+});
