@@ -97,13 +97,19 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   }
 
   // Rows go to the spool under data_dir first; what an earlier process left there is replayed before anything new.
-  const spool = new Spool<RequestRow>({ dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes });
+  const spool = new Spool<RequestRow>(
+    { dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes },
+    (row) => String(row.request_id),
+  );
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
   const leftovers = spool.leftovers();
-  if (leftovers.rows > 0) {
-    metrics.rowsRecovered.inc(leftovers.rows);
-    log.warn({ rows: leftovers.rows, segments: leftovers.segments }, `replaying ${leftovers.rows} usage rows left in the spool by an earlier process`);
+  if (leftovers.rows + leftovers.interrupted > 0) {
+    metrics.rowsRecovered.inc(leftovers.rows + leftovers.interrupted);
+    log.warn(
+      { rows: leftovers.rows, interrupted: leftovers.interrupted, segments: leftovers.segments },
+      `replaying ${leftovers.rows} usage rows left in the spool by an earlier process, and recording ${leftovers.interrupted} requests it left in flight as interrupted`,
+    );
   }
   const b = cfg.storage.batch;
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms }, {
@@ -124,6 +130,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
   ledger.subscribe((r) => writer.enqueue(toRow(r)));
+  // A request in flight has its snapshot in the spool: if the process dies, it is recorded as interrupted.
+  ledger.subscribeBegin((id, snapshot) => writer.begin(id, () => toRow({ ...snapshot(), status: 'interrupted' })));
   ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();

@@ -14,7 +14,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { callUpstream, relayUpstreamError, settleFailure, settleRoute } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
@@ -66,6 +66,8 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
   const stream = (req.body as { stream?: unknown } | null)?.stream === true;
   const o = newOutcome();
   reply.header('x-request-id', requestId);
+  const meta = (): RequestMeta => ({ endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
+  begin(ctx, req, o, meta);
 
   try {
     const body = validateChatBody(req.body);
@@ -82,7 +84,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
-    finish(ctx, req, trace, o, { endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
+    finish(ctx, req, trace, o, meta());
   }
 }
 

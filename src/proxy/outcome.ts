@@ -60,6 +60,14 @@ export interface RequestMeta {
   readonly attempt?: number;
 }
 
+/**
+ * The request has begun: the ledger's begin sinks (the spool) get a snapshot of its record, built on demand from the
+ * outcome and the meta as they stand then (`meta` is read at each call, so values learnt later are in it).
+ */
+export function begin(ctx: GatewayContext, req: FastifyRequest, o: Outcome, meta: () => RequestMeta): void {
+  ctx.ledger.begin(meta().requestId, () => recordOf(o, meta(), req.apiKeyName));
+}
+
 /** Fold the outcome into the one usage record and hand it to every ledger; ends the request's span. */
 export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
   const record = recordOf(o, m, req.apiKeyName);

@@ -22,7 +22,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -83,6 +83,8 @@ export async function handleTranslated(
   let stream = false;
   let combo = '';
   reply.header('x-request-id', requestId);
+  const meta = (): RequestMeta => ({ endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo });
+  begin(ctx, req, o, meta);
   try {
     const parsed = inbound.codec.parseRequest(req.body);
     // The body's model comes suffix-free from the codec; a model named in the URL is stripped here.
@@ -117,8 +119,7 @@ export async function handleTranslated(
     req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
     if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
   } finally {
-    const kind = combo ? 'combo' : 'request';
-    finish(ctx, req, trace, o, { endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream, kind, combo });
+    finish(ctx, req, trace, o, meta());
   }
 }
 

@@ -4,7 +4,7 @@
 
 import type { Store } from './client.js';
 
-export type DetailStatus = 'success' | 'failure' | 'aborted';
+export type DetailStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
 
 export interface LogFilters {
   readonly provider?: string;
@@ -95,7 +95,7 @@ function filterSql(f: LogFilters): string {
   if (f.model !== undefined) parts.push('model = {model:String}');
   if (f.combo !== undefined) parts.push('combo = {combo:String}');
   if (f.apiKey !== undefined) parts.push('api_key_name = {apiKey:String}');
-  if (f.status === 'failure') parts.push(`status IN ('failure', 'aborted')`);
+  if (f.status === 'failure') parts.push(`status IN ('failure', 'aborted', 'interrupted')`);
   else if (f.status !== undefined) parts.push('status = {status:String}');
   return parts.join(' AND ');
 }

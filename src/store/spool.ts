@@ -6,6 +6,12 @@
 //
 // A segment is JSON lines, one row a line. A process killed in the middle of a write can leave a torn last line;
 // reading skips a line that does not parse (it never reached the OS whole, so it was never acknowledged as written).
+//
+// Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be now>}`) is written
+// too, and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
+// segment, so the newest segment always holds a marker for every request in flight. A marker whose request has no
+// row in any segment left at the next start is a request the process died in the middle of: it becomes a row with
+// status `interrupted` (the snapshot's status) and goes to the store like any other.
 // Segment names sort by creation time and carry a random instance id, so a name is unique and stable: it is the
 // insert deduplication token of its rows, the same on every retry and every replay.
 
@@ -22,6 +28,11 @@ export interface SpoolOptions {
   readonly maxBytes: number;
 }
 
+/** How rows and in-flight markers are matched: the id a row carries. */
+export type RowId<Row> = (row: Row) => string;
+
+const BEGIN = '$begin';
+
 export interface Segment {
   readonly name: string;
   readonly path: string;
@@ -36,6 +47,11 @@ const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 
 export class Spool<Row> {
   readonly #opts: SpoolOptions;
+  readonly #idOf: RowId<Row>;
+  /** Requests in flight: their id and how to snapshot their row now. */
+  readonly #inFlight = new Map<string, () => Row>();
+  /** Rows of requests an earlier process died in the middle of, found at open. */
+  readonly #interrupted: number;
   readonly #instance = randomBytes(4).toString('hex');
   #seq = 0;
   #fd: number;
@@ -50,10 +66,16 @@ export class Spool<Row> {
   #closed = false;
   readonly #commitTimer: NodeJS.Timeout;
 
-  /** Open the spool in `opts.dir`; segments found there (an earlier process's) are sealed, oldest first. */
-  constructor(opts: SpoolOptions) {
+  /**
+   * Open the spool in `opts.dir`; segments found there (an earlier process's) are sealed, oldest first, and the
+   * requests that process left in flight are written at once as `interrupted` rows into the new open segment.
+   */
+  constructor(opts: SpoolOptions, idOf: RowId<Row>) {
     this.#opts = opts;
+    this.#idOf = idOf;
     mkdirSync(opts.dir, { recursive: true });
+    const begun = new Map<string, Row>();
+    const ended = new Set<string>();
     for (const file of readdirSync(opts.dir).filter((f) => NAME.test(f)).sort()) {
       const path = join(opts.dir, file);
       const bytes = statSync(path).size;
@@ -61,19 +83,37 @@ export class Spool<Row> {
         rmSync(path, { force: true });
         continue;
       }
-      this.#sealed.push({ name: file.slice(0, -EXT.length), path, rows: countLines(path), bytes, createdAt: Number(NAME.exec(file)![1]) });
+      let rows = 0;
+      for (const line of lines<Row>(path)) {
+        if (line.marker) begun.set(this.#idOf(line.row), line.row);
+        else {
+          rows++;
+          ended.add(this.#idOf(line.row));
+        }
+      }
+      this.#sealed.push({ name: file.slice(0, -EXT.length), path, rows, bytes, createdAt: Number(NAME.exec(file)![1]) });
       this.#bytes += bytes;
     }
     this.#open = this.#newSegment();
     this.#fd = openSync(this.#open.path, 'a');
+    let interrupted = 0;
+    for (const [id, row] of begun) {
+      if (ended.has(id)) continue;
+      this.#pending.push(`${JSON.stringify(row)}\n`);
+      this.#pendingRows++;
+      interrupted++;
+    }
+    this.#interrupted = interrupted;
+    this.#writeOut();
     this.#commitTimer = setInterval(() => this.#commit(), opts.commitMs);
     this.#commitTimer.unref();
   }
 
   /** Segments (and rows) that an earlier process left, found at open. */
-  readonly leftovers = (): { segments: number; rows: number } => ({
+  readonly leftovers = (): { segments: number; rows: number; interrupted: number } => ({
     segments: this.#sealed.length,
     rows: this.#sealed.reduce((n, s) => n + s.rows, 0),
+    interrupted: this.#interrupted,
   });
 
   /** Rows spooled and not yet deleted (written to the store), the open segment's included. */
@@ -96,19 +136,44 @@ export class Spool<Row> {
     return this.#open.rows + this.#pendingRows;
   }
 
-  /** Append a row; false (nothing written) when the spool is at `maxBytes` or closed. */
+  /** Append a row (it ends its request, if one is in flight); false (nothing written) when full or closed. */
   append(row: Row): boolean {
     if (this.#closed) return false;
+    this.#inFlight.delete(this.#idOf(row));
     const line = `${JSON.stringify(row)}\n`;
     if (this.#bytes + line.length > this.#opts.maxBytes) return false;
     this.#pending.push(line);
     this.#pendingRows++;
     this.#bytes += line.length;
+    this.#scheduleWrite();
+    return true;
+  }
+
+  /** A request began: write its marker now and keep it (refreshed) in every new segment until its row comes. */
+  begin(id: string, snapshot: () => Row): void {
+    if (this.#closed) return;
+    this.#inFlight.set(id, snapshot);
+    this.#mark(snapshot());
+    this.#scheduleWrite();
+  }
+
+  /** Requests begun and not yet ended. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  #mark(row: Row): void {
+    const line = `${JSON.stringify({ [BEGIN]: row })}\n`;
+    if (this.#bytes + line.length > this.#opts.maxBytes) return; // full: the row itself will be counted when it comes
+    this.#pending.push(line);
+    this.#bytes += line.length;
+  }
+
+  #scheduleWrite(): void {
     if (!this.#scheduled) {
       this.#scheduled = true;
       setImmediate(() => this.#writeOut());
     }
-    return true;
   }
 
   /** One write(2) for every row appended in this turn. */
@@ -144,21 +209,17 @@ export class Spool<Row> {
       this.#open = this.#newSegment();
       this.#fd = openSync(this.#open.path, 'a');
       this.#dirty = false;
+      // The newest segment holds a marker for every request in flight, with what is known of it now.
+      for (const snapshot of this.#inFlight.values()) this.#mark(snapshot());
+      this.#writeOut();
     }
     return this.#sealed;
   }
 
-  /** The rows of a sealed segment, read back from disk (a torn last line is skipped). */
+  /** The rows of a sealed segment, read back from disk (markers and a torn last line are skipped). */
   read(seg: Segment): Row[] {
     const rows: Row[] = [];
-    for (const line of readFileSync(seg.path, 'utf8').split('\n')) {
-      if (line === '') continue;
-      try {
-        rows.push(JSON.parse(line) as Row);
-      } catch {
-        // a line cut by a kill in the middle of its write: never acknowledged as written
-      }
-    }
+    for (const line of lines<Row>(seg.path)) if (!line.marker) rows.push(line.row);
     return rows;
   }
 
@@ -185,7 +246,8 @@ export class Spool<Row> {
     clearInterval(this.#commitTimer);
     fsyncSync(this.#fd);
     closeSync(this.#fd);
-    if (this.#open.rows === 0) rmSync(this.#open.path, { force: true });
+    // Markers of requests still in flight (a close without draining) keep the file: they become interrupted rows.
+    if (this.#open.rows === 0 && this.#inFlight.size === 0) rmSync(this.#open.path, { force: true });
   }
 
   #newSegment(): Segment {
@@ -195,9 +257,17 @@ export class Spool<Row> {
   }
 }
 
-function countLines(path: string): number {
-  const buf = readFileSync(path);
-  let n = 0;
-  for (let i = buf.indexOf(10); i !== -1; i = buf.indexOf(10, i + 1)) n++;
-  return n;
+/** The whole lines of a segment: rows, and the begin markers of requests in flight. */
+function* lines<Row>(path: string): Generator<{ marker: boolean; row: Row }> {
+  for (const text of readFileSync(path, 'utf8').split('\n')) {
+    if (text === '') continue;
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      continue; // a line cut by a kill in the middle of its write: never acknowledged as written
+    }
+    if (parsed !== null && typeof parsed === 'object' && Object.hasOwn(parsed, BEGIN)) yield { marker: true, row: parsed[BEGIN] as Row };
+    else yield { marker: false, row: parsed as Row };
+  }
 }

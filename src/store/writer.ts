@@ -58,8 +58,9 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     this.#spool = spool;
     this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, ...opts };
     this.#events = events;
-    // Segments an earlier process left go first.
-    if (spool.leftovers().segments > 0) this.#writing = this.#write();
+    // Segments an earlier process left go first (and the interrupted requests it left, already in the open one).
+    const left = spool.leftovers();
+    if (left.segments > 0 || left.interrupted > 0) this.#writing = this.#write();
   }
 
   /** Rows spooled and not yet in the store. */
@@ -74,6 +75,11 @@ export class BatchWriter<Row extends Record<string, unknown>> {
 
   get lastError(): unknown {
     return this.#lastError;
+  }
+
+  /** A request began: its snapshot is spooled, so a process that dies before its row exists still records it. */
+  begin(id: string, snapshot: () => Row): void {
+    if (!this.#closed) this.#spool.begin(id, snapshot);
   }
 
   /** Hand a row over; returns false (and counts a drop) when the spool is full or the writer is closed. */

@@ -1,12 +1,17 @@
-// Hands each finished usage record to every sink (the ClickHouse writer, the Prometheus metrics, and later the
-// alert evaluator). A sink that throws is logged and never breaks the request or the other sinks.
+// Hands each finished usage record to every sink (the ClickHouse writer, the Prometheus metrics, the alert
+// evaluator), and tells the sinks that care (the writer's spool) when a request begins, with a snapshot of its record
+// as it would be if it ended now: a request in flight when the process dies is then still in the record. A sink that
+// throws is logged and never breaks the request or the other sinks.
 
 import type { UsageRecord } from './record.js';
 
 export type RecordSink = (r: UsageRecord) => void;
+/** A request began; `snapshot` builds its record from what is known at the time it is called. */
+export type BeginSink = (requestId: string, snapshot: () => UsageRecord) => void;
 
 export class Ledger {
   readonly #sinks: RecordSink[] = [];
+  readonly #beginSinks: BeginSink[] = [];
   readonly #onError: (err: unknown) => void;
 
   constructor(onError: (err: unknown) => void) {
@@ -15,6 +20,20 @@ export class Ledger {
 
   subscribe(sink: RecordSink): void {
     this.#sinks.push(sink);
+  }
+
+  subscribeBegin(sink: BeginSink): void {
+    this.#beginSinks.push(sink);
+  }
+
+  begin(requestId: string, snapshot: () => UsageRecord): void {
+    for (const sink of this.#beginSinks) {
+      try {
+        sink(requestId, snapshot);
+      } catch (err) {
+        this.#onError(err);
+      }
+    }
   }
 
   publish(r: UsageRecord): void {

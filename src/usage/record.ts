@@ -5,7 +5,8 @@ import type { ProviderGroup } from '../config/types.js';
 import type { Cost } from './cost.js';
 import { totalTokens, type Usage, type UsageSource } from './types.js';
 
-export type RequestStatus = 'success' | 'failure' | 'aborted';
+/** `interrupted`: the process stopped (a kill, a crash) while the request was in flight; recorded at the next start. */
+export type RequestStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
 
 /**
  * What a row stands for:

@@ -87,7 +87,7 @@ function standIn(behave: (call: number, table: string, rows: readonly Record<str
 }
 
 function spoolIn(dir: string, maxBytes = 1024 ** 3): Spool<RequestRow> {
-  return new Spool<RequestRow>({ dir, commitMs: 20, maxBytes });
+  return new Spool<RequestRow>({ dir, commitMs: 20, maxBytes }, (r) => String(r.request_id));
 }
 
 function writer(s: Store, opts: WriterOptions, ev: WriterEvents, dir = tempDir(t, 'tollgate-spool-')): BatchWriter<RequestRow> {
@@ -211,7 +211,7 @@ t.test('rows a closed writer could not write stay on disk and are replayed by th
   t.equal(segments(dir).length, 1, 'the segment stays');
   t.same(first.log.dropped, []);
   const spool = spoolIn(dir);
-  t.same(spool.leftovers(), { segments: 1, rows: 6 }, 'found at open');
+  t.same(spool.leftovers(), { segments: 1, rows: 6, interrupted: 0 }, 'found at open');
   const second = events();
   const w2 = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000 }, second.events);
   await w2.flush();
@@ -297,4 +297,36 @@ t.test('client text with lone surrogates is made well-formed in the row', async 
     usageSource: 'none', cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 1 }, upstreamMs: null,
   }));
   t.equal(r.requested_model, 'x\ufffdy\ufffdz\ud83d\ude00', 'lone halves replaced, a real pair kept');
+});
+
+t.test('a request in flight when the process dies comes back as an interrupted row, with what was known at the last seal', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const { store: down } = standIn(() => Promise.reject(new Error('down')));
+  const spool = spoolIn(dir);
+  const w1 = new BatchWriter<RequestRow>(down, 'requests', spool, { maxRows: 100, flushMs: 60_000, retryBaseMs: 5 }, events().events);
+  const open = row('inflight-a');
+  const done = row('inflight-b');
+  let tokens = 0;
+  w1.begin(String(open.request_id), () => ({ ...open, status: 'interrupted', output_tokens: tokens }));
+  w1.begin(String(done.request_id), () => ({ ...done, status: 'interrupted' }));
+  await new Promise((r) => setImmediate(r));
+  t.equal(spool.inFlight, 2);
+  w1.enqueue(done); // this one ends
+  tokens = 42; // the stream goes on; the next seal carries the marker with what is known now
+  spool.seal();
+  t.equal(spool.inFlight, 1);
+  await w1.close(); // the store is down: everything stays on disk, as after a kill
+  const again = spoolIn(dir);
+  t.same(again.leftovers(), { segments: 2, rows: 1, interrupted: 1 }, 'one row to replay (the sealed segment), one request left in flight (its marker in the open one)');
+  const log = events();
+  const w2 = new BatchWriter<RequestRow>(store, 'requests', again, { maxRows: 100, flushMs: 60_000 }, log.events);
+  await w2.flush();
+  const rows = await store.query<{ request_id: string; status: string; output_tokens: string | null }>(
+    `SELECT toString(request_id) AS request_id, status, output_tokens FROM ${store.t('requests')} FINAL WHERE api_key_name IN ('inflight-a', 'inflight-b') ORDER BY api_key_name`);
+  t.same(rows.map((r) => [r.request_id, r.status, r.output_tokens === null ? null : Number(r.output_tokens)]), [
+    [open.request_id, 'interrupted', 42],
+    [done.request_id, 'success', 2],
+  ], 'the ended request once, as it ended; the open one as interrupted with the usage known at the last seal');
+  await w2.close();
+  t.same(spoolIn(dir).leftovers(), { segments: 0, rows: 0, interrupted: 0 }, 'nothing is left to replay twice');
 });

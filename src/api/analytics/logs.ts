@@ -95,7 +95,7 @@ interface Page {
 async function readPage(store: Store, query: unknown, now: number): Promise<Page & { text: boolean }> {
   const q = new QueryReader(query, PARAMS);
   const f = q.filters();
-  const status = q.oneOf('status', ['success', 'failure', 'aborted'] as const);
+  const status = q.oneOf('status', ['success', 'failure', 'aborted', 'interrupted'] as const);
   const from = q.instant('from');
   const to = q.instant('to');
   if (from !== undefined && to !== undefined && from >= to) throw invalid('to', `'to' must be later than 'from'`);
