@@ -43,6 +43,8 @@ export class BudgetService implements BudgetGate {
   readonly #unconfirmed = new Map<string, [number, number]>();
   #latest: BudgetState | null = null;
   readonly #realClock: boolean;
+  /** The stored (ClickHouse) part of the spend, by window start, from the last read that succeeded. */
+  readonly #stored = new Map<number, number>();
 
   constructor(store: Store, config: () => Config, now?: () => number) {
     this.#store = store;
@@ -106,10 +108,24 @@ export class BudgetService implements BudgetGate {
     return this.#latest;
   }
 
+  /**
+   * ClickHouse's figure for the window plus what this process published and the writer has not stored yet. While
+   * the store is down, the last figure read for the same window stands in for the first part (nothing is written
+   * meanwhile, so it is still exact for this process's traffic); with none, the error goes to the caller.
+   */
   async #spent(from: number, now: number): Promise<number> {
-    const stored = await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED }, openEnd: this.#realClock });
+    let stored: number;
+    try {
+      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED }, openEnd: this.#realClock })).cost;
+      this.#stored.set(from, stored);
+      for (const k of this.#stored.keys()) if (k < now - 40 * 86_400_000) this.#stored.delete(k);
+    } catch (err) {
+      const last = this.#stored.get(from);
+      if (last === undefined) throw err;
+      stored = last;
+    }
     let pending = 0;
     for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
-    return stored.cost + pending;
+    return stored + pending;
   }
 }

@@ -6,6 +6,7 @@
 // routing step from the latest one.
 
 import type { Config, ProviderConfig } from '../config/types.js';
+import { TollgateError } from '../errors.js';
 import { aggregate, providerWindows, rawWindows, type Sums } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import type { RecordKind } from '../usage/record.js';
@@ -77,11 +78,18 @@ export class QuotaService {
     if (snap !== null && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
     if (this.#computing !== null) return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
     this.#computing = this.#compute(now)
-      .then((entries) => {
-        this.#snapshot = { at: this.#now(), entries };
-        this.#last = new Map(entries.map((e) => [e.id, e]));
-        return entries;
-      })
+      .then(
+        (entries) => {
+          this.#snapshot = { at: this.#now(), entries };
+          this.#last = new Map(entries.map((e) => [e.id, e]));
+          return entries;
+        },
+        // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds.
+        (err: unknown) => {
+          if (snap !== null) return snap.entries;
+          throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'quota cannot be computed: ClickHouse does not answer and no earlier figures are known', { cause: err });
+        },
+      )
       .finally(() => (this.#computing = null));
     return this.#computing;
   }

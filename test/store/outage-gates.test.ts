@@ -1,0 +1,88 @@
+// What the budget and quota gates see while ClickHouse is down (docs/recording.md, "Storage down"): the budget is
+// the last figure read for its window plus every billed record this process published since and has not stored
+// (so a crossing during the outage is still seen); quota keeps the last snapshot (its exhausted flags included);
+// with nothing read before the outage, both say so instead of guessing. The store is the real embedded engine
+// behind a switch that makes its reads fail.
+
+import t from 'tap';
+import { BudgetService } from '../../src/alerts/budget.js';
+import { parseConfig } from '../../src/config/load.js';
+import { QuotaService } from '../../src/quota/service.js';
+import { openStore, type Store } from '../../src/store/client.js';
+import { migrate } from '../../src/store/migrations.js';
+import { toRow } from '../../src/store/rows.js';
+import { makeRecord, type UsageRecord } from '../../src/usage/record.js';
+import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const real = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: tempDir(t, 'tollgate-gates-'), username: 'default', password: '' });
+t.teardown(() => real.close());
+await migrate(real);
+
+let down = false;
+/** The real store, whose queries fail while `down`. */
+const store = new Proxy(real, {
+  get(target, prop) {
+    if (prop === 'query' && down) return () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' }));
+    const v = Reflect.get(target, prop, target) as unknown;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+}) as Store;
+
+const NOW = Date.now();
+let seq = 0;
+function record(cost: number, tokens = 100): UsageRecord {
+  const startedAt = NOW - 60_000 + seq++;
+  return makeRecord({
+    requestId: uuidv7(startedAt), startedAt, endedAt: startedAt + 10, endpoint: 'chat.completions', provider: 'day', providerGroup: 'paid',
+    model: 'day/m', requestedModel: 'day/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+    usage: { input: tokens - 10, cached: null, cacheWrite: null, output: 10, reasoning: null }, usageSource: 'reported',
+    cost: { cost, listCost: cost }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
+  });
+}
+
+const cfg = parseConfig({
+  providers: { day: { group: 'paid', format: 'mock', price: { input: 1, output: 1 }, quota: { kind: 'daily_tokens', limit: 250 }, models: { m: { kind: 'llm' } } } },
+  budgets: { daily_usd: 1 },
+}, {});
+
+t.test('budget: the last stored figure plus what this process spent since', async (t) => {
+  down = false;
+  const budget = new BudgetService(store, () => cfg);
+  const stored = record(0.4);
+  await real.insert('requests', [toRow(stored)]);
+  t.equal((await budget.refresh()).daily.spent, 0.4, 'read from ClickHouse');
+  down = true;
+  const during = [record(0.35), record(0.3)];
+  for (const r of during) budget.published(r);
+  const s = await budget.refresh();
+  t.equal(s.daily.spent, 1.05, 'the outage does not hide spend: 0.4 stored + 0.65 published since');
+  t.ok(budget.dailyExceeded(), 'and the daily budget gate sees the crossing');
+  down = false;
+  await real.insert('requests', during.map(toRow));
+  budget.written(during.map(toRow));
+  t.equal((await budget.refresh()).daily.spent, 1.05, 'after the outage: the same figure, from ClickHouse');
+});
+
+t.test('budget: with nothing read before the outage, refresh fails rather than guess zero', async (t) => {
+  down = true;
+  await t.rejects(new BudgetService(store, () => cfg).refresh());
+  down = false;
+});
+
+t.test('quota: the last snapshot stands while the store is down', async (t) => {
+  down = false;
+  let now = NOW;
+  const quota = new QuotaService(store, () => cfg, { now: () => now, cacheMs: 1000 });
+  await real.insert('requests', [toRow(record(0, 300))]);
+  const before = await quota.entries();
+  const day = before.find((e) => e.id === 'day')!;
+  t.equal(day.exhausted, true, 'the daily token quota is used up');
+  down = true;
+  now += 5000;
+  t.same(await quota.entries(), before, 'the last snapshot is served');
+  t.equal(quota.exhausted('day'), true, 'and routing still skips the provider');
+  const fresh = new QuotaService(store, () => cfg, { now: () => now });
+  await t.rejects(fresh.entries(), { code: 'TOLLGATE_ERR_STORE_UNAVAILABLE', status: 503 }, 'no snapshot yet: a 503, not a guess');
+  down = false;
+});
