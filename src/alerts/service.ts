@@ -4,7 +4,7 @@
 // from its key, so the row is the proof it fired: a restart loads the keys and fires nothing twice), counted, listed
 // for the dashboard, then handed to the notifier (email, webhook) without blocking anything.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import type { QuotaService } from '../quota/service.js';
 import { aggregate } from '../store/aggregate.js';
@@ -67,6 +67,8 @@ export class AlertService {
   #closed = false;
   #lastStart = 0;
   #history: { key: string; days: CostHistory['previousDays'] } | null = null;
+  /** This process, for alert claims (a replica or a restart is another instance). */
+  readonly #instance = randomUUID();
 
   constructor(
     deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents },
@@ -170,10 +172,17 @@ export class AlertService {
   async #fire(c: Candidate, now: number): Promise<void> {
     const alert: Alert = { ...c, id: alertId(c), firedAt: now };
     const dashboard = this.#config().alerts.channels.dashboard;
-    // Written before anything is sent: the row is what keeps a restart from firing it again.
-    await this.#store.insert('alerts', [toRow(alert, !dashboard)]);
+    // Written before anything is sent: the row is what keeps a restart from firing it again, and the claim that keeps
+    // another replica from sending it too (docs/scaling.md): the same alert from a second replica is the same
+    // deduplication token, so ClickHouse drops its insert, and the row read back names the replica that owns it.
+    await this.#store.insert('alerts', [{ ...toRow(alert, !dashboard), claimed_by: this.#instance }], `alert-${alert.id}`);
     this.#fired.push({ id: alert.id, kind: alert.kind, subject: alert.subject, threshold: alert.threshold, window: alert.window, firedAt: now });
     this.#fired = this.#fired.filter((f) => f.firedAt >= now - MEMORY_MS);
+    const [owner] = await this.#store.query<{ claimed_by: string }>(
+      `SELECT claimed_by FROM ${this.#store.t('alerts')} WHERE id = {id:UUID} ORDER BY fired_at, version LIMIT 1`,
+      { id: alert.id },
+    );
+    if (owner !== undefined && owner.claimed_by !== this.#instance) return; // another replica fired it first
     this.#events.fired(alert.kind);
     if (dashboard) this.#events.delivery(alert, { channel: 'dashboard', delivered: true, attempts: 1, error: '' });
     this.#notify.notify(alert);
@@ -215,7 +224,7 @@ export class AlertService {
   async markRead(ids: readonly string[] | null): Promise<number> {
     const t = this.#store.t('alerts');
     const rows = await this.#store.query<Record<string, unknown>>(
-      `SELECT id, kind, severity, subject, threshold, window, title, message, data, fired_at, version FROM ${t} FINAL
+      `SELECT id, kind, severity, subject, threshold, window, title, message, data, fired_at, version, claimed_by FROM ${t} FINAL
        WHERE NOT read ${ids === null ? '' : 'AND id IN {ids:Array(UUID)}'}`,
       { ids: ids ?? [] },
     );

@@ -92,7 +92,9 @@ export const MIGRATIONS: readonly Migration[] = [
       PARTITION BY toYYYYMM(hour)
       ORDER BY (hour, kind, provider, model, combo, api_key_name, status, provider_group)
       SETTINGS non_replicated_deduplication_window = 1000`,
-      `INSERT INTO ${db}.usage_hourly ${rollupSelect(`${db}.requests FINAL`)}`,
+      // One token: a second replica migrating at the same moment inserts the same backfill, and ClickHouse drops it.
+      `INSERT INTO ${db}.usage_hourly SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-3-backfill'
+       ${rollupSelect(`${db}.requests FINAL`)}`,
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_hourly_mv TO ${db}.usage_hourly AS ${rollupSelect(`${db}.requests`)}`,
     ],
   },
@@ -128,6 +130,17 @@ export const MIGRATIONS: readonly Migration[] = [
       ) ENGINE = MergeTree
       PARTITION BY toYYYYMM(ts)
       ORDER BY (ts, alert_id)`,
+    ],
+  },
+  {
+    // Replicas (issue 13): an alert is claimed through ClickHouse so that it is delivered once. Each replica inserts
+    // the alert's row with the alert id as insert deduplication token and its own instance id in `claimed_by`; the
+    // insert that comes second is dropped by ClickHouse, and reading the row back tells each replica who owns it.
+    version: 5,
+    name: 'alert claims',
+    statements: (db) => [
+      `ALTER TABLE ${db}.alerts ADD COLUMN IF NOT EXISTS claimed_by String DEFAULT ''`,
+      `ALTER TABLE ${db}.alerts MODIFY SETTING non_replicated_deduplication_window = 1000`,
     ],
   },
 ];

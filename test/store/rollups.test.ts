@@ -1,5 +1,5 @@
 // The hourly rollup (migration 3): rows already in `requests` when the migration runs are aggregated once by its
-// backfill, rows written afterwards once by the materialized view, and a retried batch (same deduplication token)
+// backfill (even when two replicas run the migration at the same moment), rows written afterwards once by the materialized view, and a retried batch (same deduplication token)
 // is counted once in both tables. The rollup's sums equal the raw table's (FINAL) for every hour and dimension.
 
 import t from 'tap';
@@ -43,7 +43,9 @@ t.test('the cut-over: history backfilled once, new rows through the view once', 
   const history = [row(-40 * 60_000), row(-1), row(0), row(29 * 60_000 + 59_999, { provider: 'q', tokens: 20 }), row(H, { cost: 0.5 })];
   await store.insert('requests', history);
   await store.insert('requests', [history[0]!]);
-  t.same((await migrate(store))[0], 3, 'the rollup migration applies now (and any later ones)');
+  // Two replicas start at once: both see the migration pending and both run it, backfill included.
+  const [first, second] = await Promise.all([migrate(store), migrate(store)]);
+  t.same([first[0], second[0]], [3, 3], 'the rollup migration applies now (and any later ones), in both replicas');
 
   // After the cut-over: new rows, one batch retried with its token.
   const fresh = [row(2 * H), row(2 * H + 1, { provider: 'q' }), row(-2 * H)];
@@ -96,3 +98,4 @@ t.test('aggregate(): rollup hours plus raw edges equal the raw rows for any wind
   const days = await aggregate(store, { from: T0 - 3 * H, to: T0 + 3 * H, by: ['day'] });
   t.same(days.map((g) => [g.day, g.rows]), [['2026-02-28', 6], ['2026-03-01', 3]], 'in UTC the month edge splits them');
 });
+
