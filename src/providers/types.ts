@@ -2,6 +2,7 @@
 // and reads usage out of responses; the pipeline owns I/O.
 
 import type { ProviderConfig } from '../config/types.js';
+import type { AnswerText } from '../usage/estimate.js';
 import type { Usage } from '../usage/types.js';
 
 /** A chat request as the client sent it (OpenAI Chat Completions shape), already parsed. */
@@ -20,8 +21,12 @@ export interface UpstreamRequest {
 export interface StreamChunkInfo {
   /** Usage reported by this chunk, if any. */
   readonly usage: Usage | null;
-  /** Number of content or reasoning deltas in this chunk (used to estimate output when usage never arrives). */
+  /** Number of content, reasoning or tool-call deltas in this chunk (the first one marks the time to first token). */
   readonly deltas: number;
+  /** The text this chunk adds to the answer (content, tool-call names and arguments), '' if none. */
+  readonly output: string;
+  /** The reasoning text this chunk adds, '' if none. */
+  readonly reasoning: string;
   /** True when the chunk carries nothing for the client but usage (OpenAI's final include_usage chunk). */
   readonly usageOnly: boolean;
 }
@@ -31,6 +36,8 @@ export interface ChatAdapter {
   chatRequest(provider: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest;
   /** Usage from a non-streamed response body. */
   usageFromResponse(json: unknown): Usage | null;
+  /** The text of a non-streamed response body (to estimate its output when it reports no usage). */
+  answerText(json: unknown): AnswerText;
   /** What one parsed stream chunk carries. */
   inspectChunk(json: unknown): StreamChunkInfo;
 }

@@ -9,12 +9,12 @@ import { openaiAdapter } from '../providers/openai/index.js';
 import type { ChatAdapter, ChatBody } from '../providers/types.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import { MAX_REQUESTED_MODEL } from '../usage/record.js';
-import { NO_USAGE } from '../usage/types.js';
+import { AnswerText } from '../usage/estimate.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { callUpstream, relayUpstreamError, settleFailure, settleRoute } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
@@ -103,9 +103,12 @@ async function forward(
     if (failed !== null) return failed;
     const type = String(res.headers['content-type'] ?? '');
     if (stream && type.startsWith('text/event-stream')) {
-      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, call.gone);
+      const answer = new AnswerText();
+      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, call.gone, answer);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      // After the client has its whole stream: only a stream without (complete) usage is estimated.
+      if (o.usageSource !== 'reported') await settleEstimate(o, { chat: body }, answer);
       return null;
     }
     const text = await res.text();
@@ -125,6 +128,7 @@ async function forward(
     trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(text);
+    if (!usage) await settleEstimate(o, { chat: body }, adapter.answerText(json));
     return null;
   } catch (err) {
     if (err instanceof TollgateError && !call.gone.aborted) throw err;
@@ -143,11 +147,10 @@ function finishReasons(choices: unknown): string[] {
 /** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
 async function pipeStream(
   ctx: GatewayContext, adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
-  reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort,
+  reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort, answer: AnswerText,
 ): Promise<void> {
   const raw = openEventStream(reply);
   const parser = new SseParser();
-  let deltas = 0;
   let sawDone = false;
   let finished = false;
   let respId: string | null = null;
@@ -178,7 +181,8 @@ async function pipeStream(
       o.usageSource = 'reported';
     }
     if (info.deltas > 0) {
-      deltas += info.deltas;
+      answer.output(info.output);
+      answer.reasoning(info.reasoning);
       if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
     }
     respId ??= typeof json.id === 'string' ? json.id : null;
@@ -221,11 +225,6 @@ async function pipeStream(
     }
   } finally {
     trace.setResponse(respId, respModel, reasons);
-    // Estimated only for a stream that did not finish; a finished stream without usage keeps null buckets.
-    if (o.usageSource === 'none' && deltas > 0 && o.status !== 'success') {
-      o.usage = { ...NO_USAGE, output: deltas };
-      o.usageSource = 'estimated';
-    }
     closeEventStream(ctx, raw);
   }
 }

@@ -69,6 +69,7 @@ export async function attempt(
   });
   absorb(co, record);
   co.upstreamMs = (co.upstreamMs ?? 0) + (o.upstreamMs ?? 0);
+  co.estimateMs += o.estimateMs;
   return { failure, outcome: o, record, offsetMs: t0 - x.t0 };
 }
 

@@ -13,9 +13,10 @@ import type { Target } from '../providers/codec.js';
 import { member, type Member } from '../routing/combos.js';
 import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { CanonicalRequest, CanonicalResponse, Message, Part } from '../translate/canonical.js';
+import { answerOf } from '../usage/estimate.js';
 import { adopt, attempt, type AttemptResult } from './combo.js';
 import { ClientAbort, classifyTransportError } from './dispatch.js';
-import { FORWARDED_ERROR_HEADERS, pickHeaders, type Outcome } from './outcome.js';
+import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from './outcome.js';
 import { failWith, fitRequest, readAnswer, type Exchange } from './translated.js';
 import { sendFailure } from './upstream-call.js';
 
@@ -97,6 +98,7 @@ async function collect(x: Exchange, m: Member, req: CanonicalRequest, o: Outcome
     const answer = readAnswer(outbound, res.status, text, o);
     up.span.end(res.status, null);
     answers.set(o, answer);
+    if (answer.usage === null) await settleEstimate(o, { canonical: req }, answerOf(answer.content));
     return null;
   } catch (err) {
     o.upstreamMs = performance.now() - tUp;

@@ -10,6 +10,7 @@ import type { TollgateError } from '../errors.js';
 import type { Route } from '../routing/resolve.js';
 import { computeCost, ZERO_COST, type Cost } from '../usage/cost.js';
 import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } from '../usage/record.js';
+import { estimateMissing, familyOf, type AnswerText, type SentRequest } from '../usage/estimate.js';
 import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import { OTHER } from '../telemetry/names.js';
@@ -37,12 +38,14 @@ export interface Outcome {
   /** The cost when it is not computed from the route (a combo's: the sum of its attempts'). */
   cost: Cost | null;
   autoSwitched: boolean;
+  /** Time spent estimating usage after the answer (src/usage/estimate.ts): not part of the request's latency. */
+  estimateMs: number;
 }
 
 export function newOutcome(): Outcome {
   return {
     route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
-    span: null, cost: null, autoSwitched: false,
+    span: null, cost: null, autoSwitched: false, estimateMs: 0,
   };
 }
 
@@ -85,7 +88,7 @@ export function finishAttempt(ctx: GatewayContext, req: FastifyRequest, o: Outco
 }
 
 export function recordOf(o: Outcome, m: RequestMeta, apiKeyName: string): UsageRecord {
-  const totalMs = performance.now() - m.t0;
+  const totalMs = performance.now() - m.t0 - o.estimateMs;
   const route = o.route;
   return makeRecord({
     kind: m.kind ?? 'request',
@@ -96,7 +99,7 @@ export function recordOf(o: Outcome, m: RequestMeta, apiKeyName: string): UsageR
     autoSwitched: o.autoSwitched,
     requestId: m.requestId,
     startedAt: m.startedAt,
-    endedAt: Date.now(),
+    endedAt: Date.now() - Math.round(o.estimateMs),
     endpoint: m.endpoint,
     provider: route?.providerId ?? OTHER,
     providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
@@ -114,6 +117,31 @@ export function recordOf(o: Outcome, m: RequestMeta, apiKeyName: string): UsageR
     latency: m.stream ? { kind: 'stream', ttftMs: o.ttftMs, totalMs } : { kind: 'unary', totalMs },
     upstreamMs: o.upstreamMs,
   });
+}
+
+/**
+ * Fill the usage the upstream did not report with estimates (src/usage/estimate.ts): the input from the request
+ * that was sent, the output from `answer`. Called once the upstream accepted the request (2xx) and the answer is
+ * over, and only when something was produced or nothing went wrong upstream: an answer that finished, a client that
+ * went away, or a stream cut after it produced text. A stream broken by the upstream before any text (an error
+ * event, a dropped connection) is not estimated: nothing shows it was billed. Reported buckets are kept; the
+ * record's cost is computed from the estimates as usual. Never fails the request.
+ */
+export async function settleEstimate(o: Outcome, sent: SentRequest, answer: AnswerText): Promise<void> {
+  const route = o.route;
+  if (route === null || (o.status === 'failure' && !answer.seen)) return;
+  const t = performance.now();
+  try {
+    const usage = await estimateMissing(o.usage, sent, answer, familyOf(route.provider.format, route.modelId));
+    if (usage !== null) {
+      o.usage = usage;
+      o.usageSource = 'estimated';
+    }
+  } catch {
+    // A tokenizer that cannot load leaves the buckets as reported (usage_source unchanged).
+  } finally {
+    o.estimateMs += performance.now() - t;
+  }
 }
 
 /**

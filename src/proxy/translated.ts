@@ -16,13 +16,13 @@ import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from '../tra
 import { fitCapabilities } from '../translate/capabilities.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../usage/record.js';
-import { NO_USAGE } from '../usage/types.js';
+import { AnswerText, answerOf } from '../usage/estimate.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -162,9 +162,12 @@ export async function forward(
       return failed;
     }
     if (canonical.stream) {
-      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer, x.trace);
+      const answer = new AnswerText();
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      // After the client has its whole stream: what the upstream did not report is estimated.
+      if (early === null) await settleEstimate(o, { canonical }, answer);
       return early;
     }
     const text = await res.text();
@@ -173,6 +176,7 @@ export async function forward(
     x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
+    if (answer.usage === null) await settleEstimate(o, { canonical }, answerOf(answer.content));
     return null;
   } catch (err) {
     if (err instanceof TollgateError && !call.gone.aborted) {
@@ -218,7 +222,7 @@ export function failWith(o: Outcome, e: TollgateError): UpstreamFailure {
  */
 async function pipeEvents(
   ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
-  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace,
+  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace, answer: AnswerText,
 ): Promise<UpstreamFailure | null> {
   let raw = defer ? null : openEventStream(reply);
   let respId: string | null = null;
@@ -226,7 +230,6 @@ async function pipeEvents(
   const reasons: string[] = [];
   const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
   const sse = new SseParser();
-  let deltas = 0;
   let upstreamError = '';
   let upstreamCode = '';
   const onEvent = (e: CanonicalEvent): string => {
@@ -236,9 +239,18 @@ async function pipeEvents(
         o.usageSource = 'reported';
         break;
       case 'text_delta':
+        answer.output(e.text);
+        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+        break;
       case 'reasoning_delta':
+        answer.reasoning(e.text);
+        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+        break;
+      case 'tool_call_start':
+        answer.output(e.name);
+        break;
       case 'tool_call_delta':
-        deltas++;
+        answer.output(e.arguments);
         if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
         break;
       case 'start':
@@ -297,13 +309,7 @@ async function pipeEvents(
       await emit(renderer.error(e.code, e.message));
     }
   } finally {
-    // A stream that did not finish before its output was reported (none at all, or only the input side, as
-    // Anthropic's message_start gives): output estimated from the deltas seen, flagged 'estimated'. A stream that
-    // finished without usage keeps null buckets (usage_source 'none'): nothing is guessed.
-    if (o.status !== 'success' && deltas > 0 && o.usage.output === null && o.usage.reasoning === null) {
-      o.usage = { ...(o.usageSource === 'none' ? NO_USAGE : o.usage), output: deltas };
-      o.usageSource = 'estimated';
-    }
+    // The text seen is in `answer`; what the upstream did not report is estimated once the stream is closed.
     if (raw !== null) closeEventStream(ctx, raw);
     trace.setResponse(respId, respModel, reasons);
   }

@@ -5,7 +5,8 @@
 import t from 'tap';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
-import { DEFAULT_USAGE, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { DEFAULT_USAGE, DEFAULT_WORDS, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { metricValue } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -109,7 +110,12 @@ t.test('upstream error: status, body and Retry-After reach the client; recorded 
   t.equal(row!.input_tokens, null, 'not reported is null, not zero');
 });
 
-t.test('client abort mid-stream: upstream call aborted, row says aborted with the tokens seen', async (t) => {
+// The aborted stream's estimate (src/usage/estimate.ts, gpt-4o: o200k_base): the input from the request (3 per
+// message + its role and text + 3 priming), the output from the three words streamed.
+const ABORT_INPUT = 3 + countTokens('user') + countTokens('hi') + 3;
+const ABORT_OUTPUT = countTokens(DEFAULT_WORDS.slice(0, 3).join(''));
+
+t.test('client abort mid-stream: upstream call aborted, row says aborted with the tokens estimated', async (t) => {
   up.next({ kind: 'stall', chunks: 3 });
   const ac = new AbortController();
   const stream = await client.chat.completions.create(
@@ -125,8 +131,9 @@ t.test('client abort mid-stream: upstream call aborted, row says aborted with th
   await waitFor(async () => (await gw.rows(`status = 'aborted'`)).length === 1);
   const [row] = await gw.rows(`status = 'aborted'`);
   t.match(row, { status: 'aborted', error_type: 'client_closed', usage_source: 'estimated', stream: true });
-  t.equal(Number(row!.output_tokens), 3, 'three streamed deltas counted');
-  t.equal(Number(row!.cost), (3 * 10) / 1e6);
+  t.equal(Number(row!.input_tokens), ABORT_INPUT, 'input estimated from the request');
+  t.equal(Number(row!.output_tokens), ABORT_OUTPUT, 'output estimated from the three streamed words');
+  t.equal(Number(row!.cost), (ABORT_INPUT * 2.5 + ABORT_OUTPUT * 10) / 1e6);
   await waitFor(async () => up.aborted >= 1);
   t.ok(up.aborted >= 1, 'upstream saw the gateway hang up');
 });
@@ -148,7 +155,7 @@ t.test('the three ledgers agree in total', async (t) => {
   t.equal(Number(sum!.n), 5);
   t.equal(metricRequests, 5);
   t.equal(spans.length, 5);
-  t.equal(Number(sum!.tokens), 3 * EXPECT.total + 3);
+  t.equal(Number(sum!.tokens), 3 * EXPECT.total + ABORT_INPUT + ABORT_OUTPUT);
   t.equal(metricTokens, Number(sum!.tokens));
   t.equal(spanTokens, Number(sum!.tokens));
   t.ok(Math.abs(metricCost - Number(sum!.cost)) < 1e-12, `metrics cost ${metricCost} = rows ${sum!.cost}`);

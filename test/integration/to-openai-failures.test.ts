@@ -3,8 +3,8 @@
 // client gets its format's terminal error, checked on the raw bytes (undici `request`): Responses `response.failed`
 // followed by exactly one `data: [DONE]`; Anthropic `event: error` and no message_stop; Chat (fast path and
 // translated path) the error event and no [DONE]; Gemini a bare error body. The SDKs raise or end on it. Every case
-// leaves one failure row whose output is estimated from the two streamed deltas (usage_source 'estimated'),
-// since an OpenAI stream reports its usage only in its last chunk. Then an upstream 429 with retry-after reaches
+// leaves one failure row whose input is estimated from the request and output from the two streamed words
+// (usage_source 'estimated'), since an OpenAI stream reports its usage only in its last chunk. Then an upstream 429 with retry-after reaches
 // every client, streamed and not.
 
 import t, { type Test } from 'tap';
@@ -12,6 +12,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_WORDS, fakeProvider, startFakeOpenAI, type Behaviour } from '../helpers/fake-openai.js';
 import { bucketsOf, rowOf } from '../helpers/clients.js';
@@ -32,11 +33,13 @@ const MODEL = 'oai/o3';
 const STALL_MS = 1000; // fakeProvider: timeouts.stall_s 1
 const CHUNKS = 2;
 const SENT = DEFAULT_WORDS.slice(0, CHUNKS); // 'Hello', ' from'
-// No usage was reported (OpenAI sends it after the finish chunk), so the row estimates the output from the two
-// streamed text deltas and guesses nothing else: buckets [null, null, null, 2, null], total 2; cost at the output
-// price of fakeProvider (10 USD per 1M): 2 x 10 / 1e6.
-const ESTIMATED = [null, null, null, 2, null, 2];
-const ESTIMATED_COST = (2 * 10) / 1e6;
+// No usage was reported (OpenAI sends it after the finish chunk), so the row estimates it (src/usage/estimate.ts,
+// o3: o200k_base): every client sends one user message 'hi', so the input is 3 + 'user' + 'hi' + 3 priming; the
+// output is the text of the two streamed words. Cost at fakeProvider's prices (input 2.5, output 10 USD per 1M).
+const INPUT = 3 + countTokens('user') + countTokens('hi') + 3;
+const OUTPUT = countTokens(SENT.join(''));
+const ESTIMATED = [INPUT, null, null, OUTPUT, null, INPUT + OUTPUT];
+const ESTIMATED_COST = (INPUT * 2.5 + OUTPUT * 10) / 1e6;
 
 interface Raw {
   status: number;
@@ -72,8 +75,8 @@ async function checkRow(t: Test, r: Raw, endpoint: string, code: RegExp): Promis
   const row = await rowOf(gw, String(r.headers['x-request-id']));
   t.match(row, { endpoint, provider: 'oai', model: MODEL, requested_model: MODEL, status: 'failure', http_status: 200, error_type: code, usage_source: 'estimated' }, 'a failure row (the 200 had been sent)');
   t.equal(Boolean(row.stream), true, 'streamed');
-  t.same(bucketsOf(row), ESTIMATED, 'output estimated from the two streamed deltas, nothing else guessed');
-  t.equal(Number(row.cost), ESTIMATED_COST, 'cost of the estimate: 2 x 10 / 1e6');
+  t.same(bucketsOf(row), ESTIMATED, 'input estimated from the request, output from the two streamed words, no cache buckets');
+  t.equal(Number(row.cost), ESTIMATED_COST, 'the estimate priced as reported usage would be');
 }
 
 /** The content of a Chat stream's chunks (all but the error frame). */

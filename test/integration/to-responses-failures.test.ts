@@ -3,7 +3,8 @@
 // - the upstream stalls, or cuts the connection, before response.completed: a Responses client gets
 //   `response.failed` followed by exactly one `data: [DONE]` (checked on the raw bytes: no non-JSON line, no
 //   duplicate [DONE], sequence numbers in order), an Anthropic client gets `event: error`, a Chat client an error
-//   event and a Gemini client an error the SDK raises; the row is a failure with the streamed deltas as estimate;
+//   event and a Gemini client an error the SDK raises; the row is a failure with its usage estimated from the
+//   request and the streamed deltas;
 // - an upstream 429 with retry-after: the status and the header reach every client, whole and streamed;
 // - the fake itself, read by the official openai SDK directly, is a faithful Responses API (auth, validation, SSE).
 
@@ -12,6 +13,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { ApiError, GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
 import { request } from 'undici';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { startApp } from '../helpers/app.js';
 import { DEFAULT_TEXT, DEFAULT_WORDS, openaiError, respProvider, startFakeResponses, TEXT_STREAM_EVENTS, UPSTREAM_KEY } from '../helpers/fake-responses.js';
 import { buckets, type Row, withRow } from '../helpers/clients.js';
@@ -25,8 +27,13 @@ const gw = await startApp(t, {
   },
 });
 const MODEL = 'resp/o4-mini';
-// Price of `resp`: output 8 USD per 1M tokens. A stream cut after two text deltas is estimated as output 2.
-const ESTIMATED_COST = (2 * 8) / 1e6;
+// No usage was reported (Responses sends it in response.completed), so the row estimates it (src/usage/estimate.ts,
+// o4-mini: o200k_base): every client sends one user message 'hi' (input 3 + 'user' + 'hi' + 3 priming); the output
+// is the text of the two streamed deltas. Price of `resp`: input 2, output 8 USD per 1M tokens.
+const SENT_WORDS = DEFAULT_WORDS.slice(0, 2).join('');
+const INPUT = 3 + countTokens('user') + countTokens('hi') + 3;
+const OUTPUT = countTokens(SENT_WORDS);
+const ESTIMATED_COST = (INPUT * 2 + OUTPUT * 8) / 1e6;
 
 /** Raw POST to the gateway; the whole body as text. */
 async function raw(path: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; text: string }> {
@@ -81,8 +88,8 @@ function checkFailureRow(t: Test, row: Row, endpoint: string, cause: Cause): voi
   const expected = { stall: 'TOLLGATE_ERR_UPSTREAM_STALL', cut: 'TOLLGATE_ERR_UPSTREAM_CONNECT', end: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' }[cause];
   t.equal(row.error_type, expected, `error type: ${expected}`);
   t.equal(row.usage_source, 'estimated', 'no usage reported: estimated');
-  t.same(buckets(row), [null, null, null, 2, null], 'output estimated from the two streamed deltas, input not guessed');
-  t.equal(Number(row.cost), ESTIMATED_COST, 'cost of the estimate: 2 x 8 / 1e6');
+  t.same(buckets(row), [INPUT, null, null, OUTPUT, null], 'input estimated from the request, output from the two streamed deltas');
+  t.equal(Number(row.cost), ESTIMATED_COST, 'the estimate priced as reported usage would be');
 }
 
 for (const cause of ['stall', 'cut', 'end'] as const) {

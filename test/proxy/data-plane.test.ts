@@ -6,7 +6,8 @@ import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { DEMO_PROVIDER } from '../helpers/app.js';
-import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import { DEFAULT_WORDS, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { metricValue } from '../helpers/prom.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -169,7 +170,8 @@ t.test('stall timeout mid-stream ends the stream with a clear error event', asyn
   t.equal(frames.filter((f) => f.includes('"content"')).length, 3, 'role chunk and the two content chunks came first');
   const [row] = await gw.rows(`error_type = 'TOLLGATE_ERR_UPSTREAM_STALL'`);
   t.match(row, { status: 'failure', usage_source: 'estimated', stream: true });
-  t.equal(Number(row!.output_tokens), 2);
+  t.equal(Number(row!.output_tokens), countTokens(DEFAULT_WORDS.slice(0, 2).join('')), 'output estimated from the two words streamed');
+  t.equal(Number(row!.input_tokens), 3 + countTokens('user') + countTokens('hi') + 3, 'input estimated from the request');
 });
 
 t.test('upstream closes the stream before finishing: error event, failure row', async (t) => {
@@ -219,13 +221,16 @@ t.test('client abort before a non-streamed answer: upstream call aborted, 499 ab
   await health.body.dump();
 });
 
-t.test('a stream that finishes but whose provider sent no usage: null buckets and usage_source none, never zero', async (t) => {
+t.test('a stream that finishes but whose provider sent no usage: estimated, never zero', async (t) => {
   up.next({ kind: 'ok', omitUsage: true });
   const res = await chat({ model: 'fake/gpt-4o', messages: [{ role: 'user', content: 'no usage please' }], stream: true });
   const text = await res.body.text();
   t.match(text, /data: \[DONE\]\n\n$/);
   const id = String(res.headers['x-request-id']);
   const [row] = await gw.rows(`toString(request_id) = '${id}'`);
-  t.match(row, { status: 'success', usage_source: 'none', total_tokens: 0, cost: 0 });
-  t.same([row!.input_tokens, row!.cached_tokens, row!.cache_write_tokens, row!.output_tokens, row!.reasoning_tokens], [null, null, null, null, null]);
+  const input = 3 + countTokens('user') + countTokens('no usage please') + 3;
+  const output = countTokens(DEFAULT_WORDS.join(''));
+  t.match(row, { status: 'success', usage_source: 'estimated', total_tokens: input + output });
+  t.same([row!.input_tokens, row!.cached_tokens, row!.cache_write_tokens, row!.output_tokens, row!.reasoning_tokens], [input, null, null, output, null]);
+  t.equal(Number(row!.cost), (input * 2.5 + output * 10) / 1e6, 'priced at fakeProvider prices');
 });

@@ -5,8 +5,22 @@ import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '..
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { openaiUsage } from './usage.js';
 import { own } from '../../own.js';
+import { AnswerText } from '../../usage/estimate.js';
 
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
+const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+
+/** The text a message or delta adds: its content, and its tool calls' names and arguments. */
+function outputOf(m: Record<string, unknown>): string {
+  let out = str(m.content) + str(m.refusal);
+  if (Array.isArray(m.tool_calls)) {
+    for (const c of m.tool_calls as ({ function?: { name?: unknown; arguments?: unknown } } | null)[]) out += str(c?.function?.name) + str(c?.function?.arguments);
+  }
+  return out;
+}
+
+/** DeepSeek-style reasoning (`reasoning_content`) or OpenRouter's (`reasoning`). */
+const reasoningOf = (m: Record<string, unknown>): string => str(m.reasoning_content) + str(m.reasoning);
 
 export const openaiAdapter: ChatAdapter = {
   chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
@@ -35,15 +49,33 @@ export const openaiAdapter: ChatAdapter = {
     return openaiUsage((json as { usage?: unknown } | null)?.usage);
   },
 
+  answerText(json: unknown): AnswerText {
+    const answer = new AnswerText();
+    const choices = (json as { choices?: unknown } | null)?.choices;
+    for (const ch of Array.isArray(choices) ? (choices as ({ message?: Record<string, unknown> } | null)[]) : []) {
+      const m = ch?.message;
+      if (m === null || typeof m !== 'object') continue;
+      answer.reasoning(reasoningOf(m));
+      answer.output(outputOf(m));
+    }
+    return answer;
+  },
+
   inspectChunk(json: unknown): StreamChunkInfo {
     const c = (json ?? {}) as { choices?: unknown; usage?: unknown };
     const choices = Array.isArray(c.choices) ? (c.choices as ({ delta?: Record<string, unknown> } | null)[]) : [];
     let deltas = 0;
+    let output = '';
+    let reasoning = '';
     for (const ch of choices) {
       const d = ch?.delta;
-      if (d && (nonEmpty(d.content) || nonEmpty(d.reasoning_content) || nonEmpty(d.reasoning) || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0))) deltas++;
+      if (d && (nonEmpty(d.content) || nonEmpty(d.reasoning_content) || nonEmpty(d.reasoning) || (Array.isArray(d.tool_calls) && d.tool_calls.length > 0))) {
+        deltas++;
+        output += outputOf(d);
+        reasoning += reasoningOf(d);
+      }
     }
     const usage = openaiUsage(c.usage);
-    return { usage, deltas, usageOnly: usage !== null && choices.length === 0 };
+    return { usage, deltas, output, reasoning, usageOnly: usage !== null && choices.length === 0 };
   },
 };
