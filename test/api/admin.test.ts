@@ -3,11 +3,12 @@
 // anywhere in its bytes), and how import refuses what is not an archive. Real sockets, the real embedded store.
 
 import t from 'tap';
+import { MIGRATIONS } from '../../src/store/migrations.js';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
-import { startApp } from '../helpers/app.js';
+import { demoProvidersYaml, startApp } from '../helpers/app.js';
 import { errorCode, send } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/tmp.js';
 import { redactConfigText } from '../../src/config/redact.js';
@@ -27,15 +28,7 @@ server:
   api_keys:
     - { name: admin, key: "${KEY}", role: admin }
     - { name: user, key: "${USER_KEY}" }
-providers:
-  demo:
-    name: Demo
-    group: paid
-    format: mock
-    price: { input: 1, output: 2 }
-    mock: { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }
-    models: { echo-1: { kind: llm } }
-  upstream:
+${demoProvidersYaml()}  upstream:
     name: Upstream
     group: paid
     format: openai
@@ -118,7 +111,7 @@ t.test('the archive: manifest, config, one file per data table; no secret of the
   const listed = execFileSync('tar', ['-tzf', file], { encoding: 'utf8' }).trim().split('\n');
   t.same(listed, ['manifest.json', 'config.yaml', 'tables/alert_deliveries.native', 'tables/alerts.native', 'tables/requests.native'], 'tar -tzf');
   const manifest = JSON.parse(execFileSync('tar', ['-xzOf', file, 'manifest.json'], { encoding: 'utf8' })) as { tables: Record<string, { rows: number }>; config: { redacted: string[] } };
-  t.match(manifest, { format: 'tollgate-export', format_version: 1, tollgate_version: /^\d+\.\d+\.\d+/, schema_version: 4, database: 'tollgate', config: { source: 'file' } });
+  t.match(manifest, { format: 'tollgate-export', format_version: 1, tollgate_version: /^\d+\.\d+\.\d+/, schema_version: MIGRATIONS.at(-1)!.version, database: 'tollgate', config: { source: 'file' } });
   t.same(Object.keys(manifest.tables).sort(), ['alert_deliveries', 'alerts', 'requests'], 'no rollup, no view, no schema_migrations');
   t.equal(manifest.tables.requests.rows, 1);
   t.same(manifest.config.redacted.sort(), [

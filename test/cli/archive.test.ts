@@ -3,6 +3,7 @@
 // TOLLGATE_API_KEY; without a key a gateway with keys refuses, and the command exits 1 saying why.
 
 import t from 'tap';
+import { demoProvidersYaml } from '../helpers/app.js';
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -24,15 +25,7 @@ server:
 storage:
   data_dir: ${JSON.stringify(join(dir, 'data'))}
   batch: { flush_ms: 50 }
-providers:
-  demo:
-    name: Demo
-    group: paid
-    format: mock
-    price: { input: 1, output: 2 }
-    mock: { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }
-    models: { echo-1: { kind: llm } }
-`);
+${demoProvidersYaml()}`);
 const server = spawnCli(t, ['--config', file], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
 await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/health`).catch(() => null))?.status === 200, 30_000);
 const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {

@@ -75,3 +75,16 @@ export const DEMO_PROVIDER = {
   mock: { chunks: 5, latency_ms: 0, chunk_delay_ms: 0 },
   models: { 'echo-1': { kind: 'llm' } },
 };
+
+/** The demo provider as a YAML `providers:` block, for tests that write a config file for the built CLI. */
+export function demoProvidersYaml(mock: { chunks: number; latency_ms: number; chunk_delay_ms: number } = { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }): string {
+  return `providers:
+  demo:
+    name: Demo
+    group: paid
+    format: mock
+    price: { input: 1, output: 2 }
+    mock: { chunks: ${mock.chunks}, latency_ms: ${mock.latency_ms}, chunk_delay_ms: ${mock.chunk_delay_ms} }
+    models: { echo-1: { kind: llm } }
+`;
+}

@@ -9,6 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { openStore } from '../../src/store/client.js';
+import { demoProvidersYaml } from '../helpers/app.js';
 import { spawnCli, type Proc } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
 import { metricValue } from '../helpers/prom.js';
@@ -25,15 +26,7 @@ server: { host: 127.0.0.1, port: ${port} }
 storage:
   data_dir: ${JSON.stringify(dataDir)}
   batch: { flush_ms: 300 }
-providers:
-  demo:
-    name: Demo
-    group: paid
-    format: mock
-    price: { input: 1, output: 2 }
-    mock: { chunks: 8, latency_ms: 5, chunk_delay_ms: 40 }
-    models: { echo-1: { kind: llm } }
-`);
+${demoProvidersYaml({ chunks: 8, latency_ms: 5, chunk_delay_ms: 40 })}`);
 
 async function serve(): Promise<Proc> {
   const p = spawnCli(t, ['--config', file], { cwd: dir });
