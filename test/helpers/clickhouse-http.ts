@@ -148,7 +148,8 @@ export class ClickHouseHttp implements ClickHouseControls {
     this.#session = new chdb.Session(opts.dataDir);
     this.#version = chdb.version().libchdb;
     this.#tmp = mkdtempSync(join(tmpdir(), 'tollgate-chhttp-'));
-    this.#server = createServer((req, res) => void this.#handle(req, res));
+    // A server takes URLs up to 1 MiB (http_max_uri_size): bound parameters travel in the URL.
+    this.#server = createServer({ maxHeaderSize: 1024 * 1024 }, (req, res) => void this.#handle(req, res));
     this.#server.keepAliveTimeout = 10_000; // a ClickHouse server's default keep_alive_timeout
     this.#server.on('connection', (socket: Socket) => {
       this.#sockets.add(socket);
