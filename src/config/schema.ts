@@ -174,6 +174,8 @@ export const CONFIG_SCHEMA = closed({
       data_dir: { type: 'string', minLength: 1, default: './data' },
       username: { type: 'string', default: 'default' },
       password: { type: 'string', default: '' },
+      // ClickHouse server only: a request with no answer for this long fails (and the writer retries it).
+      request_timeout_ms: { type: 'integer', minimum: 100, maximum: 600000, default: 30000 },
       batch: closed(
         {
           max_rows: { type: 'integer', minimum: 1, default: 10000 },

@@ -128,6 +128,8 @@ export interface Config {
     readonly data_dir: string;
     readonly username: string;
     readonly password: string;
+    /** ClickHouse server only: how long a request may go without an answer before it fails. */
+    readonly request_timeout_ms: number;
     readonly batch: { readonly max_rows: number; readonly flush_ms: number; readonly queue_max: number };
     /** The on-disk spool under data_dir/spool (src/store/spool.ts); max_bytes is normalised to bytes at load. */
     readonly spool: { readonly commit_ms: number; readonly max_bytes: number };

@@ -6,7 +6,7 @@ import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type * as Chdb from 'chdb/connection';
 import type { Config } from '../config/types.js';
 
@@ -30,13 +30,16 @@ export class Store {
   readonly database: string;
   readonly embedded: boolean;
   readonly #client: ClickHouseClient;
+  readonly #pingTimeoutMs: number;
   #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
 
-  constructor(client: ClickHouseClient, database: string, embedded: boolean) {
+  /** `pingTimeoutMs`: how long `ping` waits for a server (the embedded engine answers or throws). */
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, opts: { pingTimeoutMs?: number } = {}) {
     this.#client = client;
     this.database = database;
     this.embedded = embedded;
+    this.#pingTimeoutMs = opts.pingTimeoutMs ?? 2000;
   }
 
   /** Qualified table name. */
@@ -108,9 +111,17 @@ export class Store {
     });
   }
 
+  /**
+   * Does the store answer a query? Bounded on a server (a server that accepts the connection and never answers
+   * must not hold a readiness probe for the whole request timeout).
+   */
   async ping(): Promise<boolean> {
     try {
-      const rows = await this.query<{ ok: number }>('SELECT 1 AS ok');
+      const rows = await this.#run(async () => {
+        const abort_signal = this.embedded ? undefined : AbortSignal.timeout(this.#pingTimeoutMs);
+        const rs = await this.#client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...(abort_signal === undefined ? {} : { abort_signal }) });
+        return rs.json<{ ok: number }>();
+      });
       return Number(rows[0]?.ok) === 1;
     } catch {
       return false;
@@ -137,13 +148,17 @@ export function ident(name: string): string {
 
 export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'database' | 'data_dir' | 'username' | 'password'> & Partial<Config['storage']>): Store {
   if (storage.clickhouse_url) {
+    const requestTimeout = storage.request_timeout_ms ?? 30_000;
     const client = createClient({
       url: storage.clickhouse_url,
       username: storage.username,
       password: storage.password,
-      request_timeout: 30_000,
+      request_timeout: requestTimeout,
+      // The client would print every failed request to stderr, once per retry while a server is down; the writer
+      // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
+      log: { level: ClickHouseLogLevel.OFF },
     });
-    return new Store(client, storage.database, false);
+    return new Store(client, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout) });
   }
   const path = resolve(storage.data_dir);
   mkdirSync(path, { recursive: true });

@@ -28,6 +28,27 @@ export interface RecordingState {
 
 export const DROP_REASONS = ['spool_full', 'rejected'] as const;
 
+/** How long a scrape waits for numbers read from the store before it goes on without them. */
+const STORE_READ_MS = 2000;
+
+/**
+ * `read()`, or null when it fails or takes longer than STORE_READ_MS: the gauges that come from the store are left
+ * out of that scrape, and every other series (tollgate_store_up and the spool's among them) is still served. While
+ * a ClickHouse server is down or hangs, /metrics must keep answering: it is how the outage is seen.
+ */
+async function fromStore<T>(read: () => Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), STORE_READ_MS);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([read().catch(() => null), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
 export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;
 export type RateLimitReason = (typeof RATE_LIMIT_REASONS)[number];
@@ -156,7 +177,7 @@ export class Metrics {
   /** Quota and spend gauges, from the quota engine's snapshot at scrape time (the same numbers as /api/quota). */
   watchQuota(quota: QuotaService): void {
     const registers = [this.registry];
-    const snapshot = () => quota.entries();
+    const snapshot = async () => (await fromStore(() => quota.entries())) ?? [];
     new Gauge({
       name: METRIC.quotaUsedRatio, help: 'Quota used as a ratio of its limit (1 = exhausted; above 1 when over).', labelNames: ['provider'], registers,
       async collect() {
@@ -186,7 +207,8 @@ export class Metrics {
     new Gauge({
       name: METRIC.spend, help: 'Billed spend in USD in the current budget day and month (budgets.timezone, default UTC).', labelNames: ['window'], registers,
       async collect() {
-        const s = await budget.refresh();
+        const s = await fromStore(() => budget.refresh());
+        if (s === null) return this.reset();
         this.set({ window: 'today' }, s.daily.spent);
         this.set({ window: 'month' }, s.monthly.spent);
       },

@@ -9,15 +9,13 @@ import { AlertService, type Notify } from '../../src/alerts/service.js';
 import type { Alert } from '../../src/alerts/types.js';
 import { parseConfig } from '../../src/config/load.js';
 import { QuotaService } from '../../src/quota/service.js';
-import { openStore } from '../../src/store/client.js';
+import { openTestStore } from '../helpers/store-paths.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord } from '../../src/usage/record.js';
 import { uuidv7 } from '../../src/usage/uuidv7.js';
-import { tempDir } from '../helpers/tmp.js';
 
-const store = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: tempDir(t, 'tollgate-claims-'), username: 'default', password: '' });
-t.teardown(() => store.close());
+const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-claims-' });
 await migrate(store);
 
 const cfg = parseConfig({

@@ -3,6 +3,7 @@
 // delivery; its /api/usage, /api/quota and /api/usage/logs are captured and the store exported. A gateway on a fresh
 // data directory imports the archive and must answer the same; a second import adds nothing; importing into the
 // original store adds nothing. One embedded store is open at a time (chdb binds one per process).
+// admin-roundtrip.server.test.ts runs the same with each store a ClickHouse server reached over HTTP.
 
 import t from 'tap';
 import { startApp, DEMO_PROVIDER, type TestApp } from '../helpers/app.js';
@@ -10,6 +11,7 @@ import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { receiver } from '../helpers/receivers.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { testStorage } from '../helpers/store-paths.js';
 
 const KEY = 'k-admin-roundtrip-0123456789';
 const auth = { authorization: `Bearer ${KEY}` };
@@ -87,12 +89,15 @@ const chat = (gw: TestApp, model: string, stream: boolean) =>
   }).then(async (r) => ({ status: r.status, body: await r.text() }));
 
 const originalDir = tempDir(t);
+// The original store and its data directory; on the server path, a ClickHouse server of its own.
+const originalStorage = (await testStorage(t)).storage;
+const on = (storage: object) => ({ ...raw, storage });
 let archive: Buffer;
 let before: Awaited<ReturnType<typeof answers>>;
 let originalCounts: Record<string, number>;
 
 t.test('the original gateway: requests of every status, alerts, then an export', async (t) => {
-  const gw = await startApp(t, raw, { dataDir: originalDir });
+  const gw = await startApp(t, on(originalStorage), { dataDir: originalDir });
   const statuses: number[] = [];
   for (const stream of [false, true, false]) statuses.push((await chat(gw, 'demo/echo-1', stream)).status);
   statuses.push((await chat(gw, 'open/gpt-4o', true)).status);
@@ -116,7 +121,7 @@ t.test('the original gateway: requests of every status, alerts, then an export',
 });
 
 t.test('a fresh store imports the archive and answers exactly as before; a second import adds nothing', async (t) => {
-  const gw = await startApp(t, raw, { dataDir: tempDir(t) });
+  const gw = await startApp(t, on((await testStorage(t)).storage), { dataDir: tempDir(t) });
   t.same(await counts(gw), { requests: 0, alerts: 0, alert_deliveries: 0, usage_hourly: 0 }, 'wiped: a new data directory');
   const first = await importArchive(gw, archive);
   t.same(first.imported, { requests: originalCounts.requests, alerts: originalCounts.alerts, alert_deliveries: originalCounts.alert_deliveries });
@@ -139,7 +144,7 @@ t.test('a fresh store imports the archive and answers exactly as before; a secon
 });
 
 t.test('importing into the store the archive came from duplicates nothing', async (t) => {
-  const gw = await startApp(t, raw, { dataDir: originalDir });
+  const gw = await startApp(t, on(originalStorage), { dataDir: originalDir });
   const result = await importArchive(gw, archive);
   t.same(result.imported, { requests: 0, alerts: 0, alert_deliveries: 0 });
   const now = await counts(gw);

@@ -112,7 +112,7 @@ t.test('stream with include_usage: usage: null on each chunk, then one usage-onl
   t.same(last.choices, [], 'the usage chunk has no choices');
   t.same(last.usage, { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } });
   const info = openaiAdapter.inspectChunk(last);
-  t.same(info, { usage: { input: 3, cached: 0, cacheWrite: null, output: 5, reasoning: 0 }, deltas: 0, usageOnly: true });
+  t.same(info, { usage: { input: 3, cached: 0, cacheWrite: null, output: 5, reasoning: 0 }, deltas: 0, usageOnly: true, output: '', reasoning: '' });
 
   const off = await streamed({ stream_options: { include_usage: false } });
   t.ok(off.json.every((c) => !('usage' in c)), 'include_usage: false is not asking');

@@ -83,9 +83,16 @@ t.test('inspectChunk over a streamed answer with include_usage', async (t) => {
   t.equal(infos.at(-1)!.deltas, 0);
 });
 
+/** The fields of a chunk's info that say what it is (the answer text is checked on its own). */
+const core = (i: { usage: unknown; deltas: number; usageOnly: boolean }) => ({ usage: i.usage, deltas: i.deltas, usageOnly: i.usageOnly });
+
 t.test('inspectChunk over a stream without usage', async (t) => {
-  const infos = chunks('stream-no-usage.sse').slice(0, -1).map((c) => openaiAdapter.inspectChunk(c));
-  t.same(infos, [
+  const raw = chunks('stream-no-usage.sse').slice(0, -1);
+  const infos = raw.map((c) => openaiAdapter.inspectChunk(c));
+  const text = raw.map((c) => (c as { choices: { delta?: { content?: string | null } }[] }).choices[0]?.delta?.content ?? '').join('');
+  t.ok(text.length > 0);
+  t.equal(infos.map((i) => i.output).join(''), text, 'the answer text, as the chunks carry it (for an estimate)');
+  t.same(infos.map(core), [
     { usage: null, deltas: 0, usageOnly: false },
     { usage: null, deltas: 1, usageOnly: false },
     { usage: null, deltas: 1, usageOnly: false },
@@ -120,16 +127,16 @@ t.test('inspectChunk: deltas, edge cases and other vendors', async (t) => {
   t.equal(openaiAdapter.inspectChunk({ ...base, choices: [{ index: 0, delta: null, finish_reason: 'stop' }] }).deltas, 0, 'a null delta');
 
   const azureFirst = { choices: [], created: 0, id: '', model: '', object: '', prompt_filter_results: [{ prompt_index: 0, content_filter_results: {} }] };
-  t.same(openaiAdapter.inspectChunk(azureFirst), { usage: null, deltas: 0, usageOnly: false }, "Azure's empty-choices first chunk is not usage-only");
+  t.same(core(openaiAdapter.inspectChunk(azureFirst)), { usage: null, deltas: 0, usageOnly: false }, "Azure's empty-choices first chunk is not usage-only");
 
   const usage = { prompt_tokens: 12, completion_tokens: 4, total_tokens: 16 };
   const withBoth = { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage };
-  t.same(openaiAdapter.inspectChunk(withBoth), { usage: { input: 12, cached: null, cacheWrite: null, output: 4, reasoning: null }, deltas: 0, usageOnly: false }, 'usage on the finish chunk (vLLM, Groq): not usage-only, it must be forwarded');
+  t.same(core(openaiAdapter.inspectChunk(withBoth)), { usage: { input: 12, cached: null, cacheWrite: null, output: 4, reasoning: null }, deltas: 0, usageOnly: false }, 'usage on the finish chunk (vLLM, Groq): not usage-only, it must be forwarded');
   t.same(openaiAdapter.inspectChunk({ ...base, usage }).usageOnly, true, 'no choices key at all + usage is usage-only');
-  t.same(openaiAdapter.inspectChunk({ ...base, choices: [], usage: { total_tokens: 5 } }), { usage: null, deltas: 0, usageOnly: false }, 'unusable usage is no usage');
+  t.same(core(openaiAdapter.inspectChunk({ ...base, choices: [], usage: { total_tokens: 5 } })), { usage: null, deltas: 0, usageOnly: false }, 'unusable usage is no usage');
 
   for (const garbage of [null, undefined, 'data', 42, [], {}, { choices: 'x' }, { choices: [{}] }, { choices: [{ delta: 'text' }] }]) {
-    t.same(openaiAdapter.inspectChunk(garbage), { usage: null, deltas: 0, usageOnly: false }, `garbage ${JSON.stringify(garbage)}`);
+    t.same(core(openaiAdapter.inspectChunk(garbage)), { usage: null, deltas: 0, usageOnly: false }, `garbage ${JSON.stringify(garbage)}`);
   }
 });
 
@@ -170,5 +177,6 @@ t.test('inspectChunk tolerates a null entry in choices, as finishReasons in chat
   t.doesNotThrow(() => {
     info = openaiAdapter.inspectChunk({ id: 'chatcmpl-x', object: 'chat.completion.chunk', choices: [null, { index: 1, delta: { content: 'ok' } }] });
   });
-  t.same(info, { usage: null, deltas: 1, usageOnly: false }, 'the good choice is still counted');
+  t.same(info && core(info), { usage: null, deltas: 1, usageOnly: false }, 'the good choice is still counted');
+  t.equal(info?.output, 'ok', 'and its text');
 });

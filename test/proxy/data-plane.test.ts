@@ -168,6 +168,8 @@ t.test('stall timeout mid-stream ends the stream with a clear error event', asyn
   const last = JSON.parse(frames.at(-1)!.replace(/^data: /, '')) as { error: { code: string } };
   t.equal(last.error.code, 'TOLLGATE_ERR_UPSTREAM_STALL', 'last event is the error');
   t.equal(frames.filter((f) => f.includes('"content"')).length, 3, 'role chunk and the two content chunks came first');
+  // The row follows the estimate, which may first load the tokenizer: wait for it rather than race it.
+  await waitFor(async () => (await gw.rows(`error_type = 'TOLLGATE_ERR_UPSTREAM_STALL'`)).length > 0, 10_000);
   const [row] = await gw.rows(`error_type = 'TOLLGATE_ERR_UPSTREAM_STALL'`);
   t.match(row, { status: 'failure', usage_source: 'estimated', stream: true });
   t.equal(Number(row!.output_tokens), countTokens(DEFAULT_WORDS.slice(0, 2).join('')), 'output estimated from the two words streamed');

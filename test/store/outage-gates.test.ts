@@ -8,15 +8,14 @@ import t from 'tap';
 import { BudgetService } from '../../src/alerts/budget.js';
 import { parseConfig } from '../../src/config/load.js';
 import { QuotaService } from '../../src/quota/service.js';
-import { openStore, type Store } from '../../src/store/client.js';
+import type { Store } from '../../src/store/client.js';
+import { openTestStore } from '../helpers/store-paths.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type UsageRecord } from '../../src/usage/record.js';
 import { uuidv7 } from '../../src/usage/uuidv7.js';
-import { tempDir } from '../helpers/tmp.js';
 
-const real = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: tempDir(t, 'tollgate-gates-'), username: 'default', password: '' });
-t.teardown(() => real.close());
+const real = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-gates-' });
 await migrate(real);
 
 let down = false;

@@ -3,18 +3,13 @@
 // is counted once in both tables. The rollup's sums equal the raw table's (FINAL) for every hour and dimension.
 
 import t from 'tap';
-import { openStore } from '../../src/store/client.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind } from '../../src/usage/record.js';
 import { uuidv7 } from '../../src/usage/uuidv7.js';
-import { tempDir } from '../helpers/tmp.js';
+import { openTestStore } from '../helpers/store-paths.js';
 
-const store = openStore({
-  clickhouse_url: '', database: 'cutover', data_dir: tempDir(t, 'tollgate-rollup-'), username: 'default', password: '',
-  batch: { max_rows: 1000, flush_ms: 1000, queue_max: 100000 },
-});
-t.teardown(() => store.close());
+const store = await openTestStore(t, { database: 'cutover', prefix: 'tollgate-rollup-' });
 
 const H = 3_600_000;
 const T0 = Date.UTC(2026, 1, 28, 22, 30); // 2026-02-28 22:30Z: rows straddle an hour, a day and a month edge

@@ -1,9 +1,9 @@
 // The store against the real embedded ClickHouse (chdb): migrations, idempotent rows (DESIGN.md decision 3),
 // nullable usage buckets (decision 4), exact Decimal money, and the per-model usage query. One data directory for
-// the whole file: chdb binds one per process.
+// the whole file: chdb binds one per process. store.server.test.ts runs the same cases against a ClickHouse server.
 
 import t from 'tap';
-import { openStore, type Store } from '../../src/store/client.js';
+import type { Store } from '../../src/store/client.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { aggregate } from '../../src/store/aggregate.js';
 import { toRow } from '../../src/store/rows.js';
@@ -11,18 +11,9 @@ import { makeRecord, type RecordInput, type UsageRecord } from '../../src/usage/
 import { computeCost } from '../../src/usage/cost.js';
 import { uuidv7 } from '../../src/usage/uuidv7.js';
 import type { ProviderConfig } from '../../src/config/types.js';
-import { tempDir } from '../helpers/tmp.js';
+import { openTestStore } from '../helpers/store-paths.js';
 
-const dataDir = tempDir(t, 'tollgate-store-');
-const store: Store = openStore({
-  clickhouse_url: '',
-  database: 'tollgate',
-  data_dir: dataDir,
-  username: 'default',
-  password: '',
-  batch: { max_rows: 1000, flush_ms: 1000, queue_max: 100000 },
-});
-t.teardown(() => store.close());
+const store: Store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-store-' });
 
 const T0 = Date.UTC(2024, 4, 15, 12, 0, 0, 0); // 2024-05-15T12:00:00.000Z
 

@@ -7,7 +7,7 @@
 // database.
 
 import t from 'tap';
-import { openStore, type Store } from '../../src/store/client.js';
+import type { Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow, type RequestRow } from '../../src/store/rows.js';
 import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/store/writer.js';
@@ -17,17 +17,10 @@ import { join } from 'node:path';
 import { makeRecord } from '../../src/usage/record.js';
 import { uuidv7 } from '../../src/usage/uuidv7.js';
 import { tempDir } from '../helpers/tmp.js';
+import { openTestStore } from '../helpers/store-paths.js';
 import { waitFor } from '../helpers/wait.js';
 
-const store: Store = openStore({
-  clickhouse_url: '',
-  database: 'tollgate',
-  data_dir: tempDir(t, 'tollgate-writer-'),
-  username: 'default',
-  password: '',
-  batch: { max_rows: 1000, flush_ms: 1000, queue_max: 100000 },
-});
-t.teardown(() => store.close());
+const store: Store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-writer-' });
 await migrate(store);
 
 let seq = 0;
