@@ -152,7 +152,7 @@ export function pickHeaders(h: UpstreamResponse['headers'], names: readonly stri
 }
 
 /** Write and respect back-pressure; resolves early if the client goes away. */
-export function write(raw: ServerResponse, s: string): Promise<void> | void {
+export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
   if (raw.destroyed) return;
   if (raw.write(s)) return;
   return new Promise((resolve) => {
