@@ -14,7 +14,7 @@ import { geminiSameFormat } from '../providers/gemini/same-format.js';
 import { responsesSameFormat } from '../providers/openai-responses/same-format.js';
 import { codecFor } from '../providers/registry.js';
 import { TOLLGATE_VERSION } from '../archive/index.js';
-import { TollgateError, errorBody } from '../errors.js';
+import { TollgateError, errorBody, toTollgateError } from '../errors.js';
 import { own } from '../own.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
 import { autoSwitch, type BudgetGate } from '../routing/auto-switch.js';
@@ -144,6 +144,11 @@ function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): b
   return false;
 }
 
+/** Answer with one of the gateway's errors, without the usage row the error handler gives data-plane routes. */
+async function refuse(reply: FastifyReply, e: TollgateError): Promise<void> {
+  if (!reply.sent && !reply.raw.headersSent) await reply.code(e.status).send(errorBody(e, null));
+}
+
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
   app.post(CHAT_ROUTE, (req, reply) =>
     chatNeedsTranslation(ctx.config.current, req.body, ctx.router.budget) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
@@ -158,13 +163,10 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
   );
   const gemini = async (req: FastifyRequest, reply: FastifyReply, version: string): Promise<void> => {
     const p = geminiPath(wildcard(req));
-    if (p === null) {
-      // Not a Gemini call: the same answer as any path without a route, and no usage row.
-      const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${version}/${wildcard(req).slice(0, 200)}`);
-      await reply.code(e.status).send(errorBody(e, null));
-      return;
-    }
-    if (p.action === 'countTokens') return handleGeminiCountTokens(ctx, p.model, req, reply);
+    // Not a Gemini call: the same answer as any path without a route, and no usage row.
+    if (p === null) return refuse(reply, new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${version}/${wildcard(req).slice(0, 200)}`));
+    // Counting consumes no tokens: no usage row, refused or not (as /v1/messages/count_tokens).
+    if (p.action === 'countTokens') return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, toTollgateError(err)));
     return passesThrough(cfg(), 'gemini', p.model, ctx.router.budget) ? handlePassthrough(ctx, GEMINI_PASS, req, reply) : handleTranslated(ctx, codecFor, GEMINI, req, reply);
   };
   app.post(GEMINI_ROUTE, (req, reply) => gemini(req, reply, '/v1beta'));
