@@ -65,7 +65,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
   const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
   const stream = (req.body as { stream?: unknown } | null)?.stream === true;
   const o = newOutcome();
-  reply.header('x-request-id', requestId);
+  reply.header('x-request-id', requestId).header('x-tollgate-requested-model', requestedModel);
   const meta = (): RequestMeta => ({ endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
   begin(ctx, req, o, meta);
 

@@ -92,6 +92,8 @@ export async function handleTranslated(
     const asked = url ? url.model : parsed.model;
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = url ? url.stream : parsed.stream;
+    // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
+    reply.header('x-tollgate-requested-model', requestedModel);
     // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).
     const target = autoSwitch(cfg, asked, ctx.router.budget);
     if (target.switched) {
@@ -124,7 +126,7 @@ export async function handleTranslated(
 }
 
 /**
- * One upstream call, answered to the client in its format. Returns null once the client has its answer (or went
+ * One upstream call, answered to the client in its format, under the name of the model that served it. Returns null once the client has its answer (or went
  * away). With `defer`, a failure before any byte reached the client is returned instead of sent, so a combo can try
  * its next member; a stream then opens only with its first output. Without `defer`, failures are answered here
  * (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
@@ -162,7 +164,7 @@ export async function forward(
       return failed;
     }
     if (canonical.stream) {
-      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer, x.trace);
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       return early;
@@ -172,7 +174,7 @@ export async function forward(
     const answer = readAnswer(outbound, res.status, text, o);
     x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
-    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, route.model)));
     return null;
   } catch (err) {
     if (err instanceof TollgateError && !call.gone.aborted) {
