@@ -22,7 +22,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError, type ClientAbort, type UpstreamResponse } from './dispatch.js';
 import { forwardedHeaders } from './forward-headers.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
 import { SseParser, type SseFrame } from './sse.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute } from './upstream-call.js';
 
@@ -88,11 +88,11 @@ export async function handlePassthrough(ctx: GatewayContext, inbound: Passthroug
     const { model: asked, call } = inbound.target(req);
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = call.stream;
-    reply.header('x-tollgate-requested-model', requestedModel);
+    reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
     const target = autoSwitch(cfg, asked, ctx.router.budget);
     if (target.switched) {
       o.autoSwitched = true;
-      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', requestedModel);
+      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(requestedModel));
     }
     const named = parseThinkingSuffix(target.model);
     o.route = resolveModel(cfg, named.model);

@@ -22,7 +22,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, write, type Outcome, type RequestMeta } from './outcome.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -93,12 +93,12 @@ export async function handleTranslated(
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = url ? url.stream : parsed.stream;
     // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
-    reply.header('x-tollgate-requested-model', requestedModel);
+    reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
     // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).
     const target = autoSwitch(cfg, asked, ctx.router.budget);
     if (target.switched) {
       o.autoSwitched = true;
-      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', requestedModel);
+      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(requestedModel));
     }
     const named = url || target.switched ? parseThinkingSuffix(target.model) : { model: parsed.model, thinking: undefined };
     const x: Exchange = { ctx, codecs, inbound, req, reply, trace, requestId, startedAt, t0, stream, parsed: { ...parsed, model: requestedModel } };
