@@ -1,7 +1,7 @@
 // The gate: who may call what, decided on the route fastify matched (never on the raw URL), deny by default.
 //
 //   access    routes                                            needs
-//   public    /health, /ready, /metrics (unless metrics_auth)   nothing
+//   public    /, /health, /ready, /metrics (unless metrics_auth) nothing (`/` tells only the name and version)
 //   key       every other route, and every unmatched path        any gateway key
 //   admin     /api/admin/*, /api/settings/*                       a key whose role is admin
 //   reauth    /api/admin/export, /api/admin/import                a token from POST /api/admin/reauth (5 minutes)
@@ -23,7 +23,7 @@ import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
 
 /** The one public list (besides /metrics, public unless server.metrics_auth). Route patterns, as registered. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/health', '/ready']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/health', '/ready']);
 export const ADMIN_PREFIXES: readonly string[] = ['/api/admin/', '/api/settings/'];
 export const REAUTH_ROUTES: ReadonlySet<string> = new Set(['/api/admin/export', '/api/admin/import']);
 export const REAUTH_ROUTE = '/api/admin/reauth';

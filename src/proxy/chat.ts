@@ -14,7 +14,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { callUpstream, relayUpstreamError, settleFailure, settleRoute } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
@@ -65,7 +65,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
   const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
   const stream = (req.body as { stream?: unknown } | null)?.stream === true;
   const o = newOutcome();
-  reply.header('x-request-id', requestId);
+  reply.header('x-request-id', requestId).header('x-tollgate-requested-model', modelHeader(requestedModel));
   const meta = (): RequestMeta => ({ endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
   begin(ctx, req, o, meta);
 

@@ -179,8 +179,20 @@ export function pickHeaders(h: UpstreamResponse['headers'], names: readonly stri
   return out;
 }
 
+/**
+ * A model name as a header value: as is when it is visible ASCII (and spaces), else percent-encoded (a requested
+ * model is client input and may hold anything, which a raw header value cannot).
+ */
+export function modelHeader(model: string): string {
+  if (/^[\x20-\x7e]*$/.test(model)) return model;
+  // Byte by byte (a lone surrogate becomes U+FFFD's bytes), where encodeURIComponent would throw.
+  let out = '';
+  for (const b of Buffer.from(model, 'utf8')) out += b > 0x20 && b < 0x7f && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
+}
+
 /** Write and respect back-pressure; resolves early if the client goes away. */
-export function write(raw: ServerResponse, s: string): Promise<void> | void {
+export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
   if (raw.destroyed) return;
   if (raw.write(s)) return;
   return new Promise((resolve) => {

@@ -22,7 +22,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -92,11 +92,13 @@ export async function handleTranslated(
     const asked = url ? url.model : parsed.model;
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = url ? url.stream : parsed.stream;
+    // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
+    reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
     // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).
     const target = autoSwitch(cfg, asked, ctx.router.budget);
     if (target.switched) {
       o.autoSwitched = true;
-      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', requestedModel);
+      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(requestedModel));
     }
     const named = url || target.switched ? parseThinkingSuffix(target.model) : { model: parsed.model, thinking: undefined };
     const x: Exchange = { ctx, codecs, inbound, req, reply, trace, requestId, startedAt, t0, stream, parsed: { ...parsed, model: requestedModel } };
@@ -124,7 +126,7 @@ export async function handleTranslated(
 }
 
 /**
- * One upstream call, answered to the client in its format. Returns null once the client has its answer (or went
+ * One upstream call, answered to the client in its format, under the name of the model that served it. Returns null once the client has its answer (or went
  * away). With `defer`, a failure before any byte reached the client is returned instead of sent, so a combo can try
  * its next member; a stream then opens only with its first output. Without `defer`, failures are answered here
  * (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
@@ -163,7 +165,7 @@ export async function forward(
     }
     if (canonical.stream) {
       const answer = new AnswerText();
-      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, canonical.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
@@ -175,7 +177,7 @@ export async function forward(
     const answer = readAnswer(outbound, res.status, text, o);
     x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
-    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, canonical.model)));
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, route.model)));
     if (answer.usage === null) await settleEstimate(o, { canonical }, answerOf(answer.content));
     return null;
   } catch (err) {

@@ -15,8 +15,8 @@ const KEY = 'k-admin-0123456789abcdef';
 const USER_KEY = 'k-user-0123456789abcdef';
 
 /** A concrete path for a route pattern. */
-const concrete = (url: string): string =>
-  url === '/v1beta/models/*' ? '/v1beta/models/demo/echo-1:generateContent' : url.replace(/:\w+/g, 'x').replace('*', 'x');
+const GEMINI_PATHS: Record<string, string> = { '/v1beta/*': '/v1beta/models/demo/echo-1:generateContent', '/v1/*': '/v1/demo/echo-1:streamGenerateContent' };
+const concrete = (url: string): string => GEMINI_PATHS[url] ?? url.replace(/:\w+/g, 'x').replace('*', 'x');
 
 /** Ways to write `path` that a naive prefix check on the raw URL would not see as the same route. */
 function encodings(path: string): string[] {
@@ -62,13 +62,13 @@ const gw: TestApp = await startApp(t, {
 t.test('every route but the public list answers 401 without a key, however its path is written', async (t) => {
   const routes = gw.app.tollgate.routes.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS');
   const urls = routes.map((r) => r.url);
-  for (const expected of ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/models/*', '/v1/models', '/api/usage', '/api/quota', '/api/admin/reauth', '/api/admin/export', '/api/admin/import', '/metrics', '/health', '/ready']) {
+  for (const expected of ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/*', '/v1/*', '/v1/models', '/api/usage', '/api/quota', '/api/admin/reauth', '/api/admin/export', '/api/admin/import', '/metrics', '/health', '/ready']) {
     t.ok(urls.includes(expected), `${expected} is a registered route`);
   }
   let probes = 0;
   const leaks: string[] = [];
   for (const r of routes) {
-    if (r.url === '/health' || r.url === '/ready' || r.url === '/metrics') continue;
+    if (r.url === '/' || r.url === '/health' || r.url === '/ready' || r.url === '/metrics') continue;
     for (const path of encodings(concrete(r.url))) {
       const a = await send(gw.url, r.method, path, r.method === 'GET' ? {} : { body: '{"model":"open/gpt-4o","messages":[{"role":"user","content":"hi"}],"contents":[{"parts":[{"text":"hi"}]}]}' });
       probes++;
@@ -103,8 +103,10 @@ t.test('the reported bypasses are closed; the same requests work with a key', as
   t.equal(up.received.length, 1, 'only the keyed chat request reached the upstream');
 });
 
-t.test('the public list: /health, /ready and /metrics need no key', async (t) => {
-  for (const path of ['/health', '/ready', '/metrics']) t.equal((await send(gw.url, 'GET', path)).status, 200, path);
+t.test('the public list: /, /health, /ready and /metrics need no key', async (t) => {
+  for (const path of ['/', '/health', '/ready', '/metrics']) t.equal((await send(gw.url, 'GET', path)).status, 200, path);
+  t.equal((await send(gw.url, 'HEAD', '/')).status, 200, 'HEAD / (Claude Code probes it)');
+  t.same(Object.keys(JSON.parse((await send(gw.url, 'GET', '/')).body) as object), ['name', 'version'], '/ tells the name and version only');
   const unknown = await send(gw.url, 'GET', '/no/such/route');
   t.equal(unknown.status, 401, 'an unknown path without a key: 401, not 404 (nothing is learned about what exists)');
   const known = await send(gw.url, 'GET', '/no/such/route', { headers: { authorization: `Bearer ${USER_KEY}` } });

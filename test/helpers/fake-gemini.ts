@@ -7,6 +7,7 @@
 //   followed by CRLF CRLF, no event names and no [DONE]. usageMetadata is cumulative and repeated on every chunk
 //   (candidatesTokenCount grows, the prompt counts repeat); finishReason is on the last chunk only. Without
 //   `alt=sse` the same chunks come as one JSON array, as the real API does.
+// - POST /v1beta/models/{model}:countTokens -> `{totalTokens, promptTokensDetails}` (one token per word).
 // - The key is the `x-goog-api-key` header (or `?key=`); a missing or wrong key is 401 with Gemini's error body
 //   `{error: {code, message, status: 'UNAUTHENTICATED'}}`. Every error body has that shape.
 // - Unknown fields in the request (top level, generationConfig, thinkingConfig, parts, function declarations) are
@@ -82,7 +83,7 @@ export interface GeminiReceived {
   /** The request path with its query, e.g. `/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`. */
   readonly path: string;
   readonly model: string;
-  readonly action: 'generateContent' | 'streamGenerateContent';
+  readonly action: 'generateContent' | 'streamGenerateContent' | 'countTokens';
   readonly headers: IncomingMessage['headers'];
   readonly body: Record<string, unknown>;
 }
@@ -296,7 +297,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     const parts: Buffer[] = [];
     for await (const c of req) parts.push(c as Buffer);
     const url = new URL(req.url ?? '/', 'http://fake');
-    const m = /^\/v1beta\/models\/([^/:]+(?:\/[^/:]+)*):(generateContent|streamGenerateContent)$/.exec(url.pathname);
+    const m = /^\/v1beta\/models\/([^/:]+(?:\/[^/:]+)*):(generateContent|streamGenerateContent|countTokens)$/.exec(url.pathname);
     if (req.method !== 'POST' || !m) {
       sendError(res, 404, `Requested entity was not found: ${req.method} ${url.pathname}`);
       return;
@@ -327,6 +328,13 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     }
     if (b.kind === 'error') {
       sendError(res, b.status, b.message ?? `fake error ${b.status}`, b.googleStatus, b.headers, b.details);
+      return;
+    }
+    if (action === 'countTokens') {
+      // One token per word of the contents' text, as a stand-in for Gemini's counter.
+      const words = JSON.stringify(body.contents ?? body.generateContentRequest ?? '').split(/\s+/).length;
+      res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8' });
+      res.end(JSON.stringify({ totalTokens: words, promptTokensDetails: [{ modality: 'TEXT', tokenCount: words }] }));
       return;
     }
     let chunks: GPart[][];

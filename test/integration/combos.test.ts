@@ -70,10 +70,11 @@ t.test('fallback: 500 then 429 with Retry-After, then an answer; one row per att
   fakes.b.next({ kind: 'error', status: 429, body: { error: { message: 'slow down', type: 'rate_limit_exceeded' } }, headers: { 'retry-after': '20' } });
   const res = await client.chat.completions.create(ask('smart'));
   t.equal(res.choices[0]?.message.content, ANSWER, "c's answer reaches the client");
-  t.equal(res.model, 'smart', 'shown under the name the client asked for');
+  t.equal(res.model, 'c/m', 'shown under the model that served it');
   t.same(delta(before), { a: 1, b: 1, c: 1 }, 'a, then b, then c were each tried once');
 
   const id = spy.last.headers.get('x-request-id')!;
+  t.equal(spy.last.headers.get('x-tollgate-requested-model'), 'smart', 'the name asked for, in x-tollgate-requested-model');
   const { parent, attempts } = await rowsOf(id, 3);
   t.same(attempts.map((r) => [r.kind, Number(r.attempt), r.provider, r.model, r.status, Number(r.http_status), r.combo]), [
     ['attempt', 1, 'a', 'a/m', 'failure', 500, 'smart'],

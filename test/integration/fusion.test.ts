@@ -47,7 +47,7 @@ t.test("three members answer and the judge's answer is what the client gets (not
   script();
   const res = await client.chat.completions.create({ model: 'panel', messages: conversation, tools });
   t.equal(res.choices[0]?.message.content, VERDICT.join(''), "the judge's answer");
-  t.equal(res.model, 'panel');
+  t.equal(res.model, 'j/m', 'shown under the judge that wrote the answer');
 
   for (const id of ['a', 'b', 'c'] as const) {
     const sent = fakes[id].received.at(-1)!.body as { tools?: unknown; messages: { role: string; content: unknown; tool_calls?: unknown }[]; stream?: boolean };

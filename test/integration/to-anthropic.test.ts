@@ -206,11 +206,13 @@ function checkRow(t: Test, row: Record<string, unknown>, model = MODEL) {
 }
 
 /** What the gateway must have sent upstream for every request. */
-function checkUpstreamRequest(t: Test, stream: boolean, model = 'claude-sonnet-4-5') {
+function checkUpstreamRequest(t: Test, stream: boolean, { model = 'claude-sonnet-4-5', passthrough = false } = {}) {
   const r = up.received.at(-1)!;
   t.equal(r.path, '/v1/messages', 'POST /v1/messages on the origin');
   t.equal(r.headers['x-api-key'], FAKE_ANTHROPIC_KEY, 'configured key in x-api-key');
-  t.equal(r.headers['anthropic-version'], '2023-06-01', 'anthropic-version');
+  // Same format: the SDK's own anthropic-version is forwarded; translated requests carry the gateway's.
+  if (passthrough) t.match(r.headers['anthropic-version'], /^\d{4}-\d{2}-\d{2}$/, "the client's anthropic-version");
+  else t.equal(r.headers['anthropic-version'], '2023-06-01', 'anthropic-version');
   t.notOk(r.headers.authorization, 'no Authorization header upstream');
   t.notOk(r.headers['x-goog-api-key'], 'the gateway key is not forwarded');
   t.equal(r.body.model, model, 'provider prefix removed');
@@ -226,9 +228,10 @@ for (const d of DRIVERS) {
         up.next({ kind: 'ok' });
         const { value: text, row } = await newRow(d.endpoint, stream, () => d.text(stream));
         t.equal(text, TEXT, 'the answer arrives whole');
-        checkUpstreamRequest(t, stream);
+        checkUpstreamRequest(t, stream, { passthrough: d === messages });
         const sent = up.last();
-        t.same(sent.messages, [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], 'the question, in Anthropic shape');
+        // Same format: the messages as the client wrote them; translated: Anthropic's block form.
+        t.same(sent.messages, [{ role: 'user', content: d === messages ? 'hi' : [{ type: 'text', text: 'hi' }] }], 'the question, in Anthropic shape');
         t.notOk('thinking' in sent, 'no thinking without a suffix');
         checkRow(t, row);
         rowsByMode[mode(stream)] = row;
@@ -244,7 +247,7 @@ for (const d of DRIVERS) {
         const finish = { 'openai chat': 'tool_calls', 'openai responses': 'completed', anthropic: 'tool_use', gemini: 'STOP' }[d.name];
         t.equal(call.finish, finish, 'the client format finish value for a tool call');
 
-        checkUpstreamRequest(t, stream);
+        checkUpstreamRequest(t, stream, { passthrough: d === messages });
         const sent = up.last();
         t.same(sent.tools, [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.schema }], 'the tool in Anthropic shape');
         const msgs = sent.messages as { role: string; content: unknown }[];
@@ -276,7 +279,7 @@ for (const d of DRIVERS) {
         up.next({ kind: 'thinking' });
         const { value: text, row } = await newRow(d.endpoint, stream, () => d.text(stream, `${MODEL}(high)`, 32000));
         t.equal(text, TEXT, 'the text after the thinking block, thinking not mixed in');
-        checkUpstreamRequest(t, stream);
+        checkUpstreamRequest(t, stream, { passthrough: d === messages });
         const sent = up.last();
         t.equal(sent.max_tokens, 32000, 'the client max tokens');
         const thinking = sent.thinking as { type: string; budget_tokens: number };

@@ -82,7 +82,8 @@ for (const br of BREAKS) {
       const res = await post(`/v1beta/models/${MODEL}:streamGenerateContent?alt=sse`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': 'client' });
       t.equal(res.statusCode, 200);
       const text = await res.body.text();
-      const lines = text.split('\n').filter((l) => l !== '');
+      // Gemini client to Gemini provider is passed through: the upstream's CRLF framing reaches the client as sent.
+      const lines = text.split(/\r?\n/).filter((l) => l !== '');
       const last = JSON.parse(lines.at(-1)!) as { error?: { code: number; status: string; message: string } };
       t.match(last.error, { code: br.kind === 'stall' ? 504 : 502, status: br.kind === 'stall' ? 'DEADLINE_EXCEEDED' : 'UNAVAILABLE', message: String }, 'ends with a bare Gemini error body');
       const chunks = lines.slice(0, -1).map((l) => JSON.parse(l.replace(/^data: /, '')) as { candidates?: { content: { parts: { text?: string }[] }; finishReason?: string }[] });

@@ -78,9 +78,12 @@ const CAUSES: Record<Cause, string> = {
 const STALL_EVENTS = 6; // created, in_progress, output_item.added, content_part.added, delta "Hello", delta " from"
 const SENT_TEXT = DEFAULT_WORDS.slice(0, 2).join('');
 
-/** The failure, with a proxy's keep-alive comment and a stray `data: [DONE]` from upstream that must not reach clients. */
-function nextFailure(cause: Cause): void {
-  up.next(cause === 'stall' ? { kind: 'stall', events: STALL_EVENTS, junk: true } : { kind: 'cut', events: STALL_EVENTS, clean: cause === 'end', junk: true });
+/**
+ * The failure, with a proxy's keep-alive comment and a stray `data: [DONE]` from upstream that must not reach clients
+ * of another format. A Responses client is passed through (its bytes as the upstream sent them): `junk: false`.
+ */
+function nextFailure(cause: Cause, { junk = true } = {}): void {
+  up.next(cause === 'stall' ? { kind: 'stall', events: STALL_EVENTS, junk } : { kind: 'cut', events: STALL_EVENTS, clean: cause === 'end', junk });
 }
 
 function checkFailureRow(t: Test, row: Row, endpoint: string, cause: Cause): void {
@@ -96,7 +99,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
   t.test(`${CAUSES[cause]} before response.completed`, async (t) => {
     const abandonedBefore = up.aborted;
     t.test('Responses client: response.failed then exactly one data: [DONE] (raw bytes)', async (t) => {
-      nextFailure(cause);
+      nextFailure(cause, { junk: false });
       const { value: res, row } = await withRow(gw, t, () => raw('/v1/responses', { model: MODEL, input: 'hi', stream: true }));
       t.equal(res.status, 200);
       t.match(String(res.headers['content-type']), /^text\/event-stream/);
@@ -126,7 +129,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
     });
 
     t.test('Responses client (openai SDK): the stream ends on response.failed without a parse error', async (t) => {
-      nextFailure(cause);
+      nextFailure(cause, { junk: false });
       const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
       const types: string[] = [];
       const { row } = await withRow(gw, t, async () => {

@@ -155,7 +155,7 @@ t.test('the app has the routes this suite expects (and fuzzes every one it has)'
   const seen = new Set(ROUTES.map((r) => `${r.method} ${r.url}`));
   for (const r of [
     'GET /v1/models', 'POST /v1/chat/completions', 'POST /v1/messages', 'POST /v1/messages/count_tokens', 'POST /v1/responses',
-    'POST /v1beta/models/*', 'GET /api/usage', 'GET /api/quota', 'GET /api/alerts', 'GET /api/budgets', 'GET /health', 'GET /ready', 'GET /metrics',
+    'POST /v1beta/*', 'POST /v1/*', 'GET /', 'GET /api/usage', 'GET /api/quota', 'GET /api/alerts', 'GET /api/budgets', 'GET /health', 'GET /ready', 'GET /metrics',
   ]) {
     t.ok(seen.has(r), r);
   }

@@ -8,6 +8,7 @@
 // adaptive -> the output_config.effort level or 'auto'), output_config.format (and the older beta output_format)
 // -> a json_schema response format named 'output'. A message with role 'system' adds its text to the system parts.
 // Dropped: cache_control everywhere, service_tier, container, context_management, mcp_servers, inference_geo.
+// (Only when translating: an Anthropic client to an Anthropic provider is passed through whole, same-format.ts.)
 //
 // Building follows the API's rules: roles alternate (consecutive same-role turns are merged, tool results first in
 // a user turn), max_tokens is always sent, thinking is only sent to a model whose config has the `reasoning`

@@ -17,7 +17,8 @@
 //   level; it takes priority over `reasoning.effort`. `reasoning.effort` (none ... xhigh, max) -> thinking level;
 //   `reasoning.summary` set -> includeReasoning.
 // - Dropped (no canonical place): include, truncation, service_tier, prompt_cache_key, top_logprobs, background,
-//   max_tool_calls, text.verbosity, stream_options, prompt.
+//   max_tool_calls, text.verbosity, stream_options, prompt. (Only when translating: a Responses client to a Responses
+//   provider is passed through whole, same-format.ts.)
 
 import type { CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../../translate/canonical.js';
 import { parseThinkingSuffix } from '../../translate/thinking.js';
