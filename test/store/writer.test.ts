@@ -166,7 +166,7 @@ t.test('a store that fails is retried forever with capped backoff: nothing dropp
   t.equal(w.depth, 4, 'the rows wait in the spool');
   t.equal(w.up, false);
   const gaps = calls.slice(1, 8).map((c, i) => c.at - calls[i]!.at);
-  t.ok(gaps.slice(3).every((g) => g <= 60), `backoff capped near retryMaxMs (${gaps.join(', ')})`);
+  t.ok(gaps.slice(3).every((g) => g <= 200), `backoff capped near retryMaxMs, not doubling to seconds (${gaps.join(', ')})`);
   for (let i = 0; i < 3; i++) w.enqueue(row('failing'));
   down = false;
   await w.flush();
