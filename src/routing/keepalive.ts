@@ -24,11 +24,13 @@
 // `advance` lets an earlier start that opened the window take it over. OAuth connections are pinged with the
 // router's access token (an OAuth provider has exactly one connection).
 
+import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../errors.js';
 import { codecFor } from '../providers/registry.js';
 import { ClientAbort, classifyTransportError, type Dispatcher } from '../proxy/dispatch.js';
+import { claim } from '../store/claims.js';
 import type { Store } from '../store/client.js';
 import type { CanonicalRequest } from '../translate/canonical.js';
 import { computeCost } from '../usage/cost.js';
@@ -159,6 +161,8 @@ export class KeepAlive {
   readonly #aborts = new Set<ClientAbort>();
   /** Records published before start() finished, applied after the replay. */
   #buffer: UsageRecord[] | null = [];
+  /** This process, for claims: with several replicas, one pings per window. */
+  readonly #instance = randomUUID();
   #started = false;
   #closed = false;
 
@@ -304,6 +308,16 @@ export class KeepAlive {
     const c = this.#connections.get(id)!;
     slot.inflight = true;
     const run = (async () => {
+      const mine = await this.#claim(id, c).catch((err: unknown) => {
+        this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not check the window in the store; pinging');
+        return true;
+      });
+      if (!mine) {
+        // Another replica's call opened the window, or another replica pings it: this one waits for the next.
+        slot.inflight = false;
+        if (this.#slots.get(id) === slot) this.#arm(id, slot);
+        return;
+      }
       const ok = await this.#ping(c).catch((err: unknown) => {
         this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: ping not recorded');
         return false;
@@ -325,6 +339,26 @@ export class KeepAlive {
     })();
     this.#pending.add(run);
     void run.finally(() => this.#pending.delete(run));
+  }
+
+  /**
+   * Replicas (docs/scaling.md): before pinging, the window is read again from the record, which holds every replica's
+   * calls. When one of them opened a later window, it is taken over and nothing is sent. Otherwise the ping for this
+   * window end is claimed in the store (src/store/claims.ts), so of several replicas whose windows agree, one pings.
+   * Returns whether this process should ping now.
+   */
+  async #claim(id: string, c: Connection): Promise<boolean> {
+    const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
+    const now = this.#now();
+    const shared = replay(await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs)), windowMs);
+    const mine = this.#windows.get(id) ?? null;
+    if (shared !== null && (mine === null || shared.end > mine.end)) this.#windows.set(id, shared);
+    const w = this.#windows.get(id)!;
+    if (w.end > now) return false; // a window that is still open needs no ping
+    if (await claim(this.#store, `ping:${id}:${w.end}`, this.#instance, now)) return true;
+    // Another replica pings this window: it will open the next one, as this replica's record shows once written.
+    this.#windows.set(id, advance(w, now, windowMs));
+    return false;
   }
 
   /** Send one ping on `c` and publish its record; true when it succeeded. */

@@ -143,6 +143,23 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.alerts MODIFY SETTING non_replicated_deduplication_window = 1000`,
     ],
   },
+  {
+    // Claims (issue 13): work that one replica of several must do once (a keep-alive ping per window) is claimed by
+    // inserting a row with the claim's key as insert deduplication token; the second insert of a key is dropped, and
+    // the row read back names the owner (src/store/claims.ts).
+    version: 6,
+    name: 'claims',
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.claims (
+        key String,
+        owner String,
+        at DateTime64(3, 'UTC')
+      ) ENGINE = MergeTree
+      ORDER BY (key, at)
+      TTL toDateTime(at) + INTERVAL 40 DAY
+      SETTINGS non_replicated_deduplication_window = 10000`,
+    ],
+  },
 ];
 
 /** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */

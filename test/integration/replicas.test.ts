@@ -8,6 +8,7 @@ import t from 'tap';
 import { startApp, DEMO_PROVIDER, type TestApp } from '../helpers/app.js';
 import { spawnClickHouseHttp } from '../helpers/clickhouse-http.js';
 import { receiver } from '../helpers/receivers.js';
+import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
@@ -15,10 +16,21 @@ import { waitFor } from '../helpers/wait.js';
 const SECRET = 'whsec_replicas';
 const server = await spawnClickHouseHttp(t, { dataDir: tempDir(t, 'tollgate-chserver-') });
 const hook = await receiver(t, SECRET);
+// A subscription provider with keep-alive pings on a 2 s window; the fake records when each ping arrived.
+const up = await startFakeOpenAI(t);
+const pingTimes: number[] = [];
+const seen = up.received.push.bind(up.received);
+up.received.push = (...r) => {
+  for (const x of r) if (x.body.max_tokens === 1) pingTimes.push(Date.now());
+  return seen(...r);
+};
 // $1 per 1M input tokens, $2 per 1M output: the mock's requests cost a few micro-dollars each, so the budget is tiny.
 const raw = {
   storage: { clickhouse_url: server.url, database: 'replicas' },
-  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_requests', limit: 1000 } } },
+  providers: {
+    demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_requests', limit: 1000 } },
+    keep: fakeProvider(up.baseUrl, { group: 'subscription', keepalive: { enabled: true, window: '2s' }, models: { 'gpt-4o': { kind: 'llm' } } }),
+  },
   budgets: { daily_usd: 0.0002 },
   alerts: { channels: { dashboard: true, webhook: { url: hook.url, secret: SECRET } } },
 };
@@ -84,4 +96,26 @@ t.test('a budget alert both replicas see is delivered once', async (t) => {
   const store = a.app.tollgate.store;
   const owners = await store.query<{ claimed_by: string }>(`SELECT DISTINCT claimed_by FROM ${store.t('alerts')} FINAL WHERE kind = 'daily_budget'`);
   t.ok(owners.length >= 1 && owners.every((o) => o.claimed_by !== ''), `claimed by ${owners.length} replica(s)`);
+});
+
+t.test('keep-alive: one ping per window, whichever replicas saw the traffic', async (t) => {
+  const keep = async (gw: TestApp) => {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'keep/gpt-4o', messages: [{ role: 'user', content: 'open the window' }] }),
+    });
+    await res.text();
+    t.equal(res.status, 200);
+  };
+  // Both replicas see a call, 300 ms apart: each has its own idea of the window, and each would ping at its end.
+  await keep(a);
+  await new Promise((r) => setTimeout(r, 300));
+  await keep(b);
+  await new Promise((r) => setTimeout(r, 6500));
+  const gaps = pingTimes.slice(1).map((at, i) => at - pingTimes[i]!);
+  t.ok(pingTimes.length >= 2 && pingTimes.length <= 4, `${pingTimes.length} pings in about three 2 s windows`);
+  t.ok(gaps.every((g) => g >= 1500), `never two pings in one window (gaps ${gaps.join(', ')} ms)`);
+  const store = a.app.tollgate.store;
+  const [claims] = await store.query<{ n: string; owners: string }>(`SELECT count() AS n, uniqExact(owner) AS owners FROM ${store.t('claims')} WHERE key LIKE 'ping:keep#%'`);
+  t.ok(Number(claims!.n) >= 1, `${claims!.n} windows claimed in the store`);
 });
