@@ -90,7 +90,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   const store = openStore(cfg.storage);
   try {
-    await migrate(store);
+    await migrate(store, undefined, { cluster: cfg.storage.cluster });
   } catch (err) {
     await store.close().catch(() => undefined);
     throw err;

@@ -170,6 +170,8 @@ export const CONFIG_SCHEMA = closed({
   storage: closed(
     {
       clickhouse_url: { type: 'string', default: '' },
+      // A ClickHouse cluster name: the migrations create Replicated tables ON CLUSTER (docs/scaling.md).
+      cluster: { type: 'string', pattern: '^([A-Za-z_][A-Za-z0-9_]*)?$', default: '' },
       database: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'tollgate' },
       data_dir: { type: 'string', minLength: 1, default: './data' },
       username: { type: 'string', default: 'default' },

@@ -124,6 +124,8 @@ export interface Config {
   };
   readonly storage: {
     readonly clickhouse_url: string;
+    /** A ClickHouse cluster name ('' for none): migrations run ON CLUSTER with Replicated engines. */
+    readonly cluster: string;
     readonly database: string;
     readonly data_dir: string;
     readonly username: string;

@@ -175,20 +175,49 @@ function rollupSelect(source: string): string {
     GROUP BY hour, kind, provider, provider_group, model, combo, api_key_name, status`;
 }
 
-export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS): Promise<number[]> {
-  const db = store.database;
-  await store.command(`CREATE DATABASE IF NOT EXISTS ${db}`);
-  await store.command(
+/** Statements that set the store up before any migration runs (the database and the applied-versions table). */
+function bootstrap(db: string): string[] {
+  return [
+    `CREATE DATABASE IF NOT EXISTS ${db}`,
     `CREATE TABLE IF NOT EXISTS ${db}.schema_migrations (version UInt32, name String, applied_at DateTime64(3, 'UTC'))
      ENGINE = ReplacingMergeTree ORDER BY version`,
-  );
+  ];
+}
+
+/**
+ * A statement for a ClickHouse cluster (storage.cluster, docs/scaling.md): DDL runs `ON CLUSTER`, and each MergeTree
+ * engine becomes its Replicated twin, keyed in Keeper by `{shard}` and the table and named by `{replica}` (the
+ * server macros every cluster defines). Data statements (the rollup backfill) run on one node and replicate.
+ * Without a cluster the statement is returned as it is.
+ */
+export function onCluster(sql: string, cluster: string): string {
+  if (cluster === '') return sql;
+  const on = `ON CLUSTER ${cluster}`;
+  const table = /^\s*CREATE TABLE IF NOT EXISTS (\S+)/.exec(sql)?.[1];
+  return sql
+    .replace(/^(\s*CREATE (?:DATABASE|TABLE|MATERIALIZED VIEW) IF NOT EXISTS \S+)/, `$1 ${on}`)
+    .replace(/^(\s*ALTER TABLE \S+)/, `$1 ${on}`)
+    .replace(/ENGINE = (Replacing|Aggregating|Summing)?MergeTree(?:\(([^)]*)\))?/, (_m, kind: string | undefined, args: string | undefined) =>
+      `ENGINE = Replicated${kind ?? ''}MergeTree('/clickhouse/tables/{shard}/${table}', '{replica}'${args ? `, ${args}` : ''})`)
+    .replace(/\bnon_replicated_deduplication_window\b/g, 'replicated_deduplication_window');
+}
+
+/** Every statement `migrate` would run on an empty store (for review, and the cluster test). */
+export function allStatements(db: string, cluster = '', migrations: readonly Migration[] = MIGRATIONS): string[] {
+  return [...bootstrap(db), ...[...migrations].sort((a, b) => a.version - b.version).flatMap((m) => m.statements(db))].map((sql) => onCluster(sql, cluster));
+}
+
+export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS, opts: { cluster?: string } = {}): Promise<number[]> {
+  const db = store.database;
+  const cluster = opts.cluster ?? '';
+  for (const sql of bootstrap(db)) await store.command(onCluster(sql, cluster));
   const done = new Set(
     (await store.query<{ version: number | string }>(`SELECT version FROM ${db}.schema_migrations FINAL`)).map((r) => Number(r.version)),
   );
   const applied: number[] = [];
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (done.has(m.version)) continue;
-    for (const sql of m.statements(db)) await store.command(sql);
+    for (const sql of m.statements(db)) await store.command(onCluster(sql, cluster));
     await store.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Date.now() }]);
     applied.push(m.version);
   }

@@ -77,6 +77,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
   });
   t.same(cfg.storage, {
     clickhouse_url: '',
+    cluster: '',
     database: 'tollgate',
     data_dir: './data',
     username: 'default',
