@@ -4,6 +4,8 @@
 //   direct       load generator -> fake upstream
 //   passthrough  load generator -> bare Fastify + undici proxy -> fake upstream      (the baseline)
 //   tollgate     load generator -> Tollgate build(), recording to embedded ClickHouse -> fake upstream
+//   tollgate-memspool  the same Tollgate with its spool in memory (no file, no fsync): the spool's cost is the
+//                      ratio of the two
 //
 // Scenarios: non-streaming JSON (the headline) and streaming SSE with include_usage. Each target gets a warm-up,
 // then its measured time is split into BENCH_SLICES slices interleaved with the other targets' (a shared machine
@@ -17,8 +19,8 @@
 //   BENCH_CPU_PROF=1 npm run bench       # V8 CPU profiles of the two proxies in bench/results/profiles/
 //   BENCH_NODE_ARGS="--perf-basic-prof"  # extra node flags for the passthrough and Tollgate children
 
-import { existsSync, mkdirSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killAll, startChild } from './lib/ipc.mjs';
@@ -55,7 +57,7 @@ const ALL_SCENARIOS = [
 // BENCH_SCENARIOS=json or =sse runs one scenario only (for profiling); the default runs both.
 const SCENARIOS = ALL_SCENARIOS.filter((s) => (process.env.BENCH_SCENARIOS || 'json,sse').split(',').includes(s.key));
 if (SCENARIOS.length === 0) throw new Error('BENCH_SCENARIOS: expected a comma-separated subset of json,sse');
-const TARGETS = ['direct', 'passthrough', 'tollgate'];
+const TARGETS = ['direct', 'passthrough', 'tollgate', 'tollgate-memspool'];
 
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -168,6 +170,7 @@ async function main() {
 
   const children = [];
   const results = [];
+  let memDir = null;
   let recording = null;
   const problems = [];
   try {
@@ -178,7 +181,11 @@ async function main() {
     const dataDir = guard.dataDir('tollgate-bench-');
     const tollgate = await start('tollgate', [upstream.url, dataDir]);
     children.push(tollgate);
-    const servers = { direct: upstream, passthrough, tollgate };
+    // Its own directory (the process removes it when it exits; so does the finally below).
+    memDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-mem-'));
+    const memspool = await start('tollgate', [upstream.url, memDir, 'memory-spool']);
+    children.push(memspool);
+    const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool };
 
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
 
@@ -200,6 +207,7 @@ async function main() {
     await Promise.all(children.map((c) => c.child.stop().catch(() => undefined)));
     killAll();
     guard.removeDataDir();
+    if (memDir !== null) rmSync(memDir, { recursive: true, force: true });
   }
 
   // ---- report ----
@@ -240,6 +248,17 @@ async function main() {
     if (!rowsOk) problems.push(`rows recorded ${recording.rows} != requests sent ${recording.sent} (or rows dropped)`);
   } else {
     out.push('Rows recorded: NOT CHECKED');
+  }
+
+  for (const sc of SCENARIOS) {
+    const disk = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate');
+    const mem = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-memspool');
+    if (disk && mem && mem.rps > 0) {
+      out.push(
+        `Spool cost, ${sc.label}: Tollgate with the disk spool at ${((disk.rps / mem.rps) * 100).toFixed(1)}% of the same Tollgate with ` +
+          `its spool in memory (CPU ${Math.round(disk.cpuPerReq)} vs ${Math.round(mem.cpuPerReq)} µs/req)`,
+      );
+    }
   }
 
   const tg = results.find((r) => r.scenario.key === 'json' && r.target === 'tollgate');

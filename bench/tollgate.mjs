@@ -3,7 +3,10 @@
 // Storage batching is the shipped default. Telemetry is as main.ts leaves it without an OTLP endpoint: the
 // OpenTelemetry API's no-op tracer.
 //
-//   node bench/tollgate.mjs <upstream origin> <data dir>     (started by bench/run.mjs)
+//   node bench/tollgate.mjs <upstream origin> <data dir> [memory-spool]     (started by bench/run.mjs)
+//
+// With `memory-spool`, the batch writer's spool keeps rows in memory (bench/lib/memory-spool.mjs): the same gateway
+// without the disk spool, to measure what the spool costs.
 
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -11,8 +14,9 @@ import { build } from '../dist/app.js';
 import { parseConfig } from '../dist/config/load.js';
 import { announceReady, cpuMicros, serveParent } from './lib/ipc.mjs';
 import { UPSTREAM_MODEL } from './lib/payloads.mjs';
+import { MemorySpool } from './lib/memory-spool.mjs';
 
-const [upstream, dataDir] = process.argv.slice(2);
+const [upstream, dataDir, spoolKind] = process.argv.slice(2);
 if (!upstream || !dataDir) throw new Error('usage: tollgate.mjs <upstream origin> <data dir>');
 // The parent removes the directory too; this covers a parent that was killed outright.
 process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
@@ -37,7 +41,7 @@ const config = parseConfig(
   '(bench)',
 );
 
-const app = await build({ config, logger: false, processMetrics: true });
+const app = await build({ config, logger: false, processMetrics: true, ...(spoolKind === 'memory-spool' ? { spool: () => new MemorySpool() } : {}) });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const { writer, store, metrics } = app.tollgate;
 

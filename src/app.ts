@@ -23,7 +23,7 @@ import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrations.js';
 import { toRow, type RequestRow } from './store/rows.js';
 import { BatchWriter } from './store/writer.js';
-import { Spool } from './store/spool.js';
+import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './usage/ledger.js';
@@ -43,6 +43,11 @@ export interface BuildOptions {
   /** Defaults to the global provider (the SDK main.ts started, or the API's no-op). Tests pass an in-memory one. */
   readonly tracerProvider?: TracerProvider;
   readonly logger?: FastifyServerOptions['logger'];
+  /**
+   * The spool the batch writer uses (default: the disk spool under data_dir/spool). The benchmark passes one that
+   * keeps rows in memory, to measure what the disk spool costs on the request path.
+   */
+  readonly spool?: (opts: SpoolOptions) => SpoolPort<RequestRow>;
   /** Collect Node process metrics into this app's registry (default true). */
   readonly processMetrics?: boolean;
   /** The config file the app runs from (main.ts): copied, secrets redacted, into exports. */
@@ -97,10 +102,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   }
 
   // Rows go to the spool under data_dir first; what an earlier process left there is replayed before anything new.
-  const spool = new Spool<RequestRow>(
-    { dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes },
-    (row) => String(row.request_id),
-  );
+  const spoolOpts: SpoolOptions = { dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes };
+  const spool = opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id));
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
   const leftovers = spool.leftovers();

@@ -45,6 +45,12 @@ export interface Segment {
 const EXT = '.jsonl';
 const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 
+/** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
+export type SpoolPort<Row> = Pick<
+  Spool<Row>,
+  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'append' | 'begin' | 'seal' | 'read' | 'remove' | 'reject' | 'close'
+>;
+
 export class Spool<Row> {
   readonly #opts: SpoolOptions;
   readonly #idOf: RowId<Row>;

@@ -8,7 +8,7 @@
 // one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
-import type { Segment, Spool } from './spool.js';
+import type { Segment, SpoolPort } from './spool.js';
 
 export interface WriterOptions {
   readonly maxRows: number;
@@ -42,7 +42,7 @@ export interface WriterEvents<Row = Record<string, unknown>> {
 export class BatchWriter<Row extends Record<string, unknown>> {
   readonly #store: Store;
   readonly #table: string;
-  readonly #spool: Spool<Row>;
+  readonly #spool: SpoolPort<Row>;
   readonly #opts: Required<WriterOptions>;
   readonly #events: WriterEvents<Row>;
   #timer: NodeJS.Timeout | null = null;
@@ -52,7 +52,7 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   #lastError: unknown = null;
   #wake: (() => void) | null = null;
 
-  constructor(store: Store, table: string, spool: Spool<Row>, opts: WriterOptions, events: WriterEvents<Row>) {
+  constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents<Row>) {
     this.#store = store;
     this.#table = table;
     this.#spool = spool;
