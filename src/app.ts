@@ -223,7 +223,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows }) });
+  await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

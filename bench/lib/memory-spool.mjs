@@ -30,6 +30,10 @@ export class MemorySpool {
     return 0;
   }
 
+  get failure() {
+    return null;
+  }
+
   append(row) {
     if (this.#open.length === 0) this.#openAt = Date.now();
     this.#open.push(row);

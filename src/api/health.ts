@@ -1,4 +1,5 @@
-// GET /health: the process is up. GET /ready: the store answers a query and takes inserts. While it does not,
+// GET /health: the process is up. GET /ready: the spool can write to its disk, and the store answers a query and
+// takes inserts. While it does not,
 // requests are still served and recorded to the spool; /ready says 503 with the reason, so a load balancer or an
 // operator sees it (docs/recording.md).
 
@@ -12,6 +13,8 @@ export interface StoreState {
   readonly lastError: unknown;
   /** Rows in the spool, not yet in ClickHouse. */
   readonly spooled: number;
+  /** Why the spool cannot write to its disk (full, read-only), or null. */
+  readonly spoolFailure: unknown;
 }
 
 const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
@@ -22,7 +25,8 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store; state: () => Store
     const kind = store.embedded ? 'embedded' : 'server';
     const s = state();
     let e: TollgateError | null = null;
-    if (!(await store.ping())) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) does not answer; ${s.spooled} usage rows wait in the spool`);
+    if (s.spoolFailure !== null) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `the spool cannot write to its disk (${reason(s.spoolFailure)}); ${s.spooled} usage rows wait in memory`);
+    else if (!(await store.ping())) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) does not answer; ${s.spooled} usage rows wait in the spool`);
     else if (!s.up) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) refuses inserts (${reason(s.lastError)}); ${s.spooled} usage rows wait in the spool`);
     if (e === null) return { status: 'ready', store: kind, spooled: s.spooled };
     return reply.code(e.status).send(errorBody(e, null));

@@ -32,6 +32,8 @@ export interface SpoolOptions {
 export type RowId<Row> = (row: Row) => string;
 
 const BEGIN = '$begin';
+/** How soon a write the disk refused is tried again. */
+const RETRY_WRITE_MS = 250;
 
 export interface Segment {
   readonly name: string;
@@ -48,7 +50,7 @@ const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row> = Pick<
   Spool<Row>,
-  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'append' | 'begin' | 'seal' | 'read' | 'remove' | 'reject' | 'close'
+  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'read' | 'remove' | 'reject' | 'close'
 >;
 
 export class Spool<Row> {
@@ -70,6 +72,10 @@ export class Spool<Row> {
   #dirty = false;
   #bytes = 0;
   #closed = false;
+  /** Bytes of appended lines that have not reached the file (the disk refused them), oldest first. */
+  #unwritten: Buffer | null = null;
+  #failure: unknown = null;
+  #retry: NodeJS.Timeout | null = null;
   readonly #commitTimer: NodeJS.Timeout;
 
   /**
@@ -185,18 +191,43 @@ export class Spool<Row> {
   /** One write(2) for every row appended in this turn. */
   #writeOut(): void {
     this.#scheduled = false;
-    if (this.#pending.length === 0) return;
-    const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
-    const n = this.#pendingRows;
-    this.#pending = [];
-    this.#pendingRows = 0;
-    const buf = Buffer.from(text);
-    // A string's length counts UTF-16 units; the file counts bytes.
-    this.#bytes += buf.length - text.length;
-    writeSync(this.#fd, buf);
-    this.#open.rows += n;
-    this.#open.bytes += buf.length;
-    this.#dirty = true;
+    if (this.#pending.length > 0) {
+      const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
+      const buf = Buffer.from(text);
+      // A string's length counts UTF-16 units; the file counts bytes.
+      this.#bytes += buf.length - text.length;
+      this.#open.rows += this.#pendingRows;
+      this.#open.bytes += buf.length;
+      this.#pending = [];
+      this.#pendingRows = 0;
+      this.#unwritten = this.#unwritten === null ? buf : Buffer.concat([this.#unwritten, buf]);
+    }
+    const buf = this.#unwritten;
+    if (buf === null) return;
+    let off = 0;
+    try {
+      while (off < buf.length) off += writeSync(this.#fd, buf, off);
+      this.#unwritten = null;
+      this.#failure = null;
+      this.#dirty = true;
+    } catch (err) {
+      // A full or read-only disk: what did not reach the file waits here (bounded by maxBytes, counted in `bytes`)
+      // and is tried again; the segment is not sealed meanwhile, so nothing is read back or deleted short.
+      this.#unwritten = buf.subarray(off);
+      this.#failure = err;
+      if (this.#retry === null && !this.#closed) {
+        this.#retry = setTimeout(() => {
+          this.#retry = null;
+          this.#writeOut();
+        }, RETRY_WRITE_MS);
+        this.#retry.unref();
+      }
+    }
+  }
+
+  /** Why the spool cannot write to its directory now (a full or read-only disk), or null while it can. */
+  get failure(): unknown {
+    return this.#failure;
   }
 
   #commit(): void {
@@ -208,12 +239,20 @@ export class Spool<Row> {
   /** Close the open segment (when it holds rows) and start a new one; returns every sealed segment, oldest first. */
   seal(): readonly Segment[] {
     this.#writeOut();
-    if (this.#open.rows > 0 && !this.#closed) {
-      fsyncSync(this.#fd);
+    if (this.#open.rows > 0 && !this.#closed && this.#unwritten === null) {
+      const next = this.#newSegment();
+      let fd: number;
+      try {
+        fd = openSync(next.path, 'a');
+        fsyncSync(this.#fd);
+      } catch (err) {
+        this.#failure = err; // the disk refuses: keep writing to the open segment
+        return this.#sealed;
+      }
       closeSync(this.#fd);
       this.#sealed.push(this.#open);
-      this.#open = this.#newSegment();
-      this.#fd = openSync(this.#open.path, 'a');
+      this.#open = next;
+      this.#fd = fd;
       this.#dirty = false;
       // The newest segment holds a marker for every request in flight, with what is known of it now.
       for (const snapshot of this.#inFlight.values()) this.#mark(snapshot());
@@ -250,7 +289,12 @@ export class Spool<Row> {
     this.#writeOut();
     this.#closed = true;
     clearInterval(this.#commitTimer);
-    fsyncSync(this.#fd);
+    if (this.#retry !== null) clearTimeout(this.#retry);
+    try {
+      fsyncSync(this.#fd);
+    } catch {
+      // a full or read-only disk: what reached the file is there; what did not is lost with the process
+    }
     closeSync(this.#fd);
     // Markers of requests still in flight (a close without draining) keep the file: they become interrupted rows.
     if (this.#open.rows === 0 && this.#inFlight.size === 0) rmSync(this.#open.path, { force: true });
