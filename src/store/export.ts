@@ -42,8 +42,11 @@ export async function schemaVersion(store: Store): Promise<number> {
 
 /**
  * The base tables that hold data: not views, not the tables a materialized view writes to, not schema_migrations
- * (the manifest carries the schema version instead), not the work tables of an export or import.
+ * (the manifest carries the schema version instead), not claims (coordination between the replicas running now,
+ * meaningless to a restored store), not the work tables of an export or import.
  */
+const NOT_DATA = new Set(['schema_migrations', 'claims']);
+
 export async function dataTables(store: Store): Promise<TableInfo[]> {
   const tables = await store.query<{ name: string; engine: string; create_table_query: string }>(
     `SELECT name, engine, create_table_query FROM system.tables WHERE database = {db:String} ORDER BY name`,
@@ -56,7 +59,7 @@ export async function dataTables(store: Store): Promise<TableInfo[]> {
     if (to) filled.add(to[1]!);
   }
   const base = tables.filter(
-    (t) => /MergeTree$/.test(t.engine) && !filled.has(t.name) && t.name !== 'schema_migrations' && !WORK_TABLE.test(t.name) && !t.name.startsWith('.inner'),
+    (t) => /MergeTree$/.test(t.engine) && !filled.has(t.name) && !NOT_DATA.has(t.name) && !WORK_TABLE.test(t.name) && !t.name.startsWith('.inner'),
   );
   const columns = await store.query<{ table: string; name: string; type: string }>(
     `SELECT table, name, type FROM system.columns WHERE database = {db:String} ORDER BY table, position`,
