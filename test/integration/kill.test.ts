@@ -2,13 +2,15 @@
 // last a few hundred ms, so many are in flight), 12 clients send streamed and unary requests, the process is killed
 // with SIGKILL, restarted on the same data directory, and then every request a client got a complete answer for is
 // in `requests` exactly once, and every request that was in flight at the kill is there too, as `interrupted`. Two
-// rounds: the second kills a process that is itself replaying what the first left.
+// rounds: the second kills a process that is itself replaying what the first left. kill.server.test.ts runs the same
+// on the server path (the gateway writes to a ClickHouse server over HTTP; its spool is still its own data_dir).
 
 import t from 'tap';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { openStore } from '../../src/store/client.js';
+import { testStorage } from '../helpers/store-paths.js';
 import { demoProvidersYaml } from '../helpers/app.js';
 import { spawnCli, type Proc } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
@@ -18,6 +20,8 @@ import { waitFor } from '../helpers/wait.js';
 
 const dir = tempDir(t, 'tollgate-kill-');
 const dataDir = join(dir, 'data');
+// Embedded: the gateway's own engine under data_dir. Server path: a ClickHouse server in a child process.
+const { storage } = await testStorage(t);
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
 const file = join(dir, 'config.yaml');
@@ -25,6 +29,7 @@ writeFileSync(file, `
 server: { host: 127.0.0.1, port: ${port} }
 storage:
   data_dir: ${JSON.stringify(dataDir)}
+  clickhouse_url: ${JSON.stringify(storage.clickhouse_url ?? '')}
   batch: { flush_ms: 300 }
 ${demoProvidersYaml({ chunks: 8, latency_ms: 5, chunk_delay_ms: 40 })}`);
 
@@ -105,7 +110,7 @@ await waitFor(async () => {
 last.child.kill('SIGTERM');
 await last.exited;
 
-const store = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: dataDir, username: 'default', password: '' });
+const store = openStore({ clickhouse_url: storage.clickhouse_url ?? '', database: 'tollgate', data_dir: dataDir, username: 'default', password: '' });
 t.teardown(() => store.close());
 const rows = new Map(
   (await store.query<{ id: string; status: string }>(`SELECT toString(request_id) AS id, status FROM ${store.t('requests')} FINAL`)).map((r) => [r.id, r.status]),
