@@ -14,7 +14,8 @@ import { estimateMissing, familyOf, type AnswerText, type SentRequest } from '..
 import { NO_USAGE, type Usage, type UsageSource } from '../usage/types.js';
 import { uuidv7 } from '../usage/uuidv7.js';
 import { OTHER } from '../telemetry/names.js';
-import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
+import { finishReasonOf, type RequestTrace, type UpstreamSpan } from '../telemetry/tracing.js';
+import type { CanonicalEvent } from '../translate/canonical.js';
 import type { GatewayContext } from './context.js';
 import type { UpstreamResponse } from './dispatch.js';
 
@@ -225,4 +226,67 @@ export function closeEventStream(ctx: GatewayContext, raw: ServerResponse): void
   const socket = raw.socket; // detached from the response once it finishes
   if (ctx.closing() && socket) raw.once('finish', () => socket.end());
   raw.end();
+}
+
+/**
+ * What a stream of canonical events says about its request, folded as the events pass: usage (a later report
+ * replaces an earlier one, so it is counted once), the time to the first output, the answer's text (for an estimate
+ * when no usage comes), the response's id, model and finish reasons, and an upstream error event (a failure). One
+ * reading for the translated and the passthrough paths.
+ */
+export class StreamFacts {
+  id: string | null = null;
+  model: string | null = null;
+  readonly reasons: string[] = [];
+  readonly #o: Outcome;
+  readonly #answer: AnswerText;
+  readonly #t0: number;
+
+  constructor(o: Outcome, answer: AnswerText, t0: number) {
+    this.#o = o;
+    this.#answer = answer;
+    this.#t0 = t0;
+  }
+
+  observe(e: CanonicalEvent): void {
+    const o = this.#o;
+    switch (e.type) {
+      case 'usage':
+        o.usage = e.usage;
+        o.usageSource = 'reported';
+        break;
+      case 'text_delta':
+        this.#answer.output(e.text);
+        this.#firstOutput();
+        break;
+      case 'reasoning_delta':
+        this.#answer.reasoning(e.text);
+        this.#firstOutput();
+        break;
+      case 'tool_call_start':
+        this.#answer.output(e.name);
+        break;
+      case 'tool_call_delta':
+        this.#answer.output(e.arguments);
+        this.#firstOutput();
+        break;
+      case 'start':
+        this.id = e.id || null;
+        this.model = e.model || null;
+        break;
+      case 'finish':
+        this.reasons.push(finishReasonOf(e.stopReason));
+        break;
+      case 'error':
+        o.status = 'failure';
+        o.errorType = 'upstream_stream_error';
+        break;
+      default:
+        break;
+    }
+  }
+
+  #firstOutput(): void {
+    if (this.#o.ttftMs === null) this.#o.ttftMs = performance.now() - this.#t0;
+  }
 }

@@ -23,7 +23,7 @@ import { uuidv7 } from '../usage/uuidv7.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError, type ClientAbort, type UpstreamResponse } from './dispatch.js';
 import { forwardedHeaders } from './forward-headers.js';
-import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { SseParser, type SseFrame } from './sse.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute } from './upstream-call.js';
 
@@ -215,45 +215,8 @@ async function pipeStream(ctx: GatewayContext, f: SameFormat, res: UpstreamRespo
   const sse = new SseParser();
   const parser = f.codec.createStreamParser();
   let reading = true;
-  let respId: string | null = null;
-  let respModel: string | null = null;
-  const reasons: string[] = [];
-  const onEvent = (e: CanonicalEvent): void => {
-    switch (e.type) {
-      case 'usage':
-        o.usage = e.usage; // each report carries the whole usage known so far
-        o.usageSource = 'reported';
-        break;
-      case 'text_delta':
-        answer.output(e.text);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - p.t0;
-        break;
-      case 'reasoning_delta':
-        answer.reasoning(e.text);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - p.t0;
-        break;
-      case 'tool_call_start':
-        answer.output(e.name);
-        break;
-      case 'tool_call_delta':
-        answer.output(e.arguments);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - p.t0;
-        break;
-      case 'start':
-        respId = e.id || null;
-        respModel = e.model || null;
-        break;
-      case 'finish':
-        reasons.push(finishReasonOf(e.stopReason));
-        break;
-      case 'error':
-        o.status = 'failure';
-        o.errorType = 'upstream_stream_error';
-        break;
-      default:
-        break;
-    }
-  };
+  const facts = new StreamFacts(o, answer, p.t0);
+  const onEvent = (e: CanonicalEvent): void => facts.observe(e);
   // Reading never changes what the client gets: a frame the parser cannot read stops the reading, not the bytes.
   let events = 0;
   const read = (frames: readonly SseFrame[]): void => {
@@ -284,10 +247,10 @@ async function pipeStream(ctx: GatewayContext, f: SameFormat, res: UpstreamRespo
       const e = err instanceof TollgateError ? err : classifyTransportError(err);
       o.status = 'failure';
       o.errorType = e.code;
-      await write(raw, f.terminalError(e.code, e.message, { id: respId, model: respModel, events }));
+      await write(raw, f.terminalError(e.code, e.message, { id: facts.id, model: facts.model, events }));
     }
   } finally {
     closeEventStream(ctx, raw);
-    p.trace.setResponse(respId, respModel, reasons);
+    p.trace.setResponse(facts.id, facts.model, facts.reasons);
   }
 }

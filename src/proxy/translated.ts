@@ -22,7 +22,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
-import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
@@ -227,50 +227,18 @@ async function pipeEvents(
   reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace, answer: AnswerText,
 ): Promise<UpstreamFailure | null> {
   let raw = defer ? null : openEventStream(reply);
-  let respId: string | null = null;
-  let respModel: string | null = null;
-  const reasons: string[] = [];
+  const facts = new StreamFacts(o, answer, t0);
   const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
   const sse = new SseParser();
   let upstreamError = '';
   let upstreamCode = '';
   const onEvent = (e: CanonicalEvent): string => {
-    switch (e.type) {
-      case 'usage':
-        o.usage = e.usage; // a later report replaces an earlier one: counted once
-        o.usageSource = 'reported';
-        break;
-      case 'text_delta':
-        answer.output(e.text);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
-        break;
-      case 'reasoning_delta':
-        answer.reasoning(e.text);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
-        break;
-      case 'tool_call_start':
-        answer.output(e.name);
-        break;
-      case 'tool_call_delta':
-        answer.output(e.arguments);
-        if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
-        break;
-      case 'start':
-        respId = e.id || null;
-        respModel = e.model || null;
-        break;
-      case 'finish':
-        reasons.push(finishReasonOf(e.stopReason));
-        break;
-      case 'error':
-        // Rendered once, as the client format's terminal error, when the stream ends.
-        o.status = 'failure';
-        o.errorType = 'upstream_stream_error';
-        upstreamError = e.message;
-        upstreamCode = e.code ?? '';
-        return '';
-      default:
-        break;
+    facts.observe(e);
+    if (e.type === 'error') {
+      // Rendered once, as the client format's terminal error, when the stream ends.
+      upstreamError = e.message;
+      upstreamCode = e.code ?? '';
+      return '';
     }
     return renderer.event(e);
   };
@@ -313,7 +281,7 @@ async function pipeEvents(
   } finally {
     // The text seen is in `answer`; what the upstream did not report is estimated once the stream is closed.
     if (raw !== null) closeEventStream(ctx, raw);
-    trace.setResponse(respId, respModel, reasons);
+    trace.setResponse(facts.id, facts.model, facts.reasons);
   }
   return null;
 }
