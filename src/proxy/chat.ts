@@ -15,8 +15,8 @@ import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
 import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
-import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
-import { callUpstream, relayUpstreamError, settleFailure, settleRoute } from './upstream-call.js';
+import type { UpstreamFailure } from '../routing/failures.js';
+import { callUpstream, relayUpstreamError, settleFailure, settleRoute, failRequest } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
 
 export const ENDPOINT = 'chat.completions';
@@ -76,13 +76,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
     o.route = await ctx.router.connect(o.route);
     settleRoute(ctx, o, await forward(ctx, o.route, body, stream, trace, reply, o, t0));
   } catch (err) {
-    const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
-    o.status = 'failure';
-    o.httpStatus = e.status;
-    o.errorType = e.code;
-    settleRoute(ctx, o, errorFailure(e));
-    req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
-    if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
+    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: true });
   } finally {
     finish(ctx, req, trace, o, meta());
   }

@@ -7,11 +7,11 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TollgateError, errorBody } from '../errors.js';
+import { TollgateError } from '../errors.js';
 import { isObj, type Json, type SameFormat, type SameFormatCall } from '../providers/same-format.js';
 import type { UpstreamRequest } from '../providers/types.js';
 import { autoSwitch } from '../routing/auto-switch.js';
-import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
+import type { UpstreamFailure } from '../routing/failures.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { CanonicalEvent } from '../translate/canonical.js';
 import { parseThinkingSuffix } from '../translate/thinking.js';
@@ -25,7 +25,7 @@ import { classifyTransportError, type ClientAbort, type UpstreamResponse } from 
 import { forwardedHeaders } from './forward-headers.js';
 import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { SseParser, type SseFrame } from './sse.js';
-import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute } from './upstream-call.js';
+import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, failRequest } from './upstream-call.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
 export interface PassthroughInbound {
@@ -107,13 +107,7 @@ export async function handlePassthrough(ctx: GatewayContext, inbound: Passthroug
     };
     settleRoute(ctx, o, await forward(ctx, f, o.route, upReq, { body: upReq.body, stream, trace, reply, o, t0, requestId }));
   } catch (err) {
-    const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
-    o.status = 'failure';
-    o.httpStatus = e.status;
-    o.errorType = e.code;
-    settleRoute(ctx, o, errorFailure(e));
-    req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
-    if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
+    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: true });
   } finally {
     finish(ctx, req, trace, o, meta());
   }

@@ -6,7 +6,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TollgateError, errorBody } from '../errors.js';
+import { TollgateError } from '../errors.js';
 import type { StreamParser, StreamRenderer, Target, WireCodec } from '../providers/codec.js';
 import { autoSwitch } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
@@ -23,7 +23,7 @@ import { runCombo } from './combo.js';
 import type { GatewayContext } from './context.js';
 import { ClientAbort, classifyTransportError, type UpstreamResponse } from './dispatch.js';
 import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
-import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure } from './upstream-call.js';
+import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure, failRequest } from './upstream-call.js';
 import { SseParser } from './sse.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
@@ -113,13 +113,7 @@ export async function handleTranslated(
     const canonical = fitRequest(x.parsed, o.route, requestedModel, named.thinking, stream);
     settleRoute(ctx, o, await forward(x, o.route, canonical, o, t0, false));
   } catch (err) {
-    const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
-    o.status = 'failure';
-    o.httpStatus = e.status;
-    o.errorType = e.code;
-    if (!combo) settleRoute(ctx, o, errorFailure(e));
-    req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId }, e.message);
-    if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, requestId));
+    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: !combo });
   } finally {
     finish(ctx, req, trace, o, meta());
   }

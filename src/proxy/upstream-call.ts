@@ -3,10 +3,10 @@
 // to the client unchanged (status, body, retry headers) and recorded as a failure.
 
 import { performance } from 'node:perf_hooks';
-import type { FastifyReply } from 'fastify';
-import { errorBody } from '../errors.js';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError, errorBody } from '../errors.js';
 import type { UpstreamRequest } from '../providers/types.js';
-import { httpFailure, type UpstreamFailure } from '../routing/failures.js';
+import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { Route } from '../routing/resolve.js';
 import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
@@ -109,4 +109,21 @@ export function settleRoute(ctx: GatewayContext, o: Outcome, failed: UpstreamFai
 /** A stream that failed after it started: the connection cools, the client already has its bytes. */
 export function streamFailure(reason: string): UpstreamFailure {
   return { status: 502, body: null, headers: {}, error: null, retryable: false, cool: true, quotaExhausted: false, retryAfterMs: null, reason };
+}
+
+/**
+ * The one error path of a data-plane handler: what was thrown becomes the outcome's failure, the route's connection
+ * is settled with it (not for a combo, whose attempts settled their own), it is logged at its code's level, and the
+ * client gets the error shape unless its answer has already started.
+ */
+export function failRequest(
+  ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, o: Outcome, err: unknown, opts: { requestId: string; settleRoute: boolean },
+): void {
+  const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
+  o.status = 'failure';
+  o.httpStatus = e.status;
+  o.errorType = e.code;
+  if (opts.settleRoute) settleRoute(ctx, o, errorFailure(e));
+  req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId: opts.requestId }, e.message);
+  if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, opts.requestId));
 }
