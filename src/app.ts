@@ -101,8 +101,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     throw err;
   }
 
-  // Rows go to the spool under data_dir first; what an earlier process left there is replayed before anything new.
-  const spoolOpts: SpoolOptions = { dir: join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes };
+  // Rows go to the spool (data_dir/spool unless storage.spool.dir) first; what an earlier process left there is
+  // replayed before anything new.
+  const spoolOpts: SpoolOptions = { dir: cfg.storage.spool.dir || join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes };
   const spool = opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id));
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });

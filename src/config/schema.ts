@@ -190,6 +190,8 @@ export const CONFIG_SCHEMA = closed({
       spool: closed(
         {
           commit_ms: { type: 'integer', minimum: 1, maximum: 60000, default: 50 },
+          // '' = <data_dir>/spool. Another disk than the embedded engine's keeps rows safe when that disk fails.
+          dir: { type: 'string', default: '' },
           // Bytes, or a size such as 1GiB, 512MiB, 64m (normalised to bytes at load).
           max_bytes: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string' }], default: 1024 ** 3 },
         },

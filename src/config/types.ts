@@ -133,8 +133,11 @@ export interface Config {
     /** ClickHouse server only: how long a request may go without an answer before it fails. */
     readonly request_timeout_ms: number;
     readonly batch: { readonly max_rows: number; readonly flush_ms: number; readonly queue_max: number };
-    /** The on-disk spool under data_dir/spool (src/store/spool.ts); max_bytes is normalised to bytes at load. */
-    readonly spool: { readonly commit_ms: number; readonly max_bytes: number };
+    /**
+     * The on-disk spool (src/store/spool.ts), in `dir` ('' = data_dir/spool); max_bytes is normalised to bytes at
+     * load.
+     */
+    readonly spool: { readonly commit_ms: number; readonly max_bytes: number; readonly dir: string };
   };
   readonly telemetry: { readonly otlp_endpoint: string; readonly service_name: string };
   readonly providers: Readonly<Record<string, ProviderConfig>>;

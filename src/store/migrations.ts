@@ -160,6 +160,20 @@ export const MIGRATIONS: readonly Migration[] = [
       SETTINGS non_replicated_deduplication_window = 10000`,
     ],
   },
+  {
+    // Durable parts (issue 13): the spool deletes a segment once ClickHouse acknowledged its insert, so the insert must
+    // be on disk by then. ClickHouse writes a part through the page cache by default; a machine crash or a disk that
+    // fails (and goes read-only) before the kernel writes it back would lose rows already gone from the spool. Every
+    // table fsyncs each inserted part and its directory: with inserts batched (one a second at most per table), the
+    // cost is a few fsyncs a second. Merged parts need nothing: ClickHouse keeps the old parts for
+    // `old_parts_lifetime` after a merge for this very case.
+    version: 7,
+    name: 'durable parts',
+    statements: (db) =>
+      ['schema_migrations', 'requests', 'usage_hourly', 'alerts', 'alert_deliveries', 'claims'].map(
+        (table) => `ALTER TABLE ${db}.${table} MODIFY SETTING fsync_after_insert = 1, fsync_part_directory = 1`,
+      ),
+  },
 ];
 
 /** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */

@@ -14,6 +14,13 @@
 // status `interrupted` (the snapshot's status) and goes to the store like any other.
 // Segment names sort by creation time and carry a random instance id, so a name is unique and stable: it is the
 // insert deduplication token of its rows, the same on every retry and every replay.
+//
+// A disk that refuses writes (full, read-only, failing): what it refused waits in memory, and at the next seal it
+// becomes a memory segment, inserted and acknowledged like any other, so the rows still reach a store that works (the
+// server path, or a close that drains). Only a process that dies meanwhile loses them: they never reached a disk. A
+// line the disk took only part of goes to memory whole, and the part in the file is ended with `!` so it can never
+// parse. The write is tried again every 250 ms, each time in a new segment file (a remounted disk is reached by path,
+// not through the old descriptor); the first that succeeds clears the failure.
 
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -42,6 +49,8 @@ export interface Segment {
   bytes: number;
   /** Creation time (ms), from the name. */
   readonly createdAt: number;
+  /** A memory segment: lines the disk refused, held here instead of in `path` (there is no file). */
+  readonly memory?: Buffer;
 }
 
 const EXT = '.jsonl';
@@ -72,8 +81,14 @@ export class Spool<Row> {
   #dirty = false;
   #bytes = 0;
   #closed = false;
-  /** Bytes of appended lines that have not reached the file (the disk refused them), oldest first. */
+  /**
+   * Appended lines that have not reached the file (the disk refused them), oldest first. It starts at a line's first
+   * byte; the first `#tornBytes` of it are in the file already (a write the disk took only part of).
+   */
   #unwritten: Buffer | null = null;
+  #tornBytes = 0;
+  /** `!\n` still to be written to the open file, ending a line cut there whose row went elsewhere whole. */
+  #poison: Buffer | null = null;
   #failure: unknown = null;
   #retry: NodeJS.Timeout | null = null;
   readonly #commitTimer: NodeJS.Timeout;
@@ -96,7 +111,7 @@ export class Spool<Row> {
         continue;
       }
       let rows = 0;
-      for (const line of lines<Row>(path)) {
+      for (const line of lines<Row>(readFileSync(path, 'utf8'))) {
         if (line.marker) begun.set(this.#idOf(line.row), line.row);
         else {
           rows++;
@@ -203,26 +218,118 @@ export class Spool<Row> {
       this.#unwritten = this.#unwritten === null ? buf : Buffer.concat([this.#unwritten, buf]);
     }
     const buf = this.#unwritten;
-    if (buf === null) return;
-    let off = 0;
+    if (buf === null && this.#poison === null) return;
+    let off = this.#tornBytes;
     try {
-      while (off < buf.length) off += writeSync(this.#fd, buf, off);
+      while (this.#poison !== null) {
+        const n = writeSync(this.#fd, this.#poison);
+        this.#poison = n >= this.#poison.length ? null : this.#poison.subarray(n);
+      }
+      if (buf !== null) while (off < buf.length) off += writeSync(this.#fd, buf, off);
       this.#unwritten = null;
+      this.#tornBytes = 0;
       this.#failure = null;
       this.#dirty = true;
     } catch (err) {
-      // A full or read-only disk: what did not reach the file waits here (bounded by maxBytes, counted in `bytes`)
-      // and is tried again; the segment is not sealed meanwhile, so nothing is read back or deleted short.
-      this.#unwritten = buf.subarray(off);
+      // A full or read-only disk: what did not reach the file waits here (bounded by maxBytes, counted in `bytes`),
+      // from the start of the line the disk cut, and is tried again; the next seal moves it to a memory segment.
+      if (buf !== null && off > this.#tornBytes) {
+        const lineStart = buf.lastIndexOf(0x0a, off - 1) + 1;
+        this.#unwritten = buf.subarray(lineStart);
+        this.#tornBytes = off - lineStart;
+      }
       this.#failure = err;
-      if (this.#retry === null && !this.#closed) {
-        this.#retry = setTimeout(() => {
-          this.#retry = null;
-          this.#writeOut();
-        }, RETRY_WRITE_MS);
-        this.#retry.unref();
+      this.#retryLater();
+    }
+  }
+
+  /** While the disk refuses: every 250 ms, a new segment file (by path: a disk remounted since is reached), and the write. */
+  #retryLater(): void {
+    if (this.#retry !== null || this.#closed) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      if (this.#failure === null || this.#closed) return;
+      this.#reopen();
+      this.#writeOut();
+      if (this.#failure !== null) this.#retryLater();
+    }, RETRY_WRITE_MS);
+    this.#retry.unref();
+  }
+
+  /**
+   * Write to a new segment file from now on; what waits for the disk goes to the new file, a line cut in the old one
+   * whole (the old one's cut part is ended with `!`, through its path). The old file is sealed when it holds rows.
+   * False, and nothing changed but the cut line's ending, when the disk refuses.
+   */
+  #reopen(): boolean {
+    const next = this.#newSegment();
+    let fd: number;
+    try {
+      fd = openSync(next.path, 'a');
+    } catch (err) {
+      this.#failure = err;
+      return false;
+    }
+    if (this.#tornBytes > 0) this.#endCutLine();
+    if (this.#poison !== null) {
+      try {
+        appendFileSync(this.#open.path, this.#poison);
+        this.#poison = null;
+      } catch (err) {
+        closeSync(fd);
+        rmSync(next.path, { force: true });
+        this.#failure = err;
+        return false;
       }
     }
+    try {
+      fsyncSync(this.#fd);
+    } catch {
+      // the old descriptor's disk is gone; the old file is read back by path
+    }
+    closeSync(this.#fd);
+    if (this.#unwritten !== null) {
+      const moved = this.#unwritten;
+      const rows = countRows(moved);
+      this.#open.rows -= rows;
+      this.#open.bytes -= moved.length;
+      next.rows += rows;
+      next.bytes += moved.length;
+    }
+    if (this.#open.rows > 0) this.#sealed.push(this.#open);
+    else {
+      this.#bytes -= this.#open.bytes;
+      rmSync(this.#open.path, { force: true });
+    }
+    this.#open = next;
+    this.#fd = fd;
+    this.#dirty = false;
+    this.#failure = null; // the disk took a new file; the write that follows says whether it takes data
+    for (const snapshot of this.#inFlight.values()) this.#mark(snapshot());
+    return true;
+  }
+
+  /**
+   * The line the disk cut in the open file goes elsewhere whole (`#unwritten` keeps it from its first byte): the part
+   * in the file is ended with `!\n`, which can never parse, so no row is both there and elsewhere.
+   */
+  #endCutLine(): void {
+    this.#poison = Buffer.from('!\n');
+    // The cut part counts in the file and in `#unwritten` until the file is deleted.
+    this.#bytes += this.#tornBytes + this.#poison.length;
+    this.#open.bytes += this.#tornBytes + this.#poison.length;
+    this.#tornBytes = 0;
+  }
+
+  /** The disk refuses: what waits for it becomes a memory segment, which the writer inserts like any other. */
+  #spill(): void {
+    if (this.#tornBytes > 0) this.#endCutLine();
+    const moved = Buffer.from(this.#unwritten!); // a copy: it may be a view of a larger buffer
+    const rows = countRows(moved);
+    this.#open.rows -= rows;
+    this.#open.bytes -= moved.length;
+    this.#sealed.push({ ...this.#newSegment(), path: '', rows, bytes: moved.length, memory: moved });
+    this.#unwritten = null;
   }
 
   /** Why the spool cannot write to its directory now (a full or read-only disk), or null while it can. */
@@ -236,10 +343,14 @@ export class Spool<Row> {
     fsync(this.#fd, () => undefined);
   }
 
-  /** Close the open segment (when it holds rows) and start a new one; returns every sealed segment, oldest first. */
+  /**
+   * Close the open segment (when it holds rows) and start a new one; returns every sealed segment, oldest first. While
+   * the disk refuses, what waits for it becomes a memory segment instead, and the open file stays open.
+   */
   seal(): readonly Segment[] {
     this.#writeOut();
-    if (this.#open.rows > 0 && !this.#closed && this.#unwritten === null) {
+    if (this.#unwritten !== null) this.#spill();
+    if (this.#open.rows > 0 && !this.#closed && this.#failure === null) {
       const next = this.#newSegment();
       let fd: number;
       try {
@@ -247,6 +358,7 @@ export class Spool<Row> {
         fsyncSync(this.#fd);
       } catch (err) {
         this.#failure = err; // the disk refuses: keep writing to the open segment
+        this.#retryLater();
         return this.#sealed;
       }
       closeSync(this.#fd);
@@ -261,10 +373,10 @@ export class Spool<Row> {
     return this.#sealed;
   }
 
-  /** The rows of a sealed segment, read back from disk (markers and a torn last line are skipped). */
+  /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
   read(seg: Segment): Row[] {
     const rows: Row[] = [];
-    for (const line of lines<Row>(seg.path)) if (!line.marker) rows.push(line.row);
+    for (const line of lines<Row>(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'))) if (!line.marker) rows.push(line.row);
     return rows;
   }
 
@@ -273,7 +385,7 @@ export class Spool<Row> {
     const i = this.#sealed.indexOf(seg);
     if (i === -1) return;
     this.#sealed.splice(i, 1);
-    rmSync(seg.path, { force: true });
+    if (seg.memory === undefined) rmSync(seg.path, { force: true });
     this.#bytes -= seg.bytes;
   }
 
@@ -307,9 +419,16 @@ export class Spool<Row> {
   }
 }
 
-/** The whole lines of a segment: rows, and the begin markers of requests in flight. */
-function* lines<Row>(path: string): Generator<{ marker: boolean; row: Row }> {
-  for (const text of readFileSync(path, 'utf8').split('\n')) {
+/** Rows (not markers, not torn lines) in a segment's text. */
+function countRows(buf: Buffer): number {
+  let n = 0;
+  for (const line of lines(buf.toString('utf8'))) if (!line.marker) n++;
+  return n;
+}
+
+/** The whole lines of a segment's text: rows, and the begin markers of requests in flight. */
+function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
+  for (const text of content.split('\n')) {
     if (text === '') continue;
     let parsed: Record<string, unknown>;
     try {

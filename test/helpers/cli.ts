@@ -4,6 +4,8 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { request } from 'undici';
+import { waitFor } from './wait.js';
 import { fileURLToPath } from 'node:url';
 
 export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
@@ -52,6 +54,19 @@ export function spawnCli(t: { teardown(fn: () => unknown): void }, args: string[
     }
   });
   return { child, out, exited, running };
+}
+
+/** Start the gateway CLI on `configFile` and wait until `base`/health answers 200 (at most 30 s). */
+export async function serveCli(t: { teardown(fn: () => unknown): void }, configFile: string, base: string, cwd: string): Promise<Proc> {
+  const p = spawnCli(t, ['--config', configFile], { cwd });
+  await waitFor(async () => {
+    try {
+      return (await request(`${base}/health`)).statusCode === 200;
+    } catch {
+      return false;
+    }
+  }, 30_000);
+  return p;
 }
 
 export function runCli(

@@ -12,7 +12,7 @@ import { request } from 'undici';
 import { openStore } from '../../src/store/client.js';
 import { testStorage } from '../helpers/store-paths.js';
 import { demoProvidersYaml } from '../helpers/app.js';
-import { spawnCli, type Proc } from '../helpers/cli.js';
+import { serveCli, type Proc } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
 import { metricValue } from '../helpers/prom.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -33,17 +33,7 @@ storage:
   batch: { flush_ms: 300 }
 ${demoProvidersYaml({ chunks: 8, latency_ms: 5, chunk_delay_ms: 40 })}`);
 
-async function serve(): Promise<Proc> {
-  const p = spawnCli(t, ['--config', file], { cwd: dir });
-  await waitFor(async () => {
-    try {
-      return (await request(`${base}/health`)).statusCode === 200;
-    } catch {
-      return false;
-    }
-  }, 30_000);
-  return p;
-}
+const serve = (): Promise<Proc> => serveCli(t, file, base, dir);
 
 interface Traffic {
   /** Requests a client got a complete answer for. */

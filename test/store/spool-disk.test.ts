@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '../../src/store/client.js';
 import { Spool } from '../../src/store/spool.js';
@@ -42,4 +42,53 @@ t.test('a full disk: no crash, the reason is known, rows wait in memory, and all
   t.equal(stored.length, 200, 'all 200 rows reached the store');
   t.equal(new Set(stored.map((r) => r.request_id)).size, 200, 'each once');
   t.equal(spool.rows, 0);
+});
+
+t.test('a full disk with the store up: what the disk refuses reaches the store from memory, the rest once there is room', async (t) => {
+  const dir2 = join(tempDir(t, 'tollgate-full2-'), 'disk');
+  mkdirSync(dir2);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tollgate-test', dir2]);
+  t.teardown(() => execFileSync('umount', ['-l', dir2]));
+  // The store is down while the disk fills up, then comes back while the disk is still full.
+  let storeUp = false;
+  const inserts: { token: string; ids: string[] }[] = [];
+  const store2 = {
+    insert: async (_t: string, rows: readonly Record<string, unknown>[], token: string) => {
+      if (!storeUp) throw new Error('connect ECONNREFUSED');
+      inserts.push({ token, ids: rows.map((r) => String(r.request_id)) });
+    },
+  } as unknown as Store;
+  const spool2 = new Spool<Record<string, unknown>>({ dir: dir2, commitMs: 20, maxBytes: 1024 ** 3 }, (r) => String(r.request_id));
+  const writer2 = new BatchWriter(store2, 'requests', spool2, { maxRows: 1_000_000, flushMs: 30, retryBaseMs: 20, retryMaxMs: 100 }, {
+    written: () => undefined, dropped: () => undefined, error: () => undefined, state: () => undefined,
+  });
+  t.teardown(() => writer2.close());
+  const stored = () => inserts.flatMap((b) => b.ids);
+  const pad = 'y'.repeat(900);
+  for (let i = 0; i < 200; i++) {
+    writer2.enqueue({ request_id: `m-${i}`, pad });
+    if (i % 10 === 9) await new Promise((r) => setTimeout(r, 5));
+  }
+  await waitFor(() => spool2.failure !== null, 2000);
+  t.equal(stored().length, 0, 'nothing stored while the store is down');
+  storeUp = true;
+  // What is left in the spool is the rows the open file took before the disk filled up: they wait there.
+  await waitFor(() => spool2.failure !== null && spool2.rows === spool2.openRows && stored().length + spool2.rows === 200, 3000);
+  t.equal((spool2.failure as { code?: string }).code, 'ENOSPC', 'the disk is still full');
+  const onDisk = spool2.rows;
+  t.ok(stored().length >= 100, `${stored().length} rows reached the store from memory while the disk is full; ${onDisk} wait on disk`);
+  t.equal(stored().length + onDisk, 200, 'every row is either stored or on disk');
+  const files = readdirSync(dir2).filter((f) => f.endsWith('.jsonl'));
+  const text = files.map((f) => readFileSync(join(dir2, f), 'utf8')).join('');
+  t.notOk(text.endsWith('\n'), 'the disk took only part of the last line (that row went to memory whole)');
+
+  execFileSync('mount', ['-o', 'remount,size=4m', dir2]);
+  await waitFor(() => spool2.failure === null, 3000);
+  await writer2.flush();
+  const ids = stored();
+  t.equal(ids.length, 200, 'all 200 rows reached the store');
+  t.equal(new Set(ids).size, 200, 'each once: a line the disk cut is never both in memory and in its file');
+  t.equal(new Set(inserts.map((b) => b.token)).size, inserts.length, 'every insert had its own deduplication token');
+  t.equal(spool2.rows, 0);
+  t.equal(spool2.bytes, 0, 'the byte count comes back to zero');
 });
