@@ -95,7 +95,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   const store = openStore(cfg.storage);
   try {
-    await migrate(store, undefined, { cluster: cfg.storage.cluster });
+    await migrate(store, undefined, { cluster: cfg.storage.cluster, sharded: cfg.storage.sharded });
   } catch (err) {
     await store.close().catch(() => undefined);
     throw err;

@@ -132,6 +132,10 @@ const REMOTE_FORMATS = new Set(['openai', 'openai-responses', 'anthropic', 'gemi
 /** Checks that span keys. They run on the tree even when the schema found problems, so one run reports all. */
 function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
+  const storage = isObject(tree.storage) ? tree.storage : {};
+  if (storage.sharded === true && (storage.cluster === '' || storage.cluster === undefined || storage.clickhouse_url === '' || storage.clickhouse_url === undefined)) {
+    issues.push({ path: 'storage.sharded', message: 'needs storage.cluster and storage.clickhouse_url: the sharded layout is for a ClickHouse cluster' });
+  }
   const server = isObject(tree.server) ? tree.server : {};
   const keys = Array.isArray(server.api_keys) ? server.api_keys : [];
   if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host) && keys.length === 0) {

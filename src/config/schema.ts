@@ -172,6 +172,8 @@ export const CONFIG_SCHEMA = closed({
       clickhouse_url: { type: 'string', default: '' },
       // A ClickHouse cluster name: the migrations create Replicated tables ON CLUSTER (docs/scaling.md).
       cluster: { type: 'string', pattern: '^([A-Za-z_][A-Za-z0-9_]*)?$', default: '' },
+      // With a cluster of several shards: <table>_local Replicated tables under Distributed ones (docs/scaling.md).
+      sharded: { type: 'boolean', default: false },
       database: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$', default: 'tollgate' },
       data_dir: { type: 'string', minLength: 1, default: './data' },
       username: { type: 'string', default: 'default' },

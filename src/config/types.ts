@@ -126,6 +126,8 @@ export interface Config {
     readonly clickhouse_url: string;
     /** A ClickHouse cluster name ('' for none): migrations run ON CLUSTER with Replicated engines. */
     readonly cluster: string;
+    /** With `cluster`: several shards, Distributed tables over `<table>_local` Replicated ones. */
+    readonly sharded: boolean;
     readonly database: string;
     readonly data_dir: string;
     readonly username: string;

@@ -31,15 +31,20 @@ export class Store {
   readonly embedded: boolean;
   readonly #client: ClickHouseClient;
   readonly #pingTimeoutMs: number;
+  readonly #foregroundDistributed: boolean;
   #tail: Promise<unknown> = Promise.resolve();
   #closed = false;
 
-  /** `pingTimeoutMs`: how long `ping` waits for a server (the embedded engine answers or throws). */
-  constructor(client: ClickHouseClient, database: string, embedded: boolean, opts: { pingTimeoutMs?: number } = {}) {
+  /**
+   * `pingTimeoutMs`: how long `ping` waits for a server (the embedded engine answers or throws). `sharded`: tables are
+   * Distributed, and an insert is acknowledged only once every shard has its rows (`distributed_foreground_insert`).
+   */
+  constructor(client: ClickHouseClient, database: string, embedded: boolean, opts: { pingTimeoutMs?: number; sharded?: boolean } = {}) {
     this.#client = client;
     this.database = database;
     this.embedded = embedded;
     this.#pingTimeoutMs = opts.pingTimeoutMs ?? 2000;
+    this.#foregroundDistributed = opts.sharded === true;
   }
 
   /** Qualified table name. */
@@ -105,7 +110,10 @@ export class Store {
   insert(table: string, values: readonly Record<string, unknown>[], token?: string): Promise<void> {
     // Always set, token or not: the embedded engine keeps per-request settings for the session, and a token left
     // over from an earlier insert would make this one look like its retry.
-    const clickhouse_settings = { insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1 } as const;
+    const clickhouse_settings = {
+      insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
+      ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
+    } as const;
     return this.#run(async () => {
       await this.#client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
     });
@@ -158,7 +166,8 @@ export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'd
       // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
       log: { level: ClickHouseLogLevel.OFF },
     });
-    return new Store(client, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout) });
+    const sharded = storage.sharded === true && (storage.cluster ?? '') !== '';
+    return new Store(client, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
   }
   const path = resolve(storage.data_dir);
   mkdirSync(path, { recursive: true });

@@ -216,22 +216,75 @@ export function onCluster(sql: string, cluster: string): string {
     .replace(/\bnon_replicated_deduplication_window\b/g, 'replicated_deduplication_window');
 }
 
-/** Every statement `migrate` would run on an empty store (for review, and the cluster test). */
-export function allStatements(db: string, cluster = '', migrations: readonly Migration[] = MIGRATIONS): string[] {
-  return [...bootstrap(db), ...[...migrations].sort((a, b) => a.version - b.version).flatMap((m) => m.statements(db))].map((sql) => onCluster(sql, cluster));
+/** How the schema is laid out: one server, a cluster of replicas, or a sharded cluster (storage.cluster, storage.sharded). */
+export interface Layout {
+  readonly cluster?: string;
+  readonly sharded?: boolean;
 }
 
-export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS, opts: { cluster?: string } = {}): Promise<number[]> {
+/** How each table's rows are spread over shards (sharded layout): by the key its deduplication relies on. */
+const SHARD_KEYS: Readonly<Record<string, string>> = {
+  schema_migrations: 'version',
+  requests: 'cityHash64(request_id)',
+  usage_hourly: 'rand()',
+  alerts: 'cityHash64(id)',
+  alert_deliveries: 'cityHash64(alert_id)',
+  claims: 'cityHash64(key)',
+};
+
+/**
+ * The statements for one migration statement in a layout. One server or one shard: `onCluster`. Sharded (several
+ * shards, docs/scaling.md): each table is `<table>_local` (Replicated, on every node) under a Distributed table with
+ * the table's own name, sharded by its SHARD_KEYS entry, so every query and insert of the gateway is unchanged; the
+ * rollup's view reads and writes the local tables of its node; a column added is added to both, a setting to the
+ * local table only.
+ */
+export function layoutStatements(sql: string, layout: Layout = {}): string[] {
+  const cluster = layout.cluster ?? '';
+  if (cluster === '' || layout.sharded !== true) return [onCluster(sql, cluster)];
+  const local = (name: string) => `${name}_local`;
+  const table = /^\s*CREATE TABLE IF NOT EXISTS (\w+)\.(\w+)/.exec(sql);
+  if (table !== null) {
+    const [, db, name] = table as unknown as [string, string, string];
+    const key = SHARD_KEYS[name] ?? 'rand()';
+    return [
+      onCluster(sql.replace(`${db}.${name}`, `${db}.${local(name)}`), cluster),
+      `CREATE TABLE IF NOT EXISTS ${db}.${name} ON CLUSTER ${cluster} AS ${db}.${local(name)} ENGINE = Distributed(${cluster}, ${db}, ${local(name)}, ${key})`,
+    ];
+  }
+  const view = /^\s*CREATE MATERIALIZED VIEW IF NOT EXISTS \S+ TO (\w+)\.(\w+)/.exec(sql);
+  if (view !== null) {
+    const [, db, target] = view as unknown as [string, string, string];
+    const source = /\bFROM (\w+)\.(\w+)/.exec(sql)!;
+    return [onCluster(sql.replace(`TO ${db}.${target}`, `TO ${db}.${local(target)}`).replace(source[0], `FROM ${source[1]}.${local(source[2]!)}`), cluster)];
+  }
+  const alter = /^\s*ALTER TABLE (\w+)\.(\w+)/.exec(sql);
+  if (alter !== null) {
+    const [head, db, name] = alter as unknown as [string, string, string];
+    const onLocal = onCluster(sql.replace(head, head.replace(`${db}.${name}`, `${db}.${local(name)}`)), cluster);
+    return /\bMODIFY SETTING\b/.test(sql) ? [onLocal] : [onLocal, onCluster(sql, cluster)];
+  }
+  return [onCluster(sql, cluster)];
+}
+
+/** Every statement `migrate` would run on an empty store (for review, and the cluster test). */
+export function allStatements(db: string, layout: Layout = {}, migrations: readonly Migration[] = MIGRATIONS): string[] {
+  return [...bootstrap(db), ...[...migrations].sort((a, b) => a.version - b.version).flatMap((m) => m.statements(db))].flatMap((sql) => layoutStatements(sql, layout));
+}
+
+export async function migrate(store: Store, migrations: readonly Migration[] = MIGRATIONS, layout: Layout = {}): Promise<number[]> {
   const db = store.database;
-  const cluster = opts.cluster ?? '';
-  for (const sql of bootstrap(db)) await store.command(onCluster(sql, cluster));
+  const run = async (sql: string) => {
+    for (const statement of layoutStatements(sql, layout)) await store.command(statement);
+  };
+  for (const sql of bootstrap(db)) await run(sql);
   const done = new Set(
     (await store.query<{ version: number | string }>(`SELECT version FROM ${db}.schema_migrations FINAL`)).map((r) => Number(r.version)),
   );
   const applied: number[] = [];
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (done.has(m.version)) continue;
-    for (const sql of m.statements(db)) await store.command(onCluster(sql, cluster));
+    for (const sql of m.statements(db)) await run(sql);
     await store.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Date.now() }]);
     applied.push(m.version);
   }

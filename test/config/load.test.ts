@@ -77,7 +77,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
   });
   t.same(cfg.storage, {
     clickhouse_url: '',
-    cluster: '',
+    cluster: '', sharded: false,
     database: 'tollgate',
     data_dir: './data',
     username: 'default',
@@ -341,4 +341,12 @@ t.test('budgets.timezone must be a time zone the runtime knows', async (t) => {
   t.same(issuesOf(t, () => parseConfig(cfg('Europe/Pariss'), {})), [
     { path: 'budgets.timezone', message: "'Europe/Pariss' is not an IANA time zone name (e.g. UTC, Europe/Paris)" },
   ]);
+});
+
+t.test('storage.sharded needs a cluster on a server', async (t) => {
+  const issues = issuesOf(t, () => parseConfig({ storage: { sharded: true } }, {}));
+  t.same(issues.map((i) => i.path), ['storage.sharded']);
+  t.match(issues[0]?.message, /storage\.cluster and storage\.clickhouse_url/);
+  const cfg = parseConfig({ storage: { sharded: true, cluster: 'prod', clickhouse_url: 'http://ch:8123' } }, {});
+  t.equal(cfg.storage.sharded, true);
 });

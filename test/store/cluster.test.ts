@@ -9,7 +9,8 @@ import { MIGRATIONS, allStatements, onCluster } from '../../src/store/migrations
 import { tempDir } from '../helpers/tmp.js';
 
 const plain = allStatements('tollgate');
-const clustered = allStatements('tollgate', 'prod');
+const clustered = allStatements('tollgate', { cluster: 'prod' });
+const sharded = allStatements('tollgate', { cluster: 'prod', sharded: true });
 
 t.test('without a cluster the statements are the migrations as written', async (t) => {
   t.same(plain.slice(2), MIGRATIONS.flatMap((m) => m.statements('tollgate')));
@@ -38,10 +39,38 @@ t.test('with a cluster: ON CLUSTER on every DDL, Replicated engines, data statem
   t.equal(onCluster("ALTER TABLE db.t MODIFY SETTING non_replicated_deduplication_window = 10", 'c'), 'ALTER TABLE db.t ON CLUSTER c MODIFY SETTING replicated_deduplication_window = 10');
 });
 
-t.test('the clustered statements parse (ClickHouse\'s own parser, EXPLAIN AST)', async (t) => {
+t.test('sharded: <table>_local Replicated tables under Distributed ones with the gateway\'s table names', async (t) => {
+  const TABLES = ['alert_deliveries', 'alerts', 'claims', 'requests', 'schema_migrations', 'usage_hourly'];
+  const locals = sharded.map((sql) => /^\s*CREATE TABLE IF NOT EXISTS tollgate\.(\w+)_local ON CLUSTER prod \(/.exec(sql)?.[1]).filter(Boolean);
+  t.same(locals.sort(), TABLES, 'every table has its local twin');
+  sharded.filter((sql) => /_local ON CLUSTER prod \(/.test(sql)).forEach((sql) => {
+    t.match(sql, /ENGINE = Replicated\w*MergeTree\('\/clickhouse\/tables\/\{shard\}\/tollgate\.\w+_local', '\{replica\}'/, 'replicated, keyed by its local name');
+  });
+  const dist = sharded.map((sql) => /^CREATE TABLE IF NOT EXISTS tollgate\.(\w+) ON CLUSTER prod AS tollgate\.(\w+) ENGINE = Distributed\(prod, tollgate, (\w+), (.+)\)$/.exec(sql)).filter((m) => m !== null);
+  t.same(dist.map((m) => [m[1], m[2], m[3], m[4]]).sort(), [
+    ['alert_deliveries', 'alert_deliveries_local', 'alert_deliveries_local', 'cityHash64(alert_id)'],
+    ['alerts', 'alerts_local', 'alerts_local', 'cityHash64(id)'],
+    ['claims', 'claims_local', 'claims_local', 'cityHash64(key)'],
+    ['requests', 'requests_local', 'requests_local', 'cityHash64(request_id)'],
+    ['schema_migrations', 'schema_migrations_local', 'schema_migrations_local', 'version'],
+    ['usage_hourly', 'usage_hourly_local', 'usage_hourly_local', 'rand()'],
+  ], 'a Distributed table per table, sharded by the key its deduplication relies on (a request, a claim, an alert: one shard)');
+  const view = sharded.find((sql) => /MATERIALIZED VIEW/.test(sql))!;
+  t.match(view, /TO tollgate\.usage_hourly_local AS/, 'the view writes its node\'s local rollup');
+  t.match(view, /FROM tollgate\.requests_local\b/, 'from its node\'s local requests');
+  const added = sharded.filter((sql) => /ADD COLUMN IF NOT EXISTS kind/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
+  t.same(added, ['tollgate.requests_local', 'tollgate.requests'], 'a column is added to the local and the Distributed table');
+  const settings = sharded.filter((sql) => /MODIFY SETTING/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
+  t.ok(settings.length > 0 && settings.every((name) => name!.endsWith('_local')), 'settings go to local tables only');
+  t.notMatch(sharded.join('\n'), /non_replicated_deduplication_window/);
+  const data = sharded.filter((sql) => /^\s*INSERT/.test(sql));
+  t.ok(data.length > 0 && data.every((sql) => !/_local/.test(sql)), 'data statements go through the Distributed tables');
+});
+
+t.test('the clustered and sharded statements parse (ClickHouse\'s own parser, EXPLAIN AST)', async (t) => {
   const store = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: tempDir(t, 'tollgate-cluster-'), username: 'default', password: '' });
   t.teardown(() => store.close());
-  for (const sql of clustered) {
+  for (const sql of [...clustered, ...sharded]) {
     const rows = await store.query<{ explain: string }>(`EXPLAIN AST ${sql}`);
     t.ok(rows.length > 0, sql.trim().split('\n')[0]!.slice(0, 80));
   }
