@@ -18,6 +18,7 @@ import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, 
 import type { UpstreamFailure } from '../routing/failures.js';
 import { callUpstream, relayUpstreamError, settleFailure, settleRoute, failRequest } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from './sse.js';
+import { forwardedHeaders } from './forward-headers.js';
 
 export const ENDPOINT = 'chat.completions';
 
@@ -88,7 +89,11 @@ async function forward(
 ): Promise<UpstreamFailure | null> {
   const adapter = adapterFor(route);
   const wantsUsage = clientWantsUsage(body);
-  const upReq = adapter.chatRequest(route.provider, route.modelId, body, stream);
+  const built = adapter.chatRequest(route.provider, route.modelId, body, stream);
+  // The client's protocol headers (openai-beta, x-stainless-*...) go along, below the config's headers and the key.
+  const headers = forwardedHeaders(reply.request.headers);
+  for (const [k, v] of Object.entries(built.headers)) headers[k.toLowerCase()] = v;
+  const upReq = { ...built, headers };
   const call = await callUpstream(ctx, route, upReq, stream, trace, reply, o);
   if (call === null) return null;
   const { res } = call;
