@@ -8,17 +8,17 @@ import { installGate } from './gate/index.js';
 import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
 import { weakKeyReason } from './config/load.js';
-import { TollgateError, errorBody, toTollgateError } from './errors.js';
-import { registerJsonBody } from './json-body.js';
-import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './http-errors.js';
+import { TollgateError, errorBody, toTollgateError } from './core/errors.js';
+import { registerJsonBody } from './core/json-body.js';
+import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
-import { Dispatcher } from './proxy/dispatch.js';
-import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './proxy/routes.js';
-import { recordRejected } from './proxy/outcome.js';
-import type { GatewayContext } from './proxy/context.js';
+import { Dispatcher } from './providers/transport.js';
+import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './pipeline/routes.js';
+import { recordRejected } from './pipeline/outcome.js';
+import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { migrate } from './store/migrations.js';
 import { toRow, type RequestRow } from './store/rows.js';
@@ -26,13 +26,13 @@ import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
-import { Ledger } from './usage/ledger.js';
+import { Ledger } from './ledger/ledger.js';
 import { Router } from './routing/router.js';
-import { CredentialStore } from './connections/credentials.js';
-import { OAuthSession } from './connections/oauth.js';
+import { CredentialStore } from './providers/credentials.js';
+import { OAuthSession } from './providers/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
-import { KeepAlive } from './routing/keepalive.js';
-import { QuotaService } from './quota/service.js';
+import { KeepAlive } from './services/keepalive.js';
+import { QuotaService } from './accounting/quota.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
@@ -174,7 +174,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   // JSON only: any other content type is a 415 rather than a string the handlers would have to reject.
   app.removeContentTypeParser('text/plain');
-  // Collected once, depth-checked before parsing, bytes released once decoded (src/json-body.ts).
+  // Collected once, depth-checked before parsing, bytes released once decoded (src/core/json-body.ts).
   registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: () => holder.current.server.json_max_depth });
   const routes: { method: string; url: string }[] = [];
   app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, routes });

@@ -18,9 +18,9 @@
 //   (a crossing less than one window after the last alert of the same key does not fire again).
 // Every threshold crossed fires, lowest first: a jump from 70 % to 100 % raises 80 %, 90 % and exhausted.
 
-import type { QuotaEntry } from '../quota/service.js';
-import { parseWindow } from '../quota/windows.js';
-import type { BudgetState } from './budget.js';
+import type { QuotaEntry } from '../accounting/quota.js';
+import { parseWindow } from '../core/windows.js';
+import type { BudgetState } from '../accounting/budget.js';
 import type { Alert, AlertKind } from './types.js';
 
 export interface FiredAlert {

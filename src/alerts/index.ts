@@ -5,11 +5,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/types.js';
 import type { ConfigHolder } from '../config/watch.js';
-import type { QuotaService } from '../quota/service.js';
+import type { QuotaService } from '../accounting/quota.js';
 import type { Store } from '../store/client.js';
 import type { Metrics } from '../telemetry/metrics.js';
-import type { UsageRecord } from '../usage/record.js';
-import { BudgetService } from './budget.js';
+import type { UsageRecord } from '../ledger/record.js';
+import { BudgetService } from '../accounting/budget.js';
 import { Notifier, channelsFromConfig } from './notifier.js';
 import { AlertService, type Notify } from './service.js';
 import type { Alert, DeliveryResult } from './types.js';

@@ -6,13 +6,13 @@
 
 import { createHash, randomUUID } from 'node:crypto';
 import type { Config } from '../config/types.js';
-import type { QuotaService } from '../quota/service.js';
+import type { QuotaService } from '../accounting/quota.js';
 import { aggregate } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
-import { uuidv7 } from '../usage/uuidv7.js';
-import type { BudgetService, BudgetState } from './budget.js';
+import { uuidv7 } from '../ledger/uuidv7.js';
+import type { BudgetService, BudgetState } from '../accounting/budget.js';
 import { ANOMALY_MIN_DAYS, ANOMALY_MULTIPLE, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
-import { dayBounds } from '../usage/tz.js';
+import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 
 const DAY = 86_400_000;

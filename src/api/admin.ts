@@ -6,9 +6,9 @@ import type { Readable } from 'node:stream';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import { redactConfigText, renderConfig } from '../config/redact.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../core/errors.js';
 import type { Store } from '../store/client.js';
-import { ArchiveError, ArchiveTooLarge, importUnpacked, prepareExport, unpack, workDir, type ImportResult } from '../archive/index.js';
+import { ArchiveError, ArchiveTooLarge, importUnpacked, prepareExport, unpack, workDir, type ImportResult } from '../store/archive.js';
 
 /** Largest archive import accepts, compressed or unpacked: 16 GiB. */
 export const IMPORT_MAX_BYTES = 16 * 1024 ** 3;

@@ -4,8 +4,8 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { AlertService } from '../alerts/service.js';
-import type { BudgetService } from '../alerts/budget.js';
-import { TollgateError } from '../errors.js';
+import type { BudgetService } from '../accounting/budget.js';
+import { TollgateError } from '../core/errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

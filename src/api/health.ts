@@ -4,7 +4,7 @@
 // operator sees it (docs/recording.md).
 
 import type { FastifyPluginAsync } from 'fastify';
-import { TollgateError, errorBody } from '../errors.js';
+import { TollgateError, errorBody } from '../core/errors.js';
 import type { Store } from '../store/client.js';
 
 export interface StoreState {

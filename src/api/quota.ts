@@ -4,8 +4,8 @@
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
-import { connectionsOf } from '../routing/connections.js';
-import type { QuotaService } from '../quota/service.js';
+import { connectionsOf } from '../config/connections.js';
+import type { QuotaService } from '../accounting/quota.js';
 import type { Router } from '../routing/router.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();

@@ -2,9 +2,9 @@
 // and store its tokens, encrypted, under storage.data_dir. Prints what the user must open and type; never a token.
 
 import type { Config, OAuthSettings } from '../config/types.js';
-import { CredentialStore } from '../connections/credentials.js';
-import { pollForToken, startDeviceAuthorization, type PollOptions } from '../connections/oauth.js';
-import { TollgateError } from '../errors.js';
+import { CredentialStore } from '../providers/credentials.js';
+import { pollForToken, startDeviceAuthorization, type PollOptions } from '../providers/oauth.js';
+import { TollgateError } from '../core/errors.js';
 
 export interface ConnectOptions extends PollOptions {
   /** Where TOLLGATE_SECRET_KEY is read (default: process.env). */

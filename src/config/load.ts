@@ -5,8 +5,8 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Ajv, type ErrorObject } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import { quotaConfigOf } from '../quota/kinds.js';
-import { parseTimeZone } from '../usage/tz.js';
+import { quotaConfigOf } from './quota-kinds.js';
+import { parseTimeZone } from '../core/tz.js';
 import { CONFIG_SCHEMA } from './schema.js';
 import type { Config } from './types.js';
 

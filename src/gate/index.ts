@@ -15,7 +15,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';
 import type { ConfigHolder } from '../config/watch.js';
 import type { Config } from '../config/types.js';
-import { TollgateError } from '../errors.js';
+import { TollgateError } from '../core/errors.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
 import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';

@@ -3,8 +3,8 @@
 // evaluation itself lives with the alerts; this step only asks a BudgetGate.
 
 import type { Config } from '../config/types.js';
-import { parseThinkingSuffix } from '../translate/thinking.js';
-import { own } from '../own.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
+import { own } from '../core/own.js';
 
 export interface BudgetGate {
   /** True while the daily budget is exceeded (until its window resets). */

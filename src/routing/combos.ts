@@ -8,10 +8,10 @@
 // - fusion:      every member in parallel; the judge synthesises (proxy/fusion.ts).
 
 import type { ComboConfig, Config } from '../config/types.js';
-import type { CanonicalRequest, ThinkingLevel } from '../translate/canonical.js';
-import { parseThinkingSuffix } from '../translate/thinking.js';
+import type { CanonicalRequest, ThinkingLevel } from '../wire/canonical.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
 import { resolveModel, type Route } from './resolve.js';
-import { own } from '../own.js';
+import { own } from '../core/own.js';
 
 export interface Member {
   /** The member as written in the combo (may carry a `(level)` suffix). */

@@ -10,7 +10,7 @@
 // | 402, or a body saying the quota is used up | yes         | the longest (max_s)              |
 // | any other 4xx (the request itself is bad)  | no          | none                             |
 
-import type { TollgateError } from '../errors.js';
+import type { TollgateError } from '../core/errors.js';
 import { retryAfterMs } from './cooldown.js';
 
 export interface UpstreamFailure {

@@ -1,9 +1,9 @@
 // Model resolution: `<provider_prefix>/<model_id>`, split on the first '/', so model ids may contain '/'.
 
 import type { Config, ModelConfig, ProviderConfig } from '../config/types.js';
-import { TollgateError } from '../errors.js';
-import type { Connection } from './connections.js';
-import { own } from '../own.js';
+import { TollgateError } from '../core/errors.js';
+import type { Connection } from '../config/connections.js';
+import { own } from '../core/own.js';
 
 export interface Route {
   /** Provider prefix. */

@@ -3,13 +3,13 @@
 // auto-switch asks. Built once by app.ts; read by the proxy, /api/quota and /metrics.
 
 import type { Config, OAuthSettings } from '../config/types.js';
-import { TollgateError } from '../errors.js';
-import { connectionsOf, withAccessToken, type Connection } from './connections.js';
+import { TollgateError } from '../core/errors.js';
+import { connectionsOf, withAccessToken, type Connection } from '../config/connections.js';
 import { Cooldowns, type CooldownState } from './cooldown.js';
 import { NEVER_EXCEEDED, type BudgetGate } from './auto-switch.js';
 import type { UpstreamFailure } from './failures.js';
 import type { Route } from './resolve.js';
-import { own } from '../own.js';
+import { own } from '../core/own.js';
 
 /** Where an OAuth provider's access token comes from (connections/oauth.ts in the gateway). */
 export interface TokenSource {

@@ -2,7 +2,7 @@
 // (usage_hourly, kept by a materialized view), the partial hours at either edge from the raw rows (each request once), in one
 // query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
 
-import type { RecordKind } from '../usage/record.js';
+import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 
 /** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is UTC. */

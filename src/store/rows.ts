@@ -1,6 +1,6 @@
 // The raw row for one usage record: a pure mapping, the store writes what it is given.
 
-import type { UsageRecord } from '../usage/record.js';
+import type { UsageRecord } from '../ledger/record.js';
 
 export type RequestRow = Record<string, string | number | boolean | null>;
 

@@ -4,14 +4,14 @@
 
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './families.js';
-import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../usage/types.js';
-import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
-import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../usage/record.js';
+import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../ledger/types.js';
+import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
+import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../ledger/record.js';
 import type { Config } from '../config/types.js';
-import { connectionsOf } from '../routing/connections.js';
+import { connectionsOf } from '../config/connections.js';
 import type { Router } from '../routing/router.js';
-import type { QuotaService } from '../quota/service.js';
-import type { BudgetService } from '../alerts/budget.js';
+import type { QuotaService } from '../accounting/quota.js';
+import type { BudgetService } from '../accounting/budget.js';
 import { ALERT_KINDS } from '../alerts/types.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 

@@ -5,9 +5,9 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { inputSide, knowsInput, knowsOutput, outputSide } from '../usage/types.js';
-import type { UsageRecord } from '../usage/record.js';
-import type { StopReason } from '../translate/canonical.js';
+import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
+import type { UsageRecord } from '../ledger/record.js';
+import type { StopReason } from '../wire/canonical.js';
 import { ATTR } from './names.js';
 
 const propagator = new W3CTraceContextPropagator();

@@ -8,7 +8,7 @@ import { emailChannel } from '../../src/alerts/channels/email.js';
 import { signPayload, verifySignature, webhookChannel, webhookPayload } from '../../src/alerts/channels/webhook.js';
 import { Notifier, type NotifierOptions } from '../../src/alerts/notifier.js';
 import type { Alert, Channel, DeliveryResult } from '../../src/alerts/types.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { freePort } from '../helpers/net.js';
 import { waitFor } from '../helpers/wait.js';
 import { receiver as receiverWith, silentServer, smtpServer } from '../helpers/receivers.js';

@@ -4,16 +4,16 @@
 // deduplication token, then read back) lets exactly one send each alert; the other remembers it as fired.
 
 import t from 'tap';
-import { BudgetService } from '../../src/alerts/budget.js';
+import { BudgetService } from '../../src/accounting/budget.js';
 import { AlertService, type Notify } from '../../src/alerts/service.js';
 import type { Alert } from '../../src/alerts/types.js';
 import { parseConfig } from '../../src/config/load.js';
-import { QuotaService } from '../../src/quota/service.js';
+import { QuotaService } from '../../src/accounting/quota.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
-import { makeRecord } from '../../src/usage/record.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-claims-' });
 await migrate(store);

@@ -4,8 +4,8 @@
 
 import t from 'tap';
 import { evaluate, duration, isoWeek, keyOf, type EvaluationInput, type FiredAlert, type Candidate } from '../../src/alerts/evaluator.js';
-import type { BudgetState } from '../../src/alerts/budget.js';
-import type { QuotaEntry } from '../../src/quota/service.js';
+import type { BudgetState } from '../../src/accounting/budget.js';
+import type { QuotaEntry } from '../../src/accounting/quota.js';
 import { ALERT_KINDS, type AlertKind } from '../../src/alerts/types.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12); // Saturday 2026-11-21 12:00Z

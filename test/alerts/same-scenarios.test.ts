@@ -8,8 +8,8 @@
 import t from 'tap';
 import { fileURLToPath } from 'node:url';
 import { evaluate } from '../../src/alerts/evaluator.js';
-import type { BudgetState } from '../../src/alerts/budget.js';
-import type { QuotaEntry } from '../../src/quota/service.js';
+import type { BudgetState } from '../../src/accounting/budget.js';
+import type { QuotaEntry } from '../../src/accounting/quota.js';
 import { ALERT_KINDS, type AlertKind } from '../../src/alerts/types.js';
 import { listenLoopback } from '../helpers/loopback.js';
 import { startPrometheus } from '../helpers/prometheus.js';

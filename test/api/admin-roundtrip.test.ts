@@ -41,7 +41,7 @@ async function json(gw: TestApp, path: string): Promise<unknown> {
  */
 async function answers(gw: TestApp): Promise<{ usage: unknown; quota: unknown; logs: unknown }> {
   await gw.flush();
-  // /api/quota answers from a snapshot up to a second old (src/quota/service.ts): wait for one taken after now
+  // /api/quota answers from a snapshot up to a second old (src/accounting/quota.ts): wait for one taken after now
   await new Promise((r) => setTimeout(r, 1500));
   const usage = (await json(gw, '/api/usage?period=month')) as Record<string, unknown>;
   delete usage.to;

@@ -12,8 +12,8 @@ import { demoProvidersYaml, startApp } from '../helpers/app.js';
 import { errorCode, send } from '../helpers/raw-http.js';
 import { tempDir } from '../helpers/tmp.js';
 import { redactConfigText } from '../../src/config/redact.js';
-import { tarHeader } from '../../src/archive/tar.js';
-import { ArchiveTooLarge, unpack } from '../../src/archive/index.js';
+import { tarHeader } from '../../src/store/tar.js';
+import { ArchiveTooLarge, unpack } from '../../src/store/archive.js';
 import { Readable } from 'node:stream';
 
 const KEY = 'k-admin-0123456789abcdef';

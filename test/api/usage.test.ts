@@ -6,8 +6,8 @@ import { request } from 'undici';
 import { build } from '../../src/app.js';
 import { ConfigHolder } from '../../src/config/watch.js';
 import { toRow } from '../../src/store/rows.js';
-import { makeRecord } from '../../src/usage/record.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { testConfig, DEMO_PROVIDER } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 

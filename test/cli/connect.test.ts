@@ -7,8 +7,8 @@
 import t, { type Test } from 'tap';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CredentialStore } from '../../src/connections/credentials.js';
-import { OAuthSession } from '../../src/connections/oauth.js';
+import { CredentialStore } from '../../src/providers/credentials.js';
+import { OAuthSession } from '../../src/providers/oauth.js';
 import { startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth.js';
 import { freePort } from '../helpers/net.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -11,7 +11,7 @@ import { stringify } from 'yaml';
 import { build } from '../../src/app.js';
 import { loadConfigFile } from '../../src/config/load.js';
 import { ConfigHolder, watchConfigFile } from '../../src/config/watch.js';
-import { mockWords } from '../../src/providers/mock/index.js';
+import { mockWords } from '../../src/providers/mock.js';
 import { DEMO_PROVIDER } from '../helpers/app.js';
 import { DEFAULT_WORDS, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { metricValue } from '../helpers/prom.js';

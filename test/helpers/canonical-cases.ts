@@ -7,13 +7,13 @@
 import type { ModelConfig, WireFormat } from '../../src/config/types.js';
 import { parseConfig } from '../../src/config/load.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
-import type { StreamRenderer, Target, WireCodec } from '../../src/providers/codec.js';
-import { codecFor } from '../../src/providers/registry.js';
-import { SseParser, type SseFrame } from '../../src/proxy/sse.js';
+import type { StreamRenderer, Target, WireCodec } from '../../src/wire/codec.js';
+import { codecFor } from '../../src/wire/registry.js';
+import { SseParser, type SseFrame } from '../../src/wire/sse.js';
 import type {
   CanonicalEvent, CanonicalRequest, CanonicalResponse, Message, Origin, Part, StopReason, ToolDefinition,
-} from '../../src/translate/canonical.js';
-import { BUCKETS, NO_USAGE, type Bucket, type Usage } from '../../src/usage/types.js';
+} from '../../src/wire/canonical.js';
+import { BUCKETS, NO_USAGE, type Bucket, type Usage } from '../../src/ledger/types.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 

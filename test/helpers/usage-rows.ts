@@ -38,9 +38,9 @@ import { usageRoutes } from '../../src/api/usage.js';
 import { ConfigHolder } from '../../src/config/watch.js';
 import type { ProviderGroup } from '../../src/config/types.js';
 import { toRow, type RequestRow } from '../../src/store/rows.js';
-import { makeRecord, type RecordKind, type RequestStatus } from '../../src/usage/record.js';
-import type { Usage } from '../../src/usage/types.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord, type RecordKind, type RequestStatus } from '../../src/ledger/record.js';
+import type { Usage } from '../../src/ledger/types.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { testConfig } from './app.js';
 import { tempDir } from './tmp.js';
 

@@ -1,7 +1,7 @@
-// What an upstream receives for a built request body: the transport's serialisation (src/providers/json-stream.ts),
+// What an upstream receives for a built request body: the transport's serialisation (src/wire/json-stream.ts),
 // as text or parsed back.
 
-import { jsonChunks } from '../../src/providers/json-stream.js';
+import { jsonChunks } from '../../src/wire/json-stream.js';
 
 /** The exact text the transport sends for `body`. */
 export function wireText(body: unknown): string {

@@ -1,7 +1,7 @@
 // What was spent is recorded even when the answer is cut (issue 13 item 6). Against a fake OpenAI upstream (o3:
 // o200k_base, counted exactly), for a client of every format (Chat on the fast and the translated path, Responses,
 // Anthropic Messages, Gemini): a stream the upstream cuts mid-way, a stream the client aborts mid-way, and a stream
-// that finishes without any usage each leave a row with input and output estimated (src/usage/estimate.ts) to the
+// that finishes without any usage each leave a row with input and output estimated (src/wire/estimate.ts) to the
 // exact token count of what was sent and streamed, usage_source 'estimated', priced by computeCost, and counted in
 // /api/budgets. A whole answer without usage is estimated the same way. A stream whose usage was reported keeps the
 // reported figures; an Anthropic stream cut after message_start keeps its reported input and estimates the output.
@@ -13,8 +13,8 @@ import { startApp } from '../helpers/app.js';
 import { bucketsOf, rowOf, type Row } from '../helpers/clients.js';
 import { DEFAULT_TEXT, FAKE_USAGE, fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { DEFAULT_USAGE, DEFAULT_WORDS, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
-import { computeCost } from '../../src/usage/cost.js';
-import { NO_USAGE } from '../../src/usage/types.js';
+import { computeCost } from '../../src/ledger/cost.js';
+import { NO_USAGE } from '../../src/ledger/types.js';
 
 const up = await startFakeOpenAI(t);
 const anth = await startFakeAnthropic(t);

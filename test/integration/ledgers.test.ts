@@ -110,7 +110,7 @@ t.test('upstream error: status, body and Retry-After reach the client; recorded 
   t.equal(row!.input_tokens, null, 'not reported is null, not zero');
 });
 
-// The aborted stream's estimate (src/usage/estimate.ts, gpt-4o: o200k_base): the input from the request (3 per
+// The aborted stream's estimate (src/wire/estimate.ts, gpt-4o: o200k_base): the input from the request (3 per
 // message + its role and text + 3 priming), the output from the three words streamed.
 const ABORT_INPUT = 3 + countTokens('user') + countTokens('hi') + 3;
 const ABORT_OUTPUT = countTokens(DEFAULT_WORDS.slice(0, 3).join(''));

@@ -33,7 +33,7 @@ const MODEL = 'oai/o3';
 const STALL_MS = 1000; // fakeProvider: timeouts.stall_s 1
 const CHUNKS = 2;
 const SENT = DEFAULT_WORDS.slice(0, CHUNKS); // 'Hello', ' from'
-// No usage was reported (OpenAI sends it after the finish chunk), so the row estimates it (src/usage/estimate.ts,
+// No usage was reported (OpenAI sends it after the finish chunk), so the row estimates it (src/wire/estimate.ts,
 // o3: o200k_base): every client sends one user message 'hi', so the input is 3 + 'user' + 'hi' + 3 priming; the
 // output is the text of the two streamed words. Cost at fakeProvider's prices (input 2.5, output 10 USD per 1M).
 const INPUT = 3 + countTokens('user') + countTokens('hi') + 3;

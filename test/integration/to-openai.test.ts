@@ -1,6 +1,6 @@
 // Every client format, through its official SDK, against an OpenAI Chat Completions upstream (format `openai`, the
 // fake of test/helpers/fake-openai.ts on a real socket), streamed and not. The OpenAI Chat client is run twice: on
-// the byte-for-byte fast path (src/proxy/chat.ts: no thinking suffix) and on the translated path (the same model
+// the byte-for-byte fast path (src/pipeline/chat.ts: no thinking suffix) and on the translated path (the same model
 // with the `(auto)` suffix, which forces the canonical pipeline and, for the `openai` thinking family, sends no
 // thinking parameter: docs/thinking.md). For each: (a) the text answer arrives in the client's shape; (b) a tool
 // definition and a base64 PNG reach the upstream as OpenAI `tools` and an `image_url` data URL, and the model's

@@ -27,7 +27,7 @@ const gw = await startApp(t, {
   },
 });
 const MODEL = 'resp/o4-mini';
-// No usage was reported (Responses sends it in response.completed), so the row estimates it (src/usage/estimate.ts,
+// No usage was reported (Responses sends it in response.completed), so the row estimates it (src/wire/estimate.ts,
 // o4-mini: o200k_base): every client sends one user message 'hi' (input 3 + 'user' + 'hi' + 3 priming); the output
 // is the text of the two streamed deltas. Price of `resp`: input 2, output 8 USD per 1M tokens.
 const SENT_WORDS = DEFAULT_WORDS.slice(0, 2).join('');

@@ -359,7 +359,7 @@ for (const c of CLIENTS) {
 t.test('sampling parameters are fitted to the target: dropped where Responses has none or the model rejects them', async (t) => {
   const calls: [string, (model: string) => Promise<unknown>][] = [
     ['chat', (model) => openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], temperature: 0.2, top_p: 0.9, seed: 1, presence_penalty: 0.1, stop: ['zzz'] })],
-    // A Responses client is passed through to a Responses provider as it wrote the request (test/proxy/passthrough.test.ts).
+    // A Responses client is passed through to a Responses provider as it wrote the request (test/pipeline/passthrough.test.ts).
     // @anthropic-ai/sdk 1.11 no longer types temperature / top_k; it still sends them, as older clients do.
     ['anthropic', (model) => {
       const params = { model, max_tokens: 100, messages: [{ role: 'user' as const, content: 'hi' }], temperature: 0.2, top_k: 5, stop_sequences: ['zzz'] };
@@ -397,7 +397,7 @@ function frames(text: string): { event: string | null; data: string; lines: stri
 
 const RAW = [
   // Not 'responses': a Responses client reaches a Responses provider by passthrough, which forwards the bytes as they
-  // came (test/proxy/passthrough.test.ts).
+  // came (test/pipeline/passthrough.test.ts).
   { endpoint: 'chat.completions', path: '/v1/chat/completions', body: { model: REASONING_MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }, done: 1, terminal: null },
   { endpoint: 'messages', path: '/v1/messages', body: { model: REASONING_MODEL, max_tokens: 100, messages: [{ role: 'user', content: 'hi' }], stream: true }, done: 0, terminal: 'message_stop' },
   { endpoint: 'generate_content', path: `/v1beta/models/${REASONING_MODEL}:streamGenerateContent?alt=sse`, body: { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, done: 0, terminal: null },

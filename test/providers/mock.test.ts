@@ -3,10 +3,10 @@
 
 import t from 'tap';
 import type { MockOptions } from '../../src/config/types.js';
-import { mockRespond, mockWords, planMock } from '../../src/providers/mock/index.js';
-import { openaiAdapter } from '../../src/providers/openai/index.js';
-import { SseParser } from '../../src/proxy/sse.js';
-import type { UpstreamResponse } from '../../src/proxy/dispatch.js';
+import { mockRespond, mockWords, planMock } from '../../src/providers/mock.js';
+import { openaiAdapter } from '../../src/wire/openai/index.js';
+import { SseParser } from '../../src/wire/sse.js';
+import type { UpstreamResponse } from '../../src/providers/transport.js';
 
 // Parsed wire JSON, read field by field in assertions.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

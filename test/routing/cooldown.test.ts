@@ -4,7 +4,7 @@
 import t from 'tap';
 import { Cooldowns, retryAfterMs } from '../../src/routing/cooldown.js';
 import { errorFailure, httpFailure } from '../../src/routing/failures.js';
-import { TollgateError } from '../../src/errors.js';
+import { TollgateError } from '../../src/core/errors.js';
 
 t.test('the wait doubles per consecutive failure up to max_s; a success clears it', async (t) => {
   let now = 1_000_000;

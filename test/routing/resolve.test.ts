@@ -3,11 +3,11 @@
 // the handlers as a provider row and end as a 500). Every lookup keyed by client input goes through own().
 
 import t, { type Test } from 'tap';
-import { own } from '../../src/own.js';
+import { own } from '../../src/core/own.js';
 import { resolveModel } from '../../src/routing/resolve.js';
 import { comboOf } from '../../src/routing/combos.js';
 import { autoSwitch, switchTargetExists } from '../../src/routing/auto-switch.js';
-import { effectivePrice } from '../../src/usage/cost.js';
+import { effectivePrice } from '../../src/ledger/cost.js';
 import { DEMO_PROVIDER, testConfig } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 

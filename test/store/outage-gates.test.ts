@@ -5,15 +5,15 @@
 // behind a switch that makes its reads fail.
 
 import t from 'tap';
-import { BudgetService } from '../../src/alerts/budget.js';
+import { BudgetService } from '../../src/accounting/budget.js';
 import { parseConfig } from '../../src/config/load.js';
-import { QuotaService } from '../../src/quota/service.js';
+import { QuotaService } from '../../src/accounting/quota.js';
 import type { Store } from '../../src/store/client.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
-import { makeRecord, type UsageRecord } from '../../src/usage/record.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 
 const real = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-gates-' });
 await migrate(real);

@@ -5,8 +5,8 @@
 import t from 'tap';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
-import { makeRecord, type RecordKind } from '../../src/usage/record.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { openTestStore } from '../helpers/store-paths.js';
 
 const store = await openTestStore(t, { database: 'cutover', prefix: 'tollgate-rollup-' });

@@ -7,9 +7,9 @@ import type { Store } from '../../src/store/client.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { aggregate } from '../../src/store/aggregate.js';
 import { toRow } from '../../src/store/rows.js';
-import { makeRecord, type RecordInput, type UsageRecord } from '../../src/usage/record.js';
-import { computeCost } from '../../src/usage/cost.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord, type RecordInput, type UsageRecord } from '../../src/ledger/record.js';
+import { computeCost } from '../../src/ledger/cost.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import type { ProviderConfig } from '../../src/config/types.js';
 import { openTestStore } from '../helpers/store-paths.js';
 

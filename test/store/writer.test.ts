@@ -14,8 +14,8 @@ import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/st
 import { Spool } from '../../src/store/spool.js';
 import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeRecord } from '../../src/usage/record.js';
-import { uuidv7 } from '../../src/usage/uuidv7.js';
+import { makeRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { tempDir } from '../helpers/tmp.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { waitFor } from '../helpers/wait.js';

@@ -7,8 +7,8 @@ import { Metrics, type RecordingState } from '../../src/telemetry/metrics.js';
 
 const IDLE: RecordingState = { rows: 0, bytes: 0, oldestMs: null, up: true };
 import { recordAttributes } from '../../src/telemetry/tracing.js';
-import { makeRecord, type RecordInput, type UsageRecord } from '../../src/usage/record.js';
-import { NO_USAGE } from '../../src/usage/types.js';
+import { makeRecord, type RecordInput, type UsageRecord } from '../../src/ledger/record.js';
+import { NO_USAGE } from '../../src/ledger/types.js';
 import { metricValue } from '../helpers/prom.js';
 
 // Advisory bucket boundaries from the OpenTelemetry GenAI metric conventions, written out here independently.

@@ -6,10 +6,10 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { periodWindow } from '../../usage/periods.js';
+import { periodWindow } from '../../ledger/periods.js';
 import { QueryReader, iso, money, pct } from './params.js';
 import { readPeriod } from './usage.js';
-import { own } from '../../own.js';
+import { own } from '../../core/own.js';
 
 interface ModelStats {
   model: string;

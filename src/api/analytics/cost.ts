@@ -4,11 +4,11 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import type { ProviderGroup } from '../../config/types.js';
-import { TollgateError } from '../../errors.js';
+import { TollgateError } from '../../core/errors.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, DAY, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
-import { own } from '../../own.js';
+import { own } from '../../core/own.js';
 
 export const GROUPS: readonly ProviderGroup[] = ['subscription', 'paid', 'free'];
 

@@ -6,7 +6,7 @@ import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, HOUR, QueryReader, iso, money, usageKinds } from './params.js';
-import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../usage/tz.js';
+import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../core/tz.js';
 
 interface Entry {
   hour: string;

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { periodWindow, type Period } from '../../usage/periods.js';
+import { periodWindow, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } from './params.js';
 
 export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];

@@ -2,10 +2,10 @@
 // one error shape (TOLLGATE_ERR_INVALID_QUERY, or TOLLGATE_ERR_INVALID_PERIOD for `period`) naming the parameter.
 // Also the small shared pieces of every report: row kinds, rounding, the filters echo.
 
-import { TollgateError } from '../../errors.js';
+import { TollgateError } from '../../core/errors.js';
 import type { Filters } from '../../store/aggregate.js';
-import type { RecordKind } from '../../usage/record.js';
-import { parseTimeZone } from '../../usage/tz.js';
+import type { RecordKind } from '../../ledger/record.js';
+import { parseTimeZone } from '../../core/tz.js';
 
 export const DAY = 86_400_000;
 export const HOUR = 3_600_000;

@@ -6,7 +6,7 @@ import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, DAY, QueryReader, iso, money, usageKinds } from './params.js';
-import { own } from '../../own.js';
+import { own } from '../../core/own.js';
 
 export const PROJECTION_DAYS = 7;
 const MONTH_DAYS = 30;

@@ -2,10 +2,10 @@
 // report, with optional provider / model / combo / api_key filters.
 
 import type { FastifyPluginAsync } from 'fastify';
-import { TollgateError } from '../../errors.js';
+import { TollgateError } from '../../core/errors.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { PERIODS, isPeriod, periodWindow, type Period } from '../../usage/periods.js';
+import { PERIODS, isPeriod, periodWindow, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
 
 /** `period` (default `today`); an unknown one is a 400 TOLLGATE_ERR_INVALID_PERIOD that lists the accepted ones. */

@@ -1,0 +1,131 @@
+// Budgets (spec item 5, DESIGN.md decision 10): daily and monthly amounts in USD, in the budget's time zone
+// (default UTC). Spend = the billed cost in ClickHouse for the window (through the rollup) plus the records this
+// process has published but the writer has not yet confirmed written, so a crossing is seen before the batch lands.
+// The latest state answers the routing step's question (is the daily budget exceeded?) without a query.
+
+import type { Config } from '../config/types.js';
+import type { BudgetGate } from '../routing/auto-switch.js';
+import { total } from '../store/aggregate.js';
+import type { Store } from '../store/client.js';
+import type { UsageRecord } from '../ledger/record.js';
+import { dayBounds, monthBounds } from '../core/tz.js';
+
+/** Billed rows: every upstream call (combo rows are sums of their attempts, not calls). */
+const BILLED = ['request', 'attempt', 'keepalive'] as const;
+const round = (v: number): number => Number(v.toFixed(12));
+
+export interface BudgetWindow {
+  /** USD; null when no budget is set for the window. */
+  readonly limit: number | null;
+  readonly spent: number;
+  readonly percentage: number | null;
+  readonly remaining: number | null;
+  /** The local date (`YYYY-MM-DD`) or month (`YYYY-MM`). */
+  readonly window: string;
+  readonly from: string;
+  readonly resets_at: string;
+  readonly resets_in_s: number;
+}
+
+export interface BudgetState {
+  readonly timezone: string;
+  readonly daily: BudgetWindow;
+  readonly monthly: BudgetWindow & { readonly projection: number; readonly days: number; readonly day_of_month: number };
+  readonly auto_switch: { readonly enabled: boolean; readonly to: string | null; readonly active: boolean };
+  readonly at: number;
+}
+
+export class BudgetService implements BudgetGate {
+  readonly #store: Store;
+  readonly #config: () => Config;
+  readonly #now: () => number;
+  /** request_id -> [startedAt, cost] of published billed records not yet confirmed written. */
+  readonly #unconfirmed = new Map<string, [number, number]>();
+  #latest: BudgetState | null = null;
+  readonly #realClock: boolean;
+  /** The stored (ClickHouse) part of the spend, by window start, from the last read that succeeded. */
+  readonly #stored = new Map<number, number>();
+
+  constructor(store: Store, config: () => Config, now?: () => number) {
+    this.#store = store;
+    this.#config = config;
+    this.#now = now ?? Date.now;
+    this.#realClock = now === undefined;
+  }
+
+  /** A record was published (ledger sink). */
+  published(r: UsageRecord): void {
+    if ((BILLED as readonly string[]).includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.set(r.requestId, [r.startedAt, r.cost.cost]);
+  }
+
+  /** The writer stored these rows (they are in ClickHouse from now on). */
+  written(rows: readonly { request_id?: unknown }[]): void {
+    for (const row of rows) this.#unconfirmed.delete(String(row.request_id));
+  }
+
+  /** The latest state (refresh() keeps it current). */
+  get latest(): BudgetState | null {
+    return this.#latest;
+  }
+
+  dailyExceeded(): boolean {
+    const s = this.#latest;
+    if (s === null || s.daily.limit === null) return false;
+    // The state belongs to a day: once that day is over, it says nothing about the new one.
+    return s.daily.spent >= s.daily.limit && this.#now() < Date.parse(s.daily.resets_at);
+  }
+
+  async refresh(): Promise<BudgetState> {
+    const cfg = this.#config();
+    const tz = cfg.budgets.timezone ?? 'UTC';
+    const now = this.#now();
+    const day = dayBounds(now, tz);
+    const month = monthBounds(now, tz);
+    const [daySpent, monthSpent] = await Promise.all([this.#spent(day.from, now), this.#spent(month.from, now)]);
+    const window = (limit: number | undefined, spent: number, key: string, from: number, to: number): BudgetWindow => ({
+      limit: limit ?? null,
+      spent: round(spent),
+      percentage: limit === undefined ? null : limit === 0 ? 100 : Number(((spent / limit) * 100).toFixed(2)),
+      remaining: limit === undefined ? null : round(Math.max(0, limit - spent)),
+      window: key,
+      from: new Date(from).toISOString(),
+      resets_at: new Date(to).toISOString(),
+      resets_in_s: Math.max(0, Math.ceil((to - now) / 1000)),
+    });
+    const daily = window(cfg.budgets.daily_usd, daySpent, day.date, day.from, day.to);
+    // Projection: the month-to-date daily average over the days so far (today counted by the part elapsed).
+    const elapsedDays = Math.max((now - month.from) / 86_400_000, 1 / 24);
+    const projection = round((monthSpent / elapsedDays) * month.days);
+    const monthly = { ...window(cfg.budgets.monthly_usd, monthSpent, month.month, month.from, month.to), projection, days: month.days, day_of_month: month.dayOfMonth };
+    const sw = cfg.budgets.auto_switch;
+    const state: BudgetState = {
+      timezone: tz, daily, monthly, at: now,
+      auto_switch: { enabled: sw.enabled, to: sw.to ?? null, active: false },
+    };
+    this.#latest = state;
+    const active = sw.enabled && this.dailyExceeded();
+    this.#latest = { ...state, auto_switch: { ...state.auto_switch, active } };
+    return this.#latest;
+  }
+
+  /**
+   * ClickHouse's figure for the window plus what this process published and the writer has not stored yet. While
+   * the store is down, the last figure read for the same window stands in for the first part (nothing is written
+   * meanwhile, so it is still exact for this process's traffic); with none, the error goes to the caller.
+   */
+  async #spent(from: number, now: number): Promise<number> {
+    let stored: number;
+    try {
+      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED }, openEnd: this.#realClock })).cost;
+      this.#stored.set(from, stored);
+      for (const k of this.#stored.keys()) if (k < now - 40 * 86_400_000) this.#stored.delete(k);
+    } catch (err) {
+      const last = this.#stored.get(from);
+      if (last === undefined) throw err;
+      stored = last;
+    }
+    let pending = 0;
+    for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
+    return stored + pending;
+  }
+}

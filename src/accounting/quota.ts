@@ -1,0 +1,215 @@
+// The quota engine at work: for every provider, its quota kind's window (quota/kinds.ts) summed from the
+// ClickHouse record (store/aggregate.ts: rollup + raw edges), merged with the provider's usage source where one is
+// configured, with today's and this month's cost, the connection's cooldowns, and a flag when the provider sits at
+// 0% while its requests fail (a connection problem: a refused key, the provider down, OAuth to reconnect).
+// Snapshots are cached briefly (replicas read the same ClickHouse, so they agree); `exhausted()` answers the
+// routing step from the latest one.
+
+import type { Config, ProviderConfig } from '../config/types.js';
+import { TollgateError } from '../core/errors.js';
+import { aggregate, providerWindows, rawWindows, type Sums } from '../store/aggregate.js';
+import type { Store } from '../store/client.js';
+import type { RecordKind } from '../ledger/record.js';
+import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
+import { UsageSources } from './quota-source.js';
+import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
+
+/** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
+export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = ['request', 'attempt', 'keepalive'];
+/** Look-back for the connection-problem flag. */
+const RECENT_MS = 15 * 60_000;
+const round12 = (v: number): number => Number(v.toFixed(12));
+
+export interface ConnectionProblem {
+  readonly reason: 'invalid_key' | 'oauth_reconnect' | 'provider_down' | 'unknown';
+  readonly failures: number;
+  readonly last_error: string;
+}
+
+export interface QuotaEntry extends QuotaEvaluation {
+  readonly id: string;
+  readonly name: string;
+  readonly group: ProviderConfig['group'];
+  readonly kind: QuotaConfig['kind'];
+  readonly cost: { readonly today: number; readonly month: number; readonly currency: 'USD' };
+  /** rolling_hours: the hours of each model in the window. */
+  readonly models?: readonly { readonly model: string; readonly used: number }[];
+  /** Where `quota.used`/`limit` come from: the gateway's record, or the provider's usage source. */
+  readonly source: { readonly kind: 'computed' | 'provider'; readonly computed_used: number; readonly status?: string; readonly fetched_at?: string };
+  readonly connection_problem: ConnectionProblem | null;
+}
+
+export class QuotaService {
+  readonly #store: Store;
+  readonly #config: () => Config;
+  readonly #now: () => number;
+  readonly #sources: UsageSources;
+  readonly #cacheMs: number;
+  readonly #staleMs: number;
+  /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
+  readonly #realClock: boolean;
+  #snapshot: { at: number; entries: QuotaEntry[] } | null = null;
+  #computing: Promise<QuotaEntry[]> | null = null;
+  #last = new Map<string, QuotaEntry>();
+
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
+    this.#store = store;
+    this.#config = config;
+    this.#now = opts.now ?? Date.now;
+    this.#realClock = opts.now === undefined;
+    this.#sources = new UsageSources(this.#now);
+    this.#cacheMs = opts.cacheMs ?? 1000;
+    this.#staleMs = opts.staleMs ?? 10_000;
+  }
+
+  /** Whether the provider's quota was used up in the latest snapshot. */
+  exhausted(providerId: string): boolean {
+    return this.#last.get(providerId)?.exhausted === true;
+  }
+
+  /**
+   * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends).
+   * An older snapshot is recomputed by the first caller; callers that arrive while that computation runs get the
+   * previous snapshot (if it is under `staleMs` old) instead of queueing behind it.
+   */
+  entries(): Promise<QuotaEntry[]> {
+    const now = this.#now();
+    const snap = this.#snapshot;
+    if (snap !== null && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    if (this.#computing !== null) return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
+    this.#computing = this.#compute(now)
+      .then(
+        (entries) => {
+          this.#snapshot = { at: this.#now(), entries };
+          this.#last = new Map(entries.map((e) => [e.id, e]));
+          return entries;
+        },
+        // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds.
+        (err: unknown) => {
+          if (snap !== null) return snap.entries;
+          throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'quota cannot be computed: ClickHouse does not answer and no earlier figures are known', { cause: err });
+        },
+      )
+      .finally(() => (this.#computing = null));
+    return this.#computing;
+  }
+
+  /**
+   * Every provider from one read of the hourly rollup (per provider, model and hour, from the earliest window start;
+   * the current hour included) plus one read of the raw rows for the windows that do not start on an hour.
+   */
+  async #compute(now: number): Promise<QuotaEntry[]> {
+    const cfg = this.#config();
+    const providers = Object.entries(cfg.providers).map(([id, p]) => {
+      const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
+      return { id, p, q, plan: planQuota(q, now) };
+    });
+    const month = monthStart(now);
+    const today = Math.floor(now / DAY_MS) * DAY_MS;
+    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
+    const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
+    const sums = await providerWindows(this.#store, {
+      start: Math.floor(earliest / HOUR_MS) * HOUR_MS, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
+      windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
+    });
+    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
+    const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
+    return Promise.all(providers.map(async ({ id, p, q, plan }) => {
+      const mine = sums.filter((g) => g.provider === id);
+      const parts = [...mine, ...edges.filter((g) => g.provider === id)];
+      const total = sumOf(parts);
+      const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
+      const cost = {
+        today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
+        month: round12(mine.reduce((c, g) => c + g.monthCost, 0)),
+        currency: 'USD' as const,
+      };
+      const models = plan.unit === 'hours' ? byModel(parts.filter((g) => g.rows > 0)) : undefined;
+      return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models);
+    }));
+  }
+
+  async #entry(
+    id: string, p: ProviderConfig, q: QuotaConfig, plan: QuotaPlan, now: number, sums: Totals, secondaryUsed: number | undefined,
+    cost: QuotaEntry['cost'], models: QuotaEntry['models'],
+  ): Promise<QuotaEntry> {
+    const used = usedOf(plan, sums);
+    let evaluation = evaluateQuota(plan, { used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, now);
+    let source: QuotaEntry['source'] = { kind: 'computed', computed_used: evaluation.quota.used };
+    if (q.source) {
+      const state = await this.#sources.refresh(id, q.source);
+      const reading = state?.reading;
+      if (reading) {
+        // The provider's own figures win; the reset it gives, when it gives one, too.
+        evaluation = evaluateQuota(
+          { ...plan, limit: reading.limit, nextReset: reading.reset ?? plan.nextReset, rollingMs: reading.reset === null ? plan.rollingMs : null },
+          { used: reading.used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) },
+          now,
+        );
+        source = { kind: 'provider', computed_used: source.computed_used, status: state.status, fetched_at: new Date(reading.fetchedAt).toISOString() };
+      } else if (state) {
+        source = { ...source, status: state.status };
+      }
+    }
+    // "At 0%": no tokens in the window at all (a failing request may still count as a request or take time).
+    const problem = sums.tokens === 0 ? await this.#connectionProblem(id, p, now) : null;
+    return { id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem };
+  }
+
+  /** At 0% with failing requests (and no success) in the last 15 minutes: say why, from the latest failure. */
+  async #connectionProblem(id: string, p: ProviderConfig, now: number): Promise<ConnectionProblem | null> {
+    const byStatus = await aggregate(this.#store, { from: now - RECENT_MS, to: now + 1, by: ['status'], filters: { provider: id, kinds: QUOTA_KINDS_COUNTED } });
+    const failures = byStatus.find((g) => g.status === 'failure')?.rows ?? 0;
+    const successes = byStatus.find((g) => g.status === 'success')?.rows ?? 0;
+    if (failures === 0 || successes > 0) return null;
+    const [last] = await this.#store.query<{ error_type: string; http_status: number }>(
+      `SELECT error_type, http_status FROM ${this.#store.t('requests')}
+       WHERE provider = {id:String} AND status = 'failure' AND kind IN ('request', 'attempt', 'keepalive')
+         AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
+       ORDER BY ts DESC LIMIT 1`,
+      { id, from: now - RECENT_MS },
+    );
+    const e = last?.error_type ?? '';
+    const status = Number(last?.http_status ?? 0);
+    let reason: ConnectionProblem['reason'] = 'unknown';
+    if (e === 'TOLLGATE_ERR_PROVIDER_AUTH' || (p.auth.type === 'oauth' && (status === 401 || status === 403))) reason = 'oauth_reconnect';
+    else if (status === 401 || status === 403) reason = 'invalid_key';
+    else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
+    return { reason, failures, last_error: e || String(status) };
+  }
+}
+
+const round4 = (v: number): number => Number(v.toFixed(4));
+
+type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
+
+function sumOf(groups: readonly Totals[]): Totals {
+  let oldest: number | null = null;
+  const t = { rows: 0, tokens: 0, cost: 0, durationMs: 0 };
+  for (const g of groups) {
+    t.rows += g.rows;
+    t.tokens += g.tokens;
+    t.cost += g.cost;
+    t.durationMs += g.durationMs;
+    if (g.oldest !== null && (oldest === null || g.oldest < oldest)) oldest = g.oldest;
+  }
+  return { ...t, oldest };
+}
+
+/** rolling_hours: the hours of each model in the window. */
+function byModel(groups: readonly (Totals & { model?: string })[]): { model: string; used: number }[] {
+  const ms = new Map<string, number>();
+  for (const g of groups) ms.set(g.model!, (ms.get(g.model!) ?? 0) + g.durationMs);
+  return [...ms].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, d]) => ({ model, used: round4(msToHours(d)) }));
+}
+
+function usedOf(plan: QuotaPlan, s: Totals): number {
+  switch (plan.unit) {
+    case 'hours':
+      return round4(msToHours(s.durationMs));
+    case 'requests':
+      return s.rows;
+    default:
+      return s.tokens;
+  }
+}

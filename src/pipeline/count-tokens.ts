@@ -1,0 +1,79 @@
+// Token counters, answered where the target can answer them: POST /v1/messages/count_tokens (Anthropic's) by an
+// Anthropic-format provider's own /v1/messages/count_tokens, and Gemini's `{model}:countTokens` by a Gemini-format
+// provider's own, passed through. Other targets get TOLLGATE_ERR_NOT_SUPPORTED rather than a guess. Counting
+// consumes no tokens, so it leaves no usage row.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { geminiSameFormat } from '../wire/gemini/same-format.js';
+import { isObj, type Json } from '../wire/same-format.js';
+import type { UpstreamRequest } from '../wire/types.js';
+import type { Route } from '../routing/resolve.js';
+import { TollgateError } from '../core/errors.js';
+import { anthropicCodec } from '../wire/anthropic/index.js';
+import { resolveModel } from '../routing/resolve.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
+import type { GatewayContext } from './context.js';
+import { ClientAbort, classifyTransportError } from '../providers/transport.js';
+import { FORWARDED_ERROR_HEADERS, pickHeaders } from './outcome.js';
+import { upstreamHeaders } from './passthrough.js';
+
+export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
+
+export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  const body = req.body as Record<string, unknown> | null;
+  // The same body as /v1/messages without max_tokens; parsed with a placeholder so validation is shared.
+  const canonical = anthropicCodec.parseRequest(body !== null && typeof body === 'object' ? { ...body, max_tokens: 1, stream: false } : body);
+  const resolved = resolveModel(ctx.config.current, parseThinkingSuffix(canonical.model).model);
+  if (resolved.provider.format !== 'anthropic') {
+    throw new TollgateError(
+      'TOLLGATE_ERR_NOT_SUPPORTED',
+      `count_tokens is answered by Anthropic-format providers only; '${resolved.model}' is served by a '${resolved.provider.format}' provider`,
+      { param: 'model' },
+    );
+  }
+  const route = await ctx.router.connect(resolved);
+  const built = anthropicCodec.buildRequest(canonical, { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig });
+  const { max_tokens: _maxTokens, stream: _stream, ...upstreamBody } = built.body;
+  await relayCount(ctx, route, { path: `${built.path}/count_tokens`, headers: built.headers, body: upstreamBody }, reply);
+}
+
+/**
+ * Gemini's `{model}:countTokens` for `model` (the URL's, suffix allowed): passed through to a Gemini-format provider
+ * as the client sent it, with the client's protocol headers; a `generateContentRequest.model` names the provider's id.
+ */
+export async function handleGeminiCountTokens(ctx: GatewayContext, model: string, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  if (!isObj(req.body)) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'request body must be a JSON object');
+  const resolved = resolveModel(ctx.config.current, parseThinkingSuffix(model).model);
+  if (resolved.provider.format !== 'gemini') {
+    throw new TollgateError(
+      'TOLLGATE_ERR_NOT_SUPPORTED',
+      `countTokens is answered by Gemini-format providers only; '${resolved.model}' is served by a '${resolved.provider.format}' provider`,
+      { param: 'model' },
+    );
+  }
+  const route = await ctx.router.connect(resolved);
+  const body: Json = req.body;
+  if (isObj(body.generateContentRequest)) body.generateContentRequest.model = `models/${route.modelId.replace(/^models\//, '')}`;
+  const path = geminiSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: 'countTokens', alt: '' });
+  await relayCount(ctx, route, { path, headers: upstreamHeaders(geminiSameFormat, req, route, false), body }, reply);
+}
+
+/** Send a counting request and answer the client with what came back (status, body, retry headers). */
+async function relayCount(ctx: GatewayContext, route: Route, upReq: UpstreamRequest, reply: FastifyReply): Promise<void> {
+  const gone = new ClientAbort();
+  const onClose = () => gone.abort();
+  reply.raw.once('close', onClose);
+  try {
+    const res = await ctx.dispatcher.send(
+      route.connection?.id ?? route.providerId, route.provider, upReq, { stream: false, signal: gone },
+    );
+    const text = await res.text();
+    const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);
+    await reply.code(res.status).headers(headers).send(text);
+  } catch (err) {
+    if (gone.aborted) return reply.hijack();
+    throw classifyTransportError(err);
+  } finally {
+    reply.raw.off('close', onClose);
+  }
+}

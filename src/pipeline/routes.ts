@@ -1,0 +1,188 @@
+// Data-plane routes. Handlers unpack and delegate: OpenAI Chat to an OpenAI-format provider takes the byte-for-byte
+// fast path (chat.ts); Anthropic, Responses and Gemini to a provider of their own format take the same-format
+// passthrough (passthrough.ts); everything else goes through the canonical model (translated.ts).
+
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../config/types.js';
+import { anthropicCodec } from '../wire/anthropic/index.js';
+import { geminiCodec } from '../wire/gemini/index.js';
+import { chatIncludeUsage, createOpenAIChatRenderer, openaiCodec } from '../wire/openai/codec.js';
+import { responsesCodec } from '../wire/openai-responses/index.js';
+import type { CodecFormat } from '../wire/codec.js';
+import { anthropicSameFormat } from '../wire/anthropic/same-format.js';
+import { geminiSameFormat } from '../wire/gemini/same-format.js';
+import { responsesSameFormat } from '../wire/openai-responses/same-format.js';
+import { codecFor } from '../wire/registry.js';
+import { TOLLGATE_VERSION } from '../store/archive.js';
+import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
+import { own } from '../core/own.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
+import { autoSwitch, type BudgetGate } from '../routing/auto-switch.js';
+import { comboOf } from '../routing/combos.js';
+import { listModels } from '../routing/resolve.js';
+import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
+import type { GatewayContext } from './context.js';
+import { COUNT_TOKENS_ROUTE, handleCountTokens, handleGeminiCountTokens } from './count-tokens.js';
+import { bodyModel, bodyTarget, handlePassthrough, type PassthroughInbound } from './passthrough.js';
+import { handleTranslated, type InboundSpec } from './translated.js';
+
+export const MESSAGES_ROUTE = '/v1/messages';
+export const RESPONSES_ROUTE = '/v1/responses';
+/**
+ * Gemini, as the SDKs send it: `/v1beta/models/<p>/<m>:<action>`, `/v1beta/<p>/<m>:<action>` (@ai-sdk/google and
+ * opencode take a model id with '/' as a resource path and add no `models/`), and the same under `/v1` (the v1
+ * surface). Wildcards: find-my-way tries static routes first, so /v1/chat/completions, /v1/messages,
+ * /v1/messages/count_tokens and /v1/responses keep their handlers; GET /v1/models is another method.
+ */
+export const GEMINI_ROUTE = '/v1beta/*';
+export const GEMINI_V1_ROUTE = '/v1/*';
+
+/** Usage-row endpoint names of the data-plane routes (also for requests refused before their handler). */
+export const DATA_PLANE_ENDPOINTS: Readonly<Record<string, string>> = {
+  [CHAT_ROUTE]: CHAT_ENDPOINT,
+  [MESSAGES_ROUTE]: 'messages',
+  [RESPONSES_ROUTE]: 'responses',
+  [GEMINI_ROUTE]: 'generate_content',
+  [GEMINI_V1_ROUTE]: 'generate_content',
+};
+
+const CHAT: InboundSpec = {
+  endpoint: CHAT_ENDPOINT,
+  codec: openaiCodec,
+  renderer: (req, model, requestId) =>
+    createOpenAIChatRenderer(model, { includeUsage: chatIncludeUsage(req.body), created: Math.floor(Date.now() / 1000), requestId }),
+};
+const MESSAGES: InboundSpec = { endpoint: 'messages', codec: anthropicCodec };
+const RESPONSES: InboundSpec = { endpoint: 'responses', codec: responsesCodec };
+
+const GEMINI_ACTIONS = new Set(['generateContent', 'streamGenerateContent', 'countTokens']);
+
+/**
+ * `[models/]{model}:{action}` after the version (the model may contain '/', sent as is or as %2F). Null when the
+ * path names no Gemini action. The router has already percent-decoded the wildcard once (and answered a malformed
+ * escape with a 400): decoding it again would turn `%25` into a lone '%' and throw a URIError.
+ */
+export function geminiPath(rest: string): { model: string; action: string } | null {
+  const colon = rest.lastIndexOf(':');
+  const action = colon === -1 ? '' : rest.slice(colon + 1);
+  if (!GEMINI_ACTIONS.has(action)) return null;
+  const model = rest.slice(0, colon).replace(/^models\//, '');
+  return model === '' ? null : { model, action };
+}
+
+const wildcard = (req: FastifyRequest): string => (req.params as { '*'?: string })['*'] ?? '';
+
+function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } {
+  const p = geminiPath(wildcard(req));
+  if (p === null) throw new TollgateError('TOLLGATE_ERR_NOT_FOUND', 'expected {model}:generateContent or {model}:streamGenerateContent');
+  return { model: p.model, stream: p.action === 'streamGenerateContent' };
+}
+const GEMINI: InboundSpec = {
+  endpoint: 'generate_content',
+  codec: geminiCodec,
+  fromUrl: geminiTarget,
+};
+
+const MESSAGES_PASS: PassthroughInbound = { endpoint: 'messages', format: anthropicSameFormat, target: bodyTarget };
+const RESPONSES_PASS: PassthroughInbound = { endpoint: 'responses', format: responsesSameFormat, target: bodyTarget };
+const GEMINI_PASS: PassthroughInbound = {
+  endpoint: 'generate_content',
+  format: geminiSameFormat,
+  target(req) {
+    const p = geminiPath(wildcard(req))!;
+    const alt = (req.query as { alt?: unknown } | undefined)?.alt;
+    return { model: p.model, call: { stream: p.action === 'streamGenerateContent', action: p.action, alt: typeof alt === 'string' ? alt : '' } };
+  },
+};
+
+/**
+ * Same-format passthrough applies when the target (after the budget auto-switch, suffix removed) is a model of a
+ * provider speaking the client's format, and not a combo (combos, fusion included, keep the canonical path). A name
+ * that resolves to nothing goes the translated way, which answers it.
+ */
+function passesThrough(cfg: Config, format: CodecFormat, asked: string | undefined, budget: BudgetGate): boolean {
+  if (asked === undefined) return false;
+  const model = parseThinkingSuffix(autoSwitch(cfg, asked, budget).model).model;
+  if (comboOf(cfg, model) !== undefined) return false;
+  const slash = model.indexOf('/');
+  return slash > 0 && own(cfg.providers, model.slice(0, slash))?.format === format;
+}
+
+/**
+ * OpenAI Chat goes through the canonical model when its target is not an OpenAI-format provider, when it names a
+ * thinking level (`model(level)`, which must become the target's own parameters), or when it uses something the
+ * model's configured capabilities exclude (which must be removed). Otherwise it takes the byte-for-byte fast path.
+ */
+function chatNeedsTranslation(cfg: Config, body: unknown, budget: BudgetGate): boolean {
+  const b = body as { model?: unknown } | null;
+  const model = b?.model;
+  if (typeof model !== 'string') return false; // the fast path answers malformed bodies
+  if (model.endsWith(')')) return true;
+  // A combo runs its attempts through the canonical model; so does a target the budget auto-switch rewrites.
+  if (comboOf(cfg, model) !== undefined || autoSwitch(cfg, model, budget).switched) return true;
+  const slash = model.indexOf('/');
+  const provider = own(cfg.providers, model.slice(0, Math.max(0, slash)));
+  if (provider === undefined) return false;
+  if (provider.format !== 'openai' && provider.format !== 'mock') return true;
+  const caps = own(provider.models, model.slice(slash + 1))?.capabilities;
+  return caps !== undefined && caps.length > 0 && usesExcluded(b as Record<string, unknown>, caps);
+}
+
+/** Does an OpenAI Chat body use a feature outside `caps`? (tools, images, files, audio, a json_schema format) */
+function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): boolean {
+  if (!caps.includes('tools') && (body.tools !== undefined || body.tool_choice !== undefined)) return true;
+  if (!caps.includes('structured_output') && (body.response_format as { type?: unknown } | undefined)?.type === 'json_schema') return true;
+  const need: Readonly<Record<string, string>> = { image_url: 'vision', file: 'pdf', input_audio: 'audio' };
+  if (caps.includes('vision') && caps.includes('pdf') && caps.includes('audio')) return false;
+  for (const m of Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : []) {
+    if (!Array.isArray(m?.content)) continue;
+    for (const part of m.content as { type?: unknown }[]) {
+      const cap = typeof part?.type === 'string' ? own(need, part.type) : undefined;
+      if (cap !== undefined && !caps.includes(cap)) return true;
+    }
+  }
+  return false;
+}
+
+/** Answer with one of the gateway's errors, without the usage row the error handler gives data-plane routes. */
+async function refuse(reply: FastifyReply, e: TollgateError): Promise<void> {
+  if (!reply.sent && !reply.raw.headersSent) await reply.code(e.status).send(errorBody(e, null));
+}
+
+export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
+  app.post(CHAT_ROUTE, (req, reply) =>
+    chatNeedsTranslation(ctx.config.current, req.body, ctx.router.budget) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
+  );
+  const cfg = () => ctx.config.current;
+  app.post(MESSAGES_ROUTE, (req, reply) =>
+    passesThrough(cfg(), 'anthropic', bodyModel(req.body), ctx.router.budget) ? handlePassthrough(ctx, MESSAGES_PASS, req, reply) : handleTranslated(ctx, codecFor, MESSAGES, req, reply),
+  );
+  app.post(COUNT_TOKENS_ROUTE, (req, reply) => handleCountTokens(ctx, req, reply));
+  app.post(RESPONSES_ROUTE, (req, reply) =>
+    passesThrough(cfg(), 'openai-responses', bodyModel(req.body), ctx.router.budget) ? handlePassthrough(ctx, RESPONSES_PASS, req, reply) : handleTranslated(ctx, codecFor, RESPONSES, req, reply),
+  );
+  const gemini = async (req: FastifyRequest, reply: FastifyReply, version: string): Promise<void> => {
+    const p = geminiPath(wildcard(req));
+    // Not a Gemini call: the same answer as any path without a route, and no usage row.
+    if (p === null) return refuse(reply, new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${version}/${wildcard(req).slice(0, 200)}`));
+    // Counting consumes no tokens: no usage row, refused or not (as /v1/messages/count_tokens).
+    if (p.action === 'countTokens') return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, toTollgateError(err)));
+    return passesThrough(cfg(), 'gemini', p.model, ctx.router.budget) ? handlePassthrough(ctx, GEMINI_PASS, req, reply) : handleTranslated(ctx, codecFor, GEMINI, req, reply);
+  };
+  app.post(GEMINI_ROUTE, (req, reply) => gemini(req, reply, '/v1beta'));
+  app.post(GEMINI_V1_ROUTE, (req, reply) => gemini(req, reply, '/v1'));
+
+  // What this is, and nothing more: Claude Code probes HEAD / on every run (HEAD is served from GET).
+  app.get('/', async () => ({ name: 'tollgate', version: TOLLGATE_VERSION }));
+
+  app.get('/v1/models', async () => ({
+    object: 'list',
+    data: [
+      ...listModels(ctx.config.current).map((m) => ({ id: m.id, object: 'model', created: 0, owned_by: m.provider, kind: m.config.kind })),
+      // Combos are addressed by their bare name, like a model.
+      ...Object.entries(ctx.config.current.combos).map(([name, c]) => ({
+        id: name, object: 'model', created: 0, owned_by: 'tollgate', kind: 'combo', strategy: c.strategy, models: c.models,
+      })),
+    ],
+  }));
+};

@@ -1,0 +1,281 @@
+// The translating pipeline: a client in one wire format, a provider in any format. The client's codec parses the
+// request into the canonical model, the provider's codec builds the upstream request and parses the answer (whole,
+// or event by event), and the client's codec renders it back. One usage record per request, as on the chat path.
+// OpenAI Chat to an OpenAI-format provider keeps its byte-for-byte fast path in chat.ts. A combo (or a target the
+// budget auto-switch chose) also comes through here: combo.ts runs its attempts with `forward` below.
+
+import { performance } from 'node:perf_hooks';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError } from '../core/errors.js';
+import type { StreamParser, StreamRenderer, Target, WireCodec } from '../wire/codec.js';
+import { autoSwitch } from '../routing/auto-switch.js';
+import { comboOf } from '../routing/combos.js';
+import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
+import { resolveModel, type Route } from '../routing/resolve.js';
+import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from '../wire/canonical.js';
+import { fitCapabilities } from '../wire/capabilities.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
+import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
+import { AnswerText, answerOf } from '../wire/estimate.js';
+import { uuidv7 } from '../ledger/uuidv7.js';
+import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
+import { runCombo } from './combo.js';
+import type { GatewayContext } from './context.js';
+import { ClientAbort, classifyTransportError, type UpstreamResponse } from '../providers/transport.js';
+import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, streamFailure, failRequest } from './upstream-call.js';
+import { SseParser } from '../wire/sse.js';
+
+/** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
+export interface InboundSpec {
+  readonly endpoint: string;
+  readonly codec: WireCodec;
+  /** Model and streaming named in the URL (Gemini's `{model}:streamGenerateContent`); otherwise the body's. */
+  fromUrl?(req: FastifyRequest): { model: string; stream: boolean };
+  /** A renderer that needs the request (OpenAI Chat's include_usage); otherwise the codec's own. */
+  renderer?(req: FastifyRequest, model: string, requestId: string): StreamRenderer;
+}
+
+/** The codec that speaks a provider's format; `mock` answers in OpenAI Chat. */
+export type CodecLookup = (format: Route['provider']['format']) => WireCodec;
+
+/** One client request on its way through the translating pipeline. */
+export interface Exchange {
+  readonly ctx: GatewayContext;
+  readonly codecs: CodecLookup;
+  readonly inbound: InboundSpec;
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly trace: RequestTrace;
+  readonly requestId: string;
+  readonly startedAt: number;
+  readonly t0: number;
+  readonly stream: boolean;
+  /** The request as the client sent it (model = the name it asked for, suffix removed). */
+  readonly parsed: CanonicalRequest;
+}
+
+/**
+ * Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling, and
+ * what the model's capabilities exclude is removed (translate/capabilities.ts).
+ */
+export function fitRequest(req: CanonicalRequest, route: Route, model: string, thinking: CanonicalRequest['thinking'], stream: boolean): CanonicalRequest {
+  const ceiling = route.modelConfig?.max_output_tokens;
+  const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
+  return fitCapabilities({ ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking }, route.modelConfig);
+}
+
+/** The client's stream renderer for an answer shown under `model`. */
+export function rendererFor(x: Exchange, model: string): StreamRenderer {
+  return x.inbound.renderer ? x.inbound.renderer(x.req, model, x.requestId) : x.inbound.codec.createStreamRenderer(model);
+}
+
+export async function handleTranslated(
+  ctx: GatewayContext, codecs: CodecLookup, inbound: InboundSpec, req: FastifyRequest, reply: FastifyReply,
+): Promise<void> {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const cfg = ctx.config.current;
+  const trace = ctx.tracing.start(req.headers, inbound.endpoint);
+  const o = newOutcome();
+  let requestedModel = '';
+  let stream = false;
+  let combo = '';
+  reply.header('x-request-id', requestId);
+  const meta = (): RequestMeta => ({ endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo });
+  begin(ctx, req, o, meta);
+  try {
+    const parsed = inbound.codec.parseRequest(req.body);
+    // The body's model comes suffix-free from the codec; a model named in the URL is stripped here.
+    const url = inbound.fromUrl?.(req);
+    const asked = url ? url.model : parsed.model;
+    requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
+    stream = url ? url.stream : parsed.stream;
+    // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
+    reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
+    // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).
+    const target = autoSwitch(cfg, asked, ctx.router.budget);
+    if (target.switched) {
+      o.autoSwitched = true;
+      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(requestedModel));
+    }
+    const named = url || target.switched ? parseThinkingSuffix(target.model) : { model: parsed.model, thinking: undefined };
+    const x: Exchange = { ctx, codecs, inbound, req, reply, trace, requestId, startedAt, t0, stream, parsed: { ...parsed, model: requestedModel } };
+    const comboConfig = comboOf(cfg, named.model);
+    if (comboConfig) {
+      combo = named.model;
+      await runCombo(x, combo, comboConfig, o);
+      return;
+    }
+    o.route = resolveModel(cfg, named.model);
+    trace.routed(o.route.model, o.route.providerId, o.route.modelId);
+    const canonical = fitRequest(x.parsed, o.route, requestedModel, named.thinking, stream);
+    settleRoute(ctx, o, await forward(x, o.route, canonical, o, t0, false));
+  } catch (err) {
+    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: !combo });
+  } finally {
+    finish(ctx, req, trace, o, meta());
+  }
+}
+
+/**
+ * One upstream call, answered to the client in its format, under the name of the model that served it. Returns null once the client has its answer (or went
+ * away). With `defer`, a failure before any byte reached the client is returned instead of sent, so a combo can try
+ * its next member; a stream then opens only with its first output. Without `defer`, failures are answered here
+ * (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
+ */
+export async function forward(
+  x: Exchange, resolved: Route, canonical: CanonicalRequest, o: Outcome, t0: number, defer: boolean,
+): Promise<UpstreamFailure | null> {
+  const { ctx, reply } = x;
+  let route: Route;
+  try {
+    route = await ctx.router.connect(resolved);
+  } catch (err) {
+    if (!defer || !(err instanceof TollgateError)) throw err;
+    o.route = resolved;
+    return failWith(o, err);
+  }
+  o.route = route;
+  const outbound = x.codecs(route.provider.format);
+  const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
+  const upReq = outbound.buildRequest(canonical, target);
+  let call;
+  try {
+    call = await callUpstream(ctx, route, upReq, canonical.stream, x.trace, reply, o);
+  } catch (err) {
+    if (!defer || !(err instanceof TollgateError)) throw err;
+    return failWith(o, err);
+  }
+  if (call === null) return null;
+  const { res } = call;
+  try {
+    // An upstream error status reaches the client with its retry headers; the body is passed as it came.
+    const failed = await readUpstreamError(call, o);
+    if (failed !== null) {
+      if (!defer) sendFailure(reply, failed, x.requestId);
+      return failed;
+    }
+    if (canonical.stream) {
+      const answer = new AnswerText();
+      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
+      call.stamp();
+      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      // After the client has its whole stream: what the upstream did not report is estimated.
+      if (early === null) await settleEstimate(o, { canonical }, answer);
+      return early;
+    }
+    const text = await res.text();
+    call.stamp();
+    const answer = readAnswer(outbound, res.status, text, o);
+    x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
+    call.span.end(res.status, null);
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, route.model)));
+    if (answer.usage === null) await settleEstimate(o, { canonical }, answerOf(answer.content));
+    return null;
+  } catch (err) {
+    if (err instanceof TollgateError && !call.gone.aborted) {
+      if (defer) return failWith(o, err);
+      throw err;
+    }
+    settleFailure(err, call, reply, o);
+    return null;
+  } finally {
+    call.release();
+  }
+}
+
+/** A whole (non-streamed) upstream answer, parsed by the provider's codec; its usage goes into the outcome. */
+export function readAnswer(outbound: WireCodec, status: number, text: string, o: Outcome): CanonicalResponse {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    o.span?.end(status, 'invalid_json');
+    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+  }
+  const answer = outbound.parseResponse(json);
+  if (answer.usage) {
+    o.usage = answer.usage;
+    o.usageSource = 'reported';
+  }
+  return answer;
+}
+
+/** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */
+export function failWith(o: Outcome, e: TollgateError): UpstreamFailure {
+  o.status = 'failure';
+  o.httpStatus = e.status;
+  o.errorType = e.code;
+  o.span?.end(null, e.code);
+  return errorFailure(e);
+}
+
+/**
+ * Upstream SSE -> canonical events -> the client's SSE. Usage and timing come from the canonical events. With
+ * `defer`, the client's stream opens with the first output, and a failure before it is returned (nothing sent).
+ */
+async function pipeEvents(
+  ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
+  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace, answer: AnswerText,
+): Promise<UpstreamFailure | null> {
+  let raw = defer ? null : openEventStream(reply);
+  const facts = new StreamFacts(o, answer, t0);
+  const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
+  const sse = new SseParser();
+  let upstreamError = '';
+  let upstreamCode = '';
+  const onEvent = (e: CanonicalEvent): string => {
+    facts.observe(e);
+    if (e.type === 'error') {
+      // Rendered once, as the client format's terminal error, when the stream ends.
+      upstreamError = e.message;
+      upstreamCode = e.code ?? '';
+      return '';
+    }
+    return renderer.event(e);
+  };
+  try {
+    for await (const chunk of res.body) {
+      let out = '';
+      for (const f of sse.push(chunk as Uint8Array)) for (const e of parser.frame(f)) out += onEvent(e);
+      if (out) await emit(out);
+      else if (raw === null && o.status === 'failure') break; // an error before any output: the next member may answer
+    }
+    let tail = '';
+    if (raw !== null || o.status !== 'failure') {
+      for (const f of sse.end()) for (const e of parser.frame(f)) tail += onEvent(e);
+      for (const e of parser.end()) tail += onEvent(e);
+    }
+    if (!parser.terminated && o.status === 'success') {
+      if (tail) await emit(tail);
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
+    }
+    if (raw === null && o.status === 'failure') {
+      res.body.destroy();
+      return { ...streamFailure(o.errorType), status: 502, retryable: true, error: new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', upstreamError || 'the upstream provider reported an error') };
+    }
+    // The upstream's own error kind (e.g. overloaded_error) reaches the client; the row keeps upstream_stream_error.
+    tail += o.status === 'success' ? renderer.end() : renderer.error(upstreamCode || o.errorType, upstreamError || 'the upstream provider reported an error');
+    await emit(tail);
+  } catch (err) {
+    if (gone.aborted) {
+      markAborted(o, reply);
+    } else {
+      const e = err instanceof TollgateError ? err : classifyTransportError(err);
+      o.status = 'failure';
+      o.errorType = e.code;
+      if (raw === null && defer) {
+        res.body.destroy();
+        return errorFailure(e);
+      }
+      await emit(renderer.error(e.code, e.message));
+    }
+  } finally {
+    // The text seen is in `answer`; what the upstream did not report is estimated once the stream is closed.
+    if (raw !== null) closeEventStream(ctx, raw);
+    trace.setResponse(facts.id, facts.model, facts.reasons);
+  }
+  return null;
+}

@@ -1,0 +1,370 @@
+// OAuth 2.0 for upstream providers: the device authorization grant (RFC 8628) that `tollgate connect` runs, the
+// refresh grant (RFC 6749 §6), and OAuthSession, which hands out a current access token for one provider.
+//
+// Requests are application/x-www-form-urlencoded POSTs; a client_secret is sent in the body (client_secret_post).
+// Answers are JSON; an OAuth error (`error`, `error_description`) is recognised whatever the HTTP status, since some
+// servers (GitHub) send errors with 200. Bodies are never quoted in messages: a body may hold a token.
+
+import { setTimeout as delay } from 'node:timers/promises';
+import type { OAuthSettings } from '../config/types.js';
+import { TollgateError } from '../core/errors.js';
+import type { CredentialStore, OAuthTokens } from './credentials.js';
+
+export interface DeviceAuthorization {
+  readonly device_code: string;
+  readonly user_code: string;
+  readonly verification_uri: string;
+  readonly verification_uri_complete?: string;
+  /** Seconds until device_code expires. */
+  readonly expires_in: number;
+  /** Seconds between polls: the server's, or 5 when it gives none (RFC 8628 §3.2). */
+  readonly interval: number;
+}
+
+export interface PollOptions {
+  /** Wait before each poll (default: a timer). Tests pass one that records the waits and moves their clock. */
+  sleep?(ms: number): Promise<void>;
+  now?(): number;
+  signal?: AbortSignal;
+}
+
+/** A refusal from an authorization server (`oauthError` as RFC 6749 §5.2 names it), or no usable answer from it. */
+export class OAuthError extends TollgateError {
+  /** The server's `error` code; null when it gave none (unreachable, not JSON, no access_token). */
+  readonly oauthError: string | null;
+  /** The server could not be reached or failed (5xx): trying again later may work. */
+  readonly transient: boolean;
+
+  constructor(message: string, opts: { oauthError?: string | null; transient?: boolean; cause?: unknown } = {}) {
+    super('TOLLGATE_ERR_PROVIDER_AUTH', message, { cause: opts.cause });
+    this.name = 'OAuthError';
+    this.oauthError = opts.oauthError ?? null;
+    this.transient = opts.transient ?? false;
+  }
+}
+
+const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+const DEFAULT_INTERVAL_S = 5;
+const SLOW_DOWN_S = 5;
+const REQUEST_TIMEOUT_MS = 15_000;
+/** Tokens that expire within this are refreshed before use. */
+export const REFRESH_MARGIN_MS = 60_000;
+
+type Reply =
+  | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'not-json'; readonly status: number; readonly contentType: string }
+  | { readonly kind: 'unreachable'; readonly reason: string };
+
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Server-supplied text made safe for a terminal or a log line: no control characters, bounded length. */
+function printable(s: string, max = 300): string {
+  const clean = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
+}
+
+function unreachableReason(err: unknown): string {
+  if ((err as Error)?.name === 'TimeoutError') return `no answer within ${REQUEST_TIMEOUT_MS / 1000} s`;
+  const cause = (err as { cause?: { code?: unknown; message?: unknown } })?.cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  if (typeof cause?.message === 'string') return cause.message;
+  return err instanceof Error ? err.message : String(err);
+}
+
+async function postForm(url: string, params: Readonly<Record<string, string | undefined>>, signal?: AbortSignal): Promise<Reply> {
+  const body = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) body.set(k, v);
+  const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
+  let status: number;
+  let contentType: string;
+  let text: string;
+  try {
+    const res = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body,
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+    });
+    status = res.status;
+    contentType = res.headers.get('content-type') ?? '';
+    text = await res.text();
+  } catch (err) {
+    signal?.throwIfAborted();
+    return { kind: 'unreachable', reason: unreachableReason(err) };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined; // the parse error would quote the body
+  }
+  return isRecord(parsed) ? { kind: 'json', status, body: parsed } : { kind: 'not-json', status, contentType };
+}
+
+/** A positive number of seconds, also as a numeric string (some servers quote them); undefined otherwise. */
+function seconds(v: unknown): number | undefined {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  return typeof n === 'number' && Number.isFinite(n) && n >= 0 ? n : undefined;
+}
+
+function httpUrl(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  try {
+    const u = new URL(v);
+    return u.protocol === 'https:' || u.protocol === 'http:' ? printable(v, 2048) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** `error: description` of an OAuth error body, or null when the body is not one. */
+function oauthErrorOf(body: Readonly<Record<string, unknown>>): { code: string; text: string } | null {
+  if (typeof body.error !== 'string' || body.error === '') return null;
+  const code = printable(body.error, 100);
+  const desc = typeof body.error_description === 'string' && body.error_description !== '' ? `: ${printable(body.error_description)}` : '';
+  return { code, text: `${code}${desc}` };
+}
+
+/** The failure a reply that is not a usable answer stands for; `what` names the endpoint. */
+function failure(reply: Exclude<Reply, { kind: 'json' }> | { kind: 'json'; status: number }, what: string, url: string): OAuthError {
+  switch (reply.kind) {
+    case 'unreachable':
+      return new OAuthError(`${what} ${url} cannot be reached (${reply.reason})`, { transient: true });
+    case 'not-json':
+      return new OAuthError(
+        `${what} ${url} answered HTTP ${reply.status} without a JSON object (content-type: ${printable(reply.contentType, 100) || 'none'})`,
+        { transient: reply.status >= 500 },
+      );
+    case 'json':
+      return new OAuthError(`${what} ${url} answered HTTP ${reply.status} without an OAuth error code`, { transient: reply.status >= 500 });
+  }
+}
+
+/** The tokens of a successful token response (RFC 6749 §5.1); `obtainedAt` in ms. */
+function tokensFrom(body: Readonly<Record<string, unknown>>, obtainedAt: number, url: string): OAuthTokens {
+  if (typeof body.access_token !== 'string' || body.access_token === '') {
+    throw new OAuthError(`token endpoint ${url} answered without an access_token`);
+  }
+  const expiresIn = seconds(body.expires_in);
+  return {
+    access_token: body.access_token,
+    ...(typeof body.refresh_token === 'string' && body.refresh_token !== '' ? { refresh_token: body.refresh_token } : {}),
+    // RFC 6749 requires it; a server that leaves it out issues bearer tokens in practice
+    token_type: typeof body.token_type === 'string' && body.token_type !== '' ? body.token_type : 'Bearer',
+    expires_at: expiresIn === undefined ? null : obtainedAt + expiresIn * 1000,
+    ...(typeof body.scope === 'string' ? { scope: body.scope } : {}),
+    obtained_at: obtainedAt,
+  };
+}
+
+/** RFC 8628 §3.1–3.2: ask for a device code and the user code to show. */
+export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortSignal): Promise<DeviceAuthorization> {
+  const url = s.device_authorization_url;
+  const reply = await postForm(url, { client_id: s.client_id, client_secret: s.client_secret, scope: s.scope }, signal);
+  if (reply.kind !== 'json') throw failure(reply, 'device authorization endpoint', url);
+  const refused = oauthErrorOf(reply.body);
+  if (refused !== null) throw new OAuthError(`device authorization endpoint ${url} refused the request (${refused.text})`, { oauthError: refused.code });
+  if (reply.status < 200 || reply.status > 299) throw failure(reply, 'device authorization endpoint', url);
+  const b = reply.body;
+  // Google's endpoint says verification_url
+  const verificationUri = httpUrl(b.verification_uri ?? b.verification_url);
+  const complete = httpUrl(b.verification_uri_complete);
+  const expiresIn = seconds(b.expires_in);
+  const interval = b.interval === undefined ? DEFAULT_INTERVAL_S : seconds(b.interval);
+  const missing = [
+    typeof b.device_code === 'string' && b.device_code !== '' ? null : 'device_code',
+    typeof b.user_code === 'string' && b.user_code !== '' ? null : 'user_code',
+    verificationUri === undefined ? 'verification_uri (an http(s) URL)' : null,
+    expiresIn === undefined || expiresIn === 0 ? 'expires_in' : null,
+    interval === undefined ? 'interval (seconds)' : null,
+  ].filter((m) => m !== null);
+  if (missing.length > 0) throw new OAuthError(`device authorization endpoint ${url} answered without a valid ${missing.join(', ')}`);
+  return {
+    device_code: b.device_code as string,
+    user_code: printable(b.user_code as string, 100),
+    verification_uri: verificationUri!,
+    ...(complete === undefined ? {} : { verification_uri_complete: complete }),
+    expires_in: expiresIn!,
+    interval: interval!,
+  };
+}
+
+/**
+ * RFC 8628 §3.4–3.5: poll the token endpoint every `interval` seconds until the user approves. authorization_pending
+ * polls again; slow_down adds 5 s to the interval for this and every later poll; an unreachable endpoint (or a 5xx
+ * without an OAuth error) doubles the interval (§3.5's back-off); any other error ends the flow, as does the
+ * device code's expires_in running out.
+ */
+export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, opts: PollOptions = {}): Promise<OAuthTokens> {
+  const sleep = opts.sleep ?? ((ms: number) => delay(ms, undefined, { signal: opts.signal }));
+  const now = opts.now ?? Date.now;
+  const url = s.token_url;
+  const deadline = now() + da.expires_in * 1000;
+  let interval = da.interval;
+  for (;;) {
+    await sleep(interval * 1000);
+    opts.signal?.throwIfAborted();
+    if (now() >= deadline) {
+      throw new OAuthError(`the code ${da.user_code} expired after ${da.expires_in} s without being approved`, { oauthError: 'expired_token' });
+    }
+    const reply = await postForm(
+      url,
+      { grant_type: DEVICE_CODE_GRANT, device_code: da.device_code, client_id: s.client_id, client_secret: s.client_secret },
+      opts.signal,
+    );
+    const refused = reply.kind === 'json' ? oauthErrorOf(reply.body) : null;
+    if (refused === null && (reply.kind === 'unreachable' || reply.status >= 500)) {
+      interval = Math.max(interval * 2, 1);
+      continue;
+    }
+    if (refused !== null) {
+      switch (refused.code) {
+        case 'authorization_pending':
+          continue;
+        case 'slow_down':
+          interval += SLOW_DOWN_S;
+          continue;
+        case 'access_denied':
+          throw new OAuthError(`authorization was denied (${refused.text})`, { oauthError: refused.code });
+        case 'expired_token':
+          throw new OAuthError(`the code ${da.user_code} expired before it was approved (${refused.text})`, { oauthError: refused.code });
+        default:
+          throw new OAuthError(`token endpoint ${url} refused the device code (${refused.text})`, { oauthError: refused.code });
+      }
+    }
+    if (reply.kind !== 'json' || reply.status < 200 || reply.status > 299) throw failure(reply, 'token endpoint', url);
+    return tokensFrom(reply.body, now(), url);
+  }
+}
+
+/** RFC 6749 §6: new tokens for a refresh token. A server that does not rotate it leaves the old one in place. */
+export async function refreshTokens(
+  s: OAuthSettings,
+  refreshToken: string,
+  opts: { now?: () => number; signal?: AbortSignal } = {},
+): Promise<OAuthTokens> {
+  const url = s.token_url;
+  const reply = await postForm(
+    url,
+    { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: s.client_id, client_secret: s.client_secret },
+    opts.signal,
+  );
+  const refused = reply.kind === 'json' ? oauthErrorOf(reply.body) : null;
+  if (refused !== null) {
+    // RFC 6749 §4.1.2.1 codes that some token endpoints also send for an outage
+    const transient = refused.code === 'temporarily_unavailable' || refused.code === 'server_error';
+    throw new OAuthError(`token endpoint ${url} refused the refresh token (${refused.text})`, { oauthError: refused.code, transient });
+  }
+  if (reply.kind !== 'json' || reply.status < 200 || reply.status > 299) throw failure(reply, 'token endpoint', url);
+  const tokens = tokensFrom(reply.body, (opts.now ?? Date.now)(), url);
+  return tokens.refresh_token === undefined ? { ...tokens, refresh_token: refreshToken } : tokens;
+}
+
+function notConnected(providerId: string, reason?: string): TollgateError {
+  return new TollgateError(
+    'TOLLGATE_ERR_PROVIDER_AUTH',
+    `provider '${providerId}' is not connected: run \`tollgate connect ${providerId}\`${reason === undefined ? '' : ` (${reason})`}`,
+  );
+}
+
+/**
+ * The current access token of one OAuth provider. Tokens are read from the store on first use and kept in memory;
+ * a token that expires within 60 s (or one `invalidate`d after an upstream 401) is refreshed first, once for all
+ * concurrent callers, and the new tokens are saved. When the refresh cannot reach the server and the token has not
+ * really expired, the token is used and the refresh is tried again on the next call. When the server refuses the
+ * refresh token, newer tokens in the file (saved by another process, or a new `tollgate connect`) are used instead.
+ */
+export class OAuthSession {
+  readonly #providerId: string;
+  readonly #settings: OAuthSettings;
+  readonly #store: CredentialStore;
+  readonly #now: () => number;
+  #tokens: OAuthTokens | null = null;
+  #loading: Promise<OAuthTokens | null> | null = null;
+  #refreshing: Promise<OAuthTokens> | null = null;
+  #stale = false;
+
+  constructor(providerId: string, settings: OAuthSettings, store: CredentialStore, now: () => number = Date.now) {
+    this.#providerId = providerId;
+    this.#settings = settings;
+    this.#store = store;
+    this.#now = now;
+  }
+
+  async accessToken(): Promise<string> {
+    const tokens = this.#tokens ?? (await this.#load());
+    if (tokens === null) throw notConnected(this.#providerId);
+    if (!this.#stale && !this.#expiresSoon(tokens)) return tokens.access_token;
+    return (await this.#refresh(tokens)).access_token;
+  }
+
+  /**
+   * The next call refreshes (after the upstream answered 401). With `accessToken`, only when that is still the
+   * current token: requests that failed with a token already replaced do not cause another refresh.
+   */
+  invalidate(accessToken?: string): void {
+    if (this.#tokens === null) return;
+    if (accessToken !== undefined && accessToken !== this.#tokens.access_token) return;
+    this.#stale = true;
+  }
+
+  #expiresSoon(t: OAuthTokens): boolean {
+    return t.expires_at !== null && t.expires_at - this.#now() <= REFRESH_MARGIN_MS;
+  }
+
+  // Nothing stored (or unreadable) is not remembered: a later `tollgate connect` is picked up without a restart.
+  #load(): Promise<OAuthTokens | null> {
+    this.#loading ??= this.#store
+      .load(this.#providerId)
+      .then((t) => (this.#tokens = t))
+      .finally(() => (this.#loading = null));
+    return this.#loading;
+  }
+
+  #refresh(current: OAuthTokens): Promise<OAuthTokens> {
+    this.#refreshing ??= this.#doRefresh(current).finally(() => (this.#refreshing = null));
+    return this.#refreshing;
+  }
+
+  async #doRefresh(current: OAuthTokens): Promise<OAuthTokens> {
+    const id = this.#providerId;
+    const usable = !this.#stale && (current.expires_at === null || current.expires_at > this.#now());
+    if (current.refresh_token === undefined) {
+      if (usable) return current; // within the last minute: nothing to refresh it with yet
+      this.#tokens = null;
+      throw notConnected(id, `the access token ${this.#stale ? 'was refused' : 'expired'} and the server issued no refresh token`);
+    }
+    let fresh: OAuthTokens;
+    try {
+      fresh = await refreshTokens(this.#settings, current.refresh_token, { now: this.#now });
+    } catch (err) {
+      const transient = err instanceof OAuthError && err.transient;
+      if (transient && usable) return current;
+      const reason = err instanceof Error ? err.message : String(err);
+      if (transient) {
+        throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${id}': the access token could not be refreshed (${reason}); the next request tries again`, { cause: err });
+      }
+      // Another process sharing data_dir (or a new `tollgate connect`) may have replaced the tokens and so retired
+      // this refresh token: use what the file holds now if it is newer.
+      const onDisk = await this.#store.load(id).catch(() => null);
+      if (onDisk !== null && onDisk.obtained_at > current.obtained_at && !this.#expiresSoon(onDisk)) {
+        this.#tokens = onDisk;
+        this.#stale = false;
+        return onDisk;
+      }
+      this.#tokens = null; // read the file again next time
+      throw notConnected(id, reason);
+    }
+    const tokens: OAuthTokens = { ...fresh, ...(fresh.scope === undefined && current.scope !== undefined ? { scope: current.scope } : {}) };
+    this.#tokens = tokens;
+    this.#stale = false;
+    try {
+      await this.#store.save(id, tokens);
+    } catch (err) {
+      // the new tokens are in memory and serve this process; the next refresh saves again
+      const reason = err instanceof Error ? err.message : String(err);
+      throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${id}': refreshed tokens could not be saved (${reason})`, { cause: err });
+    }
+    return tokens;
+  }
+}

@@ -1,0 +1,436 @@
+// Keep-alive pings (spec item 10): right after a connection's rolling quota window ends, send the smallest request
+// the provider takes, so the next window starts at once instead of with the next client request.
+//
+// The window rule (also in docs/connections.md, "Keep-alive pings"):
+// - An upstream call is a usage record with a connection and a kind other than `combo`: a `request`, a combo
+//   `attempt` or a `keepalive` ping, whatever its status, timed by its start (`startedAt`). One exception: a ping
+//   that failed opens no window (the provider most likely did not count it); it is retried instead.
+// - A connection's window opens with the first upstream call made on it while no window is open, and lasts
+//   `keepalive.window` (`30m`, `5h`, `1d`; at least 1 s). Calls inside the window change nothing; once it has
+//   ended, the next call opens the next window.
+// - For a connection with keep-alive on, that next call is a ping, sent PING_DELAY after the window ends (1 s, at
+//   most 5 % of the window: the provider receives a call a little after the gateway started it). A ping is owed
+//   whenever the last window ended without one, so a window that ended while Tollgate was stopped (or pings were
+//   off) gets its ping at start (or when they are turned on).
+// - A failed ping is retried once after min(60 s, window); if the retry fails too, the next try is a window later,
+//   then again a retry, and so on: at most two pings per window, never a tight loop. A connection that is cooling
+//   down is pinged when its cooldown ends.
+// - At start, the window of each connection with keep-alive on is recovered by replaying the rule over its calls of
+//   the last 24 h (two windows, for a window longer than 12 h) read from ClickHouse. The first call of that span is
+//   taken to open a window, although a window opened before the span may have covered it: an approximation that
+//   matters only for a connection used around the clock, and corrects itself after one window.
+//
+// Records are seen as the Ledger publishes them, so a long request is seen after shorter ones that started later;
+// `advance` lets an earlier start that opened the window take it over. OAuth connections are pinged with the
+// router's access token (an OAuth provider has exactly one connection).
+
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Config, ProviderConfig } from '../config/types.js';
+import { TollgateError, toTollgateError } from '../core/errors.js';
+import { codecFor } from '../wire/registry.js';
+import { ClientAbort, classifyTransportError, type Dispatcher } from '../providers/transport.js';
+import { claim } from '../store/claims.js';
+import type { Store } from '../store/client.js';
+import type { CanonicalRequest } from '../wire/canonical.js';
+import { computeCost } from '../ledger/cost.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
+import { NO_USAGE, type Usage } from '../ledger/types.js';
+import { uuidv7 } from '../ledger/uuidv7.js';
+import { connectionsOf, type Connection } from '../config/connections.js';
+import { resolveModel, type Route } from '../routing/resolve.js';
+import type { Router } from '../routing/router.js';
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export const MIN_WINDOW_MS = 1000;
+const DAY_MS = UNIT_MS.d;
+/** setTimeout's limit; a longer wait is armed in legs. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** Records published while start() replays the store; more than this many are not expected before listen(). */
+const MAX_BUFFERED = 10_000;
+
+/** `30m`, `5h`, `2s`, `1d` in milliseconds, at least MIN_WINDOW_MS. */
+export function parseWindow(s: string): number {
+  const m = /^(\d+)([smhd])$/.exec(s);
+  if (!m) throw new TypeError(`not a window: '${s}' (expected a number and s, m, h or d)`);
+  return Math.max(MIN_WINDOW_MS, Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+}
+
+/** One connection's window as far as the gateway can tell; `prevEnd` is the end of the one before (-Infinity: none). */
+export interface Window {
+  readonly start: number;
+  readonly end: number;
+  readonly prevEnd: number;
+}
+
+/** Whether a record is an upstream call that can open a window. */
+export function opensWindow(r: Pick<UsageRecord, 'kind' | 'connection' | 'status'>): boolean {
+  return r.connection !== '' && r.kind !== 'combo' && !(r.kind === 'keepalive' && r.status !== 'success');
+}
+
+/** The window after an upstream call that started at `t` (returns `w` itself when nothing changes). */
+export function advance(w: Window | null, t: number, windowMs: number): Window {
+  if (w === null || t >= w.end) return { start: t, end: t + windowMs, prevEnd: w?.end ?? -Infinity };
+  if (t >= w.start || t < w.prevEnd) return w;
+  // Seen late, but started before the call that opened `w` and after the window before ended: it opened a window.
+  return w.start < t + windowMs ? { start: t, end: t + windowMs, prevEnd: w.prevEnd } : { ...w, prevEnd: t + windowMs };
+}
+
+/** The rule replayed over upstream-call start times in ascending order: the last window (open or ended), or null. */
+export function replay(starts: Iterable<number>, windowMs: number): Window | null {
+  let w: Window | null = null;
+  for (const t of starts) w = advance(w, t, windowMs);
+  return w;
+}
+
+/** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */
+export function pingModel(p: ProviderConfig): string | null {
+  if (p.keepalive.model !== undefined) return p.keepalive.model;
+  const ids = Object.keys(p.models);
+  return ids.find((id) => p.models[id]!.kind === 'llm') ?? ids[0] ?? null;
+}
+
+/** The smallest request: one short user turn, one output token. */
+export function pingRequest(model: string): CanonicalRequest {
+  return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: 1, stream: false };
+}
+
+/** Start times of a connection's upstream calls since `from`, oldest first (parameterised; duplicates are harmless). */
+export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {
+  const rows = await store.query<{ t: string | number; kind: RecordKind; status: RequestStatus }>(
+    `SELECT toUnixTimestamp64Milli(ts) AS t, kind, status FROM ${store.t('requests')}
+     WHERE provider = {provider:String} AND connection = {connection:String} AND kind != 'combo'
+       AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
+     ORDER BY ts`,
+    { provider: providerId, connection, from },
+  );
+  return rows.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection })).map((r) => Number(r.t));
+}
+
+export interface KeepAliveDeps {
+  readonly config: Config;
+  readonly ledger: Ledger;
+  readonly dispatcher: Dispatcher;
+  readonly router: Router;
+  readonly store: Store;
+}
+
+export interface KeepAliveLog {
+  warn(obj: object, msg: string): void;
+}
+
+export interface KeepAliveOptions {
+  readonly now?: () => number;
+  /** How long after a window ends its ping goes (default: 1 s, at most 5 % of the window). */
+  readonly delayMs?: number;
+  /** The wait before a failed ping is retried (default 60 s; at most one window). */
+  readonly retryMs?: number;
+  /** How long close() lets a ping in flight finish before aborting it (default 5 s). */
+  readonly closeGraceMs?: number;
+  readonly log?: KeepAliveLog;
+}
+
+/** The schedule of one connection with keep-alive on. */
+interface Slot {
+  timer: NodeJS.Timeout | null;
+  inflight: boolean;
+  /** Consecutive failed pings. */
+  failures: number;
+  /** No ping before this (epoch ms): the retry after a failure, and a floor after any ping. */
+  notBefore: number;
+}
+
+export class KeepAlive {
+  readonly #ledger: Ledger;
+  readonly #dispatcher: Dispatcher;
+  readonly #router: Router;
+  readonly #store: Store;
+  readonly #now: () => number;
+  readonly #delayMs: number | undefined;
+  readonly #retryMs: number;
+  readonly #closeGraceMs: number;
+  readonly #log: KeepAliveLog;
+  #cfg!: Config;
+  /** Every connection of the current config, by id, and each provider's window length. */
+  #connections = new Map<string, Connection>();
+  #windowMs = new Map<string, number>();
+  readonly #windows = new Map<string, Window>();
+  readonly #slots = new Map<string, Slot>();
+  readonly #pending = new Set<Promise<void>>();
+  readonly #aborts = new Set<ClientAbort>();
+  /** Records published before start() finished, applied after the replay. */
+  #buffer: UsageRecord[] | null = [];
+  /** This process, for claims: with several replicas, one pings per window. */
+  readonly #instance = randomUUID();
+  #started = false;
+  #closed = false;
+
+  constructor(deps: KeepAliveDeps, opts: KeepAliveOptions = {}) {
+    this.#ledger = deps.ledger;
+    this.#dispatcher = deps.dispatcher;
+    this.#router = deps.router;
+    this.#store = deps.store;
+    this.#now = opts.now ?? Date.now;
+    this.#delayMs = opts.delayMs;
+    this.#retryMs = opts.retryMs ?? 60_000;
+    this.#closeGraceMs = opts.closeGraceMs ?? 5000;
+    this.#log = opts.log ?? { warn: () => undefined };
+    this.reconfigure(deps.config);
+    deps.ledger.subscribe((r) => this.#observe(r));
+  }
+
+  /** Recover each enabled connection's window from the store, then arm the timers. Never throws. */
+  async start(): Promise<void> {
+    const now = this.#now();
+    for (const id of [...this.#slots.keys()]) {
+      const c = this.#connections.get(id);
+      const windowMs = c && this.#windowMs.get(c.providerId);
+      if (!c || windowMs === undefined) continue;
+      try {
+        const starts = await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs));
+        const w = replay(starts, windowMs);
+        if (w !== null) this.#windows.set(id, w);
+      } catch (err) {
+        this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not read the open window; it starts with the next request');
+      }
+    }
+    const buffered = this.#buffer ?? [];
+    this.#buffer = null;
+    this.#started = true;
+    for (const r of buffered) this.#observe(r);
+    for (const [id, slot] of this.#slots) this.#arm(id, slot);
+  }
+
+  /** A live config edit: window lengths, and which connections ping, are read again. */
+  reconfigure(cfg: Config): void {
+    this.#cfg = cfg;
+    const connections = new Map<string, Connection>();
+    const windowMs = new Map<string, number>();
+    for (const [pid, p] of Object.entries(cfg.providers)) {
+      windowMs.set(pid, parseWindow(p.keepalive.window));
+      for (const c of connectionsOf(pid, p)) connections.set(c.id, c);
+    }
+    this.#connections = connections;
+    this.#windowMs = windowMs;
+    // A connection that is gone is forgotten; a new window length applies to the open window.
+    for (const [id, w] of this.#windows) {
+      const c = connections.get(id);
+      const len = c && windowMs.get(c.providerId);
+      if (len === undefined) this.#windows.delete(id);
+      else if (w.end - w.start !== len) this.#windows.set(id, { ...w, end: w.start + len });
+    }
+    for (const [id, slot] of this.#slots) {
+      if (this.#enabled(connections.get(id))) continue;
+      if (slot.timer) clearTimeout(slot.timer);
+      this.#slots.delete(id); // a ping in flight finishes (close() still waits for it)
+    }
+    for (const c of connections.values()) {
+      if (!this.#enabled(c) || this.#slots.has(c.id)) continue;
+      this.#slots.set(c.id, { timer: null, inflight: false, failures: 0, notBefore: 0 });
+    }
+    for (const [id, slot] of this.#slots) this.#arm(id, slot);
+  }
+
+  /** Stop the timers and wait for pings in flight (aborted after the grace period). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const slot of this.#slots.values()) if (slot.timer) clearTimeout(slot.timer);
+    if (this.#pending.size === 0) return;
+    const grace = setTimeout(() => {
+      for (const a of this.#aborts) a.abort();
+    }, this.#closeGraceMs);
+    grace.unref();
+    try {
+      await Promise.all(this.#pending);
+    } finally {
+      clearTimeout(grace);
+    }
+  }
+
+  /** The window of a connection as currently known (for /api/quota). */
+  window(connectionId: string): Window | null {
+    return this.#windows.get(connectionId) ?? null;
+  }
+
+  #enabled(c: Connection | undefined): c is Connection {
+    if (!c?.keepalive) return false;
+    if (pingModel(this.#cfg.providers[c.providerId]!) !== null) return true;
+    this.#log.warn({ provider: c.providerId, connection: c.name }, 'keep-alive: the provider lists no model to ping; set keepalive.model');
+    return false;
+  }
+
+  #observe(r: UsageRecord): void {
+    if (!opensWindow(r)) return;
+    if (this.#buffer !== null) {
+      if (this.#buffer.length < MAX_BUFFERED) this.#buffer.push(r);
+      return;
+    }
+    const id = `${r.provider}#${r.connection}`;
+    const windowMs = this.#windowMs.get(r.provider);
+    if (windowMs === undefined || !this.#connections.has(id)) return;
+    const before = this.#windows.get(id) ?? null;
+    const after = advance(before, r.startedAt, windowMs);
+    if (after === before) return;
+    this.#windows.set(id, after);
+    const slot = this.#slots.get(id);
+    if (!slot) return;
+    if (after.end > this.#now()) slot.failures = 0;
+    this.#arm(id, slot);
+  }
+
+  /** When the connection's next ping is due (epoch ms), or null when no window has been seen. */
+  #due(id: string, slot: Slot): number | null {
+    const w = this.#windows.get(id);
+    if (!w) return null;
+    const windowMs = w.end - w.start;
+    const cooling = this.#router.cooldowns.cooling(id);
+    return Math.max(w.end + (this.#delayMs ?? Math.min(1000, windowMs * 0.05)), slot.notBefore, cooling?.until ?? 0);
+  }
+
+  #arm(id: string, slot: Slot): void {
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = null;
+    if (this.#closed || !this.#started || slot.inflight) return;
+    const due = this.#due(id, slot);
+    if (due === null) return;
+    slot.timer = setTimeout(() => this.#fire(id, slot), Math.min(MAX_TIMER_MS, Math.max(0, due - this.#now())));
+    slot.timer.unref();
+  }
+
+  #fire(id: string, slot: Slot): void {
+    slot.timer = null;
+    if (this.#closed || this.#slots.get(id) !== slot) return;
+    const due = this.#due(id, slot);
+    if (due === null) return;
+    // A window that moved, a cooldown that began, or the first leg of a long wait.
+    if (due > this.#now()) return this.#arm(id, slot);
+    const c = this.#connections.get(id)!;
+    slot.inflight = true;
+    const run = (async () => {
+      const mine = await this.#claim(id, c).catch((err: unknown) => {
+        this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not check the window in the store; pinging');
+        return true;
+      });
+      if (!mine) {
+        // Another replica's call opened the window, or another replica pings it: this one waits for the next.
+        slot.inflight = false;
+        if (this.#slots.get(id) === slot) this.#arm(id, slot);
+        return;
+      }
+      const ok = await this.#ping(c).catch((err: unknown) => {
+        this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: ping not recorded');
+        return false;
+      });
+      slot.inflight = false;
+      const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
+      const retry = Math.min(this.#retryMs, windowMs);
+      const now = this.#now();
+      if (ok) {
+        // The ping opened the next window; the floor only guards against a clock that says otherwise.
+        slot.failures = 0;
+        slot.notBefore = now + MIN_WINDOW_MS;
+      } else {
+        slot.failures++;
+        // A failure is retried once; a failed retry waits a window.
+        slot.notBefore = now + (slot.failures % 2 === 1 ? retry : windowMs);
+      }
+      if (this.#slots.get(id) === slot) this.#arm(id, slot);
+    })();
+    this.#pending.add(run);
+    void run.finally(() => this.#pending.delete(run));
+  }
+
+  /**
+   * Replicas (docs/scaling.md): before pinging, the window is read again from the record, which holds every replica's
+   * calls. When one of them opened a later window, it is taken over and nothing is sent. Otherwise the ping for this
+   * window end is claimed in the store (src/store/claims.ts), so of several replicas whose windows agree, one pings.
+   * Returns whether this process should ping now.
+   */
+  async #claim(id: string, c: Connection): Promise<boolean> {
+    const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
+    const now = this.#now();
+    const shared = replay(await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs)), windowMs);
+    const mine = this.#windows.get(id) ?? null;
+    if (shared !== null && (mine === null || shared.end > mine.end)) this.#windows.set(id, shared);
+    const w = this.#windows.get(id)!;
+    if (w.end > now) return false; // a window that is still open needs no ping
+    if (await claim(this.#store, `ping:${id}:${w.end}`, this.#instance, now)) return true;
+    // Another replica pings this window: it will open the next one, as this replica's record shows once written.
+    this.#windows.set(id, advance(w, now, windowMs));
+    return false;
+  }
+
+  /** Send one ping on `c` and publish its record; true when it succeeded. */
+  async #ping(c: Connection): Promise<boolean> {
+    const p = this.#cfg.providers[c.providerId]!;
+    const modelId = pingModel(p)!;
+    const model = `${c.providerId}/${modelId}`;
+    const startedAt = this.#now();
+    const t0 = performance.now();
+    const signal = new ClientAbort();
+    this.#aborts.add(signal);
+    let status: RequestStatus = 'failure';
+    let httpStatus = 0;
+    let errorType = '';
+    let usage: Usage | null = null;
+    let upstreamMs: number | null = null;
+    let sent = false;
+    try {
+      const route = await this.#route(c, model);
+      const codec = codecFor(route.provider.format);
+      const upReq = codec.buildRequest(pingRequest(modelId), { providerId: c.providerId, provider: route.provider, modelId, model: route.modelConfig });
+      sent = true;
+      const tUp = performance.now();
+      const res = await this.#dispatcher.send(c.id, route.provider, upReq, { stream: false, signal });
+      const text = await res.text();
+      upstreamMs = performance.now() - tUp;
+      sent = false;
+      httpStatus = res.status;
+      if (res.status < 200 || res.status >= 300) {
+        errorType = String(res.status);
+      } else {
+        try {
+          usage = codec.parseResponse(JSON.parse(text)).usage;
+        } catch (err) {
+          throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider answered the ping with a body that is not a response', { cause: err });
+        }
+        status = 'success';
+      }
+    } catch (err) {
+      if (signal.aborted) {
+        status = 'aborted';
+        errorType = 'shutdown';
+      } else {
+        const e = err instanceof TollgateError ? err : sent ? classifyTransportError(err) : toTollgateError(err);
+        httpStatus = e.status;
+        errorType = e.code;
+      }
+    } finally {
+      this.#aborts.delete(signal);
+    }
+    const u = usage ?? NO_USAGE;
+    this.#ledger.publish(
+      makeRecord({
+        kind: 'keepalive', requestId: uuidv7(startedAt), connection: c.name,
+        startedAt, endedAt: this.#now(), endpoint: 'keepalive',
+        provider: c.providerId, providerGroup: p.group, model, requestedModel: model, modelKnown: Object.hasOwn(p.models, modelId),
+        apiKeyName: '', stream: false, status, httpStatus, errorType,
+        usage: u, usageSource: usage === null ? 'none' : 'reported', cost: computeCost(c.provider, modelId, u),
+        latency: { kind: 'unary', totalMs: performance.now() - t0 }, upstreamMs,
+      }),
+    );
+    if (status === 'failure') this.#log.warn({ provider: c.providerId, connection: c.name, httpStatus, errorType }, 'keep-alive ping failed');
+    return status === 'success';
+  }
+
+  /** The route of a ping on exactly this connection (an OAuth one with its access token). */
+  async #route(c: Connection, model: string): Promise<Route> {
+    const route: Route = { ...resolveModel(this.#cfg, model), provider: c.provider, connection: c };
+    if (c.provider.auth.type !== 'oauth') return route;
+    // An OAuth provider has one connection, so the router's pick is this one; it fills in the access token.
+    const connected = await this.#router.connect(route);
+    if (connected.connection?.id !== c.id) throw new TollgateError('TOLLGATE_ERR_INTERNAL', `keep-alive: the router chose '${connected.connection?.id}' for '${c.id}'`);
+    return connected;
+  }
+}

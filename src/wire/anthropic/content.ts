@@ -1,0 +1,238 @@
+// Anthropic content blocks <-> canonical parts, for requests (client history) and answers.
+//
+// Thinking signatures and redacted thinking are tagged origin 'anthropic'; only untagged or Anthropic-tagged opaque
+// data is ever sent back to Anthropic (or shown to an Anthropic client): another family's is dropped.
+//
+// Parsing keeps what the canonical model can hold and drops, without error, what it cannot: cache_control,
+// citations, a document's `context`, and server-tool blocks (server_tool_use, web_search_tool_result, ...,
+// search_result, container_upload). A document's title becomes the file part's filename. A plain-text document
+// (source type 'text') becomes a file part with base64 UTF-8 data and media type text/plain, which building turns
+// back into a text source; a 'content' document source contributes its text and image blocks as parts.
+//
+// Building skips what Anthropic cannot take in that place: empty text blocks (rejected by the API), audio,
+// images/files in an assistant turn, reasoning in a user turn and reasoning without a signature (another family's).
+// Tool calls always go to an assistant turn and tool results to a user turn. Tool ids are kept, with characters
+// outside Anthropic's id pattern [a-zA-Z0-9_-] replaced by '_' (the same way for the call and its result, so they
+// still pair).
+
+import type { MediaSource, Part } from '../canonical.js';
+import { argumentsObject, invalid, isObj, str, type Json } from './json.js';
+
+// ---------------------------------------------------------------------------------------------------- parse side
+
+function source(raw: unknown, param: string): MediaSource | { kind: 'text'; text: string } | { kind: 'content'; content: unknown } {
+  if (!isObj(raw)) invalid(`${param} must be an object`, param);
+  switch (raw.type) {
+    case 'base64': {
+      const data = str(raw.data);
+      const mediaType = str(raw.media_type);
+      if (data === undefined || mediaType === undefined) invalid(`${param} of type base64 needs string media_type and data`, param);
+      return { kind: 'base64', mediaType, data };
+    }
+    case 'url': {
+      const url = str(raw.url);
+      if (url === undefined) invalid(`${param}.url must be a string`, `${param}.url`);
+      return { kind: 'url', url };
+    }
+    case 'file': {
+      const id = str(raw.file_id);
+      if (id === undefined) invalid(`${param}.file_id must be a string`, `${param}.file_id`);
+      return { kind: 'file_id', id };
+    }
+    case 'text': {
+      const text = str(raw.data);
+      if (text === undefined) invalid(`${param}.data must be a string`, `${param}.data`);
+      return { kind: 'text', text };
+    }
+    case 'content':
+      return { kind: 'content', content: raw.content };
+    default:
+      return invalid(`${param}.type must be one of base64, url, file, text, content`, `${param}.type`);
+  }
+}
+
+/** Tool names by tool_use id, so a tool_result part can carry the name of the call it answers. */
+export type ToolNames = Map<string, string>;
+
+/** One request content block -> parts ([] for a block the canonical model cannot hold). */
+function parseBlock(b: unknown, param: string, names: ToolNames): Part[] {
+  if (!isObj(b)) invalid(`${param} must be an object`, param);
+  switch (b.type) {
+    case 'text': {
+      const text = str(b.text);
+      if (text === undefined) invalid(`${param}.text must be a string`, `${param}.text`);
+      return [{ type: 'text', text }];
+    }
+    case 'image': {
+      const s = source(b.source, `${param}.source`);
+      if (s.kind === 'text' || s.kind === 'content') invalid(`${param}.source.type must be base64, url or file for an image`, `${param}.source.type`);
+      return [{ type: 'image', source: s }];
+    }
+    case 'document': {
+      const s = source(b.source, `${param}.source`);
+      const title = str(b.title);
+      if (s.kind === 'content') {
+        if (typeof s.content === 'string') return [{ type: 'text', text: s.content }];
+        return parseBlocks(s.content, `${param}.source.content`, names);
+      }
+      const src: MediaSource = s.kind === 'text' ? { kind: 'base64', mediaType: 'text/plain', data: Buffer.from(s.text, 'utf8').toString('base64') } : s;
+      return [title === undefined ? { type: 'file', source: src } : { type: 'file', source: src, filename: title }];
+    }
+    case 'tool_use': {
+      const id = str(b.id);
+      const name = str(b.name);
+      if (id === undefined) invalid(`${param}.id must be a string`, `${param}.id`);
+      if (name === undefined) invalid(`${param}.name must be a string`, `${param}.name`);
+      names.set(id, name);
+      return [{ type: 'tool_call', id, name, arguments: JSON.stringify(b.input ?? {}) }];
+    }
+    case 'tool_result': {
+      const callId = str(b.tool_use_id);
+      if (callId === undefined) invalid(`${param}.tool_use_id must be a string`, `${param}.tool_use_id`);
+      let content: Part[];
+      if (b.content === undefined || b.content === null) content = [];
+      else if (typeof b.content === 'string') content = [{ type: 'text', text: b.content }];
+      else content = parseBlocks(b.content, `${param}.content`, names);
+      if (b.is_error !== undefined && typeof b.is_error !== 'boolean') invalid(`${param}.is_error must be a boolean`, `${param}.is_error`);
+      const name = names.get(callId);
+      return [{ type: 'tool_result', callId, ...(name === undefined ? {} : { name }), content, ...(b.is_error === undefined ? {} : { isError: b.is_error }) }];
+    }
+    case 'thinking': {
+      const text = str(b.thinking);
+      if (text === undefined) invalid(`${param}.thinking must be a string`, `${param}.thinking`);
+      const signature = str(b.signature);
+      return [signature ? { type: 'reasoning', text, signature, origin: 'anthropic' } : { type: 'reasoning', text }];
+    }
+    case 'redacted_thinking': {
+      const data = str(b.data);
+      if (data === undefined) invalid(`${param}.data must be a string`, `${param}.data`);
+      return [{ type: 'reasoning', text: '', opaque: data, redacted: true, origin: 'anthropic' }];
+    }
+    default:
+      if (typeof b.type !== 'string') invalid(`${param}.type must be a string`, `${param}.type`);
+      return [];
+  }
+}
+
+/** A request's `content`: a string or an array of blocks. */
+export function parseBlocks(content: unknown, param: string, names: ToolNames): Part[] {
+  if (typeof content === 'string') return [{ type: 'text', text: content }];
+  if (!Array.isArray(content)) invalid(`${param} must be a string or an array of content blocks`, param);
+  return content.flatMap((b, i) => parseBlock(b, `${param}[${i}]`, names));
+}
+
+/** One block of an upstream answer (text, thinking, redacted_thinking, tool_use); null for the rest. */
+export function parseAnswerBlock(b: unknown): Part | null {
+  if (!isObj(b)) return null;
+  switch (b.type) {
+    case 'text':
+      return { type: 'text', text: str(b.text) ?? '' };
+    case 'thinking': {
+      const signature = str(b.signature);
+      return signature ? { type: 'reasoning', text: str(b.thinking) ?? '', signature, origin: 'anthropic' } : { type: 'reasoning', text: str(b.thinking) ?? '' };
+    }
+    case 'redacted_thinking':
+      return { type: 'reasoning', text: '', opaque: str(b.data) ?? '', redacted: true, origin: 'anthropic' };
+    case 'tool_use':
+      return { type: 'tool_call', id: str(b.id) ?? '', name: str(b.name) ?? '', arguments: JSON.stringify(b.input ?? {}) };
+    default:
+      return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------- build side
+
+/** Whether a reasoning part's opaque data (signature, redacted data) is Anthropic's: tagged so, or untagged. */
+const ours = (p: { readonly origin?: string }): boolean => p.origin === undefined || p.origin === 'anthropic';
+
+export const toolId = (id: string): string => id.replace(/[^a-zA-Z0-9_-]/g, '_');
+
+const DATA_URL = /^data:([^;,]+)((?:;[^;,]+)*);base64,(.*)$/s;
+
+function buildSource(s: MediaSource): Json {
+  switch (s.kind) {
+    case 'base64':
+      return { type: 'base64', media_type: s.mediaType, data: s.data };
+    case 'file_id':
+      return { type: 'file', file_id: s.id };
+    case 'url': {
+      // Anthropic's url source fetches http(s) only; a data: URL (OpenAI clients send images that way) is inlined.
+      const m = DATA_URL.exec(s.url);
+      return m ? { type: 'base64', media_type: m[1], data: m[3] } : { type: 'url', url: s.url };
+    }
+  }
+}
+
+function buildImage(source: MediaSource): Json {
+  return { type: 'image', source: buildSource(source) };
+}
+
+function buildDocument(source: MediaSource, filename: string | undefined): Json {
+  let src = buildSource(source);
+  const mediaType = str(src.media_type);
+  if (src.type === 'base64' && mediaType !== undefined) {
+    // Anthropic documents are PDFs (base64) or plain text (text source); an image given as a file is an image block.
+    if (mediaType.startsWith('image/')) return { type: 'image', source: src };
+    if (mediaType.startsWith('text/')) src = { type: 'text', media_type: 'text/plain', data: Buffer.from(String(src.data), 'base64').toString('utf8') };
+  }
+  return filename === undefined ? { type: 'document', source: src } : { type: 'document', source: src, title: filename };
+}
+
+function buildToolResultContent(parts: readonly Part[]): string | Json[] {
+  const blocks: Json[] = [];
+  for (const p of parts) {
+    if (p.type === 'text' && p.text !== '') blocks.push({ type: 'text', text: p.text });
+    else if (p.type === 'image') blocks.push(buildImage(p.source));
+    else if (p.type === 'file') blocks.push(buildDocument(p.source, p.filename));
+  }
+  // One text block is sent in the string form most clients use.
+  return blocks.length === 1 && blocks[0]!.type === 'text' ? String(blocks[0]!.text) : blocks;
+}
+
+export type AnthropicRole = 'user' | 'assistant';
+
+/** The role a part must travel in, and its block; null when Anthropic has no place for it in that turn. */
+export function buildBlock(p: Part, role: AnthropicRole): { role: AnthropicRole; block: Json } | null {
+  switch (p.type) {
+    case 'text':
+      return p.text === '' ? null : { role, block: { type: 'text', text: p.text } };
+    case 'image':
+      return role === 'user' ? { role, block: buildImage(p.source) } : null;
+    case 'file':
+      return role === 'user' ? { role, block: buildDocument(p.source, p.filename) } : null;
+    case 'audio':
+      return null;
+    case 'reasoning':
+      if (role !== 'assistant' || !ours(p)) return null;
+      if (p.redacted && p.opaque) return { role, block: { type: 'redacted_thinking', data: p.opaque } };
+      if (p.signature) return { role, block: { type: 'thinking', thinking: p.text, signature: p.signature } };
+      return null;
+    case 'tool_call':
+      // A call always travels in an assistant turn.
+      return { role: 'assistant', block: { type: 'tool_use', id: toolId(p.id), name: p.name, input: argumentsObject(p.arguments) } };
+    case 'tool_result': {
+      const content = buildToolResultContent(p.content);
+      const block: Json = { type: 'tool_result', tool_use_id: toolId(p.callId) };
+      if (content.length > 0) block.content = content;
+      if (p.isError !== undefined) block.is_error = p.isError;
+      // Tool results always travel in a user turn.
+      return { role: 'user', block };
+    }
+  }
+}
+
+/** An answer part as a response content block (text, thinking, redacted_thinking, tool_use); null for the rest. */
+export function renderAnswerBlock(p: Part): Json | null {
+  switch (p.type) {
+    case 'text':
+      return { type: 'text', text: p.text };
+    case 'reasoning':
+      if (p.redacted) return ours(p) ? { type: 'redacted_thinking', data: p.opaque ?? '' } : null;
+      // Reasoning from another family carries no Anthropic signature; the client still sees it, with signature ''.
+      return { type: 'thinking', thinking: p.text, signature: ours(p) ? (p.signature ?? '') : '' };
+    case 'tool_call':
+      return { type: 'tool_use', id: p.id, name: p.name, input: argumentsObject(p.arguments) };
+    default:
+      return null;
+  }
+}

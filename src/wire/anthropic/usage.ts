@@ -1,0 +1,63 @@
+// Anthropic Messages usage -> the five buckets (DESIGN.md decision 4), and back.
+// Anthropic's input_tokens already EXCLUDES cache reads and writes, so the three input-side fields map one to one:
+//   input = input_tokens, cached = cache_read_input_tokens, cacheWrite = cache_creation_input_tokens.
+// Thinking is counted inside output_tokens and not split out, so reasoning stays null, unless the answer carries
+// `output_tokens_details.thinking_tokens` (seen in newer SDK typings): then those tokens move from output to
+// reasoning, so no token is counted twice.
+
+import type { Usage } from '../../ledger/types.js';
+import { isObj } from './json.js';
+
+const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+
+/** Usage from a Message's `usage`, message_start's `message.usage` or message_delta's `usage`. null: nothing usable. */
+export function anthropicUsage(raw: unknown): Usage | null {
+  if (!isObj(raw)) return null;
+  const input = n(raw.input_tokens);
+  const cached = n(raw.cache_read_input_tokens);
+  const cacheWrite = n(raw.cache_creation_input_tokens);
+  const outputTokens = n(raw.output_tokens);
+  if (input === null && cached === null && cacheWrite === null && outputTokens === null) return null;
+  const thinking = isObj(raw.output_tokens_details) ? n(raw.output_tokens_details.thinking_tokens) : null;
+  const reasoning = outputTokens === null ? null : thinking;
+  return {
+    input,
+    cached,
+    cacheWrite,
+    output: outputTokens === null ? null : Math.max(0, outputTokens - (reasoning ?? 0)),
+    reasoning: reasoning === null ? null : Math.min(reasoning, outputTokens ?? 0),
+  };
+}
+
+/** A later report over an earlier one, bucket by bucket: what the later one reports replaces, what it omits stays. */
+export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | null {
+  if (earlier === null) return later;
+  if (later === null) return earlier;
+  // Output and reasoning come from the same report (output_tokens and its details): never mix two reports there.
+  const laterHasOutput = later.output !== null || later.reasoning !== null;
+  return {
+    input: later.input ?? earlier.input,
+    cached: later.cached ?? earlier.cached,
+    cacheWrite: later.cacheWrite ?? earlier.cacheWrite,
+    output: laterHasOutput ? later.output : earlier.output,
+    reasoning: laterHasOutput ? later.reasoning : earlier.reasoning,
+  };
+}
+
+export interface AnthropicUsageJson {
+  input_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  output_tokens: number;
+}
+
+/** Canonical usage in Anthropic's shape: unknown buckets are 0 (Anthropic always reports numbers); reasoning goes
+ * back inside output_tokens, where Anthropic counts it. */
+export function renderUsage(u: Usage | null): AnthropicUsageJson {
+  return {
+    input_tokens: u?.input ?? 0,
+    cache_creation_input_tokens: u?.cacheWrite ?? 0,
+    cache_read_input_tokens: u?.cached ?? 0,
+    output_tokens: (u?.output ?? 0) + (u?.reasoning ?? 0),
+  };
+}

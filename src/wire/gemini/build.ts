@@ -1,0 +1,169 @@
+// CanonicalRequest -> the upstream request for a Gemini provider: path `<base_url path>/models/<id>:generateContent`
+// (or `:streamGenerateContent?alt=sse`), the x-goog-api-key header and a body shaped as @google/genai sends it.
+
+import type { Target } from '../codec.js';
+import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.js';
+import { applyThinking } from '../thinking.js';
+import type { UpstreamRequest } from '../types.js';
+import { endpointPath } from '../endpoint.js';
+import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
+
+function authHeaders(target: Target): Record<string, string> {
+  const a = target.provider.auth;
+  if (a.type === 'none' || !a.key) return {};
+  const header = (a.header ?? 'x-goog-api-key').toLowerCase();
+  return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
+}
+
+export function buildGeminiRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+  const model = target.modelId.replace(/^models\//, '');
+  const path = endpointPath(target.provider, `/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
+
+  // Gemini 3 (the gemini-level family) rejects a function call in history without its thought signature; a call
+  // another family produced gets the placeholder Google documents for that case.
+  const body: Json = { contents: buildContents(req.messages, target.model?.thinking === 'gemini-level') };
+  const system = req.system.flatMap((p) => (p.type === 'text' && p.text !== '' ? [{ text: p.text }] : []));
+  if (system.length > 0) body.systemInstruction = { parts: system };
+  if (req.tools !== undefined && req.tools.length > 0) {
+    body.tools = [
+      {
+        functionDeclarations: req.tools.map((t) => (t.description === undefined ? { name: t.name, parametersJsonSchema: t.parameters } : { name: t.name, description: t.description, parametersJsonSchema: t.parameters })),
+      },
+    ];
+    if (req.toolChoice !== undefined) body.toolConfig = { functionCallingConfig: functionCallingConfig(req.toolChoice) };
+  }
+
+  const g: Json = {};
+  if (req.maxTokens !== undefined) g.maxOutputTokens = req.maxTokens;
+  if (req.temperature !== undefined) g.temperature = req.temperature;
+  if (req.topP !== undefined) g.topP = req.topP;
+  if (req.topK !== undefined) g.topK = req.topK;
+  if (req.stop !== undefined && req.stop.length > 0) g.stopSequences = [...req.stop];
+  if (req.seed !== undefined) g.seed = req.seed;
+  if (req.presencePenalty !== undefined) g.presencePenalty = req.presencePenalty;
+  if (req.frequencyPenalty !== undefined) g.frequencyPenalty = req.frequencyPenalty;
+  if (req.responseFormat !== undefined) {
+    const f = req.responseFormat;
+    g.responseMimeType = f.type === 'text' ? 'text/plain' : 'application/json';
+    if (f.type === 'json_schema') g.responseJsonSchema = f.schema;
+  }
+  const thinking = buildThinkingConfig(req, target);
+  if (thinking !== undefined) g.thinkingConfig = thinking;
+  if (Object.keys(g).length > 0) body.generationConfig = g;
+
+  return {
+    path,
+    headers: { ...target.provider.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...authHeaders(target) },
+    body,
+  };
+}
+
+function functionCallingConfig(c: ToolChoice): Json {
+  switch (c.type) {
+    case 'auto':
+      return { mode: 'AUTO' };
+    case 'none':
+      return { mode: 'NONE' };
+    case 'required':
+      return { mode: 'ANY' };
+    case 'tool':
+      return { mode: 'ANY', allowedFunctionNames: [c.name] };
+  }
+}
+
+/**
+ * Messages -> contents (assistant -> 'model'). A message left without parts (only parts Gemini cannot take) is
+ * dropped: Gemini rejects an empty parts array.
+ */
+export function buildContents(messages: readonly Message[], signCalls = false): GeminiContent[] {
+  const out: GeminiContent[] = [];
+  messages.forEach((m, i) => {
+    const parts = m.role === 'assistant' ? answerToGemini(m.content) : userParts(m.content, messages, i);
+    if (signCalls && m.role === 'assistant') withCallSignature(parts);
+    if (parts.length > 0) out.push({ role: m.role === 'assistant' ? 'model' : 'user', parts });
+  });
+  return out;
+}
+
+/** The placeholder signature Gemini accepts on a function call it did not produce. */
+export const FOREIGN_CALL_SIGNATURE = 'skip_thought_signature_validator';
+
+/** The first function call of a model turn must carry a signature: a call without one gets the placeholder. */
+function withCallSignature(parts: GeminiPart[]): void {
+  const first = parts.find((p) => p.functionCall !== undefined);
+  if (first && first.thoughtSignature === undefined) first.thoughtSignature = FOREIGN_CALL_SIGNATURE;
+}
+
+function userParts(content: readonly Part[], messages: readonly Message[], at: number): GeminiPart[] {
+  const out: GeminiPart[] = [];
+  for (const p of content) {
+    switch (p.type) {
+      case 'text':
+        if (p.text !== '') out.push({ text: p.text });
+        break;
+      case 'image':
+      case 'file':
+      case 'audio':
+        out.push(mediaToGemini(p.source, p.type));
+        break;
+      case 'reasoning': {
+        const r = reasoningToGemini(p);
+        if (r) out.push(r);
+        break;
+      }
+      case 'tool_call':
+        out.push({ functionCall: { id: p.id, name: p.name, args: argsObject(p.arguments) } });
+        break;
+      case 'tool_result':
+        out.push({ functionResponse: { id: p.callId, name: p.name ?? callName(p.callId, messages, at), response: toolResponse(p) } });
+        break;
+    }
+  }
+  return out;
+}
+
+/** The name of the call `callId` answers: the latest tool_call with that id before message `at`; else the id itself. */
+function callName(callId: string, messages: readonly Message[], at: number): string {
+  for (let i = at; i >= 0; i--) {
+    const m = messages[i]!;
+    for (let j = m.content.length - 1; j >= 0; j--) {
+      const p = m.content[j]!;
+      if (p.type === 'tool_call' && p.id === callId) return p.name;
+    }
+  }
+  return callId;
+}
+
+/**
+ * A tool result -> functionResponse.response (an object). The text parts are joined; text that is a JSON object is
+ * sent as that object, any other text as {output: text}, an error as {error: text}. Non-text parts are dropped.
+ */
+function toolResponse(p: Extract<Part, { type: 'tool_result' }>): Json {
+  const text = p.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('\n');
+  if (p.isError === true) return { error: text };
+  try {
+    const v: unknown = JSON.parse(text);
+    if (isObj(v)) return v;
+  } catch {
+    // not JSON: plain output text
+  }
+  return { output: text };
+}
+
+/**
+ * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one. The
+ * level maps through the shared table (applyThinking: `gemini-level` models get thinkingLevel, others
+ * thinkingBudget, see docs/thinking.md); includeThoughts when the client asked for reasoning in the answer.
+ */
+export function buildThinkingConfig(req: CanonicalRequest, target: Target): Json | undefined {
+  const m = target.model;
+  if (m === null || !m.capabilities.includes('reasoning')) return undefined;
+  const out: Json = {};
+  if (req.thinking !== undefined) {
+    // One mapping for every family (src/wire/thinking.ts, docs/thinking.md).
+    Object.assign(out, applyThinking(m.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', req.thinking, m, req.maxTokens));
+  }
+  if (req.includeReasoning === true) out.includeThoughts = true;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+

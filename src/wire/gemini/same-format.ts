@@ -1,0 +1,89 @@
+// Gemini to a Gemini-format provider, passed through (src/wire/same-format.ts). Everything the client sent
+// reaches the upstream (cachedContent, safetySettings, built-in tools, fields added later); only these change:
+// - the model: it is in the URL, `<base_url path>/models/<provider model id>:<action>` with the client's `alt`;
+// - generationConfig.maxOutputTokens: lowered to the model's max_output_tokens when configured;
+// - a `(level)` suffix: generationConfig.thinkingConfig (thinkingLevel for `gemini-level` models, else
+//   thinkingBudget) for a model listed with the `reasoning` capability;
+// - capabilities the model's config excludes: tools and toolConfig; inline / file parts whose MIME type needs
+//   vision, pdf or audio; thinkingConfig; a response schema (the JSON MIME type stays).
+
+import { applyThinking } from '../thinking.js';
+import { endpointPath } from '../endpoint.js';
+import { capabilityOfMime, deleteNested, filterInPlace, isObj, objectAt, type Json, type SameFormat } from '../same-format.js';
+import { geminiCodec } from './index.js';
+import { GeminiStreamRenderer } from './stream.js';
+import { geminiUsage } from './usage.js';
+
+function keepPart(caps: ReadonlySet<string>) {
+  return (p: unknown): boolean => {
+    if (!isObj(p)) return true;
+    const media = isObj(p.inlineData) ? p.inlineData : isObj(p.fileData) ? p.fileData : null;
+    const cap = media === null ? null : capabilityOfMime(media.mimeType);
+    return cap === null || caps.has(cap);
+  };
+}
+
+function stripExcluded(body: Json, caps: ReadonlySet<string>): void {
+  if (!caps.has('tools')) {
+    delete body.tools;
+    delete body.toolConfig;
+  }
+  if (!caps.has('reasoning')) deleteNested(body, 'generationConfig', 'thinkingConfig');
+  if (!caps.has('structured_output') && isObj(body.generationConfig)) {
+    const g = body.generationConfig;
+    delete g.responseSchema;
+    delete g.responseJsonSchema;
+    if (Object.keys(g).length === 0) delete body.generationConfig;
+  }
+  if (caps.has('vision') && caps.has('pdf') && caps.has('audio')) return;
+  const keep = keepPart(caps);
+  const contents = [...(Array.isArray(body.contents) ? body.contents : []), body.systemInstruction];
+  for (const c of contents) if (isObj(c) && Array.isArray(c.parts)) filterInPlace(c.parts, keep);
+}
+
+export const geminiSameFormat: SameFormat = {
+  codec: geminiCodec,
+  upstreamPath(p, modelId, call) {
+    const query = call.alt === '' ? '' : `?alt=${encodeURIComponent(call.alt)}`;
+    return endpointPath(p, `/models/${modelId.replace(/^models\//, '')}:${call.action}${query}`, '/v1beta');
+  },
+  defaultHeaders: {},
+  authHeaders(p) {
+    if (p.auth.type === 'none' || !p.auth.key) return {};
+    const header = (p.auth.header ?? 'x-goog-api-key').toLowerCase();
+    return { [header]: header === 'authorization' ? `Bearer ${p.auth.key}` : p.auth.key };
+  },
+  setModel() {
+    // in the URL
+  },
+  getMaxTokens(body) {
+    const g = body.generationConfig;
+    return isObj(g) && typeof g.maxOutputTokens === 'number' ? g.maxOutputTokens : undefined;
+  },
+  setMaxTokens(body, n) {
+    objectAt(body, 'generationConfig').maxOutputTokens = n;
+  },
+  applyThinking(body, level, model) {
+    if (model === null || !model.capabilities.includes('reasoning')) return;
+    const g = isObj(body.generationConfig) ? body.generationConfig : undefined;
+    const maxTokens = typeof g?.maxOutputTokens === 'number' ? g.maxOutputTokens : undefined;
+    const params = applyThinking(model.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', level, model, maxTokens);
+    if (Object.keys(params).length === 0) return;
+    const tc = objectAt(objectAt(body, 'generationConfig'), 'thinkingConfig');
+    delete tc.thinkingBudget;
+    delete tc.thinkingLevel;
+    Object.assign(tc, params);
+  },
+  stripExcluded,
+  usageOf(json) {
+    // streamGenerateContent without alt=sse answers a JSON array of chunks; the last report is the answer's.
+    const chunks = Array.isArray(json) ? json : [json];
+    for (let i = chunks.length - 1; i >= 0; i--) {
+      const c: unknown = chunks[i];
+      const u = isObj(c) ? geminiUsage(c.usageMetadata) : null;
+      if (u !== null) return u;
+    }
+    return null;
+  },
+  terminalError: (code, message) => new GeminiStreamRenderer('').error(code, message),
+};

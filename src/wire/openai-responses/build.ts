@@ -1,0 +1,156 @@
+// Outbound: CanonicalRequest -> the upstream `POST <base_url path>/responses` request.
+//
+// - Always `store: false`: the gateway is stateless, nothing is left on the provider's side.
+// - System parts -> `instructions` (text parts joined by a blank line).
+// - Messages -> input items: user content as input_text / input_image / input_file; tool results as
+//   function_call_output (a string when the result is one text part, else a content array); assistant text as an
+//   output message; tool calls as function_call items. Item ids are never sent (with store: false the API would
+//   look them up and fail). Audio parts are dropped: Responses input content has no audio part.
+// - Reasoning parts go back as reasoning items only when they carry this family's encrypted content and the target
+//   model lists the `reasoning` capability; any other reasoning part is dropped.
+// - Function tools always carry an explicit `strict`: omitted, the Responses API would normalise the schema into
+//   strict mode (all properties required), which is not what a Chat / Anthropic / Gemini client asked for.
+// - Not supported by the Responses API, so removed (spec item 9): top_k, stop, seed, presence/frequency penalty.
+//
+// Thinking: the level goes through the shared `openai` family mapping (applyThinking in src/wire/thinking.ts,
+// table in docs/thinking.md) and is sent as `reasoning.effort`: named levels pass through (auto: no effort), a
+// budget becomes low / medium / high, a listed model without the `reasoning` capability gets nothing.
+//   The request is treated as going to a reasoning model when the target lists `reasoning`, or, for an unlisted
+//   model, when the request asks for reasoning (an effort or summaries). Only then: includeReasoning ->
+//   reasoning.summary 'auto'; include: ['reasoning.encrypted_content'] (so reasoning can be carried to the next
+//   turn without server-side storage; non-reasoning models reject it); reasoning items are sent back; and
+//   temperature / top_p are removed unless the effort is 'none' (reasoning models reject them otherwise).
+
+import type { CanonicalRequest, Message, Part } from '../canonical.js';
+import { applyThinking } from '../thinking.js';
+import type { Target } from '../codec.js';
+import { apiKeyHeaders, endpointPath } from '../endpoint.js';
+import type { UpstreamRequest } from '../types.js';
+import { dataUrl, envelopeOf, type Json } from './shared.js';
+
+
+
+function contentPart(p: Part): Json | null {
+  switch (p.type) {
+    case 'text':
+      return { type: 'input_text', text: p.text };
+    case 'image': {
+      const s = p.source;
+      const ref = s.kind === 'file_id' ? { file_id: s.id } : { image_url: s.kind === 'url' ? s.url : dataUrl(s.mediaType, s.data) };
+      return { type: 'input_image', ...ref, detail: p.detail ?? 'auto' };
+    }
+    case 'file': {
+      const s = p.source;
+      const ref = s.kind === 'file_id' ? { file_id: s.id } : s.kind === 'url' ? { file_url: s.url } : { file_data: dataUrl(s.mediaType, s.data) };
+      return p.filename === undefined ? { type: 'input_file', ...ref } : { type: 'input_file', ...ref, filename: p.filename };
+    }
+    default:
+      return null; // audio has no Responses input part; reasoning / tool parts are items, not content
+  }
+}
+
+function toolOutput(content: readonly Part[]): string | Json[] {
+  if (content.length === 0) return '';
+  if (content.length === 1 && content[0]!.type === 'text') return content[0]!.text;
+  return content.flatMap((p): Json[] => {
+    const c = contentPart(p);
+    return c ? [c] : [];
+  });
+}
+
+function userItems(m: Message, items: Json[]): void {
+  let buf: Json[] = [];
+  const flush = (): void => {
+    if (buf.length > 0) items.push({ role: 'user', content: buf });
+    buf = [];
+  };
+  for (const p of m.content) {
+    if (p.type === 'tool_result') {
+      flush();
+      items.push({ type: 'function_call_output', call_id: p.callId, output: toolOutput(p.content) });
+    } else {
+      const c = contentPart(p);
+      if (c) buf.push(c);
+    }
+  }
+  flush();
+}
+
+function assistantItems(m: Message, items: Json[], reasoningModel: boolean): void {
+  let buf: Json[] = [];
+  const flush = (): void => {
+    if (buf.length > 0) items.push({ type: 'message', role: 'assistant', content: buf });
+    buf = [];
+  };
+  for (const p of m.content) {
+    if (p.type === 'text') buf.push({ type: 'output_text', text: p.text });
+    else if (p.type === 'tool_call') {
+      flush();
+      items.push({ type: 'function_call', call_id: p.id, name: p.name, arguments: p.arguments });
+    } else if (p.type === 'reasoning') {
+      const env = envelopeOf(p);
+      if (!env || !reasoningModel) continue;
+      flush();
+      items.push({ type: 'reasoning', summary: p.text === '' ? [] : [{ type: 'summary_text', text: p.text }], encrypted_content: env.encryptedContent });
+    }
+  }
+  flush();
+}
+
+export function buildRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+  const effort = req.thinking === undefined ? undefined : applyThinking('openai', req.thinking, target.model, req.maxTokens).effort;
+  const reasoningModel = target.model !== null ? target.model.capabilities.includes('reasoning') : effort !== undefined || req.includeReasoning === true;
+  const input: Json[] = [];
+  for (const m of req.messages) {
+    if (m.role === 'user') userItems(m, input);
+    else assistantItems(m, input, reasoningModel);
+  }
+
+  const out: Json = { model: target.modelId };
+  const instructions = req.system.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('\n\n');
+  if (instructions !== '') out.instructions = instructions;
+  out.input = input;
+
+  if (req.tools !== undefined && req.tools.length > 0) {
+    out.tools = req.tools.map((t) => ({
+      type: 'function',
+      name: t.name,
+      ...(t.description === undefined ? {} : { description: t.description }),
+      parameters: t.parameters,
+      strict: t.strict ?? false,
+    }));
+    const c = req.toolChoice;
+    if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: 'function', name: c.name } : c.type;
+    if (req.parallelToolCalls !== undefined) out.parallel_tool_calls = req.parallelToolCalls;
+  }
+  if (req.maxTokens !== undefined) out.max_output_tokens = req.maxTokens;
+
+  const samplingAllowed = !reasoningModel || effort === 'none';
+  if (samplingAllowed && req.temperature !== undefined) out.temperature = req.temperature;
+  if (samplingAllowed && req.topP !== undefined) out.top_p = req.topP;
+
+  const f = req.responseFormat;
+  if (f !== undefined) {
+    out.text = {
+      format: f.type === 'json_schema' ? { type: 'json_schema', name: f.name, schema: f.schema, ...(f.strict === undefined ? {} : { strict: f.strict }) } : { type: f.type },
+    };
+  }
+  if (reasoningModel) {
+    const reasoning: Json = {};
+    if (effort !== undefined) reasoning.effort = effort;
+    if (req.includeReasoning === true) reasoning.summary = 'auto';
+    if (Object.keys(reasoning).length > 0) out.reasoning = reasoning;
+    out.include = ['reasoning.encrypted_content'];
+  }
+  out.stream = req.stream;
+  out.store = false;
+  if (req.user !== undefined) out.user = req.user;
+  if (req.metadata !== undefined) out.metadata = req.metadata;
+
+  const p = target.provider;
+  return {
+    path: endpointPath(p, '/responses', '/v1'),
+    headers: { ...p.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
+    body: out,
+  };
+}

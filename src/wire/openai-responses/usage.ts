@@ -1,0 +1,49 @@
+// Responses API usage <-> the five buckets (DESIGN.md decision 4). Like Chat Completions, the Responses API counts
+// cached tokens inside input_tokens and reasoning tokens inside output_tokens; both are taken out so no token is
+// counted twice. A missing details object leaves its bucket null (not reported), never 0. Cache writes are not
+// reported by this API: cacheWrite is always null.
+
+import type { Usage } from '../../ledger/types.js';
+import { isObj } from './shared.js';
+
+const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+
+export function responsesUsage(raw: unknown): Usage | null {
+  if (!isObj(raw)) return null;
+  const input = n(raw.input_tokens);
+  const output = n(raw.output_tokens);
+  if (input === null && output === null) return null;
+  const cached = isObj(raw.input_tokens_details) ? n(raw.input_tokens_details.cached_tokens) : null;
+  const reasoning = isObj(raw.output_tokens_details) ? n(raw.output_tokens_details.reasoning_tokens) : null;
+  return {
+    input: input === null ? null : Math.max(0, input - (cached ?? 0)),
+    cached,
+    cacheWrite: null,
+    output: output === null ? null : Math.max(0, output - (reasoning ?? 0)),
+    reasoning,
+  };
+}
+
+export interface WireUsage {
+  input_tokens: number;
+  input_tokens_details: { cached_tokens: number };
+  output_tokens: number;
+  output_tokens_details: { reasoning_tokens: number };
+  total_tokens: number;
+}
+
+/**
+ * The buckets added back up into the wire shape. The wire has no "not reported": a null bucket is written as 0.
+ * Cache writes are input the model read, so they count in input_tokens.
+ */
+export function renderUsage(u: Usage): WireUsage {
+  const input = (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
+  const output = (u.output ?? 0) + (u.reasoning ?? 0);
+  return {
+    input_tokens: input,
+    input_tokens_details: { cached_tokens: u.cached ?? 0 },
+    output_tokens: output,
+    output_tokens_details: { reasoning_tokens: u.reasoning ?? 0 },
+    total_tokens: input + output,
+  };
+}

@@ -1,0 +1,155 @@
+// Chat Completions answers <-> the canonical response: parse an upstream `chat.completion` (outbound) and render one
+// for a client (inbound). Shared with the stream side: finish reasons, vendor reasoning fields, usage rendering.
+
+import { TollgateError } from '../../core/errors.js';
+import type { CanonicalResponse, Part, StopReason } from '../canonical.js';
+import type { Usage } from '../../ledger/types.js';
+import { openaiUsage } from './usage.js';
+
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+/** Chat Completions finish_reason -> canonical. Vendor extras: `sensitive` (GLM), `insufficient_system_resource`
+ * (DeepSeek) and `network_error` (GLM) end an answer early; anything else unknown (or null) is a normal end. */
+export function stopReasonOf(finish: unknown, refused = false): StopReason {
+  switch (finish) {
+    case 'length':
+      return 'max_tokens';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_calls';
+    case 'content_filter':
+    case 'sensitive':
+      return 'content_filter';
+    case 'insufficient_system_resource':
+    case 'network_error':
+      return 'error';
+    default:
+      return refused ? 'refusal' : 'end';
+  }
+}
+
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
+
+/** Canonical -> finish_reason. A refusal is `stop` (its text is the `refusal` field); an error too, having no name. */
+export function finishReasonOf(r: StopReason): FinishReason {
+  switch (r) {
+    case 'max_tokens':
+      return 'length';
+    case 'tool_calls':
+      return 'tool_calls';
+    case 'content_filter':
+      return 'content_filter';
+    default:
+      return 'stop';
+  }
+}
+
+/**
+ * Reasoning text a vendor put on a message or delta: `reasoning_content` (DeepSeek, Qwen, Kimi, GLM, MiniMax),
+ * `reasoning` (OpenRouter, vLLM), else the text entries of `reasoning_details` (MiniMax with reasoning_split,
+ * OpenRouter). One source only, in that order, so a vendor sending two of them is not counted twice.
+ */
+export function reasoningOf(m: Json): string {
+  if (typeof m.reasoning_content === 'string' && m.reasoning_content !== '') return m.reasoning_content;
+  if (typeof m.reasoning === 'string' && m.reasoning !== '') return m.reasoning;
+  if (Array.isArray(m.reasoning_details)) {
+    return m.reasoning_details.map((d) => (isObject(d) && typeof d.text === 'string' && (d.type === undefined || d.type === 'reasoning.text') ? d.text : '')).join('');
+  }
+  return '';
+}
+
+/**
+ * Canonical usage -> Chat Completions usage: prompt_tokens = input + cached + cache write (OpenAI has no cache-write
+ * bucket; those tokens were read as input), completion_tokens = output + reasoning. The details objects are sent
+ * only for buckets that were reported, so openaiUsage reads back the same buckets (cache write folds into input).
+ */
+export function renderUsage(u: Usage): Json {
+  const prompt = (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
+  const completion = (u.output ?? 0) + (u.reasoning ?? 0);
+  const out: Json = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+  if (u.cached !== null) out.prompt_tokens_details = { cached_tokens: u.cached };
+  if (u.reasoning !== null) out.completion_tokens_details = { reasoning_tokens: u.reasoning };
+  return out;
+}
+
+/** The vLLM-style `stop_reason` of a choice: the stop string that ended the answer, when it says so. */
+export function stopSequenceOf(choice: Json): string | undefined {
+  return typeof choice.stop_reason === 'string' && choice.stop_reason !== '' ? choice.stop_reason : undefined;
+}
+
+/**
+ * A whole upstream `chat.completion` -> canonical. Only choices[0] is read. Content order: reasoning, text (and a
+ * refusal as text, with stop reason `refusal`), tool calls. A legacy `function_call` becomes a tool call whose id
+ * is `<response id>-function_call`.
+ */
+export function parseChatResponse(json: unknown): CanonicalResponse {
+  const fail = (what: string) => new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream answer is not a chat completion: ${what}`);
+  if (!isObject(json)) throw fail('not a JSON object');
+  const choice = Array.isArray(json.choices) ? json.choices[0] : undefined;
+  if (!isObject(choice)) throw fail('no choices[0]');
+  const msg = isObject(choice.message) ? choice.message : {};
+  const id = typeof json.id === 'string' ? json.id : '';
+  const content: Part[] = [];
+  const reasoning = reasoningOf(msg);
+  if (reasoning !== '') content.push({ type: 'reasoning', text: reasoning });
+  if (typeof msg.content === 'string' && msg.content !== '') content.push({ type: 'text', text: msg.content });
+  const refused = typeof msg.refusal === 'string' && msg.refusal !== '';
+  if (refused) content.push({ type: 'text', text: msg.refusal as string });
+  if (Array.isArray(msg.tool_calls)) {
+    for (const tc of msg.tool_calls) {
+      if (!isObject(tc) || !isObject(tc.function)) continue;
+      const f = tc.function;
+      content.push({
+        type: 'tool_call',
+        id: typeof tc.id === 'string' ? tc.id : '',
+        name: typeof f.name === 'string' ? f.name : '',
+        arguments: typeof f.arguments === 'string' ? f.arguments : '',
+      });
+    }
+  }
+  if (isObject(msg.function_call)) {
+    const f = msg.function_call;
+    content.push({ type: 'tool_call', id: `${id}-function_call`, name: typeof f.name === 'string' ? f.name : '', arguments: typeof f.arguments === 'string' ? f.arguments : '' });
+  }
+  const stopReason = stopReasonOf(choice.finish_reason, refused);
+  const stopSequence = choice.finish_reason === 'stop' ? stopSequenceOf(choice) : undefined;
+  return {
+    id,
+    model: typeof json.model === 'string' ? json.model : '',
+    content,
+    stopReason: stopSequence !== undefined ? 'stop_sequence' : stopReason,
+    ...(stopSequence !== undefined ? { stopSequence } : {}),
+    usage: openaiUsage(json.usage),
+  };
+}
+
+/**
+ * Canonical -> the client's `chat.completion`. `model` is the name the client asked for; `created` (Unix seconds)
+ * comes from the caller, codecs having no clock (0 when not given). Text parts are joined into `content`
+ * (into `refusal` when the stop reason is `refusal`); reasoning is sent as `reasoning_content`, the field
+ * OpenAI-compatible clients read; signatures and opaque reasoning are dropped.
+ */
+export function renderChatResponse(res: CanonicalResponse, model: string, created = 0): Json {
+  const text = res.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+  const reasoning = res.content.flatMap((p) => (p.type === 'reasoning' && !p.redacted ? [p.text] : [])).join('');
+  const calls = res.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
+  const refusal = res.stopReason === 'refusal';
+  const message: Json = {
+    role: 'assistant',
+    content: refusal || (text === '' && calls.length > 0) ? null : text,
+    refusal: refusal ? text : null,
+  };
+  if (reasoning !== '') message.reasoning_content = reasoning;
+  if (calls.length > 0) message.tool_calls = calls;
+  const out: Json = {
+    id: res.id,
+    object: 'chat.completion',
+    created,
+    model,
+    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReasonOf(res.stopReason) }],
+  };
+  if (res.usage !== null) out.usage = renderUsage(res.usage);
+  return out;
+}

@@ -1,0 +1,136 @@
+// The application/json parser (src/core/json-body.ts): the nesting limit (server.json_max_depth) refused before parsing
+// with the one error shape, brackets inside strings not counted, and fastify's checks kept (empty, invalid,
+// prototype poisoning, body limit) on a real socket.
+
+import t from 'tap';
+import { Readable } from 'node:stream';
+import { request } from 'undici';
+import { jsonDepth, parseJsonBody } from '../../src/core/json-body.js';
+import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
+import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+
+const depth = (s: string) => jsonDepth(Buffer.from(s));
+
+t.test('jsonDepth counts nested arrays and objects, not brackets inside strings', async (t) => {
+  t.equal(depth('1'), 0);
+  t.equal(depth('{}'), 1);
+  t.equal(depth('[[],[[]],{}]'), 3);
+  t.equal(depth('{"a":{"b":[1,{"c":2}]}}'), 4);
+  t.equal(depth('{"a":"[[[[{{{{"}'), 1, 'brackets in a string value');
+  t.equal(depth('{"[[[[":1}'), 1, 'brackets in a key');
+  t.equal(depth('["\\"[[[", "\\\\", [1]]'), 2, 'escaped quotes and an escaped backslash before the closing quote');
+  t.equal(depth('["\\\\\\"[[["]'), 1, 'three backslashes then a quote: still inside the string');
+  t.equal(depth('["é[ü", ["日本"]]'), 2, 'multi-byte UTF-8 inside strings');
+  t.equal(depth(`${'['.repeat(10_000)}`), 10_000, 'unbalanced: the deepest opening counts');
+  t.equal(depth(`${'['.repeat(10_000)}`.padEnd(10_000)), 10_000);
+  t.equal(jsonDepth(Buffer.from('['.repeat(10_000)), 128), 129, 'stops as soon as it passes max');
+  t.equal(depth('["unterminated [[['), 1, 'an unterminated string ends the scan');
+});
+
+t.test('parseJsonBody: depth checked first, empty and invalid bodies keep fastify codes', async (t) => {
+  t.same(parseJsonBody(Buffer.from('\uFEFF{"a":[1]}'), 8), { a: [1] }, 'a leading BOM is skipped');
+  t.throws(() => parseJsonBody(Buffer.alloc(0), 8), { code: 'FST_ERR_CTP_EMPTY_JSON_BODY' });
+  t.throws(() => parseJsonBody(Buffer.from('{"a":'), 8), { code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+  t.throws(() => parseJsonBody(Buffer.from('{"__proto__":{"x":1}}'), 8), { code: 'FST_ERR_CTP_INVALID_JSON_BODY' });
+  t.throws(() => parseJsonBody(Buffer.from(`${'['.repeat(9)}${']'.repeat(9)}`), 8), {
+    code: 'TOLLGATE_ERR_BAD_REQUEST', status: 400, message: 'JSON nesting deeper than server.json_max_depth (8)',
+  });
+  // large enough to be released: the caller's Buffer is detached once decoded
+  const big = Buffer.allocUnsafeSlow(2 * 1024 * 1024).fill(0x20);
+  big.write('{"a":"x"}', 0);
+  t.same(parseJsonBody(big, 8), { a: 'x' });
+  t.equal(big.length, 0, 'a large body is released once it is text');
+});
+
+const up = await startFakeOpenAI(t);
+const LIMIT = 100_000;
+const gw = await startApp(t, { server: { json_max_depth: 16, body_limit_bytes: LIMIT }, providers: { demo: DEMO_PROVIDER, fake: fakeProvider(up.baseUrl) } });
+const post = (body: string, path = '/v1/chat/completions') =>
+  request(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const nested = (n: number, open: string, close: string, inner = '1') => `${open.repeat(n)}${inner}${close.repeat(n)}`;
+/** A chat request whose messages[0].metadata nests `extra` more levels (the envelope itself is 3 deep). */
+const chatWith = (extra: string) => `{"model":"demo/echo-1","messages":[{"role":"user","content":"hi","metadata":${extra}}]}`;
+
+async function errorOf(res: Awaited<ReturnType<typeof request>>) {
+  const body = (await res.body.json()) as { error: Record<string, unknown> };
+  return { status: res.statusCode, body };
+}
+
+t.test('nesting at the limit is served; one deeper is 400 TOLLGATE_ERR_BAD_REQUEST naming the limit', async (t) => {
+  for (const [open, close, kind] of [['[', ']', 'arrays'], ['{"k":', '}', 'objects']] as const) {
+    const atLimit = await post(chatWith(nested(16 - 3, open, close)));
+    t.equal(atLimit.statusCode, 200, `${kind}: 16 levels are accepted`);
+    await atLimit.body.dump();
+    const over = await errorOf(await post(chatWith(nested(16 - 3 + 1, open, close))));
+    t.equal(over.status, 400, `${kind}: 17 levels are refused`);
+    t.strictSame(Object.keys(over.body.error).sort(), ['code', 'message', 'param', 'request_id', 'type']);
+    t.match(over.body.error, {
+      code: 'TOLLGATE_ERR_BAD_REQUEST', type: 'invalid_request_error', param: null,
+      message: 'JSON nesting deeper than server.json_max_depth (16)',
+    });
+  }
+});
+
+t.test('brackets inside strings do not count toward the depth', async (t) => {
+  const res = await post(chatWith(JSON.stringify({ note: '[[[[[[[[[[[[[[[[[[[[{{{{{{{{{{{{{{{{{{{{', '[[[[[[[[[[[[[[[[[[[[': '\\"[[[[[[[[[[[[[[[[[[' })));
+  t.equal(res.statusCode, 200);
+  await res.body.dump();
+});
+
+t.test('10,000-deep JSON is refused with a 400, and the gateway serves the next request', async (t) => {
+  for (const [open, close] of [['[', ']'], ['{"a":', '}']] as const) {
+    const deep = await errorOf(await post(chatWith(nested(10_000, open, close))));
+    t.equal(deep.status, 400);
+    t.equal(deep.body.error.code, 'TOLLGATE_ERR_BAD_REQUEST');
+    // also when the body is not a chat request at all, and on the forwarding route
+    const bare = await errorOf(await post(nested(10_000, open, close)));
+    t.equal(bare.body.error.code, 'TOLLGATE_ERR_BAD_REQUEST');
+  }
+  const forwarded = await errorOf(await post(`{"model":"fake/gpt-4o-mini","messages":[{"role":"user","content":"hi","x":${nested(10_000, '[', ']')}}]}`));
+  t.equal(forwarded.body.error.code, 'TOLLGATE_ERR_BAD_REQUEST');
+  t.equal(up.received.length, 0, 'nothing deep reached the upstream');
+  const after = await post(chatWith('{}'));
+  t.equal(after.statusCode, 200);
+  await after.body.dump();
+});
+
+t.test('prototype poisoning, empty and invalid bodies keep their codes', async (t) => {
+  for (const body of ['{"model":"demo/echo-1","messages":[],"__proto__":{"admin":true}}', '{"constructor":{"prototype":{"x":1}},"model":"demo/echo-1","messages":[]}', '{"model":"demo/echo-1","messages":[{"role":"user","content":"hi","\\u005f_proto__":{}}]}']) {
+    const res = await errorOf(await post(body));
+    t.equal(res.status, 400, body);
+    t.equal(res.body.error.code, 'TOLLGATE_ERR_INVALID_JSON');
+  }
+  t.equal((await errorOf(await post(''))).body.error.code, 'TOLLGATE_ERR_INVALID_JSON', 'empty body');
+  t.equal((await errorOf(await post('{"model":'))).body.error.code, 'TOLLGATE_ERR_INVALID_JSON', 'truncated body');
+  const text = await post('{"model":"demo/echo-1","messages":[{"role":"user","content":"__proto__ is fine as text"}]}');
+  t.equal(text.statusCode, 200, '__proto__ inside a string value is not a key');
+  await text.body.dump();
+});
+
+t.test('the body limit is still a 413, with or without a content-length', async (t) => {
+  const small = gw;
+  const big = chatWith(JSON.stringify('x'.repeat(LIMIT)));
+  const withLength = await request(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+  t.equal(withLength.statusCode, 413);
+  t.equal(((await withLength.body.json()) as { error: { code: string } }).error.code, 'TOLLGATE_ERR_BODY_TOO_LARGE');
+  const chunked = await request(`${small.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: Readable.from((async function* () {
+      for (let i = 0; i < 4; i++) yield Buffer.from(big.slice(i * 30_000, (i + 1) * 30_000));
+    })()),
+  });
+  t.equal(chunked.statusCode, 413);
+  t.equal(((await chunked.body.json()) as { error: { code: string } }).error.code, 'TOLLGATE_ERR_BODY_TOO_LARGE');
+  // a chunked body split inside a multi-byte character is decoded whole
+  const utf8 = Buffer.from(chatWith('{"k":"é日本"}'));
+  const cut = utf8.indexOf(Buffer.from('日')) + 1;
+  const fits = await request(`${small.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: Readable.from((async function* () {
+      yield utf8.subarray(0, cut);
+      yield utf8.subarray(cut);
+    })()),
+  });
+  t.equal(fits.statusCode, 200);
+  await fits.body.dump();
+});

@@ -1,0 +1,33 @@
+// Local calendars in an IANA zone (src/core/tz.ts), the one module budgets, alerts and the hourly report use:
+// days and months as UTC instants, daylight-saving days of 23 and 25 hours, a half-hour zone, and zone names.
+
+import t from 'tap';
+import { dayBounds, monthBounds, parseTimeZone } from '../../src/core/tz.js';
+
+const H = 3_600_000;
+
+t.test('days: UTC, a half-hour zone, and both daylight-saving changes', async (t) => {
+  t.same(dayBounds(Date.UTC(2026, 10, 21, 12), 'UTC'), { from: Date.UTC(2026, 10, 21), to: Date.UTC(2026, 10, 22), date: '2026-11-21' });
+  // Kolkata is +05:30: its 2026-11-21 runs from 2026-11-20T18:30Z.
+  t.same(dayBounds(Date.UTC(2026, 10, 20, 20), 'Asia/Kolkata'), { from: Date.UTC(2026, 10, 20, 18, 30), to: Date.UTC(2026, 10, 21, 18, 30), date: '2026-11-21' });
+  // Paris: 2026-03-29 has 23 hours (clocks go forward), 2026-10-25 has 25 (they go back).
+  const spring = dayBounds(Date.UTC(2026, 2, 29, 12), 'Europe/Paris');
+  t.same([spring.from, spring.to - spring.from], [Date.UTC(2026, 2, 28, 23), 23 * H]);
+  const autumn = dayBounds(Date.UTC(2026, 9, 25, 12), 'Europe/Paris');
+  t.same([autumn.from, autumn.to - autumn.from], [Date.UTC(2026, 9, 24, 22), 25 * H]);
+});
+
+t.test('months: bounds, length and the day of the month, across a year end and in a zone ahead of UTC', async (t) => {
+  t.same(monthBounds(Date.UTC(2028, 1, 29, 12), 'UTC'), { from: Date.UTC(2028, 1, 1), to: Date.UTC(2028, 2, 1), month: '2028-02', days: 29, dayOfMonth: 29 });
+  // 2026-12-31T20:00Z is already 2027-01-01 05:00 in Tokyo (+09:00).
+  t.same(monthBounds(Date.UTC(2026, 11, 31, 20), 'Asia/Tokyo'), { from: Date.UTC(2026, 11, 31, 15), to: Date.UTC(2027, 0, 31, 15), month: '2027-01', days: 31, dayOfMonth: 1 });
+  const dec = monthBounds(Date.UTC(2026, 11, 15), 'UTC');
+  t.same([dec.from, dec.to, dec.days], [Date.UTC(2026, 11, 1), Date.UTC(2027, 0, 1), 31]);
+});
+
+t.test('zone names: canonical when known, null otherwise', async (t) => {
+  t.equal(parseTimeZone('UTC'), 'UTC');
+  t.equal(parseTimeZone('Europe/Paris'), 'Europe/Paris');
+  t.equal(parseTimeZone('Mars/Olympus'), null);
+  t.equal(parseTimeZone('../etc/passwd'), null);
+});

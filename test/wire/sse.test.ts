@@ -1,0 +1,158 @@
+// SSE framing: bytes -> frames on any chunking (byte by byte, random splits, multi-byte characters cut in half),
+// LF, CRLF and CR line ends, comments, multi-line data, a final frame without its blank line, and formatFrame
+// round-tripping through the parser.
+
+import t from 'tap';
+import { SseParser, formatFrame, type SseFrame } from '../../src/wire/sse.js';
+
+const enc = new TextEncoder();
+
+/** Parse `bytes` fed in pieces cut at `cuts` (byte offsets). */
+function parseCut(bytes: Uint8Array, cuts: number[]): SseFrame[] {
+  const p = new SseParser();
+  const out: SseFrame[] = [];
+  let at = 0;
+  for (const c of [...cuts, bytes.length]) {
+    out.push(...p.push(bytes.subarray(at, c)));
+    at = c;
+  }
+  out.push(...p.end());
+  return out;
+}
+
+const whole = (s: string | Uint8Array) => parseCut(typeof s === 'string' ? enc.encode(s) : s, []);
+const byteByByte = (s: string | Uint8Array) => {
+  const b = typeof s === 'string' ? enc.encode(s) : s;
+  return parseCut(b, Array.from({ length: b.length }, (_, i) => i));
+};
+
+const frame = (data: string, event: string | null = null, id: string | null = null): SseFrame => ({ event, data, id });
+
+// An OpenAI-style stream: JSON chunks, a keep-alive comment, multi-byte text, [DONE].
+const chunk = (content: string) => JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content }, finish_reason: null }] });
+const STREAM_DATA = [chunk('Hello'), chunk(' wörld'), chunk(' 你好'), chunk(' 👋🏽'), '[DONE]'];
+const STREAM = `data: ${STREAM_DATA[0]}\n\n: keep-alive\n\ndata: ${STREAM_DATA[1]}\n\ndata: ${STREAM_DATA[2]}\n\ndata: ${STREAM_DATA[3]}\n\ndata: [DONE]\n\n`;
+
+t.test('a whole stream in one chunk', async (t) => {
+  t.same(whole(STREAM), STREAM_DATA.map((d) => frame(d)));
+});
+
+t.test('fed byte by byte: the same frames, each as soon as its blank line arrives', async (t) => {
+  t.same(byteByByte(STREAM), STREAM_DATA.map((d) => frame(d)));
+  const p = new SseParser();
+  const b = enc.encode('data: one\n\ndata: two\n\n');
+  const emittedAt: number[] = [];
+  b.forEach((_, i) => {
+    if (p.push(b.subarray(i, i + 1)).length > 0) emittedAt.push(i);
+  });
+  t.same(emittedAt, [10, 21], 'emitted on the second newline of each frame, not later');
+  t.same(p.end(), [], 'nothing left over');
+});
+
+t.test('random chunk boundaries never change the result', async (t) => {
+  const bytes = enc.encode(STREAM.replace(/\n/g, '\r\n'));
+  let seed = 42;
+  const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  for (let run = 0; run < 200; run++) {
+    const cuts = Array.from({ length: 1 + Math.floor(rand() * 20) }, () => Math.floor(rand() * bytes.length)).sort((a, b) => a - b);
+    const got = parseCut(bytes, cuts);
+    if (JSON.stringify(got) !== JSON.stringify(STREAM_DATA.map((d) => frame(d)))) {
+      t.fail(`cuts ${cuts.join(',')} gave ${JSON.stringify(got)}`);
+      return;
+    }
+  }
+  t.pass('200 random chunkings agree');
+});
+
+t.test('CRLF and CR line ends', async (t) => {
+  const crlf = 'data: a\r\n\r\nevent: message\r\ndata: b\r\nid: 7\r\n\r\n';
+  const expected = [frame('a'), frame('b', 'message', '7')];
+  t.same(whole(crlf), expected, 'CRLF');
+  t.same(byteByByte(crlf), expected, 'CRLF byte by byte: a CR and its LF in different chunks');
+  t.same(parseCut(enc.encode(crlf), [8, 9, 10]), expected, 'cut between \\r and \\n of the blank line');
+  t.same(whole('data: a\r\rdata: b\r\r'), [frame('a'), frame('b')], 'CR only');
+  t.same(whole('data: x\r\ndata: y\r\n\r\n'), [frame('x\ny')], 'CRLF between data lines joins with \\n');
+});
+
+t.test('comments and unknown fields are ignored', async (t) => {
+  t.same(whole(': OPENROUTER PROCESSING\n\n: ping\n\ndata: a\n\n'), [frame('a')], 'comment-only frames produce nothing');
+  t.same(whole('data: a\n: in the middle\ndata: b\n\n'), [frame('a\nb')], 'a comment line inside a frame');
+  t.same(whole('retry: 3000\ndata: a\nfoo: bar\n\n'), [frame('a')], 'retry and unknown fields');
+  t.same(whole('id: 5\n\n'), [], 'a frame with neither data nor event is nothing');
+});
+
+t.test('multi-line data is joined with \\n', async (t) => {
+  t.same(whole('data: line one\ndata: line two\ndata:\ndata: line four\n\n'), [frame('line one\nline two\n\nline four')]);
+  t.same(byteByByte('data: {"a":\ndata: 1}\n\n'), [frame('{"a":\n1}')]);
+});
+
+t.test('the value after the colon loses one leading space, no more', async (t) => {
+  t.same(whole('data:x\n\n'), [frame('x')]);
+  t.same(whole('data: x\n\n'), [frame('x')]);
+  t.same(whole('data:  x\n\n'), [frame(' x')]);
+  t.same(whole('data: a: b\n\n'), [frame('a: b')], 'only the first colon splits');
+  t.same(whole('data\n\n'), [frame('')], 'a bare field name is an empty value');
+  t.same(whole('event: error\ndata: {"error":{"message":"overloaded"}}\n\n'), [frame('{"error":{"message":"overloaded"}}', 'error')]);
+});
+
+t.test('a final frame without its blank line is flushed by end()', async (t) => {
+  const p = new SseParser();
+  t.same(p.push(enc.encode('data: first\n\ndata: last')), [frame('first')]);
+  t.same(p.end(), [frame('last')]);
+  t.same(whole('data: [DONE]\n'), [frame('[DONE]')], 'one newline');
+  t.same(whole('data: [DONE]\r\n\r'), [frame('[DONE]')], 'cut inside the CRLF blank line');
+  t.same(whole('data: a\n\n\n\n'), [frame('a')], 'extra blank lines are nothing');
+  t.same(whole(''), []);
+  t.same(whole('\n\n'), []);
+  t.same(whole(': trailing comment'), []);
+});
+
+t.test('UTF-8 multi-byte characters split across chunks', async (t) => {
+  const text = 'ä€𝄞👋🏽 中文';
+  const b = enc.encode(`data: ${text}\n\n`);
+  for (let cut = 1; cut < b.length; cut++) {
+    const got = parseCut(b, [cut]);
+    if (got.length !== 1 || got[0]!.data !== text) {
+      t.fail(`cut at ${cut}: ${JSON.stringify(got)}`);
+      return;
+    }
+  }
+  t.pass('every single cut point decodes correctly');
+  t.same(byteByByte(b), [frame(text)], 'byte by byte');
+  const p = new SseParser();
+  t.same(p.push(enc.encode('data: ').slice()), []);
+  t.same(p.push(Uint8Array.of(0xf0, 0x9f)), []);
+  t.same(p.push(Uint8Array.of(0x91, 0x8b, 0x0a, 0x0a)), [frame('👋')], 'a four-byte emoji in two halves');
+  t.same(whole(Uint8Array.of(0xef, 0xbb, 0xbf, ...enc.encode('data: bom\n\n'))), [frame('bom')], 'a UTF-8 BOM at the start is dropped');
+});
+
+t.test('formatFrame', async (t) => {
+  t.equal(formatFrame('{"a":1}'), 'data: {"a":1}\n\n');
+  t.equal(formatFrame('[DONE]'), 'data: [DONE]\n\n');
+  t.equal(formatFrame('a\nb'), 'data: a\ndata: b\n\n', 'one data line per line');
+  t.equal(formatFrame('x', 'error'), 'event: error\ndata: x\n\n');
+  t.equal(formatFrame(''), 'data: \n\n');
+});
+
+t.test('formatFrame round-trips through the parser', async (t) => {
+  const cases: [string, string | null][] = [
+    ['[DONE]', null],
+    [chunk('Hello'), null],
+    [JSON.stringify({ text: 'line\nbreak and "quotes" and \\ and 👋' }), null],
+    ['line one\nline two\n\nline four', null],
+    ['', null],
+    [' leading space', null],
+    ['  two spaces', null],
+    [': looks like a comment', null],
+    ['data: nested', null],
+    ['trailing newline\n', null],
+    ['{"type":"message_start"}', 'message_start'],
+    ['', 'ping'],
+  ];
+  for (const [data, event] of cases) {
+    t.same(whole(formatFrame(data, event)), [frame(data, event)], JSON.stringify([data, event]));
+  }
+  const all = cases.map(([d, e]) => formatFrame(d, e)).join('');
+  t.same(byteByByte(all), cases.map(([d, e]) => frame(d, e)), 'all of them back to back, byte by byte');
+  t.same(whole(whole(STREAM).map((f) => formatFrame(f.data, f.event)).join('')), whole(STREAM), 'parse -> format -> parse is stable');
+});
