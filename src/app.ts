@@ -36,6 +36,7 @@ import { QuotaService } from './accounting/quota.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
+import { watchBudget, watchCooldowns, watchQuota } from './accounting/gauges.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -145,15 +146,15 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     onCool: (connectionId, reason) => metrics.cooled(connectionId, reason),
     tokens: (providerId, settings) => new OAuthSession(providerId, settings, credentials),
   });
-  metrics.watchCooldowns(() => holder.current, router);
+  watchCooldowns(metrics, () => holder.current, router);
   // Quota from the record; combos skip a provider whose quota is used up; the gauges read the same snapshot.
   const quota = new QuotaService(store, () => holder.current);
   router.quota = quota;
-  metrics.watchQuota(quota);
+  watchQuota(metrics, quota);
   // Budgets and alerts: evaluated on a timer and shortly after each record; the budget gate drives the auto-switch.
   const alerting = createAlerting({ store, config: holder, quota, metrics, log });
   router.budget = alerting.budget;
-  metrics.watchBudget(alerting.budget);
+  watchBudget(metrics, alerting.budget);
   ledger.subscribe((r) => alerting.published(r));
   const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
   const sw = cfg.budgets.auto_switch;

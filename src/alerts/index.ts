@@ -12,7 +12,7 @@ import type { UsageRecord } from '../ledger/record.js';
 import { BudgetService } from '../accounting/budget.js';
 import { Notifier, channelsFromConfig } from './notifier.js';
 import { AlertService, type Notify } from './service.js';
-import type { Alert, DeliveryResult } from './types.js';
+import { ALERT_KINDS, type Alert, type DeliveryResult } from './types.js';
 
 export interface Alerting {
   readonly budget: BudgetService;
@@ -28,6 +28,7 @@ export interface Alerting {
 
 export function createAlerting(deps: { store: Store; config: ConfigHolder; quota: QuotaService; metrics: Metrics; log: FastifyBaseLogger }): Alerting {
   const { store, config, metrics, log } = deps;
+  metrics.declareAlertKinds([...ALERT_KINDS, 'auto_switch']);
   const budget = new BudgetService(store, () => config.current);
   const record = (a: Alert, r: DeliveryResult) => {
     metrics.notification(r.channel, r.delivered);

@@ -9,7 +9,7 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MockOptions } from '../config/types.js';
-import { readText, type AbortLike, type UpstreamResponse } from './transport.js';
+import { readText, type AbortLike, type Transport, type UpstreamResponse } from './upstream.js';
 
 const WORDS = 'Tollgate demo reply: every token you see here is counted once, priced, and recorded three ways.'.split(' ');
 
@@ -95,3 +95,8 @@ export async function mockRespond(opts: MockOptions, body: Readonly<Record<strin
   const sse = Readable.from(frames());
   return { status: 200, headers: responseHeaders(true), body: sse, text: () => readText(sse) };
 }
+
+/** The mock as a transport: answers in process, reading the request body as a value. */
+export const mockTransport: Transport = {
+  send: (_id, provider, req, opts) => mockRespond(provider.mock, req.body, opts.signal),
+};

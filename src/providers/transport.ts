@@ -1,59 +1,18 @@
 // Outbound calls: one undici Pool per provider (keep-alive, connect timeout from config), rebuilt when a live
 // config edit changes the provider's origin or limits; the old pool finishes its in-flight requests and closes.
-// The `mock` format is served in process behind the same interface.
+// The `mock` format is another Transport (mock.ts), answered in process.
 
-import { EventEmitter } from 'node:events';
 import { Pool } from 'undici';
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { jsonBody } from '../wire/json-stream.js';
-import { mockRespond } from './mock.js';
+import { mockTransport } from './mock.js';
+import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
+
+export { ClientAbort, readText, type AbortLike, type SendOptions, type Transport, type UpstreamResponse } from './upstream.js';
 import { connectionsOf } from '../config/connections.js';
-
-export interface UpstreamResponse {
-  readonly status: number;
-  readonly headers: Record<string, string | string[] | undefined>;
-  readonly body: Readable;
-  /** The whole body as text (consumes `body`). */
-  text(): Promise<string>;
-}
-
-/** Collect a stream's bytes as UTF-8 text. */
-export async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
-  const parts: Buffer[] = [];
-  for await (const c of body) parts.push(Buffer.from(c));
-  return Buffer.concat(parts).toString('utf8');
-}
-
-/**
- * The per-request abort signal for upstream calls: undici accepts an EventEmitter with `aborted`, which costs a
- * fraction of an AbortController (whose EventTarget machinery showed up in the request path's profile).
- */
-export class ClientAbort extends EventEmitter {
-  aborted = false;
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
-  /** A real AbortSignal that follows this one, for APIs that need one. */
-  toSignal(): AbortSignal {
-    const ac = new AbortController();
-    if (this.aborted) ac.abort();
-    else this.once('abort', () => ac.abort());
-    return ac.signal;
-  }
-}
-
-export type AbortLike = AbortSignal | ClientAbort;
-
-export interface SendOptions {
-  readonly stream: boolean;
-  readonly signal: ClientAbort;
-  readonly extraHeaders?: Record<string, string>;
-}
 
 interface PoolEntry {
   readonly key: string;
@@ -91,7 +50,11 @@ export function classifyTransportError(err: unknown): TollgateError {
   }
 }
 
-export class Dispatcher {
+/** Transports that answer in process, by provider format; every other format goes over HTTP. */
+const IN_PROCESS: Readonly<Partial<Record<ProviderConfig['format'], Transport>>> = { mock: mockTransport };
+
+/** The transport for every upstream call: HTTP through one undici pool per connection, or an in-process one. */
+export class Dispatcher implements Transport {
   readonly #pools = new Map<string, PoolEntry>();
 
   /** Drop pools whose provider disappeared or changed; they finish what they carry, then close. */
@@ -101,7 +64,7 @@ export class Dispatcher {
       const pid = id.split('#')[0]!;
       const provider = providers[pid];
       const p = provider && id.includes('#') ? connectionsOf(pid, provider).find((c) => c.id === id)?.provider : provider;
-      if (!p || p.format === 'mock' || poolKey(p) !== entry.key) {
+      if (!p || IN_PROCESS[p.format] !== undefined || poolKey(p) !== entry.key) {
         this.#pools.delete(id);
         void entry.pool.close().catch(() => undefined);
       }
@@ -124,8 +87,9 @@ export class Dispatcher {
   }
 
   async send(id: string, p: ProviderConfig, req: UpstreamRequest, opts: SendOptions): Promise<UpstreamResponse> {
-    // In process: the mock reads the body as a value; nothing is serialised.
-    if (p.format === 'mock') return mockRespond(p.mock, req.body, opts.signal);
+    // In process (the mock): the body is read as a value; nothing is serialised.
+    const local = IN_PROCESS[p.format];
+    if (local !== undefined) return local.send(id, p, req, opts);
     const stallMs = p.timeouts.stall_s * 1000;
     try {
       const res = await this.#pool(id, p).request({

@@ -7,12 +7,6 @@ import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild 
 import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../ledger/types.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
 import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../ledger/record.js';
-import type { Config } from '../config/types.js';
-import { connectionsOf } from '../config/connections.js';
-import type { Router } from '../routing/router.js';
-import type { QuotaService } from '../accounting/quota.js';
-import type { BudgetService } from '../accounting/budget.js';
-import { ALERT_KINDS } from '../alerts/types.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
@@ -27,27 +21,6 @@ export interface RecordingState {
 }
 
 export const DROP_REASONS = ['spool_full', 'rejected'] as const;
-
-/** How long a scrape waits for numbers read from the store before it goes on without them. */
-const STORE_READ_MS = 2000;
-
-/**
- * `read()`, or null when it fails or takes longer than STORE_READ_MS: the gauges that come from the store are left
- * out of that scrape, and every other series (tollgate_store_up and the spool's among them) is still served. While
- * a ClickHouse server is down or hangs, /metrics must keep answering: it is how the outage is seen.
- */
-async function fromStore<T>(read: () => Promise<T>): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<null>((resolve) => {
-    timer = setTimeout(() => resolve(null), STORE_READ_MS);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([read().catch(() => null), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
 export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;
@@ -110,7 +83,6 @@ export class Metrics {
     this.#autoSwitched = new Counter({ name: METRIC.autoSwitched, help: 'Client requests the budget auto-switch sent to the free tier.', registers });
     this.#autoSwitched.inc(0);
     this.#alertsFired = new Counter({ name: METRIC.alertsFired, help: 'Alerts fired by the in-process evaluator, by kind.', labelNames: ['kind'], registers });
-    for (const kind of [...ALERT_KINDS, 'auto_switch']) this.#alertsFired.inc({ kind }, 0);
     this.#notifications = new Counter({ name: METRIC.notifications, help: 'Alert notifications by channel and result (delivered, failed after retries).', labelNames: ['channel', 'result'], registers });
     for (const channel of ['dashboard', 'email', 'webhook']) for (const result of ['delivered', 'failed']) this.#notifications.inc({ channel, result }, 0);
     // Series that alerting rules query exist from the start (at 0), so increase() and rate() see the first event.
@@ -160,68 +132,9 @@ export class Metrics {
     this.#cooldowns.inc({ provider: connectionId.split('#')[0]!, reason });
   }
 
-  /** Remaining cooldown per provider connection, read at scrape time. */
-  watchCooldowns(config: () => Config, router: Router): void {
-    new Gauge({
-      name: METRIC.cooldownSeconds, help: 'Seconds until a cooling provider connection is used again (0: not cooling).',
-      labelNames: ['provider', 'connection'], registers: [this.registry],
-      collect() {
-        this.reset();
-        for (const [pid, p] of Object.entries(config().providers)) {
-          for (const c of connectionsOf(pid, p)) this.set({ provider: pid, connection: c.name }, router.cooldowns.remainingMs(c.id) / 1000);
-        }
-      },
-    });
-  }
-
-  /** Quota and spend gauges, from the quota engine's snapshot at scrape time (the same numbers as /api/quota). */
-  watchQuota(quota: QuotaService): void {
-    const registers = [this.registry];
-    const snapshot = async () => (await fromStore(() => quota.entries())) ?? [];
-    new Gauge({
-      name: METRIC.quotaUsedRatio, help: 'Quota used as a ratio of its limit (1 = exhausted; above 1 when over).', labelNames: ['provider'], registers,
-      async collect() {
-        this.reset();
-        for (const e of await snapshot()) if (e.quota.limit) this.set({ provider: e.id }, e.quota.used / e.quota.limit);
-      },
-    });
-    new Gauge({
-      name: METRIC.quotaRemaining, help: 'Quota remaining, in its unit (hours, tokens or requests).', labelNames: ['provider', 'unit'], registers,
-      async collect() {
-        this.reset();
-        for (const e of await snapshot()) if (e.quota.remaining !== null) this.set({ provider: e.id, unit: e.quota.unit }, e.quota.remaining);
-      },
-    });
-    new Gauge({
-      name: METRIC.quotaResetSeconds, help: 'Seconds until the quota resets (or its oldest usage expires).', labelNames: ['provider'], registers,
-      async collect() {
-        this.reset();
-        for (const e of await snapshot()) if (e.reset.countdown_s !== null) this.set({ provider: e.id }, e.reset.countdown_s);
-      },
-    });
-  }
-
-  /** Spend and budget gauges from the budget engine (the budget's time zone), read at scrape time. */
-  watchBudget(budget: BudgetService): void {
-    const registers = [this.registry];
-    new Gauge({
-      name: METRIC.spend, help: 'Billed spend in USD in the current budget day and month (budgets.timezone, default UTC).', labelNames: ['window'], registers,
-      async collect() {
-        const s = await fromStore(() => budget.refresh());
-        if (s === null) return this.reset();
-        this.set({ window: 'today' }, s.daily.spent);
-        this.set({ window: 'month' }, s.monthly.spent);
-      },
-    });
-    new Gauge({
-      name: METRIC.budgetLimit, help: 'The configured budgets in USD (absent when not set).', labelNames: ['window'], registers,
-      collect() {
-        this.reset();
-        const s = budget.latest;
-        if (s?.daily.limit != null) this.set({ window: 'daily' }, s.daily.limit);
-        if (s?.monthly.limit != null) this.set({ window: 'monthly' }, s.monthly.limit);
-      },
-    });
+  /** The alert kinds that exist, each shown at 0 before it first fires. */
+  declareAlertKinds(kinds: readonly string[]): void {
+    for (const kind of kinds) this.#alertsFired.inc({ kind }, 0);
   }
 
   alertFired(kind: string): void {
