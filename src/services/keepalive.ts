@@ -31,58 +31,26 @@ import { TollgateError, toTollgateError } from '../core/errors.js';
 import { codecFor } from '../wire/registry.js';
 import { ClientAbort, classifyTransportError, type Dispatcher } from '../providers/transport.js';
 import { claim } from '../store/claims.js';
+import { upstreamCallsSince } from '../store/keepalive.js';
+import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, replay, type Window } from './keepalive-window.js';
+
+export { advance, MIN_WINDOW_MS, opensWindow, parseWindow, replay, type Window } from './keepalive-window.js';
 import type { Store } from '../store/client.js';
 import type { CanonicalRequest } from '../wire/canonical.js';
 import { computeCost } from '../ledger/cost.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
+import { makeRecord, type RequestStatus, type UsageRecord } from '../ledger/record.js';
 import { NO_USAGE, type Usage } from '../ledger/types.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import { connectionsOf, type Connection } from '../config/connections.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { Router } from '../routing/router.js';
 
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
-export const MIN_WINDOW_MS = 1000;
-const DAY_MS = UNIT_MS.d;
+const DAY_MS = 86_400_000;
 /** setTimeout's limit; a longer wait is armed in legs. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
 const MAX_BUFFERED = 10_000;
-
-/** `30m`, `5h`, `2s`, `1d` in milliseconds, at least MIN_WINDOW_MS. */
-export function parseWindow(s: string): number {
-  const m = /^(\d+)([smhd])$/.exec(s);
-  if (!m) throw new TypeError(`not a window: '${s}' (expected a number and s, m, h or d)`);
-  return Math.max(MIN_WINDOW_MS, Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
-}
-
-/** One connection's window as far as the gateway can tell; `prevEnd` is the end of the one before (-Infinity: none). */
-export interface Window {
-  readonly start: number;
-  readonly end: number;
-  readonly prevEnd: number;
-}
-
-/** Whether a record is an upstream call that can open a window. */
-export function opensWindow(r: Pick<UsageRecord, 'kind' | 'connection' | 'status'>): boolean {
-  return r.connection !== '' && r.kind !== 'combo' && !(r.kind === 'keepalive' && r.status !== 'success');
-}
-
-/** The window after an upstream call that started at `t` (returns `w` itself when nothing changes). */
-export function advance(w: Window | null, t: number, windowMs: number): Window {
-  if (w === null || t >= w.end) return { start: t, end: t + windowMs, prevEnd: w?.end ?? -Infinity };
-  if (t >= w.start || t < w.prevEnd) return w;
-  // Seen late, but started before the call that opened `w` and after the window before ended: it opened a window.
-  return w.start < t + windowMs ? { start: t, end: t + windowMs, prevEnd: w.prevEnd } : { ...w, prevEnd: t + windowMs };
-}
-
-/** The rule replayed over upstream-call start times in ascending order: the last window (open or ended), or null. */
-export function replay(starts: Iterable<number>, windowMs: number): Window | null {
-  let w: Window | null = null;
-  for (const t of starts) w = advance(w, t, windowMs);
-  return w;
-}
 
 /** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */
 export function pingModel(p: ProviderConfig): string | null {
@@ -96,16 +64,10 @@ export function pingRequest(model: string): CanonicalRequest {
   return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: 1, stream: false };
 }
 
-/** Start times of a connection's upstream calls since `from`, oldest first (parameterised; duplicates are harmless). */
+/** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
 export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {
-  const rows = await store.query<{ t: string | number; kind: RecordKind; status: RequestStatus }>(
-    `SELECT toUnixTimestamp64Milli(ts) AS t, kind, status FROM ${store.t('requests')}
-     WHERE provider = {provider:String} AND connection = {connection:String} AND kind != 'combo'
-       AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
-     ORDER BY ts`,
-    { provider: providerId, connection, from },
-  );
-  return rows.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection })).map((r) => Number(r.t));
+  const calls = await upstreamCallsSince(store, providerId, connection, from);
+  return calls.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection })).map((r) => r.t);
 }
 
 export interface KeepAliveDeps {

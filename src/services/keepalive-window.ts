@@ -1,0 +1,41 @@
+// The keep-alive window rule (docs/connections.md, "Keep-alive pings"; the whole rule is told at the top of
+// keepalive.ts): pure functions over upstream-call start times, no I/O.
+
+import type { UsageRecord } from '../ledger/record.js';
+
+const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export const MIN_WINDOW_MS = 1000;
+
+/** `30m`, `5h`, `2s`, `1d` in milliseconds, at least MIN_WINDOW_MS. */
+export function parseWindow(s: string): number {
+  const m = /^(\d+)([smhd])$/.exec(s);
+  if (!m) throw new TypeError(`not a window: '${s}' (expected a number and s, m, h or d)`);
+  return Math.max(MIN_WINDOW_MS, Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+}
+
+/** One connection's window as far as the gateway can tell; `prevEnd` is the end of the one before (-Infinity: none). */
+export interface Window {
+  readonly start: number;
+  readonly end: number;
+  readonly prevEnd: number;
+}
+
+/** Whether a record is an upstream call that can open a window. */
+export function opensWindow(r: Pick<UsageRecord, 'kind' | 'connection' | 'status'>): boolean {
+  return r.connection !== '' && r.kind !== 'combo' && !(r.kind === 'keepalive' && r.status !== 'success');
+}
+
+/** The window after an upstream call that started at `t` (returns `w` itself when nothing changes). */
+export function advance(w: Window | null, t: number, windowMs: number): Window {
+  if (w === null || t >= w.end) return { start: t, end: t + windowMs, prevEnd: w?.end ?? -Infinity };
+  if (t >= w.start || t < w.prevEnd) return w;
+  // Seen late, but started before the call that opened `w` and after the window before ended: it opened a window.
+  return w.start < t + windowMs ? { start: t, end: t + windowMs, prevEnd: w.prevEnd } : { ...w, prevEnd: t + windowMs };
+}
+
+/** The rule replayed over upstream-call start times in ascending order: the last window (open or ended), or null. */
+export function replay(starts: Iterable<number>, windowMs: number): Window | null {
+  let w: Window | null = null;
+  for (const t of starts) w = advance(w, t, windowMs);
+  return w;
+}
