@@ -33,7 +33,8 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
   }
   const route = await ctx.router.connect(resolved);
   const built = anthropicCodec.buildRequest(canonical, { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig });
-  const { max_tokens: _maxTokens, stream: _stream, ...upstreamBody } = built.body;
+  // Fields of a message request the counter does not take.
+  const { max_tokens: _maxTokens, stream: _stream, service_tier: _tier, ...upstreamBody } = built.body;
   await relayCount(ctx, route, { path: `${built.path}/count_tokens`, headers: built.headers, body: upstreamBody }, reply);
 }
 

@@ -4,7 +4,8 @@
 // rest, never past `timeout_ms` from the start; members still running then are cut off (recorded as aborted). The
 // `judge` model (default: the first member) then synthesises one final answer from the candidates, and that is
 // what the client gets, streamed if it asked for a stream. With no candidate at all, the client gets the last
-// member's failure.
+// member's failure. The x-tollgate-dropped-params header lists what the requests of the members that answered did
+// not carry (the judge's own request is the gateway's, not the client's).
 
 import { performance } from 'node:perf_hooks';
 import type { ComboConfig } from '../config/types.js';
@@ -12,12 +13,12 @@ import { TollgateError } from '../core/errors.js';
 import type { Target } from '../wire/codec.js';
 import { member, type Member } from '../routing/combos.js';
 import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
-import type { CanonicalRequest, CanonicalResponse, Message, Part } from '../wire/canonical.js';
+import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../wire/canonical.js';
 import { answerOf } from '../wire/estimate.js';
 import { adopt, attempt, type AttemptResult } from './combo.js';
 import { ClientAbort, classifyTransportError } from '../providers/transport.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from './outcome.js';
-import { failWith, fitRequest, readAnswer, type Exchange } from './translated.js';
+import { buildUpstream, droppedParams, failWith, fitRequest, forward, readAnswer, type Exchange } from './translated.js';
 import { sendFailure } from './upstream-call.js';
 
 /** Defaults of a fusion combo's waits: 2 s of grace after the quorum, 120 s in all. */
@@ -43,7 +44,10 @@ function partText(p: Part): string {
   }
 }
 
-/** The request a panel member gets: no tools, tool history as text, reasoning from another family dropped. */
+/**
+ * The request a panel member gets: no tools (function or built-in, recorded in `removed`), tool history as text,
+ * reasoning from another family dropped.
+ */
 export function panelRequest(req: CanonicalRequest): CanonicalRequest {
   const messages: Message[] = req.messages.map((m) => ({
     role: m.role,
@@ -54,9 +58,13 @@ export function panelRequest(req: CanonicalRequest): CanonicalRequest {
     }),
   }));
   const out: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { ...req, messages: messages.filter((m) => m.content.length > 0), stream: false };
-  delete out.tools;
-  delete out.toolChoice;
-  delete out.parallelToolCalls;
+  const removed: CanonicalField[] = [];
+  for (const [field, listed] of [['tools', 'tools'], ['builtinTools', 'webSearch'], ['toolChoice', 'toolChoice'], ['parallelToolCalls', 'parallelToolCalls']] as const) {
+    if (out[field] === undefined) continue;
+    delete out[field];
+    removed.push(listed);
+  }
+  if (removed.length > 0) out.removed = [...(req.removed ?? []), ...removed];
   return out;
 }
 
@@ -74,13 +82,19 @@ export function judgeRequest(req: CanonicalRequest, candidates: readonly { model
   return out;
 }
 
+/** What one panel member's request did not carry (client parameter names), by its outcome. */
+type PanelDrops = Map<Outcome, readonly string[]>;
+
 /** One panel member's whole answer (non-streamed), or its failure. `cut` aborts it (deadline, or the client left). */
-async function collect(x: Exchange, m: Member, req: CanonicalRequest, o: Outcome, cut: ClientAbort, answers: Map<Outcome, CanonicalResponse>): Promise<UpstreamFailure | null> {
+async function collect(
+  x: Exchange, m: Member, req: CanonicalRequest, o: Outcome, cut: ClientAbort, answers: Map<Outcome, CanonicalResponse>, drops: PanelDrops,
+): Promise<UpstreamFailure | null> {
   const route = await x.ctx.router.connect(m.route);
   o.route = route;
   const outbound = x.codecs(route.provider.format);
   const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
-  const upReq = outbound.buildRequest(req, target);
+  const upReq = buildUpstream(x, outbound, req, target);
+  drops.set(o, droppedParams(x.inbound.codec.paramNames, req, upReq.dropped));
   const up = x.trace.upstream(route.provider.base_url, upReq.path, route.providerId);
   o.span = up.span;
   const tUp = performance.now();
@@ -95,7 +109,7 @@ async function collect(x: Exchange, m: Member, req: CanonicalRequest, o: Outcome
       up.span.end(res.status, String(res.status));
       return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
     }
-    const answer = readAnswer(outbound, res.status, text, o);
+    const answer = readAnswer(outbound, res.status, text, o, upReq.answerTool);
     up.span.end(res.status, null);
     answers.set(o, answer);
     if (answer.usage === null) await settleEstimate(o, { canonical: req }, answerOf(answer.content));
@@ -124,6 +138,7 @@ export async function runFusion(x: Exchange, name: string, combo: ComboConfig, m
   };
   x.reply.raw.on('close', onClose);
   const answers = new Map<Outcome, CanonicalResponse>();
+  const drops: PanelDrops = new Map();
   const tFan = performance.now();
   let settled = 0;
   let wake: () => void = () => undefined;
@@ -141,7 +156,7 @@ export async function runFusion(x: Exchange, name: string, combo: ComboConfig, m
   cut.once('abort', wake);
   const running = members.map((m, i) => {
     const req = fitRequest(panel, m.route, x.parsed.model, m.thinking, false);
-    return attempt(x, name, i + 1, m, req, co, (o) => collect(x, m, req, o, cut, answers)).finally(onSettled);
+    return attempt(x, name, i + 1, m, req, co, (o) => collect(x, m, req, o, cut, answers, drops)).finally(onSettled);
   });
   let results: AttemptResult[];
   try {
@@ -177,7 +192,9 @@ export async function runFusion(x: Exchange, name: string, combo: ComboConfig, m
   const judge = member(x.ctx.config.current, combo.judge ?? combo.models[0]!);
   const req = fitRequest(judgeRequest(x.parsed, candidates, x.stream), judge.route, x.parsed.model, judge.thinking, x.stream);
   const upBefore = co.upstreamMs;
-  const verdict = await attempt(x, name, members.length + 1, judge, req, co);
+  // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.
+  const dropped = [...new Set(results.flatMap((r) => (answers.has(r.outcome) ? (drops.get(r.outcome) ?? []) : [])))].sort();
+  const verdict = await attempt(x, name, members.length + 1, judge, req, co, (o, t0) => forward(x, judge.route, req, o, t0, true, { dropped }));
   co.upstreamMs = upBefore + (verdict.outcome.upstreamMs ?? 0);
   adopt(co, verdict);
   if (verdict.failure !== null) sendFailure(x.reply, verdict.failure, x.requestId);

@@ -7,12 +7,13 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
-import type { StreamParser, StreamRenderer, Target, WireCodec } from '../wire/codec.js';
+import type { BuiltRequest, StreamParser, StreamRenderer, Target, WireCodec } from '../wire/codec.js';
 import { autoSwitch } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
-import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from '../wire/canonical.js';
+import { AnswerToolEvents, unwrapAnswerTool } from '../wire/answer-tool.js';
+import type { CanonicalEvent, CanonicalField, CanonicalRequest, CanonicalResponse } from '../wire/canonical.js';
 import { fitCapabilities } from '../wire/capabilities.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
@@ -63,6 +64,40 @@ export function fitRequest(req: CanonicalRequest, route: Route, model: string, t
   const ceiling = route.modelConfig?.max_output_tokens;
   const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
   return fitCapabilities({ ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking }, route.modelConfig);
+}
+
+/** The response header listing the client parameters a translated request did not carry (docs/translation.md). */
+export const DROPPED_PARAMS_HEADER = 'x-tollgate-dropped-params';
+
+/**
+ * The upstream request for `target`, or the 400 naming the client's parameter when the target cannot carry it
+ * without changing the answer's meaning (BuiltRequest.refused).
+ */
+export function buildUpstream(x: Exchange, outbound: WireCodec, canonical: CanonicalRequest, target: Target): BuiltRequest {
+  const built = outbound.buildRequest(canonical, target);
+  if (built.refused !== undefined) {
+    const param = x.inbound.codec.paramNames[built.refused.field];
+    throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `'${param}' ${built.refused.reason}`, { param });
+  }
+  return built;
+}
+
+/**
+ * The client parameters a request sent as `canonical` (built as `dropped`) does not carry, under the client's
+ * names, sorted: what the client's codec had no place for, what the model's capabilities removed, what the target
+ * format cannot take.
+ */
+export function droppedParams(names: WireCodec['paramNames'], canonical: CanonicalRequest, dropped: readonly CanonicalField[]): string[] {
+  const out = new Set<string>(canonical.unmapped ?? []);
+  for (const f of [...(canonical.removed ?? []), ...dropped]) out.add(names[f]);
+  return [...out].sort();
+}
+
+/** Tell the client (header, set before the first byte) and the request span which parameters were not carried. */
+export function listDropped(x: Exchange, params: readonly string[]): void {
+  if (params.length > 0) x.reply.header(DROPPED_PARAMS_HEADER, params.join(', '));
+  else x.reply.removeHeader(DROPPED_PARAMS_HEADER);
+  x.trace.droppedParams(params);
 }
 
 /** The client's stream renderer for an answer shown under `model`. */
@@ -124,9 +159,11 @@ export async function handleTranslated(
  * away). With `defer`, a failure before any byte reached the client is returned instead of sent, so a combo can try
  * its next member; a stream then opens only with its first output. Without `defer`, failures are answered here
  * (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
+ * The parameters the request does not carry are listed (listDropped) before the call: `opts.dropped` replaces the
+ * list computed from this request (a fusion judge lists what its panel's requests dropped).
  */
 export async function forward(
-  x: Exchange, resolved: Route, canonical: CanonicalRequest, o: Outcome, t0: number, defer: boolean,
+  x: Exchange, resolved: Route, canonical: CanonicalRequest, o: Outcome, t0: number, defer: boolean, opts: { readonly dropped?: readonly string[] } = {},
 ): Promise<UpstreamFailure | null> {
   const { ctx, reply } = x;
   let route: Route;
@@ -140,7 +177,8 @@ export async function forward(
   o.route = route;
   const outbound = x.codecs(route.provider.format);
   const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
-  const upReq = outbound.buildRequest(canonical, target);
+  const upReq = buildUpstream(x, outbound, canonical, target);
+  listDropped(x, opts.dropped ?? droppedParams(x.inbound.codec.paramNames, canonical, upReq.dropped));
   let call;
   try {
     call = await callUpstream(ctx, route, upReq, canonical.stream, x.trace, reply, o);
@@ -159,7 +197,8 @@ export async function forward(
     }
     if (canonical.stream) {
       const answer = new AnswerText();
-      const early = await pipeEvents(ctx, outbound.createStreamParser(), rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
+      const parser = answerToolParser(outbound.createStreamParser(), upReq.answerTool);
+      const early = await pipeEvents(ctx, parser, rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
       call.stamp();
       call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
@@ -168,7 +207,7 @@ export async function forward(
     }
     const text = await res.text();
     call.stamp();
-    const answer = readAnswer(outbound, res.status, text, o);
+    const answer = readAnswer(outbound, res.status, text, o, upReq.answerTool);
     x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, route.model)));
@@ -186,8 +225,25 @@ export async function forward(
   }
 }
 
-/** A whole (non-streamed) upstream answer, parsed by the provider's codec; its usage goes into the outcome. */
-export function readAnswer(outbound: WireCodec, status: number, text: string, o: Outcome): CanonicalResponse {
+/** The provider's stream parser, with the calls of a response-format tool (`answerTool`) turned into text. */
+function answerToolParser(inner: StreamParser, answerTool: string | undefined): StreamParser {
+  if (answerTool === undefined) return inner;
+  const events = new AnswerToolEvents(answerTool);
+  const map = (es: CanonicalEvent[]): CanonicalEvent[] => es.flatMap((e) => events.map(e) ?? []);
+  return {
+    frame: (f) => map(inner.frame(f)),
+    end: () => map(inner.end()),
+    get terminated() {
+      return inner.terminated;
+    },
+  };
+}
+
+/**
+ * A whole (non-streamed) upstream answer, parsed by the provider's codec (calls of a response-format tool,
+ * `answerTool`, turned into text); its usage goes into the outcome.
+ */
+export function readAnswer(outbound: WireCodec, status: number, text: string, o: Outcome, answerTool?: string): CanonicalResponse {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -195,7 +251,8 @@ export function readAnswer(outbound: WireCodec, status: number, text: string, o:
     o.span?.end(status, 'invalid_json');
     throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
   }
-  const answer = outbound.parseResponse(json);
+  const parsed = outbound.parseResponse(json);
+  const answer = answerTool === undefined ? parsed : unwrapAnswerTool(parsed, answerTool);
   if (answer.usage) {
     o.usage = answer.usage;
     o.usageSource = 'reported';

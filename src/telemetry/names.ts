@@ -83,6 +83,8 @@ export const ATTR = {
   parentRequestId: 'tollgate.parent_request_id',
   connection: 'tollgate.connection',
   autoSwitched: 'tollgate.auto_switched',
+  /** Client parameters a translated request did not carry (the x-tollgate-dropped-params header), a string array. */
+  droppedParams: 'tollgate.dropped_params',
 } as const;
 
 /** Label value for anything not named in the config (bounded cardinality). */

@@ -49,6 +49,7 @@ export class RequestTrace {
   readonly #tracer: Tracer;
   readonly #span: Span;
   readonly #ctx: Context;
+  #dropped: readonly string[] = [];
 
   constructor(tracer: Tracer, headers: IncomingHttpHeaders, endpoint: string) {
     this.#tracer = tracer;
@@ -90,6 +91,14 @@ export class RequestTrace {
     return { span: new UpstreamSpan(span), headers };
   }
 
+  /**
+   * The client parameters the request that served did not carry. Kept until the span ends, since a combo's later
+   * attempt replaces an earlier one's list (an attribute, once set, cannot be removed).
+   */
+  droppedParams(params: readonly string[]): void {
+    this.#dropped = params;
+  }
+
   setResponse(id: string | null, model: string | null, finishReasons: string[]): void {
     const a: Attributes = {};
     if (id) a[ATTR.responseId] = id;
@@ -100,7 +109,10 @@ export class RequestTrace {
 
   end(r: UsageRecord): void {
     // Without an SDK the span records nothing: its attributes are not even computed.
-    if (this.#span.isRecording()) this.#span.setAttributes(recordAttributes(r));
+    if (this.#span.isRecording()) {
+      this.#span.setAttributes(recordAttributes(r));
+      if (this.#dropped.length > 0) this.#span.setAttribute(ATTR.droppedParams, [...this.#dropped]);
+    }
     if (r.status !== 'success') this.#span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorType });
     this.#span.end();
   }

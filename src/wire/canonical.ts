@@ -22,11 +22,17 @@ export type MediaSource =
   /** A provider-side file id (OpenAI file_id, Gemini fileUri). */
   | { readonly kind: 'file_id'; readonly id: string; readonly mediaType?: string };
 
+/** A prompt-cache breakpoint (Anthropic's `cache_control`): the prefix up to this part or tool may be cached. */
+export interface CacheControl {
+  readonly type: 'ephemeral';
+  readonly ttl?: '5m' | '1h';
+}
+
 export type Part =
-  | { readonly type: 'text'; readonly text: string }
-  | { readonly type: 'image'; readonly source: MediaSource; readonly detail?: 'low' | 'high' | 'auto' }
+  | { readonly type: 'text'; readonly text: string; readonly cacheControl?: CacheControl }
+  | { readonly type: 'image'; readonly source: MediaSource; readonly detail?: 'low' | 'high' | 'auto'; readonly cacheControl?: CacheControl }
   /** A document (PDF or other file) given to the model. */
-  | { readonly type: 'file'; readonly source: MediaSource; readonly filename?: string }
+  | { readonly type: 'file'; readonly source: MediaSource; readonly filename?: string; readonly cacheControl?: CacheControl }
   | { readonly type: 'audio'; readonly source: MediaSource }
   /** The model's reasoning. `signature` / `opaque` round-trip to the same family (`origin`) only. */
   | {
@@ -34,9 +40,15 @@ export type Part =
       readonly origin?: Origin;
     }
   /** A call the model made. `arguments` is JSON text. `signature`: Gemini's thought signature on the call part. */
-  | { readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string; readonly signature?: string; readonly origin?: Origin }
+  | {
+      readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string; readonly signature?: string; readonly origin?: Origin;
+      readonly cacheControl?: CacheControl;
+    }
   /** The result the client sends back for a call. */
-  | { readonly type: 'tool_result'; readonly callId: string; readonly name?: string; readonly content: readonly Part[]; readonly isError?: boolean };
+  | {
+      readonly type: 'tool_result'; readonly callId: string; readonly name?: string; readonly content: readonly Part[]; readonly isError?: boolean;
+      readonly cacheControl?: CacheControl;
+    };
 
 export type Role = 'user' | 'assistant';
 
@@ -51,6 +63,15 @@ export interface ToolDefinition {
   /** JSON Schema of the arguments. */
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly strict?: boolean;
+  readonly cacheControl?: CacheControl;
+}
+
+/**
+ * A tool the provider runs itself, in the formats that have an equivalent: web search is Responses `web_search`,
+ * Anthropic's `web_search_20250305` server tool and Gemini's `googleSearch`.
+ */
+export interface BuiltinTool {
+  readonly type: 'web_search';
 }
 
 export type ToolChoice =
@@ -58,7 +79,9 @@ export type ToolChoice =
   | { readonly type: 'none' }
   /** The model must call some tool. */
   | { readonly type: 'required' }
-  | { readonly type: 'tool'; readonly name: string };
+  | { readonly type: 'tool'; readonly name: string }
+  /** The model must use this built-in tool. */
+  | { readonly type: 'builtin'; readonly tool: BuiltinTool['type'] };
 
 export type ResponseFormat =
   | { readonly type: 'text' }
@@ -69,6 +92,16 @@ export type ResponseFormat =
 export type ThinkingLevel =
   | { readonly kind: 'level'; readonly level: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max' | 'auto' }
   | { readonly kind: 'budget'; readonly tokens: number };
+
+/**
+ * The request fields a target may be unable to carry. A codec's build reports the ones it dropped (or refused) by
+ * these names; the client's codec names each in its own format (`WireCodec.paramNames`) for the
+ * `x-tollgate-dropped-params` header.
+ */
+export type CanonicalField =
+  | 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'seed' | 'presencePenalty' | 'frequencyPenalty' | 'logitBias'
+  | 'logprobs' | 'topLogprobs' | 'n' | 'responseFormat' | 'thinking' | 'tools' | 'toolChoice' | 'parallelToolCalls'
+  | 'webSearch' | 'cacheControl' | 'promptCacheKey' | 'serviceTier' | 'user' | 'metadata' | 'prediction' | 'image' | 'file' | 'audio';
 
 export interface CanonicalRequest {
   /** The model as the client named it, thinking suffix removed. */
@@ -96,9 +129,47 @@ export interface CanonicalRequest {
   /** End-user id / metadata the client sent (forwarded where the target has a place for it). */
   readonly user?: string;
   readonly metadata?: Readonly<Record<string, string>>;
+  /** Provider-run tools (web search) the client enabled. */
+  readonly builtinTools?: readonly BuiltinTool[];
+  /** How many alternative answers to generate (Chat `n`, Gemini `candidateCount`); absent = 1. */
+  readonly n?: number;
+  /** Return the log probability of each output token, and of the `topLogprobs` most likely tokens at each position. */
+  readonly logprobs?: boolean;
+  readonly topLogprobs?: number;
+  /** Token id -> bias (Chat `logit_bias`). */
+  readonly logitBias?: Readonly<Record<string, number>>;
+  /** Predicted output text (Chat `prediction` of type content). */
+  readonly prediction?: string;
+  /** The provider's prompt-cache routing key (OpenAI `prompt_cache_key`). */
+  readonly promptCacheKey?: string;
+  /** The processing tier asked for, in OpenAI's vocabulary (`auto`, `default`, `flex`, `priority`, ...), or Anthropic's `standard_only`. */
+  readonly serviceTier?: string;
+  /**
+   * Parameters the client sent that the canonical model has no place for, named as the client's format names them.
+   * They are listed in the `x-tollgate-dropped-params` header, never dropped silently.
+   */
+  readonly unmapped?: readonly string[];
+  /** Fields removed on the way to a target (capability stripping, a fusion panel), listed like the target's drops. */
+  readonly removed?: readonly CanonicalField[];
 }
 
 export type StopReason = 'end' | 'max_tokens' | 'tool_calls' | 'stop_sequence' | 'content_filter' | 'refusal' | 'error';
+
+/** One output token's log probability and, when asked, the most likely alternatives at its position. */
+export interface TokenLogprob {
+  readonly token: string;
+  readonly logprob: number;
+  readonly bytes?: readonly number[];
+  readonly top: readonly { readonly token: string; readonly logprob: number; readonly bytes?: readonly number[] }[];
+}
+
+/** An alternative answer (n > 1): the second and later choices / candidates. */
+export interface CanonicalChoice {
+  readonly content: readonly Part[];
+  readonly stopReason: StopReason;
+  readonly stopSequence?: string;
+  readonly logprobs?: readonly TokenLogprob[];
+}
 
 export interface CanonicalResponse {
   readonly id: string;
@@ -110,6 +181,10 @@ export interface CanonicalResponse {
   readonly stopSequence?: string;
   /** null: the provider reported no usage. */
   readonly usage: Usage | null;
+  /** The log probabilities of the answer's text tokens, when the request asked for them and the provider gave them. */
+  readonly logprobs?: readonly TokenLogprob[];
+  /** The second and later answers, when the request asked for n > 1. */
+  readonly moreChoices?: readonly CanonicalChoice[];
 }
 
 /**

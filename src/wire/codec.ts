@@ -5,7 +5,8 @@
 
 import type { ModelConfig, ProviderConfig } from '../config/types.js';
 import type { SseFrame } from './sse.js';
-import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from './canonical.js';
+import type { CanonicalEvent, CanonicalField, CanonicalRequest, CanonicalResponse } from './canonical.js';
+import type { Refusal } from './fields.js';
 import type { UpstreamRequest } from './types.js';
 
 export type CodecFormat = 'openai' | 'openai-responses' | 'anthropic' | 'gemini';
@@ -16,6 +17,19 @@ export interface Target {
   readonly provider: ProviderConfig;
   readonly modelId: string;
   readonly model: ModelConfig | null;
+}
+
+/** An upstream request and what building it left out (src/wire/fields.ts). */
+export interface BuiltRequest extends UpstreamRequest {
+  /** Fields the request set that this request does not carry (listed to the client under its own names). */
+  readonly dropped: readonly CanonicalField[];
+  /** Set when the request must not be sent: the client gets a 400 naming the field. */
+  readonly refused?: Refusal;
+  /**
+   * A tool the build added to get a structured answer (a response format sent as a forced tool): a call to it is
+   * the answer's text, not a tool call (src/wire/answer-tool.ts).
+   */
+  readonly answerTool?: string;
 }
 
 /** Turns upstream SSE frames into canonical events. Stateful (block indexes, tool-call assembly): one per stream. */
@@ -39,6 +53,8 @@ export interface StreamRenderer {
 
 export interface WireCodec {
   readonly format: CodecFormat;
+  /** Each canonical field under the name a client of this format gives it (for the dropped-parameters list and 400s). */
+  readonly paramNames: Readonly<Record<CanonicalField, string>>;
 
   // inbound
   /**
@@ -52,7 +68,7 @@ export interface WireCodec {
   createStreamRenderer(model: string): StreamRenderer;
 
   // outbound
-  buildRequest(req: CanonicalRequest, target: Target): UpstreamRequest;
+  buildRequest(req: CanonicalRequest, target: Target): BuiltRequest;
   /** Parse a whole (non-streamed) upstream answer. */
   parseResponse(json: unknown): CanonicalResponse;
   createStreamParser(): StreamParser;

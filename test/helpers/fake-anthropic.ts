@@ -6,8 +6,9 @@
 //   `{type: 'error', error: {type, message}, request_id}` and a `request-id` header.
 // - The body is checked the way the API checks it (400 `invalid_request_error` otherwise): model, max_tokens
 //   (integer >= 1), messages (non-empty, roles user/assistant, content a string or known blocks), images as base64
-//   with a supported media type or a url, tools with an object input_schema, thinking budget_tokens >= 1024 and
-//   below max_tokens, tool_choice any/tool not combined with thinking.
+//   with a supported media type or a url, tools with an object input_schema (or a server tool: a versioned type
+//   such as web_search_20250305), thinking budget_tokens >= 1024 and below max_tokens, tool_choice any/tool not
+//   combined with thinking.
 // - Non-streamed: `{id: 'msg_...', type: 'message', role: 'assistant', model, content, stop_reason,
 //   stop_sequence: null, usage}`.
 // - Streamed (`stream: true`): `message_start` (usage with the input-side counts and the placeholder output 1),
@@ -104,6 +105,8 @@ const invalid = (message: string): never => {
   throw new ApiError(400, 'invalid_request_error', message);
 };
 
+/** Server tool types (versioned), as the Messages API names them. */
+const SERVER_TOOL = /^(web_search|web_fetch|code_execution|bash|text_editor|computer|memory)_\d{8}$/;
 const IMAGE_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 const ERROR_TYPES: Record<number, string> = {
   400: 'invalid_request_error', 401: 'authentication_error', 402: 'billing_error', 403: 'permission_error', 404: 'not_found_error',
@@ -160,6 +163,12 @@ function validate(body: Json): void {
     if (!Array.isArray(body.tools)) invalid('tools: Input should be a valid list');
     (body.tools as unknown[]).forEach((tool, i) => {
       if (!isObj(tool) || typeof tool.name !== 'string' || !/^[a-zA-Z0-9_-]{1,128}$/.test(tool.name)) invalid(`tools.${i}.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'`);
+      // A server tool (web_search_20250305, ...) has a versioned type and no input_schema.
+      const type = (tool as Json).type;
+      if (type !== undefined && type !== 'custom') {
+        if (typeof type !== 'string' || !SERVER_TOOL.test(type)) invalid(`tools.${i}.type: Input tag '${String(type)}' does not match any of the expected tags`);
+        return;
+      }
       const schema = (tool as Json).input_schema;
       if (!isObj(schema) || schema.type !== 'object') invalid(`tools.${i}.custom.input_schema.type: Input should be 'object'`);
     });

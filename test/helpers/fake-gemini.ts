@@ -7,6 +7,10 @@
 //   followed by CRLF CRLF, no event names and no [DONE]. usageMetadata is cumulative and repeated on every chunk
 //   (candidatesTokenCount grows, the prompt counts repeat); finishReason is on the last chunk only. Without
 //   `alt=sse` the same chunks come as one JSON array, as the real API does.
+// - generationConfig.candidateCount n (non-streamed): n candidates (index 0..n-1), each the same answer, as the API
+//   returns n samples; responseLogprobs: each candidate has a logprobsResult, one chosen candidate per answer word
+//   (logProbability -0.1 x its position from 1) with `logprobs` top candidates each (the chosen one first, then
+//   `alt<k>` tokens a unit below).
 // - POST /v1beta/models/{model}:countTokens -> `{totalTokens, promptTokensDetails}` (one token per word).
 // - The key is the `x-goog-api-key` header (or `?key=`); a missing or wrong key is 401 with Gemini's error body
 //   `{error: {code, message, status: 'UNAUTHENTICATED'}}`. Every error body has that shape.
@@ -266,6 +270,17 @@ function answerChunks(b: GeminiBehaviour, body: Json): GPart[][] {
   }
 }
 
+/** A logprobsResult for an answer: one chosen candidate per text chunk, `top` candidates at each position. */
+function logprobsResult(chunks: GPart[][], top: number): Json {
+  const words = chunks.flat().flatMap((p) => (typeof p.text === 'string' && !p.thought ? [p.text] : []));
+  const chosen = words.map((token, i) => ({ token, logProbability: -0.1 * (i + 1) }));
+  return {
+    topCandidates: chosen.map((c) => ({ candidates: Array.from({ length: top }, (_, k) => (k === 0 ? c : { token: `alt${k}`, logProbability: c.logProbability - k })) })),
+    chosenCandidates: chosen,
+    logProbabilitySum: chosen.reduce((sum, c) => sum + c.logProbability, 0),
+  };
+}
+
 /** Merge the chunks into the parts of a whole answer (consecutive plain text parts joined, as the API returns them). */
 function mergeParts(chunks: GPart[][]): GPart[] {
   const out: GPart[] = [];
@@ -357,7 +372,11 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     const candidate = (p: GPart[], finish: boolean): Json => ({ content: { parts: p, role: 'model' }, ...(finish ? { finishReason: 'STOP' } : {}), index: 0 });
 
     if (action === 'generateContent') {
-      const whole = wrap({ candidates: [candidate(mergeParts(chunks), true)], ...(common.omitUsage ? {} : { usageMetadata: usageJson(usage, usage.candidatesTokenCount) }) });
+      const gen = isObj(body.generationConfig) ? body.generationConfig : {};
+      const count = typeof gen.candidateCount === 'number' ? gen.candidateCount : 1;
+      const logprobs = gen.responseLogprobs === true ? logprobsResult(chunks, typeof gen.logprobs === 'number' ? gen.logprobs : 0) : undefined;
+      const candidates = Array.from({ length: count }, (_, i) => ({ ...candidate(mergeParts(chunks), true), index: i, ...(logprobs === undefined ? {} : { logprobsResult: logprobs }) }));
+      const whole = wrap({ candidates, ...(common.omitUsage ? {} : { usageMetadata: usageJson(usage, usage.candidatesTokenCount) }) });
       const text = JSON.stringify(whole, null, 2);
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer', 'server-timing': 'gfet4t7; dur=412' });
       if (b.kind === 'stall' || b.kind === 'cut') {

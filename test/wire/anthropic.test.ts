@@ -68,7 +68,7 @@ const FIXTURE_CANONICAL: CanonicalRequest = {
   model: 'claude-sonnet-4-5',
   system: [
     { type: 'text', text: 'You are a concise travel assistant.' },
-    { type: 'text', text: 'Company handbook: always give temperatures in Celsius.' },
+    { type: 'text', text: 'Company handbook: always give temperatures in Celsius.', cacheControl: { type: 'ephemeral' } },
   ],
   messages: [
     {
@@ -77,7 +77,7 @@ const FIXTURE_CANONICAL: CanonicalRequest = {
         { type: 'text', text: ASK },
         { type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: PNG } },
         { type: 'image', source: { kind: 'url', url: IMG_URL } },
-        { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: PDF }, filename: 'Q2 travel report' },
+        { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: PDF }, filename: 'Q2 travel report', cacheControl: { type: 'ephemeral' } },
         { type: 'file', source: { kind: 'url', url: DOC_URL } },
         // base64 of the UTF-8 text 'Grass is green. Sky is blue.'
         { type: 'file', source: { kind: 'base64', mediaType: 'text/plain', data: 'R3Jhc3MgaXMgZ3JlZW4uIFNreSBpcyBibHVlLg==' }, filename: 'Facts' },
@@ -97,15 +97,19 @@ const FIXTURE_CANONICAL: CanonicalRequest = {
       role: 'user',
       content: [
         { type: 'tool_result', callId: 'toolu_01A09q90qw90lq917835lq9', name: 'get_weather', content: [{ type: 'text', text: '15 degrees, light rain' }] },
-        { type: 'tool_result', callId: 'toolu_01BfTmQe6Ty8nzFcAd2sU4nL', name: 'get_time', content: [{ type: 'text', text: 'time service unavailable' }], isError: true },
+        {
+          type: 'tool_result', callId: 'toolu_01BfTmQe6Ty8nzFcAd2sU4nL', name: 'get_time', content: [{ type: 'text', text: 'time service unavailable' }], isError: true,
+          cacheControl: { type: 'ephemeral' },
+        },
         { type: 'text', text: 'Please answer in French.' },
       ],
     },
   ],
   tools: [
     { name: 'get_weather', description: 'Get the current weather in a given location', parameters: WEATHER_SCHEMA },
-    { name: 'get_time', description: 'Get the current time in a time zone', parameters: TIME_SCHEMA },
+    { name: 'get_time', description: 'Get the current time in a time zone', parameters: TIME_SCHEMA, cacheControl: { type: 'ephemeral' } },
   ],
+  builtinTools: [{ type: 'web_search' }],
   toolChoice: { type: 'auto' },
   parallelToolCalls: false,
   maxTokens: 8192,
@@ -119,7 +123,7 @@ const FIXTURE_CANONICAL: CanonicalRequest = {
 
 t.test('parseRequest: the full fixture (system, image, documents, thinking history, tool calls and results, tools)', async (t) => {
   const req = anthropicCodec.parseRequest(fixture('request-system-media-tools-thinking.json'));
-  t.strictSame(req, FIXTURE_CANONICAL, 'cache_control, citations, document context and the web_search server tool are dropped');
+  t.strictSame(req, FIXTURE_CANONICAL, 'cache_control markers kept, the web_search server tool is the built-in web search; citations and document context are dropped');
 });
 
 t.test('buildRequest: the fixture request to Anthropic, as the API expects it', async (t) => {
@@ -137,7 +141,7 @@ t.test('buildRequest: the fixture request to Anthropic, as the API expects it', 
     max_tokens: 8192,
     system: [
       { type: 'text', text: 'You are a concise travel assistant.' },
-      { type: 'text', text: 'Company handbook: always give temperatures in Celsius.' },
+      { type: 'text', text: 'Company handbook: always give temperatures in Celsius.', cache_control: { type: 'ephemeral' } },
     ],
     messages: [
       {
@@ -146,7 +150,7 @@ t.test('buildRequest: the fixture request to Anthropic, as the API expects it', 
           { type: 'text', text: ASK },
           { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } },
           { type: 'image', source: { type: 'url', url: IMG_URL } },
-          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF }, title: 'Q2 travel report' },
+          { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: PDF }, title: 'Q2 travel report', cache_control: { type: 'ephemeral' } },
           { type: 'document', source: { type: 'url', url: DOC_URL } },
           { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'Grass is green. Sky is blue.' }, title: 'Facts' },
         ],
@@ -165,14 +169,15 @@ t.test('buildRequest: the fixture request to Anthropic, as the API expects it', 
         role: 'user',
         content: [
           { type: 'tool_result', tool_use_id: 'toolu_01A09q90qw90lq917835lq9', content: '15 degrees, light rain' },
-          { type: 'tool_result', tool_use_id: 'toolu_01BfTmQe6Ty8nzFcAd2sU4nL', content: 'time service unavailable', is_error: true },
+          { type: 'tool_result', tool_use_id: 'toolu_01BfTmQe6Ty8nzFcAd2sU4nL', content: 'time service unavailable', is_error: true, cache_control: { type: 'ephemeral' } },
           { type: 'text', text: 'Please answer in French.' },
         ],
       },
     ],
     tools: [
       { name: 'get_weather', description: 'Get the current weather in a given location', input_schema: WEATHER_SCHEMA },
-      { name: 'get_time', description: 'Get the current time in a time zone', input_schema: TIME_SCHEMA },
+      { name: 'get_time', description: 'Get the current time in a time zone', input_schema: TIME_SCHEMA, cache_control: { type: 'ephemeral' } },
+      { type: 'web_search_20250305', name: 'web_search' },
     ],
     tool_choice: { type: 'auto', disable_parallel_tool_use: true },
     stop_sequences: ['END_OF_ANSWER'],

@@ -115,6 +115,7 @@ t.test('parseRequest: instructions, developer message, images, sampling, user an
     topP: 0.9,
     user: 'user-1842',
     metadata: { session: 's-77', attempt: '2' },
+    unmapped: ['store'],
   });
 });
 
@@ -188,6 +189,7 @@ t.test('parseRequest: function_call / function_call_output / reasoning history, 
       { name: 'get_weather', parameters: WEATHER_PARAMS, description: 'Get the current weather for a city', strict: true },
       { name: 'get_air_quality', parameters: { type: 'object', properties: {} } },
     ],
+    builtinTools: [{ type: 'web_search' }],
     toolChoice: { type: 'tool', name: 'get_weather' },
     parallelToolCalls: false,
     thinking: { kind: 'level', level: 'high' },
@@ -215,6 +217,7 @@ t.test('parseRequest: text.format json_schema, input string, reasoning effort, s
     },
     thinking: { kind: 'level', level: 'minimal' },
     user: 'hashed-user-9f2c',
+    unmapped: ['text.verbosity'],
   });
 });
 
@@ -230,9 +233,13 @@ t.test('parseRequest: tool_choice forms, reasoning forms, text formats', async (
   const allowed = parse({ tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'b' }] } });
   t.strictSame(allowed.toolChoice, { type: 'required' }, 'allowed_tools keeps its mode');
   t.strictSame(allowed.tools!.map((x) => x.name), ['b'], 'and only the allowed tools');
-  t.equal(parse({ tool_choice: { type: 'web_search_preview' } }).toolChoice, undefined, 'a hosted-tool choice is dropped');
-  t.equal(responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }).tools, undefined, 'only non-function tools: no tools, no choice');
-  t.equal(responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }).toolChoice, undefined);
+  t.equal(parse({ tool_choice: { type: 'web_search_preview' } }).toolChoice, undefined, 'forcing web search without the tool: no choice');
+  const search = responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'web_search_preview' }], tool_choice: { type: 'web_search_preview' } });
+  t.strictSame([search.builtinTools, search.toolChoice, search.tools], [[{ type: 'web_search' }], { type: 'builtin', tool: 'web_search' }, undefined], 'forcing the web search tool forces the built-in search');
+  t.throws(() => parse({ tool_choice: { type: 'file_search' } }), { code: 'TOLLGATE_ERR_NOT_SUPPORTED', param: 'tool_choice' }, 'forcing a hosted tool with no equivalent is a 400');
+  t.equal(responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }).tools, undefined, 'only hosted tools: no function tools');
+  t.equal(responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'web_search' }], tool_choice: 'required' }).toolChoice, undefined, 'and no function choice');
+  t.strictSame(responsesCodec.parseRequest({ model: 'm', input: 'x', tools: [{ type: 'file_search', vector_store_ids: ['vs'] }, { type: 'mcp' }] }).unmapped, ['tools.file_search', 'tools.mcp'], 'hosted tools with no equivalent are listed');
 
   const r = (reasoning: unknown) => responsesCodec.parseRequest({ model: 'm', input: 'x', reasoning });
   for (const effort of ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const) t.strictSame(r({ effort }).thinking, { kind: 'level', level: effort }, effort);
@@ -371,6 +378,7 @@ t.test('buildRequest: the tool-history request to a reasoning model', async (t) 
     tools: [
       { type: 'function', name: 'get_weather', description: 'Get the current weather for a city', parameters: WEATHER_PARAMS, strict: true },
       { type: 'function', name: 'get_air_quality', parameters: { type: 'object', properties: {} }, strict: false },
+      { type: 'web_search' },
     ],
     tool_choice: { type: 'function', name: 'get_weather' },
     parallel_tool_calls: false,

@@ -3,8 +3,9 @@
 // Thinking signatures and redacted thinking are tagged origin 'anthropic'; only untagged or Anthropic-tagged opaque
 // data is ever sent back to Anthropic (or shown to an Anthropic client): another family's is dropped.
 //
-// Parsing keeps what the canonical model can hold and drops, without error, what it cannot: cache_control,
-// citations, a document's `context`, and server-tool blocks (server_tool_use, web_search_tool_result, ...,
+// Parsing keeps what the canonical model can hold, cache_control markers included (on text, image, document,
+// tool_use and tool_result blocks), and drops, without error, what it cannot: citations, a document's `context`,
+// and server-tool blocks (server_tool_use, web_search_tool_result, ...,
 // search_result, container_upload). A document's title becomes the file part's filename. A plain-text document
 // (source type 'text') becomes a file part with base64 UTF-8 data and media type text/plain, which building turns
 // back into a text source; a 'content' document source contributes its text and image blocks as parts.
@@ -15,7 +16,8 @@
 // outside Anthropic's id pattern [a-zA-Z0-9_-] replaced by '_' (the same way for the call and its result, so they
 // still pair).
 
-import type { MediaSource, Part } from '../canonical.js';
+import type { CacheControl, MediaSource, Part } from '../canonical.js';
+import { cacheControlJson, parseCacheControl } from '../fields.js';
 import { argumentsObject, invalid, isObj, str, type Json } from './json.js';
 
 // ---------------------------------------------------------------------------------------------------- parse side
@@ -54,9 +56,18 @@ function source(raw: unknown, param: string): MediaSource | { kind: 'text'; text
 /** Tool names by tool_use id, so a tool_result part can carry the name of the call it answers. */
 export type ToolNames = Map<string, string>;
 
-/** One request content block -> parts ([] for a block the canonical model cannot hold). */
+/** One request content block -> parts ([] for a block the canonical model cannot hold), with its cache_control. */
 function parseBlock(b: unknown, param: string, names: ToolNames): Part[] {
   if (!isObj(b)) invalid(`${param} must be an object`, param);
+  const parts = blockParts(b, param, names);
+  const cacheControl = parseCacheControl(b.cache_control, `${param}.cache_control`);
+  const last = parts.at(-1);
+  // The marker ends the cached prefix at this block: it goes on the block's last part.
+  if (cacheControl === undefined || last === undefined || last.type === 'reasoning' || last.type === 'audio') return parts;
+  return [...parts.slice(0, -1), { ...last, cacheControl }];
+}
+
+function blockParts(b: Json, param: string, names: ToolNames): Part[] {
   switch (b.type) {
     case 'text': {
       const text = str(b.text);
@@ -178,15 +189,20 @@ function buildDocument(source: MediaSource, filename: string | undefined): Json 
   return filename === undefined ? { type: 'document', source: src } : { type: 'document', source: src, title: filename };
 }
 
+/** A block with the part's cache_control marker, when it has one. */
+function cached(block: Json, c: CacheControl | undefined): Json {
+  return c === undefined ? block : { ...block, cache_control: cacheControlJson(c) };
+}
+
 function buildToolResultContent(parts: readonly Part[]): string | Json[] {
   const blocks: Json[] = [];
   for (const p of parts) {
-    if (p.type === 'text' && p.text !== '') blocks.push({ type: 'text', text: p.text });
-    else if (p.type === 'image') blocks.push(buildImage(p.source));
-    else if (p.type === 'file') blocks.push(buildDocument(p.source, p.filename));
+    if (p.type === 'text' && p.text !== '') blocks.push(cached({ type: 'text', text: p.text }, p.cacheControl));
+    else if (p.type === 'image') blocks.push(cached(buildImage(p.source), p.cacheControl));
+    else if (p.type === 'file') blocks.push(cached(buildDocument(p.source, p.filename), p.cacheControl));
   }
-  // One text block is sent in the string form most clients use.
-  return blocks.length === 1 && blocks[0]!.type === 'text' ? String(blocks[0]!.text) : blocks;
+  // One plain text block is sent in the string form most clients use.
+  return blocks.length === 1 && blocks[0]!.type === 'text' && blocks[0]!.cache_control === undefined ? String(blocks[0]!.text) : blocks;
 }
 
 export type AnthropicRole = 'user' | 'assistant';
@@ -195,11 +211,11 @@ export type AnthropicRole = 'user' | 'assistant';
 export function buildBlock(p: Part, role: AnthropicRole): { role: AnthropicRole; block: Json } | null {
   switch (p.type) {
     case 'text':
-      return p.text === '' ? null : { role, block: { type: 'text', text: p.text } };
+      return p.text === '' ? null : { role, block: cached({ type: 'text', text: p.text }, p.cacheControl) };
     case 'image':
-      return role === 'user' ? { role, block: buildImage(p.source) } : null;
+      return role === 'user' ? { role, block: cached(buildImage(p.source), p.cacheControl) } : null;
     case 'file':
-      return role === 'user' ? { role, block: buildDocument(p.source, p.filename) } : null;
+      return role === 'user' ? { role, block: cached(buildDocument(p.source, p.filename), p.cacheControl) } : null;
     case 'audio':
       return null;
     case 'reasoning':
@@ -209,14 +225,14 @@ export function buildBlock(p: Part, role: AnthropicRole): { role: AnthropicRole;
       return null;
     case 'tool_call':
       // A call always travels in an assistant turn.
-      return { role: 'assistant', block: { type: 'tool_use', id: toolId(p.id), name: p.name, input: argumentsObject(p.arguments) } };
+      return { role: 'assistant', block: cached({ type: 'tool_use', id: toolId(p.id), name: p.name, input: argumentsObject(p.arguments) }, p.cacheControl) };
     case 'tool_result': {
       const content = buildToolResultContent(p.content);
       const block: Json = { type: 'tool_result', tool_use_id: toolId(p.callId) };
       if (content.length > 0) block.content = content;
       if (p.isError !== undefined) block.is_error = p.isError;
       // Tool results always travel in a user turn.
-      return { role: 'user', block };
+      return { role: 'user', block: cached(block, p.cacheControl) };
     }
   }
 }

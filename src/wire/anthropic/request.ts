@@ -1,14 +1,17 @@
 // Anthropic Messages requests: a client body -> CanonicalRequest (inbound), CanonicalRequest -> upstream request
 // (outbound).
 //
-// Parsing keeps: model, max_tokens, system (string or text blocks), messages, tools (custom tools only: server and
-// Anthropic-defined tools such as web_search_*, bash_*, text_editor_* have no canonical form and are skipped without
-// error), tool_choice (any = required; disable_parallel_tool_use -> parallelToolCalls false), stop_sequences,
-// temperature, top_p, top_k, metadata.user_id -> user, stream, thinking (enabled -> budget, disabled -> none,
-// adaptive -> the output_config.effort level or 'auto'), output_config.format (and the older beta output_format)
-// -> a json_schema response format named 'output'. A message with role 'system' adds its text to the system parts.
-// Dropped: cache_control everywhere, service_tier, container, context_management, mcp_servers, inference_geo.
-// (Only when translating: an Anthropic client to an Anthropic provider is passed through whole, same-format.ts.)
+// Parsing keeps: model, max_tokens, system (string or text blocks), messages, cache_control markers (system
+// blocks, content blocks, custom tools), tools (custom tools, and the web_search_* server tool as the built-in web
+// search; other server and Anthropic-defined tools such as bash_*, text_editor_*, code_execution_* have no
+// canonical form and are listed as dropped, `tools.<type>`), tool_choice (any = required; disable_parallel_tool_use
+// -> parallelToolCalls false; naming the web search tool forces the built-in search; naming another server tool is
+// a 400), stop_sequences, temperature, top_p, top_k, metadata.user_id -> user, service_tier, stream, thinking
+// (enabled -> budget, disabled -> none, adaptive -> the output_config.effort level or 'auto'), output_config.format
+// (and the older beta output_format) -> a json_schema response format named 'output'. A message with role 'system'
+// adds its text to the system parts. Listed as dropped (`unmapped`): every other top-level key (container,
+// context_management, mcp_servers, inference_geo, ...). (Only when translating: an Anthropic client to an Anthropic
+// provider is passed through whole, same-format.ts.)
 //
 // Building follows the API's rules: roles alternate (consecutive same-role turns are merged, tool results first in
 // a user turn), max_tokens is always sent, thinking is only sent to a model whose config has the `reasoning`
@@ -17,9 +20,10 @@
 import { endpointPath } from '../endpoint.js';
 import { applyThinking, parseThinkingSuffix } from '../thinking.js';
 import type { ModelConfig, ProviderConfig } from '../../config/types.js';
-import type { CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
-import type { Target } from '../codec.js';
-import type { UpstreamRequest } from '../types.js';
+import { TollgateError } from '../../core/errors.js';
+import type { BuiltinTool, CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
+import { BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys } from '../fields.js';
+import type { BuiltRequest, Target } from '../codec.js';
 import { buildBlock, parseBlocks, type AnthropicRole, type ToolNames } from './content.js';
 import { invalid, isObj, str, type Json } from './json.js';
 
@@ -43,28 +47,57 @@ function parseSystem(raw: unknown, names: ToolNames): Part[] {
   return parseBlocks(raw, 'system', names).filter((p) => p.type === 'text');
 }
 
-function parseTools(raw: unknown): ToolDefinition[] | undefined {
-  if (raw === undefined || raw === null) return undefined;
+/** The server tool Anthropic runs for web search (every dated version), and the one the gateway sends. */
+const isWebSearch = (type: unknown): boolean => typeof type === 'string' && /^web_search_\d{8}$/.test(type);
+export const WEB_SEARCH_TOOL = { type: 'web_search_20250305', name: 'web_search' } as const;
+
+interface ParsedTools {
+  readonly custom?: ToolDefinition[];
+  readonly builtin: BuiltinTool[];
+  /** The names of the server tools, by whether they are the web search. */
+  readonly serverNames: ReadonlyMap<string, boolean>;
+  readonly unmapped: string[];
+}
+
+function parseTools(raw: unknown): ParsedTools {
+  const builtin: BuiltinTool[] = [];
+  const serverNames = new Map<string, boolean>();
+  const unmapped: string[] = [];
+  if (raw === undefined || raw === null) return { builtin, serverNames, unmapped };
   if (!Array.isArray(raw)) invalid('tools must be an array', 'tools');
   const tools: ToolDefinition[] = [];
   raw.forEach((t, i) => {
     if (!isObj(t)) invalid(`tools[${i}] must be an object`, `tools[${i}]`);
     // A custom tool has an input_schema and no type (or type 'custom'); anything else is a server tool.
-    if ((t.type !== undefined && t.type !== null && t.type !== 'custom') || !isObj(t.input_schema)) return;
+    if ((t.type !== undefined && t.type !== null && t.type !== 'custom') || !isObj(t.input_schema)) {
+      const search = isWebSearch(t.type);
+      if (typeof t.name === 'string') serverNames.set(t.name, search);
+      if (search && builtin.length === 0) builtin.push({ type: 'web_search' });
+      else if (!search) unmapped.push(`tools.${String(t.type)}`);
+      return;
+    }
     const name = str(t.name);
     if (name === undefined) invalid(`tools[${i}].name must be a string`, `tools[${i}].name`);
     const description = str(t.description);
+    const cacheControl = parseCacheControl(t.cache_control, `tools[${i}].cache_control`);
     tools.push({
       name,
       ...(description === undefined ? {} : { description }),
       parameters: t.input_schema,
       ...(typeof t.strict === 'boolean' ? { strict: t.strict } : {}),
+      ...(cacheControl === undefined ? {} : { cacheControl }),
     });
   });
-  return tools;
+  return { custom: tools, builtin, serverNames, unmapped };
 }
 
-function parseToolChoice(raw: unknown): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
+/** Every top-level key parseRequest reads; any other key the client sets is listed as dropped. */
+const KNOWN_KEYS: ReadonlySet<string> = new Set([
+  'model', 'max_tokens', 'messages', 'system', 'stream', 'tools', 'tool_choice', 'temperature', 'top_p', 'top_k', 'stop_sequences', 'metadata',
+  'thinking', 'output_config', 'output_format', 'service_tier',
+]);
+
+function parseToolChoice(raw: unknown, serverNames: ReadonlyMap<string, boolean>): { toolChoice?: ToolChoice; parallelToolCalls?: boolean } {
   if (raw === undefined || raw === null) return {};
   if (!isObj(raw)) invalid('tool_choice must be an object', 'tool_choice');
   const parallel = raw.disable_parallel_tool_use === true ? { parallelToolCalls: false } : {};
@@ -78,6 +111,11 @@ function parseToolChoice(raw: unknown): { toolChoice?: ToolChoice; parallelToolC
     case 'tool': {
       const name = str(raw.name);
       if (name === undefined) invalid('tool_choice.name must be a string when tool_choice.type is tool', 'tool_choice.name');
+      const server = serverNames.get(name);
+      if (server === true) return { toolChoice: { type: 'builtin', tool: 'web_search' }, ...parallel };
+      if (server === false) {
+        throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `tool_choice forces the server tool '${name}', which cannot be carried to another provider format`, { param: 'tool_choice' });
+      }
       return { toolChoice: { type: 'tool', name }, ...parallel };
     }
     default:
@@ -127,8 +165,9 @@ export function parseRequest(body: unknown): CanonicalRequest {
 
   const out: Mutable<CanonicalRequest> = { model, system, messages, maxTokens, stream: body.stream === true };
   const tools = parseTools(body.tools);
-  if (tools !== undefined) out.tools = tools;
-  Object.assign(out, parseToolChoice(body.tool_choice));
+  if (tools.custom !== undefined) out.tools = tools.custom;
+  if (tools.builtin.length > 0) out.builtinTools = tools.builtin;
+  Object.assign(out, parseToolChoice(body.tool_choice, tools.serverNames));
   const temperature = optNumber(body, 'temperature');
   if (temperature !== undefined) out.temperature = temperature;
   const topP = optNumber(body, 'top_p');
@@ -145,6 +184,10 @@ export function parseRequest(body: unknown): CanonicalRequest {
   if (suffix !== undefined) out.thinking = suffix;
   const format = isObj(outputConfig.format) ? outputConfig.format : isObj(body.output_format) ? body.output_format : undefined;
   if (format?.type === 'json_schema' && isObj(format.schema)) out.responseFormat = { type: 'json_schema', name: 'output', schema: format.schema };
+  const serviceTier = str(body.service_tier);
+  if (serviceTier !== undefined) out.serviceTier = serviceTier;
+  const unmapped = [...unknownKeys(body, KNOWN_KEYS), ...tools.unmapped];
+  if (unmapped.length > 0) out.unmapped = unmapped;
   return out;
 }
 
@@ -187,11 +230,16 @@ export function buildMessages(messages: readonly Message[]): Json[] {
   }));
 }
 
+/** System text as one string, or as text blocks when there are several or one carries a cache_control marker. */
 function buildSystem(parts: readonly Part[]): string | Json[] | undefined {
-  const texts = parts.flatMap((p) => (p.type === 'text' && p.text !== '' ? [p.text] : []));
+  const texts = parts.flatMap((p) => (p.type === 'text' && p.text !== '' ? [p] : []));
   if (texts.length === 0) return undefined;
-  return texts.length === 1 ? texts[0] : texts.map((text) => ({ type: 'text', text }));
+  if (texts.length === 1 && texts[0]!.cacheControl === undefined) return texts[0]!.text;
+  return texts.map((p) => (p.cacheControl === undefined ? { type: 'text', text: p.text } : { type: 'text', text: p.text, cache_control: cacheControlJson(p.cacheControl) }));
 }
+
+/** The tool a response format travels as when the model has no structured output: its call is the answer. */
+export const ANSWER_TOOL = 'json_response';
 
 function buildToolChoice(req: CanonicalRequest): Json | undefined {
   const noParallel = req.parallelToolCalls === false ? { disable_parallel_tool_use: true } : {};
@@ -206,6 +254,8 @@ function buildToolChoice(req: CanonicalRequest): Json | undefined {
       return { type: 'none' };
     case 'tool':
       return { type: 'tool', name: req.toolChoice.name, ...noParallel };
+    case 'builtin':
+      return { type: 'tool', name: WEB_SEARCH_TOOL.name, ...noParallel };
   }
 }
 
@@ -227,15 +277,23 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
  * - max_tokens: the request's, else the model's max_output_tokens, else DEFAULT_MAX_TOKENS; never above the model's
  *   max_output_tokens when that is configured.
  * - thinking (see anthropicThinking) only when the model config lists `reasoning`, and not when tool_choice forces a
- *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on).
- *   With thinking on, temperature (unless 1) and top_k are removed and top_p is kept only within [0.95, 1], as the
- *   API requires.
+ *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on: the
+ *   thinking level is then listed as dropped). With thinking on, temperature (unless 1) and top_k are removed and
+ *   top_p is kept only within [0.95, 1], as the API requires (each listed as dropped).
  * - response format: json_schema goes to output_config.format, and a tool's `strict` is sent, only when the model
- *   config lists `structured_output`; otherwise (and always for json_object) it is dropped.
- * - seed, presence/frequency penalties and metadata other than the user id have no Anthropic field and are dropped;
- *   stop sequences that are only whitespace are dropped (the API rejects them).
+ *   config lists `structured_output`. Otherwise a json_schema (with an object schema) or json_object format, on a
+ *   request without tools of its own, becomes a forced tool `json_response` whose input schema is the format's
+ *   schema; the call's arguments are the answer's text (`answerTool`). Any other format is dropped and listed.
+ * - cache_control markers go on the system blocks, content blocks and tools that carried them.
+ * - the built-in web search is the web_search_20250305 server tool (named web_search; forcing it names it).
+ * - service_tier: `auto` and `standard_only` are sent; OpenAI's other tiers are dropped.
+ * - Dropped and listed (BuildNotes): seed, presence/frequency penalties, logit_bias, logprobs, prediction,
+ *   prompt_cache_key, metadata other than the user id (metadata.user_id), audio parts, stop sequences that are only
+ *   whitespace (the API rejects them). n > 1 is refused: an Anthropic answer is one answer.
  */
-export function buildRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+export function buildRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+  const notes = new BuildNotes();
+  noteChoices(req, notes, 'an Anthropic', false);
   const model = target.model;
   const cap = model?.max_output_tokens;
   const maxTokens = Math.min(req.maxTokens ?? cap ?? DEFAULT_MAX_TOKENS, cap ?? Infinity);
@@ -245,39 +303,79 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   const system = buildSystem(req.system);
   if (system !== undefined) body.system = system;
   body.messages = buildMessages(req.messages);
+  if (req.messages.some((m) => m.content.some((p) => p.type === 'audio' || (p.type === 'tool_result' && p.content.some((c) => c.type === 'audio'))))) notes.drop('audio');
+
+  const format = req.responseFormat;
   const tools = req.tools ?? [];
-  if (tools.length > 0) {
-    body.tools = tools.map((t) => ({
-      name: t.name,
-      ...(t.description === undefined ? {} : { description: t.description }),
-      // Anthropic requires an object schema; a tool without parameters gets the empty one.
-      input_schema: t.parameters.type === undefined ? { type: 'object', properties: {}, ...t.parameters } : t.parameters,
-      ...(structured && t.strict !== undefined ? { strict: t.strict } : {}),
-    }));
+  const builtin = req.builtinTools ?? [];
+  const formatSchema = format?.type === 'json_schema' ? format.schema : format?.type === 'json_object' ? { type: 'object' } : undefined;
+  const answerTool = formatSchema !== undefined && !(structured && format?.type === 'json_schema') && tools.length === 0 && builtin.length === 0 && formatSchema.type === 'object';
+  const toolBlocks: Json[] = tools.map((t) => ({
+    name: t.name,
+    ...(t.description === undefined ? {} : { description: t.description }),
+    // Anthropic requires an object schema; a tool without parameters gets the empty one.
+    input_schema: t.parameters.type === undefined ? { type: 'object', properties: {}, ...t.parameters } : t.parameters,
+    ...(structured && t.strict !== undefined ? { strict: t.strict } : {}),
+    ...(t.cacheControl === undefined ? {} : { cache_control: cacheControlJson(t.cacheControl) }),
+  }));
+  if (builtin.length > 0) toolBlocks.push({ ...WEB_SEARCH_TOOL });
+  if (answerTool) {
+    toolBlocks.push({ name: ANSWER_TOOL, description: 'Give the answer as the input of this tool, in the JSON form its schema describes.', input_schema: formatSchema });
+    body.tool_choice = { type: 'tool', name: ANSWER_TOOL };
+  } else if (toolBlocks.length > 0) {
     const choice = buildToolChoice(req);
     if (choice !== undefined) body.tool_choice = choice;
   }
+  if (toolBlocks.length > 0) body.tools = toolBlocks;
+  if (format !== undefined && format.type !== 'text' && !answerTool && !(structured && format.type === 'json_schema')) notes.drop('responseFormat');
+
   const stop = (req.stop ?? []).filter((s) => s.trim() !== '');
   if (stop.length > 0) body.stop_sequences = stop;
+  if (stop.length < (req.stop ?? []).length) notes.drop('stop');
 
-  const forced = tools.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool');
-  const think =
-    req.thinking !== undefined && model?.capabilities.includes('reasoning') && !forced
-      ? anthropicThinking(req.thinking, maxTokens, model.thinking === 'anthropic-adaptive', model)
-      : null;
+  const forced = answerTool || (toolBlocks.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool' || req.toolChoice?.type === 'builtin'));
+  const reasoning = req.thinking !== undefined && model?.capabilities.includes('reasoning') === true;
+  if (reasoning && forced) notes.drop('thinking');
+  const think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, maxTokens, model.thinking === 'anthropic-adaptive', model) : null;
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
   const on = think !== null && think.thinking.type !== 'disabled';
-  if (req.temperature !== undefined && (!on || req.temperature === 1)) body.temperature = req.temperature;
-  if (req.topP !== undefined && (!on || req.topP >= 0.95)) body.top_p = req.topP;
-  if (req.topK !== undefined && !on) body.top_k = req.topK;
+  if (req.temperature !== undefined) {
+    if (!on || req.temperature === 1) body.temperature = req.temperature;
+    else notes.drop('temperature');
+  }
+  if (req.topP !== undefined) {
+    if (!on || req.topP >= 0.95) body.top_p = req.topP;
+    else notes.drop('topP');
+  }
+  if (req.topK !== undefined) {
+    if (!on) body.top_k = req.topK;
+    else notes.drop('topK');
+  }
   if (req.user !== undefined) body.metadata = { user_id: req.user };
+  if (req.metadata !== undefined && Object.keys(req.metadata).some((k) => k !== 'user_id')) notes.drop('metadata');
   if (think !== null) body.thinking = think.thinking;
   const outputConfig: Json = {};
   if (think?.effort !== undefined) outputConfig.effort = think.effort;
-  if (structured && req.responseFormat?.type === 'json_schema') outputConfig.format = { type: 'json_schema', schema: req.responseFormat.schema };
+  if (structured && format?.type === 'json_schema') outputConfig.format = { type: 'json_schema', schema: format.schema };
   if (Object.keys(outputConfig).length > 0) body.output_config = outputConfig;
+  if (req.serviceTier !== undefined) {
+    if (req.serviceTier === 'auto' || req.serviceTier === 'standard_only') body.service_tier = req.serviceTier;
+    else notes.drop('serviceTier');
+  }
+  const unsupported = ['seed', 'presencePenalty', 'frequencyPenalty', 'logitBias', 'prediction', 'promptCacheKey'] as const;
+  for (const f of unsupported) if (req[f] !== undefined) notes.drop(f);
+  if (req.logprobs === true) notes.drop('logprobs');
+  if (req.topLogprobs !== undefined) notes.drop('topLogprobs');
   if (req.stream) body.stream = true;
 
+  const refused = notes.refusal;
   // Anthropic's base_url has no /v1 (https://api.anthropic.com).
-  return { path: endpointPath(target.provider, '/v1/messages'), headers: buildHeaders(target.provider, req.stream), body };
+  return {
+    path: endpointPath(target.provider, '/v1/messages'),
+    headers: buildHeaders(target.provider, req.stream),
+    body,
+    dropped: notes.dropped,
+    ...(refused === undefined ? {} : { refused }),
+    ...(answerTool ? { answerTool: ANSWER_TOOL } : {}),
+  };
 }

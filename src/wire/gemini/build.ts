@@ -1,10 +1,16 @@
 // CanonicalRequest -> the upstream request for a Gemini provider: path `<base_url path>/models/<id>:generateContent`
 // (or `:streamGenerateContent?alt=sse`), the x-goog-api-key header and a body shaped as @google/genai sends it.
+//
+// Carried besides the conversation: n -> candidateCount (whole answers only), logprobs -> responseLogprobs +
+// logprobs, the built-in web search -> a googleSearch tool, seed, stop sequences, penalties, top_k, a response
+// format -> responseMimeType (+ responseJsonSchema). Dropped and listed (BuildNotes): logit_bias, prediction,
+// prompt_cache_key, service_tier, user, metadata, cache_control markers, parallel_tool_calls false (Gemini has no
+// switch for it); forcing the web search is refused (Gemini's tool config forces function calls only).
 
-import type { Target } from '../codec.js';
+import type { BuiltRequest, Target } from '../codec.js';
 import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.js';
+import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
 import { applyThinking } from '../thinking.js';
-import type { UpstreamRequest } from '../types.js';
 import { endpointPath } from '../endpoint.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
 
@@ -15,7 +21,9 @@ function authHeaders(target: Target): Record<string, string> {
   return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
 }
 
-export function buildGeminiRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+export function buildGeminiRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+  const notes = new BuildNotes();
+  noteChoices(req, notes, 'a Gemini', true);
   const model = target.modelId.replace(/^models\//, '');
   const path = endpointPath(target.provider, `/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
 
@@ -24,14 +32,17 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Upstr
   const body: Json = { contents: buildContents(req.messages, target.model?.thinking === 'gemini-level') };
   const system = req.system.flatMap((p) => (p.type === 'text' && p.text !== '' ? [{ text: p.text }] : []));
   if (system.length > 0) body.systemInstruction = { parts: system };
+  const tools: Json[] = [];
   if (req.tools !== undefined && req.tools.length > 0) {
-    body.tools = [
-      {
-        functionDeclarations: req.tools.map((t) => (t.description === undefined ? { name: t.name, parametersJsonSchema: t.parameters } : { name: t.name, description: t.description, parametersJsonSchema: t.parameters })),
-      },
-    ];
-    if (req.toolChoice !== undefined) body.toolConfig = { functionCallingConfig: functionCallingConfig(req.toolChoice) };
+    tools.push({
+      functionDeclarations: req.tools.map((t) => (t.description === undefined ? { name: t.name, parametersJsonSchema: t.parameters } : { name: t.name, description: t.description, parametersJsonSchema: t.parameters })),
+    });
+    if (req.toolChoice !== undefined && req.toolChoice.type !== 'builtin') body.toolConfig = { functionCallingConfig: functionCallingConfig(req.toolChoice) };
+    if (req.parallelToolCalls === false) notes.drop('parallelToolCalls');
   }
+  if (req.builtinTools !== undefined && req.builtinTools.length > 0) tools.push({ googleSearch: {} });
+  if (req.toolChoice?.type === 'builtin') notes.refuse('toolChoice', 'forces the built-in web search, which a Gemini provider cannot force (its tool config forces function calls only)');
+  if (tools.length > 0) body.tools = tools;
 
   const g: Json = {};
   if (req.maxTokens !== undefined) g.maxOutputTokens = req.maxTokens;
@@ -49,16 +60,27 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Upstr
   }
   const thinking = buildThinkingConfig(req, target);
   if (thinking !== undefined) g.thinkingConfig = thinking;
+  if (req.n !== undefined && req.n > 1) g.candidateCount = req.n;
+  if (req.logprobs === true) {
+    g.responseLogprobs = true;
+    if (req.topLogprobs !== undefined) g.logprobs = req.topLogprobs;
+  }
   if (Object.keys(g).length > 0) body.generationConfig = g;
+  const unsupported = ['logitBias', 'prediction', 'promptCacheKey', 'serviceTier', 'user', 'metadata'] as const;
+  for (const f of unsupported) if (req[f] !== undefined) notes.drop(f);
+  if (hasCacheControl(req)) notes.drop('cacheControl');
 
+  const refused = notes.refusal;
   return {
     path,
     headers: { ...target.provider.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...authHeaders(target) },
     body,
+    dropped: notes.dropped,
+    ...(refused === undefined ? {} : { refused }),
   };
 }
 
-function functionCallingConfig(c: ToolChoice): Json {
+function functionCallingConfig(c: Exclude<ToolChoice, { type: 'builtin' }>): Json {
   switch (c.type) {
     case 'auto':
       return { mode: 'AUTO' };

@@ -9,8 +9,20 @@ import { parseGeminiRequest } from './request.js';
 import { parseGeminiResponse, renderGeminiResponse } from './response.js';
 import { GeminiStreamParser, GeminiStreamRenderer } from './stream.js';
 
+/** Canonical fields under a Gemini client's names. */
+export const GEMINI_PARAM_NAMES: WireCodec['paramNames'] = {
+  maxTokens: 'generationConfig.maxOutputTokens', temperature: 'generationConfig.temperature', topP: 'generationConfig.topP', topK: 'generationConfig.topK',
+  stop: 'generationConfig.stopSequences', seed: 'generationConfig.seed', presencePenalty: 'generationConfig.presencePenalty',
+  frequencyPenalty: 'generationConfig.frequencyPenalty', logitBias: 'logit_bias', logprobs: 'generationConfig.responseLogprobs',
+  topLogprobs: 'generationConfig.logprobs', n: 'generationConfig.candidateCount', responseFormat: 'generationConfig.responseJsonSchema',
+  thinking: 'generationConfig.thinkingConfig', tools: 'tools', toolChoice: 'toolConfig', parallelToolCalls: 'parallel_tool_calls',
+  webSearch: 'tools.googleSearch', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key', serviceTier: 'service_tier', user: 'user',
+  metadata: 'metadata', prediction: 'prediction', image: 'inlineData.image', file: 'inlineData.file', audio: 'inlineData.audio',
+};
+
 export const geminiCodec: WireCodec = {
   format: 'gemini',
+  paramNames: GEMINI_PARAM_NAMES,
   parseRequest: parseGeminiRequest,
   renderResponse: renderGeminiResponse,
   createStreamRenderer: (model) => new GeminiStreamRenderer(model),

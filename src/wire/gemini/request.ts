@@ -3,8 +3,14 @@
 // The model and whether the answer streams are in the URL (`/models/<model>:generateContent` vs
 // `:streamGenerateContent?alt=sse`), not in the body, so the result has model '' and stream false: the route fills
 // both in.
+//
+// Carried besides the conversation: candidateCount (n), responseLogprobs / logprobs, googleSearch (and the older
+// googleSearchRetrieval) as the built-in web search. Listed as dropped (`unmapped`): other built-in tools
+// (`tools.codeExecution`, `tools.urlContext`, ...), top-level keys not read here (safetySettings, cachedContent,
+// ...) and generationConfig keys not read here (responseModalities, speechConfig, mediaResolution, ...).
 
-import type { CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
+import type { BuiltinTool, CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
+import { unknownKeys } from '../fields.js';
 import { fileDataSource, invalid, isObj, mediaPart, reasoningPart, syntheticCallId, toolCallPart, type Json } from './wire.js';
 import { jsonSchemaFromGemini } from './schema.js';
 
@@ -14,7 +20,7 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
 
   const messages = parseContents(body.contents);
   const system = parseSystem(body.systemInstruction);
-  const tools = parseTools(body.tools);
+  const { functions: tools, builtin, unmapped } = parseTools(body.tools);
   const toolChoice = parseToolChoice(body.toolConfig);
   const gen = body.generationConfig;
   if (gen !== undefined && gen !== null && !isObj(gen)) throw invalid('generationConfig must be an object', 'generationConfig');
@@ -22,6 +28,7 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
 
   const req: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { model: '', system, messages, stream: false };
   if (tools !== undefined) req.tools = tools;
+  if (builtin.length > 0) req.builtinTools = builtin;
   if (toolChoice !== undefined) req.toolChoice = toolChoice;
   const maxTokens = num(g, 'maxOutputTokens');
   if (maxTokens !== undefined) req.maxTokens = maxTokens;
@@ -49,8 +56,27 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
     if (thinking !== undefined) req.thinking = thinking;
     if (typeof g.thinkingConfig.includeThoughts === 'boolean') req.includeReasoning = g.thinkingConfig.includeThoughts;
   }
+  const candidates = num(g, 'candidateCount');
+  if (candidates !== undefined && (!Number.isInteger(candidates) || candidates < 1)) throw invalid('candidateCount must be an integer >= 1', 'generationConfig.candidateCount');
+  if (candidates !== undefined && candidates > 1) req.n = candidates;
+  if (g.responseLogprobs !== undefined && g.responseLogprobs !== null && typeof g.responseLogprobs !== 'boolean') throw invalid('responseLogprobs must be a boolean', 'generationConfig.responseLogprobs');
+  if (g.responseLogprobs === true) {
+    req.logprobs = true;
+    const top = num(g, 'logprobs');
+    if (top !== undefined && (!Number.isInteger(top) || top < 0 || top > 20)) throw invalid('logprobs must be an integer between 0 and 20', 'generationConfig.logprobs');
+    if (top !== undefined) req.topLogprobs = top;
+  }
+  const dropped = [...unknownKeys(body, KNOWN_KEYS), ...unmapped, ...unknownKeys(g, KNOWN_GENERATION_KEYS).map((k) => `generationConfig.${k}`)];
+  if (dropped.length > 0) req.unmapped = dropped;
   return req;
 }
+
+/** Every top-level key parseGeminiRequest reads; any other key the client sets is listed as dropped. */
+const KNOWN_KEYS: ReadonlySet<string> = new Set(['model', 'contents', 'systemInstruction', 'tools', 'toolConfig', 'generationConfig']);
+const KNOWN_GENERATION_KEYS: ReadonlySet<string> = new Set([
+  'maxOutputTokens', 'temperature', 'topP', 'topK', 'seed', 'presencePenalty', 'frequencyPenalty', 'stopSequences', 'responseMimeType',
+  'responseSchema', 'responseJsonSchema', 'thinkingConfig', 'candidateCount', 'responseLogprobs', 'logprobs',
+]);
 
 function num(g: Json, key: string): number | undefined {
   const v = g[key];
@@ -167,13 +193,26 @@ function parseFunctionResponse(fr: unknown, at: string, unanswered: Pending[]): 
   return isError ? { type: 'tool_result', callId, name, content, isError } : { type: 'tool_result', callId, name, content };
 }
 
-/** functionDeclarations -> tools; built-in tools (googleSearch, codeExecution, urlContext, ...) are skipped. */
-function parseTools(raw: unknown): ToolDefinition[] | undefined {
-  if (raw === undefined || raw === null) return undefined;
+/** The built-in tools that are web search. */
+const WEB_SEARCH_TOOLS = new Set(['googleSearch', 'googleSearchRetrieval']);
+
+/**
+ * functionDeclarations -> tools; googleSearch / googleSearchRetrieval -> the built-in web search; any other built-in
+ * tool (codeExecution, urlContext, ...) -> `tools.<name>` in `unmapped`.
+ */
+function parseTools(raw: unknown): { functions?: ToolDefinition[]; builtin: BuiltinTool[]; unmapped: string[] } {
+  const builtin: BuiltinTool[] = [];
+  const unmapped: string[] = [];
+  if (raw === undefined || raw === null) return { builtin, unmapped };
   if (!Array.isArray(raw)) throw invalid('tools must be an array', 'tools');
   const out: ToolDefinition[] = [];
   raw.forEach((t, i) => {
     if (!isObj(t)) throw invalid('a tool must be an object', `tools[${i}]`);
+    for (const key of Object.keys(t)) {
+      if (key === 'functionDeclarations' || t[key] === undefined || t[key] === null) continue;
+      if (!WEB_SEARCH_TOOLS.has(key)) unmapped.push(`tools.${key}`);
+      else if (builtin.length === 0) builtin.push({ type: 'web_search' });
+    }
     if (t.functionDeclarations === undefined) return;
     if (!Array.isArray(t.functionDeclarations)) throw invalid('functionDeclarations must be an array', `tools[${i}].functionDeclarations`);
     t.functionDeclarations.forEach((f, j) => {
@@ -185,7 +224,7 @@ function parseTools(raw: unknown): ToolDefinition[] | undefined {
       out.push(typeof f.description === 'string' ? { name: f.name, description: f.description, parameters } : { name: f.name, parameters });
     });
   });
-  return out.length > 0 ? out : undefined;
+  return out.length > 0 ? { functions: out, builtin, unmapped } : { builtin, unmapped };
 }
 
 /** AUTO -> auto, NONE -> none, ANY -> required, or the one tool when allowedFunctionNames names exactly one. */

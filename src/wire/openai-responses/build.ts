@@ -10,7 +10,12 @@
 //   model lists the `reasoning` capability; any other reasoning part is dropped.
 // - Function tools always carry an explicit `strict`: omitted, the Responses API would normalise the schema into
 //   strict mode (all properties required), which is not what a Chat / Anthropic / Gemini client asked for.
-// - Not supported by the Responses API, so removed (spec item 9): top_k, stop, seed, presence/frequency penalty.
+// - Carried besides the conversation: logprobs (`include: ['message.output_text.logprobs']` + top_logprobs),
+//   prompt_cache_key, service_tier (OpenAI's values; Anthropic's standard_only is dropped), user, metadata, and the
+//   built-in web search as a `web_search` tool (`web_search_preview` with tool_choice when forced).
+// - Not supported by the Responses API, so removed and listed (spec item 9, BuildNotes): top_k, stop, seed,
+//   presence/frequency penalty, logit_bias, prediction, cache_control markers, audio parts. n > 1 is refused (a
+//   Responses answer is one answer).
 //
 // Thinking: the level goes through the shared `openai` family mapping (applyThinking in src/wire/thinking.ts,
 // table in docs/thinking.md) and is sent as `reasoning.effort`: named levels pass through (auto: no effort), a
@@ -22,13 +27,11 @@
 //   temperature / top_p are removed unless the effort is 'none' (reasoning models reject them otherwise).
 
 import type { CanonicalRequest, Message, Part } from '../canonical.js';
+import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
 import { applyThinking } from '../thinking.js';
-import type { Target } from '../codec.js';
+import type { BuiltRequest, Target } from '../codec.js';
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
-import type { UpstreamRequest } from '../types.js';
 import { dataUrl, envelopeOf, type Json } from './shared.js';
-
-
 
 function contentPart(p: Part): Json | null {
   switch (p.type) {
@@ -49,16 +52,17 @@ function contentPart(p: Part): Json | null {
   }
 }
 
-function toolOutput(content: readonly Part[]): string | Json[] {
+function toolOutput(content: readonly Part[], notes: BuildNotes): string | Json[] {
   if (content.length === 0) return '';
   if (content.length === 1 && content[0]!.type === 'text') return content[0]!.text;
   return content.flatMap((p): Json[] => {
     const c = contentPart(p);
+    if (c === null && p.type === 'audio') notes.drop('audio');
     return c ? [c] : [];
   });
 }
 
-function userItems(m: Message, items: Json[]): void {
+function userItems(m: Message, items: Json[], notes: BuildNotes): void {
   let buf: Json[] = [];
   const flush = (): void => {
     if (buf.length > 0) items.push({ role: 'user', content: buf });
@@ -67,10 +71,11 @@ function userItems(m: Message, items: Json[]): void {
   for (const p of m.content) {
     if (p.type === 'tool_result') {
       flush();
-      items.push({ type: 'function_call_output', call_id: p.callId, output: toolOutput(p.content) });
+      items.push({ type: 'function_call_output', call_id: p.callId, output: toolOutput(p.content, notes) });
     } else {
       const c = contentPart(p);
       if (c) buf.push(c);
+      else if (p.type === 'audio') notes.drop('audio');
     }
   }
   flush();
@@ -97,12 +102,14 @@ function assistantItems(m: Message, items: Json[], reasoningModel: boolean): voi
   flush();
 }
 
-export function buildRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+export function buildRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+  const notes = new BuildNotes();
+  noteChoices(req, notes, 'an OpenAI Responses', false);
   const effort = req.thinking === undefined ? undefined : applyThinking('openai', req.thinking, target.model, req.maxTokens).effort;
   const reasoningModel = target.model !== null ? target.model.capabilities.includes('reasoning') : effort !== undefined || req.includeReasoning === true;
   const input: Json[] = [];
   for (const m of req.messages) {
-    if (m.role === 'user') userItems(m, input);
+    if (m.role === 'user') userItems(m, input, notes);
     else assistantItems(m, input, reasoningModel);
   }
 
@@ -111,23 +118,32 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
   if (instructions !== '') out.instructions = instructions;
   out.input = input;
 
-  if (req.tools !== undefined && req.tools.length > 0) {
-    out.tools = req.tools.map((t) => ({
-      type: 'function',
-      name: t.name,
-      ...(t.description === undefined ? {} : { description: t.description }),
-      parameters: t.parameters,
-      strict: t.strict ?? false,
-    }));
-    const c = req.toolChoice;
-    if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: 'function', name: c.name } : c.type;
+  const c = req.toolChoice;
+  // Forcing web search takes the preview tool: the hosted-tool choice names only `web_search_preview`.
+  const search = (req.builtinTools ?? []).map(() => ({ type: c?.type === 'builtin' ? 'web_search_preview' : 'web_search' }));
+  const functions = (req.tools ?? []).map((t) => ({
+    type: 'function',
+    name: t.name,
+    ...(t.description === undefined ? {} : { description: t.description }),
+    parameters: t.parameters,
+    strict: t.strict ?? false,
+  }));
+  if (functions.length + search.length > 0) {
+    out.tools = [...functions, ...search];
+    if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: 'function', name: c.name } : c.type === 'builtin' ? { type: 'web_search_preview' } : c.type;
     if (req.parallelToolCalls !== undefined) out.parallel_tool_calls = req.parallelToolCalls;
   }
   if (req.maxTokens !== undefined) out.max_output_tokens = req.maxTokens;
 
   const samplingAllowed = !reasoningModel || effort === 'none';
-  if (samplingAllowed && req.temperature !== undefined) out.temperature = req.temperature;
-  if (samplingAllowed && req.topP !== undefined) out.top_p = req.topP;
+  if (req.temperature !== undefined) {
+    if (samplingAllowed) out.temperature = req.temperature;
+    else notes.drop('temperature');
+  }
+  if (req.topP !== undefined) {
+    if (samplingAllowed) out.top_p = req.topP;
+    else notes.drop('topP');
+  }
 
   const f = req.responseFormat;
   if (f !== undefined) {
@@ -142,15 +158,31 @@ export function buildRequest(req: CanonicalRequest, target: Target): UpstreamReq
     if (Object.keys(reasoning).length > 0) out.reasoning = reasoning;
     out.include = ['reasoning.encrypted_content'];
   }
+  if (req.logprobs === true) {
+    out.include = [...((out.include as string[] | undefined) ?? []), 'message.output_text.logprobs'];
+    if (req.topLogprobs !== undefined) out.top_logprobs = req.topLogprobs;
+  }
   out.stream = req.stream;
   out.store = false;
   if (req.user !== undefined) out.user = req.user;
   if (req.metadata !== undefined) out.metadata = req.metadata;
+  if (req.promptCacheKey !== undefined) out.prompt_cache_key = req.promptCacheKey;
+  if (req.serviceTier !== undefined) {
+    if (req.serviceTier === 'standard_only') notes.drop('serviceTier');
+    else out.service_tier = req.serviceTier;
+  }
+  const unsupported = ['topK', 'seed', 'presencePenalty', 'frequencyPenalty', 'logitBias', 'prediction'] as const;
+  for (const f of unsupported) if (req[f] !== undefined) notes.drop(f);
+  if (req.stop !== undefined && req.stop.length > 0) notes.drop('stop');
+  if (hasCacheControl(req)) notes.drop('cacheControl');
 
   const p = target.provider;
+  const refused = notes.refusal;
   return {
     path: endpointPath(p, '/responses', '/v1'),
     headers: { ...p.headers, 'content-type': 'application/json', accept: req.stream ? 'text/event-stream' : 'application/json', ...apiKeyHeaders(p) },
     body: out,
+    dropped: notes.dropped,
+    ...(refused === undefined ? {} : { refused }),
   };
 }

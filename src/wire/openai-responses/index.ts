@@ -18,8 +18,18 @@ import { parseRequest } from './request.js';
 import { parseResponse, renderResponse } from './response.js';
 import { ResponsesStreamParser } from './stream.js';
 
+/** Canonical fields under a Responses client's names. */
+export const RESPONSES_PARAM_NAMES: WireCodec['paramNames'] = {
+  maxTokens: 'max_output_tokens', temperature: 'temperature', topP: 'top_p', topK: 'top_k', stop: 'stop', seed: 'seed',
+  presencePenalty: 'presence_penalty', frequencyPenalty: 'frequency_penalty', logitBias: 'logit_bias', logprobs: 'include.message.output_text.logprobs',
+  topLogprobs: 'top_logprobs', n: 'n', responseFormat: 'text.format', thinking: 'reasoning', tools: 'tools', toolChoice: 'tool_choice',
+  parallelToolCalls: 'parallel_tool_calls', webSearch: 'tools.web_search', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key',
+  serviceTier: 'service_tier', user: 'user', metadata: 'metadata', prediction: 'prediction', image: 'input_image', file: 'input_file', audio: 'input_audio',
+};
+
 export const responsesCodec: WireCodec = {
   format: 'openai-responses',
+  paramNames: RESPONSES_PARAM_NAMES,
   parseRequest,
   renderResponse,
   createStreamRenderer: (model) => new ResponsesStreamRenderer(model),

@@ -10,18 +10,26 @@
 // - Stateful features cannot be honoured by a stateless gateway and are rejected with a clear message:
 //   `previous_response_id`, `conversation`, and `item_reference` input items. `store` is dropped (the gateway
 //   always sends `store: false` upstream).
-// - `tools`: function tools only; others (web_search, file_search, mcp, ...) are skipped without error. A tool
-//   whose `parameters` is null takes the empty object schema. `tool_choice` of allowed_tools keeps only the named
-//   function tools (same effect, minus the prompt cache benefit); a hosted-tool choice is dropped.
+// - `tools`: function tools, and web search (`web_search`, `web_search_preview` and their dated forms) as the
+//   built-in web search; any other hosted tool (file_search, mcp, code_interpreter, ...) is listed as dropped
+//   (`tools.<type>`). A tool whose `parameters` is null takes the empty object schema. `tool_choice` of
+//   allowed_tools keeps only the named function tools (same effect, minus the prompt cache benefit); a hosted-tool
+//   choice forcing web search forces the built-in web search; forcing another hosted tool is a 400 (the answer
+//   would mean something else without it).
 // - A `(level)` suffix on the model (spec item 8, src/wire/thinking.ts) is removed and becomes the thinking
 //   level; it takes priority over `reasoning.effort`. `reasoning.effort` (none ... xhigh, max) -> thinking level;
 //   `reasoning.summary` set -> includeReasoning.
-// - Dropped (no canonical place): include, truncation, service_tier, prompt_cache_key, top_logprobs, background,
-//   max_tool_calls, text.verbosity, stream_options, prompt. (Only when translating: a Responses client to a Responses
-//   provider is passed through whole, same-format.ts.)
+// - Carried: prompt_cache_key, service_tier, top_logprobs with `include: ['message.output_text.logprobs']`
+//   (logprobs), user / safety_identifier, metadata.
+// - Listed as dropped (`unmapped`): every other top-level key (truncation, background, max_tool_calls, prompt,
+//   ...), `store: true`, text.verbosity, and include values other than the logprobs and encrypted reasoning ones.
+//   (Only when translating: a Responses client to a Responses provider is passed through whole, same-format.ts.)
 
 import type { CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
+import type { BuiltinTool } from '../canonical.js';
+import { unknownKeys } from '../fields.js';
 import { parseThinkingSuffix } from '../thinking.js';
+import { TollgateError } from '../../core/errors.js';
 import { arr, invalid, isObj, type Json, reasoningPart, sourceFromUrl, str } from './shared.js';
 
 /** The SDK's ReasoningEffort values. */
@@ -172,13 +180,32 @@ function parseInput(input: unknown, conv: Conversation): void {
   });
 }
 
-function parseTools(body: Json): ToolDefinition[] | undefined {
-  if (body.tools === undefined || body.tools === null) return undefined;
+/** The hosted tool types that are web search (the GA and preview names, dated or not). */
+const isWebSearch = (type: unknown): boolean => typeof type === 'string' && /^web_search(_preview)?(_\d{4}_\d{2}_\d{2})?$/.test(type);
+
+interface ParsedTools {
+  readonly functions?: ToolDefinition[];
+  readonly builtin: BuiltinTool[];
+  /** Hosted tools with no canonical form, as `tools.<type>`. */
+  readonly unmapped: string[];
+}
+
+function parseTools(body: Json): ParsedTools {
+  const builtin: BuiltinTool[] = [];
+  const unmapped: string[] = [];
+  if (body.tools === undefined || body.tools === null) return { builtin, unmapped };
   if (!Array.isArray(body.tools)) invalid('`tools` must be an array', 'tools');
   const tools: ToolDefinition[] = [];
   body.tools.forEach((t: unknown, i) => {
     if (!isObj(t)) invalid('a tool must be an object', `tools[${i}]`);
-    if (t.type !== 'function') return; // web_search, file_search, mcp, ...: skipped
+    if (isWebSearch(t.type)) {
+      if (builtin.length === 0) builtin.push({ type: 'web_search' });
+      return;
+    }
+    if (t.type !== 'function') {
+      unmapped.push(`tools.${String(t.type)}`);
+      return;
+    }
     if (typeof t.name !== 'string' || t.name === '') invalid('a function tool needs a `name`', `tools[${i}].name`);
     if (t.parameters !== undefined && t.parameters !== null && !isObj(t.parameters)) invalid('`parameters` must be a JSON Schema object', `tools[${i}].parameters`);
     const tool: { -readonly [K in keyof ToolDefinition]: ToolDefinition[K] } = { name: t.name, parameters: isObj(t.parameters) ? t.parameters : { type: 'object', properties: {} } };
@@ -186,7 +213,7 @@ function parseTools(body: Json): ToolDefinition[] | undefined {
     if (typeof t.strict === 'boolean') tool.strict = t.strict;
     tools.push(tool);
   });
-  return tools;
+  return { functions: tools, builtin, unmapped };
 }
 
 function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): { choice?: ToolChoice; tools?: ToolDefinition[] } {
@@ -201,8 +228,20 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): { c
     const names = new Set(arr(raw.tools).flatMap((t) => (isObj(t) && t.type === 'function' && typeof t.name === 'string' ? [t.name] : [])));
     return { choice: { type: raw.mode === 'required' ? 'required' : 'auto' }, tools: tools?.filter((t) => names.has(t.name)) };
   }
-  return { tools }; // a hosted tool (web_search_preview, file_search, mcp, ...): not forwarded
+  if (isWebSearch(raw.type)) return { choice: { type: 'builtin', tool: 'web_search' }, tools };
+  // Forcing another hosted tool (file_search, mcp, ...): without it the answer would be another answer.
+  throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `tool_choice forces the hosted tool ${JSON.stringify(raw.type)}, which cannot be carried to another provider format`, { param: 'tool_choice' });
 }
+
+/** Every top-level key parseRequest reads (or deliberately ignores: store, stream_options); others are listed as dropped. */
+const KNOWN_KEYS: ReadonlySet<string> = new Set([
+  'model', 'input', 'instructions', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_output_tokens', 'temperature', 'top_p', 'text', 'reasoning',
+  'user', 'safety_identifier', 'metadata', 'stream', 'stream_options', 'store', 'previous_response_id', 'conversation', 'include', 'top_logprobs',
+  'prompt_cache_key', 'service_tier',
+]);
+
+/** include values the codec honours: logprobs (carried) and encrypted reasoning (asked for whenever it applies). */
+const HONOURED_INCLUDES: ReadonlySet<string> = new Set(['message.output_text.logprobs', 'reasoning.encrypted_content']);
 
 function parseFormat(text: unknown): ResponseFormat | undefined {
   if (!isObj(text) || !isObj(text.format)) return undefined;
@@ -258,17 +297,17 @@ export function parseRequest(body: unknown): CanonicalRequest {
   parseInput(body.input, conv);
 
   const { model, thinking: suffix } = parseThinkingSuffix(body.model);
-  const { choice, tools } = parseToolChoice(body.tool_choice, parseTools(body));
+  const parsedTools = parseTools(body);
+  const { choice, tools } = parseToolChoice(body.tool_choice, parsedTools.functions);
   const req: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = {
     model,
     system: conv.system,
     messages: conv.messages as Message[],
     stream: body.stream === true,
   };
-  if (tools !== undefined && tools.length > 0) {
-    req.tools = tools;
-    if (choice !== undefined) req.toolChoice = choice;
-  }
+  if (tools !== undefined && tools.length > 0) req.tools = tools;
+  if (parsedTools.builtin.length > 0) req.builtinTools = parsedTools.builtin;
+  if (choice !== undefined && (choice.type === 'builtin' ? parsedTools.builtin.length > 0 : req.tools !== undefined)) req.toolChoice = choice;
   if (typeof body.parallel_tool_calls === 'boolean') req.parallelToolCalls = body.parallel_tool_calls;
   const maxTokens = optNumber(body, 'max_output_tokens');
   if (maxTokens !== undefined) req.maxTokens = maxTokens;
@@ -286,5 +325,23 @@ export function parseRequest(body: unknown): CanonicalRequest {
   if (user !== undefined) req.user = user;
   const metadata = parseMetadata(body.metadata);
   if (metadata !== undefined) req.metadata = metadata;
+
+  const include = arr(body.include).filter((v): v is string => typeof v === 'string');
+  if (include.includes('message.output_text.logprobs')) req.logprobs = true;
+  const topLogprobs = optNumber(body, 'top_logprobs');
+  if (topLogprobs !== undefined && (!Number.isInteger(topLogprobs) || topLogprobs < 0 || topLogprobs > 20)) invalid('`top_logprobs` must be an integer between 0 and 20', 'top_logprobs');
+  if (topLogprobs !== undefined) {
+    req.logprobs = true;
+    req.topLogprobs = topLogprobs;
+  }
+  const promptCacheKey = str(body.prompt_cache_key);
+  if (promptCacheKey !== undefined) req.promptCacheKey = promptCacheKey;
+  const serviceTier = str(body.service_tier);
+  if (serviceTier !== undefined) req.serviceTier = serviceTier;
+
+  const unmapped = [...unknownKeys(body, KNOWN_KEYS), ...parsedTools.unmapped, ...include.filter((v) => !HONOURED_INCLUDES.has(v)).map((v) => `include.${v}`)];
+  if (body.store === true) unmapped.push('store');
+  if (isObj(body.text) && body.text.verbosity !== undefined && body.text.verbosity !== null) unmapped.push('text.verbosity');
+  if (unmapped.length > 0) req.unmapped = unmapped;
   return req;
 }

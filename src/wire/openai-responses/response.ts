@@ -9,7 +9,8 @@
 // The canonical response has no creation time and codecs have no clock, so `created_at` renders as 0.
 
 import { TollgateError } from '../../core/errors.js';
-import type { CanonicalResponse, Part, StopReason } from '../canonical.js';
+import type { CanonicalResponse, Part, StopReason, TokenLogprob } from '../canonical.js';
+import { parseChatLogprobs } from '../openai/chat-response.js';
 import type { Usage } from '../../ledger/types.js';
 import { arr, callItemId, envelopeOf, idStem, isObj, itemId, type Json, reasoningPart, responseId, str } from './shared.js';
 import { renderUsage, responsesUsage } from './usage.js';
@@ -88,6 +89,7 @@ export function parseResponse(json: unknown): CanonicalResponse {
     throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream Responses answer has no `output` array');
   }
   const content: Part[] = [];
+  const logprobs: TokenLogprob[] = [];
   let sawCall = false;
   let sawRefusal = false;
   for (const item of json.output) {
@@ -98,7 +100,10 @@ export function parseResponse(json: unknown): CanonicalResponse {
     } else if (item.type === 'message') {
       for (const c of arr(item.content)) {
         if (!isObj(c)) continue;
-        if (c.type === 'output_text' && typeof c.text === 'string') content.push({ type: 'text', text: c.text });
+        if (c.type === 'output_text' && typeof c.text === 'string') {
+          content.push({ type: 'text', text: c.text });
+          logprobs.push(...(parseChatLogprobs({ content: c.logprobs }) ?? []));
+        }
         else if (c.type === 'refusal' && typeof c.refusal === 'string') {
           content.push({ type: 'text', text: c.refusal });
           sawRefusal = true;
@@ -116,7 +121,14 @@ export function parseResponse(json: unknown): CanonicalResponse {
     content,
     stopReason: stopReasonOf(str(json.status), incomplete, sawCall, sawRefusal),
     usage: responsesUsage(json.usage),
+    ...(logprobs.length > 0 ? { logprobs } : {}),
   };
+}
+
+/** Canonical token logprobs as an output_text part's `logprobs` (the Chat Completions entry shape, bytes as arrays). */
+function outputLogprobs(lps: readonly TokenLogprob[]): Json[] {
+  const entry = (t: { token: string; logprob: number; bytes?: readonly number[] }): Json => ({ token: t.token, logprob: t.logprob, bytes: [...(t.bytes ?? [])] });
+  return lps.map((t) => ({ ...entry(t), top_logprobs: t.top.map(entry) }));
 }
 
 // ---- render ---------------------------------------------------------------------------------------------------
@@ -140,16 +152,26 @@ export const functionCallItem = (callId: string, name: string, args: string, sta
   name,
 });
 
-/** Canonical content -> output items: consecutive text parts share one message; reasoning and calls are items. */
-function outputItems(content: readonly Part[], stem: string, refusal: boolean, lastStatus: 'completed' | 'incomplete'): Json[] {
+/**
+ * Canonical content -> output items: consecutive text parts share one message; reasoning and calls are items. The
+ * answer's token logprobs go on its first output_text part (the canonical answer does not say which part they cover).
+ */
+function outputItems(content: readonly Part[], stem: string, refusal: boolean, lastStatus: 'completed' | 'incomplete', logprobs: readonly TokenLogprob[] | undefined): Json[] {
   const items: Json[] = [];
   let texts: Json[] = [];
+  let pendingLogprobs = logprobs !== undefined && logprobs.length > 0 ? outputLogprobs(logprobs) : undefined;
   const flush = (): void => {
     if (texts.length > 0) items.push(messageItem(itemId('msg', stem, items.length), texts, 'completed'));
     texts = [];
   };
   for (const p of content) {
-    if (p.type === 'text') texts.push(refusal ? { type: 'refusal', refusal: p.text } : outputText(p.text));
+    if (p.type === 'text') {
+      if (refusal) texts.push({ type: 'refusal', refusal: p.text });
+      else {
+        texts.push(pendingLogprobs === undefined ? outputText(p.text) : { ...outputText(p.text), logprobs: pendingLogprobs });
+        pendingLogprobs = undefined;
+      }
+    }
     else if (p.type === 'reasoning') {
       const env = envelopeOf(p);
       if (p.text === '' && !env) continue; // e.g. another family's redacted thinking: nothing to show
@@ -169,7 +191,7 @@ function outputItems(content: readonly Part[], stem: string, refusal: boolean, l
 export function renderResponse(res: CanonicalResponse, model: string): Json {
   const id = responseId(res.id);
   const { status, incomplete } = statusOf(res.stopReason);
-  const output = outputItems(res.content, idStem(id), res.stopReason === 'refusal', status === 'incomplete' ? 'incomplete' : 'completed');
+  const output = outputItems(res.content, idStem(id), res.stopReason === 'refusal', status === 'incomplete' ? 'incomplete' : 'completed', res.logprobs);
   return responseObject({
     id,
     model,

@@ -3,9 +3,9 @@
 // comment lists what.
 
 import type { CanonicalRequest, Part, ResponseFormat, ToolChoice } from '../canonical.js';
+import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
 import { applyThinking, isThinkingFamily, type ThinkingFamily } from '../thinking.js';
-import type { Target } from '../codec.js';
-import type { UpstreamRequest } from '../types.js';
+import type { BuiltRequest, Target } from '../codec.js';
 import { openaiAdapter } from './index.js';
 import { own } from '../../core/own.js';
 
@@ -53,12 +53,13 @@ function chatUserPart(p: Part): Json | null {
 }
 
 /** Text of a tool result; Chat Completions tool messages carry text only. */
-function toolMessage(p: Extract<Part, { type: 'tool_result' }>): Json {
+function toolMessage(p: Extract<Part, { type: 'tool_result' }>, notes: BuildNotes): Json {
   const texts = p.content.flatMap((c) => (c.type === 'text' ? [c.text] : []));
+  for (const c of p.content) if (c.type === 'image' || c.type === 'file' || c.type === 'audio') notes.drop(c.type);
   return { role: 'tool', tool_call_id: p.callId, content: texts.join('') };
 }
 
-function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null): Json[] {
+function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null, notes: BuildNotes): Json[] {
   const out: Json[] = [];
   for (const p of req.system) if (p.type === 'text') out.push({ role: 'system', content: p.text });
   for (const m of req.messages) {
@@ -85,10 +86,11 @@ function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null): Jso
     for (const p of m.content) {
       if (p.type === 'tool_result') {
         flush();
-        out.push(toolMessage(p));
+        out.push(toolMessage(p, notes));
       } else {
         const cp = chatUserPart(p);
         if (cp) parts.push(cp);
+        else if (p.type === 'image' || p.type === 'file' || p.type === 'audio') notes.drop(p.type);
       }
     }
     flush();
@@ -96,7 +98,7 @@ function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null): Jso
   return out;
 }
 
-function chatToolChoice(c: ToolChoice): unknown {
+function chatToolChoice(c: Exclude<ToolChoice, { type: 'builtin' }>): unknown {
   return c.type === 'tool' ? { type: 'function', function: { name: c.name } } : c.type;
 }
 
@@ -134,14 +136,24 @@ function thinkingFields(req: CanonicalRequest, target: Target, family: ThinkingF
  * The canonical request -> a Chat Completions request for `target`. Path, headers and auth are the existing
  * adapter's (`openaiAdapter.chatRequest`), which also asks a stream for usage (stream_options.include_usage).
  * max_completion_tokens is sent to models with the `reasoning` capability (OpenAI's reasoning models reject
- * max_tokens), max_tokens to every other model (what most compatible vendors read). Dropped: top_k (not a Chat
- * Completions parameter), parts Chat Completions cannot carry (image file ids, audio other than base64 wav/mp3,
- * file URLs, non-text tool results, tool error flags), reasoning except for families that read it back, and
- * tool_choice / parallel_tool_calls without tools (OpenAI rejects them).
+ * max_tokens), max_tokens to every other model (what most compatible vendors read). Carried besides the
+ * conversation: n (whole answers only), logprobs / top_logprobs, logit_bias, prediction, prompt_cache_key,
+ * service_tier (OpenAI's values; Anthropic's standard_only is dropped), user, metadata.
+ * Dropped and listed (BuildNotes): top_k (not a Chat Completions parameter), cache_control markers, built-in web
+ * search (a forced one is refused), parts Chat Completions cannot carry (image file ids, audio other than base64
+ * wav/mp3, file URLs, non-text tool results). Dropped without a listing: tool error flags, reasoning except for
+ * families that read it back, tool_choice / parallel_tool_calls without tools (OpenAI rejects them; with no tool
+ * they say nothing).
  */
-export function buildChatRequest(req: CanonicalRequest, target: Target): UpstreamRequest {
+export function buildChatRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+  const notes = new BuildNotes();
   const family = familyOf(target);
-  const body: Json & { model: string; messages: unknown[] } = { model: target.modelId, messages: chatMessages(req, family) };
+  const body: Json & { model: string; messages: unknown[] } = { model: target.modelId, messages: chatMessages(req, family, notes) };
+  noteChoices(req, notes, 'an OpenAI Chat', true);
+  if (req.n !== undefined && req.n > 1) body.n = req.n;
+  if (hasCacheControl(req)) notes.drop('cacheControl');
+  if (req.builtinTools !== undefined && req.builtinTools.length > 0) notes.drop('webSearch');
+  if (req.toolChoice?.type === 'builtin') notes.refuse('toolChoice', 'forces a built-in web search, which an OpenAI Chat provider does not have');
   if (req.tools !== undefined && req.tools.length > 0) {
     body.tools = req.tools.map((t) => {
       const fn: Json = { name: t.name };
@@ -150,9 +162,10 @@ export function buildChatRequest(req: CanonicalRequest, target: Target): Upstrea
       if (t.strict !== undefined) fn.strict = t.strict;
       return { type: 'function', function: fn };
     });
-    if (req.toolChoice !== undefined) body.tool_choice = chatToolChoice(req.toolChoice);
+    if (req.toolChoice !== undefined && req.toolChoice.type !== 'builtin') body.tool_choice = chatToolChoice(req.toolChoice);
     if (req.parallelToolCalls !== undefined) body.parallel_tool_calls = req.parallelToolCalls;
   }
+  if (req.topK !== undefined) notes.drop('topK');
   if (req.maxTokens !== undefined) {
     body[target.model?.capabilities.includes('reasoning') ? 'max_completion_tokens' : 'max_tokens'] = req.maxTokens;
   }
@@ -166,6 +179,18 @@ export function buildChatRequest(req: CanonicalRequest, target: Target): Upstrea
   Object.assign(body, thinkingFields(req, target, family));
   if (req.user !== undefined) body.user = req.user;
   if (req.metadata !== undefined) body.metadata = { ...req.metadata };
+  if (req.logprobs === true) {
+    body.logprobs = true;
+    if (req.topLogprobs !== undefined) body.top_logprobs = req.topLogprobs;
+  }
+  if (req.logitBias !== undefined) body.logit_bias = { ...req.logitBias };
+  if (req.prediction !== undefined) body.prediction = { type: 'content', content: req.prediction };
+  if (req.promptCacheKey !== undefined) body.prompt_cache_key = req.promptCacheKey;
+  if (req.serviceTier !== undefined) {
+    if (req.serviceTier === 'standard_only') notes.drop('serviceTier');
+    else body.service_tier = req.serviceTier;
+  }
   if (req.stream) body.stream = true;
-  return openaiAdapter.chatRequest(target.provider, target.modelId, body, true);
+  const refused = notes.refusal;
+  return { ...openaiAdapter.chatRequest(target.provider, target.modelId, body, true), dropped: notes.dropped, ...(refused === undefined ? {} : { refused }) };
 }

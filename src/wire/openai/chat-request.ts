@@ -6,6 +6,7 @@ import { TollgateError } from '../../core/errors.js';
 import type {
   CanonicalRequest, MediaSource, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition,
 } from '../canonical.js';
+import { parseCacheControl, unknownKeys } from '../fields.js';
 import { parseThinkingLevel, parseThinkingSuffix } from '../thinking.js';
 import { own } from '../../core/own.js';
 
@@ -67,12 +68,25 @@ function textContent(v: unknown, param: string): Part[] {
   return v.map((p, i) => {
     const at = `${param}[${i}]`;
     if (!isObject(p) || p.type !== 'text') throw invalid(`${at}.type`, `'${at}' must be a text part`);
-    return { type: 'text', text: reqString(p.text, `${at}.text`) };
+    return withCache({ type: 'text', text: reqString(p.text, `${at}.text`) }, p, at);
   });
+}
+
+/**
+ * A part with the Anthropic-style `cache_control` marker the client put on it (OpenRouter and LiteLLM accept it on
+ * Chat content parts); it reaches Anthropic targets, and is listed as dropped for the others.
+ */
+function withCache<P extends Part>(part: P, raw: Json, at: string): P {
+  const cacheControl = parseCacheControl(raw.cache_control, `${at}.cache_control`);
+  return cacheControl === undefined ? part : { ...part, cacheControl };
 }
 
 function userPart(p: unknown, at: string): Part {
   if (!isObject(p)) throw invalid(at, `'${at}' must be a content part object`);
+  return withCache(userPartOf(p, at), p, at);
+}
+
+function userPartOf(p: Json, at: string): Part {
   switch (p.type) {
     case 'text':
       return { type: 'text', text: reqString(p.text, `${at}.text`) };
@@ -129,7 +143,7 @@ function assistantMessage(m: Json, at: string, names: Map<string, string>): Mess
     c.forEach((p, i) => {
       const pat = `${at}.content[${i}]`;
       if (!isObject(p)) throw invalid(pat, `'${pat}' must be a content part object`);
-      if (p.type === 'text') content.push({ type: 'text', text: reqString(p.text, `${pat}.text`) });
+      if (p.type === 'text') content.push(withCache({ type: 'text', text: reqString(p.text, `${pat}.text`) }, p, pat));
       else if (p.type === 'refusal') content.push({ type: 'text', text: reqString(p.refusal, `${pat}.refusal`) });
       else throw invalid(`${pat}.type`, `'${pat}.type' must be text or refusal`);
     });
@@ -245,6 +259,26 @@ function parseStop(v: unknown): string[] | undefined {
   throw invalid('stop', "'stop' must be a string or an array of strings");
 }
 
+function parseLogitBias(v: unknown): Record<string, number> | undefined {
+  if (absent(v)) return undefined;
+  if (!isObject(v) || !Object.values(v).every((b) => typeof b === 'number' && Number.isFinite(b))) throw invalid('logit_bias', "'logit_bias' must be an object of token ids to numbers");
+  return v as Record<string, number>;
+}
+
+/** `prediction: {type: 'content', content: string | text parts}` -> its text. */
+function parsePrediction(v: unknown): string | undefined {
+  if (absent(v)) return undefined;
+  if (!isObject(v) || v.type !== 'content') throw invalid('prediction', "'prediction' must be {type: 'content', content}");
+  return textContent(v.content, 'prediction.content').map((p) => (p.type === 'text' ? p.text : '')).join('');
+}
+
+/** Every top-level key parseChatRequest reads; any other key the client sets is listed as dropped. */
+const KNOWN_KEYS: ReadonlySet<string> = new Set([
+  'model', 'messages', 'stream', 'stream_options', 'n', 'tools', 'tool_choice', 'parallel_tool_calls', 'max_tokens', 'max_completion_tokens',
+  'temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed', 'stop', 'response_format', 'reasoning_effort', 'user',
+  'safety_identifier', 'metadata', 'logprobs', 'top_logprobs', 'logit_bias', 'prediction', 'prompt_cache_key', 'service_tier', 'store',
+]);
+
 function parseMetadata(v: unknown): Record<string, string> | undefined {
   if (absent(v)) return undefined;
   if (!isObject(v) || !Object.values(v).every((s) => typeof s === 'string')) throw invalid('metadata', "'metadata' must be an object of strings");
@@ -253,9 +287,10 @@ function parseMetadata(v: unknown): Record<string, string> | undefined {
 
 /**
  * A Chat Completions body -> the canonical request. The model's `(level)` suffix is removed and wins over the
- * body's `reasoning_effort`. Not carried (the canonical model has no place for them): message `name`s, `n`
- * (only 1 is accepted), logprobs, logit_bias, audio output, modalities, prediction, service_tier, store,
- * web_search_options, verbosity, prompt_cache_key, stream_options (the pipeline reads `include_usage` itself).
+ * body's `reasoning_effort`. `safety_identifier` names the end user when `user` does not. Not carried, and listed
+ * in `unmapped` (so in the dropped-parameters header): message `name`s, `store: true`, and every top-level key not
+ * read here (audio output, modalities, web_search_options, verbosity, vendor extensions such as top_k, ...).
+ * stream_options is read by the pipeline (`include_usage`).
  */
 export function parseChatRequest(body: unknown): CanonicalRequest {
   if (!isObject(body)) throw invalid('body', 'request body must be a JSON object');
@@ -263,7 +298,6 @@ export function parseChatRequest(body: unknown): CanonicalRequest {
   if (!Array.isArray(body.messages)) throw invalid('messages', "'messages' is required and must be an array");
   if (!absent(body.stream) && typeof body.stream !== 'boolean') throw invalid('stream', "'stream' must be a boolean");
   const n = optInt(body, 'n', 1);
-  if (n !== undefined && n > 1) throw invalid('n', "'n' greater than 1 is not supported when the request is translated");
 
   const { model, thinking: suffix } = parseThinkingSuffix(body.model);
   const { system, messages } = parseMessages(body.messages);
@@ -300,9 +334,29 @@ export function parseChatRequest(body: unknown): CanonicalRequest {
   }
   if (thinking !== undefined) req.thinking = thinking;
 
-  const user = optString(body.user, 'user');
+  const user = optString(body.user, 'user') ?? optString(body.safety_identifier, 'safety_identifier');
   if (user !== undefined) req.user = user;
   const metadata = parseMetadata(body.metadata);
   if (metadata !== undefined) req.metadata = metadata;
+
+  if (n !== undefined && n > 1) req.n = n;
+  if (!absent(body.logprobs) && typeof body.logprobs !== 'boolean') throw invalid('logprobs', "'logprobs' must be a boolean");
+  if (body.logprobs === true) req.logprobs = true;
+  const topLogprobs = optInt(body, 'top_logprobs', 0);
+  if (topLogprobs !== undefined && topLogprobs > 20) throw invalid('top_logprobs', "'top_logprobs' must be an integer between 0 and 20");
+  if (topLogprobs !== undefined && body.logprobs === true) req.topLogprobs = topLogprobs;
+  const logitBias = parseLogitBias(body.logit_bias);
+  if (logitBias !== undefined) req.logitBias = logitBias;
+  const prediction = parsePrediction(body.prediction);
+  if (prediction !== undefined) req.prediction = prediction;
+  const promptCacheKey = optString(body.prompt_cache_key, 'prompt_cache_key');
+  if (promptCacheKey !== undefined) req.promptCacheKey = promptCacheKey;
+  const serviceTier = optString(body.service_tier, 'service_tier');
+  if (serviceTier !== undefined) req.serviceTier = serviceTier;
+
+  const unmapped = unknownKeys(body, KNOWN_KEYS);
+  if (body.store === true) unmapped.push('store');
+  if (body.messages.some((m) => isObject(m) && typeof m.name === 'string')) unmapped.push('messages.name');
+  if (unmapped.length > 0) req.unmapped = unmapped;
   return req;
 }

@@ -2,7 +2,7 @@
 // for a client (inbound). Shared with the stream side: finish reasons, vendor reasoning fields, usage rendering.
 
 import { TollgateError } from '../../core/errors.js';
-import type { CanonicalResponse, Part, StopReason } from '../canonical.js';
+import type { CanonicalChoice, CanonicalResponse, Part, StopReason, TokenLogprob } from '../canonical.js';
 import type { Usage } from '../../ledger/types.js';
 import { openaiUsage } from './usage.js';
 
@@ -79,18 +79,39 @@ export function stopSequenceOf(choice: Json): string | undefined {
   return typeof choice.stop_reason === 'string' && choice.stop_reason !== '' ? choice.stop_reason : undefined;
 }
 
-/**
- * A whole upstream `chat.completion` -> canonical. Only choices[0] is read. Content order: reasoning, text (and a
- * refusal as text, with stop reason `refusal`), tool calls. A legacy `function_call` becomes a tool call whose id
- * is `<response id>-function_call`.
- */
-export function parseChatResponse(json: unknown): CanonicalResponse {
-  const fail = (what: string) => new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream answer is not a chat completion: ${what}`);
-  if (!isObject(json)) throw fail('not a JSON object');
-  const choice = Array.isArray(json.choices) ? json.choices[0] : undefined;
-  if (!isObject(choice)) throw fail('no choices[0]');
+/** Chat Completions `logprobs.content` entries -> canonical token logprobs; undefined when there are none. */
+export function parseChatLogprobs(raw: unknown): TokenLogprob[] | undefined {
+  if (!isObject(raw) || !Array.isArray(raw.content)) return undefined;
+  const out = raw.content.flatMap((e): TokenLogprob[] => (isObject(e) && typeof e.token === 'string' && typeof e.logprob === 'number' ? [tokenLogprob(e)] : []));
+  return out.length > 0 ? out : undefined;
+}
+
+function bytesOf(v: unknown): number[] | undefined {
+  return Array.isArray(v) && v.every((b) => typeof b === 'number') ? (v as number[]) : undefined;
+}
+
+function tokenLogprob(e: Json): TokenLogprob {
+  const top = Array.isArray(e.top_logprobs)
+    ? e.top_logprobs.flatMap((t) => {
+        if (!isObject(t) || typeof t.token !== 'string' || typeof t.logprob !== 'number') return [];
+        const bytes = bytesOf(t.bytes);
+        return [bytes === undefined ? { token: t.token, logprob: t.logprob } : { token: t.token, logprob: t.logprob, bytes }];
+      })
+    : [];
+  const bytes = bytesOf(e.bytes);
+  return { token: e.token as string, logprob: e.logprob as number, ...(bytes === undefined ? {} : { bytes }), top };
+}
+
+/** Canonical token logprobs -> Chat Completions `logprobs` (null when there are none). */
+export function renderChatLogprobs(lps: readonly TokenLogprob[] | undefined): Json | null {
+  if (lps === undefined || lps.length === 0) return null;
+  const entry = (t: { token: string; logprob: number; bytes?: readonly number[] }): Json => ({ token: t.token, logprob: t.logprob, bytes: t.bytes === undefined ? null : [...t.bytes] });
+  return { content: lps.map((t) => ({ ...entry(t), top_logprobs: t.top.map(entry) })), refusal: null };
+}
+
+/** One upstream choice -> its canonical answer. */
+function parseChoice(choice: Json, id: string): CanonicalChoice {
   const msg = isObject(choice.message) ? choice.message : {};
-  const id = typeof json.id === 'string' ? json.id : '';
   const content: Part[] = [];
   const reasoning = reasoningOf(msg);
   if (reasoning !== '') content.push({ type: 'reasoning', text: reasoning });
@@ -115,27 +136,45 @@ export function parseChatResponse(json: unknown): CanonicalResponse {
   }
   const stopReason = stopReasonOf(choice.finish_reason, refused);
   const stopSequence = choice.finish_reason === 'stop' ? stopSequenceOf(choice) : undefined;
+  const logprobs = parseChatLogprobs(choice.logprobs);
   return {
-    id,
-    model: typeof json.model === 'string' ? json.model : '',
     content,
     stopReason: stopSequence !== undefined ? 'stop_sequence' : stopReason,
     ...(stopSequence !== undefined ? { stopSequence } : {}),
-    usage: openaiUsage(json.usage),
+    ...(logprobs === undefined ? {} : { logprobs }),
   };
 }
 
 /**
- * Canonical -> the client's `chat.completion`. `model` is the name the client asked for; `created` (Unix seconds)
- * comes from the caller, codecs having no clock (0 when not given). Text parts are joined into `content`
- * (into `refusal` when the stop reason is `refusal`); reasoning is sent as `reasoning_content`, the field
- * OpenAI-compatible clients read; signatures and opaque reasoning are dropped.
+ * A whole upstream `chat.completion` -> canonical. choices[0] is the answer; later choices (n > 1) are
+ * `moreChoices`. Content order: reasoning, text (and a refusal as text, with stop reason `refusal`), tool calls.
+ * A legacy `function_call` becomes a tool call whose id is `<response id>-function_call`. Token logprobs are read
+ * from `logprobs.content`.
  */
-export function renderChatResponse(res: CanonicalResponse, model: string, created = 0): Json {
-  const text = res.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-  const reasoning = res.content.flatMap((p) => (p.type === 'reasoning' && !p.redacted ? [p.text] : [])).join('');
-  const calls = res.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
-  const refusal = res.stopReason === 'refusal';
+export function parseChatResponse(json: unknown): CanonicalResponse {
+  const fail = (what: string) => new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream answer is not a chat completion: ${what}`);
+  if (!isObject(json)) throw fail('not a JSON object');
+  const choices = Array.isArray(json.choices) ? json.choices.filter(isObject) : [];
+  // Choices are in `index` order when the upstream numbers them.
+  const ordered = [...choices].sort((a, b) => (typeof a.index === 'number' ? a.index : 0) - (typeof b.index === 'number' ? b.index : 0));
+  if (ordered.length === 0) throw fail('no choices[0]');
+  const id = typeof json.id === 'string' ? json.id : '';
+  const [first, ...rest] = ordered.map((c) => parseChoice(c, id));
+  return {
+    id,
+    model: typeof json.model === 'string' ? json.model : '',
+    ...first!,
+    usage: openaiUsage(json.usage),
+    ...(rest.length > 0 ? { moreChoices: rest } : {}),
+  };
+}
+
+/** One canonical answer -> a Chat Completions choice at `index`. */
+function renderChoice(c: CanonicalChoice, index: number): Json {
+  const text = c.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
+  const reasoning = c.content.flatMap((p) => (p.type === 'reasoning' && !p.redacted ? [p.text] : [])).join('');
+  const calls = c.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
+  const refusal = c.stopReason === 'refusal';
   const message: Json = {
     role: 'assistant',
     content: refusal || (text === '' && calls.length > 0) ? null : text,
@@ -143,12 +182,23 @@ export function renderChatResponse(res: CanonicalResponse, model: string, create
   };
   if (reasoning !== '') message.reasoning_content = reasoning;
   if (calls.length > 0) message.tool_calls = calls;
+  return { index, message, logprobs: renderChatLogprobs(c.logprobs), finish_reason: finishReasonOf(c.stopReason) };
+}
+
+/**
+ * Canonical -> the client's `chat.completion`. `model` is the name the client asked for; `created` (Unix seconds)
+ * comes from the caller, codecs having no clock (0 when not given). Text parts are joined into `content`
+ * (into `refusal` when the stop reason is `refusal`); reasoning is sent as `reasoning_content`, the field
+ * OpenAI-compatible clients read; signatures and opaque reasoning are dropped. Each of `moreChoices` is one more
+ * choice; token logprobs go in each choice's `logprobs.content`.
+ */
+export function renderChatResponse(res: CanonicalResponse, model: string, created = 0): Json {
   const out: Json = {
     id: res.id,
     object: 'chat.completion',
     created,
     model,
-    choices: [{ index: 0, message, logprobs: null, finish_reason: finishReasonOf(res.stopReason) }],
+    choices: [res, ...(res.moreChoices ?? [])].map(renderChoice),
   };
   if (res.usage !== null) out.usage = renderUsage(res.usage);
   return out;

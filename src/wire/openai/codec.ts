@@ -21,8 +21,18 @@ export function chatIncludeUsage(body: unknown): boolean {
   return so?.include_usage === true;
 }
 
+/** Canonical fields under a Chat Completions client's names. */
+export const CHAT_PARAM_NAMES: WireCodec['paramNames'] = {
+  maxTokens: 'max_completion_tokens', temperature: 'temperature', topP: 'top_p', topK: 'top_k', stop: 'stop', seed: 'seed',
+  presencePenalty: 'presence_penalty', frequencyPenalty: 'frequency_penalty', logitBias: 'logit_bias', logprobs: 'logprobs',
+  topLogprobs: 'top_logprobs', n: 'n', responseFormat: 'response_format', thinking: 'reasoning_effort', tools: 'tools', toolChoice: 'tool_choice',
+  parallelToolCalls: 'parallel_tool_calls', webSearch: 'web_search_options', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key',
+  serviceTier: 'service_tier', user: 'user', metadata: 'metadata', prediction: 'prediction', image: 'image_url', file: 'file', audio: 'input_audio',
+};
+
 export const openaiCodec: WireCodec = {
   format: 'openai',
+  paramNames: CHAT_PARAM_NAMES,
   parseRequest: parseChatRequest,
   renderResponse: (res, model) => renderChatResponse(res, model),
   // The WireCodec signature carries no include_usage: no usage chunk. Callers that know the client's

@@ -1,0 +1,84 @@
+// What a target could not carry, as a codec's build reports it (issue 14, item 2): a field dropped (listed in the
+// `x-tollgate-dropped-params` header and on the request span, never silently) or refused (a 400 naming the client's
+// parameter, when dropping it would change what the answer means: n > 1 to a format with one answer, a forced
+// built-in tool the target does not have). Also the small helpers every codec shares for the fields that travel
+// beside the conversation: cache_control markers and the unknown top-level keys of a client body. Pure.
+
+import { TollgateError } from '../core/errors.js';
+import type { CacheControl, CanonicalField, CanonicalRequest, Part } from './canonical.js';
+
+/** A field the target cannot carry without changing the answer's meaning. */
+export interface Refusal {
+  readonly field: CanonicalField;
+  /** Completes "'<client parameter>' ...", e.g. "greater than 1 is not supported by an Anthropic provider". */
+  readonly reason: string;
+}
+
+/** Collects, while one upstream request is built, what it dropped and what it refuses. */
+export class BuildNotes {
+  readonly #dropped = new Set<CanonicalField>();
+  #refusal: Refusal | undefined;
+
+  /** `field` was set on the request and is not sent. */
+  drop(field: CanonicalField): void {
+    this.#dropped.add(field);
+  }
+
+  /** The first refusal wins; the request is answered with a 400 and never sent. */
+  refuse(field: CanonicalField, reason: string): void {
+    this.#refusal ??= { field, reason };
+  }
+
+  get dropped(): readonly CanonicalField[] {
+    return [...this.#dropped];
+  }
+
+  get refusal(): Refusal | undefined {
+    return this.#refusal;
+  }
+}
+
+/** The notes every build takes the same way: n > 1 goes only to a format that returns several answers, and never as a stream. */
+export function noteChoices(req: CanonicalRequest, notes: BuildNotes, format: string, severalAnswers: boolean): void {
+  if (req.n === undefined || req.n <= 1) return;
+  if (!severalAnswers) notes.refuse('n', `greater than 1 is not supported by ${format} provider (it returns one answer)`);
+  else if (req.stream) notes.refuse('n', 'greater than 1 is not supported on a streamed request that is translated (only whole answers carry several choices)');
+}
+
+/** Whether any part of the request (system, messages, tool results) or any tool carries a cache_control marker. */
+export function hasCacheControl(req: CanonicalRequest): boolean {
+  const inParts = (parts: readonly Part[]): boolean =>
+    parts.some((p) => ('cacheControl' in p && p.cacheControl !== undefined) || (p.type === 'tool_result' && inParts(p.content)));
+  return inParts(req.system) || req.messages.some((m) => inParts(m.content)) || (req.tools ?? []).some((t) => t.cacheControl !== undefined);
+}
+
+/** A part without its cache_control marker (the part itself when it has none). */
+export function withoutCacheControl<P extends Part>(p: P): P {
+  if (!('cacheControl' in p) || p.cacheControl === undefined) return p;
+  const { cacheControl: _dropped, ...rest } = p;
+  return rest as P;
+}
+
+/**
+ * A wire `cache_control` value -> the canonical marker; undefined when absent (null or undefined). Anything but
+ * `{type: 'ephemeral'[, ttl: '5m' | '1h']}` is a 400 naming `param`, as Anthropic answers it.
+ */
+export function parseCacheControl(v: unknown, param: string): CacheControl | undefined {
+  if (v === undefined || v === null) return undefined;
+  const o = typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  if (o === null || o.type !== 'ephemeral' || (o.ttl !== undefined && o.ttl !== '5m' && o.ttl !== '1h')) {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', `'${param}' must be {type: 'ephemeral'} with an optional ttl of '5m' or '1h'`, { param });
+  }
+  return o.ttl === undefined ? { type: 'ephemeral' } : { type: 'ephemeral', ttl: o.ttl };
+}
+
+/** A canonical marker as the wire `cache_control` object. */
+export const cacheControlJson = (c: CacheControl): Record<string, string> => (c.ttl === undefined ? { type: c.type } : { type: c.type, ttl: c.ttl });
+
+/**
+ * The top-level keys of a client body that its codec does not read (null values are "not given"), sorted: they are
+ * listed as dropped. `known` holds every key the codec reads or deliberately ignores.
+ */
+export function unknownKeys(body: Readonly<Record<string, unknown>>, known: ReadonlySet<string>): string[] {
+  return Object.keys(body).filter((k) => !known.has(k) && body[k] !== null && body[k] !== undefined).sort();
+}
