@@ -94,8 +94,8 @@ const mentions = (v: unknown, s: string): boolean => JSON.stringify(v ?? null).i
 
 /**
  * The four fakes and the gateway with one provider per fake (named as UpstreamName). Each fake answers text, except
- * a request whose conversation asks for TOOL_ROUND and holds no tool result yet: that one gets a call of
- * `stack.toolCall`.
+ * a request that declares `stack.toolCall`'s tool and whose conversation asks for TOOL_ROUND without a tool result
+ * yet: that one gets a call of `stack.toolCall`.
  */
 export async function startStack(t: Test): Promise<Stack> {
   const anthropic = await startFakeAnthropic(t);
@@ -124,16 +124,19 @@ export async function startStack(t: Test): Promise<Stack> {
       ...gemini.received.slice(since.gemini).map((r) => ({ provider: 'gemini' as const, path: r.path, headers: r.headers, body: r.body })),
     ],
   };
-  anthropic.answerWith((r) => (mentions(r.body.messages, TOOL_ROUND) && !mentions(r.body.messages, '"tool_result"')
+  // A call only where the request declares the tool: a client's side requests (a title, a summary) ask no tools.
+  const asks = (tools: unknown, history: unknown, answered: string) =>
+    mentions(tools, `"${stack.toolCall.name}"`) && mentions(history, TOOL_ROUND) && !mentions(history, answered);
+  anthropic.answerWith((r) => (asks(r.body.tools, r.body.messages, '"tool_result"')
     ? { kind: 'tool_use', name: stack.toolCall.name, input: stack.toolCall.input }
     : { kind: 'ok' }));
-  openai.answerWith((r) => (mentions(r.body.messages, TOOL_ROUND) && !mentions(r.body.messages, '"role":"tool"')
+  openai.answerWith((r) => (asks(r.body.tools, r.body.messages, '"role":"tool"')
     ? { kind: 'tool', name: stack.toolCall.name, args: stack.toolCall.input }
     : { kind: 'ok' }));
-  responses.answerWith((r) => (mentions(r.body.input, TOOL_ROUND) && !mentions(r.body.input, '"function_call_output"')
+  responses.answerWith((r) => (asks(r.body.tools, r.body.input, '"function_call_output"')
     ? { kind: 'tool', name: stack.toolCall.name, arguments: JSON.stringify(stack.toolCall.input) }
     : { kind: 'ok' }));
-  gemini.answerWith((r) => (mentions(r.body.contents, TOOL_ROUND) && !mentions(r.body.contents, '"functionResponse"')
+  gemini.answerWith((r) => (asks(r.body.tools, r.body.contents, '"functionResponse"')
     ? { kind: 'call', name: stack.toolCall.name, args: stack.toolCall.input }
     : { kind: 'ok' }));
   return stack;
@@ -193,7 +196,7 @@ const KEPT = ['PATH', 'LANG', 'TZ', 'SYSTEMROOT'];
 
 /**
  * Run a client to its end with a clean environment: PATH and the locale only, HOME and the XDG folders in a fresh
- * temporary directory (removed at teardown), plus `env`. No standard input. Killed after `timeoutMs`.
+ * temporary directory (removed at teardown), plus `env`. No standard input. Killed after `timeoutMs` (2 minutes).
  */
 export function runClient(
   t: Test,
@@ -221,7 +224,7 @@ export function runClient(
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
   return new Promise((resolvePromise, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => {
