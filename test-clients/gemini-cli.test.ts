@@ -30,7 +30,9 @@ function gemini(args: string[], model: string = MODELS.gemini) {
   return runClient(t, GEMINI, ['-m', model, ...args], {
     cwd,
     home: geminiHome(),
-    env: { GOOGLE_GEMINI_BASE_URL: stack.gw.url, GEMINI_API_KEY: CLIENT_KEY, GEMINI_CLI_TRUST_WORKSPACE: 'true' },
+    // GEMINI_CLI_NO_RELAUNCH: one process, not a launcher and a child with a bigger heap (half the start-up cost,
+    // and nothing left running if the launcher is killed at the time limit).
+    env: { GOOGLE_GEMINI_BASE_URL: stack.gw.url, GEMINI_API_KEY: CLIENT_KEY, GEMINI_CLI_TRUST_WORKSPACE: 'true', GEMINI_CLI_NO_RELAUNCH: 'true' },
   });
 }
 
