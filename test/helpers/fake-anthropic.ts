@@ -85,6 +85,11 @@ export interface FakeAnthropic {
   /** The body of the last request received. */
   last(): Record<string, unknown>;
   next(...b: AnthropicBehaviour[]): void;
+  /**
+   * What to answer when the queue is empty (default: 'ok'), decided from the request: for a real client that sends
+   * a varying number of requests (a CLI agent's tool round), where a fixed queue cannot stay in step.
+   */
+  answerWith(decide: (r: AnthropicReceived) => AnthropicBehaviour): void;
   /** Resolves once `n` SSE events have been written in total (across requests). */
   waitForEvents(n: number): Promise<void>;
   readonly eventsSent: number;
@@ -297,6 +302,7 @@ function usageJson(u: FakeAnthropicUsage): Json {
 export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void }, opts: { apiKey?: string } = {}): Promise<FakeAnthropic> {
   const apiKey = opts.apiKey ?? FAKE_ANTHROPIC_KEY;
   const queue: AnthropicBehaviour[] = [];
+  let decide: ((r: AnthropicReceived) => AnthropicBehaviour) | undefined;
   const received: AnthropicReceived[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
   let eventsSent = 0;
@@ -337,7 +343,7 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
       if (!res.writableFinished) aborted++;
     });
     // Taken before any check, so the queue stays in step with the requests even when one is refused.
-    const b: AnthropicBehaviour = queue.shift() ?? { kind: 'ok' };
+    const b: AnthropicBehaviour = queue.shift() ?? decide?.(received.at(-1)!) ?? { kind: 'ok' };
 
     if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/messages') throw new ApiError(404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
     const key = req.headers['x-api-key'];
@@ -414,6 +420,9 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
     received,
     last: () => received.at(-1)!.body,
     next: (...b) => queue.push(...b),
+    answerWith: (fn) => {
+      decide = fn;
+    },
     waitForEvents: (n) => new Promise<void>((resolve) => (eventsSent >= n ? resolve() : waiters.push({ n, resolve }))),
     get eventsSent() {
       return eventsSent;

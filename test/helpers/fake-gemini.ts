@@ -100,6 +100,11 @@ export interface FakeGemini {
   readonly received: GeminiReceived[];
   /** Queue behaviours for the next requests; when the queue is empty, 'ok' with defaults. */
   next(...b: GeminiBehaviour[]): void;
+  /**
+   * What to answer when the queue is empty (default: 'ok'), decided from the request: for a real client that sends
+   * a varying number of requests (a CLI agent's tool round), where a fixed queue cannot stay in step.
+   */
+  answerWith(decide: (r: GeminiReceived) => GeminiBehaviour): void;
   /** Resolves once `n` streamed chunks have been written in total. */
   waitForChunks(n: number): Promise<void>;
   /** How many responses the gateway hung up on before they finished. */
@@ -295,6 +300,7 @@ function mergeParts(chunks: GPart[][]): GPart[] {
 export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, opts: { key?: string } = {}): Promise<FakeGemini> {
   const key = opts.key ?? 'AIzaSy-fake-upstream-key-0123456789';
   const queue: GeminiBehaviour[] = [];
+  let decide: ((r: GeminiReceived) => GeminiBehaviour) | undefined;
   const received: GeminiReceived[] = [];
   // The signatures this fake issued, plus the two documented placeholders that skip the check.
   const issued = new Set<string>(['context_engineering_is_the_way_to_go', 'skip_thought_signature_validator']);
@@ -335,7 +341,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
 
     // Every request that reaches a model route takes the next behaviour, even one rejected below (401, 400), so
     // the queue stays in step with the requests.
-    const b: GeminiBehaviour = queue.shift() ?? { kind: 'ok' };
+    const b: GeminiBehaviour = queue.shift() ?? decide?.(received.at(-1)!) ?? { kind: 'ok' };
     const given = req.headers['x-goog-api-key'] ?? url.searchParams.get('key') ?? undefined;
     if (given !== key) {
       sendError(res, 401, given === undefined ? 'Method doesn\'t allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.' : 'API key not valid. Please pass a valid API key.');
@@ -427,6 +433,9 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     key,
     received,
     next: (...b) => queue.push(...b),
+    answerWith: (fn) => {
+      decide = fn;
+    },
     waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;

@@ -80,6 +80,11 @@ export interface FakeOpenAI {
   readonly received: Received[];
   /** Queue behaviours for the next requests; when the queue is empty, 'ok' with defaults. */
   next(...b: Behaviour[]): void;
+  /**
+   * What to answer when the queue is empty (default: 'ok'), decided from the request: for a real client that sends
+   * a varying number of requests (a CLI agent's tool round), where a fixed queue cannot stay in step.
+   */
+  answerWith(decide: (r: Received) => Behaviour): void;
   /** Resolves when a request has arrived and its response has started (used to time client aborts). */
   waitForChunks(n: number): Promise<void>;
   /** True once the upstream saw the client (the gateway) hang up on a request. */
@@ -99,6 +104,7 @@ function usageJson(u: FakeUsage): Record<string, unknown> {
 
 export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }): Promise<FakeOpenAI> {
   const queue: Behaviour[] = [];
+  let decide: ((r: Received) => Behaviour) | undefined;
   const received: Received[] = [];
   let aborted = 0;
   const sentChunks = new ChunkCounter();
@@ -113,7 +119,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
     });
-    const b: Behaviour = queue.shift() ?? { kind: 'ok' };
+    const b: Behaviour = queue.shift() ?? decide?.(received.at(-1)!) ?? { kind: 'ok' };
     const model = String(body.model);
     const id = `chatcmpl-fake-${received.length}`;
     const created = 1731000000;
@@ -219,6 +225,9 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     baseUrl: `http://127.0.0.1:${port}/v1`,
     received,
     next: (...b) => queue.push(...b),
+    answerWith: (fn) => {
+      decide = fn;
+    },
     waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;

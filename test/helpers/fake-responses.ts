@@ -85,6 +85,11 @@ export interface FakeResponses {
   readonly received: Received[];
   /** Queue behaviours for the next requests; when the queue is empty, 'ok' with defaults. */
   next(...b: Behaviour[]): void;
+  /**
+   * What to answer when the queue is empty (default: 'ok'), decided from the request: for a real client that sends
+   * a varying number of requests (a CLI agent's tool round), where a fixed queue cannot stay in step.
+   */
+  answerWith(decide: (r: Received) => Behaviour): void;
   /** Behaviours queued and not yet used. */
   readonly pending: number;
   /** Resolves once `n` SSE events have been written in total (all requests). */
@@ -104,8 +109,9 @@ export function openaiError(message: string, type: string, param: string | null 
   return { error: { message, type, param, code } };
 }
 
+// `client_metadata` is not in the API reference, but the API takes it: Codex sends it on every request.
 const KNOWN_PARAMS = new Set([
-  'background', 'conversation', 'include', 'input', 'instructions', 'max_output_tokens', 'max_tool_calls', 'metadata',
+  'background', 'client_metadata', 'conversation', 'include', 'input', 'instructions', 'max_output_tokens', 'max_tool_calls', 'metadata',
   'model', 'parallel_tool_calls', 'previous_response_id', 'prompt', 'prompt_cache_key', 'prompt_cache_retention',
   'reasoning', 'safety_identifier', 'service_tier', 'store', 'stream', 'stream_options', 'temperature', 'text',
   'tool_choice', 'tools', 'top_logprobs', 'top_p', 'truncation', 'user',
@@ -284,6 +290,7 @@ function responseObject(id: string, body: Json, status: string, output: Json[], 
 export async function startFakeResponses(t: { teardown(fn: () => unknown): void }, opts: { key?: string } = {}): Promise<FakeResponses> {
   const key = opts.key ?? UPSTREAM_KEY;
   const queue: Behaviour[] = [];
+  let decide: ((r: Received) => Behaviour) | undefined;
   const received: Received[] = [];
   let eventsSent = 0;
   let aborted = 0;
@@ -414,7 +421,7 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
       throw e;
     }
 
-    const b: Behaviour = queue.shift() ?? { kind: 'ok' };
+    const b: Behaviour = queue.shift() ?? decide?.(received.at(-1)!) ?? { kind: 'ok' };
     if (b.kind === 'error') {
       return json(b.status, b.body ?? openaiError(`fake error ${b.status}`, 'server_error'), b.headers ?? {});
     }
@@ -467,6 +474,9 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
     port,
     received,
     next: (...b) => queue.push(...b),
+    answerWith: (fn) => {
+      decide = fn;
+    },
     get pending() {
       return queue.length;
     },
