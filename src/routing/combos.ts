@@ -5,7 +5,7 @@
 // - round-robin: config order rotated by one per request.
 // - capacity:    a request with images (or PDFs) goes first to members whose capabilities include vision (pdf), in
 //                config order, then to the others (which only see it once no capable member is left).
-// - fusion:      every member in parallel; the judge synthesises (proxy/fusion.ts).
+// - fusion:      every member in parallel; the judge synthesises (pipeline/combo/fusion.ts).
 
 import type { ComboConfig, Config } from '../config/types.js';
 import type { CanonicalRequest, ThinkingLevel } from '../wire/canonical.js';

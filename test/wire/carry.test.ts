@@ -13,7 +13,7 @@ import { responsesCodec } from '../../src/wire/openai-responses/index.js';
 import { AnswerToolEvents, unwrapAnswerTool } from '../../src/wire/answer-tool.js';
 import type { CanonicalEvent, CanonicalRequest, CanonicalResponse } from '../../src/wire/canonical.js';
 import { fitCapabilities } from '../../src/wire/capabilities.js';
-import { droppedParams } from '../../src/pipeline/translated.js';
+import { droppedParams } from '../../src/pipeline/forward.js';
 import { wireJson } from '../helpers/wire.js';
 
 const cfg = parseConfig(

@@ -8,18 +8,18 @@
 // not carry (the judge's own request is the gateway's, not the client's).
 
 import { performance } from 'node:perf_hooks';
-import type { ComboConfig } from '../config/types.js';
-import { TollgateError } from '../core/errors.js';
-import type { Target } from '../wire/codec.js';
-import { member, type Member } from '../routing/combos.js';
-import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
-import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../wire/canonical.js';
-import { answerOf } from '../wire/estimate.js';
-import { adopt, attempt, type AttemptResult } from './combo.js';
-import { ClientAbort, classifyTransportError } from '../providers/transport.js';
-import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from './outcome.js';
-import { buildUpstream, droppedParams, failWith, fitRequest, forward, readAnswer, type Exchange } from './translated.js';
-import { sendFailure } from './upstream-call.js';
+import type { ComboConfig } from '../../config/types.js';
+import { TollgateError } from '../../core/errors.js';
+import type { Target } from '../../wire/codec.js';
+import { member, type Member } from '../../routing/combos.js';
+import { errorFailure, httpFailure, type UpstreamFailure } from '../../routing/failures.js';
+import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
+import { answerOf } from '../../wire/estimate.js';
+import { adopt, attempt, type AttemptResult } from './attempt.js';
+import { ClientAbort, classifyTransportError } from '../../providers/transport.js';
+import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from '../outcome.js';
+import { buildUpstream, droppedParams, failWith, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
+import { sendFailure } from '../upstream-call.js';
 
 /** Defaults of a fusion combo's waits: 2 s of grace after the quorum, 120 s in all. */
 export const FUSION_GRACE_MS = 2000;

@@ -1,22 +1,18 @@
-// A request to a combo: its members tried in the strategy's order (fallback, round-robin, capacity), or fanned out
-// and judged (fusion.ts). Every upstream attempt is its own usage row (kind 'attempt', parent_id = the client's
-// request id, the combo's name) with its own child span; the client's row (kind 'combo') carries the sum of its
-// attempts' usage and cost. A member whose provider is cooling down is skipped; a failure before any byte reached
-// the client moves on to the next member; when none is left the client gets the last failure as it came.
+// One attempt of a combo: a member forwarded as its own usage row (kind 'attempt'), and how its outcome folds into
+// the client's row. run.ts and fusion.ts make attempts.
 
 import { performance } from 'node:perf_hooks';
-import type { ComboConfig } from '../config/types.js';
-import { TollgateError } from '../core/errors.js';
-import { orderMembers, type Member } from '../routing/combos.js';
-import type { UpstreamFailure } from '../routing/failures.js';
-import type { CanonicalRequest } from '../wire/canonical.js';
-import type { UsageRecord } from '../ledger/record.js';
-import { addUsage } from '../ledger/types.js';
-import { uuidv7 } from '../ledger/uuidv7.js';
-import { runFusion } from './fusion.js';
-import { finishAttempt, newOutcome, type Outcome } from './outcome.js';
-import { failWith, fitRequest, forward, type Exchange } from './translated.js';
-import { sendFailure, settleRoute } from './upstream-call.js';
+import { TollgateError } from '../../core/errors.js';
+import { type Member } from '../../routing/combos.js';
+import type { UpstreamFailure } from '../../routing/failures.js';
+import type { CanonicalRequest } from '../../wire/canonical.js';
+import type { UsageRecord } from '../../ledger/record.js';
+import { addUsage } from '../../ledger/types.js';
+import { uuidv7 } from '../../ledger/uuidv7.js';
+import { finishAttempt, newOutcome, type Outcome } from '../outcome.js';
+import { failWith, forward, type Exchange } from '../forward.js';
+import { settleRoute } from '../upstream-call.js';
+
 
 export interface AttemptResult {
   readonly failure: UpstreamFailure | null;
@@ -80,21 +76,4 @@ export function adopt(co: Outcome, a: AttemptResult): void {
   co.httpStatus = a.outcome.httpStatus;
   co.errorType = a.outcome.errorType;
   if (a.outcome.ttftMs !== null) co.ttftMs = a.offsetMs + a.outcome.ttftMs;
-}
-
-export async function runCombo(x: Exchange, name: string, combo: ComboConfig, co: Outcome): Promise<void> {
-  x.trace.routedCombo(name);
-  const members = orderMembers(x.ctx.config.current, combo, x.parsed, x.ctx.router.nextTurn(name));
-  const usable = usableMembers(x, name, members);
-  if (combo.strategy === 'fusion') return runFusion(x, name, combo, usable, co);
-  let last: AttemptResult | null = null;
-  for (const [i, m] of usable.entries()) {
-    const canonical = fitRequest(x.parsed, m.route, x.parsed.model, m.thinking, x.stream);
-    last = await attempt(x, name, i + 1, m, canonical, co);
-    adopt(co, last);
-    if (last.failure === null) return; // answered (or the client went away)
-    if (!last.failure.retryable) break; // the request itself was refused: another member would refuse it too
-  }
-  // No member answered: the client gets the last failure with its status and Retry-After.
-  if (last?.failure) sendFailure(x.reply, last.failure, x.requestId);
 }
