@@ -50,7 +50,7 @@ export async function rowOf(gw: TestApp, requestId: string): Promise<Row> {
   await waitFor(async () => {
     [row] = await gw.rows(`request_id = '${requestId}'`);
     return row !== undefined;
-  });
+  }, 15_000);
   return row!;
 }
 
