@@ -80,6 +80,8 @@ export interface ProviderUnderTest {
   /** The provider id in the gateway config (the model prefix). */
   readonly id: string;
   readonly format: 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'mock';
+  /** Served in the gateway's process (mock): no socket, so nothing upstream sees a hang-up. */
+  readonly inProcess: boolean;
   /** Model ids: `main` (tools, vision, reasoning), `capped` (max_output_tokens CAP), `plain` (vision only). */
   readonly models: { readonly main: string; readonly capped: string; readonly plain: string };
   start(t: { teardown(fn: () => unknown): void }): Promise<Upstream>;
@@ -141,6 +143,7 @@ function openaiBehaviour(s: Scenario): OpenAIBehaviour {
 const openai: ProviderUnderTest = {
   id: 'oai',
   format: 'openai',
+  inProcess: false,
   models: trio('gpt-4o'),
   async start(t) {
     const up = await startFakeOpenAI(t);
@@ -191,6 +194,7 @@ function respBehaviour(s: Scenario): RespBehaviour {
 const responses: ProviderUnderTest = {
   id: 'resp',
   format: 'openai-responses',
+  inProcess: false,
   models: trio('o4-mini'),
   async start(t) {
     const up = await startFakeResponses(t);
@@ -241,6 +245,7 @@ function anthBehaviour(s: Scenario): AnthropicBehaviour {
 const anthropic: ProviderUnderTest = {
   id: 'anth',
   format: 'anthropic',
+  inProcess: false,
   models: trio('claude-sonnet-4-5'),
   async start(t) {
     const up = await startFakeAnthropic(t);
@@ -291,6 +296,7 @@ function gemBehaviour(s: Scenario): GeminiBehaviour {
 const gemini: ProviderUnderTest = {
   id: 'gem',
   format: 'gemini',
+  inProcess: false,
   models: trio('gemini-2.5-flash'),
   async start(t) {
     const up = await startFakeGemini(t);
@@ -334,6 +340,7 @@ export const MOCK = { chunks: 5, input_tokens: 10 };
 const mock: ProviderUnderTest = {
   id: 'mock',
   format: 'mock',
+  inProcess: true,
   models: trio('echo-1'),
   async start() {
     const row = (mockOpts: Json) => ({
