@@ -107,6 +107,8 @@ export interface ProviderUnderTest {
   readonly cutUsage: 'estimated' | 'reported';
   /** Opaque reasoning this family produces and accepts back; null: none (OpenAI Chat has no opaque reasoning). */
   readonly family: 'openai-responses' | 'anthropic' | 'gemini' | null;
+  /** A piece of the opaque reasoning data this provider's fake puts in a `thinking` answer; null: none. */
+  readonly opaqueMark: string | null;
   /** Token counting: the client route that reaches this provider's own counter, or null (a 400 NOT_SUPPORTED). */
   readonly countTokens: 'anthropic' | 'gemini' | null;
   readonly unsupported: Partial<Record<CaseId, string>>;
@@ -171,6 +173,7 @@ const openai: ProviderUnderTest = {
   toolFields: ['tools', 'tool_choice', 'parallel_tool_calls'],
   cutUsage: 'estimated',
   family: null,
+  opaqueMark: null,
   countTokens: null,
   unsupported: {},
 };
@@ -222,6 +225,7 @@ const responses: ProviderUnderTest = {
   toolFields: ['tools', 'tool_choice', 'parallel_tool_calls'],
   cutUsage: 'estimated',
   family: 'openai-responses',
+  opaqueMark: 'gAAAAAB-fake-encrypted',
   countTokens: null,
   unsupported: {},
 };
@@ -274,6 +278,7 @@ const anthropic: ProviderUnderTest = {
   toolFields: ['tools', 'tool_choice'],
   cutUsage: 'estimated',
   family: 'anthropic',
+  opaqueMark: 'fakeSignatureForTestsOnly',
   countTokens: 'anthropic',
   unsupported: {},
 };
@@ -325,6 +330,7 @@ const gemini: ProviderUnderTest = {
   // Every Gemini chunk repeats the cumulative usage, so the first chunk already reported both sides.
   cutUsage: 'reported',
   family: 'gemini',
+  opaqueMark: 'CiQBVKhc7vB0fake',
   countTokens: 'gemini',
   unsupported: {},
 };
@@ -377,6 +383,7 @@ const mock: ProviderUnderTest = {
   toolFields: [],
   cutUsage: 'estimated',
   family: null,
+  opaqueMark: null,
   countTokens: null,
   unsupported: {
     'request-shape': IN_PROCESS,
