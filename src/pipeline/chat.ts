@@ -211,7 +211,8 @@ async function pipeStream(
       if (tail) await write(raw, tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
-    if (!sawDone) tail += formatFrame('[DONE]');
+    // An upstream error event ended the stream: it is the last event, with no [DONE] (docs/errors.md).
+    if (!sawDone && o.status === 'success') tail += formatFrame('[DONE]');
     if (tail) await write(raw, tail);
   } catch (err) {
     if (signal.aborted) {

@@ -59,9 +59,12 @@ export function pingModel(p: ProviderConfig): string | null {
   return ids.find((id) => p.models[id]!.kind === 'llm') ?? ids[0] ?? null;
 }
 
-/** The smallest request: one short user turn, one output token. */
-export function pingRequest(model: string): CanonicalRequest {
-  return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: 1, stream: false };
+/** The fewest output tokens each format accepts: the Responses API refuses a max_output_tokens below 16. */
+const MIN_MAX_TOKENS: Partial<Record<ProviderConfig['format'], number>> = { 'openai-responses': 16 };
+
+/** The smallest request the format takes: one short user turn, one output token (or the format's least). */
+export function pingRequest(model: string, format: ProviderConfig['format']): CanonicalRequest {
+  return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: MIN_MAX_TOKENS[format] ?? 1, stream: false };
 }
 
 /** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
@@ -341,7 +344,7 @@ export class KeepAlive {
     try {
       const route = await this.#route(c, model);
       const codec = codecFor(route.provider.format);
-      const upReq = codec.buildRequest(pingRequest(modelId), { providerId: c.providerId, provider: route.provider, modelId, model: route.modelConfig });
+      const upReq = codec.buildRequest(pingRequest(modelId, route.provider.format), { providerId: c.providerId, provider: route.provider, modelId, model: route.modelConfig });
       sent = true;
       const tUp = performance.now();
       const res = await this.#dispatcher.send(c.id, route.provider, upReq, { stream: false, signal });

@@ -9,6 +9,7 @@
 //   with a supported media type or a url, tools with an object input_schema (or a server tool: a versioned type
 //   such as web_search_20250305), thinking budget_tokens >= 1024 and below max_tokens, tool_choice any/tool not
 //   combined with thinking.
+// - POST /v1/messages/count_tokens: `{input_tokens}`, one token per 4 characters of the JSON messages and system.
 // - Non-streamed: `{id: 'msg_...', type: 'message', role: 'assistant', model, content, stop_reason,
 //   stop_sequence: null, usage}`.
 // - Streamed (`stream: true`): `message_start` (usage with the input-side counts and the placeholder output 1),
@@ -56,8 +57,9 @@ interface Common {
 export type AnthropicBehaviour =
   | ({ kind: 'ok'; text?: string[] } & Common)
   /** Call a tool from the request (`name`, else the first one): a tool_use block with `input`, stop_reason tool_use.
-   * `preamble` ('' for none) is a text block before it. */
-  | ({ kind: 'tool_use'; name?: string; input?: Record<string, unknown>; preamble?: string; id?: string } & Common)
+   * `preamble` ('' for none) is a text block before it. `more`: the inputs of further tool_use blocks of the same tool
+   * (parallel tool use), ids suffixed `_2`, `_3`, ... */
+  | ({ kind: 'tool_use'; name?: string; input?: Record<string, unknown>; preamble?: string; id?: string; more?: Record<string, unknown>[] } & Common)
   /** A thinking block with its signature, then the text. */
   | ({ kind: 'thinking'; thinking?: string[]; signature?: string; text?: string[] } & Common)
   /** An HTTP error in Anthropic's shape (`body` replaces the default one). */
@@ -213,7 +215,7 @@ function toolName(body: Json, wanted: string | undefined): string {
 }
 
 function answerBlocks(kind: 'ok' | 'tool_use' | 'thinking', b: AnthropicBehaviour, body: Json, n: number): { blocks: Block[]; stop: string } {
-  const o = b as Partial<{ text: string[]; thinking: string[]; signature: string; name: string; input: Json; preamble: string; id: string }>;
+  const o = b as Partial<{ text: string[]; thinking: string[]; signature: string; name: string; input: Json; preamble: string; id: string; more: Json[] }>;
   switch (kind) {
     case 'ok':
       return { blocks: [{ type: 'text', pieces: o.text ?? DEFAULT_TEXT }], stop: 'end_turn' };
@@ -228,7 +230,10 @@ function answerBlocks(kind: 'ok' | 'tool_use' | 'thinking', b: AnthropicBehaviou
     case 'tool_use': {
       const preamble = o.preamble ?? DEFAULT_TOOL_PREAMBLE;
       const blocks: Block[] = preamble === '' ? [] : [{ type: 'text', pieces: [preamble] }];
-      blocks.push({ type: 'tool_use', id: o.id ?? `toolu_01Fake${String(n).padStart(4, '0')}Qw90lq917835`, name: toolName(body, o.name), input: o.input ?? DEFAULT_TOOL_INPUT });
+      const id = o.id ?? `toolu_01Fake${String(n).padStart(4, '0')}Qw90lq917835`;
+      const name = toolName(body, o.name);
+      blocks.push({ type: 'tool_use', id, name, input: o.input ?? DEFAULT_TOOL_INPUT });
+      (o.more ?? []).forEach((input, i) => blocks.push({ type: 'tool_use', id: `${id}_${i + 2}`, name, input }));
       return { blocks, stop: 'tool_use' };
     }
   }
@@ -345,12 +350,21 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
     // Taken before any check, so the queue stays in step with the requests even when one is refused.
     const b: AnthropicBehaviour = queue.shift() ?? decide?.(received.at(-1)!) ?? { kind: 'ok' };
 
-    if (req.method !== 'POST' || (req.url ?? '').split('?')[0] !== '/v1/messages') throw new ApiError(404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
+    const path = (req.url ?? '').split('?')[0];
+    if (req.method !== 'POST' || (path !== '/v1/messages' && path !== '/v1/messages/count_tokens')) throw new ApiError(404, 'not_found_error', `Not found: ${req.method} ${req.url}`);
     const key = req.headers['x-api-key'];
     if (typeof key !== 'string' || key === '') throw new ApiError(401, 'authentication_error', 'x-api-key header is required');
     if (key !== apiKey) throw new ApiError(401, 'authentication_error', 'invalid x-api-key');
     if (typeof req.headers['anthropic-version'] !== 'string') throw new ApiError(400, 'invalid_request_error', 'anthropic-version: header is required');
     if (!parsed) invalid('There was an issue with your request body: not valid JSON');
+    if (path === '/v1/messages/count_tokens') {
+      // A stand-in for Anthropic's counter: one token per 4 characters of the JSON messages and system.
+      if (typeof body.model !== 'string' || !Array.isArray(body.messages)) invalid('model, messages: Field required');
+      const chars = JSON.stringify(body.messages).length + JSON.stringify(body.system ?? '').length;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ input_tokens: Math.ceil(chars / 4) }));
+      return;
+    }
     validate(body);
 
     if (b.kind === 'error') {

@@ -71,9 +71,12 @@ export type GeminiBehaviour =
    * The model calls a tool from the request: one functionCall part (whole, never split, no id: the Gemini API does
    * not send one) with an args object, finishReason STOP. `name` defaults to the first declared function; the
    * request must declare it. Optional `text` comes first (its own chunk when streamed). `signature`: a
-   * thoughtSignature on the functionCall part, as Gemini 3 sends on the first call of each step.
+   * thoughtSignature on the functionCall part, as Gemini 3 sends on the first call of each step. `more`: the args of
+   * further calls of the same function in the same chunk (parallel function calls), one part each.
    */
-  | ({ kind: 'call'; name?: string; args?: Record<string, unknown>; text?: string; signature?: string } & Common)
+  | ({ kind: 'call'; name?: string; args?: Record<string, unknown>; text?: string; signature?: string; more?: Record<string, unknown>[] } & Common)
+  /** Send `chunks` text chunks, then a `data: {"error": ...}` frame (`status`, default 503 UNAVAILABLE), then end. */
+  | { kind: 'stream-error'; chunks: number; status?: number; message?: string }
   /** A thought part (`thought: true`) carrying a thoughtSignature, then the text answer. */
   | ({ kind: 'thought'; thought?: string; signature?: string; words?: string[] } & Common)
   /** An error status with Gemini's error body; `headers` are added (e.g. retry-after). */
@@ -267,7 +270,10 @@ function answerChunks(b: GeminiBehaviour, body: Json): GPart[][] {
       const names = declared(body);
       const name = b.name ?? names[0];
       if (name === undefined || !names.includes(name)) throw new BadRequest(`the fake was told to call ${name ?? 'a tool'}, but the request declares ${JSON.stringify(names)}`);
-      const call = [{ functionCall: { name, args: b.args ?? DEFAULT_ARGS }, ...(b.signature === undefined ? {} : { thoughtSignature: b.signature }) }];
+      const call: GPart[] = [
+        { functionCall: { name, args: b.args ?? DEFAULT_ARGS }, ...(b.signature === undefined ? {} : { thoughtSignature: b.signature }) },
+        ...(b.more ?? []).map((args) => ({ functionCall: { name, args } })),
+      ];
       return b.text === undefined ? [call] : [[{ text: b.text }], call];
     }
     default:
@@ -368,7 +374,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
       sendError(res, 400, err.message);
       return;
     }
-    const common: Common = b.kind === 'stall' || b.kind === 'cut' ? {} : b;
+    const common: Common = b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error' ? {} : b;
     const usage = common.usage ?? DEFAULT_USAGE;
     if (common.delayMs) await new Promise((r) => setTimeout(r, common.delayMs));
     if (res.destroyed) return;
@@ -385,7 +391,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
       const whole = wrap({ candidates, ...(common.omitUsage ? {} : { usageMetadata: usageJson(usage, usage.candidatesTokenCount) }) });
       const text = JSON.stringify(whole, null, 2);
       res.writeHead(200, { 'content-type': 'application/json; charset=UTF-8', vary: 'Origin, X-Origin, Referer', 'server-timing': 'gfet4t7; dur=412' });
-      if (b.kind === 'stall' || b.kind === 'cut') {
+      if (b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error') {
         await flushed(res, text.slice(0, Math.floor(text.length / 2)));
         if (b.kind === 'cut') res.socket?.destroy();
         return;
@@ -395,7 +401,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     }
 
     // Streamed. The cumulative candidates count of chunk i grows to the total on the last chunk.
-    const limit = b.kind === 'stall' || b.kind === 'cut' ? b.chunks : chunks.length;
+    const limit = b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error' ? b.chunks : chunks.length;
     const frames: Json[] = [];
     for (let i = 0; i < limit; i++) {
       const last = i === chunks.length - 1;
@@ -419,6 +425,11 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     if (b.kind === 'stall') return; // the socket stays open, silent
     if (b.kind === 'cut') {
       res.socket?.destroy();
+      return;
+    }
+    if (b.kind === 'stream-error') {
+      const code = b.status ?? 503;
+      res.end(`data: ${JSON.stringify(geminiError(code, b.message ?? 'The model is overloaded. Please try again later.'))}\r\n\r\n`);
       return;
     }
     res.end();

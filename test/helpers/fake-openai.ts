@@ -32,9 +32,13 @@ export type Behaviour =
   | { kind: 'silent' }
   /**
    * The model calls the first function tool of the request (`name` overrides it; a request without tools is a 400):
-   * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4).
+   * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4). `more`:
+   * further calls of the same tool in the same turn (parallel tool calls), one per entry, with those arguments; their
+   * ids are `toolCallIdFor(n)` with `_2`, `_3`, ... appended.
    */
-  | { kind: 'tool'; name?: string; args?: Record<string, unknown>; argChunks?: number; usage?: FakeUsage; omitUsage?: boolean }
+  | { kind: 'tool'; name?: string; args?: Record<string, unknown>; argChunks?: number; usage?: FakeUsage; omitUsage?: boolean; more?: Record<string, unknown>[] }
+  /** Stream `chunks` content chunks, then an `{"error": ...}` payload (as OpenAI reports a failure mid-stream), then end. */
+  | { kind: 'stream-error'; chunks: number; code?: string; message?: string }
   /** DeepSeek-style: `reasoning_content` (one delta per entry of `reasoning`), then the text answer. */
   | { kind: 'reasoning'; reasoning?: string[]; words?: string[]; usage?: FakeUsage; omitUsage?: boolean };
 
@@ -142,7 +146,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const words = b.kind === 'ok' || b.kind === 'reasoning' ? (b.words ?? DEFAULT_WORDS) : DEFAULT_WORDS;
     const usage = b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning' ? (b.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
     const omitUsage = (b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning') && b.omitUsage === true;
-    let call: { id: string; name: string; args: string; fragments: string[] } | undefined;
+    let calls: { id: string; name: string; args: string; fragments: string[] }[] = [];
     if (b.kind === 'tool') {
       const name = b.name ?? firstTool(body);
       if (name === undefined) {
@@ -150,9 +154,12 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
         res.end(JSON.stringify({ error: { message: 'the fake was told to call a tool, but the request has no function tools', type: 'invalid_request_error', param: 'tools', code: null } }));
         return;
       }
-      const args = JSON.stringify(b.args ?? DEFAULT_TOOL_ARGS);
-      call = { id: toolCallIdFor(received.length), name, args, fragments: fragments(args, b.argChunks ?? 4) };
+      calls = [b.args ?? DEFAULT_TOOL_ARGS, ...(b.more ?? [])].map((a, i) => {
+        const args = JSON.stringify(a);
+        return { id: toolCallIdFor(received.length) + (i === 0 ? '' : `_${i + 1}`), name, args, fragments: fragments(args, b.argChunks ?? 4) };
+      });
     }
+    const call = calls[0];
     const reasoning = b.kind === 'reasoning' ? (b.reasoning ?? DEFAULT_REASONING) : [];
     if (b.kind === 'ok' && b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
     if (res.destroyed) return;
@@ -160,7 +167,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       if (b.kind !== 'ok' && b.kind !== 'tool' && b.kind !== 'reasoning') throw new Error(`behaviour ${b.kind} needs a streamed request`);
       let message: Record<string, unknown>;
       if (call) {
-        message = { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: call.name, arguments: call.args } }], refusal: null, annotations: [] };
+        message = { role: 'assistant', content: null, tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } })), refusal: null, annotations: [] };
       } else if (b.kind === 'reasoning') {
         message = { role: 'assistant', content: words.join(''), reasoning_content: reasoning.join('') };
       } else {
@@ -191,13 +198,19 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       // then the arguments in fragments.
       await send(choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }], refusal: null }));
       deltas = call.fragments.map((a) => ({ tool_calls: [{ index: 0, function: { arguments: a } }] }));
+      // Each further call: its head (index, id, type, name, empty arguments), then its argument fragments.
+      calls.slice(1).forEach((c, k) => {
+        const index = k + 1;
+        deltas.push({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] });
+        deltas.push(...c.fragments.map((a) => ({ tool_calls: [{ index, function: { arguments: a } }] })));
+      });
     } else if (b.kind === 'reasoning') {
       // As DeepSeek streams it: reasoning_content deltas (content null), then content deltas (reasoning_content null).
       await send(choice({ role: 'assistant', content: null, reasoning_content: '' }));
       deltas = [...reasoning.map((r) => ({ content: null, reasoning_content: r })), ...words.map((w) => ({ content: w, reasoning_content: null }))];
     } else {
       await send(choice({ role: 'assistant', content: '', refusal: null }));
-      const limit = b.kind === 'stall' || b.kind === 'cut' ? b.chunks : words.length;
+      const limit = b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error' ? b.chunks : words.length;
       deltas = Array.from({ length: limit }, (_, i) => ({ content: words[i % words.length] }));
     }
     for (const d of deltas) {
@@ -212,6 +225,10 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       return;
     }
     if (res.destroyed) return;
+    if (b.kind === 'stream-error') {
+      res.end(`data: ${JSON.stringify({ error: { message: b.message ?? 'The server had an error while processing your request.', type: 'server_error', param: null, code: b.code ?? 'server_error' } })}\n\n`);
+      return;
+    }
     await send(choice({}, call ? 'tool_calls' : 'stop'));
     if (includeUsage && !omitUsage) await send({ ...base, choices: [], usage: usageJson(usage) });
     res.end('data: [DONE]\n\n');

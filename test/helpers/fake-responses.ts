@@ -56,8 +56,13 @@ export const TEXT_STREAM_EVENTS = 13;
 
 export type Behaviour =
   | { kind: 'ok'; words?: string[]; usage?: FakeResponsesUsage; delayMs?: number; chunkDelayMs?: number; junk?: boolean }
-  /** A function_call item for a function tool of the request (`name`, else the first one); 500 without tools. */
-  | { kind: 'tool'; name?: string; arguments?: string; usage?: FakeResponsesUsage }
+  /**
+   * A function_call item for a function tool of the request (`name`, else the first one); 500 without tools. `more`:
+   * the arguments of further calls of the same tool in the same response (parallel tool calls), one item each.
+   */
+  | { kind: 'tool'; name?: string; arguments?: string; usage?: FakeResponsesUsage; more?: string[] }
+  /** Stream the first `events` events of the text answer, then `response.failed` (status failed, `code`), then end. */
+  | { kind: 'stream-error'; events: number; code?: string; message?: string }
   /** A reasoning item with a summary, then the message. */
   | { kind: 'reasoning'; summary?: string[]; words?: string[]; usage?: FakeResponsesUsage }
   | { kind: 'error'; status: number; body?: unknown; headers?: Record<string, string> }
@@ -330,10 +335,12 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
       const tools = Array.isArray(body.tools) ? (body.tools as Json[]).filter((x) => isObj(x) && x.type === 'function') : [];
       const tool = b.name === undefined ? tools[0] : tools.find((x) => x.name === b.name);
       if (!tool) throw new Error(`behaviour 'tool': the request has no function tool ${b.name ?? ''}`);
-      const args = b.arguments ?? DEFAULT_ARGUMENTS;
-      output.push({ id: `fc_${stem}`, type: 'function_call', status: 'completed', arguments: args, call_id: `call_${hex(n, 4)}Fake${stem.slice(0, 8)}`, name: tool.name });
-      const mid = Math.ceil(args.length / 2);
-      chunks.push([args.slice(0, mid), args.slice(mid)]);
+      [b.arguments ?? DEFAULT_ARGUMENTS, ...(b.more ?? [])].forEach((args, i) => {
+        const suffix = i === 0 ? '' : `_${i + 1}`;
+        output.push({ id: `fc_${stem}${suffix}`, type: 'function_call', status: 'completed', arguments: args, call_id: `call_${hex(n, 4)}Fake${stem.slice(0, 8)}${suffix}`, name: tool.name });
+        const mid = Math.ceil(args.length / 2);
+        chunks.push([args.slice(0, mid), args.slice(mid)]);
+      });
     } else {
       output.push({ id: `msg_${stem}`, type: 'message', status: 'completed', content: [outputText(words.join(''))], role: 'assistant' });
       chunks.push(words);
@@ -431,7 +438,7 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
     const a = answerFor(b, body, n);
 
     if (body.stream !== true) {
-      if (b.kind === 'stall' || b.kind === 'cut') throw new Error(`behaviour ${b.kind} needs a streamed request`);
+      if (b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error') throw new Error(`behaviour ${b.kind} needs a streamed request`);
       return json(200, responseObject(id, body, 'completed', a.output, usageJson(a.usage)));
     }
 
@@ -442,7 +449,7 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
       const completed = events.at(-1)!;
       events = [...events, completed, { type: 'response.done', response: completed.response }];
     }
-    const limit = b.kind === 'stall' || b.kind === 'cut' ? Math.min(b.events, events.length) : events.length;
+    const limit = b.kind === 'stall' || b.kind === 'cut' || b.kind === 'stream-error' ? Math.min(b.events, events.length) : events.length;
     let seq = 0;
     for (let i = 0; i < limit; i++) {
       if (b.kind === 'ok' && b.chunkDelayMs && events[i]!.type === 'response.output_text.delta') await new Promise((r) => setTimeout(r, b.chunkDelayMs));
@@ -454,6 +461,13 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
       if (junk && type === 'response.in_progress') res.write(': keep-alive\n\n');
     }
     if (junk) res.write('data: [DONE]\n\n');
+    if (b.kind === 'stream-error') {
+      const failed = responseObject(id, body, 'failed', [], null);
+      failed.error = { code: b.code ?? 'server_error', message: b.message ?? 'The model failed to generate a response.' };
+      res.end(`event: response.failed\ndata: ${JSON.stringify({ type: 'response.failed', sequence_number: seq++, response: failed })}\n\n`);
+      sentEvent();
+      return;
+    }
     if (b.kind === 'stall') return; // the socket stays open, silent
     if (b.kind === 'cut' && !b.clean) {
       // Let the events written so far leave (the first write of a response is corked until the next tick), then
