@@ -1,7 +1,9 @@
-// The keep-alive window rule (docs/connections.md, "Keep-alive pings"; the whole rule is told at the top of
-// keepalive.ts): pure functions over upstream-call start times, no I/O.
+// The keep-alive rule (docs/connections.md, "Keep-alive pings"; told in full at the top of keepalive.ts) as pure
+// functions, no I/O: the window over upstream-call start times, and the ping itself (its model and request).
 
+import type { ProviderConfig } from '../config/types.js';
 import type { UsageRecord } from '../ledger/record.js';
+import type { CanonicalRequest } from '../wire/canonical.js';
 
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 export const MIN_WINDOW_MS = 1000;
@@ -38,4 +40,19 @@ export function replay(starts: Iterable<number>, windowMs: number): Window | nul
   let w: Window | null = null;
   for (const t of starts) w = advance(w, t, windowMs);
   return w;
+}
+
+/** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */
+export function pingModel(p: ProviderConfig): string | null {
+  if (p.keepalive.model !== undefined) return p.keepalive.model;
+  const ids = Object.keys(p.models);
+  return ids.find((id) => p.models[id]!.kind === 'llm') ?? ids[0] ?? null;
+}
+
+/** The fewest output tokens each format accepts: the Responses API refuses a max_output_tokens below 16. */
+const MIN_MAX_TOKENS: Partial<Record<ProviderConfig['format'], number>> = { 'openai-responses': 16 };
+
+/** The smallest request the format takes: one short user turn, one output token (or the format's least). */
+export function pingRequest(model: string, format: ProviderConfig['format']): CanonicalRequest {
+  return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: MIN_MAX_TOKENS[format] ?? 1, stream: false };
 }

@@ -26,17 +26,16 @@
 
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { Config, ProviderConfig } from '../config/types.js';
+import type { Config } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../core/errors.js';
 import { codecFor } from '../wire/registry.js';
 import { ClientAbort, classifyTransportError, type Dispatcher } from '../providers/transport.js';
 import { claim } from '../store/claims.js';
 import { upstreamCallsSince } from '../store/keepalive.js';
-import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, replay, type Window } from './keepalive-window.js';
+import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, type Window } from './keepalive-window.js';
 
-export { advance, MIN_WINDOW_MS, opensWindow, parseWindow, replay, type Window } from './keepalive-window.js';
+export { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, type Window } from './keepalive-window.js';
 import type { Store } from '../store/client.js';
-import type { CanonicalRequest } from '../wire/canonical.js';
 import { computeCost } from '../ledger/cost.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { makeRecord, type RequestStatus, type UsageRecord } from '../ledger/record.js';
@@ -51,21 +50,6 @@ const DAY_MS = 86_400_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
 const MAX_BUFFERED = 10_000;
-
-/** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */
-export function pingModel(p: ProviderConfig): string | null {
-  if (p.keepalive.model !== undefined) return p.keepalive.model;
-  const ids = Object.keys(p.models);
-  return ids.find((id) => p.models[id]!.kind === 'llm') ?? ids[0] ?? null;
-}
-
-/** The fewest output tokens each format accepts: the Responses API refuses a max_output_tokens below 16. */
-const MIN_MAX_TOKENS: Partial<Record<ProviderConfig['format'], number>> = { 'openai-responses': 16 };
-
-/** The smallest request the format takes: one short user turn, one output token (or the format's least). */
-export function pingRequest(model: string, format: ProviderConfig['format']): CanonicalRequest {
-  return { model, system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], maxTokens: MIN_MAX_TOKENS[format] ?? 1, stream: false };
-}
 
 /** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
 export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {

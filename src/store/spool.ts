@@ -4,16 +4,11 @@
 // writer seals the open segment, inserts the sealed segments into ClickHouse in order and deletes each one only when
 // ClickHouse acknowledged all of it. Segments left by an earlier process are found at open and go first.
 //
-// A segment is JSON lines, one row a line. A process killed in the middle of a write can leave a torn last line;
-// reading skips a line that does not parse (it never reached the OS whole, so it was never acknowledged as written).
-//
 // Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be now>}`) is written
 // too, and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
 // segment, so the newest segment always holds a marker for every request in flight. A marker whose request has no
 // row in any segment left at the next start is a request the process died in the middle of: it becomes a row with
 // status `interrupted` (the snapshot's status) and goes to the store like any other.
-// Segment names sort by creation time and carry a random instance id, so a name is unique and stable: it is the
-// insert deduplication token of its rows, the same on every retry and every replay.
 //
 // A disk that refuses writes (full, read-only, failing): what it refused waits in memory, and at the next seal it
 // becomes a memory segment, inserted and acknowledged like any other, so the rows still reach a store that works (the
@@ -25,6 +20,9 @@
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { BEGIN, countRows, EXT, lines, NAME, type Segment } from './segment.js';
+
+export type { Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -38,23 +36,8 @@ export interface SpoolOptions {
 /** How rows and in-flight markers are matched: the id a row carries. */
 export type RowId<Row> = (row: Row) => string;
 
-const BEGIN = '$begin';
 /** How soon a write the disk refused is tried again. */
 const RETRY_WRITE_MS = 250;
-
-export interface Segment {
-  readonly name: string;
-  readonly path: string;
-  rows: number;
-  bytes: number;
-  /** Creation time (ms), from the name. */
-  readonly createdAt: number;
-  /** A memory segment: lines the disk refused, held here instead of in `path` (there is no file). */
-  readonly memory?: Buffer;
-}
-
-const EXT = '.jsonl';
-const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row> = Pick<
@@ -137,11 +120,8 @@ export class Spool<Row> {
   }
 
   /** Segments (and rows) that an earlier process left, found at open. */
-  readonly leftovers = (): { segments: number; rows: number; interrupted: number } => ({
-    segments: this.#sealed.length,
-    rows: this.#sealed.reduce((n, s) => n + s.rows, 0),
-    interrupted: this.#interrupted,
-  });
+  readonly leftovers = (): { segments: number; rows: number; interrupted: number } =>
+    ({ segments: this.#sealed.length, rows: this.#sealed.reduce((n, s) => n + s.rows, 0), interrupted: this.#interrupted });
 
   /** Rows spooled and not yet deleted (written to the store), the open segment's included. */
   get rows(): number {
@@ -284,9 +264,7 @@ export class Spool<Row> {
     }
     try {
       fsyncSync(this.#fd);
-    } catch {
-      // the old descriptor's disk is gone; the old file is read back by path
-    }
+    } catch {} // the old descriptor's disk is gone; the old file is read back by path
     closeSync(this.#fd);
     if (this.#unwritten !== null) {
       const moved = this.#unwritten;
@@ -416,27 +394,5 @@ export class Spool<Row> {
     const createdAt = Date.now();
     const name = `${String(createdAt).padStart(13, '0')}-${this.#instance}-${String(++this.#seq % 1_000_000).padStart(6, '0')}`;
     return { name, path: join(this.#opts.dir, name + EXT), rows: 0, bytes: 0, createdAt };
-  }
-}
-
-/** Rows (not markers, not torn lines) in a segment's text. */
-function countRows(buf: Buffer): number {
-  let n = 0;
-  for (const line of lines(buf.toString('utf8'))) if (!line.marker) n++;
-  return n;
-}
-
-/** The whole lines of a segment's text: rows, and the begin markers of requests in flight. */
-function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
-  for (const text of content.split('\n')) {
-    if (text === '') continue;
-    let parsed: Record<string, unknown>;
-    try {
-      parsed = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      continue; // a line cut by a kill in the middle of its write: never acknowledged as written
-    }
-    if (parsed !== null && typeof parsed === 'object' && Object.hasOwn(parsed, BEGIN)) yield { marker: true, row: parsed[BEGIN] as Row };
-    else yield { marker: false, row: parsed as Row };
   }
 }

@@ -1,0 +1,44 @@
+// A spool segment (src/store/spool.ts): a file of JSON lines, or a memory segment holding what the disk refused.
+// A line is a row, or a begin marker `{"$begin": row}` of a request in flight; a line that does not parse (cut by a
+// kill or a full disk) is skipped: it was never written whole, so never acknowledged as written. Segment names sort by
+// creation time and carry a random instance id, so a name is unique and stable: it is the insert deduplication token
+// of its rows, the same on every retry and every replay.
+
+/** The key of a begin marker's line. */
+export const BEGIN = '$begin';
+
+export interface Segment {
+  readonly name: string;
+  readonly path: string;
+  rows: number;
+  bytes: number;
+  /** Creation time (ms), from the name. */
+  readonly createdAt: number;
+  /** A memory segment: lines the disk refused, held here instead of in `path` (there is no file). */
+  readonly memory?: Buffer;
+}
+
+export const EXT = '.jsonl';
+export const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
+
+/** Rows (not markers, not torn lines) in a segment's text. */
+export function countRows(buf: Buffer): number {
+  let n = 0;
+  for (const line of lines(buf.toString('utf8'))) if (!line.marker) n++;
+  return n;
+}
+
+/** The whole lines of a segment's text: rows, and the begin markers of requests in flight. */
+export function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
+  for (const text of content.split('\n')) {
+    if (text === '') continue;
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      continue; // a line cut by a kill in the middle of its write: never acknowledged as written
+    }
+    if (parsed !== null && typeof parsed === 'object' && Object.hasOwn(parsed, BEGIN)) yield { marker: true, row: parsed[BEGIN] as Row };
+    else yield { marker: false, row: parsed as Row };
+  }
+}
