@@ -7,11 +7,9 @@ import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
 import { total } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
-import type { UsageRecord } from '../ledger/record.js';
+import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
 
-/** Billed rows: every upstream call (combo rows are sums of their attempts, not calls). */
-const BILLED = ['request', 'attempt', 'keepalive'] as const;
 const round = (v: number): number => Number(v.toFixed(12));
 
 export interface BudgetWindow {
@@ -55,7 +53,7 @@ export class BudgetService implements BudgetGate {
 
   /** A record was published (ledger sink). */
   published(r: UsageRecord): void {
-    if ((BILLED as readonly string[]).includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.set(r.requestId, [r.startedAt, r.cost.cost]);
+    if (BILLED_KINDS.includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.set(r.requestId, [r.startedAt, r.cost.cost]);
   }
 
   /** The writer stored these rows (they are in ClickHouse from now on). */
@@ -116,7 +114,7 @@ export class BudgetService implements BudgetGate {
   async #spent(from: number, now: number): Promise<number> {
     let stored: number;
     try {
-      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED }, openEnd: this.#realClock })).cost;
+      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock })).cost;
       this.#stored.set(from, stored);
       for (const k of this.#stored.keys()) if (k < now - 40 * 86_400_000) this.#stored.delete(k);
     } catch (err) {

@@ -9,13 +9,13 @@ import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { aggregate, providerWindows, rawWindows, type Sums } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
-import type { RecordKind } from '../ledger/record.js';
+import { BILLED_KINDS, kindsSql, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
-export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = ['request', 'attempt', 'keepalive'];
+export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 /** Look-back for the connection-problem flag. */
 const RECENT_MS = 15 * 60_000;
 const round12 = (v: number): number => Number(v.toFixed(12));
@@ -164,7 +164,7 @@ export class QuotaService {
     if (failures === 0 || successes > 0) return null;
     const [last] = await this.#store.query<{ error_type: string; http_status: number }>(
       `SELECT error_type, http_status FROM ${this.#store.t('requests')}
-       WHERE provider = {id:String} AND status = 'failure' AND kind IN ('request', 'attempt', 'keepalive')
+       WHERE provider = {id:String} AND status = 'failure' AND ${kindsSql(QUOTA_KINDS_COUNTED)}
          AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
        ORDER BY ts DESC LIMIT 1`,
       { id, from: now - RECENT_MS },

@@ -14,6 +14,7 @@ import type { BudgetService, BudgetState } from '../accounting/budget.js';
 import { ANOMALY_MIN_DAYS, ANOMALY_MULTIPLE, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
 import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
+import { BILLED_KINDS } from '../ledger/record.js';
 
 const DAY = 86_400_000;
 /** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
@@ -151,7 +152,7 @@ export class AlertService {
   async #costs(budget: BudgetState, now: number): Promise<CostHistory> {
     const tz = budget.timezone;
     const today = dayBounds(now, tz);
-    const billed = { kinds: ['request', 'attempt', 'keepalive'] as const };
+    const billed = { kinds: BILLED_KINDS };
     const key = `${tz}\u0000${today.date}`;
     if (this.#history?.key !== key) {
       const days = await aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed });

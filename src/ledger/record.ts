@@ -19,10 +19,21 @@ export type RequestStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
  */
 export type RecordKind = 'request' | 'combo' | 'attempt' | 'keepalive';
 
-/** Counts as a client request (in /api/usage summaries and tollgate_requests_total). */
-export const isClientRequest = (k: RecordKind): boolean => k === 'request' || k === 'combo';
+// The kinds rule, in one place: every reader of the record (metrics, analytics, quota, budgets, alerts, logs) takes
+// its set from here, in TypeScript or as SQL (`kindsSql`).
+/** Client requests: one row per request a client made (in /api/usage summaries and tollgate_requests_total). */
+export const CLIENT_KINDS: readonly RecordKind[] = ['request', 'combo'];
+/** The usage of the upstream calls made for clients (a combo row repeats its attempts' sum, so it is not here). */
+export const USAGE_KINDS: readonly RecordKind[] = ['request', 'attempt'];
+/** What spends: every upstream call, keep-alive pings included (budgets, quota, provider health). */
+export const BILLED_KINDS: readonly RecordKind[] = ['request', 'attempt', 'keepalive'];
+
+/** Counts as a client request. */
+export const isClientRequest = (k: RecordKind): boolean => CLIENT_KINDS.includes(k);
 /** Carries the usage of one upstream call made for a client (a ping's is counted on its own). */
-export const carriesUsage = (k: RecordKind): boolean => k === 'request' || k === 'attempt';
+export const carriesUsage = (k: RecordKind): boolean => USAGE_KINDS.includes(k);
+/** `kind IN ('request', ...)` for a kinds set of this module. */
+export const kindsSql = (kinds: readonly RecordKind[]): string => `kind IN (${kinds.map((k) => `'${k}'`).join(', ')})`;
 
 export type Latency =
   | { readonly kind: 'stream'; readonly ttftMs: number | null; readonly totalMs: number }

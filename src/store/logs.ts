@@ -3,6 +3,7 @@
 // (ts, request_id), newest first, so rows inserted while a client pages through never shift a page.
 
 import type { Store } from './client.js';
+import { CLIENT_KINDS, kindsSql } from '../ledger/record.js';
 
 export type DetailStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
 
@@ -66,7 +67,7 @@ const FIELDS = `toString(request_id) AS id, kind, ifNull(toString(parent_id), ''
   cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, usage_source, toString(cost) AS cost_usd,
   toString(list_cost) AS list_cost_usd, duration_ms, ttft_ms, upstream_ms`;
 
-const CLIENT = `kind IN ('request', 'combo')`;
+const CLIENT = kindsSql(CLIENT_KINDS);
 const DAY = 86_400_000;
 /** How far back each successive read of a page reaches: most pages are found in the first day. */
 const SPANS = [DAY, 7 * DAY, 31 * DAY, 366 * DAY];

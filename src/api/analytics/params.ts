@@ -4,7 +4,7 @@
 
 import { TollgateError } from '../../core/errors.js';
 import type { Filters } from '../../store/aggregate.js';
-import type { RecordKind } from '../../ledger/record.js';
+import { BILLED_KINDS, USAGE_KINDS, type RecordKind } from '../../ledger/record.js';
 import { parseTimeZone } from '../../core/tz.js';
 
 export const DAY = 86_400_000;
@@ -13,7 +13,7 @@ export const HOUR = 3_600_000;
 /** Client requests: a direct request or a combo request, once each. */
 export const CLIENT_KINDS: readonly RecordKind[] = ['request', 'combo'];
 /** Upstream calls (their tokens and cost); `include_keepalive=true` adds the keep-alive pings. */
-export const usageKinds = (keepalive: boolean): readonly RecordKind[] => (keepalive ? ['request', 'attempt', 'keepalive'] : ['request', 'attempt']);
+export const usageKinds = (keepalive: boolean): readonly RecordKind[] => (keepalive ? BILLED_KINDS : USAGE_KINDS);
 /** Both at once, for one read that is then split by `kind`. */
 export const reportKinds = (keepalive: boolean): readonly RecordKind[] => [...new Set([...CLIENT_KINDS, ...usageKinds(keepalive)])];
 
