@@ -130,6 +130,14 @@ export async function forward(
       return failed;
     }
     if (canonical.stream) {
+      // A 200 that is not an event stream (an HTML page from a proxy in between, a JSON body) is refused before any
+      // byte reaches the client, as on the fast path: a 502 in the gateway's error shape. No content type: read it.
+      const type = String(res.headers['content-type'] ?? 'text/event-stream');
+      if (!type.startsWith('text/event-stream')) {
+        call.stamp();
+        call.span.end(res.status, 'not_event_stream');
+        throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
+      }
       const answer = new AnswerText();
       const parser = answerToolParser(outbound.createStreamParser(), upReq.answerTool);
       const early = await pipeEvents(ctx, parser, rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);

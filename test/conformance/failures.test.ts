@@ -73,12 +73,9 @@ eachProvider(t, suite, 'not-json', async (t, p) => {
   t.match(JSON.parse(whole.text), { error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' } }, 'in the gateway\'s error shape');
   t.match(await rowOf(gw, whole.requestId), { status: 'failure', http_status: 502, error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', usage_source: 'none', total_tokens: 0 });
 
-  // Streamed. KNOWN DIVERGENCE (to fix on the translated path): the OpenAI Chat fast path answers 502 before any
-  // byte, as docs/routing.md describes (headers go out with the first rendered event); the translated path sends
-  // 200 and the PROTOCOL error event although no event was rendered. Both are pinned here so a change shows.
+  // Streamed: every path answers 502 before any byte (docs/routing.md: headers go out with the first rendered event).
   const r = await send(gw.url, chat, { model: `${p.id}-html/${p.models.main}`, stream: true });
-  const fastPath = p.format === 'openai';
-  t.equal(r.status, fastPath ? 502 : 200, fastPath ? 'fast path: a 502 before any byte' : 'translated path: 200, then the error event');
+  t.equal(r.status, 502, 'a 200 that is not an event stream is a 502 before any byte');
   t.match(r.text, /"code":"TOLLGATE_ERR_UPSTREAM_PROTOCOL"/, 'the client gets TOLLGATE_ERR_UPSTREAM_PROTOCOL');
   t.notMatch(r.text, /upstream proxy says no|\[DONE\]/, 'none of the HTML, no [DONE]');
   t.match(await rowOf(gw, r.requestId), { status: 'failure', http_status: r.status, error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', usage_source: 'none', total_tokens: 0 });
