@@ -6,7 +6,6 @@
 // The clients are installed by scripts/install-clients.mjs (npm run test:clients does it first) into
 // $TOLLGATE_CLIENTS_CACHE or .cache/clients.
 
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -18,6 +17,7 @@ import { geminiProvider, startFakeGemini, DEFAULT_USAGE as GEMINI_USAGE, type Fa
 import { fakeProvider, startFakeOpenAI, DEFAULT_USAGE as CHAT_USAGE, type FakeOpenAI } from '../test/helpers/fake-openai.js';
 import { respProvider, startFakeResponses, DEFAULT_USAGE as RESPONSES_USAGE, type FakeResponses } from '../test/helpers/fake-responses.js';
 import { waitFor } from '../test/helpers/wait.js';
+import { runProcess } from '../test/helpers/cli.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const CLIENTS_DIR = resolve(process.env.TOLLGATE_CLIENTS_CACHE ?? join(ROOT, '.cache', 'clients'));
@@ -216,22 +216,7 @@ export function runClient(
     CI: '1',
     ...opts.env,
   });
-  const child = spawn(file, args, { cwd: opts.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 120_000);
-  return new Promise((resolvePromise, reject) => {
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolvePromise({ code, signal, stdout, stderr });
-    });
-  });
+  return runProcess(t, file, args, { cwd: opts.cwd, env, timeoutMs: opts.timeoutMs ?? 120_000 });
 }
 
 /** A temporary directory removed at teardown (a client's HOME, its working directory). */

@@ -69,12 +69,12 @@ export async function serveCli(t: { teardown(fn: () => unknown): void }, configF
   return p;
 }
 
-export function runCli(
-  t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number },
+/** Run `file` with `args` to its end (no standard input), killed after `timeoutMs`; killed at teardown if still up. */
+export function runProcess(
+  t: { teardown(fn: () => unknown): void }, file: string, args: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<Run> {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
   const t0 = Date.now();
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(file, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   });
@@ -82,7 +82,7 @@ export function runCli(
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+  const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
   return new Promise((resolve, reject) => {
     child.on('error', reject);
     child.on('close', (code, signal) => {
@@ -90,4 +90,11 @@ export function runCli(
       resolve({ code, signal, stdout, stderr, ms: Date.now() - t0 });
     });
   });
+}
+
+export function runCli(
+  t: { teardown(fn: () => unknown): void }, args: string[], opts: { cwd: string; env?: Record<string, string>; timeoutMs?: number },
+): Promise<Run> {
+  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npm run build\` before these tests`);
+  return runProcess(t, process.execPath, [MAIN, ...args], { cwd: opts.cwd, env: cleanEnv(opts.env), timeoutMs: opts.timeoutMs ?? 30_000 });
 }
