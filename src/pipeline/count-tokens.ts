@@ -13,7 +13,8 @@ import { anthropicCodec } from '../wire/anthropic/index.js';
 import { resolveModel } from '../routing/resolve.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
-import { ClientAbort, classifyTransportError } from '../providers/transport.js';
+import { classifyTransportError } from '../providers/transport.js';
+import { ClientAbort } from '../providers/upstream.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders } from './outcome.js';
 import { upstreamHeaders } from './passthrough.js';
 

@@ -17,7 +17,7 @@ import { OTHER } from '../telemetry/names.js';
 import { finishReasonOf, type RequestTrace, type UpstreamSpan } from '../telemetry/tracing.js';
 import type { CanonicalEvent } from '../wire/canonical.js';
 import type { GatewayContext } from './context.js';
-import type { UpstreamResponse } from '../providers/transport.js';
+import type { UpstreamResponse } from '../providers/upstream.js';
 
 /** The status recorded for a client that went away before a response started (nginx's convention). */
 export const CLIENT_CLOSED = 499;

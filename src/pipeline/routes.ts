@@ -24,7 +24,8 @@ import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
 import type { GatewayContext } from './context.js';
 import { COUNT_TOKENS_ROUTE, handleCountTokens, handleGeminiCountTokens } from './count-tokens.js';
 import { bodyModel, bodyTarget, handlePassthrough, type PassthroughInbound } from './passthrough.js';
-import { handleTranslated, type InboundSpec } from './translated.js';
+import { handleTranslated } from './translated.js';
+import type { InboundSpec } from './forward.js';
 
 export const MESSAGES_ROUTE = '/v1/messages';
 export const RESPONSES_ROUTE = '/v1/responses';

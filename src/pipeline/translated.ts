@@ -15,7 +15,6 @@ import { uuidv7 } from '../ledger/uuidv7.js';
 import { runCombo } from './combo/run.js';
 import { fitRequest, forward, type Exchange, type InboundSpec, type CodecLookup } from './forward.js';
 
-export type { InboundSpec } from './forward.js';
 import type { GatewayContext } from './context.js';
 import { begin, finish, modelHeader, newOutcome, type RequestMeta } from './outcome.js';
 import { settleRoute, failRequest } from './upstream-call.js';

@@ -10,7 +10,8 @@ import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/fail
 import type { Route } from '../routing/resolve.js';
 import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
-import { ClientAbort, classifyTransportError, type UpstreamResponse } from '../providers/transport.js';
+import { classifyTransportError } from '../providers/transport.js';
+import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
 import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders, type Outcome } from './outcome.js';
 
 export interface UpstreamCall {

@@ -11,7 +11,6 @@ import { mockTransport } from './mock.js';
 import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
 
-export { ClientAbort, readText, type AbortLike, type SendOptions, type Transport, type UpstreamResponse } from './upstream.js';
 import { connectionsOf } from '../config/connections.js';
 
 interface PoolEntry {

@@ -29,12 +29,12 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../core/errors.js';
 import { codecFor } from '../wire/registry.js';
-import { ClientAbort, classifyTransportError, type Dispatcher } from '../providers/transport.js';
+import { classifyTransportError, type Dispatcher } from '../providers/transport.js';
+import { ClientAbort } from '../providers/upstream.js';
 import { claim } from '../store/claims.js';
 import { upstreamCallsSince } from '../store/keepalive.js';
 import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, type Window } from './keepalive-window.js';
 
-export { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, type Window } from './keepalive-window.js';
 import type { Store } from '../store/client.js';
 import { computeCost } from '../ledger/cost.js';
 import type { Ledger } from '../ledger/ledger.js';

@@ -22,7 +22,6 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { BEGIN, countRows, EXT, lines, NAME, type Segment } from './segment.js';
 
-export type { Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */

@@ -8,7 +8,8 @@
 // one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
-import type { Segment, SpoolPort } from './spool.js';
+import type { Segment } from './segment.js';
+import type { SpoolPort } from './spool.js';
 
 export interface WriterOptions {
   readonly maxRows: number;

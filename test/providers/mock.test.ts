@@ -6,7 +6,7 @@ import type { MockOptions } from '../../src/config/types.js';
 import { mockRespond, mockWords, planMock } from '../../src/providers/mock.js';
 import { openaiAdapter } from '../../src/wire/openai/index.js';
 import { SseParser } from '../../src/wire/sse.js';
-import type { UpstreamResponse } from '../../src/providers/transport.js';
+import type { UpstreamResponse } from '../../src/providers/upstream.js';
 
 // Parsed wire JSON, read field by field in assertions.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

@@ -7,7 +7,7 @@
 
 import t from 'tap';
 import { request } from 'undici';
-import { advance, opensWindow, parseWindow, pingModel, replay, type Window } from '../../src/services/keepalive.js';
+import { advance, opensWindow, parseWindow, pingModel, replay, type Window } from '../../src/services/keepalive-window.js';
 import { testConfig, startApp, type TestApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
 import { bucketsOf } from '../helpers/clients.js';

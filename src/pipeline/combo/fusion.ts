@@ -16,7 +16,8 @@ import { errorFailure, httpFailure, type UpstreamFailure } from '../../routing/f
 import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
 import { answerOf } from '../../wire/estimate.js';
 import { adopt, attempt, type AttemptResult } from './attempt.js';
-import { ClientAbort, classifyTransportError } from '../../providers/transport.js';
+import { classifyTransportError } from '../../providers/transport.js';
+import { ClientAbort } from '../../providers/upstream.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from '../outcome.js';
 import { buildUpstream, droppedParams, failWith, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
 import { sendFailure } from '../upstream-call.js';
