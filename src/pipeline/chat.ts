@@ -10,12 +10,11 @@ import type { ChatAdapter, ChatBody } from '../wire/types.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
 import { AnswerText } from '../wire/estimate.js';
-import { uuidv7 } from '../ledger/uuidv7.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
-import { begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { begin, openRequest, closeEventStream, finish, markAborted, modelHeader, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { callUpstream, relayUpstreamError, settleFailure, settleRoute, failRequest } from './upstream-call.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
@@ -58,16 +57,12 @@ function clientWantsUsage(body: ChatBody): boolean {
 export const CHAT_ROUTE = '/v1/chat/completions';
 
 export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const t0 = performance.now();
-  const startedAt = Date.now();
-  const requestId = uuidv7(startedAt);
+  const { t0, startedAt, requestId, trace, o } = openRequest(ctx, req, reply, ENDPOINT);
   const cfg = ctx.config.current;
-  const trace = ctx.tracing.start(req.headers, ENDPOINT);
   const rawModel = (req.body as { model?: unknown } | null)?.model;
   const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
   const stream = (req.body as { stream?: unknown } | null)?.stream === true;
-  const o = newOutcome();
-  reply.header('x-request-id', requestId).header('x-tollgate-requested-model', modelHeader(requestedModel));
+  reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
   const meta = (): RequestMeta => ({ endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
   begin(ctx, req, o, meta);
 

@@ -72,6 +72,26 @@ export function begin(ctx: GatewayContext, req: FastifyRequest, o: Outcome, meta
   ctx.ledger.begin(meta().requestId, () => recordOf(o, meta(), req.apiKeyName));
 }
 
+/** What every data-plane handler opens a request with: its clocks, id and trace, an empty outcome. */
+export interface OpenedRequest {
+  /** performance.now() at arrival: latencies are measured from it. */
+  readonly t0: number;
+  /** Wall-clock arrival (ms), the record's `ts`. */
+  readonly startedAt: number;
+  readonly requestId: string;
+  readonly trace: RequestTrace;
+  readonly o: Outcome;
+}
+
+/** Open a data-plane request on `endpoint`: clocks, a request id (also sent as `x-request-id`), its trace. */
+export function openRequest(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, endpoint: string): OpenedRequest {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  reply.header('x-request-id', requestId);
+  return { t0, startedAt, requestId, trace: ctx.tracing.start(req.headers, endpoint), o: newOutcome() };
+}
+
 /** Fold the outcome into the one usage record and hand it to every ledger; ends the request's span. */
 export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, o: Outcome, m: RequestMeta): void {
   const record = recordOf(o, m, req.apiKeyName);

@@ -5,7 +5,6 @@
 // the finish are read from it as it passes, by the format's own codec, as the translated path reads them. One usage
 // record per request, the same fields, span and metrics as translated.ts.
 
-import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import { isObj, type Json, type SameFormat, type SameFormatCall } from '../wire/same-format.js';
@@ -19,12 +18,11 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
 import type { Usage } from '../ledger/types.js';
 import { AnswerText, answerOf } from '../wire/estimate.js';
-import { uuidv7 } from '../ledger/uuidv7.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import { type ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
 import { forwardedHeaders } from '../providers/forward-headers.js';
-import { StreamFacts, begin, closeEventStream, finish, markAborted, modelHeader, newOutcome, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { StreamFacts, begin, openRequest, closeEventStream, finish, markAborted, modelHeader, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, failRequest } from './upstream-call.js';
 
@@ -74,15 +72,10 @@ export function upstreamHeaders(f: SameFormat, req: FastifyRequest, route: Route
 }
 
 export async function handlePassthrough(ctx: GatewayContext, inbound: PassthroughInbound, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const t0 = performance.now();
-  const startedAt = Date.now();
-  const requestId = uuidv7(startedAt);
+  const { t0, startedAt, requestId, trace, o } = openRequest(ctx, req, reply, inbound.endpoint);
   const cfg = ctx.config.current;
-  const trace = ctx.tracing.start(req.headers, inbound.endpoint);
-  const o = newOutcome();
   let requestedModel = '';
   let stream = false;
-  reply.header('x-request-id', requestId);
   const meta = (): RequestMeta => ({ endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream });
   begin(ctx, req, o, meta);
   try {

@@ -4,34 +4,27 @@
 // OpenAI Chat to an OpenAI-format provider keeps its byte-for-byte fast path in chat.ts. A combo (or a target the
 // budget auto-switch chose) also comes through here: combo.ts runs its attempts with `forward` below.
 
-import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { autoSwitch } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
 import { resolveModel } from '../routing/resolve.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
-import { uuidv7 } from '../ledger/uuidv7.js';
 import { runCombo } from './combo/run.js';
 import { fitRequest, forward, type Exchange, type InboundSpec, type CodecLookup } from './forward.js';
 
 import type { GatewayContext } from './context.js';
-import { begin, finish, modelHeader, newOutcome, type RequestMeta } from './outcome.js';
+import { begin, openRequest, finish, modelHeader, type RequestMeta } from './outcome.js';
 import { settleRoute, failRequest } from './upstream-call.js';
 
 export async function handleTranslated(
   ctx: GatewayContext, codecs: CodecLookup, inbound: InboundSpec, req: FastifyRequest, reply: FastifyReply,
 ): Promise<void> {
-  const t0 = performance.now();
-  const startedAt = Date.now();
-  const requestId = uuidv7(startedAt);
+  const { t0, startedAt, requestId, trace, o } = openRequest(ctx, req, reply, inbound.endpoint);
   const cfg = ctx.config.current;
-  const trace = ctx.tracing.start(req.headers, inbound.endpoint);
-  const o = newOutcome();
   let requestedModel = '';
   let stream = false;
   let combo = '';
-  reply.header('x-request-id', requestId);
   const meta = (): RequestMeta => ({ endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo });
   begin(ctx, req, o, meta);
   try {
