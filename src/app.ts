@@ -37,6 +37,13 @@ import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
 import { watchBudget, watchCooldowns, watchQuota } from './accounting/gauges.js';
+import { LiveRequests, watchInflight } from './telemetry/live.js';
+import { liveRoutes } from './api/live.js';
+import { settingsRoutes } from './api/settings.js';
+import { statusRoutes } from './api/status.js';
+import { consoleRoutes } from './api/console.js';
+import { TOLLGATE_VERSION } from './store/archive.js';
+import { randomUUID } from 'node:crypto';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -63,6 +70,10 @@ export interface Tollgate {
   readonly ledger: Ledger;
   readonly router: Router;
   readonly alerting: Alerting;
+  /** The client requests in flight (GET /api/live, tollgate_inflight_*). */
+  readonly live: LiveRequests;
+  /** A random id taken at start: /health answers it (x-tollgate-instance), GET /api/tunnel compares it. */
+  readonly instanceId: string;
   /** Every route registered, as fastify matched it (method and pattern): what the gate and its tests go by. */
   readonly routes: readonly { readonly method: string; readonly url: string }[];
 }
@@ -138,6 +149,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // A request in flight has its snapshot in the spool: if the process dies, it is recorded as interrupted.
   ledger.subscribeBegin((id, snapshot) => writer.begin(id, () => toRow({ ...snapshot(), status: 'interrupted' })));
   ledger.subscribe((r) => metrics.observe(r));
+  const live = new LiveRequests(() => holder.current);
+  live.attach(ledger);
+  watchInflight(metrics, live);
+  const instanceId = randomUUID();
 
   const dispatcher = new Dispatcher();
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
@@ -178,7 +193,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // Collected once, depth-checked before parsing, bytes released once decoded (src/core/json-body.ts).
   registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: () => holder.current.server.json_max_depth });
   const routes: { method: string; url: string }[] = [];
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, routes });
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, live, instanceId, routes });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
@@ -225,7 +240,12 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(healthRoutes, { store, instanceId, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  const configFile = opts.configFile === undefined ? {} : { configFile: opts.configFile };
+  await app.register(liveRoutes, { live });
+  await app.register(settingsRoutes, { config: holder, ...configFile });
+  await app.register(statusRoutes, { config: holder, version: TOLLGATE_VERSION, instanceId, ...configFile });
+  await app.register(consoleRoutes, { version: TOLLGATE_VERSION });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -126,6 +126,18 @@ const provider = closed(
   { required: ['group', 'format'] },
 );
 
+/** The alert thresholds (percent of a quota or budget; the anomaly's multiple of the daily average) when unset. */
+export const ALERT_THRESHOLD_DEFAULTS = {
+  quota: [80, 90],
+  daily: [80, 100],
+  monthly: [50, 80, 100],
+  anomaly_multiple: 2,
+} as const;
+
+const percents = (d: readonly number[]) => ({
+  type: 'array', minItems: 1, uniqueItems: true, items: { type: 'number', exclusiveMinimum: 0, maximum: 1000 }, default: [...d],
+});
+
 const combo = closed(
   {
     strategy: { enum: ['fallback', 'round-robin', 'fusion', 'capacity'] },
@@ -162,6 +174,8 @@ export const CONFIG_SCHEMA = closed({
         { default: {} },
       ),
       metrics_auth: { type: 'boolean', default: false },
+      // The address this instance is reached at from outside (a tunnel, a reverse proxy); GET /api/tunnel checks it.
+      public_url: { type: 'string', pattern: '^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$', default: '' },
       // JSON bodies deeper than this are refused with 400 before any handler sees them.
       json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
     },
@@ -251,14 +265,24 @@ export const CONFIG_SCHEMA = closed({
         },
         additionalProperties: { type: 'boolean' },
       },
+      // Crossing each percentage fires once per window (docs/alerts.md); quota exhaustion (100 %) is its own kind.
+      thresholds: closed(
+        {
+          quota: { ...percents(ALERT_THRESHOLD_DEFAULTS.quota), items: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100 } },
+          daily: percents(ALERT_THRESHOLD_DEFAULTS.daily),
+          monthly: percents(ALERT_THRESHOLD_DEFAULTS.monthly),
+          anomaly_multiple: { type: 'number', exclusiveMinimum: 1, maximum: 1000, default: ALERT_THRESHOLD_DEFAULTS.anomaly_multiple },
+        },
+        { default: {} },
+      ),
       channels: closed(
         {
           dashboard: { type: 'boolean', default: true },
           email: closed(
-            { smtp_url: str, from: str, to: { type: 'array', items: str, minItems: 1 } },
+            { enabled: { type: 'boolean', default: true }, smtp_url: str, from: str, to: { type: 'array', items: str, minItems: 1 } },
             { required: ['smtp_url', 'from', 'to'] },
           ),
-          webhook: closed({ url: { type: 'string', pattern: '^https?://' }, secret: str }, { required: ['url'] }),
+          webhook: closed({ enabled: { type: 'boolean', default: true }, url: { type: 'string', pattern: '^https?://' }, secret: str }, { required: ['url'] }),
         },
         { default: {} },
       ),

@@ -111,6 +111,13 @@ export interface ApiKey {
   readonly role?: KeyRole;
 }
 
+export interface AlertThresholds {
+  readonly quota: readonly number[];
+  readonly daily: readonly number[];
+  readonly monthly: readonly number[];
+  readonly anomaly_multiple: number;
+}
+
 export interface Config {
   readonly server: {
     readonly host: string;
@@ -120,6 +127,8 @@ export interface Config {
     readonly trust_proxy: readonly string[];
     readonly rate_limit: { readonly requests_per_minute: number; readonly auth_failures_per_minute: number };
     readonly metrics_auth: boolean;
+    /** The URL clients outside reach this instance at ('' when none): GET /api/tunnel reports and checks it. */
+    readonly public_url: string;
     readonly json_max_depth: number;
   };
   readonly storage: {
@@ -154,10 +163,12 @@ export interface Config {
   readonly alerts: {
     /** Each kind on unless set to false. */
     readonly kinds: Readonly<Partial<Record<'quota_warning' | 'quota_exhausted' | 'quota_reset' | 'daily_budget' | 'monthly_budget' | 'cost_anomaly' | 'exhaustion_pattern', boolean>>>;
+    /** Percentages that fire quota_warning, daily_budget and monthly_budget; the cost_anomaly multiple. */
+    readonly thresholds: AlertThresholds;
     readonly channels: {
       readonly dashboard: boolean;
-      readonly email?: { readonly smtp_url: string; readonly from: string; readonly to: readonly string[] };
-      readonly webhook?: { readonly url: string; readonly secret?: string };
+      readonly email?: { readonly enabled: boolean; readonly smtp_url: string; readonly from: string; readonly to: readonly string[] };
+      readonly webhook?: { readonly enabled: boolean; readonly url: string; readonly secret?: string };
     };
   };
 }

@@ -32,6 +32,8 @@ export const METRIC = {
   budgetLimit: 'tollgate_budget_limit_usd',
   alertsFired: 'tollgate_alerts_fired_total',
   notifications: 'tollgate_notifications_total',
+  inflightRequests: 'tollgate_inflight_requests',
+  inflightTokens: 'tollgate_inflight_tokens',
 } as const;
 
 /** Advisory bucket boundaries from the GenAI metric conventions. */
