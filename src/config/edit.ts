@@ -79,7 +79,19 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
         doc.deleteIn(e.path.slice(0, n));
       }
     } else {
-      doc.setIn(e.path, doc.createNode(e.value, { flow: typeof e.value === 'object' }));
+      const existing = doc.getIn(e.path, true) as Node | undefined;
+      // A scalar keeps its node (and so its comment and quoting style); anything else is a new node that takes over
+      // the comments of the one it replaces.
+      if (isScalar(existing) && (e.value === null || typeof e.value !== 'object')) {
+        existing.value = e.value;
+        continue;
+      }
+      const node = doc.createNode(e.value, { flow: typeof e.value === 'object' });
+      if (existing !== undefined && existing !== null) {
+        node.comment = existing.comment;
+        node.commentBefore = existing.commentBefore;
+      }
+      doc.setIn(e.path, node);
     }
   }
   return doc.toString();

@@ -1,0 +1,56 @@
+// A real Chromium (Debian's, /usr/bin/chromium; CHROMIUM_PATH overrides) driven by playwright-core, for the console's
+// browser tests: one browser per test file, closed at teardown. Every page records each request it makes and every
+// console error and uncaught exception, so a test can assert that nothing left the origin and nothing failed.
+
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Teardown } from './tmp.js';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+/** Bundles the console into dist/console (scripts/build-console.mjs), as `npm run build` does: about a second. */
+export function buildConsole(): void {
+  execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-console.mjs')], { stdio: 'inherit' });
+}
+
+export async function launchBrowser(t: Teardown): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (apt-get install chromium) or set CHROMIUM_PATH`);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  t.teardown(() => browser.close());
+  return browser;
+}
+
+export interface WatchedPage {
+  readonly page: Page;
+  readonly context: BrowserContext;
+  /** Every URL the page requested (documents, scripts, styles, fetches, icons). */
+  readonly requests: string[];
+  /** Console messages of type error, and uncaught exceptions. */
+  readonly errors: string[];
+}
+
+export const DESKTOP = { width: 1280, height: 860 } as const;
+export const PHONE = { width: 390, height: 844 } as const;
+
+export async function openPage(browser: Browser, opts: { viewport?: { width: number; height: number }; colorScheme?: 'light' | 'dark' } = {}): Promise<WatchedPage> {
+  const context = await browser.newContext({ viewport: opts.viewport ?? DESKTOP, colorScheme: opts.colorScheme ?? 'light', deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const requests: string[] = [];
+  const errors: string[] = [];
+  page.on('request', (r) => requests.push(r.url()));
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(`uncaught: ${e.message}`));
+  return { page, context, requests, errors };
+}
+
+/** docs/console/, where the tests write the screenshots docs/console.md shows. */
+export function screenshotDir(): string {
+  const dir = join(ROOT, 'docs', 'console');
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
