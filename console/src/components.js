@@ -38,9 +38,9 @@ export const Stat = ({ label, value, hint }) => html`<div class="stat">
   ${hint ? html`<div class="stat-hint">${hint}</div>` : null}
 </div>`;
 
-/** A horizontal bar of `value` out of 100. */
-export const Meter = ({ label, percent }) => html`<div class="meter" role="meter" aria-label=${label} aria-valuemin="0" aria-valuemax="100" aria-valuenow=${Math.round(percent ?? 0)}>
-  <div class="meter-fill" style=${{ width: `${Math.min(100, Math.max(0, percent ?? 0))}%` }} data-level=${percent >= 100 ? 'over' : percent >= 80 ? 'high' : 'ok'}></div>
+/** A horizontal bar of `percent` out of 100; coloured by level (80 %, 100 %) unless it is a `share`. */
+export const Meter = ({ label, percent, share = false }) => html`<div class="meter" role="meter" aria-label=${label} aria-valuemin="0" aria-valuemax="100" aria-valuenow=${Math.round(percent ?? 0)}>
+  <div class="meter-fill" style=${{ width: `${Math.min(100, Math.max(0, percent ?? 0))}%` }} data-level=${share ? 'share' : percent >= 100 ? 'over' : percent >= 80 ? 'high' : 'ok'}></div>
 </div>`;
 
 const cssVar = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
@@ -79,7 +79,7 @@ export function Chart({ labels, series, bars = false, summary, height = 220, for
       scales: { x: { time: false, range: (_u, min, max) => [min - 0.5, max + 0.5] } },
       axes: [
         { ...axis, values: (_u, ticks) => ticks.map((t) => labels[t] ?? ''), space: 40 },
-        { ...axis, values: (_u, ticks) => ticks.map(format), size: 60 },
+        { ...axis, values: (_u, ticks) => ticks.map(format), size: 76 },
       ],
       series: [
         {},

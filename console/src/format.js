@@ -39,3 +39,12 @@ export function time(iso) {
 
 /** A `datetime-local` value as an ISO instant, or undefined. */
 export const isoOf = (local) => (local ? new Date(local).toISOString() : undefined);
+
+/** "26 Nov, " and "07:32:35" of an instant, for a cell that drops the day on a narrow screen. */
+export function dayAndClock(iso) {
+  const d = new Date(iso);
+  return [
+    `${d.toLocaleDateString('en-GB', { month: 'short', day: 'numeric' })}, `,
+    d.toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit' }),
+  ];
+}

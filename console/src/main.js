@@ -91,7 +91,12 @@ function App() {
   };
   useEffect(() => {
     check();
-    const off = onUnauthorized(() => setAuth({ state: 'out', problem: 'Your key was refused; sign in again.' }));
+    // A key that stops working (removed from the config) sends the tab back to sign-in; no key yet is no problem.
+    const off = onUnauthorized(() => {
+      const had = session.key !== null;
+      session.key = null;
+      setAuth({ state: 'out', problem: had ? 'Your key was refused; sign in again.' : null });
+    });
     const onHash = () => setPage(pageOf(location.hash));
     addEventListener('hashchange', onHash);
     return () => {

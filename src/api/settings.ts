@@ -26,24 +26,26 @@ export interface SettingsOptions {
 }
 
 const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'reasoning'] as const;
+// null removes a key: every leaf allows it (else fastify's coercion would turn a null into false or 0).
 const numberOrNull = { type: ['number', 'null'] };
+const booleanOrNull = { type: ['boolean', 'null'] };
 const priceBody = { type: 'object', additionalProperties: false, properties: Object.fromEntries(PRICE_KEYS.map((k) => [k, numberOrNull])) };
 const percentList = { type: 'array', items: { type: 'number' } };
-const channelSwitch = { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' } } };
+const channelSwitch = { type: 'object', additionalProperties: false, properties: { enabled: booleanOrNull } };
 
 const BODIES = {
   budgets: {
     type: 'object', additionalProperties: false,
     properties: {
       daily_usd: numberOrNull, monthly_usd: numberOrNull, timezone: { type: ['string', 'null'] },
-      auto_switch: { type: 'object', additionalProperties: false, properties: { enabled: { type: 'boolean' }, to: { type: ['string', 'null'] } } },
+      auto_switch: { type: 'object', additionalProperties: false, properties: { enabled: booleanOrNull, to: { type: ['string', 'null'] } } },
     },
   },
   alerts: {
     type: 'object', additionalProperties: false,
     properties: {
-      kinds: { type: 'object', additionalProperties: { type: 'boolean' } },
-      channels: { type: 'object', additionalProperties: false, properties: { dashboard: { type: 'boolean' }, email: channelSwitch, webhook: channelSwitch } },
+      kinds: { type: 'object', additionalProperties: booleanOrNull },
+      channels: { type: 'object', additionalProperties: false, properties: { dashboard: booleanOrNull, email: channelSwitch, webhook: channelSwitch } },
       thresholds: {
         type: 'object', additionalProperties: false,
         properties: { quota: percentList, daily: percentList, monthly: percentList, anomaly_multiple: numberOrNull },

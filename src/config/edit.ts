@@ -1,12 +1,14 @@
-// Edits of the config file made by the settings API: the YAML is changed in place with the `yaml` Document API, so
-// comments, key order, flow style and `${VAR}` references survive; the result is validated by the same loader as a
-// file read at start (parseConfigText) before a byte is written, and written whole (a temp file renamed over it), so
-// a reader never sees half a file. The file's ETag is the SHA-256 of its bytes.
+// Edits of the config file made by the settings API, with the `yaml` package so that comments, key order, flow style
+// and `${VAR}` references survive: a value that replaces a scalar is written into that scalar's source token (the
+// CST), so every other byte of the file stays as it was; a key added or removed, or a list replaced, goes through
+// the Document API (which also keeps comments, though it may re-space them). The result is validated by the same
+// loader as a file read at start (parseConfigText) before a byte is written, and written whole (a temp file renamed
+// over it), so a reader never sees half a file. The file's ETag is the SHA-256 of its bytes.
 
 import { createHash } from 'node:crypto';
 import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
-import { isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import { CST, Composer, Parser, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
 import { parseConfigText } from './load.js';
 import type { Config } from './types.js';
 
@@ -66,10 +68,31 @@ export function envConflict(text: string, edits: readonly SettingEdit[]): string
   return null;
 }
 
+/** `text` with the scalar at `path` replaced by `value` in its source token, or null when that is not the case. */
+function replaceScalar(text: string, path: SettingPath, value: unknown): string | null {
+  if (value === undefined || (value !== null && typeof value === 'object')) return null;
+  const tokens = [...new Parser().parse(text)];
+  const [doc] = [...new Composer({ keepSourceTokens: true }).compose(tokens)];
+  const node = doc?.getIn(path, true);
+  if (!isScalar(node) || node.srcToken === undefined || doc!.errors.length > 0) return null;
+  if (typeof value === 'string') CST.setScalarValue(node.srcToken, value);
+  else CST.setScalarValue(node.srcToken, value === null ? 'null' : String(value), { type: 'PLAIN' });
+  return tokens.map((tok) => CST.stringify(tok)).join('');
+}
+
 /** `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). */
 export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
-  const doc = parseDocument(text);
+  const structural: SettingEdit[] = [];
+  const present = parseDocument(text);
   for (const e of edits) {
+    if (e.value === undefined && !present.hasIn(e.path)) continue; // removing what is not there
+    const replaced = replaceScalar(text, e.path, e.value);
+    if (replaced === null) structural.push(e);
+    else text = replaced;
+  }
+  if (structural.length === 0) return text;
+  const doc = parseDocument(text);
+  for (const e of structural) {
     if (e.value === undefined) {
       if (!doc.hasIn(e.path)) continue;
       doc.deleteIn(e.path);
@@ -79,13 +102,8 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
         doc.deleteIn(e.path.slice(0, n));
       }
     } else {
+      // A new node (a list, or a key that was not there) takes over the comments of the one it replaces.
       const existing = doc.getIn(e.path, true) as Node | undefined;
-      // A scalar keeps its node (and so its comment and quoting style); anything else is a new node that takes over
-      // the comments of the one it replaces.
-      if (isScalar(existing) && (e.value === null || typeof e.value !== 'object')) {
-        existing.value = e.value;
-        continue;
-      }
       const node = doc.createNode(e.value, { flow: typeof e.value === 'object' });
       if (existing !== undefined && existing !== null) {
         node.comment = existing.comment;

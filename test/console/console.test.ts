@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { parse } from 'yaml';
 import { startApp } from '../helpers/app.js';
-import { buildConsole, launchBrowser, openPage, screenshotDir, PHONE } from '../helpers/browser.js';
+import { buildConsole, launchBrowser, openPage, screenshotDir, waitForCount, PHONE } from '../helpers/browser.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -107,7 +107,7 @@ t.test('a slow stream is in the Live region while it runs and gone after', async
   await item.waitFor({ state: 'detached', timeout: 5000 });
   t.equal(await live.locator('.live-item').count(), 0, 'nothing left in flight');
   // Its final row arrives in the activity view (two rows for fake/gpt-4o now: the stream and the first request).
-  await page.waitForFunction('document.querySelectorAll("tr.log-row").length >= 2', undefined, { timeout: 10_000 });
+  await waitForCount(page, 'tr.log-row', 2);
 });
 
 t.test('the daily budget changed in settings: config.yaml keeps its comments, /api/budgets has it', async (t) => {

@@ -54,3 +54,23 @@ export function screenshotDir(): string {
   mkdirSync(dir, { recursive: true });
   return dir;
 }
+
+/** The document as far as these tests read it (the test files are compiled without the DOM types). */
+interface Doc {
+  querySelectorAll(selector: string): { length: number };
+}
+
+/**
+ * Wait until `selector` matches at least `count` elements (0: none). A function, not a string: the console's CSP
+ * has no 'unsafe-eval', which a string predicate would need.
+ */
+export async function waitForCount(page: Page, selector: string, count: number, timeout = 10_000): Promise<void> {
+  await page.waitForFunction(
+    ([sel, n]) => {
+      const found = (globalThis as unknown as { document: Doc }).document.querySelectorAll(sel as string).length;
+      return n === 0 ? found === 0 : found >= (n as number);
+    },
+    [selector, count] as const,
+    { timeout },
+  );
+}

@@ -5,7 +5,7 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from '../api.js';
 import { ErrorNote, Loading, useApi } from '../components.js';
-import { int, isoOf, seconds, time, usd } from '../format.js';
+import { dayAndClock, int, isoOf, seconds, time, usd } from '../format.js';
 import { LiveRegion } from './live.js';
 
 const PAGE_SIZE = 25;
@@ -92,18 +92,18 @@ function Row({ row, open, onOpen, onToggle }) {
   const combo = row.attempts.length > 0;
   return html`<tr class="log-row" data-request-id=${row.request_id}>
       <td><button type="button" class="link" onClick=${() => onOpen(row)} aria-label=${`Details of request ${row.number}`}>#${row.number}</button></td>
-      <td class="nowrap">${time(row.timestamp)}</td>
+      <td class="nowrap"><time datetime=${row.timestamp}><span class="wide">${dayAndClock(row.timestamp)[0]}</span>${dayAndClock(row.timestamp)[1]}</time></td>
       <td class="model-cell">${combo
-        ? html`<button type="button" class="link" aria-expanded=${open ? 'true' : 'false'} onClick=${() => onToggle(row.request_id)} aria-label=${`${open ? 'Hide' : 'Show'} the ${row.attempts.length} attempts of combo ${row.combo}`}>${open ? '▾' : '▸'}</button> `
+        ? html`<button type="button" class="expander" aria-expanded=${open ? 'true' : 'false'} onClick=${() => onToggle(row.request_id)} aria-label=${`${open ? 'Hide' : 'Show'} the ${row.attempts.length} attempts of combo ${row.combo}`}>${open ? '▾' : '▸'}</button>`
         : null}${row.model}${row.combo ? html` <span class="tag">${row.combo}</span>` : null}</td>
-      <td class="num">${int(row.input_tokens)}</td><td class="num">${int(row.output_tokens)}</td><td class="num">${int(row.total_tokens)}</td>
-      <td class="num">${int(row.cached_tokens)}</td><td class="num">${usd(row.cost)}</td><td class="num">${seconds(row.duration_s)}</td>
+      <td class="num wide">${int(row.input_tokens)}</td><td class="num wide">${int(row.output_tokens)}</td><td class="num">${int(row.total_tokens)}</td>
+      <td class="num wide">${int(row.cached_tokens)}</td><td class="num">${usd(row.cost)}</td><td class="num wide">${seconds(row.duration_s)}</td>
       <td><${StatusBadge} row=${row} /></td>
     </tr>
     ${open ? row.attempts.map((a) => html`<tr class="attempt-row">
       <td></td><td class="nowrap muted">attempt ${a.attempt}</td><td class="model-cell">↳ ${a.model}</td>
-      <td class="num">${int(a.input_tokens)}</td><td class="num">${int(a.output_tokens)}</td><td class="num">${int(a.total_tokens)}</td>
-      <td class="num">${int(a.cached_tokens)}</td><td class="num">${usd(a.cost)}</td><td class="num">${seconds(a.duration_s)}</td><td><${StatusBadge} row=${a} /></td>
+      <td class="num wide">${int(a.input_tokens)}</td><td class="num wide">${int(a.output_tokens)}</td><td class="num">${int(a.total_tokens)}</td>
+      <td class="num wide">${int(a.cached_tokens)}</td><td class="num">${usd(a.cost)}</td><td class="num wide">${seconds(a.duration_s)}</td><td><${StatusBadge} row=${a} /></td>
     </tr>`) : null}`;
 }
 
@@ -148,9 +148,9 @@ export function ActivityPage() {
         <table class="log">
           <caption class="sr-only">Requests, newest first</caption>
           <thead><tr>
-            <th scope="col">#</th><th scope="col">Time</th><th scope="col">Model</th><th scope="col" class="num">Input</th>
-            <th scope="col" class="num">Output</th><th scope="col" class="num">Total</th><th scope="col" class="num">Cached</th>
-            <th scope="col" class="num">Cost</th><th scope="col" class="num">Duration</th><th scope="col">Status</th>
+            <th scope="col">#</th><th scope="col">Time</th><th scope="col">Model</th><th scope="col" class="num wide">Input</th>
+            <th scope="col" class="num wide">Output</th><th scope="col" class="num">Total</th><th scope="col" class="num wide">Cached</th>
+            <th scope="col" class="num">Cost</th><th scope="col" class="num wide">Duration</th><th scope="col">Status</th>
           </tr></thead>
           <tbody>
             ${rows.map((r) => html`<${Row} key=${r.request_id} row=${r} open=${open.has(r.request_id)} onOpen=${setDetails} onToggle=${toggle} />`)}

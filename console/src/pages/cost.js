@@ -47,7 +47,7 @@ export function CostPage() {
           ${c.providers.length === 0 ? html`<p class="muted">No usage in this period.</p>` : null}
           <ul class="shares">${c.providers.map((v) => html`<li>
             <div class="share-head"><strong>${v.name}</strong> <span class="muted small">${v.group}</span><span class="share-pct">${pct(v.share_pct)}</span></div>
-            <${Meter} label=${`${v.name}: share of ${c.share_basis}`} percent=${v.share_pct} />
+            <${Meter} share label=${`${v.name}: share of ${c.share_basis}`} percent=${v.share_pct} />
             <div class="muted small">${usd(v.cost)} · ${int(v.tokens)} tokens · ${usd(v.avg_cost_per_1m_tokens)} per 1M</div>
           </li>`)}</ul>
         </section>

@@ -61,11 +61,17 @@ function BudgetsForm({ settings, onSaved }) {
   const [to, setTo] = useState(b.auto_switch.to ?? '');
   const { outcome, busy, save } = useSave(settings, onSaved);
   const fed = (p) => settings.env_fed.includes(p);
+  // Only what changed is sent: the file keeps every other line as it is.
   const submit = (e) => {
     e.preventDefault();
-    const body = { auto_switch: { enabled, to: to === '' ? null : to } };
-    if (!fed('budgets.daily_usd')) body.daily_usd = numOrNull(daily);
-    if (!fed('budgets.monthly_usd')) body.monthly_usd = numOrNull(monthly);
+    const now = settings.budgets;
+    const body = {};
+    const auto = {};
+    if (!fed('budgets.daily_usd') && numOrNull(daily) !== now.daily_usd) body.daily_usd = numOrNull(daily);
+    if (!fed('budgets.monthly_usd') && numOrNull(monthly) !== now.monthly_usd) body.monthly_usd = numOrNull(monthly);
+    if (enabled !== now.auto_switch.enabled) auto.enabled = enabled;
+    if ((to === '' ? null : to) !== now.auto_switch.to) auto.to = to === '' ? null : to;
+    if (Object.keys(auto).length > 0) body.auto_switch = auto;
     save('/api/settings/budgets', body);
   };
   return html`<form class="card settings" aria-labelledby="set-budgets" onSubmit=${submit}>
@@ -99,13 +105,18 @@ function AlertsForm({ settings, onSaved }) {
   const { outcome, busy, save } = useSave(settings, onSaved);
   const submit = (e) => {
     e.preventDefault();
-    const channels = { dashboard };
-    if (a.channels.email) channels.email = { enabled: email };
-    if (a.channels.webhook) channels.webhook = { enabled: webhook };
-    save('/api/settings/alerts', {
-      kinds, channels,
-      thresholds: { quota: listOf(quota), daily: listOf(daily), monthly: listOf(monthly), anomaly_multiple: numOrNull(multiple) },
-    });
+    const now = settings.alerts;
+    const changedKinds = Object.fromEntries(Object.entries(kinds).filter(([k, v]) => v !== now.kinds[k]));
+    const channels = {};
+    if (dashboard !== now.channels.dashboard) channels.dashboard = dashboard;
+    if (now.channels.email && email !== now.channels.email.enabled) channels.email = { enabled: email };
+    if (now.channels.webhook && webhook !== now.channels.webhook.enabled) channels.webhook = { enabled: webhook };
+    const thresholds = {};
+    for (const [k, v] of [['quota', quota], ['daily', daily], ['monthly', monthly]]) {
+      if (listOf(v).join() !== now.thresholds[k].join()) thresholds[k] = listOf(v);
+    }
+    if (numOrNull(multiple) !== now.thresholds.anomaly_multiple) thresholds.anomaly_multiple = numOrNull(multiple);
+    save('/api/settings/alerts', { kinds: changedKinds, channels, thresholds });
   };
   const check = (id, label, checked, set, disabled = false) => html`<div class="field check">
     <input id=${id} type="checkbox" checked=${checked} disabled=${disabled} onChange=${(e) => set(e.currentTarget.checked)} /><label for=${id}>${label}</label></div>`;
@@ -137,7 +148,7 @@ function PriceForm({ id, p, settings, onSaved }) {
   const submit = (e) => {
     e.preventDefault();
     const body = {};
-    for (const [k] of PRICE_LABELS) if (!fed(k)) body[k] = numOrNull(price[k]);
+    for (const [k] of PRICE_LABELS) if (!fed(k) && numOrNull(price[k]) !== (p.price?.[k] ?? null)) body[k] = numOrNull(price[k]);
     save(`/api/settings/prices/${encodeURIComponent(id)}`, { price: body });
   };
   return html`<form class="card settings" aria-labelledby=${`set-price-${id}`} onSubmit=${submit}>

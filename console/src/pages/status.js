@@ -23,7 +23,7 @@ export function StatusPage() {
         <h2 id="version-title">Version</h2>
         <${ErrorNote} error=${version.error} />
         ${v === null ? html`<${Loading} />` : html`
-          <div class="stats">
+          <div class="stats roomy">
             <${Stat} label="Tollgate" value=${v.version} hint=${`Node ${v.node}`} />
             <${Stat} label="Config on disk" value=${v.config === null ? 'no file' : v.config.matches_running ? 'matches what runs' : 'differs from what runs'}
               hint=${v.config?.file ?? 'started without a config file'} />
@@ -34,7 +34,7 @@ export function StatusPage() {
         <h2 id="tunnel-title">Tunnel</h2>
         <${ErrorNote} error=${tunnel.error} />
         ${t === null ? html`<${Loading} />` : html`
-          <div class="stats">
+          <div class="stats roomy">
             <${Stat} label="State" value=${TUNNEL[t.state][0]} hint=${t.public_url ?? 'server.public_url is not set'} />
             ${t.latency_ms === null ? null : html`<${Stat} label="Round trip" value=${`${t.latency_ms} ms`} hint=${`checked ${time(t.checked_at)}`} />`}
           </div>
