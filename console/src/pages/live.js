@@ -41,7 +41,7 @@ export function LiveRegion({ onSettled }) {
           ${requests.map((r) => {
             const pct = r.estimated_total ? (100 * r.streamed_tokens) / r.estimated_total : null;
             return html`<li class="live-item" data-request-id=${r.request_id}>
-              <div class="live-model"><strong>${r.model}</strong>${r.combo ? html` <span class="tag">combo ${r.combo}</span>` : null} <span class="tag">${r.stream ? 'stream' : 'unary'}</span></div>
+              <div class="live-model"><strong>${r.model === '_other' ? r.requested_model : r.model}</strong>${r.combo ? html` <span class="tag">combo ${r.combo}</span>` : null} <span class="tag">${r.stream ? 'stream' : 'unary'}</span></div>
               <div class="live-numbers">
                 <span><span class="muted">tokens</span> ${int(r.streamed_tokens)}${r.estimated_total ? ` / ~${int(r.estimated_total)}` : ''}</span>
                 <span><span class="muted">cost so far</span> ${usd(r.cost_so_far)}</span>
