@@ -305,12 +305,15 @@ export function parseConfigText(text: string, env: Env = process.env, source = '
   return parseConfig(doc.toJS(), env, source);
 }
 
-export function loadConfigFile(file: string, env: Env = process.env): Config {
-  let text: string;
+/** The text of a config file; a file that cannot be read is a ConfigError. */
+export function readConfigText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError(file, [{ path: '(file)', message: `cannot read: ${(err as Error).message}` }]);
   }
-  return parseConfigText(text, env, file);
+}
+
+export function loadConfigFile(file: string, env: Env = process.env): Config {
+  return parseConfigText(readConfigText(file), env, file);
 }

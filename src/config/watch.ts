@@ -2,8 +2,8 @@
 // keeps the snapshot it started with); an invalid edit is logged with its issues and the old config keeps serving.
 // Sections that only take effect at start (server.host/port, storage, telemetry) are reported as needing a restart.
 
-import { readFileSync, statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
-import { ConfigError, parseConfigText } from './load.js';
+import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
+import { ConfigError, parseConfigText, readConfigText } from './load.js';
 import type { Config } from './types.js';
 
 export type ConfigListener = (next: Config, prev: Config) => void;
@@ -72,7 +72,7 @@ export function watchConfigFile(
   const onChange = (curr: Stats, prev: Stats): void => {
     if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
     try {
-      const text = readFileSync(file, 'utf8');
+      const text = readConfigText(file);
       // Written by the settings API, which applied it already.
       if (text === holder.fileText) return;
       applyConfig(holder, parseConfigText(text, process.env, file), { file, text, log });
