@@ -50,6 +50,12 @@ export function validateChatBody(body: unknown): ChatBody {
   return b as ChatBody;
 }
 
+/** The output the request allows (max_completion_tokens wins over max_tokens, as at OpenAI), or null. */
+function expectedOutput(body: ChatBody): number | null {
+  const n = body.max_completion_tokens ?? body.max_tokens;
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null;
+}
+
 function clientWantsUsage(body: ChatBody): boolean {
   return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
 }
@@ -68,6 +74,7 @@ export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply
 
   try {
     const body = validateChatBody(req.body);
+    o.streamed.expected = expectedOutput(body);
     o.route = resolveModel(cfg, body.model);
     trace.routed(o.route.model, o.route.providerId, o.route.modelId);
     o.route = await ctx.router.connect(o.route);
@@ -178,6 +185,7 @@ async function pipeStream(
     if (info.deltas > 0) {
       answer.output(info.output);
       answer.reasoning(info.reasoning);
+      o.streamed.chars += info.output.length + info.reasoning.length;
       if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
     }
     respId ??= typeof json.id === 'string' ? json.id : null;

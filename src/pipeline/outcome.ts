@@ -13,6 +13,7 @@ import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } fro
 import { estimateMissing, familyOf, type AnswerText, type SentRequest } from '../wire/estimate.js';
 import { NO_USAGE, type Usage, type UsageSource } from '../ledger/types.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
+import type { Progress } from '../ledger/ledger.js';
 import { OTHER } from '../telemetry/names.js';
 import { finishReasonOf, type RequestTrace, type UpstreamSpan } from '../telemetry/tracing.js';
 import type { CanonicalEvent } from '../wire/canonical.js';
@@ -41,13 +42,31 @@ export interface Outcome {
   autoSwitched: boolean;
   /** Time spent estimating usage after the answer (src/wire/estimate.ts): not part of the request's latency. */
   estimateMs: number;
+  /** How far the answer has come while it streams (shared by a combo's attempts with the client's request). */
+  readonly streamed: StreamedSoFar;
 }
 
-export function newOutcome(): Outcome {
+/** The answer so far, for the live monitor: characters of output streamed, and the output the request allows. */
+export interface StreamedSoFar {
+  chars: number;
+  expected: number | null;
+}
+
+/** A fresh outcome; a combo attempt passes the client request's `streamed`, so its output counts there. */
+export function newOutcome(streamed: StreamedSoFar = { chars: 0, expected: null }): Outcome {
   return {
     route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
-    span: null, cost: null, autoSwitched: false, estimateMs: 0,
+    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed,
   };
+}
+
+/** About four characters a token: the live estimate of streamed output (the row gets the tokenizer's count). */
+const CHARS_PER_TOKEN = 4;
+
+/** How far a request in flight has come: the upstream's output count once reported, else its text's estimate. */
+export function progressOf(o: Outcome): Progress {
+  const reported = o.usageSource === 'reported' ? o.usage.output : null;
+  return { streamedTokens: reported ?? Math.ceil(o.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: o.streamed.expected };
 }
 
 export interface RequestMeta {
@@ -69,7 +88,7 @@ export interface RequestMeta {
  * outcome and the meta as they stand then (`meta` is read at each call, so values learnt later are in it).
  */
 export function begin(ctx: GatewayContext, req: FastifyRequest, o: Outcome, meta: () => RequestMeta): void {
-  ctx.ledger.begin(meta().requestId, () => recordOf(o, meta(), req.apiKeyName));
+  ctx.ledger.begin(meta().requestId, () => recordOf(o, meta(), req.apiKeyName), () => progressOf(o));
 }
 
 /** What every data-plane handler opens a request with: its clocks, id and trace, an empty outcome. */
@@ -277,18 +296,19 @@ export class StreamFacts {
         break;
       case 'text_delta':
         this.#answer.output(e.text);
-        this.#firstOutput();
+        this.#firstOutput(e.text.length);
         break;
       case 'reasoning_delta':
         this.#answer.reasoning(e.text);
-        this.#firstOutput();
+        this.#firstOutput(e.text.length);
         break;
       case 'tool_call_start':
         this.#answer.output(e.name);
+        o.streamed.chars += e.name.length;
         break;
       case 'tool_call_delta':
         this.#answer.output(e.arguments);
-        this.#firstOutput();
+        this.#firstOutput(e.arguments.length);
         break;
       case 'start':
         this.id = e.id || null;
@@ -306,7 +326,9 @@ export class StreamFacts {
     }
   }
 
-  #firstOutput(): void {
+  /** Output arrived (`chars` of it): the first sets the time to first token. */
+  #firstOutput(chars: number): void {
+    this.#o.streamed.chars += chars;
     if (this.#o.ttftMs === null) this.#o.ttftMs = performance.now() - this.#t0;
   }
 }

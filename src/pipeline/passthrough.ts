@@ -83,6 +83,7 @@ export async function handlePassthrough(ctx: GatewayContext, inbound: Passthroug
     const { model: asked, call } = inbound.target(req);
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = call.stream;
+    o.streamed.expected = inbound.format.getMaxTokens(req.body) ?? null;
     reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
     const target = autoSwitch(cfg, asked, ctx.router.budget);
     if (target.switched) {

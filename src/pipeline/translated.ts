@@ -34,6 +34,7 @@ export async function handleTranslated(
     const asked = url ? url.model : parsed.model;
     requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
     stream = url ? url.stream : parsed.stream;
+    o.streamed.expected = parsed.maxTokens ?? null;
     // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
     reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
     // The budget auto-switch may rewrite the target (a free model or combo, which may carry its own suffix).

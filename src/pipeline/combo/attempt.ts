@@ -46,7 +46,7 @@ export async function attempt(
   x: Exchange, combo: string, n: number, m: Member, canonical: CanonicalRequest, co: Outcome,
   call: (o: Outcome, t0: number) => Promise<UpstreamFailure | null> = (o, t0) => forward(x, m.route, canonical, o, t0, true),
 ): Promise<AttemptResult> {
-  const o = newOutcome();
+  const o = newOutcome(co.streamed);
   o.route = m.route;
   o.autoSwitched = co.autoSwitched;
   const t0 = performance.now();
