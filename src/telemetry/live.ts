@@ -5,17 +5,11 @@
 import { Gauge } from 'prom-client';
 import type { Config } from '../config/types.js';
 import { computeCost } from '../ledger/cost.js';
-import type { Ledger } from '../ledger/ledger.js';
+import type { Ledger, Progress } from '../ledger/ledger.js';
 import { isClientRequest, type UsageRecord } from '../ledger/record.js';
 import { own } from '../core/own.js';
 import { METRIC } from './names.js';
 import type { Metrics } from './metrics.js';
-
-/** How far a streamed answer has come: tokens seen so far and the expected total (null: no estimate). */
-export interface StreamProgress {
-  readonly streamedTokens: number;
-  readonly estimatedTotal: number | null;
-}
 
 /** One request in flight, as GET /api/live lists it. */
 export interface LiveRequest {
@@ -29,9 +23,9 @@ export interface LiveRequest {
   readonly api_key_name: string;
   readonly started_at: string;
   readonly duration_s: number;
-  /** Output tokens streamed so far (0 before the first token or for an answer that is not streamed). */
+  /** Output tokens streamed so far (the upstream's count once reported, else estimated from the text). */
   readonly streamed_tokens: number;
-  /** The expected output total (the request's max tokens or an estimate), null when nothing bounds it. */
+  /** The output the request allows (its max output tokens), null when it named none. */
   readonly estimated_total: number | null;
   /** Billed cost of what is known so far (input as estimated, output as streamed), USD. */
   readonly cost_so_far: number;
@@ -39,7 +33,7 @@ export interface LiveRequest {
 
 interface Entry {
   readonly snapshot: () => UsageRecord;
-  readonly progress: (() => StreamProgress) | undefined;
+  readonly progress: () => Progress;
   readonly startedAt: number;
 }
 
@@ -56,7 +50,7 @@ export class LiveRequests {
 
   /** Subscribe to `ledger`: begin adds, the final record of the same id removes. */
   attach(ledger: Ledger): void {
-    ledger.subscribeBegin((requestId: string, snapshot: () => UsageRecord, progress?: () => StreamProgress) => {
+    ledger.subscribeBegin((requestId, snapshot, progress) => {
       const first = snapshot();
       if (!isClientRequest(first.kind)) return;
       this.#entries.set(requestId, { snapshot, progress, startedAt: first.startedAt || this.#now() });
@@ -87,7 +81,7 @@ export class LiveRequests {
     const out: LiveRequest[] = [];
     for (const [id, e] of this.#entries) {
       const r = e.snapshot();
-      const p = e.progress?.() ?? { streamedTokens: 0, estimatedTotal: null };
+      const p = e.progress();
       out.push({
         request_id: id, model: r.model, requested_model: r.requestedModel, provider: r.provider, combo: r.combo === '' ? null : r.combo,
         endpoint: r.endpoint, stream: r.stream, api_key_name: r.apiKeyName, started_at: new Date(e.startedAt).toISOString(),
@@ -101,7 +95,7 @@ export class LiveRequests {
   /** Output tokens streamed so far, summed over the requests in flight. */
   streamedTokens(): number {
     let n = 0;
-    for (const e of this.#entries.values()) n += e.progress?.().streamedTokens ?? 0;
+    for (const e of this.#entries.values()) n += e.progress().streamedTokens;
     return n;
   }
 

@@ -58,7 +58,7 @@ async function watch(signal: AbortSignal, frames: Frame[], comments: string[]): 
 }
 
 const chat = (model: string) =>
-  fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'slowly' }] }) });
+  fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, stream: true, max_tokens: 100, messages: [{ role: 'user', content: 'slowly' }] }) });
 
 t.test('a slow stream: listed once while it runs, pushed at least twice a second, gone when it ends', async (t) => {
   const stop = new AbortController();
@@ -85,6 +85,11 @@ t.test('a slow stream: listed once while it runs, pushed at least twice a second
   const entry = during.at(-1)!.requests[0]!;
   t.match(entry, { model: 'fake/gpt-4o', combo: null, stream: true });
   t.ok(entry.duration_s > 0.5, `its duration grows (${entry.duration_s} s)`);
+  const tokens = during.map((f) => f.requests[0]!.streamed_tokens);
+  t.ok(tokens.every((n, i) => i === 0 || n >= tokens[i - 1]!), `tokens streamed only grow: ${tokens.join(' ')}`);
+  t.ok(tokens.at(-1)! > tokens[0]!, 'and they do grow while it runs');
+  t.equal(entry.estimated_total, 100, 'against the request\'s max_tokens');
+  t.ok(entry.cost_so_far > 0, `cost so far ${entry.cost_so_far}`);
   // ~1.8 s of stream: at 400 ms a tick, at least 2 frames in every second of it.
   const seconds = (ended - started) / 1000;
   t.ok(during.length >= Math.floor(seconds) * 2, `${during.length} frames in ${seconds.toFixed(1)} s`);

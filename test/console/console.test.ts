@@ -94,10 +94,12 @@ t.test('a request made with the openai SDK appears in the activity view with its
 t.test('a slow stream is in the Live region while it runs and gone after', async (t) => {
   fake.next({ kind: 'ok', words: Array.from({ length: 16 }, (_, i) => ` w${i}`), chunkDelayMs: 150 });
   const live = page.getByRole('region', { name: 'Live' });
-  const stream = client.chat.completions.create({ model: 'fake/gpt-4o', stream: true, messages: [{ role: 'user', content: 'count slowly' }] });
+  const stream = client.chat.completions.create({ model: 'fake/gpt-4o', stream: true, max_tokens: 256, messages: [{ role: 'user', content: 'count slowly' }] });
   const item = live.locator('.live-item').filter({ hasText: 'fake/gpt-4o' });
   await item.waitFor({ timeout: 5000 });
   t.match(await item.innerText(), /stream/, 'shown as a stream while it runs');
+  await item.filter({ hasText: /tokens [1-9]/ }).waitFor({ timeout: 3000 });
+  t.match(await item.innerText(), /tokens [1-9]\d* \/ ~256/, 'tokens streamed against the request\'s max tokens');
   await page.setViewportSize(PHONE);
   await page.screenshot({ path: join(shots, 'live-light-phone.png') });
   await page.setViewportSize({ width: 1280, height: 860 });

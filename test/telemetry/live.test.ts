@@ -7,7 +7,7 @@ import { makeRecord, type RecordInput, type UsageRecord } from '../../src/ledger
 import { NO_USAGE } from '../../src/ledger/types.js';
 import { parseConfig } from '../../src/config/load.js';
 import { Metrics } from '../../src/telemetry/metrics.js';
-import { LiveRequests, watchInflight, type StreamProgress } from '../../src/telemetry/live.js';
+import { LiveRequests, watchInflight } from '../../src/telemetry/live.js';
 import { metricValue } from '../helpers/prom.js';
 
 const config = parseConfig({
@@ -22,24 +22,22 @@ const rec = (over: Partial<RecordInput>): UsageRecord => makeRecord({
   ...over,
 });
 
-/** The Ledger as the pipeline will call it: begin with the progress of the stream (the third argument). */
-type Begin = (id: string, snapshot: () => UsageRecord, progress?: () => StreamProgress) => void;
+const NONE = () => ({ streamedTokens: 0, estimatedTotal: null });
 
 t.test('a request in flight: listed with progress and cost so far; gone with its record', async (t) => {
   const ledger = new Ledger((err) => t.fail(String(err)));
   let now = T0 + 1500;
   const live = new LiveRequests(() => config, () => now);
-  let begin: Begin | null = null;
-  live.attach({ subscribeBegin: (sink: Begin) => void (begin = sink), subscribe: (sink: (r: UsageRecord) => void) => ledger.subscribe(sink) } as unknown as Ledger);
+  live.attach(ledger);
   const changes: number[] = [];
   live.onChange(() => changes.push(live.size));
   const metrics = new Metrics(() => ({ rows: 0, bytes: 0, oldestMs: null, up: true }), { processMetrics: false });
   watchInflight(metrics, live);
 
   let streamed = 40;
-  begin!('r1', () => rec({}), () => ({ streamedTokens: streamed, estimatedTotal: 200 }));
-  begin!('a1', () => rec({ requestId: 'a1', kind: 'attempt', parentId: 'r1' }));
-  begin!('k1', () => rec({ requestId: 'k1', kind: 'keepalive' }));
+  ledger.begin('r1', () => rec({}), () => ({ streamedTokens: streamed, estimatedTotal: 200 }));
+  ledger.begin('a1', () => rec({ requestId: 'a1', kind: 'attempt', parentId: 'r1' }), NONE);
+  ledger.begin('k1', () => rec({ requestId: 'k1', kind: 'keepalive' }), NONE);
   t.equal(live.size, 1, 'attempts and keep-alive pings are not listed');
   t.same(live.list(), [{
     request_id: 'r1', model: 'openai/gpt-4o', requested_model: 'openai/gpt-4o', provider: 'openai', combo: null, endpoint: 'chat.completions',
@@ -64,10 +62,10 @@ t.test('a request in flight: listed with progress and cost so far; gone with its
   t.equal(metricValue(text, 'tollgate_inflight_tokens', {}), 0);
 });
 
-t.test('without progress (an answer that is not streamed): 0 tokens, no estimate', async (t) => {
+t.test('nothing streamed yet, no max tokens: 0 tokens, no estimate, cost of nothing known', async (t) => {
   const ledger = new Ledger((err) => t.fail(String(err)));
   const live = new LiveRequests(() => config, () => T0);
   live.attach(ledger);
-  ledger.begin('r2', () => rec({ requestId: 'r2', stream: false, model: '_other', provider: '_other', requestedModel: 'nosuch/x' }));
+  ledger.begin('r2', () => rec({ requestId: 'r2', stream: false, model: '_other', provider: '_other', requestedModel: 'nosuch/x' }), NONE);
   t.match(live.list()[0], { request_id: 'r2', streamed_tokens: 0, estimated_total: null, cost_so_far: 0 });
 });
