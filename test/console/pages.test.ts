@@ -74,8 +74,8 @@ for (const colorScheme of ['light', 'dark'] as const) {
         if (id === 'alerts') await page.locator('.inbox li').first().waitFor();
         if (id === 'cost') await page.locator('.chart canvas').first().waitFor();
         if (id === 'status') {
-          await page.getByText('Reaches this instance').waitFor();
-          await page.getByText('matches what runs').waitFor();
+          await page.getByText('Reaches this instance', { exact: true }).waitFor();
+          await page.getByText('matches what runs', { exact: true }).waitFor();
         }
         await page.waitForTimeout(150);
         const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');

@@ -50,7 +50,7 @@ function Filters({ value, onChange, models }) {
 
 function StatusBadge({ row }) {
   const s = row.detail_status;
-  return html`<span class=${`badge ${s}`}>${s}${row.http_status && s !== 'success' ? ` ${row.http_status}` : ''}</span>`;
+  return html`<span class=${`badge ${s}`}>${s}${row.http_status && s !== 'success' ? html`<span class="wide"> ${row.http_status}</span>` : ''}</span>`;
 }
 
 function Details({ row, onClose }) {
@@ -91,8 +91,9 @@ function Details({ row, onClose }) {
 function Row({ row, open, onOpen, onToggle }) {
   const combo = row.attempts.length > 0;
   return html`<tr class="log-row" data-request-id=${row.request_id}>
-      <td><button type="button" class="link" onClick=${() => onOpen(row)} aria-label=${`Details of request ${row.number}`}>#${row.number}</button></td>
-      <td class="nowrap"><time datetime=${row.timestamp}><span class="wide">${dayAndClock(row.timestamp)[0]}</span>${dayAndClock(row.timestamp)[1]}</time></td>
+      <td><button type="button" class="link" onClick=${() => onOpen(row)} aria-label=${`Details of request ${row.number}`}>#${row.number}</button>
+        <div class="narrow small muted" aria-hidden="true">${dayAndClock(row.timestamp)[1]}</div></td>
+      <td class="nowrap wide"><time datetime=${row.timestamp}>${dayAndClock(row.timestamp).join('')}</time></td>
       <td class="model-cell">${combo
         ? html`<button type="button" class="expander" aria-expanded=${open ? 'true' : 'false'} onClick=${() => onToggle(row.request_id)} aria-label=${`${open ? 'Hide' : 'Show'} the ${row.attempts.length} attempts of combo ${row.combo}`}>${open ? '▾' : '▸'}</button>`
         : null}${row.model}${row.combo ? html` <span class="tag">${row.combo}</span>` : null}</td>
@@ -101,7 +102,7 @@ function Row({ row, open, onOpen, onToggle }) {
       <td><${StatusBadge} row=${row} /></td>
     </tr>
     ${open ? row.attempts.map((a) => html`<tr class="attempt-row">
-      <td></td><td class="nowrap muted">attempt ${a.attempt}</td><td class="model-cell">↳ ${a.model}</td>
+      <td><span class="narrow small muted">${a.attempt}</span></td><td class="nowrap muted wide">attempt ${a.attempt}</td><td class="model-cell">↳ ${a.model}</td>
       <td class="num wide">${int(a.input_tokens)}</td><td class="num wide">${int(a.output_tokens)}</td><td class="num">${int(a.total_tokens)}</td>
       <td class="num wide">${int(a.cached_tokens)}</td><td class="num">${usd(a.cost)}</td><td class="num wide">${seconds(a.duration_s)}</td><td><${StatusBadge} row=${a} /></td>
     </tr>`) : null}`;
@@ -148,7 +149,7 @@ export function ActivityPage() {
         <table class="log">
           <caption class="sr-only">Requests, newest first</caption>
           <thead><tr>
-            <th scope="col">#</th><th scope="col">Time</th><th scope="col">Model</th><th scope="col" class="num wide">Input</th>
+            <th scope="col">#</th><th scope="col" class="wide">Time</th><th scope="col">Model</th><th scope="col" class="num wide">Input</th>
             <th scope="col" class="num wide">Output</th><th scope="col" class="num">Total</th><th scope="col" class="num wide">Cached</th>
             <th scope="col" class="num">Cost</th><th scope="col" class="num wide">Duration</th><th scope="col">Status</th>
           </tr></thead>
