@@ -143,6 +143,28 @@ t.test('an invalid price is refused with the field named, and the file is untouc
   t.equal(gw.holder.current.providers.fake!.price!.input, 2.5);
 });
 
+t.test('the theme button cycles system, light, dark for the tab; the pages are reached by keyboard', async (t) => {
+  const theme = page.getByRole('button', { name: /^Theme: / });
+  t.equal(await page.evaluate('document.documentElement.dataset.theme ?? null'), null, 'system at first');
+  await theme.click();
+  t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'light');
+  await theme.click();
+  t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark');
+  t.equal(await page.evaluate('sessionStorage.getItem("tollgate.theme")'), 'dark');
+  await theme.click();
+  t.equal(await page.evaluate('document.documentElement.dataset.theme ?? null'), null, 'back to the system\'s');
+  await page.getByRole('link', { name: 'Quota', exact: true }).focus();
+  await page.keyboard.press('Enter');
+  await page.locator('h1.page-title').filter({ hasText: 'Quota' }).waitFor();
+  t.equal(await page.getByRole('link', { name: 'Quota', exact: true }).getAttribute('aria-current'), 'page');
+});
+
+t.test('sign out forgets the key', async (t) => {
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('API key').waitFor();
+  t.equal(await page.evaluate('sessionStorage.getItem("tollgate.api_key")'), null);
+});
+
 t.test('every request stayed on the origin; no console error but the refusals provoked', async (t) => {
   const origin = new URL(gw.url).origin;
   t.same(requests.filter((u) => new URL(u).origin !== origin), [], 'no request left the origin');

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { DEMO_PROVIDER, startApp, testConfig } from '../helpers/app.js';
-import { buildConsole, launchBrowser, openPage, screenshotDir, waitForCount, DESKTOP, PHONE } from '../helpers/browser.js';
+import { buildConsole, launchBrowser, openPage, screenshotDir, unlabelledControls, waitForCount, DESKTOP, PHONE } from '../helpers/browser.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -60,6 +60,11 @@ for (const colorScheme of ['light', 'dark'] as const) {
       const { page, context, requests, errors } = await openPage(browser, { viewport, colorScheme });
       t.teardown(() => context.close());
       await page.goto(`${gw.url}/#/activity`);
+      await page.locator('h1.page-title').waitFor();
+      await page.keyboard.press('Tab');
+      t.equal(await page.evaluate('document.activeElement.textContent'), 'Skip to content', 'the first Tab reaches the skip link');
+      await page.keyboard.press('Tab');
+      t.equal(await page.evaluate('document.activeElement.textContent'), 'Tollgate', 'then the header');
       for (const id of PAGES) {
         await page.goto(`${gw.url}/#/${id}`);
         await page.locator('h1.page-title').filter({ hasText: new RegExp(id, 'i') }).waitFor();
@@ -78,6 +83,7 @@ for (const colorScheme of ['light', 'dark'] as const) {
           await page.getByText('matches what runs', { exact: true }).waitFor();
         }
         await page.waitForTimeout(150);
+        t.same(await unlabelledControls(page), [], `${id}: every control has a label`);
         const overflow = await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth');
         t.equal(overflow, 0, `${id}: nothing wider than the window`);
         await page.screenshot({ path: join(shots, `${id}-${colorScheme}-${width}.png`), fullPage: true });

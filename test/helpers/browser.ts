@@ -74,3 +74,25 @@ export async function waitForCount(page: Page, selector: string, count: number, 
     { timeout },
   );
 }
+
+interface Control {
+  readonly tagName: string;
+  readonly labels?: { length: number } | null;
+  readonly textContent: string | null;
+  readonly outerHTML: string;
+  getAttribute(name: string): string | null;
+}
+
+/** Form controls and buttons of the page that have no accessible name (no label, no text, no aria-label). */
+export async function unlabelledControls(page: Page): Promise<string[]> {
+  return page.evaluate(() => {
+    const doc = (globalThis as unknown as { document: { querySelectorAll(s: string): Iterable<Control> } }).document;
+    return [...doc.querySelectorAll('input, select, textarea, button')]
+      .filter((el) => {
+        if (el.getAttribute('aria-label') || el.getAttribute('aria-labelledby')) return false;
+        if (el.tagName === 'BUTTON') return (el.textContent ?? '').trim() === '';
+        return (el.labels?.length ?? 0) === 0;
+      })
+      .map((el) => el.outerHTML.slice(0, 120));
+  });
+}
