@@ -245,7 +245,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(liveRoutes, { live });
   await app.register(settingsRoutes, { config: holder, ...configFile });
   await app.register(statusRoutes, { config: holder, version: TOLLGATE_VERSION, instanceId, ...configFile });
-  await app.register(consoleRoutes, { version: TOLLGATE_VERSION });
+  await app.register(consoleRoutes, { version: TOLLGATE_VERSION, keysRequired: () => holder.current.server.api_keys.length > 0 });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

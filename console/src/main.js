@@ -23,7 +23,7 @@ const PAGES = [
 
 const pageOf = (hash) => PAGES.find((p) => `#/${p.id}` === hash) ?? PAGES[0];
 
-/** A route that needs a key: 401 without one means the gateway has keys. */
+/** A route that needs a key: the sign-in form checks a key on it. */
 const PROBE = '/api/budgets';
 
 const THEMES = ['system', 'light', 'dark'];
@@ -82,11 +82,18 @@ function App() {
 
   const check = async () => {
     try {
+      // Ask for a key only when the gateway has keys; without a stored one, no call is made that would be refused
+      // (each refusal counts against this client's wrong-key limit).
+      const { keys_required: keysRequired } = (await api('/console/auth')).body;
+      if (keysRequired && session.key === null) {
+        setAuth({ state: 'out', problem: null });
+        return;
+      }
       await api(PROBE);
-      setAuth({ state: 'in', problem: null, open: session.key === null });
+      setAuth({ state: 'in', problem: null });
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) setAuth({ state: 'out', problem: session.key ? 'Your key was refused; sign in again.' : null });
-      else setAuth({ state: 'in', problem: null, open: session.key === null });
+      else setAuth({ state: 'in', problem: null });
     }
   };
   useEffect(() => {

@@ -1,6 +1,6 @@
 // The console: `/` answers the page (to a browser; any other client still gets `{name, version}`, and HEAD / is a
 // 200 either way, which Claude Code probes), `/console/*` its files, built by `npm run build` into dist/console
-// (scripts/build-console.mjs). The files hold no data and are public; everything they show comes from /api/*,
+// (scripts/build-console.mjs), and `/console/auth` whether the page must ask for a key. The files hold no data and are public; everything they show comes from /api/*,
 // behind the keys. A strict Content-Security-Policy: nothing but this origin, no inline script or style.
 
 import { existsSync } from 'node:fs';
@@ -27,7 +27,14 @@ function secure(reply: { header(k: string, v: string): unknown }): void {
 
 const wantsHtml = (accept: string | undefined): boolean => accept !== undefined && /\btext\/html\b/.test(accept);
 
-export const consoleRoutes: FastifyPluginAsync<{ version: string; dir?: string }> = async (app, opts) => {
+export interface ConsoleOptions {
+  readonly version: string;
+  /** Whether the gateway has keys (server.api_keys), read per request: the page asks for one, or does not. */
+  readonly keysRequired: () => boolean;
+  readonly dir?: string;
+}
+
+export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opts) => {
   const root = opts.dir ?? CONSOLE_DIR;
   const built = existsSync(root);
   if (built) {
@@ -36,6 +43,14 @@ export const consoleRoutes: FastifyPluginAsync<{ version: string; dir?: string }
       setHeaders: (reply) => secure(reply),
     });
   }
+
+  // Whether to ask for a key, without spending one of the client's wrong-key attempts on finding out (a 401 from any
+  // route tells the same, so this says nothing new).
+  app.get('/console/auth', async (_req, reply) => {
+    secure(reply);
+    reply.header('cache-control', 'no-store');
+    return { keys_required: opts.keysRequired() };
+  });
 
   app.get('/', async (req, reply: FastifyReply) => {
     if (!wantsHtml(req.headers.accept)) return { name: 'tollgate', version: opts.version };

@@ -1,8 +1,9 @@
 // The gate: who may call what, decided on the route fastify matched (never on the raw URL), deny by default.
 //
 //   access    routes                                            needs
-//   public    /, /console/*, /health, /ready,                    nothing (`/` is the console's page, or to a non-browser
-//             /metrics (unless metrics_auth)                     the name and version; /console/* its files: no data)
+//   public    /, /console/*, /console/auth, /health, /ready,     nothing (`/` is the console's page, or to a non-browser
+//             /metrics (unless metrics_auth)                     the name and version; /console/* its files: no data;
+//                                                                /console/auth whether keys are needed, as any 401 says)
 //   key       every other route (/api/live, /api/usage/*, ...),  any gateway key
 //             and every unmatched path
 //   admin     /api/admin/*, /api/settings, /api/settings/*       a key whose role is admin
@@ -25,7 +26,7 @@ import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
 
 /** The one public list (besides /metrics, public unless server.metrics_auth). Route patterns, as registered. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/console/*', '/health', '/ready']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/console/*', '/console/auth', '/health', '/ready']);
 export const ADMIN_PREFIXES: readonly string[] = ['/api/admin/', '/api/settings/'];
 export const REAUTH_ROUTES: ReadonlySet<string> = new Set(['/api/admin/export', '/api/admin/import']);
 export const REAUTH_ROUTE = '/api/admin/reauth';

@@ -68,7 +68,7 @@ t.test('every route but the public list answers 401 without a key, however its p
   let probes = 0;
   const leaks: string[] = [];
   for (const r of routes) {
-    if (['/', '/console/*', '/health', '/ready', '/metrics'].includes(r.url)) continue;
+    if (['/', '/console/*', '/console/auth', '/health', '/ready', '/metrics'].includes(r.url)) continue;
     for (const path of encodings(concrete(r.url))) {
       const a = await send(gw.url, r.method, path, r.method === 'GET' ? {} : { body: '{"model":"open/gpt-4o","messages":[{"role":"user","content":"hi"}],"contents":[{"parts":[{"text":"hi"}]}]}' });
       probes++;
@@ -78,7 +78,7 @@ t.test('every route but the public list answers 401 without a key, however its p
       if (a.status !== 401 || !refusals.includes(errorCode(a) as string)) leaks.push(`${r.method} ${path} -> ${a.status} ${String(errorCode(a))}`);
     }
   }
-  t.same(leaks, [], `${probes} probes on ${routes.length - 5} routes: all refused`);
+  t.same(leaks, [], `${probes} probes on ${routes.length - 6} routes: all refused`);
   t.ok(probes > 500, `${probes} probes`);
   t.equal(up.received.length, 0, 'the upstream was never called');
   t.same(await gw.rows(), [], 'refused probes are not recorded as requests');
@@ -110,6 +110,7 @@ t.test('the public list: /, the console\'s files, /health, /ready and /metrics n
   const page = await send(gw.url, 'GET', '/', { headers: { accept: 'text/html' } });
   t.equal(page.status, 200);
   t.match(page.body, /<script type="module" src="\/console\/app.js">/, 'a browser gets the console page');
+  t.same(JSON.parse((await send(gw.url, 'GET', '/console/auth')).body), { keys_required: true }, 'the console learns it must ask for a key');
   const missing = await send(gw.url, 'GET', '/console/no-such-file.js');
   t.equal(missing.status, 404, 'a console file that does not exist: 404');
   t.equal((await send(gw.url, 'GET', '/console/../config.yaml')).status === 200, false, 'nothing outside dist/console');
