@@ -2,7 +2,7 @@
 // (with uPlot's), index.html and the icon. Run by `npm run build`; the files are served by src/api/console.ts.
 
 import { build } from 'esbuild';
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -10,7 +10,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const src = join(root, 'console');
 const out = join(root, 'dist', 'console');
 
-rmSync(out, { recursive: true, force: true });
+// Written over, not removed first: a gateway serving the directory never finds it missing (the names are fixed).
 mkdirSync(out, { recursive: true });
 await build({
   entryPoints: { app: join(src, 'src', 'main.js') },

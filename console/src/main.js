@@ -36,12 +36,13 @@ function applyTheme(theme) {
 
 function ThemeToggle() {
   const [theme, setTheme] = useState(sessionStorage.getItem(THEME_ITEM) ?? 'system');
-  useEffect(() => {
-    applyTheme(theme);
-    sessionStorage.setItem(THEME_ITEM, theme);
-  }, [theme]);
   const next = THEMES[(THEMES.indexOf(theme) + 1) % THEMES.length];
-  return html`<button type="button" class="ghost" onClick=${() => setTheme(next)} aria-label=${`Theme: ${theme}. Switch to ${next}`} title="Theme">
+  const choose = () => {
+    applyTheme(next);
+    sessionStorage.setItem(THEME_ITEM, next);
+    setTheme(next);
+  };
+  return html`<button type="button" class="ghost" onClick=${choose} aria-label=${`Theme: ${theme}. Switch to ${next}`} title="Theme">
     ${theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'} <span class="hide-narrow">${theme}</span>
   </button>`;
 }

@@ -3,7 +3,7 @@
 // console error and uncaught exception, so a test can assert that nothing left the origin and nothing failed.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import type { Teardown } from './tmp.js';
@@ -11,8 +11,24 @@ import type { Teardown } from './tmp.js';
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const ROOT = new URL('../../', import.meta.url).pathname;
 
-/** Bundles the console into dist/console (scripts/build-console.mjs), as `npm run build` does: about a second. */
+/** The newest modification time of the files under `dir`. */
+function newest(dir: string): number {
+  let latest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) latest = Math.max(latest, statSync(join(e.parentPath, e.name)).mtimeMs);
+  }
+  return latest;
+}
+
+/**
+ * Bundles the console into dist/console (scripts/build-console.mjs) when its sources are newer than the bundle, as
+ * `npm run build` does. Under `npm test` the bundle is fresh (pretest built it), so test files running side by side
+ * never rebuild it under each other's feet.
+ */
 export function buildConsole(): void {
+  const bundle = join(ROOT, 'dist', 'console', 'app.js');
+  const built = statSync(bundle, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+  if (built >= newest(join(ROOT, 'console'))) return;
   execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-console.mjs')], { stdio: 'inherit' });
 }
 
