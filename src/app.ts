@@ -36,6 +36,8 @@ import { QuotaService } from './accounting/quota.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
+import { catalogRoutes } from './api/catalog.js';
+import { pricingWarnings } from './config/pricing.js';
 import { watchBudget, watchCooldowns, watchQuota } from './accounting/gauges.js';
 
 export interface BuildOptions {
@@ -165,7 +167,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (reason !== null) log.warn({ path: `server.api_keys[${i}].key` }, `server.api_keys[${i}].key ${reason}: accepted on a loopback address only`);
   }
   if (cfg.server.api_keys.length === 0) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+  const warnPricing = (c: Config) => pricingWarnings(c).forEach((w) => log.warn({ path: w.path }, w.message));
+  warnPricing(cfg);
   holder.onChange((next) => {
+    warnPricing(next);
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
     keepalive.reconfigure(next);
@@ -226,6 +231,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(quotaRoutes, { config: holder, router, quota });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
   await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(catalogRoutes, { config: holder });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

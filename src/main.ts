@@ -123,6 +123,8 @@ async function main(): Promise<void> {
     throw err;
   }
   if (args.command === 'check-config') {
+    const { pricingWarnings } = await import('./config/pricing.js');
+    for (const w of pricingWarnings(config)) process.stderr.write(`warning: ${w.path}: ${w.message}\n`);
     process.stdout.write(`${args.file}: ok (${Object.keys(config.providers).length} providers)\n`);
     return;
   }

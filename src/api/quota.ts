@@ -7,6 +7,7 @@ import type { ConfigHolder } from '../config/watch.js';
 import { connectionsOf } from '../config/connections.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Router } from '../routing/router.js';
+import { unpricedModels } from '../config/pricing.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -34,10 +35,17 @@ export const quotaRoutes: FastifyPluginAsync<{ config: ConfigHolder; router: Rou
     const entries = await quota.entries();
     const t = now();
     const providers = config.current.providers;
+    // Paid models no price covers (YAML or catalog): their cost is recorded as unknown (docs/catalog.md).
+    const unpriced = unpricedModels(config.current);
     return {
       providers: entries.map((e) => {
         const p = providers[e.id];
-        return { ...e, connections: p ? connectionsOf(e.id, p).map((c) => c.name) : [], cooldown: cooldownView(router, e.id, t) };
+        return {
+          ...e,
+          connections: p ? connectionsOf(e.id, p).map((c) => c.name) : [],
+          cooldown: cooldownView(router, e.id, t),
+          pricing: { unpriced_models: unpriced.filter((u) => u.provider === e.id).map((u) => `${u.provider}/${u.model}`) },
+        };
       }),
     };
   });

@@ -160,6 +160,7 @@ function tokensFrom(body: Readonly<Record<string, unknown>>, obtainedAt: number,
 /** RFC 8628 §3.1–3.2: ask for a device code and the user code to show. */
 export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortSignal): Promise<DeviceAuthorization> {
   const url = s.device_authorization_url;
+  if (url === undefined) throw new OAuthError('auth.oauth.device_authorization_url is not set (the device_code flow needs it)');
   const reply = await postForm(url, { client_id: s.client_id, client_secret: s.client_secret, scope: s.scope }, signal);
   if (reply.kind !== 'json') throw failure(reply, 'device authorization endpoint', url);
   const refused = oauthErrorOf(reply.body);

@@ -8,6 +8,7 @@ import type { UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalRequest } from '../../wire/canonical.js';
 import type { UsageRecord } from '../../ledger/record.js';
 import { addUsage } from '../../ledger/types.js';
+import { addCosts } from '../../ledger/cost.js';
 import { uuidv7 } from '../../ledger/uuidv7.js';
 import { finishAttempt, newOutcome, type Outcome } from '../outcome.js';
 import { failWith, forward, type Exchange } from '../forward.js';
@@ -35,11 +36,9 @@ export function usableMembers(x: Exchange, name: string, members: readonly Membe
 /** Fold one attempt's record into the client request's outcome (usage and cost are sums). */
 export function absorb(co: Outcome, r: UsageRecord): void {
   co.usage = addUsage(co.usage, r.usage);
-  co.cost = { cost: round12((co.cost?.cost ?? 0) + r.cost.cost), listCost: round12((co.cost?.listCost ?? 0) + r.cost.listCost) };
+  co.cost = addCosts(co.cost, r.cost);
   if (r.usageSource === 'estimated' || (r.usageSource === 'reported' && co.usageSource === 'none')) co.usageSource = r.usageSource;
 }
-
-const round12 = (v: number): number => Math.round(v * 1e12) / 1e12;
 
 /** One member's attempt, answered to the client unless it fails before the first byte; recorded either way. */
 export async function attempt(
