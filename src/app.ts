@@ -37,6 +37,8 @@ import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
 import { catalogRoutes } from './api/catalog.js';
+import { ReportedQuotaStore } from './accounting/reported-quota.js';
+import { watchReportedQuota } from './accounting/reported-gauges.js';
 import { pricingWarnings } from './config/pricing.js';
 import { watchBudget, watchCooldowns, watchQuota } from './accounting/gauges.js';
 
@@ -142,6 +144,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();
+  // What providers report on their responses (rate-limit headers), observed on the dispatcher: /api/quota, gauges, alerts.
+  const reported = new ReportedQuotaStore();
+  dispatcher.onResponse((e) => reported.observe(e));
+  watchReportedQuota(metrics, { store: reported, config: () => holder.current });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);
   const router = new Router(() => holder.current, {
@@ -154,7 +160,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   router.quota = quota;
   watchQuota(metrics, quota);
   // Budgets and alerts: evaluated on a timer and shortly after each record; the budget gate drives the auto-switch.
-  const alerting = createAlerting({ store, config: holder, quota, metrics, log });
+  const alerting = createAlerting({ store, config: holder, quota, metrics, log, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   router.budget = alerting.budget;
   watchBudget(metrics, alerting.budget);
   ledger.subscribe((r) => alerting.published(r));
@@ -228,7 +234,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(proxyRoutes, { ctx });
   await app.register(usageRoutes, { store });
   await app.register(analyticsRoutes, { store, config: holder });
-  await app.register(quotaRoutes, { config: holder, router, quota });
+  await app.register(quotaRoutes, { config: holder, router, quota, reported });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
   await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   await app.register(catalogRoutes, { config: holder });

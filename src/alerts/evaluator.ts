@@ -6,6 +6,7 @@
 // | ------------------ | ----------------------------------------------------------------- | ---------------------------- |
 // | quota_warning      | a provider's quota reaches 80 %, and 90 %                         | its quota period*            |
 // | quota_exhausted    | it reaches 100 % (or its monthly total, for daily_requests)       | its quota period*            |
+// | (reported)         | the same two, from a provider's reported rate-limit window        | the clock hour (reported.ts) |
 // | quota_reset        | a provider warned or exhausted is back under 10 % (refreshed)    | the warning it follows       |
 // | daily_budget       | today's spend reaches 80 %, and 100 %, of budgets.daily_usd       | the local day                |
 // | monthly_budget     | the month's spend reaches 50 %, 80 %, 100 % of budgets.monthly_usd | the local month             |
@@ -22,6 +23,8 @@ import type { QuotaEntry } from '../accounting/quota.js';
 import { parseWindow } from '../core/windows.js';
 import type { BudgetState } from '../accounting/budget.js';
 import type { Alert, AlertKind } from './types.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
+import { reportedQuotaAlerts } from './reported.js';
 
 export interface FiredAlert {
   readonly kind: AlertKind;
@@ -48,6 +51,8 @@ export interface EvaluationInput {
   readonly costs: CostHistory | null;
   /** Alerts already fired (at least those of the last 8 days). */
   readonly fired: readonly FiredAlert[];
+  /** What providers reported on their responses (alerts/reported.ts); none: computed quota only. */
+  readonly reported?: readonly ReportedQuota[];
 }
 
 /** An alert to fire: the scheduler gives it its id and time. */
@@ -102,6 +107,7 @@ export function evaluate(input: EvaluationInput): Candidate[] {
     out.push(c);
   };
   for (const e of input.quota) quotaAlerts(e, input, add);
+  reportedQuotaAlerts(input.reported ?? [], { now: input.now, thresholds: QUOTA_THRESHOLDS }, add);
   budgetAlerts(input, add);
   if (input.costs) anomaly(input.costs, input.budget, add);
   pattern(input, add);
