@@ -37,6 +37,7 @@ import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
 import { catalogRoutes } from './api/catalog.js';
+import { providerConnectRoutes } from './api/provider-connect.js';
 import { ReportedQuotaStore } from './accounting/reported-quota.js';
 import { watchReportedQuota } from './accounting/reported-gauges.js';
 import { pricingWarnings } from './config/pricing.js';
@@ -238,6 +239,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
   await app.register(healthRoutes, { store, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   await app.register(catalogRoutes, { config: holder });
+  await app.register(providerConnectRoutes, { config: holder });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

@@ -3,7 +3,7 @@
 //
 //   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
 //   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
-//   tollgate connect PROVIDER       OAuth device-code sign-in for PROVIDER; tokens stored under storage.data_dir
+//   tollgate connect PROVIDER       OAuth sign-in for PROVIDER (device code or PKCE); tokens stored under storage.data_dir
 //   tollgate export [--out FILE]    the running gateway's store and config to one .tar.gz (re-authenticates first)
 //   tollgate import FILE            such an archive into the running gateway's store, without duplicating rows
 
@@ -20,8 +20,9 @@ const USAGE = `usage: tollgate [--config FILE]
 
 Serves the gateway described by FILE (default: $TOLLGATE_CONFIG, else ./config.yaml).
 check-config validates FILE without starting and exits non-zero when it is invalid.
-connect signs in to PROVIDER (auth.type: oauth) with the OAuth device-code flow and stores its tokens, encrypted,
-under storage.data_dir.
+connect signs in to PROVIDER (auth.type: oauth) with its auth.oauth.flow (device_code, or pkce: a browser sign-in
+that comes back to 127.0.0.1, or whose address is pasted back) and stores its tokens, encrypted, under
+storage.data_dir.
 export and import talk to the running gateway at URL (default: server.host and server.port of FILE): they
 re-authenticate with the admin KEY (default: $TOLLGATE_API_KEY; none when the gateway has no keys), then export
 every table and the config (secrets as \${VAR} references) to one .tar.gz, or import such an archive, adding only
