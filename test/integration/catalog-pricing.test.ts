@@ -9,6 +9,10 @@ import { startApp, testConfig } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { CATALOG_SOURCE } from '../../src/config/catalog.js';
 import { pricingWarnings } from '../../src/config/pricing.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const up = await startFakeOpenAI(t);
 // `openai` names a catalog provider; no price in the YAML. `acme` is paid and priced nowhere.
@@ -84,4 +88,13 @@ t.test('a live price edit applies to new requests only; past rows keep their rec
   const last = after.at(-1)!;
   t.equal(last.price_source, 'config');
   t.equal(Number(last.cost), (8 * 5 + 3 * 5 + 5 * 20 + 2 * 20) / 1e6, 'the new price (cached falls back to the new input price)');
+});
+
+t.test('check-config warns about an unpriced paid model on stderr and still accepts the file', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, `providers:\n  acme:\n    group: paid\n    format: openai\n    base_url: http://127.0.0.1:9/v1\n    models:\n      mystery: {}\n`);
+  const r = await runCli(t, ['check-config', file], { cwd: dir });
+  t.equal(r.code, 0);
+  t.match(r.stderr, /warning: providers\.acme\.models\.mystery: paid model acme\/mystery has no price in the YAML or the catalog/);
 });
