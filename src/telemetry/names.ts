@@ -80,6 +80,7 @@ export const ATTR = {
   usageSource: 'tollgate.usage.source',
   cost: 'tollgate.cost_usd',
   listCost: 'tollgate.list_cost_usd',
+  priceSource: 'tollgate.price_source',
   ttftMs: 'tollgate.ttft_ms',
   upstreamMs: 'tollgate.upstream_ms',
   kind: 'tollgate.kind',

@@ -47,6 +47,8 @@ t.test('a catalog model with no YAML price is billed at the catalog price, in th
   t.equal(row!.price_source, CATALOG_SOURCE);
   t.equal(Number(row!.cost), CATALOG_COST);
   t.equal(Number(row!.list_cost), CATALOG_COST);
+  const span = gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === row!.request_id);
+  t.equal(span?.attributes['tollgate.price_source'], CATALOG_SOURCE, 'the span says the same as the row');
   const usage = (await getJson('/api/usage?period=today')) as { byModel: { model: string; cost: number; cost_known?: boolean }[] };
   const m = usage.byModel.find((b) => b.model === 'openai/gpt-4o');
   t.equal(m?.cost, CATALOG_COST);
@@ -58,6 +60,7 @@ t.test('a paid model with no price anywhere: warned at load, cost unknown (not 0
   t.equal(await chat('acme/mystery'), 200);
   const [row] = await gw.rows(`model = 'acme/mystery'`);
   t.equal(row!.price_source, 'none', 'the row says nobody priced it');
+  t.equal(gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === row!.request_id)?.attributes['tollgate.price_source'], 'none');
   t.ok(Number(row!.total_tokens) > 0);
   const usage = (await getJson('/api/usage?period=today')) as {
     summary: { unpriced_requests?: number; cost_known?: boolean };
