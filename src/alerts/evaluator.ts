@@ -6,6 +6,7 @@
 // | ------------------ | ----------------------------------------------------------------- | ---------------------------- |
 // | quota_warning      | a provider's quota reaches 80 %, and 90 % (alerts.thresholds.quota) | its quota period*          |
 // | quota_exhausted    | it reaches 100 % (or its monthly total, for daily_requests)       | its quota period*            |
+// | (reported)         | the same two, from a provider's reported rate-limit window        | the clock hour (reported.ts) |
 // | quota_reset        | a provider warned or exhausted is back under 10 % (refreshed)    | the warning it follows       |
 // | daily_budget       | today's spend reaches 80 %, and 100 %, of budgets.daily_usd       | the local day                |
 // | monthly_budget     | the month's spend reaches 50 %, 80 %, 100 % of budgets.monthly_usd | the local month             |
@@ -25,6 +26,8 @@ import type { BudgetState } from '../accounting/budget.js';
 import type { Alert, AlertKind } from './types.js';
 import type { AlertThresholds } from '../config/types.js';
 import { ALERT_THRESHOLD_DEFAULTS } from '../config/schema.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
+import { reportedQuotaAlerts } from './reported.js';
 
 export interface FiredAlert {
   readonly kind: AlertKind;
@@ -53,6 +56,8 @@ export interface EvaluationInput {
   readonly fired: readonly FiredAlert[];
   /** alerts.thresholds (default: the schema's defaults). */
   readonly thresholds?: AlertThresholds;
+  /** What providers reported on their responses (alerts/reported.ts); none: computed quota only. */
+  readonly reported?: readonly ReportedQuota[];
 }
 
 /** An alert to fire: the scheduler gives it its id and time. */
@@ -104,6 +109,7 @@ export function evaluate(input: EvaluationInput): Candidate[] {
   };
   const thresholds = input.thresholds ?? ALERT_THRESHOLD_DEFAULTS;
   for (const e of input.quota) quotaAlerts(e, input, thresholds, add);
+  reportedQuotaAlerts(input.reported ?? [], { now: input.now, thresholds: thresholds.quota }, add);
   budgetAlerts(input, thresholds, add);
   if (input.costs) anomaly(input.costs, input.budget, thresholds.anomaly_multiple, add);
   pattern(input, add);

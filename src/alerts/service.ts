@@ -7,6 +7,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import type { QuotaService } from '../accounting/quota.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
 import { aggregate } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
@@ -59,6 +60,7 @@ export class AlertService {
   readonly #budget: BudgetService;
   readonly #notify: Notify;
   readonly #events: AlertEvents;
+  readonly #reported: () => readonly ReportedQuota[];
   readonly #now: () => number;
   #fired: FiredAlert[] = [];
   #running: Promise<void> | null = null;
@@ -72,9 +74,10 @@ export class AlertService {
   readonly #instance = randomUUID();
 
   constructor(
-    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents },
+    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents; reported?: () => readonly ReportedQuota[] },
     opts: { now?: () => number } = {},
   ) {
+    this.#reported = deps.reported ?? (() => []);
     this.#store = deps.store;
     this.#config = deps.config;
     this.#quota = deps.quota;
@@ -140,7 +143,7 @@ export class AlertService {
     const quota = await this.#quota.entries();
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
-    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds });
+    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() });
     for (const c of candidates) await this.#fire(c, now);
   }
 

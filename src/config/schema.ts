@@ -67,13 +67,22 @@ const connectionKey = closed(
 
 const oauth = closed(
   {
+    // device_code: RFC 8628 (needs device_authorization_url); pkce: authorization code with PKCE, RFC 7636 and
+    // RFC 8252 (needs authorization_url). docs/connections.md.
+    flow: { enum: ['device_code', 'pkce'], default: 'device_code' },
     device_authorization_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    authorization_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
     token_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
     client_id: { type: 'string', minLength: 1 },
     client_secret: str,
     scope: str,
+    // pkce: a fixed redirect URI registered for the client (the code is pasted back); none: a loopback listener
+    // on 127.0.0.1 with an ephemeral port (RFC 8252 §7.3).
+    redirect_uri: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    // pkce: extra parameters of the authorization request (e.g. audience), as the provider documents them.
+    authorization_params: { type: 'object', additionalProperties: str, default: {} },
   },
-  { required: ['device_authorization_url', 'token_url', 'client_id'] },
+  { required: ['token_url', 'client_id'] },
 );
 
 const keepalive = closed(
@@ -121,6 +130,9 @@ const provider = closed(
       { default: {} },
     ),
     models: { type: 'object', additionalProperties: model, default: {} },
+    // The models.dev catalog provider whose prices, limits and capabilities fill what the YAML leaves out
+    // (docs/catalog.md); default: the provider prefix when the catalog knows it; '' for none.
+    catalog: { type: 'string', pattern: '^([A-Za-z0-9][A-Za-z0-9._-]*)?$' },
     allow_unlisted_models: { type: 'boolean', default: false },
   },
   { required: ['group', 'format'] },

@@ -37,13 +37,26 @@ export interface ConnectionKey {
   readonly keepalive?: boolean;
 }
 
-/** OAuth 2.0 device authorization grant (RFC 8628) settings; tokens are stored encrypted under data_dir. */
+export type OAuthFlow = 'device_code' | 'pkce';
+
+/**
+ * OAuth 2.0 settings of a provider: the device authorization grant (RFC 8628) or the authorization code grant with
+ * PKCE (RFC 7636, RFC 8252); tokens are stored encrypted under data_dir.
+ */
 export interface OAuthSettings {
-  readonly device_authorization_url: string;
+  readonly flow?: OAuthFlow;
+  /** device_code: the device authorization endpoint. */
+  readonly device_authorization_url?: string;
+  /** pkce: the authorization endpoint the user's browser opens. */
+  readonly authorization_url?: string;
   readonly token_url: string;
   readonly client_id: string;
   readonly client_secret?: string;
   readonly scope?: string;
+  /** pkce: a fixed, registered redirect URI (the code is pasted back); absent: a loopback listener. */
+  readonly redirect_uri?: string;
+  /** pkce: extra authorization request parameters. */
+  readonly authorization_params?: Readonly<Record<string, string>>;
 }
 
 export interface ProviderAuth {
@@ -98,6 +111,11 @@ export interface ProviderConfig {
   readonly quota?: Readonly<Record<string, unknown>>;
   readonly mock: MockOptions;
   readonly models: Readonly<Record<string, ModelConfig>>;
+  /**
+   * The catalog provider (config/catalog.ts) that fills prices, limits and capabilities the YAML leaves out: after
+   * load, the resolved id, or '' for none.
+   */
+  readonly catalog?: string;
   /** Forward model ids that are not listed under `models` (labelled '_other' in metrics). */
   readonly allow_unlisted_models: boolean;
 }

@@ -128,7 +128,8 @@ t.test('the DESIGN.md sample validates with its variables set', async (t) => {
   t.same(cfg.providers.openai?.price, { input: 2.5, output: 10, cached: 1.25 });
   t.same(cfg.providers.openai?.quota, { kind: 'daily_tokens', limit: 10000000, reset_time: '10:00+08:00' });
   t.same(cfg.providers.openai?.timeouts, { connect_s: 10, stall_s: 30, request_s: 600 });
-  t.same(cfg.providers.openai?.models.o3, { kind: 'llm', capabilities: ['reasoning', 'tools'], thinking: 'openai' });
+  // max_output_tokens from the catalog (o3 is in it; the sample leaves the limit out)
+  t.same(cfg.providers.openai?.models.o3, { kind: 'llm', capabilities: ['reasoning', 'tools'], thinking: 'openai', max_output_tokens: 100000 });
   t.same(cfg.providers.anthropic?.models['claude-sonnet-4-5'], {
     kind: 'llm',
     capabilities: ['vision', 'pdf', 'tools', 'reasoning'],
