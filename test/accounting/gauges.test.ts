@@ -21,6 +21,8 @@ t.test('a scrape queries nothing; the gauges show the latest snapshots', async (
   await gw.flush();
   // The snapshots, as the alert evaluation and /api/quota keep them.
   const budget = await alerting.budget.refresh();
+  // /api/quota serves a snapshot up to a second old: past it, the requests are in.
+  await new Promise((r) => setTimeout(r, 1100));
   const quota = (await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number; limit: number } }[] };
   const demo = quota.providers.find((p) => p.id === 'demo')!;
   t.ok(demo.quota.used > 0 && budget.daily.spent > 0, 'the requests are counted');
