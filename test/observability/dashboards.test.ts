@@ -184,6 +184,8 @@ const schema = dashboardSchema();
 // failed attempts and requests), a fallback combo over both (combo metrics and attempt rows), and a daily budget
 // that the first request exceeds (budget gauges, alerts fired, deliveries recorded).
 const flaky = await startFakeOpenAI(t);
+// It reports its rate limits as OpenAI does, so the provider-reported gauges the alerting rules read are exported.
+flaky.setResponseHeaders({ 'x-ratelimit-limit-tokens': '1000', 'x-ratelimit-remaining-tokens': '900', 'x-ratelimit-reset-tokens': '1m0s' });
 const gw = await startApp(t, {
   providers: {
     demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } },
