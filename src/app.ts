@@ -68,7 +68,8 @@ export interface Tollgate {
   readonly alerting: Alerting;
   /**
    * Resolves once the store is open and migrated and the jobs that read it (keep-alive, alerts) have started;
-   * rejects when the app closes before that. Requests are served before it; their rows wait in the spool.
+   * rejects when the app closes before that, or with the reason when the store cannot be opened at all (refused
+   * credentials: main.ts then stops). Requests are served before it; their rows wait in the spool.
    */
   readonly storeReady: Promise<void>;
   /** Every route registered, as fastify matched it (method and pattern): what the gate and its tests go by. */
@@ -107,7 +108,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const opening = new StoreOpening(base, {
     layout: { cluster: cfg.storage.cluster, sharded: cfg.storage.sharded },
     events: {
-      failed: (err, attempt, retryMs) => log.error({ err, attempt, retryMs: Math.round(retryMs) }, 'storage: cannot open or migrate the store yet; usage rows wait in the spool'),
+      failed: (err, attempt, retryMs) =>
+        Number.isFinite(retryMs)
+          ? log.error({ err, attempt, retryMs: Math.round(retryMs) }, 'storage: cannot open or migrate the store yet; usage rows wait in the spool')
+          : log.fatal({ err }, 'storage: the store cannot be opened, and retrying will not change that'),
       ready: (ms, applied) => log.info({ ms: Math.round(ms), migrations: applied }, 'storage: store open'),
     },
   });

@@ -9,7 +9,7 @@ import type { Store, StoreGate } from './client.js';
 import { migrate, type Layout } from './migrations.js';
 
 export interface OpeningEvents {
-  /** An attempt failed; the next one follows after `retryMs`. */
+  /** An attempt failed; the next one follows after `retryMs` (Infinity: none follows, the failure is fatal). */
   failed(err: unknown, attempt: number, retryMs: number): void;
   /** The store is open and migrated, `ms` after `start`. */
   ready(ms: number, applied: readonly number[]): void;
@@ -22,10 +22,26 @@ export interface OpeningOptions {
   readonly events?: Partial<OpeningEvents>;
 }
 
-type State = 'idle' | 'opening' | 'retrying' | 'ready' | 'closed';
+type State = 'idle' | 'opening' | 'retrying' | 'ready' | 'failed' | 'closed';
+
+/** ClickHouse's answers that no retry can change: the credentials or the grants are wrong. */
+const FATAL_TYPES = /^(AUTHENTICATION_FAILED|REQUIRED_PASSWORD|UNKNOWN_USER|WRONG_PASSWORD|ACCESS_DENIED|NOT_ENOUGH_PRIVILEGES|IP_ADDRESS_NOT_ALLOWED)$/;
+
+/**
+ * Is this failure to open the store one that retrying cannot fix? Refused credentials or grants, and an embedded
+ * engine that is not installed. Anything else (a server not up yet, a timeout, a 503) is retried.
+ */
+export function isFatalOpenError(err: unknown): boolean {
+  const type = (err as { type?: unknown } | null)?.type;
+  if (typeof type === 'string' && FATAL_TYPES.test(type)) return true;
+  return err instanceof Error && err.message.includes('the chdb package) is needed, but it is not installed');
+}
 
 export class StoreOpening implements StoreGate {
-  /** Resolves once the store is open and migrated; rejects only when closed before that. */
+  /**
+   * Resolves once the store is open and migrated; rejects when closed before that, or with the error itself when
+   * opening failed in a way no retry can fix (`isFatalOpenError`).
+   */
   readonly ready: Promise<void>;
   readonly #store: Store;
   readonly #opts: OpeningOptions;
@@ -55,6 +71,8 @@ export class StoreOpening implements StoreGate {
         return null;
       case 'closed':
         return 'the store is closed';
+      case 'failed':
+        return `the store cannot be opened (${firstLine(this.#error)})`;
       case 'retrying':
         return `the store could not be opened (${firstLine(this.#error)}); retrying`;
       default:
@@ -82,8 +100,15 @@ export class StoreOpening implements StoreGate {
       },
       (err: unknown) => {
         if (this.#state === 'closed') return;
-        this.#state = 'retrying';
         this.#error = err;
+        if (isFatalOpenError(err)) {
+          this.#state = 'failed';
+          for (const w of this.#take()) w.reject(this.#unavailable());
+          this.#settle.reject(err);
+          this.#opts.events?.failed?.(err, attempt, Infinity);
+          return;
+        }
+        this.#state = 'retrying';
         for (const w of this.#take()) w.reject(this.#unavailable());
         const base = this.#opts.retryBaseMs ?? 200;
         const retryMs = Math.min(this.#opts.retryMaxMs ?? 10_000, base * 2 ** Math.min(attempt - 1, 20)) * (0.5 + Math.random() / 2);
@@ -118,6 +143,7 @@ export class StoreOpening implements StoreGate {
       case 'ready':
         return Promise.resolve();
       case 'retrying':
+      case 'failed':
       case 'closed':
         return Promise.reject(this.#unavailable());
       case 'idle':
@@ -134,7 +160,7 @@ export class StoreOpening implements StoreGate {
    * usable through the gate, so that what closes after (the batch writer's last flush) can still use it.
    */
   async close(): Promise<void> {
-    if (this.#state === 'closed' || this.#state === 'ready') return;
+    if (this.#state === 'closed' || this.#state === 'ready' || this.#state === 'failed') return;
     this.#state = 'closed';
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;

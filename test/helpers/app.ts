@@ -41,8 +41,6 @@ export async function startApp(
     config: holder, tracerProvider: provider, logger: false, processMetrics: false, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }),
   });
   await app.listen({ host: '127.0.0.1', port: 0 });
-  // The store opens in the background once the app listens; the suites test a gateway that has started.
-  await app.tollgate.storeReady;
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : 0;
   let closed = false;
@@ -52,6 +50,8 @@ export async function startApp(
     await app.close();
   };
   t.teardown(close);
+  // The store opens in the background once the app listens; the suites test a gateway that has started.
+  await app.tollgate.storeReady;
   return {
     app,
     url: `http://127.0.0.1:${port}`,
