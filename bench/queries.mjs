@@ -68,7 +68,8 @@ const ENDPOINTS = [
 
 const log = (msg) => process.stderr.write(`[bench:queries] ${msg}\n`);
 
-const plannedS = 900;
+// Generous: 10M rows take 2-3 min on an idle 2-core machine and over 10 min on a busy one.
+const plannedS = 2400;
 const guard = guardRun({ log, limitS: plannedS, killAll });
 
 /** Nearest-rank percentile of an ascending array. */
@@ -119,7 +120,7 @@ async function main() {
 
   // 1. Data, and the in-process month summaries; the child exits before the app opens the directory.
   log(`generating ${ROWS} rows in ${dataDir}`);
-  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS)], { readyTimeoutMs: 12 * 60_000 });
+  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS)], { readyTimeoutMs: 30 * 60_000 });
   const data = await gen.ready;
   await gen.stop();
   const sh = data.shape;

@@ -27,7 +27,7 @@ import { killAll, startChild } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
 import { guardRun, runMain } from './lib/main.mjs';
-import { measureFootprint, measureStart, treeMiB } from './lib/footprint.mjs';
+import { measureFootprint, measureStart, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -182,7 +182,7 @@ function latestQueries() {
 }
 
 /** Issue 17's figures in one table: each beside its baseline from this run (or the named run) and its target. */
-function summaryTable({ results, peak, start, idle, reads }) {
+function summaryTable({ results, peak, startup, idle, reads }) {
   const pct = (x) => `${Math.round(x * 100)}%`;
   const mib = (x) => (x === undefined || !Number.isFinite(x) ? 'n/a' : `${Math.round(x)} MiB`);
   const rows = [];
@@ -193,8 +193,9 @@ function summaryTable({ results, peak, start, idle, reads }) {
     const target = TARGETS_17[sc.key];
     rows.push([`throughput, ${sc.label} x${sc.concurrency}, recording on`, `${pct(ratio)} (${Math.round(tg?.rps ?? 0)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, ratio >= target ? 'yes' : 'NO']);
   }
-  if (start) {
-    rows.push(['start to first proxied 200 (fresh data dir, embedded)', `${Math.round(start.tollgate)} ms (/ready ${Math.round(start.tollgateReady)} ms)`, `bare passthrough ${Math.round(start.passthrough)} ms`, `<= ${TARGETS_17.startMs} ms`, start.tollgate <= TARGETS_17.startMs ? 'yes' : 'NO']);
+  if (startup) {
+    const s = startup;
+    rows.push(['start to first proxied 200 (fresh data dir, embedded)', `${Math.round(s.tollgate)} ms (/ready ${Math.round(s.tollgateReady)} ms)`, `bare passthrough ${Math.round(s.passthrough)} ms`, `<= ${TARGETS_17.startMs} ms`, s.tollgate <= TARGETS_17.startMs ? 'yes' : 'NO']);
   }
   if (idle) {
     const bare = `node ${mib(idle.node)}; node + chdb session ${mib(idle['node+chdb'])}; bare passthrough ${mib(idle.passthrough)}`;
@@ -223,7 +224,8 @@ async function main() {
   let memDir = null;
   let recording = null;
   let peak = null;
-  let start = null;
+  let threads = null;
+  let startup = null;
   let idle = null;
   const problems = [];
   try {
@@ -240,7 +242,9 @@ async function main() {
     children.push(memspool);
     const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool };
 
+    const ticks0 = threadTicks(tollgate.child.pid);
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
+    threads = tickShares(ticks0, threadTicks(tollgate.child.pid));
 
     for (const s of children) if (s.child.crashed) problems.push(`${s.child.name} crashed during the run`);
     const mine = results.filter((r) => r.target === 'tollgate');
@@ -259,7 +263,7 @@ async function main() {
     // Peak RSS over the whole run (load at c=32 included), before the processes stop.
     peak = { tollgate: treeMiB(tollgate.child.pid, 'VmHWM'), passthrough: treeMiB(passthrough.child.pid, 'VmHWM') };
     if (FOOTPRINT) {
-      start = await measureStart({ root: ROOT, upstream: upstream.url, rounds: START_ROUNDS, log });
+      startup = await measureStart({ root: ROOT, upstream: upstream.url, rounds: START_ROUNDS, log });
       idle = await measureFootprint({ root: ROOT, upstream: upstream.url, idleS: IDLE_S, requests: 200, log });
     }
   } finally {
@@ -331,8 +335,14 @@ async function main() {
       `ratio ${(ratio * 100).toFixed(1)}% (${ratioOk ? 'ok' : `BELOW ${ACCEPT_RATIO * 100}%`}), ` +
       `errors ${tg?.errors ?? 'n/a'}, rows ${rowsOk ? 'all recorded' : recording ? 'MISSING' : 'NOT CHECKED'}`,
   );
+  if (threads !== null && threads.length > 0) {
+    out.push(
+      `Tollgate's CPU by thread over the run (the engine's threads are ClickHouse's): ` +
+        threads.slice(0, 8).map((x) => `${x.name} ${(x.share * 100).toFixed(1)}%`).join(', '),
+    );
+  }
   out.push('');
-  out.push(summaryTable({ results, peak, start, idle, reads: latestQueries() }));
+  out.push(summaryTable({ results, peak, startup, idle, reads: latestQueries() }));
   if (CPU_PROF) out.push(`CPU profiles: ${PROFILE_DIR} (summarise with: node bench/profile-summary.mjs <file>)`);
   if (problems.length > 0) out.push(`RUN FAILED: ${problems.join('; ')}`);
   process.stdout.write(`${out.join('\n')}\n`);

@@ -15,7 +15,6 @@
 
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
@@ -145,10 +144,8 @@ export async function measureStart({ root, upstream, rounds, log }) {
 
 /** The test ClickHouse server (ClickHouse's HTTP interface over its own embedded engine) in a child process. */
 async function startClickHouseServer(root, dataDir) {
-  const require = createRequire(join(root, 'package.json'));
-  const loader = require.resolve('@tapjs/typescript/import');
   const child = fork(join(root, 'test', 'helpers', 'clickhouse-http-main.ts'), [JSON.stringify({ dataDir })], {
-    execArgv: [`--import=${new URL(`file://${loader}`).href}`],
+    execArgv: [`--import=${import.meta.resolve('@tapjs/typescript/import')}`],
     env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -217,4 +214,37 @@ export async function measureFootprint({ root, upstream, idleS, requests, log })
     }
   }
   return out;
+}
+
+/**
+ * CPU ticks (user + system) of each thread of `pid`, summed by thread name (digits dropped): where a process's CPU
+ * goes between the request path (the `node` main thread), libuv's pool, V8's helpers and the embedded engine's
+ * threads (their names are ClickHouse's: query pipeline, merges, background schedule pool...).
+ */
+export function threadTicks(pid) {
+  const out = new Map();
+  let tasks = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
+  }
+  for (const task of tasks) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/[\d]+$/, '').replace(/[-_:]+$/, '') || '?';
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(name, (out.get(name) ?? 0) + Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // the thread ended
+    }
+  }
+  return out;
+}
+
+/** The share of CPU per thread name between two `threadTicks` samples, largest first (threads that ended are lost). */
+export function tickShares(before, after) {
+  const diff = [...after].map(([name, t]) => [name, t - (before.get(name) ?? 0)]).filter(([, d]) => d > 0);
+  const total = diff.reduce((s, [, d]) => s + d, 0);
+  return diff.sort((a, b) => b[1] - a[1]).map(([name, d]) => ({ name, share: d / total }));
 }
