@@ -2,14 +2,14 @@
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
 // query at a time per connection, so operations are serialised here; a server takes them concurrently.
 //
-// The embedded engine (about 150 MiB of native library mapped, 100-200 ms to load) is loaded by the first operation,
-// never by opening: on the server path it is never loaded at all, and the app opens the store after it listens
-// (src/store/opening.ts).
+// The client library, and the embedded engine (about 170 MiB of native library mapped, 100-200 ms to load), are
+// loaded by the first operation, never by opening: on the server path the engine is never loaded at all, and the app
+// opens the store after it listens (src/store/opening.ts).
 
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
 import { embeddedConnection } from './embedded.js';
 
@@ -200,19 +200,26 @@ export function ident(name: string): string {
 export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'database' | 'data_dir' | 'username' | 'password'> & Partial<Config['storage']>): Store {
   if (storage.clickhouse_url) {
     const requestTimeout = storage.request_timeout_ms ?? 30_000;
-    const client = createClient({
-      url: storage.clickhouse_url,
-      username: storage.username,
-      password: storage.password,
-      request_timeout: requestTimeout,
-      // The client would print every failed request to stderr, once per retry while a server is down; the writer
-      // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
-      log: { level: ClickHouseLogLevel.OFF },
-    });
+    const url = storage.clickhouse_url;
+    const connect = async () => {
+      const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
+      return createClient({
+        url,
+        username: storage.username,
+        password: storage.password,
+        request_timeout: requestTimeout,
+        // The client would print every failed request to stderr, once per retry while a server is down; the writer
+        // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
+        log: { level: ClickHouseLogLevel.OFF },
+      });
+    };
     const sharded = storage.sharded === true && (storage.cluster ?? '') !== '';
-    return new Store(client, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
+    return new Store(connect, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
   }
   const path = resolve(storage.data_dir);
   mkdirSync(path, { recursive: true });
-  return new Store(async () => createClient({ connection: (await embeddedConnection(path)) as ClientConnection }), storage.database, true);
+  return new Store(async () => {
+    const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedConnection(path)]);
+    return createClient({ connection: connection as ClientConnection });
+  }, storage.database, true);
 }
