@@ -20,7 +20,8 @@ import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
 import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './pipeline/routes.js';
-import { recordRejected } from './pipeline/outcome.js';
+import { recordRejected } from './pipeline/request.js';
+import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
@@ -156,23 +157,26 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   ledger.subscribe((r) => metrics.observe(r));
 
   const dispatcher = new Dispatcher();
+  // The one way out to providers, for the pipeline and the keep-alive pings alike.
+  const upstream = new Upstream(dispatcher);
+  // Quota from the record; combos skip a provider whose quota is used up. Budgets and alerts: evaluated on a timer and
+  // shortly after each record; the budget gate drives the auto-switch. Both are the router's gates, given at birth.
+  const quota = new QuotaService(store, () => holder.current);
+  const alerting = createAlerting({ store, config: holder, quota, metrics, log });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);
   const router = new Router(() => holder.current, {
+    gates: { quota, budget: alerting.budget },
     onCool: (connectionId, reason) => metrics.cooled(connectionId, reason),
     tokens: (providerId, settings) => new OAuthSession(providerId, settings, credentials),
   });
+  // The gauges read the cached snapshots (the quota engine's, the budget's) and the router's cooldowns: a scrape
+  // never queries the store.
   watchCooldowns(metrics, () => holder.current, router);
-  // Quota from the record; combos skip a provider whose quota is used up; the gauges read the same snapshot.
-  const quota = new QuotaService(store, () => holder.current);
-  router.quota = quota;
   watchQuota(metrics, quota);
-  // Budgets and alerts: evaluated on a timer and shortly after each record; the budget gate drives the auto-switch.
-  const alerting = createAlerting({ store, config: holder, quota, metrics, log });
-  router.budget = alerting.budget;
   watchBudget(metrics, alerting.budget);
   ledger.subscribe((r) => alerting.published(r));
-  const keepalive = new KeepAlive({ config: cfg, ledger, dispatcher, router, store }, { log });
+  const keepalive = new KeepAlive({ config: cfg, ledger, upstream, router, store }, { log });
   const sw = cfg.budgets.auto_switch;
   if (sw.enabled && sw.to && !switchTargetExists(cfg, sw.to)) log.warn({ to: sw.to }, 'budgets.auto_switch.to names no configured model or combo: auto-switch is off');
   for (const [i, k] of cfg.server.api_keys.entries()) {
@@ -232,7 +236,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  const ctx: GatewayContext = { config: holder, dispatcher, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => closing };
+  const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => closing };
   app.setErrorHandler((err, req, reply) => {
     const e = toTollgateError(err);
     // The path only: a Gemini client may carry its key in the query string.

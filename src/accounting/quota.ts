@@ -62,6 +62,11 @@ export class QuotaService {
     this.#staleMs = opts.staleMs ?? 10_000;
   }
 
+  /** The latest snapshot's entries (null before the first): what the gauges show, never a query. */
+  get latest(): readonly QuotaEntry[] | null {
+    return this.#snapshot?.entries ?? null;
+  }
+
   /** Whether the provider's quota was used up in the latest snapshot. */
   exhausted(providerId: string): boolean {
     return this.#last.get(providerId)?.exhausted === true;

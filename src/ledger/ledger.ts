@@ -6,8 +6,21 @@
 import type { UsageRecord } from './record.js';
 
 export type RecordSink = (r: UsageRecord) => void;
-/** A request began; `snapshot` builds its record from what is known at the time it is called. */
-export type BeginSink = (requestId: string, snapshot: () => UsageRecord) => void;
+/**
+ * How far a request in flight has come, read while it runs (the live monitor): output tokens streamed so far (the
+ * upstream's count once it reported one, else estimated from the text at about four characters a token) against the
+ * total the request allows (its max output tokens, null when it named none).
+ */
+export interface Progress {
+  readonly streamedTokens: number;
+  readonly estimatedTotal: number | null;
+}
+
+/**
+ * A request began; `snapshot` builds its record from what is known at the time it is called, `progress` how far its
+ * answer has come.
+ */
+export type BeginSink = (requestId: string, snapshot: () => UsageRecord, progress: () => Progress) => void;
 
 export class Ledger {
   readonly #sinks: RecordSink[] = [];
@@ -26,10 +39,10 @@ export class Ledger {
     this.#beginSinks.push(sink);
   }
 
-  begin(requestId: string, snapshot: () => UsageRecord): void {
+  begin(requestId: string, snapshot: () => UsageRecord, progress: () => Progress): void {
     for (const sink of this.#beginSinks) {
       try {
-        sink(requestId, snapshot);
+        sink(requestId, snapshot, progress);
       } catch (err) {
         this.#onError(err);
       }

@@ -10,13 +10,14 @@ import type { ChatAdapter, ChatBody } from '../wire/types.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
 import { AnswerText } from '../wire/estimate.js';
-import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
-import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
-import { begin, openRequest, closeEventStream, finish, markAborted, modelHeader, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
+import { settleEstimate } from './outcome.js';
+import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
-import { callUpstream, relayUpstreamError, settleFailure, settleRoute, failRequest } from './upstream-call.js';
+import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
+import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
 import { forwardedHeaders } from '../providers/forward-headers.js';
 
@@ -50,87 +51,87 @@ export function validateChatBody(body: unknown): ChatBody {
   return b as ChatBody;
 }
 
+/** The output the request allows (max_completion_tokens wins over max_tokens, as at OpenAI), or null. */
+function expectedOutput(body: ChatBody): number | null {
+  const n = body.max_completion_tokens ?? body.max_tokens;
+  return typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null;
+}
+
 function clientWantsUsage(body: ChatBody): boolean {
   return (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
 }
 
 export const CHAT_ROUTE = '/v1/chat/completions';
 
-export async function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const { t0, startedAt, requestId, trace, o } = openRequest(ctx, req, reply, ENDPOINT);
-  const cfg = ctx.config.current;
-  const rawModel = (req.body as { model?: unknown } | null)?.model;
-  const requestedModel = typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '';
-  const stream = (req.body as { stream?: unknown } | null)?.stream === true;
-  reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
-  const meta = (): RequestMeta => ({ endpoint: ENDPOINT, requestId, startedAt, t0, requestedModel, stream });
-  begin(ctx, req, o, meta);
-
-  try {
+export function handleChat(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return serveRequest(ctx, req, reply, ENDPOINT, async (request) => {
+    const rawModel = (req.body as { model?: unknown } | null)?.model;
+    request.named(typeof rawModel === 'string' ? rawModel.slice(0, MAX_REQUESTED_MODEL) : '', (req.body as { stream?: unknown } | null)?.stream === true);
     const body = validateChatBody(req.body);
-    o.route = resolveModel(cfg, body.model);
-    trace.routed(o.route.model, o.route.providerId, o.route.modelId);
-    o.route = await ctx.router.connect(o.route);
-    settleRoute(ctx, o, await forward(ctx, o.route, body, stream, trace, reply, o, t0));
-  } catch (err) {
-    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: true });
-  } finally {
-    finish(ctx, req, trace, o, meta());
-  }
+    request.outcome.streamed.expected = expectedOutput(body);
+    const { outcome } = request;
+    outcome.route = resolveModel(ctx.config.current, body.model);
+    request.trace.routed(outcome.route.model, outcome.route.providerId, outcome.route.modelId);
+    outcome.route = await ctx.router.connect(outcome.route);
+    reportToRouter(ctx, outcome, await forwardChat(request, outcome.route, body));
+  });
 }
 
-async function forward(
-  ctx: GatewayContext, route: Route, body: ChatBody, stream: boolean, trace: RequestTrace,
-  reply: FastifyReply, o: Outcome, t0: number,
-): Promise<UpstreamFailure | null> {
+/** The body as the client sent it to the route's OpenAI-format provider; its answer back byte for byte. */
+async function forwardChat(request: ClientRequest, route: Route, body: ChatBody): Promise<UpstreamFailure | null> {
+  const { ctx, reply, outcome } = request;
+  const stream = request.facts.stream;
   const adapter = adapterFor(route);
-  const wantsUsage = clientWantsUsage(body);
   const built = adapter.chatRequest(route.provider, route.modelId, body, stream);
   // The client's protocol headers (openai-beta, x-stainless-*...) go along, below the config's headers and the key.
   const headers = forwardedHeaders(reply.request.headers);
   for (const [k, v] of Object.entries(built.headers)) headers[k.toLowerCase()] = v;
-  const upReq = { ...built, headers };
-  const call = await callUpstream(ctx, route, upReq, stream, trace, reply, o);
-  if (call === null) return null;
+  const sent = await callForClient(request, (opts) => ctx.upstream.send(route, { ...built, headers }, { ...opts, stream }));
+  if (sent === null) return null;
+  const { call, clientGone } = sent;
   const { res } = call;
   try {
-    const failed = await relayUpstreamError(call, reply, o);
-    if (failed !== null) return failed;
+    const failed = await readUpstreamError(call, outcome);
+    if (failed !== null) {
+      sendFailure(reply, failed, '');
+      return failed;
+    }
     const type = String(res.headers['content-type'] ?? '');
     if (stream && type.startsWith('text/event-stream')) {
       const answer = new AnswerText();
-      await pipeStream(ctx, adapter, res, wantsUsage, trace, reply, o, t0, call.gone, answer);
-      call.stamp();
-      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
-      // After the client has its whole stream: only a stream without (complete) usage is estimated.
-      if (o.usageSource !== 'reported') await settleEstimate(o, { chat: body }, answer);
+      await relayChatStream({ request, adapter, res, wantsUsage: clientWantsUsage(body), clientGone, answer });
+      outcome.upstreamMs = call.elapsedMs();
+      call.span?.end(res.status, outcome.status === 'failure' ? outcome.errorType : null);
+      // After the client has its whole stream: what the upstream did not report is estimated.
+      await settleEstimate(outcome, { chat: body }, answer);
       return null;
     }
     const text = await res.text();
-    call.stamp();
+    outcome.upstreamMs = call.elapsedMs();
     let json: { id?: unknown; model?: unknown; choices?: { finish_reason?: unknown }[] };
     try {
       json = JSON.parse(text) as typeof json;
     } catch {
-      call.span.end(res.status, 'invalid_json');
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+      throw notJson(call);
     }
     const usage = adapter.usageFromResponse(json);
     if (usage) {
-      o.usage = usage;
-      o.usageSource = 'reported';
+      outcome.usage = usage;
+      outcome.usageSource = 'reported';
     }
-    trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
-    call.span.end(res.status, null);
+    request.trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
+    call.span?.end(res.status, null);
     reply.code(200).header('content-type', 'application/json').send(text);
-    if (!usage) await settleEstimate(o, { chat: body }, adapter.answerText(json));
+    await settleEstimate(outcome, { chat: body }, adapter.answerText(json));
     return null;
   } catch (err) {
-    if (err instanceof TollgateError && !call.gone.aborted) throw err;
-    settleFailure(err, call, reply, o);
-    return null;
+    if (clientGone.aborted) {
+      markAborted(outcome, reply);
+      return null;
+    }
+    throw err instanceof TollgateError ? err : classifyTransportError(err);
   } finally {
-    call.release();
+    sent.release();
   }
 }
 
@@ -139,11 +140,22 @@ function finishReasons(choices: unknown): string[] {
   return choices.map((c: { finish_reason?: unknown }) => c?.finish_reason).filter((r): r is string => typeof r === 'string');
 }
 
+/** What the fast path's stream relay needs. */
+interface ChatStream {
+  readonly request: ClientRequest;
+  readonly adapter: ChatAdapter;
+  readonly res: UpstreamResponse;
+  /** The client asked for the usage chunk (stream_options.include_usage); otherwise it is read and not forwarded. */
+  readonly wantsUsage: boolean;
+  readonly clientGone: ClientAbort;
+  /** Where the answer's text is kept, for an estimate when the upstream reports no usage. */
+  readonly answer: AnswerText;
+}
+
 /** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
-async function pipeStream(
-  ctx: GatewayContext, adapter: ChatAdapter, res: UpstreamResponse, wantsUsage: boolean, trace: RequestTrace,
-  reply: FastifyReply, o: Outcome, t0: number, signal: ClientAbort, answer: AnswerText,
-): Promise<void> {
+async function relayChatStream(s: ChatStream): Promise<void> {
+  const { request, adapter, wantsUsage, answer } = s;
+  const { reply, outcome, t0 } = request;
   const raw = openEventStream(reply);
   const parser = new SseParser();
   let sawDone = false;
@@ -166,19 +178,20 @@ async function pipeStream(
       return ''; // not JSON: never forwarded
     }
     if (json.error !== undefined) {
-      o.status = 'failure';
-      o.errorType = 'upstream_stream_error';
+      outcome.status = 'failure';
+      outcome.errorType = 'upstream_stream_error';
       return formatFrame(f.data, f.event);
     }
     const info = adapter.inspectChunk(json);
     if (info.usage) {
-      o.usage = info.usage;
-      o.usageSource = 'reported';
+      outcome.usage = info.usage;
+      outcome.usageSource = 'reported';
     }
     if (info.deltas > 0) {
       answer.output(info.output);
       answer.reasoning(info.reasoning);
-      if (o.ttftMs === null) o.ttftMs = performance.now() - t0;
+      outcome.streamed.chars += info.output.length + info.reasoning.length;
+      if (outcome.ttftMs === null) outcome.ttftMs = performance.now() - t0;
     }
     respId ??= typeof json.id === 'string' ? json.id : null;
     respModel ??= typeof json.model === 'string' ? json.model : null;
@@ -196,31 +209,31 @@ async function pipeStream(
 
   try {
     // Everything one upstream read completes goes to the client in one write.
-    for await (const chunk of res.body) {
+    for await (const chunk of s.res.body) {
       let out = '';
       for (const f of parser.push(chunk as Uint8Array)) out += onFrame(f);
       if (out) await write(raw, out);
     }
     let tail = '';
     for (const f of parser.end()) tail += onFrame(f);
-    if (!sawDone && !finished && o.status === 'success') {
+    if (!sawDone && !finished && outcome.status === 'success') {
       if (tail) await write(raw, tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
     // An upstream error event ended the stream: it is the last event, with no [DONE] (docs/errors.md).
-    if (!sawDone && o.status === 'success') tail += formatFrame('[DONE]');
+    if (!sawDone && outcome.status === 'success') tail += formatFrame('[DONE]');
     if (tail) await write(raw, tail);
   } catch (err) {
-    if (signal.aborted) {
-      markAborted(o, reply);
+    if (s.clientGone.aborted) {
+      markAborted(outcome, reply);
     } else {
       const e = classifyTransportError(err);
-      o.status = 'failure';
-      o.errorType = e.code;
-      await write(raw, formatFrame(JSON.stringify(errorBody(e, String(reply.getHeader('x-request-id') ?? '')))));
+      outcome.status = 'failure';
+      outcome.errorType = e.code;
+      await write(raw, formatFrame(JSON.stringify(errorBody(e, request.requestId))));
     }
   } finally {
-    trace.setResponse(respId, respModel, reasons);
-    closeEventStream(ctx, raw);
+    request.trace.setResponse(respId, respModel, reasons);
+    closeEventStream(raw, { closing: request.ctx.closing() });
   }
 }

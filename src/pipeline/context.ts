@@ -4,11 +4,12 @@ import type { ConfigHolder } from '../config/watch.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Router } from '../routing/router.js';
 import type { Tracing } from '../telemetry/tracing.js';
-import type { Dispatcher } from '../providers/transport.js';
+import type { Upstream } from './upstream.js';
 
 export interface GatewayContext {
   readonly config: ConfigHolder;
-  readonly dispatcher: Dispatcher;
+  /** The one way out to providers. */
+  readonly upstream: Upstream;
   readonly tracing: Tracing;
   readonly ledger: Ledger;
   readonly router: Router;

@@ -7,16 +7,16 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { geminiSameFormat } from '../wire/gemini/same-format.js';
 import { isObj, type Json } from '../wire/same-format.js';
 import type { UpstreamRequest } from '../wire/types.js';
-import type { Route } from '../routing/resolve.js';
 import { TollgateError } from '../core/errors.js';
+import { classifyTransportError } from '../providers/transport.js';
+import type { ClientAbort } from '../providers/upstream.js';
 import { anthropicCodec } from '../wire/anthropic/index.js';
 import { resolveModel } from '../routing/resolve.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
-import { classifyTransportError } from '../providers/transport.js';
-import { ClientAbort } from '../providers/upstream.js';
-import { FORWARDED_ERROR_HEADERS, pickHeaders } from './outcome.js';
+import { FORWARDED_ERROR_HEADERS, pickHeaders } from './reply.js';
 import { upstreamHeaders } from './passthrough.js';
+import { watchClient, type UpstreamCall } from './upstream.js';
 
 export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
 
@@ -33,10 +33,16 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
     );
   }
   const route = await ctx.router.connect(resolved);
-  const built = anthropicCodec.buildRequest(canonical, { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig });
-  // Fields of a message request the counter does not take.
-  const { max_tokens: _maxTokens, stream: _stream, service_tier: _tier, ...upstreamBody } = built.body;
-  await relayCount(ctx, route, { path: `${built.path}/count_tokens`, headers: built.headers, body: upstreamBody }, reply);
+  await answerCount(reply, (signal) =>
+    ctx.upstream.callOnce(route, canonical, {
+      codec: anthropicCodec, stream: false, signal,
+      reshape: (built) => {
+        // Fields of a message request the counter does not take.
+        const { max_tokens: _maxTokens, stream: _stream, service_tier: _tier, ...body } = built.body;
+        return { path: `${built.path}/count_tokens`, headers: built.headers, body };
+      },
+    }),
+  );
 }
 
 /**
@@ -57,25 +63,22 @@ export async function handleGeminiCountTokens(ctx: GatewayContext, model: string
   const body: Json = req.body;
   if (isObj(body.generateContentRequest)) body.generateContentRequest.model = `models/${route.modelId.replace(/^models\//, '')}`;
   const path = geminiSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: 'countTokens', alt: '' });
-  await relayCount(ctx, route, { path, headers: upstreamHeaders(geminiSameFormat, req, route, false), body }, reply);
+  const request: UpstreamRequest = { path, headers: upstreamHeaders(geminiSameFormat, req, route, false), body };
+  await answerCount(reply, (signal) => ctx.upstream.send(route, request, { stream: false, signal }));
 }
 
-/** Send a counting request and answer the client with what came back (status, body, retry headers). */
-async function relayCount(ctx: GatewayContext, route: Route, upReq: UpstreamRequest, reply: FastifyReply): Promise<void> {
-  const gone = new ClientAbort();
-  const onClose = () => gone.abort();
-  reply.raw.once('close', onClose);
+/** Make the counting call and answer the client with what came back (status, body, retry headers). */
+async function answerCount(reply: FastifyReply, count: (signal: ClientAbort) => Promise<UpstreamCall>): Promise<void> {
+  const client = watchClient(reply);
   try {
-    const res = await ctx.dispatcher.send(
-      route.connection?.id ?? route.providerId, route.provider, upReq, { stream: false, signal: gone },
-    );
+    const { res } = await count(client.signal);
     const text = await res.text();
     const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);
     await reply.code(res.status).headers(headers).send(text);
   } catch (err) {
-    if (gone.aborted) return reply.hijack();
-    throw classifyTransportError(err);
+    if (client.signal.aborted) return reply.hijack();
+    throw err instanceof TollgateError ? err : classifyTransportError(err);
   } finally {
-    reply.raw.off('close', onClose);
+    client.release();
   }
 }

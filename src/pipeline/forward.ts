@@ -1,24 +1,27 @@
 // Forwarding through the canonical model: one client request (an Exchange) to one target. The request is fitted
 // to the target (suffix, clamp, capabilities), built by the provider's codec (which reports what it dropped: the
-// x-tollgate-dropped-params header), sent, and its answer (whole, or event by event) parsed and rendered back in the
-// client's format. translated.ts (a model) and combo/ (each attempt) both forward through here.
+// x-tollgate-dropped-params header), sent once (Upstream.callOnce), and its answer (whole, or event by event through
+// the EventRelay) parsed and rendered back in the client's format. translated.ts (a model) and combo/ (each attempt)
+// both forward through here.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
-import type { BuiltRequest, StreamParser, StreamRenderer, Target, WireCodec } from '../wire/codec.js';
-import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
-import { type Route } from '../routing/resolve.js';
+import type { BuiltRequest, StreamParser, StreamRenderer, WireCodec } from '../wire/codec.js';
+import type { UpstreamFailure } from '../routing/failures.js';
+import type { Route } from '../routing/resolve.js';
 import { AnswerToolEvents, unwrapAnswerTool } from '../wire/answer-tool.js';
 import type { CanonicalEvent, CanonicalField, CanonicalRequest, CanonicalResponse } from '../wire/canonical.js';
 import { fitCapabilities } from '../wire/capabilities.js';
 import { AnswerText, answerOf } from '../wire/estimate.js';
 import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
-import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
-import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
-import { StreamFacts, closeEventStream, markAborted, openEventStream, settleEstimate, write, type Outcome } from './outcome.js';
-import { callUpstream, readUpstreamError, sendFailure, settleFailure, streamFailure } from './upstream-call.js';
-import { SseParser } from '../wire/sse.js';
+import type { ClientAbort } from '../providers/upstream.js';
+import type { GatewayContext } from './context.js';
+import { settleEstimate, type Outcome } from './outcome.js';
+import { EventRelay, type FailureHandling } from './relay.js';
+import { markAborted } from './reply.js';
+import { buildFor, callForClient, failWith, notJson, readUpstreamError, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
+
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
 export interface InboundSpec {
   readonly endpoint: string;
@@ -48,14 +51,23 @@ export interface Exchange {
   readonly parsed: CanonicalRequest;
 }
 
+/** How a request is fitted to its target (fitRequest). */
+export interface Fitting {
+  /** The model name the answer is shown under (the one the client asked for). */
+  readonly model: string;
+  /** The thinking level a suffix named; it wins over the request's own. */
+  readonly thinking: CanonicalRequest['thinking'];
+  readonly stream: boolean;
+}
+
 /**
  * Fit a request to its target: the suffix's thinking level wins, max_tokens is clamped to the model's ceiling, and
- * what the model's capabilities exclude is removed (translate/capabilities.ts).
+ * what the model's capabilities exclude is removed (wire/capabilities.ts).
  */
-export function fitRequest(req: CanonicalRequest, route: Route, model: string, thinking: CanonicalRequest['thinking'], stream: boolean): CanonicalRequest {
+export function fitRequest(req: CanonicalRequest, route: Route, fitting: Fitting): CanonicalRequest {
   const ceiling = route.modelConfig?.max_output_tokens;
   const maxTokens = ceiling !== undefined && req.maxTokens !== undefined ? Math.min(req.maxTokens, ceiling) : req.maxTokens;
-  return fitCapabilities({ ...req, model, stream, maxTokens, thinking: thinking ?? req.thinking }, route.modelConfig);
+  return fitCapabilities({ ...req, model: fitting.model, stream: fitting.stream, maxTokens, thinking: fitting.thinking ?? req.thinking }, route.modelConfig);
 }
 
 /** The response header listing the client parameters a translated request did not carry (docs/translation.md). */
@@ -65,10 +77,10 @@ export const DROPPED_PARAMS_HEADER = 'x-tollgate-dropped-params';
  * The upstream request for `target`, or the 400 naming the client's parameter when the target cannot carry it
  * without changing the answer's meaning (BuiltRequest.refused).
  */
-export function buildUpstream(x: Exchange, outbound: WireCodec, canonical: CanonicalRequest, target: Target): BuiltRequest {
-  const built = outbound.buildRequest(canonical, target);
+export function buildUpstream(exchange: Exchange, outbound: WireCodec, canonical: CanonicalRequest, route: Route): BuiltRequest {
+  const built = buildFor(outbound, route, canonical);
   if (built.refused !== undefined) {
-    const param = x.inbound.codec.paramNames[built.refused.field];
+    const param = exchange.inbound.codec.paramNames[built.refused.field];
     throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `'${param}' ${built.refused.reason}`, { param });
   }
   return built;
@@ -86,86 +98,117 @@ export function droppedParams(names: WireCodec['paramNames'], canonical: Canonic
 }
 
 /** Tell the client (header, set before the first byte) and the request span which parameters were not carried. */
-export function listDropped(x: Exchange, params: readonly string[]): void {
-  if (params.length > 0) x.reply.header(DROPPED_PARAMS_HEADER, params.join(', '));
-  else x.reply.removeHeader(DROPPED_PARAMS_HEADER);
-  x.trace.droppedParams(params);
+export function listDropped(exchange: Exchange, params: readonly string[]): void {
+  if (params.length > 0) exchange.reply.header(DROPPED_PARAMS_HEADER, params.join(', '));
+  else exchange.reply.removeHeader(DROPPED_PARAMS_HEADER);
+  exchange.trace.droppedParams(params);
 }
 
 /** The client's stream renderer for an answer shown under `model`. */
-export function rendererFor(x: Exchange, model: string): StreamRenderer {
-  return x.inbound.renderer ? x.inbound.renderer(x.req, model, x.requestId) : x.inbound.codec.createStreamRenderer(model);
+export function rendererFor(exchange: Exchange, model: string): StreamRenderer {
+  return exchange.inbound.renderer ? exchange.inbound.renderer(exchange.req, model, exchange.requestId) : exchange.inbound.codec.createStreamRenderer(model);
 }
 
-export async function forward(
-  x: Exchange, resolved: Route, canonical: CanonicalRequest, o: Outcome, t0: number, defer: boolean, opts: { readonly dropped?: readonly string[] } = {},
-): Promise<UpstreamFailure | null> {
-  const { ctx, reply } = x;
+/** One forwarding of an exchange to one target. */
+export interface Forwarding {
+  /** The target as resolved (its connection is picked here). */
+  readonly route: Route;
+  /** The request fitted to the target. */
+  readonly canonical: CanonicalRequest;
+  /** Where this call's outcome is kept (the request's, or the attempt's). */
+  readonly outcome: Outcome;
+  /** performance.now() when the request (or the attempt) started. */
+  readonly t0: number;
+  /** 'answer': a failure is answered here; 'return': one before any byte is returned (a combo's next member may answer). */
+  readonly failures: FailureHandling;
+  /** What to list as not carried, instead of this request's own list (a fusion judge lists its panel's). */
+  readonly dropped?: readonly string[];
+}
+
+/**
+ * One upstream call, answered to the client in its format, under the name of the model that served it. Returns null
+ * once the client has its answer (or went away). With `failures: 'return'`, a failure before any byte reached the
+ * client is returned instead of sent, and a stream opens only with its first output. With 'answer', failures are
+ * answered here (an upstream error status relayed as it came) or thrown as a TollgateError for the handler to answer.
+ */
+export async function forward(exchange: Exchange, f: Forwarding): Promise<UpstreamFailure | null> {
+  const { ctx, reply } = exchange;
+  const { outcome, canonical } = f;
+  const returnFailure = f.failures === 'return';
   let route: Route;
   try {
-    route = await ctx.router.connect(resolved);
+    route = await ctx.router.connect(f.route);
   } catch (err) {
-    if (!defer || !(err instanceof TollgateError)) throw err;
-    o.route = resolved;
-    return failWith(o, err);
+    if (!returnFailure || !(err instanceof TollgateError)) throw err;
+    outcome.route = f.route;
+    return failWith(outcome, err);
   }
-  o.route = route;
-  const outbound = x.codecs(route.provider.format);
-  const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
-  const upReq = buildUpstream(x, outbound, canonical, target);
-  listDropped(x, opts.dropped ?? droppedParams(x.inbound.codec.paramNames, canonical, upReq.dropped));
-  let call;
+  outcome.route = route;
+  const outbound = exchange.codecs(route.provider.format);
+  const built = buildUpstream(exchange, outbound, canonical, route);
+  listDropped(exchange, f.dropped ?? droppedParams(exchange.inbound.codec.paramNames, canonical, built.dropped));
+  let sent: ClientCall | null;
   try {
-    call = await callUpstream(ctx, route, upReq, canonical.stream, x.trace, reply, o);
+    sent = await callForClient({ reply, trace: exchange.trace, outcome }, (opts) => ctx.upstream.callOnce(route, canonical, { ...opts, codec: outbound, built, stream: canonical.stream }));
   } catch (err) {
-    if (!defer || !(err instanceof TollgateError)) throw err;
-    return failWith(o, err);
+    if (!returnFailure || !(err instanceof TollgateError)) throw err;
+    return failWith(outcome, err);
   }
-  if (call === null) return null;
-  const { res } = call;
+  if (sent === null) return null;
+  const { call, clientGone } = sent;
   try {
     // An upstream error status reaches the client with its retry headers; the body is passed as it came.
-    const failed = await readUpstreamError(call, o);
+    const failed = await readUpstreamError(call, outcome);
     if (failed !== null) {
-      if (!defer) sendFailure(reply, failed, x.requestId);
+      if (!returnFailure) sendFailure(reply, failed, exchange.requestId);
       return failed;
     }
-    if (canonical.stream) {
-      // A 200 that is not an event stream (an HTML page from a proxy in between, a JSON body) is refused before any
-      // byte reaches the client, as on the fast path: a 502 in the gateway's error shape. No content type: read it.
-      const type = String(res.headers['content-type'] ?? 'text/event-stream');
-      if (!type.startsWith('text/event-stream')) {
-        call.stamp();
-        call.span.end(res.status, 'not_event_stream');
-        throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
-      }
-      const answer = new AnswerText();
-      const parser = answerToolParser(outbound.createStreamParser(), upReq.answerTool);
-      const early = await pipeEvents(ctx, parser, rendererFor(x, route.model), res, reply, o, t0, call.gone, defer, x.trace, answer);
-      call.stamp();
-      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
-      // After the client has its whole stream: what the upstream did not report is estimated.
-      if (early === null) await settleEstimate(o, { canonical }, answer);
-      return early;
-    }
-    const text = await res.text();
-    call.stamp();
-    const answer = readAnswer(outbound, res.status, text, o, upReq.answerTool);
-    x.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
-    call.span.end(res.status, null);
-    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(x.inbound.codec.renderResponse(answer, route.model)));
-    if (answer.usage === null) await settleEstimate(o, { canonical }, answerOf(answer.content));
+    if (canonical.stream) return await relayStream(exchange, { ...f, route, outbound, built, call, clientGone });
+    const text = await call.res.text();
+    outcome.upstreamMs = call.elapsedMs();
+    const answer = readAnswer(outbound, text, outcome, { call, answerTool: built.answerTool });
+    exchange.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
+    call.span?.end(call.res.status, null);
+    reply.code(200).header('content-type', 'application/json').send(JSON.stringify(exchange.inbound.codec.renderResponse(answer, route.model)));
+    await settleEstimate(outcome, { canonical }, answerOf(answer.content));
     return null;
   } catch (err) {
-    if (err instanceof TollgateError && !call.gone.aborted) {
-      if (defer) return failWith(o, err);
-      throw err;
+    if (clientGone.aborted) {
+      markAborted(outcome, reply);
+      return null;
     }
-    settleFailure(err, call, reply, o);
-    return null;
+    const e = err instanceof TollgateError ? err : classifyTransportError(err);
+    if (returnFailure) return failWith(outcome, e);
+    throw e;
   } finally {
-    call.release();
+    sent.release();
   }
+}
+
+/** A streamed answer, through the EventRelay; the usage it did not report is estimated once the client has it all. */
+async function relayStream(
+  exchange: Exchange, f: Forwarding & { readonly route: Route; readonly outbound: WireCodec; readonly built: BuiltRequest; readonly call: UpstreamCall; readonly clientGone: ClientAbort },
+): Promise<UpstreamFailure | null> {
+  const { call, outcome } = f;
+  // A 200 that is not an event stream (an HTML page from a proxy in between, a JSON body) is refused before any byte
+  // reaches the client, as on the fast path: a 502 in the gateway's error shape. No content type: read it.
+  const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
+  if (!type.startsWith('text/event-stream')) {
+    outcome.upstreamMs = call.elapsedMs();
+    call.span?.end(call.res.status, 'not_event_stream');
+    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
+  }
+  const answer = new AnswerText();
+  const relay = new EventRelay({
+    ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,
+    parser: answerToolParser(f.outbound.createStreamParser(), f.built.answerTool), renderer: rendererFor(exchange, f.route.model),
+  });
+  const failed = await relay.run(call.res);
+  outcome.upstreamMs = call.elapsedMs();
+  call.span?.end(call.res.status, outcome.status === 'failure' ? outcome.errorType : null);
+  // After the client has its whole stream: what the upstream did not report is estimated.
+  if (failed === null) await settleEstimate(outcome, { canonical: f.canonical }, answer);
+  return failed;
 }
 
 /** The provider's stream parser, with the calls of a response-format tool (`answerTool`) turned into text. */
@@ -186,96 +229,18 @@ function answerToolParser(inner: StreamParser, answerTool: string | undefined): 
  * A whole (non-streamed) upstream answer, parsed by the provider's codec (calls of a response-format tool,
  * `answerTool`, turned into text); its usage goes into the outcome.
  */
-export function readAnswer(outbound: WireCodec, status: number, text: string, o: Outcome, answerTool?: string): CanonicalResponse {
+export function readAnswer(outbound: WireCodec, text: string, outcome: Outcome, from: { readonly call: UpstreamCall; readonly answerTool: string | undefined }): CanonicalResponse {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    o.span?.end(status, 'invalid_json');
-    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+    throw notJson(from.call);
   }
   const parsed = outbound.parseResponse(json);
-  const answer = answerTool === undefined ? parsed : unwrapAnswerTool(parsed, answerTool);
+  const answer = from.answerTool === undefined ? parsed : unwrapAnswerTool(parsed, from.answerTool);
   if (answer.usage) {
-    o.usage = answer.usage;
-    o.usageSource = 'reported';
+    outcome.usage = answer.usage;
+    outcome.usageSource = 'reported';
   }
   return answer;
-}
-
-/** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */
-export function failWith(o: Outcome, e: TollgateError): UpstreamFailure {
-  o.status = 'failure';
-  o.httpStatus = e.status;
-  o.errorType = e.code;
-  o.span?.end(null, e.code);
-  return errorFailure(e);
-}
-
-/**
- * Upstream SSE -> canonical events -> the client's SSE. Usage and timing come from the canonical events. With
- * `defer`, the client's stream opens with the first output, and a failure before it is returned (nothing sent).
- */
-async function pipeEvents(
-  ctx: GatewayContext, parser: StreamParser, renderer: StreamRenderer, res: UpstreamResponse,
-  reply: FastifyReply, o: Outcome, t0: number, gone: ClientAbort, defer: boolean, trace: RequestTrace, answer: AnswerText,
-): Promise<UpstreamFailure | null> {
-  let raw = defer ? null : openEventStream(reply);
-  const facts = new StreamFacts(o, answer, t0);
-  const emit = (s: string): Promise<void> | void => write((raw ??= openEventStream(reply)), s);
-  const sse = new SseParser();
-  let upstreamError = '';
-  let upstreamCode = '';
-  const onEvent = (e: CanonicalEvent): string => {
-    facts.observe(e);
-    if (e.type === 'error') {
-      // Rendered once, as the client format's terminal error, when the stream ends.
-      upstreamError = e.message;
-      upstreamCode = e.code ?? '';
-      return '';
-    }
-    return renderer.event(e);
-  };
-  try {
-    for await (const chunk of res.body) {
-      let out = '';
-      for (const f of sse.push(chunk as Uint8Array)) for (const e of parser.frame(f)) out += onEvent(e);
-      if (out) await emit(out);
-      else if (raw === null && o.status === 'failure') break; // an error before any output: the next member may answer
-    }
-    let tail = '';
-    if (raw !== null || o.status !== 'failure') {
-      for (const f of sse.end()) for (const e of parser.frame(f)) tail += onEvent(e);
-      for (const e of parser.end()) tail += onEvent(e);
-    }
-    if (!parser.terminated && o.status === 'success') {
-      if (tail) await emit(tail);
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
-    }
-    if (raw === null && o.status === 'failure') {
-      res.body.destroy();
-      return { ...streamFailure(o.errorType), status: 502, retryable: true, error: new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', upstreamError || 'the upstream provider reported an error') };
-    }
-    // The upstream's own error kind (e.g. overloaded_error) reaches the client; the row keeps upstream_stream_error.
-    tail += o.status === 'success' ? renderer.end() : renderer.error(upstreamCode || o.errorType, upstreamError || 'the upstream provider reported an error');
-    await emit(tail);
-  } catch (err) {
-    if (gone.aborted) {
-      markAborted(o, reply);
-    } else {
-      const e = err instanceof TollgateError ? err : classifyTransportError(err);
-      o.status = 'failure';
-      o.errorType = e.code;
-      if (raw === null && defer) {
-        res.body.destroy();
-        return errorFailure(e);
-      }
-      await emit(renderer.error(e.code, e.message));
-    }
-  } finally {
-    // The text seen is in `answer`; what the upstream did not report is estimated once the stream is closed.
-    if (raw !== null) closeEventStream(ctx, raw);
-    trace.setResponse(facts.id, facts.model, facts.reasons);
-  }
-  return null;
 }

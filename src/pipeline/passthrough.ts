@@ -9,22 +9,24 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import { isObj, type Json, type SameFormat, type SameFormatCall } from '../wire/same-format.js';
 import type { UpstreamRequest } from '../wire/types.js';
-import { autoSwitch } from '../routing/auto-switch.js';
+import type { Target } from '../routing/auto-switch.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { CanonicalEvent } from '../wire/canonical.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
-import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
+import { finishReasonOf } from '../telemetry/tracing.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
-import type { Usage } from '../ledger/types.js';
+import { knowsInput, knowsOutput, type Usage } from '../ledger/types.js';
 import { AnswerText, answerOf } from '../wire/estimate.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
-import { type ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
+import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { forwardedHeaders } from '../providers/forward-headers.js';
-import { StreamFacts, begin, openRequest, closeEventStream, finish, markAborted, modelHeader, openEventStream, settleEstimate, write, type Outcome, type RequestMeta } from './outcome.js';
+import { StreamFacts, settleEstimate } from './outcome.js';
+import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
-import { callUpstream, readUpstreamError, sendFailure, settleFailure, settleRoute, failRequest } from './upstream-call.js';
+import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
+import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
 export interface PassthroughInbound {
@@ -71,102 +73,98 @@ export function upstreamHeaders(f: SameFormat, req: FastifyRequest, route: Route
   return Object.assign(h, f.authHeaders(route.provider));
 }
 
-export async function handlePassthrough(ctx: GatewayContext, inbound: PassthroughInbound, req: FastifyRequest, reply: FastifyReply): Promise<void> {
-  const { t0, startedAt, requestId, trace, o } = openRequest(ctx, req, reply, inbound.endpoint);
-  const cfg = ctx.config.current;
-  let requestedModel = '';
-  let stream = false;
-  const meta = (): RequestMeta => ({ endpoint: inbound.endpoint, requestId, startedAt, t0, requestedModel, stream });
-  begin(ctx, req, o, meta);
-  try {
-    if (!isObj(req.body)) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'request body must be a JSON object');
-    const { model: asked, call } = inbound.target(req);
-    requestedModel = parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL);
-    stream = call.stream;
-    reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
-    const target = autoSwitch(cfg, asked, ctx.router.budget);
-    if (target.switched) {
-      o.autoSwitched = true;
-      reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(requestedModel));
-    }
-    const named = parseThinkingSuffix(target.model);
-    o.route = resolveModel(cfg, named.model);
-    trace.routed(o.route.model, o.route.providerId, o.route.modelId);
-    o.route = await ctx.router.connect(o.route);
-    const f = inbound.format;
-    const upReq: UpstreamRequest = {
-      path: f.upstreamPath(o.route.provider, o.route.modelId, call),
-      headers: upstreamHeaders(f, req, o.route, stream),
-      body: rewriteBody(f, req.body, o.route, named.thinking),
-    };
-    settleRoute(ctx, o, await forward(ctx, f, o.route, upReq, { body: upReq.body, stream, trace, reply, o, t0, requestId }));
-  } catch (err) {
-    failRequest(ctx, req, reply, o, err, { requestId, settleRoute: true });
-  } finally {
-    finish(ctx, req, trace, o, meta());
-  }
+/** How a request comes to the passthrough: the endpoint it arrived on, and the route's auto-switch answer. */
+export interface PassthroughRoute {
+  readonly inbound: PassthroughInbound;
+  readonly target: Target;
 }
 
-interface Pass {
-  /** The body sent upstream: what an estimate of the input reads, when the upstream reports no usage. */
-  readonly body: Readonly<Record<string, unknown>>;
-  readonly stream: boolean;
-  readonly trace: RequestTrace;
-  readonly reply: FastifyReply;
-  readonly o: Outcome;
-  readonly t0: number;
-  readonly requestId: string;
+export function handlePassthrough(ctx: GatewayContext, route: PassthroughRoute, req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return serveRequest(ctx, req, reply, route.inbound.endpoint, (request) => passThrough(request, route));
+}
+
+async function passThrough(request: ClientRequest, route: PassthroughRoute): Promise<void> {
+  const { ctx, req, outcome } = request;
+  if (!isObj(req.body)) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'request body must be a JSON object');
+  const f = route.inbound.format;
+  const { model: asked, call } = route.inbound.target(req);
+  request.named(parseThinkingSuffix(asked).model.slice(0, MAX_REQUESTED_MODEL), call.stream);
+  outcome.streamed.expected = f.getMaxTokens(req.body) ?? null;
+  request.switchedTo(route.target);
+  const named = parseThinkingSuffix(route.target.model);
+  outcome.route = resolveModel(ctx.config.current, named.model);
+  request.trace.routed(outcome.route.model, outcome.route.providerId, outcome.route.modelId);
+  outcome.route = await ctx.router.connect(outcome.route);
+  const upstreamRequest: UpstreamRequest = {
+    path: f.upstreamPath(outcome.route.provider, outcome.route.modelId, call),
+    headers: upstreamHeaders(f, req, outcome.route, call.stream),
+    body: rewriteBody(f, req.body, outcome.route, named.thinking),
+  };
+  reportToRouter(ctx, outcome, await forwardSameFormat(request, { format: f, route: outcome.route, upstreamRequest }));
+}
+
+/** One same-format forwarding: the format, the connected route, the request as it goes upstream. */
+interface SameFormatCallSpec {
+  readonly format: SameFormat;
+  readonly route: Route;
+  readonly upstreamRequest: UpstreamRequest;
 }
 
 /** The upstream call; its answer goes to the client as it came. Returns the failure when the upstream refused. */
-async function forward(ctx: GatewayContext, f: SameFormat, route: Route, upReq: UpstreamRequest, p: Pass): Promise<UpstreamFailure | null> {
-  const { reply, o } = p;
-  const call = await callUpstream(ctx, route, upReq, p.stream, p.trace, reply, o);
-  if (call === null) return null;
+async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpec): Promise<UpstreamFailure | null> {
+  const { ctx, reply, outcome } = request;
+  const { format: f, upstreamRequest } = spec;
+  const stream = request.facts.stream;
+  const sent = await callForClient(request, (opts) => ctx.upstream.send(spec.route, upstreamRequest, { ...opts, stream }));
+  if (sent === null) return null;
+  const { call, clientGone } = sent;
   const { res } = call;
+  // The body sent: what an estimate of the input reads, when the upstream reports no usage.
+  const sentBody = upstreamRequest.body;
   try {
-    const failed = await readUpstreamError(call, o);
+    const failed = await readUpstreamError(call, outcome);
     if (failed !== null) {
-      sendFailure(reply, failed, p.requestId);
+      sendFailure(reply, failed, request.requestId);
       return failed;
     }
     const type = String(res.headers['content-type'] ?? '');
     if (type.startsWith('text/event-stream')) {
       const answer = new AnswerText();
-      await pipeStream(ctx, f, res, call.gone, p, answer);
-      call.stamp();
-      call.span.end(res.status, o.status === 'failure' ? o.errorType : null);
+      await relaySameFormat({ request, format: f, res, clientGone, answer });
+      outcome.upstreamMs = call.elapsedMs();
+      call.span?.end(res.status, outcome.status === 'failure' ? outcome.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
-      await estimate(f, p, answer);
+      await estimate(request, f, sentBody, answer);
       return null;
     }
     const parts: Buffer[] = [];
     for await (const c of res.body) parts.push(Buffer.from(c as Uint8Array));
     const bytes = Buffer.concat(parts);
-    call.stamp();
+    outcome.upstreamMs = call.elapsedMs();
     let json: unknown;
     try {
       json = JSON.parse(bytes.toString('utf8'));
     } catch {
-      call.span.end(res.status, 'invalid_json');
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+      throw notJson(call);
     }
     const facts = answerFacts(f, json);
     if (facts.usage !== null) {
-      o.usage = facts.usage;
-      o.usageSource = 'reported';
+      outcome.usage = facts.usage;
+      outcome.usageSource = 'reported';
     }
-    p.trace.setResponse(facts.id, facts.model, facts.reasons);
-    call.span.end(res.status, null);
+    request.trace.setResponse(facts.id, facts.model, facts.reasons);
+    call.span?.end(res.status, null);
     reply.code(200).header('content-type', type || 'application/json').send(bytes);
-    if (facts.usage === null) await estimate(f, p, facts.answer);
+    await estimate(request, f, sentBody, facts.answer);
     return null;
   } catch (err) {
-    if (err instanceof TollgateError && !call.gone.aborted) throw err;
-    settleFailure(err, call, reply, o);
-    return null;
+    if (clientGone.aborted) {
+      markAborted(outcome, reply);
+      return null;
+    }
+    throw err instanceof TollgateError ? err : classifyTransportError(err);
   } finally {
-    call.release();
+    sent.release();
   }
 }
 
@@ -180,16 +178,29 @@ function answerFacts(f: SameFormat, json: unknown): { usage: Usage | null; id: s
   }
 }
 
-/** Estimate what the upstream did not report, from the body sent (read as the format's canonical request). */
-async function estimate(f: SameFormat, p: Pass, answer: AnswerText): Promise<void> {
-  if (p.o.usageSource === 'reported' && p.o.usage.input !== null && p.o.usage.output !== null) return;
+/**
+ * Estimate what the upstream did not report (the one rule, settleEstimate), from the body sent read as the format's
+ * canonical request; a usage reported whole needs no reading of the body.
+ */
+async function estimate(request: ClientRequest, f: SameFormat, sent: Readonly<Record<string, unknown>>, answer: AnswerText): Promise<void> {
+  const { outcome } = request;
+  if (knowsInput(outcome.usage) && knowsOutput(outcome.usage)) return;
   let canonical;
   try {
-    canonical = f.codec.parseRequest(p.body);
+    canonical = f.codec.parseRequest(sent);
   } catch {
     return; // a body the codec cannot read (the upstream took it): its usage stays as reported
   }
-  await settleEstimate(p.o, { canonical }, answer);
+  await settleEstimate(outcome, { canonical }, answer);
+}
+
+/** What the passthrough's stream relay needs. */
+interface SameFormatStream {
+  readonly request: ClientRequest;
+  readonly format: SameFormat;
+  readonly res: UpstreamResponse;
+  readonly clientGone: ClientAbort;
+  readonly answer: AnswerText;
 }
 
 /**
@@ -197,13 +208,14 @@ async function estimate(f: SameFormat, p: Pass, answer: AnswerText): Promise<voi
  * codec's stream parser for usage, the first output and the finish. A stream the upstream breaks off gets the
  * format's terminal error appended, so the client's SDK raises rather than taking a cut answer as whole.
  */
-async function pipeStream(ctx: GatewayContext, f: SameFormat, res: UpstreamResponse, gone: ClientAbort, p: Pass, answer: AnswerText): Promise<void> {
-  const { reply, o } = p;
+async function relaySameFormat(s: SameFormatStream): Promise<void> {
+  const { request, format: f } = s;
+  const { reply, outcome } = request;
   const raw = openEventStream(reply);
   const sse = new SseParser();
   const parser = f.codec.createStreamParser();
   let reading = true;
-  const facts = new StreamFacts(o, answer, p.t0);
+  const facts = new StreamFacts(outcome, s.answer, request.t0);
   const onEvent = (e: CanonicalEvent): void => facts.observe(e);
   // Reading never changes what the client gets: a frame the parser cannot read stops the reading, not the bytes.
   let events = 0;
@@ -214,31 +226,31 @@ async function pipeStream(ctx: GatewayContext, f: SameFormat, res: UpstreamRespo
       for (const fr of frames) for (const e of parser.frame(fr)) onEvent(e);
     } catch {
       reading = false;
-      o.status = 'failure';
-      o.errorType = 'TOLLGATE_ERR_UPSTREAM_PROTOCOL';
+      outcome.status = 'failure';
+      outcome.errorType = 'TOLLGATE_ERR_UPSTREAM_PROTOCOL';
     }
   };
   try {
-    for await (const chunk of res.body) {
+    for await (const chunk of s.res.body) {
       read(sse.push(chunk as Uint8Array));
       await write(raw, chunk as Uint8Array);
     }
     read(sse.end());
     if (reading) for (const e of parser.end()) onEvent(e);
-    if (reading && !parser.terminated && o.status === 'success') {
+    if (reading && !parser.terminated && outcome.status === 'success') {
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
   } catch (err) {
-    if (gone.aborted) {
-      markAborted(o, reply);
+    if (s.clientGone.aborted) {
+      markAborted(outcome, reply);
     } else {
       const e = err instanceof TollgateError ? err : classifyTransportError(err);
-      o.status = 'failure';
-      o.errorType = e.code;
+      outcome.status = 'failure';
+      outcome.errorType = e.code;
       await write(raw, f.terminalError(e.code, e.message, { id: facts.id, model: facts.model, events }));
     }
   } finally {
-    closeEventStream(ctx, raw);
-    p.trace.setResponse(facts.id, facts.model, facts.reasons);
+    closeEventStream(raw, { closing: request.ctx.closing() });
+    request.trace.setResponse(facts.id, facts.model, facts.reasons);
   }
 }

@@ -17,7 +17,7 @@ import { TOLLGATE_VERSION } from '../store/archive.js';
 import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
 import { own } from '../core/own.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
-import { autoSwitch, type BudgetGate } from '../routing/auto-switch.js';
+import type { Target } from '../routing/auto-switch.js';
 import { comboOf } from '../routing/combos.js';
 import { listModels } from '../routing/resolve.js';
 import { CHAT_ROUTE, ENDPOINT as CHAT_ENDPOINT, handleChat } from './chat.js';
@@ -101,9 +101,9 @@ const GEMINI_PASS: PassthroughInbound = {
  * provider speaking the client's format, and not a combo (combos, fusion included, keep the canonical path). A name
  * that resolves to nothing goes the translated way, which answers it.
  */
-function passesThrough(cfg: Config, format: CodecFormat, asked: string | undefined, budget: BudgetGate): boolean {
-  if (asked === undefined) return false;
-  const model = parseThinkingSuffix(autoSwitch(cfg, asked, budget).model).model;
+function passesThrough(cfg: Config, format: CodecFormat, target: Target | undefined): boolean {
+  if (target === undefined) return false;
+  const model = parseThinkingSuffix(target.model).model;
   if (comboOf(cfg, model) !== undefined) return false;
   const slash = model.indexOf('/');
   return slash > 0 && own(cfg.providers, model.slice(0, slash))?.format === format;
@@ -114,13 +114,13 @@ function passesThrough(cfg: Config, format: CodecFormat, asked: string | undefin
  * thinking level (`model(level)`, which must become the target's own parameters), or when it uses something the
  * model's configured capabilities exclude (which must be removed). Otherwise it takes the byte-for-byte fast path.
  */
-function chatNeedsTranslation(cfg: Config, body: unknown, budget: BudgetGate): boolean {
+function chatNeedsTranslation(cfg: Config, body: unknown, target: Target | undefined): boolean {
   const b = body as { model?: unknown } | null;
   const model = b?.model;
-  if (typeof model !== 'string') return false; // the fast path answers malformed bodies
+  if (typeof model !== 'string' || target === undefined) return false; // the fast path answers malformed bodies
   if (model.endsWith(')')) return true;
   // A combo runs its attempts through the canonical model; so does a target the budget auto-switch rewrites.
-  if (comboOf(cfg, model) !== undefined || autoSwitch(cfg, model, budget).switched) return true;
+  if (comboOf(cfg, model) !== undefined || target.switched) return true;
   const slash = model.indexOf('/');
   const provider = own(cfg.providers, model.slice(0, Math.max(0, slash)));
   if (provider === undefined) return false;
@@ -151,24 +151,37 @@ async function refuse(reply: FastifyReply, e: TollgateError): Promise<void> {
 }
 
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
-  app.post(CHAT_ROUTE, (req, reply) =>
-    chatNeedsTranslation(ctx.config.current, req.body, ctx.router.budget) ? handleTranslated(ctx, codecFor, CHAT, req, reply) : handleChat(ctx, req, reply),
-  );
   const cfg = () => ctx.config.current;
-  app.post(MESSAGES_ROUTE, (req, reply) =>
-    passesThrough(cfg(), 'anthropic', bodyModel(req.body), ctx.router.budget) ? handlePassthrough(ctx, MESSAGES_PASS, req, reply) : handleTranslated(ctx, codecFor, MESSAGES, req, reply),
-  );
+  // The budget gate is asked once per request, here; the handler gets the answer (undefined: the request names no
+  // model, and its handler answers that).
+  const targetOf = (asked: string | undefined): Target | undefined => (asked === undefined ? undefined : ctx.router.target(asked));
+  app.post(CHAT_ROUTE, (req, reply) => {
+    const target = targetOf(bodyModel(req.body));
+    return chatNeedsTranslation(cfg(), req.body, target) ? handleTranslated(ctx, { codecs: codecFor, inbound: CHAT, target }, req, reply) : handleChat(ctx, req, reply);
+  });
+  app.post(MESSAGES_ROUTE, (req, reply) => {
+    const target = targetOf(bodyModel(req.body));
+    return passesThrough(cfg(), 'anthropic', target)
+      ? handlePassthrough(ctx, { inbound: MESSAGES_PASS, target: target! }, req, reply)
+      : handleTranslated(ctx, { codecs: codecFor, inbound: MESSAGES, target }, req, reply);
+  });
   app.post(COUNT_TOKENS_ROUTE, (req, reply) => handleCountTokens(ctx, req, reply));
-  app.post(RESPONSES_ROUTE, (req, reply) =>
-    passesThrough(cfg(), 'openai-responses', bodyModel(req.body), ctx.router.budget) ? handlePassthrough(ctx, RESPONSES_PASS, req, reply) : handleTranslated(ctx, codecFor, RESPONSES, req, reply),
-  );
+  app.post(RESPONSES_ROUTE, (req, reply) => {
+    const target = targetOf(bodyModel(req.body));
+    return passesThrough(cfg(), 'openai-responses', target)
+      ? handlePassthrough(ctx, { inbound: RESPONSES_PASS, target: target! }, req, reply)
+      : handleTranslated(ctx, { codecs: codecFor, inbound: RESPONSES, target }, req, reply);
+  });
   const gemini = async (req: FastifyRequest, reply: FastifyReply, version: string): Promise<void> => {
     const p = geminiPath(wildcard(req));
     // Not a Gemini call: the same answer as any path without a route, and no usage row.
     if (p === null) return refuse(reply, new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${version}/${wildcard(req).slice(0, 200)}`));
     // Counting consumes no tokens: no usage row, refused or not (as /v1/messages/count_tokens).
     if (p.action === 'countTokens') return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, toTollgateError(err)));
-    return passesThrough(cfg(), 'gemini', p.model, ctx.router.budget) ? handlePassthrough(ctx, GEMINI_PASS, req, reply) : handleTranslated(ctx, codecFor, GEMINI, req, reply);
+    const target = targetOf(p.model);
+    return passesThrough(cfg(), 'gemini', target)
+      ? handlePassthrough(ctx, { inbound: GEMINI_PASS, target: target! }, req, reply)
+      : handleTranslated(ctx, { codecs: codecFor, inbound: GEMINI, target }, req, reply);
   };
   app.post(GEMINI_ROUTE, (req, reply) => gemini(req, reply, '/v1beta'));
   app.post(GEMINI_V1_ROUTE, (req, reply) => gemini(req, reply, '/v1'));

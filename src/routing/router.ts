@@ -1,12 +1,13 @@
 // The routing state of one gateway process: connection choice (round-robin over a provider's connections that are
-// not cooling), cooldowns, each combo's round-robin turn, OAuth access tokens, and the budget gate the
-// auto-switch asks. Built once by app.ts; read by the proxy, /api/quota and /metrics.
+// not cooling), cooldowns, each combo's round-robin turn, OAuth access tokens, and its two gates, given to its
+// constructor: the budget gate the auto-switch asks (once per request, by `target`) and the quota gate combos ask.
+// Built once by app.ts; read by the pipeline, /api/quota and /metrics.
 
 import type { Config, OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { connectionsOf, withAccessToken, type Connection } from '../config/connections.js';
 import { Cooldowns, type CooldownState } from './cooldown.js';
-import { NEVER_EXCEEDED, type BudgetGate } from './auto-switch.js';
+import { autoSwitch, NEVER_EXCEEDED, type BudgetGate, type Target } from './auto-switch.js';
 import type { UpstreamFailure } from './failures.js';
 import type { Route } from './resolve.js';
 import { own } from '../core/own.js';
@@ -38,10 +39,23 @@ export interface QuotaGate {
   exhausted(providerId: string): boolean;
 }
 
+/** The gates a router asks; a gate not given never closes (tests of routing alone). */
+export interface RouterGates {
+  readonly budget?: BudgetGate;
+  readonly quota?: QuotaGate;
+}
+
+export interface RouterOptions {
+  readonly gates?: RouterGates;
+  readonly now?: () => number;
+  readonly tokens?: TokenSources;
+  readonly onCool?: (connectionId: string, reason: string) => void;
+}
+
 export class Router {
   readonly cooldowns: Cooldowns;
-  budget: BudgetGate = NEVER_EXCEEDED;
-  quota: QuotaGate = { exhausted: () => false };
+  readonly budget: BudgetGate;
+  readonly quota: QuotaGate;
   readonly #config: () => Config;
   readonly #turns = new Map<string, number>();
   readonly #picks = new Map<string, number>();
@@ -49,8 +63,10 @@ export class Router {
   readonly #tokenSources: TokenSources;
   readonly #now: () => number;
 
-  constructor(config: () => Config, opts: { now?: () => number; tokens?: TokenSources; onCool?: (connectionId: string, reason: string) => void } = {}) {
+  constructor(config: () => Config, opts: RouterOptions = {}) {
     this.#config = config;
+    this.budget = opts.gates?.budget ?? NEVER_EXCEEDED;
+    this.quota = opts.gates?.quota ?? { exhausted: () => false };
     this.#now = opts.now ?? Date.now;
     this.#tokenSources = opts.tokens ?? noTokens;
     this.cooldowns = new Cooldowns(config().routing.cooldown, this.#now, opts.onCool);
@@ -59,6 +75,14 @@ export class Router {
   /** A live config edit: new cooldown settings apply to the next failure. */
   reconfigure(cfg: Config): void {
     this.cooldowns.configure(cfg.routing.cooldown);
+  }
+
+  /**
+   * The model or combo a request for `asked` goes to: itself, or the auto-switch target while the daily budget is
+   * exceeded (routing/auto-switch.ts). Asked once per request, by the route, which hands the answer on.
+   */
+  target(asked: string): Target {
+    return autoSwitch(this.#config(), asked, this.budget);
   }
 
   /** The combo's turn for this request (0, 1, 2, ...), for round-robin. */

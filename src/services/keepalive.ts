@@ -29,7 +29,7 @@ import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../core/errors.js';
 import { codecFor } from '../wire/registry.js';
-import { classifyTransportError, type Dispatcher } from '../providers/transport.js';
+import type { Upstream } from '../pipeline/upstream.js';
 import { ClientAbort } from '../providers/upstream.js';
 import { claim } from '../store/claims.js';
 import { upstreamCallsSince } from '../store/keepalive.js';
@@ -60,7 +60,7 @@ export async function recentCalls(store: Store, providerId: string, connection: 
 export interface KeepAliveDeps {
   readonly config: Config;
   readonly ledger: Ledger;
-  readonly dispatcher: Dispatcher;
+  readonly upstream: Upstream;
   readonly router: Router;
   readonly store: Store;
 }
@@ -92,7 +92,7 @@ interface Slot {
 
 export class KeepAlive {
   readonly #ledger: Ledger;
-  readonly #dispatcher: Dispatcher;
+  readonly #upstream: Upstream;
   readonly #router: Router;
   readonly #store: Store;
   readonly #now: () => number;
@@ -117,7 +117,7 @@ export class KeepAlive {
 
   constructor(deps: KeepAliveDeps, opts: KeepAliveOptions = {}) {
     this.#ledger = deps.ledger;
-    this.#dispatcher = deps.dispatcher;
+    this.#upstream = deps.upstream;
     this.#router = deps.router;
     this.#store = deps.store;
     this.#now = opts.now ?? Date.now;
@@ -324,17 +324,14 @@ export class KeepAlive {
     let errorType = '';
     let usage: Usage | null = null;
     let upstreamMs: number | null = null;
-    let sent = false;
     try {
       const route = await this.#route(c, model);
       const codec = codecFor(route.provider.format);
-      const upReq = codec.buildRequest(pingRequest(modelId, route.provider.format), { providerId: c.providerId, provider: route.provider, modelId, model: route.modelConfig });
-      sent = true;
-      const tUp = performance.now();
-      const res = await this.#dispatcher.send(c.id, route.provider, upReq, { stream: false, signal });
+      // The one upstream call (pipeline/upstream.ts), outside any client request: no span, no trace headers.
+      const call = await this.#upstream.callOnce(route, pingRequest(modelId, route.provider.format), { codec, stream: false, signal });
+      const { res } = call;
       const text = await res.text();
-      upstreamMs = performance.now() - tUp;
-      sent = false;
+      upstreamMs = call.elapsedMs();
       httpStatus = res.status;
       if (res.status < 200 || res.status >= 300) {
         errorType = String(res.status);
@@ -351,7 +348,8 @@ export class KeepAlive {
         status = 'aborted';
         errorType = 'shutdown';
       } else {
-        const e = err instanceof TollgateError ? err : sent ? classifyTransportError(err) : toTollgateError(err);
+        // A transport failure comes classified from the upstream call; anything else (a missing token) as it is.
+        const e = err instanceof TollgateError ? err : toTollgateError(err);
         httpStatus = e.status;
         errorType = e.code;
       }

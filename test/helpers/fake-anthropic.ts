@@ -52,6 +52,8 @@ interface Common {
   fullDeltaUsage?: boolean;
   /** Wait this long before answering. */
   delayMs?: number;
+  /** A streamed answer waits this long before each event (a slow model). */
+  eventDelayMs?: number;
 }
 
 export type AnthropicBehaviour =
@@ -404,6 +406,8 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
     for (let i = 0; i < limit; i++) {
       if (res.destroyed) return;
       const [event, data] = events[i]!;
+      const delay = 'eventDelayMs' in b ? b.eventDelayMs : undefined;
+      if (delay) await new Promise((r) => setTimeout(r, delay));
       // Each event is flushed before the next (a socket destroyed right after a write would otherwise lose it).
       await flushed(res, `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
       sentEvent();

@@ -21,7 +21,8 @@ export interface FakeUsage {
 }
 
 export type Behaviour =
-  | { kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number }
+  /** `inputOnlyUsage`: the usage names prompt tokens only (as some OpenAI-compatible servers report a partial count). */
+  | { kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number; inputOnlyUsage?: boolean }
   | { kind: 'error'; status: number; body: unknown; headers?: Record<string, string> }
   /** Stream `chunks` content chunks, then send nothing more (the socket stays open). */
   | { kind: 'stall'; chunks: number }
@@ -96,7 +97,8 @@ export interface FakeOpenAI {
   close(): Promise<void>;
 }
 
-function usageJson(u: FakeUsage): Record<string, unknown> {
+function usageJson(u: FakeUsage, inputOnly = false): Record<string, unknown> {
+  if (inputOnly) return { prompt_tokens: u.prompt_tokens };
   return {
     prompt_tokens: u.prompt_tokens,
     completion_tokens: u.completion_tokens,
@@ -146,6 +148,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const words = b.kind === 'ok' || b.kind === 'reasoning' ? (b.words ?? DEFAULT_WORDS) : DEFAULT_WORDS;
     const usage = b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning' ? (b.usage ?? DEFAULT_USAGE) : DEFAULT_USAGE;
     const omitUsage = (b.kind === 'ok' || b.kind === 'tool' || b.kind === 'reasoning') && b.omitUsage === true;
+    const inputOnly = b.kind === 'ok' && b.inputOnlyUsage === true;
     let calls: { id: string; name: string; args: string; fragments: string[] }[] = [];
     if (b.kind === 'tool') {
       const name = b.name ?? firstTool(body);
@@ -178,7 +181,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
         JSON.stringify({
           id, object: 'chat.completion', created, model,
           choices: [{ index: 0, message, logprobs: null, finish_reason: call ? 'tool_calls' : 'stop' }],
-          ...(omitUsage ? {} : { usage: usageJson(usage) }),
+          ...(omitUsage ? {} : { usage: usageJson(usage, inputOnly) }),
           service_tier: 'default', system_fingerprint: 'fp_fake',
         }),
       );
@@ -230,7 +233,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       return;
     }
     await send(choice({}, call ? 'tool_calls' : 'stop'));
-    if (includeUsage && !omitUsage) await send({ ...base, choices: [], usage: usageJson(usage) });
+    if (includeUsage && !omitUsage) await send({ ...base, choices: [], usage: usageJson(usage, inputOnly) });
     res.end('data: [DONE]\n\n');
   };
 

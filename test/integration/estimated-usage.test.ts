@@ -4,7 +4,8 @@
 // that finishes without any usage each leave a row with input and output estimated (src/wire/estimate.ts) to the
 // exact token count of what was sent and streamed, usage_source 'estimated', priced by computeCost, and counted in
 // /api/budgets. A whole answer without usage is estimated the same way. A stream whose usage was reported keeps the
-// reported figures; an Anthropic stream cut after message_start keeps its reported input and estimates the output.
+// reported figures; one that reports the input only keeps it and has its output estimated, on the fast path as on the
+// others; an Anthropic stream cut after message_start keeps its reported input and estimates the output.
 
 import t, { type Test } from 'tap';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
@@ -115,6 +116,18 @@ for (const format of FORMATS) {
       t.match(row, { status: 'success', stream: false });
       checkEstimated(t, row, countTokens(DEFAULT_WORDS.join('')));
     });
+
+    // One rule on every path (src/pipeline/outcome.ts settleEstimate): what was not reported is estimated, bucket by
+    // bucket. The fast path used to keep a partial report as it came (output unknown), the translated path estimated.
+    for (const stream of [true, false]) {
+      await t.test(`${stream ? 'a stream' : 'a whole answer'} whose usage names the input only: input kept, output estimated`, async (t) => {
+        up.next({ kind: 'ok', inputOnlyUsage: true });
+        const row = await rowOf(gw, await send(format, stream));
+        const output = countTokens(DEFAULT_WORDS.join(''));
+        t.match(row, { status: 'success', usage_source: 'estimated' });
+        t.same(bucketsOf(row), [DEFAULT_USAGE.prompt_tokens, null, null, output, null, DEFAULT_USAGE.prompt_tokens + output], 'the reported input, the streamed output counted');
+      });
+    }
 
     await t.test('a stream whose usage was reported keeps the reported figures', async (t) => {
       up.next({ kind: 'ok' });

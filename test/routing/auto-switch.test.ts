@@ -19,6 +19,8 @@ const raw = {
   combos: { freebies: { strategy: 'fallback', models: ['free/llama-3.3-70b'] } },
   budgets: { daily_usd: 1, auto_switch: { enabled: true, to: 'free/llama-3.3-70b' } },
 };
+/** A daily budget one paid request exceeds (the demo model costs about $0.00003 a request). */
+const tiny = { ...raw, budgets: { daily_usd: 0.000001, auto_switch: { enabled: true, to: 'free/llama-3.3-70b' } } };
 const exceeded = { dailyExceeded: () => true };
 const within = { dailyExceeded: () => false };
 
@@ -39,7 +41,8 @@ t.test('the step: rewrites only when told the budget is exceeded, the switch is 
 });
 
 t.test('through the gateway: the free model answers, with the header, the row and the metric marked', async (t) => {
-  const gw = await startApp(t, raw);
+  // The router's budget gate is the real budget engine, given to it at birth: the budget is exceeded by spending it.
+  const gw = await startApp(t, tiny);
   const spy = spyFetch();
   const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0, fetch: spy.fetch });
   const ask = { model: 'paid/echo-1', messages: [{ role: 'user' as const, content: 'hi' }] };
@@ -49,7 +52,10 @@ t.test('through the gateway: the free model answers, with the header, the row an
   const before = await rowOf(gw, spy.last.headers.get('x-request-id')!);
   t.same([before.model, before.auto_switched], ['paid/echo-1', false]);
 
-  gw.app.tollgate.router.budget = exceeded;
+  t.equal(gw.app.tollgate.router.budget, gw.app.tollgate.alerting.budget, 'the gate is the budget engine');
+  const state = await gw.app.tollgate.alerting.budget.refresh();
+  t.ok(state.daily.spent > state.daily.limit!, `the first request spent the day's budget (${state.daily.spent} USD)`);
+  t.equal(gw.app.tollgate.router.budget.dailyExceeded(), true);
   for (const stream of [false, true]) {
     if (stream) for await (const _ of await client.chat.completions.create({ ...ask, stream: true })) void _;
     else await client.chat.completions.create(ask);

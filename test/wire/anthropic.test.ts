@@ -311,7 +311,7 @@ t.test('buildRequest: max_tokens, path, headers and auth', async (t) => {
 });
 
 t.test('anthropicThinking: the shared table of docs/thinking.md, and the clamp', async (t) => {
-  const b = (level: Parameters<typeof anthropicThinking>[0], max = 64000) => anthropicThinking(level, max, false)?.thinking.budget_tokens;
+  const b = (level: Parameters<typeof anthropicThinking>[0], max = 64000) => anthropicThinking(level, { maxTokens: max, family: 'anthropic-budget' })?.thinking.budget_tokens;
   // anthropic-budget row: minimal 1024, low 1024, medium 8192, high 24576, xhigh 32000, max 32000, auto 8192.
   t.equal(b({ kind: 'level', level: 'minimal' }), 1024);
   t.equal(b({ kind: 'level', level: 'low' }), 1024);
@@ -320,18 +320,18 @@ t.test('anthropicThinking: the shared table of docs/thinking.md, and the clamp',
   t.equal(b({ kind: 'level', level: 'xhigh' }), 32000);
   t.equal(b({ kind: 'level', level: 'max' }), 32000, 'max = the family ceiling (32000)');
   t.equal(b({ kind: 'level', level: 'auto' }), 8192, 'auto = medium');
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, 64000, false), { thinking: { type: 'disabled' } }, 'none turns thinking off explicitly');
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, { maxTokens: 64000, family: 'anthropic-budget' }), { thinking: { type: 'disabled' } }, 'none turns thinking off explicitly');
   t.equal(b({ kind: 'budget', tokens: 500 }), 1024, 'raised to the 1024 minimum');
   t.equal(b({ kind: 'budget', tokens: 100000 }), 32000, 'lowered to the family ceiling');
   t.equal(b({ kind: 'level', level: 'high' }, 4096), 4095, 'kept below max_tokens');
   t.equal(b({ kind: 'level', level: 'xhigh' }, 1025), 1024, 'the only valid budget');
-  t.equal(anthropicThinking({ kind: 'level', level: 'low' }, 1024, false), null, 'max_tokens 1024 leaves no valid budget');
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'high' }, 64000, false), { thinking: { type: 'enabled', budget_tokens: 24576 } });
+  t.equal(anthropicThinking({ kind: 'level', level: 'low' }, { maxTokens: 1024, family: 'anthropic-budget' }), null, 'max_tokens 1024 leaves no valid budget');
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'high' }, { maxTokens: 64000, family: 'anthropic-budget' }), { thinking: { type: 'enabled', budget_tokens: 24576 } });
   // anthropic-adaptive row: adaptive with an effort; auto has none; a budget becomes an effort (<4096: low).
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'minimal' }, 64000, true), { thinking: { type: 'adaptive' }, effort: 'low' }, 'adaptive model: effort');
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'auto' }, 64000, true), { thinking: { type: 'adaptive' } });
-  t.strictSame(anthropicThinking({ kind: 'budget', tokens: 3000 }, 64000, true), { thinking: { type: 'adaptive' }, effort: 'low' }, 'a budget becomes an effort');
-  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, 64000, true), { thinking: { type: 'disabled' } });
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'minimal' }, { maxTokens: 64000, family: 'anthropic-adaptive' }), { thinking: { type: 'adaptive' }, effort: 'low' }, 'adaptive model: effort');
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'auto' }, { maxTokens: 64000, family: 'anthropic-adaptive' }), { thinking: { type: 'adaptive' } });
+  t.strictSame(anthropicThinking({ kind: 'budget', tokens: 3000 }, { maxTokens: 64000, family: 'anthropic-adaptive' }), { thinking: { type: 'adaptive' }, effort: 'low' }, 'a budget becomes an effort');
+  t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, { maxTokens: 64000, family: 'anthropic-adaptive' }), { thinking: { type: 'disabled' } });
 });
 
 t.test('buildRequest: thinking only for reasoning models, and what thinking removes', async (t) => {

@@ -9,10 +9,18 @@ import type { CanonicalRequest } from '../../wire/canonical.js';
 import type { UsageRecord } from '../../ledger/record.js';
 import { addUsage } from '../../ledger/types.js';
 import { uuidv7 } from '../../ledger/uuidv7.js';
-import { finishAttempt, newOutcome, type Outcome } from '../outcome.js';
-import { failWith, forward, type Exchange } from '../forward.js';
-import { settleRoute } from '../upstream-call.js';
+import { newOutcome, type Outcome } from '../outcome.js';
+import { forward, type Exchange } from '../forward.js';
+import { finishAttempt, reportToRouter } from '../request.js';
+import { failWith } from '../upstream.js';
+import type { ComboConfig } from '../../config/types.js';
 
+/** The combo a request named: its name, its config, and the client request's outcome its attempts fold into. */
+export interface ComboRun {
+  readonly name: string;
+  readonly config: ComboConfig;
+  readonly outcome: Outcome;
+}
 
 export interface AttemptResult {
   readonly failure: UpstreamFailure | null;
@@ -22,58 +30,67 @@ export interface AttemptResult {
   readonly offsetMs: number;
 }
 
+/** One attempt: the combo's `n`-th, of `member`, with the request fitted to it. */
+export interface AttemptSpec {
+  readonly n: number;
+  readonly member: Member;
+  readonly canonical: CanonicalRequest;
+  /** How the attempt calls upstream (default: forward to the member, failures returned so the next may answer). */
+  readonly call?: (outcome: Outcome, t0: number) => Promise<UpstreamFailure | null>;
+}
+
 /** The members a combo may use now: those whose provider is neither cooling down nor out of quota. */
-export function usableMembers(x: Exchange, name: string, members: readonly Member[]): Member[] {
-  const { router } = x.ctx;
+export function usableMembers(exchange: Exchange, name: string, members: readonly Member[]): Member[] {
+  const { router } = exchange.ctx;
   const usable = members.filter((m) => !router.isCooling(m.route.providerId) && !router.quota.exhausted(m.route.providerId));
   if (usable.length > 0) return usable;
   const until = Math.min(...members.map((m) => router.provider(m.route.providerId).until).filter((u) => u > 0));
-  if (Number.isFinite(until)) x.reply.header('retry-after', String(Math.max(1, Math.ceil((until - Date.now()) / 1000))));
+  if (Number.isFinite(until)) exchange.reply.header('retry-after', String(Math.max(1, Math.ceil((until - Date.now()) / 1000))));
   throw new TollgateError('TOLLGATE_ERR_NO_MEMBER_AVAILABLE', `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
 }
 
 /** Fold one attempt's record into the client request's outcome (usage and cost are sums). */
-export function absorb(co: Outcome, r: UsageRecord): void {
-  co.usage = addUsage(co.usage, r.usage);
-  co.cost = { cost: round12((co.cost?.cost ?? 0) + r.cost.cost), listCost: round12((co.cost?.listCost ?? 0) + r.cost.listCost) };
-  if (r.usageSource === 'estimated' || (r.usageSource === 'reported' && co.usageSource === 'none')) co.usageSource = r.usageSource;
+export function foldAttemptUsage(requestOutcome: Outcome, r: UsageRecord): void {
+  requestOutcome.usage = addUsage(requestOutcome.usage, r.usage);
+  const before = requestOutcome.cost;
+  requestOutcome.cost = { cost: round12((before?.cost ?? 0) + r.cost.cost), listCost: round12((before?.listCost ?? 0) + r.cost.listCost) };
+  if (r.usageSource === 'estimated' || (r.usageSource === 'reported' && requestOutcome.usageSource === 'none')) requestOutcome.usageSource = r.usageSource;
 }
 
 const round12 = (v: number): number => Math.round(v * 1e12) / 1e12;
 
 /** One member's attempt, answered to the client unless it fails before the first byte; recorded either way. */
-export async function attempt(
-  x: Exchange, combo: string, n: number, m: Member, canonical: CanonicalRequest, co: Outcome,
-  call: (o: Outcome, t0: number) => Promise<UpstreamFailure | null> = (o, t0) => forward(x, m.route, canonical, o, t0, true),
-): Promise<AttemptResult> {
-  const o = newOutcome();
-  o.route = m.route;
-  o.autoSwitched = co.autoSwitched;
+export async function attempt(exchange: Exchange, combo: ComboRun, spec: AttemptSpec): Promise<AttemptResult> {
+  const requestOutcome = combo.outcome;
+  const outcome = newOutcome(requestOutcome.streamed);
+  outcome.route = spec.member.route;
+  outcome.autoSwitched = requestOutcome.autoSwitched;
   const t0 = performance.now();
   const startedAt = Date.now();
+  const call = spec.call ?? ((attemptOutcome: Outcome, at: number) => forward(exchange, { route: spec.member.route, canonical: spec.canonical, outcome: attemptOutcome, t0: at, failures: 'return' }));
   let failure: UpstreamFailure | null;
   try {
-    failure = await call(o, t0);
+    failure = await call(outcome, t0);
   } catch (err) {
     if (!(err instanceof TollgateError)) throw err;
-    failure = failWith(o, err);
+    failure = failWith(outcome, err);
   }
-  settleRoute(x.ctx, o, failure);
-  const record = finishAttempt(x.ctx, x.req, o, {
-    endpoint: x.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: m.spec, stream: canonical.stream,
-    parentId: x.requestId, combo, attempt: n,
+  reportToRouter(exchange.ctx, outcome, failure);
+  const record = finishAttempt(exchange.ctx, exchange.req, outcome, {
+    endpoint: exchange.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: spec.member.spec, stream: spec.canonical.stream,
+    parentId: exchange.requestId, combo: combo.name, attempt: spec.n,
   });
-  absorb(co, record);
-  co.upstreamMs = (co.upstreamMs ?? 0) + (o.upstreamMs ?? 0);
-  co.estimateMs += o.estimateMs;
-  return { failure, outcome: o, record, offsetMs: t0 - x.t0 };
+  foldAttemptUsage(requestOutcome, record);
+  requestOutcome.upstreamMs = (requestOutcome.upstreamMs ?? 0) + (outcome.upstreamMs ?? 0);
+  requestOutcome.estimateMs += outcome.estimateMs;
+  return { failure, outcome, record, offsetMs: t0 - exchange.t0 };
 }
 
 /** The client request takes the final attempt's route, status and time to first token. */
-export function adopt(co: Outcome, a: AttemptResult): void {
-  co.route = a.outcome.route;
-  co.status = a.outcome.status;
-  co.httpStatus = a.outcome.httpStatus;
-  co.errorType = a.outcome.errorType;
-  if (a.outcome.ttftMs !== null) co.ttftMs = a.offsetMs + a.outcome.ttftMs;
+export function takeFinalAttempt(requestOutcome: Outcome, a: AttemptResult): void {
+  requestOutcome.route = a.outcome.route;
+  requestOutcome.status = a.outcome.status;
+  requestOutcome.httpStatus = a.outcome.httpStatus;
+  requestOutcome.errorType = a.outcome.errorType;
+  if (a.outcome.ttftMs !== null) requestOutcome.ttftMs = a.offsetMs + a.outcome.ttftMs;
 }

@@ -8,19 +8,17 @@
 // not carry (the judge's own request is the gateway's, not the client's).
 
 import { performance } from 'node:perf_hooks';
-import type { ComboConfig } from '../../config/types.js';
 import { TollgateError } from '../../core/errors.js';
-import type { Target } from '../../wire/codec.js';
 import { member, type Member } from '../../routing/combos.js';
-import { errorFailure, httpFailure, type UpstreamFailure } from '../../routing/failures.js';
+import { errorFailure, type UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
 import { answerOf } from '../../wire/estimate.js';
-import { adopt, attempt, type AttemptResult } from './attempt.js';
+import { takeFinalAttempt, attempt, type AttemptResult, type ComboRun } from './attempt.js';
 import { classifyTransportError } from '../../providers/transport.js';
 import { ClientAbort } from '../../providers/upstream.js';
-import { FORWARDED_ERROR_HEADERS, pickHeaders, settleEstimate, type Outcome } from '../outcome.js';
-import { buildUpstream, droppedParams, failWith, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
-import { sendFailure } from '../upstream-call.js';
+import { settleEstimate, type Outcome } from '../outcome.js';
+import { buildUpstream, droppedParams, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
+import { failWith, readUpstreamError, sendFailure } from '../upstream.js';
 
 /** Defaults of a fusion combo's waits: 2 s of grace after the quorum, 120 s in all. */
 export const FUSION_GRACE_MS = 2000;
@@ -86,61 +84,64 @@ export function judgeRequest(req: CanonicalRequest, candidates: readonly { model
 /** What one panel member's request did not carry (client parameter names), by its outcome. */
 type PanelDrops = Map<Outcome, readonly string[]>;
 
-/** One panel member's whole answer (non-streamed), or its failure. `cut` aborts it (deadline, or the client left). */
-async function collect(
-  x: Exchange, m: Member, req: CanonicalRequest, o: Outcome, cut: ClientAbort, answers: Map<Outcome, CanonicalResponse>, drops: PanelDrops,
-): Promise<UpstreamFailure | null> {
-  const route = await x.ctx.router.connect(m.route);
-  o.route = route;
-  const outbound = x.codecs(route.provider.format);
-  const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
-  const upReq = buildUpstream(x, outbound, req, target);
-  drops.set(o, droppedParams(x.inbound.codec.paramNames, req, upReq.dropped));
-  const up = x.trace.upstream(route.provider.base_url, upReq.path, route.providerId);
-  o.span = up.span;
-  const tUp = performance.now();
+/** A panel member's call: the member, its fitted request, where its answer and what it dropped are kept. */
+interface PanelCall {
+  readonly member: Member;
+  readonly request: CanonicalRequest;
+  /** Aborts the call: the deadline, or the client left. */
+  readonly cut: ClientAbort;
+  readonly answers: Map<Outcome, CanonicalResponse>;
+  readonly drops: PanelDrops;
+}
+
+/** One panel member's whole answer (non-streamed), or its failure. */
+async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): Promise<UpstreamFailure | null> {
+  const route = await exchange.ctx.router.connect(panel.member.route);
+  outcome.route = route;
+  const outbound = exchange.codecs(route.provider.format);
+  const built = buildUpstream(exchange, outbound, panel.request, route);
+  panel.drops.set(outcome, droppedParams(exchange.inbound.codec.paramNames, panel.request, built.dropped));
+  const sentAt = performance.now();
   try {
-    const res = await x.ctx.dispatcher.send(route.connection?.id ?? route.providerId, route.provider, upReq, { stream: false, signal: cut, extraHeaders: up.headers });
-    const text = await res.text();
-    o.upstreamMs = performance.now() - tUp;
-    if (res.status < 200 || res.status >= 300) {
-      o.status = 'failure';
-      o.httpStatus = res.status;
-      o.errorType = String(res.status);
-      up.span.end(res.status, String(res.status));
-      return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
-    }
-    const answer = readAnswer(outbound, res.status, text, o, upReq.answerTool);
-    up.span.end(res.status, null);
-    answers.set(o, answer);
-    if (answer.usage === null) await settleEstimate(o, { canonical: req }, answerOf(answer.content));
+    const call = await exchange.ctx.upstream.callOnce(route, panel.request, {
+      codec: outbound, built, stream: false, signal: panel.cut, trace: exchange.trace, onSpan: (span) => (outcome.span = span),
+    });
+    const failed = await readUpstreamError(call, outcome);
+    if (failed !== null) return failed;
+    const text = await call.res.text();
+    outcome.upstreamMs = call.elapsedMs();
+    const answer = readAnswer(outbound, text, outcome, { call, answerTool: built.answerTool });
+    call.span?.end(call.res.status, null);
+    panel.answers.set(outcome, answer);
+    await settleEstimate(outcome, { canonical: panel.request }, answerOf(answer.content));
     return null;
   } catch (err) {
-    o.upstreamMs = performance.now() - tUp;
-    if (cut.aborted) {
-      o.status = 'aborted';
-      o.errorType = 'fusion_cut_off';
-      up.span.end(null, 'fusion_cut_off');
+    outcome.upstreamMs = performance.now() - sentAt;
+    if (panel.cut.aborted) {
+      outcome.status = 'aborted';
+      outcome.errorType = 'fusion_cut_off';
+      outcome.span?.end(null, 'fusion_cut_off');
       return errorFailure(new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'the panel member did not answer within the fusion time limit'));
     }
-    return failWith(o, classifyTransportError(err));
+    return failWith(outcome, err instanceof TollgateError ? err : classifyTransportError(err));
   }
 }
 
-export async function runFusion(x: Exchange, name: string, combo: ComboConfig, members: readonly Member[], co: Outcome): Promise<void> {
-  const panel = panelRequest(x.parsed);
+/** The panel's answers once enough are in (or the deadline passed); null when the client went away meanwhile. */
+async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<PanelResults | null> {
+  const combo = run.config;
+  const request = panelRequest(exchange.parsed);
   const quorum = Math.min(combo.quorum ?? Math.ceil(members.length / 2), members.length);
   const cut = new ClientAbort();
   let clientGone = false;
   const onClose = () => {
-    if (x.reply.raw.writableFinished) return;
+    if (exchange.reply.raw.writableFinished) return;
     clientGone = true;
     cut.abort();
   };
-  x.reply.raw.on('close', onClose);
+  exchange.reply.raw.on('close', onClose);
   const answers = new Map<Outcome, CanonicalResponse>();
   const drops: PanelDrops = new Map();
-  const tFan = performance.now();
   let settled = 0;
   let wake: () => void = () => undefined;
   const enough = new Promise<void>((resolve) => (wake = resolve));
@@ -156,47 +157,63 @@ export async function runFusion(x: Exchange, name: string, combo: ComboConfig, m
   };
   cut.once('abort', wake);
   const running = members.map((m, i) => {
-    const req = fitRequest(panel, m.route, x.parsed.model, m.thinking, false);
-    return attempt(x, name, i + 1, m, req, co, (o) => collect(x, m, req, o, cut, answers, drops)).finally(onSettled);
+    const fitted = fitRequest(request, m.route, { model: exchange.parsed.model, thinking: m.thinking, stream: false });
+    const panel: PanelCall = { member: m, request: fitted, cut, answers, drops };
+    return attempt(exchange, run, { n: i + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled);
   });
-  let results: AttemptResult[];
   try {
     await enough;
     cut.abort(); // members still running are cut off
-    results = await Promise.all(running);
+    const attempts = await Promise.all(running);
+    return clientGone ? null : { attempts, answers, drops };
   } finally {
     for (const t of timers) clearTimeout(t);
-    x.reply.raw.off('close', onClose);
+    exchange.reply.raw.off('close', onClose);
   }
-  co.upstreamMs = performance.now() - tFan;
-  if (clientGone) {
-    co.status = 'aborted';
-    co.errorType = 'client_closed';
-    co.httpStatus = 499;
-    if (!x.reply.sent) x.reply.hijack();
+}
+
+interface PanelResults {
+  readonly attempts: readonly AttemptResult[];
+  readonly answers: ReadonlyMap<Outcome, CanonicalResponse>;
+  readonly drops: PanelDrops;
+}
+
+export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
+  const { name, config: combo, outcome: requestOutcome } = run;
+  const fannedOut = performance.now();
+  const panel = await askPanel(exchange, run, members);
+  requestOutcome.upstreamMs = performance.now() - fannedOut;
+  if (panel === null) {
+    requestOutcome.status = 'aborted';
+    requestOutcome.errorType = 'client_closed';
+    requestOutcome.httpStatus = 499;
+    if (!exchange.reply.sent) exchange.reply.hijack();
     return;
   }
-  const candidates = results.flatMap((r) => {
-    const a = answers.get(r.outcome);
+  const candidates = panel.attempts.flatMap((r) => {
+    const a = panel.answers.get(r.outcome);
     const text = a?.content.map((p) => (p.type === 'text' ? p.text : '')).join('') ?? '';
     return a && text ? [{ model: r.record.model, text }] : [];
   });
   if (candidates.length === 0) {
-    const last = [...results].reverse().find((r) => r.failure !== null);
-    if (last) adopt(co, last);
-    co.status = 'failure';
+    const last = [...panel.attempts].reverse().find((r) => r.failure !== null);
+    if (last) takeFinalAttempt(requestOutcome, last);
+    requestOutcome.status = 'failure';
     const f = last?.failure ?? errorFailure(new TollgateError('TOLLGATE_ERR_FUSION_NO_ANSWER', `no member of combo '${name}' answered`));
-    co.httpStatus = f.status;
-    sendFailure(x.reply, f, x.requestId);
+    requestOutcome.httpStatus = f.status;
+    sendFailure(exchange.reply, f, exchange.requestId);
     return;
   }
-  const judge = member(x.ctx.config.current, combo.judge ?? combo.models[0]!);
-  const req = fitRequest(judgeRequest(x.parsed, candidates, x.stream), judge.route, x.parsed.model, judge.thinking, x.stream);
-  const upBefore = co.upstreamMs;
+  const judge = member(exchange.ctx.config.current, combo.judge ?? combo.models[0]!);
+  const request = fitRequest(judgeRequest(exchange.parsed, candidates, exchange.stream), judge.route, { model: exchange.parsed.model, thinking: judge.thinking, stream: exchange.stream });
+  const panelMs = requestOutcome.upstreamMs;
   // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.
-  const dropped = [...new Set(results.flatMap((r) => (answers.has(r.outcome) ? (drops.get(r.outcome) ?? []) : [])))].sort();
-  const verdict = await attempt(x, name, members.length + 1, judge, req, co, (o, t0) => forward(x, judge.route, req, o, t0, true, { dropped }));
-  co.upstreamMs = upBefore + (verdict.outcome.upstreamMs ?? 0);
-  adopt(co, verdict);
-  if (verdict.failure !== null) sendFailure(x.reply, verdict.failure, x.requestId);
+  const dropped = [...new Set(panel.attempts.flatMap((r) => (panel.answers.has(r.outcome) ? (panel.drops.get(r.outcome) ?? []) : [])))].sort();
+  const verdict = await attempt(exchange, run, {
+    n: members.length + 1, member: judge, canonical: request,
+    call: (outcome, t0) => forward(exchange, { route: judge.route, canonical: request, outcome, t0, failures: 'return', dropped }),
+  });
+  requestOutcome.upstreamMs = panelMs + (verdict.outcome.upstreamMs ?? 0);
+  takeFinalAttempt(requestOutcome, verdict);
+  if (verdict.failure !== null) sendFailure(exchange.reply, verdict.failure, exchange.requestId);
 }

@@ -4,28 +4,25 @@
 // attempts' usage and cost. A member whose provider is cooling down is skipped; a failure before any byte reached
 // the client moves on to the next member; when none is left the client gets the last failure as it came.
 
-import type { ComboConfig } from '../../config/types.js';
 import { orderMembers } from '../../routing/combos.js';
 import { runFusion } from './fusion.js';
-import { adopt, attempt, usableMembers, type AttemptResult } from './attempt.js';
-import type { Outcome } from '../outcome.js';
+import { takeFinalAttempt, attempt, usableMembers, type AttemptResult, type ComboRun } from './attempt.js';
 import { fitRequest, type Exchange } from '../forward.js';
-import { sendFailure } from '../upstream-call.js';
+import { sendFailure } from '../upstream.js';
 
-
-export async function runCombo(x: Exchange, name: string, combo: ComboConfig, co: Outcome): Promise<void> {
-  x.trace.routedCombo(name);
-  const members = orderMembers(x.ctx.config.current, combo, x.parsed, x.ctx.router.nextTurn(name));
-  const usable = usableMembers(x, name, members);
-  if (combo.strategy === 'fusion') return runFusion(x, name, combo, usable, co);
+export async function runCombo(exchange: Exchange, combo: ComboRun): Promise<void> {
+  exchange.trace.routedCombo(combo.name);
+  const members = orderMembers(exchange.ctx.config.current, combo.config, exchange.parsed, exchange.ctx.router.nextTurn(combo.name));
+  const usable = usableMembers(exchange, combo.name, members);
+  if (combo.config.strategy === 'fusion') return runFusion(exchange, combo, usable);
   let last: AttemptResult | null = null;
-  for (const [i, m] of usable.entries()) {
-    const canonical = fitRequest(x.parsed, m.route, x.parsed.model, m.thinking, x.stream);
-    last = await attempt(x, name, i + 1, m, canonical, co);
-    adopt(co, last);
+  for (const [i, member] of usable.entries()) {
+    const canonical = fitRequest(exchange.parsed, member.route, { model: exchange.parsed.model, thinking: member.thinking, stream: exchange.stream });
+    last = await attempt(exchange, combo, { n: i + 1, member, canonical });
+    takeFinalAttempt(combo.outcome, last);
     if (last.failure === null) return; // answered (or the client went away)
     if (!last.failure.retryable) break; // the request itself was refused: another member would refuse it too
   }
   // No member answered: the client gets the last failure with its status and Retry-After.
-  if (last?.failure) sendFailure(x.reply, last.failure, x.requestId);
+  if (last?.failure) sendFailure(exchange.reply, last.failure, exchange.requestId);
 }

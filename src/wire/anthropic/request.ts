@@ -204,11 +204,18 @@ export const MIN_THINKING_BUDGET = 1024;
  * The `thinking` field (and output_config.effort) for a level, or null for none: the shared ten-family table
  * (applyThinking, docs/thinking.md) for `anthropic-budget`, or `anthropic-adaptive` for a model configured so.
  */
-export function anthropicThinking(level: ThinkingLevel, maxTokens: number, adaptive: boolean, model: ModelConfig | null = null): { thinking: Json; effort?: string } | null {
-  const p = adaptive ? applyThinking('anthropic-adaptive', level, model, maxTokens) : applyThinking('anthropic-budget', level, model, maxTokens);
+export function anthropicThinking(
+  level: ThinkingLevel, opts: { readonly maxTokens: number; readonly family: 'anthropic-budget' | 'anthropic-adaptive'; readonly model?: ModelConfig | null },
+): { thinking: Json; effort?: string } | null {
+  const p = applyThinking(opts.family, level, opts.model ?? null, opts.maxTokens);
   if (p.thinking === undefined) return null;
   const effort = 'output_config' in p ? p.output_config?.effort : undefined;
   return effort === undefined ? { thinking: { ...p.thinking } } : { thinking: { ...p.thinking }, effort };
+}
+
+/** The Anthropic thinking family a model is configured for (adaptive, or a token budget). */
+export function anthropicFamily(model: ModelConfig): 'anthropic-budget' | 'anthropic-adaptive' {
+  return model.thinking === 'anthropic-adaptive' ? 'anthropic-adaptive' : 'anthropic-budget';
 }
 
 /** Canonical messages as alternating Anthropic turns: parts placed by role, empty turns dropped, same-role turns merged. */
@@ -336,7 +343,7 @@ export function buildRequest(req: CanonicalRequest, target: Target): BuiltReques
   const forced = answerTool || (toolBlocks.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool' || req.toolChoice?.type === 'builtin'));
   const reasoning = req.thinking !== undefined && model?.capabilities.includes('reasoning') === true;
   if (reasoning && forced) notes.drop('thinking');
-  const think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, maxTokens, model.thinking === 'anthropic-adaptive', model) : null;
+  const think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens, family: anthropicFamily(model), model }) : null;
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
   const on = think !== null && think.thinking.type !== 'disabled';
   if (req.temperature !== undefined) {

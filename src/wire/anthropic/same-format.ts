@@ -14,7 +14,7 @@ import { endpointPath } from '../endpoint.js';
 import { deleteNested, filterInPlace, isObj, objectAt, type Json, type SameFormat } from '../same-format.js';
 import { errorBody } from './errors.js';
 import { anthropicCodec } from './index.js';
-import { ANTHROPIC_VERSION, anthropicThinking } from './request.js';
+import { ANTHROPIC_VERSION, anthropicFamily, anthropicThinking } from './request.js';
 import { anthropicUsage } from './usage.js';
 
 const MEDIA: Readonly<Record<string, string>> = { image: 'vision', document: 'pdf' };
@@ -34,7 +34,7 @@ function applyThinking(body: Json, level: ThinkingLevel, model: ModelConfig | nu
   const choice = body.tool_choice;
   if (Array.isArray(body.tools) && body.tools.length > 0 && isObj(choice) && (choice.type === 'any' || choice.type === 'tool')) return;
   const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : (model.max_output_tokens ?? 4096);
-  const think = anthropicThinking(level, maxTokens, model.thinking === 'anthropic-adaptive', model);
+  const think = anthropicThinking(level, { maxTokens, family: anthropicFamily(model), model });
   if (think === null) return;
   body.thinking = think.thinking;
   if (think.effort !== undefined) objectAt(body, 'output_config').effort = think.effort;

@@ -1,0 +1,79 @@
+// Answering a client that may already be gone: header values made safe, event streams opened and closed, writes
+// that respect back-pressure, and the aborted outcome of a client that left.
+
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import type { UpstreamResponse } from '../providers/upstream.js';
+import type { Outcome } from './outcome.js';
+
+/** The status recorded for a client that went away before a response started (nginx's convention). */
+export const CLIENT_CLOSED = 499;
+// Not x-request-id: the client's x-request-id is the id of its usage row, never the upstream's.
+export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms'];
+
+/** The client went away: the outcome is `aborted`, and nobody is left to answer. */
+export function markAborted(outcome: Outcome, reply: FastifyReply): void {
+  outcome.status = 'aborted';
+  if (!reply.raw.headersSent) outcome.httpStatus = CLIENT_CLOSED;
+  outcome.errorType = 'client_closed';
+  // Tell fastify the response is ours so it does not try to send one.
+  if (!reply.sent) reply.hijack();
+}
+
+export function pickHeaders(h: UpstreamResponse['headers'], names: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const n of names) {
+    const v = h[n];
+    if (typeof v === 'string') out[n] = v;
+    else if (Array.isArray(v) && v.length > 0) out[n] = v[0]!;
+  }
+  return out;
+}
+
+/**
+ * A model name as a header value: as is when it is visible ASCII (and spaces), else percent-encoded (a requested
+ * model is client input and may hold anything, which a raw header value cannot).
+ */
+export function modelHeader(model: string): string {
+  if (/^[\x20-\x7e]*$/.test(model)) return model;
+  // Byte by byte (a lone surrogate becomes U+FFFD's bytes), where encodeURIComponent would throw.
+  let out = '';
+  for (const b of Buffer.from(model, 'utf8')) out += b > 0x20 && b < 0x7f && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  return out;
+}
+
+/** Write and respect back-pressure; resolves early if the client goes away. */
+export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
+  if (raw.destroyed) return;
+  if (raw.write(s)) return;
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.on('drain', done);
+    raw.on('close', done);
+  });
+}
+
+/** Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). */
+export function openEventStream(reply: FastifyReply): ServerResponse {
+  reply.hijack();
+  const raw = reply.raw;
+  // The headers set on the reply so far (x-request-id, the auto-switch marks) go with the stream's.
+  raw.writeHead(200, {
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+  });
+  return raw;
+}
+
+/** End the stream; while the server is shutting down (`closing`), close the connection too, rather than leave it in keep-alive. */
+export function closeEventStream(raw: ServerResponse, server: { readonly closing: boolean }): void {
+  if (raw.destroyed) return;
+  const socket = raw.socket; // detached from the response once it finishes
+  if (server.closing && socket) raw.once('finish', () => socket.end());
+  raw.end();
+}

@@ -1,0 +1,154 @@
+// One client request on a data-plane route, from its opening to its record: the one wrapper every handler runs in.
+// `serveRequest` opens it (clocks, request id and `x-request-id`, trace, an empty outcome), tells the ledger's begin
+// sinks it began (the spool keeps a snapshot; the live monitor watches its progress), runs the handler, answers any
+// error on the one error path, and finally folds the outcome into the one usage record for every ledger.
+
+import { performance } from 'node:perf_hooks';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError, errorBody } from '../core/errors.js';
+import type { UsageRecord } from '../ledger/record.js';
+import { uuidv7 } from '../ledger/uuidv7.js';
+import type { Target } from '../routing/auto-switch.js';
+import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
+import type { RequestTrace } from '../telemetry/tracing.js';
+import type { GatewayContext } from './context.js';
+import { newOutcome, progressOf, recordOf, type Outcome, type RequestMeta } from './outcome.js';
+import { modelHeader } from './reply.js';
+import { streamFailure } from './upstream.js';
+
+/** What the record says of the request itself, learnt by the handler as it reads the request. */
+export interface RequestFacts {
+  /** The model the client asked for (suffix removed, at most MAX_REQUESTED_MODEL characters). */
+  requestedModel: string;
+  stream: boolean;
+  /** The combo the request named ('' for a model): its row is then of kind `combo`. */
+  combo: string;
+}
+
+/** A data-plane request being served: what the handler needs, and what it fills in. */
+export class ClientRequest {
+  readonly ctx: GatewayContext;
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+  /** performance.now() at arrival: latencies are measured from it. */
+  readonly t0: number;
+  /** Wall-clock arrival (ms), the record's `ts`. */
+  readonly startedAt: number;
+  readonly requestId: string;
+  readonly endpoint: string;
+  readonly trace: RequestTrace;
+  readonly outcome: Outcome;
+  readonly facts: RequestFacts = { requestedModel: '', stream: false, combo: '' };
+
+  constructor(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, endpoint: string) {
+    this.ctx = ctx;
+    this.req = req;
+    this.reply = reply;
+    this.endpoint = endpoint;
+    this.t0 = performance.now();
+    this.startedAt = Date.now();
+    this.requestId = uuidv7(this.startedAt);
+    reply.header('x-request-id', this.requestId);
+    this.trace = ctx.tracing.start(req.headers, endpoint);
+    this.outcome = newOutcome();
+  }
+
+  /** The request's meta as it stands (read again at each snapshot, so what was learnt since is in it). */
+  meta(): RequestMeta {
+    const { requestedModel, stream, combo } = this.facts;
+    return { endpoint: this.endpoint, requestId: this.requestId, startedAt: this.startedAt, t0: this.t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo };
+  }
+
+  /** The client named `requestedModel` (suffix removed) and asked for a stream or not; the answer says so too. */
+  named(requestedModel: string, stream: boolean): void {
+    this.facts.requestedModel = requestedModel;
+    this.facts.stream = stream;
+    // The answer names the model that served it (after an auto-switch or a combo); this names the one asked for.
+    this.reply.header('x-tollgate-requested-model', modelHeader(requestedModel));
+  }
+
+  /** The route's auto-switch answer: when it switched, the outcome, the answer's headers and the metric say so. */
+  switchedTo(target: Target): void {
+    if (!target.switched) return;
+    this.outcome.autoSwitched = true;
+    this.reply.header('x-tollgate-auto-switched', 'true').header('x-tollgate-original-model', modelHeader(this.facts.requestedModel));
+  }
+}
+
+/** Serve one data-plane request on `endpoint` with `handle`, from its opening to its record. */
+export async function serveRequest(
+  ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, endpoint: string, handle: (request: ClientRequest) => Promise<void>,
+): Promise<void> {
+  const request = new ClientRequest(ctx, req, reply, endpoint);
+  const { outcome } = request;
+  ctx.ledger.begin(request.requestId, () => recordOf(outcome, request.meta(), req.apiKeyName), () => progressOf(outcome));
+  try {
+    await handle(request);
+  } catch (err) {
+    // A combo's attempts told the router about their own connections.
+    failRequest(request, err, { reportToRouter: request.facts.combo === '' });
+  } finally {
+    finish(ctx, req, request.trace, outcome, request.meta());
+  }
+}
+
+/** Fold the outcome into the one usage record and hand it to every ledger; ends the request's span. */
+export function finish(ctx: GatewayContext, req: FastifyRequest, trace: RequestTrace, outcome: Outcome, meta: RequestMeta): void {
+  const record = recordOf(outcome, meta, req.apiKeyName);
+  ctx.ledger.publish(record);
+  outcome.span?.close(null);
+  trace.end(record);
+}
+
+/** The record of one combo attempt: to every ledger, and onto the attempt's own child span. */
+export function finishAttempt(ctx: GatewayContext, req: FastifyRequest, outcome: Outcome, meta: RequestMeta): UsageRecord {
+  const record = recordOf(outcome, { ...meta, kind: 'attempt' }, req.apiKeyName);
+  ctx.ledger.publish(record);
+  outcome.span?.close(record);
+  return record;
+}
+
+/**
+ * Tell the router how the call went (cooldowns): `failed` when it failed before an answer, else from the outcome.
+ * A client that went away says nothing about the provider; a request that never reached a connection neither.
+ */
+export function reportToRouter(ctx: GatewayContext, outcome: Outcome, failed: UpstreamFailure | null): void {
+  const route = outcome.route;
+  if (route?.connection === undefined || outcome.status === 'aborted') return;
+  if (failed !== null) ctx.router.report(route, failed);
+  else if (outcome.status === 'success') ctx.router.report(route, null);
+  else ctx.router.report(route, streamFailure(outcome.errorType));
+}
+
+/**
+ * The one error path of a data-plane handler: what was thrown becomes the outcome's failure, the route's connection
+ * is told (not for a combo, whose attempts told their own), it is logged at its code's level, and the client gets
+ * the error shape unless its answer has already started.
+ */
+export function failRequest(request: ClientRequest, err: unknown, opts: { readonly reportToRouter: boolean }): void {
+  const { outcome, reply } = request;
+  const e = err instanceof TollgateError ? err : new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
+  outcome.status = 'failure';
+  outcome.httpStatus = e.status;
+  outcome.errorType = e.code;
+  if (opts.reportToRouter) reportToRouter(request.ctx, outcome, errorFailure(e));
+  request.req.log[e.level]({ err: e.cause ?? e, code: e.code, requestId: request.requestId }, e.message);
+  if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, request.requestId));
+}
+
+/**
+ * A request the gateway refused before the handler ran (malformed JSON, wrong content type, body too large):
+ * it is still a client request, so it gets its record. Returns the request id for the error body.
+ */
+export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: TollgateError, endpoint: string): string {
+  const t0 = performance.now();
+  const startedAt = Date.now();
+  const requestId = uuidv7(startedAt);
+  const trace = ctx.tracing.start(req.headers, endpoint);
+  const outcome = newOutcome();
+  outcome.status = 'failure';
+  outcome.httpStatus = e.status;
+  outcome.errorType = e.code;
+  finish(ctx, req, trace, outcome, { endpoint, requestId, startedAt, t0, requestedModel: '', stream: false });
+  return requestId;
+}

@@ -1,0 +1,186 @@
+// The one upstream call. Every request the gateway makes of a provider goes out through `Upstream.send`: a client's
+// request forwarded (fast path, passthrough, translated, each combo attempt and fusion member), a keep-alive ping and
+// a token count. It sends on the route's connection pool, carries the trace headers and a child span when the call
+// belongs to a client request, times the call, and turns a transport failure into a coded error. `callOnce` is the
+// same call for a canonical request: the provider's codec builds it first.
+
+import { performance } from 'node:perf_hooks';
+import type { FastifyReply } from 'fastify';
+import { TollgateError, errorBody } from '../core/errors.js';
+import type { BuiltRequest, Target, WireCodec } from '../wire/codec.js';
+import type { CanonicalRequest } from '../wire/canonical.js';
+import type { UpstreamRequest } from '../wire/types.js';
+import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
+import type { Route } from '../routing/resolve.js';
+import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
+import type { Dispatcher } from '../providers/transport.js';
+import { classifyTransportError } from '../providers/transport.js';
+import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
+import type { Outcome } from './outcome.js';
+import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders } from './reply.js';
+
+export interface CallOptions {
+  /** Aborts the call (the client went away, a fusion deadline, shutdown). */
+  readonly signal: ClientAbort;
+  /** The answer is an event stream (no body timeout between headers and the last byte, only the stall timeout). */
+  readonly stream: boolean;
+  /** The client request the call belongs to: the call gets a child span and carries the trace headers. */
+  readonly trace?: RequestTrace;
+  /** Told the child span as soon as it exists (so the record can close it whatever happens to the call). */
+  readonly onSpan?: (span: UpstreamSpan) => void;
+}
+
+/** A call the upstream answered (any status): its response, its span, and the time since it was sent. */
+export interface UpstreamCall {
+  readonly res: UpstreamResponse;
+  /** The call's child span (null for a call outside a client request: a keep-alive ping). */
+  readonly span: UpstreamSpan | null;
+  /** Milliseconds since the call was sent. */
+  elapsedMs(): number;
+}
+
+/**
+ * The gateway's way out to providers: every upstream request is sent by `send` (or `callOnce`, which builds it from a
+ * canonical request first). Built once by app.ts over the dispatcher (the transports).
+ */
+export class Upstream {
+  readonly #dispatcher: Dispatcher;
+
+  constructor(dispatcher: Dispatcher) {
+    this.#dispatcher = dispatcher;
+  }
+
+  /**
+   * Send `request` to the route's connection. A transport failure is thrown as a coded error (its span ended with
+   * the code); when `signal` had aborted, what was thrown is passed on and the span ends as `aborted`, for the
+   * caller to record as it sees fit.
+   */
+  async send(route: Route, request: UpstreamRequest, opts: CallOptions): Promise<UpstreamCall> {
+    const child = opts.trace?.upstream(route.provider.base_url, request.path, route.providerId) ?? null;
+    if (child !== null) opts.onSpan?.(child.span);
+    const sentAt = performance.now();
+    try {
+      // One pool per connection: a region- or cluster-specific key has its own origin.
+      const res = await this.#dispatcher.send(route.connection?.id ?? route.providerId, route.provider, request, {
+        stream: opts.stream, signal: opts.signal, ...(child === null ? {} : { extraHeaders: child.headers }),
+      });
+      return { res, span: child?.span ?? null, elapsedMs: () => performance.now() - sentAt };
+    } catch (err) {
+      if (opts.signal.aborted) {
+        child?.span.end(null, 'aborted');
+        throw err;
+      }
+      const e = classifyTransportError(err);
+      child?.span.end(null, e.code);
+      throw e;
+    }
+  }
+
+  /**
+   * `canonical` to the route's provider, built by its codec (`built`, when the caller built it already to check what
+   * it drops): the one call of the translated path, of fusion members, keep-alive pings and Anthropic token counting.
+   * `reshape` adjusts the built request (count_tokens' path and fields).
+   */
+  async callOnce(route: Route, canonical: CanonicalRequest, opts: CallOnceOptions): Promise<UpstreamCall & { readonly built: BuiltRequest }> {
+    const built = opts.built ?? buildFor(opts.codec, route, canonical);
+    const call = await this.send(route, opts.reshape ? opts.reshape(built) : built, opts);
+    return { ...call, built };
+  }
+}
+
+export interface CallOnceOptions extends CallOptions {
+  /** The codec of the route's provider. */
+  readonly codec: WireCodec;
+  readonly built?: BuiltRequest;
+  readonly reshape?: (built: BuiltRequest) => UpstreamRequest;
+}
+
+/** The request `codec` builds for the route's model; the caller refuses it if the codec did (BuiltRequest.refused). */
+export function buildFor(codec: WireCodec, route: Route, canonical: CanonicalRequest): BuiltRequest {
+  const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
+  return codec.buildRequest(canonical, target);
+}
+
+/** An upstream call made for a client that is watched: `clientGone` aborts when it leaves; `release` stops watching. */
+export interface ClientCall {
+  readonly call: UpstreamCall;
+  readonly clientGone: ClientAbort;
+  release(): void;
+}
+
+/** Who a client's call is for: its reply (watched), its trace (the child span), its outcome (span and timing). */
+export interface CallFor {
+  readonly reply: FastifyReply;
+  readonly trace: RequestTrace;
+  readonly outcome: Outcome;
+}
+
+/**
+ * Make an upstream call for a client: aborted when the client leaves, its span kept on the outcome from the start.
+ * Null when the client left before the answer began (the outcome is then `aborted`); a transport failure is thrown.
+ */
+export async function callForClient(client: CallFor, send: (opts: Pick<CallOptions, 'signal' | 'trace' | 'onSpan'>) => Promise<UpstreamCall>): Promise<ClientCall | null> {
+  const { outcome } = client;
+  const watch = watchClient(client.reply);
+  const sentAt = performance.now();
+  try {
+    const call = await send({ signal: watch.signal, trace: client.trace, onSpan: (span) => (outcome.span = span) });
+    return { call, clientGone: watch.signal, release: watch.release };
+  } catch (err) {
+    watch.release();
+    outcome.upstreamMs = performance.now() - sentAt;
+    if (!watch.signal.aborted) throw err;
+    markAborted(outcome, client.reply);
+    return null;
+  }
+}
+
+/** Watch the client's connection: `signal` aborts when it closes before its answer is finished. */
+export function watchClient(reply: FastifyReply): { readonly signal: ClientAbort; release(): void } {
+  const signal = new ClientAbort();
+  const onClose = () => {
+    if (!reply.raw.writableFinished) signal.abort();
+  };
+  reply.raw.on('close', onClose);
+  return { signal, release: () => reply.raw.off('close', onClose) };
+}
+
+/** The failure when the upstream answered with an error status (its body read, the outcome a failure); else null. */
+export async function readUpstreamError(call: UpstreamCall, outcome: Outcome): Promise<UpstreamFailure | null> {
+  const { res } = call;
+  if (res.status >= 200 && res.status < 300) return null;
+  const text = await res.text();
+  outcome.upstreamMs = call.elapsedMs();
+  outcome.status = 'failure';
+  outcome.httpStatus = res.status;
+  outcome.errorType = String(res.status);
+  call.span?.end(res.status, String(res.status));
+  return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
+}
+
+/** Answer the client with a failure: the upstream's status, body and retry headers as they came, or our error. */
+export function sendFailure(reply: FastifyReply, failure: UpstreamFailure, requestId: string): void {
+  if (reply.sent || reply.raw.headersSent) return;
+  if (failure.body !== null) reply.code(failure.status).headers(failure.headers).send(failure.body);
+  else reply.code(failure.status).headers(failure.headers).send(errorBody(failure.error!, requestId));
+}
+
+/** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */
+export function failWith(outcome: Outcome, e: TollgateError): UpstreamFailure {
+  outcome.status = 'failure';
+  outcome.httpStatus = e.status;
+  outcome.errorType = e.code;
+  outcome.span?.end(null, e.code);
+  return errorFailure(e);
+}
+
+/** A stream that failed after it started: the connection cools, the client already has its bytes. */
+export function streamFailure(reason: string): UpstreamFailure {
+  return { status: 502, body: null, headers: {}, error: null, retryable: false, cool: true, quotaExhausted: false, retryAfterMs: null, reason };
+}
+
+/** The error for a whole answer that is not JSON (its span ended so). */
+export function notJson(call: UpstreamCall): TollgateError {
+  call.span?.end(call.res.status, 'invalid_json');
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+}
