@@ -40,7 +40,19 @@ import { QuotaService } from './accounting/quota.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
+import { catalogRoutes } from './api/catalog.js';
+import { providerConnectRoutes } from './api/provider-connect.js';
+import { ReportedQuotaStore } from './accounting/reported-quota.js';
+import { watchReportedQuota } from './accounting/reported-gauges.js';
+import { pricingWarnings } from './config/pricing.js';
 import { watchBudget, watchCooldowns, watchQuota } from './accounting/gauges.js';
+import { LiveRequests, watchInflight } from './telemetry/live.js';
+import { liveRoutes } from './api/live.js';
+import { settingsRoutes } from './api/settings.js';
+import { statusRoutes } from './api/status.js';
+import { consoleRoutes } from './api/console.js';
+import { TOLLGATE_VERSION } from './store/archive.js';
+import { randomUUID } from 'node:crypto';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -73,6 +85,10 @@ export interface Tollgate {
    * credentials: main.ts then stops). Requests are served before it; their rows wait in the spool.
    */
   readonly storeReady: Promise<void>;
+  /** The client requests in flight (GET /api/live, tollgate_inflight_*). */
+  readonly live: LiveRequests;
+  /** A random id taken at start: /health answers it (x-tollgate-instance), GET /api/tunnel compares it. */
+  readonly instanceId: string;
   /** Every route registered, as fastify matched it (method and pattern): what the gate and its tests go by. */
   readonly routes: readonly { readonly method: string; readonly url: string }[];
 }
@@ -155,14 +171,22 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // A request in flight has its snapshot in the spool: if the process dies, it is recorded as interrupted.
   ledger.subscribeBegin((id, snapshot) => writer.begin(id, () => toRow({ ...snapshot(), status: 'interrupted' })));
   ledger.subscribe((r) => metrics.observe(r));
+  const live = new LiveRequests(() => holder.current);
+  live.attach(ledger);
+  watchInflight(metrics, live);
+  const instanceId = randomUUID();
 
   const dispatcher = new Dispatcher();
+  // What providers report on their responses (rate-limit headers), observed on the dispatcher: /api/quota, gauges, alerts.
+  const reported = new ReportedQuotaStore();
+  dispatcher.onResponse((e) => reported.observe(e));
+  watchReportedQuota(metrics, { store: reported, config: () => holder.current });
   // The one way out to providers, for the pipeline and the keep-alive pings alike.
   const upstream = new Upstream(dispatcher);
   // Quota from the record; combos skip a provider whose quota is used up. Budgets and alerts: evaluated on a timer and
   // shortly after each record; the budget gate drives the auto-switch. Both are the router's gates, given at birth.
   const quota = new QuotaService(store, () => holder.current);
-  const alerting = createAlerting({ store, config: holder, quota, metrics, log });
+  const alerting = createAlerting({ store, config: holder, quota, metrics, log, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);
   const router = new Router(() => holder.current, {
@@ -185,7 +209,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     if (reason !== null) log.warn({ path: `server.api_keys[${i}].key` }, `server.api_keys[${i}].key ${reason}: accepted on a loopback address only`);
   }
   if (cfg.server.api_keys.length === 0) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+  const warnPricing = (c: Config) => pricingWarnings(c).forEach((w) => log.warn({ path: w.path }, w.message));
+  warnPricing(cfg);
   holder.onChange((next) => {
+    warnPricing(next);
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
     keepalive.reconfigure(next);
@@ -208,7 +235,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await alerting.start();
   });
   storeReady.catch(() => undefined); // closed before the store opened: nothing to report
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, storeReady, routes });
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, storeReady, live, instanceId, routes });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
@@ -253,9 +280,16 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(proxyRoutes, { ctx });
   await app.register(usageRoutes, { store });
   await app.register(analyticsRoutes, { store, config: holder });
-  await app.register(quotaRoutes, { config: holder, router, quota });
+  await app.register(quotaRoutes, { config: holder, router, quota, reported });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, state: () => ({ opening: opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  const configFile = opts.configFile === undefined ? {} : { configFile: opts.configFile };
+  await app.register(liveRoutes, { live });
+  await app.register(settingsRoutes, { config: holder, ...configFile });
+  await app.register(statusRoutes, { config: holder, version: TOLLGATE_VERSION, instanceId, ...configFile });
+  await app.register(consoleRoutes, { version: TOLLGATE_VERSION, keysRequired: () => holder.current.server.api_keys.length > 0 });
+  await app.register(catalogRoutes, { config: holder });
+  await app.register(providerConnectRoutes, { config: holder });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

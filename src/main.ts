@@ -3,7 +3,8 @@
 //
 //   tollgate [--config FILE]        serve FILE (default: $TOLLGATE_CONFIG or ./config.yaml)
 //   tollgate check-config [FILE]    validate FILE and exit 0 (valid) or 1 (invalid)
-//   tollgate connect PROVIDER       OAuth device-code sign-in for PROVIDER; tokens stored under storage.data_dir
+//   tollgate connect PROVIDER       OAuth sign-in for PROVIDER (device code or PKCE); tokens stored under storage.data_dir
+//   tollgate providers add ID      a provider block from the model catalog, written into FILE (comments kept)
 //   tollgate export [--out FILE]    the running gateway's store and config to one .tar.gz (re-authenticates first)
 //   tollgate import FILE            such an archive into the running gateway's store, without duplicating rows
 
@@ -15,20 +16,26 @@ import { startTelemetry } from './telemetry/otel.js';
 const USAGE = `usage: tollgate [--config FILE]
        tollgate check-config [FILE]
        tollgate connect PROVIDER [--config FILE]
+       tollgate providers add CATALOG_ID [--as PREFIX] [--model MODEL]... [--group GROUP] [--base-url URL] [--config FILE]
        tollgate export [--out FILE] [--url URL] [--key KEY] [--config FILE]
        tollgate import ARCHIVE [--url URL] [--key KEY] [--config FILE]
 
 Serves the gateway described by FILE (default: $TOLLGATE_CONFIG, else ./config.yaml).
 check-config validates FILE without starting and exits non-zero when it is invalid.
-connect signs in to PROVIDER (auth.type: oauth) with the OAuth device-code flow and stores its tokens, encrypted,
-under storage.data_dir.
+connect signs in to PROVIDER (auth.type: oauth) with its auth.oauth.flow (device_code, or pkce: a browser sign-in
+that comes back to 127.0.0.1, or whose address is pasted back) and stores its tokens, encrypted, under
+storage.data_dir.
+providers add writes a provider block for CATALOG_ID (a provider of the model catalog: GET /api/catalog/providers)
+into FILE, with the models named by --model (default: all the catalog has for it), comments and layout kept.
 export and import talk to the running gateway at URL (default: server.host and server.port of FILE): they
 re-authenticate with the admin KEY (default: $TOLLGATE_API_KEY; none when the gateway has no keys), then export
 every table and the config (secrets as \${VAR} references) to one .tar.gz, or import such an archive, adding only
 rows the store does not hold yet.`;
 
 interface Args {
-  command: 'serve' | 'check-config' | 'connect' | 'export' | 'import' | 'help';
+  command: 'serve' | 'check-config' | 'connect' | 'providers-add' | 'export' | 'import' | 'help';
+  /** providers add: what to add. */
+  add?: { catalogId: string; prefix?: string; models: string[]; group?: 'paid' | 'subscription' | 'free'; baseUrl?: string };
   file: string;
   /** connect: the provider id. */
   provider?: string;
@@ -47,6 +54,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   let file: string | undefined;
   let provider: string | undefined;
   const opts: { out?: string; url?: string; key?: string; archive?: string } = {};
+  let add: NonNullable<Args['add']> | undefined;
   const remote = () => command === 'export' || command === 'import';
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -61,6 +69,18 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else if (flag === '--config' || flag === '-c') file = value();
     else if (a === 'check-config' && i === 0) command = 'check-config';
     else if (a === 'connect' && i === 0) command = 'connect';
+    else if (a === 'providers' && i === 0 && argv[1] === 'add') {
+      command = 'providers-add';
+      i++;
+    } else if (command === 'providers-add' && add === undefined && !a.startsWith('-')) add = { catalogId: a, models: [] };
+    else if (command === 'providers-add' && add !== undefined && flag === '--model') add.models.push(value());
+    else if (command === 'providers-add' && add !== undefined && flag === '--as') add.prefix = value();
+    else if (command === 'providers-add' && add !== undefined && flag === '--base-url') add.baseUrl = value();
+    else if (command === 'providers-add' && add !== undefined && flag === '--group') {
+      const g = value();
+      if (g !== 'paid' && g !== 'subscription' && g !== 'free') throw new Error(`--group must be paid, subscription or free\n${USAGE}`);
+      add.group = g;
+    }
     else if ((a === 'export' || a === 'import') && i === 0) command = a;
     else if (remote() && flag === '--url') opts.url = value();
     else if (remote() && flag === '--key') opts.key = value();
@@ -71,12 +91,14 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     else throw new Error(`unknown argument '${a}'\n${USAGE}`);
   }
   if (command === 'connect' && provider === undefined) throw new Error(`connect needs a PROVIDER\n${USAGE}`);
+  if (command === 'providers-add' && add === undefined) throw new Error(`providers add needs a CATALOG_ID\n${USAGE}`);
   if (command === 'import' && opts.archive === undefined) throw new Error(`import needs an ARCHIVE (a .tar.gz from tollgate export)\n${USAGE}`);
   const key = opts.key ?? (remote() && env.TOLLGATE_API_KEY ? env.TOLLGATE_API_KEY : undefined);
   return {
     command,
     file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml',
     ...(provider === undefined ? {} : { provider }),
+    ...(add === undefined ? {} : { add }),
     ...(opts.out === undefined ? {} : { out: opts.out }),
     ...(opts.archive === undefined ? {} : { archive: opts.archive }),
     ...(opts.url === undefined ? {} : { url: opts.url }),
@@ -113,6 +135,16 @@ async function main(): Promise<void> {
     await remote(args, args.url).catch(fail);
     return;
   }
+  if (args.command === 'providers-add') {
+    // the file is edited, not served: it may not even be valid yet without the provider
+    const { addProviderToFile } = await import('./cli/providers.js');
+    const a = args.add!;
+    await addProviderToFile(args.file, {
+      catalogId: a.catalogId, ...(a.models.length > 0 ? { models: a.models } : {}), ...(a.prefix === undefined ? {} : { prefix: a.prefix }),
+      ...(a.group === undefined ? {} : { group: a.group }), ...(a.baseUrl === undefined ? {} : { baseUrl: a.baseUrl }),
+    }, process.stdout).catch(fail);
+    return;
+  }
   let config;
   // taken before reading, so that an edit made while the app starts is seen by the watcher
   const loadedStat = statSync(args.file, { throwIfNoEntry: false });
@@ -123,6 +155,8 @@ async function main(): Promise<void> {
     throw err;
   }
   if (args.command === 'check-config') {
+    const { pricingWarnings } = await import('./config/pricing.js');
+    for (const w of pricingWarnings(config)) process.stderr.write(`warning: ${w.path}: ${w.message}\n`);
     process.stdout.write(`${args.file}: ok (${Object.keys(config.providers).length} providers)\n`);
     return;
   }

@@ -4,12 +4,14 @@
 //
 // | kind               | fires when                                                        | window (once per)            |
 // | ------------------ | ----------------------------------------------------------------- | ---------------------------- |
-// | quota_warning      | a provider's quota reaches 80 %, and 90 %                         | its quota period*            |
+// | quota_warning      | a provider's quota reaches 80 %, and 90 % (alerts.thresholds.quota) | its quota period*          |
 // | quota_exhausted    | it reaches 100 % (or its monthly total, for daily_requests)       | its quota period*            |
+// | (reported)         | the same two, from a provider's reported rate-limit window        | the clock hour (reported.ts) |
 // | quota_reset        | a provider warned or exhausted is back under 10 % (refreshed)    | the warning it follows       |
 // | daily_budget       | today's spend reaches 80 %, and 100 %, of budgets.daily_usd       | the local day                |
 // | monthly_budget     | the month's spend reaches 50 %, 80 %, 100 % of budgets.monthly_usd | the local month             |
 // | cost_anomaly       | today's cost > 2 x the daily average of the previous days (>= 3   | the local day                |
+// |                    | (the percentages and the multiple: alerts.thresholds; these are the defaults)                   |
 // |                    | days with usage among the last 7; fewer: never)                   |                              |
 // | exhaustion_pattern | a provider exhausted in 3 or more separate periods within 7 days  | the ISO week                 |
 // | auto_switch        | the daily budget is exceeded with auto_switch on                  | the local day                |
@@ -22,6 +24,10 @@ import type { QuotaEntry } from '../accounting/quota.js';
 import { parseWindow } from '../core/windows.js';
 import type { BudgetState } from '../accounting/budget.js';
 import type { Alert, AlertKind } from './types.js';
+import type { AlertThresholds } from '../config/types.js';
+import { ALERT_THRESHOLD_DEFAULTS } from '../config/schema.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
+import { reportedQuotaAlerts } from './reported.js';
 
 export interface FiredAlert {
   readonly kind: AlertKind;
@@ -48,17 +54,17 @@ export interface EvaluationInput {
   readonly costs: CostHistory | null;
   /** Alerts already fired (at least those of the last 8 days). */
   readonly fired: readonly FiredAlert[];
+  /** alerts.thresholds (default: the schema's defaults). */
+  readonly thresholds?: AlertThresholds;
+  /** What providers reported on their responses (alerts/reported.ts); none: computed quota only. */
+  readonly reported?: readonly ReportedQuota[];
 }
 
 /** An alert to fire: the scheduler gives it its id and time. */
 export type Candidate = Omit<Alert, 'id' | 'firedAt'>;
 
-export const QUOTA_THRESHOLDS = [80, 90] as const;
 /** A warned or exhausted quota counts as refreshed once back under this percentage. */
 export const RESET_BELOW = 10;
-export const DAILY_THRESHOLDS = [80, 100] as const;
-export const MONTHLY_THRESHOLDS = [50, 80, 100] as const;
-export const ANOMALY_MULTIPLE = 2;
 export const ANOMALY_MIN_DAYS = 3;
 export const PATTERN_COUNT = 3;
 const WEEK = 7 * 86_400_000;
@@ -101,9 +107,11 @@ export function evaluate(input: EvaluationInput): Candidate[] {
     fired.add(keyOf(c));
     out.push(c);
   };
-  for (const e of input.quota) quotaAlerts(e, input, add);
-  budgetAlerts(input, add);
-  if (input.costs) anomaly(input.costs, input.budget, add);
+  const thresholds = input.thresholds ?? ALERT_THRESHOLD_DEFAULTS;
+  for (const e of input.quota) quotaAlerts(e, input, thresholds, add);
+  reportedQuotaAlerts(input.reported ?? [], { now: input.now, thresholds: thresholds.quota }, add);
+  budgetAlerts(input, thresholds, add);
+  if (input.costs) anomaly(input.costs, input.budget, thresholds.anomaly_multiple, add);
   pattern(input, add);
   return out;
 }
@@ -121,7 +129,9 @@ function quotaWindow(e: QuotaEntry, kind: AlertKind, threshold: number, input: E
   return `rolling:${new Date(input.now).toISOString()}`;
 }
 
-function quotaAlerts(e: QuotaEntry, input: EvaluationInput, add: (c: Candidate) => void): void {
+const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+
+function quotaAlerts(e: QuotaEntry, input: EvaluationInput, thresholds: AlertThresholds, add: (c: Candidate) => void): void {
   const q = e.quota;
   const pct = q.percentage;
   const monthlyOut = e.secondary?.exhausted === true;
@@ -131,7 +141,7 @@ function quotaAlerts(e: QuotaEntry, input: EvaluationInput, add: (c: Candidate) 
   };
   const resetText = `It resets in ${duration(e.reset.countdown_s)}${e.reset.nextReset ? ` (${e.reset.nextReset})` : ''}.`;
   if (pct !== null && q.limit !== null) {
-    for (const threshold of QUOTA_THRESHOLDS) {
+    for (const threshold of ascending(thresholds.quota)) {
       if (pct < threshold) continue;
       const window = quotaWindow(e, 'quota_warning', threshold, input);
       if (window === null) continue;
@@ -172,10 +182,10 @@ function quotaAlerts(e: QuotaEntry, input: EvaluationInput, add: (c: Candidate) 
   }
 }
 
-function budgetAlerts(input: EvaluationInput, add: (c: Candidate) => void): void {
+function budgetAlerts(input: EvaluationInput, thresholds: AlertThresholds, add: (c: Candidate) => void): void {
   const { daily, monthly, auto_switch } = input.budget;
   if (daily.limit !== null && daily.percentage !== null) {
-    for (const threshold of DAILY_THRESHOLDS) {
+    for (const threshold of ascending(thresholds.daily)) {
       if (daily.percentage < threshold) continue;
       add({
         kind: 'daily_budget', severity: threshold >= 100 ? 'critical' : 'warning', subject: 'daily', threshold, window: daily.window,
@@ -194,7 +204,7 @@ function budgetAlerts(input: EvaluationInput, add: (c: Candidate) => void): void
     }
   }
   if (monthly.limit !== null && monthly.percentage !== null) {
-    for (const threshold of MONTHLY_THRESHOLDS) {
+    for (const threshold of ascending(thresholds.monthly)) {
       if (monthly.percentage < threshold) continue;
       add({
         kind: 'monthly_budget', severity: threshold >= 100 ? 'critical' : 'warning', subject: 'monthly', threshold, window: monthly.window,
@@ -206,17 +216,17 @@ function budgetAlerts(input: EvaluationInput, add: (c: Candidate) => void): void
   }
 }
 
-function anomaly(c: CostHistory, budget: BudgetState, add: (c: Candidate) => void): void {
+function anomaly(c: CostHistory, budget: BudgetState, multipleOver: number, add: (c: Candidate) => void): void {
   const days = c.previousDays.filter((d) => d.cost > 0);
   if (days.length < ANOMALY_MIN_DAYS) return; // too little history to call anything unusual
   const average = days.reduce((s, d) => s + d.cost, 0) / days.length;
-  if (average <= 0 || c.today <= ANOMALY_MULTIPLE * average) return;
+  if (average <= 0 || c.today <= multipleOver * average) return;
   const multiple = Number((c.today / average).toFixed(2));
   const top = [...c.todayByProvider].sort((a, b) => b.cost - a.cost)[0];
   const share = top && c.today > 0 ? Math.round((top.cost / c.today) * 100) : 0;
   const reason = top ? `${top.provider} accounts for ${share}% of today's cost (${usd(top.cost)})` : 'no single provider stands out';
   add({
-    kind: 'cost_anomaly', severity: 'warning', subject: 'cost', threshold: ANOMALY_MULTIPLE * 100, window: budget.daily.window,
+    kind: 'cost_anomaly', severity: 'warning', subject: 'cost', threshold: Math.round(multipleOver * 100), window: budget.daily.window,
     title: `Cost anomaly: today ${usd(c.today)} is ${multiple}x the daily average`,
     message: `Today's cost ${usd(c.today)} is ${multiple}x the daily average of ${usd(average)} over the previous ${days.length} days with usage. Reason: ${reason}.`,
     data: { today: c.today, average: Number(average.toFixed(12)), multiple, days: days.length, reason, top_provider: top?.provider ?? null, top_share: share },

@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/types.js';
 import type { ConfigHolder } from '../config/watch.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Store } from '../store/client.js';
 import type { Metrics } from '../telemetry/metrics.js';
@@ -26,7 +27,11 @@ export interface Alerting {
   close(): Promise<void>;
 }
 
-export function createAlerting(deps: { store: Store; config: ConfigHolder; quota: QuotaService; metrics: Metrics; log: FastifyBaseLogger }): Alerting {
+export function createAlerting(deps: {
+  store: Store; config: ConfigHolder; quota: QuotaService; metrics: Metrics; log: FastifyBaseLogger;
+  /** What providers report on their responses, for quota alerts (accounting/reported-quota.ts). */
+  reported?: () => readonly ReportedQuota[];
+}): Alerting {
   const { store, config, metrics, log } = deps;
   metrics.declareAlertKinds([...ALERT_KINDS, 'auto_switch']);
   const budget = new BudgetService(store, () => config.current);
@@ -47,7 +52,7 @@ export function createAlerting(deps: { store: Store; config: ConfigHolder; quota
     close: () => notifier.close(),
   };
   const alerts = new AlertService({
-    store, config: () => config.current, quota: deps.quota, budget, notify,
+    store, config: () => config.current, quota: deps.quota, budget, notify, ...(deps.reported === undefined ? {} : { reported: deps.reported }),
     events: { fired: (kind) => metrics.alertFired(kind), delivery: record, error: (err) => log.error({ err }, 'alert evaluation failed') },
   });
   return {

@@ -16,15 +16,16 @@ import type { Alert, Channel, DeliveryResult } from './types.js';
 export interface AlertChannelsConfig {
   /** The dashboard list (the ClickHouse alerts table); default true. */
   readonly dashboard: boolean;
-  readonly email?: EmailChannelConfig;
-  readonly webhook?: WebhookChannelConfig;
+  /** `enabled: false` keeps the channel's settings but sends nothing to it. */
+  readonly email?: EmailChannelConfig & { readonly enabled?: boolean };
+  readonly webhook?: WebhookChannelConfig & { readonly enabled?: boolean };
 }
 
 /** The outbound channels a config turns on (email, webhook); the dashboard is not one of them. */
 export function channelsFromConfig(cfg: AlertChannelsConfig): Channel[] {
   const out: Channel[] = [];
-  if (cfg.email) out.push(emailChannel(cfg.email));
-  if (cfg.webhook) out.push(webhookChannel(cfg.webhook));
+  if (cfg.email && cfg.email.enabled !== false) out.push(emailChannel(cfg.email));
+  if (cfg.webhook && cfg.webhook.enabled !== false) out.push(webhookChannel(cfg.webhook));
   return out;
 }
 

@@ -7,11 +7,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import type { QuotaService } from '../accounting/quota.js';
+import type { ReportedQuota } from '../accounting/reported-quota.js';
 import { aggregate } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import type { BudgetService, BudgetState } from '../accounting/budget.js';
-import { ANOMALY_MIN_DAYS, ANOMALY_MULTIPLE, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
+import { ANOMALY_MIN_DAYS, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
 import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
@@ -59,6 +60,7 @@ export class AlertService {
   readonly #budget: BudgetService;
   readonly #notify: Notify;
   readonly #events: AlertEvents;
+  readonly #reported: () => readonly ReportedQuota[];
   readonly #now: () => number;
   #fired: FiredAlert[] = [];
   #running: Promise<void> | null = null;
@@ -74,9 +76,10 @@ export class AlertService {
   readonly #instance = randomUUID();
 
   constructor(
-    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents },
+    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents; reported?: () => readonly ReportedQuota[] },
     opts: { now?: () => number } = {},
   ) {
+    this.#reported = deps.reported ?? (() => []);
     this.#store = deps.store;
     this.#config = deps.config;
     this.#quota = deps.quota;
@@ -144,7 +147,7 @@ export class AlertService {
     const quota = await this.#quota.entries();
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
-    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired });
+    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() });
     for (const c of candidates) await this.#fire(c, now);
   }
 
@@ -165,7 +168,7 @@ export class AlertService {
     const previousDays = this.#history.days;
     const withUsage = previousDays.filter((d) => d.cost > 0);
     const average = withUsage.length > 0 ? withUsage.reduce((a, d) => a + d.cost, 0) / withUsage.length : 0;
-    const suspicious = withUsage.length >= ANOMALY_MIN_DAYS && budget.daily.spent > ANOMALY_MULTIPLE * average;
+    const suspicious = withUsage.length >= ANOMALY_MIN_DAYS && budget.daily.spent > this.#config().alerts.thresholds.anomaly_multiple * average;
     const byProvider = suspicious ? await aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed }) : [];
     return {
       previousDays,

@@ -22,8 +22,12 @@ export interface StoreState {
 
 const reason = (err: unknown): string => (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
 
-export const healthRoutes: FastifyPluginAsync<{ store: Store; state: () => StoreState }> = async (app, { store, state }) => {
-  app.get('/health', async () => ({ status: 'ok' }));
+export const healthRoutes: FastifyPluginAsync<{ store: Store; state: () => StoreState; instanceId: string }> = async (app, { store, state, instanceId }) => {
+  // The instance id lets GET /api/tunnel tell this process from another one behind the same public URL.
+  app.get('/health', async (_req, reply) => {
+    reply.header('x-tollgate-instance', instanceId);
+    return { status: 'ok' };
+  });
   app.get('/ready', async (_req, reply) => {
     const kind = store.embedded ? 'embedded' : 'server';
     const s = state();

@@ -7,6 +7,8 @@ import type { ConfigHolder } from '../config/watch.js';
 import { connectionsOf } from '../config/connections.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Router } from '../routing/router.js';
+import { unpricedModels } from '../config/pricing.js';
+import { REPORTED_RESOURCES, usedRatio, type ReportedQuota, type ReportedQuotaStore } from '../accounting/reported-quota.js';
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -27,17 +29,51 @@ export function cooldownView(router: Router, providerId: string, now: number) {
   };
 }
 
-export const quotaRoutes: FastifyPluginAsync<{ config: ConfigHolder; router: Router; quota: QuotaService; now?: () => number }> = async (
-  app, { config, router, quota, now = Date.now },
+/** What a provider reported on its responses, beside the computed figures: with its source and age (docs/quota.md). */
+export function reportedView(r: ReportedQuota, now: number) {
+  const limits: Record<string, unknown> = {};
+  for (const resource of REPORTED_RESOURCES) {
+    const l = r.limits[resource];
+    if (l === undefined) continue;
+    const ratio = usedRatio(l);
+    limits[resource] = {
+      limit: l.limit,
+      remaining: l.remaining,
+      percentage: ratio === null ? null : Number((ratio * 100).toFixed(2)),
+      reset_at: l.resetAt === null ? null : iso(l.resetAt),
+      reset_in_s: l.resetAt === null ? null : Math.max(0, Math.ceil((l.resetAt - now) / 1000)),
+    };
+  }
+  return {
+    connection: r.connection,
+    source: r.source,
+    observed_at: iso(r.observedAt),
+    age_s: Math.max(0, Math.round((now - r.observedAt) / 1000)),
+    limits,
+    retry_after_s: r.retryUntil !== null && r.retryUntil > now ? Math.ceil((r.retryUntil - now) / 1000) : null,
+  };
+}
+
+export const quotaRoutes: FastifyPluginAsync<{ config: ConfigHolder; router: Router; quota: QuotaService; reported?: ReportedQuotaStore; now?: () => number }> = async (
+  app, { config, router, quota, reported, now = Date.now },
 ) => {
   app.get('/api/quota', async () => {
     const entries = await quota.entries();
     const t = now();
     const providers = config.current.providers;
+    // Paid models no price covers (YAML or catalog): their cost is recorded as unknown (docs/catalog.md).
+    const unpriced = unpricedModels(config.current);
     return {
       providers: entries.map((e) => {
         const p = providers[e.id];
-        return { ...e, connections: p ? connectionsOf(e.id, p).map((c) => c.name) : [], cooldown: cooldownView(router, e.id, t) };
+        return {
+          ...e,
+          connections: p ? connectionsOf(e.id, p).map((c) => c.name) : [],
+          cooldown: cooldownView(router, e.id, t),
+          pricing: { unpriced_models: unpriced.filter((u) => u.provider === e.id).map((u) => `${u.provider}/${u.model}`) },
+          // Empty when the provider reports nothing on its responses: the computed quota above is then all there is.
+          reported: (reported?.forProvider(e.id) ?? []).map((r) => reportedView(r, t)),
+        };
       }),
     };
   });

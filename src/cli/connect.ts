@@ -1,12 +1,14 @@
-// `tollgate connect <provider>`: run the OAuth device authorization grant for a provider with `auth.type: oauth`
-// and store its tokens, encrypted, under storage.data_dir. Prints what the user must open and type; never a token.
+// `tollgate connect <provider>`: run the provider's OAuth sign-in (`auth.oauth.flow`: the device authorization grant,
+// or the authorization code grant with PKCE, connect-pkce.ts) and store its tokens, encrypted, under
+// storage.data_dir. Prints what the user must open and type; never a token.
 
 import type { Config, OAuthSettings } from '../config/types.js';
 import { CredentialStore } from '../providers/credentials.js';
 import { pollForToken, startDeviceAuthorization, type PollOptions } from '../providers/oauth.js';
 import { TollgateError } from '../core/errors.js';
+import { signInWithPkce, type PkceOptions } from './connect-pkce.js';
 
-export interface ConnectOptions extends PollOptions {
+export interface ConnectOptions extends PollOptions, Omit<PkceOptions, 'now' | 'signal'> {
   /** Where TOLLGATE_SECRET_KEY is read (default: process.env). */
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
@@ -36,7 +38,15 @@ function duration(seconds: number): string {
   return `${Math.round(seconds / 86400)} days`;
 }
 
-/** Connect `providerId`: prints the verification URI and user code, waits for approval, saves the tokens. */
+async function deviceCode(providerId: string, settings: OAuthSettings, out: { write(s: string): void }, opts: ConnectOptions) {
+  const da = await startDeviceAuthorization(settings, opts.signal);
+  out.write(`To connect provider '${providerId}', open\n\n  ${da.verification_uri}\n\nand enter the code\n\n  ${da.user_code}\n\n`);
+  if (da.verification_uri_complete !== undefined) out.write(`(or open ${da.verification_uri_complete}, which carries the code)\n\n`);
+  out.write(`Waiting for approval; the code expires in ${duration(da.expires_in)}...\n`);
+  return pollForToken(settings, da, opts);
+}
+
+/** Connect `providerId`: prints what to open (and, for the device flow, the code), waits for the sign-in, saves the tokens. */
 export async function connect(cfg: Config, providerId: string, out: { write(s: string): void }, opts: ConnectOptions = {}): Promise<void> {
   const settings = settingsFor(cfg, providerId);
   const store = new CredentialStore(cfg.storage.data_dir, opts.env);
@@ -44,11 +54,7 @@ export async function connect(cfg: Config, providerId: string, out: { write(s: s
   try {
     // before the user is asked to do anything: an unwritable data_dir fails now, not after the approval
     await store.init();
-    const da = await startDeviceAuthorization(settings, opts.signal);
-    out.write(`To connect provider '${providerId}', open\n\n  ${da.verification_uri}\n\nand enter the code\n\n  ${da.user_code}\n\n`);
-    if (da.verification_uri_complete !== undefined) out.write(`(or open ${da.verification_uri_complete}, which carries the code)\n\n`);
-    out.write(`Waiting for approval; the code expires in ${duration(da.expires_in)}...\n`);
-    const tokens = await pollForToken(settings, da, opts);
+    const tokens = settings.flow === 'pkce' ? await signInWithPkce(providerId, settings, out, opts) : await deviceCode(providerId, settings, out, opts);
     await store.save(providerId, tokens);
     const expiry = tokens.expires_at === null ? 'an access token without an expiry' : `an access token that expires at ${new Date(tokens.expires_at).toISOString()} (in ${duration((tokens.expires_at - now()) / 1000)})`;
     const refresh = tokens.refresh_token === undefined ? 'no refresh token: connect again when it expires' : 'refreshed automatically';

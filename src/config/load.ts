@@ -8,6 +8,7 @@ import { LineCounter, parseDocument } from 'yaml';
 import { quotaConfigOf } from './quota-kinds.js';
 import { parseTimeZone } from '../core/tz.js';
 import { CONFIG_SCHEMA } from './schema.js';
+import { applyCatalog } from './pricing.js';
 import type { Config } from './types.js';
 
 export interface ConfigIssue {
@@ -169,6 +170,7 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
     if (auth.key && auth.keys) issues.push({ path: `providers.${id}.auth.keys`, message: 'give either auth.key or auth.keys, not both' });
     if (auth.type === 'oauth' && !auth.oauth) issues.push({ path: `providers.${id}.auth.oauth`, message: 'is required when auth.type is oauth' });
     if (auth.type !== 'oauth' && auth.oauth) issues.push({ path: `providers.${id}.auth.oauth`, message: 'is only used when auth.type is oauth' });
+    if (isObject(auth.oauth)) issues.push(...oauthIssues(`providers.${id}.auth.oauth`, auth.oauth));
     if (Array.isArray(auth.keys)) {
       const seen = new Set<unknown>();
       auth.keys.forEach((k: unknown, i) => {
@@ -191,6 +193,20 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
     if (ka.enabled === true && ka.model === undefined && Object.keys(models).length === 0) issues.push({ path: `providers.${id}.keepalive.model`, message: 'is required when the provider lists no models' });
   }
   issues.push(...routingIssues(tree));
+  return issues;
+}
+
+/** Each flow's own endpoint: device_code needs device_authorization_url, pkce an authorization_url. */
+function oauthIssues(path: string, o: Record<string, unknown>): ConfigIssue[] {
+  const pkce = o.flow === 'pkce';
+  const need = pkce ? 'authorization_url' : 'device_authorization_url';
+  const foreign = pkce ? ['device_authorization_url'] : ['authorization_url', 'redirect_uri', 'authorization_params'];
+  const issues: ConfigIssue[] = [];
+  if (o[need] === undefined) issues.push({ path: `${path}.${need}`, message: `is required when flow is ${pkce ? 'pkce' : 'device_code'}` });
+  for (const k of foreign) {
+    const v = o[k];
+    if (v !== undefined && !(isObject(v) && Object.keys(v).length === 0)) issues.push({ path: `${path}.${k}`, message: `is only used when flow is ${pkce ? 'device_code' : 'pkce'}` });
+  }
   return issues;
 }
 
@@ -269,6 +285,7 @@ export function parseConfig(raw: unknown, env: Env = process.env, source = '(inl
   const taken = new Set(issues.map((i) => i.path));
   issues.push(...semanticIssues(tree).filter((i) => !taken.has(i.path)));
   if (issues.length > 0) throw new ConfigError(source, dedupe(issues));
+  applyCatalog(tree);
   return deepFreeze(tree as unknown as Config);
 }
 
@@ -305,12 +322,15 @@ export function parseConfigText(text: string, env: Env = process.env, source = '
   return parseConfig(doc.toJS(), env, source);
 }
 
-export function loadConfigFile(file: string, env: Env = process.env): Config {
-  let text: string;
+/** The text of a config file; a file that cannot be read is a ConfigError. */
+export function readConfigText(file: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (err) {
     throw new ConfigError(file, [{ path: '(file)', message: `cannot read: ${(err as Error).message}` }]);
   }
-  return parseConfigText(text, env, file);
+}
+
+export function loadConfigFile(file: string, env: Env = process.env): Config {
+  return parseConfigText(readConfigText(file), env, file);
 }

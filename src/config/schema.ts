@@ -67,13 +67,22 @@ const connectionKey = closed(
 
 const oauth = closed(
   {
+    // device_code: RFC 8628 (needs device_authorization_url); pkce: authorization code with PKCE, RFC 7636 and
+    // RFC 8252 (needs authorization_url). docs/connections.md.
+    flow: { enum: ['device_code', 'pkce'], default: 'device_code' },
     device_authorization_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    authorization_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
     token_url: { type: 'string', pattern: '^https?://[^\\s]+$' },
     client_id: { type: 'string', minLength: 1 },
     client_secret: str,
     scope: str,
+    // pkce: a fixed redirect URI registered for the client (the code is pasted back); none: a loopback listener
+    // on 127.0.0.1 with an ephemeral port (RFC 8252 §7.3).
+    redirect_uri: { type: 'string', pattern: '^https?://[^\\s]+$' },
+    // pkce: extra parameters of the authorization request (e.g. audience), as the provider documents them.
+    authorization_params: { type: 'object', additionalProperties: str, default: {} },
   },
-  { required: ['device_authorization_url', 'token_url', 'client_id'] },
+  { required: ['token_url', 'client_id'] },
 );
 
 const keepalive = closed(
@@ -121,10 +130,25 @@ const provider = closed(
       { default: {} },
     ),
     models: { type: 'object', additionalProperties: model, default: {} },
+    // The models.dev catalog provider whose prices, limits and capabilities fill what the YAML leaves out
+    // (docs/catalog.md); default: the provider prefix when the catalog knows it; '' for none.
+    catalog: { type: 'string', pattern: '^([A-Za-z0-9][A-Za-z0-9._-]*)?$' },
     allow_unlisted_models: { type: 'boolean', default: false },
   },
   { required: ['group', 'format'] },
 );
+
+/** The alert thresholds (percent of a quota or budget; the anomaly's multiple of the daily average) when unset. */
+export const ALERT_THRESHOLD_DEFAULTS = {
+  quota: [80, 90],
+  daily: [80, 100],
+  monthly: [50, 80, 100],
+  anomaly_multiple: 2,
+} as const;
+
+const percents = (d: readonly number[]) => ({
+  type: 'array', minItems: 1, uniqueItems: true, items: { type: 'number', exclusiveMinimum: 0, maximum: 1000 }, default: [...d],
+});
 
 const combo = closed(
   {
@@ -162,6 +186,8 @@ export const CONFIG_SCHEMA = closed({
         { default: {} },
       ),
       metrics_auth: { type: 'boolean', default: false },
+      // The address this instance is reached at from outside (a tunnel, a reverse proxy); GET /api/tunnel checks it.
+      public_url: { type: 'string', pattern: '^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$', default: '' },
       // JSON bodies deeper than this are refused with 400 before any handler sees them.
       json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
     },
@@ -251,14 +277,24 @@ export const CONFIG_SCHEMA = closed({
         },
         additionalProperties: { type: 'boolean' },
       },
+      // Crossing each percentage fires once per window (docs/alerts.md); quota exhaustion (100 %) is its own kind.
+      thresholds: closed(
+        {
+          quota: { ...percents(ALERT_THRESHOLD_DEFAULTS.quota), items: { type: 'number', exclusiveMinimum: 0, exclusiveMaximum: 100 } },
+          daily: percents(ALERT_THRESHOLD_DEFAULTS.daily),
+          monthly: percents(ALERT_THRESHOLD_DEFAULTS.monthly),
+          anomaly_multiple: { type: 'number', exclusiveMinimum: 1, maximum: 1000, default: ALERT_THRESHOLD_DEFAULTS.anomaly_multiple },
+        },
+        { default: {} },
+      ),
       channels: closed(
         {
           dashboard: { type: 'boolean', default: true },
           email: closed(
-            { smtp_url: str, from: str, to: { type: 'array', items: str, minItems: 1 } },
+            { enabled: { type: 'boolean', default: true }, smtp_url: str, from: str, to: { type: 'array', items: str, minItems: 1 } },
             { required: ['smtp_url', 'from', 'to'] },
           ),
-          webhook: closed({ url: { type: 'string', pattern: '^https?://' }, secret: str }, { required: ['url'] }),
+          webhook: closed({ enabled: { type: 'boolean', default: true }, url: { type: 'string', pattern: '^https?://' }, secret: str }, { required: ['url'] }),
         },
         { default: {} },
       ),

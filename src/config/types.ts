@@ -37,13 +37,26 @@ export interface ConnectionKey {
   readonly keepalive?: boolean;
 }
 
-/** OAuth 2.0 device authorization grant (RFC 8628) settings; tokens are stored encrypted under data_dir. */
+export type OAuthFlow = 'device_code' | 'pkce';
+
+/**
+ * OAuth 2.0 settings of a provider: the device authorization grant (RFC 8628) or the authorization code grant with
+ * PKCE (RFC 7636, RFC 8252); tokens are stored encrypted under data_dir.
+ */
 export interface OAuthSettings {
-  readonly device_authorization_url: string;
+  readonly flow?: OAuthFlow;
+  /** device_code: the device authorization endpoint. */
+  readonly device_authorization_url?: string;
+  /** pkce: the authorization endpoint the user's browser opens. */
+  readonly authorization_url?: string;
   readonly token_url: string;
   readonly client_id: string;
   readonly client_secret?: string;
   readonly scope?: string;
+  /** pkce: a fixed, registered redirect URI (the code is pasted back); absent: a loopback listener. */
+  readonly redirect_uri?: string;
+  /** pkce: extra authorization request parameters. */
+  readonly authorization_params?: Readonly<Record<string, string>>;
 }
 
 export interface ProviderAuth {
@@ -98,6 +111,11 @@ export interface ProviderConfig {
   readonly quota?: Readonly<Record<string, unknown>>;
   readonly mock: MockOptions;
   readonly models: Readonly<Record<string, ModelConfig>>;
+  /**
+   * The catalog provider (config/catalog.ts) that fills prices, limits and capabilities the YAML leaves out: after
+   * load, the resolved id, or '' for none.
+   */
+  readonly catalog?: string;
   /** Forward model ids that are not listed under `models` (labelled '_other' in metrics). */
   readonly allow_unlisted_models: boolean;
 }
@@ -111,6 +129,13 @@ export interface ApiKey {
   readonly role?: KeyRole;
 }
 
+export interface AlertThresholds {
+  readonly quota: readonly number[];
+  readonly daily: readonly number[];
+  readonly monthly: readonly number[];
+  readonly anomaly_multiple: number;
+}
+
 export interface Config {
   readonly server: {
     readonly host: string;
@@ -120,6 +145,8 @@ export interface Config {
     readonly trust_proxy: readonly string[];
     readonly rate_limit: { readonly requests_per_minute: number; readonly auth_failures_per_minute: number };
     readonly metrics_auth: boolean;
+    /** The URL clients outside reach this instance at ('' when none): GET /api/tunnel reports and checks it. */
+    readonly public_url: string;
     readonly json_max_depth: number;
   };
   readonly storage: {
@@ -154,10 +181,12 @@ export interface Config {
   readonly alerts: {
     /** Each kind on unless set to false. */
     readonly kinds: Readonly<Partial<Record<'quota_warning' | 'quota_exhausted' | 'quota_reset' | 'daily_budget' | 'monthly_budget' | 'cost_anomaly' | 'exhaustion_pattern', boolean>>>;
+    /** Percentages that fire quota_warning, daily_budget and monthly_budget; the cost_anomaly multiple. */
+    readonly thresholds: AlertThresholds;
     readonly channels: {
       readonly dashboard: boolean;
-      readonly email?: { readonly smtp_url: string; readonly from: string; readonly to: readonly string[] };
-      readonly webhook?: { readonly url: string; readonly secret?: string };
+      readonly email?: { readonly enabled: boolean; readonly smtp_url: string; readonly from: string; readonly to: readonly string[] };
+      readonly webhook?: { readonly enabled: boolean; readonly url: string; readonly secret?: string };
     };
   };
 }

@@ -3,12 +3,12 @@
 // Sections that only take effect at start (server.host/port, storage, telemetry) are reported as needing a restart.
 
 import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
-import { ConfigError, loadConfigFile } from './load.js';
+import { ConfigError, parseConfigText, readConfigText } from './load.js';
 import type { Config } from './types.js';
 
 export type ConfigListener = (next: Config, prev: Config) => void;
 
-interface Logger {
+export interface Logger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
@@ -17,6 +17,7 @@ interface Logger {
 /** Holds the current config; everything that must see live edits reads `current` per request. */
 export class ConfigHolder {
   #current: Config;
+  #fileText: string | null = null;
   readonly #listeners: ConfigListener[] = [];
 
   constructor(initial: Config) {
@@ -31,9 +32,15 @@ export class ConfigHolder {
     this.#listeners.push(fn);
   }
 
-  replace(next: Config): void {
+  /** The text of the config file `current` was read from, when a reload or a settings write said so. */
+  get fileText(): string | null {
+    return this.#fileText;
+  }
+
+  replace(next: Config, opts: { fileText?: string } = {}): void {
     const prev = this.#current;
     this.#current = next;
+    this.#fileText = opts.fileText ?? null;
     for (const fn of this.#listeners) fn(next, prev);
   }
 }
@@ -44,6 +51,14 @@ function restartOnlyChanges(next: Config, prev: Config): string[] {
   const pick = (c: Config, k: (typeof RESTART_ONLY)[number]): unknown =>
     k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes' | 'trust_proxy'];
   return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
+}
+
+/** Make `next` (read from `file`, whose text is `text`) the running config: the one way a live edit is applied. */
+export function applyConfig(holder: ConfigHolder, next: Config, edit: { file: string; text: string; log: Logger }): void {
+  const restart = restartOnlyChanges(next, holder.current);
+  if (restart.length > 0) edit.log.warn({ sections: restart }, 'config edit changes settings that apply only at start; restart to use them');
+  holder.replace(next, { fileText: edit.text });
+  edit.log.info({ file: edit.file }, 'config reloaded');
 }
 
 /**
@@ -57,11 +72,10 @@ export function watchConfigFile(
   const onChange = (curr: Stats, prev: Stats): void => {
     if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
     try {
-      const next = loadConfigFile(file);
-      const restart = restartOnlyChanges(next, holder.current);
-      if (restart.length > 0) log.warn({ sections: restart }, 'config edit changes settings that apply only at start; restart to use them');
-      holder.replace(next);
-      log.info({ file }, 'config reloaded');
+      const text = readConfigText(file);
+      // Written by the settings API, which applied it already.
+      if (text === holder.fileText) return;
+      applyConfig(holder, parseConfigText(text, process.env, file), { file, text, log });
     } catch (err) {
       const issues = err instanceof ConfigError ? err.issues : [{ path: '(file)', message: (err as Error).message }];
       log.error({ file, issues }, 'config edit rejected; the previous config keeps serving');

@@ -21,6 +21,8 @@ export const ERRORS = {
   TOLLGATE_ERR_INVALID_REQUEST: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INVALID_PERIOD: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INVALID_QUERY: { status: 400, type: 'invalid_request_error', level: 'info' },
+  TOLLGATE_ERR_CONFIG_CONFLICT: { status: 409, type: 'invalid_request_error', level: 'info' },
+  TOLLGATE_ERR_PRECONDITION_FAILED: { status: 412, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_NOT_FOUND: { status: 404, type: 'not_found_error', level: 'info' },
   TOLLGATE_ERR_MODEL_NOT_FOUND: { status: 404, type: 'not_found_error', level: 'info' },
   TOLLGATE_ERR_NOT_SUPPORTED: { status: 400, type: 'invalid_request_error', level: 'info' },

@@ -1,9 +1,12 @@
 // The gate: who may call what, decided on the route fastify matched (never on the raw URL), deny by default.
 //
 //   access    routes                                            needs
-//   public    /, /health, /ready, /metrics (unless metrics_auth) nothing (`/` tells only the name and version)
-//   key       every other route, and every unmatched path        any gateway key
-//   admin     /api/admin/*, /api/settings/*                       a key whose role is admin
+//   public    /, /console/*, /console/auth, /health, /ready,     nothing (`/` is the console's page, or to a non-browser
+//             /metrics (unless metrics_auth)                     the name and version; /console/* its files: no data;
+//                                                                /console/auth whether keys are needed, as any 401 says)
+//   key       every other route (/api/live, /api/usage/*, ...),  any gateway key
+//             and every unmatched path
+//   admin     /api/admin/*, /api/settings, /api/settings/*       a key whose role is admin
 //   reauth    /api/admin/export, /api/admin/import                a token from POST /api/admin/reauth (5 minutes)
 //
 // Two per-client-IP limits sit in front (req.ip: the socket address, or the right-most untrusted X-Forwarded-For
@@ -23,7 +26,7 @@ import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
 
 /** The one public list (besides /metrics, public unless server.metrics_auth). Route patterns, as registered. */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/health', '/ready']);
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/', '/console/*', '/console/auth', '/health', '/ready']);
 export const ADMIN_PREFIXES: readonly string[] = ['/api/admin/', '/api/settings/'];
 export const REAUTH_ROUTES: ReadonlySet<string> = new Set(['/api/admin/export', '/api/admin/import']);
 export const REAUTH_ROUTE = '/api/admin/reauth';
@@ -33,7 +36,8 @@ export function accessOf(route: string | undefined, cfg: Config): Access {
   if (route === undefined) return 'key';
   if (PUBLIC_ROUTES.has(route) || (route === '/metrics' && !cfg.server.metrics_auth)) return 'public';
   if (REAUTH_ROUTES.has(route)) return 'reauth';
-  if (ADMIN_PREFIXES.some((p) => route.startsWith(p))) return 'admin';
+  // `/api/settings` itself too, not only what is under it.
+  if (ADMIN_PREFIXES.some((p) => route.startsWith(p) || route === p.slice(0, -1))) return 'admin';
   return 'key';
 }
 

@@ -1,28 +1,33 @@
 // The one cost engine (DESIGN.md decision 5). Prices are USD per 1M tokens, per provider with per-model
-// overrides. Arithmetic is done in integer pico-dollars so that sums agree to the cent across the row, the
+// overrides, else from the catalog (config/pricing.ts); each cost carries where its price came from. Arithmetic is done in integer pico-dollars so that sums agree to the cent across the row, the
 // metrics and the API: a price with up to six decimals times a token count is exact.
 
 import type { Price, ProviderConfig } from '../config/types.js';
+import { resolvePrice, type PriceSource } from '../config/pricing.js';
 import type { Usage } from './types.js';
-import { own } from '../core/own.js';
+
+export type { PriceSource };
 
 export interface Cost {
-  /** What is billed: 0 for subscription and free providers. */
+  /** What is billed: 0 for subscription and free providers. 0 too when `priceSource` is `none`: see `costKnown`. */
   readonly cost: number;
   /** What the request would cost at list price. */
   readonly listCost: number;
+  /**
+   * Where the price came from: `config`, `catalog@<version>`, or `none` (no price anywhere). A combo's cost, the sum
+   * of its attempts', says `none` when any attempt's did, else the first attempt's source. computeCost always sets
+   * it; a cost made by hand (tests, tools) may leave it out, and its row then records ''.
+   */
+  readonly priceSource?: PriceSource;
 }
 
-export const ZERO_COST: Cost = Object.freeze({ cost: 0, listCost: 0 });
+export const ZERO_COST: Cost = Object.freeze({ cost: 0, listCost: 0, priceSource: 'none' });
 
 const PICO_PER_MICRO = 1_000_000; // price per 1M tokens -> pico-dollars per token
 
-/** The effective price of one model: the provider's price with the model's overrides on top. */
+/** The effective price of one model: the provider's price with the model's overrides on top, else the catalog's. */
 export function effectivePrice(provider: ProviderConfig, modelId: string): Price | null {
-  const base = provider.price;
-  const over = own(provider.models, modelId)?.price;
-  if (!base && !(over?.input !== undefined && over.output !== undefined)) return null;
-  return { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price;
+  return resolvePrice(provider, modelId).price;
 }
 
 function pico(tokens: number | null, pricePerMillion: number): number {
@@ -41,8 +46,28 @@ export function listCostPico(u: Usage, p: Price): number {
 }
 
 export function computeCost(provider: ProviderConfig, modelId: string, u: Usage): Cost {
-  const price = effectivePrice(provider, modelId);
+  const { price, source } = resolvePrice(provider, modelId);
   if (!price) return ZERO_COST;
   const listCost = listCostPico(u, price) / 1e12;
-  return { cost: provider.group === 'paid' ? listCost : 0, listCost };
+  return { cost: provider.group === 'paid' ? listCost : 0, listCost, priceSource: source };
+}
+
+const round12 = (n: number): number => Math.round(n * 1e12) / 1e12;
+
+/** Two costs together (a combo request's attempts): `none` wins the source, since the sum is then not known. */
+export function addCosts(sum: Cost | null | undefined, next: Cost): Cost {
+  if (sum === null || sum === undefined) return next;
+  return {
+    cost: round12(sum.cost + next.cost),
+    listCost: round12(sum.listCost + next.listCost),
+    ...(sum.priceSource === 'none' || next.priceSource === 'none' ? { priceSource: 'none' as const } : sum.priceSource === undefined ? {} : { priceSource: sum.priceSource }),
+  };
+}
+
+/**
+ * Whether the billed cost of a record is known: not when a paid model with no price anywhere spent tokens (its `cost`
+ * of 0 then means "unknown", and analytics and budgets say so; docs/catalog.md).
+ */
+export function costKnown(r: { readonly providerGroup: string; readonly totalTokens: number; readonly cost: Cost }): boolean {
+  return !(r.providerGroup === 'paid' && r.cost.priceSource === 'none' && r.totalTokens > 0);
 }

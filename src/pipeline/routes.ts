@@ -13,7 +13,6 @@ import { anthropicSameFormat } from '../wire/anthropic/same-format.js';
 import { geminiSameFormat } from '../wire/gemini/same-format.js';
 import { responsesSameFormat } from '../wire/openai-responses/same-format.js';
 import { codecFor } from '../wire/registry.js';
-import { TOLLGATE_VERSION } from '../store/archive.js';
 import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
 import { own } from '../core/own.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
@@ -185,9 +184,6 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
   };
   app.post(GEMINI_ROUTE, (req, reply) => gemini(req, reply, '/v1beta'));
   app.post(GEMINI_V1_ROUTE, (req, reply) => gemini(req, reply, '/v1'));
-
-  // What this is, and nothing more: Claude Code probes HEAD / on every run (HEAD is served from GET).
-  app.get('/', async () => ({ name: 'tollgate', version: TOLLGATE_VERSION }));
 
   app.get('/v1/models', async () => ({
     object: 'list',

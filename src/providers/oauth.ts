@@ -50,7 +50,7 @@ const REQUEST_TIMEOUT_MS = 15_000;
 /** Tokens that expire within this are refreshed before use. */
 export const REFRESH_MARGIN_MS = 60_000;
 
-type Reply =
+export type Reply =
   | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>> }
   | { readonly kind: 'not-json'; readonly status: number; readonly contentType: string }
   | { readonly kind: 'unreachable'; readonly reason: string };
@@ -58,7 +58,7 @@ type Reply =
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** Server-supplied text made safe for a terminal or a log line: no control characters, bounded length. */
-function printable(s: string, max = 300): string {
+export function printable(s: string, max = 300): string {
   const clean = s.replace(/[\u0000-\u001f\u007f-\u009f]/g, '?');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }
@@ -71,7 +71,7 @@ function unreachableReason(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-async function postForm(url: string, params: Readonly<Record<string, string | undefined>>, signal?: AbortSignal): Promise<Reply> {
+export async function postForm(url: string, params: Readonly<Record<string, string | undefined>>, signal?: AbortSignal): Promise<Reply> {
   const body = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (v !== undefined) body.set(k, v);
   const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
@@ -118,7 +118,7 @@ function httpUrl(v: unknown): string | undefined {
 }
 
 /** `error: description` of an OAuth error body, or null when the body is not one. */
-function oauthErrorOf(body: Readonly<Record<string, unknown>>): { code: string; text: string } | null {
+export function oauthErrorOf(body: Readonly<Record<string, unknown>>): { code: string; text: string } | null {
   if (typeof body.error !== 'string' || body.error === '') return null;
   const code = printable(body.error, 100);
   const desc = typeof body.error_description === 'string' && body.error_description !== '' ? `: ${printable(body.error_description)}` : '';
@@ -126,7 +126,7 @@ function oauthErrorOf(body: Readonly<Record<string, unknown>>): { code: string; 
 }
 
 /** The failure a reply that is not a usable answer stands for; `what` names the endpoint. */
-function failure(reply: Exclude<Reply, { kind: 'json' }> | { kind: 'json'; status: number }, what: string, url: string): OAuthError {
+export function failure(reply: Exclude<Reply, { kind: 'json' }> | { kind: 'json'; status: number }, what: string, url: string): OAuthError {
   switch (reply.kind) {
     case 'unreachable':
       return new OAuthError(`${what} ${url} cannot be reached (${reply.reason})`, { transient: true });
@@ -141,7 +141,7 @@ function failure(reply: Exclude<Reply, { kind: 'json' }> | { kind: 'json'; statu
 }
 
 /** The tokens of a successful token response (RFC 6749 §5.1); `obtainedAt` in ms. */
-function tokensFrom(body: Readonly<Record<string, unknown>>, obtainedAt: number, url: string): OAuthTokens {
+export function tokensFrom(body: Readonly<Record<string, unknown>>, obtainedAt: number, url: string): OAuthTokens {
   if (typeof body.access_token !== 'string' || body.access_token === '') {
     throw new OAuthError(`token endpoint ${url} answered without an access_token`);
   }
@@ -160,6 +160,7 @@ function tokensFrom(body: Readonly<Record<string, unknown>>, obtainedAt: number,
 /** RFC 8628 §3.1–3.2: ask for a device code and the user code to show. */
 export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortSignal): Promise<DeviceAuthorization> {
   const url = s.device_authorization_url;
+  if (url === undefined) throw new OAuthError('auth.oauth.device_authorization_url is not set (the device_code flow needs it)');
   const reply = await postForm(url, { client_id: s.client_id, client_secret: s.client_secret, scope: s.scope }, signal);
   if (reply.kind !== 'json') throw failure(reply, 'device authorization endpoint', url);
   const refused = oauthErrorOf(reply.body);

@@ -49,12 +49,50 @@ export function classifyTransportError(err: unknown): TollgateError {
   }
 }
 
+/** One upstream HTTP response as it arrived (status and headers; the body is the caller's), for observers. */
+export interface UpstreamResponseEvent {
+  /** `<provider>#<name>`, or the provider id for a call made without a connection. */
+  readonly connectionId: string;
+  readonly providerId: string;
+  /** The connection's name ('' for a call made without one). */
+  readonly connection: string;
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+export type UpstreamResponseListener = (e: UpstreamResponseEvent) => void;
+
 /** Transports that answer in process, by provider format; every other format goes over HTTP. */
 const IN_PROCESS: Readonly<Partial<Record<ProviderConfig['format'], Transport>>> = { mock: mockTransport };
 
 /** The transport for every upstream call: HTTP through one undici pool per connection, or an in-process one. */
 export class Dispatcher implements Transport {
   readonly #pools = new Map<string, PoolEntry>();
+  readonly #listeners = new Set<UpstreamResponseListener>();
+
+  /**
+   * Call `listener` with every HTTP response's status and headers (not the mock's), before the caller reads the body.
+   * A listener that throws is ignored: an observer never breaks a request. Returns the unsubscribe function.
+   */
+  onResponse(listener: UpstreamResponseListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #notify(id: string, status: number, headers: UpstreamResponseEvent['headers']): void {
+    if (this.#listeners.size === 0) return;
+    const hash = id.indexOf('#');
+    const e: UpstreamResponseEvent = {
+      connectionId: id, providerId: hash === -1 ? id : id.slice(0, hash), connection: hash === -1 ? '' : id.slice(hash + 1), status, headers,
+    };
+    for (const fn of this.#listeners) {
+      try {
+        fn(e);
+      } catch {
+        // observers are not allowed to fail a request
+      }
+    }
+  }
 
   /** Drop pools whose provider disappeared or changed; they finish what they carry, then close. */
   reconcile(providers: Readonly<Record<string, ProviderConfig>>): void {
@@ -101,6 +139,7 @@ export class Dispatcher implements Transport {
         bodyTimeout: stallMs,
       });
       const body = res.body;
+      this.#notify(id, res.statusCode, res.headers);
       return { status: res.statusCode, headers: res.headers, body, text: () => body.text() };
     } catch (err) {
       throw opts.signal.aborted ? err : classifyTransportError(err);

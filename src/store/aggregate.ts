@@ -60,7 +60,7 @@ const DIM_SQL: Record<Dim, string> = {
 
 const COLUMNS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
 
-function filterSql(f: Filters): string {
+export function filterSql(f: Filters): string {
   const parts: string[] = [];
   if (f.provider !== undefined) parts.push('provider = {f_provider:String}');
   if (f.model !== undefined) parts.push('model = {f_model:String}');

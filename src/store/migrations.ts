@@ -205,6 +205,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `DROP TABLE IF EXISTS ${db}.requests_v8 SYNC`,
     ],
   },
+  {
+    // Price sources (issue 18): where each row's price came from, `config`, `catalog@<version>` or `none` (a paid
+    // model with no price anywhere: its cost is unknown, not 0; docs/catalog.md). Rows written before say ''.
+    // Numbered from 20: 8-19 are the store's own (sort key, rollups).
+    version: 20,
+    name: 'price source',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS price_source LowCardinality(String) DEFAULT '' AFTER list_cost`,
+    ],
+  },
 ];
 
 /** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */

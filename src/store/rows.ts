@@ -38,6 +38,7 @@ export function toRow(r: UsageRecord): RequestRow {
     usage_source: r.usageSource,
     cost: money(r.cost.cost),
     list_cost: money(r.cost.listCost),
+    price_source: r.cost.priceSource ?? '',
     duration_ms: r.latency.totalMs,
     ttft_ms: r.latency.kind === 'stream' ? r.latency.ttftMs : null,
     upstream_ms: r.upstreamMs,

@@ -28,10 +28,17 @@ export const METRIC = {
   quotaUsedRatio: 'tollgate_quota_used_ratio',
   quotaRemaining: 'tollgate_quota_remaining',
   quotaResetSeconds: 'tollgate_quota_reset_seconds',
+  reportedLimit: 'tollgate_provider_reported_limit',
+  reportedRemaining: 'tollgate_provider_reported_remaining',
+  reportedUsedRatio: 'tollgate_provider_reported_used_ratio',
+  reportedResetSeconds: 'tollgate_provider_reported_reset_seconds',
+  reportedAgeSeconds: 'tollgate_provider_reported_age_seconds',
   spend: 'tollgate_spend_usd',
   budgetLimit: 'tollgate_budget_limit_usd',
   alertsFired: 'tollgate_alerts_fired_total',
   notifications: 'tollgate_notifications_total',
+  inflightRequests: 'tollgate_inflight_requests',
+  inflightTokens: 'tollgate_inflight_tokens',
 } as const;
 
 /** Advisory bucket boundaries from the GenAI metric conventions. */
@@ -75,6 +82,7 @@ export const ATTR = {
   usageSource: 'tollgate.usage.source',
   cost: 'tollgate.cost_usd',
   listCost: 'tollgate.list_cost_usd',
+  priceSource: 'tollgate.price_source',
   ttftMs: 'tollgate.ttft_ms',
   upstreamMs: 'tollgate.upstream_ms',
   kind: 'tollgate.kind',

@@ -153,6 +153,7 @@ export function recordAttributes(r: UsageRecord): Attributes {
     [ATTR.cost]: r.cost.cost,
     [ATTR.listCost]: r.cost.listCost,
   };
+  if (r.cost.priceSource !== undefined) a[ATTR.priceSource] = r.cost.priceSource;
   if (knowsInput(r.usage)) a[ATTR.inputTokens] = inputSide(r.usage);
   if (knowsOutput(r.usage)) a[ATTR.outputTokens] = outputSide(r.usage);
   const put = (k: string, v: number | null) => {

@@ -7,6 +7,7 @@ import { evaluate, duration, isoWeek, keyOf, type EvaluationInput, type FiredAle
 import type { BudgetState } from '../../src/accounting/budget.js';
 import type { QuotaEntry } from '../../src/accounting/quota.js';
 import { ALERT_KINDS, type AlertKind } from '../../src/alerts/types.js';
+import { parseConfig } from '../../src/config/load.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12); // Saturday 2026-11-21 12:00Z
 const ALL = new Set<AlertKind>([...ALERT_KINDS, 'auto_switch']);
@@ -112,4 +113,17 @@ t.test('helpers: durations, ISO weeks, keys', async (t) => {
   t.same([duration(0), duration(59), duration(3600), duration(12000), duration(90000), duration(null)], ['now', '1 min', '1 h', '3 h 20 min', '1 d 1 h', 'an unknown time']);
   t.same([isoWeek(Date.UTC(2026, 0, 1)), isoWeek(Date.UTC(2026, 10, 21)), isoWeek(Date.UTC(2027, 0, 3))], ['2026-W01', '2026-W47', '2026-W53']);
   t.not(keyOf({ kind: 'a', subject: 'b', threshold: 80, window: 'w' }), keyOf({ kind: 'a', subject: 'b', threshold: 90, window: 'w' }));
+});
+
+t.test('alerts.thresholds: other percentages and another anomaly multiple fire instead of the defaults', async (t) => {
+  const thresholds = { quota: [50, 95], daily: [25, 60], monthly: [90], anomaly_multiple: 1.5 };
+  const q = evaluate(input({ thresholds, quota: [quota('p', 60, 100)] }));
+  t.same(kinds(q), ['quota_warning:p:50'], 'the quota warns at 50 %, not at 80 %');
+  t.same(kinds(evaluate(input({ thresholds, budget: budget(6, 89) }))), ['daily_budget:daily:25', 'daily_budget:daily:60'], 'daily at 25 and 60 %; monthly not before 90 %');
+  t.same(kinds(evaluate(input({ thresholds, budget: budget(0, 90) }))), ['monthly_budget:monthly:90']);
+  const costs = { previousDays: [1, 1, 1].map((c, i) => ({ date: `2026-11-1${i}`, cost: c })), today: 1.6, todayByProvider: [] };
+  t.same(kinds(evaluate(input({ thresholds, costs }))), ['cost_anomaly:cost:150'], '1.6 is above 1.5x the average');
+  t.same(kinds(evaluate(input({ costs }))), [], 'the default 2x does not fire at 1.6');
+  // The defaults are the schema's: a config without alerts.thresholds evaluates as before.
+  t.same(parseConfig({}).alerts.thresholds, { quota: [80, 90], daily: [80, 100], monthly: [50, 80, 100], anomaly_multiple: 2 });
 });

@@ -73,7 +73,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
   const cfg = parseConfigText('providers: {}\n', {});
   t.same(cfg.server, {
     host: '127.0.0.1', port: 4000, api_keys: [], body_limit_bytes: 134217728, trust_proxy: [],
-    rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 }, metrics_auth: false, json_max_depth: 128,
+    rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 }, metrics_auth: false, json_max_depth: 128, public_url: '',
   });
   t.same(cfg.storage, {
     clickhouse_url: '',
@@ -90,7 +90,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
   t.same(cfg.providers, {});
   t.same(cfg.combos, {});
   t.same(cfg.budgets, { auto_switch: { enabled: false } });
-  t.same(cfg.alerts, { kinds: {}, channels: { dashboard: true } });
+  t.same(cfg.alerts, { kinds: {}, thresholds: { quota: [80, 90], daily: [80, 100], monthly: [50, 80, 100], anomaly_multiple: 2 }, channels: { dashboard: true } });
   t.same(parseConfig({}, {}), cfg, 'an empty mapping gets the same defaults');
 });
 
@@ -128,7 +128,8 @@ t.test('the DESIGN.md sample validates with its variables set', async (t) => {
   t.same(cfg.providers.openai?.price, { input: 2.5, output: 10, cached: 1.25 });
   t.same(cfg.providers.openai?.quota, { kind: 'daily_tokens', limit: 10000000, reset_time: '10:00+08:00' });
   t.same(cfg.providers.openai?.timeouts, { connect_s: 10, stall_s: 30, request_s: 600 });
-  t.same(cfg.providers.openai?.models.o3, { kind: 'llm', capabilities: ['reasoning', 'tools'], thinking: 'openai' });
+  // max_output_tokens from the catalog (o3 is in it; the sample leaves the limit out)
+  t.same(cfg.providers.openai?.models.o3, { kind: 'llm', capabilities: ['reasoning', 'tools'], thinking: 'openai', max_output_tokens: 100000 });
   t.same(cfg.providers.anthropic?.models['claude-sonnet-4-5'], {
     kind: 'llm',
     capabilities: ['vision', 'pdf', 'tools', 'reasoning'],

@@ -62,13 +62,13 @@ const gw: TestApp = await startApp(t, {
 t.test('every route but the public list answers 401 without a key, however its path is written', async (t) => {
   const routes = gw.app.tollgate.routes.filter((r) => r.method !== 'HEAD' && r.method !== 'OPTIONS');
   const urls = routes.map((r) => r.url);
-  for (const expected of ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/*', '/v1/*', '/v1/models', '/api/usage', '/api/quota', '/api/admin/reauth', '/api/admin/export', '/api/admin/import', '/metrics', '/health', '/ready']) {
+  for (const expected of ['/v1/chat/completions', '/v1/messages', '/v1/responses', '/v1beta/*', '/v1/*', '/v1/models', '/api/usage', '/api/quota', '/api/admin/reauth', '/api/admin/export', '/api/admin/import', '/metrics', '/health', '/ready', '/api/live', '/api/settings', '/api/settings/budgets', '/api/version', '/api/tunnel', '/console/*']) {
     t.ok(urls.includes(expected), `${expected} is a registered route`);
   }
   let probes = 0;
   const leaks: string[] = [];
   for (const r of routes) {
-    if (r.url === '/' || r.url === '/health' || r.url === '/ready' || r.url === '/metrics') continue;
+    if (['/', '/console/*', '/console/auth', '/health', '/ready', '/metrics'].includes(r.url)) continue;
     for (const path of encodings(concrete(r.url))) {
       const a = await send(gw.url, r.method, path, r.method === 'GET' ? {} : { body: '{"model":"open/gpt-4o","messages":[{"role":"user","content":"hi"}],"contents":[{"parts":[{"text":"hi"}]}]}' });
       probes++;
@@ -78,7 +78,7 @@ t.test('every route but the public list answers 401 without a key, however its p
       if (a.status !== 401 || !refusals.includes(errorCode(a) as string)) leaks.push(`${r.method} ${path} -> ${a.status} ${String(errorCode(a))}`);
     }
   }
-  t.same(leaks, [], `${probes} probes on ${routes.length - 3} routes: all refused`);
+  t.same(leaks, [], `${probes} probes on ${routes.length - 6} routes: all refused`);
   t.ok(probes > 500, `${probes} probes`);
   t.equal(up.received.length, 0, 'the upstream was never called');
   t.same(await gw.rows(), [], 'refused probes are not recorded as requests');
@@ -103,10 +103,17 @@ t.test('the reported bypasses are closed; the same requests work with a key', as
   t.equal(up.received.length, 1, 'only the keyed chat request reached the upstream');
 });
 
-t.test('the public list: /, /health, /ready and /metrics need no key', async (t) => {
-  for (const path of ['/', '/health', '/ready', '/metrics']) t.equal((await send(gw.url, 'GET', path)).status, 200, path);
+t.test('the public list: /, the console\'s files, /health, /ready and /metrics need no key', async (t) => {
+  for (const path of ['/', '/console/app.js', '/console/app.css', '/health', '/ready', '/metrics']) t.equal((await send(gw.url, 'GET', path)).status, 200, path);
   t.equal((await send(gw.url, 'HEAD', '/')).status, 200, 'HEAD / (Claude Code probes it)');
-  t.same(Object.keys(JSON.parse((await send(gw.url, 'GET', '/')).body) as object), ['name', 'version'], '/ tells the name and version only');
+  t.same(Object.keys(JSON.parse((await send(gw.url, 'GET', '/')).body) as object), ['name', 'version'], '/ tells a client that is not a browser the name and version only');
+  const page = await send(gw.url, 'GET', '/', { headers: { accept: 'text/html' } });
+  t.equal(page.status, 200);
+  t.match(page.body, /<script type="module" src="\/console\/app.js">/, 'a browser gets the console page');
+  t.same(JSON.parse((await send(gw.url, 'GET', '/console/auth')).body), { keys_required: true }, 'the console learns it must ask for a key');
+  const missing = await send(gw.url, 'GET', '/console/no-such-file.js');
+  t.equal(missing.status, 404, 'a console file that does not exist: 404');
+  t.equal((await send(gw.url, 'GET', '/console/../config.yaml')).status === 200, false, 'nothing outside dist/console');
   const unknown = await send(gw.url, 'GET', '/no/such/route');
   t.equal(unknown.status, 401, 'an unknown path without a key: 401, not 404 (nothing is learned about what exists)');
   const known = await send(gw.url, 'GET', '/no/such/route', { headers: { authorization: `Bearer ${USER_KEY}` } });
@@ -135,9 +142,14 @@ t.test('roles: /api/admin/* needs an admin key; a user key reads everything else
   t.match(token, { key: 'admin', expires_in_s: 300 });
   t.match(token.token, /^tgr_[A-Za-z0-9_-]{43}$/);
   t.ok(Math.abs(Date.parse(token.expires_at) - Date.now() - 300_000) < 5_000, 'expires in 5 minutes');
-  for (const path of ['/api/usage', '/api/quota', '/api/alerts', '/api/budgets', '/v1/models']) {
+  for (const path of ['/api/usage', '/api/quota', '/api/alerts', '/api/budgets', '/v1/models', '/api/version', '/api/tunnel']) {
     t.equal((await send(gw.url, 'GET', path, { headers: { authorization: `Bearer ${USER_KEY}` } })).status, 200, `user key: ${path}`);
   }
+  for (const [method, path] of [['GET', '/api/settings'], ['PUT', '/api/settings/budgets']]) {
+    const refused = await send(gw.url, method!, path!, { headers: { authorization: `Bearer ${USER_KEY}`, 'content-type': 'application/json' }, body: method === 'PUT' ? '{}' : undefined });
+    t.equal(refused.status, 403, `user key: ${method} ${path} is admin-only`);
+  }
+  t.equal((await send(gw.url, 'GET', '/api/settings', { headers: { authorization: `Bearer ${KEY}` } })).status, 200, 'admin key: GET /api/settings');
 });
 
 /** Apply `server` changes live (the gate reads keys and limits from the current config) until the subtest ends. */

@@ -99,6 +99,11 @@ export interface FakeAnthropic {
   readonly eventsSent: number;
   /** Responses the gateway hung up on before they finished. */
   readonly aborted: number;
+  /**
+   * Headers sent on every later answer, whatever its behaviour (e.g. the provider's rate-limit headers, which
+   * docs/quota.md lists); `{}` (the default) sends none.
+   */
+  setResponseHeaders(h: Record<string, string>): void;
   close(): Promise<void>;
 }
 
@@ -307,6 +312,7 @@ function usageJson(u: FakeAnthropicUsage): Json {
 // ---------------------------------------------------------------------------------------------------- server
 
 export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void }, opts: { apiKey?: string } = {}): Promise<FakeAnthropic> {
+  let responseHeaders: Record<string, string> = {};
   const apiKey = opts.apiKey ?? FAKE_ANTHROPIC_KEY;
   const queue: AnthropicBehaviour[] = [];
   let decide: ((r: AnthropicReceived) => AnthropicBehaviour) | undefined;
@@ -345,6 +351,7 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
       parsed = false;
     }
     received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    for (const [k, v] of Object.entries(responseHeaders)) res.setHeader(k, v);
     const n = received.length;
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
@@ -447,6 +454,9 @@ export async function startFakeAnthropic(t: { teardown(fn: () => unknown): void 
     },
     get aborted() {
       return aborted;
+    },
+    setResponseHeaders: (h) => {
+      responseHeaders = { ...h };
     },
     close,
   };

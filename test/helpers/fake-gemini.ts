@@ -112,6 +112,11 @@ export interface FakeGemini {
   waitForChunks(n: number): Promise<void>;
   /** How many responses the gateway hung up on before they finished. */
   readonly aborted: number;
+  /**
+   * Headers sent on every later answer, whatever its behaviour (e.g. the provider's rate-limit headers, which
+   * docs/quota.md lists); `{}` (the default) sends none.
+   */
+  setResponseHeaders(h: Record<string, string>): void;
   close(): Promise<void>;
 }
 
@@ -304,6 +309,7 @@ function mergeParts(chunks: GPart[][]): GPart[] {
 }
 
 export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, opts: { key?: string } = {}): Promise<FakeGemini> {
+  let responseHeaders: Record<string, string> = {};
   const key = opts.key ?? 'AIzaSy-fake-upstream-key-0123456789';
   const queue: GeminiBehaviour[] = [];
   let decide: ((r: GeminiReceived) => GeminiBehaviour) | undefined;
@@ -341,6 +347,7 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     const model = decodeURIComponent(m[1]!);
     const action = m[2] as GeminiReceived['action'];
     received.push({ path: req.url ?? '', model, action, headers: req.headers, body });
+    for (const [k, v] of Object.entries(responseHeaders)) res.setHeader(k, v);
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
     });
@@ -450,6 +457,9 @@ export async function startFakeGemini(t: { teardown(fn: () => unknown): void }, 
     waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;
+    },
+    setResponseHeaders: (h) => {
+      responseHeaders = { ...h };
     },
     close,
   };

@@ -94,6 +94,11 @@ export interface FakeOpenAI {
   waitForChunks(n: number): Promise<void>;
   /** True once the upstream saw the client (the gateway) hang up on a request. */
   readonly aborted: number;
+  /**
+   * Headers sent on every later answer, whatever its behaviour (e.g. the provider's rate-limit headers, which
+   * docs/quota.md lists); `{}` (the default) sends none.
+   */
+  setResponseHeaders(h: Record<string, string>): void;
   close(): Promise<void>;
 }
 
@@ -109,6 +114,7 @@ function usageJson(u: FakeUsage, inputOnly = false): Record<string, unknown> {
 }
 
 export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }): Promise<FakeOpenAI> {
+  let responseHeaders: Record<string, string> = {};
   const queue: Behaviour[] = [];
   let decide: ((r: Received) => Behaviour) | undefined;
   const received: Received[] = [];
@@ -122,6 +128,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const text = Buffer.concat(parts).toString('utf8');
     const body = JSON.parse(text || '{}') as Record<string, unknown>;
     received.push({ path: req.url ?? '', headers: req.headers, body, text });
+    for (const [k, v] of Object.entries(responseHeaders)) res.setHeader(k, v);
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
     });
@@ -251,6 +258,9 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     waitForChunks: (n) => sentChunks.waitFor(n),
     get aborted() {
       return aborted;
+    },
+    setResponseHeaders: (h) => {
+      responseHeaders = { ...h };
     },
     close,
   };

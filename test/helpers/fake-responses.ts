@@ -101,6 +101,11 @@ export interface FakeResponses {
   waitForEvents(n: number): Promise<void>;
   /** How many responses the gateway hung up on before they were finished. */
   readonly aborted: number;
+  /**
+   * Headers sent on every later answer, whatever its behaviour (e.g. the provider's rate-limit headers, which
+   * docs/quota.md lists); `{}` (the default) sends none.
+   */
+  setResponseHeaders(h: Record<string, string>): void;
   close(): Promise<void>;
 }
 
@@ -293,6 +298,7 @@ function responseObject(id: string, body: Json, status: string, output: Json[], 
 // ---- the server ------------------------------------------------------------------------------------------------
 
 export async function startFakeResponses(t: { teardown(fn: () => unknown): void }, opts: { key?: string } = {}): Promise<FakeResponses> {
+  let responseHeaders: Record<string, string> = {};
   const key = opts.key ?? UPSTREAM_KEY;
   const queue: Behaviour[] = [];
   let decide: ((r: Received) => Behaviour) | undefined;
@@ -403,6 +409,7 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
       isJson = false;
     }
     received.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
+    for (const [k, v] of Object.entries(responseHeaders)) res.setHeader(k, v);
     res.on('close', () => {
       if (!res.writableFinished) aborted++;
     });
@@ -497,6 +504,9 @@ export async function startFakeResponses(t: { teardown(fn: () => unknown): void 
     waitForEvents: (n) => new Promise<void>((resolve) => (eventsSent >= n ? resolve() : waiters.push({ n, resolve }))),
     get aborted() {
       return aborted;
+    },
+    setResponseHeaders: (h) => {
+      responseHeaders = { ...h };
     },
     close,
   };

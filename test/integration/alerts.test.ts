@@ -175,7 +175,7 @@ t.test('mark read, and the test notification reports per channel', async (t) => 
 });
 
 t.test('a failing channel is retried, then recorded as failed, never lost silently', async (t) => {
-  gw.holder.replace({ ...gw.holder.current, alerts: { ...gw.holder.current.alerts, channels: { ...gw.holder.current.alerts.channels, webhook: { url: 'http://127.0.0.1:9/closed', secret: SECRET } } } });
+  gw.holder.replace({ ...gw.holder.current, alerts: { ...gw.holder.current.alerts, channels: { ...gw.holder.current.alerts.channels, webhook: { enabled: true, url: 'http://127.0.0.1:9/closed', secret: SECRET } } } });
   const res = await fetch(`${gw.url}/api/alerts/test`, { method: 'POST' });
   const body = (await res.json()) as { results: { channel: string; delivered: boolean; attempts: number; error: string }[] };
   const webhook = body.results.find((r) => r.channel === 'webhook')!;

@@ -22,28 +22,28 @@ const EXPECT = 0.00009375; // (8 x 2.5 + 3 x 1.25 + 5 x 10 + 2 x 10) / 1e6
 
 t.test('paid: billed cost equals list cost, each bucket at its own price', async (t) => {
   const p = provider({ group: 'paid', price: GPT4O, models: { 'gpt-4o': {} } });
-  t.same(computeCost(p, 'gpt-4o', U), { cost: EXPECT, listCost: EXPECT });
-  t.same(computeCost(p, 'gpt-4o', usage({ input: 1_000_000 })), { cost: 2.5, listCost: 2.5 }, 'one million input tokens cost the input price');
-  t.same(computeCost(p, 'gpt-4o', usage({ cached: 1_000_000 })), { cost: 1.25, listCost: 1.25 }, 'cached reads at the cached price');
-  t.same(computeCost(p, 'gpt-4o', usage({ output: 1_000_000 })), { cost: 10, listCost: 10 });
+  t.same(computeCost(p, 'gpt-4o', U), { cost: EXPECT, listCost: EXPECT, priceSource: 'config' });
+  t.same(computeCost(p, 'gpt-4o', usage({ input: 1_000_000 })), { cost: 2.5, listCost: 2.5, priceSource: 'config' }, 'one million input tokens cost the input price');
+  t.same(computeCost(p, 'gpt-4o', usage({ cached: 1_000_000 })), { cost: 1.25, listCost: 1.25, priceSource: 'config' }, 'cached reads at the cached price');
+  t.same(computeCost(p, 'gpt-4o', usage({ output: 1_000_000 })), { cost: 10, listCost: 10, priceSource: 'config' });
 });
 
 t.test('subscription and free bill nothing but keep the list cost', async (t) => {
   for (const group of ['subscription', 'free'] as const) {
     const p = provider({ group, price: GPT4O });
-    t.same(computeCost(p, 'gpt-4o', U), { cost: 0, listCost: EXPECT }, group);
+    t.same(computeCost(p, 'gpt-4o', U), { cost: 0, listCost: EXPECT, priceSource: 'config' }, group);
   }
 });
 
 t.test('no price: zero cost and zero list cost', async (t) => {
   const p = provider({ group: 'paid', models: { m: {} } });
   t.equal(effectivePrice(p, 'm'), null);
-  t.same(computeCost(p, 'm', U), { cost: 0, listCost: 0 });
+  t.same(computeCost(p, 'm', U), { cost: 0, listCost: 0, priceSource: 'none' });
   t.same(computeCost(p, 'unlisted', U), ZERO_COST);
   t.ok(Object.isFrozen(ZERO_COST));
   const partial = provider({ group: 'paid', models: { m: { price: { input: 3 } } } });
   t.equal(effectivePrice(partial, 'm'), null, 'a model override without both input and output is not a price on its own');
-  t.same(computeCost(partial, 'm', U), { cost: 0, listCost: 0 });
+  t.same(computeCost(partial, 'm', U), { cost: 0, listCost: 0, priceSource: 'none' });
 });
 
 t.test('per-model price overrides the provider price, bucket by bucket', async (t) => {
@@ -69,7 +69,7 @@ t.test('per-model price overrides the provider price, bucket by bucket', async (
   t.equal(computeCost(p, 'thinker', u).cost, (100 * 1 + 1000 * 1 + 10 * 2 + 10 * 50) / 1e6);
 
   const onlyModel = provider({ group: 'paid', models: { m: { price: { input: 3, output: 15 } } } });
-  t.same(computeCost(onlyModel, 'm', usage({ input: 1000, output: 100 })), { cost: 0.0045, listCost: 0.0045 }, 'a full model price with no provider price');
+  t.same(computeCost(onlyModel, 'm', usage({ input: 1000, output: 100 })), { cost: 0.0045, listCost: 0.0045, priceSource: 'config' }, 'a full model price with no provider price');
   t.same(computeCost(onlyModel, 'other', usage({ input: 1000 })), ZERO_COST, 'and other models of that provider are unpriced');
 });
 
@@ -90,8 +90,8 @@ t.test('fallbacks: cached and cache write at the input price, reasoning at the o
 
 t.test('null buckets cost nothing', async (t) => {
   const p = provider({ group: 'paid', price: GPT4O });
-  t.same(computeCost(p, 'gpt-4o', NO_USAGE), { cost: 0, listCost: 0 });
-  t.same(computeCost(p, 'gpt-4o', usage({ output: 3 })), { cost: 0.00003, listCost: 0.00003 });
+  t.same(computeCost(p, 'gpt-4o', NO_USAGE), { cost: 0, listCost: 0, priceSource: 'config' });
+  t.same(computeCost(p, 'gpt-4o', usage({ output: 3 })), { cost: 0.00003, listCost: 0.00003, priceSource: 'config' });
 });
 
 t.test('pico-dollar arithmetic is exact', async (t) => {

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { request } from 'undici';
 import { parse } from 'yaml';
 import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
+import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 
@@ -25,15 +26,18 @@ function metricNames(expr: string): string[] {
 // The demo provider gets a quota so that the quota gauges (only for providers with a limit) have samples.
 // A quota (the quota gauges exist only for providers with a limit) and budgets (tollgate_budget_limit_usd exists only
 // for a configured budget), so every metric a rule reads has samples: no exceptions.
+// An HTTP upstream that sends rate-limit headers, for the provider-reported gauges (docs/quota.md).
+const upstream = await startFakeOpenAI(t);
+upstream.setResponseHeaders({ 'x-ratelimit-limit-tokens': '1000', 'x-ratelimit-remaining-tokens': '900', 'x-ratelimit-reset-tokens': '1m0s' });
 const gw = await startApp(t, {
-  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } } },
+  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } }, fake: fakeProvider(upstream.baseUrl) },
   budgets: { daily_usd: 10, monthly_usd: 100 },
 });
-// One streamed and one unary request so every family has samples.
-for (const stream of [false, true]) {
+// One streamed and one unary request so every family has samples, and one through the HTTP upstream.
+for (const [model, stream] of [['demo/echo-1', false], ['demo/echo-1', true], ['fake/gpt-4o', false]] as const) {
   const r = await request(`${gw.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ model: 'demo/echo-1', stream, messages: [{ role: 'user', content: 'hi' }] }),
+    body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
   });
   await r.body.dump();
 }

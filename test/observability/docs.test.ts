@@ -202,6 +202,8 @@ function attrProblems(spansDoc: string, names: Iterable<string>, seen: ReadonlyM
 // A mock provider with a quota (the quota gauges), budgets (the budget gauges), and a combo whose first member (a fake
 // OpenAI upstream) fails once with a 500 (an attempt failure and a cooldown) before the mock answers.
 const fake = await startFakeOpenAI(t);
+// OpenAI's rate-limit headers, so the provider-reported gauges have samples too (docs/quota.md)
+fake.setResponseHeaders({ 'x-ratelimit-limit-tokens': '1000', 'x-ratelimit-remaining-tokens': '900', 'x-ratelimit-reset-tokens': '1m0s' });
 const gw = await startApp(t, {
   providers: {
     demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } },

@@ -13,6 +13,7 @@ import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { geminiProvider, startFakeGemini } from '../helpers/fake-gemini.js';
 import { respProvider, startFakeResponses } from '../helpers/fake-responses.js';
+import { connect } from 'node:net';
 import { exchange, requestBytes, type RawAnswer, type RawRequest } from '../helpers/raw-http.js';
 import { bodyCase, hostileHeaders, hostilePath, hostileQuery, pathEncode, validBody, type BodyCase, type Format } from './hostile.js';
 
@@ -67,7 +68,33 @@ function appRoutes(app: TestApp['app']): { method: string; url: string }[] {
   }
   return out;
 }
-const ROUTES = appRoutes(gw.app);
+/** Routes whose answer never ends by design (server-sent events): fuzzed on their head, below, not to their end. */
+const ENDLESS = new Set(['GET /api/live']);
+const ROUTES = appRoutes(gw.app).filter((r) => !ENDLESS.has(`${r.method} ${r.url}`));
+
+/** Write `bytes` and read until the answer's headers end (or the server closes); then hang up. */
+function answerHead(port: number, bytes: Buffer, timeoutMs = 5000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let got = '';
+    const socket = connect(port, '127.0.0.1');
+    const timer = setTimeout(() => {
+      socket.destroy();
+      reject(new Error(`no answer head within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const finish = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(got);
+    };
+    socket.on('data', (c: Buffer) => {
+      got += c.toString('latin1');
+      if (got.includes('\r\n\r\n')) finish();
+    });
+    socket.on('error', finish);
+    socket.on('close', finish);
+    socket.write(bytes);
+  });
+}
 
 let cases = 0;
 /** Answers by status, per property (printed with its result, to show what the generators reach). */
@@ -189,6 +216,14 @@ for (const [i, mode] of MODES.entries()) {
     await property(t, seed, 'hostile headers on every route', fc.tuple(route, hostileHeaders, fc.boolean()), runs(150), async ([r, headers, withAuth]) => {
       const path = r.url.endsWith('*') ? `${r.url.slice(0, -1)}demo/echo-1:generateContent` : r.url;
       await send({ method: r.method, path, headers: [...(withAuth ? auth : []), ...headers], body: r.method === 'POST' ? ANY_FORMAT_BODY : undefined });
+    });
+
+    // An endless stream: its status line and headers must come at once, a 200 event stream or a refusal.
+    await property(t, seed, 'hostile headers on /api/live', fc.tuple(hostileHeaders, fc.boolean()), runs(60), async ([headers, withAuth]) => {
+      cases++;
+      const head = await answerHead(port, requestBytes({ method: 'GET', path: '/api/live', headers: [...(withAuth ? auth : []), ...headers] }));
+      const ok = /^HTTP\/1\.1 200 /.test(head) ? /\r\ncontent-type: text\/event-stream/i.test(head) : /^HTTP\/1\.1 4\d\d /.test(head);
+      if (!ok) throw new Error(`not an event stream nor a refusal: ${short(head)}`);
     });
 
     const method = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD');

@@ -25,6 +25,8 @@ const cfg = parseConfig(
       anthropic: {
         group: 'paid',
         format: 'anthropic',
+        // No catalog: these cases are about the YAML's max_output_tokens (or its absence), not the catalog's.
+        catalog: '',
         base_url: 'https://api.anthropic.com',
         auth: { type: 'api_key', key: 'sk-ant-test' },
         headers: { 'Anthropic-Beta': 'files-api-2025-04-14' },

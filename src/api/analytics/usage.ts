@@ -4,6 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { TollgateError } from '../../core/errors.js';
 import { aggregate } from '../../store/aggregate.js';
+import { unpricedByModel } from '../../store/pricing.js';
 import type { Store } from '../../store/client.js';
 import { PERIODS, isPeriod, periodWindow, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
@@ -16,6 +17,9 @@ export function readPeriod(q: QueryReader): Period {
   }
   return period;
 }
+
+/** Present only when some cost is unknown, so a fully priced answer keeps the spec's shape. */
+const unknownCost = (n: number): { cost_known?: false; unpriced_requests?: number } => (n > 0 ? { cost_known: false, unpriced_requests: n } : {});
 
 export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number }> = async (app, opts) => {
   const { store } = opts;
@@ -33,6 +37,9 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     const groups = await aggregate(store, {
       from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
     });
+    // Rows of paid models with no price anywhere: their cost is unknown, so the model's (and the summary's) cost is a
+    // lower bound, said with `cost_known: false` and `unpriced_requests` (docs/catalog.md).
+    const unpriced = await unpricedByModel(store, { from: w.from, to: w.to + 1, filters: { ...filters, kinds: usageKinds(keepalive) } });
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
     const models = new Map<string, { model: string; requests: number; tokens: number; cost: number }>();
@@ -47,12 +54,13 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
       models.set(g.model!, m);
     }
     const byModel = [...models.values()]
-      .map((m) => ({ ...m, cost: money(m.cost) }))
+      .map((m) => ({ ...m, cost: money(m.cost), ...unknownCost(unpriced.get(m.model) ?? 0) }))
       .sort((a, b) => b.tokens - a.tokens || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
     const summary = {
       requests,
       tokens: byModel.reduce((s, m) => s + m.tokens, 0),
       cost: money(byModel.reduce((s, m) => s + m.cost, 0)),
+      ...unknownCost([...unpriced.values()].reduce((s, n) => s + n, 0)),
     };
     return { period, date: w.date, from: iso(w.from), to: iso(w.to), filters: filtersEcho(filters), summary, byModel };
   });

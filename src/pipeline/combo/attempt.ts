@@ -8,6 +8,7 @@ import type { UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalRequest } from '../../wire/canonical.js';
 import type { UsageRecord } from '../../ledger/record.js';
 import { addUsage } from '../../ledger/types.js';
+import { addCosts } from '../../ledger/cost.js';
 import { uuidv7 } from '../../ledger/uuidv7.js';
 import { newOutcome, type Outcome } from '../outcome.js';
 import { forward, type Exchange } from '../forward.js';
@@ -52,12 +53,9 @@ export function usableMembers(exchange: Exchange, name: string, members: readonl
 /** Fold one attempt's record into the client request's outcome (usage and cost are sums). */
 export function foldAttemptUsage(requestOutcome: Outcome, r: UsageRecord): void {
   requestOutcome.usage = addUsage(requestOutcome.usage, r.usage);
-  const before = requestOutcome.cost;
-  requestOutcome.cost = { cost: round12((before?.cost ?? 0) + r.cost.cost), listCost: round12((before?.listCost ?? 0) + r.cost.listCost) };
+  requestOutcome.cost = addCosts(requestOutcome.cost, r.cost);
   if (r.usageSource === 'estimated' || (r.usageSource === 'reported' && requestOutcome.usageSource === 'none')) requestOutcome.usageSource = r.usageSource;
 }
-
-const round12 = (v: number): number => Math.round(v * 1e12) / 1e12;
 
 /** One member's attempt, answered to the client unless it fails before the first byte; recorded either way. */
 export async function attempt(exchange: Exchange, combo: ComboRun, spec: AttemptSpec): Promise<AttemptResult> {

@@ -1,0 +1,152 @@
+// Provider-reported quota: the rate-limit state providers send on their answers (docs/quota.md, "Reported by the
+// provider"), read from every upstream response the Dispatcher sees (its onResponse observer: nothing is threaded
+// through the pipeline) and kept per connection with its source and time. A provider that sends none of these
+// headers has no entry, and /api/quota shows its computed quota only.
+//
+// | family                         | headers (each resource: limit, remaining, reset)                         | reset as          |
+// | ------------------------------ | ------------------------------------------------------------------------ | ----------------- |
+// | OpenAI (Chat, Responses) and   | x-ratelimit-{limit,remaining,reset}-{requests,tokens}                    | a duration: 6m0s, |
+// | OpenAI-compatible vendors      |                                                                          | 1s, 12ms          |
+// | Anthropic                      | anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-        | RFC 3339 instant  |
+// |                                | {limit,remaining,reset}                                                  |                   |
+// | any (a 429 or 503)             | retry-after                                                              | seconds or a date |
+//
+// Gemini sends no rate-limit headers (its 429 names the quota and a retryDelay in the body only): a Gemini provider
+// keeps its computed quota, plus retry-after when a proxy in front of it sends one.
+
+import type { UpstreamResponseEvent } from '../providers/transport.js';
+
+export const REPORTED_RESOURCES = ['requests', 'tokens', 'input_tokens', 'output_tokens'] as const;
+export type ReportedResource = (typeof REPORTED_RESOURCES)[number];
+
+export interface ReportedLimit {
+  /** The window's limit; null when the provider sent only some of the three. */
+  readonly limit: number | null;
+  readonly remaining: number | null;
+  /** Epoch ms when the window resets, as the provider said; null when not said. */
+  readonly resetAt: number | null;
+}
+
+export interface ReportedLimits {
+  readonly limits: Partial<Record<ReportedResource, ReportedLimit>>;
+  /** Epoch ms until which the provider asked not to be called again (retry-after); null when it did not. */
+  readonly retryUntil: number | null;
+}
+
+type Headers = Readonly<Record<string, string | string[] | undefined>>;
+
+const first = (h: Headers, name: string): string | undefined => {
+  const v = h[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+const count = (s: string | undefined): number | null => {
+  if (s === undefined || !/^\s*\d+(\.\d+)?\s*$/.test(s)) return null;
+  return Number(s);
+};
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** A Go-style duration as OpenAI sends it (`1s`, `6m0s`, `12ms`, `1h2m3.5s`) in ms, or null. */
+export function durationMs(s: string): number | null {
+  const text = s.trim();
+  if (!/^(\d+(\.\d+)?(ms|s|m|h|d))+$/.test(text)) return null;
+  let ms = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)) ms += Number(m[1]) * UNIT_MS[m[2]!]!;
+  return ms;
+}
+
+/** A reset value: a duration from now (OpenAI), an RFC 3339 instant (Anthropic), or bare seconds. */
+function resetAt(s: string | undefined, now: number): number | null {
+  if (s === undefined || s.trim() === '') return null;
+  const d = durationMs(s);
+  if (d !== null) return now + d;
+  if (/^\d+(\.\d+)?$/.test(s.trim())) return now + Number(s) * 1000;
+  const t = Date.parse(s);
+  return Number.isFinite(t) ? t : null;
+}
+
+/** retry-after: seconds, or an HTTP date (RFC 9110 §10.2.3). */
+function retryUntil(s: string | undefined, now: number): number | null {
+  if (s === undefined) return null;
+  if (/^\s*\d+\s*$/.test(s)) return now + Number(s) * 1000;
+  const t = Date.parse(s);
+  return Number.isFinite(t) ? t : null;
+}
+
+const OPENAI_NAMES: Readonly<Partial<Record<ReportedResource, string>>> = { requests: 'requests', tokens: 'tokens' };
+const ANTHROPIC_NAMES: Readonly<Record<ReportedResource, string>> = {
+  requests: 'requests', tokens: 'tokens', input_tokens: 'input-tokens', output_tokens: 'output-tokens',
+};
+
+/** What one response's headers report (both families are read whatever the format: proxies pass either). */
+export function parseReportedLimits(h: Headers, now: number): ReportedLimits | null {
+  const limits: Partial<Record<ReportedResource, ReportedLimit>> = {};
+  const take = (resource: ReportedResource, limit: string | undefined, remaining: string | undefined, reset: string | undefined) => {
+    const entry = { limit: count(limit), remaining: count(remaining), resetAt: resetAt(reset, now) };
+    if (entry.limit !== null || entry.remaining !== null) limits[resource] = entry;
+  };
+  for (const [resource, name] of Object.entries(OPENAI_NAMES) as [ReportedResource, string][]) {
+    take(resource, first(h, `x-ratelimit-limit-${name}`), first(h, `x-ratelimit-remaining-${name}`), first(h, `x-ratelimit-reset-${name}`));
+  }
+  for (const [resource, name] of Object.entries(ANTHROPIC_NAMES) as [ReportedResource, string][]) {
+    const p = `anthropic-ratelimit-${name}`;
+    if (first(h, `${p}-limit`) !== undefined || first(h, `${p}-remaining`) !== undefined) take(resource, first(h, `${p}-limit`), first(h, `${p}-remaining`), first(h, `${p}-reset`));
+  }
+  const retry = retryUntil(first(h, 'retry-after'), now);
+  return Object.keys(limits).length === 0 && retry === null ? null : { limits, retryUntil: retry };
+}
+
+export interface ReportedQuota {
+  readonly provider: string;
+  /** The connection's name (`default`, a key's name, `oauth`). */
+  readonly connection: string;
+  /** Where it came from: the response headers. */
+  readonly source: 'headers';
+  /** Epoch ms of the response it was last read from. */
+  readonly observedAt: number;
+  readonly limits: Partial<Record<ReportedResource, ReportedLimit>>;
+  readonly retryUntil: number | null;
+}
+
+/** The latest reported state per connection. Keys come from the config's connections, so the map is bounded. */
+export class ReportedQuotaStore {
+  readonly #byConnection = new Map<string, ReportedQuota>();
+  readonly #now: () => number;
+
+  constructor(opts: { now?: () => number } = {}) {
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** Fold one upstream response in; a response without any of the headers changes nothing. */
+  observe(e: UpstreamResponseEvent): void {
+    const at = this.#now();
+    const parsed = parseReportedLimits(e.headers, at);
+    if (parsed === null) return;
+    const before = this.#byConnection.get(e.connectionId);
+    this.#byConnection.set(e.connectionId, Object.freeze({
+      provider: e.providerId,
+      connection: e.connection,
+      source: 'headers',
+      observedAt: at,
+      // Resources not in this response keep what an earlier one said (a 429 may carry retry-after only).
+      limits: Object.freeze({ ...(before?.limits ?? {}), ...parsed.limits }),
+      retryUntil: parsed.retryUntil ?? (before !== undefined && before.retryUntil !== null && before.retryUntil > at ? before.retryUntil : null),
+    }));
+  }
+
+  /** Every connection's state, for providers still configured. */
+  all(configured: (providerId: string) => boolean = () => true): ReportedQuota[] {
+    return [...this.#byConnection.values()].filter((r) => configured(r.provider));
+  }
+
+  forProvider(providerId: string): ReportedQuota[] {
+    return this.all((p) => p === providerId);
+  }
+}
+
+/** The used share of a reported window (0..1), or null when the limit or remaining is not known. */
+export function usedRatio(l: ReportedLimit): number | null {
+  if (l.limit === null || l.remaining === null || l.limit <= 0) return null;
+  return Math.min(1, Math.max(0, (l.limit - l.remaining) / l.limit));
+}

@@ -1,0 +1,54 @@
+// GET /api/live: the requests in flight as server-sent events (docs/api.md). An `inflight` event carries the whole
+// list; it is sent on connect, whenever a request arrives or leaves, and every LIVE_TICK_MS while anything is in
+// flight (tokens and duration move). With nothing in flight a `: heartbeat` comment every HEARTBEAT_MS keeps
+// proxies from closing the stream. The streams end when the app closes.
+
+import type { FastifyPluginAsync } from 'fastify';
+import type { LiveRequests } from '../telemetry/live.js';
+
+export const LIVE_TICK_MS = 400;
+export const HEARTBEAT_MS = 15_000;
+
+export const liveRoutes: FastifyPluginAsync<{ live: LiveRequests }> = async (app, { live }) => {
+  const open = new Set<() => void>();
+  app.addHook('preClose', (done) => {
+    for (const end of [...open]) end();
+    done();
+  });
+
+  app.get('/api/live', (req, reply) => {
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      connection: 'keep-alive',
+    });
+    let lastSent = 0;
+    const send = (): void => {
+      lastSent = Date.now();
+      raw.write(`event: inflight\ndata: ${JSON.stringify({ at: new Date(lastSent).toISOString(), requests: live.list() })}\n\n`);
+    };
+    const tick = setInterval(() => {
+      if (live.size > 0) send();
+      else if (Date.now() - lastSent >= HEARTBEAT_MS) {
+        lastSent = Date.now();
+        raw.write(': heartbeat\n\n');
+      }
+    }, LIVE_TICK_MS);
+    tick.unref();
+    const unsubscribe = live.onChange(send);
+    const end = (): void => {
+      clearInterval(tick);
+      unsubscribe();
+      open.delete(end);
+      if (!raw.writableEnded) raw.end();
+    };
+    open.add(end);
+    req.raw.once('close', end);
+    raw.once('close', end);
+    raw.write('retry: 2000\n\n');
+    send();
+  });
+};

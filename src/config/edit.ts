@@ -1,0 +1,133 @@
+// Edits of the config file made by the settings API, with the `yaml` package so that comments, key order, flow style
+// and `${VAR}` references survive: a value that replaces a scalar is written into that scalar's source token (the
+// CST), so every other byte of the file stays as it was; a key added or removed, or a list replaced, goes through
+// the Document API (which also keeps comments, though it may re-space them). The result is validated by the same
+// loader as a file read at start (parseConfigText) before a byte is written, and written whole (a temp file renamed
+// over it), so a reader never sees half a file. The file's ETag is the SHA-256 of its bytes.
+
+import { createHash } from 'node:crypto';
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, basename, join } from 'node:path';
+import { CST, Composer, Parser, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import { parseConfigText } from './load.js';
+import type { Config } from './types.js';
+
+export type SettingPath = readonly (string | number)[];
+
+/** Set `path` to `value`; `undefined` removes the key. */
+export interface SettingEdit {
+  readonly path: SettingPath;
+  readonly value: unknown;
+}
+
+export interface ConfigFileState {
+  readonly text: string;
+  /** A strong ETag (quoted). */
+  readonly etag: string;
+}
+
+export const etagOf = (text: string): string => `"${createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`;
+
+export function readConfigFile(file: string): ConfigFileState {
+  const text = readFileSync(file, 'utf8');
+  return { text, etag: etagOf(text) };
+}
+
+const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}/;
+
+/** Dotted paths (`budgets.daily_usd`, `providers.demo.price.input`) whose value in `text` holds a `${VAR}` reference. */
+export function envFedPaths(text: string): string[] {
+  const out: string[] = [];
+  const walk = (node: unknown, path: string): void => {
+    if (isScalar(node)) {
+      if (typeof node.value === 'string' && ENV_REF.test(node.value)) out.push(path);
+    } else if (isMap(node)) {
+      for (const pair of node.items) {
+        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        walk(pair.value, path === '' ? key : `${path}.${key}`);
+      }
+    } else if (isSeq(node)) {
+      node.items.forEach((item, i) => walk(item, `${path}[${i}]`));
+    }
+  };
+  walk(parseDocument(text).contents, '');
+  return out;
+}
+
+export const dottedPath = (path: SettingPath): string =>
+  path.map((p, i) => (typeof p === 'number' ? `[${p}]` : i === 0 ? p : `.${p}`)).join('');
+
+/** Why `edits` may not be written: one of them replaces a `${VAR}` reference (or a value under one). */
+export function envConflict(text: string, edits: readonly SettingEdit[]): string | null {
+  const fed = envFedPaths(text);
+  for (const e of edits) {
+    const at = dottedPath(e.path);
+    const hit = fed.find((f) => f === at || f.startsWith(`${at}.`) || at.startsWith(`${f}.`));
+    if (hit !== undefined) return hit;
+  }
+  return null;
+}
+
+/** `text` with the scalar at `path` replaced by `value` in its source token, or null when that is not the case. */
+function replaceScalar(text: string, path: SettingPath, value: unknown): string | null {
+  if (value === undefined || (value !== null && typeof value === 'object')) return null;
+  const tokens = [...new Parser().parse(text)];
+  const [doc] = [...new Composer({ keepSourceTokens: true }).compose(tokens)];
+  const node = doc?.getIn(path, true);
+  if (!isScalar(node) || node.srcToken === undefined || doc!.errors.length > 0) return null;
+  if (typeof value === 'string') CST.setScalarValue(node.srcToken, value);
+  else CST.setScalarValue(node.srcToken, value === null ? 'null' : String(value), { type: 'PLAIN' });
+  return tokens.map((tok) => CST.stringify(tok)).join('');
+}
+
+/** `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). */
+export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
+  const structural: SettingEdit[] = [];
+  const present = parseDocument(text);
+  for (const e of edits) {
+    if (e.value === undefined && !present.hasIn(e.path)) continue; // removing what is not there
+    const replaced = replaceScalar(text, e.path, e.value);
+    if (replaced === null) structural.push(e);
+    else text = replaced;
+  }
+  if (structural.length === 0) return text;
+  const doc = parseDocument(text);
+  for (const e of structural) {
+    if (e.value === undefined) {
+      if (!doc.hasIn(e.path)) continue;
+      doc.deleteIn(e.path);
+      for (let n = e.path.length - 1; n > 0; n--) {
+        const parent = doc.getIn(e.path.slice(0, n), true) as Node | undefined;
+        if (!isMap(parent) || parent.items.length > 0) break;
+        doc.deleteIn(e.path.slice(0, n));
+      }
+    } else {
+      // A new node (a list, or a key that was not there) takes over the comments of the one it replaces.
+      const existing = doc.getIn(e.path, true) as Node | undefined;
+      const node = doc.createNode(e.value, { flow: typeof e.value === 'object' });
+      if (existing !== undefined && existing !== null) {
+        node.comment = existing.comment;
+        node.commentBefore = existing.commentBefore;
+      }
+      doc.setIn(e.path, node);
+    }
+  }
+  return doc.toString();
+}
+
+export interface WriteResult {
+  readonly config: Config;
+  readonly etag: string;
+}
+
+/**
+ * Validate `text` as the config file would be validated at start, then write it to `file` (same mode). Throws the
+ * ConfigError (nothing written) when it is invalid.
+ */
+export function writeConfigFile(file: string, text: string, env: Readonly<Record<string, string | undefined>> = process.env): WriteResult {
+  const config = parseConfigText(text, env, file);
+  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
+  writeFileSync(temp, text, { mode: statSync(file).mode & 0o777 });
+  renameSync(temp, file);
+  return { config, etag: etagOf(text) };
+}

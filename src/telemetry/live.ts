@@ -1,0 +1,126 @@
+// The requests in flight: a registry fed by the Ledger (a request is announced by `begin` and leaves with its final
+// record), read by GET /api/live and by two gauges at scrape time. Only client requests are listed (CLIENT_KINDS):
+// a combo's attempts and keep-alive pings have their own ids and are not what a user is waiting for.
+
+import { Gauge } from 'prom-client';
+import type { Config } from '../config/types.js';
+import { computeCost } from '../ledger/cost.js';
+import type { Ledger, Progress } from '../ledger/ledger.js';
+import { isClientRequest, type UsageRecord } from '../ledger/record.js';
+import { own } from '../core/own.js';
+import { METRIC } from './names.js';
+import type { Metrics } from './metrics.js';
+
+/** One request in flight, as GET /api/live lists it. */
+export interface LiveRequest {
+  readonly request_id: string;
+  readonly model: string;
+  readonly requested_model: string;
+  readonly provider: string;
+  readonly combo: string | null;
+  readonly endpoint: string;
+  readonly stream: boolean;
+  readonly api_key_name: string;
+  readonly started_at: string;
+  readonly duration_s: number;
+  /** Output tokens streamed so far (the upstream's count once reported, else estimated from the text). */
+  readonly streamed_tokens: number;
+  /** The output the request allows (its max output tokens), null when it named none. */
+  readonly estimated_total: number | null;
+  /** Billed cost of what is known so far (input as estimated, output as streamed), USD. */
+  readonly cost_so_far: number;
+}
+
+interface Entry {
+  readonly snapshot: () => UsageRecord;
+  readonly progress: () => Progress;
+  readonly startedAt: number;
+}
+
+export class LiveRequests {
+  readonly #entries = new Map<string, Entry>();
+  readonly #config: () => Config;
+  readonly #now: () => number;
+  readonly #listeners = new Set<() => void>();
+
+  constructor(config: () => Config, now: () => number = Date.now) {
+    this.#config = config;
+    this.#now = now;
+  }
+
+  /** Subscribe to `ledger`: begin adds, the final record of the same id removes. */
+  attach(ledger: Ledger): void {
+    ledger.subscribeBegin((requestId, snapshot, progress) => {
+      const first = snapshot();
+      if (!isClientRequest(first.kind)) return;
+      this.#entries.set(requestId, { snapshot, progress, startedAt: first.startedAt || this.#now() });
+      this.#changed();
+    });
+    ledger.subscribe((r) => {
+      if (this.#entries.delete(r.requestId)) this.#changed();
+    });
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Called when a request arrives or leaves (GET /api/live pushes at once rather than at its next tick). */
+  onChange(fn: () => void): () => void {
+    this.#listeners.add(fn);
+    return () => this.#listeners.delete(fn);
+  }
+
+  #changed(): void {
+    for (const fn of this.#listeners) fn();
+  }
+
+  /** The requests in flight, oldest first. */
+  list(): LiveRequest[] {
+    const now = this.#now();
+    const out: LiveRequest[] = [];
+    for (const [id, e] of this.#entries) {
+      const r = e.snapshot();
+      const p = e.progress();
+      out.push({
+        request_id: id, model: r.model, requested_model: r.requestedModel, provider: r.provider, combo: r.combo === '' ? null : r.combo,
+        endpoint: r.endpoint, stream: r.stream, api_key_name: r.apiKeyName, started_at: new Date(e.startedAt).toISOString(),
+        duration_s: Number(((now - e.startedAt) / 1000).toFixed(3)), streamed_tokens: p.streamedTokens, estimated_total: p.estimatedTotal,
+        cost_so_far: this.#costSoFar(r, p.streamedTokens),
+      });
+    }
+    return out.sort((a, b) => a.started_at.localeCompare(b.started_at));
+  }
+
+  /** Output tokens streamed so far, summed over the requests in flight. */
+  streamedTokens(): number {
+    let n = 0;
+    for (const e of this.#entries.values()) n += e.progress().streamedTokens;
+    return n;
+  }
+
+  #costSoFar(r: UsageRecord, streamed: number): number {
+    const slash = r.model.indexOf('/');
+    const provider = slash > 0 ? own(this.#config().providers, r.model.slice(0, slash)) : undefined;
+    if (provider === undefined) return r.cost.cost;
+    const output = Math.max(streamed, r.usage.output ?? 0);
+    return Number(computeCost(provider, r.model.slice(slash + 1), { ...r.usage, output }).cost.toFixed(8));
+  }
+}
+
+/** tollgate_inflight_requests and tollgate_inflight_tokens, read from `live` at scrape time. */
+export function watchInflight(metrics: Metrics, live: LiveRequests): void {
+  const registers = [metrics.registry];
+  new Gauge({
+    name: METRIC.inflightRequests, help: 'Client requests in flight (announced, final record not yet published).', registers,
+    collect() {
+      this.set(live.size);
+    },
+  });
+  new Gauge({
+    name: METRIC.inflightTokens, help: 'Output tokens streamed so far by the client requests in flight.', registers,
+    collect() {
+      this.set(live.streamedTokens());
+    },
+  });
+}

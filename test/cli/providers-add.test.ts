@@ -1,0 +1,93 @@
+// `tollgate providers add <catalog-id>`: a provider block from the catalog written into a commented config with the
+// yaml Document API. The edit keeps every comment and line of the file, the result loads, is priced from the
+// catalog, and a second parse-and-print changes nothing; bad requests leave the file as it was. The last test runs
+// the built CLI (dist/main.js; `npm run build` first).
+
+import t from 'tap';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseDocument } from 'yaml';
+import { addProvider } from '../../src/config/edit-providers.js';
+import { parseConfigText } from '../../src/config/load.js';
+import { resolvePrice } from '../../src/config/pricing.js';
+import { CATALOG_SOURCE } from '../../src/config/catalog.js';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const COMMENTED = `# Tollgate config: the head comment stays.
+server:
+  host: 127.0.0.1   # loopback only
+  port: 4000
+
+providers:
+  # the demo provider, answered in process
+  demo:
+    group: paid
+    format: mock
+    price: { input: 1, output: 2 }   # USD per 1M tokens
+    models:
+      echo-1: { kind: llm }
+
+# budgets, kept
+budgets:
+  daily_usd: 5
+`;
+
+const ENV = { OPENAI_API_KEY: 'sk-test-0123456789abcdef', ANTHROPIC_API_KEY: 'sk-ant-0123456789abcdef' };
+
+t.test('adds the block, keeps every line and comment of the file, loads, prices from the catalog', async (t) => {
+  const { text, prefix, models } = addProvider(COMMENTED, { catalogId: 'openai', models: ['gpt-4o', 'gpt-4o-mini'] });
+  t.equal(prefix, 'openai');
+  t.same(models, ['gpt-4o', 'gpt-4o-mini']);
+  // every original line is still there, in order (the yaml printer puts one space before an end-of-line comment)
+  const oneSpace = (l: string) => l.replace(/(\S) +#/, '$1 #');
+  const lines = text.split('\n');
+  let at = 0;
+  for (const line of COMMENTED.split('\n').filter((l) => l !== '').map(oneSpace)) {
+    const found = lines.indexOf(line, at);
+    t.ok(found >= at, `kept: ${line}`);
+    at = found + 1;
+  }
+  t.match(text, /# Added by `tollgate providers add openai` from @tokenlens\/models@/);
+  t.match(text, /auth: \{ type: api_key, key: "?\$\{OPENAI_API_KEY\}"? \}/);
+  t.match(text, /gpt-4o: \{ capabilities: \[ vision, tools \], max_output_tokens: 16384 \}/);
+  const cfg = parseConfigText(text, ENV);
+  const p = cfg.providers.openai!;
+  t.match(p, { name: 'OpenAI', group: 'paid', format: 'openai', base_url: 'https://api.openai.com/v1', catalog: 'openai' });
+  t.same(p.models['gpt-4o']!.capabilities, ['vision', 'tools']);
+  t.same(resolvePrice(p, 'gpt-4o'), { price: { input: 2.5, output: 10, cached: 1.25 }, source: CATALOG_SOURCE });
+  t.equal(cfg.budgets.daily_usd, 5);
+  t.equal(parseDocument(text).toString(), text, 'round trip: printing the parsed result changes nothing');
+});
+
+t.test('another prefix records the catalog id; an empty providers map and an empty file work', async (t) => {
+  const { text } = addProvider('providers: {}\n', { catalogId: 'anthropic', prefix: 'claude', models: ['claude-3-7-sonnet-20250219'], group: 'subscription' });
+  const cfg = parseConfigText(text, ENV);
+  t.match(cfg.providers.claude, { format: 'anthropic', group: 'subscription', catalog: 'anthropic', base_url: 'https://api.anthropic.com' });
+  t.ok(parseConfigText(addProvider('', { catalogId: 'deepseek', models: ['deepseek-chat'] }).text, { DEEPSEEK_API_KEY: 'k' }).providers.deepseek);
+});
+
+t.test('refused: unknown provider, unknown model, a prefix in use, an API Tollgate does not speak', async (t) => {
+  t.throws(() => addProvider(COMMENTED, { catalogId: 'nope' }), /has no provider 'nope'; it has: /);
+  t.throws(() => addProvider(COMMENTED, { catalogId: 'openai', models: ['gpt-99'] }), /no model 'gpt-99' for 'openai'/);
+  t.throws(() => addProvider(COMMENTED, { catalogId: 'openai', prefix: 'demo', models: ['gpt-4o'] }), /'demo' is already configured/);
+  t.throws(() => addProvider(COMMENTED, { catalogId: 'amazon-bedrock' }), /does not speak/);
+});
+
+t.test('the CLI: writes the file in place, then check-config accepts it; a refusal leaves the file alone', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, COMMENTED);
+  const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', file], { cwd: dir });
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /Added provider 'openai' with 1 model to .*config\.yaml; its key is read from \$\{OPENAI_API_KEY\}/);
+  const written = readFileSync(file, 'utf8');
+  t.ok(written.startsWith('# Tollgate config: the head comment stays.\n'));
+  t.match(written, /gpt-4o: \{ capabilities/);
+  const check = await runCli(t, ['check-config', file], { cwd: dir, env: ENV });
+  t.equal(check.code, 0, check.stderr);
+  const again = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', file], { cwd: dir });
+  t.equal(again.code, 1);
+  t.match(again.stderr, /already configured/);
+  t.equal(readFileSync(file, 'utf8'), written, 'unchanged');
+});

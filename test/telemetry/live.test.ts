@@ -1,0 +1,71 @@
+// The in-flight registry (src/telemetry/live.ts), fed through a real Ledger: client requests only, progress and
+// cost so far from the announced snapshot, gone when their record is published, and the two gauges.
+
+import t from 'tap';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { makeRecord, type RecordInput, type UsageRecord } from '../../src/ledger/record.js';
+import { NO_USAGE } from '../../src/ledger/types.js';
+import { parseConfig } from '../../src/config/load.js';
+import { Metrics } from '../../src/telemetry/metrics.js';
+import { LiveRequests, watchInflight } from '../../src/telemetry/live.js';
+import { metricValue } from '../helpers/prom.js';
+
+const config = parseConfig({
+  providers: { openai: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1/v1', price: { input: 2, output: 10 }, models: { 'gpt-4o': { kind: 'llm' } } } },
+});
+const T0 = 1_764_000_000_000;
+
+const rec = (over: Partial<RecordInput>): UsageRecord => makeRecord({
+  requestId: 'r1', startedAt: T0, endedAt: T0, endpoint: 'chat.completions', provider: 'openai', providerGroup: 'paid', model: 'openai/gpt-4o',
+  requestedModel: 'openai/gpt-4o', modelKnown: true, apiKeyName: 'admin', stream: true, status: 'success', httpStatus: 200, errorType: '',
+  usage: { ...NO_USAGE, input: 1000 }, usageSource: 'estimated', cost: { cost: 0, listCost: 0 }, latency: { kind: 'stream', ttftMs: null, totalMs: 0 }, upstreamMs: null,
+  ...over,
+});
+
+const NONE = () => ({ streamedTokens: 0, estimatedTotal: null });
+
+t.test('a request in flight: listed with progress and cost so far; gone with its record', async (t) => {
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  let now = T0 + 1500;
+  const live = new LiveRequests(() => config, () => now);
+  live.attach(ledger);
+  const changes: number[] = [];
+  live.onChange(() => changes.push(live.size));
+  const metrics = new Metrics(() => ({ rows: 0, bytes: 0, oldestMs: null, up: true }), { processMetrics: false });
+  watchInflight(metrics, live);
+
+  let streamed = 40;
+  ledger.begin('r1', () => rec({}), () => ({ streamedTokens: streamed, estimatedTotal: 200 }));
+  ledger.begin('a1', () => rec({ requestId: 'a1', kind: 'attempt', parentId: 'r1' }), NONE);
+  ledger.begin('k1', () => rec({ requestId: 'k1', kind: 'keepalive' }), NONE);
+  t.equal(live.size, 1, 'attempts and keep-alive pings are not listed');
+  t.same(live.list(), [{
+    request_id: 'r1', model: 'openai/gpt-4o', requested_model: 'openai/gpt-4o', provider: 'openai', combo: null, endpoint: 'chat.completions',
+    stream: true, api_key_name: 'admin', started_at: new Date(T0).toISOString(), duration_s: 1.5, streamed_tokens: 40, estimated_total: 200,
+    // 1000 input x $2 + 40 output x $10 per 1M
+    cost_so_far: 0.0024,
+  }]);
+  streamed = 120;
+  now += 500;
+  t.match(live.list()[0], { streamed_tokens: 120, duration_s: 2, cost_so_far: 0.0032 });
+  let text = await metrics.registry.metrics();
+  t.equal(metricValue(text, 'tollgate_inflight_requests', {}), 1);
+  t.equal(metricValue(text, 'tollgate_inflight_tokens', {}), 120);
+
+  ledger.publish(rec({ requestId: 'a1', kind: 'attempt', parentId: 'r1' }));
+  t.equal(live.size, 1, 'an attempt\'s record does not end its request');
+  ledger.publish(rec({}));
+  t.same(live.list(), []);
+  t.same(changes, [1, 0], 'told when it came and when it went');
+  text = await metrics.registry.metrics();
+  t.equal(metricValue(text, 'tollgate_inflight_requests', {}), 0);
+  t.equal(metricValue(text, 'tollgate_inflight_tokens', {}), 0);
+});
+
+t.test('nothing streamed yet, no max tokens: 0 tokens, no estimate, cost of nothing known', async (t) => {
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  const live = new LiveRequests(() => config, () => T0);
+  live.attach(ledger);
+  ledger.begin('r2', () => rec({ requestId: 'r2', stream: false, model: '_other', provider: '_other', requestedModel: 'nosuch/x' }), NONE);
+  t.match(live.list()[0], { request_id: 'r2', streamed_tokens: 0, estimated_total: null, cost_so_far: 0 });
+});
