@@ -41,7 +41,7 @@ t.test('the rebuild keeps every row once, the rollup as it was, and the view on 
   const before = await counts();
   t.same(before.raw, [1440, 14400], 'the raw rows, each once');
 
-  t.same(await migrate(store), [8], 'migration 8 applied');
+  t.same(await migrate(store, MIGRATIONS.filter((m) => m.version <= 8)), [8], 'migration 8 applied');
   t.equal(await sortingKey(), 'toStartOfHour(ts), request_id', 'after: sorted by hour');
   const after = await counts();
   t.same(after.raw, before.raw, 'every row kept, each once');
@@ -76,7 +76,8 @@ t.test('a run that stopped after the exchange does not exchange back', async (t)
   // As if the process died after the exchange and before the version's row was written.
   await store.command(`ALTER TABLE ${store.t('schema_migrations')} DELETE WHERE version = 8`, { mutations_sync: '2' });
   const before = await counts();
-  t.same(await migrate(store), [8], 'the version is recorded again');
+  t.same(await migrate(store, MIGRATIONS.filter((m) => m.version <= 8)), [8], 'the version is recorded again');
   t.equal(await sortingKey(), 'toStartOfHour(ts), request_id', 'still sorted by hour');
   t.same(await counts(), before, 'nothing copied or counted twice');
+  t.same((await migrate(store)).filter((v) => v <= 8), [], 'later migrations apply to the rebuilt table, nothing before them again');
 });
