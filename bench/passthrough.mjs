@@ -2,7 +2,7 @@
 // Tollgate's dispatcher) forwards it, and the body comes back unchanged: buffered for JSON, piped for SSE.
 // No routing, auth, usage parsing, metrics, spans or storage.
 //
-//   node bench/passthrough.mjs <upstream origin>     (started by bench/run.mjs)
+//   node bench/passthrough.mjs <upstream origin> [port]     (started by bench/run.mjs; port 0 unless given)
 
 import Fastify from 'fastify';
 import { Pool } from 'undici';
@@ -27,7 +27,7 @@ app.post('/v1/chat/completions', async (req, reply) => {
   return reply.send(await res.body.text());
 });
 
-await app.listen({ host: '127.0.0.1', port: 0 });
+await app.listen({ host: '127.0.0.1', port: Number(process.argv[3] ?? 0) });
 serveParent({
   cpu: () => cpuMicros(),
   stop: async () => {

@@ -13,7 +13,7 @@
 //      no store). /api/quota is measured twice: with its 1 s snapshot cache warm (a primer request before each
 //      slice), and uncached (requests 1.1 s apart, so every one recomputes).
 //
-// Prints one table (p50, p99, p99 relative to /health, the 100 ms target) and writes it to bench/results/. Exits
+// Prints one table (p50, p99, p99 relative to /health, the 50 ms target of every /api read) and writes it to bench/results/. Exits
 // non-zero when the run failed (errors, a crash), not when a target is missed.
 //
 //   npm run bench:queries
@@ -46,16 +46,16 @@ const ROUNDS = envInt('BENCH_QUERY_ROUNDS', 10, 1);
 const UNCACHED_N = envInt('BENCH_QUERY_UNCACHED_N', 30, 1);
 const WARMUP = envInt('BENCH_QUERY_WARMUP', 5, 0);
 const RAW_RUNS = envInt('BENCH_QUERY_RAW_RUNS', 20, 1);
-const TARGET_MS = 100;
+const TARGET_MS = 50;
 const QUOTA_SPACING_MS = 1100;
 const REQUEST_TIMEOUT_MS = 60_000;
 
 const ENDPOINTS = [
   { key: 'health', path: '/health', label: 'GET /health (baseline)' },
-  { key: 'quota', path: '/api/quota', label: 'GET /api/quota (snapshot cached, ≤1 s old)', target: true, primed: true },
-  { key: 'quota-uncached', path: '/api/quota', label: 'GET /api/quota (uncached, 1.1 s apart)', target: true, spaced: true },
+  { key: 'quota', path: '/api/quota', label: 'GET /api/quota (snapshot cached, ≤1 s old)', primed: true },
+  { key: 'quota-uncached', path: '/api/quota', label: 'GET /api/quota (uncached, 1.1 s apart)', spaced: true },
   { key: 'usage-today', path: '/api/usage?period=today' },
-  { key: 'usage-month', path: '/api/usage?period=month', target: true },
+  { key: 'usage-month', path: '/api/usage?period=month' },
   { key: 'usage-month-provider', path: `/api/usage?period=month&provider=${PROVIDERS[1].id}` },
   { key: 'logs', path: '/api/usage/logs?limit=50' },
   { key: 'request-logs', path: '/api/usage/request-logs?limit=50' },
@@ -68,7 +68,8 @@ const ENDPOINTS = [
 
 const log = (msg) => process.stderr.write(`[bench:queries] ${msg}\n`);
 
-const plannedS = 900;
+// Generous: 10M rows take 2-3 min on an idle 2-core machine and over 10 min on a busy one.
+const plannedS = 2400;
 const guard = guardRun({ log, limitS: plannedS, killAll });
 
 /** Nearest-rank percentile of an ascending array. */
@@ -119,7 +120,7 @@ async function main() {
 
   // 1. Data, and the in-process month summaries; the child exits before the app opens the directory.
   log(`generating ${ROWS} rows in ${dataDir}`);
-  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS)], { readyTimeoutMs: 12 * 60_000 });
+  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS)], { readyTimeoutMs: 30 * 60_000 });
   const data = await gen.ready;
   await gen.stop();
   const sh = data.shape;
@@ -211,9 +212,11 @@ async function main() {
   const rows = ENDPOINTS.map((e) => {
     const st = state[e.key];
     if (st.errors > 0) problems.push(`${e.path}: ${st.errors} requests failed`);
-    if (st.missing) return { label: `GET ${e.path}`, target: e.target, missing: st.missing };
+    // The target (issue 17): every /api read answers with p99 under TARGET_MS.
+    const target = e.path.startsWith('/api/');
+    if (st.missing) return { label: `GET ${e.path}`, target, missing: st.missing };
     const label = e.key === 'health' || e.key.startsWith('quota') ? e.label : `GET ${e.path}`;
-    return { ...summarise(label, st.samples), target: e.target, reads: st.reads };
+    return { ...summarise(label, st.samples), target, reads: st.reads };
   });
   const health = rows.find((r) => r.label.startsWith('GET /health'));
   rows.push({ ...summarise('month summary, raw scan of requests FINAL (no rollup; in-process, no HTTP)', data.timings.raw) });
@@ -239,7 +242,7 @@ async function main() {
   const targeted = rows.filter((r) => r.target);
   const met = targeted.every((r) => !r.missing && r.p99 < TARGET_MS);
   out.push(
-    `Target (p99 < ${TARGET_MS} ms for GET /api/quota and GET /api/usage?period=month with ${sh.rows} rows): ${met ? 'MET' : 'NOT MET'} -- ` +
+    `Target (p99 < ${TARGET_MS} ms for every /api read with ${sh.rows} rows): ${met ? 'MET' : 'NOT MET'} -- ` +
       targeted.map((r) => `${r.label.replace(/^GET /, '')} ${r.missing ?? `p99 ${r.p99.toFixed(1)} ms`}`).join(', '),
   );
   if (problems.length > 0) out.push(`RUN FAILED: ${problems.join('; ')}`);

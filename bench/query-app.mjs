@@ -16,6 +16,8 @@ if (!dataDir) throw new Error('usage: query-app.mjs <data dir>');
 const config = parseConfig(benchConfig(dataDir), {}, '(bench)');
 const app = await build({ config, logger: false, processMetrics: false });
 await app.listen({ host: '127.0.0.1', port: 0 });
+// The store opens in the background after listening: measured once it is open (startup is bench/lib/footprint.mjs's).
+await app.tollgate.storeReady;
 const { store } = app.tollgate;
 
 // Diagnostics only: count the store reads a request makes, and the wall time during which at least one is in flight

@@ -19,7 +19,7 @@
 //   BENCH_CPU_PROF=1 npm run bench       # V8 CPU profiles of the two proxies in bench/results/profiles/
 //   BENCH_NODE_ARGS="--perf-basic-prof"  # extra node flags for the passthrough and Tollgate children
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,7 @@ import { killAll, startChild } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
 import { guardRun, runMain } from './lib/main.mjs';
+import { measureFootprint, measureStart, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -49,6 +50,11 @@ const SLICES = envNumber('BENCH_SLICES', 4, { min: 1, integer: true });
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const PROFILE_DIR = join(HERE, 'results', 'profiles');
 const ACCEPT_RATIO = 0.5;
+// Issue 17's targets, printed beside each figure in the summary table.
+const TARGETS_17 = { json: 0.75, sse: 0.7, startMs: 500, idleEmbeddedMiB: 250, idleServerMiB: 90, readP99Ms: 50 };
+const START_ROUNDS = envNumber('BENCH_START_ROUNDS', 5, { min: 1, integer: true });
+const IDLE_S = envNumber('BENCH_IDLE_S', 5, { min: 0 });
+const FOOTPRINT = process.env.BENCH_FOOTPRINT !== '0';
 
 const ALL_SCENARIOS = [
   { key: 'json', label: 'non-streaming', body: REQUEST_BODY, stream: false, concurrency: CONCURRENCY },
@@ -62,7 +68,7 @@ const TARGETS = ['direct', 'passthrough', 'tollgate', 'tollgate-memspool'];
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
 // Everything must stop by itself: a watchdog well above the planned run time, and every exit path kills children.
-const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30;
+const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30 + (FOOTPRINT ? START_ROUNDS * 10 + 5 * (IDLE_S + 10) : 0);
 const guard = guardRun({ log, limitS: plannedS * 3 + 180, killAll });
 
 function execArgvFor(name) {
@@ -161,6 +167,51 @@ function table(results) {
   return [line(head), rule, ...rows.map(line)].join('\n');
 }
 
+/** The newest `npm run bench:queries` result (bench/results/queries.*.md): its worst /api p99, or null. */
+function latestQueries() {
+  const dir = join(HERE, 'results');
+  const files = existsSync(dir) ? readdirSync(dir).filter((f) => /^queries\..*\.md$/.test(f)).sort() : [];
+  if (files.length === 0) return null;
+  const text = readFileSync(join(dir, files.at(-1)), 'utf8');
+  const rows = text.split('\n').filter((l) => l.startsWith('| GET /')).map((l) => l.split('|').map((c) => c.trim()));
+  const api = rows.filter((c) => c[1].startsWith('GET /api/')).map((c) => ({ label: c[1], p99: Number(c[4]) })).filter((r) => Number.isFinite(r.p99));
+  const health = rows.find((c) => c[1].startsWith('GET /health'));
+  if (api.length === 0) return null;
+  const worst = api.reduce((a, b) => (b.p99 > a.p99 ? b : a));
+  return { file: `bench/results/${files.at(-1)}`, worst, health: health ? Number(health[4]) : NaN, count: api.length };
+}
+
+/** Issue 17's figures in one table: each beside its baseline from this run (or the named run) and its target. */
+function summaryTable({ results, peak, startup, idle, reads }) {
+  const pct = (x) => `${Math.round(x * 100)}%`;
+  const mib = (x) => (x === undefined || !Number.isFinite(x) ? 'n/a' : `${Math.round(x)} MiB`);
+  const rows = [];
+  for (const sc of SCENARIOS) {
+    const tg = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate');
+    const pt = results.find((r) => r.scenario.key === sc.key && r.target === 'passthrough');
+    const ratio = tg && pt && pt.rps > 0 ? tg.rps / pt.rps : NaN;
+    const target = TARGETS_17[sc.key];
+    rows.push([`throughput, ${sc.label} x${sc.concurrency}, recording on`, `${pct(ratio)} (${Math.round(tg?.rps ?? 0)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, ratio >= target ? 'yes' : 'NO']);
+  }
+  if (startup) {
+    const s = startup;
+    rows.push(['start to first proxied 200 (fresh data dir, embedded)', `${Math.round(s.tollgate)} ms (/ready ${Math.round(s.tollgateReady)} ms)`, `bare passthrough ${Math.round(s.passthrough)} ms`, `<= ${TARGETS_17.startMs} ms`, s.tollgate <= TARGETS_17.startMs ? 'yes' : 'NO']);
+  }
+  if (idle) {
+    const bare = `node ${mib(idle.node)}; node + chdb session ${mib(idle['node+chdb'])}; bare passthrough ${mib(idle.passthrough)}`;
+    rows.push(['idle RSS, embedded store (process tree)', mib(idle['tollgate-embedded']), bare, `<= ${TARGETS_17.idleEmbeddedMiB} MiB`, idle['tollgate-embedded'] <= TARGETS_17.idleEmbeddedMiB ? 'yes' : 'NO']);
+    rows.push([`idle RSS, server path (engine ${idle['tollgate-server-engine'] ? 'LOADED' : 'not loaded'})`, mib(idle['tollgate-server']), `bare passthrough ${mib(idle.passthrough)}`, `<= ${TARGETS_17.idleServerMiB} MiB`, idle['tollgate-server'] <= TARGETS_17.idleServerMiB ? 'yes' : 'NO']);
+  }
+  if (peak) rows.push([`peak RSS over the run (c=${CONCURRENCY}, embedded)`, mib(peak.tollgate), `bare passthrough ${mib(peak.passthrough)}`, 'bounded (documented)', '']);
+  rows.push(reads
+    ? [`read p99, worst of ${reads.count} /api reads at 10M rows (bench:queries)`, `${reads.worst.p99.toFixed(1)} ms (${reads.worst.label.replace(/^GET /, '')})`, `/health ${reads.health} ms; ${reads.file}`, `< ${TARGETS_17.readP99Ms} ms`, reads.worst.p99 < TARGETS_17.readP99Ms ? 'yes' : 'NO']
+    : ['read p99 at 10M rows', 'not measured here: run npm run bench:queries', '', `< ${TARGETS_17.readP99Ms} ms`, '']);
+  const head = ['figure', 'tollgate', 'baseline (same run)', 'target', 'met'];
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (cells) => `| ${cells.map((c, i) => c.padEnd(width[i])).join(' | ')} |`;
+  return ['Issue 17 figures:', line(head), `|${width.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
 async function main() {
   if (!existsSync(join(ROOT, 'dist', 'app.js'))) throw new Error('dist/app.js is missing: run `npm run build` (npm run bench does)');
   const cpu = cpus();
@@ -172,6 +223,10 @@ async function main() {
   const results = [];
   let memDir = null;
   let recording = null;
+  let peak = null;
+  let threads = null;
+  let startup = null;
+  let idle = null;
   const problems = [];
   try {
     const upstream = await start('upstream');
@@ -187,7 +242,9 @@ async function main() {
     children.push(memspool);
     const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool };
 
+    const ticks0 = threadTicks(tollgate.child.pid);
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
+    threads = tickShares(ticks0, threadTicks(tollgate.child.pid));
 
     for (const s of children) if (s.child.crashed) problems.push(`${s.child.name} crashed during the run`);
     const mine = results.filter((r) => r.target === 'tollgate');
@@ -203,6 +260,12 @@ async function main() {
     }
     const upstats = await upstream.child.request('stats').catch(() => null);
     if (upstats) log(`upstream answered ${upstats.served} requests (${upstats.badRequests} bad)`);
+    // Peak RSS over the whole run (load at c=32 included), before the processes stop.
+    peak = { tollgate: treeMiB(tollgate.child.pid, 'VmHWM'), passthrough: treeMiB(passthrough.child.pid, 'VmHWM') };
+    if (FOOTPRINT) {
+      startup = await measureStart({ root: ROOT, upstream: upstream.url, rounds: START_ROUNDS, log });
+      idle = await measureFootprint({ root: ROOT, upstream: upstream.url, idleS: IDLE_S, requests: 200, log });
+    }
   } finally {
     await Promise.all(children.map((c) => c.child.stop().catch(() => undefined)));
     killAll();
@@ -272,6 +335,14 @@ async function main() {
       `ratio ${(ratio * 100).toFixed(1)}% (${ratioOk ? 'ok' : `BELOW ${ACCEPT_RATIO * 100}%`}), ` +
       `errors ${tg?.errors ?? 'n/a'}, rows ${rowsOk ? 'all recorded' : recording ? 'MISSING' : 'NOT CHECKED'}`,
   );
+  if (threads !== null && threads.length > 0) {
+    out.push(
+      `Tollgate's CPU by thread over the run (the engine's threads are ClickHouse's): ` +
+        threads.slice(0, 8).map((x) => `${x.name} ${(x.share * 100).toFixed(1)}%`).join(', '),
+    );
+  }
+  out.push('');
+  out.push(summaryTable({ results, peak, startup, idle, reads: latestQueries() }));
   if (CPU_PROF) out.push(`CPU profiles: ${PROFILE_DIR} (summarise with: node bench/profile-summary.mjs <file>)`);
   if (problems.length > 0) out.push(`RUN FAILED: ${problems.join('; ')}`);
   process.stdout.write(`${out.join('\n')}\n`);

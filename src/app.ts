@@ -1,5 +1,8 @@
-// build(options) -> FastifyInstance. Opens the store and runs migrations, wires the three ledgers to one record
-// stream, and registers the plugins in order. main.ts runs it; tests and benchmarks call it directly.
+// build(options) -> FastifyInstance. Wires the three ledgers to one record stream and registers the plugins in order.
+// The store is opened and migrated in the background once the server listens (or by its first use), so the gateway
+// answers before the store is there: rows wait in the spool, /ready says why it is not ready, and the background
+// jobs that read the store (keep-alive, alerts) start once it is (`tollgate.storeReady`). main.ts runs it; tests and
+// benchmarks call it directly.
 
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { join } from 'node:path';
@@ -21,7 +24,7 @@ import { recordRejected } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
-import { migrate } from './store/migrations.js';
+import { StoreOpening } from './store/opening.js';
 import { toRow, type RequestRow } from './store/rows.js';
 import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
@@ -76,6 +79,12 @@ export interface Tollgate {
   readonly ledger: Ledger;
   readonly router: Router;
   readonly alerting: Alerting;
+  /**
+   * Resolves once the store is open and migrated and the jobs that read it (keep-alive, alerts) have started;
+   * rejects when the app closes before that, or with the reason when the store cannot be opened at all (refused
+   * credentials: main.ts then stops). Requests are served before it; their rows wait in the spool.
+   */
+  readonly storeReady: Promise<void>;
   /** The client requests in flight (GET /api/live, tollgate_inflight_*). */
   readonly live: LiveRequests;
   /** A random id taken at start: /health answers it (x-tollgate-instance), GET /api/tunnel compares it. */
@@ -111,13 +120,20 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const log: FastifyBaseLogger = app.log;
   serveUnknownExpectations(app.server);
 
-  const store = openStore(cfg.storage);
-  try {
-    await migrate(store, undefined, { cluster: cfg.storage.cluster, sharded: cfg.storage.sharded });
-  } catch (err) {
-    await store.close().catch(() => undefined);
-    throw err;
-  }
+  // Nothing is loaded or connected here: the store opens (and migrates) in the background, see storeReady below.
+  const base = openStore(cfg.storage);
+  const opening = new StoreOpening(base, {
+    layout: { cluster: cfg.storage.cluster, sharded: cfg.storage.sharded },
+    events: {
+      failed: (err, attempt, retryMs) =>
+        Number.isFinite(retryMs)
+          ? log.error({ err, attempt, retryMs: Math.round(retryMs) }, 'storage: cannot open or migrate the store yet; usage rows wait in the spool')
+          : log.fatal({ err }, 'storage: the store cannot be opened, and retrying will not change that'),
+      ready: (ms, applied) => log.info({ ms: Math.round(ms), migrations: applied }, 'storage: store open'),
+    },
+  });
+  // Every reader and writer of the app waits for the opening (and is refused while it fails).
+  const store = base.gated(opening);
 
   // Rows go to the spool (data_dir/spool unless storage.spool.dir) first; what an earlier process left there is
   // replayed before anything new.
@@ -209,7 +225,17 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // Collected once, depth-checked before parsing, bytes released once decoded (src/core/json-body.ts).
   registerJsonBody(app, { limit: cfg.server.body_limit_bytes, maxDepth: () => holder.current.server.json_max_depth });
   const routes: { method: string; url: string }[] = [];
-  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, live, instanceId, routes });
+  // The jobs that read the store start once it is open; `closed` keeps a late opening from starting them.
+  let closed = false;
+  const storeReady = opening.ready.then(async () => {
+    if (closed) return;
+    // Recovers open windows from the store (requests served meanwhile were buffered by it).
+    await keepalive.start();
+    if (closed) return;
+    await alerting.start();
+  });
+  storeReady.catch(() => undefined); // closed before the store opened: nothing to report
+  app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, storeReady, live, instanceId, routes });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });
   });
@@ -256,7 +282,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota, reported });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, instanceId, state: () => ({ up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   const configFile = opts.configFile === undefined ? {} : { configFile: opts.configFile };
   await app.register(liveRoutes, { live });
   await app.register(settingsRoutes, { config: holder, ...configFile });
@@ -270,8 +296,18 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     return metrics.registry.metrics();
   });
 
+  // Listening comes first: the store opens right after (the embedded engine's load blocks the event loop for a
+  // moment), or at its first use when the app is only injected into.
+  app.addHook('onListen', (done) => {
+    setImmediate(() => opening.start());
+    done();
+  });
   app.addHook('onClose', async () => {
     if (sweeper !== null) clearInterval(sweeper);
+    closed = true;
+    // An opening still under way stops retrying; the jobs it was about to start are not started.
+    await opening.close();
+    await storeReady.catch(() => undefined);
     // Before the dispatcher and the writer: a ping in flight needs the one and records into the other.
     await keepalive.close();
     await alerting.close();
@@ -279,8 +315,5 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await writer.close();
     await store.close();
   });
-  // Recovers open windows from the store; last, so that its timers are cleared by the onClose above.
-  await keepalive.start();
-  await alerting.start();
   return app;
 }

@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     return;
   }
 
-  const telemetry = startTelemetry(config);
+  const telemetry = await startTelemetry(config);
   const { build } = await import('./app.js');
   const holder = new ConfigHolder(config);
   const app = await build({ config: holder, configFile: args.file }).catch(fail);
@@ -189,6 +189,16 @@ async function main(): Promise<void> {
   }
 
   let stopping = false;
+  // The store opens in the background; one that can never open (refused credentials) stops the process.
+  app.tollgate.storeReady.catch(async (err: unknown) => {
+    if (stopping) return;
+    stopping = true;
+    stopWatching();
+    await app.close().catch(() => undefined);
+    await telemetry.shutdown().catch(() => undefined);
+    process.stderr.write(`cannot open the store: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}\n`);
+    process.exit(1);
+  });
   const stop = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;

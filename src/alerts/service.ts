@@ -68,6 +68,8 @@ export class AlertService {
   #timer: NodeJS.Timeout | null = null;
   #soon: NodeJS.Timeout | null = null;
   #closed = false;
+  /** Set by start: before it, the alerts already fired are not known, so a poke must not evaluate. */
+  #started = false;
   #lastStart = 0;
   #history: { key: string; days: CostHistory['previousDays'] } | null = null;
   /** This process, for alert claims (a replica or a restart is another instance). */
@@ -94,6 +96,7 @@ export class AlertService {
        WHERE fired_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')`,
       { since: this.#now() - MEMORY_MS },
     );
+    this.#started = true;
     this.#fired = rows.map((r) => ({ id: r.id, kind: r.kind, subject: r.subject, threshold: r.threshold === null ? null : Number(r.threshold), window: r.window, firedAt: Number(r.fired) }));
     this.#timer = setInterval(() => this.check(), intervalMs);
     this.#timer.unref();
@@ -105,7 +108,8 @@ export class AlertService {
    * so a busy gateway sees a crossing within about a second without querying on every request).
    */
   poke(): void {
-    if (this.#soon !== null || this.#closed) return;
+    // Before start (the store is still opening) there is nothing to do: start evaluates once it has read the history.
+    if (this.#soon !== null || this.#closed || !this.#started) return;
     const wait = Math.max(200, 1000 - (Date.now() - this.#lastStart));
     this.#soon = setTimeout(() => {
       this.#soon = null;

@@ -1,5 +1,6 @@
-// GET /health: the process is up. GET /ready: the spool can write to its disk, and the store answers a query and
-// takes inserts. While it does not,
+// GET /health: the process is up. GET /ready: the store has been opened and migrated (the app does that in the
+// background after it listens), the spool can write to its disk, and the store answers a query and takes inserts.
+// While it does not,
 // requests are still served and recorded to the spool; /ready says 503 with the reason, so a load balancer or an
 // operator sees it (docs/recording.md).
 
@@ -8,6 +9,8 @@ import { TollgateError, errorBody } from '../core/errors.js';
 import type { Store } from '../store/client.js';
 
 export interface StoreState {
+  /** Why the store is not open yet (being opened and migrated, or retrying after a failure), or null once it is. */
+  readonly opening: string | null;
   /** False from a failed insert until the next one that succeeds. */
   readonly up: boolean;
   readonly lastError: unknown;
@@ -29,7 +32,8 @@ export const healthRoutes: FastifyPluginAsync<{ store: Store; state: () => Store
     const kind = store.embedded ? 'embedded' : 'server';
     const s = state();
     let e: TollgateError | null = null;
-    if (s.spoolFailure !== null) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `the spool cannot write to its disk (${reason(s.spoolFailure)}); ${s.spooled} usage rows wait in memory`);
+    if (s.opening !== null) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) is not open yet: ${s.opening}; ${s.spooled} usage rows wait in the spool`);
+    else if (s.spoolFailure !== null) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `the spool cannot write to its disk (${reason(s.spoolFailure)}); ${s.spooled} usage rows wait in memory`);
     else if (!(await store.ping())) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) does not answer; ${s.spooled} usage rows wait in the spool`);
     else if (!s.up) e = new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse (${kind}) refuses inserts (${reason(s.lastError)}); ${s.spooled} usage rows wait in the spool`);
     if (e === null) return { status: 'ready', store: kind, spooled: s.spooled };

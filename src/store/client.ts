@@ -1,50 +1,73 @@
 // One ClickHouse client, two back ends (DESIGN.md decision 1): a server when storage.clickhouse_url is set,
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
 // query at a time per connection, so operations are serialised here; a server takes them concurrently.
+//
+// The client library, and the embedded engine (about 170 MiB of native library mapped, 100-200 ms to load), are
+// loaded by the first operation, never by opening: on the server path the engine is never loaded at all, and the app
+// opens the store after it listens (src/store/opening.ts).
 
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { ClickHouseLogLevel, createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-import type * as Chdb from 'chdb/connection';
+import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
-
-/**
- * The embedded engine is loaded only when it is used: an install for a ClickHouse server (the Docker image,
- * `npm ci --omit=optional`) does not carry chdb at all.
- */
-function loadChdb(): typeof Chdb {
-  try {
-    return createRequire(import.meta.url)('chdb/connection') as typeof Chdb;
-  } catch (err) {
-    throw new Error('storage.clickhouse_url is empty, so the embedded ClickHouse engine (the chdb package) is needed, but it is not installed; install it (npm install) or set storage.clickhouse_url', { cause: err });
-  }
-}
+import { embeddedConnection } from './embedded.js';
 
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
 
 export type QueryParams = Record<string, unknown>;
 
+/** What a gated store waits for before each operation: resolves once the store is usable, rejects with why not. */
+export interface StoreGate {
+  wait(): Promise<void>;
+}
+
+/** The client and the queue of one connection, shared by a store and its gated views (`gated`). */
+interface Engine {
+  /** Created by the first operation (`connect`), so that opening a store loads nothing. */
+  client: Promise<ClickHouseClient> | null;
+  readonly connect: () => Promise<ClickHouseClient>;
+  tail: Promise<unknown>;
+  closed: boolean;
+}
+
 export class Store {
   readonly database: string;
   readonly embedded: boolean;
-  readonly #client: ClickHouseClient;
+  #engine: Engine;
+  #gate: StoreGate | null = null;
   readonly #pingTimeoutMs: number;
   readonly #foregroundDistributed: boolean;
-  #tail: Promise<unknown> = Promise.resolve();
-  #closed = false;
 
   /**
-   * `pingTimeoutMs`: how long `ping` waits for a server (the embedded engine answers or throws). `sharded`: tables are
-   * Distributed, and an insert is acknowledged only once every shard has its rows (`distributed_foreground_insert`).
+   * `client`: the client, or how to create it on first use. `pingTimeoutMs`: how long `ping` waits for a server (the
+   * embedded engine answers or throws). `sharded`: tables are Distributed, and an insert is acknowledged only once
+   * every shard has its rows (`distributed_foreground_insert`).
    */
-  constructor(client: ClickHouseClient, database: string, embedded: boolean, opts: { pingTimeoutMs?: number; sharded?: boolean } = {}) {
-    this.#client = client;
+  constructor(client: ClickHouseClient | (() => Promise<ClickHouseClient>), database: string, embedded: boolean, opts: { pingTimeoutMs?: number; sharded?: boolean } = {}) {
+    this.#engine = typeof client === 'function'
+      ? { client: null, connect: client, tail: Promise.resolve(), closed: false }
+      : { client: Promise.resolve(client), connect: () => Promise.resolve(client), tail: Promise.resolve(), closed: false };
     this.database = database;
     this.embedded = embedded;
     this.#pingTimeoutMs = opts.pingTimeoutMs ?? 2000;
     this.#foregroundDistributed = opts.sharded === true;
+  }
+
+  /**
+   * The same store (same connection, same queue), whose every operation first waits for `gate`: the app's view of a
+   * store that is still being opened and migrated in the background. `close` on either closes the connection.
+   */
+  gated(gate: StoreGate): Store {
+    const view = new Store(() => Promise.reject(new Error('unused')), this.database, this.embedded, { pingTimeoutMs: this.#pingTimeoutMs, sharded: this.#foregroundDistributed });
+    view.#engine = this.#engine;
+    view.#gate = gate;
+    return view;
+  }
+
+  /** Has the connection been created (the embedded engine loaded)? */
+  get connected(): boolean {
+    return this.#engine.client !== null;
   }
 
   /** Qualified table name. */
@@ -52,11 +75,28 @@ export class Store {
     return `${this.database}.${table}`;
   }
 
-  #run<T>(op: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('store is closed'));
-    if (!this.embedded) return op();
-    const next = this.#tail.then(op, op);
-    this.#tail = next.catch(() => undefined);
+  #client(): Promise<ClickHouseClient> {
+    const e = this.#engine;
+    e.client ??= e.connect();
+    return e.client;
+  }
+
+  #run<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
+    if (this.#engine.closed) return Promise.reject(new Error('store is closed'));
+    // The gate is waited for before joining the queue: the migrations that open the gate run through that queue.
+    return this.#gate === null ? this.#enqueue(op) : this.#gate.wait().then(() => this.#enqueue(op));
+  }
+
+  #enqueue<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
+    const e = this.#engine;
+    if (e.closed) return Promise.reject(new Error('store is closed'));
+    const run = async (): Promise<T> => {
+      if (e.closed) throw new Error('store is closed');
+      return op(await this.#client());
+    };
+    if (!this.embedded) return run();
+    const next = e.tail.then(run, run);
+    e.tail = next.catch(() => undefined);
     return next;
   }
 
@@ -65,8 +105,8 @@ export class Store {
    * caller that changes one that others rely on sets it back, as `insert` always sets its own).
    */
   command(query: string, settings?: ClickHouseSettings): Promise<void> {
-    return this.#run(async () => {
-      await this.#client.command({ query, ...(settings === undefined ? {} : { clickhouse_settings: settings }) });
+    return this.#run(async (client) => {
+      await client.command({ query, ...(settings === undefined ? {} : { clickhouse_settings: settings }) });
     });
   }
 
@@ -77,8 +117,8 @@ export class Store {
    */
   exportNative(select: string, file: string): Promise<void> {
     if (this.embedded) return this.command(`${select} INTO OUTFILE ${sqlString(file)} FORMAT Native`);
-    return this.#run(async () => {
-      const rs = await this.#client.exec({ query: `${select} FORMAT Native` });
+    return this.#run(async (client) => {
+      const rs = await client.exec({ query: `${select} FORMAT Native` });
       await pipeline(rs.stream, createWriteStream(file, { flags: 'wx' }));
     });
   }
@@ -90,15 +130,15 @@ export class Store {
   importNative(table: string, columns: readonly string[], file: string, settings: ClickHouseSettings = {}): Promise<void> {
     const list = columns.map(ident).join(', ');
     if (this.embedded) return this.command(`INSERT INTO ${table} (${list}) SELECT ${list} FROM file(${sqlString(file)}, 'Native')`, settings);
-    return this.#run(async () => {
-      const rs = await this.#client.exec({ query: `INSERT INTO ${table} (${list}) FORMAT Native`, values: createReadStream(file), clickhouse_settings: settings });
+    return this.#run(async (client) => {
+      const rs = await client.exec({ query: `INSERT INTO ${table} (${list}) FORMAT Native`, values: createReadStream(file), clickhouse_settings: settings });
       for await (const _ of rs.stream); // the answer carries nothing; reading it to the end frees the socket
     });
   }
 
   query<T>(query: string, params: QueryParams = {}): Promise<T[]> {
-    return this.#run(async () => {
-      const rs = await this.#client.query({ query, query_params: params, format: 'JSONEachRow' });
+    return this.#run(async (client) => {
+      const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' });
       return rs.json<T>();
     });
   }
@@ -114,8 +154,8 @@ export class Store {
       insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
       ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
     } as const;
-    return this.#run(async () => {
-      await this.#client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
+    return this.#run(async (client) => {
+      await client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
     });
   }
 
@@ -125,9 +165,9 @@ export class Store {
    */
   async ping(): Promise<boolean> {
     try {
-      const rows = await this.#run(async () => {
+      const rows = await this.#run(async (client) => {
         const abort_signal = this.embedded ? undefined : AbortSignal.timeout(this.#pingTimeoutMs);
-        const rs = await this.#client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...(abort_signal === undefined ? {} : { abort_signal }) });
+        const rs = await client.query({ query: 'SELECT 1 AS ok', format: 'JSONEachRow', ...(abort_signal === undefined ? {} : { abort_signal }) });
         return rs.json<{ ok: number }>();
       });
       return Number(rows[0]?.ok) === 1;
@@ -137,10 +177,13 @@ export class Store {
   }
 
   async close(): Promise<void> {
-    if (this.#closed) return;
-    await this.#tail;
-    this.#closed = true;
-    await this.#client.close();
+    const e = this.#engine;
+    if (e.closed) return;
+    await e.tail;
+    e.closed = true;
+    if (e.client === null) return; // never used: nothing was loaded or connected
+    const client = await e.client.catch(() => null);
+    await client?.close();
   }
 }
 
@@ -157,23 +200,26 @@ export function ident(name: string): string {
 export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'database' | 'data_dir' | 'username' | 'password'> & Partial<Config['storage']>): Store {
   if (storage.clickhouse_url) {
     const requestTimeout = storage.request_timeout_ms ?? 30_000;
-    const client = createClient({
-      url: storage.clickhouse_url,
-      username: storage.username,
-      password: storage.password,
-      request_timeout: requestTimeout,
-      // The client would print every failed request to stderr, once per retry while a server is down; the writer
-      // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
-      log: { level: ClickHouseLogLevel.OFF },
-    });
+    const url = storage.clickhouse_url;
+    const connect = async () => {
+      const { createClient, ClickHouseLogLevel } = await import('@clickhouse/client');
+      return createClient({
+        url,
+        username: storage.username,
+        password: storage.password,
+        request_timeout: requestTimeout,
+        // The client would print every failed request to stderr, once per retry while a server is down; the writer
+        // and /ready report storage failures through the app's logger and metrics instead (docs/recording.md).
+        log: { level: ClickHouseLogLevel.OFF },
+      });
+    };
     const sharded = storage.sharded === true && (storage.cluster ?? '') !== '';
-    return new Store(client, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
+    return new Store(connect, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
   }
   const path = resolve(storage.data_dir);
   mkdirSync(path, { recursive: true });
-  // chdb re-exports @clickhouse/client-common's Connection type, which @clickhouse/client bundles as its own copy;
-  // the shapes are the same, the declarations are not, hence the cast.
-  const connection = loadChdb().createChdbConnection({ path }) as unknown as ClientConnection;
-  const client = createClient({ connection });
-  return new Store(client, storage.database, true);
+  return new Store(async () => {
+    const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedConnection(path)]);
+    return createClient({ connection: connection as ClientConnection });
+  }, storage.database, true);
 }

@@ -7,6 +7,11 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly statements: (db: string) => readonly string[];
+  /**
+   * A query answering one row with `done` = 1 when the migration's effect is already there (a statement of it is
+   * not idempotent, and an earlier run stopped between it and the version's row): the statements are then skipped.
+   */
+  readonly done?: (db: string) => string;
 }
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -175,6 +180,32 @@ export const MIGRATIONS: readonly Migration[] = [
       ),
   },
   {
+    // Reads at scale (issue 17): `requests` was sorted by (toDate(ts), request_id), and ClickHouse orders UUIDs by
+    // their second half first, so UUIDv7 ids are in no time order inside a day: any time range read the whole of
+    // each day it touched. Sorted by (toStartOfHour(ts), request_id), a range reads its hours only. The sort key of
+    // a table cannot change in place, so the table is rebuilt: a copy with the new key is filled from the old one and
+    // the two are exchanged atomically (the rollup's view follows the name `requests`, so it keeps firing on the
+    // table that takes the inserts), then the old copy is dropped. Deduplication is unchanged: a retried row has the
+    // same ts, so the same hour. The exchange is the one statement that is not idempotent, so the migration is
+    // skipped when the sort key is already the new one (a run that stopped after the exchange).
+    // Other replicas writing while this runs (docs/scaling.md): rows they insert between the copy and the exchange
+    // stay in the old table, which is why upgrading a fleet to this version stops the writers for the copy.
+    version: 8,
+    name: 'requests sorted by hour',
+    done: (db) => `SELECT count() > 0 AS done FROM system.tables
+      WHERE database = '${db}' AND name IN ('requests', 'requests_local') AND sorting_key LIKE 'toStartOfHour(ts)%'`,
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.requests_v8 AS ${db}.requests ENGINE = ReplacingMergeTree
+      PARTITION BY toYYYYMM(ts)
+      ORDER BY (toStartOfHour(ts), request_id)
+      SETTINGS non_replicated_deduplication_window = 1000, fsync_after_insert = 1, fsync_part_directory = 1`,
+      // (sharded: through the Distributed tables, each row to the shard it was on, and on it before the exchange)
+      `INSERT INTO ${db}.requests_v8 SETTINGS distributed_foreground_insert = 1 SELECT * FROM ${db}.requests`,
+      `EXCHANGE TABLES ${db}.requests AND ${db}.requests_v8`,
+      `DROP TABLE IF EXISTS ${db}.requests_v8 SYNC`,
+    ],
+  },
+  {
     // Price sources (issue 18): where each row's price came from, `config`, `catalog@<version>` or `none` (a paid
     // model with no price anywhere: its cost is unknown, not 0; docs/catalog.md). Rows written before say ''.
     // Numbered from 20: 8-19 are the store's own (sort key, rollups).
@@ -221,6 +252,8 @@ export function onCluster(sql: string, cluster: string): string {
   return sql
     .replace(/^(\s*CREATE (?:DATABASE|TABLE|MATERIALIZED VIEW) IF NOT EXISTS \S+)/, `$1 ${on}`)
     .replace(/^(\s*ALTER TABLE \S+)/, `$1 ${on}`)
+    .replace(/^(\s*EXCHANGE TABLES \S+ AND \S+)/, `$1 ${on}`)
+    .replace(/^(\s*DROP TABLE IF EXISTS \S+)/, `$1 ${on}`)
     .replace(/ENGINE = (Replacing|Aggregating|Summing)?MergeTree(?:\(([^)]*)\))?/, (_m, kind: string | undefined, args: string | undefined) =>
       `ENGINE = Replicated${kind ?? ''}MergeTree('/clickhouse/tables/{shard}/${table}', '{replica}'${args ? `, ${args}` : ''})`)
     .replace(/\bnon_replicated_deduplication_window\b/g, 'replicated_deduplication_window');
@@ -236,6 +269,7 @@ export interface Layout {
 const SHARD_KEYS: Readonly<Record<string, string>> = {
   schema_migrations: 'version',
   requests: 'cityHash64(request_id)',
+  requests_v8: 'cityHash64(request_id)',
   usage_hourly: 'rand()',
   alerts: 'cityHash64(id)',
   alert_deliveries: 'cityHash64(alert_id)',
@@ -268,6 +302,17 @@ export function layoutStatements(sql: string, layout: Layout = {}): string[] {
     const source = /\bFROM (\w+)\.(\w+)/.exec(sql)!;
     return [onCluster(sql.replace(`TO ${db}.${target}`, `TO ${db}.${local(target)}`).replace(source[0], `FROM ${source[1]}.${local(source[2]!)}`), cluster)];
   }
+  const exchange = /^\s*EXCHANGE TABLES (\w+)\.(\w+) AND (\w+)\.(\w+)/.exec(sql);
+  if (exchange !== null) {
+    // The local tables trade places; each Distributed table keeps pointing at its local name.
+    const [, db1, a, db2, b] = exchange as unknown as [string, string, string, string, string];
+    return [onCluster(`EXCHANGE TABLES ${db1}.${local(a)} AND ${db2}.${local(b)}`, cluster)];
+  }
+  const drop = /^\s*DROP TABLE IF EXISTS (\w+)\.(\w+)(.*)$/s.exec(sql);
+  if (drop !== null) {
+    const [, db, name, rest] = drop as unknown as [string, string, string, string];
+    return [onCluster(`DROP TABLE IF EXISTS ${db}.${name}${rest}`, cluster), onCluster(`DROP TABLE IF EXISTS ${db}.${local(name)}${rest}`, cluster)];
+  }
   const alter = /^\s*ALTER TABLE (\w+)\.(\w+)/.exec(sql);
   if (alter !== null) {
     const [head, db, name] = alter as unknown as [string, string, string];
@@ -294,7 +339,8 @@ export async function migrate(store: Store, migrations: readonly Migration[] = M
   const applied: number[] = [];
   for (const m of [...migrations].sort((a, b) => a.version - b.version)) {
     if (done.has(m.version)) continue;
-    for (const sql of m.statements(db)) await run(sql);
+    const already = m.done === undefined ? false : Number((await store.query<{ done: number | string }>(m.done(db)))[0]?.done) === 1;
+    if (!already) for (const sql of m.statements(db)) await run(sql);
     await store.insert('schema_migrations', [{ version: m.version, name: m.name, applied_at: Date.now() }]);
     applied.push(m.version);
   }

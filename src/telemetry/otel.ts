@@ -1,9 +1,8 @@
 // The OpenTelemetry SDK for the process, started by main.ts before the app is built. Spans are exported over
 // OTLP/HTTP when telemetry.otlp_endpoint or a standard OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT variable is set;
-// otherwise no SDK is started and the API's no-op tracer costs nothing on the request path.
+// otherwise no SDK is started (nor loaded: it is the largest dependency, tens of MiB and most of the start time of
+// the modules) and the API's no-op tracer costs nothing on the request path.
 
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import type { Config } from '../config/types.js';
 
 export interface TelemetryHandle {
@@ -17,10 +16,11 @@ export function tracesUrl(endpoint: string): string {
   return base.endsWith('/v1/traces') ? base : `${base}/v1/traces`;
 }
 
-export function startTelemetry(cfg: Config, env: NodeJS.ProcessEnv = process.env): TelemetryHandle {
+export async function startTelemetry(cfg: Config, env: NodeJS.ProcessEnv = process.env): Promise<TelemetryHandle> {
   const endpoint = cfg.telemetry.otlp_endpoint;
   const fromEnv = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   if (!endpoint && !fromEnv) return { exporting: false, shutdown: async () => undefined };
+  const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/exporter-trace-otlp-http')]);
   const sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME || cfg.telemetry.service_name,
     traceExporter: new OTLPTraceExporter(endpoint ? { url: tracesUrl(endpoint) } : {}),

@@ -21,6 +21,7 @@ const app = await build({ config: holder, logger: false, processMetrics: false }
 // Re-register the usage routes on a fixed clock: the production route reads Date.now.
 await app.register((await import('../../src/api/usage.js')).usageRoutes, { store: app.tollgate.store, now: () => NOW, prefix: '/fixed' });
 await app.listen({ host: '127.0.0.1', port: 0 });
+await app.tollgate.storeReady;
 t.teardown(() => app.close());
 const addr = app.server.address();
 const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;

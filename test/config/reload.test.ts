@@ -38,6 +38,7 @@ const holder = new ConfigHolder(loadConfigFile(file));
 const app = await build({ config: holder, logger: false, processMetrics: false });
 t.teardown(() => app.close());
 await app.listen({ host: '127.0.0.1', port: 0 });
+await app.tollgate.storeReady;
 const addr = app.server.address();
 const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
 

@@ -50,6 +50,8 @@ export async function startApp(
     await app.close();
   };
   t.teardown(close);
+  // The store opens in the background once the app listens; the suites test a gateway that has started.
+  await app.tollgate.storeReady;
   return {
     app,
     url: `http://127.0.0.1:${port}`,

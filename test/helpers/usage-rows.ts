@@ -162,6 +162,7 @@ export async function startFixture(t: Test): Promise<Fixture> {
   await app.register(analyticsRoutes, { store: app.tollgate.store, config: holder, now: () => NOW, prefix: '/fixed' });
   await app.listen({ host: '127.0.0.1', port: 0 });
   t.teardown(() => app.close());
+  await app.tollgate.storeReady;
   const addr = app.server.address();
   const base = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
 

@@ -134,9 +134,15 @@ t.test('the untouched shipped config.yaml starts with no environment at all', as
   const port = await freePort();
   const gw = startGateway(['--config', join(ROOT, 'config.yaml')], dir, { PORT: String(port) });
   await healthy(`http://127.0.0.1:${port}`);
-  const r = await request(`http://127.0.0.1:${port}/ready`);
-  t.equal(r.statusCode, 200, 'embedded store ready');
-  await r.body.dump();
+  // /health answers as soon as the server listens; the embedded store opens in the background, then /ready is 200.
+  let status = 0;
+  await waitFor(async () => {
+    const r = await request(`http://127.0.0.1:${port}/ready`);
+    await r.body.dump();
+    status = r.statusCode;
+    return status === 200;
+  }, 20_000);
+  t.equal(status, 200, 'embedded store ready');
   gw.child.kill('SIGTERM');
   t.equal(await gw.exited, 0);
   t.match(gw.output(), /serving without authentication/, 'the no-keys warning is logged');

@@ -75,7 +75,7 @@ t.test('a second gateway on the same server: no migration applied again, the sam
   t.equal(usage.summary.requests, 6);
 });
 
-t.test('a wrong password: the gateway does not start, and says why', async (t) => {
+t.test('a wrong password: the store is never opened (no retry can fix it), and the gateway says why', async (t) => {
   const err = await startApp(t, { ...raw, storage: { ...raw.storage, password: 'wrong' } }).catch((e: unknown) => e);
   t.match(err, { type: 'AUTHENTICATION_FAILED' });
 });

@@ -21,7 +21,7 @@ t.test('with a cluster: ON CLUSTER on every DDL, Replicated engines, data statem
   t.equal(clustered.length, plain.length);
   clustered.forEach((sql, i) => {
     const head = sql.trim().split('\n')[0]!;
-    if (/^(CREATE|ALTER)/.test(sql.trim())) t.match(head, /^(CREATE (DATABASE|TABLE|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE) tollgate(\.\w+)? ON CLUSTER prod\b/, head);
+    if (/^(CREATE|ALTER|EXCHANGE|DROP)/.test(sql.trim())) t.match(head, /^(CREATE (DATABASE|TABLE|MATERIALIZED VIEW) IF NOT EXISTS|ALTER TABLE|EXCHANGE TABLES tollgate\.\w+ AND|DROP TABLE IF EXISTS) tollgate(\.\w+)? ON CLUSTER prod\b/, head);
     else t.equal(sql, plain[i], `left alone: ${head.slice(0, 60)}`);
     t.notMatch(sql, /ENGINE = (Replacing|Aggregating|Summing)?MergeTree\b/, 'no engine left unreplicated');
     t.notMatch(sql, /non_replicated_deduplication_window/);
@@ -34,6 +34,7 @@ t.test('with a cluster: ON CLUSTER on every DDL, Replicated engines, data statem
     'ReplicatedMergeTree tollgate.claims',
     'ReplicatedReplacingMergeTree tollgate.alerts version',
     'ReplicatedReplacingMergeTree tollgate.requests',
+    'ReplicatedReplacingMergeTree tollgate.requests_v8',
     'ReplicatedReplacingMergeTree tollgate.schema_migrations',
   ], 'every table, with its Keeper path, replica macro and engine arguments');
   t.equal(onCluster("ALTER TABLE db.t MODIFY SETTING non_replicated_deduplication_window = 10", 'c'), 'ALTER TABLE db.t ON CLUSTER c MODIFY SETTING replicated_deduplication_window = 10');
@@ -52,6 +53,7 @@ t.test('sharded: <table>_local Replicated tables under Distributed ones with the
     ['alerts', 'alerts_local', 'alerts_local', 'cityHash64(id)'],
     ['claims', 'claims_local', 'claims_local', 'cityHash64(key)'],
     ['requests', 'requests_local', 'requests_local', 'cityHash64(request_id)'],
+    ['requests_v8', 'requests_v8_local', 'requests_v8_local', 'cityHash64(request_id)'],
     ['schema_migrations', 'schema_migrations_local', 'schema_migrations_local', 'version'],
     ['usage_hourly', 'usage_hourly_local', 'usage_hourly_local', 'rand()'],
   ], 'a Distributed table per table, sharded by the key its deduplication relies on (a request, a claim, an alert: one shard)');
@@ -63,6 +65,8 @@ t.test('sharded: <table>_local Replicated tables under Distributed ones with the
   const settings = sharded.filter((sql) => /MODIFY SETTING/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
   t.ok(settings.length > 0 && settings.every((name) => name!.endsWith('_local')), 'settings go to local tables only');
   t.notMatch(sharded.join('\n'), /non_replicated_deduplication_window/);
+  t.ok(sharded.includes('EXCHANGE TABLES tollgate.requests_local AND tollgate.requests_v8_local ON CLUSTER prod'), 'the rebuild of requests exchanges the local tables; the Distributed ones keep their names');
+  t.ok(sharded.includes('DROP TABLE IF EXISTS tollgate.requests_v8_local ON CLUSTER prod SYNC'), 'and drops the old local copy');
   const data = sharded.filter((sql) => /^\s*INSERT/.test(sql));
   t.ok(data.length > 0 && data.every((sql) => !/_local/.test(sql)), 'data statements go through the Distributed tables');
 });

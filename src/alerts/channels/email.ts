@@ -7,7 +7,7 @@
 // `smtp_url` may carry credentials (`smtps://user:pass@host`): it is never logged, and errors name the host and
 // port only, with the URL, user name and password scrubbed from whatever the server or socket said.
 
-import { createTransport } from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type { Alert, Channel } from '../types.js';
 
 export interface EmailChannelConfig {
@@ -62,20 +62,23 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
   const secrets = credentials(url, cfg.smtp_url);
   // close() aborts a send still in flight (the notifier has given up on it by then).
   const closing = new AbortController();
-  const transport = createTransport({
-    url: cfg.smtp_url,
-    connectionTimeout: timeoutMs,
-    greetingTimeout: timeoutMs,
-    socketTimeout: timeoutMs,
-    logger: false,
-    debug: false,
-  });
+  // nodemailer is loaded by the first alert sent (alerts are rare; a gateway that sends none never loads it).
+  let transport: Promise<Transporter> | null = null;
+  const open = (): Promise<Transporter> =>
+    (transport ??= import('nodemailer').then(({ createTransport }) => createTransport({
+      url: cfg.smtp_url,
+      connectionTimeout: timeoutMs,
+      greetingTimeout: timeoutMs,
+      socketTimeout: timeoutMs,
+      logger: false,
+      debug: false,
+    })));
 
   return {
     name: 'email',
     async send(a: Alert): Promise<void> {
       try {
-        await transport.sendMail({
+        await (await open()).sendMail({
           from: cfg.from,
           to: [...cfg.to],
           subject: emailSubject(a),
@@ -90,7 +93,7 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
     },
     async close(): Promise<void> {
       closing.abort();
-      transport.close();
+      (await transport?.catch(() => null))?.close();
     },
   };
 }

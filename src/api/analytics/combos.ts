@@ -34,10 +34,10 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
     const only = q.string('combo');
     const w = periodWindow(period, now());
     const filters = only === undefined ? {} : { combo: only };
-    const [clients, attempts] = await Promise.all([
-      aggregate(store, { from: w.from, to: w.to + 1, by: ['combo', 'status'], filters: { ...filters, kinds: ['combo'] } }),
-      aggregate(store, { from: w.from, to: w.to + 1, by: ['combo', 'model', 'status'], filters: { ...filters, kinds: ['attempt'] } }),
-    ]);
+    // Client requests (kind combo) and their attempts in one read, told apart by kind.
+    const groups = await aggregate(store, { from: w.from, to: w.to + 1, by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] } });
+    const clients = groups.filter((g) => g.kind === 'combo');
+    const attempts = groups.filter((g) => g.kind === 'attempt');
     const combos = new Map<string, ComboStats>();
     const combo = (name: string): ComboStats => {
       let c = combos.get(name);
