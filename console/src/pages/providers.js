@@ -8,8 +8,11 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { ErrorNote, Loading, useApi } from '../components.js';
-import { countdown, int, pct, seconds, time } from '../format.js';
+import { countdown, int, pct, time } from '../format.js';
 
+const age = (s) => (s < 60 ? `${s} s` : countdown(s));
+/** `catalog@1.3.0` may break after the @ on a narrow screen. */
+const sourceText = (src) => (src.includes('@') ? html`${src.slice(0, src.indexOf('@') + 1)}<wbr />${src.slice(src.indexOf('@') + 1)}` : src);
 const perM = (v) => (v === null || v === undefined ? '–' : `$${v}`);
 const cache = (p) => (p.cached === undefined && p.cache_write === undefined ? '–' : `${perM(p.cached)} / ${perM(p.cache_write)}`);
 
@@ -17,15 +20,16 @@ function ModelTable({ provider }) {
   return html`<div class="table-wrap"><table class="prices-table">
     <caption class="sr-only">${provider.name}: models and prices (USD per 1M tokens)</caption>
     <thead><tr><th scope="col">Model</th><th scope="col" class="num">Input</th><th scope="col" class="num">Output</th>
-      <th scope="col" class="num">Cache read / write</th><th scope="col">Price source</th></tr></thead>
+      <th scope="col" class="num">Cache <span class="hide-narrow">read / write</span><span class="narrow">r / w</span></th><th scope="col">Source</th></tr></thead>
     <tbody>
-      ${provider.models.map((m) => html`<tr key=${m.id} data-model=${m.id}>
-        <td class="model-cell">${m.id}${m.unpriced ? html`<div class="unpriced bad small" role="note"><strong>price unknown:</strong> its cost is recorded as unknown</div>` : null}</td>
+      ${provider.models.map((m) => html`<tr key=${m.id} data-model=${m.id} class=${m.unpriced ? 'has-flag' : undefined}>
+        <td class="model-cell">${m.id}</td>
         <td class="num">${m.price ? perM(m.price.input) : '–'}</td>
         <td class="num">${m.price ? perM(m.price.output) : '–'}</td>
         <td class="num">${m.price ? cache(m.price) : '–'}</td>
-        <td><span class=${`tag source-${m.price_source === 'none' ? 'none' : m.price_source === 'config' ? 'config' : 'catalog'}`}>${m.price_source}</span></td>
-      </tr>`)}
+        <td><span class=${`tag source-${m.price_source === 'none' ? 'none' : m.price_source === 'config' ? 'config' : 'catalog'}`}>${sourceText(m.price_source)}</span></td>
+      </tr>
+      ${m.unpriced ? html`<tr class="unpriced-row" data-unpriced=${m.id}><td colspan="5" class="unpriced bad small" role="note"><strong>price unknown:</strong> ${m.id} is paid and its cost is recorded as unknown</td></tr>` : null}`)}
     </tbody>
   </table></div>
   ${provider.models.length === 0 ? html`<p class="muted small">No models listed.</p>` : null}`;
@@ -33,10 +37,10 @@ function ModelTable({ provider }) {
 
 function Reported({ r }) {
   return html`<div class="reported">
-    <p class="muted small">Reported by the provider${r.connection ? ` (${r.connection})` : ''}: ${r.source}, ${seconds(r.age_s)} ago${r.retry_after_s ? ` · retry after ${countdown(r.retry_after_s)}` : ''}</p>
+    <p class="muted small">${r.connection ? `Connection ${r.connection}: ` : ''}${r.source}, ${age(r.age_s)} ago${r.retry_after_s ? ` · retry after ${countdown(r.retry_after_s)}` : ''}</p>
     <dl class="kv compact">
       ${Object.entries(r.limits).map(([resource, l]) => html`<dt>${resource}</dt>
-        <dd>${int(l.remaining)} of ${int(l.limit)} left${l.percentage === null ? '' : ` (${pct(l.percentage)} used)`}${l.reset_in_s === null ? '' : ` · resets in ${countdown(l.reset_in_s)}`}</dd>`)}
+        <dd>${int(l.remaining)} of ${int(l.limit)} left${l.percentage === null ? '' : ` (${pct(l.percentage)} used)`}${l.reset_in_s === null ? '' : ` · resets ${l.reset_in_s <= 0 ? 'now' : `in ${countdown(l.reset_in_s)}`}`}</dd>`)}
     </dl>
   </div>`;
 }
