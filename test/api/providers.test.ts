@@ -5,11 +5,14 @@
 import t from 'tap';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
+import { tempDir } from '../helpers/tmp.js';
+import { CredentialStore } from '../../src/providers/credentials.js';
 import { CATALOG_SOURCE, CATALOG_VERSION } from '../../src/config/catalog.js';
 
 const ADMIN = 'admin-key-0123456789abcdef';
 const USER = 'user-key-0123456789abcdef';
 const UP = 'http://127.0.0.1:9/v1';
+const dataDir = tempDir(t);
 const gw = await startApp(t, {
   server: { api_keys: [{ name: 'admin', key: ADMIN, role: 'admin' }, { name: 'user', key: USER, role: 'user' }] },
   providers: {
@@ -21,7 +24,7 @@ const gw = await startApp(t, {
       models: { 'acme-1': { kind: 'llm' } },
     },
   },
-});
+}, { dataDir });
 
 const get = async (key?: string) => {
   const res = await request(`${gw.url}/api/providers`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
@@ -35,7 +38,7 @@ t.test('prices with their sources, the unpriced flag, the sign-in flow; no secre
   t.equal(body.catalog.version, CATALOG_VERSION);
   t.same(body.providers.map((p) => p.id), ['priced', 'openai', 'acme']);
   const [priced, openai, acme] = body.providers;
-  t.match(priced, { name: 'Priced', group: 'paid', format: 'openai', catalog: null, auth: { type: 'api_key', flow: null, redirect_uri: null } });
+  t.match(priced, { name: 'Priced', group: 'paid', format: 'openai', catalog: null, auth: { type: 'api_key', flow: null, redirect_uri: null, token_stored: null } });
   t.same(priced!.models, [
     { id: 'big', price: { input: 3, output: 15, cached: 0.3 }, price_source: 'config', unpriced: false },
     { id: 'small', price: { input: 0.5, output: 15, cached: 0.3 }, price_source: 'config', unpriced: false },
@@ -43,9 +46,15 @@ t.test('prices with their sources, the unpriced flag, the sign-in flow; no secre
   t.equal(openai!.catalog, 'openai');
   t.match(openai!.models[0], { id: 'gpt-4o', price: { input: 2.5, output: 10 }, price_source: CATALOG_SOURCE, unpriced: false });
   t.same(openai!.models[1], { id: 'mystery', price: null, price_source: 'none', unpriced: true });
-  t.same(acme!.auth, { type: 'oauth', flow: 'pkce', redirect_uri: null });
+  t.same(acme!.auth, { type: 'oauth', flow: 'pkce', redirect_uri: null, token_stored: false }, 'not signed in yet');
   t.same(acme!.models, [{ id: 'acme-1', price: null, price_source: 'none', unpriced: false }], 'a subscription model without a price is not flagged');
   for (const secret of ['sk-secret', 'cs-secret', 'token_url', 'authorization_url']) t.notOk(text.includes(secret), `no ${secret} in the answer`);
+});
+
+t.test('a stored token shows as token_stored', async (t) => {
+  await new CredentialStore(dataDir).save('acme', { access_token: 'at-1', token_type: 'Bearer', expires_at: null, obtained_at: Date.now() });
+  const body = JSON.parse((await get(USER)).text) as { providers: { id: string; auth: { token_stored: boolean | null } }[] };
+  t.equal(body.providers.find((p) => p.id === 'acme')?.auth.token_stored, true);
 });
 
 t.test('no key: 401', async (t) => {

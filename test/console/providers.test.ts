@@ -94,6 +94,7 @@ t.test('Connect, sign in at the authorization server, paste the callback: connec
   await providersPage(w);
   const { page } = w;
   const card = page.locator('article[data-provider=acme]');
+  t.equal(await card.locator('.token-state').innerText(), 'not signed in');
   const field = card.getByLabel('Authorization code or callback URL');
   // A callback nobody started is refused with the API's message.
   await field.fill(`${gw.url}/?code=made-up&state=forged`);
@@ -119,6 +120,7 @@ t.test('Connect, sign in at the authorization server, paste the callback: connec
   const status = card.getByRole('status');
   await status.waitFor();
   t.match(await status.innerText(), /^Connected: Acme \(PKCE\) has a token until .*, refreshed before it expires\.$/);
+  await card.locator('.token-state').filter({ hasText: 'token stored' }).waitFor();
   // The gateway holds a valid token, and it is what the provider now receives.
   const tokens = await new CredentialStore(dataDir).load('acme');
   t.ok(tokens && as.isValidAccessToken(tokens.access_token), 'the credentials store has a token the authorization server issued');

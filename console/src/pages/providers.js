@@ -71,7 +71,7 @@ const arrivedCallback = () => {
   return q.has('state') && (q.has('code') || q.has('error')) ? location.href : '';
 };
 
-function Connect({ provider }) {
+function Connect({ provider, onConnected }) {
   const [start, setStart] = useState(null);
   const [answer, setAnswer] = useState(arrivedCallback());
   const [outcome, setOutcome] = useState(null);
@@ -99,6 +99,7 @@ function Connect({ provider }) {
       setOutcome({ ok: true, text: `Connected: ${provider.name} has a token${done.expires_at ? ` until ${time(done.expires_at)}` : ''}${done.refreshable ? ', refreshed before it expires' : ''}.` });
       setStart(null);
       setAnswer('');
+      onConnected();
     } catch (err) {
       setOutcome({ ok: false, text: err.message });
     } finally {
@@ -121,15 +122,15 @@ function Connect({ provider }) {
   </section>`;
 }
 
-function ProviderCard({ provider, quotaEntry, unpriced }) {
+function ProviderCard({ provider, quotaEntry, unpriced, onConnected }) {
   return html`<article class="card provider" aria-labelledby=${`p-${provider.id}`} data-provider=${provider.id}>
     <div class="section-head"><h2 id=${`p-${provider.id}`}>${provider.name}</h2>
       <span><span class="tag">${provider.group}</span> <span class="tag">${provider.format}</span></span></div>
-    <p class="muted small">${provider.id}${provider.catalog ? ` · catalog: ${provider.catalog}` : ''} · auth: ${provider.auth.type}${provider.auth.flow ? ` (${provider.auth.flow})` : ''}</p>
+    <p class="muted small">${provider.id}${provider.catalog ? ` · catalog: ${provider.catalog}` : ''} · auth: ${provider.auth.type}${provider.auth.flow ? ` (${provider.auth.flow})` : ''}${provider.auth.token_stored === null ? '' : html` · <span class="token-state">${provider.auth.token_stored ? 'token stored' : html`<strong>not signed in</strong>`}</span>`}</p>
     ${unpriced > 0 ? html`<p class="bad small" role="note"><strong>${unpriced} paid model${unpriced === 1 ? '' : 's'} without a price</strong>: set a price in the config (Settings) or pick a catalog that has it.</p>` : null}
     <${ModelTable} provider=${provider} />
     ${quotaEntry ? html`<${QuotaBlock} e=${quotaEntry} />` : null}
-    ${provider.auth.type === 'oauth' && provider.auth.flow === 'pkce' ? html`<${Connect} provider=${provider} />` : null}
+    ${provider.auth.type === 'oauth' && provider.auth.flow === 'pkce' ? html`<${Connect} provider=${provider} onConnected=${onConnected} />` : null}
   </article>`;
 }
 
@@ -142,7 +143,7 @@ export function ProvidersPage() {
     ${providers.data === null ? html`<${Loading} />` : html`
       <p class="muted small">Prices in USD per 1M tokens. Source: <code>config</code> (your YAML), <code>${`catalog@${providers.data.catalog.version}`}</code> (the model catalog), or <code>none</code>.</p>
       <div class="grid-2">
-        ${providers.data.providers.map((p) => html`<${ProviderCard} key=${p.id} provider=${p} quotaEntry=${byId.get(p.id)} unpriced=${p.models.filter((m) => m.unpriced).length} />`)}
+        ${providers.data.providers.map((p) => html`<${ProviderCard} key=${p.id} provider=${p} quotaEntry=${byId.get(p.id)} unpriced=${p.models.filter((m) => m.unpriced).length} onConnected=${providers.reload} />`)}
       </div>
       ${providers.data.providers.length === 0 ? html`<p class="muted">No providers configured.</p>` : null}`}`;
 }
