@@ -144,6 +144,7 @@ t.test('the browser sent back to the console: the Providers page takes the callb
   await field.press('Enter');
   await w.page.locator('article[data-provider=acme]').getByRole('status').waitFor();
   t.equal(as.grants.filter((g) => g.grant_type === 'authorization_code' && g.answer === 'issued').length, 2, 'a second code exchanged');
+  t.equal(w.page.url(), `${origin}/#/providers`, 'the used code is gone from the address bar');
   clean(t, w);
 });
 

@@ -99,6 +99,8 @@ function Connect({ provider, onConnected }) {
       setOutcome({ ok: true, text: `Connected: ${provider.name} has a token${done.expires_at ? ` until ${time(done.expires_at)}` : ''}${done.refreshable ? ', refreshed before it expires' : ''}.` });
       setStart(null);
       setAnswer('');
+      // The used code leaves the address bar (and the tab's history) once it is exchanged.
+      if (arrivedCallback() !== '') history.replaceState(null, '', `${location.pathname}#/providers`);
       onConnected();
     } catch (err) {
       setOutcome({ ok: false, text: err.message });
