@@ -42,6 +42,7 @@ import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
 import { catalogRoutes } from './api/catalog.js';
 import { providerConnectRoutes } from './api/provider-connect.js';
+import { providerRoutes } from './api/providers.js';
 import { ReportedQuotaStore } from './accounting/reported-quota.js';
 import { watchReportedQuota } from './accounting/reported-gauges.js';
 import { pricingWarnings } from './config/pricing.js';
@@ -290,6 +291,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(consoleRoutes, { version: TOLLGATE_VERSION, keysRequired: () => holder.current.server.api_keys.length > 0 });
   await app.register(catalogRoutes, { config: holder });
   await app.register(providerConnectRoutes, { config: holder });
+  await app.register(providerRoutes, { config: holder });
   await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);

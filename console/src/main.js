@@ -10,18 +10,23 @@ import { QuotaPage } from './pages/quota.js';
 import { AlertsPage } from './pages/alerts.js';
 import { SettingsPage } from './pages/settings.js';
 import { StatusPage } from './pages/status.js';
+import { ProvidersPage } from './pages/providers.js';
 
 const PAGES = [
   { id: 'activity', title: 'Activity', view: ActivityPage },
   { id: 'overview', title: 'Overview', view: OverviewPage },
   { id: 'cost', title: 'Cost', view: CostPage },
   { id: 'quota', title: 'Quota', view: QuotaPage },
+  { id: 'providers', title: 'Providers', view: ProvidersPage },
   { id: 'alerts', title: 'Alerts', view: AlertsPage },
   { id: 'settings', title: 'Settings', view: SettingsPage },
   { id: 'status', title: 'Status', view: StatusPage },
 ];
 
-const pageOf = (hash) => PAGES.find((p) => `#/${p.id}` === hash) ?? PAGES[0];
+// A provider's sign-in sends the browser back to `/?code=…&state=…` (pages/providers.js): the Providers page takes it.
+const PROVIDERS = PAGES.find((p) => p.id === 'providers');
+const signInCallback = () => new URLSearchParams(location.search).has('state');
+const pageOf = (hash) => PAGES.find((p) => `#/${p.id}` === hash) ?? (hash === '' && signInCallback() ? PROVIDERS : PAGES[0]);
 
 /** A route that needs a key: the sign-in form checks a key on it. */
 const PROBE = '/api/budgets';

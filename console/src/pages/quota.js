@@ -32,6 +32,7 @@ function QuotaCard({ e, fetchedAt, now }) {
       ${e.reset.nextReset ? html`<dt>Next reset</dt><dd>${time(e.reset.nextReset)}</dd>` : null}
       <dt>Cost today · month</dt><dd>${usd(e.cost.today)} · ${usd(e.cost.month)}</dd>
     </dl>
+    ${e.pricing?.unpriced_models.length ? html`<p class="bad small unpriced" role="note"><strong>price unknown:</strong> ${e.pricing.unpriced_models.join(', ')}: cost recorded as unknown (<a href="#/providers">Providers</a>)</p>` : null}
   </article>`;
 }
 

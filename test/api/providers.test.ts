@@ -1,0 +1,62 @@
+// GET /api/providers (api/providers.ts): each configured provider with its models' resolved prices and their
+// source (config, catalog@<version>, none), the unpriced flag on a paid model priced nowhere, and how it signs in,
+// without a secret; any gateway key reads it, no key is refused.
+
+import t from 'tap';
+import { request } from 'undici';
+import { startApp } from '../helpers/app.js';
+import { tempDir } from '../helpers/tmp.js';
+import { CredentialStore } from '../../src/providers/credentials.js';
+import { CATALOG_SOURCE, CATALOG_VERSION } from '../../src/config/catalog.js';
+
+const ADMIN = 'admin-key-0123456789abcdef';
+const USER = 'user-key-0123456789abcdef';
+const UP = 'http://127.0.0.1:9/v1';
+const dataDir = tempDir(t);
+const gw = await startApp(t, {
+  server: { api_keys: [{ name: 'admin', key: ADMIN, role: 'admin' }, { name: 'user', key: USER, role: 'user' }] },
+  providers: {
+    priced: { name: 'Priced', group: 'paid', format: 'openai', base_url: UP, auth: { type: 'api_key', key: 'sk-secret-priced' }, price: { input: 3, output: 15, cached: 0.3 }, models: { big: { kind: 'llm' }, small: { kind: 'llm', price: { input: 0.5 } } } },
+    openai: { group: 'paid', format: 'openai', base_url: UP, auth: { type: 'api_key', key: 'sk-secret-openai' }, models: { 'gpt-4o': { kind: 'llm' }, mystery: { kind: 'llm' } } },
+    acme: {
+      group: 'subscription', format: 'openai', base_url: UP,
+      auth: { type: 'oauth', oauth: { flow: 'pkce', authorization_url: 'http://127.0.0.1:9/authorize', token_url: 'http://127.0.0.1:9/token', client_id: 'cid', client_secret: 'cs-secret' } },
+      models: { 'acme-1': { kind: 'llm' } },
+    },
+  },
+}, { dataDir });
+
+const get = async (key?: string) => {
+  const res = await request(`${gw.url}/api/providers`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  return { status: res.statusCode, text: await res.body.text() };
+};
+
+t.test('prices with their sources, the unpriced flag, the sign-in flow; no secret', async (t) => {
+  const { status, text } = await get(USER);
+  t.equal(status, 200, 'a user key reads it');
+  const body = JSON.parse(text) as { catalog: { version: string }; providers: { id: string; group: string; format: string; catalog: string | null; auth: Record<string, unknown>; models: { id: string; price: Record<string, number> | null; price_source: string; unpriced: boolean }[] }[] };
+  t.equal(body.catalog.version, CATALOG_VERSION);
+  t.same(body.providers.map((p) => p.id), ['priced', 'openai', 'acme']);
+  const [priced, openai, acme] = body.providers;
+  t.match(priced, { name: 'Priced', group: 'paid', format: 'openai', catalog: null, auth: { type: 'api_key', flow: null, redirect_uri: null, token_stored: null } });
+  t.same(priced!.models, [
+    { id: 'big', price: { input: 3, output: 15, cached: 0.3 }, price_source: 'config', unpriced: false },
+    { id: 'small', price: { input: 0.5, output: 15, cached: 0.3 }, price_source: 'config', unpriced: false },
+  ]);
+  t.equal(openai!.catalog, 'openai');
+  t.match(openai!.models[0], { id: 'gpt-4o', price: { input: 2.5, output: 10 }, price_source: CATALOG_SOURCE, unpriced: false });
+  t.same(openai!.models[1], { id: 'mystery', price: null, price_source: 'none', unpriced: true });
+  t.same(acme!.auth, { type: 'oauth', flow: 'pkce', redirect_uri: null, token_stored: false }, 'not signed in yet');
+  t.same(acme!.models, [{ id: 'acme-1', price: null, price_source: 'none', unpriced: false }], 'a subscription model without a price is not flagged');
+  for (const secret of ['sk-secret', 'cs-secret', 'token_url', 'authorization_url']) t.notOk(text.includes(secret), `no ${secret} in the answer`);
+});
+
+t.test('a stored token shows as token_stored', async (t) => {
+  await new CredentialStore(dataDir).save('acme', { access_token: 'at-1', token_type: 'Bearer', expires_at: null, obtained_at: Date.now() });
+  const body = JSON.parse((await get(USER)).text) as { providers: { id: string; auth: { token_stored: boolean | null } }[] };
+  t.equal(body.providers.find((p) => p.id === 'acme')?.auth.token_stored, true);
+});
+
+t.test('no key: 401', async (t) => {
+  t.equal((await get()).status, 401);
+});
