@@ -22,6 +22,7 @@ function resolve(provider: ProviderConfig, modelId: string): ResolvedPrice {
   const over = own(provider.models, modelId)?.price;
   // The YAML prices it: the provider's price with the model's overrides, or a model price with input and output.
   if (base !== undefined || (over?.input !== undefined && over.output !== undefined)) {
+    // A model's own tiers replace the provider's (a tier list is one price schedule, not fields to merge).
     return { price: { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price, source: 'config' };
   }
   const entry = provider.catalog ? catalogModel(provider.catalog, modelId) : null;

@@ -17,11 +17,18 @@ const THINKING = [
   'zai', 'qwen', 'deepseek', 'kimi', 'minimax',
 ];
 
+// A tier: the prices that apply instead once a request's prompt (input + cache reads + cache writes) is longer than
+// `above_input_tokens` (e.g. a long-context tier above 200k); the fields it leaves out keep the base price.
+const priceTier = closed(
+  { above_input_tokens: { type: 'integer', minimum: 1 }, input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() },
+  { required: ['above_input_tokens'] },
+);
+const tiers = { type: 'array', items: priceTier, maxItems: 16 };
 const price = closed(
-  { input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() },
+  { input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num(), tiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() });
+const partialPrice = closed({ input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num(), tiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

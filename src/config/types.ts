@@ -11,6 +11,18 @@ export interface Price {
   readonly cached?: number;
   readonly cache_write?: number;
   readonly reasoning?: number;
+  /** Prices for long prompts (docs/catalog.md, "Price tiers"): the highest tier the prompt is above applies. */
+  readonly tiers?: readonly PriceTier[];
+}
+
+/** The prices that apply once a request's prompt (input, cache reads and writes) has more than `above_input_tokens`. */
+export interface PriceTier {
+  readonly above_input_tokens: number;
+  readonly input?: number;
+  readonly output?: number;
+  readonly cached?: number;
+  readonly cache_write?: number;
+  readonly reasoning?: number;
 }
 
 export interface ModelConfig {

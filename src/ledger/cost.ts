@@ -2,7 +2,7 @@
 // overrides, else from the catalog (config/pricing.ts); each cost carries where its price came from. Arithmetic is done in integer pico-dollars so that sums agree to the cent across the row, the
 // metrics and the API: a price with up to six decimals times a token count is exact.
 
-import type { Price, ProviderConfig } from '../config/types.js';
+import type { Price, PriceTier, ProviderConfig } from '../config/types.js';
 import { resolvePrice, type PriceSource } from '../config/pricing.js';
 import type { Usage } from './types.js';
 
@@ -34,8 +34,24 @@ function pico(tokens: number | null, pricePerMillion: number): number {
   return tokens ? Math.round(tokens * pricePerMillion * PICO_PER_MICRO) : 0;
 }
 
-/** Cached reads and cache writes fall back to the input price, reasoning to the output price. */
-export function listCostPico(u: Usage, p: Price): number {
+/**
+ * The price a request pays: the base price, or, when its prompt (input + cache reads + cache writes) is longer than a
+ * tier's `above_input_tokens`, the highest such tier's prices on top of the base (the whole request is priced at the
+ * tier, as providers bill long-context requests).
+ */
+export function priceFor(p: Price, u: Usage): Price {
+  if (p.tiers === undefined || p.tiers.length === 0) return p;
+  const prompt = (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
+  let chosen: PriceTier | null = null;
+  for (const t of p.tiers) if (prompt > t.above_input_tokens && (chosen === null || t.above_input_tokens > chosen.above_input_tokens)) chosen = t;
+  if (chosen === null) return p;
+  const { above_input_tokens: _above, ...prices } = chosen;
+  return { ...p, ...prices };
+}
+
+/** Cached reads and cache writes fall back to the input price, reasoning to the output price; tiers apply (priceFor). */
+export function listCostPico(u: Usage, price: Price): number {
+  const p = priceFor(price, u);
   return (
     pico(u.input, p.input) +
     pico(u.cached, p.cached ?? p.input) +

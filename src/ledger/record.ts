@@ -77,14 +77,16 @@ export interface UsageRecord {
   readonly latency: Latency;
   /** Time spent waiting on the upstream (request sent to last byte read); null when no upstream call was made. */
   readonly upstreamMs: number | null;
+  /** The request's OpenTelemetry trace id (32 hex digits); '' when it has none (no tracing, no incoming traceparent). */
+  readonly traceId: string;
 }
 
-type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoSwitched';
+type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoSwitched' | 'traceId';
 export type RecordInput = Omit<UsageRecord, 'totalTokens' | Routing> & Partial<Pick<UsageRecord, Routing>>;
 
 export function makeRecord(input: RecordInput): UsageRecord {
   return Object.freeze({
-    kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false,
+    kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false, traceId: '',
     ...input,
     totalTokens: totalTokens(input.usage),
   });

@@ -70,6 +70,8 @@ export interface RequestMeta {
   readonly parentId?: string;
   readonly combo?: string;
   readonly attempt?: number;
+  /** The request's trace id ('' or absent: none). */
+  readonly traceId?: string;
 }
 
 export function recordOf(outcome: Outcome, meta: RequestMeta, apiKeyName: string): UsageRecord {
@@ -101,6 +103,7 @@ export function recordOf(outcome: Outcome, meta: RequestMeta, apiKeyName: string
     cost: outcome.cost ?? (route ? computeCost(route.provider, route.modelId, outcome.usage) : ZERO_COST),
     latency: meta.stream ? { kind: 'stream', ttftMs: outcome.ttftMs, totalMs } : { kind: 'unary', totalMs },
     upstreamMs: outcome.upstreamMs,
+    traceId: meta.traceId ?? '',
   });
 }
 

@@ -56,7 +56,10 @@ export class ClientRequest {
   /** The request's meta as it stands (read again at each snapshot, so what was learnt since is in it). */
   meta(): RequestMeta {
     const { requestedModel, stream, combo } = this.facts;
-    return { endpoint: this.endpoint, requestId: this.requestId, startedAt: this.startedAt, t0: this.t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo };
+    return {
+      endpoint: this.endpoint, requestId: this.requestId, startedAt: this.startedAt, t0: this.t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo,
+      traceId: this.trace.traceId,
+    };
   }
 
   /** The client named `requestedModel` (suffix removed) and asked for a stream or not; the answer says so too. */
@@ -149,6 +152,6 @@ export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: Toll
   outcome.status = 'failure';
   outcome.httpStatus = e.status;
   outcome.errorType = e.code;
-  finish(ctx, req, trace, outcome, { endpoint, requestId, startedAt, t0, requestedModel: '', stream: false });
+  finish(ctx, req, trace, outcome, { endpoint, requestId, startedAt, t0, requestedModel: '', stream: false, traceId: trace.traceId });
   return requestId;
 }

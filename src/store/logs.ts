@@ -58,6 +58,8 @@ export interface LogRow {
   readonly duration_ms: number;
   readonly ttft_ms: number | null;
   readonly upstream_ms: number | null;
+  /** The request's trace id ('' when it had none). */
+  readonly trace_id: string;
 }
 
 // Computed columns get names of their own: an alias that shadows a column would replace it in WHERE and ORDER BY.
@@ -65,7 +67,7 @@ const FIELDS = `toString(request_id) AS id, kind, ifNull(toString(parent_id), ''
   toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint, provider, provider_group, connection,
   auto_switched, model, requested_model, api_key_name, stream, status, http_status, error_type, input_tokens, cached_tokens,
   cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, usage_source, toString(cost) AS cost_usd,
-  toString(list_cost) AS list_cost_usd, duration_ms, ttft_ms, upstream_ms`;
+  toString(list_cost) AS list_cost_usd, duration_ms, ttft_ms, upstream_ms, trace_id`;
 
 const CLIENT = kindsSql(CLIENT_KINDS);
 const HOUR = 3_600_000;
@@ -90,7 +92,7 @@ function toLogRow(r: Raw): LogRow {
     error_type: String(r.error_type), input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens),
     cache_write_tokens: nn(r.cache_write_tokens), output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens),
     total_tokens: n(r.total_tokens), usage_source: String(r.usage_source), cost: n(r.cost_usd), list_cost: n(r.list_cost_usd),
-    duration_ms: n(r.duration_ms), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
+    duration_ms: n(r.duration_ms), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms), trace_id: String(r.trace_id ?? ''),
   };
 }
 

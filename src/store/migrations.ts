@@ -215,6 +215,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS price_source LowCardinality(String) DEFAULT '' AFTER list_cost`,
     ],
   },
+  {
+    // The request's trace id (issue 16: the console's request details link a row to its trace). '' when the request
+    // had none (no tracing configured and no incoming traceparent), and on rows written before.
+    version: 21,
+    name: 'trace id',
+    statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS trace_id String DEFAULT '' AFTER upstream_ms`],
+  },
 ];
 
 /** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */

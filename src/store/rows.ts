@@ -42,5 +42,6 @@ export function toRow(r: UsageRecord): RequestRow {
     duration_ms: r.latency.totalMs,
     ttft_ms: r.latency.kind === 'stream' ? r.latency.ttftMs : null,
     upstream_ms: r.upstreamMs,
+    trace_id: r.traceId,
   };
 }

@@ -64,6 +64,12 @@ export class RequestTrace {
     this.#span.setAttributes({ [ATTR.requestModel]: combo, [ATTR.combo]: combo });
   }
 
+  /** The trace's id (32 hex digits), or '' when the span has no valid context (no SDK and no incoming traceparent). */
+  get traceId(): string {
+    const c = this.#span.spanContext();
+    return isSpanContextValid(c) ? c.traceId : '';
+  }
+
   /** Name the span after the routed model once it is known. */
   routed(model: string, provider: string, modelId: string): void {
     this.#span.updateName(`chat ${model}`);

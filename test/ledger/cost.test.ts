@@ -113,3 +113,21 @@ t.test('pico-dollar arithmetic is exact', async (t) => {
   t.equal(c.cost, (7 * 150_000 + 13 * 75_000 + 17 * 600_000 + 19 * 600_000) / 1e12);
   t.equal(c.cost.toFixed(12), '0.000023625000');
 });
+
+t.test('price tiers: a prompt above a tier is priced at the highest tier it passes, the rest of the base kept', async (t) => {
+  // Gemini 2.5 Pro's shape: 1.25 / 10 up to 200k prompt tokens, 2.5 / 15 above; cache reads 0.31 then 0.625.
+  const tiered = { input: 1.25, output: 10, cached: 0.31, tiers: [{ above_input_tokens: 200_000, input: 2.5, output: 15, cached: 0.625 }] };
+  const p = provider({ group: 'paid', price: tiered, models: { pro: {} } });
+  const at = (input: number, cached = 0) => computeCost(p, 'pro', usage({ input, cached, output: 1_000 })).cost;
+  t.equal(at(200_000), (200_000 * 1.25 + 1_000 * 10) / 1e6, 'exactly at the threshold: the base price');
+  t.equal(at(200_001), (200_001 * 2.5 + 1_000 * 15) / 1e6, 'one token above: the whole request at the tier');
+  t.equal(at(150_000, 60_000), (150_000 * 2.5 + 60_000 * 0.625 + 1_000 * 15) / 1e6, 'cache reads count towards the prompt');
+  const two = provider({
+    group: 'paid', price: { input: 1, output: 2, tiers: [{ above_input_tokens: 1000, input: 3 }, { above_input_tokens: 100, input: 2 }] }, models: { m: {} },
+  });
+  t.equal(computeCost(two, 'm', usage({ input: 500, output: 10 })).cost, (500 * 2 + 10 * 2) / 1e6, 'the highest tier passed, whatever the order; output keeps the base');
+  t.equal(computeCost(two, 'm', usage({ input: 5000 })).cost, (5000 * 3) / 1e6);
+  const modelTiers = provider({ group: 'paid', price: { input: 1, output: 2, tiers: [{ above_input_tokens: 10, input: 9 }] }, models: { m: { price: { tiers: [] } } } });
+  t.equal(computeCost(modelTiers, 'm', usage({ input: 100 })).cost, 100 / 1e6, "a model's own (empty) tier list replaces the provider's");
+  t.throws(() => provider({ price: { input: 1, output: 2, tiers: [{ input: 3 }] } }), /above_input_tokens/, 'a tier without its threshold is refused, naming the field');
+});

@@ -65,7 +65,8 @@ function Details({ row, onClose }) {
       <button type="submit" class="ghost" aria-label="Close details">✕</button>
     </form>
     <dl class="kv">
-      <dt>Request id (trace: tollgate.request_id)</dt><dd><code>${row.request_id}</code></dd>
+      <dt>Request id</dt><dd><code>${row.request_id}</code></dd>
+      <dt>Trace id</dt><dd>${row.trace_id ? html`<code>${row.trace_id}</code>` : 'none (no tracing configured, no incoming traceparent)'}</dd>
       <dt>Model</dt><dd>${row.model}${row.requested_model !== row.model ? ` (asked for ${row.requested_model})` : ''}</dd>
       <dt>Endpoint</dt><dd>${row.endpoint} · ${row.stream ? 'stream' : 'unary'}</dd>
       <dt>Status</dt><dd><${StatusBadge} row=${row} /> upstream HTTP ${row.http_status}${row.error_type ? ` · ${row.error_type}` : ''}</dd>

@@ -54,6 +54,7 @@ function details(r: LogRow) {
     error_type: r.error_type === '' ? null : r.error_type,
     usage: { input: r.input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, output: r.output_tokens, reasoning: r.reasoning_tokens, source: r.usage_source },
     list_cost: money(r.list_cost), ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),
+    trace_id: r.trace_id === '' ? null : r.trace_id,
   };
 }
 

@@ -76,7 +76,7 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
   reportToRouter(exchange.ctx, outcome, failure);
   const record = finishAttempt(exchange.ctx, exchange.req, outcome, {
     endpoint: exchange.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: spec.member.spec, stream: spec.canonical.stream,
-    parentId: exchange.requestId, combo: combo.name, attempt: spec.n,
+    parentId: exchange.requestId, combo: combo.name, attempt: spec.n, traceId: exchange.trace.traceId,
   });
   foldAttemptUsage(requestOutcome, record);
   requestOutcome.upstreamMs = (requestOutcome.upstreamMs ?? 0) + (outcome.upstreamMs ?? 0);
