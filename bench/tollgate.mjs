@@ -51,10 +51,10 @@ const { writer, store, metrics } = app.tollgate;
 // method; the rows and the SQL are untouched.
 const inserts = { calls: 0, rows: 0, ms: 0 };
 const insert = store.insert.bind(store);
-store.insert = async (table, values) => {
+store.insert = async (table, values, token) => {
   const t0 = performance.now();
   try {
-    return await insert(table, values);
+    return await insert(table, values, token);
   } finally {
     inserts.calls++;
     inserts.rows += values.length;

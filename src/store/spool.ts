@@ -321,8 +321,9 @@ export class Spool<Row> {
   }
 
   /**
-   * Close the open segment (when it holds rows) and start a new one; returns every sealed segment, oldest first. While
-   * the disk refuses, what waits for it becomes a memory segment instead, and the open file stays open.
+   * Close the open segment (when it holds rows) and start a new one; returns every sealed segment, oldest first (the
+   * spool's own list, which `remove` takes from). While the disk refuses, what waits for it becomes a memory segment
+   * instead, and the open file stays open.
    */
   seal(): readonly Segment[] {
     this.#writeOut();

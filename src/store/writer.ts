@@ -113,10 +113,16 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     this.#timer = null;
   }
 
-  /** Seal the open segment and insert every sealed one, oldest first, until none is left. */
+  /**
+   * Seal the open segment and insert every sealed one, oldest first. Rows spooled while these inserts run are not
+   * sealed here: they wait for their own `flushMs` (or `maxRows`), so under steady load every insert is one large
+   * part instead of a train of small ones (each part costs the engine files, a merge and the rollup's view).
+   */
   #write(): Promise<void> {
     return (async () => {
-      for (let segs = this.#spool.seal(); segs.length > 0; segs = this.#spool.seal()) {
+      // The spool's own list of sealed segments: `remove` takes each one off it once its insert landed.
+      const segs = this.#spool.seal();
+      while (segs.length > 0) {
         if (!(await this.#insert(segs[0]!))) return; // closing with the store down: the rest stays on disk
       }
     })().finally(() => {
@@ -199,11 +205,12 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   /** Write everything spooled now; resolves when the spool is empty (retrying while the store fails). */
   async flush(): Promise<void> {
     this.#wake?.();
-    while (this.#writing !== null) await this.#writing;
-    if (this.#spool.rows === 0) return;
-    this.#clearTimer();
-    this.#writing = this.#write();
-    await this.#writing;
+    for (;;) {
+      while (this.#writing !== null) await this.#writing;
+      if (this.#spool.rows === 0 || this.#closed) return;
+      this.#clearTimer();
+      this.#writing = this.#write();
+    }
   }
 
   /** Stop taking rows, try once to write what is spooled, and close the spool; what did not land stays on disk. */

@@ -139,6 +139,30 @@ t.test('flush by interval: fewer than maxRows are written after flushMs', async 
   t.same(await countRows('interval'), { n: 4, tokens: 20 });
 });
 
+t.test('steady load against a slow store: rows that arrive during an insert wait for their own flushMs, so inserts stay few and large', async (t) => {
+  const { log, events: ev } = events();
+  // Each insert takes 150 ms (the embedded engine's insert of a large batch takes about that); rows arrive every 5 ms.
+  const { store: slow, calls } = standIn((_call, _table, rows, token) => new Promise((r) => setTimeout(r, 150)).then(() => store.insert('requests', rows, token)));
+  const flushMs = 300;
+  const w = writer(slow, { maxRows: 100_000, flushMs }, ev);
+  const t0 = Date.now();
+  let sent = 0;
+  let refused = 0;
+  while (Date.now() - t0 < 2000) {
+    if (w.enqueue(row('steady'))) sent++;
+    else refused++;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  t.equal(refused, 0, 'every row taken');
+  await w.flush();
+  t.equal(sum(log.written), sent, 'every row written');
+  t.same(await countRows('steady'), { n: sent, tokens: sent * 5 }, 'and stored');
+  // Over 2 s with a 300 ms flush and 150 ms inserts, one insert per (flushMs + insert time) at most: about 5, plus the
+  // final flush. A writer that sealed again straight after each insert would make one every 150 ms (13 or more).
+  t.ok(calls.length <= Math.ceil(2000 / flushMs) + 1, `${calls.length} inserts for ${sent} rows`);
+  t.ok(calls.every((c, i) => i === 0 || c.at - calls[i - 1]!.at >= flushMs - 20 || i === calls.length - 1), `inserts at least flushMs apart: ${calls.map((c) => c.at - t0).join(', ')} ms`);
+});
+
 t.test('close writes everything spooled, then refuses rows', async (t) => {
   const { log, events: ev } = events();
   const dir = tempDir(t, 'tollgate-spool-');
