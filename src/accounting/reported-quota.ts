@@ -74,24 +74,43 @@ function retryUntil(s: string | undefined, now: number): number | null {
   return Number.isFinite(t) ? t : null;
 }
 
-const OPENAI_NAMES: Readonly<Partial<Record<ReportedResource, string>>> = { requests: 'requests', tokens: 'tokens' };
-const ANTHROPIC_NAMES: Readonly<Record<ReportedResource, string>> = {
-  requests: 'requests', tokens: 'tokens', input_tokens: 'input-tokens', output_tokens: 'output-tokens',
-};
+/** Each resource's three header names, per family, built once (a response is read on every upstream answer). */
+interface Family {
+  readonly resource: ReportedResource;
+  readonly limit: string;
+  readonly remaining: string;
+  readonly reset: string;
+  /** Anthropic's are read only when the limit or the remaining count is there. */
+  readonly needsCount: boolean;
+}
+const FAMILIES: readonly Family[] = [
+  ...(['requests', 'tokens'] as const).map((r) => ({
+    resource: r, limit: `x-ratelimit-limit-${r}`, remaining: `x-ratelimit-remaining-${r}`, reset: `x-ratelimit-reset-${r}`, needsCount: false,
+  })),
+  ...([['requests', 'requests'], ['tokens', 'tokens'], ['input_tokens', 'input-tokens'], ['output_tokens', 'output-tokens']] as const).map(([r, name]) => ({
+    resource: r, limit: `anthropic-ratelimit-${name}-limit`, remaining: `anthropic-ratelimit-${name}-remaining`, reset: `anthropic-ratelimit-${name}-reset`, needsCount: true,
+  })),
+];
+
+/** Could these headers report anything? One pass over the names, no lookups (most answers carry none of them). */
+function mayReport(h: Headers): boolean {
+  for (const name in h) {
+    const c = name.charCodeAt(0);
+    if ((c === 0x78 /* x */ && name.startsWith('x-ratelimit-')) || (c === 0x61 /* a */ && name.startsWith('anthropic-ratelimit-')) || name === 'retry-after') return true;
+  }
+  return false;
+}
 
 /** What one response's headers report (both families are read whatever the format: proxies pass either). */
 export function parseReportedLimits(h: Headers, now: number): ReportedLimits | null {
+  if (!mayReport(h)) return null;
   const limits: Partial<Record<ReportedResource, ReportedLimit>> = {};
-  const take = (resource: ReportedResource, limit: string | undefined, remaining: string | undefined, reset: string | undefined) => {
-    const entry = { limit: count(limit), remaining: count(remaining), resetAt: resetAt(reset, now) };
-    if (entry.limit !== null || entry.remaining !== null) limits[resource] = entry;
-  };
-  for (const [resource, name] of Object.entries(OPENAI_NAMES) as [ReportedResource, string][]) {
-    take(resource, first(h, `x-ratelimit-limit-${name}`), first(h, `x-ratelimit-remaining-${name}`), first(h, `x-ratelimit-reset-${name}`));
-  }
-  for (const [resource, name] of Object.entries(ANTHROPIC_NAMES) as [ReportedResource, string][]) {
-    const p = `anthropic-ratelimit-${name}`;
-    if (first(h, `${p}-limit`) !== undefined || first(h, `${p}-remaining`) !== undefined) take(resource, first(h, `${p}-limit`), first(h, `${p}-remaining`), first(h, `${p}-reset`));
+  for (const f of FAMILIES) {
+    const limit = first(h, f.limit);
+    const remaining = first(h, f.remaining);
+    if (f.needsCount && limit === undefined && remaining === undefined) continue;
+    const entry = { limit: count(limit), remaining: count(remaining), resetAt: resetAt(first(h, f.reset), now) };
+    if (entry.limit !== null || entry.remaining !== null) limits[f.resource] = entry;
   }
   const retry = retryUntil(first(h, 'retry-after'), now);
   return Object.keys(limits).length === 0 && retry === null ? null : { limits, retryUntil: retry };

@@ -128,11 +128,58 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
   if (pending > 0) yield take();
 }
 
+/** Below this many characters of strings (and a few per value), a body is serialised by JSON.stringify in one go. */
+const SMALL_CHARS = 256 * 1024;
+
+/** Deeper than this, a body takes the chunked path, which needs no call stack (JSON.stringify recurses). */
+const SMALL_DEPTH = 256;
+
+/**
+ * Is `value` surely small: its strings' characters plus 8 per value under `limit`, nested at most `SMALL_DEPTH`? A
+ * bounded walk that gives up at the limit (a cycle exhausts it too, and the chunked path reports the cycle). Escapes
+ * are not counted: a string of control characters can grow sixfold, which still keeps a "small" body far from the
+ * sizes the chunks are for.
+ */
+function surelySmall(value: unknown, limit: number): boolean {
+  let budget = limit;
+  const values: unknown[] = [value];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const v = values.pop();
+    const depth = depths.pop()!;
+    budget -= 8;
+    if (typeof v === 'string') budget -= v.length;
+    else if (v !== null && typeof v === 'object') {
+      if (depth >= SMALL_DEPTH) return false;
+      if (Array.isArray(v)) {
+        for (let i = 0; i < v.length; i++) {
+          values.push(v[i]);
+          depths.push(depth + 1);
+        }
+      } else {
+        for (const k of Object.keys(v)) {
+          budget -= k.length;
+          values.push((v as Record<string, unknown>)[k]);
+          depths.push(depth + 1);
+        }
+      }
+    }
+    if (budget < 0) return false;
+  }
+  return true;
+}
+
 /**
  * A request body for undici: one Buffer when the JSON fits in one chunk (sent with a content-length, as before),
  * else an iterable of chunks (sent chunked). Serialisation errors (a cycle) surface here, before any byte is sent.
+ * A body that is surely small (every chat request but those carrying images or long documents) is serialised by
+ * JSON.stringify, which is about twice as fast as the chunked serialiser and gives the same bytes.
  */
 export function jsonBody(value: unknown): Buffer | Iterable<Buffer> {
+  if (surelySmall(value, SMALL_CHARS)) {
+    const text = JSON.stringify(value);
+    return text === undefined ? Buffer.alloc(0) : Buffer.from(text, 'utf8');
+  }
   const chunks = jsonChunks(value);
   const first = chunks.next();
   if (first.done) return Buffer.alloc(0);

@@ -132,3 +132,29 @@ t.test('jsonBody: one Buffer for a small body, ~64 KiB chunks for a large one', 
   t.ok(chunks.every((c) => c.length <= 3 * 80 * 1024), 'no chunk is the whole body');
   t.equal(Buffer.concat(chunks).toString(), JSON.stringify(big));
 });
+
+t.test('jsonBody: up to 256 KiB of text one Buffer from JSON.stringify; deep or cyclic values take the chunked path', async (t) => {
+  const mid = { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(200 * 1024) }] };
+  const one = jsonBody(mid);
+  t.ok(Buffer.isBuffer(one), '200 KiB: one Buffer (sent with a content-length)');
+  t.equal((one as Buffer).toString(), JSON.stringify(mid));
+  const over = { model: 'm', messages: [{ role: 'user', content: 'x'.repeat(300 * 1024) }] };
+  t.notOk(Buffer.isBuffer(jsonBody(over)), '300 KiB: chunks');
+  let deep: unknown = 'leaf';
+  for (let i = 0; i < 20_000; i++) deep = [deep];
+  // Nested deeper than JSON.stringify can recurse (small, but only the chunked serialiser needs no call stack).
+  t.throws(() => JSON.stringify(deep), RangeError, '(JSON.stringify itself overflows at this depth)');
+  const nested = jsonBody({ model: 'm', deep });
+  const bytes = Buffer.isBuffer(nested) ? nested : Buffer.concat([...nested]);
+  t.equal(bytes.toString(), `{"model":"m","deep":${'['.repeat(20_000)}"leaf"${']'.repeat(20_000)}}`, 'nested 20,000 deep: the same bytes, no stack overflow');
+  let deeper: unknown = 'leaf';
+  for (let i = 0; i < 200_000; i++) deeper = [deeper];
+  const out = jsonBody({ deeper });
+  t.equal((Buffer.isBuffer(out) ? out : Buffer.concat([...out])).length, 200_000 * 2 + 6 + 11, 'nested 200,000 deep: serialised');
+  const cyclic: Record<string, unknown> = { model: 'm' };
+  cyclic.self = cyclic;
+  t.throws(() => [...(jsonBody(cyclic) as Iterable<Buffer>)], TypeError, 'a cycle throws as JSON.stringify does');
+  t.same(jsonBody(undefined), Buffer.alloc(0), 'undefined: an empty body');
+  const withToJSON = { at: new Date(0), n: Object(5) as number, skip: undefined, f: () => 1 };
+  t.equal((jsonBody(withToJSON) as Buffer).toString(), JSON.stringify(withToJSON), 'toJSON, boxed values, skipped values as JSON.stringify');
+});
