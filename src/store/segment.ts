@@ -21,17 +21,27 @@ export interface Segment {
 export const EXT = '.jsonl';
 export const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 
+/** How every begin marker's line starts (the spool writes them so), and no row's line does. */
+export const MARKER_PREFIX = `{"${BEGIN}":`;
+
+/** A begin marker's line for `row`. */
+export const markerLine = (row: unknown): string => `${MARKER_PREFIX}${JSON.stringify(row)}}\n`;
+
 /** Rows (not markers, not torn lines) in a segment's text. */
 export function countRows(buf: Buffer): number {
   let n = 0;
-  for (const line of lines(buf.toString('utf8'))) if (!line.marker) n++;
+  for (const _ of lines(buf.toString('utf8'), { rowsOnly: true })) n++;
   return n;
 }
 
-/** The whole lines of a segment's text: rows, and the begin markers of requests in flight. */
-export function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
+/**
+ * The whole lines of a segment's text: rows, and the begin markers of requests in flight. With `rowsOnly`, markers
+ * are passed over by their prefix, without parsing them (a segment holds about as many markers as rows).
+ */
+export function* lines<Row>(content: string, opts: { readonly rowsOnly?: boolean } = {}): Generator<{ marker: boolean; row: Row }> {
   for (const text of content.split('\n')) {
     if (text === '') continue;
+    if (opts.rowsOnly === true && text.startsWith(MARKER_PREFIX)) continue;
     let parsed: Record<string, unknown>;
     try {
       parsed = JSON.parse(text) as Record<string, unknown>;

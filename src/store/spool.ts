@@ -20,7 +20,7 @@
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { BEGIN, countRows, EXT, lines, NAME, type Segment } from './segment.js';
+import { countRows, EXT, lines, markerLine, NAME, type Segment } from './segment.js';
 
 
 export interface SpoolOptions {
@@ -169,7 +169,7 @@ export class Spool<Row> {
   }
 
   #mark(row: Row): void {
-    const line = `${JSON.stringify({ [BEGIN]: row })}\n`;
+    const line = markerLine(row);
     if (this.#bytes + line.length > this.#opts.maxBytes) return; // full: the row itself will be counted when it comes
     this.#pending.push(line);
     this.#bytes += line.length;
@@ -354,7 +354,7 @@ export class Spool<Row> {
   /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
   read(seg: Segment): Row[] {
     const rows: Row[] = [];
-    for (const line of lines<Row>(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'))) if (!line.marker) rows.push(line.row);
+    for (const line of lines<Row>(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'), { rowsOnly: true })) if (!line.marker) rows.push(line.row);
     return rows;
   }
 
