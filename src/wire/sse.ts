@@ -25,14 +25,17 @@ export class SseParser {
 
   #drain(final: boolean): SseFrame[] {
     const frames: SseFrame[] = [];
+    const buf = this.#buf;
+    let from = 0;
+    // One pass with a cursor; the rest of the buffer is cut once at the end (not once per frame).
     for (;;) {
-      const m = /\r\n\r\n|\n\n|\r\r/.exec(this.#buf);
-      if (!m) break;
-      const raw = this.#buf.slice(0, m.index);
-      this.#buf = this.#buf.slice(m.index + m[0].length);
-      const f = parseFrame(raw);
+      const end = frameEnd(buf, from);
+      if (end === -1) break;
+      const f = parseFrame(buf.slice(from, end.index));
       if (f) frames.push(f);
+      from = end.next;
     }
+    this.#buf = from === 0 ? buf : buf.slice(from);
     if (final && this.#buf.trim() !== '') {
       const f = parseFrame(this.#buf);
       this.#buf = '';
@@ -42,7 +45,23 @@ export class SseParser {
   }
 }
 
+/** Where the first frame at or after `from` ends (its blank line: \n\n, \r\n\r\n or \r\r), or -1. */
+function frameEnd(buf: string, from: number): { index: number; next: number } | -1 {
+  const lf = buf.indexOf('\n\n', from);
+  // Providers end lines with \n: look for the \r forms only when the text has a \r at all.
+  const cr = buf.indexOf('\r', from);
+  if (cr === -1) return lf === -1 ? -1 : { index: lf, next: lf + 2 };
+  let best: { index: number; next: number } | -1 = lf === -1 ? -1 : { index: lf, next: lf + 2 };
+  for (const sep of ['\r\n\r\n', '\r\r']) {
+    const i = buf.indexOf(sep, from);
+    if (i !== -1 && (best === -1 || i < best.index)) best = { index: i, next: i + sep.length };
+  }
+  return best;
+}
+
 function parseFrame(raw: string): SseFrame | null {
+  // The common frame: one `data: ` line (no other field, no comment, no line break).
+  if (raw.startsWith('data: ') && raw.indexOf('\n') === -1 && raw.indexOf('\r') === -1) return { event: null, data: raw.slice(6), id: null };
   let event: string | null = null;
   let id: string | null = null;
   const data: string[] = [];

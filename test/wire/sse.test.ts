@@ -3,6 +3,7 @@
 // round-tripping through the parser.
 
 import t from 'tap';
+import fc from 'fast-check';
 import { SseParser, formatFrame, type SseFrame } from '../../src/wire/sse.js';
 
 const enc = new TextEncoder();
@@ -155,4 +156,33 @@ t.test('formatFrame round-trips through the parser', async (t) => {
   const all = cases.map(([d, e]) => formatFrame(d, e)).join('');
   t.same(byteByByte(all), cases.map(([d, e]) => frame(d, e)), 'all of them back to back, byte by byte');
   t.same(whole(whole(STREAM).map((f) => formatFrame(f.data, f.event)).join('')), whole(STREAM), 'parse -> format -> parse is stable');
+});
+
+t.test('any mix of line ends, frame shapes and chunkings gives the frames that were written (fast-check)', async (t) => {
+  const text = fc.string({ unit: fc.constantFrom('a', 'b', ' ', ':', '{', '"', 'é', '你', '😀') });
+  const frameArb = fc.record({
+    event: fc.option(fc.stringMatching(/^[a-z_]{1,8}$/), { nil: null }),
+    id: fc.option(fc.stringMatching(/^[0-9]{1,4}$/), { nil: null }),
+    data: fc.array(text, { minLength: 1, maxLength: 3 }),
+    comment: fc.boolean(),
+  });
+  fc.assert(
+    fc.property(fc.array(frameArb, { minLength: 1, maxLength: 6 }), fc.constantFrom('\n', '\r\n', '\r'), fc.array(fc.nat(), { maxLength: 8 }), (frames, eol, rawCuts) => {
+      let stream = '';
+      for (const f of frames) {
+        if (f.comment) stream += `: ping${eol}`;
+        if (f.event !== null) stream += `event: ${f.event}${eol}`;
+        for (const line of f.data) stream += `data: ${line}${eol}`;
+        if (f.id !== null) stream += `id: ${f.id}${eol}`;
+        stream += eol;
+      }
+      const bytes = enc.encode(stream);
+      const cuts = rawCuts.map((c) => c % (bytes.length + 1)).sort((a, b) => a - b);
+      const got = parseCut(bytes, cuts);
+      const want = frames.map((f) => frame(f.data.join('\n'), f.event, f.id));
+      return JSON.stringify(got) === JSON.stringify(want);
+    }),
+    { numRuns: 500, seed: 17 },
+  );
+  t.pass('500 generated streams parse back to their frames');
 });
