@@ -6,6 +6,8 @@
 //   tollgate     load generator -> Tollgate build(), recording to embedded ClickHouse -> fake upstream
 //   tollgate-memspool  the same Tollgate with its spool in memory (no file, no fsync): the spool's cost is the
 //                      ratio of the two
+//   tollgate-server    the same Tollgate on the server path: its store is a ClickHouse server in another process
+//                      (test/helpers/clickhouse-http.ts), whose CPU is counted with Tollgate's
 //
 // Scenarios: non-streaming JSON (the headline) and streaming SSE with include_usage. Each target gets a warm-up,
 // then its measured time is split into BENCH_SLICES slices interleaved with the other targets' (a shared machine
@@ -27,7 +29,7 @@ import { killAll, startChild } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
 import { guardRun, runMain } from './lib/main.mjs';
-import { measureFootprint, measureStart, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
+import { measureFootprint, measureStart, procCpuMicros, startClickHouseServer, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -63,7 +65,7 @@ const ALL_SCENARIOS = [
 // BENCH_SCENARIOS=json or =sse runs one scenario only (for profiling); the default runs both.
 const SCENARIOS = ALL_SCENARIOS.filter((s) => (process.env.BENCH_SCENARIOS || 'json,sse').split(',').includes(s.key));
 if (SCENARIOS.length === 0) throw new Error('BENCH_SCENARIOS: expected a comma-separated subset of json,sse');
-const TARGETS = ['direct', 'passthrough', 'tollgate', 'tollgate-memspool'];
+const TARGETS = ['direct', 'passthrough', 'tollgate', 'tollgate-memspool', 'tollgate-server'];
 
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -113,7 +115,8 @@ async function runScenario(scenario, servers) {
   );
   const cpu = Object.fromEntries(TARGETS.map((t) => [t, { inSlices: 0, between: 0, lastEnd: null }]));
   // A server that died cannot be sampled: its CPU becomes n/a, and the load counts its errors.
-  const sample = (t) => servers[t].child.request('cpu').catch(() => NaN);
+  // The server path's CPU is Tollgate's plus its ClickHouse server's (another process on the same cores).
+  const sample = (t) => servers[t].child.request('cpu').then((us) => us + (servers[t].extraPid ? procCpuMicros(servers[t].extraPid) : 0)).catch(() => NaN);
   try {
     for (const t of TARGETS) {
       log(`${scenario.label} x${scenario.concurrency}: warm-up ${t} ${WARMUP_S} s`);
@@ -192,6 +195,11 @@ function summaryTable({ results, peak, startup, idle, reads }) {
     const ratio = tg && pt && pt.rps > 0 ? tg.rps / pt.rps : NaN;
     const target = TARGETS_17[sc.key];
     rows.push([`throughput, ${sc.label} x${sc.concurrency}, recording on`, `${pct(ratio)} (${Math.round(tg?.rps ?? 0)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, ratio >= target ? 'yes' : 'NO']);
+    const srv = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-server');
+    if (srv) {
+      const r2 = pt && pt.rps > 0 ? srv.rps / pt.rps : NaN;
+      rows.push([`  the same, server path (ClickHouse in another process)`, `${pct(r2)} (${Math.round(srv.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, r2 >= target ? 'yes' : 'NO']);
+    }
   }
   if (startup) {
     const s = startup;
@@ -222,6 +230,9 @@ async function main() {
   const children = [];
   const results = [];
   let memDir = null;
+  let serverDir = null;
+  let clickhouse = null;
+  let recordingServer = null;
   let recording = null;
   let peak = null;
   let threads = null;
@@ -240,7 +251,12 @@ async function main() {
     memDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-mem-'));
     const memspool = await start('tollgate', [upstream.url, memDir, 'memory-spool']);
     children.push(memspool);
-    const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool };
+    clickhouse = await startClickHouseServer(ROOT, mkdtempSync(join(tmpdir(), 'tollgate-bench-ch-')));
+    log(`ClickHouse test server at ${clickhouse.url} (pid ${clickhouse.pid})`);
+    serverDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-srv-'));
+    const onServer = await start('tollgate', [upstream.url, serverDir, 'server', clickhouse.url]);
+    children.push(onServer);
+    const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool, 'tollgate-server': { ...onServer, extraPid: clickhouse.pid } };
 
     const ticks0 = threadTicks(tollgate.child.pid);
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
@@ -258,6 +274,13 @@ async function main() {
     } catch (err) {
       problems.push(`could not count Tollgate's rows: ${err.message}`);
     }
+    const onServerResults = results.filter((r) => r.target === 'tollgate-server');
+    try {
+      const c = await onServer.child.request('count', undefined, 120_000);
+      recordingServer = { ...c, sent: onServerResults.reduce((s, r) => s + r.issued, 0) };
+    } catch (err) {
+      problems.push(`could not count the server path's rows: ${err.message}`);
+    }
     const upstats = await upstream.child.request('stats').catch(() => null);
     if (upstats) log(`upstream answered ${upstats.served} requests (${upstats.badRequests} bad)`);
     // Peak RSS over the whole run (load at c=32 included), before the processes stop.
@@ -271,6 +294,8 @@ async function main() {
     killAll();
     guard.removeDataDir();
     if (memDir !== null) rmSync(memDir, { recursive: true, force: true });
+    if (serverDir !== null) rmSync(serverDir, { recursive: true, force: true });
+    if (clickhouse !== null) await clickhouse.stop();
   }
 
   // ---- report ----
@@ -281,7 +306,7 @@ async function main() {
       `in ${SLICES} slice(s) interleaved with the other targets; closed loop over keep-alive connections.`,
   );
   out.push('"vs passthrough": req/s relative to the bare Fastify + undici proxy in the same scenario. "server CPU": CPU time');
-  out.push('of the process under test (all its threads) per request, during its own slices.');
+  out.push("of the process under test (all its threads) per request, during its own slices (for tollgate-server, plus its ClickHouse server's).");
   out.push('');
   out.push(table(results));
   out.push('');
@@ -309,6 +334,14 @@ async function main() {
         `${(ins.ms / Math.max(1, ins.calls)).toFixed(1)} ms/insert; CPU burnt between its own slices (µs per measured request): ${between}`,
     );
     if (!rowsOk) problems.push(`rows recorded ${recording.rows} != requests sent ${recording.sent} (or rows dropped)`);
+    if (recordingServer) {
+      const ok = recordingServer.rows === recordingServer.sent && recordingServer.dropped === 0;
+      out.push(
+        `Server path: ${recordingServer.rows} rows in the ClickHouse server for ${recordingServer.sent} requests sent (dropped ${recordingServer.dropped}); ` +
+          `${recordingServer.inserts.calls} inserts -> ${ok ? 'every request recorded' : 'ROWS MISSING OR EXTRA'}`,
+      );
+      if (!ok) problems.push(`server path: rows recorded ${recordingServer.rows} != requests sent ${recordingServer.sent} (or rows dropped)`);
+    }
   } else {
     out.push('Rows recorded: NOT CHECKED');
   }

@@ -3,10 +3,11 @@
 // Storage batching is the shipped default. Telemetry is as main.ts leaves it without an OTLP endpoint: the
 // OpenTelemetry API's no-op tracer.
 //
-//   node bench/tollgate.mjs <upstream origin> <data dir> [memory-spool]     (started by bench/run.mjs)
+//   node bench/tollgate.mjs <upstream origin> <data dir> [memory-spool | server <clickhouse url>]   (bench/run.mjs)
 //
 // With `memory-spool`, the batch writer's spool keeps rows in memory (bench/lib/memory-spool.mjs): the same gateway
-// without the disk spool, to measure what the spool costs.
+// without the disk spool, to measure what the spool costs. With `server <url>`, the store is the ClickHouse server at
+// that URL (the server path: the engine is not loaded in this process; the spool is on disk as shipped).
 
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -16,7 +17,7 @@ import { announceReady, cpuMicros, serveParent } from './lib/ipc.mjs';
 import { UPSTREAM_MODEL } from './lib/payloads.mjs';
 import { MemorySpool } from './lib/memory-spool.mjs';
 
-const [upstream, dataDir, spoolKind] = process.argv.slice(2);
+const [upstream, dataDir, spoolKind, clickhouseUrl] = process.argv.slice(2);
 if (!upstream || !dataDir) throw new Error('usage: tollgate.mjs <upstream origin> <data dir>');
 // The parent removes the directory too; this covers a parent that was killed outright.
 process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
@@ -24,7 +25,7 @@ process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 const config = parseConfig(
   {
     server: { host: '127.0.0.1', port: 0 },
-    storage: { data_dir: dataDir, database: 'tollgate' },
+    storage: { data_dir: dataDir, database: 'tollgate', ...(spoolKind === 'server' ? { clickhouse_url: clickhouseUrl } : {}) },
     providers: {
       bench: {
         name: 'Bench upstream (OpenAI-compatible)',

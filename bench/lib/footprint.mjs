@@ -143,7 +143,7 @@ export async function measureStart({ root, upstream, rounds, log }) {
 }
 
 /** The test ClickHouse server (ClickHouse's HTTP interface over its own embedded engine) in a child process. */
-async function startClickHouseServer(root, dataDir) {
+export async function startClickHouseServer(root, dataDir) {
   const child = fork(join(root, 'test', 'helpers', 'clickhouse-http-main.ts'), [JSON.stringify({ dataDir })], {
     execArgv: [`--import=${import.meta.resolve('@tapjs/typescript/import')}`],
     env: { ...process.env, TS_NODE_TRANSPILE_ONLY: '1' },
@@ -247,4 +247,15 @@ export function tickShares(before, after) {
   const diff = [...after].map(([name, t]) => [name, t - (before.get(name) ?? 0)]).filter(([, d]) => d > 0);
   const total = diff.reduce((s, [, d]) => s + d, 0);
   return diff.sort((a, b) => b[1] - a[1]).map(([name, d]) => ({ name, share: d / total }));
+}
+
+/** CPU time (user + system, all threads) of process `pid` in µs, from /proc (10 ms resolution); NaN when it is gone. */
+export function procCpuMicros(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * (1e6 / 100);
+  } catch {
+    return NaN;
+  }
 }
