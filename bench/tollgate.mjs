@@ -63,6 +63,19 @@ store.insert = async (table, values, token) => {
   }
 };
 
+// The batch writer inserts a segment's lines as they are (insertLines); both are counted.
+const insertLines = store.insertLines.bind(store);
+store.insertLines = async (table, lines, token) => {
+  const t0 = performance.now();
+  try {
+    return await insertLines(table, lines, token);
+  } finally {
+    inserts.calls++;
+    inserts.rows += lines.length;
+    inserts.ms += performance.now() - t0;
+  }
+};
+
 serveParent({
   cpu: () => cpuMicros(),
   /** Drain the writer, then count what ClickHouse holds. */

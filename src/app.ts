@@ -152,9 +152,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   }
   const b = cfg.storage.batch;
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms }, {
-    written: (n, rows) => {
+    written: (n, ids) => {
       metrics.rowsWritten.inc(n);
-      alerting.written(rows);
+      alerting.written(ids);
     },
     dropped: (n, reason) => {
       metrics.rowsDropped.inc({ reason }, n);

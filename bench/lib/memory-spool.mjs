@@ -55,6 +55,11 @@ export class MemorySpool {
     return seg.list;
   }
 
+  /** The rows as JSON lines (what the disk spool's file holds): serialised here, at the insert. */
+  readLines(seg) {
+    return seg.list.map((row) => JSON.stringify(row));
+  }
+
   remove(seg) {
     const i = this.#sealed.indexOf(seg);
     if (i !== -1) this.#sealed.splice(i, 1);

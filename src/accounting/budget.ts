@@ -56,9 +56,9 @@ export class BudgetService implements BudgetGate {
     if (BILLED_KINDS.includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.set(r.requestId, [r.startedAt, r.cost.cost]);
   }
 
-  /** The writer stored these rows (they are in ClickHouse from now on). */
-  written(rows: readonly { request_id?: unknown }[]): void {
-    for (const row of rows) this.#unconfirmed.delete(String(row.request_id));
+  /** The writer stored the rows of these request ids (they are in ClickHouse from now on). */
+  written(ids: readonly string[]): void {
+    for (const id of ids) this.#unconfirmed.delete(id);
   }
 
   /** The latest state (refresh() keeps it current). */

@@ -21,7 +21,7 @@ export interface Alerting {
   /** Ledger sink: count the record's cost into the budget until it is written, and check soon. */
   published(r: UsageRecord): void;
   /** Writer hook: these rows are in ClickHouse now. */
-  written(rows: readonly Record<string, unknown>[]): void;
+  written(ids: readonly string[]): void;
   reconfigure(next: Config): void;
   start(): Promise<void>;
   close(): Promise<void>;
@@ -62,7 +62,7 @@ export function createAlerting(deps: {
       budget.published(r);
       alerts.poke();
     },
-    written: (rows) => budget.written(rows),
+    written: (ids) => budget.written(ids),
     reconfigure(next) {
       const now = JSON.stringify(next.alerts.channels);
       if (now === channels) return;

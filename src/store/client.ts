@@ -8,6 +8,7 @@
 
 import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
@@ -148,15 +149,33 @@ export class Store {
    * `requests` table and its rollups keep a deduplication window), in the table and in its materialized views.
    */
   insert(table: string, values: readonly Record<string, unknown>[], token?: string): Promise<void> {
-    // Always set, token or not: the embedded engine keeps per-request settings for the session, and a token left
-    // over from an earlier insert would make this one look like its retry.
-    const clickhouse_settings = {
-      insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
-      ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
-    } as const;
+    const clickhouse_settings = this.#insertSettings(token);
     return this.#run(async (client) => {
       await client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
     });
+  }
+
+  /**
+   * Insert rows given as JSON lines, as they are (JSONEachRow: one object per line), with the same deduplication as
+   * `insert`: the spool's segments go to the store without being parsed and serialised again.
+   */
+  insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
+    if (lines.length === 0) return this.#run(async () => undefined);
+    const clickhouse_settings = this.#insertSettings(token);
+    const body = `${lines.join('\n')}\n`;
+    return this.#run(async (client) => {
+      const rs = await client.exec({ query: `INSERT INTO ${this.t(table)} FORMAT JSONEachRow`, values: Readable.from([body]), clickhouse_settings });
+      for await (const _ of rs.stream); // the answer carries nothing; reading it to the end frees the socket
+    });
+  }
+
+  #insertSettings(token: string | undefined): ClickHouseSettings {
+    // Always set, token or not: the embedded engine keeps per-request settings for the session, and a token left
+    // over from an earlier insert would make this one look like its retry.
+    return {
+      insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
+      ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
+    };
   }
 
   /**

@@ -52,3 +52,37 @@ export function* lines<Row>(content: string, opts: { readonly rowsOnly?: boolean
     else yield { marker: false, row: parsed as Row };
   }
 }
+
+/**
+ * The whole row lines of a segment's text, as they are (not parsed): no marker, no line the disk or a kill cut (the
+ * last piece without its newline, or a cut line ended with `!`). Their text is what ClickHouse's JSONEachRow takes.
+ */
+export function rowLines(content: string): string[] {
+  const out: string[] = [];
+  let from = 0;
+  for (let nl = content.indexOf('\n'); nl !== -1; nl = content.indexOf('\n', from)) {
+    const line = content.slice(from, nl);
+    from = nl + 1;
+    if (line === '' || line.startsWith(MARKER_PREFIX) || line.endsWith('!')) continue;
+    out.push(line);
+  }
+  return out;
+}
+
+/**
+ * The id of a row line: read from its first key when that is `idKey` (the rows put it first), else parsed. Null for
+ * a line that does not parse (the insert then fails as data, and the writer takes the parsing path).
+ */
+export function lineId(line: string, idKey: string): string | null {
+  const head = `{"${idKey}":"`;
+  if (line.startsWith(head)) {
+    const end = line.indexOf('"', head.length);
+    if (end !== -1 && line.charCodeAt(end - 1) !== 0x5c /* \\ */) return line.slice(head.length, end);
+  }
+  try {
+    const v = (JSON.parse(line) as Record<string, unknown>)[idKey];
+    return v === undefined || v === null ? null : String(v);
+  } catch {
+    return null;
+  }
+}

@@ -20,7 +20,7 @@
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { countRows, EXT, lines, markerLine, NAME, type Segment } from './segment.js';
+import { countRows, EXT, lines, markerLine, NAME, rowLines, type Segment } from './segment.js';
 
 
 export interface SpoolOptions {
@@ -41,7 +41,7 @@ const RETRY_WRITE_MS = 250;
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row> = Pick<
   Spool<Row>,
-  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'read' | 'remove' | 'reject' | 'close'
+  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'read' | 'readLines' | 'remove' | 'reject' | 'close'
 >;
 
 export class Spool<Row> {
@@ -356,6 +356,11 @@ export class Spool<Row> {
     const rows: Row[] = [];
     for (const line of lines<Row>(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'), { rowsOnly: true })) if (!line.marker) rows.push(line.row);
     return rows;
+  }
+
+  /** The whole row lines of a sealed segment as they are, for an insert that does not parse them (no markers). */
+  readLines(seg: Segment): string[] {
+    return rowLines(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'));
   }
 
   /** The store acknowledged every row of `seg`: delete it. */

@@ -8,12 +8,14 @@
 // one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
-import type { Segment } from './segment.js';
+import { lineId, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 
 export interface WriterOptions {
   readonly maxRows: number;
   readonly flushMs: number;
+  /** The key of a row's id (what `written` reports); `request_id` by default. */
+  readonly idKey?: string;
   /** First retry delay (ms); doubles per failure up to `retryMaxMs`, each with up to 50% jitter. */
   readonly retryBaseMs?: number;
   readonly retryMaxMs?: number;
@@ -30,9 +32,9 @@ export function isRowError(err: unknown): boolean {
   return typeof type === 'string' && ROW_ERRORS.test(type);
 }
 
-export interface WriterEvents<Row = Record<string, unknown>> {
-  /** `rows` were stored (they are visible to readers from now on). */
-  written(n: number, rows: readonly Row[]): void;
+export interface WriterEvents {
+  /** `n` rows were stored (they are visible to readers from now on): their ids. */
+  written(n: number, ids: readonly string[]): void;
   dropped(n: number, reason: DropReason): void;
   /** An insert failed; `attempt` counts the failures of this segment. */
   error(err: unknown, attempt: number): void;
@@ -45,7 +47,7 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   readonly #table: string;
   readonly #spool: SpoolPort<Row>;
   readonly #opts: Required<WriterOptions>;
-  readonly #events: WriterEvents<Row>;
+  readonly #events: WriterEvents;
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
   #closed = false;
@@ -53,11 +55,11 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   #lastError: unknown = null;
   #wake: (() => void) | null = null;
 
-  constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents<Row>) {
+  constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents) {
     this.#store = store;
     this.#table = table;
     this.#spool = spool;
-    this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, ...opts };
+    this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, idKey: 'request_id', ...opts };
     this.#events = events;
     // Segments an earlier process left go first (and the interrupted requests it left, already in the open one).
     const left = spool.leftovers();
@@ -133,13 +135,16 @@ export class BatchWriter<Row extends Record<string, unknown>> {
 
   /** Insert one segment, retrying until it lands (or, once closing, giving up after one more failure). */
   async #insert(seg: Segment): Promise<boolean> {
-    const rows = this.#spool.read(seg);
+    // The segment's row lines go as they are (JSONEachRow), never parsed and serialised again; only when ClickHouse
+    // refuses them as data are they parsed, to find the rows it refuses and set them aside (#insertRows).
+    const lines = this.#spool.readLines(seg);
+    const parsed: { rows: Row[] | null } = { rows: null };
     for (let attempt = 1; ; attempt++) {
       try {
-        const stored = await this.#insertRows(seg, rows, 0, rows.length);
+        const ids = await this.#insertSegment(seg, lines, parsed);
         this.#spool.remove(seg);
         this.#setUp(true, null);
-        if (stored.length > 0) this.#events.written(stored.length, stored);
+        if (ids.length > 0) this.#events.written(ids.length, ids);
         return true;
       } catch (err) {
         this.#lastError = err;
@@ -149,6 +154,25 @@ export class BatchWriter<Row extends Record<string, unknown>> {
         await this.#sleep(this.#backoff(attempt));
       }
     }
+  }
+
+  /**
+   * Insert a segment's lines as they are; once ClickHouse refused them as data, its rows parsed (kept in `parsed` for
+   * the retries), bisected by #insertRows. Returns the ids of the rows stored.
+   */
+  async #insertSegment(seg: Segment, lines: readonly string[], parsed: { rows: Row[] | null }): Promise<string[]> {
+    const idKey = this.#opts.idKey;
+    if (parsed.rows === null) {
+      try {
+        await this.#store.insertLines(this.#table, lines, `spool-${seg.name}`);
+        return lines.map((l) => lineId(l, idKey) ?? '');
+      } catch (err) {
+        if (!isRowError(err)) throw err;
+        parsed.rows = this.#spool.read(seg);
+      }
+    }
+    const stored = await this.#insertRows(seg, parsed.rows, 0, parsed.rows.length);
+    return stored.map((r) => String(r[idKey]));
   }
 
   /**

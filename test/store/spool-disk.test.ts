@@ -18,7 +18,11 @@ execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tollgate-test', dir]);
 t.teardown(() => execFileSync('umount', ['-l', dir]));
 
 const stored: Record<string, unknown>[] = [];
-const store = { insert: async (_t: string, rows: readonly Record<string, unknown>[]) => void stored.push(...rows) } as unknown as Store;
+const store = {
+  insert: async (_t: string, rows: readonly Record<string, unknown>[]) => void stored.push(...rows),
+  // The writer sends a segment's lines as they are.
+  insertLines: async (_t: string, lines: readonly string[]) => void stored.push(...lines.map((l) => JSON.parse(l) as Record<string, unknown>)),
+} as unknown as Store;
 const spool = new Spool<Record<string, unknown>>({ dir, commitMs: 20, maxBytes: 1024 ** 3 }, (r) => String(r.request_id));
 const dropped: number[] = [];
 const writer = new BatchWriter(store, 'requests', spool, { maxRows: 1_000_000, flushMs: 60_000 }, {
@@ -53,9 +57,9 @@ t.test('a full disk with the store up: what the disk refuses reaches the store f
   let storeUp = false;
   const inserts: { token: string; ids: string[] }[] = [];
   const store2 = {
-    insert: async (_t: string, rows: readonly Record<string, unknown>[], token: string) => {
+    insertLines: async (_t: string, lines: readonly string[], token: string) => {
       if (!storeUp) throw new Error('connect ECONNREFUSED');
-      inserts.push({ token, ids: rows.map((r) => String(r.request_id)) });
+      inserts.push({ token, ids: lines.map((l) => String((JSON.parse(l) as Record<string, unknown>).request_id)) });
     },
   } as unknown as Store;
   const spool2 = new Spool<Record<string, unknown>>({ dir: dir2, commitMs: 20, maxBytes: 1024 ** 3 }, (r) => String(r.request_id));

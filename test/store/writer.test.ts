@@ -75,6 +75,10 @@ function standIn(behave: (call: number, table: string, rows: readonly Record<str
       calls.push({ table, rows: rows.length, at: Date.now(), token });
       return behave(calls.length, table, rows, token);
     },
+    // The writer sends a segment's lines as they are; the stand-in sees them as rows.
+    insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
+      return s.insert(table, lines.map((l) => JSON.parse(l) as Record<string, unknown>), token);
+    },
   };
   return { store: s as unknown as Store, calls };
 }
@@ -161,6 +165,33 @@ t.test('steady load against a slow store: rows that arrive during an insert wait
   // final flush. A writer that sealed again straight after each insert would make one every 150 ms (13 or more).
   t.ok(calls.length <= Math.ceil(2000 / flushMs) + 1, `${calls.length} inserts for ${sent} rows`);
   t.ok(calls.every((c, i) => i === 0 || c.at - calls[i - 1]!.at >= flushMs - 20 || i === calls.length - 1), `inserts at least flushMs apart: ${calls.map((c) => c.at - t0).join(', ')} ms`);
+});
+
+t.test('a segment goes to the store as the row lines on disk (not parsed and serialised again); written() gets their ids', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const sent: { lines: string[]; token?: string }[] = [];
+  let parsedInserts = 0;
+  const s = {
+    insert: async () => void parsedInserts++,
+    insertLines: async (_t: string, lines: readonly string[], token?: string) => void sent.push({ lines: [...lines], token }),
+  } as unknown as Store;
+  const ids: string[] = [];
+  const w = writer(s, { maxRows: 1000, flushMs: 60_000 }, { ...events().events, written: (_n, i) => void ids.push(...i) }, dir);
+  const inFlight = row('raw');
+  w.begin(String(inFlight.request_id), () => ({ ...inFlight, status: 'interrupted' }));
+  const rows = [row('raw'), { ...row('raw'), requested_model: 'quote " backslash \\ newline \n é 你' }, row('raw')];
+  for (const r of rows) t.ok(w.enqueue(r));
+  await new Promise((r) => setImmediate(r));
+  const file = readFileSync(join(dir, segments(dir)[0]!), 'utf8');
+  t.match(file, /^\{"\$begin":/, 'the file starts with the in-flight request\'s marker');
+  const rowLinesOnDisk = file.split('\n').filter((l) => l !== '' && !l.startsWith('{"$begin":'));
+  await w.flush();
+  t.equal(sent.length, 1, 'one insert');
+  t.same(sent[0]!.lines, rowLinesOnDisk, 'the row lines of the file, as they are (no marker)');
+  t.same(sent[0]!.lines.map((l) => JSON.parse(l) as RequestRow), rows, 'which are the rows');
+  t.match(sent[0]!.token, /^spool-\d{13}-/, 'with the segment\'s deduplication token');
+  t.equal(parsedInserts, 0, 'the parsing path is not taken');
+  t.same(ids, rows.map((r) => r.request_id), 'written() reports the ids of the rows stored');
 });
 
 t.test('close writes everything spooled, then refuses rows', async (t) => {
