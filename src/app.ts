@@ -170,7 +170,13 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
   ledger.subscribe((r) => writer.enqueue(toRow(r)));
   // A request in flight has its snapshot in the spool: if the process dies, it is recorded as interrupted.
-  ledger.subscribeBegin((id, snapshot) => writer.begin(id, () => toRow({ ...snapshot(), status: 'interrupted' })));
+  ledger.subscribeBegin((id, snapshot) =>
+    writer.begin(id, () => {
+      const row = toRow(snapshot()); // a fresh row: marked here rather than through a copy of the record
+      row.status = 'interrupted';
+      return row;
+    }),
+  );
   ledger.subscribe((r) => metrics.observe(r));
   const live = new LiveRequests(() => holder.current);
   live.attach(ledger);
