@@ -85,3 +85,21 @@ for (const [kindName, kn] of [...byKind.entries()].sort((a, b) => b[1] - a[1])) 
     process.stdout.write(`| | ${k.split('\t')[1]} | ${((n / total) * 100).toFixed(1)}% |\n`);
   }
 }
+
+// With a third argument (a regex), the functions whose samples are charged to a matching owner, most first.
+const filter = process.argv[4];
+if (filter) {
+  const re = new RegExp(filter);
+  const fns = new Map();
+  let n = 0;
+  for (const s of samples) {
+    if (s.tid !== mainTid || !re.test(ownerOf(s.frames))) continue;
+    const leaf = owner(s.frames[0]);
+    const f = NATIVE_OWNERS.has(leaf) ? s.frames[0] : s.frames.find((x) => /JS:|wasm/.test(x)) ?? s.frames[0];
+    const name = f.replace(/^[0-9a-f]+\s+/, '').replace(/\s*\(\/tmp\/perf-\d+\.map\)$/, '').replace(/file:\/\/\/\S*\/dist\//, '');
+    fns.set(name, (fns.get(name) ?? 0) + 1);
+    n++;
+  }
+  process.stdout.write(`\nmain thread, ${filter}: ${n} samples\n`);
+  for (const [name, c] of [...fns.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) process.stdout.write(`${((c / total) * 100).toFixed(2).padStart(6)}%  ${name}\n`);
+}

@@ -46,6 +46,8 @@ const app = await build({ config, logger: false, processMetrics: true, ...(spool
 await app.listen({ host: '127.0.0.1', port: 0 });
 // The store opens in the background after listening: measured once it is open (startup is bench/lib/footprint.mjs's).
 await app.tollgate.storeReady;
+// Diagnostics only (BENCH_NO_ALERTS=1): the alert evaluator stopped, to measure what its reads cost under load.
+if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
 const { writer, store, metrics } = app.tollgate;
 
 // Diagnostics only: count the inserts the batch writer makes (how well it batches) by wrapping this instance's
@@ -60,6 +62,19 @@ store.insert = async (table, values, token) => {
     inserts.calls++;
     inserts.rows += values.length;
     inserts.ms += performance.now() - t0;
+  }
+};
+
+// Reads made by the gateway's own background work (quota snapshot, budget, alert evaluator) while under load.
+const reads = { calls: 0, ms: 0 };
+const query = store.query.bind(store);
+store.query = async (...args) => {
+  const t0 = performance.now();
+  try {
+    return await query(...args);
+  } finally {
+    reads.calls++;
+    reads.ms += performance.now() - t0;
   }
 };
 
@@ -78,6 +93,7 @@ store.insertLines = async (table, lines, token) => {
 
 serveParent({
   cpu: () => cpuMicros(),
+  reads: () => ({ ...reads }),
   /** Drain the writer, then count what ClickHouse holds. */
   count: async () => {
     await writer.flush();

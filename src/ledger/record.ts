@@ -85,11 +85,38 @@ type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoS
 export type RecordInput = Omit<UsageRecord, 'totalTokens' | Routing> & Partial<Pick<UsageRecord, Routing>>;
 
 export function makeRecord(input: RecordInput): UsageRecord {
-  return Object.freeze({
-    kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false, traceId: '',
-    ...input,
+  // Every field named (no spread): one object shape for every record, built without copying the input twice (two
+  // records are made per request, its begin snapshot and its end).
+  const record: UsageRecord = {
+    kind: input.kind ?? 'request',
+    requestId: input.requestId,
+    parentId: input.parentId ?? '',
+    combo: input.combo ?? '',
+    attempt: input.attempt ?? 0,
+    connection: input.connection ?? '',
+    autoSwitched: input.autoSwitched ?? false,
+    startedAt: input.startedAt,
+    endedAt: input.endedAt,
+    endpoint: input.endpoint,
+    provider: input.provider,
+    providerGroup: input.providerGroup,
+    model: input.model,
+    requestedModel: input.requestedModel,
+    modelKnown: input.modelKnown,
+    apiKeyName: input.apiKeyName,
+    stream: input.stream,
+    status: input.status,
+    httpStatus: input.httpStatus,
+    errorType: input.errorType,
+    usage: input.usage,
+    usageSource: input.usageSource,
     totalTokens: totalTokens(input.usage),
-  });
+    cost: input.cost,
+    latency: input.latency,
+    upstreamMs: input.upstreamMs,
+    traceId: input.traceId ?? '',
+  };
+  return Object.freeze(record);
 }
 
 /** Time spent in the gateway itself: total minus time waiting on the upstream. */
