@@ -59,8 +59,22 @@ export function localDate(tz: string, ms: number): string {
   return localTime(tz, ms).date;
 }
 
+/** localDay's answers, by zone and date (a pure function, asked every second by the budget and the evaluator). */
+const days = new Map<string, { readonly from: number; readonly to: number }>();
+const DAYS_KEPT = 512;
+
 /** [start, end) of the local day `date` (YYYY-MM-DD), in epoch ms. */
 export function localDay(tz: string, date: string): { from: number; to: number } {
+  const key = `${tz} ${date}`;
+  const known = days.get(key);
+  if (known !== undefined) return { from: known.from, to: known.to };
+  const day = walkDay(tz, date);
+  if (days.size >= DAYS_KEPT) days.clear();
+  days.set(key, day);
+  return { from: day.from, to: day.to };
+}
+
+function walkDay(tz: string, date: string): { from: number; to: number } {
   const noon = Date.parse(`${date}T12:00:00Z`);
   // Offsets lie within -12:00..+14:00: the local day starts between noon-26h and noon-10h UTC (the walk starts an hour earlier), and ends a day later.
   const first = (lo: number, want: (d: string) => boolean): number => {

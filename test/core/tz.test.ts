@@ -31,3 +31,15 @@ t.test('zone names: canonical when known, null otherwise', async (t) => {
   t.equal(parseTimeZone('Mars/Olympus'), null);
   t.equal(parseTimeZone('../etc/passwd'), null);
 });
+
+t.test('a local day asked again is the same answer (kept), and a copy the caller may change', async (t) => {
+  const a = dayBounds(Date.UTC(2026, 2, 29, 12), 'Europe/Paris');
+  const b = dayBounds(Date.UTC(2026, 2, 29, 20), 'Europe/Paris');
+  t.same(b, a, 'the same day');
+  t.equal(a.to - a.from, 23 * 3_600_000, 'the spring-forward day is 23 hours');
+  (a as { from: number }).from = 0;
+  t.same(dayBounds(Date.UTC(2026, 2, 29, 12), 'Europe/Paris').from, Date.UTC(2026, 2, 28, 23), 'changing an answer does not change the kept one');
+  const month = monthBounds(Date.UTC(2026, 2, 15), 'Europe/Paris');
+  t.equal(month.from, Date.UTC(2026, 1, 28, 23));
+  t.equal(month.to, Date.UTC(2026, 2, 31, 22));
+});
