@@ -25,7 +25,11 @@ process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 const config = parseConfig(
   {
     server: { host: '127.0.0.1', port: 0 },
-    storage: { data_dir: dataDir, database: 'tollgate', ...(spoolKind === 'server' ? { clickhouse_url: clickhouseUrl } : {}) },
+    storage: {
+      data_dir: dataDir, database: 'tollgate', ...(spoolKind === 'server' ? { clickhouse_url: clickhouseUrl } : {}),
+      // Diagnostics only: BENCH_FLUSH_MS overrides storage.batch.flush_ms (the shipped default otherwise).
+      ...(process.env.BENCH_FLUSH_MS ? { batch: { flush_ms: Number(process.env.BENCH_FLUSH_MS) } } : {}),
+    },
     providers: {
       bench: {
         name: 'Bench upstream (OpenAI-compatible)',
