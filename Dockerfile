@@ -8,6 +8,9 @@ COPY package.json package-lock.json ./
 # Every dependency, chdb's types included, to compile; no install scripts are needed.
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
+# What `npm run build` reads besides src/: its scripts (the generated modules, the console bundle) and the console.
+COPY scripts ./scripts
+COPY console ./console
 COPY src ./src
 RUN npm run build && npm prune --omit=dev --omit=optional --ignore-scripts
 

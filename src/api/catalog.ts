@@ -1,11 +1,13 @@
 // GET /api/catalog: the models the catalog knows (config/catalog.ts), filterable, each with the configured
 // `<provider>/<model>` names it prices; GET /api/catalog/providers: its providers, with the wire format and base URL
-// `tollgate providers add` would write. Read-only data shipped in an npm package: nothing is fetched.
+// `tollgate providers add` would write. Read-only data shipped in an npm package: nothing is fetched. The package is
+// loaded by the first request here, not at start (config/catalog-prices.ts).
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import type { Capability, Config } from '../config/types.js';
-import { CATALOG_PACKAGE, CATALOG_VERSION, catalogModels, catalogProviders, type CatalogModel } from '../config/catalog.js';
+import type { CatalogModel } from '../config/catalog.js';
+import { CATALOG_PACKAGE, CATALOG_VERSION } from '../config/catalog-prices.js';
 import { QueryReader, invalid } from './analytics/params.js';
 
 const CAPABILITIES: readonly Capability[] = ['vision', 'pdf', 'audio', 'tools', 'reasoning', 'structured_output'];
@@ -41,6 +43,7 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
   const source = { package: CATALOG_PACKAGE, version: CATALOG_VERSION };
 
   app.get('/api/catalog', async (req) => {
+    const { catalogModels, catalogProviders } = await import('../config/catalog.js');
     const q = new QueryReader(req.query, ['provider', 'q', 'capability', 'configured', 'priced', 'limit', 'offset']);
     const provider = q.string('provider', 100);
     const text = q.string('q', 100)?.toLowerCase();
@@ -64,10 +67,13 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
     return { catalog: source, total: matches.length, limit, offset, models: matches.slice(offset, offset + limit) };
   });
 
-  app.get('/api/catalog/providers', async () => ({
-    catalog: source,
-    providers: catalogProviders().map((p) => ({
-      id: p.id, name: p.name, format: p.format, base_url: p.baseUrl, env: p.env, doc: p.doc, models: catalogModels(p.id).length,
-    })),
-  }));
+  app.get('/api/catalog/providers', async () => {
+    const { catalogModels, catalogProviders } = await import('../config/catalog.js');
+    return {
+      catalog: source,
+      providers: catalogProviders().map((p) => ({
+        id: p.id, name: p.name, format: p.format, base_url: p.baseUrl, env: p.env, doc: p.doc, models: catalogModels(p.id).length,
+      })),
+    };
+  });
 };

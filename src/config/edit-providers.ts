@@ -3,7 +3,8 @@
 // (`tollgate providers add`); the console's settings writer can share the same approach (one module per edit kind).
 
 import { isMap, isScalar, parseDocument, type Document, type YAMLMap } from 'yaml';
-import { CATALOG_PACKAGE, CATALOG_VERSION, catalogModels, catalogProvider, catalogProviders } from './catalog.js';
+import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
+import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
 
 export interface AddProviderOptions {

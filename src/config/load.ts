@@ -3,11 +3,12 @@
 
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Ajv, type ErrorObject } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
 import { quotaConfigOf } from './quota-kinds.js';
 import { parseTimeZone } from '../core/tz.js';
-import { CONFIG_SCHEMA } from './schema.js';
+import validateCoerced from './generated/config-validator.js';
+import validateAsWritten from './generated/config-types-validator.js';
 import { applyCatalog } from './pricing.js';
 import type { Config } from './types.js';
 
@@ -25,11 +26,11 @@ export class ConfigError extends Error {
   }
 }
 
-const ajv = new Ajv({ allErrors: true, useDefaults: true, coerceTypes: true, strict: true });
-const validate = ajv.compile(CONFIG_SCHEMA);
-// The same schema without coercion: coercion exists for values that come from ${ENV} (always strings) and for
+// The schema (schema.ts) compiled by Ajv at build time (scripts/build-generated.mjs): with defaults and coercion, and
+// the same schema without coercion: coercion exists for values that come from ${ENV} (always strings) and for
 // numbers where a string is expected; a boolean or null (`port: true`, `port:`) where a number is expected is an error.
-const validateTypes = new Ajv({ allErrors: true, strict: true }).compile(CONFIG_SCHEMA);
+const validate = validateCoerced as ValidateFunction;
+const validateTypes = validateAsWritten as ValidateFunction;
 
 function valueAt(tree: unknown, instancePath: string): unknown {
   let v = tree;

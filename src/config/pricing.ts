@@ -1,8 +1,9 @@
 // Which price, limits and capabilities a configured model has: the YAML's, and where it says nothing, the catalog's
-// (config/catalog.ts). YAML overrides win. Every price says where it came from, and the row records that
-// (`price_source`): `config`, `catalog@<version>`, or `none` (docs/catalog.md).
+// (config/catalog.ts; its prices and limits as config/catalog-prices.ts holds them). YAML overrides win. Every price
+// says where it came from, and the row records that (`price_source`): `config`, `catalog@<version>`, or `none`
+// (docs/catalog.md).
 
-import { CATALOG_SOURCE, catalogIdOf, catalogModel } from './catalog.js';
+import { CATALOG_SOURCE, catalogIdOf, catalogOutputLimit, catalogPrice } from './catalog-prices.js';
 import type { Config, Price, ProviderConfig } from './types.js';
 import { own } from '../core/own.js';
 
@@ -25,8 +26,8 @@ function resolve(provider: ProviderConfig, modelId: string): ResolvedPrice {
     // A model's own tiers replace the provider's (a tier list is one price schedule, not fields to merge).
     return { price: { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price, source: 'config' };
   }
-  const entry = provider.catalog ? catalogModel(provider.catalog, modelId) : null;
-  if (entry?.price) return { price: { ...entry.price, ...(over ?? {}) } as Price, source: CATALOG_SOURCE };
+  const price = provider.catalog ? catalogPrice(provider.catalog, modelId) : null;
+  if (price) return { price: { ...price, ...(over ?? {}) } as Price, source: CATALOG_SOURCE };
   return NO_PRICE;
 }
 
@@ -58,7 +59,7 @@ export function applyCatalog(tree: Record<string, unknown>): void {
     p.catalog = id ?? '';
     if (id === null || !isObject(p.models)) continue;
     for (const [mid, m] of Object.entries(p.models)) {
-      const limit = catalogModel(id, mid)?.maxOutputTokens ?? null;
+      const limit = catalogOutputLimit(id, mid);
       if (isObject(m) && m.max_output_tokens === undefined && limit !== null) m.max_output_tokens = limit;
     }
   }

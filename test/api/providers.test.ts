@@ -7,7 +7,7 @@ import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 import { CredentialStore } from '../../src/providers/credentials.js';
-import { CATALOG_SOURCE, CATALOG_VERSION } from '../../src/config/catalog.js';
+import { CATALOG_SOURCE, CATALOG_VERSION } from '../../src/config/catalog-prices.js';
 
 const ADMIN = 'admin-key-0123456789abcdef';
 const USER = 'user-key-0123456789abcdef';
@@ -59,4 +59,24 @@ t.test('a stored token shows as token_stored', async (t) => {
 
 t.test('no key: 401', async (t) => {
   t.equal((await get()).status, 401);
+});
+
+// GET /api/catalog and /api/catalog/providers (api/catalog.ts) load the catalog package on their first request, not at
+// start: what they answer is the whole catalog all the same.
+t.test('the catalog routes answer from the package, loaded on first use', async (t) => {
+  const auth = { authorization: `Bearer ${USER}` };
+  const providers = await request(`${gw.url}/api/catalog/providers`, { headers: auth });
+  t.equal(providers.statusCode, 200);
+  const pbody = (await providers.body.json()) as { catalog: { version: string }; providers: { id: string; format: string | null; models: number }[] };
+  t.equal(pbody.catalog.version, CATALOG_VERSION);
+  t.match(pbody.providers.find((p) => p.id === 'anthropic'), { format: 'anthropic', models: Number });
+  t.ok(pbody.providers.length > 20, `${pbody.providers.length} providers`);
+  const models = await request(`${gw.url}/api/catalog?provider=openai&q=gpt-4o&configured=true`, { headers: auth });
+  t.equal(models.statusCode, 200);
+  const mbody = (await models.body.json()) as { models: { id: string; price: unknown; max_output_tokens: number; configured: string[] }[] };
+  t.same(mbody.models.map((m) => [m.id, m.configured]), [['gpt-4o', ['openai/gpt-4o']]], 'the configured one, with its configured name');
+  t.match(mbody.models[0], { price: { input: 2.5, output: 10 }, max_output_tokens: 16384 });
+  const unknown = await request(`${gw.url}/api/catalog?provider=no-such`, { headers: auth });
+  t.equal(unknown.statusCode, 400, 'a provider the catalog does not have');
+  await unknown.body.dump();
 });

@@ -1,6 +1,6 @@
 // The layering of src/ (docs/architecture.md, .dependency-cruiser.cjs): no folder imports one above it, no import
-// circle, no file over 400 lines. The same rules run on a small tree with one upward import and one circle, to show
-// they catch them.
+// circle, no file over 400 lines (code generated at build time aside). The same rules run on a small tree with one
+// upward import and one circle, to show they catch them.
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -43,13 +43,14 @@ t.test('the rules catch an upward import and a circle', async (t) => {
   t.ok(names.some((n) => n.startsWith('no-circular: src/pipeline/')), 'the circle is found');
 });
 
-t.test('no file in src/ over 400 lines', async (t) => {
+t.test('no file in src/ over 400 lines (code generated at build time aside: src/**/generated/)', async (t) => {
   const long: string[] = [];
   const walk = (d: string): void => {
     for (const name of readdirSync(d)) {
       const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.ts')) {
+      if (statSync(p).isDirectory()) {
+        if (name !== 'generated') walk(p);
+      } else if (name.endsWith('.ts')) {
         const lines = readFileSync(p, 'utf8').split('\n').length - 1;
         if (lines > 400) long.push(`${p.slice(ROOT.length)}: ${lines}`);
       }

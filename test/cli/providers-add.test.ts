@@ -10,7 +10,7 @@ import { parseDocument } from 'yaml';
 import { addProvider } from '../../src/config/edit-providers.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { resolvePrice } from '../../src/config/pricing.js';
-import { CATALOG_SOURCE } from '../../src/config/catalog.js';
+import { CATALOG_SOURCE } from '../../src/config/catalog-prices.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 

@@ -4,7 +4,8 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { parseConfig } from '../../src/config/load.js';
-import { CATALOG_PACKAGE, CATALOG_SOURCE, CATALOG_VERSION, catalogModel, catalogProvider } from '../../src/config/catalog.js';
+import { catalogModel, catalogModels, catalogProvider, catalogProviders } from '../../src/config/catalog.js';
+import { CATALOG_PACKAGE, CATALOG_SOURCE, CATALOG_VERSION, catalogIdOf, catalogOutputLimit, catalogPrice } from '../../src/config/catalog-prices.js';
 import { pricingWarnings, resolvePrice, unpricedModels } from '../../src/config/pricing.js';
 import { resolveModel } from '../../src/routing/resolve.js';
 
@@ -29,6 +30,25 @@ t.test('what the catalog knows about a model and a provider', async (t) => {
   t.same(catalogProvider('anthropic'), { id: 'anthropic', name: 'Anthropic', format: 'anthropic', baseUrl: 'https://api.anthropic.com', env: ['ANTHROPIC_API_KEY'], doc: 'https://docs.anthropic.com/en/docs/about-claude/models' });
   t.equal(catalogProvider('deepseek')?.format, 'openai', 'an OpenAI-compatible provider speaks the openai format');
   t.equal(catalogProvider('amazon-bedrock')?.format, null, 'a provider Tollgate has no format for');
+});
+
+t.test('pricing reads the catalog through the build-time index, which agrees with the package on every model', async (t) => {
+  let models = 0;
+  const differ: string[] = [];
+  for (const p of catalogProviders()) {
+    if (catalogIdOf(p.id, {}) !== p.id) differ.push(`provider ${p.id}`);
+    for (const m of catalogModels(p.id)) {
+      models++;
+      if (JSON.stringify(catalogPrice(p.id, m.id)) !== JSON.stringify(m.price) || catalogOutputLimit(p.id, m.id) !== m.maxOutputTokens) differ.push(`${p.id}/${m.id}`);
+    }
+  }
+  t.ok(models > 500, `${models} models compared`);
+  t.same(differ, []);
+  t.equal(catalogIdOf('my-gateway', {}), null, 'a prefix the catalog does not know');
+  t.equal(catalogIdOf('mine', { catalog: 'openai' }), 'openai', 'the catalog key names one');
+  t.equal(catalogIdOf('openai', { catalog: '' }), null, "catalog: '' turns it off");
+  t.equal(catalogPrice('openai', 'toString'), null, 'an inherited property is no model');
+  t.equal(catalogIdOf('constructor', {}), null, 'nor a provider');
 });
 
 const load = (providers: Record<string, unknown>) => parseConfig({ providers }, {});

@@ -12,7 +12,7 @@ import { buildConsole, launchBrowser, openPage, screenshotDir, unlabelledControl
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { startFakeAuthorizationServer } from '../helpers/fake-authorization-server.js';
 import { CredentialStore } from '../../src/providers/credentials.js';
-import { CATALOG_SOURCE } from '../../src/config/catalog.js';
+import { CATALOG_SOURCE } from '../../src/config/catalog-prices.js';
 import { tempDir } from '../helpers/tmp.js';
 
 buildConsole();

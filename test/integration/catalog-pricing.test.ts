@@ -7,7 +7,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { startApp, testConfig } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
-import { CATALOG_SOURCE } from '../../src/config/catalog.js';
+import { CATALOG_SOURCE } from '../../src/config/catalog-prices.js';
 import { pricingWarnings } from '../../src/config/pricing.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';

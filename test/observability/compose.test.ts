@@ -88,6 +88,11 @@ t.test('the image: multi-stage, non-root, without the embedded engine', async (t
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; optionalDependencies?: Record<string, string> };
   t.ok(pkg.optionalDependencies?.chdb !== undefined && pkg.dependencies.chdb === undefined, 'chdb is an optional dependency');
   t.ok(statSync(join(ROOT, '.dockerignore')).isFile());
+  // `npm run build` runs scripts/*.mjs, and the console's bundle reads console/: the build stage has them
+  const build = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { build: string } }).scripts.build;
+  const dirs = new Set([...build.matchAll(/node (\w+)\//g)].map((m) => m[1]!).concat(['console']));
+  t.ok(dirs.has('scripts'), `the build runs ${[...dirs].join(', ')}`);
+  for (const d of dirs) t.match(docker, new RegExp(`^COPY ${d} \\./${d}$`, 'm'), `the build stage copies ${d}/`);
 });
 
 t.test('ports on loopback only; Grafana anonymous access off by default; .env.example names every required variable', async (t) => {
