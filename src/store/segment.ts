@@ -24,6 +24,12 @@ export const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 /** How every begin marker's line starts (the spool writes them so), and no row's line does. */
 export const MARKER_PREFIX = `{"${BEGIN}":`;
 
+/** Lines of `rejected.jsonl`: each row ClickHouse refused as data, with the first line of the reason. */
+export function rejectedLines(rows: readonly unknown[], err: unknown): string {
+  const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 500);
+  return rows.map((row) => `${JSON.stringify({ reason, row })}\n`).join('');
+}
+
 /** A begin marker's line for `row`. */
 export const markerLine = (row: unknown): string => `${MARKER_PREFIX}${JSON.stringify(row)}}\n`;
 

@@ -1,8 +1,7 @@
 // The spool (DESIGN.md decision 2): every finished row is appended to a segment file under `<data_dir>/spool` as soon
 // as it exists, one write(2) per event-loop turn for the rows of that turn, so a killed process loses nothing that
 // reached the OS; the file is fsync'ed every `commit_ms`, so a machine crash loses at most that window. The batch
-// writer seals the open segment, inserts the sealed segments into ClickHouse in order and deletes each one only when
-// ClickHouse acknowledged all of it. Segments left by an earlier process are found at open and go first.
+// writer inserts the sealed segments in order (an earlier process's first), deleting each once ClickHouse took it.
 //
 // Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be now>}`) is written
 // too, and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
@@ -20,8 +19,7 @@
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { countRows, EXT, lines, markerLine, NAME, rowLines, type Segment } from './segment.js';
-
+import { countRows, EXT, lines, markerLine, NAME, rejectedLines, rowLines, type Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -353,15 +351,15 @@ export class Spool<Row> {
 
   /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
   read(seg: Segment): Row[] {
-    const rows: Row[] = [];
-    for (const line of lines<Row>(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'), { rowsOnly: true })) if (!line.marker) rows.push(line.row);
-    return rows;
+    return [...lines<Row>(this.#text(seg), { rowsOnly: true })].filter((l) => !l.marker).map((l) => l.row);
   }
 
   /** The whole row lines of a sealed segment as they are, for an insert that does not parse them (no markers). */
   readLines(seg: Segment): string[] {
-    return rowLines(seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8'));
+    return rowLines(this.#text(seg));
   }
+
+  #text = (seg: Segment): string => seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8');
 
   /** The store acknowledged every row of `seg`: delete it. */
   remove(seg: Segment): void {
@@ -374,8 +372,7 @@ export class Spool<Row> {
 
   /** Rows ClickHouse refused as data: kept beside the spool (rejected.jsonl, with the reason) for a person to look at. */
   reject(rows: readonly Row[], err: unknown): void {
-    const reason = (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 500);
-    appendFileSync(join(this.#opts.dir, 'rejected.jsonl'), rows.map((row) => `${JSON.stringify({ reason, row })}\n`).join(''));
+    appendFileSync(join(this.#opts.dir, 'rejected.jsonl'), rejectedLines(rows, err));
   }
 
   /** Write and fsync what is buffered and close the file; an empty open segment is removed. */
