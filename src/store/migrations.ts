@@ -75,24 +75,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.requests MODIFY SETTING non_replicated_deduplication_window = 1000`,
       `CREATE TABLE IF NOT EXISTS ${db}.usage_hourly (
         hour DateTime('UTC'),
-        kind LowCardinality(String),
-        provider LowCardinality(String),
-        provider_group LowCardinality(String),
-        model String,
-        combo LowCardinality(String),
-        api_key_name LowCardinality(String),
-        status LowCardinality(String),
-        rows SimpleAggregateFunction(sum, UInt64),
-        input_tokens SimpleAggregateFunction(sum, UInt64),
-        cached_tokens SimpleAggregateFunction(sum, UInt64),
-        cache_write_tokens SimpleAggregateFunction(sum, UInt64),
-        output_tokens SimpleAggregateFunction(sum, UInt64),
-        reasoning_tokens SimpleAggregateFunction(sum, UInt64),
-        total_tokens SimpleAggregateFunction(sum, UInt64),
-        cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        duration_ms SimpleAggregateFunction(sum, Float64),
-        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))
+        ${ROLLUP_COLUMNS}
       ) ENGINE = AggregatingMergeTree
       PARTITION BY toYYYYMM(hour)
       ORDER BY (hour, kind, provider, model, combo, api_key_name, status, provider_group)
@@ -255,7 +238,21 @@ export const MIGRATIONS: readonly Migration[] = [
     statements: (db) => [
       `CREATE TABLE IF NOT EXISTS ${db}.usage_daily (
         day DateTime('UTC'),
-        kind LowCardinality(String),
+        ${ROLLUP_COLUMNS},
+        unpriced_rows SimpleAggregateFunction(sum, UInt64)
+      ) ENGINE = AggregatingMergeTree
+      PARTITION BY toYYYYMM(day)
+      ORDER BY (day, kind, provider, model, combo, api_key_name, status, provider_group)
+      SETTINGS non_replicated_deduplication_window = 1000`,
+      `INSERT INTO ${db}.usage_daily SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-23-backfill'
+       ${dailySelect(`${db}.usage_hourly`)}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`)}`,
+    ],
+  },
+];
+
+/** The columns of a rollup after its time column: the dimensions, then the sums (usage_hourly, usage_daily). */
+const ROLLUP_COLUMNS = `kind LowCardinality(String),
         provider LowCardinality(String),
         provider_group LowCardinality(String),
         model String,
@@ -272,18 +269,7 @@ export const MIGRATIONS: readonly Migration[] = [
         cost SimpleAggregateFunction(sum, Decimal(38, 12)),
         list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
         duration_ms SimpleAggregateFunction(sum, Float64),
-        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC')),
-        unpriced_rows SimpleAggregateFunction(sum, UInt64)
-      ) ENGINE = AggregatingMergeTree
-      PARTITION BY toYYYYMM(day)
-      ORDER BY (day, kind, provider, model, combo, api_key_name, status, provider_group)
-      SETTINGS non_replicated_deduplication_window = 1000`,
-      `INSERT INTO ${db}.usage_daily SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-23-backfill'
-       ${dailySelect(`${db}.usage_hourly`)}`,
-      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`)}`,
-    ],
-  },
-];
+        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))`;
 
 /**
  * A row of unknown cost (docs/catalog.md): a paid model with no price anywhere that spent tokens. `of`: the table's
