@@ -244,36 +244,6 @@ export interface ProviderWindow {
   readonly to: number;
 }
 
-/**
- * Per provider and model, the sums of the raw rows (each request once) of each provider's own [from, to), all in one query: the
- * partial first hours of many windows that do not start on an hour.
- */
-export async function rawWindows(store: Store, windows: readonly ProviderWindow[], kinds: readonly RecordKind[]): Promise<Group[]> {
-  if (windows.length === 0) return [];
-  const params: Record<string, unknown> = { kinds };
-  const ors = windows.map((w, i) => {
-    params[`p${i}`] = w.provider;
-    params[`f${i}`] = w.from;
-    params[`t${i}`] = w.to;
-    return `(provider = {p${i}:String} AND ts >= fromUnixTimestamp64Milli({f${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({t${i}:Int64}, 'UTC'))`;
-  });
-  const rows = await store.query<RawGroup>(
-    `SELECT provider, model, count() AS rows, sum(ifNull(input_tokens, 0)) AS input, sum(ifNull(cached_tokens, 0)) AS cached,
-       sum(ifNull(cache_write_tokens, 0)) AS cache_write, sum(ifNull(output_tokens, 0)) AS output, sum(ifNull(reasoning_tokens, 0)) AS reasoning,
-       sum(total_tokens) AS tokens, toString(sum(cost)) AS cost, toString(sum(list_cost)) AS list_cost, sum(duration_ms) AS duration_ms,
-       toUnixTimestamp64Milli(min(ts)) AS oldest, countIf(${unpricedSql()}) AS unpriced
-     FROM ${deduped(store, `kind IN {kinds:Array(String)} AND (${ors.join(' OR ')})`)}
-     GROUP BY provider, model`,
-    params,
-  );
-  return rows.map((r) => ({
-    provider: String(r.provider), model: String(r.model),
-    rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
-    reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
-    oldest: num(r.rows) === 0 ? null : num(r.oldest), unpriced: num(r.unpriced),
-  }));
-}
-
 /** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is rawWindows's). */
 export interface QuotaWindows {
   readonly provider: string;
@@ -300,7 +270,12 @@ type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
  * row per provider and model instead of one per hour.
  */
 export async function providerWindows(
-  store: Store, q: { start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean },
+  store: Store,
+  q: {
+    start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean;
+    /** The partial first hours of windows that do not start on an hour: raw rows, added to their provider's window only. */
+    edges?: readonly ProviderWindow[];
+  },
 ): Promise<ProviderModelSums[]> {
   if (q.windows.length === 0) return [];
   const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
@@ -312,19 +287,32 @@ export async function providerWindows(
       params[`p${i}`] = w.provider;
       return `provider = {p${i}:String}, fromUnixTimestamp64Milli({${name}${i}:Int64}, 'UTC')`;
     }).join(', ')}, toDateTime64(0, 3, 'UTC'))`;
-  const inWindow = '(hour >= w_from AND hour < w_to)';
-  const inSecondary = '(hour >= s_from AND hour < s_to)';
+  const edges = (q.edges ?? []).map((w, i) => {
+    Object.assign(params, { [`ep${i}`]: w.provider, [`ef${i}`]: w.from, [`et${i}`]: w.to });
+    return `(provider = {ep${i}:String} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
+  });
+  // A raw edge row (edge = 1) counts in its provider's window and nowhere else: its hour is in the rollup rows too.
+  const inWindow = '(edge = 1 OR (hour >= w_from AND hour < w_to))';
+  const inSecondary = '(edge = 0 AND hour >= s_from AND hour < s_to)';
+  const since = (p: string) => `edge = 0 AND hour >= fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
   const sql = `
     SELECT provider, model,
       sumIf(rows, ${inWindow}) AS w_rows, sumIf(total_tokens, ${inWindow}) AS w_tokens, toString(sumIf(cost, ${inWindow})) AS w_cost,
       sumIf(duration_ms, ${inWindow}) AS w_duration_ms, toUnixTimestamp64Milli(minIf(min_ts, ${inWindow})) AS w_oldest,
       sumIf(rows, ${inSecondary}) AS secondary_rows,
-      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({today:Int64}, 'UTC'))) AS today_cost,
-      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({month:Int64}, 'UTC'))) AS month_cost
+      toString(sumIf(cost, ${since('today')})) AS today_cost,
+      toString(sumIf(cost, ${since('month')})) AS month_cost
     FROM (
       SELECT *, ${pick((w) => w.from, 'wf')} AS w_from, ${pick((w) => w.to, 'wt')} AS w_to,
         ${pick((w) => w.secondary?.from, 'sf')} AS s_from, ${pick((w) => w.secondary?.to, 'st')} AS s_to
-      FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
+      FROM (
+        SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
+        FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
+        ${edges.length === 0 ? '' : `UNION ALL
+        SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
+          ts AS min_ts, 1 AS edge
+        FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`)}`}
+      )
     )
     GROUP BY provider, model`;
   // (Output names differ from the columns they sum: a ClickHouse alias would shadow the column in later sums.)

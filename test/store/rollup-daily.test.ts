@@ -153,4 +153,28 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   t.equal(pRows, await rawOf('p', T0 + 4 * D + 10 * H, now), 'p: its window from 10:00 today');
   t.equal(qRows, await rawOf('q', T0 + D + 2 * H, now), 'q: its window from 02:00 three days ago');
   t.equal(sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.secondaryRows, 0), await rawOf('p', T0 - D, now), 'p: its secondary window');
+
+  // A window that starts mid-hour (a rolling window): its partial first hour from the raw rows, in the same read,
+  // counted in that window only (not in the secondary window, today or the month, which have the hour already).
+  const [pRow] = await store.query<{ ms: string }>(
+    `SELECT toUnixTimestamp64Milli(min(ts)) AS ms FROM ${store.t('requests')} WHERE provider = 'p' AND ts > fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: T0 + 4 * D + 9 * H },
+  );
+  const mid = Number(pRow!.ms) - 60_000; // a minute before a row of p
+  const hourEnd = Math.ceil(mid / H) * H;
+  const withEdge = await providerWindows(store, {
+    start: T0 - D, to: now, today: T0 + 4 * D, month: T0 - D, kinds: ['request', 'attempt'],
+    windows: [{ provider: 'p', from: hourEnd, to: now, secondary: { from: T0 - D, to: now } }, { provider: 'q', from: T0 + D + 2 * H, to: now }],
+    edges: [{ provider: 'p', from: mid, to: hourEnd }],
+  });
+  const of = (list: typeof sums, provider: string, k: 'rows' | 'secondaryRows' | 'todayCost' | 'monthCost' | 'oldest') =>
+    list.filter((s) => s.provider === provider).reduce((n, s) => (k === 'oldest' ? Math.min(n, s.oldest ?? Infinity) : n + (s[k] as number)), k === 'oldest' ? Infinity : 0);
+  const want = await rawOf('p', mid, now);
+  t.ok(mid % H !== 0 && want > (await rawOf('p', hourEnd, now)), 'the window starts mid-hour, and the partial hour holds rows');
+  t.equal(of(withEdge, 'p', 'rows'), want, 'p: its window from mid-hour, the partial hour included');
+  const [first] = await store.query<{ ms: string }>(
+    `SELECT toUnixTimestamp64Milli(min(ts)) AS ms FROM ${store.t('requests')} FINAL WHERE provider = 'p' AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: mid },
+  );
+  t.equal(of(withEdge, 'p', 'oldest'), Number(first!.ms), 'the oldest row counted is in the partial hour');
+  for (const k of ['secondaryRows', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
+  t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
 });
