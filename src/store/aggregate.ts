@@ -244,7 +244,7 @@ export interface ProviderWindow {
   readonly to: number;
 }
 
-/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is rawWindows's). */
+/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is an `edges` window). */
 export interface QuotaWindows {
   readonly provider: string;
   /** The quota window [from, to), `from` on an hour. */
