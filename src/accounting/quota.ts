@@ -7,7 +7,7 @@
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
-import { aggregate, providerWindows, rawWindows, type Sums } from '../store/aggregate.js';
+import { aggregate, providerWindows, type Sums } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, kindsSql, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
@@ -100,8 +100,8 @@ export class QuotaService {
   }
 
   /**
-   * Every provider from one read of the hourly rollup (per provider, model and hour, from the earliest window start;
-   * the current hour included) plus one read of the raw rows for the windows that do not start on an hour.
+   * Every provider from one read: the rollups (whole days and hours, from the earliest window start; the current hour
+   * included) and the raw rows of the partial first hours of the windows that do not start on an hour.
    */
   async #compute(now: number): Promise<QuotaEntry[]> {
     const cfg = this.#config();
@@ -113,15 +113,16 @@ export class QuotaService {
     const today = Math.floor(now / DAY_MS) * DAY_MS;
     const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
     const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
+    // The windows that do not start on an hour take their partial first hour from the raw rows, in the same read.
+    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
     const sums = await providerWindows(this.#store, {
       start: Math.floor(earliest / HOUR_MS) * HOUR_MS, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
+      edges: partial,
     });
-    const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
-    const edges = await rawWindows(this.#store, partial, QUOTA_KINDS_COUNTED);
     return Promise.all(providers.map(async ({ id, p, q, plan }) => {
       const mine = sums.filter((g) => g.provider === id);
-      const parts = [...mine, ...edges.filter((g) => g.provider === id)];
+      const parts = mine;
       const total = sumOf(parts);
       const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {

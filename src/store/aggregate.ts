@@ -1,9 +1,10 @@
-// Sums over any time window, fast at any table size: the whole hours inside [from, to) come from the hourly rollup
-// (usage_hourly, kept by a materialized view), the partial hours at either edge from the raw rows (each request once), in one
-// query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
+// Sums over any time window, fast at any table size: the whole UTC days inside [from, to) come from the daily rollup
+// (usage_daily), the other whole hours from the hourly rollup (usage_hourly; both kept by materialized views), the
+// partial hours at either edge from the raw rows (each request once), in one query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
 
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
+import { unpricedSql } from './migrations.js';
 
 /** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is UTC. */
 export const DIMS = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status', 'hour', 'day', 'hour_epoch'] as const;
@@ -43,11 +44,14 @@ export interface Sums {
   readonly durationMs: number;
   /** Epoch ms of the oldest row counted; null when none. */
   readonly oldest: number | null;
+  /** Rows of unknown cost (a paid model with no price anywhere that spent tokens; docs/catalog.md). */
+  readonly unpriced: number;
 }
 
 export type Group = Sums & { readonly [K in Dim]?: string };
 
 const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
 
 const DIM_SQL: Record<Dim, string> = {
   provider: 'provider', provider_group: 'provider_group', model: 'model', combo: 'combo', api_key_name: 'api_key_name',
@@ -82,37 +86,68 @@ const num = (v: unknown): number => Number(v ?? 0);
  * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read.
  */
 function deduped(store: Store, where: string): string {
-  return `(SELECT * FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
+  return `(SELECT ${RAW_COLUMNS} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
+}
+
+/** The columns the sums read from raw rows (not `*`: every further column of every part read costs the engine time). */
+const RAW_COLUMNS = `request_id, ts, kind, provider, provider_group, model, combo, api_key_name, status, input_tokens, cached_tokens,
+  cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, price_source`;
+
+const SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts, unpriced_rows';
+
+interface Bounds {
+  readonly from: number;
+  readonly a: number;
+  readonly c: number;
+  readonly d: number;
+  readonly b: number;
+  readonly to: number;
 }
 
 /**
- * The rollup's rows for the whole hours [a, b) and the raw rows (as one-row groups) for [from, a) and [b, to), in the
- * rollup's columns: the source every sum reads. Parameters: from, a, b, to (epoch ms), and those of `where`.
+ * The daily rollup's rows for the whole days [c, d), the hourly rollup's for the other whole hours [a, c) and [d, b),
+ * and the raw rows (as one-row groups) for [from, a) and [b, to), in the rollups' columns (a day's row has its first
+ * hour): the source every sum reads. Parameters: from, a, c, d, b, to (epoch ms), and those of `where`. A source
+ * whose ranges are empty is left out of the query (each one read costs the engine ~10 ms even when it reads nothing).
  */
-function rowsOf(store: Store, where: string): string {
-  return `
-      SELECT ${COLUMNS}, rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
-        cost, list_cost, duration_ms, min_ts
+function rowsOf(store: Store, where: string, s: Bounds): string {
+  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  const daily = `
+      SELECT day AS hour, ${COLUMNS.replace('hour, ', '')}, ${SUMS}
+      FROM ${store.t('usage_daily')}
+      WHERE day >= ${at('c')} AND day < ${at('d')} AND ${where}`;
+  const hourly = `
+      SELECT ${COLUMNS}, ${SUMS}
       FROM ${store.t('usage_hourly')}
-      WHERE hour >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND hour < fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ${where}
-      UNION ALL
+      WHERE ((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}`;
+  const raw = `
       SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status, toUInt64(1) AS rows,
         ifNull(input_tokens, 0) AS input_tokens, ifNull(cached_tokens, 0) AS cached_tokens, ifNull(cache_write_tokens, 0) AS cache_write_tokens,
         ifNull(output_tokens, 0) AS output_tokens, ifNull(reasoning_tokens, 0) AS reasoning_tokens, total_tokens,
-        toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts
-      FROM ${deduped(store, `((ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({a:Int64}, 'UTC'))
-          OR (ts >= fromUnixTimestamp64Milli({b:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')))
-        AND ${where}`)}`;
+        toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts,
+        toUInt64(${unpricedSql()}) AS unpriced_rows
+      FROM ${deduped(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`)}`;
+  const parts = [...(s.c < s.d ? [daily] : []), ...(s.a < s.c || s.d < s.b ? [hourly] : []), ...(s.from < s.a || s.b < s.to ? [raw] : [])];
+  return (parts.length === 0 ? [raw] : parts).join('\n      UNION ALL');
 }
 
-/** The rollup hours [a, b) of a window [from, to): see rowsOf. */
-function split(from: number, to: number, openEnd: boolean | undefined): { a: number; b: number } {
+/**
+ * How rowsOf splits a window [from, to): the rollup hours [a, b), and in them the rollup days [c, d) (empty when
+ * `cuts` is null: the caller needs hours). A day's row is one row, so no instant a caller tells rows apart by (a
+ * window edge inside the read: `cuts`) may fall inside a day taken from the daily rollup: the days end before the
+ * first such instant that is not a midnight.
+ */
+function split(from: number, to: number, openEnd: boolean | undefined, cuts: readonly number[] | null): { a: number; b: number; c: number; d: number } {
   let a = Math.ceil(from / HOUR) * HOUR;
   // A window that ends now (`openEnd`) takes its current hour from the rollup too: the view keeps that hour up to
   // date with every insert and no row starts after now, so the raw rows are only read for the first edge.
   let b = (openEnd ? Math.ceil(to / HOUR) : Math.floor(to / HOUR)) * HOUR;
   if (a >= b) a = b = from;
-  return { a, b };
+  const c = Math.ceil(a / DAY) * DAY;
+  let d = Math.floor(b / DAY) * DAY;
+  for (const x of cuts ?? []) if (x > c && x < d && x % DAY !== 0) d = Math.floor(x / DAY) * DAY;
+  if (cuts === null || c >= d) return { a, b, c: a, d: a };
+  return { a, b, c, d };
 }
 
 /** Sums of the rows whose start time is in [from, to), grouped by `by`. */
@@ -124,13 +159,17 @@ export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[
 interface WindowSplit {
   readonly sql: string;
   readonly params: Record<string, unknown>;
+  /** The windows' edges: a row of the daily rollup must not straddle one. */
+  readonly cuts: readonly number[];
 }
 
 async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | null): Promise<{ window: number; group: Group }[]> {
   const by = q.by ?? [];
   for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
   // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
-  const { a, b } = split(q.from, q.to, q.openEnd);
+  // Days from the daily rollup unless a group needs the hour (or a day that is not a UTC day).
+  const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && (q.tz ?? 'UTC') !== 'UTC'));
+  const { a, b, c, d } = split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
   const where = filterSql(q.filters ?? {});
   const keys = [...(windows === null ? [] : ['w_index']), ...by];
   const select = [...(windows === null ? [] : [`${windows.sql} AS w_index`]), ...by.map((d) => `${DIM_SQL[d]} AS ${d}`)];
@@ -138,12 +177,12 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
     SELECT ${[...select, `sum(rows) AS rows`, `sum(input_tokens) AS input`, `sum(cached_tokens) AS cached`,
       `sum(cache_write_tokens) AS cache_write`, `sum(output_tokens) AS output`, `sum(reasoning_tokens) AS reasoning`,
       `sum(total_tokens) AS tokens`, `toString(sum(cost)) AS cost`, `toString(sum(list_cost)) AS list_cost`,
-      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`].join(', ')}
-    FROM (${rowsOf(store, where)})
+      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`, `sum(unpriced_rows) AS unpriced`].join(', ')}
+    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to })})
     ${keys.length > 0 ? `GROUP BY ${keys.join(', ')} ORDER BY ${keys.join(', ')}` : ''}`;
   const f = q.filters ?? {};
   const rows = await store.query<RawGroup>(sql, {
-    from: q.from, to: q.to, a, b, tz: q.tz ?? 'UTC',
+    from: q.from, to: q.to, a, b, c, d, tz: q.tz ?? 'UTC',
     f_provider: f.provider, f_model: f.model, f_combo: f.combo, f_key: f.apiKey, f_status: f.status, f_kinds: f.kinds,
     ...(windows?.params ?? {}),
   });
@@ -156,7 +195,7 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
         ...g,
         rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
         reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
-        oldest: r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest),
+        oldest: r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest), unpriced: num(r.unpriced),
       } as Group;
       return { window: num(r.w_index), group };
     });
@@ -185,7 +224,9 @@ export async function aggregateWindows(store: Store, q: WindowsQuery): Promise<G
     const end = w.to === to ? '' : ` AND hour < fromUnixTimestamp64Milli({w_to${i}:Int64}, 'UTC')`;
     return `if(hour >= fromUnixTimestamp64Milli({w_from${i}:Int64}, 'UTC')${end}, ${i}, -1)`;
   });
-  const rows = await grouped(store, { ...q, from, to }, { sql: `arrayJoin(arrayFilter(i -> i >= 0, [${member.join(', ')}]))`, params });
+  const rows = await grouped(store, { ...q, from, to }, {
+    sql: `arrayJoin(arrayFilter(i -> i >= 0, [${member.join(', ')}]))`, params, cuts: q.windows.flatMap((w) => [w.from, w.to]),
+  });
   const out: Group[][] = q.windows.map(() => []);
   for (const r of rows) out[r.window]?.push(r.group);
   return out;
@@ -194,7 +235,7 @@ export async function aggregateWindows(store: Store, q: WindowsQuery): Promise<G
 /** The one group of an ungrouped aggregate (all zeros when nothing matched). */
 export async function total(store: Store, q: Omit<AggregateQuery, 'by'>): Promise<Sums> {
   const [g] = await aggregate(store, q);
-  return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null };
+  return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null, unpriced: 0 };
 }
 
 export interface ProviderWindow {
@@ -203,37 +244,7 @@ export interface ProviderWindow {
   readonly to: number;
 }
 
-/**
- * Per provider and model, the sums of the raw rows (each request once) of each provider's own [from, to), all in one query: the
- * partial first hours of many windows that do not start on an hour.
- */
-export async function rawWindows(store: Store, windows: readonly ProviderWindow[], kinds: readonly RecordKind[]): Promise<Group[]> {
-  if (windows.length === 0) return [];
-  const params: Record<string, unknown> = { kinds };
-  const ors = windows.map((w, i) => {
-    params[`p${i}`] = w.provider;
-    params[`f${i}`] = w.from;
-    params[`t${i}`] = w.to;
-    return `(provider = {p${i}:String} AND ts >= fromUnixTimestamp64Milli({f${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({t${i}:Int64}, 'UTC'))`;
-  });
-  const rows = await store.query<RawGroup>(
-    `SELECT provider, model, count() AS rows, sum(ifNull(input_tokens, 0)) AS input, sum(ifNull(cached_tokens, 0)) AS cached,
-       sum(ifNull(cache_write_tokens, 0)) AS cache_write, sum(ifNull(output_tokens, 0)) AS output, sum(ifNull(reasoning_tokens, 0)) AS reasoning,
-       sum(total_tokens) AS tokens, toString(sum(cost)) AS cost, toString(sum(list_cost)) AS list_cost, sum(duration_ms) AS duration_ms,
-       toUnixTimestamp64Milli(min(ts)) AS oldest
-     FROM ${deduped(store, `kind IN {kinds:Array(String)} AND (${ors.join(' OR ')})`)}
-     GROUP BY provider, model`,
-    params,
-  );
-  return rows.map((r) => ({
-    provider: String(r.provider), model: String(r.model),
-    rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
-    reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
-    oldest: num(r.rows) === 0 ? null : num(r.oldest),
-  }));
-}
-
-/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is rawWindows's). */
+/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is an `edges` window). */
 export interface QuotaWindows {
   readonly provider: string;
   /** The quota window [from, to), `from` on an hour. */
@@ -259,30 +270,49 @@ type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
  * row per provider and model instead of one per hour.
  */
 export async function providerWindows(
-  store: Store, q: { start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean },
+  store: Store,
+  q: {
+    start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean;
+    /** The partial first hours of windows that do not start on an hour: raw rows, added to their provider's window only. */
+    edges?: readonly ProviderWindow[];
+  },
 ): Promise<ProviderModelSums[]> {
   if (q.windows.length === 0) return [];
-  const { a, b } = split(q.start, q.to, q.openEnd);
-  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, f_kinds: q.kinds, today: q.today, month: q.month };
+  const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
+  const { a, b, c, d } = split(q.start, q.to, q.openEnd, cuts);
+  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds, today: q.today, month: q.month };
   const pick = (field: (w: QuotaWindows) => number | undefined, name: string) =>
     `multiIf(${q.windows.map((w, i) => {
       params[`${name}${i}`] = field(w) ?? 0;
       params[`p${i}`] = w.provider;
       return `provider = {p${i}:String}, fromUnixTimestamp64Milli({${name}${i}:Int64}, 'UTC')`;
     }).join(', ')}, toDateTime64(0, 3, 'UTC'))`;
-  const inWindow = '(hour >= w_from AND hour < w_to)';
-  const inSecondary = '(hour >= s_from AND hour < s_to)';
+  const edges = (q.edges ?? []).map((w, i) => {
+    Object.assign(params, { [`ep${i}`]: w.provider, [`ef${i}`]: w.from, [`et${i}`]: w.to });
+    return `(provider = {ep${i}:String} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
+  });
+  // A raw edge row (edge = 1) counts in its provider's window and nowhere else: its hour is in the rollup rows too.
+  const inWindow = '(edge = 1 OR (hour >= w_from AND hour < w_to))';
+  const inSecondary = '(edge = 0 AND hour >= s_from AND hour < s_to)';
+  const since = (p: string) => `edge = 0 AND hour >= fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
   const sql = `
     SELECT provider, model,
       sumIf(rows, ${inWindow}) AS w_rows, sumIf(total_tokens, ${inWindow}) AS w_tokens, toString(sumIf(cost, ${inWindow})) AS w_cost,
       sumIf(duration_ms, ${inWindow}) AS w_duration_ms, toUnixTimestamp64Milli(minIf(min_ts, ${inWindow})) AS w_oldest,
       sumIf(rows, ${inSecondary}) AS secondary_rows,
-      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({today:Int64}, 'UTC'))) AS today_cost,
-      toString(sumIf(cost, hour >= fromUnixTimestamp64Milli({month:Int64}, 'UTC'))) AS month_cost
+      toString(sumIf(cost, ${since('today')})) AS today_cost,
+      toString(sumIf(cost, ${since('month')})) AS month_cost
     FROM (
       SELECT *, ${pick((w) => w.from, 'wf')} AS w_from, ${pick((w) => w.to, 'wt')} AS w_to,
         ${pick((w) => w.secondary?.from, 'sf')} AS s_from, ${pick((w) => w.secondary?.to, 'st')} AS s_to
-      FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}')})
+      FROM (
+        SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
+        FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
+        ${edges.length === 0 ? '' : `UNION ALL
+        SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
+          ts AS min_ts, 1 AS edge
+        FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`)}`}
+      )
     )
     GROUP BY provider, model`;
   // (Output names differ from the columns they sum: a ClickHouse alias would shadow the column in later sums.)

@@ -151,23 +151,38 @@ export async function clientRequestPage(
 /**
  * The request number of each row: its 1-based position among all client requests of its UTC day, by start time then
  * request_id. Filters do not change it (it names the request, not its place in a listing).
+ *
+ * One read, and the raw rows of a few hours at most: per day of the page, the requests before the hour of the page's
+ * oldest row that day are counted from the hourly rollup (whole hours; the count every usage report gives), and only
+ * the rows from that hour to the page's newest are ranked (each request once: LIMIT 1 BY on the matching rows).
  */
 export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
   if (rows.length === 0) return new Map();
-  const days = [...new Set(rows.map((r) => new Date(r.ts).toISOString().slice(0, 10)))];
+  const spans = new Map<number, { lo: number; hi: number }>();
+  for (const r of rows) {
+    const day = Math.floor(r.ts / DAY) * DAY;
+    const s = spans.get(day) ?? { lo: r.ts, hi: r.ts };
+    spans.set(day, { lo: Math.min(s.lo, r.ts), hi: Math.max(s.hi, r.ts) });
+  }
+  const params: Record<string, unknown> = { ids: rows.map((r) => r.request_id) };
+  const raw: string[] = [];
+  const before: string[] = [];
+  [...spans].forEach(([day, s], i) => {
+    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(s.lo / HOUR) * HOUR, [`m${i}`]: s.hi });
+    raw.push(`(ts >= fromUnixTimestamp64Milli({h${i}:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({m${i}:Int64}, 'UTC'))`);
+    before.push(`(hour >= fromUnixTimestamp64Milli({d${i}:Int64}, 'UTC') AND hour < fromUnixTimestamp64Milli({h${i}:Int64}, 'UTC'))`);
+  });
   const got = await store.query<{ id: string; number: string | number }>(
-    // Each request once (LIMIT 1 BY on the matching rows: cheaper than FINAL over whole parts), only the two columns
-    // the numbering needs, and only up to the newest row of the page (the table is sorted by hour).
-    `SELECT id, number FROM (
-       SELECT toString(request_id) AS id, row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
-       FROM (
-         SELECT request_id, ts FROM ${store.t('requests')}
-         WHERE ${CLIENT} AND toDate(ts) IN {days:Array(Date)}
-           AND ts >= fromUnixTimestamp64Milli({min:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
-         LIMIT 1 BY request_id
-       )
-     ) WHERE id IN {ids:Array(String)}`,
-    { days, min: Date.parse(`${days.reduce((a, b) => (a < b ? a : b))}T00:00:00Z`), max: Math.max(...rows.map((r) => r.ts)), ids: rows.map((r) => r.request_id) },
+    `SELECT r.id AS id, r.number + b.before AS number FROM (
+       SELECT toString(request_id) AS id, toDate(ts) AS day,
+         row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
+       FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT} AND (${raw.join(' OR ')}) LIMIT 1 BY request_id)
+     ) AS r
+     LEFT JOIN (
+       SELECT toDate(hour) AS day, sum(rows) AS before FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
+     ) AS b ON r.day = b.day
+     WHERE r.id IN {ids:Array(String)}`,
+    params,
   );
   return new Map(got.map((r) => [r.id, Number(r.number)]));
 }

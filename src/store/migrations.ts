@@ -75,24 +75,7 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.requests MODIFY SETTING non_replicated_deduplication_window = 1000`,
       `CREATE TABLE IF NOT EXISTS ${db}.usage_hourly (
         hour DateTime('UTC'),
-        kind LowCardinality(String),
-        provider LowCardinality(String),
-        provider_group LowCardinality(String),
-        model String,
-        combo LowCardinality(String),
-        api_key_name LowCardinality(String),
-        status LowCardinality(String),
-        rows SimpleAggregateFunction(sum, UInt64),
-        input_tokens SimpleAggregateFunction(sum, UInt64),
-        cached_tokens SimpleAggregateFunction(sum, UInt64),
-        cache_write_tokens SimpleAggregateFunction(sum, UInt64),
-        output_tokens SimpleAggregateFunction(sum, UInt64),
-        reasoning_tokens SimpleAggregateFunction(sum, UInt64),
-        total_tokens SimpleAggregateFunction(sum, UInt64),
-        cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        duration_ms SimpleAggregateFunction(sum, Float64),
-        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))
+        ${ROLLUP_COLUMNS}
       ) ENGINE = AggregatingMergeTree
       PARTITION BY toYYYYMM(hour)
       ORDER BY (hour, kind, provider, model, combo, api_key_name, status, provider_group)
@@ -222,19 +205,105 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'trace id',
     statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS trace_id String DEFAULT '' AFTER upstream_ms`],
   },
+  {
+    // Reads at scale (issue 17): /api/usage counted the rows of unknown cost (paid, no price anywhere, tokens spent;
+    // docs/catalog.md) from the raw rows of the whole period, a second read beside the rollup's. The rollup counts them
+    // itself now: a column, filled by the view from here on, and for the rows already written (price sources exist
+    // since migration 20) by correction rows that add only to the new column (every other sum 0, min_ts no older than
+    // the group's), so the period's sums come from one read of the rollup. The view's query is changed in place
+    // (MODIFY QUERY: the view never stops firing). The backfill carries a token, so a rerun adds nothing twice.
+    version: 22,
+    name: 'unpriced rows in the rollup',
+    statements: (db) => [
+      `ALTER TABLE ${db}.usage_hourly ADD COLUMN IF NOT EXISTS unpriced_rows SimpleAggregateFunction(sum, UInt64) DEFAULT 0`,
+      `INSERT INTO ${db}.usage_hourly (${ROLLUP_DIMS}, rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens,
+         reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts, unpriced_rows)
+       SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-22-backfill'
+       SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status, 0, 0, 0, 0, 0, 0, 0,
+         toDecimal128(0, 12), toDecimal128(0, 12), 0, min(ts), count()
+       FROM ${db}.requests FINAL WHERE ${unpricedSql()}
+       GROUP BY ${ROLLUP_DIMS}`,
+      `ALTER TABLE ${db}.usage_hourly_mv MODIFY QUERY ${rollupSelect(`${db}.requests`, true)}`,
+    ],
+  },
+  {
+    // Reads at scale (issue 17): a month of the hourly rollup is ~500,000 rows on a busy gateway (an hour holds one row
+    // per kind, provider, model, combo, key and status seen in it), and every month-long report summed them on each
+    // read. The daily rollup holds one row per UTC day and dimension set: a report's whole days come from it, the
+    // hours at its edges from the hourly rollup (store/aggregate.ts). Its view reads the blocks written to the hourly
+    // rollup, so a day is always the sum of its hours (a retried batch is dropped from both alike); the days already
+    // in the hourly rollup are backfilled before the view exists, under a token, as migration 3 does.
+    version: 23,
+    name: 'daily rollup',
+    statements: (db) => [
+      `CREATE TABLE IF NOT EXISTS ${db}.usage_daily (
+        day DateTime('UTC'),
+        ${ROLLUP_COLUMNS},
+        unpriced_rows SimpleAggregateFunction(sum, UInt64)
+      ) ENGINE = AggregatingMergeTree
+      PARTITION BY toYYYYMM(day)
+      ORDER BY (day, kind, provider, model, combo, api_key_name, status, provider_group)
+      SETTINGS non_replicated_deduplication_window = 1000`,
+      `INSERT INTO ${db}.usage_daily SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-23-backfill'
+       ${dailySelect(`${db}.usage_hourly`)}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`)}`,
+    ],
+  },
 ];
 
-/** The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's). */
-function rollupSelect(source: string): string {
+/** The columns of a rollup after its time column: the dimensions, then the sums (usage_hourly, usage_daily). */
+const ROLLUP_COLUMNS = `kind LowCardinality(String),
+        provider LowCardinality(String),
+        provider_group LowCardinality(String),
+        model String,
+        combo LowCardinality(String),
+        api_key_name LowCardinality(String),
+        status LowCardinality(String),
+        rows SimpleAggregateFunction(sum, UInt64),
+        input_tokens SimpleAggregateFunction(sum, UInt64),
+        cached_tokens SimpleAggregateFunction(sum, UInt64),
+        cache_write_tokens SimpleAggregateFunction(sum, UInt64),
+        output_tokens SimpleAggregateFunction(sum, UInt64),
+        reasoning_tokens SimpleAggregateFunction(sum, UInt64),
+        total_tokens SimpleAggregateFunction(sum, UInt64),
+        cost SimpleAggregateFunction(sum, Decimal(38, 12)),
+        list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
+        duration_ms SimpleAggregateFunction(sum, Float64),
+        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))`;
+
+/**
+ * A row of unknown cost (docs/catalog.md): a paid model with no price anywhere that spent tokens. `of`: the table's
+ * alias, where a select's aliases (`sum(total_tokens) AS total_tokens`) would shadow its columns.
+ */
+export const unpricedSql = (of = ''): string =>
+  `${of}provider_group = 'paid' AND ${of}price_source = 'none' AND ${of}total_tokens > 0`;
+const ROLLUP_DIMS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
+
+/**
+ * The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's); `unpriced`: with the
+ * count of rows of unknown cost (migration 22 on; migration 3 wrote the view before the column existed).
+ */
+function rollupSelect(source: string, unpriced = false): string {
   return `SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status,
       count() AS rows,
       sum(ifNull(input_tokens, 0)) AS input_tokens, sum(ifNull(cached_tokens, 0)) AS cached_tokens,
       sum(ifNull(cache_write_tokens, 0)) AS cache_write_tokens, sum(ifNull(output_tokens, 0)) AS output_tokens,
       sum(ifNull(reasoning_tokens, 0)) AS reasoning_tokens, sum(total_tokens) AS total_tokens,
       toDecimal128(sum(cost), 12) AS cost, toDecimal128(sum(list_cost), 12) AS list_cost,
-      sum(duration_ms) AS duration_ms, min(ts) AS min_ts
+      sum(duration_ms) AS duration_ms, min(ts) AS min_ts${unpriced ? `, toUInt64(countIf(${unpricedSql('src.')})) AS unpriced_rows` : ''}
+    FROM ${source}${unpriced ? ' AS src' : ''}
+    GROUP BY ${ROLLUP_DIMS}`;
+}
+
+/** The rows of `usage_daily` for the rows of the hourly rollup `source` (the view's query, and the backfill's). */
+function dailySelect(source: string): string {
+  return `SELECT toStartOfDay(hour) AS day, kind, provider, provider_group, model, combo, api_key_name, status,
+      sum(rows) AS rows, sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
+      sum(cache_write_tokens) AS cache_write_tokens, sum(output_tokens) AS output_tokens, sum(reasoning_tokens) AS reasoning_tokens,
+      sum(total_tokens) AS total_tokens, sum(cost) AS cost, sum(list_cost) AS list_cost, sum(duration_ms) AS duration_ms,
+      min(min_ts) AS min_ts, sum(unpriced_rows) AS unpriced_rows
     FROM ${source}
-    GROUP BY hour, kind, provider, provider_group, model, combo, api_key_name, status`;
+    GROUP BY day, kind, provider, provider_group, model, combo, api_key_name, status`;
 }
 
 /** Statements that set the store up before any migration runs (the database and the applied-versions table). */
@@ -278,6 +347,7 @@ const SHARD_KEYS: Readonly<Record<string, string>> = {
   requests: 'cityHash64(request_id)',
   requests_v8: 'cityHash64(request_id)',
   usage_hourly: 'rand()',
+  usage_daily: 'rand()',
   alerts: 'cityHash64(id)',
   alert_deliveries: 'cityHash64(alert_id)',
   claims: 'cityHash64(key)',
@@ -319,6 +389,12 @@ export function layoutStatements(sql: string, layout: Layout = {}): string[] {
   if (drop !== null) {
     const [, db, name, rest] = drop as unknown as [string, string, string, string];
     return [onCluster(`DROP TABLE IF EXISTS ${db}.${name}${rest}`, cluster), onCluster(`DROP TABLE IF EXISTS ${db}.${local(name)}${rest}`, cluster)];
+  }
+  const modify = /^\s*ALTER TABLE \S+ MODIFY QUERY /.exec(sql);
+  if (modify !== null) {
+    // A view's query (the view itself is on every node, under its own name): it reads its node's local table.
+    const source = /\bFROM (\w+)\.(\w+)/.exec(sql)!;
+    return [onCluster(sql.replace(source[0], `FROM ${source[1]}.${local(source[2]!)}`), cluster)];
   }
   const alter = /^\s*ALTER TABLE (\w+)\.(\w+)/.exec(sql);
   if (alter !== null) {

@@ -29,6 +29,7 @@ t.test('with a cluster: ON CLUSTER on every DDL, Replicated engines, data statem
   const ENGINE = /ENGINE = (Replicated\w*MergeTree)\('\/clickhouse\/tables\/\{shard\}\/(tollgate\.\w+)', '\{replica\}'(?:, ([^)]*))?\)/;
   const engines = clustered.map((sql) => ENGINE.exec(sql)).filter((m) => m !== null).map((m) => [m[1], m[2], m[3]].filter(Boolean).join(' '));
   t.same(engines.sort(), [
+    'ReplicatedAggregatingMergeTree tollgate.usage_daily',
     'ReplicatedAggregatingMergeTree tollgate.usage_hourly',
     'ReplicatedMergeTree tollgate.alert_deliveries',
     'ReplicatedMergeTree tollgate.claims',
@@ -41,7 +42,7 @@ t.test('with a cluster: ON CLUSTER on every DDL, Replicated engines, data statem
 });
 
 t.test('sharded: <table>_local Replicated tables under Distributed ones with the gateway\'s table names', async (t) => {
-  const TABLES = ['alert_deliveries', 'alerts', 'claims', 'requests', 'schema_migrations', 'usage_hourly'];
+  const TABLES = ['alert_deliveries', 'alerts', 'claims', 'requests', 'schema_migrations', 'usage_daily', 'usage_hourly'];
   const locals = sharded.map((sql) => /^\s*CREATE TABLE IF NOT EXISTS tollgate\.(\w+)_local ON CLUSTER prod \(/.exec(sql)?.[1]).filter(Boolean);
   t.same(locals.sort(), TABLES, 'every table has its local twin');
   sharded.filter((sql) => /_local ON CLUSTER prod \(/.test(sql)).forEach((sql) => {
@@ -55,11 +56,17 @@ t.test('sharded: <table>_local Replicated tables under Distributed ones with the
     ['requests', 'requests_local', 'requests_local', 'cityHash64(request_id)'],
     ['requests_v8', 'requests_v8_local', 'requests_v8_local', 'cityHash64(request_id)'],
     ['schema_migrations', 'schema_migrations_local', 'schema_migrations_local', 'version'],
+    ['usage_daily', 'usage_daily_local', 'usage_daily_local', 'rand()'],
     ['usage_hourly', 'usage_hourly_local', 'usage_hourly_local', 'rand()'],
   ], 'a Distributed table per table, sharded by the key its deduplication relies on (a request, a claim, an alert: one shard)');
   const view = sharded.find((sql) => /MATERIALIZED VIEW/.test(sql))!;
   t.match(view, /TO tollgate\.usage_hourly_local AS/, 'the view writes its node\'s local rollup');
   t.match(view, /FROM tollgate\.requests_local\b/, 'from its node\'s local requests');
+  const daily = sharded.find((sql) => /MATERIALIZED VIEW IF NOT EXISTS tollgate\.usage_daily_mv/.test(sql))!;
+  t.match(daily, /TO tollgate\.usage_daily_local AS[\s\S]*FROM tollgate\.usage_hourly_local\b/, 'the daily view: from its node\'s hourly rollup to its daily one');
+  const modified = sharded.filter((sql) => /MODIFY QUERY/.test(sql));
+  t.equal(modified.length, 1, 'the hourly view\'s query changed once (migration 22)');
+  t.match(modified[0]!, /^ALTER TABLE tollgate\.usage_hourly_mv ON CLUSTER prod MODIFY QUERY[\s\S]*FROM tollgate\.requests_local AS src\b/, 'the view keeps its name and reads its node\'s local requests');
   const added = sharded.filter((sql) => /ADD COLUMN IF NOT EXISTS kind/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
   t.same(added, ['tollgate.requests_local', 'tollgate.requests'], 'a column is added to the local and the Distributed table');
   const settings = sharded.filter((sql) => /MODIFY SETTING/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);

@@ -27,7 +27,9 @@ interface ComboStats {
 
 const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder; now: () => number }> = async (app, { store, config, now }) => {
+export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder; now: () => number; live?: boolean }> = async (
+  app, { store, config, now, live = false },
+) => {
   app.get('/api/usage/combos', async (req) => {
     const q = new QueryReader(req.query, ['period', 'combo']);
     const period = readPeriod(q);
@@ -35,7 +37,11 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
     const w = periodWindow(period, now());
     const filters = only === undefined ? {} : { combo: only };
     // Client requests (kind combo) and their attempts in one read, told apart by kind.
-    const groups = await aggregate(store, { from: w.from, to: w.to + 1, by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] } });
+    // On the real clock a window that ends now reads its current hour from the rollup (aggregate's openEnd).
+    const groups = await aggregate(store, {
+      from: w.from, to: w.to + 1, by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] },
+      openEnd: live && period !== 'yesterday',
+    });
     const clients = groups.filter((g) => g.kind === 'combo');
     const attempts = groups.filter((g) => g.kind === 'attempt');
     const combos = new Map<string, ComboStats>();

@@ -25,7 +25,7 @@ export const analyticsRoutes: FastifyPluginAsync<AnalyticsOptions> = async (app,
   await app.register(logRoutes, { store, now });
   await app.register(costRoutes, { store, config, now });
   await app.register(projectionRoutes, { store, config, now });
-  await app.register(comboRoutes, { store, config, now });
+  await app.register(comboRoutes, { store, config, now, live: opts.now === undefined });
   await app.register(hourlyRoutes, { store, config, now });
   // On the real clock, windows that end now read their current hour from the rollup (aggregate's openEnd).
   await app.register(overviewRoutes, { store, now, live: opts.now === undefined });

@@ -4,7 +4,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { TollgateError } from '../../core/errors.js';
 import { aggregate } from '../../store/aggregate.js';
-import { unpricedByModel } from '../../store/pricing.js';
 import type { Store } from '../../store/client.js';
 import { PERIODS, isPeriod, periodWindow, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
@@ -37,30 +36,30 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     const groups = await aggregate(store, {
       from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
     });
-    // Rows of paid models with no price anywhere: their cost is unknown, so the model's (and the summary's) cost is a
-    // lower bound, said with `cost_known: false` and `unpriced_requests` (docs/catalog.md).
-    const unpriced = await unpricedByModel(store, { from: w.from, to: w.to + 1, filters: { ...filters, kinds: usageKinds(keepalive) } });
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
-    const models = new Map<string, { model: string; requests: number; tokens: number; cost: number }>();
+    // Rows of paid models with no price anywhere (counted in the same read): their cost is unknown, so the model's
+    // (and the summary's) cost is a lower bound, said with `cost_known: false` and `unpriced_requests` (docs/catalog.md).
+    const models = new Map<string, { model: string; requests: number; tokens: number; cost: number; unpriced: number }>();
     let requests = 0;
     for (const g of groups) {
       if (client.has(g.kind!)) requests += g.rows;
       if (!usage.has(g.kind!)) continue;
-      const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: 0 };
+      const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: 0, unpriced: 0 };
       m.requests += g.rows;
       m.tokens += g.tokens;
       m.cost += g.cost;
+      m.unpriced += g.unpriced;
       models.set(g.model!, m);
     }
     const byModel = [...models.values()]
-      .map((m) => ({ ...m, cost: money(m.cost), ...unknownCost(unpriced.get(m.model) ?? 0) }))
+      .map(({ unpriced, ...m }) => ({ ...m, cost: money(m.cost), ...unknownCost(unpriced) }))
       .sort((a, b) => b.tokens - a.tokens || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
     const summary = {
       requests,
       tokens: byModel.reduce((s, m) => s + m.tokens, 0),
       cost: money(byModel.reduce((s, m) => s + m.cost, 0)),
-      ...unknownCost([...unpriced.values()].reduce((s, n) => s + n, 0)),
+      ...unknownCost([...models.values()].reduce((s, m) => s + m.unpriced, 0)),
     };
     return { period, date: w.date, from: iso(w.from), to: iso(w.to), filters: filtersEcho(filters), summary, byModel };
   });

@@ -1,0 +1,180 @@
+// Reads at scale (issue 17). Migration 22: the hourly rollup counts the rows of unknown cost (paid, no price anywhere,
+// tokens spent), the rows written before it by a backfill that changes no other sum, the rows written after it by
+// the view. Migration 23: the daily rollup, backfilled from the hourly one and fed by a view on it, so a day is always
+// the sum of its hours (a retried batch counted once in both). aggregate(), aggregateWindows() and providerWindows()
+// read whole UTC days from it and still equal the raw rows for windows over several days, with edges on and off
+// midnights and hours. rollup-daily.server.test.ts runs the same on the server path.
+
+import t from 'tap';
+import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
+import { aggregate, aggregateWindows, providerWindows, total } from '../../src/store/aggregate.js';
+import { toRow } from '../../src/store/rows.js';
+import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { openTestStore } from '../helpers/store-paths.js';
+
+const store = await openTestStore(t, { database: 'daily', prefix: 'tollgate-daily-' });
+
+const H = 3_600_000;
+const D = 24 * H;
+const T0 = Date.UTC(2026, 2, 10); // 2026-03-10 00:00Z
+let seq = 0;
+function row(at: number, opts: { kind?: RecordKind; provider?: string; unpriced?: boolean; tokens?: number } = {}) {
+  const tokens = opts.tokens ?? 10 + (seq % 7);
+  return toRow(makeRecord({
+    kind: opts.kind ?? 'request', requestId: uuidv7(at + seq++), startedAt: at, endedAt: at + 100, endpoint: 'chat.completions',
+    provider: opts.provider ?? 'p', providerGroup: 'paid', model: `${opts.provider ?? 'p'}/m${seq % 2}`, requestedModel: 'm', modelKnown: true,
+    apiKeyName: 'k', stream: false, status: seq % 5 === 0 ? 'failure' : 'success', httpStatus: 200, errorType: '',
+    usage: { input: tokens - 4, cached: null, cacheWrite: null, output: 4, reasoning: null }, usageSource: 'reported',
+    cost: opts.unpriced ? { cost: 0, listCost: 0, priceSource: 'none' } : { cost: 0.001 * (seq % 3), listCost: 0.002, priceSource: 'config' },
+    latency: { kind: 'unary', totalMs: 100 + seq }, upstreamMs: 90,
+  }));
+}
+
+/** Rows every 37 minutes over [start, start + hours), every fourth unpriced, every third an attempt, two providers. */
+function spread(start: number, hours: number) {
+  const out: ReturnType<typeof row>[] = [];
+  for (let x = start; x < start + hours * H; x += 37 * 60_000) {
+    const i: number = out.length;
+    out.push(row(x, { unpriced: i % 4 === 0, kind: i % 3 === 0 ? 'attempt' : 'request', provider: i % 2 === 0 ? 'p' : 'q' }));
+  }
+  return out;
+}
+
+const raw = async (from: number, to: number) => {
+  const [r] = await store.query<{ n: string; tok: string; cost: string; oldest: string; unpriced: string }>(
+    `SELECT count() AS n, sum(total_tokens) AS tok, toString(sum(cost)) AS cost, toUnixTimestamp64Milli(min(ts)) AS oldest,
+       countIf(provider_group = 'paid' AND price_source = 'none' AND total_tokens > 0) AS unpriced
+     FROM ${store.t('requests')} FINAL
+     WHERE ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')`,
+    { from, to },
+  );
+  return { rows: Number(r!.n), tokens: Number(r!.tok), cost: Number(r!.cost), oldest: Number(r!.n) === 0 ? null : Number(r!.oldest), unpriced: Number(r!.unpriced) };
+};
+const byDay = async (table: 'usage_hourly' | 'usage_daily') => {
+  const col = table === 'usage_hourly' ? 'toStartOfDay(hour)' : 'day';
+  return store.query(
+    `SELECT toString(${col}) AS d, provider, kind, sum(rows) AS n, sum(total_tokens) AS tok, toString(sum(cost)) AS cost,
+       sum(unpriced_rows) AS unpriced, toString(min(min_ts)) AS oldest
+     FROM ${store.t(table)} GROUP BY d, provider, kind ORDER BY d, provider, kind`,
+  );
+};
+
+t.test('migration 22: rows of unknown cost counted in the rollup, before it (backfill) and after it (view), nothing else changed', async (t) => {
+  await migrate(store, MIGRATIONS.filter((m) => m.version < 22));
+  const history = spread(T0 - 2 * H, 30);
+  await store.insert('requests', history, 'history');
+  const [before] = await store.query<{ n: string; tok: string }>(`SELECT sum(rows) AS n, sum(total_tokens) AS tok FROM ${store.t('usage_hourly')}`);
+  t.same(await migrate(store, MIGRATIONS.filter((m) => m.version <= 22)), [22], 'migration 22 applied');
+  const [after] = await store.query<{ n: string; tok: string; u: string }>(
+    `SELECT sum(rows) AS n, sum(total_tokens) AS tok, sum(unpriced_rows) AS u FROM ${store.t('usage_hourly')}`,
+  );
+  t.same([after!.n, after!.tok], [before!.n, before!.tok], 'the backfill adds to no other sum');
+  const want = (await raw(T0 - 2 * H, T0 + 28 * H)).unpriced;
+  t.ok(want > 5, `some rows of unknown cost (${want})`);
+  t.equal(Number(after!.u), want, 'the history\'s rows of unknown cost, each once');
+
+  await store.insert('requests', [row(T0 + 5 * H, { unpriced: true }), row(T0 + 5 * H + 1)], 'after-22');
+  await store.insert('requests', [row(T0 + 5 * H, { unpriced: true }), row(T0 + 5 * H + 1)], 'after-22'); // a retried batch
+  const [later] = await store.query<{ u: string }>(`SELECT sum(unpriced_rows) AS u FROM ${store.t('usage_hourly')}`);
+  t.equal(Number(later!.u), want + 1, 'a new row of unknown cost through the view, once');
+});
+
+t.test('migration 23: the daily rollup is the sum of the hourly one, history and new rows alike', async (t) => {
+  t.same(await migrate(store, MIGRATIONS.filter((m) => m.version <= 23)), [23], 'migration 23 applied');
+  t.same(await byDay('usage_daily'), await byDay('usage_hourly'), 'the backfilled days equal their hours');
+  const fresh = spread(T0 + 28 * H + 5 * 60_000, 100);
+  await store.insert('requests', fresh.slice(0, 80), 'fresh-1');
+  await store.insert('requests', fresh.slice(0, 80), 'fresh-1'); // the retry of a batch whose acknowledgement was lost
+  await store.insert('requests', fresh.slice(80), 'fresh-2');
+  const daily = await byDay('usage_daily');
+  t.same(daily, await byDay('usage_hourly'), 'after new rows (and a retried batch) the days still equal their hours');
+  t.ok(daily.length >= 6 * 2, `several days of rows (${daily.length} groups)`);
+  const [n] = await store.query<{ n: string }>(`SELECT sum(rows) AS n FROM ${store.t('usage_daily')}`);
+  t.equal(Number(n!.n), (await raw(0, T0 + 30 * D)).rows, 'every raw row once in the daily rollup');
+  const again = await migrate(store);
+  t.notOk(again.includes(23), 'applied once');
+});
+
+t.test('reads with whole days from the daily rollup equal the raw rows', async (t) => {
+  const edges = [T0 - 2 * H - 1, T0 - 90 * 60_000, T0, T0 + 1, T0 + 13 * H, T0 + D, T0 + D + 30 * 60_000, T0 + 2 * D, T0 + 3 * D - H, T0 + 4 * D + 7, T0 + 6 * D];
+  let checked = 0;
+  for (const x of edges) {
+    for (const y of edges) {
+      if (y <= x) continue;
+      for (const openEnd of [false, true]) {
+        if (openEnd && y !== edges[edges.length - 1]) continue; // openEnd: no row after `to`
+        const got = await total(store, { from: x, to: y, openEnd });
+        const want = await raw(x, y);
+        if (got.rows !== want.rows || got.tokens !== want.tokens || Math.abs(got.cost - want.cost) > 1e-12 || got.oldest !== want.oldest || got.unpriced !== want.unpriced) {
+          t.fail(`window [${x - T0}, ${y - T0}) openEnd ${openEnd}: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
+        }
+        checked++;
+      }
+    }
+  }
+  t.equal(checked, (edges.length * (edges.length - 1)) / 2 + edges.length - 1, `${checked} windows agree with the raw rows`);
+
+  // Grouped by UTC day (daily rollup) and by hour (hourly only): the same rows.
+  const from = T0 - 2 * H;
+  const to = T0 + 6 * D;
+  const days = await aggregate(store, { from, to, by: ['day', 'provider'] });
+  const hours = await aggregate(store, { from, to, by: ['hour', 'provider'] });
+  const fold = new Map<string, number>();
+  for (const g of hours) fold.set(`${g.hour!.slice(0, 10)} ${g.provider}`, (fold.get(`${g.hour!.slice(0, 10)} ${g.provider}`) ?? 0) + g.tokens);
+  t.same(days.map((g) => [`${g.day} ${g.provider}`, g.tokens]), [...fold.entries()].sort((x, y) => (x[0] < y[0] ? -1 : 1)), 'per UTC day, the daily rollup and the hours agree');
+  const tokyo = await aggregate(store, { from, to, by: ['day'], tz: 'Asia/Tokyo' });
+  t.equal(tokyo.reduce((s, g) => s + g.rows, 0), (await raw(from, to)).rows, 'a day in another time zone is read from hours, every row once');
+  t.not(tokyo[0]!.rows, days.filter((g) => g.day === tokyo[0]!.day).reduce((s, g) => s + g.rows, 0), 'and it is not the UTC day');
+
+  // Windows that end inside a day (today, this week, this month to a point in the afternoon).
+  const now = T0 + 4 * D + 15 * H + 7;
+  const windows = [{ from: T0 + 4 * D, to: now }, { from: T0 + 2 * D, to: now }, { from: T0 - D, to: now }, { from: T0, to: T0 + 3 * D + 5 * H }];
+  const got = await aggregateWindows(store, { windows, by: ['kind'] });
+  for (const [i, w] of windows.entries()) {
+    const want = await raw(w.from, w.to);
+    t.same([got[i]!.reduce((s, g) => s + g.rows, 0), got[i]!.reduce((s, g) => s + g.tokens, 0)], [want.rows, want.tokens], `window ${i}`);
+  }
+
+  // The quota's windows: a rolling window and a reset at 02:00 cut days; the month and today do not.
+  const sums = await providerWindows(store, {
+    start: T0 - D, to: now, today: T0 + 4 * D, month: T0 - D, kinds: ['request', 'attempt'],
+    windows: [
+      { provider: 'p', from: T0 + 4 * D + 10 * H, to: now, secondary: { from: T0 - D, to: now } },
+      { provider: 'q', from: T0 + D + 2 * H, to: now },
+    ],
+  });
+  const pRows = sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.rows, 0);
+  const qRows = sums.filter((s) => s.provider === 'q').reduce((n, s) => n + s.rows, 0);
+  const rawOf = async (provider: string, a: number, b: number) => Number((await store.query<{ n: string }>(
+    `SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE provider = {p:String} AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+    { p: provider, a, b },
+  ))[0]!.n);
+  t.equal(pRows, await rawOf('p', T0 + 4 * D + 10 * H, now), 'p: its window from 10:00 today');
+  t.equal(qRows, await rawOf('q', T0 + D + 2 * H, now), 'q: its window from 02:00 three days ago');
+  t.equal(sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.secondaryRows, 0), await rawOf('p', T0 - D, now), 'p: its secondary window');
+
+  // A window that starts mid-hour (a rolling window): its partial first hour from the raw rows, in the same read,
+  // counted in that window only (not in the secondary window, today or the month, which have the hour already).
+  const [pRow] = await store.query<{ ms: string }>(
+    `SELECT toUnixTimestamp64Milli(min(ts)) AS ms FROM ${store.t('requests')} WHERE provider = 'p' AND ts > fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: T0 + 4 * D + 9 * H },
+  );
+  const mid = Number(pRow!.ms) - 60_000; // a minute before a row of p
+  const hourEnd = Math.ceil(mid / H) * H;
+  const withEdge = await providerWindows(store, {
+    start: T0 - D, to: now, today: T0 + 4 * D, month: T0 - D, kinds: ['request', 'attempt'],
+    windows: [{ provider: 'p', from: hourEnd, to: now, secondary: { from: T0 - D, to: now } }, { provider: 'q', from: T0 + D + 2 * H, to: now }],
+    edges: [{ provider: 'p', from: mid, to: hourEnd }],
+  });
+  const of = (list: typeof sums, provider: string, k: 'rows' | 'secondaryRows' | 'todayCost' | 'monthCost' | 'oldest') =>
+    list.filter((s) => s.provider === provider).reduce((n, s) => (k === 'oldest' ? Math.min(n, s.oldest ?? Infinity) : n + (s[k] as number)), k === 'oldest' ? Infinity : 0);
+  const want = await rawOf('p', mid, now);
+  t.ok(mid % H !== 0 && want > (await rawOf('p', hourEnd, now)), 'the window starts mid-hour, and the partial hour holds rows');
+  t.equal(of(withEdge, 'p', 'rows'), want, 'p: its window from mid-hour, the partial hour included');
+  const [first] = await store.query<{ ms: string }>(
+    `SELECT toUnixTimestamp64Milli(min(ts)) AS ms FROM ${store.t('requests')} FINAL WHERE provider = 'p' AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: mid },
+  );
+  t.equal(of(withEdge, 'p', 'oldest'), Number(first!.ms), 'the oldest row counted is in the partial hour');
+  for (const k of ['secondaryRows', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
+  t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
+});
