@@ -54,46 +54,27 @@ await app.tollgate.storeReady;
 if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
 const { writer, store, metrics } = app.tollgate;
 
-// Diagnostics only: count the inserts the batch writer makes (how well it batches) by wrapping this instance's
-// method; the rows and the SQL are untouched.
+// Diagnostics only: count the inserts the batch writer makes (how well it batches: `insertLines` for a segment as
+// it is, `insert` when ClickHouse refused one as data) and the reads the gateway's own background work makes (quota
+// snapshot, budget, alert evaluator) under load, by wrapping this instance's methods; rows and SQL are untouched.
 const inserts = { calls: 0, rows: 0, ms: 0 };
-const insert = store.insert.bind(store);
-store.insert = async (table, values, token) => {
-  const t0 = performance.now();
-  try {
-    return await insert(table, values, token);
-  } finally {
-    inserts.calls++;
-    inserts.rows += values.length;
-    inserts.ms += performance.now() - t0;
-  }
-};
-
-// Reads made by the gateway's own background work (quota snapshot, budget, alert evaluator) while under load.
-const reads = { calls: 0, ms: 0 };
-const query = store.query.bind(store);
-store.query = async (...args) => {
-  const t0 = performance.now();
-  try {
-    return await query(...args);
-  } finally {
-    reads.calls++;
-    reads.ms += performance.now() - t0;
-  }
-};
-
-// The batch writer inserts a segment's lines as they are (insertLines); both are counted.
-const insertLines = store.insertLines.bind(store);
-store.insertLines = async (table, lines, token) => {
-  const t0 = performance.now();
-  try {
-    return await insertLines(table, lines, token);
-  } finally {
-    inserts.calls++;
-    inserts.rows += lines.length;
-    inserts.ms += performance.now() - t0;
-  }
-};
+const reads = { calls: 0, rows: 0, ms: 0 };
+function counted(method, into, rowsOf) {
+  const original = store[method].bind(store);
+  store[method] = async (...args) => {
+    const t0 = performance.now();
+    try {
+      return await original(...args);
+    } finally {
+      into.calls++;
+      into.rows += rowsOf(args);
+      into.ms += performance.now() - t0;
+    }
+  };
+}
+counted('insert', inserts, ([, values]) => values.length);
+counted('insertLines', inserts, ([, lines]) => lines.length);
+counted('query', reads, () => 0);
 
 serveParent({
   cpu: () => cpuMicros(),
