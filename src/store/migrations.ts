@@ -74,6 +74,8 @@ export const MIGRATIONS: readonly Migration[] = [
     // deduplication window so a retried batch (same token) reaches neither twice.
     version: 3,
     name: 'rollups',
+    // Its last statement creates the view: once the view exists, a rerun (the records lost) must not backfill again.
+    done: (db) => viewExists(db, 'usage_hourly_mv'),
     statements: (db) => [
       `ALTER TABLE ${db}.requests MODIFY SETTING non_replicated_deduplication_window = 1000`,
       `CREATE TABLE IF NOT EXISTS ${db}.usage_hourly (
@@ -84,7 +86,10 @@ export const MIGRATIONS: readonly Migration[] = [
       ORDER BY (hour, kind, provider, model, combo, api_key_name, status, provider_group)
       SETTINGS non_replicated_deduplication_window = 1000`,
       // One token: a second replica migrating at the same moment inserts the same backfill, and ClickHouse drops it.
-      `INSERT INTO ${db}.usage_hourly SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-3-backfill'
+      // Its columns named: a rerun (schema_migrations lost, e.g. to a disk error) finds the columns later migrations
+      // added to the rollup (unpriced_rows), which take their defaults.
+      `INSERT INTO ${db}.usage_hourly (${ROLLUP_DIMS}, ${ROLLUP_SUMS})
+       SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-3-backfill'
        ${rollupSelect(`${db}.requests FINAL`)}`,
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_hourly_mv TO ${db}.usage_hourly AS ${rollupSelect(`${db}.requests`)}`,
     ],
@@ -217,10 +222,11 @@ export const MIGRATIONS: readonly Migration[] = [
     // (MODIFY QUERY: the view never stops firing). The backfill carries a token, so a rerun adds nothing twice.
     version: 22,
     name: 'unpriced rows in the rollup',
+    // Done once the view counts them (its last statement); a backfill that ran without it is dropped by its token.
+    done: (db) => viewExists(db, 'usage_hourly_mv', 'unpriced_rows'),
     statements: (db) => [
       `ALTER TABLE ${db}.usage_hourly ADD COLUMN IF NOT EXISTS unpriced_rows SimpleAggregateFunction(sum, UInt64) DEFAULT 0`,
-      `INSERT INTO ${db}.usage_hourly (${ROLLUP_DIMS}, rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens,
-         reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts, unpriced_rows)
+      `INSERT INTO ${db}.usage_hourly (${ROLLUP_DIMS}, ${ROLLUP_SUMS}, unpriced_rows)
        SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-22-backfill'
        SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status, 0, 0, 0, 0, 0, 0, 0,
          toDecimal128(0, 12), toDecimal128(0, 12), 0, min(ts), count()
@@ -238,6 +244,7 @@ export const MIGRATIONS: readonly Migration[] = [
     // in the hourly rollup are backfilled before the view exists, under a token, as migration 3 does.
     version: 23,
     name: 'daily rollup',
+    done: (db) => viewExists(db, 'usage_daily_mv'),
     statements: (db) => [
       `CREATE TABLE IF NOT EXISTS ${db}.usage_daily (
         day DateTime('UTC'),
@@ -253,6 +260,10 @@ export const MIGRATIONS: readonly Migration[] = [
     ],
   },
 ];
+
+/** A `done` probe: the view exists (and its query names `naming`, when given). */
+const viewExists = (db: string, view: string, naming?: string): string => `SELECT count() > 0 AS done FROM system.tables
+  WHERE database = '${db}' AND name = '${view}'${naming === undefined ? '' : ` AND position(create_table_query, '${naming}') > 0`}`;
 
 /** The columns of a rollup after its time column: the dimensions, then the sums (usage_hourly, usage_daily). */
 const ROLLUP_COLUMNS = `kind LowCardinality(String),
@@ -281,6 +292,7 @@ const ROLLUP_COLUMNS = `kind LowCardinality(String),
 export const unpricedSql = (of = ''): string =>
   `${of}provider_group = 'paid' AND ${of}price_source = 'none' AND ${of}total_tokens > 0`;
 const ROLLUP_DIMS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
+const ROLLUP_SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts';
 
 /**
  * The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's); `unpriced`: with the

@@ -70,10 +70,12 @@ t.test('migrate creates the database and tables, and is idempotent', async (t) =
       { name: 'claims', engine: 'MergeTree' },
       { name: 'requests', engine: 'ReplacingMergeTree' },
       { name: 'schema_migrations', engine: 'ReplacingMergeTree' },
+      { name: 'usage_daily', engine: 'AggregatingMergeTree' },
+      { name: 'usage_daily_mv', engine: 'MaterializedView' },
       { name: 'usage_hourly', engine: 'AggregatingMergeTree' },
       { name: 'usage_hourly_mv', engine: 'MaterializedView' },
     ],
-    'requests and schema_migrations (ReplacingMergeTree), the hourly rollup and its view, alerts and deliveries, claims',
+    'requests and schema_migrations (ReplacingMergeTree), the hourly and daily rollups and their views, alerts and deliveries, claims',
   );
 
   const cols = await store.query<{ name: string; type: string }>(
@@ -95,7 +97,7 @@ t.test('migrate creates the database and tables, and is idempotent', async (t) =
   const applied = await store.query<{ version: number; name: string; n: string }>(
     `SELECT version, name, count() OVER () AS n FROM ${store.t('schema_migrations')} FINAL ORDER BY version`,
   );
-  t.same(applied.map((r) => [Number(r.version), r.name]), [[1, 'requests'], [2, 'routing'], [3, 'rollups'], [4, 'alerts'], [5, 'alert claims'], [6, 'claims'], [7, 'durable parts'], [8, 'requests sorted by hour'], [20, 'price source'], [21, 'trace id']], 'one row per version');
+  t.same(applied.map((r) => [Number(r.version), r.name]), [[1, 'requests'], [2, 'routing'], [3, 'rollups'], [4, 'alerts'], [5, 'alert claims'], [6, 'claims'], [7, 'durable parts'], [8, 'requests sorted by hour'], [20, 'price source'], [21, 'trace id'], [22, 'unpriced rows in the rollup'], [23, 'daily rollup']], 'one row per version');
   t.equal(Number(applied[0]!.n), MIGRATIONS.length);
   t.equal(types.kind, 'LowCardinality(String)');
   t.equal(types.parent_id, 'Nullable(UUID)', 'parent_id: null for client requests');
