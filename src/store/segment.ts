@@ -35,19 +35,13 @@ export const markerLine = (row: unknown): string => `${MARKER_PREFIX}${JSON.stri
 
 /** Rows (not markers, not torn lines) in a segment's text. */
 export function countRows(buf: Buffer): number {
-  let n = 0;
-  for (const _ of lines(buf.toString('utf8'), { rowsOnly: true })) n++;
-  return n;
+  return rowLines(buf.toString('utf8')).length;
 }
 
-/**
- * The whole lines of a segment's text: rows, and the begin markers of requests in flight. With `rowsOnly`, markers
- * are passed over by their prefix, without parsing them (a segment holds about as many markers as rows).
- */
-export function* lines<Row>(content: string, opts: { readonly rowsOnly?: boolean } = {}): Generator<{ marker: boolean; row: Row }> {
+/** The whole lines of a segment's text, parsed: rows, and the begin markers of requests in flight (read at open). */
+export function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
   for (const text of content.split('\n')) {
     if (text === '') continue;
-    if (opts.rowsOnly === true && text.startsWith(MARKER_PREFIX)) continue;
     let parsed: Record<string, unknown>;
     try {
       parsed = JSON.parse(text) as Record<string, unknown>;
@@ -60,8 +54,10 @@ export function* lines<Row>(content: string, opts: { readonly rowsOnly?: boolean
 }
 
 /**
- * The whole row lines of a segment's text, as they are (not parsed): no marker, no line the disk or a kill cut (the
- * last piece without its newline, or a cut line ended with `!`). Their text is what ClickHouse's JSONEachRow takes.
+ * The row lines of a segment's text, as they are (the one definition of a segment's rows: what is inserted, read back
+ * and counted): no marker (passed over by its prefix, not parsed), no line the disk cut (ended with `!`), and the last
+ * piece without its newline only when it is a whole row (a kill can stop a write there); only that piece is parsed.
+ * Their text is what ClickHouse's JSONEachRow takes.
  */
 export function rowLines(content: string): string[] {
   const out: string[] = [];
@@ -72,7 +68,29 @@ export function rowLines(content: string): string[] {
     if (line === '' || line.startsWith(MARKER_PREFIX) || line.endsWith('!')) continue;
     out.push(line);
   }
+  const last = content.slice(from);
+  if (last !== '' && !last.startsWith(MARKER_PREFIX) && parsesAsObject(last)) out.push(last);
   return out;
+}
+
+/** The rows of a segment's text, parsed (the writer's path for a segment ClickHouse refused as data). */
+export function rowsOf<Row>(content: string): Row[] {
+  const rows: Row[] = [];
+  for (const line of rowLines(content)) {
+    try {
+      rows.push(JSON.parse(line) as Row);
+    } catch {} // a line damaged on disk: never acknowledged as written
+  }
+  return rows;
+}
+
+function parsesAsObject(text: string): boolean {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v);
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -19,7 +19,7 @@
 import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { countRows, EXT, lines, markerLine, NAME, rejectedLines, rowLines, type Segment } from './segment.js';
+import { countRows, EXT, lines, markerLine, NAME, rejectedLines, rowLines, rowsOf, type Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -351,7 +351,7 @@ export class Spool<Row> {
 
   /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
   read(seg: Segment): Row[] {
-    return [...lines<Row>(this.#text(seg), { rowsOnly: true })].filter((l) => !l.marker).map((l) => l.row);
+    return rowsOf<Row>(this.#text(seg));
   }
 
   /** The whole row lines of a sealed segment as they are, for an insert that does not parse them (no markers). */
