@@ -4,6 +4,7 @@
 
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
+import { decimalUnits, unitsNumber } from './decimal.js';
 import { unpricedSql } from './migrations.js';
 
 /** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is UTC. */
@@ -266,8 +267,10 @@ type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
 
 /**
  * Every provider's quota window, its secondary window, and its cost today and this month, per model, in ONE read of
- * [start, to): each row is summed into the windows of its own provider (conditional sums), so ClickHouse returns one
- * row per provider and model instead of one per hour.
+ * [start, to). ClickHouse returns the sums per provider, model and rollup row time (an hour, or a whole day of the
+ * daily rollup, which no window edge cuts), and each is added here into the windows of its own provider: a query with
+ * a conditional sum per window and figure took the engine 2x longer to plan than to run (docs/benchmarks.md). Money
+ * is added exactly (decimal text, src/store/decimal.ts).
  */
 export async function providerWindows(
   store: Store,
@@ -280,46 +283,57 @@ export async function providerWindows(
   if (q.windows.length === 0) return [];
   const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
   const { a, b, c, d } = split(q.start, q.to, q.openEnd, cuts);
-  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds, today: q.today, month: q.month };
-  const pick = (field: (w: QuotaWindows) => number | undefined, name: string) =>
-    `multiIf(${q.windows.map((w, i) => {
-      params[`${name}${i}`] = field(w) ?? 0;
-      params[`p${i}`] = w.provider;
-      return `provider = {p${i}:String}, fromUnixTimestamp64Milli({${name}${i}:Int64}, 'UTC')`;
-    }).join(', ')}, toDateTime64(0, 3, 'UTC'))`;
+  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds };
   const edges = (q.edges ?? []).map((w, i) => {
     Object.assign(params, { [`ep${i}`]: w.provider, [`ef${i}`]: w.from, [`et${i}`]: w.to });
     return `(provider = {ep${i}:String} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
   });
-  // A raw edge row (edge = 1) counts in its provider's window and nowhere else: its hour is in the rollup rows too.
-  const inWindow = '(edge = 1 OR (hour >= w_from AND hour < w_to))';
-  const inSecondary = '(edge = 0 AND hour >= s_from AND hour < s_to)';
-  const since = (p: string) => `edge = 0 AND hour >= fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
-  const sql = `
-    SELECT provider, model,
-      sumIf(rows, ${inWindow}) AS w_rows, sumIf(total_tokens, ${inWindow}) AS w_tokens, toString(sumIf(cost, ${inWindow})) AS w_cost,
-      sumIf(duration_ms, ${inWindow}) AS w_duration_ms, toUnixTimestamp64Milli(minIf(min_ts, ${inWindow})) AS w_oldest,
-      sumIf(rows, ${inSecondary}) AS secondary_rows,
-      toString(sumIf(cost, ${since('today')})) AS today_cost,
-      toString(sumIf(cost, ${since('month')})) AS month_cost
-    FROM (
-      SELECT *, ${pick((w) => w.from, 'wf')} AS w_from, ${pick((w) => w.to, 'wt')} AS w_to,
-        ${pick((w) => w.secondary?.from, 'sf')} AS s_from, ${pick((w) => w.secondary?.to, 'st')} AS s_to
-      FROM (
-        SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
-        FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
-        ${edges.length === 0 ? '' : `UNION ALL
-        SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
-          ts AS min_ts, 1 AS edge
-        FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`)}`}
-      )
-    )
-    GROUP BY provider, model`;
-  // (Output names differ from the columns they sum: a ClickHouse alias would shadow the column in later sums.)
-  const rows = await store.query<RawGroup>(sql, params);
-  return rows.map((r) => ({
-    provider: String(r.provider), model: String(r.model), rows: num(r.w_rows), tokens: num(r.w_tokens), cost: num(r.w_cost),
-    durationMs: num(r.w_duration_ms), oldest: num(r.w_rows) === 0 ? null : num(r.w_oldest), secondaryRows: num(r.secondary_rows),
-    todayCost: num(r.today_cost), monthCost: num(r.month_cost),
+  const rows = await store.query<RawGroup>(
+    `SELECT provider, model, toUnixTimestamp(hour) AS at_s, edge, sum(rows) AS n, sum(total_tokens) AS tokens, toString(sum(cost)) AS cost_usd,
+       sum(duration_ms) AS duration, toUnixTimestamp64Milli(min(min_ts)) AS oldest_ms
+     FROM (
+       SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
+       FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
+       ${edges.length === 0 ? '' : `UNION ALL
+       SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
+         ts AS min_ts, 1 AS edge
+       FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`)}`}
+     )
+     GROUP BY provider, model, at_s, edge`,
+    params,
+  );
+  const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
+  const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint }>();
+  for (const r of rows) {
+    const provider = String(r.provider);
+    const model = String(r.model);
+    const key = `${provider}\u0000${model}`;
+    let s = out.get(key);
+    if (s === undefined) {
+      s = { provider, model, rows: 0, tokens: 0, cost: 0n, durationMs: 0, oldest: null, secondaryRows: 0, today: 0n, month: 0n };
+      out.set(key, s);
+    }
+    const at = num(r.at_s) * 1000;
+    const cost = decimalUnits(String(r.cost_usd));
+    const w = windowOf.get(provider);
+    // A raw edge row counts in its provider's window and nowhere else: its hour is in the rollup rows too.
+    if (num(r.edge) === 1) {
+      if (w === undefined) continue;
+    } else {
+      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.n);
+      if (at >= q.today) s.today += cost;
+      if (at >= q.month) s.month += cost;
+      if (w === undefined || at < w.from || at >= w.to) continue;
+    }
+    s.rows += num(r.n);
+    s.tokens += num(r.tokens);
+    s.cost += cost;
+    s.durationMs += num(r.duration);
+    const oldest = num(r.oldest_ms);
+    if (num(r.n) > 0 && (s.oldest === null || oldest < s.oldest)) s.oldest = oldest;
+  }
+  return [...out.values()].map((s) => ({
+    provider: s.provider, model: s.model, rows: s.rows, tokens: s.tokens, cost: unitsNumber(s.cost), durationMs: s.durationMs,
+    oldest: s.rows === 0 ? null : s.oldest, secondaryRows: s.secondaryRows, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
   }));
 }
