@@ -204,3 +204,13 @@ t.test('every bad query parameter is a 400 that names it', async (t) => {
     }
   }
 });
+
+// Last: it inserts a row again. The attempts are read with LIMIT 1 BY request_id (not FINAL): an attempt inserted in
+// two batches (a retried insert that the deduplication token did not cover) is still listed once.
+t.test('request-logs: an attempt inserted twice is listed once', async (t) => {
+  await fx.app.tollgate.store.insert('requests', [ROWS.B2]);
+  const [c2] = (await fx.get('/fixed/api/usage/request-logs?combo=fuse')).json.data;
+  t.same(c2.attempts.map((a: { attempt: number }) => a.attempt), [1, 2, 3], 'attempt 2 once');
+  const raw = await fx.app.tollgate.store.query<{ n: string }>(`SELECT count() AS n FROM ${fx.app.tollgate.store.t('requests')} WHERE request_id = {id:UUID}`, { id: ROWS.B2.request_id });
+  t.equal(Number(raw[0]!.n), 2, 'the row is in the raw table twice (no merge yet)');
+});
