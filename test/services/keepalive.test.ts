@@ -19,6 +19,9 @@ import type { ProviderConfig } from '../../src/config/types.js';
 // chdb binds one data directory per process: every app of this file uses this one.
 const dataDir = tempDir(t);
 const W = 2000;
+// How late a ping may be and still be "right after" its window: half a window (timers run late on a loaded machine;
+// a ping a whole window late would be a missed window).
+const LATE = W / 2;
 
 t.test('the window rule', async (t) => {
   t.same(['2s', '30m', '5h', '1d'].map(parseWindow), [2000, 1_800_000, 18_000_000, 86_400_000], 'windows in ms');
@@ -110,7 +113,7 @@ t.test('a ping right after the window ends, recorded apart, opening the next win
   t.equal(Number(row!.cost), (8 * 2.5 + 3 * 1.25 + 7 * 10) / 1e6, 'cost at the provider price');
   const [pinged] = await starts(gw, `provider = 'fake' AND kind = 'keepalive'`);
   t.ok(pinged! - opened! >= W, `sent after the window ended (${pinged! - opened!} ms after it opened)`);
-  t.ok(pinged! - opened! < W + 400, 'and right after');
+  t.ok(pinged! - opened! < W + LATE, 'and right after');
 
   const metrics = await gw.metrics();
   t.equal(metricValue(metrics, 'tollgate_keepalive_pings_total', { provider: 'fake', status: 'success' }), 1, 'counted as a ping');
@@ -125,7 +128,7 @@ t.test('a ping right after the window ends, recorded apart, opening the next win
   const times = await starts(gw, `provider = 'fake' AND kind = 'keepalive'`);
   t.equal(times.length, 2, 'two ping rows');
   t.ok(times[1]! - times[0]! >= W - 100, `pings a window apart (${times[1]! - times[0]!} ms)`);
-  t.ok(times[1]! - times[0]! < W + 400, 'and no more');
+  t.ok(times[1]! - times[0]! < W + LATE, 'and no more');
 
   const onPings = pings(multi).filter((r) => r.headers.authorization === 'Bearer sk-on');
   t.ok(onPings.length >= 1, "multi's connection 'on' is pinged");
@@ -165,7 +168,7 @@ t.test('a failed ping is recorded and retried; a restart recovers the open windo
   const rows = await second.rows(`provider = 'again' AND kind = 'keepalive'`);
   t.same(rows.map((r) => [r.status, Number(r.http_status)]), [['failure', 503], ['success', 200]], 'the failure, then the retry');
   const times = await starts(second, `provider = 'again' AND kind = 'keepalive'`);
-  t.ok(times[0]! - opened! >= W && times[0]! - opened! < W + 400, `pinged when the recovered window ended (${times[0]! - opened!} ms)`);
+  t.ok(times[0]! - opened! >= W && times[0]! - opened! < W + LATE, `pinged when the recovered window ended (${times[0]! - opened!} ms)`);
   t.ok(times[1]! - times[0]! >= W - 100, `retried after min(60 s, window) (${times[1]! - times[0]!} ms)`);
   const metrics = await second.metrics();
   t.equal(metricValue(metrics, 'tollgate_keepalive_pings_total', { provider: 'again', status: 'failure' }), 1, 'the failure counted');
