@@ -18,6 +18,7 @@
 //
 //   npm run bench:queries
 //   BENCH_QUERY_ROWS=1000000 BENCH_QUERY_N=100 npm run bench:queries     # a quicker, smaller run
+//   BENCH_QUERY_LAYOUT=spread npm run bench:queries                        # every insert spans the 45 days (worst case)
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -46,6 +47,9 @@ const ROUNDS = envInt('BENCH_QUERY_ROUNDS', 10, 1);
 const UNCACHED_N = envInt('BENCH_QUERY_UNCACHED_N', 30, 1);
 const WARMUP = envInt('BENCH_QUERY_WARMUP', 5, 0);
 const RAW_RUNS = envInt('BENCH_QUERY_RAW_RUNS', 20, 1);
+/** How the rows are inserted (bench/query-data.mjs): `ordered` (time order, as a gateway writes) or `spread`. */
+const LAYOUT = process.env.BENCH_QUERY_LAYOUT || 'ordered';
+if (LAYOUT !== 'ordered' && LAYOUT !== 'spread') throw new Error(`BENCH_QUERY_LAYOUT=${LAYOUT}: expected ordered or spread`);
 const TARGET_MS = 50;
 const QUOTA_SPACING_MS = 1100;
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -120,7 +124,7 @@ async function main() {
 
   // 1. Data, and the in-process month summaries; the child exits before the app opens the directory.
   log(`generating ${ROWS} rows in ${dataDir}`);
-  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS)], { readyTimeoutMs: 30 * 60_000 });
+  const gen = startChild('data', join(HERE, 'query-data.mjs'), [dataDir, String(ROWS), String(RAW_RUNS), LAYOUT], { readyTimeoutMs: 30 * 60_000 });
   const data = await gen.ready;
   await gen.stop();
   const sh = data.shape;
@@ -228,7 +232,7 @@ async function main() {
     `Tollgate query benchmark: node ${process.version}, ${cpu.length} CPUs; ${sh.rows} rows in requests ` +
       `(request ${sh.request}, combo ${sh.combo}, attempt ${sh.attempt}, keepalive ${sh.keepalive}; ` +
       `${((sh.success / sh.rows) * 100).toFixed(1)}% success) over ${span.toFixed(1)} days up to ${new Date(sh.newest).toISOString()}; ` +
-      `generated in ${data.generateS.toFixed(0)} s.`,
+      `generated in ${data.generateS.toFixed(0)} s, ${data.layout === 'spread' ? 'layout spread (every insert spans the 45 days)' : 'layout ordered (inserts in time order)'}.`,
   );
   out.push(
     `Parts when measured: ${Object.entries(data.parts).map(([t, p]) => `${t} ${p.parts} parts / ${p.rows} rows`).join(', ')}. ` +

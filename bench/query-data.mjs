@@ -5,7 +5,7 @@
 // no HTTP. It reports to the parent and exits when told to, so the directory is free for the app's process (chdb
 // allows one data directory per process).
 //
-//   node bench/query-data.mjs <data dir> <rows> <raw runs>     (started by bench/queries.mjs)
+//   node bench/query-data.mjs <data dir> <rows> <raw runs> [ordered|spread]     (started by bench/queries.mjs)
 
 import { performance } from 'node:perf_hooks';
 import { openStore } from '../dist/store/client.js';
@@ -14,7 +14,11 @@ import { total } from '../dist/store/aggregate.js';
 import { announceReady, serveParent } from './lib/ipc.mjs';
 import { DAY_MS, DB, insertSql } from './lib/query-fixture.mjs';
 
-const [dataDir, rowsArg, runsArg] = process.argv.slice(2);
+const [dataDir, rowsArg, runsArg, layoutArg = 'ordered'] = process.argv.slice(2);
+// ordered: chunk k holds the k-th slice of the span, oldest first (inserts in time order, as a gateway makes them);
+// spread: every chunk spans the whole 45 days (every hour and day of the rollups in every part: the worst case).
+const LAYOUT = layoutArg;
+if (LAYOUT !== 'ordered' && LAYOUT !== 'spread') throw new Error(`layout must be ordered or spread, not '${LAYOUT}'`);
 const ROWS = Number(rowsArg);
 const RUNS = Number(runsArg);
 if (!dataDir || !(ROWS > 0) || !(RUNS > 0)) throw new Error('usage: query-data.mjs <data dir> <rows> <raw runs>');
@@ -28,9 +32,11 @@ await migrate(store);
 
 const nowMs = Date.now();
 const t0 = performance.now();
+const chunks = Math.ceil(ROWS / CHUNK);
 for (let start = 0; start < ROWS; start += CHUNK) {
   const count = Math.min(CHUNK, ROWS - start);
-  await store.command(insertSql({ start, count, nowMs, spanMs: SPAN_MS }));
+  const slice = LAYOUT === 'ordered' ? { index: start / CHUNK, of: chunks } : undefined;
+  await store.command(insertSql({ start, count, nowMs, spanMs: SPAN_MS, slice }));
   log(`inserted ${start + count}/${ROWS} rows (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
 }
 const generateS = (performance.now() - t0) / 1000;
@@ -82,7 +88,7 @@ log(`raw month summary ${check.raw.rows} rows / ${check.raw.tokens} tokens; aggr
 
 serveParent({ stop: () => store.close() });
 announceReady({
-  generateS, mergeWaitS, stillMerging: merging, parts, nowMs,
+  generateS, mergeWaitS, stillMerging: merging, parts, nowMs, layout: LAYOUT,
   shape: Object.fromEntries(Object.entries(shape).map(([k, v]) => [k, Number(v)])),
   timings, check,
 });

@@ -181,7 +181,8 @@ function latestQueries() {
   const health = rows.find((c) => c[1].startsWith('GET /health'));
   if (api.length === 0) return null;
   const worst = api.reduce((a, b) => (b.p99 > a.p99 ? b : a));
-  return { file: `bench/results/${files.at(-1)}`, worst, health: health ? Number(health[4]) : NaN, count: api.length };
+  const layout = /layout (\w+)/.exec(text)?.[1] ?? 'spread';
+  return { file: `bench/results/${files.at(-1)}`, worst, health: health ? Number(health[4]) : NaN, count: api.length, layout };
 }
 
 /** Issue 17's figures in one table: each beside its baseline from this run (or the named run) and its target. */
@@ -212,7 +213,7 @@ function summaryTable({ results, peak, startup, idle, reads }) {
   }
   if (peak) rows.push([`peak RSS over the run (c=${CONCURRENCY}, embedded)`, mib(peak.tollgate), `bare passthrough ${mib(peak.passthrough)}`, 'bounded (documented)', '']);
   rows.push(reads
-    ? [`read p99, worst of ${reads.count} /api reads at 10M rows (bench:queries)`, `${reads.worst.p99.toFixed(1)} ms (${reads.worst.label.replace(/^GET /, '')})`, `/health ${reads.health} ms; ${reads.file}`, `< ${TARGETS_17.readP99Ms} ms`, reads.worst.p99 < TARGETS_17.readP99Ms ? 'yes' : 'NO']
+    ? [`read p99, worst of ${reads.count} /api reads at 10M rows (bench:queries, layout ${reads.layout})`, `${reads.worst.p99.toFixed(1)} ms (${reads.worst.label.replace(/^GET /, '')})`, `/health ${reads.health} ms; ${reads.file}`, `< ${TARGETS_17.readP99Ms} ms`, reads.worst.p99 < TARGETS_17.readP99Ms ? 'yes' : 'NO']
     : ['read p99 at 10M rows', 'not measured here: run npm run bench:queries', '', `< ${TARGETS_17.readP99Ms} ms`, '']);
   const head = ['figure', 'tollgate', 'baseline (same run)', 'target', 'met'];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

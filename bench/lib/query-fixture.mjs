@@ -112,14 +112,23 @@ function call(x, pi, mi) {
   return { status, failed, aborted, input, cached, cacheWrite, output, reasoning, total, list, cost: `(${list} * ${paid})`, duration };
 }
 
-/** `INSERT ... SELECT` of rows [start, start + count): ts spread over [nowMs - spanMs, nowMs - 60 s]. */
-export function insertSql({ start, count, nowMs, spanMs }) {
+/**
+ * `INSERT ... SELECT` of rows [start, start + count): start times spread over [nowMs - spanMs, nowMs - 60 s), or, with
+ * `slice` ({ index, of }), over that slice of it (the span cut into `of` equal slices, oldest first): inserts made
+ * in time order, as a gateway makes them.
+ */
+export function insertSql({ start, count, nowMs, spanMs, slice }) {
   const n = 'n';
   const r = `(${n} % 20)`;
   const kind = `multiIf(${r} = 0, 'combo', ${r} IN (1, 2), 'attempt', ${n} % 100 = 3, 'keepalive', 'request')`;
   const k = `if(${r} IN (1, 2), ${r}, 0)`; // attempt number
   const p = `(${n} - ${k})`; // the client request's row (the row itself unless an attempt)
-  const tsOf = (row) => `(toInt64(${nowMs}) - 60000 - toInt64(${H(row, 1)} % ${spanMs - 60_000}))`;
+  const hi = nowMs - 60_000;
+  const lo = nowMs - spanMs;
+  const sliceLen = slice ? Math.floor((hi - lo) / slice.of) : 0;
+  const tsOf = slice
+    ? (row) => `(toInt64(${lo + slice.index * sliceLen}) + toInt64(${H(row, 1)} % ${sliceLen}))`
+    : (row) => `(toInt64(${hi}) - toInt64(${H(row, 1)} % ${hi - lo}))`;
   const c = `(${H(p, 7)} % ${COMBOS.length})`; // combo of the client request p
   const memberPi = (attempt) => at(COMBOS.map((cb) => cb.members[attempt - 1][0]), c);
   const memberMi = (attempt) => at(COMBOS.map((cb) => cb.members[attempt - 1][1]), c);

@@ -86,13 +86,16 @@ const num = (v: unknown): number => Number(v ?? 0);
  * The raw rows matching `where`, each request once: the same exactness as FINAL (a retried insert is the same row
  * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read.
  */
-function deduped(store: Store, where: string): string {
-  return `(SELECT ${RAW_COLUMNS} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
+function deduped(store: Store, where: string, columns = RAW_COLUMNS): string {
+  return `(SELECT ${columns} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
 }
 
 /** The columns the sums read from raw rows (not `*`: every further column of every part read costs the engine time). */
 const RAW_COLUMNS = `request_id, ts, kind, provider, provider_group, model, combo, api_key_name, status, input_tokens, cached_tokens,
   cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, price_source`;
+
+/** The raw columns a quota window's partial first hour sums (fewer columns read: about 5 ms less at 10M rows). */
+const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
 
 const SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts, unpriced_rows';
 
@@ -297,7 +300,7 @@ export async function providerWindows(
        ${edges.length === 0 ? '' : `UNION ALL
        SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
          ts AS min_ts, 1 AS edge
-       FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`)}`}
+       FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, EDGE_COLUMNS)}`}
      )
      GROUP BY provider, model, at_s, edge`,
     params,
