@@ -114,7 +114,7 @@ export class BudgetService implements BudgetGate {
   async #spent(from: number, now: number): Promise<number> {
     let stored: number;
     try {
-      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock })).cost;
+      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'] })).cost;
       this.#stored.set(from, stored);
       for (const k of this.#stored.keys()) if (k < now - 40 * 86_400_000) this.#stored.delete(k);
     } catch (err) {

@@ -164,7 +164,7 @@ export class QuotaService {
 
   /** At 0% with failing requests (and no success) in the last 15 minutes: say why, from the latest failure. */
   async #connectionProblem(id: string, p: ProviderConfig, now: number): Promise<ConnectionProblem | null> {
-    const byStatus = await aggregate(this.#store, { from: now - RECENT_MS, to: now + 1, by: ['status'], filters: { provider: id, kinds: QUOTA_KINDS_COUNTED } });
+    const byStatus = await aggregate(this.#store, { from: now - RECENT_MS, to: now + 1, by: ['status'], filters: { provider: id, kinds: QUOTA_KINDS_COUNTED }, sums: ['rows'] });
     const failures = byStatus.find((g) => g.status === 'failure')?.rows ?? 0;
     const successes = byStatus.find((g) => g.status === 'success')?.rows ?? 0;
     if (failures === 0 || successes > 0) return null;

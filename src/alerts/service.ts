@@ -162,14 +162,14 @@ export class AlertService {
     const billed = { kinds: BILLED_KINDS };
     const key = `${tz}\u0000${today.date}`;
     if (this.#history?.key !== key) {
-      const days = await aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed });
+      const days = await aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
       this.#history = { key, days: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })) };
     }
     const previousDays = this.#history.days;
     const withUsage = previousDays.filter((d) => d.cost > 0);
     const average = withUsage.length > 0 ? withUsage.reduce((a, d) => a + d.cost, 0) / withUsage.length : 0;
     const suspicious = withUsage.length >= ANOMALY_MIN_DAYS && budget.daily.spent > this.#config().alerts.thresholds.anomaly_multiple * average;
-    const byProvider = suspicious ? await aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed }) : [];
+    const byProvider = suspicious ? await aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed, sums: ['cost'] }) : [];
     return {
       previousDays,
       today: suspicious ? byProvider.reduce((a, g) => a + g.cost, 0) : budget.daily.spent,

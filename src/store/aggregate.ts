@@ -29,6 +29,11 @@ export interface AggregateQuery {
   readonly tz?: string;
   /** `to` is the real present: no row starts later, so the current hour may come from the rollup whole. */
   readonly openEnd?: boolean;
+  /**
+   * The sums to read (default: all). A read of fewer columns is planned and run faster by the engine (about a quarter
+   * for the overview's four); the fields not read are NaN in the result, so a use of one shows (as null in JSON).
+   */
+  readonly sums?: readonly SumField[];
 }
 
 export interface Sums {
@@ -63,7 +68,39 @@ const DIM_SQL: Record<Dim, string> = {
   hour_epoch: 'toUnixTimestamp(hour)',
 };
 
-const COLUMNS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
+/** The dimensions that are columns of the rollups and of the raw rows alike. */
+const PLAIN_DIMS: readonly Dim[] = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status'];
+
+/** A field of Sums, as a read can ask for it. */
+export type SumField = keyof Sums;
+
+/**
+ * Each sum: its rollup column, its outer aggregate, the expression giving the column from a raw row, and the raw
+ * columns that expression reads.
+ */
+const SUM_SQL: Record<SumField, { readonly column: string; readonly outer: string; readonly raw: string; readonly reads: string }> = {
+  rows: { column: 'rows', outer: 'sum(rows) AS rows', raw: 'toUInt64(1) AS rows', reads: '' },
+  input: { column: 'input_tokens', outer: 'sum(input_tokens) AS input', raw: 'ifNull(input_tokens, 0) AS input_tokens', reads: 'input_tokens' },
+  cached: { column: 'cached_tokens', outer: 'sum(cached_tokens) AS cached', raw: 'ifNull(cached_tokens, 0) AS cached_tokens', reads: 'cached_tokens' },
+  cacheWrite: {
+    column: 'cache_write_tokens', outer: 'sum(cache_write_tokens) AS cache_write', raw: 'ifNull(cache_write_tokens, 0) AS cache_write_tokens', reads: 'cache_write_tokens',
+  },
+  output: { column: 'output_tokens', outer: 'sum(output_tokens) AS output', raw: 'ifNull(output_tokens, 0) AS output_tokens', reads: 'output_tokens' },
+  reasoning: { column: 'reasoning_tokens', outer: 'sum(reasoning_tokens) AS reasoning', raw: 'ifNull(reasoning_tokens, 0) AS reasoning_tokens', reads: 'reasoning_tokens' },
+  tokens: { column: 'total_tokens', outer: 'sum(total_tokens) AS tokens', raw: 'total_tokens', reads: 'total_tokens' },
+  cost: { column: 'cost', outer: 'toString(sum(cost)) AS cost', raw: 'toDecimal128(cost, 12) AS cost', reads: 'cost' },
+  listCost: { column: 'list_cost', outer: 'toString(sum(list_cost)) AS list_cost', raw: 'toDecimal128(list_cost, 12) AS list_cost', reads: 'list_cost' },
+  durationMs: { column: 'duration_ms', outer: 'sum(duration_ms) AS duration_ms', raw: 'duration_ms', reads: 'duration_ms' },
+  oldest: { column: 'min_ts', outer: 'toUnixTimestamp64Milli(min(min_ts)) AS oldest', raw: 'ts AS min_ts', reads: '' },
+  unpriced: { column: 'unpriced_rows', outer: 'sum(unpriced_rows) AS unpriced', raw: `toUInt64(${unpricedSql()}) AS unpriced_rows`, reads: 'provider_group, price_source, total_tokens' },
+};
+const ALL_SUMS = Object.keys(SUM_SQL) as SumField[];
+
+/** What a read of rowsOf returns besides `hour`: plain dimensions and sums. */
+interface Columns {
+  readonly dims: readonly Dim[];
+  readonly sums: readonly SumField[];
+}
 
 export function filterSql(f: Filters): string {
   const parts: string[] = [];
@@ -84,20 +121,15 @@ const num = (v: unknown): number => Number(v ?? 0);
 
 /**
  * The raw rows matching `where`, each request once: the same exactness as FINAL (a retried insert is the same row
- * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read.
+ * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read. Only
+ * `columns` are read (every further column of every part read costs the engine time).
  */
-function deduped(store: Store, where: string, columns = RAW_COLUMNS): string {
+function deduped(store: Store, where: string, columns: string): string {
   return `(SELECT ${columns} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
 }
 
-/** The columns the sums read from raw rows (not `*`: every further column of every part read costs the engine time). */
-const RAW_COLUMNS = `request_id, ts, kind, provider, provider_group, model, combo, api_key_name, status, input_tokens, cached_tokens,
-  cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, price_source`;
-
-/** The raw columns a quota window's partial first hour sums (fewer columns read: about 5 ms less at 10M rows). */
+/** The raw columns a quota window's partial first hour sums. */
 const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
-
-const SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts, unpriced_rows';
 
 interface Bounds {
   readonly from: number;
@@ -111,26 +143,26 @@ interface Bounds {
 /**
  * The daily rollup's rows for the whole days [c, d), the hourly rollup's for the other whole hours [a, c) and [d, b),
  * and the raw rows (as one-row groups) for [from, a) and [b, to), in the rollups' columns (a day's row has its first
- * hour): the source every sum reads. Parameters: from, a, c, d, b, to (epoch ms), and those of `where`. A source
- * whose ranges are empty is left out of the query (each one read costs the engine ~10 ms even when it reads nothing).
+ * hour): the source every sum reads, with `hour`, the dimensions and the sums of `cols` only. Parameters: from, a, c,
+ * d, b, to (epoch ms), and those of `where`. A source whose ranges are empty is left out of the query (each one read
+ * costs the engine ~10 ms even when it reads nothing).
  */
-function rowsOf(store: Store, where: string, s: Bounds): string {
+function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
   const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  const dims = cols.dims.map((d) => `, ${d}`).join('');
+  const sums = cols.sums.map((f) => SUM_SQL[f].column).join(', ');
+  const rawReads = [...new Set(['request_id', 'ts', ...cols.dims, ...cols.sums.flatMap((f) => SUM_SQL[f].reads.split(', ').filter(Boolean))])].join(', ');
   const daily = `
-      SELECT day AS hour, ${COLUMNS.replace('hour, ', '')}, ${SUMS}
+      SELECT day AS hour${dims}, ${sums}
       FROM ${store.t('usage_daily')}
       WHERE day >= ${at('c')} AND day < ${at('d')} AND ${where}`;
   const hourly = `
-      SELECT ${COLUMNS}, ${SUMS}
+      SELECT hour${dims}, ${sums}
       FROM ${store.t('usage_hourly')}
       WHERE ((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}`;
   const raw = `
-      SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status, toUInt64(1) AS rows,
-        ifNull(input_tokens, 0) AS input_tokens, ifNull(cached_tokens, 0) AS cached_tokens, ifNull(cache_write_tokens, 0) AS cache_write_tokens,
-        ifNull(output_tokens, 0) AS output_tokens, ifNull(reasoning_tokens, 0) AS reasoning_tokens, total_tokens,
-        toDecimal128(cost, 12) AS cost, toDecimal128(list_cost, 12) AS list_cost, duration_ms, ts AS min_ts,
-        toUInt64(${unpricedSql()}) AS unpriced_rows
-      FROM ${deduped(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`)}`;
+      SELECT toStartOfHour(ts) AS hour${dims}, ${cols.sums.map((f) => SUM_SQL[f].raw).join(', ')}
+      FROM ${deduped(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`, rawReads)}`;
   const parts = [...(s.c < s.d ? [daily] : []), ...(s.a < s.c || s.d < s.b ? [hourly] : []), ...(s.from < s.a || s.b < s.to ? [raw] : [])];
   return (parts.length === 0 ? [raw] : parts).join('\n      UNION ALL');
 }
@@ -177,12 +209,11 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   const where = filterSql(q.filters ?? {});
   const keys = [...(windows === null ? [] : ['w_index']), ...by];
   const select = [...(windows === null ? [] : [`${windows.sql} AS w_index`]), ...by.map((d) => `${DIM_SQL[d]} AS ${d}`)];
+  // `rows` always: a group with none is dropped below.
+  const sums = q.sums === undefined ? ALL_SUMS : ALL_SUMS.filter((f) => f === 'rows' || q.sums!.includes(f));
   const sql = `
-    SELECT ${[...select, `sum(rows) AS rows`, `sum(input_tokens) AS input`, `sum(cached_tokens) AS cached`,
-      `sum(cache_write_tokens) AS cache_write`, `sum(output_tokens) AS output`, `sum(reasoning_tokens) AS reasoning`,
-      `sum(total_tokens) AS tokens`, `toString(sum(cost)) AS cost`, `toString(sum(list_cost)) AS list_cost`,
-      `sum(duration_ms) AS duration_ms`, `toUnixTimestamp64Milli(min(min_ts)) AS oldest`, `sum(unpriced_rows) AS unpriced`].join(', ')}
-    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to })})
+    SELECT ${[...select, ...sums.map((f) => SUM_SQL[f].outer)].join(', ')}
+    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to }, { dims: PLAIN_DIMS.filter((x) => by.includes(x)), sums })})
     ${keys.length > 0 ? `GROUP BY ${keys.join(', ')} ORDER BY ${keys.join(', ')}` : ''}`;
   const f = q.filters ?? {};
   const rows = await store.query<RawGroup>(sql, {
@@ -190,6 +221,9 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
     f_provider: f.provider, f_model: f.model, f_combo: f.combo, f_key: f.apiKey, f_status: f.status, f_kinds: f.kinds,
     ...(windows?.params ?? {}),
   });
+  const read = new Set<SumField>(sums);
+  // A sum not read is NaN (null in JSON): never a plausible 0.
+  const n = (field: SumField, v: unknown): number => (read.has(field) ? num(v) : NaN);
   return rows
     .filter((r) => num(r.rows) > 0)
     .map((r) => {
@@ -197,9 +231,10 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
       for (const d of by) g[d] = String(r[d]);
       const group = {
         ...g,
-        rows: num(r.rows), input: num(r.input), cached: num(r.cached), cacheWrite: num(r.cache_write), output: num(r.output),
-        reasoning: num(r.reasoning), tokens: num(r.tokens), cost: num(r.cost), listCost: num(r.list_cost), durationMs: num(r.duration_ms),
-        oldest: r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest), unpriced: num(r.unpriced),
+        rows: num(r.rows), input: n('input', r.input), cached: n('cached', r.cached), cacheWrite: n('cacheWrite', r.cache_write),
+        output: n('output', r.output), reasoning: n('reasoning', r.reasoning), tokens: n('tokens', r.tokens), cost: n('cost', r.cost),
+        listCost: n('listCost', r.list_cost), durationMs: n('durationMs', r.duration_ms),
+        oldest: !read.has('oldest') ? NaN : r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest), unpriced: n('unpriced', r.unpriced),
       } as Group;
       return { window: num(r.w_index), group };
     });
@@ -296,7 +331,7 @@ export async function providerWindows(
        sum(duration_ms) AS duration, toUnixTimestamp64Milli(min(min_ts)) AS oldest_ms
      FROM (
        SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
-       FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to })})
+       FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, { dims: ['provider', 'model'], sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] })})
        ${edges.length === 0 ? '' : `UNION ALL
        SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
          ts AS min_ts, 1 AS edge

@@ -178,3 +178,28 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   for (const k of ['secondaryRows', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
   t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
 });
+
+t.test('a read of some sums reads only those: the same figures as a read of all, the others NaN', async (t) => {
+  // Windows with raw edges at both ends, days and hours between: every source of the read narrows its columns.
+  const windows = [
+    { from: T0 - 2 * H - 1, to: T0 + 4 * D + 7 },
+    { from: T0 + 13 * H, to: T0 + D + 30 * 60_000 },
+  ];
+  const fields = ['rows', 'input', 'cached', 'cacheWrite', 'output', 'reasoning', 'tokens', 'cost', 'listCost', 'durationMs', 'oldest', 'unpriced'] as const;
+  for (const w of windows) {
+    for (const by of [[], ['provider', 'kind'], ['day', 'model'], ['hour', 'status']] as const) {
+      const all = await aggregate(store, { ...w, by });
+      t.ok(all.length > 0, `[${w.from - T0}, ${w.to - T0}) by ${by.join(',') || 'nothing'}: groups to compare`);
+      for (const f of fields) {
+        const some = await aggregate(store, { ...w, by, sums: [f] });
+        const key = (g: Record<string, unknown>) => by.map((d) => g[d]).join('|');
+        t.same(some.map((g) => [key(g), g.rows, g[f]]), all.map((g) => [key(g), g.rows, g[f]]), `${f} alone (and rows) as in a read of all`);
+        const other = fields.find((x) => x !== f && x !== 'rows')!;
+        t.ok(some.every((g) => Number.isNaN(g[other])), `${other}, not read, is NaN`);
+      }
+    }
+  }
+  const [w] = await aggregateWindows(store, { windows: [{ from: T0, to: T0 + 2 * D }, { from: T0 + D, to: T0 + 2 * D }], by: ['provider'], sums: ['cost'] });
+  const [full] = await aggregateWindows(store, { windows: [{ from: T0, to: T0 + 2 * D }, { from: T0 + D, to: T0 + 2 * D }], by: ['provider'] });
+  t.same(w!.map((g) => [g.provider, g.rows, g.cost]), full!.map((g) => [g.provider, g.rows, g.cost]), 'aggregateWindows: the same');
+});

@@ -40,7 +40,7 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
     // On the real clock a window that ends now reads its current hour from the rollup (aggregate's openEnd).
     const groups = await aggregate(store, {
       from: w.from, to: w.to + 1, by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] },
-      openEnd: live && period !== 'yesterday',
+      openEnd: live && period !== 'yesterday', sums: ['rows', 'tokens', 'cost'],
     });
     const clients = groups.filter((g) => g.kind === 'combo');
     const attempts = groups.filter((g) => g.kind === 'attempt');

@@ -19,6 +19,9 @@ export interface Spend {
   list_cost: number;
 }
 
+/** The sums a spend reads. */
+const SPEND = ['rows', 'tokens', 'cost', 'listCost'] as const;
+
 const zero = (): Spend => ({ requests: 0, tokens: 0, cost: 0, list_cost: 0 });
 const add = (s: Spend, g: Group): void => {
   s.requests += g.rows;
@@ -70,7 +73,7 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
       to = nextMonth(m);
     }
     const kinds = reportKinds(keepalive);
-    const groups = await aggregate(store, { from, to, by: ['kind', 'provider_group', 'provider'], filters: { kinds } });
+    const groups = await aggregate(store, { from, to, by: ['kind', 'provider_group', 'provider'], filters: { kinds }, sums: SPEND });
     const { requests, usage } = split(groups, keepalive);
 
     const all = zero();
@@ -90,7 +93,7 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
     const mFrom = monthStart(from);
     let mtd = { requests, usage: all };
     if (period === 'day') {
-      const m = split(await aggregate(store, { from: mFrom, to, by: ['kind'], filters: { kinds } }), keepalive);
+      const m = split(await aggregate(store, { from: mFrom, to, by: ['kind'], filters: { kinds }, sums: SPEND }), keepalive);
       const spend = zero();
       for (const g of m.usage) add(spend, g);
       mtd = { requests: m.requests, usage: spend };

@@ -18,6 +18,9 @@ interface Entry {
   cost: number;
 }
 
+/** The sums an hour's figures read. */
+const SUMS = ['rows', 'tokens', 'cost'] as const;
+
 const fold = (groups: readonly Group[], keepalive: boolean) => {
   const usage = new Set<string>(usageKinds(keepalive));
   const client = new Set<string>(CLIENT_KINDS);
@@ -38,7 +41,7 @@ const fold = (groups: readonly Group[], keepalive: boolean) => {
 async function perHour(store: Store, hours: readonly LocalHour[], keepalive: boolean) {
   const kinds = reportKinds(keepalive);
   if (hours.every((h) => h.from % HOUR === 0 && h.to % HOUR === 0)) {
-    const groups = await aggregate(store, { from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour', 'kind'], filters: { kinds } });
+    const groups = await aggregate(store, { from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour', 'kind'], filters: { kinds }, sums: SUMS });
     const byStart = new Map<number, Group[]>();
     for (const g of groups) {
       const start = Date.parse(`${g.hour!.replace(' ', 'T')}Z`);
@@ -47,7 +50,7 @@ async function perHour(store: Store, hours: readonly LocalHour[], keepalive: boo
     return hours.map((h) => fold(byStart.get(h.from) ?? [], keepalive));
   }
   const out = [];
-  for (const h of hours) out.push(fold(await aggregate(store, { from: h.from, to: h.to, by: ['kind'], filters: { kinds } }), keepalive));
+  for (const h of hours) out.push(fold(await aggregate(store, { from: h.from, to: h.to, by: ['kind'], filters: { kinds }, sums: SUMS }), keepalive));
   return out;
 }
 

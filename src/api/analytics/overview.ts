@@ -64,6 +64,7 @@ export const overviewRoutes: FastifyPluginAsync<{ store: Store; now: () => numbe
     // The three periods in one read (they all end now; each starts at a UTC midnight).
     const groups = await aggregateWindows(store, {
       windows: windows.map((w) => ({ from: w.from, to: w.to + 1 })), by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) }, openEnd: live,
+      sums: ['rows', 'tokens', 'cost', 'durationMs'],
     });
     const out: Record<string, ReturnType<typeof stats>> = {};
     OVERVIEW_PERIODS.forEach((p, i) => (out[p] = stats(windows[i]!, groups[i]!, keepalive)));

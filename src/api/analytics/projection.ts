@@ -18,6 +18,9 @@ const avg = (tokens: number, cost: number) => ({
   monthly_cost: money((cost * MONTH_DAYS) / PROJECTION_DAYS),
 });
 
+/** The sums the projection reads. */
+const SUMS = ['rows', 'tokens', 'cost'] as const;
+
 export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder; now: () => number }> = async (app, { store, config, now }) => {
   app.get('/api/usage/projection', async (req) => {
     const q = new QueryReader(req.query, ['include_keepalive']);
@@ -26,7 +29,7 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
     const from = to - PROJECTION_DAYS * DAY;
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
-    const groups = await aggregate(store, { from, to, by: ['day', 'kind', 'provider'], filters: { kinds: reportKinds(keepalive) } });
+    const groups = await aggregate(store, { from, to, by: ['day', 'kind', 'provider'], filters: { kinds: reportKinds(keepalive) }, sums: SUMS });
 
     const days = new Map<string, { date: string; requests: number; tokens: number; cost: number }>();
     for (let d = from; d < to; d += DAY) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: 0 });

@@ -35,6 +35,7 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     // (a combo request's attempts count under the model each went to; byModel[].requests counts upstream calls).
     const groups = await aggregate(store, {
       from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
+      sums: ['rows', 'tokens', 'cost', 'unpriced'],
     });
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
