@@ -62,12 +62,21 @@ export interface LogRow {
   readonly trace_id: string;
 }
 
+/** What the compact record (`/api/usage/logs`) shows of a row; `LogRow` is the full record. */
+export type CompactRow = Pick<
+  LogRow,
+  'request_id' | 'kind' | 'combo' | 'ts' | 'provider' | 'model' | 'requested_model' | 'stream' | 'status' | 'http_status' | 'input_tokens' |
+  'cached_tokens' | 'cache_write_tokens' | 'output_tokens' | 'reasoning_tokens' | 'total_tokens' | 'cost' | 'duration_ms'
+>;
+
 // Computed columns get names of their own: an alias that shadows a column would replace it in WHERE and ORDER BY.
-const FIELDS = `toString(request_id) AS id, kind, ifNull(toString(parent_id), '') AS parent, combo, attempt,
-  toUnixTimestamp64Milli(ts) AS ts_ms, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint, provider, provider_group, connection,
-  auto_switched, model, requested_model, api_key_name, stream, status, http_status, error_type, input_tokens, cached_tokens,
-  cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, usage_source, toString(cost) AS cost_usd,
-  toString(list_cost) AS list_cost_usd, duration_ms, ttft_ms, upstream_ms, trace_id`;
+// The compact record's columns are read alone for /api/usage/logs (fewer columns through FINAL: about a quarter faster).
+const COMPACT_FIELDS = `toString(request_id) AS id, kind, combo, toUnixTimestamp64Milli(ts) AS ts_ms, provider, model, requested_model,
+  stream, status, http_status, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
+  toString(cost) AS cost_usd, duration_ms`;
+const FIELDS = `${COMPACT_FIELDS}, ifNull(toString(parent_id), '') AS parent, attempt, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint,
+  provider_group, connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
+  upstream_ms, trace_id`;
 
 const CLIENT = kindsSql(CLIENT_KINDS);
 const HOUR = 3_600_000;
@@ -83,16 +92,23 @@ const n = (v: unknown): number => Number(v);
 const nn = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 const b = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === 'true';
 
+function toCompactRow(r: Raw): CompactRow {
+  return {
+    request_id: String(r.id), kind: String(r.kind), combo: String(r.combo), ts: n(r.ts_ms), provider: String(r.provider), model: String(r.model),
+    requested_model: String(r.requested_model), stream: b(r.stream), status: String(r.status) as DetailStatus, http_status: n(r.http_status),
+    input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens), cache_write_tokens: nn(r.cache_write_tokens),
+    output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens), total_tokens: n(r.total_tokens), cost: n(r.cost_usd),
+    duration_ms: n(r.duration_ms),
+  };
+}
+
 function toLogRow(r: Raw): LogRow {
   return {
-    request_id: String(r.id), kind: String(r.kind), parent_id: String(r.parent), combo: String(r.combo), attempt: n(r.attempt),
-    ts: n(r.ts_ms), end_ts: n(r.end_ms), endpoint: String(r.endpoint), provider: String(r.provider), provider_group: String(r.provider_group),
-    connection: String(r.connection), auto_switched: b(r.auto_switched), model: String(r.model), requested_model: String(r.requested_model),
-    api_key_name: String(r.api_key_name), stream: b(r.stream), status: String(r.status) as DetailStatus, http_status: n(r.http_status),
-    error_type: String(r.error_type), input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens),
-    cache_write_tokens: nn(r.cache_write_tokens), output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens),
-    total_tokens: n(r.total_tokens), usage_source: String(r.usage_source), cost: n(r.cost_usd), list_cost: n(r.list_cost_usd),
-    duration_ms: n(r.duration_ms), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms), trace_id: String(r.trace_id ?? ''),
+    ...toCompactRow(r),
+    parent_id: String(r.parent), attempt: n(r.attempt), end_ts: n(r.end_ms), endpoint: String(r.endpoint), provider_group: String(r.provider_group),
+    connection: String(r.connection), auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
+    usage_source: String(r.usage_source), list_cost: n(r.list_cost_usd), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
+    trace_id: String(r.trace_id ?? ''),
   };
 }
 
@@ -112,9 +128,11 @@ function filterSql(f: LogFilters): string {
  * `cursor`, at most `limit`. The read starts with the last day before the upper bound and reaches further back only
  * while the page is not full, so the common page never scans the whole table.
  */
+export async function clientRequestPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: true): Promise<LogRow[]>;
+export async function clientRequestPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: false): Promise<CompactRow[]>;
 export async function clientRequestPage(
-  store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number,
-): Promise<LogRow[]> {
+  store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: boolean,
+): Promise<CompactRow[]> {
   const where = filterSql(f);
   const params = {
     provider: f.provider, model: f.model, combo: f.combo, apiKey: f.apiKey, status: f.status,
@@ -125,7 +143,8 @@ export async function clientRequestPage(
   // The reads walk back from the newest possible row: the cursor, `to`, or now (a row stamped later than now, by a
   // replica's clock, still lands in the first read: that one has no upper bound of its own).
   const start = Number.isFinite(upper) ? upper : anchor;
-  const rows: LogRow[] = [];
+  const rows: CompactRow[] = [];
+  const toRow = full ? toLogRow : toCompactRow;
   let hi: number | null = null; // exclusive upper bound of the next read; null on the first
   for (let i = 0; i <= SPANS.length && rows.length < limit; i++) {
     const lo = i < SPANS.length ? Math.max(floor, start - SPANS[i]!) : floor;
@@ -135,13 +154,13 @@ export async function clientRequestPage(
     if (hi !== null) bounds.push(`ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`);
     if (Number.isFinite(lo)) bounds.push(`ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC')`);
     const got = await store.query<Raw>(
-      `SELECT ${FIELDS} FROM ${store.t('requests')} FINAL
+      `SELECT ${full ? FIELDS : COMPACT_FIELDS} FROM ${store.t('requests')} FINAL
        WHERE ${[where, ...bounds].join(' AND ')}
        ORDER BY ts DESC, toString(request_id) DESC
        LIMIT {limit:UInt32}`,
       { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length },
     );
-    rows.push(...got.map(toLogRow));
+    rows.push(...got.map(toRow));
     if (!Number.isFinite(lo) || lo <= floor) break;
     hi = lo;
   }

@@ -192,7 +192,7 @@ t.test('a read of some sums reads only those: the same figures as a read of all,
       t.ok(all.length > 0, `[${w.from - T0}, ${w.to - T0}) by ${by.join(',') || 'nothing'}: groups to compare`);
       for (const f of fields) {
         const some = await aggregate(store, { ...w, by, sums: [f] });
-        const key = (g: Record<string, unknown>) => by.map((d) => g[d]).join('|');
+        const key = (g: object) => by.map((d) => (g as Record<string, unknown>)[d]).join("|");
         t.same(some.map((g) => [key(g), g.rows, g[f]]), all.map((g) => [key(g), g.rows, g[f]]), `${f} alone (and rows) as in a read of all`);
         const other = fields.find((x) => x !== f && x !== 'rows')!;
         t.ok(some.every((g) => Number.isNaN(g[other])), `${other}, not read, is NaN`);

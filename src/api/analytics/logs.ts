@@ -5,7 +5,7 @@
 
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Store } from '../../store/client.js';
-import { attemptsOf, clientRequestPage, dayNumbers, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
+import { attemptsOf, clientRequestPage, dayNumbers, type CompactRow, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
 import { FILTER_PARAMS, QueryReader, invalid, iso, money } from './params.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -30,7 +30,7 @@ const outcome = (s: DetailStatus): 'success' | 'failure' => (s === 'success' ? '
  * Tokens as the spec's record shows them, without overlap: input = not-cached input plus cache writes, cached = cache
  * reads, output = output plus reasoning; so total = input + cached + output. null: not reported by the provider.
  */
-function tokens(r: LogRow) {
+function tokens(r: CompactRow) {
   return {
     input_tokens: sum(r.input_tokens, r.cache_write_tokens),
     output_tokens: sum(r.output_tokens, r.reasoning_tokens),
@@ -39,7 +39,7 @@ function tokens(r: LogRow) {
   };
 }
 
-function compact(r: LogRow, number: number) {
+function compact(r: CompactRow, number: number) {
   return {
     number, request_id: r.request_id, model: r.model, requested_model: r.requested_model, provider: r.provider,
     combo: r.combo === '' ? null : r.combo, timestamp: iso(r.ts), ...tokens(r), cost: money(r.cost),
@@ -85,15 +85,18 @@ function attemptLine(a: ReturnType<typeof attemptView>): string {
 
 const PARAMS = [...FILTER_PARAMS, 'status', 'from', 'to', 'limit', 'cursor', 'format'] as const;
 
-interface Page {
-  rows: LogRow[];
+interface Page<R> {
+  rows: R[];
   numbers: Map<string, number>;
   next: string | null;
   filters: Record<string, string>;
   limit: number;
 }
 
-async function readPage(store: Store, query: unknown, now: number): Promise<Page & { text: boolean }> {
+/** A page of the log: the compact record's columns only (`/api/usage/logs`), or the full record (`full`). */
+async function readPage(store: Store, query: unknown, now: number, full: true): Promise<Page<LogRow> & { text: boolean }>;
+async function readPage(store: Store, query: unknown, now: number, full: false): Promise<Page<CompactRow> & { text: boolean }>;
+async function readPage(store: Store, query: unknown, now: number, full: boolean): Promise<Page<CompactRow> & { text: boolean }> {
   const q = new QueryReader(query, PARAMS);
   const f = q.filters();
   const status = q.oneOf('status', ['success', 'failure', 'aborted', 'interrupted'] as const);
@@ -109,7 +112,7 @@ async function readPage(store: Store, query: unknown, now: number): Promise<Page
     ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
     ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
   // One row more than asked says whether another page follows.
-  const got = await clientRequestPage(store, filters, cursor, limit + 1, now);
+  const got = full ? await clientRequestPage(store, filters, cursor, limit + 1, now, true) : await clientRequestPage(store, filters, cursor, limit + 1, now, false);
   const rows = got.slice(0, limit);
   const last = rows[rows.length - 1];
   const next = got.length > limit && last !== undefined ? encodeCursor({ ts: last.ts, id: last.request_id }) : null;
@@ -129,14 +132,14 @@ function sendText(reply: FastifyReply, lines: string[], next: string | null): st
 
 export const logRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> = async (app, { store, now }) => {
   app.get('/api/usage/logs', async (req, reply) => {
-    const p = await readPage(store, req.query, now());
+    const p = await readPage(store, req.query, now(), false);
     const data = p.rows.map((r) => compact(r, p.numbers.get(r.request_id) ?? 0));
     if (p.text) return sendText(reply, data.map(textLine), p.next);
     return { data, next_cursor: p.next, limit: p.limit, filters: p.filters };
   });
 
   app.get('/api/usage/request-logs', async (req, reply) => {
-    const p = await readPage(store, req.query, now());
+    const p = await readPage(store, req.query, now(), true);
     const attempts = await attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'));
     const data = p.rows.map((r) => ({
       ...compact(r, p.numbers.get(r.request_id) ?? 0),
