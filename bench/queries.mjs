@@ -67,6 +67,7 @@ const ENDPOINTS = [
   { key: 'projection', path: '/api/usage/projection' },
   { key: 'combos', path: '/api/usage/combos?period=month' },
   { key: 'hourly', path: '/api/usage/hourly' },
+  { key: 'hourly-half', path: '/api/usage/hourly?tz=Asia/Kolkata' },
   { key: 'overview', path: '/api/usage/overview' },
 ];
 

@@ -34,6 +34,11 @@ export interface AggregateQuery {
    * for the overview's four); the fields not read are NaN in the result, so a use of one shows (as null in JSON).
    */
   readonly sums?: readonly SumField[];
+  /**
+   * Group `hour` and `hour_epoch` by each row's hour in `tz`, for a zone whose offset is not a whole hour (+05:30):
+   * a rollup hour would straddle two local hours there, so every row of the window is read raw, in one read.
+   */
+  readonly localHours?: boolean;
 }
 
 export interface Sums {
@@ -100,6 +105,8 @@ const ALL_SUMS = Object.keys(SUM_SQL) as SumField[];
 interface Columns {
   readonly dims: readonly Dim[];
   readonly sums: readonly SumField[];
+  /** The hour of a raw row (default: its UTC hour). */
+  readonly rawHour?: string;
 }
 
 export function filterSql(f: Filters): string {
@@ -161,7 +168,7 @@ function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
       FROM ${store.t('usage_hourly')}
       WHERE ((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}`;
   const raw = `
-      SELECT toStartOfHour(ts) AS hour${dims}, ${cols.sums.map((f) => SUM_SQL[f].raw).join(', ')}
+      SELECT ${cols.rawHour ?? 'toStartOfHour(ts)'} AS hour${dims}, ${cols.sums.map((f) => SUM_SQL[f].raw).join(', ')}
       FROM ${deduped(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`, rawReads)}`;
   const parts = [...(s.c < s.d ? [daily] : []), ...(s.a < s.c || s.d < s.b ? [hourly] : []), ...(s.from < s.a || s.b < s.to ? [raw] : [])];
   return (parts.length === 0 ? [raw] : parts).join('\n      UNION ALL');
@@ -205,7 +212,8 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
   // Days from the daily rollup unless a group needs the hour (or a day that is not a UTC day).
   const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && (q.tz ?? 'UTC') !== 'UTC'));
-  const { a, b, c, d } = split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
+  // Local hours of a zone off the whole hour: no rollup source, every row raw ([from, to) as the raw edge).
+  const { a, b, c, d } = q.localHours === true ? { a: q.from, b: q.from, c: q.from, d: q.from } : split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
   const where = filterSql(q.filters ?? {});
   const keys = [...(windows === null ? [] : ['w_index']), ...by];
   const select = [...(windows === null ? [] : [`${windows.sql} AS w_index`]), ...by.map((d) => `${DIM_SQL[d]} AS ${d}`)];
@@ -213,7 +221,7 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   const sums = q.sums === undefined ? ALL_SUMS : ALL_SUMS.filter((f) => f === 'rows' || q.sums!.includes(f));
   const sql = `
     SELECT ${[...select, ...sums.map((f) => SUM_SQL[f].outer)].join(', ')}
-    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to }, { dims: PLAIN_DIMS.filter((x) => by.includes(x)), sums })})
+    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to }, { dims: PLAIN_DIMS.filter((x) => by.includes(x)), sums, ...(q.localHours === true ? { rawHour: 'toStartOfHour(ts, {tz:String})' } : {}) })})
     ${keys.length > 0 ? `GROUP BY ${keys.join(', ')} ORDER BY ${keys.join(', ')}` : ''}`;
   const f = q.filters ?? {};
   const rows = await store.query<RawGroup>(sql, {

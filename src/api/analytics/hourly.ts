@@ -37,21 +37,23 @@ const fold = (groups: readonly Group[], keepalive: boolean) => {
   return { requests, tokens, cost: money(cost) };
 };
 
-/** Per local hour: one grouped read when every local hour is a UTC hour (whole-hour offsets), else one per hour. */
-async function perHour(store: Store, hours: readonly LocalHour[], keepalive: boolean) {
+/**
+ * Per local hour, in one grouped read: by UTC hour from the rollups when every local hour is a UTC hour (whole-hour
+ * offsets), else by each raw row's local hour (a zone such as +05:30, where a UTC hour straddles two local hours).
+ */
+async function perHour(store: Store, hours: readonly LocalHour[], tz: string, keepalive: boolean) {
   const kinds = reportKinds(keepalive);
-  if (hours.every((h) => h.from % HOUR === 0 && h.to % HOUR === 0)) {
-    const groups = await aggregate(store, { from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour', 'kind'], filters: { kinds }, sums: SUMS });
-    const byStart = new Map<number, Group[]>();
-    for (const g of groups) {
-      const start = Date.parse(`${g.hour!.replace(' ', 'T')}Z`);
-      byStart.set(start, [...(byStart.get(start) ?? []), g]);
-    }
-    return hours.map((h) => fold(byStart.get(h.from) ?? [], keepalive));
+  const whole = hours.every((h) => h.from % HOUR === 0 && h.to % HOUR === 0);
+  const groups = await aggregate(store, {
+    from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour_epoch', 'kind'], filters: { kinds }, sums: SUMS,
+    ...(whole ? {} : { tz, localHours: true }),
+  });
+  const byStart = new Map<number, Group[]>();
+  for (const g of groups) {
+    const start = Number(g.hour_epoch) * 1000;
+    byStart.set(start, [...(byStart.get(start) ?? []), g]);
   }
-  const out = [];
-  for (const h of hours) out.push(fold(await aggregate(store, { from: h.from, to: h.to, by: ['kind'], filters: { kinds }, sums: SUMS }), keepalive));
-  return out;
+  return hours.map((h) => fold(byStart.get(h.from) ?? [], keepalive));
 }
 
 export const hourlyRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder; now: () => number }> = async (app, { store, config, now }) => {
@@ -65,7 +67,7 @@ export const hourlyRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHold
     const date = day === undefined ? localDate(tz, t) : iso(day).slice(0, 10);
     const { from, to } = localDay(tz, date);
     const hours = localHours(tz, from, to);
-    const sums = await perHour(store, hours, keepalive);
+    const sums = await perHour(store, hours, tz, keepalive);
     const entries: Entry[] = hours.map((h, i) => ({
       hour: `${String(h.hour).padStart(2, '0')}:00`, utc_offset: offsetLabel(h.offsetMin), start: iso(h.from), end: iso(h.to), ...sums[i]!,
     }));
