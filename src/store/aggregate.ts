@@ -2,12 +2,17 @@
 // (usage_daily), the other whole hours from the hourly rollup (usage_hourly; both kept by materialized views), the
 // partial hours at either edge from the raw rows (each request once), in one query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
 
+import { localTime } from '../core/tz.js';
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 import { decimalUnits, unitsNumber } from './decimal.js';
 import { unpricedSql } from './migrations.js';
 
-/** What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is UTC. */
+/**
+ * What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is the
+ * instant the row's hour starts (Unix seconds): its UTC hour, which is its hour in `tz` too unless the zone is off the
+ * whole hour (+05:30), where it is the start of its hour in `tz`.
+ */
 export const DIMS = ['provider', 'provider_group', 'model', 'combo', 'api_key_name', 'kind', 'status', 'hour', 'day', 'hour_epoch'] as const;
 export type Dim = (typeof DIMS)[number];
 
@@ -34,11 +39,6 @@ export interface AggregateQuery {
    * for the overview's four); the fields not read are NaN in the result, so a use of one shows (as null in JSON).
    */
   readonly sums?: readonly SumField[];
-  /**
-   * Group `hour` and `hour_epoch` by each row's hour in `tz`, for a zone whose offset is not a whole hour (+05:30):
-   * a rollup hour would straddle two local hours there, so every row of the window is read raw, in one read.
-   */
-  readonly localHours?: boolean;
 }
 
 export interface Sums {
@@ -193,6 +193,17 @@ function split(from: number, to: number, openEnd: boolean | undefined, cuts: rea
   return { a, b, c, d };
 }
 
+/**
+ * Whether `tz` is a whole number of hours from UTC throughout [from, to), so that its hours are UTC hours (checked
+ * hourly, or at 500 instants over a longer window: a zone's offset changes twice a year at most).
+ */
+function wholeHourZone(tz: string, from: number, to: number): boolean {
+  if (tz === 'UTC') return true;
+  const step = Math.max(HOUR, Math.ceil((to - from) / 500));
+  for (let t = from; t < to; t += step) if (localTime(tz, t).offsetMin % 60 !== 0) return false;
+  return localTime(tz, Math.max(from, to - 1)).offsetMin % 60 === 0;
+}
+
 /** Sums of the rows whose start time is in [from, to), grouped by `by`. */
 export async function aggregate(store: Store, q: AggregateQuery): Promise<Group[]> {
   return (await grouped(store, q, null)).map((r) => r.group);
@@ -211,9 +222,13 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
   // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
   // Days from the daily rollup unless a group needs the hour (or a day that is not a UTC day).
-  const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && (q.tz ?? 'UTC') !== 'UTC'));
+  const tz = q.tz ?? 'UTC';
+  const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && tz !== 'UTC'));
+  // A zone off the whole hour (+05:30): a rollup hour straddles two of its hours (and, at midnight, two of its days),
+  // so every row of the window is read raw and put in its own hour in the zone.
+  const offGrid = hourly && !wholeHourZone(tz, q.from, q.to);
   // Local hours of a zone off the whole hour: no rollup source, every row raw ([from, to) as the raw edge).
-  const { a, b, c, d } = q.localHours === true ? { a: q.from, b: q.from, c: q.from, d: q.from } : split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
+  const { a, b, c, d } = offGrid ? { a: q.from, b: q.from, c: q.from, d: q.from } : split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
   const where = filterSql(q.filters ?? {});
   const keys = [...(windows === null ? [] : ['w_index']), ...by];
   const select = [...(windows === null ? [] : [`${windows.sql} AS w_index`]), ...by.map((d) => `${DIM_SQL[d]} AS ${d}`)];
@@ -221,11 +236,11 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   const sums = q.sums === undefined ? ALL_SUMS : ALL_SUMS.filter((f) => f === 'rows' || q.sums!.includes(f));
   const sql = `
     SELECT ${[...select, ...sums.map((f) => SUM_SQL[f].outer)].join(', ')}
-    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to }, { dims: PLAIN_DIMS.filter((x) => by.includes(x)), sums, ...(q.localHours === true ? { rawHour: 'toStartOfHour(ts, {tz:String})' } : {}) })})
+    FROM (${rowsOf(store, where, { from: q.from, a, c, d, b, to: q.to }, { dims: PLAIN_DIMS.filter((x) => by.includes(x)), sums, ...(offGrid ? { rawHour: 'toStartOfHour(ts, {tz:String})' } : {}) })})
     ${keys.length > 0 ? `GROUP BY ${keys.join(', ')} ORDER BY ${keys.join(', ')}` : ''}`;
   const f = q.filters ?? {};
   const rows = await store.query<RawGroup>(sql, {
-    from: q.from, to: q.to, a, b, c, d, tz: q.tz ?? 'UTC',
+    from: q.from, to: q.to, a, b, c, d, tz,
     f_provider: f.provider, f_model: f.model, f_combo: f.combo, f_key: f.apiKey, f_status: f.status, f_kinds: f.kinds,
     ...(windows?.params ?? {}),
   });

@@ -203,3 +203,24 @@ t.test('a read of some sums reads only those: the same figures as a read of all,
   const [full] = await aggregateWindows(store, { windows: [{ from: T0, to: T0 + 2 * D }, { from: T0 + D, to: T0 + 2 * D }], by: ['provider'] });
   t.same(w!.map((g) => [g.provider, g.rows, g.cost]), full!.map((g) => [g.provider, g.rows, g.cost]), 'aggregateWindows: the same');
 });
+
+t.test('hours and days in a zone off the whole hour (Asia/Kolkata, +05:30) are its own, not UTC hours shifted', async (t) => {
+  // Rows every 37 minutes: many fall in the half of a UTC hour that belongs to the next local hour (or, at 18:30Z,
+  // the next local day). The read must put each where the raw rows' own local hour and day put it.
+  const tz = 'Asia/Kolkata';
+  const from = T0 - 2 * H;
+  const to = T0 + 6 * D;
+  const want = async (expr: string) =>
+    (await store.query<{ k: string; n: string; tok: string }>(
+      `SELECT toString(${expr}) AS k, count() AS n, sum(total_tokens) AS tok FROM ${store.t('requests')} FINAL
+       WHERE ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC') GROUP BY k ORDER BY k`,
+      { from, to },
+    )).map((r) => [r.k, Number(r.n), Number(r.tok)]);
+  const days = await aggregate(store, { from, to, by: ['day'], tz, sums: ['tokens'] });
+  t.same(days.map((g) => [g.day, g.rows, g.tokens]), await want(`toDate(ts, '${tz}')`), 'local days as the raw rows give them');
+  const hours = await aggregate(store, { from, to, by: ['hour_epoch'], tz, sums: ['tokens'] });
+  t.same(hours.map((g) => [g.hour_epoch, g.rows, g.tokens]), await want(`toUnixTimestamp(toStartOfHour(ts, '${tz}'))`), 'local hours as the raw rows give them');
+  t.ok(hours.every((g) => (Number(g.hour_epoch) * 1000) % H === 30 * 60_000), 'each hour starts at :30 UTC');
+  const paris = await aggregate(store, { from, to, by: ['hour_epoch'], tz: 'Europe/Paris', sums: ['tokens'] });
+  t.same(paris.map((g) => [g.hour_epoch, g.rows, g.tokens]), await want('toUnixTimestamp(toStartOfHour(ts))'), 'a whole-hour zone: its hours are UTC hours');
+});

@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { CLIENT_KINDS, reportKinds, HOUR, QueryReader, iso, money, usageKinds } from './params.js';
+import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../core/tz.js';
 
 interface Entry {
@@ -38,15 +38,12 @@ const fold = (groups: readonly Group[], keepalive: boolean) => {
 };
 
 /**
- * Per local hour, in one grouped read: by UTC hour from the rollups when every local hour is a UTC hour (whole-hour
- * offsets), else by each raw row's local hour (a zone such as +05:30, where a UTC hour straddles two local hours).
+ * Per local hour, in one grouped read by the instant each hour starts (from the rollups in a whole-hour zone; from
+ * the raw rows in one such as +05:30, where a UTC hour straddles two local hours: aggregate() decides).
  */
 async function perHour(store: Store, hours: readonly LocalHour[], tz: string, keepalive: boolean) {
-  const kinds = reportKinds(keepalive);
-  const whole = hours.every((h) => h.from % HOUR === 0 && h.to % HOUR === 0);
   const groups = await aggregate(store, {
-    from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour_epoch', 'kind'], filters: { kinds }, sums: SUMS,
-    ...(whole ? {} : { tz, localHours: true }),
+    from: hours[0]!.from, to: hours[hours.length - 1]!.to, by: ['hour_epoch', 'kind'], tz, filters: { kinds: reportKinds(keepalive) }, sums: SUMS,
   });
   const byStart = new Map<number, Group[]>();
   for (const g of groups) {
