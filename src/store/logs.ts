@@ -1,6 +1,7 @@
 // Raw-row reads for the request log (the only reads that list rows rather than sum them: sums go through
-// aggregate.ts). A row inserted twice is listed once: FINAL for the pages, LIMIT 1 BY request_id for a page's attempts. Pages are keyset-paginated on
-// (ts, request_id), newest first, so rows inserted while a client pages through never shift a page.
+// aggregate.ts). A row inserted twice is listed once: FINAL for the pages, LIMIT 1 BY request_id for a page's
+// attempts. Pages are keyset-paginated on (ts, request_id), newest first, so rows inserted while a client pages
+// through never shift a page.
 
 import type { Store } from './client.js';
 import { CLIENT_KINDS, kindsSql } from '../ledger/record.js';
@@ -130,6 +131,7 @@ function filterSql(f: LogFilters): string {
  */
 export async function clientRequestPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: true): Promise<LogRow[]>;
 export async function clientRequestPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: false): Promise<CompactRow[]>;
+export async function clientRequestPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: boolean): Promise<CompactRow[]>;
 export async function clientRequestPage(
   store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: boolean,
 ): Promise<CompactRow[]> {

@@ -112,7 +112,7 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
     ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
   // One row more than asked says whether another page follows.
-  const got = full ? await clientRequestPage(store, filters, cursor, limit + 1, now, true) : await clientRequestPage(store, filters, cursor, limit + 1, now, false);
+  const got = await clientRequestPage(store, filters, cursor, limit + 1, now, full);
   const rows = got.slice(0, limit);
   const last = rows[rows.length - 1];
   const next = got.length > limit && last !== undefined ? encodeCursor({ ts: last.ts, id: last.request_id }) : null;
