@@ -1,6 +1,8 @@
 // One ClickHouse client, two back ends (DESIGN.md decision 1): a server when storage.clickhouse_url is set,
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
-// query at a time per connection, so operations are serialised here; a server takes them concurrently.
+// query at a time per connection, so operations are serialised here, per connection: writes (statements, inserts,
+// the migrations) on one, reads on READ_LANES more to the same data (chdb's connections to one path coexist), so a
+// report never waits for an insert and two reads run side by side; a server takes them all concurrently.
 //
 // The client library, and the embedded engine (about 170 MiB of native library mapped, 100-200 ms to load), are
 // loaded by the first operation, never by opening: on the server path the engine is never loaded at all, and the app
@@ -12,7 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
-import { embeddedConnection } from './embedded.js';
+import { embeddedConnection, embeddedReadConnection } from './embedded.js';
 
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
 
@@ -23,13 +25,28 @@ export interface StoreGate {
   wait(): Promise<void>;
 }
 
-/** The client and the queue of one connection, shared by a store and its gated views (`gated`). */
-interface Engine {
-  /** Created by the first operation (`connect`), so that opening a store loads nothing. */
+/** One embedded connection and the queue of what runs on it, one operation at a time. */
+interface Lane {
+  /** Created by the lane's first operation, so that opening a store loads nothing. */
   client: Promise<ClickHouseClient> | null;
   readonly connect: () => Promise<ClickHouseClient>;
   tail: Promise<unknown>;
+  /** Operations queued or running. */
+  pending: number;
+}
+
+/** The connections of a store and their queues, shared by a store and its gated views (`gated`). */
+interface Engine extends Lane {
+  /** Embedded only: the connections reads run on (empty: reads share the main connection's queue). */
+  readonly readers: Lane[];
   closed: boolean;
+}
+
+/** Read connections beside the write connection on the embedded engine: two reads of a page run side by side. */
+export const READ_LANES = 2;
+
+function lane(connect: () => Promise<ClickHouseClient>): Lane {
+  return { client: null, connect, tail: Promise.resolve(), pending: 0 };
 }
 
 export class Store {
@@ -43,12 +60,21 @@ export class Store {
   /**
    * `client`: the client, or how to create it on first use. `pingTimeoutMs`: how long `ping` waits for a server (the
    * embedded engine answers or throws). `sharded`: tables are Distributed, and an insert is acknowledged only once
-   * every shard has its rows (`distributed_foreground_insert`).
+   * every shard has its rows (`distributed_foreground_insert`). `reader` (embedded): how to open one more
+   * connection to the same data for reads; READ_LANES of them are opened as reads need them, each after the main one.
    */
-  constructor(client: ClickHouseClient | (() => Promise<ClickHouseClient>), database: string, embedded: boolean, opts: { pingTimeoutMs?: number; sharded?: boolean } = {}) {
-    this.#engine = typeof client === 'function'
-      ? { client: null, connect: client, tail: Promise.resolve(), closed: false }
-      : { client: Promise.resolve(client), connect: () => Promise.resolve(client), tail: Promise.resolve(), closed: false };
+  constructor(
+    client: ClickHouseClient | (() => Promise<ClickHouseClient>), database: string, embedded: boolean,
+    opts: { pingTimeoutMs?: number; sharded?: boolean; reader?: () => Promise<ClickHouseClient> } = {},
+  ) {
+    const main = typeof client === 'function' ? lane(client) : { ...lane(() => Promise.resolve(client)), client: Promise.resolve(client) };
+    const engine: Engine = { ...main, readers: [], closed: false };
+    const { reader } = opts;
+    // A read connection is opened once the main one is: the engine starts with the main connection's settings.
+    if (embedded && reader !== undefined) {
+      for (let i = 0; i < READ_LANES; i++) engine.readers.push(lane(async () => (await this.#lane(engine), reader())));
+    }
+    this.#engine = engine;
     this.database = database;
     this.embedded = embedded;
     this.#pingTimeoutMs = opts.pingTimeoutMs ?? 2000;
@@ -76,28 +102,40 @@ export class Store {
     return `${this.database}.${table}`;
   }
 
-  #client(): Promise<ClickHouseClient> {
-    const e = this.#engine;
-    e.client ??= e.connect();
-    return e.client;
+  #lane(l: Lane): Promise<ClickHouseClient> {
+    l.client ??= l.connect();
+    return l.client;
   }
 
+  /** A write (or a read that must see the store as the writes left it): on the main connection. */
   #run<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
-    if (this.#engine.closed) return Promise.reject(new Error('store is closed'));
-    // The gate is waited for before joining the queue: the migrations that open the gate run through that queue.
-    return this.#gate === null ? this.#enqueue(op) : this.#gate.wait().then(() => this.#enqueue(op));
+    return this.#gated(() => this.#enqueue(this.#engine, op));
   }
 
-  #enqueue<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
+  /** A read: on the read connection with the shortest queue (embedded), else like a write. */
+  #read<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
+    const { readers } = this.#engine;
+    if (readers.length === 0) return this.#run(op);
+    return this.#gated(() => this.#enqueue(readers.reduce((a, b) => (b.pending < a.pending ? b : a)), op));
+  }
+
+  #gated<T>(enqueue: () => Promise<T>): Promise<T> {
+    if (this.#engine.closed) return Promise.reject(new Error('store is closed'));
+    // The gate is waited for before joining a queue: the migrations that open the gate run through the queues.
+    return this.#gate === null ? enqueue() : this.#gate.wait().then(enqueue);
+  }
+
+  #enqueue<T>(l: Lane, op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
     const e = this.#engine;
     if (e.closed) return Promise.reject(new Error('store is closed'));
     const run = async (): Promise<T> => {
       if (e.closed) throw new Error('store is closed');
-      return op(await this.#client());
+      return op(await this.#lane(l));
     };
     if (!this.embedded) return run();
-    const next = e.tail.then(run, run);
-    e.tail = next.catch(() => undefined);
+    l.pending++;
+    const next = l.tail.then(run, run).finally(() => l.pending--);
+    l.tail = next.catch(() => undefined);
     return next;
   }
 
@@ -137,8 +175,10 @@ export class Store {
     });
   }
 
+  /** Rows of a SELECT. On the embedded engine it runs on a read connection: it does not wait for writes queued before
+   * it, so a caller that needs its own write's effect awaits that write first (as every caller does). */
   query<T>(query: string, params: QueryParams = {}): Promise<T[]> {
-    return this.#run(async (client) => {
+    return this.#read(async (client) => {
       const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' });
       return rs.json<T>();
     });
@@ -198,11 +238,15 @@ export class Store {
   async close(): Promise<void> {
     const e = this.#engine;
     if (e.closed) return;
-    await e.tail;
+    // Nothing may still run on a connection that closes (chdb: that aborts the engine for the process).
+    await Promise.all([e.tail, ...e.readers.map((r) => r.tail)]);
     e.closed = true;
-    if (e.client === null) return; // never used: nothing was loaded or connected
-    const client = await e.client.catch(() => null);
-    await client?.close();
+    // The read connections first: the main one's close stops the engine.
+    for (const l of [...e.readers, e]) {
+      if (l.client === null) continue; // never used: nothing was loaded or connected
+      const client = await l.client.catch(() => null);
+      await client?.close();
+    }
   }
 }
 
@@ -240,5 +284,10 @@ export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'd
   return new Store(async () => {
     const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedConnection(path)]);
     return createClient({ connection: connection as ClientConnection });
-  }, storage.database, true);
+  }, storage.database, true, {
+    reader: async () => {
+      const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedReadConnection(path)]);
+      return createClient({ connection: connection as ClientConnection });
+    },
+  });
 }

@@ -87,7 +87,7 @@ const PARAMS = [...FILTER_PARAMS, 'status', 'from', 'to', 'limit', 'cursor', 'fo
 
 interface Page<R> {
   rows: R[];
-  numbers: Map<string, number>;
+  numbers: Promise<Map<string, number>>;
   next: string | null;
   filters: Record<string, string>;
   limit: number;
@@ -121,7 +121,8 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     const v = q.string(k);
     if (v !== undefined) echo[k] = v;
   }
-  return { rows, numbers: await dayNumbers(store, rows), next, filters: echo, limit, text };
+  // The numbers' read is started, not awaited: request-logs runs its attempts' read beside it.
+  return { rows, numbers: dayNumbers(store, rows), next, filters: echo, limit, text };
 }
 
 function sendText(reply: FastifyReply, lines: string[], next: string | null): string {
@@ -133,16 +134,17 @@ function sendText(reply: FastifyReply, lines: string[], next: string | null): st
 export const logRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> = async (app, { store, now }) => {
   app.get('/api/usage/logs', async (req, reply) => {
     const p = await readPage(store, req.query, now(), false);
-    const data = p.rows.map((r) => compact(r, p.numbers.get(r.request_id) ?? 0));
+    const numbers = await p.numbers;
+    const data = p.rows.map((r) => compact(r, numbers.get(r.request_id) ?? 0));
     if (p.text) return sendText(reply, data.map(textLine), p.next);
     return { data, next_cursor: p.next, limit: p.limit, filters: p.filters };
   });
 
   app.get('/api/usage/request-logs', async (req, reply) => {
     const p = await readPage(store, req.query, now(), true);
-    const attempts = await attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'));
+    const [numbers, attempts] = await Promise.all([p.numbers, attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'))]);
     const data = p.rows.map((r) => ({
-      ...compact(r, p.numbers.get(r.request_id) ?? 0),
+      ...compact(r, numbers.get(r.request_id) ?? 0),
       kind: r.kind,
       ...details(r),
       attempts: (attempts.get(r.request_id) ?? []).map(attemptView),
