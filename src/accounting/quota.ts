@@ -7,7 +7,8 @@
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
-import { aggregate, providerWindows, type Sums } from '../store/aggregate.js';
+import { aggregate, type Sums } from '../store/aggregate.js';
+import { providerWindows } from '../store/quota-windows.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, kindsSql, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';

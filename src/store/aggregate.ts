@@ -5,7 +5,6 @@
 import { localTime } from '../core/tz.js';
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
-import { decimalUnits, unitsNumber } from './decimal.js';
 import { unpricedSql } from './migrations.js';
 
 /**
@@ -120,23 +119,23 @@ export function filterSql(f: Filters): string {
   return parts.length === 0 ? '1' : parts.join(' AND ');
 }
 
-interface RawGroup {
+export interface RawGroup {
   [k: string]: string | number | null;
 }
 
-const num = (v: unknown): number => Number(v ?? 0);
+export const num = (v: unknown): number => Number(v ?? 0);
 
 /**
  * The raw rows matching `where`, each request once: the same exactness as FINAL (a retried insert is the same row
  * twice), but the deduplication runs on the matching rows only rather than on every row of the parts read. Only
  * `columns` are read (every further column of every part read costs the engine time).
  */
-function deduped(store: Store, where: string, columns: string): string {
+export function deduped(store: Store, where: string, columns: string): string {
   return `(SELECT ${columns} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
 }
 
 /** The raw columns a quota window's partial first hour sums. */
-const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
+export const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
 
 interface Bounds {
   readonly from: number;
@@ -154,7 +153,7 @@ interface Bounds {
  * d, b, to (epoch ms), and those of `where`. A source whose ranges are empty is left out of the query (each one read
  * costs the engine ~10 ms even when it reads nothing).
  */
-function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
+export function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
   const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
   const dims = cols.dims.map((d) => `, ${d}`).join('');
   const sums = cols.sums.map((f) => SUM_SQL[f].column).join(', ');
@@ -180,7 +179,7 @@ function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
  * window edge inside the read: `cuts`) may fall inside a day taken from the daily rollup: the days end before the
  * first such instant that is not a midnight.
  */
-function split(from: number, to: number, openEnd: boolean | undefined, cuts: readonly number[] | null): { a: number; b: number; c: number; d: number } {
+export function split(from: number, to: number, openEnd: boolean | undefined, cuts: readonly number[] | null): { a: number; b: number; c: number; d: number } {
   let a = Math.ceil(from / HOUR) * HOUR;
   // A window that ends now (`openEnd`) takes its current hour from the rollup too: the view keeps that hour up to
   // date with every insert and no row starts after now, so the raw rows are only read for the first edge.
@@ -298,103 +297,4 @@ export async function aggregateWindows(store: Store, q: WindowsQuery): Promise<G
 export async function total(store: Store, q: Omit<AggregateQuery, 'by'>): Promise<Sums> {
   const [g] = await aggregate(store, q);
   return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null, unpriced: 0 };
-}
-
-export interface ProviderWindow {
-  readonly provider: string;
-  readonly from: number;
-  readonly to: number;
-}
-
-/** One provider's windows for `providerWindows`: hour-aligned starts (the partial first hour is an `edges` window). */
-export interface QuotaWindows {
-  readonly provider: string;
-  /** The quota window [from, to), `from` on an hour. */
-  readonly from: number;
-  readonly to: number;
-  /** daily_requests: the monthly total's [from, to). */
-  readonly secondary?: { readonly from: number; readonly to: number };
-}
-
-export interface ProviderModelSums extends Totals {
-  readonly provider: string;
-  readonly model: string;
-  readonly secondaryRows: number;
-  readonly todayCost: number;
-  readonly monthCost: number;
-}
-
-type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
-
-/**
- * Every provider's quota window, its secondary window, and its cost today and this month, per model, in ONE read of
- * [start, to). ClickHouse returns the sums per provider, model and rollup row time (an hour, or a whole day of the
- * daily rollup, which no window edge cuts), and each is added here into the windows of its own provider: a query with
- * a conditional sum per window and figure took the engine 2x longer to plan than to run (docs/benchmarks.md). Money
- * is added exactly (decimal text, src/store/decimal.ts).
- */
-export async function providerWindows(
-  store: Store,
-  q: {
-    start: number; to: number; today: number; month: number; windows: readonly QuotaWindows[]; kinds: readonly RecordKind[]; openEnd?: boolean;
-    /** The partial first hours of windows that do not start on an hour: raw rows, added to their provider's window only. */
-    edges?: readonly ProviderWindow[];
-  },
-): Promise<ProviderModelSums[]> {
-  if (q.windows.length === 0) return [];
-  const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
-  const { a, b, c, d } = split(q.start, q.to, q.openEnd, cuts);
-  const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds };
-  const edges = (q.edges ?? []).map((w, i) => {
-    Object.assign(params, { [`ep${i}`]: w.provider, [`ef${i}`]: w.from, [`et${i}`]: w.to });
-    return `(provider = {ep${i}:String} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
-  });
-  const rows = await store.query<RawGroup>(
-    `SELECT provider, model, toUnixTimestamp(hour) AS at_s, edge, sum(rows) AS n, sum(total_tokens) AS tokens, toString(sum(cost)) AS cost_usd,
-       sum(duration_ms) AS duration, toUnixTimestamp64Milli(min(min_ts)) AS oldest_ms
-     FROM (
-       SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
-       FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, { dims: ['provider', 'model'], sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] })})
-       ${edges.length === 0 ? '' : `UNION ALL
-       SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
-         ts AS min_ts, 1 AS edge
-       FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, EDGE_COLUMNS)}`}
-     )
-     GROUP BY provider, model, at_s, edge`,
-    params,
-  );
-  const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
-  const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint }>();
-  for (const r of rows) {
-    const provider = String(r.provider);
-    const model = String(r.model);
-    const key = `${provider}\u0000${model}`;
-    let s = out.get(key);
-    if (s === undefined) {
-      s = { provider, model, rows: 0, tokens: 0, cost: 0n, durationMs: 0, oldest: null, secondaryRows: 0, today: 0n, month: 0n };
-      out.set(key, s);
-    }
-    const at = num(r.at_s) * 1000;
-    const cost = decimalUnits(String(r.cost_usd));
-    const w = windowOf.get(provider);
-    // A raw edge row counts in its provider's window and nowhere else: its hour is in the rollup rows too.
-    if (num(r.edge) === 1) {
-      if (w === undefined) continue;
-    } else {
-      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.n);
-      if (at >= q.today) s.today += cost;
-      if (at >= q.month) s.month += cost;
-      if (w === undefined || at < w.from || at >= w.to) continue;
-    }
-    s.rows += num(r.n);
-    s.tokens += num(r.tokens);
-    s.cost += cost;
-    s.durationMs += num(r.duration);
-    const oldest = num(r.oldest_ms);
-    if (num(r.n) > 0 && (s.oldest === null || oldest < s.oldest)) s.oldest = oldest;
-  }
-  return [...out.values()].map((s) => ({
-    provider: s.provider, model: s.model, rows: s.rows, tokens: s.tokens, cost: unitsNumber(s.cost), durationMs: s.durationMs,
-    oldest: s.rows === 0 ? null : s.oldest, secondaryRows: s.secondaryRows, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
-  }));
 }

@@ -7,7 +7,8 @@
 
 import t from 'tap';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
-import { aggregate, aggregateWindows, providerWindows, total } from '../../src/store/aggregate.js';
+import { aggregate, aggregateWindows, total } from '../../src/store/aggregate.js';
+import { providerWindows } from '../../src/store/quota-windows.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
