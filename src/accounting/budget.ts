@@ -6,6 +6,7 @@
 import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
 import { total } from '../store/aggregate.js';
+import type { WriteFence } from '../store/writer.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
@@ -42,13 +43,17 @@ export class BudgetService implements BudgetGate {
   #latest: BudgetState | null = null;
   readonly #realClock: boolean;
   /** The stored (ClickHouse) part of the spend, by window start, from the last read that succeeded. */
-  readonly #stored = new Map<number, number>();
+  readonly #storedFigures = new Map<number, number>();
 
-  constructor(store: Store, config: () => Config, now?: () => number) {
+  readonly #fence: WriteFence | null;
+
+  /** `fence`: the batch writer whose `written` events clear the records not yet confirmed (see #spent). */
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; fence?: WriteFence } = {}) {
     this.#store = store;
     this.#config = config;
-    this.#now = now ?? Date.now;
-    this.#realClock = now === undefined;
+    this.#now = opts.now ?? Date.now;
+    this.#realClock = opts.now === undefined;
+    this.#fence = opts.fence ?? null;
   }
 
   /** A record was published (ledger sink). */
@@ -112,18 +117,31 @@ export class BudgetService implements BudgetGate {
    * meanwhile, so it is still exact for this process's traffic); with none, the error goes to the caller.
    */
   async #spent(from: number, now: number): Promise<number> {
-    let stored: number;
-    try {
-      stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'] })).cost;
-      this.#stored.set(from, stored);
-      for (const k of this.#stored.keys()) if (k < now - 40 * 86_400_000) this.#stored.delete(k);
-    } catch (err) {
-      const last = this.#stored.get(from);
-      if (last === undefined) throw err;
-      stored = last;
+    // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
+    // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
+    // once the insert is over (twice at most; the writer waits its flush interval between inserts).
+    const f = this.#fence;
+    for (let attempt = 1; ; attempt++) {
+      const started = f?.insertsStarted ?? 0;
+      const clean = f === null || started === f.insertsEnded;
+      const stored = await this.#stored(from, now);
+      let pending = 0;
+      for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
+      if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return stored + pending;
+      await f.settled();
     }
-    let pending = 0;
-    for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
-    return stored + pending;
+  }
+
+  async #stored(from: number, now: number): Promise<number> {
+    try {
+      const stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'] })).cost;
+      this.#storedFigures.set(from, stored);
+      for (const k of this.#storedFigures.keys()) if (k < now - 40 * 86_400_000) this.#storedFigures.delete(k);
+      return stored;
+    } catch (err) {
+      const last = this.#storedFigures.get(from);
+      if (last === undefined) throw err;
+      return last;
+    }
   }
 }

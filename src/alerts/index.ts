@@ -8,6 +8,7 @@ import type { ConfigHolder } from '../config/watch.js';
 import type { ReportedQuota } from '../accounting/reported-quota.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Store } from '../store/client.js';
+import type { WriteFence } from '../store/writer.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { UsageRecord } from '../ledger/record.js';
 import { BudgetService } from '../accounting/budget.js';
@@ -31,10 +32,12 @@ export function createAlerting(deps: {
   store: Store; config: ConfigHolder; quota: QuotaService; metrics: Metrics; log: FastifyBaseLogger;
   /** What providers report on their responses, for quota alerts (accounting/reported-quota.ts). */
   reported?: () => readonly ReportedQuota[];
+  /** The batch writer, whose `written` events the budget takes: it tells the budget when an insert overlaps its read. */
+  fence?: WriteFence;
 }): Alerting {
   const { store, config, metrics, log } = deps;
   metrics.declareAlertKinds([...ALERT_KINDS, 'auto_switch']);
-  const budget = new BudgetService(store, () => config.current);
+  const budget = new BudgetService(store, () => config.current, deps.fence === undefined ? {} : { fence: deps.fence });
   const record = (a: Alert, r: DeliveryResult) => {
     metrics.notification(r.channel, r.delivered);
     if (!r.delivered) log.warn({ alert: a.id, kind: a.kind, channel: r.channel, attempts: r.attempts, error: r.error }, 'alert delivery failed');

@@ -42,7 +42,21 @@ export interface WriterEvents {
   state(up: boolean, err: unknown): void;
 }
 
-export class BatchWriter<Row extends Record<string, unknown>> {
+/**
+ * Whether an insert ran while something was read: a reader that adds rows not yet written to what it read (the
+ * budget: stored spend plus records not yet confirmed written) must know that no insert landed during its read, or it
+ * counts those rows twice. An insert counts as ended once its `written` event went out.
+ */
+export interface WriteFence {
+  /** Inserts begun so far. */
+  readonly insertsStarted: number;
+  /** Inserts ended so far (landed, their rows reported written, or failed). */
+  readonly insertsEnded: number;
+  /** Resolves once no insert is running. */
+  settled(): Promise<void>;
+}
+
+export class BatchWriter<Row extends Record<string, unknown>> implements WriteFence {
   readonly #store: Store;
   readonly #table: string;
   readonly #spool: SpoolPort<Row>;
@@ -54,6 +68,10 @@ export class BatchWriter<Row extends Record<string, unknown>> {
   #up = true;
   #lastError: unknown = null;
   #wake: (() => void) | null = null;
+  #insertsStarted = 0;
+  #insertsEnded = 0;
+  #inserting: Promise<void> | null = null;
+  #insertEnded: (() => void) | null = null;
 
   constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents) {
     this.#store = store;
@@ -64,6 +82,18 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     // Segments an earlier process left go first (and the interrupted requests it left, already in the open one).
     const left = spool.leftovers();
     if (left.segments > 0 || left.interrupted > 0) this.#writing = this.#write();
+  }
+
+  get insertsStarted(): number {
+    return this.#insertsStarted;
+  }
+
+  get insertsEnded(): number {
+    return this.#insertsEnded;
+  }
+
+  settled(): Promise<void> {
+    return this.#inserting ?? Promise.resolve();
   }
 
   /** Rows spooled and not yet in the store. */
@@ -140,13 +170,22 @@ export class BatchWriter<Row extends Record<string, unknown>> {
     const lines = this.#spool.readLines(seg);
     const parsed: { rows: Row[] | null } = { rows: null };
     for (let attempt = 1; ; attempt++) {
+      this.#insertsStarted++;
+      this.#inserting = new Promise((resolve) => (this.#insertEnded = resolve));
+      const ended = () => {
+        this.#insertsEnded++;
+        this.#insertEnded?.();
+        this.#inserting = null;
+      };
       try {
         const ids = await this.#insertSegment(seg, lines, parsed);
         this.#spool.remove(seg);
         this.#setUp(true, null);
         if (ids.length > 0) this.#events.written(ids.length, ids);
+        ended();
         return true;
       } catch (err) {
+        ended();
         this.#lastError = err;
         this.#events.error(err, attempt);
         this.#setUp(false, err);

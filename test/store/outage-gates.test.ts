@@ -14,6 +14,10 @@ import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { Spool } from '../../src/store/spool.js';
+import { BatchWriter } from '../../src/store/writer.js';
+import type { RequestRow } from '../../src/store/rows.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const real = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-gates-' });
 await migrate(real);
@@ -61,6 +65,45 @@ t.test('budget: the last stored figure plus what this process spent since', asyn
   await real.insert('requests', during.map(toRow));
   budget.written(during.map((r) => r.requestId));
   t.equal((await budget.refresh()).daily.spent, 1.05, 'after the outage: the same figure, from ClickHouse');
+});
+
+t.test('budget: a batch that lands during its read is counted once (the read is taken again after the insert)', async (t) => {
+  down = false;
+  // The writer's store holds each insert's answer back after the rows have landed: they are in ClickHouse while the
+  // writer has not yet reported them written, as when an insert and a read run side by side.
+  let landed!: () => void;
+  const inStore = new Promise<void>((r) => (landed = r));
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  const slow = new Proxy(real, {
+    get(target, prop) {
+      if (prop === 'insertLines') {
+        return async (...a: Parameters<Store['insertLines']>) => {
+          await target.insertLines(...a);
+          landed();
+          await held;
+        };
+      }
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  }) as Store;
+  let budget: BudgetService | null = null;
+  const spool = new Spool<RequestRow>({ dir: tempDir(t, 'tollgate-gates-spool-'), commitMs: 50, maxBytes: 1 << 20 }, (row) => String(row.request_id));
+  const writer = new BatchWriter<RequestRow>(slow, 'requests', spool, { maxRows: 1, flushMs: 10 }, {
+    written: (_n, ids) => budget?.written(ids), dropped: () => undefined, error: () => undefined, state: () => undefined,
+  });
+  t.teardown(() => writer.close());
+  budget = new BudgetService(store, () => cfg, { fence: writer });
+  const before = (await budget.refresh()).daily.spent;
+  const r = record(0.25);
+  budget.published(r);
+  t.ok(writer.enqueue(toRow(r)));
+  await inStore;
+  const refreshed = budget.refresh();
+  setTimeout(release, 300);
+  t.equal((await refreshed).daily.spent, Number((before + 0.25).toFixed(12)), 'the new record once, not once stored and once unconfirmed');
+  t.equal(writer.insertsStarted, writer.insertsEnded, 'the insert is over');
 });
 
 t.test('budget: with nothing read before the outage, refresh fails rather than guess zero', async (t) => {
