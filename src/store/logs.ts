@@ -83,10 +83,17 @@ const CLIENT = kindsSql(CLIENT_KINDS);
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 /**
- * How far back each successive read of a page reaches: a busy gateway fills a page from the last hour, which (the
- * table sorted by hour, migration 8) reads that hour's rows only; a quiet one reaches further.
+ * How far back each successive read of a page reaches: a busy gateway fills a page from the last minutes, which (the
+ * table sorted by hour, migration 8) reads those rows only (`FINAL` merges every row it reads: an hour of a busy
+ * gateway is hundreds of thousands); a quiet one reaches further.
  */
-const SPANS = [HOUR, DAY, 7 * DAY, 31 * DAY, 366 * DAY];
+const SPANS = [5 * 60_000, HOUR, DAY, 7 * DAY, 31 * DAY, 366 * DAY];
+/**
+ * Per store, the span the last unfiltered page was filled from, and how many pages started there: the next page's
+ * first read starts there (every 16th one step shorter, in case the traffic grew), so a quiet gateway does not pay an
+ * empty five-minute read on every page. A hint only: the reads still walk back until the page is full.
+ */
+const firstSpan = new WeakMap<Store, { span: number; pages: number }>();
 
 type Raw = Record<string, unknown>;
 const n = (v: unknown): number => Number(v);
@@ -148,7 +155,10 @@ export async function clientRequestPage(
   const rows: CompactRow[] = [];
   const toRow = full ? toLogRow : toCompactRow;
   let hi: number | null = null; // exclusive upper bound of the next read; null on the first
-  for (let i = 0; i <= SPANS.length && rows.length < limit; i++) {
+  const hint = firstSpan.get(store) ?? { span: 0, pages: 0 };
+  const i0 = hint.pages % 16 === 15 ? Math.max(0, hint.span - 1) : hint.span;
+  let filledAt = SPANS.length;
+  for (let i = i0; i <= SPANS.length && rows.length < limit; i++) {
     const lo = i < SPANS.length ? Math.max(floor, start - SPANS[i]!) : floor;
     const bounds: string[] = [];
     if (cursor !== null) bounds.push(`(ts, toString(request_id)) < (fromUnixTimestamp64Milli({c_ts:Int64}, 'UTC'), {c_id:String})`);
@@ -163,8 +173,13 @@ export async function clientRequestPage(
       { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length },
     );
     rows.push(...got.map(toRow));
+    if (rows.length >= limit) filledAt = i;
     if (!Number.isFinite(lo) || lo <= floor) break;
     hi = lo;
+  }
+  if (where === CLIENT && f.from === undefined && f.to === undefined) {
+    const span = Math.min(filledAt, SPANS.length - 1);
+    firstSpan.set(store, { span, pages: span === hint.span ? hint.pages + 1 : 0 });
   }
   return rows;
 }
@@ -173,9 +188,11 @@ export async function clientRequestPage(
  * The request number of each row: its 1-based position among all client requests of its UTC day, by start time then
  * request_id. Filters do not change it (it names the request, not its place in a listing).
  *
- * One read, and the raw rows of a few hours at most: per day of the page, the requests before the hour of the page's
- * oldest row that day are counted from the hourly rollup (whole hours; the count every usage report gives), and only
- * the rows from that hour to the page's newest are ranked (each request once: LIMIT 1 BY on the matching rows).
+ * One read whose cost does not grow with the traffic before the page: per day of the page, the requests before the
+ * hour of the page's oldest row that day are counted from the hourly rollup (whole hours; the count every usage report
+ * gives), those from that hour to the oldest row are counted (each request once), and only the requests between the
+ * page's oldest and newest rows are ranked (each once: LIMIT 1 BY on the matching rows). Ranking from the hour's
+ * start instead sorted every request of that hour: a busy gateway's hour is hundreds of thousands.
  */
 export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
   if (rows.length === 0) return new Map();
@@ -186,22 +203,28 @@ export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'requ
     spans.set(day, { lo: Math.min(s.lo, r.ts), hi: Math.max(s.hi, r.ts) });
   }
   const params: Record<string, unknown> = { ids: rows.map((r) => r.request_id) };
-  const raw: string[] = [];
+  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  const ranked: string[] = [];
+  const counted: string[] = [];
   const before: string[] = [];
   [...spans].forEach(([day, s], i) => {
-    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(s.lo / HOUR) * HOUR, [`m${i}`]: s.hi });
-    raw.push(`(ts >= fromUnixTimestamp64Milli({h${i}:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({m${i}:Int64}, 'UTC'))`);
-    before.push(`(hour >= fromUnixTimestamp64Milli({d${i}:Int64}, 'UTC') AND hour < fromUnixTimestamp64Milli({h${i}:Int64}, 'UTC'))`);
+    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(s.lo / HOUR) * HOUR, [`l${i}`]: s.lo, [`m${i}`]: s.hi });
+    ranked.push(`(ts >= ${at(`l${i}`)} AND ts <= ${at(`m${i}`)})`);
+    counted.push(`(ts >= ${at(`h${i}`)} AND ts < ${at(`l${i}`)})`);
+    before.push(`(hour >= ${at(`d${i}`)} AND hour < ${at(`h${i}`)})`);
   });
   const got = await store.query<{ id: string; number: string | number }>(
-    `SELECT r.id AS id, r.number + b.before AS number FROM (
+    `SELECT r.id AS id, r.number + b.before + c.earlier AS number FROM (
        SELECT toString(request_id) AS id, toDate(ts) AS day,
          row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
-       FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT} AND (${raw.join(' OR ')}) LIMIT 1 BY request_id)
+       FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT} AND (${ranked.join(' OR ')}) LIMIT 1 BY request_id)
      ) AS r
      LEFT JOIN (
        SELECT toDate(hour) AS day, sum(rows) AS before FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
      ) AS b ON r.day = b.day
+     LEFT JOIN (
+       SELECT toDate(ts) AS day, uniqExact(request_id) AS earlier FROM ${store.t('requests')} WHERE ${CLIENT} AND (${counted.join(' OR ')}) GROUP BY day
+     ) AS c ON r.day = c.day
      WHERE r.id IN {ids:Array(String)}`,
     params,
   );
