@@ -5,7 +5,7 @@
 //   embedded store) and for the bare Fastify + undici passthrough (bench/passthrough.mjs), interleaved, N rounds;
 //   Tollgate's time until /ready says 200 (its store opened and migrated in the background) beside it;
 // - idle RSS (VmRSS of the process and every process it started, from /proc): after start, 200 proxied requests and
-//   a few seconds idle, for Tollgate embedded, Tollgate on the server path (storage.clickhouse_url, a ClickHouse
+//   a few seconds idle, and again once V8 has shrunk the heap that grew under load (about half a minute idle), for Tollgate embedded, Tollgate on the server path (storage.clickhouse_url, a ClickHouse
 //   server in another process, not counted), the bare passthrough, a bare Node process, and a bare Node process
 //   with a chdb session open (bench/lib/chdb-idle.mjs): what the engine costs by itself.
 //
@@ -162,56 +162,65 @@ export async function startClickHouseServer(root, dataDir) {
   return { url: `http://127.0.0.1:${port}`, ...track(child) };
 }
 
-/** Idle RSS of each process after start, `requests` proxied requests and `idleS` seconds idle. */
-export async function measureFootprint({ root, upstream, idleS, requests, log }) {
+/**
+ * Idle RSS of each process after start and `requests` proxied requests: `idleS` seconds after its last request, and
+ * again `settleS` seconds after it (V8 shrinks a heap that grew under load only once the process has been idle for
+ * several seconds, its memory reducer; the first figure can catch it before that). The processes are started and
+ * driven one after the other and then idle side by side, each sampled on its own clock, so the longer wait costs the
+ * run `settleS` once, not once per process.
+ */
+export async function measureFootprint({ root, upstream, idleS, settleS, requests, log }) {
   const out = {};
+  const samples = [];
+  const stops = [];
   const settle = async (name, pid, url) => {
     if (url) for (let i = 0; i < requests; i++) if ((await post(url)) !== 200) throw new Error(`${name}: a request failed`);
-    await sleep(idleS * 1000);
-    out[name] = treeMiB(pid);
-    log(`idle RSS ${name}: ${out[name].toFixed(0)} MiB`);
+    const t0 = performance.now();
+    const at = async (s, key) => {
+      await sleep(Math.max(0, t0 + s * 1000 - performance.now()));
+      out[key] = treeMiB(pid);
+      log(`idle RSS ${key} (${s} s idle): ${out[key].toFixed(0)} MiB`);
+    };
+    samples.push(at(idleS, name), at(settleS, `${name}@settled`));
   };
-  const bare = track(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }));
   try {
+    const bare = track(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }));
+    stops.push(bare.stop);
     await settle('node', bare.pid, null);
-  } finally {
-    await bare.stop();
-  }
-  const chdbDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-chdb-'));
-  const chdb = track(fork(join(root, 'bench', 'lib', 'chdb-idle.mjs'), [chdbDir], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
-  try {
-    await new Promise((resolve) => process.nextTick(resolve));
+    const chdbDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-chdb-'));
+    const chdb = track(fork(join(root, 'bench', 'lib', 'chdb-idle.mjs'), [chdbDir], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+    stops.push(async () => {
+      await chdb.stop();
+      rmSync(chdbDir, { recursive: true, force: true });
+    });
     await until(performance.now(), () => readFileSync(join(chdbDir, 'ready'), 'utf8') === 'ok', 60_000);
     await settle('node+chdb', chdb.pid, null);
-  } finally {
-    await chdb.stop();
-    rmSync(chdbDir, { recursive: true, force: true });
-  }
-  {
-    const port = await freePort();
-    const p = track(fork(join(root, 'bench', 'passthrough.mjs'), [upstream, String(port)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
-    try {
+    {
+      const port = await freePort();
+      const p = track(fork(join(root, 'bench', 'passthrough.mjs'), [upstream, String(port)], { stdio: ['ignore', 'ignore', 'inherit', 'ipc'] }));
+      stops.push(p.stop);
       await until(performance.now(), async () => (await post(`http://127.0.0.1:${port}`)) === 200);
       await settle('passthrough', p.pid, `http://127.0.0.1:${port}`);
-    } finally {
-      await p.stop();
     }
-  }
-  for (const path of ['embedded', 'server']) {
-    const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-idle-'));
-    const ch = path === 'server' ? await startClickHouseServer(root, join(dir, 'ch')) : null;
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const p = spawnTollgate(root, tollgateConfig(dir, port, upstream, ch?.url ?? ''), dir);
-    try {
+    for (const path of ['embedded', 'server']) {
+      const dir = mkdtempSync(join(tmpdir(), 'tollgate-bench-idle-'));
+      const ch = path === 'server' ? await startClickHouseServer(root, join(dir, 'ch')) : null;
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const p = spawnTollgate(root, tollgateConfig(dir, port, upstream, ch?.url ?? ''), dir);
+      stops.push(async () => {
+        await p.stop();
+        await ch?.stop();
+        rmSync(dir, { recursive: true, force: true });
+      });
       await until(performance.now(), async () => (await request(`${url}/ready`)).statusCode === 200);
       await settle(`tollgate-${path}`, p.pid, url);
       out[`tollgate-${path}-engine`] = readFileSync(`/proc/${p.pid}/maps`, 'utf8').includes('libchdb');
-    } finally {
-      await p.stop();
-      await ch?.stop();
-      rmSync(dir, { recursive: true, force: true });
     }
+    await Promise.all(samples);
+  } finally {
+    await Promise.allSettled(samples);
+    for (const stop of stops.reverse()) await stop();
   }
   return out;
 }

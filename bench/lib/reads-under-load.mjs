@@ -1,0 +1,72 @@
+// Reads under proxy load: the latency of a few `/api` reads while the gateway proxies at a steady concurrency (every
+// request recorded, so its batch writer inserts about once a second), against the same reads with no load, on one
+// gateway in one run. What it shows is whether a report waits for the request path's work on the store (inserts, the
+// rollups' views, merges): the embedded store reads on connections of its own beside the one that inserts
+// (docs/recording.md, "Embedded or server").
+
+import { Pool, request } from 'undici';
+import { REQUEST_BODY } from './payloads.mjs';
+
+export const LOADED_READS = ['/api/usage?period=today', '/api/usage/logs?limit=50', '/api/usage/hourly', '/api/quota'];
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))];
+
+/** Each read in turn, every `gapMs`, for `seconds`: the latencies by read; throws on a non-200. */
+async function readLoop(url, seconds, gapMs) {
+  const times = Object.fromEntries(LOADED_READS.map((r) => [r, []]));
+  const end = performance.now() + seconds * 1000;
+  while (performance.now() < end) {
+    for (const path of LOADED_READS) {
+      const t0 = performance.now();
+      const res = await request(`${url}${path}`);
+      await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`GET ${path}: ${res.statusCode}`);
+      times[path].push(performance.now() - t0);
+    }
+    await sleep(gapMs);
+  }
+  return times;
+}
+
+/**
+ * The reads' p50 and p99 quiet and under `concurrency` non-streaming requests, `seconds` each, on the gateway at
+ * `url`; `proxied` and `errors` count the load's requests.
+ */
+export async function measureReadsUnderLoad({ url, seconds, concurrency, log }) {
+  await sleep(3000); // the last batch of whatever ran before is inserted and merged
+  const quiet = await readLoop(url, seconds, 100);
+  const pool = new Pool(url, { connections: concurrency, pipelining: 1 });
+  let stop = false;
+  let proxied = 0;
+  let errors = 0;
+  const worker = async () => {
+    while (!stop) {
+      try {
+        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: REQUEST_BODY });
+        await res.body.text();
+        if (res.statusCode === 200) proxied++;
+        else errors++;
+      } catch {
+        errors++;
+      }
+    }
+  };
+  const workers = Array.from({ length: concurrency }, worker);
+  let loaded;
+  try {
+    await sleep(2000); // the writer's first inserts under this load
+    loaded = await readLoop(url, seconds, 100);
+  } finally {
+    stop = true;
+    await Promise.all(workers);
+    await pool.close();
+  }
+  const reads = LOADED_READS.map((path) => ({
+    path,
+    quiet: { n: quiet[path].length, p50: quantile(quiet[path], 0.5), p99: quantile(quiet[path], 0.99) },
+    loaded: { n: loaded[path].length, p50: quantile(loaded[path], 0.5), p99: quantile(loaded[path], 0.99) },
+  }));
+  for (const r of reads) log(`reads under load ${r.path}: quiet p50 ${r.quiet.p50.toFixed(1)} p99 ${r.quiet.p99.toFixed(1)} ms, loaded p50 ${r.loaded.p50.toFixed(1)} p99 ${r.loaded.p99.toFixed(1)} ms`);
+  return { reads, proxied, errors, concurrency, seconds };
+}
