@@ -107,7 +107,7 @@ export class Store {
     return l.client;
   }
 
-  /** A write (or a read that must see the store as the writes left it): on the main connection. */
+  /** A statement or an insert: on the main connection. */
   #run<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
     return this.#gated(() => this.#enqueue(this.#engine, op));
   }

@@ -89,9 +89,10 @@ const DAY = 24 * HOUR;
  */
 const SPANS = [5 * 60_000, HOUR, DAY, 7 * DAY, 31 * DAY, 366 * DAY];
 /**
- * Per store, the span the last unfiltered page was filled from, and how many pages started there: the next page's
- * first read starts there (every 16th one step shorter, in case the traffic grew), so a quiet gateway does not pay an
- * empty five-minute read on every page. A hint only: the reads still walk back until the page is full.
+ * Per store, the span the last unfiltered page was filled from (the last five minutes or the last hour), and how many
+ * pages started there: the next page's first read starts there (every 16th one step shorter, in case the traffic
+ * grew), so a quiet gateway does not pay an empty five-minute read on every page. A hint only: the reads still walk
+ * back until the page is full.
  */
 const firstSpan = new WeakMap<Store, { span: number; pages: number }>();
 
@@ -178,7 +179,7 @@ export async function clientRequestPage(
     hi = lo;
   }
   if (where === CLIENT && f.from === undefined && f.to === undefined) {
-    const span = Math.min(filledAt, SPANS.length - 1);
+    const span = Math.min(filledAt, 1); // never past the last hour: a gateway that was quiet may be busy now
     firstSpan.set(store, { span, pages: span === hint.span ? hint.pages + 1 : 0 });
   }
   return rows;
