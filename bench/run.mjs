@@ -256,6 +256,7 @@ async function main() {
   let memDir = null;
   let serverDir = null;
   let clickhouse = null;
+  let clickhouseDir = null;
   let recordingServer = null;
   let recording = null;
   let peak = null;
@@ -276,7 +277,8 @@ async function main() {
     memDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-mem-'));
     const memspool = await start('tollgate', [upstream.url, memDir, 'memory-spool']);
     children.push(memspool);
-    clickhouse = await startClickHouseServer(ROOT, mkdtempSync(join(tmpdir(), 'tollgate-bench-ch-')));
+    clickhouseDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-ch-'));
+    clickhouse = await startClickHouseServer(ROOT, clickhouseDir);
     log(`ClickHouse test server at ${clickhouse.url} (pid ${clickhouse.pid})`);
     serverDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-srv-'));
     const onServer = await start('tollgate', [upstream.url, serverDir, 'server', clickhouse.url]);
@@ -325,6 +327,7 @@ async function main() {
     if (memDir !== null) rmSync(memDir, { recursive: true, force: true });
     if (serverDir !== null) rmSync(serverDir, { recursive: true, force: true });
     if (clickhouse !== null) await clickhouse.stop();
+    if (clickhouseDir !== null) rmSync(clickhouseDir, { recursive: true, force: true });
   }
 
   // ---- report ----
