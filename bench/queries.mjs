@@ -29,6 +29,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'undici';
 import { killAll, startChild } from './lib/ipc.mjs';
 import { PROVIDERS } from './lib/query-fixture.mjs';
+import { p50p99 } from './lib/stats.mjs';
 import { guardRun, runMain } from './lib/main.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -77,8 +78,6 @@ const log = (msg) => process.stderr.write(`[bench:queries] ${msg}\n`);
 const plannedS = 2400;
 const guard = guardRun({ log, limitS: plannedS, killAll });
 
-/** Nearest-rank percentile of an ascending array. */
-const percentile = (sorted, p) => (sorted.length === 0 ? NaN : sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)]);
 const rotate = (a, n) => a.map((_, i) => a[(i + n) % a.length]);
 
 /** One GET, body read whole; resolves with { ms, status, body }. */
@@ -90,8 +89,7 @@ async function get(client, path) {
 }
 
 function summarise(label, samples) {
-  const s = [...samples].sort((a, b) => a - b);
-  return { label, n: s.length, p50: percentile(s, 0.5), p99: percentile(s, 0.99) };
+  return { label, ...p50p99(samples) };
 }
 
 function table(rows, healthP99) {

@@ -7,6 +7,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
+import { percentile } from './stats.mjs';
 
 export class Load {
   /**
@@ -101,7 +102,6 @@ export class Load {
 
   summary() {
     const sorted = this.latencies.slice(0, this.windowRequests).sort();
-    const pct = (p) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]);
     return {
       issued: this.issued,
       completed: this.completed,
@@ -111,8 +111,8 @@ export class Load {
       seconds: this.seconds,
       rps: this.seconds > 0 ? this.windowRequests / this.seconds : 0,
       slices: this.slices,
-      p50: pct(0.5),
-      p99: pct(0.99),
+      p50: percentile(sorted, 0.5),
+      p99: percentile(sorted, 0.99),
     };
   }
 

@@ -6,11 +6,11 @@
 
 import { Pool, request } from 'undici';
 import { REQUEST_BODY } from './payloads.mjs';
+import { p50p99 } from './stats.mjs';
 
 export const LOADED_READS = ['/api/usage?period=today', '/api/usage/logs?limit=50', '/api/usage/hourly', '/api/quota'];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))];
 
 /** Each read in turn, every `gapMs`, for `seconds`: the latencies by read; throws on a non-200. */
 async function readLoop(url, seconds, gapMs) {
@@ -64,8 +64,8 @@ export async function measureReadsUnderLoad({ url, seconds, concurrency, log }) 
   }
   const reads = LOADED_READS.map((path) => ({
     path,
-    quiet: { n: quiet[path].length, p50: quantile(quiet[path], 0.5), p99: quantile(quiet[path], 0.99) },
-    loaded: { n: loaded[path].length, p50: quantile(loaded[path], 0.5), p99: quantile(loaded[path], 0.99) },
+    quiet: p50p99(quiet[path]),
+    loaded: p50p99(loaded[path]),
   }));
   for (const r of reads) log(`reads under load ${r.path}: quiet p50 ${r.quiet.p50.toFixed(1)} p99 ${r.quiet.p99.toFixed(1)} ms, loaded p50 ${r.loaded.p50.toFixed(1)} p99 ${r.loaded.p99.toFixed(1)} ms`);
   return { reads, proxied, errors, concurrency, seconds };
