@@ -103,7 +103,15 @@ export class Store {
   }
 
   #lane(l: Lane): Promise<ClickHouseClient> {
-    l.client ??= l.connect();
+    if (l.client === null) {
+      const client = l.connect();
+      l.client = client;
+      // A connection that could not be made is not kept: the next operation tries again (the opening retries on this
+      // same store).
+      client.catch(() => {
+        if (l.client === client) l.client = null;
+      });
+    }
     return l.client;
   }
 
