@@ -4,7 +4,8 @@
 // rollups' views, merges): the embedded store reads on connections of its own beside the one that inserts
 // (docs/recording.md, "Embedded or server").
 
-import { Pool, request } from 'undici';
+import { request } from 'undici';
+import { Load } from './load.mjs';
 import { REQUEST_BODY } from './payloads.mjs';
 import { p50p99 } from './stats.mjs';
 
@@ -30,43 +31,25 @@ async function readLoop(url, seconds, gapMs) {
 }
 
 /**
- * The reads' p50 and p99 quiet and under `concurrency` non-streaming requests, `seconds` each, on the gateway at
- * `url`; `proxied` and `errors` count the load's requests.
+ * The reads' p50 and p99 quiet and under `concurrency` non-streaming requests (the throughput run's load generator,
+ * `Load`), `seconds` each, on the gateway at `url`; `proxied` and `errors` count the load's requests.
  */
 export async function measureReadsUnderLoad({ url, seconds, concurrency, log }) {
   await sleep(3000); // the last batch of whatever ran before is inserted and merged
   const quiet = await readLoop(url, seconds, 100);
-  const pool = new Pool(url, { connections: concurrency, pipelining: 1 });
-  let stop = false;
-  let proxied = 0;
-  let errors = 0;
-  const worker = async () => {
-    while (!stop) {
-      try {
-        const res = await pool.request({ path: '/v1/chat/completions', method: 'POST', headers: { 'content-type': 'application/json' }, body: REQUEST_BODY });
-        await res.body.text();
-        if (res.statusCode === 200) proxied++;
-        else errors++;
-      } catch {
-        errors++;
-      }
-    }
-  };
-  const workers = Array.from({ length: concurrency }, worker);
+  const load = new Load({ origin: url, path: '/v1/chat/completions', body: REQUEST_BODY, stream: false, concurrency });
   let loaded;
   try {
-    await sleep(2000); // the writer's first inserts under this load
+    // The load runs 2 s before the reads (the writer's first inserts under it) and outlasts them.
+    const running = load.run((seconds + 3) * 1000, false);
+    await sleep(2000);
     loaded = await readLoop(url, seconds, 100);
+    await running;
   } finally {
-    stop = true;
-    await Promise.all(workers);
-    await pool.close();
+    await load.close();
   }
-  const reads = LOADED_READS.map((path) => ({
-    path,
-    quiet: p50p99(quiet[path]),
-    loaded: p50p99(loaded[path]),
-  }));
+  const { issued, errors } = load.summary();
+  const reads = LOADED_READS.map((path) => ({ path, quiet: p50p99(quiet[path]), loaded: p50p99(loaded[path]) }));
   for (const r of reads) log(`reads under load ${r.path}: quiet p50 ${r.quiet.p50.toFixed(1)} p99 ${r.quiet.p99.toFixed(1)} ms, loaded p50 ${r.loaded.p50.toFixed(1)} p99 ${r.loaded.p99.toFixed(1)} ms`);
-  return { reads, proxied, errors, concurrency, seconds };
+  return { reads, proxied: issued - errors, errors, concurrency, seconds };
 }
