@@ -134,9 +134,6 @@ export function deduped(store: Store, where: string, columns: string): string {
   return `(SELECT ${columns} FROM ${store.t('requests')} WHERE ${where} LIMIT 1 BY request_id)`;
 }
 
-/** The raw columns a quota window's partial first hour sums. */
-export const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
-
 interface Bounds {
   readonly from: number;
   readonly a: number;
@@ -224,9 +221,8 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   const tz = q.tz ?? 'UTC';
   const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && tz !== 'UTC'));
   // A zone off the whole hour (+05:30): a rollup hour straddles two of its hours (and, at midnight, two of its days),
-  // so every row of the window is read raw and put in its own hour in the zone.
+  // so no rollup source: every row of the window is read raw ([from, to) as the raw edge), in its own hour in the zone.
   const offGrid = hourly && !wholeHourZone(tz, q.from, q.to);
-  // Local hours of a zone off the whole hour: no rollup source, every row raw ([from, to) as the raw edge).
   const { a, b, c, d } = offGrid ? { a: q.from, b: q.from, c: q.from, d: q.from } : split(q.from, q.to, q.openEnd, hourly ? null : (windows?.cuts ?? []));
   const where = filterSql(q.filters ?? {});
   const keys = [...(windows === null ? [] : ['w_index']), ...by];

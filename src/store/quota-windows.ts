@@ -4,8 +4,11 @@
 
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
-import { EDGE_COLUMNS, deduped, num, rowsOf, split, type RawGroup, type Sums } from './aggregate.js';
+import { deduped, num, rowsOf, split, type RawGroup, type Sums } from './aggregate.js';
 import { decimalUnits, unitsNumber } from './decimal.js';
+
+/** The raw columns a quota window's partial first hour sums. */
+const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
 
 export interface ProviderWindow {
   readonly provider: string;

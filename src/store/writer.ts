@@ -71,7 +71,6 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   #insertsStarted = 0;
   #insertsEnded = 0;
   #inserting: Promise<void> | null = null;
-  #insertEnded: (() => void) | null = null;
 
   constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents) {
     this.#store = store;
@@ -171,11 +170,12 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     const parsed: { rows: Row[] | null } = { rows: null };
     for (let attempt = 1; ; attempt++) {
       this.#insertsStarted++;
-      this.#inserting = new Promise((resolve) => (this.#insertEnded = resolve));
+      let settle = (): void => undefined;
+      this.#inserting = new Promise((resolve) => (settle = resolve));
       const ended = () => {
         this.#insertsEnded++;
-        this.#insertEnded?.();
         this.#inserting = null;
+        settle();
       };
       try {
         const ids = await this.#insertSegment(seg, lines, parsed);

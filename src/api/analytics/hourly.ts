@@ -48,7 +48,9 @@ async function perHour(store: Store, hours: readonly LocalHour[], tz: string, ke
   const byStart = new Map<number, Group[]>();
   for (const g of groups) {
     const start = Number(g.hour_epoch) * 1000;
-    byStart.set(start, [...(byStart.get(start) ?? []), g]);
+    const list = byStart.get(start);
+    if (list === undefined) byStart.set(start, [g]);
+    else list.push(g);
   }
   return hours.map((h) => fold(byStart.get(h.from) ?? [], keepalive));
 }
