@@ -1,8 +1,8 @@
 // One ClickHouse client, two back ends (DESIGN.md decision 1): a server when storage.clickhouse_url is set,
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
-// query at a time per connection, so operations are serialised here, per connection: writes (statements, inserts,
-// the migrations) on one, reads on READ_LANES more to the same data (chdb's connections to one path coexist), so a
-// report never waits for an insert and two reads run side by side; a server takes them all concurrently.
+// query at a time per connection, so operations are serialised here; a server takes them concurrently. (Reads on
+// connections of their own beside the one that writes were tried, and lost rows' deduplication in the rollup and a
+// table a migration had just created under concurrent use: docs/recording.md, "Embedded or server".)
 //
 // The client library, and the embedded engine (about 170 MiB of native library mapped, 100-200 ms to load), are
 // loaded by the first operation, never by opening: on the server path the engine is never loaded at all, and the app
@@ -14,7 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
-import { embeddedConnection, embeddedReadConnection } from './embedded.js';
+import { embeddedConnection } from './embedded.js';
 
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
 
@@ -25,28 +25,13 @@ export interface StoreGate {
   wait(): Promise<void>;
 }
 
-/** One embedded connection and the queue of what runs on it, one operation at a time. */
-interface Lane {
-  /** Created by the lane's first operation, so that opening a store loads nothing. */
+/** The client and the queue of one connection, shared by a store and its gated views (`gated`). */
+interface Engine {
+  /** Created by the first operation (`connect`), so that opening a store loads nothing. */
   client: Promise<ClickHouseClient> | null;
   readonly connect: () => Promise<ClickHouseClient>;
   tail: Promise<unknown>;
-  /** Operations queued or running. */
-  pending: number;
-}
-
-/** The connections of a store and their queues, shared by a store and its gated views (`gated`). */
-interface Engine extends Lane {
-  /** Embedded only: the connections reads run on (empty: reads share the main connection's queue). */
-  readonly readers: Lane[];
   closed: boolean;
-}
-
-/** Read connections beside the write connection on the embedded engine: two reads of a page run side by side. */
-export const READ_LANES = 2;
-
-function lane(connect: () => Promise<ClickHouseClient>): Lane {
-  return { client: null, connect, tail: Promise.resolve(), pending: 0 };
 }
 
 export class Store {
@@ -60,21 +45,12 @@ export class Store {
   /**
    * `client`: the client, or how to create it on first use. `pingTimeoutMs`: how long `ping` waits for a server (the
    * embedded engine answers or throws). `sharded`: tables are Distributed, and an insert is acknowledged only once
-   * every shard has its rows (`distributed_foreground_insert`). `reader` (embedded): how to open one more
-   * connection to the same data for reads; READ_LANES of them are opened as reads need them, each after the main one.
+   * every shard has its rows (`distributed_foreground_insert`).
    */
-  constructor(
-    client: ClickHouseClient | (() => Promise<ClickHouseClient>), database: string, embedded: boolean,
-    opts: { pingTimeoutMs?: number; sharded?: boolean; reader?: () => Promise<ClickHouseClient> } = {},
-  ) {
-    const main = typeof client === 'function' ? lane(client) : { ...lane(() => Promise.resolve(client)), client: Promise.resolve(client) };
-    const engine: Engine = { ...main, readers: [], closed: false };
-    const { reader } = opts;
-    // A read connection is opened once the main one is: the engine starts with the main connection's settings.
-    if (embedded && reader !== undefined) {
-      for (let i = 0; i < READ_LANES; i++) engine.readers.push(lane(async () => (await this.#lane(engine), reader())));
-    }
-    this.#engine = engine;
+  constructor(client: ClickHouseClient | (() => Promise<ClickHouseClient>), database: string, embedded: boolean, opts: { pingTimeoutMs?: number; sharded?: boolean } = {}) {
+    this.#engine = typeof client === 'function'
+      ? { client: null, connect: client, tail: Promise.resolve(), closed: false }
+      : { client: Promise.resolve(client), connect: () => Promise.resolve(client), tail: Promise.resolve(), closed: false };
     this.database = database;
     this.embedded = embedded;
     this.#pingTimeoutMs = opts.pingTimeoutMs ?? 2000;
@@ -102,48 +78,36 @@ export class Store {
     return `${this.database}.${table}`;
   }
 
-  #lane(l: Lane): Promise<ClickHouseClient> {
-    if (l.client === null) {
-      const client = l.connect();
-      l.client = client;
+  #client(): Promise<ClickHouseClient> {
+    const e = this.#engine;
+    if (e.client === null) {
+      const client = e.connect();
+      e.client = client;
       // A connection that could not be made is not kept: the next operation tries again (the opening retries on this
       // same store).
       client.catch(() => {
-        if (l.client === client) l.client = null;
+        if (e.client === client) e.client = null;
       });
     }
-    return l.client;
+    return e.client;
   }
 
-  /** A statement or an insert: on the main connection. */
   #run<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
-    return this.#gated(() => this.#enqueue(this.#engine, op));
-  }
-
-  /** A read: on the read connection with the shortest queue (embedded), else like a write. */
-  #read<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
-    const { readers } = this.#engine;
-    if (readers.length === 0) return this.#run(op);
-    return this.#gated(() => this.#enqueue(readers.reduce((a, b) => (b.pending < a.pending ? b : a)), op));
-  }
-
-  #gated<T>(enqueue: () => Promise<T>): Promise<T> {
     if (this.#engine.closed) return Promise.reject(new Error('store is closed'));
-    // The gate is waited for before joining a queue: the migrations that open the gate run through the queues.
-    return this.#gate === null ? enqueue() : this.#gate.wait().then(enqueue);
+    // The gate is waited for before joining the queue: the migrations that open the gate run through that queue.
+    return this.#gate === null ? this.#enqueue(op) : this.#gate.wait().then(() => this.#enqueue(op));
   }
 
-  #enqueue<T>(l: Lane, op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
+  #enqueue<T>(op: (client: ClickHouseClient) => Promise<T>): Promise<T> {
     const e = this.#engine;
     if (e.closed) return Promise.reject(new Error('store is closed'));
     const run = async (): Promise<T> => {
       if (e.closed) throw new Error('store is closed');
-      return op(await this.#lane(l));
+      return op(await this.#client());
     };
     if (!this.embedded) return run();
-    l.pending++;
-    const next = l.tail.then(run, run).finally(() => l.pending--);
-    l.tail = next.catch(() => undefined);
+    const next = e.tail.then(run, run);
+    e.tail = next.catch(() => undefined);
     return next;
   }
 
@@ -183,10 +147,8 @@ export class Store {
     });
   }
 
-  /** Rows of a SELECT. On the embedded engine it runs on a read connection: it does not wait for writes queued before
-   * it, so a caller that needs its own write's effect awaits that write first (as every caller does). */
   query<T>(query: string, params: QueryParams = {}): Promise<T[]> {
-    return this.#read(async (client) => {
+    return this.#run(async (client) => {
       const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' });
       return rs.json<T>();
     });
@@ -246,15 +208,11 @@ export class Store {
   async close(): Promise<void> {
     const e = this.#engine;
     if (e.closed) return;
-    // Nothing may still run on a connection that closes (chdb: that aborts the engine for the process).
-    await Promise.all([e.tail, ...e.readers.map((r) => r.tail)]);
+    await e.tail;
     e.closed = true;
-    // The read connections first: the main one's close stops the engine.
-    for (const l of [...e.readers, e]) {
-      if (l.client === null) continue; // never used: nothing was loaded or connected
-      const client = await l.client.catch(() => null);
-      await client?.close();
-    }
+    if (e.client === null) return; // never used: nothing was loaded or connected
+    const client = await e.client.catch(() => null);
+    await client?.close();
   }
 }
 
@@ -292,10 +250,5 @@ export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'd
   return new Store(async () => {
     const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedConnection(path)]);
     return createClient({ connection: connection as ClientConnection });
-  }, storage.database, true, {
-    reader: async () => {
-      const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedReadConnection(path)]);
-      return createClient({ connection: connection as ClientConnection });
-    },
-  });
+  }, storage.database, true);
 }

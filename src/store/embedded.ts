@@ -82,12 +82,3 @@ export async function embeddedConnection(path: string): Promise<unknown> {
   };
   return connection;
 }
-
-/**
- * One more connection to the engine started by `embeddedConnection(path)` (chdb: connections to one path coexist,
- * each running one query at a time): the store's reads run on such connections beside its writes.
- */
-export async function embeddedReadConnection(path: string): Promise<unknown> {
-  const { createChdbConnection } = await load();
-  return createChdbConnection({ path });
-}

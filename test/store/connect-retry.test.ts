@@ -1,11 +1,11 @@
 // A store whose connection could not be made tries again on its next operation (src/store/client.ts): the opening
 // retries on the same store (src/store/opening.ts), so a failure that passes must not stick. On a server (the test
-// server of test/helpers/clickhouse-http.ts) and on the embedded engine's read connections.
+// server of test/helpers/clickhouse-http.ts) and on the embedded engine.
 
 import t from 'tap';
 import { createClient } from '@clickhouse/client';
 import { Store } from '../../src/store/client.js';
-import { embeddedConnection, embeddedReadConnection } from '../../src/store/embedded.js';
+import { embeddedConnection } from '../../src/store/embedded.js';
 import { spawnClickHouseHttp } from '../helpers/clickhouse-http.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -26,20 +26,17 @@ t.test('server: the first connection fails, the next operation connects', async 
   t.equal(calls, 2);
 });
 
-t.test('embedded: a read connection that fails once is made again by the next read', async (t) => {
+t.test('embedded: the engine connection fails once, the next operation makes it', async (t) => {
   const dir = tempDir(t, 'tollgate-connect-emb-');
-  let readers = 0;
-  const store = new Store(async () => createClient({ connection: (await embeddedConnection(dir)) as Connection }), 'default', true, {
-    reader: async () => {
-      readers++;
-      if (readers === 1) throw new Error('no read connection yet');
-      return createClient({ connection: (await embeddedReadConnection(dir)) as Connection });
-    },
-  });
+  let calls = 0;
+  const store = new Store(async () => {
+    calls++;
+    if (calls === 1) throw new Error('no engine connection yet');
+    return createClient({ connection: (await embeddedConnection(dir)) as Connection });
+  }, 'default', true);
   t.teardown(() => store.close());
-  await t.rejects(store.query('SELECT 1 AS ok'), /no read connection yet/);
-  const got = await Promise.all([store.query<{ ok: number }>('SELECT 1 AS ok'), store.query<{ ok: number }>('SELECT 2 AS ok')]);
-  t.same(got.map((rows) => Number(rows[0]!.ok)), [1, 2], 'both read connections answer');
-  t.equal(readers, 3, 'the failed one made again, the other made once');
-  await store.command('SELECT 1');
+  await t.rejects(store.query('SELECT 1 AS ok'), /no engine connection yet/);
+  t.equal(store.connected, false, 'the failed connection is not kept');
+  t.same((await store.query<{ ok: number }>('SELECT 1 AS ok')).map((r) => Number(r.ok)), [1]);
+  t.equal(calls, 2);
 });

@@ -11,7 +11,7 @@ import { makeRecord, type RecordInput, type UsageRecord } from '../../src/ledger
 import { computeCost } from '../../src/ledger/cost.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import type { ProviderConfig } from '../../src/config/types.js';
-import { openTestStore, storePath } from '../helpers/store-paths.js';
+import { openTestStore } from '../helpers/store-paths.js';
 
 const store: Store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-store-' });
 
@@ -271,23 +271,6 @@ t.test('per-model sums within [from, to) (store/aggregate.ts)', async (t) => {
   t.same(await usageByModel(to + 86_400_000, to + 86_400_001), [{ model: 'w/delta', requests: 1, tokens: 2, cost: 9 }], 'a one-millisecond window');
   t.same(await usageByModel(Date.UTC(2000, 0, 1), Date.UTC(2000, 0, 2)), [], 'an empty window');
   t.same(await usageByModel(to, from), [], 'an inverted window is empty');
-});
-
-// Reads beside writes (src/store/client.ts): on the embedded engine reads run on their own connections, so a report
-// never queues behind an insert and two reads of one page run side by side; a server takes them concurrently anyway.
-// Asserted on the order things finish, not on times.
-t.test('a read does not wait for a write in flight, nor for another read', async (t) => {
-  const done: string[] = [];
-  const write = store.command('SELECT sleep(1)').then(() => done.push('write'));
-  const slowRead = store.query<{ s: number }>('SELECT sleep(1) AS s').then(() => done.push('slow read'));
-  const rows = await store.query<{ ok: number }>('SELECT 1 AS ok');
-  done.push('read');
-  t.same(rows.map((r) => Number(r.ok)), [1]);
-  await Promise.all([write, slowRead]);
-  // The test server of the server path answers one statement at a time (test/helpers/clickhouse-http.ts); the read
-  // connections are the embedded store's own.
-  if (storePath() === 'embedded') t.equal(done[0], 'read', `the quick read finished first (${done.join(', ')})`);
-  t.same([...done].sort(), ['read', 'slow read', 'write']);
 });
 
 t.test('a read after an awaited insert sees its rows', async (t) => {

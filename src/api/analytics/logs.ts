@@ -121,7 +121,8 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     const v = q.string(k);
     if (v !== undefined) echo[k] = v;
   }
-  // The numbers' read is started, not awaited: request-logs runs its attempts' read beside it.
+  // The numbers' read is started, not awaited: request-logs starts its attempts' read beside it (a server runs both at
+  // once; the embedded store one after the other).
   return { rows, numbers: dayNumbers(store, rows), next, filters: echo, limit, text };
 }
 
