@@ -100,6 +100,12 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * When the embedded engine loads after listening: once no request has begun or been in flight for 50 ms, within a
+ * second at most. Its load takes the event loop for about 250 ms (docs/benchmarks.md, "Where the start goes").
+ */
+const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
+
 /** Refusals of the gate itself: not requests to record (an attacker's probes would fill the record). */
 const GATE_REFUSALS = new Set(['TOLLGATE_ERR_UNAUTHORIZED', 'TOLLGATE_ERR_REAUTH_REQUIRED', 'TOLLGATE_ERR_FORBIDDEN', 'TOLLGATE_ERR_RATE_LIMITED']);
 
@@ -170,13 +176,15 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const ledger = new Ledger((err) => log.error({ err }, 'usage sink failed'));
   ledger.subscribe((r) => writer.enqueue(toRow(r)));
   // A request in flight has its snapshot in the spool: if the process dies, it is recorded as interrupted.
-  ledger.subscribeBegin((id, snapshot) =>
+  let begun = 0; // requests begun, for the store's opening (it waits for a quiet moment: onListen below)
+  ledger.subscribeBegin((id, snapshot) => {
+    begun++;
     writer.begin(id, () => {
       const row = toRow(snapshot()); // a fresh row: marked here rather than through a copy of the record
       row.status = 'interrupted';
       return row;
-    }),
-  );
+    });
+  });
   ledger.subscribe((r) => metrics.observe(r));
   const live = new LiveRequests(() => holder.current);
   live.attach(ledger);
@@ -304,10 +312,13 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     return metrics.registry.metrics();
   });
 
-  // Listening comes first: the store opens right after (the embedded engine's load blocks the event loop for a
-  // moment), or at its first use when the app is only injected into.
+  // Listening comes first: the store opens right after, or at its first use when the app is only injected into.
+  // The embedded engine's load blocks the event loop for about a quarter of a second, so on that path the opening
+  // waits until the requests that came with the start are answered (QUIET_OPEN; a store read or the writer's first
+  // insert starts it sooner). The server path's opening is network I/O: it starts at once.
   app.addHook('onListen', (done) => {
-    setImmediate(() => opening.start());
+    if (cfg.storage.clickhouse_url === '') opening.startWhenQuiet(() => ({ begun, inFlight: spool.inFlight }), QUIET_OPEN);
+    else setImmediate(() => opening.start());
     done();
   });
   app.addHook('onClose', async () => {

@@ -22,7 +22,23 @@ export interface OpeningOptions {
   readonly events?: Partial<OpeningEvents>;
 }
 
-type State = 'idle' | 'opening' | 'retrying' | 'ready' | 'failed' | 'closed';
+type State = 'idle' | 'waiting' | 'opening' | 'retrying' | 'ready' | 'failed' | 'closed';
+
+/** What the request path is doing, for `startWhenQuiet`: requests begun so far, and how many are in flight. */
+export interface Activity {
+  readonly begun: number;
+  readonly inFlight: number;
+}
+
+export interface QuietOptions {
+  /** How long no request may have begun or been in flight before the opening starts (ms). */
+  readonly quietMs: number;
+  /** The longest the opening waits for that, from the call (ms). */
+  readonly maxMs: number;
+}
+
+/** How often `startWhenQuiet` looks at the request path. */
+const QUIET_POLL_MS = 10;
 
 /** ClickHouse's answers that no retry can change: the credentials or the grants are wrong. */
 const FATAL_TYPES = /^(AUTHENTICATION_FAILED|REQUIRED_PASSWORD|UNKNOWN_USER|WRONG_PASSWORD|ACCESS_DENIED|NOT_ENOUGH_PRIVILEGES|IP_ADDRESS_NOT_ALLOWED)$/;
@@ -50,6 +66,7 @@ export class StoreOpening implements StoreGate {
   #waiters: { resolve: () => void; reject: (err: unknown) => void }[] = [];
   #attempt: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
+  #quiet: NodeJS.Timeout | null = null;
   #settle!: { resolve: () => void; reject: (err: unknown) => void };
 
   /** `store`: the store itself (not a gated view of it), which the migrations run on. */
@@ -75,14 +92,40 @@ export class StoreOpening implements StoreGate {
         return `the store cannot be opened (${firstLine(this.#error)})`;
       case 'retrying':
         return `the store could not be opened (${firstLine(this.#error)}); retrying`;
+      case 'waiting':
+        return 'the store opens once the requests of the start are answered';
       default:
         return 'the store is being opened and migrated';
     }
   }
 
+  /**
+   * Begin opening once the request path is quiet: no request begun or in flight for `quietMs`, or `maxMs` from now at
+   * the latest (a store operation meanwhile starts it at once). Loading the embedded engine blocks the event loop for
+   * about a quarter of a second (docs/benchmarks.md, "Where the start goes"): the requests that come with the start
+   * are answered first, not made to wait it out.
+   */
+  startWhenQuiet(activity: () => Activity, opts: QuietOptions): void {
+    if (this.#state !== 'idle') return;
+    this.#state = 'waiting';
+    const until = performance.now() + opts.maxMs;
+    let last = activity().begun;
+    let quietSince = performance.now();
+    this.#quiet = setInterval(() => {
+      const now = performance.now();
+      const a = activity();
+      if (a.begun !== last || a.inFlight > 0) {
+        last = a.begun;
+        quietSince = now;
+      }
+      if (now - quietSince >= opts.quietMs || now >= until) this.start();
+    }, QUIET_POLL_MS); // kept referenced: it ends by maxMs at the latest, or with close()
+  }
+
   /** Begin opening (once; later calls do nothing). */
   start(): void {
-    if (this.#state !== 'idle') return;
+    if (this.#state !== 'idle' && this.#state !== 'waiting') return;
+    this.#stopWaiting();
     this.#state = 'opening';
     const t0 = performance.now();
     this.#run(1, t0);
@@ -124,6 +167,11 @@ export class StoreOpening implements StoreGate {
     );
   }
 
+  #stopWaiting(): void {
+    if (this.#quiet !== null) clearInterval(this.#quiet);
+    this.#quiet = null;
+  }
+
   #take(): { resolve: () => void; reject: (err: unknown) => void }[] {
     const w = this.#waiters;
     this.#waiters = [];
@@ -147,6 +195,7 @@ export class StoreOpening implements StoreGate {
       case 'closed':
         return Promise.reject(this.#unavailable());
       case 'idle':
+      case 'waiting':
         this.start();
         break;
       default:
@@ -162,6 +211,7 @@ export class StoreOpening implements StoreGate {
   async close(): Promise<void> {
     if (this.#state === 'closed' || this.#state === 'ready' || this.#state === 'failed') return;
     this.#state = 'closed';
+    this.#stopWaiting();
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     for (const w of this.#take()) w.reject(this.#unavailable());
