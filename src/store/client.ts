@@ -1,8 +1,8 @@
 // One ClickHouse client, two back ends (DESIGN.md decision 1): a server when storage.clickhouse_url is set,
 // otherwise the embedded engine from chdb under storage.data_dir. Same SQL for both. The embedded engine runs one
 // query at a time per connection, so operations are serialised here; a server takes them concurrently. (Reads on
-// connections of their own beside the one that writes were tried, and lost rows' deduplication in the rollup and a
-// table a migration had just created under concurrent use: docs/recording.md, "Embedded or server".)
+// connections of their own beside the one that writes were tried, and missed a table a migration had just created
+// under concurrent use: docs/recording.md, "Embedded or server".)
 //
 // The client library, and the embedded engine (about 170 MiB of native library mapped, 100-200 ms to load), are
 // loaded by the first operation, never by opening: on the server path the engine is never loaded at all, and the app
