@@ -28,6 +28,7 @@ export const ERRORS = {
   TOLLGATE_ERR_NOT_SUPPORTED: { status: 400, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_BODY_TOO_LARGE: { status: 413, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE: { status: 415, type: 'invalid_request_error', level: 'info' },
+  TOLLGATE_ERR_RANGE_NOT_SATISFIABLE: { status: 416, type: 'invalid_request_error', level: 'info' },
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_CONNECT: { status: 502, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_PROTOCOL: { status: 502, type: 'upstream_error', level: 'error' },

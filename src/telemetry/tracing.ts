@@ -4,7 +4,11 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Attributes, type Context, type Span, type Tracer, type TracerProvider } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
+// The W3C propagator's own module, not the package's index: the index loads all of @opentelemetry/core (83 files and
+// @opentelemetry/semantic-conventions, about 60 ms of every start and 1 MiB of heap, docs/benchmarks.md) for this one
+// class, which needs three small files. The package has no `exports` map, so the path is public; the SDK's index
+// loads the same file when an OTLP endpoint is set. test/telemetry/propagator.test.ts pins it to the index's class.
+import { W3CTraceContextPropagator } from '@opentelemetry/core/build/src/trace/W3CTraceContextPropagator.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
 import type { UsageRecord } from '../ledger/record.js';
 import type { StopReason } from '../wire/canonical.js';
