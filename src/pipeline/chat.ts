@@ -157,7 +157,8 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   const { request, adapter, wantsUsage, answer } = s;
   const { reply, outcome, t0 } = request;
   const raw = openEventStream(reply);
-  const parser = new SseParser();
+  // Comments (an upstream's keep-alives while it thinks) go on to the client, so its idle timers see them too.
+  const parser = new SseParser({ comments: true });
   let sawDone = false;
   let finished = false;
   let respId: string | null = null;
@@ -180,7 +181,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (json.error !== undefined) {
       outcome.status = 'failure';
       outcome.errorType = 'upstream_stream_error';
-      return formatFrame(f.data, f.event);
+      return formatFrame(f.data, f.event, f.id);
     }
     const info = adapter.inspectChunk(json);
     if (info.usage) {
@@ -202,9 +203,9 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (info.usageOnly && !wantsUsage) return '';
     if (!wantsUsage && json.usage !== undefined && json.usage !== null) {
       delete json.usage;
-      return formatFrame(JSON.stringify(json), f.event);
+      return formatFrame(JSON.stringify(json), f.event, f.id);
     }
-    return formatFrame(f.data, f.event);
+    return formatFrame(f.data, f.event, f.id);
   };
 
   try {
@@ -212,10 +213,12 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     for await (const chunk of s.res.body) {
       let out = '';
       for (const f of parser.push(chunk as Uint8Array)) out += onFrame(f);
+      out = parser.takeComments() + out;
       if (out) await write(raw, out);
     }
     let tail = '';
     for (const f of parser.end()) tail += onFrame(f);
+    tail = parser.takeComments() + tail;
     if (!sawDone && !finished && outcome.status === 'success') {
       if (tail) await write(raw, tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');

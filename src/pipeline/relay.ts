@@ -49,7 +49,8 @@ const REPORTED_ERROR = 'the upstream provider reported an error';
 export class EventRelay {
   readonly #opts: RelayOptions;
   readonly #facts: StreamFacts;
-  readonly #sse = new SseParser();
+  /** Comments are kept: an upstream's keep-alives go on to the client once its stream is open (below). */
+  readonly #sse = new SseParser({ comments: true });
   /** The client's stream, once open. */
   #client: ServerResponse | null;
   /** An upstream error event, held until the stream ends. */
@@ -69,13 +70,15 @@ export class EventRelay {
     const { outcome, parser } = this.#opts;
     try {
       for await (const chunk of res.body) {
-        const out = this.#translate(this.#sse.push(chunk as Uint8Array));
+        const frames = this.#sse.push(chunk as Uint8Array);
+        const out = this.#comments() + this.#translate(frames);
         if (out) await this.#emit(out);
         else if (this.#client === null && outcome.status === 'failure') break; // an error before any output
       }
       let tail = '';
       if (this.#client !== null || outcome.status !== 'failure') {
-        tail = this.#translate(this.#sse.end());
+        const frames = this.#sse.end();
+        tail = this.#comments() + this.#translate(frames);
         for (const e of parser.end()) tail += this.#render(e);
       }
       if (!parser.terminated && outcome.status === 'success') {
@@ -96,6 +99,15 @@ export class EventRelay {
       if (this.#client !== null) closeEventStream(this.#client, { closing: this.#opts.ctx.closing() });
       this.#opts.trace.setResponse(this.#facts.id, this.#facts.model, this.#facts.reasons);
     }
+  }
+
+  /**
+   * The upstream's comments (keep-alives) as they came, for a client whose stream is open: before the first output of
+   * a combo attempt they are dropped, since sending them would open the stream and stop the combo trying the next member.
+   */
+  #comments(): string {
+    const block = this.#sse.takeComments();
+    return this.#client === null ? '' : block;
   }
 
   /** Frames in, the client's SSE text out. */

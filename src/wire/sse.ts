@@ -1,5 +1,6 @@
 // Server-sent events, layer one and two: bytes -> frames. A frame is what lies between blank lines; its `data`
-// lines are joined with '\n'. Comments (lines starting with ':') are dropped. Works on any chunking of the bytes.
+// lines are joined with '\n'. Comments (lines starting with ':', such as an upstream's keep-alives while a model
+// thinks) are not frames: dropped, or kept for a relay to forward (`comments: true`). Works on any chunking of the bytes.
 
 export interface SseFrame {
   readonly event: string | null;
@@ -10,6 +11,20 @@ export interface SseFrame {
 export class SseParser {
   readonly #decoder = new TextDecoder('utf-8');
   #buf = '';
+  /** The comment lines read and not yet taken (null: comments are dropped). */
+  readonly #comments: string[] | null;
+
+  constructor(opts: { comments?: boolean } = {}) {
+    this.#comments = opts.comments === true ? [] : null;
+  }
+
+  /** The comments read since the last call, as one SSE comment block ('' when none): what a relay forwards. */
+  takeComments(): string {
+    if (this.#comments === null || this.#comments.length === 0) return '';
+    const block = `${this.#comments.join('\n')}\n\n`;
+    this.#comments.length = 0;
+    return block;
+  }
 
   /** Feed bytes; returns the frames completed by them. */
   push(chunk: Uint8Array): SseFrame[] {
@@ -31,13 +46,13 @@ export class SseParser {
     for (;;) {
       const end = frameEnd(buf, from);
       if (end === -1) break;
-      const f = parseFrame(buf.slice(from, end.index));
+      const f = parseFrame(buf.slice(from, end.index), this.#comments);
       if (f) frames.push(f);
       from = end.next;
     }
     this.#buf = from === 0 ? buf : buf.slice(from);
     if (final && this.#buf.trim() !== '') {
-      const f = parseFrame(this.#buf);
+      const f = parseFrame(this.#buf, this.#comments);
       this.#buf = '';
       if (f) frames.push(f);
     }
@@ -59,14 +74,18 @@ function frameEnd(buf: string, from: number): { index: number; next: number } | 
   return best;
 }
 
-function parseFrame(raw: string): SseFrame | null {
+function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
   // The common frame: one `data: ` line (no other field, no comment, no line break).
   if (raw.startsWith('data: ') && raw.indexOf('\n') === -1 && raw.indexOf('\r') === -1) return { event: null, data: raw.slice(6), id: null };
   let event: string | null = null;
   let id: string | null = null;
   const data: string[] = [];
   for (const line of raw.split(/\r\n|\n|\r/)) {
-    if (line === '' || line.startsWith(':')) continue;
+    if (line === '') continue;
+    if (line.startsWith(':')) {
+      comments?.push(line);
+      continue;
+    }
     const colon = line.indexOf(':');
     const field = colon === -1 ? line : line.slice(0, colon);
     let value = colon === -1 ? '' : line.slice(colon + 1);
@@ -79,9 +98,9 @@ function parseFrame(raw: string): SseFrame | null {
   return { event, data: data.join('\n'), id };
 }
 
-/** Serialise one frame for the client. */
-export function formatFrame(data: string, event: string | null = null): string {
-  if (event === null && !data.includes('\n')) return `data: ${data}\n\n`;
+/** Serialise one frame for the client (with the upstream's event id, when a same-format relay keeps it). */
+export function formatFrame(data: string, event: string | null = null, id: string | null = null): string {
+  if (event === null && id === null && !data.includes('\n')) return `data: ${data}\n\n`;
   const lines = data.split('\n').map((l) => `data: ${l}`);
-  return `${event === null ? '' : `event: ${event}\n`}${lines.join('\n')}\n\n`;
+  return `${event === null ? '' : `event: ${event}\n`}${id === null ? '' : `id: ${id}\n`}${lines.join('\n')}\n\n`;
 }

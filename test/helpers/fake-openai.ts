@@ -22,7 +22,13 @@ export interface FakeUsage {
 
 export type Behaviour =
   /** `inputOnlyUsage`: the usage names prompt tokens only (as some OpenAI-compatible servers report a partial count). */
-  | { kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number; inputOnlyUsage?: boolean }
+  | {
+    kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number; inputOnlyUsage?: boolean;
+    /** Streamed: SSE comments before the first chunk (OpenRouter's `: OPENROUTER PROCESSING`, keep-alives), and after the first delta. */
+    comments?: string[];
+    /** Streamed: each data frame carries an `id:` field (1, 2, ...). */
+    ids?: boolean;
+  }
   | { kind: 'error'; status: number; body: unknown; headers?: Record<string, string> }
   /** Stream `chunks` content chunks, then send nothing more (the socket stays open). */
   | { kind: 'stall'; chunks: number }
@@ -199,7 +205,11 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const u = includeUsage ? { usage: null } : {};
     const base = { id, object: 'chat.completion.chunk', created, model, service_tier: 'default', system_fingerprint: 'fp_fake' };
     // Each chunk is flushed before the next step, so that a cut comes after the chunks have really left.
-    const send = (o: unknown) => flushed(res, `data: ${JSON.stringify(o)}\n\n`);
+    let frameId = 0;
+    const idLine = () => (b.kind === 'ok' && b.ids === true ? `id: ${++frameId}\n` : '');
+    const send = (o: unknown) => flushed(res, `${idLine()}data: ${JSON.stringify(o)}\n\n`);
+    const comments = b.kind === 'ok' ? (b.comments ?? []) : [];
+    for (const c of comments) await flushed(res, `: ${c}\n\n`);
     const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...u });
     // The deltas after the role chunk (each one counts for waitForChunks).
     let deltas: Record<string, unknown>[];
@@ -227,6 +237,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
       if (b.kind === 'ok' && b.chunkDelayMs) await new Promise((r) => setTimeout(r, b.chunkDelayMs));
       if (res.destroyed) return;
       await send(choice(d));
+      if (d === deltas[0]) for (const c of comments) await flushed(res, `: ${c}\n\n`);
       sentChunks.sent();
     }
     if (b.kind === 'stall') return; // the socket stays open, silent

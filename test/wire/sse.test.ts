@@ -82,6 +82,34 @@ t.test('comments and unknown fields are ignored', async (t) => {
   t.same(whole('id: 5\n\n'), [], 'a frame with neither data nor event is nothing');
 });
 
+t.test('comments kept for a relay (comments: true): as written, on any chunking; not kept otherwise', async (t) => {
+  const text = ': OPENROUTER PROCESSING\n\ndata: a\n: in the middle\ndata: b\n\n:\n\n:  two spaces\r\n\r\ndata: c\n\n';
+  const bytes = enc.encode(text);
+  fc.assert(
+    fc.property(fc.array(fc.integer({ min: 0, max: bytes.length }), { maxLength: 8 }), (raw) => {
+      const p = new SseParser({ comments: true });
+      const frames: SseFrame[] = [];
+      let comments = '';
+      let at = 0;
+      for (const c of [...[...raw].sort((a, b) => a - b), bytes.length]) {
+        frames.push(...p.push(bytes.subarray(at, c)));
+        comments += p.takeComments();
+        at = c;
+      }
+      frames.push(...p.end());
+      comments += p.takeComments();
+      t.same(frames, [frame('a\nb'), frame('c')], 'the frames as without comments');
+      t.same(comments.split('\n').filter((l) => l !== ''), [': OPENROUTER PROCESSING', ': in the middle', ':', ':  two spaces'], 'every comment line, in order');
+      t.match(comments, /^((:[^\n]*\n)+\n)*$/, 'in comment blocks, each ended by a blank line');
+    }),
+    { numRuns: 50 },
+  );
+  const dropping = new SseParser();
+  dropping.push(bytes);
+  t.equal(dropping.takeComments(), '', 'without the option nothing is kept');
+  t.equal(new SseParser({ comments: true }).takeComments(), '', 'none read: the empty string');
+});
+
 t.test('multi-line data is joined with \\n', async (t) => {
   t.same(whole('data: line one\ndata: line two\ndata:\ndata: line four\n\n'), [frame('line one\nline two\n\nline four')]);
   t.same(byteByByte('data: {"a":\ndata: 1}\n\n'), [frame('{"a":\n1}')]);
@@ -133,6 +161,9 @@ t.test('formatFrame', async (t) => {
   t.equal(formatFrame('a\nb'), 'data: a\ndata: b\n\n', 'one data line per line');
   t.equal(formatFrame('x', 'error'), 'event: error\ndata: x\n\n');
   t.equal(formatFrame(''), 'data: \n\n');
+  t.equal(formatFrame('x', null, '7'), 'id: 7\ndata: x\n\n', 'an id');
+  t.equal(formatFrame('x', 'delta', '7'), 'event: delta\nid: 7\ndata: x\n\n');
+  t.same(whole(formatFrame('a\nb', 'e', '42')), [frame('a\nb', 'e', '42')], 'with an id: round-trips');
 });
 
 t.test('formatFrame round-trips through the parser', async (t) => {
