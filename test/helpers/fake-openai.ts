@@ -35,8 +35,8 @@ export type Behaviour =
   /** Stream `chunks` content chunks (each flushed to the socket), then close the connection without finishing. */
   | { kind: 'cut'; chunks: number }
   | { kind: 'not-json' }
-  /** Answer 200 with the SSE headers, then send nothing at all (the socket stays open). */
-  | { kind: 'silent' }
+  /** Answer 200 with the SSE headers, then send nothing (or only these SSE comments) at all (the socket stays open). */
+  | { kind: 'silent'; comments?: string[] }
   /**
    * The model calls the first function tool of the request (`name` overrides it; a request without tools is a 400):
    * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4). `more`:
@@ -151,6 +151,7 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     if (b.kind === 'silent') {
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
       res.flushHeaders();
+      for (const c of b.comments ?? []) await flushed(res, `: ${c}\n\n`);
       return;
     }
     if (b.kind === 'not-json') {

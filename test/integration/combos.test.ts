@@ -1,6 +1,6 @@
 // Combos through the official `openai` client against three fake OpenAI upstreams (providers a, b, c) that fail on
 // command: 500, 429 with Retry-After, a quota-exhausted 429, a timeout before the first byte, a stall before the first
-// byte, a cut after bytes. Each case shows the order of attempts (which upstream received what), the final answer,
+// byte (also after keep-alive comments), a cut after bytes. Each case shows the order of attempts (which upstream received what), the final answer,
 // one row per attempt tied to the client's row by parent_id and the combo's name, the client row's totals as the sum
 // of its attempts, the cooldowns in /api/quota and /metrics, and the totals in /api/usage.
 
@@ -192,6 +192,23 @@ t.test('a timeout before the first byte moves on (not streamed, and streamed: he
   t.same(rows.attempts.map((r) => [r.provider, r.status, r.error_type]), [['a', 'failure', 'TOLLGATE_ERR_UPSTREAM_STALL'], ['b', 'success', '']]);
   t.equal(rows.parent.stream, true);
   t.ok(rows.parent.ttft_ms !== null && Number(rows.parent.ttft_ms) >= 400, `time to first token includes the stalled try (${String(rows.parent.ttft_ms)} ms)`);
+});
+
+t.test('an upstream\'s keep-alive comments before its first output do not hold the combo on it', async (t) => {
+  resetCooldowns();
+  const before = counts();
+  fakes.a.next({ kind: 'silent', comments: ['keep-alive', 'OPENROUTER PROCESSING'] });
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...ask('smart'), stream: true }),
+  });
+  const text = await res.text();
+  t.equal(res.status, 200);
+  t.same(delta(before), { a: 1, b: 1, c: 0 }, 'a stalled after its comments; b answered');
+  t.notMatch(text, /^:/m, 'a\'s comments were not sent: they would have opened the stream before a failed');
+  const words = [...text.matchAll(/"content":"([^"]*)"/g)].map((m) => m[1]).join('');
+  t.equal(words, ANSWER, 'the answer is b\'s');
+  const rows = await rowsOf(res.headers.get('x-request-id')!, 2);
+  t.same(rows.attempts.map((r) => [r.provider, r.status, r.error_type]), [['a', 'failure', 'TOLLGATE_ERR_UPSTREAM_STALL'], ['b', 'success', '']]);
 });
 
 t.test('never after the client has received bytes: a stream cut mid-way is not retried', async (t) => {
