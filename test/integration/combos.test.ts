@@ -1,8 +1,9 @@
 // Combos through the official `openai` client against three fake OpenAI upstreams (providers a, b, c) that fail on
-// command: 500, 429 with Retry-After, a quota-exhausted 429, a timeout before the first byte, a stall before the first
-// byte (also after keep-alive comments), a cut after bytes. Each case shows the order of attempts (which upstream received what), the final answer,
-// one row per attempt tied to the client's row by parent_id and the combo's name, the client row's totals as the sum
-// of its attempts, the cooldowns in /api/quota and /metrics, and the totals in /api/usage.
+// command: 500, 429 with Retry-After, a quota-exhausted 429, a timeout before the first byte, a stall before the
+// first byte (also after keep-alive comments), a cut after bytes. Each case shows the order of attempts (which
+// upstream received what), the final answer, one row per attempt tied to the client's row by parent_id and the
+// combo's name, the client row's totals as the sum of its attempts, the cooldowns in /api/quota and /metrics, and the
+// totals in /api/usage.
 
 import t from 'tap';
 import OpenAI from 'openai';
