@@ -298,7 +298,7 @@ const ROLLUP_SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, outp
  * The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's); `unpriced`: with the
  * count of rows of unknown cost (migration 22 on; migration 3 wrote the view before the column existed).
  */
-function rollupSelect(source: string, unpriced = false): string {
+export function rollupSelect(source: string, unpriced = false): string {
   return `SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status,
       count() AS rows,
       sum(ifNull(input_tokens, 0)) AS input_tokens, sum(ifNull(cached_tokens, 0)) AS cached_tokens,
@@ -311,7 +311,7 @@ function rollupSelect(source: string, unpriced = false): string {
 }
 
 /** The rows of `usage_daily` for the rows of the hourly rollup `source` (the view's query, and the backfill's). */
-function dailySelect(source: string): string {
+export function dailySelect(source: string): string {
   return `SELECT toStartOfDay(hour) AS day, kind, provider, provider_group, model, combo, api_key_name, status,
       sum(rows) AS rows, sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
       sum(cache_write_tokens) AS cache_write_tokens, sum(output_tokens) AS output_tokens, sum(reasoning_tokens) AS reasoning_tokens,

@@ -20,6 +20,14 @@ export interface WriterOptions {
   /** First retry delay (ms); doubles per failure up to `retryMaxMs`, each with up to 50% jitter. */
   readonly retryBaseMs?: number;
   readonly retryMaxMs?: number;
+  /**
+   * Given (the embedded engine, whose views lose a replay's deduplication across a restart): the oldest leftover
+   * segment is first looked for in the table, and when all its rows are there it is not inserted again; this is called
+   * with their ids before it is deleted, to make whole what the table feeds (a kill inside the insert:
+   * rollup-repair.ts). Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
+   * every segment is inserted.
+   */
+  readonly repairLanded?: (ids: readonly string[]) => Promise<void>;
 }
 
 export type DropReason = 'spool_full' | 'rejected';
@@ -61,7 +69,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   readonly #store: Store;
   readonly #table: string;
   readonly #spool: SpoolPort<Row>;
-  readonly #opts: Required<WriterOptions>;
+  readonly #opts: Required<Omit<WriterOptions, 'repairLanded'>> & Pick<WriterOptions, 'repairLanded'>;
   readonly #events: WriterEvents;
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
@@ -177,7 +185,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     // refuses them as data are they parsed, to find the rows it refuses and set them aside (#insertRows).
     const lines = this.#spool.readLines(seg);
     const parsed: { rows: Row[] | null } = { rows: null };
-    let landed = seg.name === this.#leftover ? null : false;
+    let landed = this.#opts.repairLanded !== undefined && seg.name === this.#leftover ? null : false;
     for (let attempt = 1; ; attempt++) {
       this.#insertsStarted++;
       let settle = (): void => undefined;
@@ -190,6 +198,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       try {
         landed ??= await this.#landed(lines);
         const ids = landed ? lines.map((l) => lineId(l, this.#opts.idKey) ?? '') : await this.#insertSegment(seg, lines, parsed);
+        if (landed) await this.#opts.repairLanded?.(ids);
         this.#spool.remove(seg);
         this.#setUp(true, null);
         if (ids.length > 0) this.#events.written(ids.length, ids);

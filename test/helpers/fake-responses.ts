@@ -24,8 +24,9 @@
 //   -> buckets: input 40 - 16 = 24, cached 16, cache write null (not reported), output 25 - 10 = 15, reasoning 10;
 //      total 24 + 16 + 15 + 10 = 65.
 //
-// `junk: true` (ok, stall, cut) adds what proxies in front of an upstream add and a gateway must not forward: a
-// `: keep-alive` comment after response.in_progress, and a `data: [DONE]` after the last event sent.
+// `junk: true` (ok, stall, cut) adds what proxies in front of an upstream add: a `: keep-alive` comment after
+// response.in_progress (which a gateway forwards as a comment: docs/translation.md) and a `data: [DONE]` after the last
+// event sent (which it must not forward to a client whose format has no [DONE]).
 //
 // Tests script what it does next with `next(...)` (when the queue is empty: 'ok'); it records every request.
 

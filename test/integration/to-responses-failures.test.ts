@@ -47,11 +47,14 @@ interface Frame {
   lines: string[];
 }
 
-/** Split an SSE body into frames (blank-line separated); each frame keeps its raw lines. */
+/**
+ * Split an SSE body into frames (blank-line separated); each frame keeps its raw lines. Comment blocks (the
+ * upstream's keep-alive, forwarded as it came) are left out: `comments` counts them.
+ */
 function frames(text: string): Frame[] {
   return text
     .split('\n\n')
-    .filter((f) => f !== '')
+    .filter((f) => f !== '' && !f.split('\n').every((l) => l.startsWith(':')))
     .map((f) => {
       const lines = f.split('\n');
       const event = lines.find((l) => l.startsWith('event: '))?.slice(7) ?? null;
@@ -59,6 +62,9 @@ function frames(text: string): Frame[] {
       return { event, data, lines };
     });
 }
+
+/** The comment lines of an SSE body. */
+const comments = (text: string): string[] => text.split('\n').filter((l) => l.startsWith(':'));
 
 const isJson = (s: string): boolean => {
   try {
@@ -146,6 +152,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
       const { value: res, row } = await withRow(gw, t, () => raw('/v1/messages', body, { 'anthropic-version': '2023-06-01' }));
       t.equal(res.status, 200);
       const fs = frames(res.text);
+      t.same(comments(res.text), [': keep-alive'], 'the upstream\'s keep-alive reached the client as a comment');
       for (const f of fs) {
         t.ok(f.event !== null && f.lines.length === 2, `event + data frame: ${f.lines[0]}`);
         t.ok(isJson(f.data), `JSON data: ${f.data.slice(0, 60)}`);
@@ -173,6 +180,7 @@ for (const cause of ['stall', 'cut', 'end'] as const) {
       nextFailure(cause);
       const { value: res, row } = await withRow(gw, t, () => raw('/v1/chat/completions', { model: MODEL, messages: [{ role: 'user', content: 'hi' }], stream: true }));
       const fs = frames(res.text);
+      t.same(comments(res.text), [': keep-alive'], 'the upstream\'s keep-alive reached the client as a comment');
       for (const f of fs) t.ok(isJson(f.data) && f.lines.length === 1, `one JSON data line: ${f.lines[0]?.slice(0, 60)}`);
       t.notOk(res.text.includes('[DONE]'), 'no [DONE] after an error');
       t.match(JSON.parse(fs.at(-1)!.data), { error: { code: String(row.error_type), message: String } }, 'ends with the error event');

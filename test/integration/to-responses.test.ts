@@ -404,7 +404,7 @@ const RAW = [
 ] as const;
 
 for (const r of RAW) {
-  t.test(`raw ${r.endpoint} stream: an upstream keep-alive comment and stray [DONE] are not forwarded`, async (t) => {
+  t.test(`raw ${r.endpoint} stream: an upstream keep-alive comment is forwarded as a comment, a stray [DONE] is not`, async (t) => {
     up.next({ kind: 'ok', junk: true });
     const { value: res, row } = await withRow(gw, t, async () => {
       const x = await request(`${gw.url}${r.path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(r.body) });
@@ -412,8 +412,11 @@ for (const r of RAW) {
     });
     t.equal(res.status, 200);
     t.equal(res.requestId, row.request_id, "x-request-id is the row's request id");
-    const fs = frames(res.text);
-    t.notOk(fs.some((f) => f.lines.some((l) => l.startsWith(':'))), 'no comment lines');
+    const all = frames(res.text);
+    const comment = (f: { lines: string[] }) => f.lines.every((l) => l.startsWith(':'));
+    t.same(all.filter(comment).map((f) => f.lines), [[': keep-alive']], 'the upstream\'s keep-alive, once, as a comment block of its own');
+    const fs = all.filter((f) => !comment(f));
+    t.notOk(fs.some((f) => f.lines.some((l) => l.startsWith(':'))), 'no comment line inside an event');
     t.equal(fs.filter((f) => f.data === '[DONE]').length, r.done, `${r.done} [DONE]`);
     if (r.done === 1) t.equal(fs.at(-1)!.data, '[DONE]', '[DONE] last');
     for (const f of fs) {

@@ -9,4 +9,4 @@
 import t from 'tap';
 import { replayAfterKill } from '../helpers/replay-landed.js';
 
-t.test('the segment whose insert landed before the kill is not inserted again', (t) => replayAfterKill(t, true));
+t.test('the segment whose insert landed before the kill is not inserted again', (t) => replayAfterKill(t, 'whole'));

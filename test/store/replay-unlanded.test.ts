@@ -4,4 +4,4 @@
 import t from 'tap';
 import { replayAfterKill } from '../helpers/replay-landed.js';
 
-t.test('a segment whose insert had not landed is inserted', (t) => replayAfterKill(t, false));
+t.test('a segment whose insert had not landed is inserted', (t) => replayAfterKill(t, 'none'));

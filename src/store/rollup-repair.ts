@@ -1,0 +1,53 @@
+// The rollups made whole after a kill inside an insert (docs/recording.md, "A kill between the insert and the
+// delete"). ClickHouse writes an insert's part of `requests` and then its views' parts (usage_hourly, then
+// usage_daily from it), with no transaction across them: a process killed in between leaves rows in `requests` that a
+// rollup lacks. The writer does not insert such a segment again (the embedded engine would count it twice in the
+// views after its restart, where the view's part had landed), so it asks for this instead: for the hours and days of
+// the segment's rows, what the truth has and the rollup lacks is added to the rollup, key by key; a key where the
+// rollup is whole (or ahead) is left. The daily rollup is made whole from the hourly one first, then the hourly from
+// `requests` (whose additions reach the daily rollup through its view).
+
+import type { Store } from './client.js';
+import { dailySelect, rollupSelect } from './migrations.js';
+
+const DIMS = ['kind', 'provider', 'provider_group', 'model', 'combo', 'api_key_name', 'status'] as const;
+const SUMS = ['rows', 'input_tokens', 'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'cost', 'list_cost', 'duration_ms', 'unpriced_rows'] as const;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/** `column` in [lo, hi) (epoch ms, integers this module computed). */
+const within = (column: string, lo: number, hi: number): string =>
+  `${column} >= fromUnixTimestamp64Milli(toInt64(${lo}), 'UTC') AND ${column} < fromUnixTimestamp64Milli(toInt64(${hi}), 'UTC')`;
+
+/** Add to `table` what `truth` has and the table lacks in [lo, hi), per key (its time column and the dimensions). */
+function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: string, lo: number, hi: number): string {
+  const keys = [time, ...DIMS];
+  const current = `SELECT ${keys.join(', ')}, ${SUMS.map((s) => `sum(${s}) AS ${s}`).join(', ')}
+    FROM ${store.t(table)} WHERE ${within(time, lo, hi)} GROUP BY ${keys.join(', ')}`;
+  return `INSERT INTO ${store.t(table)} (${[...keys, ...SUMS, 'min_ts'].join(', ')})
+    SELECT ${keys.map((k) => `t.${k}`).join(', ')}, ${SUMS.map((s) => `t.${s} - c.${s}`).join(', ')}, t.min_ts
+    FROM (${truth}) AS t LEFT JOIN (${current}) AS c ON ${keys.map((k) => `t.${k} = c.${k}`).join(' AND ')}
+    WHERE t.rows > c.rows AND ${SUMS.map((s) => `t.${s} >= c.${s}`).join(' AND ')}`;
+}
+
+// Not deduplicated: each pass adds only what is still missing, so a pass repeated after a failure adds nothing twice.
+const NO_DEDUP = { insert_deduplicate: 0, insert_deduplication_token: '' } as const;
+
+/** Make the rollups whole for the hours and days of the rows `ids` of `requests` (see above). */
+export async function repairRollups(store: Store, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  const [span] = await store.query<{ lo: string | number; hi: string | number }>(
+    `SELECT toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}`,
+    { ids },
+  );
+  if (span === undefined) return;
+  if (!Number.isSafeInteger(Number(span.lo)) || !Number.isSafeInteger(Number(span.hi))) return; // no rows found
+  const lo = Math.floor(Number(span.lo) / HOUR) * HOUR;
+  const hi = Math.floor(Number(span.hi) / HOUR) * HOUR + HOUR;
+  const dlo = Math.floor(lo / DAY) * DAY;
+  const dhi = Math.ceil(hi / DAY) * DAY;
+  const hours = `SELECT * FROM ${store.t('usage_hourly')} WHERE ${within('hour', dlo, dhi)}`;
+  await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`), dlo, dhi), NO_DEDUP);
+  const raw = `SELECT * FROM ${store.t('requests')} FINAL WHERE ${within('ts', lo, hi)}`;
+  await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, true), lo, hi), NO_DEDUP);
+}
