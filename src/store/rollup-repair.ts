@@ -1,8 +1,8 @@
 // The rollups made whole after a kill inside an insert (docs/recording.md, "A kill between the insert and the
 // delete"). ClickHouse writes an insert's part of `requests` and then its views' parts (usage_hourly, then
 // usage_daily from it), with no transaction across them: a process killed in between leaves rows in `requests` that a
-// rollup lacks. The writer does not insert such a segment again (the embedded engine would count it twice in the
-// views after its restart, where the view's part had landed), so it asks for this instead: for the hours and days of
+// rollup lacks. A leftover segment whose rows are all in `requests` is not inserted again (the embedded engine would
+// count it twice in the views after its restart, where the view's part had landed), and this is done instead: for the hours and days of
 // the segment's rows, what the truth has and the rollup lacks is added to the rollup, key by key; a key where the
 // rollup is whole (or ahead) is left. The daily rollup is made whole from the hourly one first, then the hourly from
 // `requests` (whose additions reach the daily rollup through its view).
@@ -33,17 +33,29 @@ function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: str
 // Not deduplicated: each pass adds only what is still missing, so a pass repeated after a failure adds nothing twice.
 const NO_DEDUP = { insert_deduplicate: 0, insert_deduplication_token: '' } as const;
 
-/** Make the rollups whole for the hours and days of the rows `ids` of `requests` (see above). */
-export async function repairRollups(store: Store, ids: readonly string[]): Promise<void> {
-  if (ids.length === 0) return;
-  const [span] = await store.query<{ lo: string | number; hi: string | number }>(
-    `SELECT toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}`,
-    { ids },
+/**
+ * A leftover segment's rows, `ids`: are they all in `requests` already? If so, the rollups are made whole for their
+ * hours and days (see above) and the answer is true: the writer deletes the segment without inserting it. One read of
+ * `requests` answers both (the count of the ids found, and their time span).
+ */
+export async function settleLanded(store: Store, ids: readonly string[]): Promise<boolean> {
+  const wanted = [...new Set(ids.filter((id) => id !== ''))];
+  if (wanted.length === 0) return false;
+  const [found] = await store.query<{ n: string | number; lo: string | number; hi: string | number }>(
+    `SELECT uniqExact(request_id) AS n, toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi
+     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}`,
+    { ids: wanted },
   );
-  if (span === undefined) return;
-  if (!Number.isSafeInteger(Number(span.lo)) || !Number.isSafeInteger(Number(span.hi))) return; // no rows found
-  const lo = Math.floor(Number(span.lo) / HOUR) * HOUR;
-  const hi = Math.floor(Number(span.hi) / HOUR) * HOUR + HOUR;
+  if (found === undefined || Number(found.n) !== wanted.length) return false;
+  await repairRollups(store, Number(found.lo), Number(found.hi));
+  return true;
+}
+
+/** Make the rollups whole for the hours and days from `first` to `last` (epoch ms, the rows' start times). */
+async function repairRollups(store: Store, first: number, last: number): Promise<void> {
+  if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last)) throw new Error(`no time span for the rollups' repair: ${first}, ${last}`);
+  const lo = Math.floor(first / HOUR) * HOUR;
+  const hi = Math.floor(last / HOUR) * HOUR + HOUR;
   const dlo = Math.floor(lo / DAY) * DAY;
   const dhi = Math.ceil(hi / DAY) * DAY;
   const hours = `SELECT * FROM ${store.t('usage_hourly')} WHERE ${within('hour', dlo, dhi)}`;

@@ -3,7 +3,7 @@
 // are spooled, the open segment is sealed and the sealed segments are inserted in order, one insert each, with the
 // segment's name as the insert deduplication token: a retry or a replay of a segment whose insert did land is dropped
 // by ClickHouse, in the table and in every materialized view (not by the embedded engine's views after a restart: the
-// oldest segment an earlier process left is checked first, #landed). A segment is deleted only after its insert was
+// oldest segment an earlier process left is settled first, `settleLanded`). A segment is deleted only after its insert was
 // acknowledged. While the store fails, the writer retries with capped exponential backoff and jitter, forever; rows
 // pile up on disk up to the spool's `maxBytes`, and only past that are new rows dropped and counted. `close` makes one
 // attempt at what is spooled and leaves the rest on disk for the next start.
@@ -21,13 +21,13 @@ export interface WriterOptions {
   readonly retryBaseMs?: number;
   readonly retryMaxMs?: number;
   /**
-   * Given (the embedded engine, whose views lose a replay's deduplication across a restart): the oldest leftover
-   * segment is first looked for in the table, and when all its rows are there it is not inserted again; this is called
-   * with their ids before it is deleted, to make whole what the table feeds (a kill inside the insert:
-   * rollup-repair.ts). Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
+   * Given (the embedded engine, whose views lose a replay's deduplication across a restart), it is asked first about
+   * the oldest segment an earlier process left, with its row ids: true means every row is in the table already and
+   * what the table feeds has been made whole (store/rollup-repair.ts), so the segment is deleted without being
+   * inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
    * every segment is inserted.
    */
-  readonly repairLanded?: (ids: readonly string[]) => Promise<void>;
+  readonly settleLanded?: (ids: readonly string[]) => Promise<boolean>;
 }
 
 export type DropReason = 'spool_full' | 'rejected';
@@ -69,7 +69,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   readonly #store: Store;
   readonly #table: string;
   readonly #spool: SpoolPort<Row>;
-  readonly #opts: Required<Omit<WriterOptions, 'repairLanded'>> & Pick<WriterOptions, 'repairLanded'>;
+  readonly #opts: Required<Omit<WriterOptions, 'settleLanded'>> & Pick<WriterOptions, 'settleLanded'>;
   readonly #events: WriterEvents;
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
@@ -185,7 +185,9 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     // refuses them as data are they parsed, to find the rows it refuses and set them aside (#insertRows).
     const lines = this.#spool.readLines(seg);
     const parsed: { rows: Row[] | null } = { rows: null };
-    let landed = this.#opts.repairLanded !== undefined && seg.name === this.#leftover ? null : false;
+    const ask = seg.name === this.#leftover ? this.#opts.settleLanded : undefined;
+    // The row ids when the segment had landed before (and is settled), null when it goes in; undefined: not asked yet.
+    let landed: string[] | null | undefined = ask === undefined ? null : undefined;
     for (let attempt = 1; ; attempt++) {
       this.#insertsStarted++;
       let settle = (): void => undefined;
@@ -196,9 +198,11 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         settle();
       };
       try {
-        landed ??= await this.#landed(lines);
-        const ids = landed ? lines.map((l) => lineId(l, this.#opts.idKey) ?? '') : await this.#insertSegment(seg, lines, parsed);
-        if (landed) await this.#opts.repairLanded?.(ids);
+        if (landed === undefined) {
+          const ids = lines.map((l) => lineId(l, this.#opts.idKey) ?? '');
+          landed = (await ask!(ids)) ? ids : null;
+        }
+        const ids = landed ?? (await this.#insertSegment(seg, lines, parsed));
         this.#spool.remove(seg);
         this.#setUp(true, null);
         if (ids.length > 0) this.#events.written(ids.length, ids);
@@ -213,22 +217,6 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         await this.#sleep(this.#backoff(attempt));
       }
     }
-  }
-
-  /**
-   * Did the insert of these lines land before the process that spooled them died? Then every row is in the table.
-   * ClickHouse drops a replay with the same token from the table, but the embedded engine does not from the rollups'
-   * views once it has restarted (docs/recording.md, "A kill between the insert and the delete"): the rows would be
-   * counted twice there, so such a segment is not inserted again.
-   */
-  async #landed(lines: readonly string[]): Promise<boolean> {
-    const ids = [...new Set(lines.map((l) => lineId(l, this.#opts.idKey)).filter((id): id is string => id !== null && id !== ''))];
-    if (ids.length === 0) return false;
-    const [found] = await this.#store.query<{ n: string }>(
-      `SELECT uniqExact(${this.#opts.idKey}) AS n FROM ${this.#store.t(this.#table)} WHERE toString(${this.#opts.idKey}) IN {ids:Array(String)}`,
-      { ids },
-    );
-    return Number(found?.n) === ids.length;
   }
 
   /**
