@@ -193,10 +193,14 @@ export async function clientRequestPage(
  * hour of the page's oldest row that day are counted from the hourly rollup (whole hours; the count every usage report
  * gives), those from that hour to the oldest row are counted (each request once), and only the requests between the
  * page's oldest and newest rows are ranked (each once: LIMIT 1 BY on the matching rows). Ranking from the hour's
- * start instead sorted every request of that hour: a busy gateway's hour is hundreds of thousands.
+ * start instead sorted every request of that hour: a busy gateway's hour is hundreds of thousands. `contiguous`: the
+ * rows are a page of every client request between its ends (no filter), and need no ranking (contiguousNumbers).
  */
-export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
+export async function dayNumbers(
+  store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[], opts: { contiguous?: boolean } = {},
+): Promise<Map<string, number>> {
   if (rows.length === 0) return new Map();
+  if (opts.contiguous === true) return contiguousNumbers(store, rows);
   const spans = new Map<number, { lo: number; hi: number }>();
   for (const r of rows) {
     const day = Math.floor(r.ts / DAY) * DAY;
@@ -230,6 +234,49 @@ export async function dayNumbers(store: Store, rows: readonly Pick<LogRow, 'requ
     params,
   );
   return new Map(got.map((r) => [r.id, Number(r.number)]));
+}
+
+const byStart = (a: Pick<LogRow, 'request_id' | 'ts'>, b: Pick<LogRow, 'request_id' | 'ts'>): number =>
+  a.ts - b.ts || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0);
+
+/**
+ * `dayNumbers` for a page that holds every client request between its oldest and newest row (an unfiltered page: the
+ * listing's bounds are a time range). Then a row's number is the count of the day's requests before the page's oldest
+ * row of that day, plus its place on the page: one read counts those (the hourly rollup's whole hours, then the rows
+ * from that hour's start to the oldest row, each once), and no row is ranked by the engine. The order is the same as
+ * the ranked read's: start time, then the id as text (lowercase hex: JavaScript's string order is its byte order).
+ */
+async function contiguousNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
+  const days = new Map<number, Pick<LogRow, 'request_id' | 'ts'>[]>();
+  for (const r of rows) {
+    const day = Math.floor(r.ts / DAY) * DAY;
+    const list = days.get(day);
+    if (list === undefined) days.set(day, [r]);
+    else list.push(r);
+  }
+  const params: Record<string, unknown> = {};
+  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  const before: string[] = [];
+  const counted: string[] = [];
+  [...days].forEach(([day, list], i) => {
+    list.sort(byStart);
+    const oldest = list[0]!;
+    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(oldest.ts / HOUR) * HOUR, [`l${i}`]: oldest.ts, [`o${i}`]: oldest.request_id });
+    before.push(`(hour >= ${at(`d${i}`)} AND hour < ${at(`h${i}`)})`);
+    counted.push(`(ts >= ${at(`h${i}`)} AND (ts < ${at(`l${i}`)} OR (ts = ${at(`l${i}`)} AND toString(request_id) < {o${i}:String})))`);
+  });
+  const got = await store.query<{ day: string; n: string | number }>(
+    `SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS day, sum(n) AS n FROM (
+       SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
+       UNION ALL
+       SELECT toDate(ts) AS day, uniqExact(request_id) AS n FROM ${store.t('requests')} WHERE ${CLIENT} AND (${counted.join(' OR ')}) GROUP BY day
+     ) GROUP BY day`,
+    params,
+  );
+  const base = new Map(got.map((r) => [Number(r.day) * 1000, Number(r.n)]));
+  const out = new Map<string, number>();
+  for (const [day, list] of days) list.forEach((r, i) => out.set(r.request_id, (base.get(day) ?? 0) + i + 1));
+  return out;
 }
 
 /** The attempt rows of the given combo requests, by parent then attempt number. */
