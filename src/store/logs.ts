@@ -194,89 +194,85 @@ export async function clientRequestPage(
  * gives), those from that hour to the oldest row are counted (each request once), and only the requests between the
  * page's oldest and newest rows are ranked (each once: LIMIT 1 BY on the matching rows). Ranking from the hour's
  * start instead sorted every request of that hour: a busy gateway's hour is hundreds of thousands. `contiguous`: the
- * rows are a page of every client request between its ends (no filter), and need no ranking (contiguousNumbers).
+ * rows are a page of every client request between its ends (an unfiltered page: its bounds are a time range), so
+ * nothing is ranked: a row's number is the day's count before the page's oldest row plus its place on the page.
  */
 export async function dayNumbers(
-  store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[], opts: { contiguous?: boolean } = {},
+  store: Store, rows: readonly Start[], opts: { contiguous?: boolean } = {},
 ): Promise<Map<string, number>> {
   if (rows.length === 0) return new Map();
-  if (opts.contiguous === true) return contiguousNumbers(store, rows);
-  const spans = new Map<number, { lo: number; hi: number }>();
-  for (const r of rows) {
-    const day = Math.floor(r.ts / DAY) * DAY;
-    const s = spans.get(day) ?? { lo: r.ts, hi: r.ts };
-    spans.set(day, { lo: Math.min(s.lo, r.ts), hi: Math.max(s.hi, r.ts) });
+  const days = byDay(rows);
+  const params: Record<string, unknown> = {};
+  if (opts.contiguous === true) {
+    // The page is every client request between its ends: each row's place on it, after the day's count before it.
+    const firsts = [...days].map(([day, list]) => ({ day, ts: list[0]!.ts, id: list[0]!.request_id }));
+    const got = await store.query<{ day: string | number; n: string | number }>(
+      `SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS day, n FROM (${countsBefore(store, firsts, params)})`, params,
+    );
+    const base = new Map(got.map((r) => [Number(r.day) * 1000, Number(r.n)]));
+    const out = new Map<string, number>();
+    for (const [day, list] of days) list.forEach((r, i) => out.set(r.request_id, (base.get(day) ?? 0) + i + 1));
+    return out;
   }
-  const params: Record<string, unknown> = { ids: rows.map((r) => r.request_id) };
-  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
-  const ranked: string[] = [];
-  const counted: string[] = [];
-  const before: string[] = [];
-  [...spans].forEach(([day, s], i) => {
-    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(s.lo / HOUR) * HOUR, [`l${i}`]: s.lo, [`m${i}`]: s.hi });
-    ranked.push(`(ts >= ${at(`l${i}`)} AND ts <= ${at(`m${i}`)})`);
-    counted.push(`(ts >= ${at(`h${i}`)} AND ts < ${at(`l${i}`)})`);
-    before.push(`(hour >= ${at(`d${i}`)} AND hour < ${at(`h${i}`)})`);
+  // The requests between the page's oldest and newest rows of each day are ranked (each once: LIMIT 1 BY).
+  const ranked = [...days].map(([, list], i) => {
+    Object.assign(params, { [`r${i}`]: list[0]!.ts, [`m${i}`]: list[list.length - 1]!.ts });
+    return `(ts >= ${at(`r${i}`)} AND ts <= ${at(`m${i}`)})`;
   });
+  const firsts = [...days].map(([day, list]) => ({ day, ts: list[0]!.ts }));
   const got = await store.query<{ id: string; number: string | number }>(
-    `SELECT r.id AS id, r.number + b.before + c.earlier AS number FROM (
+    `SELECT r.id AS id, r.number + b.n AS number FROM (
        SELECT toString(request_id) AS id, toDate(ts) AS day,
          row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
        FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT} AND (${ranked.join(' OR ')}) LIMIT 1 BY request_id)
      ) AS r
-     LEFT JOIN (
-       SELECT toDate(hour) AS day, sum(rows) AS before FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
-     ) AS b ON r.day = b.day
-     LEFT JOIN (
-       SELECT toDate(ts) AS day, uniqExact(request_id) AS earlier FROM ${store.t('requests')} WHERE ${CLIENT} AND (${counted.join(' OR ')}) GROUP BY day
-     ) AS c ON r.day = c.day
+     LEFT JOIN (${countsBefore(store, firsts, params)}) AS b ON r.day = b.day
      WHERE r.id IN {ids:Array(String)}`,
-    params,
+    { ...params, ids: rows.map((r) => r.request_id) },
   );
   return new Map(got.map((r) => [r.id, Number(r.number)]));
 }
 
-const byStart = (a: Pick<LogRow, 'request_id' | 'ts'>, b: Pick<LogRow, 'request_id' | 'ts'>): number =>
-  a.ts - b.ts || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0);
+type Start = Pick<LogRow, 'request_id' | 'ts'>;
+
+const at = (p: string): string => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
 
 /**
- * `dayNumbers` for a page that holds every client request between its oldest and newest row (an unfiltered page: the
- * listing's bounds are a time range). Then a row's number is the count of the day's requests before the page's oldest
- * row of that day, plus its place on the page: one read counts those (the hourly rollup's whole hours, then the rows
- * from that hour's start to the oldest row, each once), and no row is ranked by the engine. The order is the same as
- * the ranked read's: start time, then the id as text (lowercase hex: JavaScript's string order is its byte order).
+ * The rows by UTC day (epoch ms of its midnight), each day's in start order: start time, then the id as text, as the
+ * engine orders them (lowercase hex: JavaScript's string order is its byte order).
  */
-async function contiguousNumbers(store: Store, rows: readonly Pick<LogRow, 'request_id' | 'ts'>[]): Promise<Map<string, number>> {
-  const days = new Map<number, Pick<LogRow, 'request_id' | 'ts'>[]>();
+function byDay(rows: readonly Start[]): Map<number, Start[]> {
+  const days = new Map<number, Start[]>();
   for (const r of rows) {
     const day = Math.floor(r.ts / DAY) * DAY;
     const list = days.get(day);
     if (list === undefined) days.set(day, [r]);
     else list.push(r);
   }
-  const params: Record<string, unknown> = {};
-  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  for (const list of days.values()) list.sort((a, b) => a.ts - b.ts || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0));
+  return days;
+}
+
+/**
+ * A query giving, per UTC day (`day`, a Date), the count `n` of the day's client requests that started before the
+ * given instant `ts` of that day: the hourly rollup's whole hours before the instant's hour, then the rows from that
+ * hour's start, each once. With an `id`, the rows of that very millisecond whose id sorts before it count too (a page
+ * that is not ranked starts at that row). Its parameters are added to `params`.
+ */
+function countsBefore(store: Store, firsts: readonly { day: number; ts: number; id?: string }[], params: Record<string, unknown>): string {
   const before: string[] = [];
   const counted: string[] = [];
-  [...days].forEach(([day, list], i) => {
-    list.sort(byStart);
-    const oldest = list[0]!;
-    Object.assign(params, { [`d${i}`]: day, [`h${i}`]: Math.floor(oldest.ts / HOUR) * HOUR, [`l${i}`]: oldest.ts, [`o${i}`]: oldest.request_id });
+  firsts.forEach((f, i) => {
+    Object.assign(params, { [`d${i}`]: f.day, [`h${i}`]: Math.floor(f.ts / HOUR) * HOUR, [`l${i}`]: f.ts, ...(f.id === undefined ? {} : { [`o${i}`]: f.id }) });
     before.push(`(hour >= ${at(`d${i}`)} AND hour < ${at(`h${i}`)})`);
-    counted.push(`(ts >= ${at(`h${i}`)} AND (ts < ${at(`l${i}`)} OR (ts = ${at(`l${i}`)} AND toString(request_id) < {o${i}:String})))`);
+    const tie = f.id === undefined ? '' : ` OR (ts = ${at(`l${i}`)} AND toString(request_id) < {o${i}:String})`;
+    counted.push(`(ts >= ${at(`h${i}`)} AND (ts < ${at(`l${i}`)}${tie}))`);
   });
-  const got = await store.query<{ day: string; n: string | number }>(
-    `SELECT toUnixTimestamp(toDateTime(day, 'UTC')) AS day, sum(n) AS n FROM (
+  return `SELECT day, sum(n) AS n FROM (
        SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
        UNION ALL
        SELECT toDate(ts) AS day, uniqExact(request_id) AS n FROM ${store.t('requests')} WHERE ${CLIENT} AND (${counted.join(' OR ')}) GROUP BY day
-     ) GROUP BY day`,
-    params,
-  );
-  const base = new Map(got.map((r) => [Number(r.day) * 1000, Number(r.n)]));
-  const out = new Map<string, number>();
-  for (const [day, list] of days) list.forEach((r, i) => out.set(r.request_id, (base.get(day) ?? 0) + i + 1));
-  return out;
+     ) GROUP BY day`;
 }
 
 /** The attempt rows of the given combo requests, by parent then attempt number. */

@@ -1,7 +1,7 @@
 // The request log's numbers (store/logs.ts, dayNumbers): a request's number is its 1-based place among the client
 // requests of its UTC day, by start time then request_id. An unfiltered page holds every client request between its
 // oldest and newest row, so its numbers are counted from the hourly rollup and the rows before the page, not ranked by
-// the engine (contiguousNumbers); a filtered page ranks. Both are checked against numbers computed here from the rows,
+// the engine (`contiguous`); a filtered page ranks. Both are checked against numbers computed here from the rows,
 // on every page of the whole listing: rows across an hour, midnight and a month edge, many requests sharing one
 // millisecond (so page edges fall inside a tie), attempts and pings that are not numbered, and a batch inserted twice.
 

@@ -124,7 +124,7 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
   // The numbers' read is started, not awaited: request-logs starts its attempts' read beside it (a server runs both at
   // once; the embedded store one after the other).
   // A page without filters holds every client request between its oldest and newest row (its bounds are a time
-  // range): its numbers are counted, not ranked (store/logs.ts, contiguousNumbers).
+  // range): its numbers are counted, not ranked (store/logs.ts, dayNumbers).
   const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
   return { rows, numbers: dayNumbers(store, rows, { contiguous }), next, filters: echo, limit, text };
 }
