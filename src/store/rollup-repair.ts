@@ -2,10 +2,10 @@
 // delete"). ClickHouse writes an insert's part of `requests` and then its views' parts (usage_hourly, then
 // usage_daily from it), with no transaction across them: a process killed in between leaves rows in `requests` that a
 // rollup lacks. A leftover segment whose rows are all in `requests` is not inserted again (the embedded engine would
-// count it twice in the views after its restart, where the view's part had landed), and this is done instead: for the hours and days of
-// the segment's rows, what the truth has and the rollup lacks is added to the rollup, key by key; a key where the
-// rollup is whole (or ahead) is left. The daily rollup is made whole from the hourly one first, then the hourly from
-// `requests` (whose additions reach the daily rollup through its view).
+// count it twice in the views after its restart, where the view's part had landed), and this is done instead: for the
+// hours and days of the segment's rows, what the truth has and the rollup lacks is added to the rollup, key by key; a
+// key where the rollup is whole (or ahead) is left. The daily rollup is made whole from the hourly one first, then
+// the hourly from `requests` (whose additions reach the daily rollup through its view).
 
 import type { Store } from './client.js';
 import { dailySelect, rollupSelect } from './migrations.js';
