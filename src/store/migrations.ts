@@ -291,8 +291,13 @@ const ROLLUP_COLUMNS = `kind LowCardinality(String),
  */
 export const unpricedSql = (of = ''): string =>
   `${of}provider_group = 'paid' AND ${of}price_source = 'none' AND ${of}total_tokens > 0`;
-const ROLLUP_DIMS = 'hour, kind, provider, provider_group, model, combo, api_key_name, status';
-const ROLLUP_SUMS = 'rows, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens, cost, list_cost, duration_ms, min_ts';
+/** The rollups' dimensions after their time column, and their summed columns (besides `unpriced_rows`, `min_ts`). */
+export const ROLLUP_DIMENSIONS = ['kind', 'provider', 'provider_group', 'model', 'combo', 'api_key_name', 'status'] as const;
+export const ROLLUP_SUM_COLUMNS = [
+  'rows', 'input_tokens', 'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'cost', 'list_cost', 'duration_ms',
+] as const;
+const ROLLUP_DIMS = `hour, ${ROLLUP_DIMENSIONS.join(', ')}`;
+const ROLLUP_SUMS = `${ROLLUP_SUM_COLUMNS.join(', ')}, min_ts`;
 
 /**
  * The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's); `unpriced`: with the

@@ -8,10 +8,9 @@
 // the hourly from `requests` (whose additions reach the daily rollup through its view).
 
 import type { Store } from './client.js';
-import { dailySelect, rollupSelect } from './migrations.js';
+import { ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './migrations.js';
 
-const DIMS = ['kind', 'provider', 'provider_group', 'model', 'combo', 'api_key_name', 'status'] as const;
-const SUMS = ['rows', 'input_tokens', 'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'cost', 'list_cost', 'duration_ms', 'unpriced_rows'] as const;
+const SUMS = [...ROLLUP_SUM_COLUMNS, 'unpriced_rows'] as const;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
