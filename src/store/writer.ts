@@ -3,10 +3,10 @@
 // are spooled, the open segment is sealed and the sealed segments are inserted in order, one insert each, with the
 // segment's name as the insert deduplication token: a retry or a replay of a segment whose insert did land is dropped
 // by ClickHouse, in the table and in every materialized view (not by the embedded engine's views after a restart: the
-// oldest segment an earlier process left is settled first, `settleLanded`). A segment is deleted only after its insert was
-// acknowledged. While the store fails, the writer retries with capped exponential backoff and jitter, forever; rows
-// pile up on disk up to the spool's `maxBytes`, and only past that are new rows dropped and counted. `close` makes one
-// attempt at what is spooled and leaves the rest on disk for the next start.
+// oldest segment an earlier process left is settled first, `settleLanded`). A segment is deleted only after its
+// insert was acknowledged. While the store fails, the writer retries with capped exponential backoff and jitter,
+// forever; rows pile up on disk up to the spool's `maxBytes`, and only past that are new rows dropped and counted.
+// `close` makes one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
 import { lineId, type Segment } from './segment.js';
