@@ -3,6 +3,10 @@
 // is 24 hours long except on daylight-saving days (23 or 25); a local hour need not start on a UTC hour (+05:30).
 // Every offset in use is a multiple of 15 minutes, and zone transitions happen on that grid, so walking it finds
 // every local midnight and hour boundary.
+//
+// UTC, the default zone, and its aliases are answered without Intl: the first zoned Intl.DateTimeFormat of a process
+// maps about 5 MiB of ICU's zone and locale data from the node binary (resident from then on) and takes about 18 ms.
+// A gateway whose budgets keep UTC never pays either (docs/benchmarks.md, "What the footprint is made of").
 
 const Q = 15 * 60_000;
 const formats = new Map<string, Intl.DateTimeFormat>();
@@ -18,8 +22,17 @@ function format(tz: string): Intl.DateTimeFormat {
   return f;
 }
 
+/** The names Intl resolves to UTC, lower-cased (Intl takes zone names in any case); test/core/tz.test.ts checks them. */
+export const UTC_NAMES: ReadonlySet<string> = new Set([
+  'utc', 'etc/utc', 'uct', 'etc/uct', 'gmt', 'etc/gmt', 'gmt0', 'etc/gmt0', 'gmt+0', 'etc/gmt+0', 'gmt-0', 'etc/gmt-0',
+  'greenwich', 'etc/greenwich', 'universal', 'etc/universal', 'zulu', 'etc/zulu',
+]);
+
+const isUtc = (tz: string): boolean => tz === 'UTC' || UTC_NAMES.has(tz.toLowerCase());
+
 /** A valid IANA time zone name (as Intl knows it, canonicalised), or null. */
 export function parseTimeZone(s: string): string | null {
+  if (isUtc(s)) return 'UTC';
   if (!/^[A-Za-z0-9_+\-/]{1,64}$/.test(s)) return null;
   try {
     return new Intl.DateTimeFormat('en-US', { timeZone: s }).resolvedOptions().timeZone;
@@ -27,6 +40,9 @@ export function parseTimeZone(s: string): string | null {
     return null;
   }
 }
+
+const ymd = (y: number, mo: number, d: number): string =>
+  `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
 
 export interface LocalTime {
   /** `YYYY-MM-DD` */
@@ -37,6 +53,10 @@ export interface LocalTime {
 }
 
 export function localTime(tz: string, ms: number): LocalTime {
+  if (isUtc(tz)) {
+    const d = new Date(ms);
+    return { date: ymd(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()), hour: d.getUTCHours(), offsetMin: 0 };
+  }
   const parts: Record<string, string> = {};
   for (const p of format(tz).formatToParts(new Date(ms))) parts[p.type] = p.value;
   const y = Number(parts.year);
@@ -44,8 +64,7 @@ export function localTime(tz: string, ms: number): LocalTime {
   const d = Number(parts.day);
   const h = Number(parts.hour);
   const asUtc = Date.UTC(y, mo - 1, d, h, Number(parts.minute), Number(parts.second));
-  const date = `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
-  return { date, hour: h, offsetMin: Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000) };
+  return { date: ymd(y, mo, d), hour: h, offsetMin: Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000) };
 }
 
 /** `+01:00`, `-03:30`, `+00:00`. */

@@ -1,8 +1,9 @@
 // Local calendars in an IANA zone (src/core/tz.ts), the one module budgets, alerts and the hourly report use:
 // days and months as UTC instants, daylight-saving days of 23 and 25 hours, a half-hour zone, and zone names.
 
+import fc from 'fast-check';
 import t from 'tap';
-import { dayBounds, monthBounds, parseTimeZone } from '../../src/core/tz.js';
+import { dayBounds, localHours, localTime, monthBounds, parseTimeZone, UTC_NAMES } from '../../src/core/tz.js';
 
 const H = 3_600_000;
 
@@ -42,4 +43,48 @@ t.test('a local day asked again is the same answer (kept), and a copy the caller
   const month = monthBounds(Date.UTC(2026, 2, 15), 'Europe/Paris');
   t.equal(month.from, Date.UTC(2026, 1, 28, 23));
   t.equal(month.to, Date.UTC(2026, 2, 31, 22));
+});
+
+// What Intl says the local time is: the zone rules' reference, computed here without tz.ts.
+function intlLocalTime(tz: string, ms: number): { date: string; hour: number; offsetMin: number } {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', { timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' })
+      .formatToParts(new Date(ms)).map((p) => [p.type, p.value]),
+  );
+  const asUtc = Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second));
+  return { date: `${parts.year}-${parts.month}-${parts.day}`, hour: Number(parts.hour), offsetMin: Math.round((asUtc - Math.floor(ms / 1000) * 1000) / 60_000) };
+}
+
+t.test('UTC and its aliases: every name Intl resolves to UTC, in any case, and the same local times as Intl', async (t) => {
+  const names = ['UTC', ...UTC_NAMES, ...[...UTC_NAMES].map((n) => n.toUpperCase()), 'Etc/Zulu', 'Gmt0'];
+  for (const n of names) {
+    t.equal(new Intl.DateTimeFormat('en-US', { timeZone: n }).resolvedOptions().timeZone, 'UTC', `Intl resolves ${n} to UTC`);
+    t.equal(parseTimeZone(n), 'UTC', n);
+  }
+  t.equal(parseTimeZone('Etc/GMT+1'), 'Etc/GMT+1', 'a fixed offset that is not UTC goes to Intl');
+  t.same(localTime('Etc/GMT+1', Date.UTC(2026, 10, 21, 0, 30)), { date: '2026-11-20', hour: 23, offsetMin: -60 });
+  t.doesNotThrow(() =>
+    fc.assert(
+      fc.property(fc.constantFrom(...names), fc.integer({ min: Date.UTC(1970, 0, 1), max: Date.UTC(2200, 0, 1) }), (tz, ms) =>
+        JSON.stringify(localTime(tz, ms)) === JSON.stringify(intlLocalTime(tz, ms))),
+      { numRuns: 2000 },
+    ), 'the same date, hour and offset as Intl at 2000 instants from 1970 to 2200');
+  t.same(localHours('utc', Date.UTC(2026, 10, 21, 22), Date.UTC(2026, 10, 22, 1)).map((h) => [h.hour, h.to - h.from, h.offsetMin]), [[22, H, 0], [23, H, 0], [0, H, 0]]);
+});
+
+t.test('UTC never builds an Intl formatter (its first one maps ICU data into the process)', async (t) => {
+  // A fresh copy of the module: the tests above have filled this one's formatters.
+  const tz = (await import(new URL('../../src/core/tz.ts?no-intl', import.meta.url).href)) as typeof import('../../src/core/tz.js');
+  const Real = Intl.DateTimeFormat;
+  let built = 0;
+  Intl.DateTimeFormat = new Proxy(Real, { construct: (target, args) => { built++; return Reflect.construct(target, args); } });
+  t.teardown(() => { Intl.DateTimeFormat = Real; });
+  const now = Date.UTC(2026, 10, 21, 13, 7);
+  t.same(tz.dayBounds(now, 'UTC'), { from: Date.UTC(2026, 10, 21), to: Date.UTC(2026, 10, 22), date: '2026-11-21' });
+  t.same(tz.monthBounds(now, 'Etc/UTC').days, 30);
+  t.equal(tz.localHours('UTC', Date.UTC(2026, 10, 21), Date.UTC(2026, 10, 22)).length, 24);
+  t.equal(tz.parseTimeZone('GMT'), 'UTC');
+  t.equal(built, 0, 'no formatter for UTC');
+  t.same(tz.dayBounds(now, 'Asia/Kolkata').from, Date.UTC(2026, 10, 20, 18, 30));
+  t.ok(built > 0, 'a zone off UTC still goes to Intl (the count sees it)');
 });
