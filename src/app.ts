@@ -13,6 +13,7 @@ import type { Config } from './config/types.js';
 import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody, toTollgateError } from './core/errors.js';
 import { registerJsonBody } from './core/json-body.js';
+import { lazyCompilersFactory } from './core/lazy-validator.js';
 import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
@@ -124,6 +125,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     // Malformed URLs and bytes the HTTP parser refuses are answered in the one error shape too (http-errors.ts).
     frameworkErrors,
     clientErrorHandler,
+    // Fastify's schema compilers (and Ajv) are loaded by the first route that needs one, not at start.
+    schemaController: { compilersFactory: lazyCompilersFactory },
   });
   const log: FastifyBaseLogger = app.log;
   serveUnknownExpectations(app.server);

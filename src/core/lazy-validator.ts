@@ -1,28 +1,43 @@
-// Route schemas compiled by the first request that needs them instead of at start. Fastify compiles every route's
-// schema while the app boots: creating its Ajv instance and compiling the three settings bodies took about 120 ms of
-// CPU and 5 MiB of each start (docs/benchmarks.md, "Where the start goes"), for routes an admin calls now and then.
+// Fastify's schema compilers loaded and built when something first needs them instead of at start.
 //
-// A route given `validatorCompiler: compileOnFirstUse` is validated by the compiler fastify would have used itself
-// (@fastify/ajv-compiler as fastify resolves it, with fastify's default options: no `ajv` server option and no shared
-// schemas here), built on the route's first request; fastify's validation around it (the 400, its message, coercion,
-// defaults, removed additional properties) is unchanged.
+// - `lazyCompilersFactory`, the app's `schemaController.compilersFactory`: fastify's own defaults
+//   (@fastify/ajv-compiler and @fastify/fast-json-stringify-compiler, resolved as fastify resolves them), required by
+//   the first route or request that needs one. Without it, fastify requires both when the app is created, and with
+//   them Ajv: about 75 ms of every start (docs/benchmarks.md, "Where the start goes"), for compilers no route uses at
+//   start. (Fastify then treats the validator compiler as custom, which changes one thing: a `headers` schema of a
+//   route without its own compiler is not lower-cased for it: name the headers in lower case.)
+// - `compileOnFirstUse`, a route's `validatorCompiler`: the route's schema compiled by its first request. Fastify
+//   compiles every route's schema while the app boots: creating its Ajv instance and compiling the three settings
+//   bodies took about 120 ms of CPU and 5 MiB of each start, for routes an admin calls now and then. The compiler is
+//   the one fastify would have used (its default options: no `ajv` server option and no shared schemas here);
+//   fastify's validation around it (the 400, its message, coercion, defaults, removed additional properties) is
+//   unchanged.
 
 import { createRequire } from 'node:module';
-import type { FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
+import type { FastifySchemaCompiler, FastifySchemaValidationError, FastifyServerOptions } from 'fastify';
 
 type Validate = ((data: unknown, context?: unknown) => boolean) & { errors?: FastifySchemaValidationError[] | null; schemaEnv?: unknown };
 type Compile = (route: Parameters<FastifySchemaCompiler<unknown>>[0]) => Validate;
-type Builder = () => (externalSchemas: object, options: { customOptions: object; plugins: unknown[] }) => Compile;
+/** Fastify's `compilersFactory` option; a factory: (the shared schemas, the server's compiler options) -> compiler. */
+type CompilersFactory = NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>;
+type Factory = (externalSchemas: unknown, options: unknown) => unknown;
+
+const fromFastify = (name: string): unknown => createRequire(createRequire(import.meta.url).resolve('fastify'))(name);
+const selectors: { validator?: Factory; serializer?: Factory } = {};
+
+/** Fastify's default compilers factory (schema-controller.js), each part required on its first use. */
+export const lazyCompilersFactory = {
+  buildValidator: ((externalSchemas: unknown, ajvOptions: unknown) =>
+    (selectors.validator ??= (fromFastify('@fastify/ajv-compiler') as () => Factory)())(externalSchemas, ajvOptions)) as CompilersFactory['buildValidator'],
+  buildSerializer: ((externalSchemas: unknown, serializerOptions: unknown) =>
+    (selectors.serializer ??= (fromFastify('@fastify/fast-json-stringify-compiler') as () => Factory)())(externalSchemas, serializerOptions)) as CompilersFactory['buildSerializer'],
+} satisfies CompilersFactory;
 
 let compiler: Compile | null = null;
 
-/** Fastify's default validator compiler, made once. */
+/** Fastify's default validator compiler, made once: what fastify.js passes by default (options.ajv). */
 function fastifyCompiler(): Compile {
-  if (compiler === null) {
-    const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'));
-    // what fastify.js passes by default (options.ajv) and schema-controller.js builds from it
-    compiler = (fromFastify('@fastify/ajv-compiler') as Builder)()({}, { customOptions: {}, plugins: [] });
-  }
+  compiler ??= (lazyCompilersFactory.buildValidator as unknown as Factory)({}, { customOptions: {}, plugins: [] }) as Compile;
   return compiler;
 }
 

@@ -2,7 +2,8 @@
 // process with a preload that writes the main thread's CommonJS module cache to a file every 50 ms; after it has proxied a traced
 // request, the cache says what was loaded: the W3C propagator's own module and not the rest of @opentelemetry/core
 // (nor @opentelemetry/semantic-conventions, which that index loads), and not @fastify/send until a console file is
-// asked for (which then loads it: the check can fail).
+// asked for (which then loads it: the check can fail), and not fastify's schema compilers nor Ajv until a route with a
+// schema is first called.
 
 import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -71,9 +72,22 @@ if (require('node:worker_threads').isMainThread) setInterval(() => {
   t.notOk(has(served, /@opentelemetry\/core\/build\/src\/index\.js$/), 'not the index of @opentelemetry/core');
   t.notOk(has(served, /@opentelemetry\/semantic-conventions\//), 'not @opentelemetry/semantic-conventions');
   t.notOk(has(served, /@fastify\/(send|static)\//), 'no console file asked for: neither @fastify/send nor @fastify/static is loaded');
+  t.notOk(has(served, /@fastify\/ajv-compiler\//), 'no schema compiled: not fastify\'s validator compiler');
+  t.notOk(has(served, /\/ajv\/dist\/(ajv|core)\.js$/), 'nor Ajv itself (the config validators use only its runtime helpers)');
+  t.notOk(has(served, /@fastify\/fast-json-stringify-compiler\/|\/fast-json-stringify\/index\.js$/), 'nor the serializer compiler (fastify\'s error serializer uses only its runtime)');
+  t.ok(has(served, /\/ajv\/dist\/runtime\/equal\.js$/), 'the config validators\' runtime helper is (the check sees ajv\'s files)');
 
   const js = await request(`${base}/console/app.js`);
   t.equal(js.statusCode, 200, 'a console file');
   await js.body.dump();
   t.ok(has(await loadedAfter(Date.now()), /@fastify\/send\/index\.js$/), 'asked for a console file: @fastify/send is loaded now');
+
+  // A route with a schema, validated by fastify's own compiler on its first request: a 400 for a wrong type, then
+  // the compiler (and Ajv) are loaded.
+  const bad = await request(`${base}/api/settings/budgets`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 'lots' }) });
+  const badBody = (await bad.body.json()) as { error?: { message?: string } };
+  t.equal(bad.statusCode, 400, 'a settings body of the wrong type is refused');
+  t.match(badBody.error?.message, /daily_usd/, 'naming the field');
+  const later = await loadedAfter(Date.now());
+  t.ok(has(later, /@fastify\/ajv-compiler\/index\.js$/) && has(later, /\/ajv\/dist\/core\.js$/), 'validated: fastify\'s compiler and Ajv are loaded now');
 });
