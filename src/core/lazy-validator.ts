@@ -25,19 +25,22 @@ type Factory = (externalSchemas: unknown, options: unknown) => unknown;
 const fromFastify = (name: string): unknown => createRequire(createRequire(import.meta.url).resolve('fastify'))(name);
 const selectors: { validator?: Factory; serializer?: Factory } = {};
 
+const buildValidator: Factory = (externalSchemas, ajvOptions) =>
+  (selectors.validator ??= (fromFastify('@fastify/ajv-compiler') as () => Factory)())(externalSchemas, ajvOptions);
+const buildSerializer: Factory = (externalSchemas, serializerOptions) =>
+  (selectors.serializer ??= (fromFastify('@fastify/fast-json-stringify-compiler') as () => Factory)())(externalSchemas, serializerOptions);
+
 /** Fastify's default compilers factory (schema-controller.js), each part required on its first use. */
 export const lazyCompilersFactory = {
-  buildValidator: ((externalSchemas: unknown, ajvOptions: unknown) =>
-    (selectors.validator ??= (fromFastify('@fastify/ajv-compiler') as () => Factory)())(externalSchemas, ajvOptions)) as CompilersFactory['buildValidator'],
-  buildSerializer: ((externalSchemas: unknown, serializerOptions: unknown) =>
-    (selectors.serializer ??= (fromFastify('@fastify/fast-json-stringify-compiler') as () => Factory)())(externalSchemas, serializerOptions)) as CompilersFactory['buildSerializer'],
+  buildValidator: buildValidator as CompilersFactory['buildValidator'],
+  buildSerializer: buildSerializer as CompilersFactory['buildSerializer'],
 } satisfies CompilersFactory;
 
 let compiler: Compile | null = null;
 
 /** Fastify's default validator compiler, made once: what fastify.js passes by default (options.ajv). */
 function fastifyCompiler(): Compile {
-  compiler ??= (lazyCompilersFactory.buildValidator as unknown as Factory)({}, { customOptions: {}, plugins: [] }) as Compile;
+  compiler ??= buildValidator({}, { customOptions: {}, plugins: [] }) as Compile;
   return compiler;
 }
 
