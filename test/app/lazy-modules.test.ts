@@ -8,27 +8,14 @@
 import t from 'tap';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { request } from 'undici';
-import { spawnCli } from '../helpers/cli.js';
-import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
-import { freePort } from '../helpers/net.js';
-import { tempDir } from '../helpers/tmp.js';
+import { cliConfig, spawnCli } from '../helpers/cli.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 
 t.test('the built CLI loads the console\'s sender on first use and only the propagator of @opentelemetry/core', async (t) => {
-  const dir = tempDir(t, 'tollgate-lazy-');
-  const up = await startFakeOpenAI(t);
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const file = join(dir, 'config.yaml');
-  writeFileSync(file, stringify({
-    server: { host: '127.0.0.1', port },
-    storage: { data_dir: join(dir, 'data'), batch: { flush_ms: 50 } },
-    providers: { open: fakeProvider(up.baseUrl) },
-  }));
+  const { dir, file, base, up } = await cliConfig(t, 'tollgate-lazy-');
   const out = join(dir, 'modules.json');
   const preload = join(dir, 'modules.cjs');
   // Workers get the preload too (NODE_OPTIONS), each with a module cache of its own: the main thread's alone is written.

@@ -7,6 +7,12 @@ import { existsSync } from 'node:fs';
 import { request } from 'undici';
 import { waitFor } from './wait.js';
 import { fileURLToPath } from 'node:url';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { fakeProvider, startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
+import { freePort } from './net.js';
+import { tempDir } from './tmp.js';
 
 export const MAIN = fileURLToPath(new URL('../../dist/main.js', import.meta.url));
 
@@ -54,6 +60,23 @@ export function spawnCli(t: { teardown(fn: () => unknown): void }, args: string[
     }
   });
   return { child, out, exited, running };
+}
+
+/**
+ * A config for the CLI in a new temporary directory: a free port on loopback, a data directory beside the file (rows
+ * flushed every 50 ms), and one provider, `open`, on a fake OpenAI upstream started here. Removed at teardown.
+ */
+export async function cliConfig(t: { teardown(fn: () => unknown): void }, prefix: string): Promise<{ dir: string; file: string; base: string; up: FakeOpenAI }> {
+  const dir = tempDir(t, prefix);
+  const up = await startFakeOpenAI(t);
+  const port = await freePort();
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, stringify({
+    server: { host: '127.0.0.1', port },
+    storage: { data_dir: join(dir, 'data'), batch: { flush_ms: 50 } },
+    providers: { open: fakeProvider(up.baseUrl) },
+  }));
+  return { dir, file, base: `http://127.0.0.1:${port}`, up };
 }
 
 /** Start the gateway CLI on `configFile` and wait until `base`/health answers 200 (at most 30 s). */

@@ -1,0 +1,45 @@
+// The built CLI runs from a bundle (scripts/build-bundle.mjs): dist/main.js only imports dist/bundle/main.js. The
+// modules that resolve a path from their own file keep resolving it from the bundle, which lies as deep under the
+// package root as they do: the console's files (api/console.ts), the version from package.json (store/archive.ts), the
+// release notes from CHANGELOG.md (api/status.ts), and fastify's compilers resolved from fastify
+// (core/lazy-validator.ts). Each is asked of the running CLI here and compared with the file it comes from.
+
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { MAIN, cliConfig, serveCli } from '../helpers/cli.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+t.test('dist/main.js imports the bundle, and nothing else', async (t) => {
+  const lines = readFileSync(MAIN, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('//') && !l.startsWith('#!'));
+  t.same(lines, ["import './bundle/main.js';"]);
+  t.match(readFileSync(join(ROOT, 'dist', 'bundle', 'main.js'), 'utf8'), /import\(/, 'the bundle keeps its lazy imports (the app is a chunk of its own)');
+});
+
+t.test('the bundled CLI finds its console, version, release notes and schema compilers', async (t) => {
+  const { dir, file, base } = await cliConfig(t, 'tollgate-bundle-');
+  await serveCli(t, file, base, dir);
+
+  const proxied = await request(`${base}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'open/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  t.equal(proxied.statusCode, 200, 'a request proxied');
+  await proxied.body.dump();
+
+  const css = await request(`${base}/console/app.css`);
+  t.equal(css.statusCode, 200, 'a console file');
+  t.equal(await css.body.text(), readFileSync(join(ROOT, 'dist', 'console', 'app.css'), 'utf8'), 'the one in dist/console');
+
+  const version = await request(`${base}/api/version`);
+  const v = (await version.body.json()) as { version: string; release_notes: { section: string; notes: string } | null };
+  t.equal(v.version, (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version, 'the version from package.json');
+  t.equal(v.release_notes?.section, 'Unreleased', 'release notes from CHANGELOG.md');
+  t.ok(v.release_notes !== null && readFileSync(join(ROOT, 'CHANGELOG.md'), 'utf8').includes(v.release_notes.notes.slice(0, 200)), 'its text');
+
+  const bad = await request(`${base}/api/settings/budgets`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 'lots' }) });
+  t.equal(bad.statusCode, 400, 'a settings body validated by fastify\'s compiler, resolved from fastify');
+  await bad.body.dump();
+});
