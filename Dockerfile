@@ -19,7 +19,8 @@ ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
-COPY --chown=node:node package.json config.yaml ./
+# package.json (the version) and CHANGELOG.md (the release notes of /api/version) are read beside dist/.
+COPY --chown=node:node package.json CHANGELOG.md config.yaml ./
 USER node
 EXPOSE 4000
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 CMD ["node", "-e", "fetch('http://127.0.0.1:4000/health').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]

@@ -88,6 +88,9 @@ t.test('the image: multi-stage, non-root, without the embedded engine', async (t
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string>; optionalDependencies?: Record<string, string> };
   t.ok(pkg.optionalDependencies?.chdb !== undefined && pkg.dependencies.chdb === undefined, 'chdb is an optional dependency');
   t.ok(statSync(join(ROOT, '.dockerignore')).isFile());
+  // What the app reads beside dist/ at run time (store/archive.ts, api/status.ts): in the image's last stage.
+  const last = docker.slice(docker.lastIndexOf('\nFROM '));
+  for (const f of ['package.json', 'CHANGELOG.md']) t.match(last, new RegExp(`^COPY [^\\n]*\\b${f.replace('.', '\\.')}\\b`, 'm'), `the image has ${f}`);
   // `npm run build` runs scripts/*.mjs, and the console's bundle reads console/: the build stage has them
   const build = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: { build: string } }).scripts.build;
   const dirs = new Set([...build.matchAll(/node (\w+)\//g)].map((m) => m[1]!).concat(['console']));
