@@ -3,11 +3,10 @@
 // time). Every child is killed at teardown.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { request } from 'undici';
 import { waitFor } from './wait.js';
 import { fileURLToPath } from 'node:url';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { fakeProvider, startFakeOpenAI, type FakeOpenAI } from './fake-openai.js';
