@@ -159,33 +159,35 @@ export class Store {
    * `requests` table and its rollups keep a deduplication window), in the table and in its materialized views.
    */
   insert(table: string, values: readonly Record<string, unknown>[], token?: string): Promise<void> {
-    const clickhouse_settings = this.#insertSettings(token);
-    return this.#run(async (client) => {
-      await client.insert({ table: this.t(table), values: values as Record<string, unknown>[], format: 'JSONEachRow', clickhouse_settings });
-    });
+    return this.insertLines(table, values.map((v) => JSON.stringify(v)), token);
   }
 
   /**
    * Insert rows given as JSON lines, as they are (JSONEachRow: one object per line), with the same deduplication as
    * `insert`: the spool's segments go to the store without being parsed and serialised again.
+   *
+   * The settings are the statement's own (`INSERT ... SETTINGS ... FORMAT`), not the client's `clickhouse_settings`:
+   * the embedded engine's adapter sends those as `SET ...;` statements before the INSERT, which made the engine split
+   * a multi-statement text and read through the whole body to find its end (about 12 µs of CPU a row, a third of the
+   * parse itself; docs/benchmarks.md), and left them set on the session afterwards.
    */
   insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
     if (lines.length === 0) return this.#run(async () => undefined);
-    const clickhouse_settings = this.#insertSettings(token);
+    const query = `INSERT INTO ${this.t(table)} SETTINGS ${this.#insertSettings(token)} FORMAT JSONEachRow`;
     const body = `${lines.join('\n')}\n`;
     return this.#run(async (client) => {
-      const rs = await client.exec({ query: `INSERT INTO ${this.t(table)} FORMAT JSONEachRow`, values: Readable.from([body]), clickhouse_settings });
+      const rs = await client.exec({ query, values: Readable.from([body]) });
       for await (const _ of rs.stream); // the answer carries nothing; reading it to the end frees the socket
     });
   }
 
-  #insertSettings(token: string | undefined): ClickHouseSettings {
-    // Always set, token or not: the embedded engine keeps per-request settings for the session, and a token left
-    // over from an earlier insert would make this one look like its retry.
-    return {
-      insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
-      ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
-    };
+  /** The insert's SETTINGS clause: deduplication (every insert states its token, '' for none). */
+  #insertSettings(token: string | undefined): string {
+    const settings: [string, string | number][] = [
+      ['insert_deduplicate', 1], ['insert_deduplication_token', token ?? ''], ['deduplicate_blocks_in_dependent_materialized_views', 1],
+    ];
+    if (this.#foregroundDistributed) settings.push(['distributed_foreground_insert', 1]);
+    return settings.map(([k, v]) => `${k} = ${typeof v === 'number' ? v : sqlString(v)}`).join(', ');
   }
 
   /**

@@ -283,3 +283,22 @@ t.test('a read after an awaited insert sees its rows', async (t) => {
     t.equal(Number(n), records.indexOf(r) + 1);
   }
 });
+
+t.test('an insert deduplicates by its own token, and leaves no token behind for the next statement', async (t) => {
+  const base = T0 + 41 * 86_400_000;
+  const [a, b, c] = [0, 1, 2].map((i) => record({ startedAt: base + i }));
+  const count = async (ids: string[]) =>
+    Number((await one<{ n: string }>(`SELECT count() AS n FROM ${requests()} WHERE toString(request_id) IN {ids:Array(String)}`, { ids })).n);
+  await store.insertLines('requests', [JSON.stringify(toRow(a!))], 'token-left-behind');
+  // The same token again: a retry of that insert, dropped whatever it carries (ClickHouse's insert deduplication).
+  await store.insertLines('requests', [JSON.stringify(toRow(b!))], 'token-left-behind');
+  t.equal(await count([a!.requestId, b!.requestId]), 1, 'a second insert with the same token is dropped as a retry');
+  // A statement of its own (no token): had the insert's settings stayed on the session (`SET`, the embedded engine's
+  // adapter for clickhouse_settings), it would carry the token above and be dropped as a retry too.
+  await store.command(`INSERT INTO ${requests()} FORMAT JSONEachRow ${JSON.stringify(toRow(c!))}`);
+  t.equal(await count([c!.requestId]), 1, 'a later insert without a token is not taken for a retry');
+  // And an insert without a token after one with a token is its own block.
+  const d = record({ startedAt: base + 3 });
+  await store.insertLines('requests', [JSON.stringify(toRow(d))]);
+  t.equal(await count([d.requestId]), 1, 'an insert without a token is kept');
+});
