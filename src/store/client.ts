@@ -168,8 +168,8 @@ export class Store {
    *
    * The settings are the statement's own (`INSERT ... SETTINGS ... FORMAT`), not the client's `clickhouse_settings`:
    * the embedded engine's adapter sends those as `SET ...;` statements before the INSERT, which made the engine split
-   * a multi-statement text and read through the whole body to find its end (about 12 µs of CPU a row, a third of the
-   * parse itself; docs/benchmarks.md), and left them set on the session afterwards.
+   * a multi-statement text and read through the whole body to find its end (about 12 µs of CPU a row beside the
+   * parse's 20; docs/benchmarks.md), and left them set on the session afterwards.
    */
   insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
     if (lines.length === 0) return this.#run(async () => undefined);
@@ -181,7 +181,10 @@ export class Store {
     });
   }
 
-  /** The insert's SETTINGS clause: deduplication (every insert states its token, '' for none). */
+  /**
+   * The insert's SETTINGS clause: deduplication, the token always stated ('' for none) so that no session setting
+   * (a `command`'s settings stay set on the embedded engine's session) can make this insert look like a retry.
+   */
   #insertSettings(token: string | undefined): string {
     const settings: [string, string | number][] = [
       ['insert_deduplicate', 1], ['insert_deduplication_token', token ?? ''], ['deduplicate_blocks_in_dependent_materialized_views', 1],
