@@ -12,7 +12,7 @@ import { createReadStream, createWriteStream, mkdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { ClickHouseClient, ClickHouseSettings, createClient } from '@clickhouse/client';
+import type { ClickHouseClient, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
 import { embeddedConnection } from './embedded.js';
 
@@ -112,12 +112,12 @@ export class Store {
   }
 
   /**
-   * Run a statement. `settings` apply to it (on the embedded engine they stay set for the session afterwards, so a
-   * caller that changes one that others rely on sets it back, as `insert` always sets its own).
+   * Run a statement. Settings go in the statement itself (`settingsClause`): the client's `clickhouse_settings` would
+   * reach the embedded engine as `SET` statements that stay set on its session for every statement after.
    */
-  command(query: string, settings?: ClickHouseSettings): Promise<void> {
+  command(query: string): Promise<void> {
     return this.#run(async (client) => {
-      await client.command({ query, ...(settings === undefined ? {} : { clickhouse_settings: settings }) });
+      await client.command({ query });
     });
   }
 
@@ -138,11 +138,12 @@ export class Store {
    * Insert the Native-format file `file` into `table` (qualified), its columns matched by name to `columns`: the
    * embedded engine reads the file itself (the file() table function); a server gets it streamed as the body.
    */
-  importNative(table: string, columns: readonly string[], file: string, settings: ClickHouseSettings = {}): Promise<void> {
+  importNative(table: string, columns: readonly string[], file: string, settings: Settings = {}): Promise<void> {
     const list = columns.map(ident).join(', ');
-    if (this.embedded) return this.command(`INSERT INTO ${table} (${list}) SELECT ${list} FROM file(${sqlString(file)}, 'Native')`, settings);
+    const into = `INSERT INTO ${table} (${list}) ${settingsClause(settings)}`;
+    if (this.embedded) return this.command(`${into} SELECT ${list} FROM file(${sqlString(file)}, 'Native')`);
     return this.#run(async (client) => {
-      const rs = await client.exec({ query: `INSERT INTO ${table} (${list}) FORMAT Native`, values: createReadStream(file), clickhouse_settings: settings });
+      const rs = await client.exec({ query: `${into} FORMAT Native`, values: createReadStream(file) });
       for await (const _ of rs.stream); // the answer carries nothing; reading it to the end frees the socket
     });
   }
@@ -173,7 +174,7 @@ export class Store {
    */
   insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
     if (lines.length === 0) return this.#run(async () => undefined);
-    const query = `INSERT INTO ${this.t(table)} SETTINGS ${this.#insertSettings(token)} FORMAT JSONEachRow`;
+    const query = `INSERT INTO ${this.t(table)} ${this.#insertSettings(token)} FORMAT JSONEachRow`;
     const body = `${lines.join('\n')}\n`;
     return this.#run(async (client) => {
       const rs = await client.exec({ query, values: Readable.from([body]) });
@@ -186,11 +187,10 @@ export class Store {
    * (a `command`'s settings stay set on the embedded engine's session) can make this insert look like a retry.
    */
   #insertSettings(token: string | undefined): string {
-    const settings: [string, string | number][] = [
-      ['insert_deduplicate', 1], ['insert_deduplication_token', token ?? ''], ['deduplicate_blocks_in_dependent_materialized_views', 1],
-    ];
-    if (this.#foregroundDistributed) settings.push(['distributed_foreground_insert', 1]);
-    return settings.map(([k, v]) => `${k} = ${typeof v === 'number' ? v : sqlString(v)}`).join(', ');
+    return settingsClause({
+      insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
+      ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
+    });
   }
 
   /**
@@ -219,6 +219,21 @@ export class Store {
     const client = await e.client.catch(() => null);
     await client?.close();
   }
+}
+
+/** Settings of one statement, by name. */
+export type Settings = Readonly<Record<string, string | number>>;
+
+/**
+ * A statement's own SETTINGS clause (`SETTINGS a = 1, b = 'x'`; '' for none), where an INSERT takes it (before its
+ * SELECT or FORMAT) or at the end of another statement: settings that apply to that statement only, on a server and
+ * on the embedded engine alike. Names are the caller's constants; values are numbers or quoted strings.
+ */
+export function settingsClause(settings: Settings): string {
+  const entries = Object.entries(settings);
+  if (entries.length === 0) return '';
+  for (const [k] of entries) if (!/^[a-z_][a-z0-9_]*$/.test(k)) throw new Error(`not a setting name: ${JSON.stringify(k)}`);
+  return `SETTINGS ${entries.map(([k, v]) => `${k} = ${typeof v === 'number' ? v : sqlString(v)}`).join(', ')}`;
 }
 
 /** A ClickHouse string literal. */

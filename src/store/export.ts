@@ -8,8 +8,7 @@
 // table does not have yet: importing an archive twice, or into the store it came from, adds nothing.
 
 import { randomBytes } from 'node:crypto';
-import type { Store } from './client.js';
-import { ident } from './client.js';
+import { ident, settingsClause, type Store } from './client.js';
 
 export interface Column {
   readonly name: string;
@@ -70,8 +69,8 @@ export async function dataTables(store: Store): Promise<TableInfo[]> {
 
 const workName = (table: string, kind: 'export' | 'import'): string => `${table}_${kind}_${randomBytes(6).toString('hex')}`;
 
-// The copies and the final insert are never deduplicated by block (a leftover token of the batch writer would make
-// one look like a retry); `insert` sets these again for its own inserts.
+// The copies and the final insert are never deduplicated by block (identical blocks of two tables, or of two imports,
+// would look like retries of each other).
 const NO_BLOCK_DEDUP = { insert_deduplicate: 0, insert_deduplication_token: '', deduplicate_blocks_in_dependent_materialized_views: 0 } as const;
 
 /** Write `table` (FINAL) to `file` in Native format; returns the number of rows written. */
@@ -80,7 +79,7 @@ export async function exportTable(store: Store, table: TableInfo, file: string):
   const final = table.engine.startsWith('Replacing') ? ' FINAL' : '';
   await store.command(`CREATE TABLE ${snap} AS ${store.t(table.name)} ENGINE = MergeTree ORDER BY tuple()`);
   try {
-    await store.command(`INSERT INTO ${snap} SELECT * FROM ${store.t(table.name)}${final}`, NO_BLOCK_DEDUP);
+    await store.command(`INSERT INTO ${snap} ${settingsClause(NO_BLOCK_DEDUP)} SELECT * FROM ${store.t(table.name)}${final}`);
     await store.exportNative(`SELECT * FROM ${snap}`, file);
     const rows = await store.query<{ n: number | string }>(`SELECT count() AS n FROM ${snap}`);
     return Number(rows[0]?.n ?? 0);
@@ -127,7 +126,7 @@ export async function stageTable(store: Store, table: TableInfo, columns: readon
       commit: async () => {
         try {
           const n = await store.query<{ n: number | string }>(`SELECT count() AS n FROM (${fresh})${nullIn}`);
-          await store.command(`INSERT INTO ${target} ${fresh}${nullIn}`, NO_BLOCK_DEDUP);
+          await store.command(`INSERT INTO ${target} ${settingsClause(NO_BLOCK_DEDUP)} ${fresh}${nullIn}`);
           return Number(n[0]?.n ?? 0);
         } finally {
           await discard();

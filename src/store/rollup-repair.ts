@@ -7,7 +7,7 @@
 // key where the rollup is whole (or ahead) is left. The daily rollup is made whole from the hourly one first, then
 // the hourly from `requests` (whose additions reach the daily rollup through its view).
 
-import type { Store } from './client.js';
+import { settingsClause, type Store } from './client.js';
 import { ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './migrations.js';
 
 const SUMS = [...ROLLUP_SUM_COLUMNS, 'unpriced_rows'] as const;
@@ -18,19 +18,20 @@ const DAY = 24 * HOUR;
 const within = (column: string, lo: number, hi: number): string =>
   `${column} >= fromUnixTimestamp64Milli(toInt64(${lo}), 'UTC') AND ${column} < fromUnixTimestamp64Milli(toInt64(${hi}), 'UTC')`;
 
+// Not deduplicated: each pass adds only what is still missing, so a pass repeated after a failure adds nothing twice.
+const NO_DEDUP = settingsClause({ insert_deduplicate: 0, insert_deduplication_token: '' });
+
 /** Add to `table` what `truth` has and the table lacks in [lo, hi), per key (its time column and the dimensions). */
 function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: string, lo: number, hi: number): string {
   const keys = [time, ...DIMS];
   const current = `SELECT ${keys.join(', ')}, ${SUMS.map((s) => `sum(${s}) AS ${s}`).join(', ')}
     FROM ${store.t(table)} WHERE ${within(time, lo, hi)} GROUP BY ${keys.join(', ')}`;
-  return `INSERT INTO ${store.t(table)} (${[...keys, ...SUMS, 'min_ts'].join(', ')})
+  return `INSERT INTO ${store.t(table)} (${[...keys, ...SUMS, 'min_ts'].join(', ')}) ${NO_DEDUP}
     SELECT ${keys.map((k) => `t.${k}`).join(', ')}, ${SUMS.map((s) => `t.${s} - c.${s}`).join(', ')}, t.min_ts
     FROM (${truth}) AS t LEFT JOIN (${current}) AS c ON ${keys.map((k) => `t.${k} = c.${k}`).join(' AND ')}
     WHERE t.rows > c.rows AND ${SUMS.map((s) => `t.${s} >= c.${s}`).join(' AND ')}`;
 }
 
-// Not deduplicated: each pass adds only what is still missing, so a pass repeated after a failure adds nothing twice.
-const NO_DEDUP = { insert_deduplicate: 0, insert_deduplication_token: '' } as const;
 
 /**
  * A leftover segment's rows, `ids`: are they all in `requests` already? If so, the rollups are made whole for their
@@ -58,7 +59,7 @@ async function repairRollups(store: Store, first: number, last: number): Promise
   const dlo = Math.floor(lo / DAY) * DAY;
   const dhi = Math.ceil(hi / DAY) * DAY;
   const hours = `SELECT * FROM ${store.t('usage_hourly')} WHERE ${within('hour', dlo, dhi)}`;
-  await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`), dlo, dhi), NO_DEDUP);
+  await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`), dlo, dhi));
   const raw = `SELECT * FROM ${store.t('requests')} FINAL WHERE ${within('ts', lo, hi)}`;
-  await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, true), lo, hi), NO_DEDUP);
+  await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, true), lo, hi));
 }

@@ -42,7 +42,7 @@ t.test('every migration run again over a migrated store with rows: it opens, and
   const before = await sums();
   t.same(before, { raw: 40, hourly: 40, daily: 40, unpriced: 10, dailyUnpriced: 10, tokens: 600 }, 'the rollups count the rows once');
 
-  await store.command(`ALTER TABLE ${store.t('schema_migrations')} DELETE WHERE 1`, { mutations_sync: '2' });
+  await store.command(`ALTER TABLE ${store.t('schema_migrations')} DELETE WHERE 1 SETTINGS mutations_sync = 2`);
   const again = await migrate(store);
   t.same(again, MIGRATIONS.map((m) => m.version).sort((a, b) => a - b), 'with its records gone, every migration runs again, and succeeds');
   t.same(await sums(), before, 'the backfills of the rerun are dropped by their tokens: the rollups are unchanged');

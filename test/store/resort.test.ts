@@ -74,7 +74,7 @@ t.test('a one-hour range reads one hour of granules, not the day', async (t) => 
 
 t.test('a run that stopped after the exchange does not exchange back', async (t) => {
   // As if the process died after the exchange and before the version's row was written.
-  await store.command(`ALTER TABLE ${store.t('schema_migrations')} DELETE WHERE version = 8`, { mutations_sync: '2' });
+  await store.command(`ALTER TABLE ${store.t('schema_migrations')} DELETE WHERE version = 8 SETTINGS mutations_sync = 2`);
   const before = await counts();
   t.same(await migrate(store, MIGRATIONS.filter((m) => m.version <= 8)), [8], 'the version is recorded again');
   t.equal(await sortingKey(), 'toStartOfHour(ts), request_id', 'still sorted by hour');

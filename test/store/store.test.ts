@@ -3,7 +3,7 @@
 // the whole file: chdb binds one per process. store.server.test.ts runs the same cases against a ClickHouse server.
 
 import t from 'tap';
-import type { Store } from '../../src/store/client.js';
+import { settingsClause, type Store } from '../../src/store/client.js';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { aggregate } from '../../src/store/aggregate.js';
 import { toRow } from '../../src/store/rows.js';
@@ -301,4 +301,17 @@ t.test('an insert deduplicates by its own token, and leaves no token behind for 
   const d = record({ startedAt: base + 3 });
   await store.insertLines('requests', [JSON.stringify(toRow(d))]);
   t.equal(await count([d.requestId]), 1, 'an insert without a token is kept');
+});
+
+t.test("a token with quotes and backslashes is the statement's own literal, and dedupes as itself", async (t) => {
+  const base = T0 + 42 * 86_400_000;
+  const [a, b] = [0, 1].map((i) => record({ startedAt: base + i }));
+  const token = `it's a \\'token\\' -- ; SETTINGS insert_deduplicate = 0`;
+  await store.insertLines('requests', [JSON.stringify(toRow(a!))], token);
+  await store.insertLines('requests', [JSON.stringify(toRow(b!))], token);
+  const ids = [a!.requestId, b!.requestId];
+  const { n } = await one<{ n: string }>(`SELECT count() AS n FROM ${requests()} WHERE toString(request_id) IN {ids:Array(String)}`, { ids });
+  t.equal(Number(n), 1, 'the second insert with the same token is dropped as a retry: the token was quoted whole');
+  t.throws(() => settingsClause({ 'a = 1, insert_deduplicate': 0 }), /not a setting name/, 'a name that is not one is refused');
+  t.equal(settingsClause({}), '', 'no settings, no clause');
 });
