@@ -182,10 +182,7 @@ export class Store {
     });
   }
 
-  /**
-   * The insert's SETTINGS clause: deduplication, the token always stated ('' for none) so that no session setting
-   * (a `command`'s settings stay set on the embedded engine's session) can make this insert look like a retry.
-   */
+  /** The insert's SETTINGS clause: deduplication, the token always stated ('' for none), so every insert is its own. */
   #insertSettings(token: string | undefined): string {
     return settingsClause({
       insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,

@@ -32,7 +32,6 @@ function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: str
     WHERE t.rows > c.rows AND ${SUMS.map((s) => `t.${s} >= c.${s}`).join(' AND ')}`;
 }
 
-
 /**
  * A leftover segment's rows, `ids`: are they all in `requests` already? If so, the rollups are made whole for their
  * hours and days (see above) and the answer is true: the writer deletes the segment without inserting it. One read of

@@ -284,11 +284,13 @@ t.test('a read after an awaited insert sees its rows', async (t) => {
   }
 });
 
+/** How many raw rows (no FINAL) carry these request ids. */
+const count = async (ids: string[]) =>
+  Number((await one<{ n: string }>(`SELECT count() AS n FROM ${requests()} WHERE toString(request_id) IN {ids:Array(String)}`, { ids })).n);
+
 t.test('an insert deduplicates by its own token, and leaves no token behind for the next statement', async (t) => {
   const base = T0 + 41 * 86_400_000;
   const [a, b, c] = [0, 1, 2].map((i) => record({ startedAt: base + i }));
-  const count = async (ids: string[]) =>
-    Number((await one<{ n: string }>(`SELECT count() AS n FROM ${requests()} WHERE toString(request_id) IN {ids:Array(String)}`, { ids })).n);
   await store.insertLines('requests', [JSON.stringify(toRow(a!))], 'token-left-behind');
   // The same token again: a retry of that insert, dropped whatever it carries (ClickHouse's insert deduplication).
   await store.insertLines('requests', [JSON.stringify(toRow(b!))], 'token-left-behind');
@@ -309,9 +311,7 @@ t.test("a token with quotes and backslashes is the statement's own literal, and 
   const token = `it's a \\'token\\' -- ; SETTINGS insert_deduplicate = 0`;
   await store.insertLines('requests', [JSON.stringify(toRow(a!))], token);
   await store.insertLines('requests', [JSON.stringify(toRow(b!))], token);
-  const ids = [a!.requestId, b!.requestId];
-  const { n } = await one<{ n: string }>(`SELECT count() AS n FROM ${requests()} WHERE toString(request_id) IN {ids:Array(String)}`, { ids });
-  t.equal(Number(n), 1, 'the second insert with the same token is dropped as a retry: the token was quoted whole');
+  t.equal(await count([a!.requestId, b!.requestId]), 1, 'the second insert with the same token is dropped as a retry: the token was quoted whole');
   t.throws(() => settingsClause({ 'a = 1, insert_deduplicate': 0 }), /not a setting name/, 'a name that is not one is refused');
   t.equal(settingsClause({}), '', 'no settings, no clause');
 });
