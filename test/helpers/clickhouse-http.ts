@@ -520,9 +520,9 @@ interface ChildReply {
   readonly error?: string;
 }
 
-/** The loader tap runs TypeScript test files with; the child needs it for clickhouse-http-main.ts. */
+/** The loader tap runs the TypeScript test files with (package.json, `tap.node-arg`); the child needs it too. */
 function typescriptLoader(): string {
-  return import.meta.resolve('@tapjs/typescript/import');
+  return import.meta.resolve('tsx');
 }
 
 /**
@@ -533,7 +533,6 @@ export async function spawnClickHouseHttp(t: Teardown, opts: { dataDir: string; 
   const main = fileURLToPath(new URL('./clickhouse-http-main.ts', import.meta.url));
   const child: ChildProcess = fork(main, [JSON.stringify(opts)], {
     execArgv: [`--import=${typescriptLoader()}`],
-    env: { ...process.env, TS_NODE_TRANSPILE_ONLY: process.env.TS_NODE_TRANSPILE_ONLY ?? '1' },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   let seq = 0;
