@@ -27,7 +27,7 @@ import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
 import { toRow, type RequestRow } from './store/rows.js';
-import { settleLanded } from './store/rollup-repair.js';
+import { settleLanded, startSpan } from './store/rollup-repair.js';
 import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
 import { Metrics } from './telemetry/metrics.js';
@@ -163,7 +163,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const b = cfg.storage.batch;
   // The embedded engine only: a leftover segment already in the table is not replayed and its rollups are made whole
   // (docs/recording.md); a ClickHouse server drops a replay from the table and its views alike.
-  const landed = store.embedded ? { settleLanded: (ids: readonly string[]) => settleLanded(store, ids) } : {};
+  const landed = store.embedded ? { settleLanded: (ids: readonly string[], lines: readonly string[]) => settleLanded(store, ids, startSpan(lines)) } : {};
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);

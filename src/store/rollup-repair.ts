@@ -33,17 +33,40 @@ function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: str
 }
 
 /**
+ * The span of the start times (`ts`, epoch ms) of a segment's row lines, or null when a line has none: it bounds
+ * settleLanded's read to the hours the rows can be in.
+ */
+export function startSpan(lines: readonly string[]): { lo: number; hi: number } | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const line of lines) {
+    let ts: unknown;
+    try {
+      ts = (JSON.parse(line) as { ts?: unknown }).ts;
+    } catch {
+      return null;
+    }
+    if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) return null;
+    if (ts < lo) lo = ts;
+    if (ts > hi) hi = ts;
+  }
+  return lo <= hi ? { lo, hi } : null;
+}
+
+/**
  * A leftover segment's rows, `ids`: are they all in `requests` already? If so, the rollups are made whole for their
  * hours and days (see above) and the answer is true: the writer deletes the segment without inserting it. One read of
- * `requests` answers both (the count of the ids found, and their time span).
+ * `requests` answers both (the count of the ids found, and their time span). `span`, the rows' start times
+ * (startSpan), keeps that read to the parts and hours they can be in (without it, every row of the table is read).
  */
-export async function settleLanded(store: Store, ids: readonly string[]): Promise<boolean> {
+export async function settleLanded(store: Store, ids: readonly string[], span: { lo: number; hi: number } | null = null): Promise<boolean> {
   const wanted = [...new Set(ids.filter((id) => id !== ''))];
   if (wanted.length === 0) return false;
+  const within = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
   const [found] = await store.query<{ n: string | number; lo: string | number; hi: string | number }>(
     `SELECT uniqExact(request_id) AS n, toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi
-     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}`,
-    { ids: wanted },
+     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${within}`,
+    { ids: wanted, ...(span ?? {}) },
   );
   if (found === undefined || Number(found.n) !== wanted.length) return false;
   await repairRollups(store, Number(found.lo), Number(found.hi));

@@ -22,12 +22,12 @@ export interface WriterOptions {
   readonly retryMaxMs?: number;
   /**
    * Given (the embedded engine, whose views lose a replay's deduplication across a restart), it is asked first about
-   * the oldest segment an earlier process left, with its row ids: true means every row is in the table already and
-   * what the table feeds has been made whole (store/rollup-repair.ts), so the segment is deleted without being
-   * inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
+   * the oldest segment an earlier process left, with its row ids and its lines: true means every row is in the table
+   * already and what the table feeds has been made whole (store/rollup-repair.ts), so the segment is deleted without
+   * being inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
    * every segment is inserted.
    */
-  readonly settleLanded?: (ids: readonly string[]) => Promise<boolean>;
+  readonly settleLanded?: (ids: readonly string[], lines: readonly string[]) => Promise<boolean>;
 }
 
 export type DropReason = 'spool_full' | 'rejected';
@@ -200,7 +200,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       try {
         if (landed === undefined) {
           const ids = lines.map((l) => lineId(l, this.#opts.idKey) ?? '');
-          landed = (await ask!(ids)) ? ids : null;
+          landed = (await ask!(ids, lines)) ? ids : null;
         }
         const ids = landed ?? (await this.#insertSegment(seg, lines, parsed));
         this.#spool.remove(seg);

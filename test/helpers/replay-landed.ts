@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openStore } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrations.js';
-import { settleLanded } from '../../src/store/rollup-repair.js';
+import { settleLanded, startSpan } from '../../src/store/rollup-repair.js';
 import type { RequestRow } from '../../src/store/rows.js';
 import { BatchWriter } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
@@ -72,7 +72,7 @@ export async function replayAfterKill(t: Test, landed: Landed): Promise<void> {
   t.same(spool.leftovers(), { segments: 1, rows: 7, interrupted: 0 }, 'the segment the first process left is found');
   const written: number[] = [];
   // As the app makes it: a leftover found in the table has the rollups made whole for its rows.
-  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000, settleLanded: (ids) => settleLanded(store, ids) }, {
+  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000, settleLanded: (ids, lines) => settleLanded(store, ids, startSpan(lines)) }, {
     written: (n) => written.push(n), dropped: () => undefined, error: () => undefined, state: () => undefined,
   });
   await writer.flush();
