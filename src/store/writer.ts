@@ -24,8 +24,8 @@ export interface WriterOptions {
    * Given (the embedded engine, whose views lose a replay's deduplication across a restart), it is asked first about
    * the oldest segment an earlier process left, with its row ids and its lines: true means every row is in the table
    * already and what the table feeds has been made whole (store/rollup-repair.ts), so the segment is deleted without
-   * being inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views alike):
-   * every segment is inserted.
+   * being inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views
+   * alike): every segment is inserted.
    */
   readonly settleLanded?: (ids: readonly string[], lines: readonly string[]) => Promise<boolean>;
 }

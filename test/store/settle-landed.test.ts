@@ -1,6 +1,6 @@
 // settleLanded's read of `requests` (store/rollup-repair.ts): the question "are a leftover segment's rows all in the
-// table?" is asked within the rows' own start times (startSpan of the segment's lines), so it reads the parts and hours
-// they can be in and not the whole table. The replay after a kill, end to end, is in replay-*.test.ts.
+// table?" is asked within the rows' own start times (startSpan of the segment's lines), so it reads the parts and
+// hours they can be in and not the whole table. The replay after a kill, end to end, is in replay-*.test.ts.
 
 import t from 'tap';
 import { migrate } from '../../src/store/migrations.js';
