@@ -55,8 +55,9 @@ if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
 const { writer, store, metrics } = app.tollgate;
 
 // Diagnostics only: count the inserts the batch writer makes (how well it batches: `insertLines`, which a segment
-// goes through as it is and `insert` too, with its rows as lines, when ClickHouse refused one as data) and the reads the gateway's own background work makes (quota
-// snapshot, budget, alert evaluator) under load, by wrapping this instance's methods; rows and SQL are untouched.
+// goes through as it is and `insert` too, with its rows as lines, when ClickHouse refused one as data) and the reads
+// the gateway's own background work makes (quota snapshot, budget, alert evaluator) under load, by wrapping this
+// instance's methods; rows and SQL are untouched.
 const inserts = { calls: 0, rows: 0, ms: 0 };
 const reads = { calls: 0, rows: 0, ms: 0 };
 function counted(method, into, rowsOf) {

@@ -62,10 +62,10 @@ export function startSpan(lines: readonly string[]): { lo: number; hi: number } 
 export async function settleLanded(store: Store, ids: readonly string[], span: { lo: number; hi: number } | null = null): Promise<boolean> {
   const wanted = [...new Set(ids.filter((id) => id !== ''))];
   if (wanted.length === 0) return false;
-  const within = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
+  const bound = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
   const [found] = await store.query<{ n: string | number; lo: string | number; hi: string | number }>(
     `SELECT uniqExact(request_id) AS n, toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi
-     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${within}`,
+     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${bound}`,
     { ids: wanted, ...(span ?? {}) },
   );
   if (found === undefined || Number(found.n) !== wanted.length) return false;
