@@ -132,6 +132,27 @@ function filterSql(f: LogFilters): string {
   return parts.join(' AND ');
 }
 
+/** What a page read may bring besides its rows (readClientPage). */
+export interface PageOptions {
+  /** The full record (`LogRow`) rather than the compact one. */
+  readonly full: boolean;
+  /** The page's combo requests' attempts, taken in the same read when it can (needs `full`). */
+  readonly attempts?: boolean;
+  /** Each row's request number, taken in the same read when it can. */
+  readonly numbers?: boolean;
+}
+
+/**
+ * A page of client requests, with what the first read could take beside them: `attempts` (by parent request id, each
+ * parent's by attempt number) and `numbers` (by request id) are null when the read could not take them, and the
+ * caller reads them on their own (attemptsOf, dayNumbers).
+ */
+export interface PageRead<R extends CompactRow> {
+  readonly rows: R[];
+  readonly attempts: Map<string, LogRow[]> | null;
+  readonly numbers: Map<string, number> | null;
+}
+
 /**
  * Client requests (direct and combo, never attempts or pings) matching `f`, newest first by (ts, request_id), after
  * `cursor`, at most `limit`. The read starts with the last day before the upper bound and reaches further back only
@@ -143,6 +164,30 @@ export async function clientRequestPage(store: Store, f: LogFilters, cursor: Log
 export async function clientRequestPage(
   store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, full: boolean,
 ): Promise<CompactRow[]> {
+  return (await readClientPage(store, f, cursor, limit, anchor, { full })).rows;
+}
+
+/**
+ * clientRequestPage, taking the page's attempts and numbers in its first read when it can: on the newest page (no
+ * cursor, no `to`: the read has no upper bound) when the first read fills it. On the embedded engine each table a
+ * query reads costs 5-7 ms before it reads a row, and the attempts' own read about 18 ms (each of its 33 columns over
+ * the last hour's granules): the request log's first page is one read instead of three (docs/benchmarks.md).
+ *
+ * - Attempts: an attempt starts after its client request (the assumption attemptsOf makes too), so on the newest page
+ *   every attempt of a page row is newer than the page's oldest row: the read takes the client rows and the attempts
+ *   from that row's start time on.
+ * - Numbers (an unfiltered page only): the page then holds every client request newer than its oldest row, so a
+ *   row's number is its day's count of client requests less the page's rows of that day above it. The count is the
+ *   hourly rollup's, which every usage report reads and which holds each row once (the inserts' deduplication tokens,
+ *   the landed check after a crash; dayNumbers reads it for whole hours too). A day whose count is below the page's
+ *   rows of that day leaves the numbers to dayNumbers.
+ */
+export async function readClientPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions & { full: true }): Promise<PageRead<LogRow>>;
+export async function readClientPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions & { full: false }): Promise<PageRead<CompactRow>>;
+export async function readClientPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions): Promise<PageRead<CompactRow>>;
+export async function readClientPage(
+  store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions,
+): Promise<PageRead<CompactRow>> {
   const where = filterSql(f);
   const params = {
     provider: f.provider, model: f.model, combo: f.combo, apiKey: f.apiKey, status: f.status,
@@ -153,8 +198,12 @@ export async function clientRequestPage(
   // The reads walk back from the newest possible row: the cursor, `to`, or now (a row stamped later than now, by a
   // replica's clock, still lands in the first read: that one has no upper bound of its own).
   const start = Number.isFinite(upper) ? upper : anchor;
+  const newest = cursor === null && f.to === undefined;
+  const withAttempts = newest && opts.full && opts.attempts === true;
+  const withNumbers = newest && opts.numbers === true && where === CLIENT;
   const rows: CompactRow[] = [];
-  const toRow = full ? toLogRow : toCompactRow;
+  const toRow = opts.full ? toLogRow : toCompactRow;
+  let extras: Pick<PageRead<LogRow>, 'attempts' | 'numbers'> = { attempts: null, numbers: null };
   let hi: number | null = null; // exclusive upper bound of the next read; null on the first
   const hint = firstSpan.get(store) ?? { span: 0, pages: 0 };
   const i0 = hint.pages % 16 === 15 ? Math.max(0, hint.span - 1) : hint.span;
@@ -166,15 +215,32 @@ export async function clientRequestPage(
     if (f.to !== undefined) bounds.push(`ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')`);
     if (hi !== null) bounds.push(`ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`);
     if (Number.isFinite(lo)) bounds.push(`ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC')`);
-    const got = await store.query<Raw>(
-      `SELECT ${full ? FIELDS : COMPACT_FIELDS} FROM ${store.t('requests')} FINAL
-       WHERE ${[where, ...bounds].join(' AND ')}
-       ORDER BY ts DESC, toString(request_id) DESC
-       LIMIT {limit:UInt32}`,
-      { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length },
-    );
-    rows.push(...got.map(toRow));
-    if (rows.length >= limit) filledAt = i;
+    const values = { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length };
+    if (i === i0 && (withAttempts || withNumbers) && Number.isFinite(lo)) {
+      const got = await store.query<Raw>(firstReadSql(store, opts.full ? FIELDS : COMPACT_FIELDS, where, bounds, withAttempts, withNumbers), values);
+      const clients = got.filter((r) => r.kind !== 'attempt');
+      if (clients.length >= limit) {
+        const page = clients.slice(0, limit);
+        rows.push(...page.map(toRow));
+        extras = {
+          attempts: withAttempts ? attemptsIn(got, rows) : null,
+          numbers: withNumbers ? numbersFrom(rows, got[0]?.totals) : null,
+        };
+        filledAt = i;
+        break;
+      }
+      rows.push(...clients.map(toRow)); // a page the first read does not fill: the rest as before
+    } else {
+      const got = await store.query<Raw>(
+        `SELECT ${opts.full ? FIELDS : COMPACT_FIELDS} FROM ${store.t('requests')} FINAL
+         WHERE ${[where, ...bounds].join(' AND ')}
+         ORDER BY ts DESC, toString(request_id) DESC
+         LIMIT {limit:UInt32}`,
+        values,
+      );
+      rows.push(...got.map(toRow));
+      if (rows.length >= limit) filledAt = i;
+    }
     if (!Number.isFinite(lo) || lo <= floor) break;
     hi = lo;
   }
@@ -182,7 +248,76 @@ export async function clientRequestPage(
     const span = Math.min(filledAt, 1); // never past the last hour: a gateway that was quiet may be busy now
     firstSpan.set(store, { span, pages: span === hint.span ? hint.pages + 1 : 0 });
   }
-  return rows;
+  return { rows, ...extras };
+}
+
+/**
+ * The first read of the newest page with its extras (readClientPage). With attempts: the client rows and attempts
+ * from `edge` on, the page's oldest start time (the limit-th newest client row's, from a subquery over the start times
+ * alone, so the full records are read for the page's rows, not for every row of the span); the caller keeps the first
+ * `limit` client rows. With numbers: `totals` on every row, the hourly rollup's count of client requests of each UTC
+ * day from the read's lower bound on, as [day as epoch seconds, count] pairs.
+ */
+function firstReadSql(store: Store, fields: string, where: string, bounds: readonly string[], attempts: boolean, numbers: boolean): string {
+  const scope = bounds.join(' AND ');
+  const withs: string[] = [];
+  if (numbers) {
+    withs.push(`(SELECT groupArray((toUnixTimestamp(toDateTime(day, 'UTC')), n)) FROM (
+       SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')}
+       WHERE ${CLIENT} AND hour >= toStartOfDay(fromUnixTimestamp64Milli({lo:Int64}, 'UTC')) GROUP BY day
+     )) AS totals`);
+  }
+  if (attempts) {
+    withs.push(`(SELECT min(ts) FROM (
+       SELECT ts FROM ${store.t('requests')} FINAL WHERE ${where} AND ${scope} ORDER BY ts DESC LIMIT {limit:UInt32}
+     )) AS edge`);
+  }
+  return `WITH ${withs.join(', ')}
+    SELECT ${fields}${numbers ? ', totals' : ''} FROM ${store.t('requests')} FINAL
+    WHERE ${attempts ? `((${where}) OR kind = 'attempt') AND ${scope} AND ts >= edge` : `${where} AND ${scope}`}
+    ORDER BY ts DESC, toString(request_id) DESC${attempts ? '' : `
+    LIMIT {limit:UInt32}`}`;
+}
+
+/** The attempts among a first read's rows whose parent is a combo row of the page, each parent's by attempt number. */
+function attemptsIn(got: readonly Raw[], page: readonly CompactRow[]): Map<string, LogRow[]> {
+  const combos = new Set(page.filter((r) => r.kind === 'combo').map((r) => r.request_id));
+  const out = new Map<string, LogRow[]>();
+  for (const r of got) {
+    if (r.kind !== 'attempt' || !combos.has(String(r.parent))) continue;
+    const a = toLogRow(r);
+    const list = out.get(a.parent_id);
+    if (list === undefined) out.set(a.parent_id, [a]);
+    else list.push(a);
+  }
+  const byAttempt = (a: LogRow, b: LogRow) => a.attempt - b.attempt || a.ts - b.ts || (a.request_id < b.request_id ? -1 : a.request_id > b.request_id ? 1 : 0);
+  for (const list of out.values()) list.sort(byAttempt);
+  return out;
+}
+
+/**
+ * Each row's number on a page that holds every client request newer than its oldest row: its day's count (`totals`,
+ * firstReadSql) less the page's rows of that day above it. null when a day of the page has no count, or a count
+ * below the page's rows of that day (a rollup that does not hold every row: then dayNumbers counts).
+ */
+function numbersFrom(page: readonly CompactRow[], totals: unknown): Map<string, number> | null {
+  if (!Array.isArray(totals)) return null;
+  const count = new Map<number, number>();
+  for (const pair of totals) {
+    if (!Array.isArray(pair) || pair.length !== 2) return null;
+    count.set(Number(pair[0]) * 1000, Number(pair[1]));
+  }
+  const above = new Map<number, number>();
+  const out = new Map<string, number>();
+  for (const r of page) {
+    const day = Math.floor(r.ts / DAY) * DAY;
+    const k = above.get(day) ?? 0;
+    const n = (count.get(day) ?? 0) - k;
+    if (!Number.isSafeInteger(n) || n < 1) return null;
+    out.set(r.request_id, n);
+    above.set(day, k + 1);
+  }
+  return out;
 }
 
 /**

@@ -2,7 +2,9 @@
 // request numbers, filters, keyset pagination across pages (no duplicate, no gap, ties on one timestamp, rows inserted
 // between pages), format=text; and every 400 of every analytics route.
 
+import Fastify from 'fastify';
 import t from 'tap';
+import { logRoutes } from '../../src/api/analytics/logs.js';
 import { IDS, ROWS, clientOrder, rec, startFixture, type RowName } from '../helpers/usage-rows.js';
 
 const fx = await startFixture(t);
@@ -100,6 +102,47 @@ t.test('request-logs: the full record, with a combo request\'s attempts nested',
   ]);
   const r1 = (await fx.get('/fixed/api/usage/request-logs?from=2026-12-01T10:00:00Z&to=2026-12-01T10:00:01Z')).json.data[0];
   t.match(r1, { request_id: idOf('R1'), kind: 'request', attempts: [], ttft_s: 0.25, usage: { input: 1000, cached: 200, output: 300, reasoning: 100 } });
+});
+
+// The newest page (no cursor, no `to`) takes its numbers and its combo requests' attempts in its own read when that
+// read fills it (store/logs.ts, readClientPage); any other page reads them apart. On a clock just after R1 the newest
+// page's first read (the last five minutes or the last hour, and everything after) holds C1, R1, C2 and C3.
+t.test('the newest page: one read for its rows, numbers and attempts, the entries three reads give', async (t) => {
+  const recent = Fastify({ logger: false });
+  await recent.register(logRoutes, { store: fx.app.tollgate.store, now: () => Date.parse('2026-12-01T10:00:00.001Z') });
+  t.teardown(() => recent.close());
+  const store = fx.app.tollgate.store;
+  const query = store.query;
+  let reads = 0;
+  store.query = function (this: typeof store, ...args: Parameters<typeof query>) {
+    reads++;
+    return query.apply(this, args);
+  } as typeof query;
+  t.teardown(() => {
+    store.query = query;
+  });
+  const get = async (path: string) => {
+    reads = 0;
+    const r = await recent.inject(path);
+    if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body}`);
+    return { reads, data: r.json().data as Entry[] };
+  };
+  for (const [path, apartReads] of [['/api/usage/request-logs', 3], ['/api/usage/logs', 2]] as const) {
+    const one = await get(`${path}?limit=3`);
+    const apart = await get(`${path}?limit=3&to=2026-12-01T11:00:00Z`); // with `to`: not the newest page
+    t.equal(one.reads, 1, `${path}: the newest page is one read`);
+    // (the page itself may take two reads there: the span before `to` first)
+    t.ok(apart.reads >= apartReads, `${path}: a page with an upper bound reads its numbers (and attempts) apart (${apart.reads} reads)`);
+    t.same(one.data.map((e) => nameOf(e.request_id)), ['C3', 'C2', 'R1']);
+    t.same(one.data.map((e) => e.number), [7, 6, 5], 'the day\'s count less the rows above');
+    t.same(one.data, apart.data, `${path}: the same entries either way`);
+  }
+  const { data } = await get('/api/usage/request-logs?limit=3');
+  const attempts = data.map((e) => (e.attempts as { attempt: number; request_id: string }[]).map((a) => [a.attempt, nameOf(a.request_id)]));
+  t.same(attempts, [[[1, 'A3'], [2, 'A4']], [[1, 'B1'], [2, 'B2'], [3, 'B3']], []], 'each combo request\'s attempts, in order');
+  const last = await get('/api/usage/request-logs?limit=2');
+  t.same(last.data.map((e) => [nameOf(e.request_id), (e.attempts as unknown[]).length]), [['C3', 2], ['C2', 3]], 'the oldest row\'s attempts too');
+  t.equal(last.reads, 1);
 });
 
 t.test('pagination: every page size walks the same list, with no duplicate or gap', async (t) => {

@@ -4,13 +4,15 @@
 // the engine (`contiguous`); a filtered page ranks. Both are checked against numbers computed here from the rows,
 // on every page of the whole listing: rows across an hour, midnight and a month edge, many requests sharing one
 // millisecond (so page edges fall inside a tie), attempts and pings that are not numbered, and a batch inserted twice.
+// The newest page takes its numbers (and its combo requests' attempts) in its own read (readClientPage): checked
+// against the same truth and against attemptsOf, on every page size its first read fills, across midnight too.
 
 import t from 'tap';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
-import { clientRequestPage, dayNumbers, type CompactRow, type LogCursor, type LogFilters } from '../../src/store/logs.js';
+import { attemptsOf, clientRequestPage, dayNumbers, readClientPage, type CompactRow, type LogCursor, type LogFilters } from '../../src/store/logs.js';
 import { openTestStore, storePath } from '../helpers/store-paths.js';
 
 const store = await openTestStore(t, { database: 'lognumbers', prefix: 'tollgate-lognumbers-' });
@@ -26,7 +28,7 @@ function row(ts: number, kind: RecordKind, provider: string) {
   const id = uuidv7(ts);
   made.push({ id, ts, kind, provider });
   return toRow(makeRecord({
-    kind, requestId: id, parentId: kind === 'attempt' ? made.find((m) => m.kind === 'combo')?.id ?? '' : '', combo: kind === 'request' ? '' : 'c',
+    kind, requestId: id, parentId: kind === 'attempt' ? [...made].reverse().find((m) => m.kind === 'combo')?.id ?? '' : '', combo: kind === 'request' ? '' : 'c',
     startedAt: ts, endedAt: ts + 50, endpoint: 'chat.completions', provider, providerGroup: 'paid', model: `${provider}/m`, requestedModel: 'm',
     modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
     usage: { input: 6, cached: null, cacheWrite: null, output: 4, reasoning: null }, usageSource: 'reported', cost: { cost: 0.001, listCost: 0.001 },
@@ -125,4 +127,56 @@ t.test('a filtered page is ranked: the numbers are the unfiltered ones', async (
   const page = all[1]!.map((r) => ({ request_id: r.id, ts: r.ts }));
   const counted = await dayNumbers(store, page, { contiguous: true });
   t.ok(page.some((r) => counted.get(r.request_id) !== truth.get(r.request_id)), 'counting a filtered page would be wrong (why it ranks)');
+});
+
+t.test('the newest page takes its numbers and attempts in its own read', async (t) => {
+  const opts = { full: true, attempts: true, numbers: true } as const;
+  const newest = Math.max(...clients.map((m) => m.ts));
+  const midnight = Math.floor(newest / DAY) * DAY;
+  const firstOfDay = Math.min(...clients.filter((m) => m.ts >= midnight).map((m) => m.ts));
+  const entries = (m: Map<string, unknown>) => JSON.stringify([...m].sort(([a], [b]) => (a < b ? -1 : 1)));
+  let attempts = 0;
+  // The first read reaches five minutes (after a page it did not fill, an hour) before the clock, no upper bound.
+  for (const [what, clock] of [['at the newest request', newest + 1], ['just after midnight', firstOfDay + 1]] as const) {
+    const inRead = clients.filter((m) => m.ts >= clock - 300_000).length;
+    let taken = 0;
+    let wrong = 0;
+    let attemptsWrong = 0;
+    const days = new Set<number>();
+    for (let limit = 1; limit <= inRead; limit++) {
+      const read = await readClientPage(store, {}, null, limit, clock, opts);
+      if (read.numbers !== null && read.attempts !== null) taken++;
+      for (const r of read.rows) {
+        if (read.numbers?.get(r.request_id) !== truth.get(r.request_id)) wrong++;
+        days.add(Math.floor(r.ts / DAY));
+      }
+      const apart = await attemptsOf(store, read.rows.filter((r) => r.kind === 'combo'));
+      if (entries(read.attempts ?? new Map()) !== entries(apart)) attemptsWrong++;
+      attempts += [...apart.values()].flat().length;
+    }
+    t.equal(taken, inRead, `${what}: every page its first read fills (${inRead} sizes) takes them`);
+    t.equal(wrong, 0, `${what}: every number right`);
+    t.equal(attemptsWrong, 0, `${what}: the attempts attemptsOf reads`);
+    if (clock === firstOfDay + 1) t.equal(days.size, 2, 'the larger pages cross midnight');
+  }
+  t.ok(attempts > 0, `pages with attempts (${attempts} over the pages)`);
+  const none = { numbers: null, attempts: null };
+  const all = await readClientPage(store, {}, null, clients.length + 1, newest + 1, opts);
+  t.equal(all.rows.length, clients.length, 'a page longer than the listing: every row');
+  t.match(all, none, 'its first read does not fill it: numbers and attempts read apart');
+  const last = all.rows[2]!;
+  t.match(await readClientPage(store, {}, { ts: last.ts, id: last.request_id }, 2, newest + 1, opts), none, 'a page after a cursor: apart');
+  t.match(await readClientPage(store, { to: newest + 1 }, null, 2, newest + 1, opts), none, 'a page with `to`: apart');
+  const q = await readClientPage(store, { provider: 'q' }, null, 3, newest + 1, opts);
+  t.equal(q.numbers, null, 'a filtered page: its numbers are ranked apart');
+  t.equal(entries(q.attempts ?? new Map([['x', 0]])), entries(await attemptsOf(store, q.rows.filter((r) => r.kind === 'combo'))), 'a filtered page: its attempts in its read');
+});
+
+// Last: it empties the rollup.
+t.test('a rollup that does not hold the page\'s day leaves the numbers to dayNumbers', async (t) => {
+  const newest = Math.max(...clients.map((m) => m.ts));
+  await store.command(`TRUNCATE TABLE ${store.t('usage_hourly')}`);
+  const read = await readClientPage(store, {}, null, 3, newest + 1, { full: false, numbers: true });
+  t.equal(read.rows.length, 3);
+  t.equal(read.numbers, null, 'no count for the day: not taken');
 });

@@ -5,7 +5,7 @@
 
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Store } from '../../store/client.js';
-import { attemptsOf, clientRequestPage, dayNumbers, type CompactRow, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
+import { attemptsOf, dayNumbers, readClientPage, type CompactRow, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
 import { FILTER_PARAMS, QueryReader, invalid, iso, money } from './params.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -88,6 +88,8 @@ const PARAMS = [...FILTER_PARAMS, 'status', 'from', 'to', 'limit', 'cursor', 'fo
 interface Page<R> {
   rows: R[];
   numbers: Promise<Map<string, number>>;
+  /** The page's combo requests' attempts when the page's read took them (the full record only). */
+  attempts: Map<string, LogRow[]> | null;
   next: string | null;
   filters: Record<string, string>;
   limit: number;
@@ -111,8 +113,13 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
   const filters: LogFilters = {
     ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
     ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
+  // A page without filters holds every client request between its oldest and newest row (its bounds are a time
+  // range): its numbers are counted, not ranked (store/logs.ts, dayNumbers), and on the newest page taken from the
+  // day's count in the page's own read, with the attempts of the full record (readClientPage).
+  const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
   // One row more than asked says whether another page follows.
-  const got = await clientRequestPage(store, filters, cursor, limit + 1, now, full);
+  const read = await readClientPage(store, filters, cursor, limit + 1, now, { full, attempts: full, numbers: contiguous });
+  const got = read.rows;
   const rows = got.slice(0, limit);
   const last = rows[rows.length - 1];
   const next = got.length > limit && last !== undefined ? encodeCursor({ ts: last.ts, id: last.request_id }) : null;
@@ -121,12 +128,10 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     const v = q.string(k);
     if (v !== undefined) echo[k] = v;
   }
-  // The numbers' read is started, not awaited: request-logs starts its attempts' read beside it (a server runs both at
-  // once; the embedded store one after the other).
-  // A page without filters holds every client request between its oldest and newest row (its bounds are a time
-  // range): its numbers are counted, not ranked (store/logs.ts, dayNumbers).
-  const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
-  return { rows, numbers: dayNumbers(store, rows, { contiguous }), next, filters: echo, limit, text };
+  // The numbers' read (when the page's read did not take them) is started, not awaited: request-logs starts its
+  // attempts' read beside it (a server runs both at once; the embedded store one after the other).
+  const numbers = read.numbers !== null ? Promise.resolve(read.numbers) : dayNumbers(store, rows, { contiguous });
+  return { rows, numbers, attempts: read.attempts, next, filters: echo, limit, text };
 }
 
 function sendText(reply: FastifyReply, lines: string[], next: string | null): string {
@@ -146,7 +151,7 @@ export const logRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> 
 
   app.get('/api/usage/request-logs', async (req, reply) => {
     const p = await readPage(store, req.query, now(), true);
-    const [numbers, attempts] = await Promise.all([p.numbers, attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'))]);
+    const [numbers, attempts] = await Promise.all([p.numbers, p.attempts ?? attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'))]);
     const data = p.rows.map((r) => ({
       ...compact(r, numbers.get(r.request_id) ?? 0),
       kind: r.kind,
