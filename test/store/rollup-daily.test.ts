@@ -225,3 +225,42 @@ t.test('hours and days in a zone off the whole hour (Asia/Kolkata, +05:30) are i
   const paris = await aggregate(store, { from, to, by: ['hour_epoch'], tz: 'Europe/Paris', sums: ['tokens'] });
   t.same(paris.map((g) => [g.hour_epoch, g.rows, g.tokens]), await want('toUnixTimestamp(toStartOfHour(ts))'), 'a whole-hour zone: its hours are UTC hours');
 });
+
+// Last: it writes rows twice. A zone off the whole hour reads every row of its window raw; a raw range of more than
+// two hours is deduplicated by FINAL (store/aggregate.ts, deduped), the rest by LIMIT 1 BY: either counts a row once.
+t.test('a zone off the whole hour: a day of raw rows read through FINAL, a row written twice counted once', async (t) => {
+  const day = T0 + 200 * D;
+  const rows = spread(day, 24);
+  await store.insert('requests', rows, 'kolkata-day');
+  await store.insert('requests', rows.slice(5, 8), 'kolkata-again'); // three rows again, in another batch
+  const raw = await store.query<{ n: string }>(
+    `SELECT count() AS n FROM ${store.t('requests')} WHERE ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({to:Int64}, 'UTC')`,
+    { from: day, to: day + D },
+  );
+  t.equal(Number(raw[0]!.n), rows.length + 3, 'the raw table holds the three rows twice (no merge yet)');
+  const query = store.query;
+  const sql: string[] = [];
+  store.query = function (this: typeof store, text: string, params?: Parameters<typeof query>[1]) {
+    sql.push(text);
+    return query.call(this, text, params);
+  } as typeof query;
+  try {
+    const tz = 'Asia/Kolkata';
+    const hours = await aggregate(store, { from: day, to: day + D, by: ['hour_epoch'], tz, sums: ['tokens'] });
+    const local = (ts: number) => Math.floor((ts + 5.5 * H) / H) * H - 5.5 * H;
+    const want = new Map<number, [number, number]>();
+    for (const r of rows) {
+      const k = local(Number(r.ts));
+      const [n, tok] = want.get(k) ?? [0, 0];
+      want.set(k, [n + 1, tok + Number(r.total_tokens)]);
+    }
+    t.same(hours.map((g) => [Number(g.hour_epoch) * 1000, g.rows, g.tokens]), [...want].sort(([a], [b]) => a - b).map(([k, [n, tok]]) => [k, n, tok]), 'each local hour counts each row once');
+    t.match(sql.at(-1), /FROM \S+requests\S* FINAL WHERE/, 'the day of raw rows is read through FINAL');
+    sql.length = 0;
+    await aggregate(store, { from: day + 30 * 60_000, to: day + 5 * H + 10 * 60_000, by: ['provider'] });
+    t.match(sql.at(-1), /LIMIT 1 BY request_id/, 'an hour-aligned zone\'s edges (40 minutes) through LIMIT 1 BY');
+    t.notMatch(sql.at(-1), /FINAL/);
+  } finally {
+    store.query = query;
+  }
+});
