@@ -111,14 +111,14 @@ function toCompactRow(r: Raw): CompactRow {
   };
 }
 
+// Object.assign, not a spread of toCompactRow's result into a literal: that took V8 (Node 20) about 50 µs a row.
 function toLogRow(r: Raw): LogRow {
-  return {
-    ...toCompactRow(r),
+  return Object.assign(toCompactRow(r), {
     parent_id: String(r.parent), attempt: n(r.attempt), end_ts: n(r.end_ms), endpoint: String(r.endpoint), provider_group: String(r.provider_group),
     connection: String(r.connection), auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
     usage_source: String(r.usage_source), list_cost: n(r.list_cost_usd), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
     trace_id: String(r.trace_id ?? ''),
-  };
+  });
 }
 
 function filterSql(f: LogFilters): string {
@@ -174,8 +174,9 @@ export async function clientRequestPage(
  * the last hour's granules): the request log's first page is one read instead of three (docs/benchmarks.md).
  *
  * - Attempts: an attempt starts after its client request (the assumption attemptsOf makes too), so on the newest page
- *   every attempt of a page row is newer than the page's oldest row: the read takes the client rows and the attempts
- *   from that row's start time on.
+ *   every attempt of a page row is newer than the page's oldest row: the read takes the newest client rows and
+ *   attempts together, with room for two attempts a client row (ATTEMPT_ROOM), and holds every attempt of the page
+ *   when it holds `limit` client rows. A span whose newest rows are mostly attempts is read again as any other.
  * - Numbers (an unfiltered page only): the page then holds every client request newer than its oldest row, so a
  *   row's number is its day's count of client requests less the page's rows of that day above it. The count is the
  *   hourly rollup's, which every usage report reads and which holds each row once (the inserts' deduplication tokens,
@@ -216,31 +217,35 @@ export async function readClientPage(
     if (hi !== null) bounds.push(`ts < fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`);
     if (Number.isFinite(lo)) bounds.push(`ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC')`);
     const values = { ...params, to: f.to, hi, lo: Number.isFinite(lo) ? lo : 0, limit: limit - rows.length };
+    let got: Raw[] | null = null;
     if (i === i0 && (withAttempts || withNumbers) && Number.isFinite(lo)) {
-      const got = await store.query<Raw>(firstReadSql(store, opts.full ? FIELDS : COMPACT_FIELDS, where, bounds, withAttempts, withNumbers), values);
-      const clients = got.filter((r) => r.kind !== 'attempt');
+      // With attempts: room for ATTEMPT_ROOM - 1 attempts a client row on average.
+      const wide = withAttempts ? limit * ATTEMPT_ROOM + 16 : limit;
+      const read = await store.query<Raw>(firstReadSql(store, opts.full ? FIELDS : COMPACT_FIELDS, where, bounds, withAttempts, withNumbers), { ...values, wide });
+      const clients = read.filter((r) => r.kind !== 'attempt');
       if (clients.length >= limit) {
-        const page = clients.slice(0, limit);
-        rows.push(...page.map(toRow));
+        // The read is a prefix of the span's rows in order: every row above the limit-th client row is in it.
+        rows.push(...clients.slice(0, limit).map(toRow));
         extras = {
-          attempts: withAttempts ? attemptsIn(got, rows) : null,
-          numbers: withNumbers ? numbersFrom(rows, got[0]?.totals) : null,
+          attempts: withAttempts ? attemptsIn(read, rows) : null,
+          numbers: withNumbers ? numbersFrom(rows, read[0]?.totals) : null,
         };
         filledAt = i;
         break;
       }
-      rows.push(...clients.map(toRow)); // a page the first read does not fill: the rest as before
-    } else {
-      const got = await store.query<Raw>(
-        `SELECT ${opts.full ? FIELDS : COMPACT_FIELDS} FROM ${store.t('requests')} FINAL
-         WHERE ${[where, ...bounds].join(' AND ')}
-         ORDER BY ts DESC, toString(request_id) DESC
-         LIMIT {limit:UInt32}`,
-        values,
-      );
-      rows.push(...got.map(toRow));
-      if (rows.length >= limit) filledAt = i;
+      // Fewer rows than room: every row of the span, and the page is not full in it. Otherwise more attempts than the
+      // room left too few client rows: the span is read again as any other.
+      if (read.length < wide) got = clients;
     }
+    got ??= await store.query<Raw>(
+      `SELECT ${opts.full ? FIELDS : COMPACT_FIELDS} FROM ${store.t('requests')} FINAL
+       WHERE ${[where, ...bounds].join(' AND ')}
+       ORDER BY ts DESC, toString(request_id) DESC
+       LIMIT {limit:UInt32}`,
+      values,
+    );
+    rows.push(...got.map(toRow));
+    if (rows.length >= limit) filledAt = i;
     if (!Number.isFinite(lo) || lo <= floor) break;
     hi = lo;
   }
@@ -251,32 +256,27 @@ export async function readClientPage(
   return { rows, ...extras };
 }
 
+/** How many rows a client row of the newest page may bring into its first read with its attempts (readClientPage). */
+const ATTEMPT_ROOM = 3;
+
 /**
- * The first read of the newest page with its extras (readClientPage). With attempts: the client rows and attempts
- * from `edge` on, the page's oldest start time (the limit-th newest client row's, from a subquery over the start times
- * alone, so the full records are read for the page's rows, not for every row of the span); the caller keeps the first
- * `limit` client rows. With numbers: `totals` on every row, the hourly rollup's count of client requests of each UTC
- * day from the read's lower bound on, as [day as epoch seconds, count] pairs.
+ * The first read of the newest page with its extras (readClientPage). With attempts: the newest `wide` rows of the
+ * span that are client rows or attempts (the caller keeps the first `limit` client rows, and the attempts above the
+ * last of them); the engine reads the full records of those rows only (ORDER BY ... LIMIT: lazily). With numbers:
+ * `totals` on every row, the hourly rollup's count of client requests of each UTC day from the read's lower bound on,
+ * as [day as epoch seconds, count] pairs.
  */
 function firstReadSql(store: Store, fields: string, where: string, bounds: readonly string[], attempts: boolean, numbers: boolean): string {
   const scope = bounds.join(' AND ');
-  const withs: string[] = [];
-  if (numbers) {
-    withs.push(`(SELECT groupArray((toUnixTimestamp(toDateTime(day, 'UTC')), n)) FROM (
+  const totals = `(SELECT groupArray((toUnixTimestamp(toDateTime(day, 'UTC')), n)) FROM (
        SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')}
        WHERE ${CLIENT} AND hour >= toStartOfDay(fromUnixTimestamp64Milli({lo:Int64}, 'UTC')) GROUP BY day
-     )) AS totals`);
-  }
-  if (attempts) {
-    withs.push(`(SELECT min(ts) FROM (
-       SELECT ts FROM ${store.t('requests')} FINAL WHERE ${where} AND ${scope} ORDER BY ts DESC LIMIT {limit:UInt32}
-     )) AS edge`);
-  }
-  return `WITH ${withs.join(', ')}
+     )) AS totals`;
+  return `${numbers ? `WITH ${totals}` : ''}
     SELECT ${fields}${numbers ? ', totals' : ''} FROM ${store.t('requests')} FINAL
-    WHERE ${attempts ? `((${where}) OR kind = 'attempt') AND ${scope} AND ts >= edge` : `${where} AND ${scope}`}
-    ORDER BY ts DESC, toString(request_id) DESC${attempts ? '' : `
-    LIMIT {limit:UInt32}`}`;
+    WHERE ${attempts ? `((${where}) OR kind = 'attempt')` : where} AND ${scope}
+    ORDER BY ts DESC, toString(request_id) DESC
+    LIMIT {${attempts ? 'wide' : 'limit'}:UInt32}`;
 }
 
 /** The attempts among a first read's rows whose parent is a combo row of the page, each parent's by attempt number. */

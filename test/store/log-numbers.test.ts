@@ -180,3 +180,22 @@ t.test('a rollup that does not hold the page\'s day leaves the numbers to dayNum
   t.equal(read.rows.length, 3);
   t.equal(read.numbers, null, 'no count for the day: not taken');
 });
+
+// After the rollup's test: it adds rows. A combo request with more attempts than the newest page's first read has
+// room for (readClientPage: two a client row): that read holds no client row, so the span is read again as any other
+// and the attempts are left to attemptsOf.
+t.test('a combo request with more attempts than the first read has room for', async (t) => {
+  const newest = Math.max(...clients.map((m) => m.ts));
+  const at = newest + 10_000;
+  const combo = row(at, 'combo', 'p');
+  const attempts = Array.from({ length: 30 }, (_, i) => row(at + 1 + i, 'attempt', 'p'));
+  await store.insert('requests', [combo, ...attempts]);
+  for (const limit of [1, 2]) {
+    const read = await readClientPage(store, {}, null, limit, at + 60_000, { full: true, attempts: true });
+    t.same(read.rows.map((r) => r.request_id), [combo.request_id, [...clients].sort(order).at(-1)!.id].slice(0, limit), `limit ${limit}: the page`);
+    t.equal(read.attempts, null, `limit ${limit}: its attempts are read apart`);
+  }
+  const id = String(combo.request_id);
+  const apart = await attemptsOf(store, [{ request_id: id, ts: at, end_ts: at + 150 }]);
+  t.same(apart.get(id)?.map((a) => a.request_id), attempts.map((a) => a.request_id), 'all 30, in order');
+});

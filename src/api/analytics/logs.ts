@@ -27,24 +27,26 @@ const seconds = (ms: number | null): number | null => (ms === null ? null : Numb
 const outcome = (s: DetailStatus): 'success' | 'failure' => (s === 'success' ? 'success' : 'failure');
 
 /**
- * Tokens as the spec's record shows them, without overlap: input = not-cached input plus cache writes, cached = cache
- * reads, output = output plus reasoning; so total = input + cached + output. null: not reported by the provider.
+ * A record's figures after its names: start time, tokens as the spec's record shows them, without overlap (input =
+ * not-cached input plus cache writes, cached = cache reads, output = output plus reasoning; so total = input + cached
+ * + output; null: not reported by the provider), cost, duration and outcome.
  */
-function tokens(r: CompactRow) {
+function figures(r: CompactRow) {
   return {
+    timestamp: iso(r.ts),
     input_tokens: sum(r.input_tokens, r.cache_write_tokens),
     output_tokens: sum(r.output_tokens, r.reasoning_tokens),
     total_tokens: r.total_tokens,
     cached_tokens: r.cached_tokens,
+    cost: money(r.cost), duration_s: seconds(r.duration_ms), status: outcome(r.status), detail_status: r.status, http_status: r.http_status, stream: r.stream,
   };
 }
 
+// The entries are put together with Object.assign, not object spread: spreading a record of this size into a literal
+// with more fields took V8 (Node 20) about 50 µs an entry, Object.assign about 1 (docs/benchmarks.md).
 function compact(r: CompactRow, number: number) {
-  return {
-    number, request_id: r.request_id, model: r.model, requested_model: r.requested_model, provider: r.provider,
-    combo: r.combo === '' ? null : r.combo, timestamp: iso(r.ts), ...tokens(r), cost: money(r.cost),
-    duration_s: seconds(r.duration_ms), status: outcome(r.status), detail_status: r.status, http_status: r.http_status, stream: r.stream,
-  };
+  const names = { number, request_id: r.request_id, model: r.model, requested_model: r.requested_model, provider: r.provider, combo: r.combo === '' ? null : r.combo };
+  return Object.assign(names, figures(r));
 }
 
 function details(r: LogRow) {
@@ -59,8 +61,7 @@ function details(r: LogRow) {
 }
 
 function attemptView(a: LogRow) {
-  const { number: _n, combo: _c, ...rest } = compact(a, 0);
-  return { attempt: a.attempt, ...rest, ...details(a) };
+  return Object.assign({ attempt: a.attempt, request_id: a.request_id, model: a.model, requested_model: a.requested_model, provider: a.provider }, figures(a), details(a));
 }
 
 const dash = (v: number | null): string => (v === null ? '-' : String(v));
@@ -152,12 +153,9 @@ export const logRoutes: FastifyPluginAsync<{ store: Store; now: () => number }> 
   app.get('/api/usage/request-logs', async (req, reply) => {
     const p = await readPage(store, req.query, now(), true);
     const [numbers, attempts] = await Promise.all([p.numbers, p.attempts ?? attemptsOf(store, p.rows.filter((r) => r.kind === 'combo'))]);
-    const data = p.rows.map((r) => ({
-      ...compact(r, numbers.get(r.request_id) ?? 0),
-      kind: r.kind,
-      ...details(r),
-      attempts: (attempts.get(r.request_id) ?? []).map(attemptView),
-    }));
+    const data = p.rows.map((r) =>
+      Object.assign(compact(r, numbers.get(r.request_id) ?? 0), { kind: r.kind }, details(r), { attempts: (attempts.get(r.request_id) ?? []).map(attemptView) }),
+    );
     if (p.text) {
       return sendText(reply, data.flatMap((e) => [textLine(e), ...e.attempts.map(attemptLine)]), p.next);
     }
