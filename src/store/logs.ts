@@ -177,11 +177,12 @@ export async function clientRequestPage(
  *   every attempt of a page row is newer than the page's oldest row: the read takes the newest client rows and
  *   attempts together, with room for two attempts a client row (ATTEMPT_ROOM), and holds every attempt of the page
  *   when it holds `limit` client rows. A span whose newest rows are mostly attempts is read again as any other.
- * - Numbers (an unfiltered page only): the page then holds every client request newer than its oldest row, so a
- *   row's number is its day's count of client requests less the page's rows of that day above it. The count is the
- *   hourly rollup's, which every usage report reads and which holds each row once (the inserts' deduplication tokens,
- *   the landed check after a crash; dayNumbers reads it for whole hours too). A day whose count is below the page's
- *   rows of that day leaves the numbers to dayNumbers.
+ * - Numbers (an unfiltered page on the embedded engine): the page then holds every client request newer than its
+ *   oldest row, so a row's number is its day's count of client requests less the page's rows of that day above it.
+ *   The count is the hourly rollup's, which every usage report reads and which holds each row once (the inserts'
+ *   deduplication tokens, the landed check after a crash; dayNumbers reads it for whole hours too). A day whose count
+ *   is below the page's rows of that day leaves the numbers to dayNumbers, as does a server (an insert's rows and its
+ *   rollup rows are committed apart there: a read between them would number the newest rows low).
  */
 export async function readClientPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions & { full: true }): Promise<PageRead<LogRow>>;
 export async function readClientPage(store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions & { full: false }): Promise<PageRead<CompactRow>>;
@@ -201,7 +202,9 @@ export async function readClientPage(
   const start = Number.isFinite(upper) ? upper : anchor;
   const newest = cursor === null && f.to === undefined;
   const withAttempts = newest && opts.full && opts.attempts === true;
-  const withNumbers = newest && opts.numbers === true && where === CLIENT;
+  // Numbers from the rollup on the embedded engine only, where this read cannot fall between an insert's rows and its
+  // rollup rows (its operations run one at a time); a server commits the two apart, so there dayNumbers counts.
+  const withNumbers = newest && opts.numbers === true && where === CLIENT && store.embedded;
   const rows: CompactRow[] = [];
   const toRow = opts.full ? toLogRow : toCompactRow;
   let extras: Pick<PageRead<LogRow>, 'attempts' | 'numbers'> = { attempts: null, numbers: null };

@@ -145,16 +145,17 @@ t.test('the newest page takes its numbers and attempts in its own read', async (
     const days = new Set<number>();
     for (let limit = 1; limit <= inRead; limit++) {
       const read = await readClientPage(store, {}, null, limit, clock, opts);
-      if (read.numbers !== null && read.attempts !== null) taken++;
+      if ((read.numbers !== null) === !server && read.attempts !== null) taken++;
       for (const r of read.rows) {
-        if (read.numbers?.get(r.request_id) !== truth.get(r.request_id)) wrong++;
+        if (!server && read.numbers?.get(r.request_id) !== truth.get(r.request_id)) wrong++;
         days.add(Math.floor(r.ts / DAY));
       }
       const apart = await attemptsOf(store, read.rows.filter((r) => r.kind === 'combo'));
       if (entries(read.attempts ?? new Map()) !== entries(apart)) attemptsWrong++;
       attempts += [...apart.values()].flat().length;
     }
-    t.equal(taken, inRead, `${what}: every page its first read fills (${inRead} sizes) takes them`);
+    // On a server the numbers are counted apart (an insert's rollup rows are committed after its rows).
+    t.equal(taken, inRead, `${what}: every page its first read fills (${inRead} sizes) takes its attempts${server ? '' : ' and numbers'}`);
     t.equal(wrong, 0, `${what}: every number right`);
     t.equal(attemptsWrong, 0, `${what}: the attempts attemptsOf reads`);
     if (clock === firstOfDay + 1) t.equal(days.size, 2, 'the larger pages cross midnight');
