@@ -1,18 +1,20 @@
-// The request log's numbers (store/logs.ts, dayNumbers): a request's number is its 1-based place among the client
-// requests of its UTC day, by start time then request_id. An unfiltered page holds every client request between its
-// oldest and newest row, so its numbers are counted from the hourly rollup and the rows before the page, not ranked by
-// the engine (`contiguous`); a filtered page ranks. Both are checked against numbers computed here from the rows,
-// on every page of the whole listing: rows across an hour, midnight and a month edge, many requests sharing one
-// millisecond (so page edges fall inside a tie), attempts and pings that are not numbered, and a batch inserted twice.
-// The newest page takes its numbers (and its combo requests' attempts) in its own read (readClientPage): checked
-// against the same truth and against attemptsOf, on every page size its first read fills, across midnight too.
+// The request log's numbers (store/log-numbers.ts, dayNumbers): a request's number is its 1-based place among the
+// client requests of its UTC day, by start time then request_id. An unfiltered page holds every client request
+// between its oldest and newest row, so its numbers are counted from the hourly rollup and the rows before the page,
+// not ranked by the engine (`contiguous`); a filtered page ranks. Both are checked against numbers computed here from
+// the rows, on every page of the whole listing: rows across an hour, midnight and a month edge, many requests sharing
+// one millisecond (so page edges fall inside a tie), attempts and pings that are not numbered, and a batch inserted
+// twice. The newest page takes its numbers (on the embedded engine) and its combo requests' attempts in its own read
+// (store/logs.ts, readClientPage): checked against the same truth and against attemptsOf, on every page size its first
+// read fills, across midnight too.
 
 import t from 'tap';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
-import { attemptsOf, clientRequestPage, dayNumbers, readClientPage, type CompactRow, type LogCursor, type LogFilters } from '../../src/store/logs.js';
+import { dayNumbers } from '../../src/store/log-numbers.js';
+import { attemptsOf, clientRequestPage, readClientPage, type CompactRow, type LogCursor, type LogFilters } from '../../src/store/logs.js';
 import { openTestStore, storePath } from '../helpers/store-paths.js';
 
 const store = await openTestStore(t, { database: 'lognumbers', prefix: 'tollgate-lognumbers-' });

@@ -5,7 +5,8 @@
 
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import type { Store } from '../../store/client.js';
-import { attemptsOf, dayNumbers, readClientPage, type CompactRow, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
+import { dayNumbers } from '../../store/log-numbers.js';
+import { attemptsOf, readClientPage, type CompactRow, type DetailStatus, type LogCursor, type LogFilters, type LogRow } from '../../store/logs.js';
 import { FILTER_PARAMS, QueryReader, invalid, iso, money } from './params.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -115,8 +116,8 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
     ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
   // A page without filters holds every client request between its oldest and newest row (its bounds are a time
-  // range): its numbers are counted, not ranked (store/logs.ts, dayNumbers), and on the newest page taken from the
-  // day's count in the page's own read, with the attempts of the full record (readClientPage).
+  // range): its numbers are counted, not ranked (store/log-numbers.ts, dayNumbers), and on the newest page taken
+  // from the day's count in the page's own read, with the attempts of the full record (readClientPage).
   const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
   // One row more than asked says whether another page follows.
   const read = await readClientPage(store, filters, cursor, limit + 1, now, { full, attempts: full, numbers: contiguous });
