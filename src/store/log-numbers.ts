@@ -16,9 +16,10 @@ interface Start {
 }
 
 /**
- * Each row's number on a page that holds every client request newer than its oldest row: its day's count (`totals`,
- * store/logs.ts, firstReadSql) less the page's rows of that day above it. null when a day of the page has no count, or a count
- * below the page's rows of that day (a rollup that does not hold every row: then dayNumbers counts).
+ * Each row's number on a page that holds every client request newer than its oldest row, `page` newest first (as the
+ * page's read returns it): its day's count (`totals`, store/logs.ts, firstReadSql) less the page's rows of that day
+ * before it in `page`. null when a day of the page has no count, or a count below the page's rows of that day (a
+ * rollup that does not hold every row: then dayNumbers counts).
  */
 export function numbersFrom(page: readonly Start[], totals: unknown): Map<string, number> | null {
   if (!Array.isArray(totals)) return null;

@@ -139,7 +139,7 @@ export interface PageOptions {
   readonly full: boolean;
   /** The page's combo requests' attempts, taken in the same read when it can (needs `full`). */
   readonly attempts?: boolean;
-  /** Each row's request number, taken in the same read when it can. */
+  /** Each row's request number, taken in the same read when it can (an unfiltered page, on the embedded engine). */
   readonly numbers?: boolean;
 }
 

@@ -115,12 +115,9 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
   const filters: LogFilters = {
     ...(f.provider === undefined ? {} : { provider: f.provider }), ...(f.model === undefined ? {} : { model: f.model }),
     ...(f.combo === undefined ? {} : { combo: f.combo }), ...(f.apiKey === undefined ? {} : { apiKey: f.apiKey }), ...(status === undefined ? {} : { status }), ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
-  // A page without filters holds every client request between its oldest and newest row (its bounds are a time
-  // range): its numbers are counted, not ranked (store/log-numbers.ts, dayNumbers), and on the newest page taken
-  // from the day's count in the page's own read, with the attempts of the full record (readClientPage).
-  const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
-  // One row more than asked says whether another page follows.
-  const read = await readClientPage(store, filters, cursor, limit + 1, now, { full, attempts: full, numbers: contiguous });
+  // One row more than asked says whether another page follows. The page's read takes its numbers and the full
+  // record's attempts when it can (readClientPage decides: the newest page, unfiltered for the numbers).
+  const read = await readClientPage(store, filters, cursor, limit + 1, now, { full, attempts: full, numbers: true });
   const got = read.rows;
   const rows = got.slice(0, limit);
   const last = rows[rows.length - 1];
@@ -130,8 +127,11 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     const v = q.string(k);
     if (v !== undefined) echo[k] = v;
   }
-  // The numbers' read (when the page's read did not take them) is started, not awaited: request-logs starts its
-  // attempts' read beside it (a server runs both at once; the embedded store one after the other).
+  // A page without filters holds every client request between its oldest and newest row (its bounds are a time
+  // range): its numbers are counted, not ranked (store/log-numbers.ts, dayNumbers). Their read (when the page's read
+  // did not take them) is started, not awaited: request-logs starts its attempts' read beside it (a server runs both
+  // at once; the embedded store one after the other).
+  const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
   const numbers = read.numbers !== null ? Promise.resolve(read.numbers) : dayNumbers(store, rows, { contiguous });
   return { rows, numbers, attempts: read.attempts, next, filters: echo, limit, text };
 }
