@@ -180,6 +180,68 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
 });
 
+t.test('a window that ends now takes its current day from the daily rollup: one table for whole days to now, the raw rows\' figures', async (t) => {
+  // openEnd: no row starts at or after `to` (the real present). The newest row is on day 5 in the morning.
+  const [last] = await store.query<{ ms: string }>(`SELECT toUnixTimestamp64Milli(max(ts)) AS ms FROM ${store.t('requests')}`);
+  const now = T0 + 5 * D + 20 * H + 7;
+  t.ok(Number(last!.ms) > T0 + 5 * D && Number(last!.ms) < now, 'rows on the last day, none after now');
+  const tables: string[][] = [];
+  const query = store.query.bind(store);
+  const spy = <T>(sql: string, params?: Record<string, unknown>): Promise<T[]> => {
+    tables.push(['requests', 'usage_hourly', 'usage_daily'].filter((x) => sql.includes(store.t(x))));
+    return query<T>(sql, params);
+  };
+  Object.assign(store, { query: spy });
+  t.teardown(() => void Object.assign(store, { query }));
+  const read = async <R>(f: () => Promise<R>): Promise<{ r: R; tables: string[] }> => {
+    tables.length = 0;
+    const r = await f();
+    return { r, tables: tables.flat() };
+  };
+
+  for (const from of [T0 - D, T0 + 2 * D, T0 + 5 * D, T0 + 5 * D + 3 * H, T0 + 2 * D + 30 * 60_000, T0 + 4 * D + 13 * H]) {
+    const { r: got, tables: read1 } = await read(() => total(store, { from, to: now, openEnd: true }));
+    const want = await raw(from, now);
+    t.same([got.rows, got.tokens, got.cost.toFixed(12), got.oldest, got.unpriced], [want.rows, want.tokens, want.cost.toFixed(12), want.oldest, want.unpriced], `[${(from - T0) / H} h, now): the raw rows' figures`);
+    if (from % D === 0) t.same(read1, ['usage_daily'], `[${(from - T0) / H} h, now): whole days to now read the daily rollup alone`);
+  }
+  const closed = await read(() => total(store, { from: T0 + 2 * D, to: now }));
+  t.same(closed.tables, ['requests', 'usage_hourly', 'usage_daily'], 'the same window not ending now reads its last day from hours and raw rows');
+
+  // The overview's windows: today, this week, this month, to now.
+  const windows = [{ from: T0 + 5 * D, to: now }, { from: T0 + 2 * D, to: now }, { from: T0 - D, to: now }];
+  const { r: got, tables: read2 } = await read(() => aggregateWindows(store, { windows, by: ['kind', 'provider'], openEnd: true }));
+  for (const [i, w] of windows.entries()) {
+    const want = await raw(w.from, w.to);
+    t.same([got[i]!.reduce((s, g) => s + g.rows, 0), got[i]!.reduce((s, g) => s + g.tokens, 0)], [want.rows, want.tokens], `window ${i}: the raw rows' figures`);
+  }
+  t.same(read2, ['usage_daily'], 'windows of whole days to now: the daily rollup alone');
+
+  // The quota's read: a window from midnight to now and a month need no hour; a reset at 02:00 today cuts the day.
+  const quota = (windows: { provider: string; from: number; to: number }[]) => read(() => providerWindows(store, {
+    start: T0 - D, to: now, today: T0 + 5 * D, month: T0 - D, kinds: ['request', 'attempt'], openEnd: true, windows,
+  }));
+  const rowsOf = (sums: Awaited<ReturnType<typeof providerWindows>>, provider: string) => sums.filter((s) => s.provider === provider).reduce((n, s) => n + s.rows, 0);
+  const costOf = (sums: Awaited<ReturnType<typeof providerWindows>>, k: 'todayCost' | 'monthCost') => sums.reduce((n, s) => n + s[k], 0);
+  const days = await quota([{ provider: 'p', from: T0 + 5 * D, to: now }, { provider: 'q', from: T0 + 3 * D, to: T0 + 6 * D }]);
+  const cut = await quota([{ provider: 'p', from: T0 + 5 * D + 2 * H, to: now }, { provider: 'q', from: T0 + 3 * D, to: T0 + 6 * D }]);
+  const rawOf = async (provider: string, a: number, b: number) => Number((await store.query<{ n: string }>(
+    `SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE provider = {p:String} AND kind IN ('request', 'attempt') AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+    { p: provider, a, b },
+  ))[0]!.n);
+  t.equal(rowsOf(days.r, 'p'), await rawOf('p', T0 + 5 * D, now), 'p: today to now');
+  t.equal(rowsOf(days.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: a window that ends after now (tomorrow) counts to now');
+  t.same(days.tables, ['usage_daily'], 'no window cuts a day: the daily rollup alone');
+  t.equal(rowsOf(cut.r, 'p'), await rawOf('p', T0 + 5 * D + 2 * H, now), 'p: from 02:00 today');
+  t.equal(rowsOf(cut.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: unchanged beside a window that cuts today');
+  t.same(cut.tables, ['usage_hourly', 'usage_daily'], 'a reset at 02:00 today: today from hours');
+  for (const k of ['todayCost', 'monthCost'] as const) t.equal(costOf(days.r, k).toFixed(12), costOf(cut.r, k).toFixed(12), `${k}: the same either way`);
+  const [spent] = await store.query<{ c: string }>(
+    `SELECT toString(sum(cost)) AS c FROM ${store.t('requests')} FINAL WHERE kind IN ('request', 'attempt') AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: T0 + 5 * D },
+  );
+  t.equal(costOf(days.r, 'todayCost').toFixed(12), Number(spent!.c).toFixed(12), 'today\'s cost: the raw rows\'');
+});
+
 t.test('a read of some sums reads only those: the same figures as a read of all, the others NaN', async (t) => {
   // Windows with raw edges at both ends, days and hours between: every source of the read narrows its columns.
   const windows = [
