@@ -4,11 +4,8 @@
 
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
-import { deduped, num, rowsOf, split, type RawGroup, type Sums } from './aggregate.js';
+import { num, split, summedRaw, summedSourcesOf, type RawGroup, type Sums } from './aggregate.js';
 import { decimalUnits, unitsNumber } from './decimal.js';
-
-/** The raw columns a quota window's partial first hour sums. */
-const EDGE_COLUMNS = 'request_id, ts, provider, model, total_tokens, cost, duration_ms';
 
 export interface ProviderWindow {
   readonly provider: string;
@@ -55,24 +52,25 @@ export async function providerWindows(
   const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
   const { a, b, c, d } = split(q.start, q.to, q.openEnd, cuts);
   const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds };
-  const edges = (q.edges ?? []).map((w, i) => {
-    Object.assign(params, { [`ep${i}`]: w.provider, [`ef${i}`]: w.from, [`et${i}`]: w.to });
-    return `(provider = {ep${i}:String} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
+  // Windows that start at the same instant (rolling windows of the same length) share one condition.
+  const ranges = new Map<string, { from: number; to: number; providers: string[] }>();
+  for (const w of q.edges ?? []) {
+    const r = ranges.get(`${w.from} ${w.to}`) ?? { from: w.from, to: w.to, providers: [] };
+    r.providers.push(w.provider);
+    ranges.set(`${w.from} ${w.to}`, r);
+  }
+  const edges = [...ranges.values()].map((w, i) => {
+    Object.assign(params, { [`ep${i}`]: w.providers, [`ef${i}`]: w.from, [`et${i}`]: w.to });
+    return `(provider IN {ep${i}:Array(String)} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
   });
-  const rows = await store.query<RawGroup>(
-    `SELECT provider, model, toUnixTimestamp(hour) AS at_s, edge, sum(rows) AS n, sum(total_tokens) AS tokens, toString(sum(cost)) AS cost_usd,
-       sum(duration_ms) AS duration, toUnixTimestamp64Milli(min(min_ts)) AS oldest_ms
-     FROM (
-       SELECT provider, model, hour, rows, total_tokens, cost, duration_ms, min_ts, 0 AS edge
-       FROM (${rowsOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, { dims: ['provider', 'model'], sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] })})
-       ${edges.length === 0 ? '' : `UNION ALL
-       SELECT provider, model, toStartOfHour(ts) AS hour, toUInt64(1) AS rows, total_tokens, toDecimal128(cost, 12) AS cost, duration_ms,
-         ts AS min_ts, 1 AS edge
-       FROM ${deduped(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, EDGE_COLUMNS)}`}
-     )
-     GROUP BY provider, model, at_s, edge`,
-    params,
-  );
+  const cols = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
+  // Each source summed in the SELECT that reads it, no GROUP BY over their union (summedSourcesOf): a group here is
+  // one provider, model and rollup row time of one source already.
+  const sources = [
+    ...summedSourcesOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, cols, '0 AS edge'),
+    ...(edges.length === 0 ? [] : [summedRaw(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, cols, '1 AS edge')]),
+  ];
+  const rows = await store.query<RawGroup>(sources.length === 0 ? 'SELECT 1 WHERE 0' : sources.join('\n      UNION ALL'), params);
   const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
   const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint }>();
   for (const r of rows) {
@@ -85,23 +83,23 @@ export async function providerWindows(
       out.set(key, s);
     }
     const at = num(r.at_s) * 1000;
-    const cost = decimalUnits(String(r.cost_usd));
+    const cost = decimalUnits(String(r.cost));
     const w = windowOf.get(provider);
     // A raw edge row counts in its provider's window and nowhere else: its hour is in the rollup rows too.
     if (num(r.edge) === 1) {
       if (w === undefined) continue;
     } else {
-      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.n);
+      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.rows);
       if (at >= q.today) s.today += cost;
       if (at >= q.month) s.month += cost;
       if (w === undefined || at < w.from || at >= w.to) continue;
     }
-    s.rows += num(r.n);
+    s.rows += num(r.rows);
     s.tokens += num(r.tokens);
     s.cost += cost;
-    s.durationMs += num(r.duration);
-    const oldest = num(r.oldest_ms);
-    if (num(r.n) > 0 && (s.oldest === null || oldest < s.oldest)) s.oldest = oldest;
+    s.durationMs += num(r.duration_ms);
+    const oldest = num(r.oldest);
+    if (num(r.rows) > 0 && (s.oldest === null || oldest < s.oldest)) s.oldest = oldest;
   }
   return [...out.values()].map((s) => ({
     provider: s.provider, model: s.model, rows: s.rows, tokens: s.tokens, cost: unitsNumber(s.cost), durationMs: s.durationMs,

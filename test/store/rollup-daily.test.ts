@@ -178,6 +178,16 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   t.equal(of(withEdge, 'p', 'oldest'), Number(first!.ms), 'the oldest row counted is in the partial hour');
   for (const k of ['secondaryRows', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
   t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
+  // Two rolling windows that start at the same instant share one condition: each provider's partial hour its own.
+  let h = T0 + 4 * D;
+  while (h < now - H && ((await rawOf('p', h + 60_000, h + H)) === 0 || (await rawOf('q', h + 60_000, h + H)) === 0)) h += H;
+  t.ok(h < now - H, 'an hour with rows of p and q after its first minute');
+  const both = await providerWindows(store, {
+    start: T0 - D, to: now, today: T0 + 4 * D, month: T0 - D, kinds: ['request', 'attempt'],
+    windows: [{ provider: 'p', from: h + H, to: now }, { provider: 'q', from: h + H, to: now }],
+    edges: [{ provider: 'p', from: h + 60_000, to: h + H }, { provider: 'q', from: h + 60_000, to: h + H }],
+  });
+  t.same([of(both, 'p', 'rows'), of(both, 'q', 'rows')], [await rawOf('p', h + 60_000, now), await rawOf('q', h + 60_000, now)], 'p and q: each window from a minute past the hour, its partial hour included');
 });
 
 t.test('a window that ends now takes its current day from the daily rollup: one table for whole days to now, the raw rows\' figures', async (t) => {
