@@ -153,56 +153,70 @@ interface Bounds {
   readonly to: number;
 }
 
-/**
- * The daily rollup's rows for the whole days [c, d), the hourly rollup's for the other whole hours [a, c) and [d, b),
- * and the raw rows (as one-row groups) for [from, a) and [b, to), in the rollups' columns (a day's row has its first
- * hour): the source every sum reads, with `hour`, the dimensions and the sums of `cols` only. Parameters: from, a, c,
- * d, b, to (epoch ms), and those of `where`. A source whose ranges are empty is left out of the query (each one read
- * costs the engine ~10 ms even when it reads nothing).
- */
-export function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
-  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
-  const dims = cols.dims.map((d) => `, ${d}`).join('');
-  const sums = cols.sums.map((f) => SUM_SQL[f].column).join(', ');
-  const rawReads = rawColumns(cols);
-  const daily = `
-      SELECT day AS hour${dims}, ${sums}
-      FROM ${store.t('usage_daily')}
-      WHERE day >= ${at('c')} AND day < ${at('d')} AND ${where}`;
-  const hourly = `
-      SELECT hour${dims}, ${sums}
-      FROM ${store.t('usage_hourly')}
-      WHERE ((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}`;
-  const raw = `
-      SELECT ${cols.rawHour ?? 'toStartOfHour(ts)'} AS hour${dims}, ${cols.sums.map((f) => SUM_SQL[f].raw).join(', ')}
-      FROM ${deduped(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`, rawReads, s.a - s.from + (s.to - s.b) > BROAD_RAW_MS)}`;
-  const parts = [...(s.c < s.d ? [daily] : []), ...(s.a < s.c || s.d < s.b ? [hourly] : []), ...(s.from < s.a || s.b < s.to ? [raw] : [])];
-  return (parts.length === 0 ? [raw] : parts).join('\n      UNION ALL');
+/** A source of a read: a rollup's rows, or the raw rows (each request once), with the condition it is read with. */
+interface Source {
+  readonly table: 'usage_daily' | 'usage_hourly' | 'requests';
+  readonly where: string;
+  /** Raw rows: deduplicated through FINAL (`deduped`). */
+  readonly broad: boolean;
 }
 
 /**
- * rowsOf's sources summed apart: each SELECT sums the rows of the table it reads by their hour or day (`at_s`, Unix
- * seconds) and `cols.dims`, with `tag` (constant columns, such as `0 AS edge`) before the sums, which are named as
- * `aggregate` names them. For a caller that keeps the sources apart (its groups never span two: it tells rows apart
- * by their time, and a source's hours and days are its own): a read with no GROUP BY over the sources' union is
- * planned and run faster by this engine (the quota's read 44 -> 38 ms p50 at 10M rows; docs/benchmarks.md).
+ * The sources of a read of [from, to) split as `split` splits it: the daily rollup for the whole days [c, d), the
+ * hourly rollup for the other whole hours [a, c) and [d, b), the raw rows for [from, a) and [b, to). A source whose
+ * ranges are empty is left out (each one read costs the engine ~10 ms even when it reads nothing); when all are, the
+ * raw rows' (empty) ranges stand for the read. Parameters: from, a, c, d, b, to (epoch ms), and those of `where`.
+ */
+function sourcesOf(where: string, s: Bounds): Source[] {
+  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
+  const raw: Source = {
+    table: 'requests', where: `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`,
+    broad: s.a - s.from + (s.to - s.b) > BROAD_RAW_MS,
+  };
+  const out: Source[] = [
+    ...(s.c < s.d ? [{ table: 'usage_daily' as const, where: `day >= ${at('c')} AND day < ${at('d')} AND ${where}`, broad: false }] : []),
+    ...(s.a < s.c || s.d < s.b
+      ? [{ table: 'usage_hourly' as const, where: `((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}`, broad: false }]
+      : []),
+    ...(s.from < s.a || s.b < s.to ? [raw] : []),
+  ];
+  return out.length === 0 ? [raw] : out;
+}
+
+/**
+ * The rows of every source (`sourcesOf`) in the rollups' columns (a raw row as a one-row group; a day's row has its
+ * first hour): what every sum reads, with `hour`, the dimensions and the sums of `cols` only.
+ */
+export function rowsOf(store: Store, where: string, s: Bounds, cols: Columns): string {
+  const dims = cols.dims.map((d) => `, ${d}`).join('');
+  const sums = cols.sums.map((f) => SUM_SQL[f].column).join(', ');
+  return sourcesOf(where, s).map((src) => src.table === 'requests'
+    ? `
+      SELECT ${cols.rawHour ?? 'toStartOfHour(ts)'} AS hour${dims}, ${cols.sums.map((f) => SUM_SQL[f].raw).join(', ')}
+      FROM ${deduped(store, src.where, rawColumns(cols), src.broad)}`
+    : `
+      SELECT ${src.table === 'usage_daily' ? 'day AS hour' : 'hour'}${dims}, ${sums}
+      FROM ${store.t(src.table)}
+      WHERE ${src.where}`).join('\n      UNION ALL');
+}
+
+/**
+ * The sources (`sourcesOf`) summed apart: each SELECT sums the rows of the table it reads by their hour or day (`at_s`,
+ * Unix seconds) and `cols.dims`, with `tag` (constant columns, such as `0 AS edge`) before the sums, which are named
+ * as `aggregate` names them. For a caller that keeps the sources apart (it tells rows apart by their time, and a
+ * source's hours and days are its own): a read with no GROUP BY over the sources' union is planned and run faster by
+ * this engine (the quota's read 44 -> 38 ms p50 at 10M rows; docs/benchmarks.md).
  */
 export function summedSourcesOf(store: Store, where: string, s: Bounds, cols: Columns, tag: string): string[] {
-  const at = (p: string) => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')`;
   const dims = cols.dims.map((d) => `, ${d}`).join('');
   const sums = cols.sums.map((f) => SUM_SQL[f].outer).join(', ');
-  const daily = `
-      SELECT toUnixTimestamp(day) AS at_s${dims}, ${tag}, ${sums}
-      FROM ${store.t('usage_daily')}
-      WHERE day >= ${at('c')} AND day < ${at('d')} AND ${where}
-      GROUP BY at_s${dims}`;
-  const hourly = `
-      SELECT toUnixTimestamp(hour) AS at_s${dims}, ${tag}, ${sums}
-      FROM ${store.t('usage_hourly')}
-      WHERE ((hour >= ${at('a')} AND hour < ${at('c')}) OR (hour >= ${at('d')} AND hour < ${at('b')})) AND ${where}
-      GROUP BY at_s${dims}`;
-  const raw = summedRaw(store, `((ts >= ${at('from')} AND ts < ${at('a')}) OR (ts >= ${at('b')} AND ts < ${at('to')})) AND ${where}`, cols, tag, s.a - s.from + (s.to - s.b) > BROAD_RAW_MS);
-  return [...(s.c < s.d ? [daily] : []), ...(s.a < s.c || s.d < s.b ? [hourly] : []), ...(s.from < s.a || s.b < s.to ? [raw] : [])];
+  return sourcesOf(where, s).map((src) => src.table === 'requests'
+    ? summedRaw(store, src.where, cols, tag, src.broad)
+    : `
+      SELECT toUnixTimestamp(${src.table === 'usage_daily' ? 'day' : 'hour'}) AS at_s${dims}, ${tag}, ${sums}
+      FROM ${store.t(src.table)}
+      WHERE ${src.where}
+      GROUP BY at_s${dims}`);
 }
 
 /** The raw rows matching `where`, each request once, summed as summedSourcesOf sums a source (`broad`: `deduped`). */

@@ -70,7 +70,7 @@ export async function providerWindows(
     ...summedSourcesOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, cols, '0 AS edge'),
     ...(edges.length === 0 ? [] : [summedRaw(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, cols, '1 AS edge')]),
   ];
-  const rows = await store.query<RawGroup>(sources.length === 0 ? 'SELECT 1 WHERE 0' : sources.join('\n      UNION ALL'), params);
+  const rows = await store.query<RawGroup>(sources.join('\n      UNION ALL'), params);
   const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
   const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint }>();
   for (const r of rows) {
