@@ -61,6 +61,13 @@ const byDay = async (table: 'usage_hourly' | 'usage_daily') => {
   );
 };
 
+/** The raw rows of `provider` (requests and attempts: the kinds the quota reads here count) starting in [a, b). */
+const rawOf = async (provider: string, a: number, b: number) => Number((await store.query<{ n: string }>(
+  `SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE provider = {p:String} AND kind IN ('request', 'attempt')
+     AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+  { p: provider, a, b },
+))[0]!.n);
+
 t.test('migration 22: rows of unknown cost counted in the rollup, before it (backfill) and after it (view), nothing else changed', async (t) => {
   await migrate(store, MIGRATIONS.filter((m) => m.version < 22));
   const history = spread(T0 - 2 * H, 30);
@@ -147,10 +154,6 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   });
   const pRows = sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.rows, 0);
   const qRows = sums.filter((s) => s.provider === 'q').reduce((n, s) => n + s.rows, 0);
-  const rawOf = async (provider: string, a: number, b: number) => Number((await store.query<{ n: string }>(
-    `SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE provider = {p:String} AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
-    { p: provider, a, b },
-  ))[0]!.n);
   t.equal(pRows, await rawOf('p', T0 + 4 * D + 10 * H, now), 'p: its window from 10:00 today');
   t.equal(qRows, await rawOf('q', T0 + D + 2 * H, now), 'q: its window from 02:00 three days ago');
   t.equal(sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.secondaryRows, 0), await rawOf('p', T0 - D, now), 'p: its secondary window');
@@ -231,19 +234,15 @@ t.test('a window that ends now takes its current day from the daily rollup: one 
   const quota = (windows: { provider: string; from: number; to: number }[]) => read(() => providerWindows(store, {
     start: T0 - D, to: now, today: T0 + 5 * D, month: T0 - D, kinds: ['request', 'attempt'], openEnd: true, windows,
   }));
-  const rowsOf = (sums: Awaited<ReturnType<typeof providerWindows>>, provider: string) => sums.filter((s) => s.provider === provider).reduce((n, s) => n + s.rows, 0);
+  const rowsFor = (sums: Awaited<ReturnType<typeof providerWindows>>, provider: string) => sums.filter((s) => s.provider === provider).reduce((n, s) => n + s.rows, 0);
   const costOf = (sums: Awaited<ReturnType<typeof providerWindows>>, k: 'todayCost' | 'monthCost') => sums.reduce((n, s) => n + s[k], 0);
   const days = await quota([{ provider: 'p', from: T0 + 5 * D, to: now }, { provider: 'q', from: T0 + 3 * D, to: T0 + 6 * D }]);
   const cut = await quota([{ provider: 'p', from: T0 + 5 * D + 2 * H, to: now }, { provider: 'q', from: T0 + 3 * D, to: T0 + 6 * D }]);
-  const rawOf = async (provider: string, a: number, b: number) => Number((await store.query<{ n: string }>(
-    `SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE provider = {p:String} AND kind IN ('request', 'attempt') AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
-    { p: provider, a, b },
-  ))[0]!.n);
-  t.equal(rowsOf(days.r, 'p'), await rawOf('p', T0 + 5 * D, now), 'p: today to now');
-  t.equal(rowsOf(days.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: a window that ends after now (tomorrow) counts to now');
+  t.equal(rowsFor(days.r, 'p'), await rawOf('p', T0 + 5 * D, now), 'p: today to now');
+  t.equal(rowsFor(days.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: a window that ends after now (tomorrow) counts to now');
   t.same(days.tables, ['usage_daily'], 'no window cuts a day: the daily rollup alone');
-  t.equal(rowsOf(cut.r, 'p'), await rawOf('p', T0 + 5 * D + 2 * H, now), 'p: from 02:00 today');
-  t.equal(rowsOf(cut.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: unchanged beside a window that cuts today');
+  t.equal(rowsFor(cut.r, 'p'), await rawOf('p', T0 + 5 * D + 2 * H, now), 'p: from 02:00 today');
+  t.equal(rowsFor(cut.r, 'q'), await rawOf('q', T0 + 3 * D, now), 'q: unchanged beside a window that cuts today');
   t.same(cut.tables, ['usage_hourly', 'usage_daily'], 'a reset at 02:00 today: today from hours');
   for (const k of ['todayCost', 'monthCost'] as const) t.equal(costOf(days.r, k).toFixed(12), costOf(cut.r, k).toFixed(12), `${k}: the same either way`);
   const [spent] = await store.query<{ c: string }>(
