@@ -152,6 +152,11 @@ export interface PageRead<R extends CompactRow> {
   readonly rows: R[];
   readonly attempts: Map<string, LogRow[]> | null;
   readonly numbers: Map<string, number> | null;
+  /**
+   * No filter but time: the page holds every client request between its oldest and newest rows, so their numbers are
+   * counted, not ranked (log-numbers.ts, dayNumbers' `contiguous`).
+   */
+  readonly contiguous: boolean;
 }
 
 /**
@@ -192,6 +197,7 @@ export async function readClientPage(
   store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions,
 ): Promise<PageRead<CompactRow>> {
   const where = filterSql(f);
+  const contiguous = where === CLIENT;
   const params = {
     provider: f.provider, model: f.model, combo: f.combo, apiKey: f.apiKey, status: f.status,
     c_ts: cursor?.ts ?? 0, c_id: cursor?.id ?? '',
@@ -205,7 +211,7 @@ export async function readClientPage(
   const withAttempts = newest && opts.full && opts.attempts === true;
   // Numbers from the rollup on the embedded engine only, where this read cannot fall between an insert's rows and its
   // rollup rows (its operations run one at a time); a server commits the two apart, so there dayNumbers counts.
-  const withNumbers = newest && opts.numbers === true && where === CLIENT && store.embedded;
+  const withNumbers = newest && opts.numbers === true && contiguous && store.embedded;
   const rows: CompactRow[] = [];
   const toRow = opts.full ? toLogRow : toCompactRow;
   let extras: Pick<PageRead<LogRow>, 'attempts' | 'numbers'> = { attempts: null, numbers: null };
@@ -253,11 +259,11 @@ export async function readClientPage(
     if (!Number.isFinite(lo) || lo <= floor) break;
     hi = lo;
   }
-  if (where === CLIENT && f.from === undefined && f.to === undefined) {
+  if (contiguous && f.from === undefined && f.to === undefined) {
     const span = Math.min(filledAt, 1); // never past the last hour: a gateway that was quiet may be busy now
     firstSpan.set(store, { span, pages: span === hint.span ? hint.pages + 1 : 0 });
   }
-  return { rows, ...extras };
+  return { rows, ...extras, contiguous };
 }
 
 /** How many rows a client row of the newest page may bring into its first read with its attempts (readClientPage). */

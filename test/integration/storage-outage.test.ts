@@ -3,7 +3,7 @@
 // stored exactly once, in `requests` and in the hourly rollup.
 //
 // The three run at once (`t.jobs`), each with its own ClickHouse test server and gateway: an outage is mostly waiting
-// (about 25 s of CPU in the 120 s one's 146 s), so one file holds one of tap's jobs for the longest outage, where two
+// (about 27 s of CPU in the 120 s one's 146 s), so one file holds one of tap's jobs for the longest outage, where two
 // files held both for 146 s and 88 s, one of the two cores idle meanwhile.
 
 import t from 'tap';

@@ -127,12 +127,10 @@ async function readPage(store: Store, query: unknown, now: number, full: boolean
     const v = q.string(k);
     if (v !== undefined) echo[k] = v;
   }
-  // A page without filters holds every client request between its oldest and newest row (its bounds are a time
-  // range): its numbers are counted, not ranked (store/log-numbers.ts, dayNumbers). Their read (when the page's read
-  // did not take them) is started, not awaited: request-logs starts its attempts' read beside it (a server runs both
+  // The numbers' read (when the page's read did not take them; counted, not ranked, on a page without filters:
+  // read.contiguous) is started, not awaited: request-logs starts its attempts' read beside it (a server runs both
   // at once; the embedded store one after the other).
-  const contiguous = f.provider === undefined && f.model === undefined && f.combo === undefined && f.apiKey === undefined && status === undefined;
-  const numbers = read.numbers !== null ? Promise.resolve(read.numbers) : dayNumbers(store, rows, { contiguous });
+  const numbers = read.numbers !== null ? Promise.resolve(read.numbers) : dayNumbers(store, rows, { contiguous: read.contiguous });
   return { rows, numbers, attempts: read.attempts, next, filters: echo, limit, text };
 }
 
