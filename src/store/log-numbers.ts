@@ -3,11 +3,11 @@
 // rows after them (dayNumbers) or, on the newest page, from the day's count its own read took (numbersFrom).
 
 import type { Store } from './client.js';
+import { DAY_MS, HOUR_MS } from '../core/windows.js';
 import { CLIENT_KINDS, kindsSql } from '../ledger/record.js';
 
-const CLIENT = kindsSql(CLIENT_KINDS);
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
+/** The condition of the request log's rows: client requests (a combo's attempts are shown under their combo). */
+export const CLIENT_ROWS = kindsSql(CLIENT_KINDS);
 
 /** A row of a page as its number needs it. */
 interface Start {
@@ -31,7 +31,7 @@ export function numbersFrom(page: readonly Start[], totals: unknown): Map<string
   const above = new Map<number, number>();
   const out = new Map<string, number>();
   for (const r of page) {
-    const day = Math.floor(r.ts / DAY) * DAY;
+    const day = Math.floor(r.ts / DAY_MS) * DAY_MS;
     const k = above.get(day) ?? 0;
     const n = (count.get(day) ?? 0) - k;
     if (!Number.isSafeInteger(n) || n < 1) return null;
@@ -80,7 +80,7 @@ export async function dayNumbers(
     `SELECT r.id AS id, r.number + b.n AS number FROM (
        SELECT toString(request_id) AS id, toDate(ts) AS day,
          row_number() OVER (PARTITION BY toDate(ts) ORDER BY ts, toString(request_id)) AS number
-       FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT} AND (${ranked.join(' OR ')}) LIMIT 1 BY request_id)
+       FROM (SELECT request_id, ts FROM ${store.t('requests')} WHERE ${CLIENT_ROWS} AND (${ranked.join(' OR ')}) LIMIT 1 BY request_id)
      ) AS r
      LEFT JOIN (${countsBefore(store, firsts, params)}) AS b ON r.day = b.day
      WHERE r.id IN {ids:Array(String)}`,
@@ -98,7 +98,7 @@ const at = (p: string): string => `fromUnixTimestamp64Milli({${p}:Int64}, 'UTC')
 function byDay(rows: readonly Start[]): Map<number, Start[]> {
   const days = new Map<number, Start[]>();
   for (const r of rows) {
-    const day = Math.floor(r.ts / DAY) * DAY;
+    const day = Math.floor(r.ts / DAY_MS) * DAY_MS;
     const list = days.get(day);
     if (list === undefined) days.set(day, [r]);
     else list.push(r);
@@ -117,14 +117,14 @@ function countsBefore(store: Store, firsts: readonly { day: number; ts: number; 
   const before: string[] = [];
   const counted: string[] = [];
   firsts.forEach((f, i) => {
-    Object.assign(params, { [`d${i}`]: f.day, [`h${i}`]: Math.floor(f.ts / HOUR) * HOUR, [`l${i}`]: f.ts, ...(f.id === undefined ? {} : { [`o${i}`]: f.id }) });
+    Object.assign(params, { [`d${i}`]: f.day, [`h${i}`]: Math.floor(f.ts / HOUR_MS) * HOUR_MS, [`l${i}`]: f.ts, ...(f.id === undefined ? {} : { [`o${i}`]: f.id }) });
     before.push(`(hour >= ${at(`d${i}`)} AND hour < ${at(`h${i}`)})`);
     const tie = f.id === undefined ? '' : ` OR (ts = ${at(`l${i}`)} AND toString(request_id) < {o${i}:String})`;
     counted.push(`(ts >= ${at(`h${i}`)} AND (ts < ${at(`l${i}`)}${tie}))`);
   });
   return `SELECT day, sum(n) AS n FROM (
-       SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')} WHERE ${CLIENT} AND (${before.join(' OR ')}) GROUP BY day
+       SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')} WHERE ${CLIENT_ROWS} AND (${before.join(' OR ')}) GROUP BY day
        UNION ALL
-       SELECT toDate(ts) AS day, uniqExact(request_id) AS n FROM ${store.t('requests')} WHERE ${CLIENT} AND (${counted.join(' OR ')}) GROUP BY day
+       SELECT toDate(ts) AS day, uniqExact(request_id) AS n FROM ${store.t('requests')} WHERE ${CLIENT_ROWS} AND (${counted.join(' OR ')}) GROUP BY day
      ) GROUP BY day`;
 }

@@ -4,8 +4,8 @@
 // through never shift a page.
 
 import type { Store } from './client.js';
-import { CLIENT_KINDS, kindsSql } from '../ledger/record.js';
-import { numbersFrom } from './log-numbers.js';
+import { DAY_MS, HOUR_MS } from '../core/windows.js';
+import { CLIENT_ROWS, numbersFrom } from './log-numbers.js';
 
 export type DetailStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
 
@@ -80,15 +80,12 @@ const FIELDS = `${COMPACT_FIELDS}, ifNull(toString(parent_id), '') AS parent, at
   provider_group, connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
   upstream_ms, trace_id`;
 
-const CLIENT = kindsSql(CLIENT_KINDS);
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 /**
  * How far back each successive read of a page reaches: a busy gateway fills a page from the last minutes, which (the
  * table sorted by hour, migration 8) reads those rows only (`FINAL` merges every row it reads: an hour of a busy
  * gateway is hundreds of thousands); a quiet one reaches further.
  */
-const SPANS = [5 * 60_000, HOUR, DAY, 7 * DAY, 31 * DAY, 366 * DAY];
+const SPANS = [5 * 60_000, HOUR_MS, DAY_MS, 7 * DAY_MS, 31 * DAY_MS, 366 * DAY_MS];
 /**
  * Per store, the span the last unfiltered page was filled from (the last five minutes or the last hour), and how many
  * pages started there: the next page's first read starts there (every 16th one step shorter, in case the traffic
@@ -123,7 +120,7 @@ function toLogRow(r: Raw): LogRow {
 }
 
 function filterSql(f: LogFilters): string {
-  const parts = [CLIENT];
+  const parts = [CLIENT_ROWS];
   if (f.provider !== undefined) parts.push('provider = {provider:String}');
   if (f.model !== undefined) parts.push('model = {model:String}');
   if (f.combo !== undefined) parts.push('combo = {combo:String}');
@@ -197,7 +194,7 @@ export async function readClientPage(
   store: Store, f: LogFilters, cursor: LogCursor | null, limit: number, anchor: number, opts: PageOptions,
 ): Promise<PageRead<CompactRow>> {
   const where = filterSql(f);
-  const contiguous = where === CLIENT;
+  const contiguous = where === CLIENT_ROWS;
   const params = {
     provider: f.provider, model: f.model, combo: f.combo, apiKey: f.apiKey, status: f.status,
     c_ts: cursor?.ts ?? 0, c_id: cursor?.id ?? '',
@@ -280,7 +277,7 @@ function firstReadSql(store: Store, fields: string, where: string, bounds: reado
   const scope = bounds.join(' AND ');
   const totals = `(SELECT groupArray((toUnixTimestamp(toDateTime(day, 'UTC')), n)) FROM (
        SELECT toDate(hour) AS day, sum(rows) AS n FROM ${store.t('usage_hourly')}
-       WHERE ${CLIENT} AND hour >= toStartOfDay(fromUnixTimestamp64Milli({lo:Int64}, 'UTC')) GROUP BY day
+       WHERE ${CLIENT_ROWS} AND hour >= toStartOfDay(fromUnixTimestamp64Milli({lo:Int64}, 'UTC')) GROUP BY day
      )) AS totals`;
   return `${numbers ? `WITH ${totals}` : ''}
     SELECT ${fields}${numbers ? ', totals' : ''} FROM ${store.t('requests')} FINAL
