@@ -5,7 +5,7 @@
 
 import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
-import { total } from '../store/aggregate.js';
+import { aggregateWindows } from '../store/aggregate.js';
 import type { WriteFence } from '../store/writer.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
@@ -84,7 +84,7 @@ export class BudgetService implements BudgetGate {
     const now = this.#now();
     const day = dayBounds(now, tz);
     const month = monthBounds(now, tz);
-    const [daySpent, monthSpent] = await Promise.all([this.#spent(day.from, now), this.#spent(month.from, now)]);
+    const [daySpent = 0, monthSpent = 0] = await this.#spent([day.from, month.from], now);
     const window = (limit: number | undefined, spent: number, key: string, from: number, to: number): BudgetWindow => ({
       limit: limit ?? null,
       spent: round(spent),
@@ -112,11 +112,11 @@ export class BudgetService implements BudgetGate {
   }
 
   /**
-   * ClickHouse's figure for the window plus what this process published and the writer has not stored yet. While
-   * the store is down, the last figure read for the same window stands in for the first part (nothing is written
-   * meanwhile, so it is still exact for this process's traffic); with none, the error goes to the caller.
+   * ClickHouse's figure for each window [from, now] plus what this process published and the writer has not stored
+   * yet. While the store is down, the last figures read for the same windows stand in for the first part (nothing is
+   * written meanwhile, so they are still exact for this process's traffic); with none, the error goes to the caller.
    */
-  async #spent(from: number, now: number): Promise<number> {
+  async #spent(froms: readonly number[], now: number): Promise<number[]> {
     // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
     // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
     // once the insert is over (twice at most; the writer waits its flush interval between inserts).
@@ -124,24 +124,30 @@ export class BudgetService implements BudgetGate {
     for (let attempt = 1; ; attempt++) {
       const started = f?.insertsStarted ?? 0;
       const clean = f === null || started === f.insertsEnded;
-      const stored = await this.#stored(from, now);
-      let pending = 0;
-      for (const [startedAt, cost] of this.#unconfirmed.values()) if (startedAt >= from) pending += cost;
-      if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return stored + pending;
+      const stored = await this.#stored(froms, now);
+      const spent = [...stored];
+      for (const [startedAt, cost] of this.#unconfirmed.values()) {
+        for (let i = 0; i < froms.length; i++) if (startedAt >= froms[i]!) spent[i]! += cost;
+      }
+      if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
       await f.settled();
     }
   }
 
-  async #stored(from: number, now: number): Promise<number> {
+  /** The stored spend of every window [from, now], in ONE read when the windows start on an hour (aggregateWindows). */
+  async #stored(froms: readonly number[], now: number): Promise<number[]> {
     try {
-      const stored = (await total(this.#store, { from, to: now + 1, filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'] })).cost;
-      this.#storedFigures.set(from, stored);
+      const groups = await aggregateWindows(this.#store, {
+        windows: froms.map((from) => ({ from, to: now + 1 })), filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'],
+      });
+      const stored = groups.map((g) => g.reduce((sum, x) => sum + x.cost, 0));
+      froms.forEach((from, i) => this.#storedFigures.set(from, stored[i]!));
       for (const k of this.#storedFigures.keys()) if (k < now - 40 * 86_400_000) this.#storedFigures.delete(k);
       return stored;
     } catch (err) {
-      const last = this.#storedFigures.get(from);
-      if (last === undefined) throw err;
-      return last;
+      const last = froms.map((from) => this.#storedFigures.get(from));
+      if (last.some((x) => x === undefined)) throw err;
+      return last as number[];
     }
   }
 }

@@ -1,0 +1,104 @@
+// The budget's spend (src/accounting/budget.ts): the day and the month in the budget's time zone, from ClickHouse in
+// ONE read when both windows start on an hour (every zone on the whole hour), one read each otherwise (a half-hour
+// zone's midnight is not on a UTC hour), plus what this process published and has not stored. The figures are checked
+// against sums of the rows inserted, and the reads against the store's own count.
+
+import t from 'tap';
+import { BudgetService } from '../../src/accounting/budget.js';
+import { parseConfig } from '../../src/config/load.js';
+import type { Store } from '../../src/store/client.js';
+import { openTestStore } from '../helpers/store-paths.js';
+import { migrate } from '../../src/store/migrations.js';
+import { toRow } from '../../src/store/rows.js';
+import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
+
+const real = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-budget-' });
+await migrate(real);
+
+let reads = 0;
+/** The real store, its reads counted. */
+const store = new Proxy(real, {
+  get(target, prop) {
+    const v = Reflect.get(target, prop, target) as unknown;
+    if (prop === 'query') reads++;
+    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+  },
+}) as Store;
+
+// A fixed clock: 2026-03-20 14:10 UTC (19:40 in Kolkata; the budget's day there began at 18:30 UTC).
+const NOW = Date.UTC(2026, 2, 20, 14, 10);
+let seq = 0;
+function record(at: number, cost: number, kind: RecordKind = 'request'): UsageRecord {
+  const startedAt = at + seq++;
+  return makeRecord({
+    requestId: uuidv7(startedAt), startedAt, endedAt: startedAt + 10, endpoint: 'chat.completions', provider: 'p', providerGroup: 'paid',
+    model: 'p/m', requestedModel: 'p/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+    usage: { input: 90, cached: null, cacheWrite: null, output: 10, reasoning: null }, usageSource: 'reported',
+    cost: { cost, listCost: cost }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9, kind,
+  });
+}
+
+const H = 3_600_000;
+// Spend on both sides of each edge: the UTC day's and month's, and Kolkata's day (18:30 UTC the day before).
+const rows = [
+  record(Date.UTC(2026, 1, 28, 23, 0), 100), // February: in no window
+  record(Date.UTC(2026, 2, 1, 0, 0), 0.5), // the UTC month's first instant
+  record(Date.UTC(2026, 2, 10, 9, 0), 0.25),
+  record(Date.UTC(2026, 2, 19, 18, 0), 0.125), // yesterday in both zones
+  record(Date.UTC(2026, 2, 19, 18, 45), 0.0625), // yesterday in UTC, today in Kolkata
+  record(Date.UTC(2026, 2, 20, 0, 0), 2), // today in both (UTC midnight)
+  record(NOW - H, 4, 'attempt'), // a combo's attempt spends
+  record(NOW - 60_000, 8, 'keepalive'), // so does a keep-alive ping
+  record(NOW - 30_000, 16, 'combo'), // a combo row repeats its attempts' sum: not billed
+  record(NOW + 60_000, 32), // after now: not yet
+];
+await real.insert('requests', rows.map(toRow));
+
+const config = (timezone: string) => parseConfig({ budgets: { daily_usd: 10, monthly_usd: 100, timezone } }, {});
+const spent = (from: number, to = NOW + 1) =>
+  rows.filter((r) => r.kind !== 'combo' && r.startedAt >= from && r.startedAt < to).reduce((s, r) => s + r.cost.cost, 0);
+
+t.test('a zone on the whole hour: the day and the month in one read', async (t) => {
+  for (const tz of ['UTC', 'America/New_York']) {
+    const budget = new BudgetService(store, () => config(tz), { now: () => NOW });
+    reads = 0;
+    const s = await budget.refresh();
+    t.equal(reads, 1, `${tz}: one read for both windows`);
+    const dayFrom = Date.parse(s.daily.from);
+    const monthFrom = Date.parse(s.monthly.from);
+    t.equal(dayFrom % H, 0, `${tz}: its day starts on an hour`);
+    t.equal(s.daily.spent, spent(dayFrom), `${tz}: the day's spend is the rows since its midnight`);
+    t.equal(s.monthly.spent, spent(monthFrom), `${tz}: the month's spend is the rows since the 1st`);
+  }
+  const utc = await new BudgetService(store, () => config('UTC'), { now: () => NOW }).refresh();
+  t.equal(utc.daily.spent, 14, 'UTC: today 2 + the attempt 4 + the ping 8 (the combo row and the future row not)');
+  t.equal(utc.monthly.spent, 14.9375, 'UTC: the month adds 0.5 + 0.25 + 0.125 + 0.0625, not February');
+});
+
+t.test('a half-hour zone: its midnight is not on a UTC hour, so each window is read on its own', async (t) => {
+  const budget = new BudgetService(store, () => config('Asia/Kolkata'), { now: () => NOW });
+  reads = 0;
+  const s = await budget.refresh();
+  t.equal(reads, 2, 'two reads');
+  t.equal(s.daily.from, new Date(Date.UTC(2026, 2, 19, 18, 30)).toISOString(), 'the day began at 18:30 UTC');
+  t.equal(s.daily.spent, 14.0625, 'the 18:45 UTC row is today there');
+  t.equal(s.monthly.spent, spent(Date.UTC(2026, 1, 28, 18, 30)), 'the month since Kolkata\'s 1st (18:30 UTC on the 28th)');
+  t.equal(s.monthly.spent, 114.9375, 'which holds the February 23:00 UTC row');
+});
+
+t.test('what this process published and has not stored counts in every window it falls in, once stored not twice', async (t) => {
+  const budget = new BudgetService(store, () => config('UTC'), { now: () => NOW });
+  const before = await budget.refresh();
+  const late = record(NOW - 5_000, 0.03125);
+  budget.published(late);
+  let s = await budget.refresh();
+  t.equal(s.daily.spent, before.daily.spent + 0.03125, 'the day counts the published record');
+  t.equal(s.monthly.spent, before.monthly.spent + 0.03125, 'so does the month');
+  await real.insert('requests', [toRow(late)]);
+  budget.written([late.requestId]);
+  s = await budget.refresh();
+  t.equal(s.daily.spent, before.daily.spent + 0.03125, 'stored: counted once');
+  t.equal(s.monthly.spent, before.monthly.spent + 0.03125, 'in the month too');
+  rows.push(late);
+});
