@@ -84,7 +84,7 @@ export class BudgetService implements BudgetGate {
     const now = this.#now();
     const day = dayBounds(now, tz);
     const month = monthBounds(now, tz);
-    const [daySpent = 0, monthSpent = 0] = await this.#spent([day.from, month.from], now);
+    const [daySpent, monthSpent] = (await this.#spent([day.from, month.from], now)) as [number, number];
     const window = (limit: number | undefined, spent: number, key: string, from: number, to: number): BudgetWindow => ({
       limit: limit ?? null,
       spent: round(spent),

@@ -6,7 +6,7 @@ import type { Store } from './client.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
 import { CLIENT_KINDS, kindsSql } from '../ledger/record.js';
 
-/** The condition of the request log's rows: client requests (a combo's attempts are shown under their combo). */
+/** The request log's rows: what clients asked for (requests and combos; a combo's attempts are shown under it). */
 export const CLIENT_ROWS = kindsSql(CLIENT_KINDS);
 
 /** A row of a page as its number needs it. */
