@@ -87,6 +87,17 @@ t.test('a half-hour zone: its midnight is not on a UTC hour, so each window is r
   t.equal(s.monthly.spent, 114.9375, 'which holds the February 23:00 UTC row');
 });
 
+t.test('on the 1st the day and the month are the same window: both figures from the one read', async (t) => {
+  const first = Date.UTC(2026, 2, 1, 0, 30);
+  const budget = new BudgetService(store, () => config('UTC'), { now: () => first });
+  reads = 0;
+  const s = await budget.refresh();
+  t.equal(reads, 1, 'one read');
+  t.equal(s.daily.from, s.monthly.from, 'the same start');
+  t.equal(s.daily.spent, 0.5, 'the day: the row at midnight');
+  t.equal(s.monthly.spent, 0.5, 'the month: the same row');
+});
+
 t.test('what this process published and has not stored counts in every window it falls in, once stored not twice', async (t) => {
   const budget = new BudgetService(store, () => config('UTC'), { now: () => NOW });
   const before = await budget.refresh();
