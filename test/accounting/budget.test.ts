@@ -6,25 +6,16 @@
 import t from 'tap';
 import { BudgetService } from '../../src/accounting/budget.js';
 import { parseConfig } from '../../src/config/load.js';
-import type { Store } from '../../src/store/client.js';
 import { openTestStore } from '../helpers/store-paths.js';
+import { countReads } from '../helpers/store-reads.js';
 import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 
-const real = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-budget-' });
-await migrate(real);
-
-let reads = 0;
-/** The real store, its reads counted. */
-const store = new Proxy(real, {
-  get(target, prop) {
-    const v = Reflect.get(target, prop, target) as unknown;
-    if (prop === 'query') reads++;
-    return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-  },
-}) as Store;
+const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-budget-' });
+await migrate(store);
+const reads = countReads(t, store);
 
 // A fixed clock: 2026-03-20 14:10 UTC (19:40 in Kolkata; the budget's day there began at 18:30 UTC).
 const NOW = Date.UTC(2026, 2, 20, 14, 10);
@@ -53,7 +44,7 @@ const rows = [
   record(NOW - 30_000, 16, 'combo'), // a combo row repeats its attempts' sum: not billed
   record(NOW + 60_000, 32), // after now: not yet
 ];
-await real.insert('requests', rows.map(toRow));
+await store.insert('requests', rows.map(toRow));
 
 const config = (timezone: string) => parseConfig({ budgets: { daily_usd: 10, monthly_usd: 100, timezone } }, {});
 const spent = (from: number, to = NOW + 1) =>
@@ -62,9 +53,9 @@ const spent = (from: number, to = NOW + 1) =>
 t.test('a zone on the whole hour: the day and the month in one read', async (t) => {
   for (const tz of ['UTC', 'America/New_York']) {
     const budget = new BudgetService(store, () => config(tz), { now: () => NOW });
-    reads = 0;
+    reads.reset();
     const s = await budget.refresh();
-    t.equal(reads, 1, `${tz}: one read for both windows`);
+    t.equal(reads.count, 1, `${tz}: one read for both windows`);
     const dayFrom = Date.parse(s.daily.from);
     const monthFrom = Date.parse(s.monthly.from);
     t.equal(dayFrom % H, 0, `${tz}: its day starts on an hour`);
@@ -78,9 +69,9 @@ t.test('a zone on the whole hour: the day and the month in one read', async (t) 
 
 t.test('a half-hour zone: its midnight is not on a UTC hour, so each window is read on its own', async (t) => {
   const budget = new BudgetService(store, () => config('Asia/Kolkata'), { now: () => NOW });
-  reads = 0;
+  reads.reset();
   const s = await budget.refresh();
-  t.equal(reads, 2, 'two reads');
+  t.equal(reads.count, 2, 'two reads');
   t.equal(s.daily.from, new Date(Date.UTC(2026, 2, 19, 18, 30)).toISOString(), 'the day began at 18:30 UTC');
   t.equal(s.daily.spent, 14.0625, 'the 18:45 UTC row is today there');
   t.equal(s.monthly.spent, spent(Date.UTC(2026, 1, 28, 18, 30)), 'the month since Kolkata\'s 1st (18:30 UTC on the 28th)');
@@ -90,9 +81,9 @@ t.test('a half-hour zone: its midnight is not on a UTC hour, so each window is r
 t.test('on the 1st the day and the month are the same window: both figures from the one read', async (t) => {
   const first = Date.UTC(2026, 2, 1, 0, 30);
   const budget = new BudgetService(store, () => config('UTC'), { now: () => first });
-  reads = 0;
+  reads.reset();
   const s = await budget.refresh();
-  t.equal(reads, 1, 'one read');
+  t.equal(reads.count, 1, 'one read');
   t.equal(s.daily.from, s.monthly.from, 'the same start');
   t.equal(s.daily.spent, 0.5, 'the day: the row at midnight');
   t.equal(s.monthly.spent, 0.5, 'the month: the same row');
@@ -106,7 +97,7 @@ t.test('what this process published and has not stored counts in every window it
   let s = await budget.refresh();
   t.equal(s.daily.spent, before.daily.spent + 0.03125, 'the day counts the published record');
   t.equal(s.monthly.spent, before.monthly.spent + 0.03125, 'so does the month');
-  await real.insert('requests', [toRow(late)]);
+  await store.insert('requests', [toRow(late)]);
   budget.written([late.requestId]);
   s = await budget.refresh();
   t.equal(s.daily.spent, before.daily.spent + 0.03125, 'stored: counted once');

@@ -4,6 +4,7 @@
 import t from 'tap';
 import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
 import { metricValue } from '../helpers/prom.js';
+import { countReads } from '../helpers/store-reads.js';
 
 const gw = await startApp(t, {
   providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 10_000 } } },
@@ -27,16 +28,10 @@ t.test('a scrape queries nothing; the gauges show the latest snapshots', async (
   const demo = quota.providers.find((p) => p.id === 'demo')!;
   t.ok(demo.quota.used > 0 && budget.daily.spent > 0, 'the requests are counted');
 
-  let queries = 0;
-  const query = store.query.bind(store);
-  store.query = ((...args: Parameters<typeof store.query>) => {
-    queries++;
-    return query(...args);
-  }) as typeof store.query;
-  t.teardown(() => void (store.query = query));
+  const queries = countReads(t, store);
   let text = '';
   for (let i = 0; i < 5; i++) text = await gw.metrics();
-  t.equal(queries, 0, 'five scrapes, no query');
+  t.equal(queries.count, 0, 'five scrapes, no query');
   t.equal(metricValue(text, 'tollgate_spend_usd', { window: 'today' }), budget.daily.spent, "the budget's latest spend");
   t.equal(metricValue(text, 'tollgate_quota_used_ratio', { provider: 'demo' }), demo.quota.used / demo.quota.limit, "the quota engine's latest ratio");
 });

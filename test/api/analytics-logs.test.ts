@@ -6,6 +6,7 @@ import Fastify from 'fastify';
 import t from 'tap';
 import { logRoutes } from '../../src/api/analytics/logs.js';
 import { IDS, ROWS, clientOrder, rec, startFixture, type RowName } from '../helpers/usage-rows.js';
+import { countReads } from '../helpers/store-reads.js';
 
 const fx = await startFixture(t);
 const idOf = (k: RowName): string => ROWS[k].request_id;
@@ -111,21 +112,12 @@ t.test('the newest page: one read for its rows, numbers and attempts, the entrie
   const recent = Fastify({ logger: false });
   await recent.register(logRoutes, { store: fx.app.tollgate.store, now: () => Date.parse('2026-12-01T10:00:00.001Z') });
   t.teardown(() => recent.close());
-  const store = fx.app.tollgate.store;
-  const query = store.query;
-  let reads = 0;
-  store.query = function (this: typeof store, ...args: Parameters<typeof query>) {
-    reads++;
-    return query.apply(this, args);
-  } as typeof query;
-  t.teardown(() => {
-    store.query = query;
-  });
+  const reads = countReads(t, fx.app.tollgate.store);
   const get = async (path: string) => {
-    reads = 0;
+    reads.reset();
     const r = await recent.inject(path);
     if (r.statusCode !== 200) throw new Error(`${r.statusCode} ${r.body}`);
-    return { reads, data: r.json().data as Entry[] };
+    return { reads: reads.count, data: r.json().data as Entry[] };
   };
   for (const [path, apartReads] of [['/api/usage/request-logs', 3], ['/api/usage/logs', 2]] as const) {
     const one = await get(`${path}?limit=3`);
