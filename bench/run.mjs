@@ -3,6 +3,9 @@
 //
 //   direct       load generator -> fake upstream
 //   passthrough  load generator -> bare Fastify + undici proxy -> fake upstream      (the baseline)
+//   floor        load generator -> the passthrough plus only the recording's own work (bench/floor.mjs: the usage
+//                read, a row, the spool, the metrics, the embedded store's inserts) -> fake upstream: what
+//                recording costs by itself, beside what Tollgate costs
 //   tollgate     load generator -> Tollgate build(), recording to embedded ClickHouse -> fake upstream
 //   tollgate-memspool  the same Tollgate with its spool in memory (no file, no fsync): the spool's cost is the
 //                      ratio of the two
@@ -68,7 +71,7 @@ const ALL_SCENARIOS = [
 // BENCH_SCENARIOS=json or =sse runs one scenario only (for profiling); the default runs both.
 const SCENARIOS = ALL_SCENARIOS.filter((s) => (process.env.BENCH_SCENARIOS || 'json,sse').split(',').includes(s.key));
 if (SCENARIOS.length === 0) throw new Error('BENCH_SCENARIOS: expected a comma-separated subset of json,sse');
-const TARGETS = ['direct', 'passthrough', 'tollgate', 'tollgate-memspool', 'tollgate-server'];
+const TARGETS = ['direct', 'passthrough', 'floor', 'tollgate', 'tollgate-memspool', 'tollgate-server'];
 
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -208,6 +211,11 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
     const ratio = tg && pt && pt.rps > 0 ? tg.rps / pt.rps : NaN;
     const target = TARGETS_17[sc.key];
     rows.push([`throughput, ${sc.label} x${sc.concurrency}, recording on`, `${pct(ratio)} (${Math.round(tg?.rps ?? 0)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, ratio >= target ? 'yes' : 'NO']);
+    const fl = results.find((r) => r.scenario.key === sc.key && r.target === 'floor');
+    if (fl && tg) {
+      const rf = pt && pt.rps > 0 ? fl.rps / pt.rps : NaN;
+      rows.push([`  the recording floor (bench/floor.mjs: the passthrough plus the record's own work, embedded store)`, `${pct(rf)} (${Math.round(fl.rps)} req/s); Tollgate at ${pct(tg.rps / fl.rps)} of it`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rf >= target ? 'floor above it' : 'floor below it']);
+    }
     const srv = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-server');
     if (srv) {
       const r2 = pt && pt.rps > 0 ? srv.rps / pt.rps : NaN;
@@ -254,6 +262,8 @@ async function main() {
   const children = [];
   const results = [];
   let memDir = null;
+  let floorDir = null;
+  let floorRows = null;
   let serverDir = null;
   let clickhouse = null;
   let clickhouseDir = null;
@@ -270,6 +280,9 @@ async function main() {
     children.push(upstream);
     const passthrough = await start('passthrough', [upstream.url]);
     children.push(passthrough);
+    floorDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-floor-'));
+    const floor = await start('floor', [upstream.url, floorDir]);
+    children.push(floor);
     const dataDir = guard.dataDir('tollgate-bench-');
     const tollgate = await start('tollgate', [upstream.url, dataDir]);
     children.push(tollgate);
@@ -283,7 +296,7 @@ async function main() {
     serverDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-srv-'));
     const onServer = await start('tollgate', [upstream.url, serverDir, 'server', clickhouse.url]);
     children.push(onServer);
-    const servers = { direct: upstream, passthrough, tollgate, 'tollgate-memspool': memspool, 'tollgate-server': { ...onServer, extraPid: clickhouse.pid } };
+    const servers = { direct: upstream, passthrough, floor, tollgate, 'tollgate-memspool': memspool, 'tollgate-server': { ...onServer, extraPid: clickhouse.pid } };
 
     const ticks0 = threadTicks(tollgate.child.pid);
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
@@ -305,6 +318,13 @@ async function main() {
     } catch (err) {
       problems.push(`could not count Tollgate's rows: ${err.message}`);
     }
+    const floorResults = results.filter((r) => r.target === 'floor');
+    try {
+      const c = await floor.child.request('count', undefined, 120_000);
+      floorRows = { ...c, sent: floorResults.reduce((s, r) => s + r.issued, 0) };
+    } catch (err) {
+      problems.push(`could not count the floor's rows: ${err.message}`);
+    }
     const onServerResults = results.filter((r) => r.target === 'tollgate-server');
     try {
       const c = await onServer.child.request('count', undefined, 120_000);
@@ -325,6 +345,7 @@ async function main() {
     killAll();
     guard.removeDataDir();
     if (memDir !== null) rmSync(memDir, { recursive: true, force: true });
+    if (floorDir !== null) rmSync(floorDir, { recursive: true, force: true });
     if (serverDir !== null) rmSync(serverDir, { recursive: true, force: true });
     if (clickhouse !== null) await clickhouse.stop();
     if (clickhouseDir !== null) rmSync(clickhouseDir, { recursive: true, force: true });
@@ -376,6 +397,11 @@ async function main() {
     }
   } else {
     out.push('Rows recorded: NOT CHECKED');
+  }
+  if (floorRows) {
+    const ok = floorRows.rows === floorRows.sent;
+    out.push(`Floor: ${floorRows.rows} rows in its store for ${floorRows.sent} requests sent -> ${ok ? 'every request recorded' : 'ROWS MISSING OR EXTRA'}`);
+    if (!ok) problems.push(`floor: rows recorded ${floorRows.rows} != requests sent ${floorRows.sent}`);
   }
 
   for (const sc of SCENARIOS) {
