@@ -214,7 +214,7 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
     const fl = results.find((r) => r.scenario.key === sc.key && r.target === 'floor');
     if (fl && tg) {
       const rf = pt && pt.rps > 0 ? fl.rps / pt.rps : NaN;
-      rows.push([`  the recording floor (bench/floor.mjs: the passthrough plus the record's own work, embedded store)`, `${pct(rf)} (${Math.round(fl.rps)} req/s); Tollgate at ${pct(tg.rps / fl.rps)} of it`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rf >= target ? 'floor above it' : 'floor below it']);
+      rows.push([`  the recording floor (bench/floor.mjs: the passthrough plus the record's own work, embedded store)`, `${(rf * 100).toFixed(1)}% (${Math.round(fl.rps)} req/s); Tollgate at ${pct(tg.rps / fl.rps)} of it`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rf >= target ? 'floor above it' : 'floor below it']);
     }
     const srv = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-server');
     if (srv) {
