@@ -14,8 +14,12 @@ import { receiver, smtpServer } from '../helpers/receivers.js';
 import { metricValue } from '../helpers/prom.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { clearOfDayEdges } from '../helpers/day-edge.js';
 
 const SECRET = 'whsec_integration_42';
+// The daily budget's day starts at 00:00 UTC and the subscription quota's (daily_tokens, 10:00+08:00) at 02:00 UTC:
+// the whole file (about 30 s) runs inside one of each; a wait leaves it the rest of the 120 s a file has.
+await clearOfDayEdges(t, 75_000, [0, 2]);
 const paidUp = await startFakeOpenAI(t);
 const subUp = await startFakeOpenAI(t);
 const smtp = await smtpServer(t);

@@ -12,8 +12,12 @@ import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
+import { clearOfDayEdges } from '../helpers/day-edge.js';
 
 const SECRET = 'whsec_replicas';
+// The daily budget and the daily_requests quota count one UTC day, and the keep-alive windows start again with it:
+// the whole file (about 20 s) runs inside one day.
+await clearOfDayEdges(t, 75_000);
 const server = await spawnClickHouseHttp(t, { dataDir: tempDir(t, 'tollgate-chserver-') });
 const hook = await receiver(t, SECRET);
 // A subscription provider with keep-alive pings on a 2 s window; the fake records when each ping arrived.
