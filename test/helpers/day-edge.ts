@@ -5,9 +5,7 @@
 // it. A wait happens to a run that starts within `needMs` of an edge: two minutes in a day for each edge.
 
 import type { Test } from 'tap';
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
+import { DAY_MS, HOUR_MS } from '../../src/core/windows.js';
 
 /** Milliseconds from `now` to the next start of one of the UTC `hours` (0 is midnight). */
 export function msToNextEdge(now: number, hours: readonly number[]): number {
