@@ -2,7 +2,7 @@
 // must not run across that day's edge: at the edge the day's spend starts again from 0, alerts of the new day fire,
 // and what the test asserted of "today" is then of yesterday (the alerts suite failed that way in a CI run that
 // crossed 00:00 UTC). `clearOfDayEdges` waits, when the file would come within `needMs` of an edge, until just after
-// it. A wait happens to a run that starts within `needMs` of an edge: two minutes in a day for each edge.
+// it. A wait happens only to a run that starts within `needMs` of an edge.
 
 import type { Test } from 'tap';
 import { DAY_MS, HOUR_MS } from '../../src/core/windows.js';

@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait.js';
 import { clearOfDayEdges } from '../helpers/day-edge.js';
 
 const SECRET = 'whsec_replicas';
-// The daily budget and the daily_requests quota count one UTC day, and the keep-alive windows start again with it:
+// The daily budget and the daily_requests quota count one UTC day:
 // the whole file (about 20 s) runs inside one day.
 await clearOfDayEdges(t, 75_000);
 const server = await spawnClickHouseHttp(t, { dataDir: tempDir(t, 'tollgate-chserver-') });
