@@ -28,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../core/errors.js';
+import { DAY_MS } from '../core/windows.js';
 import { codecFor } from '../wire/registry.js';
 import type { Upstream } from '../pipeline/upstream.js';
 import { ClientAbort } from '../providers/upstream.js';
@@ -45,7 +46,6 @@ import { connectionsOf, type Connection } from '../config/connections.js';
 import { resolveModel, type Route } from '../routing/resolve.js';
 import type { Router } from '../routing/router.js';
 
-const DAY_MS = 86_400_000;
 /** setTimeout's limit; a longer wait is armed in legs. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
@@ -292,16 +292,19 @@ export class KeepAlive {
 
   /**
    * Replicas (docs/scaling.md): before pinging, the window is read again from the record, which holds every replica's
-   * calls. When one of them opened a later window, it is taken over and nothing is sent. Otherwise the ping for this
-   * window end is claimed in the store (src/store/claims.ts), so of several replicas whose windows agree, one pings.
-   * Returns whether this process should ping now.
+   * calls, and the record's window decides: when it is still open (another replica's call or ping opened a later
+   * one) it is taken over and nothing is sent; when it has ended, the ping for its end is claimed in the store
+   * (src/store/claims.ts), so every replica claims the same key and one pings. This replica's own window wins only
+   * while it is open and ends later than the record's (its own call, not stored yet). Its own window is not a key:
+   * it may start with a call that the record puts inside another replica's window. Returns whether to ping now.
    */
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
     const now = this.#now();
     const shared = replay(await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs)), windowMs);
     const mine = this.#windows.get(id) ?? null;
-    if (shared !== null && (mine === null || shared.end > mine.end)) this.#windows.set(id, shared);
+    const ownIsLater = mine !== null && mine.end > now && (shared === null || mine.end > shared.end);
+    if (shared !== null && !ownIsLater) this.#windows.set(id, shared);
     const w = this.#windows.get(id)!;
     if (w.end > now) return false; // a window that is still open needs no ping
     if (await claim(this.#store, `ping:${id}:${w.end}`, this.#instance, now)) return true;
