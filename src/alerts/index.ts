@@ -21,7 +21,7 @@ export interface Alerting {
   readonly alerts: AlertService;
   /** Ledger sink: count the record's cost into the budget until it is written, and check soon. */
   published(r: UsageRecord): void;
-  /** Writer hook: these rows are in ClickHouse now. */
+  /** Writer hook: these rows are in ClickHouse now (the budget stops counting them apart; quota alerts look again). */
   written(ids: readonly string[]): void;
   reconfigure(next: Config): void;
   start(): Promise<void>;
@@ -65,7 +65,13 @@ export function createAlerting(deps: {
       budget.published(r);
       alerts.poke();
     },
-    written: (ids) => budget.written(ids),
+    written(ids) {
+      budget.written(ids);
+      // The quota reads only stored rows: a crossing they make is seen once they are in ClickHouse, so check again
+      // then (with the shipped flush_ms of 1 s the check after `published` ran before the insert; without this the
+      // next look was the 15 s timer's, or the next request's).
+      if (ids.length > 0) alerts.poke();
+    },
     reconfigure(next) {
       const now = JSON.stringify(next.alerts.channels);
       if (now === channels) return;

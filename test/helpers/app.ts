@@ -25,7 +25,7 @@ export interface TestApp {
 
 /** A config object from YAML-shaped input; storage.data_dir defaults to `dataDir`. */
 export function testConfig(raw: Record<string, unknown>, dataDir: string, env: Record<string, string> = {}): Config {
-  const storage = { data_dir: dataDir, batch: { flush_ms: 50 }, ...((raw.storage as object) ?? {}) };
+  const storage = { data_dir: dataDir, batch: { flush_ms: Number(process.env.TEST_FLUSH_MS ?? 50) }, ...((raw.storage as object) ?? {}) };
   return parseConfig({ ...raw, storage }, env);
 }
 
