@@ -16,9 +16,10 @@
 //   then again a retry, and so on: at most two pings per window, never a tight loop. A connection that is cooling
 //   down is pinged when its cooldown ends.
 // - At start, the window of each connection with keep-alive on is recovered by replaying the rule over its calls of
-//   the last 24 h (two windows, for a window longer than 12 h) read from ClickHouse. The first call of that span is
-//   taken to open a window, although a window opened before the span may have covered it: an approximation that
-//   matters only for a connection used around the clock, and corrects itself after one window.
+//   the last 24 h (two windows, for a window longer than 12 h; from a multiple of the window: `replayFrom`) read
+//   from ClickHouse. The first call of that span is taken to open a window, although a window opened before the
+//   span may have covered it: an approximation that matters only for a connection used around the clock, and
+//   corrects itself after one window.
 //
 // Records are seen as the Ledger publishes them, so a long request is seen after shorter ones that started later;
 // `advance` lets an earlier start that opened the window take it over. OAuth connections are pinged with the
@@ -50,6 +51,14 @@ import type { Router } from '../routing/router.js';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
 const MAX_BUFFERED = 10_000;
+
+/**
+ * Where the replay over the record starts: a day back (two windows for a longer one), on a multiple of the window, so
+ * that replicas reading moments apart replay the same calls and agree on the window (and so on the ping's claim).
+ */
+export function replayFrom(now: number, windowMs: number): number {
+  return Math.floor((now - Math.max(DAY_MS, 2 * windowMs)) / windowMs) * windowMs;
+}
 
 /** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
 export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {
@@ -137,7 +146,7 @@ export class KeepAlive {
       const windowMs = c && this.#windowMs.get(c.providerId);
       if (!c || windowMs === undefined) continue;
       try {
-        const starts = await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs));
+        const starts = await recentCalls(this.#store, c.providerId, c.name, replayFrom(now, windowMs));
         const w = replay(starts, windowMs);
         if (w !== null) this.#windows.set(id, w);
       } catch (err) {
@@ -301,7 +310,7 @@ export class KeepAlive {
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
     const now = this.#now();
-    const shared = replay(await recentCalls(this.#store, c.providerId, c.name, now - Math.max(DAY_MS, 2 * windowMs)), windowMs);
+    const shared = replay(await recentCalls(this.#store, c.providerId, c.name, replayFrom(now, windowMs)), windowMs);
     const mine = this.#windows.get(id) ?? null;
     const ownIsLater = mine !== null && mine.end > now && (shared === null || mine.end > shared.end);
     if (shared !== null && !ownIsLater) this.#windows.set(id, shared);

@@ -9,6 +9,7 @@ import t from 'tap';
 import { request } from 'undici';
 import { advance, opensWindow, parseWindow, pingModel, replay, type Window } from '../../src/services/keepalive-window.js';
 import { testConfig, startApp, type TestApp } from '../helpers/app.js';
+import { replayFrom } from '../../src/services/keepalive.js';
 import { fakeProvider, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
 import { bucketsOf } from '../helpers/clients.js';
 import { metricValue } from '../helpers/prom.js';
@@ -44,6 +45,14 @@ t.test('the window rule', async (t) => {
   t.equal(advance(next, 2500, W), next, 'a call seen late from the window before changes nothing');
   t.same(replay([0, 500, 1999, 2000, 3000, 4100], W), { start: 4100, end: 6100, prevEnd: 4000 } satisfies Window, 'replayed: windows at 0, 2000, 4100');
   t.equal(replay([], W), null, 'no calls, no window');
+
+  // The replay over the record starts a day back on a multiple of the window: replicas reading moments apart agree.
+  const FIVE_H = 18_000_000;
+  const now = Date.UTC(2026, 10, 28, 14, 37, 12, 345);
+  const from = replayFrom(now, FIVE_H);
+  t.ok(from % FIVE_H === 0 && from <= now - 86_400_000 && from > now - 86_400_000 - FIVE_H, 'a day back, on the window grid');
+  t.equal(replayFrom(now + 300, FIVE_H), from, 'the same span for a read 300 ms later');
+  t.equal(replayFrom(now, 86_400_000 * 2), Date.UTC(2026, 10, 23), 'two windows back (four days) for a window over half a day, on its grid');
 
   const p = (models: Record<string, unknown>, model?: string) =>
     ({ models, keepalive: { enabled: true, window: '5h', ...(model ? { model } : {}) } }) as unknown as ProviderConfig;
