@@ -116,7 +116,11 @@ export function evaluate(input: EvaluationInput): Candidate[] {
   return out;
 }
 
-/** The window key of a quota alert: the calendar period's start, or for a rolling quota the rolling bucket. */
+/**
+ * The window key of a quota alert: the calendar period's start, or for a rolling quota the window-length bucket of
+ * the clock it fires in (buckets from the epoch), so that replicas evaluating moments apart name the same alert and
+ * its claim lets one of them send it (docs/scaling.md; it was the firing instant, and each replica sent its own).
+ */
 function quotaWindow(e: QuotaEntry, kind: AlertKind, threshold: number, input: EvaluationInput): string | null {
   if (e.reset.type !== 'rolling') {
     // The period began at the last reset: nextReset minus the period is not known for every kind, so the period is
@@ -126,7 +130,7 @@ function quotaWindow(e: QuotaEntry, kind: AlertKind, threshold: number, input: E
   const span = parseWindow(e.reset.window ?? '5h');
   const last = input.fired.filter((f) => f.kind === kind && f.subject === e.id && f.threshold === threshold).reduce((m, f) => Math.max(m, f.firedAt), 0);
   if (input.now - last < span) return null; // fired within one window length: the same episode
-  return `rolling:${new Date(input.now).toISOString()}`;
+  return `rolling:${new Date(Math.floor(input.now / span) * span).toISOString()}`;
 }
 
 const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);

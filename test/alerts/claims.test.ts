@@ -1,7 +1,8 @@
 // Two replicas on one store fire the same alert: it is delivered once (docs/scaling.md). Each replica is an
 // AlertService of its own (its own instance id, its own memory of what it fired) over the same ClickHouse; both see
-// the daily budget crossed and both try to fire. The claim (the alert row inserted with the alert id as its
-// deduplication token, then read back) lets exactly one send each alert; the other remembers it as fired.
+// the daily budget crossed and a rolling quota at 85 %, and both try to fire. The claim (the alert row inserted with
+// the alert id as its deduplication token, then read back) lets exactly one send each alert; the other remembers it
+// as fired.
 
 import t from 'tap';
 import { BudgetService } from '../../src/accounting/budget.js';
@@ -19,7 +20,11 @@ const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-c
 await migrate(store);
 
 const cfg = parseConfig({
-  providers: { paid: { group: 'paid', format: 'mock', price: { input: 1, output: 1 }, models: { m: { kind: 'llm' } } } },
+  providers: {
+    paid: { group: 'paid', format: 'mock', price: { input: 1, output: 1 }, models: { m: { kind: 'llm' } } },
+    // A rolling quota (its alerts are once per window length, not per calendar period), 85 % used.
+    sub: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
+  },
   budgets: { daily_usd: 1 },
   alerts: { channels: { dashboard: true } },
 }, {});
@@ -30,6 +35,13 @@ await store.insert('requests', [toRow(makeRecord({
   model: 'paid/m', requestedModel: 'paid/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
   usage: { input: 1000, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
   cost: { cost: 1.25, listCost: 1.25 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
+}))]);
+
+await store.insert('requests', [toRow(makeRecord({
+  requestId: uuidv7(now - 2000), startedAt: now - 2000, endedAt: now - 1990, endpoint: 'chat.completions', provider: 'sub', providerGroup: 'subscription',
+  model: 'sub/m', requestedModel: 'sub/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+  usage: { input: 850, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
+  cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
 
 const sent: { replica: string; alert: Alert }[] = [];
@@ -48,14 +60,14 @@ t.test('the same alerts from two replicas at once: each delivered exactly once',
   const b = replica('b');
   await Promise.all([a.start(60_000), b.start(60_000)]);
   const ids = sent.map((s) => `${s.alert.kind}:${s.alert.threshold}`).sort();
-  t.same(ids, ['daily_budget:100', 'daily_budget:80'], 'the 80 % and 100 % alerts, once each');
+  t.same(ids, ['daily_budget:100', 'daily_budget:80', 'quota_warning:80'], 'the budget\'s 80 % and 100 % alerts and the rolling quota\'s 80 %, once each');
   t.equal(new Set(sent.map((s) => s.alert.id)).size, sent.length, 'no alert id sent twice');
   const [rows] = await store.query<{ n: string }>(`SELECT count() AS n FROM ${store.t('alerts')} FINAL`);
-  t.equal(Number(rows!.n), 2, 'one row per alert');
+  t.equal(Number(rows!.n), 3, 'one row per alert');
   const owners = await store.query<{ claimed_by: string }>(`SELECT DISTINCT claimed_by FROM ${store.t('alerts')} FINAL`);
   t.ok(owners.every((o) => o.claimed_by !== ''), 'each row names the replica that owns it');
 
   // A third replica (a restart elsewhere) checking later fires nothing: the rows say these alerts were fired.
   await replica('c').start(60_000);
-  t.equal(sent.length, 2, 'nothing more sent');
+  t.equal(sent.length, 3, 'nothing more sent');
 });

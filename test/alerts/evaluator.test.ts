@@ -8,6 +8,7 @@ import type { BudgetState } from '../../src/accounting/budget.js';
 import type { QuotaEntry } from '../../src/accounting/quota.js';
 import { ALERT_KINDS, type AlertKind } from '../../src/alerts/types.js';
 import { parseConfig } from '../../src/config/load.js';
+import { alertId } from '../../src/alerts/service.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12); // Saturday 2026-11-21 12:00Z
 const ALL = new Set<AlertKind>([...ALERT_KINDS, 'auto_switch']);
@@ -58,6 +59,11 @@ t.test('rolling quotas: once per rolling window length', async (t) => {
   const rolling = (used: number) => quota('r', used, 100, { kind: 'rolling_tokens', reset: { type: 'rolling', window: '5h', nextReset: null, countdown_s: null } });
   const first = evaluate(input({ quota: [rolling(81)] }));
   t.same(kinds(first), ['quota_warning:r:80']);
+  // Named by its 5 h bucket of the clock, not the instant: replicas evaluating moments apart fire the same alert.
+  const FIVE_H = 5 * 3_600_000;
+  t.equal(first[0]!.window, `rolling:${new Date(Math.floor(NOW / FIVE_H) * FIVE_H).toISOString()}`, 'the window-length bucket it fires in');
+  const later = evaluate(input({ quota: [rolling(81)], now: NOW + 300 }));
+  t.equal(alertId(later[0]!), alertId(first[0]!), 'the same alert id 300 ms later (another replica)');
   const at = (ms: number): FiredAlert[] => [{ kind: 'quota_warning', subject: 'r', threshold: 80, window: `rolling:${new Date(ms).toISOString()}`, firedAt: ms, id: 'w' }];
   t.same(kinds(evaluate(input({ quota: [rolling(82)], fired: at(NOW - 4 * 3_600_000) }))), [], 'within 5 h of the last one: the same episode');
   t.same(kinds(evaluate(input({ quota: [rolling(82)], fired: at(NOW - 5 * 3_600_000) }))), ['quota_warning:r:80'], 'a window later: again');
