@@ -16,10 +16,10 @@ import { ANOMALY_MIN_DAYS, evaluate, keyOf, type Candidate, type CostHistory, ty
 import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
+import { DAY_MS } from '../core/windows.js';
 
-const DAY = 86_400_000;
 /** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
-const MEMORY_MS = 35 * DAY;
+const MEMORY_MS = 35 * DAY_MS;
 
 export interface Notify {
   notify(a: Alert): void;
@@ -162,7 +162,7 @@ export class AlertService {
     const billed = { kinds: BILLED_KINDS };
     const key = `${tz}\u0000${today.date}`;
     if (this.#history?.key !== key) {
-      const days = await aggregate(this.#store, { from: today.from - 7 * DAY, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
+      const days = await aggregate(this.#store, { from: today.from - 7 * DAY_MS, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
       this.#history = { key, days: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })) };
     }
     const previousDays = this.#history.days;

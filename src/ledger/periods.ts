@@ -1,6 +1,8 @@
 // Reporting periods for /api/usage, in UTC. Calendar periods start at a UTC boundary; rolling ones end now.
 // `date` is the calendar day the report is about: the period's first day for yesterday, today's date otherwise.
 
+import { DAY_MS } from '../core/windows.js';
+
 export const PERIODS = ['today', 'yesterday', '24h', 'week', '7d', 'month', '30d'] as const;
 export type Period = (typeof PERIODS)[number];
 
@@ -11,14 +13,12 @@ export interface Window {
   readonly date: string;
 }
 
-const DAY = 86_400_000;
-
 export function isPeriod(s: string): s is Period {
   return (PERIODS as readonly string[]).includes(s);
 }
 
 function startOfUtcDay(ms: number): number {
-  return Math.floor(ms / DAY) * DAY;
+  return Math.floor(ms / DAY_MS) * DAY_MS;
 }
 
 export function isoDate(ms: number): string {
@@ -32,18 +32,18 @@ export function periodWindow(period: Period, now: number): Window {
     case 'today':
       return { period, from: today, to: now, date: isoDate(today) };
     case 'yesterday':
-      return { period, from: today - DAY, to: today, date: isoDate(today - DAY) };
+      return { period, from: today - DAY_MS, to: today, date: isoDate(today - DAY_MS) };
     case '24h':
-      return { period, from: now - DAY, to: now, date: isoDate(today) };
+      return { period, from: now - DAY_MS, to: now, date: isoDate(today) };
     case 'week': {
       const sinceMonday = (d.getUTCDay() + 6) % 7;
-      return { period, from: today - sinceMonday * DAY, to: now, date: isoDate(today) };
+      return { period, from: today - sinceMonday * DAY_MS, to: now, date: isoDate(today) };
     }
     case '7d':
-      return { period, from: now - 7 * DAY, to: now, date: isoDate(today) };
+      return { period, from: now - 7 * DAY_MS, to: now, date: isoDate(today) };
     case 'month':
       return { period, from: Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1), to: now, date: isoDate(today) };
     case '30d':
-      return { period, from: now - 30 * DAY, to: now, date: isoDate(today) };
+      return { period, from: now - 30 * DAY_MS, to: now, date: isoDate(today) };
   }
 }

@@ -7,6 +7,7 @@ import { localTime } from '../core/tz.js';
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 import { unpricedSql } from './migrations.js';
+import { DAY_MS, HOUR_MS } from '../core/windows.js';
 
 /**
  * What results can be grouped by. `hour` and `day` are in `tz` (an IANA name; UTC by default); `hour_epoch` is the
@@ -61,8 +62,6 @@ export interface Sums {
 
 export type Group = Sums & { readonly [K in Dim]?: string };
 
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 const DIM_SQL: Record<Dim, string> = {
   provider: 'provider', provider_group: 'provider_group', model: 'model', combo: 'combo', api_key_name: 'api_key_name',
@@ -142,7 +141,7 @@ export function deduped(store: Store, where: string, columns: string, broad = fa
 }
 
 /** Raw ranges longer than this (in all) are read through FINAL (`deduped`, `broad`). */
-const BROAD_RAW_MS = 2 * HOUR;
+const BROAD_RAW_MS = 2 * HOUR_MS;
 
 interface Bounds {
   readonly from: number;
@@ -246,16 +245,16 @@ function rawColumns(cols: Columns): string {
  * rows.
  */
 export function split(from: number, to: number, openEnd: boolean | undefined, cuts: readonly number[] | null): { a: number; b: number; c: number; d: number } {
-  let a = Math.ceil(from / HOUR) * HOUR;
+  let a = Math.ceil(from / HOUR_MS) * HOUR_MS;
   // A window that ends now (`openEnd`) takes its current hour, and its current day, from the rollups too: the views
   // keep both up to date with every insert and no row starts after now, so the raw rows are only read for the first
   // edge, and a report of whole days to now (today, this week, this month) reads the daily rollup alone (one table a
   // read less: about a third of the overview's time, docs/benchmarks.md).
-  let b = (openEnd ? Math.ceil(to / HOUR) : Math.floor(to / HOUR)) * HOUR;
+  let b = (openEnd ? Math.ceil(to / HOUR_MS) : Math.floor(to / HOUR_MS)) * HOUR_MS;
   if (a >= b) a = b = from;
-  const c = Math.ceil(a / DAY) * DAY;
-  let d = (openEnd ? Math.ceil(b / DAY) : Math.floor(b / DAY)) * DAY;
-  for (const x of cuts ?? []) if (x > c && x < d && x % DAY !== 0 && !(openEnd && x >= to)) d = Math.floor(x / DAY) * DAY;
+  const c = Math.ceil(a / DAY_MS) * DAY_MS;
+  let d = (openEnd ? Math.ceil(b / DAY_MS) : Math.floor(b / DAY_MS)) * DAY_MS;
+  for (const x of cuts ?? []) if (x > c && x < d && x % DAY_MS !== 0 && !(openEnd && x >= to)) d = Math.floor(x / DAY_MS) * DAY_MS;
   if (cuts === null || c >= d) return { a, b, c: a, d: a };
   return { a, b, c, d };
 }
@@ -266,7 +265,7 @@ export function split(from: number, to: number, openEnd: boolean | undefined, cu
  */
 function wholeHourZone(tz: string, from: number, to: number): boolean {
   if (tz === 'UTC') return true;
-  const step = Math.max(HOUR, Math.ceil((to - from) / 500));
+  const step = Math.max(HOUR_MS, Math.ceil((to - from) / 500));
   for (let t = from; t < to; t += step) if (localTime(tz, t).offsetMin % 60 !== 0) return false;
   return localTime(tz, Math.max(from, to - 1)).offsetMin % 60 === 0;
 }
@@ -343,7 +342,7 @@ export interface WindowsQuery extends Omit<AggregateQuery, 'from' | 'to'> {
 export async function aggregateWindows(store: Store, q: WindowsQuery): Promise<Group[][]> {
   const from = Math.min(...q.windows.map((w) => w.from));
   const to = Math.max(...q.windows.map((w) => w.to));
-  const exact = q.windows.every((w) => w.from % HOUR === 0 && (w.to === to || w.to % HOUR === 0));
+  const exact = q.windows.every((w) => w.from % HOUR_MS === 0 && (w.to === to || w.to % HOUR_MS === 0));
   if (!exact || q.windows.length <= 1) return Promise.all(q.windows.map((w) => aggregate(store, { ...q, from: w.from, to: w.to })));
   const params: Record<string, unknown> = {};
   const member = q.windows.map((w, i) => {

@@ -9,10 +9,9 @@
 
 import { settingsClause, type Store } from './client.js';
 import { ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './migrations.js';
+import { DAY_MS, HOUR_MS } from '../core/windows.js';
 
 const SUMS = [...ROLLUP_SUM_COLUMNS, 'unpriced_rows'] as const;
-const HOUR = 3_600_000;
-const DAY = 24 * HOUR;
 
 /** `column` in [lo, hi) (epoch ms, integers this module computed). */
 const within = (column: string, lo: number, hi: number): string =>
@@ -76,10 +75,10 @@ export async function settleLanded(store: Store, ids: readonly string[], span: {
 /** Make the rollups whole for the hours and days from `first` to `last` (epoch ms, the rows' start times). */
 async function repairRollups(store: Store, first: number, last: number): Promise<void> {
   if (!Number.isSafeInteger(first) || !Number.isSafeInteger(last)) throw new Error(`no time span for the rollups' repair: ${first}, ${last}`);
-  const lo = Math.floor(first / HOUR) * HOUR;
-  const hi = Math.floor(last / HOUR) * HOUR + HOUR;
-  const dlo = Math.floor(lo / DAY) * DAY;
-  const dhi = Math.ceil(hi / DAY) * DAY;
+  const lo = Math.floor(first / HOUR_MS) * HOUR_MS;
+  const hi = Math.floor(last / HOUR_MS) * HOUR_MS + HOUR_MS;
+  const dlo = Math.floor(lo / DAY_MS) * DAY_MS;
+  const dhi = Math.ceil(hi / DAY_MS) * DAY_MS;
   const hours = `SELECT * FROM ${store.t('usage_hourly')} WHERE ${within('hour', dlo, dhi)}`;
   await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`), dlo, dhi));
   const raw = `SELECT * FROM ${store.t('requests')} FINAL WHERE ${within('ts', lo, hi)}`;

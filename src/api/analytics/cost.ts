@@ -7,8 +7,9 @@ import type { ProviderGroup } from '../../config/types.js';
 import { TollgateError } from '../../core/errors.js';
 import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { CLIENT_KINDS, reportKinds, DAY, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
+import { CLIENT_KINDS, reportKinds, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
+import { DAY_MS } from '../../core/windows.js';
 
 export const GROUPS: readonly ProviderGroup[] = ['subscription', 'paid', 'free'];
 
@@ -59,12 +60,12 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
     }
     const keepalive = q.bool('include_keepalive');
     const t = now();
-    const today = Math.floor(t / DAY) * DAY;
+    const today = Math.floor(t / DAY_MS) * DAY_MS;
     let from: number;
     let to: number;
     if (period === 'day') {
       from = q.date('date') ?? today;
-      to = from + DAY;
+      to = from + DAY_MS;
     } else {
       const raw = q.string('date');
       const m = raw === undefined ? monthStart(t) : parseMonth(raw);
@@ -98,7 +99,7 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
       for (const g of m.usage) add(spend, g);
       mtd = { requests: m.requests, usage: spend };
     }
-    const days = period === 'day' ? 1 : t >= to ? Math.round((to - from) / DAY) : t < from ? 0 : Math.floor((today - from) / DAY) + 1;
+    const days = period === 'day' ? 1 : t >= to ? Math.round((to - from) / DAY_MS) : t < from ? 0 : Math.floor((today - from) / DAY_MS) + 1;
     const base = period === 'day' ? all : mtd.usage;
     const daily = { tokens: days === 0 ? 0 : Math.round(base.tokens / days), cost: days === 0 ? 0 : money(base.cost / days) };
     const projection = {

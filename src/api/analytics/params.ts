@@ -7,8 +7,6 @@ import type { Filters } from '../../store/aggregate.js';
 import { BILLED_KINDS, USAGE_KINDS, type RecordKind } from '../../ledger/record.js';
 import { parseTimeZone } from '../../core/tz.js';
 
-export const DAY = 86_400_000;
-export const HOUR = 3_600_000;
 
 /** Client requests: a direct request or a combo request, once each. */
 export const CLIENT_KINDS: readonly RecordKind[] = ['request', 'combo'];

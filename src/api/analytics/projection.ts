@@ -5,8 +5,9 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { CLIENT_KINDS, reportKinds, DAY, QueryReader, iso, money, usageKinds } from './params.js';
+import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
+import { DAY_MS } from '../../core/windows.js';
 
 export const PROJECTION_DAYS = 7;
 const MONTH_DAYS = 30;
@@ -25,14 +26,14 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
   app.get('/api/usage/projection', async (req) => {
     const q = new QueryReader(req.query, ['include_keepalive']);
     const keepalive = q.bool('include_keepalive');
-    const to = Math.floor(now() / DAY) * DAY;
-    const from = to - PROJECTION_DAYS * DAY;
+    const to = Math.floor(now() / DAY_MS) * DAY_MS;
+    const from = to - PROJECTION_DAYS * DAY_MS;
     const usage = new Set<string>(usageKinds(keepalive));
     const client = new Set<string>(CLIENT_KINDS);
     const groups = await aggregate(store, { from, to, by: ['day', 'kind', 'provider'], filters: { kinds: reportKinds(keepalive) }, sums: SUMS });
 
     const days = new Map<string, { date: string; requests: number; tokens: number; cost: number }>();
-    for (let d = from; d < to; d += DAY) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: 0 });
+    for (let d = from; d < to; d += DAY_MS) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: 0 });
     const providers = new Map<string, { tokens: number; cost: number }>();
     let requests = 0;
     let tokens = 0;
