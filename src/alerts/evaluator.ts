@@ -116,6 +116,9 @@ export function evaluate(input: EvaluationInput): Candidate[] {
   return out;
 }
 
+/** The prefix of a rolling quota alert's window. */
+export const ROLLING_WINDOW = 'rolling:';
+
 /**
  * The window key of a quota alert: the calendar period's start, or for a rolling quota the window-length bucket of
  * the clock it fires in (buckets from the epoch), so that replicas evaluating moments apart name the same alert and
@@ -130,7 +133,7 @@ function quotaWindow(e: QuotaEntry, kind: AlertKind, threshold: number, input: E
   const span = parseWindow(e.reset.window ?? '5h');
   const last = input.fired.filter((f) => f.kind === kind && f.subject === e.id && f.threshold === threshold).reduce((m, f) => Math.max(m, f.firedAt), 0);
   if (input.now - last < span) return null; // fired within one window length: the same episode
-  return `rolling:${new Date(Math.floor(input.now / span) * span).toISOString()}`;
+  return `${ROLLING_WINDOW}${new Date(Math.floor(input.now / span) * span).toISOString()}`;
 }
 
 const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);

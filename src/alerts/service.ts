@@ -12,7 +12,7 @@ import { aggregate } from '../store/aggregate.js';
 import type { Store } from '../store/client.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import type { BudgetService, BudgetState } from '../accounting/budget.js';
-import { ANOMALY_MIN_DAYS, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
+import { ANOMALY_MIN_DAYS, ROLLING_WINDOW, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
 import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
@@ -91,16 +91,21 @@ export class AlertService {
 
   /** Load the alerts already fired, check once, then every `intervalMs`. */
   async start(intervalMs = 15_000): Promise<void> {
+    this.#fired = await this.#storedFired();
+    this.#started = true;
+    this.#timer = setInterval(() => this.check(), intervalMs);
+    this.#timer.unref();
+    await this.check();
+  }
+
+  /** The alerts fired in the last MEMORY_MS, by every replica (and every earlier run), as ClickHouse holds them. */
+  async #storedFired(): Promise<FiredAlert[]> {
     const rows = await this.#store.query<{ id: string; kind: AlertKind; subject: string; threshold: number | null; window: string; fired: string }>(
       `SELECT id, kind, subject, threshold, window, toUnixTimestamp64Milli(fired_at) AS fired FROM ${this.#store.t('alerts')} FINAL
        WHERE fired_at >= fromUnixTimestamp64Milli({since:Int64}, 'UTC')`,
       { since: this.#now() - MEMORY_MS },
     );
-    this.#started = true;
-    this.#fired = rows.map((r) => ({ id: r.id, kind: r.kind, subject: r.subject, threshold: r.threshold === null ? null : Number(r.threshold), window: r.window, firedAt: Number(r.fired) }));
-    this.#timer = setInterval(() => this.check(), intervalMs);
-    this.#timer.unref();
-    await this.check();
+    return rows.map((r) => ({ id: r.id, kind: r.kind, subject: r.subject, threshold: r.threshold === null ? null : Number(r.threshold), window: r.window, firedAt: Number(r.fired) }));
   }
 
   /**
@@ -147,7 +152,16 @@ export class AlertService {
     const quota = await this.#quota.entries();
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
-    const candidates = evaluate({ now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() });
+    const input = { now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };
+    let candidates = evaluate(input);
+    // A rolling quota's alert fires once per window length, which this replica's memory cannot tell alone: another
+    // replica may have fired it in an earlier bucket of the clock (docs/scaling.md). Before one fires, what every
+    // replica fired is read (a crossing is rare: no read otherwise) and the rule applied again.
+    if (candidates.some((c) => c.window.startsWith(ROLLING_WINDOW))) {
+      const known = new Set(this.#fired.map((f) => f.id));
+      for (const f of await this.#storedFired()) if (!known.has(f.id)) this.#fired.push(f);
+      candidates = evaluate({ ...input, fired: this.#fired });
+    }
     for (const c of candidates) await this.#fire(c, now);
   }
 

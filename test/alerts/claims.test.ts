@@ -24,6 +24,8 @@ const cfg = parseConfig({
     paid: { group: 'paid', format: 'mock', price: { input: 1, output: 1 }, models: { m: { kind: 'llm' } } },
     // A rolling quota (its alerts are once per window length, not per calendar period), 85 % used.
     sub: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
+    // The same, used only by the last case (its usage is inserted there).
+    sub2: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
   },
   budgets: { daily_usd: 1 },
   alerts: { channels: { dashboard: true } },
@@ -37,20 +39,23 @@ await store.insert('requests', [toRow(makeRecord({
   cost: { cost: 1.25, listCost: 1.25 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
 
-await store.insert('requests', [toRow(makeRecord({
-  requestId: uuidv7(now - 2000), startedAt: now - 2000, endedAt: now - 1990, endpoint: 'chat.completions', provider: 'sub', providerGroup: 'subscription',
-  model: 'sub/m', requestedModel: 'sub/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+/** 850 of the rolling quota's 1,000 tokens used on `provider`, 2 s ago. */
+const useSubscription = (provider: string) => store.insert('requests', [toRow(makeRecord({
+  requestId: uuidv7(now - 2000), startedAt: now - 2000, endedAt: now - 1990, endpoint: 'chat.completions', provider, providerGroup: 'subscription',
+  model: `${provider}/m`, requestedModel: `${provider}/m`, modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
   usage: { input: 850, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
   cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
+await useSubscription('sub');
 
 const sent: { replica: string; alert: Alert }[] = [];
-function replica(name: string): AlertService {
+/** A replica; `clock` gives its evaluator a clock of its own (its quota snapshot is then never cached). */
+function replica(name: string, clock?: () => number): AlertService {
   const notify: Notify = { notify: (alert) => void sent.push({ replica: name, alert }), test: async () => [], close: async () => undefined };
   const service = new AlertService({
-    store, config: () => cfg, quota: new QuotaService(store, () => cfg), budget: new BudgetService(store, () => cfg), notify,
+    store, config: () => cfg, quota: new QuotaService(store, () => cfg, clock ? { cacheMs: 0 } : {}), budget: new BudgetService(store, () => cfg), notify,
     events: { fired: () => undefined, delivery: () => undefined, error: (err) => t.error(err) },
-  });
+  }, clock ? { now: clock } : {});
   t.teardown(() => service.close());
   return service;
 }
@@ -70,4 +75,23 @@ t.test('the same alerts from two replicas at once: each delivered exactly once',
   // A third replica (a restart elsewhere) checking later fires nothing: the rows say these alerts were fired.
   await replica('c').start(60_000);
   t.equal(sent.length, 3, 'nothing more sent');
+});
+
+t.test('a rolling quota\'s alert fired by one replica in one bucket of the clock is not fired again by another in the next', async (t) => {
+  // Both replicas run before the crossing; the first sees it 1 s before a 5 h bucket of the clock ends, the second
+  // 1 s after (its own memory holds nothing of the first's alert, and its bucket names another alert).
+  const FIVE_H = 5 * 3_600_000;
+  const edge = Math.floor(Date.now() / FIVE_H) * FIVE_H;
+  const x = replica('x', () => edge - 1000);
+  const y = replica('y', () => edge + 1000);
+  await Promise.all([x.start(60_000), y.start(60_000)]);
+  const ofSub2 = () => sent.filter((s) => s.alert.subject === 'sub2');
+  t.equal(ofSub2().length, 0, 'nothing before the crossing');
+  await useSubscription('sub2');
+  await x.check();
+  t.same(ofSub2().map((s) => `${s.replica}:${s.alert.kind}:${s.alert.threshold}`), ['x:quota_warning:80'], 'the first replica fires it');
+  await y.check();
+  t.equal(ofSub2().length, 1, 'the second, in the next bucket, does not (it reads what the other fired)');
+  const [rows] = await store.query<{ n: string }>(`SELECT count() AS n FROM ${store.t('alerts')} FINAL WHERE subject = 'sub2'`);
+  t.equal(Number(rows!.n), 1, 'one row');
 });
