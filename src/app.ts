@@ -168,6 +168,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
       alerting.written(ids);
+      keepalive.written(ids);
     },
     dropped: (n, reason) => {
       metrics.rowsDropped.inc({ reason }, n);

@@ -4,6 +4,7 @@
 import type { ProviderConfig } from '../config/types.js';
 import type { UsageRecord } from '../ledger/record.js';
 import type { CanonicalRequest } from '../wire/canonical.js';
+import { DAY_MS } from '../core/windows.js';
 
 const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 export const MIN_WINDOW_MS = 1000;
@@ -40,6 +41,42 @@ export function replay(starts: Iterable<number>, windowMs: number): Window | nul
   let w: Window | null = null;
   for (const t of starts) w = advance(w, t, windowMs);
   return w;
+}
+
+/**
+ * Where the replay over the record starts: a day back (two windows for a longer one), on a multiple of the window, so
+ * that replicas reading moments apart replay the same calls and agree on the window (and so on the ping's claim).
+ */
+export function replayFrom(now: number, windowMs: number): number {
+  return Math.floor((now - Math.max(DAY_MS, 2 * windowMs)) / windowMs) * windowMs;
+}
+
+/** Calls kept until their rows are stored; beyond this many the oldest go (a store down for long: rows dropped). */
+const MAX_UNSTORED = 10_000;
+
+/**
+ * This process's window-opening calls whose rows ClickHouse does not hold yet (the writer inserts every flush_ms), by
+ * request id: the window read from the record before a ping is replayed over the stored calls and these, so a call
+ * of this replica that is not stored yet counts, and the record's window is never older than what this replica knows.
+ */
+export class UnstoredCalls {
+  readonly #calls = new Map<string, { readonly connection: string; readonly t: number }>();
+
+  add(requestId: string, connection: string, t: number): void {
+    this.#calls.set(requestId, { connection, t });
+    if (this.#calls.size > MAX_UNSTORED) this.#calls.delete(this.#calls.keys().next().value!);
+  }
+
+  written(ids: readonly string[]): void {
+    if (this.#calls.size > 0) for (const id of ids) this.#calls.delete(id);
+  }
+
+  /** `stored` (ascending) with this connection's unstored calls since `from`, ascending (duplicates are harmless). */
+  merge(connection: string, stored: readonly number[], from: number): number[] {
+    const own: number[] = [];
+    for (const c of this.#calls.values()) if (c.connection === connection && c.t >= from) own.push(c.t);
+    return own.length === 0 ? [...stored] : [...stored, ...own].sort((a, b) => a - b);
+  }
 }
 
 /** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */

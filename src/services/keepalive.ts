@@ -29,13 +29,12 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Config } from '../config/types.js';
 import { TollgateError, toTollgateError } from '../core/errors.js';
-import { DAY_MS } from '../core/windows.js';
 import { codecFor } from '../wire/registry.js';
 import type { Upstream } from '../pipeline/upstream.js';
 import { ClientAbort } from '../providers/upstream.js';
 import { claim } from '../store/claims.js';
 import { upstreamCallsSince } from '../store/keepalive.js';
-import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, type Window } from './keepalive-window.js';
+import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, replayFrom, UnstoredCalls, type Window } from './keepalive-window.js';
 
 import type { Store } from '../store/client.js';
 import { computeCost } from '../ledger/cost.js';
@@ -51,14 +50,6 @@ import type { Router } from '../routing/router.js';
 const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
 const MAX_BUFFERED = 10_000;
-
-/**
- * Where the replay over the record starts: a day back (two windows for a longer one), on a multiple of the window, so
- * that replicas reading moments apart replay the same calls and agree on the window (and so on the ping's claim).
- */
-export function replayFrom(now: number, windowMs: number): number {
-  return Math.floor((now - Math.max(DAY_MS, 2 * windowMs)) / windowMs) * windowMs;
-}
 
 /** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
 export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {
@@ -119,6 +110,8 @@ export class KeepAlive {
   readonly #aborts = new Set<ClientAbort>();
   /** Records published before start() finished, applied after the replay. */
   #buffer: UsageRecord[] | null = [];
+  /** This process's calls on pinged connections whose rows are not in ClickHouse yet (added to the record's). */
+  readonly #unstored = new UnstoredCalls();
   /** This process, for claims: with several replicas, one pings per window. */
   readonly #instance = randomUUID();
   #started = false;
@@ -218,13 +211,19 @@ export class KeepAlive {
     return false;
   }
 
+  /** The writer stored these rows (app.ts): they are read from ClickHouse from now on. */
+  written(ids: readonly string[]): void {
+    this.#unstored.written(ids);
+  }
+
   #observe(r: UsageRecord): void {
     if (!opensWindow(r)) return;
+    const id = `${r.provider}#${r.connection}`;
+    if (this.#connections.get(id)?.keepalive) this.#unstored.add(r.requestId, id, r.startedAt);
     if (this.#buffer !== null) {
       if (this.#buffer.length < MAX_BUFFERED) this.#buffer.push(r);
       return;
     }
-    const id = `${r.provider}#${r.connection}`;
     const windowMs = this.#windowMs.get(r.provider);
     if (windowMs === undefined || !this.#connections.has(id)) return;
     const before = this.#windows.get(id) ?? null;
@@ -310,7 +309,9 @@ export class KeepAlive {
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
     const now = this.#now();
-    const shared = replay(await recentCalls(this.#store, c.providerId, c.name, replayFrom(now, windowMs)), windowMs);
+    const from = replayFrom(now, windowMs);
+    const stored = await recentCalls(this.#store, c.providerId, c.name, from);
+    const shared = replay(this.#unstored.merge(id, stored, from), windowMs);
     const mine = this.#windows.get(id) ?? null;
     const ownIsLater = mine !== null && mine.end > now && (shared === null || mine.end > shared.end);
     if (shared !== null && !ownIsLater) this.#windows.set(id, shared);

@@ -7,9 +7,8 @@
 
 import t from 'tap';
 import { request } from 'undici';
-import { advance, opensWindow, parseWindow, pingModel, replay, type Window } from '../../src/services/keepalive-window.js';
+import { advance, opensWindow, parseWindow, pingModel, replay, replayFrom, UnstoredCalls, type Window } from '../../src/services/keepalive-window.js';
 import { testConfig, startApp, type TestApp } from '../helpers/app.js';
-import { replayFrom } from '../../src/services/keepalive.js';
 import { fakeProvider, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
 import { bucketsOf } from '../helpers/clients.js';
 import { metricValue } from '../helpers/prom.js';
@@ -53,6 +52,19 @@ t.test('the window rule', async (t) => {
   t.ok(from % FIVE_H === 0 && from <= now - 86_400_000 && from > now - 86_400_000 - FIVE_H, 'a day back, on the window grid');
   t.equal(replayFrom(now + 300, FIVE_H), from, 'the same span for a read 300 ms later');
   t.equal(replayFrom(now, 86_400_000 * 2), Date.UTC(2026, 10, 23), 'two windows back (four days) for a window over half a day, on its grid');
+
+  // This replica's calls not stored yet join the record's before a ping, until the writer says they are stored.
+  const own = new UnstoredCalls();
+  own.add('r1', 'p#a', 5000);
+  own.add('r2', 'p#b', 5100);
+  own.add('r3', 'p#a', 1500);
+  t.same(own.merge('p#a', [1000, 4000], 0), [1000, 1500, 4000, 5000], 'merged in order, this connection only');
+  t.same(own.merge('p#a', [1000], 2000), [1000, 5000], 'none from before the span');
+  own.written(['r1', 'r9']);
+  t.same(own.merge('p#a', [4000], 0), [1500, 4000], 'a stored call is read from the record only');
+  for (let i = 0; i < 10_001; i++) own.add(`x${i}`, 'p#c', i);
+  t.same(own.merge('p#a', [], 0), [], 'beyond 10,000 unstored calls the oldest go');
+  t.equal(own.merge('p#c', [], 0)[0], 1, 'the newest 10,000 stay');
 
   const p = (models: Record<string, unknown>, model?: string) =>
     ({ models, keepalive: { enabled: true, window: '5h', ...(model ? { model } : {}) } }) as unknown as ProviderConfig;
