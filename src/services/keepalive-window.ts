@@ -4,16 +4,13 @@
 import type { ProviderConfig } from '../config/types.js';
 import type { UsageRecord } from '../ledger/record.js';
 import type { CanonicalRequest } from '../wire/canonical.js';
-import { DAY_MS } from '../core/windows.js';
+import { DAY_MS, parseWindow as windowLength } from '../core/windows.js';
 
-const UNIT_MS = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 export const MIN_WINDOW_MS = 1000;
 
-/** `30m`, `5h`, `2s`, `1d` in milliseconds, at least MIN_WINDOW_MS. */
+/** `30m`, `5h`, `2s`, `1d` in milliseconds (core/windows.ts), at least MIN_WINDOW_MS (`0s` too). */
 export function parseWindow(s: string): number {
-  const m = /^(\d+)([smhd])$/.exec(s);
-  if (!m) throw new TypeError(`not a window: '${s}' (expected a number and s, m, h or d)`);
-  return Math.max(MIN_WINDOW_MS, Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]);
+  return /^0+[smhd]$/.test(s) ? MIN_WINDOW_MS : Math.max(MIN_WINDOW_MS, windowLength(s));
 }
 
 /** One connection's window as far as the gateway can tell; `prevEnd` is the end of the one before (-Infinity: none). */
