@@ -2,7 +2,8 @@
 // (its spool), both on the server path to one ClickHouse server (the test server of test/helpers/clickhouse-http.ts
 // in a child process, so no embedded engine is held here). They start (and migrate) at the same moment; each takes
 // half the traffic; each then answers /api/usage, /api/quota and /api/budgets with both halves; the daily budget is
-// crossed by their combined spend and each budget alert reaches the webhook exactly once.
+// crossed by their combined spend and each budget alert reaches the webhook exactly once. A second pair, with the
+// shipped flush interval, shares a keep-alive connection: one ping per window, whichever replica saw the calls.
 
 import t from 'tap';
 import { startApp, DEMO_PROVIDER, type TestApp } from '../helpers/app.js';
