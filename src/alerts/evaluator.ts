@@ -21,7 +21,7 @@
 // Every threshold crossed fires, lowest first: a jump from 70 % to 100 % raises 80 %, 90 % and exhausted.
 
 import type { QuotaEntry } from '../accounting/quota.js';
-import { parseWindow } from '../core/windows.js';
+import { DAY_MS, WEEK_MS, parseWindow } from '../core/windows.js';
 import type { BudgetState } from '../accounting/budget.js';
 import type { Alert, AlertKind } from './types.js';
 import type { AlertThresholds } from '../config/types.js';
@@ -67,7 +67,6 @@ export type Candidate = Omit<Alert, 'id' | 'firedAt'>;
 export const RESET_BELOW = 10;
 export const ANOMALY_MIN_DAYS = 3;
 export const PATTERN_COUNT = 3;
-const WEEK = 7 * 86_400_000;
 
 export const usd = (v: number): string => `$${v.toFixed(v !== 0 && Math.abs(v) < 0.01 ? 4 : 2)}`;
 
@@ -95,7 +94,7 @@ export function isoWeek(ms: number): string {
   const day = (d.getUTCDay() + 6) % 7;
   const thursday = new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() - day + 3));
   // The week's Thursday decides its year; week 1 is the one whose Thursday falls in January 1-7.
-  const week = 1 + Math.floor((thursday.getTime() - Date.UTC(thursday.getUTCFullYear(), 0, 1)) / WEEK);
+  const week = 1 + Math.floor((thursday.getTime() - Date.UTC(thursday.getUTCFullYear(), 0, 1)) / WEEK_MS);
   return `${thursday.getUTCFullYear()}-W${String(week).padStart(2, '0')}`;
 }
 
@@ -138,6 +137,16 @@ function quotaWindow(e: QuotaEntry, kind: AlertKind, threshold: number, input: E
 
 const ascending = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
 
+/**
+ * Whether `a` fired after `b`; alerts of one evaluation (a jump past 80 and 90 %) share an instant and are ordered by
+ * threshold, then id, so that every replica, whatever order its memory holds them in, names the same last one.
+ */
+function laterThan(a: FiredAlert, b: FiredAlert): boolean {
+  if (a.firedAt !== b.firedAt) return a.firedAt > b.firedAt;
+  if ((a.threshold ?? 0) !== (b.threshold ?? 0)) return (a.threshold ?? 0) > (b.threshold ?? 0);
+  return a.id > b.id;
+}
+
 function quotaAlerts(e: QuotaEntry, input: EvaluationInput, thresholds: AlertThresholds, add: (c: Candidate) => void): void {
   const q = e.quota;
   const pct = q.percentage;
@@ -178,8 +187,8 @@ function quotaAlerts(e: QuotaEntry, input: EvaluationInput, thresholds: AlertThr
   // same level as the Prometheus rule TollgateQuotaReset; a rolling quota that only drains a little does not count.
   const last = input.fired
     .filter((f) => f.subject === e.id && (f.kind === 'quota_warning' || f.kind === 'quota_exhausted'))
-    .reduce<FiredAlert | null>((m, f) => (m === null || f.firedAt > m.firedAt ? f : m), null);
-  if (last !== null && !e.exhausted && (pct === null || pct < RESET_BELOW) && input.now - last.firedAt < 35 * 86_400_000) {
+    .reduce<FiredAlert | null>((m, f) => (m === null || laterThan(f, m) ? f : m), null);
+  if (last !== null && !e.exhausted && (pct === null || pct < RESET_BELOW) && input.now - last.firedAt < 35 * DAY_MS) {
     add({
       kind: 'quota_reset', severity: 'info', subject: e.id, threshold: null, window: last.id,
       title: `Quota reset: ${e.name}`,
@@ -241,7 +250,7 @@ function anomaly(c: CostHistory, budget: BudgetState, multipleOver: number, add:
 }
 
 function pattern(input: EvaluationInput, add: (c: Candidate) => void): void {
-  const since = input.now - WEEK;
+  const since = input.now - WEEK_MS;
   const byProvider = new Map<string, FiredAlert[]>();
   for (const f of input.fired) {
     if (f.kind !== 'quota_exhausted' || f.firedAt < since) continue;

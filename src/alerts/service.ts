@@ -154,10 +154,12 @@ export class AlertService {
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
     const input = { now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };
     let candidates = evaluate(input);
-    // A rolling quota's alert fires once per window length, which this replica's memory cannot tell alone: another
-    // replica may have fired it in an earlier bucket of the clock (docs/scaling.md). Before one fires, what every
-    // replica fired is read (a crossing is rare: no read otherwise) and the rule applied again.
-    if (candidates.some((c) => c.window.startsWith(ROLLING_WINDOW))) {
+    // Two kinds are named from this replica's memory of what fired, which another replica may have added to: a rolling
+    // quota's alert fires once per window length (another replica may have fired it in an earlier bucket of the
+    // clock), and a quota's reset is named by the last warning (one this replica did not see, if the quota crossed a
+    // threshold just before it reset). Before one fires, what every replica fired is read (docs/scaling.md; such an
+    // alert is rare: no read otherwise) and the rule applied again.
+    if (candidates.some((c) => c.window.startsWith(ROLLING_WINDOW) || c.kind === 'quota_reset')) {
       const known = new Set(this.#fired.map((f) => f.id));
       for (const f of await this.#storedFired()) if (!known.has(f.id)) this.#fired.push(f);
       candidates = evaluate({ ...input, fired: this.#fired });

@@ -19,13 +19,17 @@ import { uuidv7 } from '../../src/ledger/uuidv7.js';
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-claims-' });
 await migrate(store);
 
+const RESET_AT = Math.ceil((Date.now() + 30_000) / 60_000) * 60_000;
+const RESET_TIME = `${new Date(RESET_AT).toISOString().slice(11, 16)}Z`;
 const cfg = parseConfig({
   providers: {
     paid: { group: 'paid', format: 'mock', price: { input: 1, output: 1 }, models: { m: { kind: 'llm' } } },
     // A rolling quota (its alerts are once per window length, not per calendar period), 85 % used.
     sub: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
-    // The same, used only by the last case (its usage is inserted there).
+    // The same, used only by the rolling case below (its usage is inserted there).
     sub2: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
+    // A daily quota that resets at the first whole minute at least 30 s from now (the reset case below).
+    sub3: { group: 'subscription', format: 'mock', quota: { kind: 'daily_tokens', limit: 1000, reset_time: RESET_TIME }, models: { m: { kind: 'llm' } } },
   },
   budgets: { daily_usd: 1 },
   alerts: { channels: { dashboard: true } },
@@ -39,21 +43,24 @@ await store.insert('requests', [toRow(makeRecord({
   cost: { cost: 1.25, listCost: 1.25 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
 
-/** 850 of the rolling quota's 1,000 tokens used on `provider`, 2 s ago. */
-const useSubscription = (provider: string) => store.insert('requests', [toRow(makeRecord({
+/** `tokens` (850 unless said) of the quota's 1,000 used on `provider`, 2 s ago. */
+const useSubscription = (provider: string, tokens = 850) => store.insert('requests', [toRow(makeRecord({
   requestId: uuidv7(now - 2000), startedAt: now - 2000, endedAt: now - 1990, endpoint: 'chat.completions', provider, providerGroup: 'subscription',
   model: `${provider}/m`, requestedModel: `${provider}/m`, modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
-  usage: { input: 850, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
+  usage: { input: tokens, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
   cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
 await useSubscription('sub');
 
 const sent: { replica: string; alert: Alert }[] = [];
-/** A replica; `clock` gives its evaluator a clock of its own (its quota snapshot is then never cached). */
-function replica(name: string, clock?: () => number): AlertService {
+/**
+ * A replica; `clock` gives its evaluator a clock of its own (its quota snapshot is then never cached), and with
+ * `quotaToo` its quota the same clock.
+ */
+function replica(name: string, clock?: () => number, quotaToo = false): AlertService {
   const notify: Notify = { notify: (alert) => void sent.push({ replica: name, alert }), test: async () => [], close: async () => undefined };
   const service = new AlertService({
-    store, config: () => cfg, quota: new QuotaService(store, () => cfg, clock ? { cacheMs: 0 } : {}), budget: new BudgetService(store, () => cfg), notify,
+    store, config: () => cfg, quota: new QuotaService(store, () => cfg, clock ? { cacheMs: 0, ...(quotaToo ? { now: clock } : {}) } : {}), budget: new BudgetService(store, () => cfg), notify,
     events: { fired: () => undefined, delivery: () => undefined, error: (err) => t.error(err) },
   }, clock ? { now: clock } : {});
   t.teardown(() => service.close());
@@ -94,4 +101,27 @@ t.test('a rolling quota\'s alert fired by one replica in one bucket of the clock
   t.equal(ofSub2().length, 1, 'the second, in the next bucket, does not (it reads what the other fired)');
   const [rows] = await store.query<{ n: string }>(`SELECT count() AS n FROM ${store.t('alerts')} FINAL WHERE subject = 'sub2'`);
   t.equal(Number(rows!.n), 1, 'one row');
+});
+
+t.test('a quota\'s reset after a warning one replica did not see: announced once', async (t) => {
+  // Both see the quota at 85 % (the 80 % warning, sent by one, remembered by both); only the first looks again at
+  // 95 % (the 90 % warning); then the quota resets and both look: each names the reset by the last warning it knows.
+  let clock = Date.now();
+  const p = replica('p', () => clock, true);
+  const q = replica('q', () => clock, true);
+  await Promise.all([p.start(60_000), q.start(60_000)]);
+  const ofSub3 = () => sent.filter((s) => s.alert.subject === 'sub3').map((s) => `${s.alert.kind}:${s.alert.threshold ?? ''}`);
+  await useSubscription('sub3');
+  await p.check();
+  await q.check();
+  t.same(ofSub3(), ['quota_warning:80'], 'the 80 % warning, once');
+  await useSubscription('sub3', 100);
+  clock += 1000;
+  await p.check();
+  t.same(ofSub3(), ['quota_warning:80', 'quota_warning:90'], 'the 90 % warning, seen by the first replica only');
+  clock = RESET_AT + 1000;
+  await p.check();
+  await q.check();
+  t.comment(JSON.stringify(sent.filter((s) => s.alert.subject === 'sub3').map((s) => [s.replica, s.alert.kind, s.alert.window, s.alert.firedAt])));
+  t.same(ofSub3(), ['quota_warning:80', 'quota_warning:90', 'quota_reset:'], 'the reset, announced once');
 });

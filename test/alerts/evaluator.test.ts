@@ -70,6 +70,11 @@ t.test('rolling quotas: once per rolling window length', async (t) => {
 });
 
 t.test('quota reset: back under 10 % after a warning, once per warning', async (t) => {
+  // Warnings of one evaluation share an instant: the reset follows the highest, whatever order they are remembered in.
+  const jump = fired(evaluate(input({ quota: [quota('z', 95, 100)] })), NOW - 3_600_000);
+  const after = (f: FiredAlert[]) => evaluate(input({ quota: [quota('z', 5, 100)], fired: f }))[0]!.window;
+  t.equal(after(jump), after([...jump].reverse()), 'the same reset in either order');
+  t.equal(after(jump), jump.find((f) => f.threshold === 90)!.id, 'named by the 90 % warning');
   const warned = fired(evaluate(input({ quota: [quota('z', 92, 100)] })), NOW - 3_600_000);
   const back = evaluate(input({ quota: [quota('z', 5, 100, { reset: { type: 'daily', time: '10:00+08:00', nextReset: '2026-11-23T02:00:00.000Z', countdown_s: 86400 } })], fired: warned }));
   t.same(kinds(back), ['quota_reset:z:']);
