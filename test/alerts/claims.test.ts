@@ -19,7 +19,7 @@ import { uuidv7 } from '../../src/ledger/uuidv7.js';
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-claims-' });
 await migrate(store);
 
-const RESET_AT = Math.ceil((Date.now() + 30_000) / 60_000) * 60_000;
+const RESET_AT = Math.ceil((Date.now() + 90_000) / 60_000) * 60_000;
 const RESET_TIME = `${new Date(RESET_AT).toISOString().slice(11, 16)}Z`;
 const cfg = parseConfig({
   providers: {
@@ -28,7 +28,7 @@ const cfg = parseConfig({
     sub: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
     // The same, used only by the rolling case below (its usage is inserted there).
     sub2: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
-    // A daily quota that resets at the first whole minute at least 30 s from now (the reset case below).
+    // A daily quota that resets at the first whole minute at least 90 s from now (the file takes a few) (the reset case below).
     sub3: { group: 'subscription', format: 'mock', quota: { kind: 'daily_tokens', limit: 1000, reset_time: RESET_TIME }, models: { m: { kind: 'llm' } } },
   },
   budgets: { daily_usd: 1 },
