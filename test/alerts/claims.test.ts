@@ -28,7 +28,7 @@ const cfg = parseConfig({
     sub: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
     // The same, used only by the rolling case below (its usage is inserted there).
     sub2: { group: 'subscription', format: 'mock', quota: { kind: 'rolling_tokens', limit: 1000, window: '5h' }, models: { m: { kind: 'llm' } } },
-    // A daily quota that resets at the first whole minute at least 90 s from now (the file takes a few) (the reset case below).
+    // A daily quota that resets at the first whole minute at least 90 s from now (the reset case below).
     sub3: { group: 'subscription', format: 'mock', quota: { kind: 'daily_tokens', limit: 1000, reset_time: RESET_TIME }, models: { m: { kind: 'llm' } } },
   },
   budgets: { daily_usd: 1 },
