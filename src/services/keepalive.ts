@@ -302,9 +302,10 @@ export class KeepAlive {
    * Replicas (docs/scaling.md): before pinging, the window is read again from the record, which holds every replica's
    * calls, and the record's window decides: when it is still open (another replica's call or ping opened a later
    * one) it is taken over and nothing is sent; when it has ended, the ping for its end is claimed in the store
-   * (src/store/claims.ts), so every replica claims the same key and one pings. This replica's own window wins only
-   * while it is open and ends later than the record's (its own call, not stored yet). Its own window is not a key:
-   * it may start with a call that the record puts inside another replica's window. Returns whether to ping now.
+   * (src/store/claims.ts), so every replica claims the same key and one pings. The record is read with this
+   * replica's own calls that are not stored yet (#unstored, taken after the read: a call seen during it counts too).
+   * The window this replica followed on its own is not a key: it may start with a call that the record puts inside
+   * another replica's window. Returns whether to ping now.
    */
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
@@ -312,9 +313,7 @@ export class KeepAlive {
     const from = replayFrom(now, windowMs);
     const stored = await recentCalls(this.#store, c.providerId, c.name, from);
     const shared = replay(this.#unstored.merge(id, stored, from), windowMs);
-    const mine = this.#windows.get(id) ?? null;
-    const ownIsLater = mine !== null && mine.end > now && (shared === null || mine.end > shared.end);
-    if (shared !== null && !ownIsLater) this.#windows.set(id, shared);
+    if (shared !== null) this.#windows.set(id, shared);
     const w = this.#windows.get(id)!;
     if (w.end > now) return false; // a window that is still open needs no ping
     if (await claim(this.#store, `ping:${id}:${w.end}`, this.#instance, now)) return true;
