@@ -69,10 +69,10 @@ export class UnstoredCalls {
   }
 
   /** `stored` (ascending) with this connection's unstored calls since `from`, ascending (duplicates are harmless). */
-  merge(connection: string, stored: readonly number[], from: number): number[] {
+  merge(connection: string, stored: readonly number[], from: number): readonly number[] {
     const own: number[] = [];
     for (const c of this.#calls.values()) if (c.connection === connection && c.t >= from) own.push(c.t);
-    return own.length === 0 ? [...stored] : [...stored, ...own].sort((a, b) => a - b);
+    return own.length === 0 ? stored : [...stored, ...own].sort((a, b) => a - b);
   }
 }
 

@@ -139,8 +139,7 @@ export class KeepAlive {
       const windowMs = c && this.#windowMs.get(c.providerId);
       if (!c || windowMs === undefined) continue;
       try {
-        const starts = await recentCalls(this.#store, c.providerId, c.name, replayFrom(now, windowMs));
-        const w = replay(starts, windowMs);
+        const w = await this.#recordWindow(id, c, windowMs, now);
         if (w !== null) this.#windows.set(id, w);
       } catch (err) {
         this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not read the open window; it starts with the next request');
@@ -310,9 +309,7 @@ export class KeepAlive {
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
     const now = this.#now();
-    const from = replayFrom(now, windowMs);
-    const stored = await recentCalls(this.#store, c.providerId, c.name, from);
-    const shared = replay(this.#unstored.merge(id, stored, from), windowMs);
+    const shared = await this.#recordWindow(id, c, windowMs, now);
     if (shared !== null) this.#windows.set(id, shared);
     const w = this.#windows.get(id)!;
     if (w.end > now) return false; // a window that is still open needs no ping
@@ -320,6 +317,12 @@ export class KeepAlive {
     // Another replica pings this window: it will open the next one, as this replica's record shows once written.
     this.#windows.set(id, advance(w, now, windowMs));
     return false;
+  }
+
+  /** The connection's window by the record (every replica's calls) and this replica's calls not stored yet. */
+  async #recordWindow(id: string, c: Connection, windowMs: number, now: number): Promise<Window | null> {
+    const from = replayFrom(now, windowMs);
+    return replay(this.#unstored.merge(id, await recentCalls(this.#store, c.providerId, c.name, from), from), windowMs);
   }
 
   /** Send one ping on `c` and publish its record; true when it succeeded. */

@@ -3,7 +3,8 @@
 // the ping's row is kind 'keepalive' with the fake's usage and cost, it stays out of /api/usage and
 // tollgate_requests_total, and it opens the next window, so the pings go on. A connection with keep-alive off is
 // never pinged; a live config edit turns pings off; a failed ping is recorded and retried; a restarted app recovers
-// the open window from ClickHouse. The pure window rule is checked first.
+// the open window from ClickHouse; a call whose row is not in ClickHouse yet counts before a ping. The pure window
+// rule is checked first.
 
 import t from 'tap';
 import { request } from 'undici';
@@ -15,6 +16,9 @@ import { metricValue } from '../helpers/prom.js';
 import { tempDir } from '../helpers/tmp.js';
 import { waitFor } from '../helpers/wait.js';
 import type { ProviderConfig } from '../../src/config/types.js';
+import { makeRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { toRow } from '../../src/store/rows.js';
 
 // chdb binds one data directory per process: every app of this file uses this one.
 const dataDir = tempDir(t);
@@ -194,4 +198,28 @@ t.test('a failed ping is recorded and retried; a restart recovers the open windo
   const metrics = await second.metrics();
   t.equal(metricValue(metrics, 'tollgate_keepalive_pings_total', { provider: 'again', status: 'failure' }), 1, 'the failure counted');
   t.equal(metricValue(metrics, 'tollgate_keepalive_pings_total', { provider: 'again', status: 'success' }), 1, 'the retry counted');
+});
+
+t.test('a call not in ClickHouse yet counts before a ping: a record that lags does not hold the ping back', async (t) => {
+  // Rows reach ClickHouse 5 s after a request here, so when the window ends the record shows only an older call,
+  // whose ping a process that is gone claimed long ago. This replica's own call, not stored yet, is read with the
+  // record: the window is its own and it pings at once (from the record alone it would lose that old claim, and
+  // again, until its call was stored: about 6 s after it instead of 2).
+  const fake = await startFakeOpenAI(t);
+  const raw = { storage: { batch: { flush_ms: 5000 } }, providers: { lag: fakeProvider(fake.baseUrl, { keepalive: { enabled: true, model: 'gpt-4o', window: '2s' } }) } };
+  const gw = await startApp(t, raw, { dataDir });
+  const store = gw.app.tollgate.store;
+  const old = Date.now() - 60_000;
+  await store.insert('requests', [toRow(makeRecord({
+    requestId: uuidv7(old), connection: 'default', startedAt: old, endedAt: old + 10, endpoint: 'chat.completions', provider: 'lag', providerGroup: 'paid',
+    model: 'lag/gpt-4o', requestedModel: 'lag/gpt-4o', modelKnown: true, apiKeyName: '', stream: false, status: 'success', httpStatus: 200, errorType: '',
+    usage: { input: 1, cached: null, cacheWrite: null, output: 1, reasoning: null }, usageSource: 'reported',
+    cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
+  }))]);
+  await store.insert('claims', [{ key: `ping:lag#default:${old + W}`, owner: 'a-process-gone', at: old + W + 100 }], 'claim-test-gone');
+  const sent = Date.now();
+  await chat(gw, 'lag/gpt-4o');
+  await waitFor(() => pings(fake).length >= 1, 10_000);
+  const after = Date.now() - sent;
+  t.ok(after < W + 2500, `the ping ${after} ms after the call (its window is ${W} ms)`);
 });
