@@ -36,20 +36,17 @@ const cfg = parseConfig({
 }, {});
 
 const now = Date.now();
-await store.insert('requests', [toRow(makeRecord({
-  requestId: uuidv7(now - 1000), startedAt: now - 1000, endedAt: now - 990, endpoint: 'chat.completions', provider: 'paid', providerGroup: 'paid',
-  model: 'paid/m', requestedModel: 'paid/m', modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
-  usage: { input: 1000, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
-  cost: { cost: 1.25, listCost: 1.25 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
+/** One successful request of `input` tokens on `provider`'s model `m`, `ago` ms ago, costing `cost`. */
+const use = (provider: string, group: 'paid' | 'subscription', input: number, cost: number, ago: number) => store.insert('requests', [toRow(makeRecord({
+  requestId: uuidv7(now - ago), startedAt: now - ago, endedAt: now - ago + 10, endpoint: 'chat.completions', provider, providerGroup: group,
+  model: `${provider}/m`, requestedModel: `${provider}/m`, modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+  usage: { input, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
+  cost: { cost, listCost: cost }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
 }))]);
+await use('paid', 'paid', 1000, 1.25, 1000);
 
 /** `tokens` (850 unless said) of the quota's 1,000 used on `provider`, 2 s ago. */
-const useSubscription = (provider: string, tokens = 850) => store.insert('requests', [toRow(makeRecord({
-  requestId: uuidv7(now - 2000), startedAt: now - 2000, endedAt: now - 1990, endpoint: 'chat.completions', provider, providerGroup: 'subscription',
-  model: `${provider}/m`, requestedModel: `${provider}/m`, modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
-  usage: { input: tokens, cached: null, cacheWrite: null, output: 0, reasoning: null }, usageSource: 'reported',
-  cost: { cost: 0, listCost: 0 }, latency: { kind: 'unary', totalMs: 10 }, upstreamMs: 9,
-}))]);
+const useSubscription = (provider: string, tokens = 850) => use(provider, 'subscription', tokens, 0, 2000);
 await useSubscription('sub');
 
 const sent: { replica: string; alert: Alert }[] = [];
