@@ -6,7 +6,7 @@
 //      summary timed straight from the raw table (FINAL, no rollup) and through aggregate() in that process. It exits
 //      before the app starts: chdb allows one data directory per process.
 //   2. app child (bench/query-app.mjs): the compiled app from build() on that directory, six providers with one quota
-//      kind each and two combos.
+//      kind each, two idle ones (configured, never called: each at 0%) and two combos.
 //   3. this process: sequential GETs over one keep-alive connection (undici). A warm-up per endpoint, then ROUNDS rounds
 //      in which every endpoint gets N / ROUNDS requests, in an order that rotates every round (a shared machine
 //      drifts; interleaving makes the drift hit every endpoint alike). GET /health is the baseline (HTTP + Fastify,

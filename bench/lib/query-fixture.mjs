@@ -1,7 +1,8 @@
 // The data set of the query benchmark (bench/queries.mjs): six providers with one quota kind each, four models per
-// provider, two combos, and the server-side SQL that fills `requests` with synthetic but internally consistent rows
-// (the materialized view fills the hourly rollup as they go in). Shared by the data child and the app child, so the
-// config the app runs with and the rows on disk name the same providers, models and combos.
+// provider, two idle providers (in the config only), two combos, and the server-side SQL that fills `requests` with
+// synthetic but internally consistent rows (the materialized view fills the hourly rollup as they go in). Shared by the
+// data child and the app child, so the config the app runs with and the rows on disk name the same providers, models
+// and combos.
 
 export const DB = 'tollgate';
 export const HOUR_MS = 3_600_000;
@@ -41,6 +42,16 @@ export const PROVIDERS = [
   },
 ];
 
+/**
+ * Configured providers that no row names: a gateway usually has some (a free tier kept for a rainy day). Each is at 0%
+ * of its quota, which asks the quota for its recent calls (the connection-problem flag): from the rollups' hours, with no
+ * read of its own when there were none.
+ */
+export const IDLE_PROVIDERS = [
+  { id: 'spare', group: 'free', quota: { kind: 'daily_tokens', limit: 1_000_000 } },
+  { id: 'backup', group: 'paid', quota: { kind: 'rolling_tokens', limit: 10_000_000, window: '5h' } },
+];
+
 /** Two members each, as [provider index, model index]; attempt k of a combo request goes to member k. */
 export const COMBOS = [
   { name: 'smart', strategy: 'fallback', members: [[1, 0], [0, 0]] },
@@ -63,7 +74,7 @@ export function benchConfig(dataDir) {
           name: p.id, group: p.group, format: 'mock', price: p.price, quota: p.quota,
           models: Object.fromEntries(p.models.map((m) => [m, { kind: 'llm' }])),
         },
-      ]),
+      ]).concat(IDLE_PROVIDERS.map((p) => [p.id, { name: p.id, group: p.group, format: 'mock', quota: p.quota, models: { base: { kind: 'llm' } } }])),
     ),
     combos: Object.fromEntries(
       COMBOS.map((c) => [c.name, { strategy: c.strategy, models: c.members.map(([pi, mi]) => `${PROVIDERS[pi].id}/${PROVIDERS[pi].models[mi]}`) }]),

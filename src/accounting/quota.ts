@@ -7,10 +7,10 @@
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
-import { aggregate, type Sums } from '../store/aggregate.js';
-import { providerWindows } from '../store/quota-windows.js';
+import type { Sums } from '../store/aggregate.js';
+import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOutcomes } from '../store/quota-windows.js';
 import type { Store } from '../store/client.js';
-import { BILLED_KINDS, kindsSql, type RecordKind } from '../ledger/record.js';
+import { BILLED_KINDS, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
@@ -102,7 +102,8 @@ export class QuotaService {
 
   /**
    * Every provider from one read: the rollups (whole days and hours, from the earliest window start; the current hour
-   * included) and the raw rows of the partial first hours of the windows that do not start on an hour.
+   * included) and the raw rows of the partial first hours of the windows that do not start on an hour; and a second,
+   * only when a provider at 0% made calls in the last 15 minutes, for the connection-problem flag.
    */
   async #compute(now: number): Promise<QuotaEntry[]> {
     const cfg = this.#config();
@@ -116,29 +117,38 @@ export class QuotaService {
     const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
     // The windows that do not start on an hour take their partial first hour from the raw rows, in the same read.
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
+    const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
     const sums = await providerWindows(this.#store, {
-      start: Math.floor(earliest / HOUR_MS) * HOUR_MS, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
+      start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
-      edges: partial,
+      edges: partial, recentFrom: now - RECENT_MS,
     });
-    return Promise.all(providers.map(async ({ id, p, q, plan }) => {
-      const mine = sums.filter((g) => g.provider === id);
-      const parts = mine;
-      const total = sumOf(parts);
+    const each = providers.map((x) => {
+      const mine = sums.filter((g) => g.provider === x.id);
+      return { ...x, mine, total: sumOf(mine) };
+    });
+    // "At 0%": no tokens in the window at all (a failing request may still count as a request or take time). The
+    // recent calls of every such provider come from one read, and only of those that made calls lately by the rollups
+    // (a configured provider nobody uses costs no read), when the read above reached back that far.
+    const lately = (mine: readonly ProviderModelSums[]) => start > now - RECENT_MS || mine.some((g) => g.recentRows > 0);
+    const idle = each.filter(({ total, mine }) => total.tokens === 0 && lately(mine)).map(({ id }) => id);
+    const recent = await recentOutcomes(this.#store, { providers: idle, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
+    return Promise.all(each.map(async ({ id, p, q, plan, mine, total }) => {
       const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {
         today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
         month: round12(mine.reduce((c, g) => c + g.monthCost, 0)),
         currency: 'USD' as const,
       };
-      const models = plan.unit === 'hours' ? byModel(parts.filter((g) => g.rows > 0)) : undefined;
-      return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models);
+      const models = plan.unit === 'hours' ? byModel(mine.filter((g) => g.rows > 0)) : undefined;
+      const problem = total.tokens === 0 ? connectionProblem(p, recent.get(id)) : null;
+      return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models, problem);
     }));
   }
 
   async #entry(
     id: string, p: ProviderConfig, q: QuotaConfig, plan: QuotaPlan, now: number, sums: Totals, secondaryUsed: number | undefined,
-    cost: QuotaEntry['cost'], models: QuotaEntry['models'],
+    cost: QuotaEntry['cost'], models: QuotaEntry['models'], problem: ConnectionProblem | null,
   ): Promise<QuotaEntry> {
     const used = usedOf(plan, sums);
     let evaluation = evaluateQuota(plan, { used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, now);
@@ -158,32 +168,20 @@ export class QuotaService {
         source = { ...source, status: state.status };
       }
     }
-    // "At 0%": no tokens in the window at all (a failing request may still count as a request or take time).
-    const problem = sums.tokens === 0 ? await this.#connectionProblem(id, p, now) : null;
     return { id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem };
   }
+}
 
-  /** At 0% with failing requests (and no success) in the last 15 minutes: say why, from the latest failure. */
-  async #connectionProblem(id: string, p: ProviderConfig, now: number): Promise<ConnectionProblem | null> {
-    const byStatus = await aggregate(this.#store, { from: now - RECENT_MS, to: now + 1, by: ['status'], filters: { provider: id, kinds: QUOTA_KINDS_COUNTED }, sums: ['rows'] });
-    const failures = byStatus.find((g) => g.status === 'failure')?.rows ?? 0;
-    const successes = byStatus.find((g) => g.status === 'success')?.rows ?? 0;
-    if (failures === 0 || successes > 0) return null;
-    const [last] = await this.#store.query<{ error_type: string; http_status: number }>(
-      `SELECT error_type, http_status FROM ${this.#store.t('requests')}
-       WHERE provider = {id:String} AND status = 'failure' AND ${kindsSql(QUOTA_KINDS_COUNTED)}
-         AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
-       ORDER BY ts DESC LIMIT 1`,
-      { id, from: now - RECENT_MS },
-    );
-    const e = last?.error_type ?? '';
-    const status = Number(last?.http_status ?? 0);
-    let reason: ConnectionProblem['reason'] = 'unknown';
-    if (e === 'TOLLGATE_ERR_PROVIDER_AUTH' || (p.auth.type === 'oauth' && (status === 401 || status === 403))) reason = 'oauth_reconnect';
-    else if (status === 401 || status === 403) reason = 'invalid_key';
-    else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
-    return { reason, failures, last_error: e || String(status) };
-  }
+/** At 0% with failing calls (and no success) in the last 15 minutes: say why, from the latest failure. */
+function connectionProblem(p: ProviderConfig, recent: RecentOutcomes | undefined): ConnectionProblem | null {
+  if (recent === undefined || recent.failures === 0 || recent.successes > 0) return null;
+  const e = recent.errorType;
+  const status = recent.httpStatus;
+  let reason: ConnectionProblem['reason'] = 'unknown';
+  if (e === 'TOLLGATE_ERR_PROVIDER_AUTH' || (p.auth.type === 'oauth' && (status === 401 || status === 403))) reason = 'oauth_reconnect';
+  else if (status === 401 || status === 403) reason = 'invalid_key';
+  else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
+  return { reason, failures: recent.failures, last_error: e || String(status) };
 }
 
 const round4 = (v: number): number => Number(v.toFixed(4));

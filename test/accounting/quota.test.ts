@@ -9,6 +9,7 @@ import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type RequestStatus } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { QuotaService } from '../../src/accounting/quota.js';
+import { providerWindows } from '../../src/store/quota-windows.js';
 import { listenLoopback } from '../helpers/loopback.js';
 import { metricValue } from '../helpers/prom.js';
 
@@ -42,6 +43,10 @@ const gw = await startApp(t, {
     free: { ...provider({ kind: 'unlimited' }, 'free') },
     src: provider({ kind: 'rolling_tokens', limit: 5_000_000, source: { url: `http://127.0.0.1:${source.port}/usage`, headers: { authorization: 'Bearer usage-key' } } }),
     broken: provider({ kind: 'daily_tokens' }, 'paid'),
+    down: provider({ kind: 'daily_tokens' }, 'paid'),
+    recovered: provider({ kind: 'daily_tokens' }, 'paid'),
+    stale: provider({ kind: 'daily_tokens' }, 'paid'),
+    quiet: provider({ kind: 'daily_tokens' }, 'paid'),
   },
 });
 const store = gw.app.tollgate.store;
@@ -78,6 +83,14 @@ await store.insert('requests', [
   row('free', Date.UTC(2026, 2, 3), { tokens: 1234 }),
   // broken: only failures in the last 15 minutes, 401s: a refused key.
   row('broken', NOW - 10 * M, { tokens: 0, status: 'failure', http: 401, error: '401' }), row('broken', NOW - 2 * M, { tokens: 0, status: 'failure', http: 401, error: '401' }),
+  // down: a 401, then 503s: the latest failure says why. recovered: a failure, then a success. stale: its failure is
+  // 20 minutes old. quiet: no calls at all. Each at 0%, each flagged from the same read.
+  row('down', NOW - 12 * M, { tokens: 0, status: 'failure', http: 401, error: '401' }), row('down', NOW - 5 * M, { tokens: 0, status: 'failure', http: 503, error: 'TOLLGATE_ERR_UPSTREAM_5XX' }),
+  row('down', NOW - M, { tokens: 0, status: 'failure', http: 503, error: 'TOLLGATE_ERR_UPSTREAM_5XX' }),
+  // ... and one at 23:55Z, for a snapshot at 00:05Z the next day (this one's clock never reaches it).
+  row('down', Date.UTC(2026, 2, 4, 23, 55), { tokens: 0, status: 'failure', http: 503, error: 'TOLLGATE_ERR_UPSTREAM_5XX' }),
+  row('recovered', NOW - 6 * M, { tokens: 0, status: 'failure', http: 401, error: '401' }), row('recovered', NOW - 3 * M, { tokens: 0 }),
+  row('stale', NOW - 20 * M, { tokens: 0, status: 'failure', http: 401, error: '401' }),
 ]);
 
 const service = new QuotaService(store, () => gw.holder.current, { now: () => NOW });
@@ -122,6 +135,49 @@ t.test('a provider at 0% whose requests fail is flagged as a connection problem'
   t.same(entries.broken!.connection_problem, { reason: 'invalid_key', failures: 2, last_error: '401' });
   t.equal(entries.day!.connection_problem, null);
   t.equal(entries.free!.connection_problem, null, 'no failures, no flag');
+  t.same(entries.down!.connection_problem, { reason: 'provider_down', failures: 3, last_error: 'TOLLGATE_ERR_UPSTREAM_5XX' }, 'the latest failure decides');
+  t.equal(entries.recovered!.connection_problem, null, 'a success since the failure');
+  t.equal(entries.stale!.connection_problem, null, 'its failure is older than 15 minutes');
+  t.equal(entries.quiet!.connection_problem, null, 'no calls');
+});
+
+t.test('a snapshot is two reads however many providers sit at 0%: the windows, then the idle ones\' recent calls', async (t) => {
+  // The embedded engine runs one query at a time: a read per idle provider queued (80 ms instead of 35 at 10M rows).
+  const sql: string[] = [];
+  const counted = new Proxy(store, {
+    get(target, key) {
+      if (key === 'query') return (s: string, p?: Record<string, unknown>) => (sql.push(s), target.query(s, p));
+      const v: unknown = Reflect.get(target, key, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const s = new QuotaService(counted, () => gw.holder.current, { now: () => NOW });
+  const again = Object.fromEntries((await s.entries()).map((e) => [e.id, e]));
+  const idle = Object.values(again).filter((e) => e.source.computed_used === 0 || e.quota.used === 0).map((e) => e.id);
+  t.ok(idle.length >= 5, `five or more providers at 0% (${idle.join(', ')})`);
+  t.equal(sql.length, 2, 'the windows, and one read of the recent calls');
+  t.same(again.down!.connection_problem, entries.down!.connection_problem);
+  t.same(again.broken!.connection_problem, entries.broken!.connection_problem);
+
+  // Two hours later no provider has called in the last 15 minutes, by the rollups' hours: no second read.
+  sql.length = 0;
+  const later = await new QuotaService(counted, () => gw.holder.current, { now: () => NOW + 2 * H }).entries();
+  t.equal(sql.length, 1, 'the windows only');
+  t.same(later.filter((e) => e.connection_problem !== null).map((e) => e.id), [], 'no flag without recent calls');
+
+  // At 00:05Z the day before is one row of the daily rollup, which reaches past 23:50Z: the failure at 23:55Z is read.
+  sql.length = 0;
+  const midnight = await new QuotaService(counted, () => gw.holder.current, { now: () => Date.UTC(2026, 2, 5, 0, 5) }).entries();
+  t.same(midnight.filter((e) => e.connection_problem !== null).map((e) => [e.id, e.connection_problem]), [['down', { reason: 'provider_down', failures: 1, last_error: 'TOLLGATE_ERR_UPSTREAM_5XX' }]]);
+  t.equal(sql.length, 2);
+
+  // The same from the read itself, with no window edge inside the day before, so that day is one daily-rollup row.
+  const day = Date.UTC(2026, 2, 5);
+  const sums = await providerWindows(store, {
+    start: Date.UTC(2026, 2, 1), to: day + 5 * M, today: day, month: Date.UTC(2026, 2, 1), kinds: ['request'],
+    windows: [{ provider: 'down', from: day, to: day + 5 * M }], recentFrom: day - 10 * M,
+  });
+  t.same(sums.filter((g) => g.provider === 'down').map((g) => [g.rows, g.recentRows]), [[0, 4]], "the day's four calls may be recent: read them");
 });
 
 t.test('the provider usage source is merged, asked at most every 3 minutes, and cooled after a 429', async (t) => {
@@ -160,7 +216,7 @@ t.test('/api/quota serves the same entries in the spec shape, and the gauges say
   const res = await fetch(`${gw.url}/api/quota`);
   t.equal(res.status, 200);
   const body = (await res.json()) as { providers: Record<string, unknown>[] };
-  t.same(body.providers.map((p) => p.id), ['hours', 'reqs', 'day', 'roll', 'month', 'flat', 'free', 'src', 'broken'], 'every provider, in config order');
+  t.same(body.providers.map((p) => p.id), ['hours', 'reqs', 'day', 'roll', 'month', 'flat', 'free', 'src', 'broken', 'down', 'recovered', 'stale', 'quiet'], 'every provider, in config order');
   for (const p of body.providers) {
     t.match(p, { id: String, name: String, quota: { used: Number, unit: String }, reset: { type: String }, cost: { today: Number, month: Number, currency: 'USD' }, cooldown: { cooling: Boolean } }, `${String(p.id)}: the spec's fields`);
   }
