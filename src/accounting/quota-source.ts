@@ -1,7 +1,9 @@
 // Provider usage sources (DESIGN.md decision 6): an HTTP endpoint of the provider (or of a small adapter in front of
 // it) that answers `{ "used": number, "limit": number, "reset": "ISO 8601" }` (reset optional). It is asked at most
 // once per `refresh_s` (at least 180 s) per provider; after a 429 it is left alone for at least its Retry-After
-// (and never less than refresh_s). What it last said is merged into the computed quota entry.
+// (and never less than refresh_s). What it last said is merged into the computed quota entry. Once it has answered,
+// a quota snapshot never waits for it: the snapshot that finds it due takes the last answer and asks in the
+// background, and the next snapshot has the new one (`onChange`).
 
 import { request } from 'undici';
 import { retryAfterMs } from '../routing/cooldown.js';
@@ -34,16 +36,23 @@ export class UsageSources {
   readonly #states = new Map<string, SourceState>();
   readonly #inFlight = new Map<string, Promise<void>>();
   readonly #now: () => number;
+  readonly #onChange: () => void;
 
-  constructor(now: () => number = Date.now) {
+  /** `onChange`: a question asked in the background has its answer (or its failure): snapshots taken before are old. */
+  constructor(now: () => number = Date.now, onChange: () => void = () => undefined) {
     this.#now = now;
+    this.#onChange = onChange;
   }
 
   state(providerId: string): SourceState | undefined {
     return this.#states.get(providerId);
   }
 
-  /** Ask the source if it is due (one request at a time per provider); never throws. */
+  /**
+   * Ask the source if it is due (one request at a time per provider); never throws. Only the first question waits
+   * for its answer; later ones return the last state at once and ask in the background (up to TIMEOUT_MS twice when
+   * the provider is slow: an uncached /api/quota and the alert evaluator are not held that long every refresh_s).
+   */
   async refresh(providerId: string, s: SourceSettings): Promise<SourceState | undefined> {
     const now = this.#now();
     const prev = this.#states.get(providerId);
@@ -52,7 +61,9 @@ export class UsageSources {
     if (!running) {
       running = this.#fetch(providerId, s, prev).finally(() => this.#inFlight.delete(providerId));
       this.#inFlight.set(providerId, running);
+      if (prev) void running.then(this.#onChange);
     }
+    if (prev) return prev;
     await running;
     return this.#states.get(providerId);
   }

@@ -49,7 +49,10 @@ export class QuotaService {
   readonly #staleMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
-  #snapshot: { at: number; entries: QuotaEntry[] } | null = null;
+  /** `sources`: the usage sources' answers it was computed with (`#sourcesSeen`). */
+  #snapshot: { at: number; entries: QuotaEntry[]; sources: number } | null = null;
+  /** Answers of usage sources that came in the background: a snapshot computed before one is not served again. */
+  #sourcesSeen = 0;
   #computing: Promise<QuotaEntry[]> | null = null;
   #last = new Map<string, QuotaEntry>();
 
@@ -58,7 +61,7 @@ export class QuotaService {
     this.#config = config;
     this.#now = opts.now ?? Date.now;
     this.#realClock = opts.now === undefined;
-    this.#sources = new UsageSources(this.#now);
+    this.#sources = new UsageSources(this.#now, () => this.#sourcesSeen++);
     this.#cacheMs = opts.cacheMs ?? 1000;
     this.#staleMs = opts.staleMs ?? 10_000;
   }
@@ -74,19 +77,20 @@ export class QuotaService {
   }
 
   /**
-   * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends).
-   * An older snapshot is recomputed by the first caller; callers that arrive while that computation runs get the
+   * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends) and
+   * taken after the usage sources' latest answers. An older snapshot is recomputed by the first caller; callers that arrive while that computation runs get the
    * previous snapshot (if it is under `staleMs` old) instead of queueing behind it.
    */
   entries(): Promise<QuotaEntry[]> {
     const now = this.#now();
     const snap = this.#snapshot;
-    if (snap !== null && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    if (snap !== null && snap.sources === this.#sourcesSeen && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
     if (this.#computing !== null) return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
+    const sources = this.#sourcesSeen;
     this.#computing = this.#compute(now)
       .then(
         (entries) => {
-          this.#snapshot = { at: this.#now(), entries };
+          this.#snapshot = { at: this.#now(), entries, sources };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },

@@ -21,12 +21,17 @@ const NOW = Date.UTC(2026, 2, 4, 12);
 // A usage source: answers what `answer` holds; counts its requests.
 let answer: { status: number; body: unknown; headers?: Record<string, string> } = { status: 200, body: { used: 4_200_000, limit: 5_000_000, reset: '2026-03-04T15:00:00Z' } };
 let sourceHits = 0;
+let sourceAnswered = 0;
+let sourceDelayMs = 0;
 const source = await listenLoopback(
   t,
   async (_req, res) => {
     sourceHits++;
-    res.writeHead(answer.status, { 'content-type': 'application/json', ...(answer.headers ?? {}) });
-    res.end(JSON.stringify(answer.body));
+    const { status, body, headers } = answer;
+    if (sourceDelayMs > 0) await new Promise((r) => setTimeout(r, sourceDelayMs));
+    res.writeHead(status, { 'content-type': 'application/json', ...(headers ?? {}) });
+    res.end(JSON.stringify(body));
+    sourceAnswered++;
   },
   (_err, res) => res.end(),
 );
@@ -165,7 +170,8 @@ t.test('a snapshot is two reads however many providers sit at 0%: the windows, t
   t.equal(sql.length, 1, 'the windows only');
   t.same(later.filter((e) => e.connection_problem !== null).map((e) => e.id), [], 'no flag without recent calls');
 
-  // At 00:05Z the day before is one row of the daily rollup, which reaches past 23:50Z: the failure at 23:55Z is read.
+  // At 00:05Z the failure at 23:55Z the day before is recent: its rollup row (of its hour here: the rolling windows
+  // cut that day) reaches past 23:50Z, so it is read.
   sql.length = 0;
   const midnight = await new QuotaService(counted, () => gw.holder.current, { now: () => Date.UTC(2026, 2, 5, 0, 5) }).entries();
   t.same(midnight.filter((e) => e.connection_problem !== null).map((e) => [e.id, e.connection_problem]), [['down', { reason: 'provider_down', failures: 1, last_error: 'TOLLGATE_ERR_UPSTREAM_5XX' }]]);
@@ -196,9 +202,18 @@ t.test('the provider usage source is merged, asked at most every 3 minutes, and 
   now += 179_000;
   await s.entries();
   t.equal(hits(), 1, 'not again within 3 minutes');
+  // Once it has answered, a snapshot that finds it due takes its last answer and asks in the background.
+  const src = async () => (await s.entries()).find((x) => x.id === 'src')!;
+  const answered = async (n: number) => {
+    while (sourceAnswered < n) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50)); // the answer read
+  };
   answer = { status: 429, body: { error: 'slow down' }, headers: { 'retry-after': '600' } };
   now += 2000;
-  const cooled = (await s.entries()).find((x) => x.id === 'src')!;
+  const asked = sourceAnswered;
+  t.same([(await src()).source.status, (await src()).quota.used], ['ok', 4_200_000], 'due: the last answer, asked meanwhile');
+  await answered(asked + 1);
+  const cooled = await src();
   t.equal(hits(), 2, 'asked after 3 minutes');
   t.same([cooled.source.kind, cooled.source.status, cooled.quota.used], ['provider', '429', 4_200_000], 'a 429 keeps the last reading');
   now += 300_000;
@@ -206,8 +221,29 @@ t.test('the provider usage source is merged, asked at most every 3 minutes, and 
   t.equal(hits(), 2, 'still cooling: Retry-After 600 s > 3 minutes');
   answer = { status: 200, body: { used: 1, limit: 5_000_000 } };
   now += 301_000;
-  const back = (await s.entries()).find((x) => x.id === 'src')!;
+  await src();
+  await answered(asked + 2);
+  const back = await src();
   t.same([hits(), back.quota.used, back.source.status], [3, 1, 'ok']);
+});
+
+t.test('a snapshot does not wait for a slow usage source once it has answered, and the next one has its answer', async (t) => {
+  let now = NOW;
+  // A snapshot is served for 1 s of this clock, which stands still: only the source's answer makes a new one.
+  const s = new QuotaService(store, () => gw.holder.current, { now: () => now });
+  const src = async () => (await s.entries()).find((x) => x.id === 'src')!;
+  answer = { status: 200, body: { used: 10, limit: 5_000_000 } };
+  t.equal((await src()).quota.used, 10, 'the first answer is waited for');
+  now += 181_000;
+  answer = { status: 200, body: { used: 20, limit: 5_000_000 } };
+  sourceDelayMs = 1500;
+  const before = sourceAnswered;
+  const due = await src();
+  t.same([due.quota.used, sourceAnswered], [10, before], 'taken before the slow source answered, with its last answer');
+  while (sourceAnswered === before) await new Promise((r) => setTimeout(r, 10));
+  sourceDelayMs = 0;
+  await new Promise((r) => setTimeout(r, 50));
+  t.equal((await src()).quota.used, 20, 'the snapshot taken before the answer is not served again');
 });
 
 t.test('/api/quota serves the same entries in the spec shape, and the gauges say the same', async (t) => {
