@@ -167,6 +167,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
+      // Before the evaluator looks (alerting.written): a quota snapshot taken before these rows is not served again.
+      if (n > 0) quota.stored();
       alerting.written(ids);
       keepalive.written(ids);
     },

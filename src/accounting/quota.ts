@@ -49,11 +49,16 @@ export class QuotaService {
   readonly #staleMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
-  /** `sources`: the usage sources' answers it was computed with (`#sourcesSeen`). */
-  #snapshot: { at: number; entries: QuotaEntry[]; sources: number } | null = null;
-  /** Answers of usage sources that came in the background: a snapshot computed before one is not served again. */
-  #sourcesSeen = 0;
+  /** `changes`: the changes (`#changes`) it was computed after. */
+  #snapshot: { at: number; entries: QuotaEntry[]; changes: number } | null = null;
+  /**
+   * What a snapshot is computed from changed: this process stored rows (`stored`), or a usage source answered in the
+   * background. A snapshot computed before a change is not served again.
+   */
+  #changes = 0;
   #computing: Promise<QuotaEntry[]> | null = null;
+  /** The changes the computation in flight was started after. */
+  #computingAfter = 0;
   #last = new Map<string, QuotaEntry>();
 
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
@@ -61,7 +66,7 @@ export class QuotaService {
     this.#config = config;
     this.#now = opts.now ?? Date.now;
     this.#realClock = opts.now === undefined;
-    this.#sources = new UsageSources(this.#now, () => this.#sourcesSeen++);
+    this.#sources = new UsageSources(this.#now, () => this.#changes++);
     this.#cacheMs = opts.cacheMs ?? 1000;
     this.#staleMs = opts.staleMs ?? 10_000;
   }
@@ -76,21 +81,36 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
+  /** Rows this process recorded are in ClickHouse now (the batch writer's `written`): the next snapshot reads them. */
+  stored(): void {
+    this.#changes++;
+  }
+
   /**
    * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends) and
-   * taken after the usage sources' latest answers. An older snapshot is recomputed by the first caller; callers that arrive while that computation runs get the
-   * previous snapshot (if it is under `staleMs` old) instead of queueing behind it.
+   * computed after the last change (`#changes`). An older snapshot is recomputed by the first caller; callers that
+   * arrive while that computation runs get the previous snapshot (if it is under `staleMs` old) instead of queueing
+   * behind it, unless they ask for `current` figures (the alert evaluator, which looks because rows were stored): they
+   * get a snapshot computed after every change so far.
    */
-  entries(): Promise<QuotaEntry[]> {
+  entries(opts: { readonly current?: boolean } = {}): Promise<QuotaEntry[]> {
     const now = this.#now();
     const snap = this.#snapshot;
-    if (snap !== null && snap.sources === this.#sourcesSeen && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
-    if (this.#computing !== null) return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
-    const sources = this.#sourcesSeen;
+    const changes = this.#changes;
+    if (snap !== null && snap.changes === changes && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    if (this.#computing !== null) {
+      if (opts.current === true) {
+        if (this.#computingAfter === changes) return this.#computing;
+        const again = () => this.entries(opts);
+        return this.#computing.then(again, again);
+      }
+      return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
+    }
+    this.#computingAfter = changes;
     this.#computing = this.#compute(now)
       .then(
         (entries) => {
-          this.#snapshot = { at: this.#now(), entries, sources };
+          this.#snapshot = { at: this.#now(), entries, changes };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },

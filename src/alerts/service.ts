@@ -149,7 +149,8 @@ export class AlertService {
     const enabled = new Set<AlertKind>(ALERT_KINDS.filter((k) => cfg.alerts.kinds[k] !== false));
     enabled.add('auto_switch');
     const budget = await this.#budget.refresh();
-    const quota = await this.#quota.entries();
+    // Figures that include every row stored so far: the evaluator looks because some were (src/alerts/index.ts).
+    const quota = await this.#quota.entries({ current: true });
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
     const input = { now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };

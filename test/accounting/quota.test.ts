@@ -13,6 +13,7 @@ import { providerWindows } from '../../src/store/quota-windows.js';
 import { listenLoopback } from '../helpers/loopback.js';
 import { metricValue } from '../helpers/prom.js';
 import { countReads } from '../helpers/store-reads.js';
+import { waitFor } from '../helpers/wait.js';
 
 const H = 3_600_000;
 const M = 60_000;
@@ -240,6 +241,56 @@ t.test('a snapshot does not wait for a slow usage source once it has answered, a
   sourceDelayMs = 0;
   await new Promise((r) => setTimeout(r, 50));
   t.equal((await src()).quota.used, 20, 'the snapshot taken before the answer is not served again');
+});
+
+t.test('rows stored since a snapshot: it is not served again, and `current` waits for one computed after them', async (t) => {
+  const now = NOW; // a clock that stands still: only a change makes a new snapshot within the cache's second
+  const s = new QuotaService(store, () => gw.holder.current, { now: () => now });
+  const quiet = async (o = {}) => (await s.entries(o)).find((x) => x.id === 'quiet')!.quota.used;
+  t.equal(await quiet(), 0);
+  await store.insert('requests', [row('quiet', NOW - 5 * M, { tokens: 40 })]);
+  t.equal(await quiet(), 0, 'the cached snapshot, until told');
+  s.stored();
+  t.equal(await quiet(), 40, 'told: computed again');
+  // A computation in flight (held at the store's door) began before the next rows: a caller asking for current figures
+  // gets one begun after them, any other the last snapshot meanwhile.
+  let gate: Promise<void> = Promise.resolve();
+  let open = () => undefined as void;
+  const held = new QuotaService(store.gated({ wait: () => gate }), () => gw.holder.current, { now: () => now, cacheMs: 0 });
+  const heldQuiet = async (o = {}) => (await held.entries(o)).find((x) => x.id === 'quiet')!.quota.used;
+  t.equal(await heldQuiet(), 40, 'a first snapshot');
+  gate = new Promise<void>((r) => (open = r));
+  const inFlight = held.entries();
+  await store.insert('requests', [row('quiet', NOW - 4 * M, { tokens: 60 })]);
+  held.stored();
+  const stale = await heldQuiet();
+  const current = heldQuiet({ current: true });
+  open();
+  t.equal(stale, 40, 'meanwhile, the last snapshot');
+  t.equal(await current, 100, 'current: computed after the rows');
+  await inFlight;
+  s.stored();
+  t.equal(await quiet(), 100);
+});
+
+t.test('a batch the writer stores makes /api/quota read again within its cache second', async (t) => {
+  const free = async () => ((await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number } }[] }).providers.find((p) => p.id === 'free')!.quota.used;
+  const written = async () => metricValue(await gw.metrics(), 'tollgate_usage_rows_written_total', {});
+  // Conclusive only when the second read comes within the cache's second of the first: tried up to three times.
+  for (let attempt = 1; ; attempt++) {
+    const before = await free();
+    const t0 = performance.now();
+    const rows = await written();
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'free/m', messages: [{ role: 'user', content: 'count me' }] }) });
+    const tokens = ((await res.json()) as { usage: { total_tokens: number } }).usage.total_tokens;
+    await waitFor(async () => (await written()) > rows, 5000);
+    const after = await free();
+    if (performance.now() - t0 < 900 || attempt === 3) {
+      t.ok(tokens > 0);
+      t.equal(after, before + tokens, `the request's ${tokens} tokens (attempt ${attempt}, ${Math.round(performance.now() - t0)} ms after the first read)`);
+      break;
+    }
+  }
 });
 
 t.test('/api/quota serves the same entries in the spec shape, and the gauges say the same', async (t) => {
