@@ -56,9 +56,8 @@ export class QuotaService {
    * background. A snapshot computed before a change is not served again.
    */
   #changes = 0;
-  #computing: Promise<QuotaEntry[]> | null = null;
-  /** The changes the computation in flight was started after. */
-  #computingAfter = 0;
+  /** The computation in flight, and the changes (`#changes`) it was started after. */
+  #computing: { readonly after: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
 
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
@@ -98,16 +97,16 @@ export class QuotaService {
     const snap = this.#snapshot;
     const changes = this.#changes;
     if (snap !== null && snap.changes === changes && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
-    if (this.#computing !== null) {
+    const running = this.#computing;
+    if (running !== null) {
       if (opts.current === true) {
-        if (this.#computingAfter === changes) return this.#computing;
+        if (running.after === changes) return running.entries;
         const again = () => this.entries(opts);
-        return this.#computing.then(again, again);
+        return running.entries.then(again, again);
       }
-      return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : this.#computing;
+      return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : running.entries;
     }
-    this.#computingAfter = changes;
-    this.#computing = this.#compute(now)
+    const computed = this.#compute(now)
       .then(
         (entries) => {
           this.#snapshot = { at: this.#now(), entries, changes };
@@ -121,7 +120,8 @@ export class QuotaService {
         },
       )
       .finally(() => (this.#computing = null));
-    return this.#computing;
+    this.#computing = { after: changes, entries: computed };
+    return computed;
   }
 
   /**
@@ -165,7 +165,7 @@ export class QuotaService {
         currency: 'USD' as const,
       };
       const models = plan.unit === 'hours' ? byModel(mine.filter((g) => g.rows > 0)) : undefined;
-      const problem = total.tokens === 0 ? connectionProblem(p, recent.get(id)) : null;
+      const problem = connectionProblem(p, recent.get(id)); // only providers at 0% were read
       return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models, problem);
     }));
   }
