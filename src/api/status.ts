@@ -9,9 +9,9 @@
 
 import { readFileSync } from 'node:fs';
 import type { FastifyPluginAsync } from 'fastify';
-import { request } from 'undici';
 import { loadConfigFile } from '../config/load.js';
 import type { ConfigHolder } from '../config/watch.js';
+import { undici } from '../core/undici.js';
 
 export const INSTANCE_HEADER = 'x-tollgate-instance';
 /** How long a tunnel check waits for <public_url>/health. */
@@ -55,6 +55,7 @@ async function checkTunnel(publicUrl: string, instanceId: string): Promise<Tunne
   const at = new Date(started).toISOString();
   const url = `${publicUrl.replace(/\/+$/, '')}/health`;
   try {
+    const { request } = await undici();
     const res = await request(url, { method: 'GET', headersTimeout: TUNNEL_TIMEOUT_MS, bodyTimeout: TUNNEL_TIMEOUT_MS, signal: AbortSignal.timeout(TUNNEL_TIMEOUT_MS) });
     await res.body.dump();
     const seen = res.headers[INSTANCE_HEADER];

@@ -2,7 +2,7 @@
 // config edit changes the provider's origin or limits; the old pool finishes its in-flight requests and closes.
 // The `mock` format is another Transport (mock.ts), answered in process.
 
-import { Pool } from 'undici';
+import { Pool, poolRequest } from '../core/undici.js';
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
@@ -129,7 +129,7 @@ export class Dispatcher implements Transport {
     if (local !== undefined) return local.send(id, p, req, opts);
     const stallMs = p.timeouts.stall_s * 1000;
     try {
-      const res = await this.#pool(id, p).request({
+      const res = await poolRequest(this.#pool(id, p), {
         method: 'POST',
         path: req.path,
         headers: opts.extraHeaders ? { ...req.headers, ...opts.extraHeaders } : req.headers,

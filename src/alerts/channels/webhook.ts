@@ -10,7 +10,8 @@
 // only the status and the first bytes of the answer (path and query cut out), or the socket error (host:port).
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
+import { undici } from '../../core/undici.js';
 import type { Alert, Channel } from '../types.js';
 
 export interface WebhookChannelConfig {
@@ -95,8 +96,9 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new Error('alerts.channels.webhook.url must be http or https');
   }
-  // Its own agent, so close() can release its sockets; redirects are not followed (a 3xx is a failure).
-  const agent = new Agent({ connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+  // Its own agent, made by the first send (undici is loaded then), so close() can release its sockets; redirects are
+  // not followed (a 3xx is a failure).
+  let agent: Agent | undefined;
   // close() aborts a send still in flight (the notifier has given up on it by then).
   const closing = new AbortController();
   // An error page may echo the request path or query (a 404 naming it): cut them out of the recorded snippet.
@@ -120,6 +122,9 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
       let status: number;
       let answer: string;
       try {
+        const { Agent, request } = await undici();
+        if (closing.signal.aborted) throw new Error('closed while undici loaded');
+        agent ??= new Agent({ connect: { timeout: timeoutMs }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
         const res = await request(url, { method: 'POST', headers, body, dispatcher: agent, signal });
         status = res.statusCode;
         answer = status >= 200 && status < 300 ? '' : await head(res.body);
@@ -137,7 +142,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
     },
     async close(): Promise<void> {
       closing.abort();
-      await agent.close();
+      await agent?.close();
     },
   };
 }

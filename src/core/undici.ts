@@ -1,0 +1,25 @@
+// undici, in two parts (issue 17, the start; docs/benchmarks.md, "undici's index at start"). The package's index also
+// loads fetch, WebSocket, EventSource, the mock agents, the cache stores and every interceptor: about 100 ms of a
+// start on the benchmark machine, for nothing the request path uses.
+// - `Pool` and `poolRequest`: the request path's, from undici's own modules of them (the package has no `exports` map,
+//   so its files are importable; the lockfile pins the version, and test/app/lazy-modules.test.ts checks that a
+//   proxied request is served without the index).
+// - `undici()`: the whole package, imported on first use by what calls out now and then (a webhook, a usage source,
+//   the tunnel check).
+
+import type { Dispatcher, Pool as UndiciPool } from 'undici';
+import PoolModule from 'undici/lib/dispatcher/pool.js';
+import requestModule from 'undici/lib/api/api-request.js';
+
+export type Pool = UndiciPool;
+export const Pool = PoolModule;
+
+/** `pool.request(opts)` as the index would give it (the index adds `request` to every dispatcher's prototype). */
+export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
+  return requestModule.call(pool, opts);
+}
+
+/** The whole package, loaded on the first call. */
+export function undici(): Promise<typeof import('undici')> {
+  return import('undici');
+}
