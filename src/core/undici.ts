@@ -20,6 +20,8 @@ export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions): Promis
 }
 
 /** The whole package, loaded on the first call. */
-export function undici(): Promise<typeof import('undici')> {
-  return import('undici');
+export async function undici(): Promise<typeof import('undici')> {
+  // A CommonJS package: its exports are the namespace's default, in Node's ES module loader and in the CLI's bundle
+  // alike (where the package is a chunk whose namespace has no named exports: test/app/bundle.test.ts).
+  return ((await import('undici')) as unknown as { default: typeof import('undici') }).default;
 }

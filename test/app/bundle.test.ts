@@ -2,13 +2,16 @@
 // modules that resolve a path from their own file keep resolving it from the bundle, which lies as deep under the
 // package root as they do: the console's files (api/console.ts), the version from package.json (store/archive.ts), the
 // release notes from CHANGELOG.md (api/status.ts), and fastify's compilers resolved from fastify
-// (core/lazy-validator.ts). Each is asked of the running CLI here and compared with the file it comes from.
+// (core/lazy-validator.ts). Each is asked of the running CLI here and compared with the file it comes from. And a
+// package the bundle holds but imports only on first use (undici's index) works when it comes: its chunk's namespace
+// has only a default export, which src/core/undici.ts takes (the tunnel check fails without that).
 
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
+import { parse, stringify } from 'yaml';
 import { MAIN, cliConfig, serveCli } from '../helpers/cli.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -43,4 +46,19 @@ t.test('the bundled CLI finds its console, version, release notes and schema com
   const bad = await request(`${base}/api/settings/budgets`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 'lots' }) });
   t.equal(bad.statusCode, 400, 'a settings body validated by fastify\'s compiler, resolved from fastify');
   await bad.body.dump();
+});
+
+t.test('the bundled CLI imports undici\'s index on first use, with its named exports (the tunnel check)', async (t) => {
+  // src/core/undici.ts: what calls out now and then (the tunnel check, a webhook, a usage source) imports the whole
+  // package on its first call; in the bundle that is a chunk of its own, whose namespace has only a default export.
+  const { dir, file, base } = await cliConfig(t, 'tollgate-bundle-undici-');
+  const config = parse(readFileSync(file, 'utf8')) as { server: Record<string, unknown> };
+  config.server.public_url = base; // this instance itself: its /health answers with its own instance id
+  writeFileSync(file, stringify(config));
+  await serveCli(t, file, base, dir);
+
+  const res = await request(`${base}/api/tunnel`);
+  const tunnel = (await res.body.json()) as { state: string; http_status: number | null; error: string | null };
+  t.equal(res.statusCode, 200);
+  t.same({ state: tunnel.state, http_status: tunnel.http_status, error: tunnel.error }, { state: 'reaches_this_instance', http_status: 200, error: null }, 'the check reached this instance through undici');
 });
