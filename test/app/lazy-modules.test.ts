@@ -18,6 +18,9 @@ import { waitFor } from '../helpers/wait.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 
+/** Does any of `mods` (module paths) match `re`? */
+const has = (mods: string[], re: RegExp): boolean => mods.some((m) => re.test(m));
+
 interface Metafile {
   outputs: Record<string, { inputs: Record<string, unknown>; imports: { path: string; kind: string; external?: boolean }[] }>;
 }
@@ -40,7 +43,6 @@ t.test('the chunks a start imports hold the propagator of @opentelemetry/core an
   visit(app!.path);
   const loaded = [...atStart].flatMap((c) => Object.keys(meta.outputs[c]!.inputs));
   const bundled = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs));
-  const has = (mods: string[], re: RegExp) => mods.some((m) => re.test(m));
   t.ok(has(loaded, /node_modules\/fastify\/fastify\.js$/), 'fastify is in them (the check sees the packages)');
   t.ok(has(loaded, /node_modules\/@opentelemetry\/core\/build\/src\/trace\/W3CTraceContextPropagator\.js$/), 'the propagator\'s module is');
   t.notOk(has(loaded, /node_modules\/@opentelemetry\/core\/build\/src\/index\.js$/), 'not the index of @opentelemetry/core');
@@ -90,7 +92,6 @@ if (require('node:worker_threads').isMainThread) setInterval(() => {
 
   // What was loaded by a moment after the request was answered (so after every module of the start).
   const served = await loadedAfter(Date.now());
-  const has = (mods: string[], re: RegExp) => mods.some((m) => re.test(m));
   t.notOk(has(served, /@opentelemetry\/semantic-conventions\//), 'not @opentelemetry/semantic-conventions');
   t.notOk(has(served, /@fastify\/(send|static)\//), 'no console file asked for: neither @fastify/send nor @fastify/static is loaded');
   t.notOk(has(served, /@fastify\/ajv-compiler\//), 'no schema compiled: not fastify\'s validator compiler');
