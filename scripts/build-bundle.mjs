@@ -46,6 +46,14 @@ const EXTERNAL = [
   'fast-json-stringify',
 ];
 
+/**
+ * Packages the bundle holds and the code imports lazily (`import('pkg')`). Each becomes a chunk of its own whose
+ * namespace has only a default export (esbuild wraps CommonJS that way), where Node's loader would also give the
+ * names it finds in the package: so its importer takes `.default`, which works in both (src/core/undici.ts). A
+ * package imported lazily and not named here stops the build, until its importer does the same and it is added.
+ */
+const LAZY_DEFAULT_ONLY = new Set(['node_modules/undici/index.js']);
+
 const dist = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist');
 const result = await build({
   entryPoints: { main: join(dist, 'main.js') },
@@ -62,6 +70,11 @@ const result = await build({
   logLevel: 'warning',
 });
 writeFileSync(join(dist, 'bundle', 'meta.json'), JSON.stringify(result.metafile));
+const lazyPackages = Object.values(result.metafile.outputs).map((o) => o.entryPoint).filter((e) => e?.startsWith('node_modules/'));
+const unnamed = lazyPackages.filter((e) => !LAZY_DEFAULT_ONLY.has(e));
+if (unnamed.length > 0) {
+  throw new Error(`scripts/build-bundle.mjs: ${unnamed.join(', ')} imported lazily and bundled: its chunk exports only a default (see LAZY_DEFAULT_ONLY)`);
+}
 const main = join(dist, 'main.js');
 writeFileSync(main, "#!/usr/bin/env node\n// The CLI: its modules are bundled in dist/bundle/ (scripts/build-bundle.mjs).\nimport './bundle/main.js';\n");
 chmodSync(main, 0o755);

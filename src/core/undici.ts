@@ -22,6 +22,7 @@ export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions): Promis
 /** The whole package, loaded on the first call. */
 export async function undici(): Promise<typeof import('undici')> {
   // A CommonJS package: its exports are the namespace's default, in Node's ES module loader and in the CLI's bundle
-  // alike (where the package is a chunk whose namespace has no named exports: test/app/bundle.test.ts).
+  // alike (where the package is a chunk whose namespace has no named exports: test/app/bundle.test.ts, and the
+  // build's LAZY_DEFAULT_ONLY, which stops on any other package imported lazily that way).
   return ((await import('undici')) as unknown as { default: typeof import('undici') }).default;
 }
