@@ -19,11 +19,18 @@
 //   other: test/app/lazy-modules.test.ts reads it for what the start loads of the bundled packages.
 // - The rest of dist/ (tsc's tree) stays: the benchmark and the tools import modules of it in process.
 // - Source maps chain to src/ (esbuild reads tsc's maps).
+// - Every chunk is ASCII: esbuild escapes non-ASCII characters in code but keeps the packages' comments as they are,
+//   and one such character (a "’" in a comment of undici's) makes Node decode the whole file the slow way and V8 hold
+//   and scan its source as two-byte text. Measured on the app chunk (1.8 MB): decoded in 6.6 ms instead of 16.6 and
+//   compiled in 42 ms instead of 51, and its source takes half the heap. Each non-ASCII UTF-16 unit in a comment
+//   becomes one '?' (the columns, and so the source maps, stay right; license notices are kept verbatim apart, in
+//   <chunk>.LEGAL.txt); the build checks that nothing but comments changed (each chunk and its rewrite compared with
+//   their comments and whitespace removed).
 //
 // Run by `npm run build` after tsc.
 
-import { build } from 'esbuild';
-import { chmodSync, rmSync, writeFileSync } from 'node:fs';
+import { build, transform } from 'esbuild';
+import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -67,8 +74,13 @@ const result = await build({
   banner: { js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);" },
   metafile: true,
   sourcemap: true,
+  legalComments: 'external', // the packages' license notices, verbatim, in <chunk>.LEGAL.txt beside each chunk
   logLevel: 'warning',
+  write: false,
 });
+rmSync(join(dist, 'bundle'), { recursive: true, force: true });
+mkdirSync(join(dist, 'bundle'));
+await Promise.all(result.outputFiles.map(async (file) => writeFileSync(file.path, file.path.endsWith('.js') ? await ascii(file.path, file.text) : file.contents)));
 writeFileSync(join(dist, 'bundle', 'meta.json'), JSON.stringify(result.metafile));
 const lazyPackages = Object.values(result.metafile.outputs).map((o) => o.entryPoint).filter((e) => e?.startsWith('node_modules/'));
 const unnamed = lazyPackages.filter((e) => !LAZY_DEFAULT_ONLY.has(e));
@@ -79,3 +91,12 @@ const main = join(dist, 'main.js');
 writeFileSync(main, "#!/usr/bin/env node\n// The CLI: its modules are bundled in dist/bundle/ (scripts/build-bundle.mjs).\nimport './bundle/main.js';\n");
 chmodSync(main, 0o755);
 rmSync(`${main}.map`, { force: true });
+
+/** `code` with each non-ASCII UTF-16 unit, which esbuild leaves only in comments, replaced by '?' (checked). */
+async function ascii(path, code) {
+  const out = code.replace(/[^\x00-\x7f]/g, '?');
+  if (out === code) return code;
+  const bare = async (text) => (await transform(text, { minifyWhitespace: true, legalComments: 'none', format: 'esm', target: 'node20' })).code;
+  if ((await bare(out)) !== (await bare(code))) throw new Error(`scripts/build-bundle.mjs: ${path} has non-ASCII characters outside its comments`);
+  return out;
+}

@@ -15,7 +15,7 @@
 
 import { fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { REQUEST_BODY, UPSTREAM_MODEL } from './payloads.mjs';
@@ -110,6 +110,7 @@ function spawnTollgate(root, file, dir) {
 /** Start to first proxied 200, Tollgate (and its /ready) vs the bare passthrough, interleaved; medians and all runs. */
 export async function measureStart({ root, upstream, rounds, log }) {
   const runs = { tollgate: [], tollgateReady: [], passthrough: [] };
+  log(`start rounds: load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
   for (let i = 0; i < rounds; i++) {
     for (const target of i % 2 === 0 ? ['tollgate', 'passthrough'] : ['passthrough', 'tollgate']) {
       const port = await freePort();
