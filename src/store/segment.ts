@@ -4,6 +4,9 @@
 // creation time and carry a random instance id, so a name is unique and stable: it is the insert deduplication token
 // of its rows, the same on every retry and every replay.
 
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** The key of a begin marker's line. */
 export const BEGIN = '$begin';
 
@@ -16,6 +19,11 @@ export interface Segment {
   readonly createdAt: number;
   /** A memory segment: lines the disk refused, held here instead of in `path` (there is no file). */
   readonly memory?: Buffer;
+  /**
+   * The row lines (no newline) of a segment whose file holds them all, kept for its insert so it is not read back
+   * from disk (src/store/spool.ts); absent: read the file.
+   */
+  lines?: readonly string[];
 }
 
 export const EXT = '.jsonl';
@@ -109,4 +117,41 @@ export function lineId(line: string, idKey: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** A new, empty segment in `dir`: its name sorts by creation time, then this process's `instance` id and `seq`. */
+export function newSegment(dir: string, instance: string, seq: number): Segment {
+  const createdAt = Date.now();
+  const name = `${String(createdAt).padStart(13, '0')}-${instance}-${String(seq % 1_000_000).padStart(6, '0')}`;
+  return { name, path: join(dir, name + EXT), rows: 0, bytes: 0, createdAt };
+}
+
+/**
+ * The segments an earlier process left in `dir`, oldest first (empty files removed), their bytes, and the rows of the
+ * requests it left in flight: a begin marker whose request has no row in any of them (DESIGN.md decision 2).
+ */
+export function leftSegments<Row>(dir: string, idOf: (row: Row) => string): { segments: Segment[]; bytes: number; interrupted: Row[] } {
+  const begun = new Map<string, Row>();
+  const ended = new Set<string>();
+  const segments: Segment[] = [];
+  let total = 0;
+  for (const file of readdirSync(dir).filter((f) => NAME.test(f)).sort()) {
+    const path = join(dir, file);
+    const bytes = statSync(path).size;
+    if (bytes === 0) {
+      rmSync(path, { force: true });
+      continue;
+    }
+    let rows = 0;
+    for (const line of lines<Row>(readFileSync(path, 'utf8'))) {
+      if (line.marker) begun.set(idOf(line.row), line.row);
+      else {
+        rows++;
+        ended.add(idOf(line.row));
+      }
+    }
+    segments.push({ name: file.slice(0, -EXT.length), path, rows, bytes, createdAt: Number(NAME.exec(file)![1]) });
+    total += bytes;
+  }
+  return { segments, bytes: total, interrupted: [...begun].filter(([id]) => !ended.has(id)).map(([, row]) => row) };
 }

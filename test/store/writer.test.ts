@@ -194,6 +194,34 @@ t.test('a segment goes to the store as the row lines on disk (not parsed and ser
   t.same(ids, rows.map((r) => r.request_id), 'written() reports the ids of the rows stored');
 });
 
+t.test('the insert takes a new segment\'s row lines from memory, not read back from its file; a backlog\'s older segments from disk', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const spool = spoolIn(dir);
+  t.teardown(() => spool.close());
+  const rows = [row('mem'), row('mem'), row('mem')];
+  for (const r of rows) t.ok(spool.append(r));
+  spool.begin('in-flight', () => row('mem'));
+  await new Promise((r) => setImmediate(r));
+  const [seg] = spool.seal();
+  const onDisk = readFileSync(seg!.path, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('{"$begin":'));
+  t.same(spool.readLines(seg!), onDisk, 'the lines the file holds, as they are');
+  writeFileSync(seg!.path, ''); // the file changed under it: what the insert gets did not come from there
+  t.same(spool.readLines(seg!).map((l) => JSON.parse(l) as RequestRow), rows, 'the rows, from memory');
+
+  // The store down: segments pile up. Only the two newest keep their lines; an older one is read from its file.
+  const sealed: string[] = [seg!.name];
+  for (let i = 0; i < 3; i++) {
+    spool.append(row('mem'));
+    await new Promise((r) => setImmediate(r));
+    sealed.push(spool.seal().at(-1)!.name);
+  }
+  const segs = spool.seal();
+  t.same(segs.map((s) => s.name), sealed, 'four segments wait');
+  const stand = JSON.stringify(row('from-disk'));
+  for (const s of segs) writeFileSync(s.path, `${stand}\n`);
+  t.same(segs.map((s) => spool.readLines(s)[0] === stand), [true, true, false, false], 'the two oldest from their files, the two newest from memory');
+});
+
 t.test('close writes everything spooled, then refuses rows', async (t) => {
   const { log, events: ev } = events();
   const dir = tempDir(t, 'tollgate-spool-');
