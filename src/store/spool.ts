@@ -64,7 +64,7 @@ export class Spool<Row> {
   readonly #sealed: Segment[] = [];
   #pending: string[] = [];
   #pendingRows = 0;
-  /** The row lines (no newline) of the rows in `#pending`; of the rows written whole to the open segment's file. */
+  /** Row lines (no newline): of the rows in `#pending`; then of the rows written whole to the open segment's file. */
   #pendingLines: string[] = [];
   #openLines: string[] | null = []; // null once the disk refused a write into it, or rows came to it another way
   #scheduled = false;
