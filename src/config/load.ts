@@ -27,8 +27,9 @@ export class ConfigError extends Error {
 }
 
 // The schema (schema.ts) compiled by Ajv at build time (scripts/build-generated.mjs): with defaults and coercion, and
-// the same schema without coercion: coercion exists for values that come from ${ENV} (always strings) and for
-// numbers where a string is expected; a boolean or null (`port: true`, `port:`) where a number is expected is an error.
+// its shape and types alone without coercion (only its type errors are kept): coercion exists for values that come
+// from ${ENV} (always strings) and for numbers where a string is expected; a boolean or null (`port: true`, `port:`)
+// where a number is expected is an error.
 const validate = validateCoerced as ValidateFunction;
 const validateTypes = validateAsWritten as ValidateFunction;
 

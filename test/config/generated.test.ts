@@ -9,7 +9,10 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { tempDir } from '../helpers/tmp.js';
+import { CONFIG_SCHEMA } from '../../src/config/schema.js';
+import validateAsWritten from '../../src/config/generated/config-types-validator.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(ROOT, 'scripts', 'build-generated.mjs');
@@ -38,7 +41,7 @@ t.test('a stale module is caught, and regenerating gives the committed text', as
   for (const f of FILES) writeFileSync(join(dir, f), readFileSync(join(GENERATED, f), 'utf8'));
   t.equal(run(['--check', '--dir', dir]).code, 0, 'a faithful copy passes');
   const edit = (f: string, from: string, to: string) => writeFileSync(join(dir, f), readFileSync(join(GENERATED, f), 'utf8').replace(from, to));
-  edit('config-types-validator.ts', '"minimum":0', '"minimum":1');
+  edit('config-types-validator.ts', 'params:{type: "integer"}', 'params:{type: "number"}');
   edit('catalog-index.ts', '"input":', '"input":0.5+');
   const stale = run(['--check', '--dir', dir]);
   t.equal(stale.code, 1, 'edited copies fail the check');
@@ -53,7 +56,52 @@ t.test('a stale module is caught, and regenerating gives the committed text', as
 t.test('the generated validators load no Ajv compiler, only its runtime helpers', async (t) => {
   for (const f of VALIDATORS) {
     const imports = [...readFileSync(join(GENERATED, f), 'utf8').matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
-    t.ok(imports.length > 0 && imports.every((p) => p!.startsWith('ajv/dist/runtime/')), `${f}: ${imports.join(', ')}`);
+    // The types-only validator (no string lengths, no uniqueItems) needs no helper at all.
+    t.ok(imports.every((p) => p!.startsWith('ajv/dist/runtime/')), `${f}: ${imports.join(', ') || 'no import'}`);
     t.notMatch(readFileSync(join(GENERATED, f), 'utf8'), /require\(/, `${f} has no require() left (an ES module)`);
   }
+});
+
+t.test('the validator without coercion finds the same type errors as the whole schema would, at every place a value can go', async (t) => {
+  // It is generated from the schema's shape and types alone (scripts/build-generated.mjs, typesOnly): load.ts keeps
+  // only its `type` errors. Every path the schema describes (a map's values and a list's items through one sample
+  // entry), set in turn to each kind of JSON value, must give the same type errors as the schema compiled whole.
+  const whole = new Ajv({ allErrors: true, strict: true }).compile(CONFIG_SCHEMA);
+  const typesOnly = validateAsWritten as unknown as ValidateFunction;
+  const typeErrors = (v: ValidateFunction, tree: unknown): string[] => {
+    v(tree);
+    return (v.errors ?? []).filter((e) => e.keyword === 'type').map((e) => `${e.instancePath} ${String(e.params.type)}`).sort();
+  };
+  const paths: (string | number)[][] = [];
+  const walk = (schema: Record<string, unknown>, at: (string | number)[]): void => {
+    paths.push(at);
+    for (const [k, s] of Object.entries((schema.properties ?? {}) as Record<string, Record<string, unknown>>)) walk(s, [...at, k]);
+    if (typeof schema.additionalProperties === 'object') walk(schema.additionalProperties as Record<string, unknown>, [...at, 'sample']);
+    if (typeof schema.items === 'object') walk(schema.items as Record<string, unknown>, [...at, 0]);
+    for (const s of (schema.anyOf ?? []) as Record<string, unknown>[]) walk(s, at);
+  };
+  walk(CONFIG_SCHEMA as unknown as Record<string, unknown>, []);
+  t.ok(paths.length > 150, `${paths.length} places`);
+  const values: unknown[] = [true, null, 7, 7.5, 'text', [], {}, ['text'], { sample: 1 }];
+  let compared = 0;
+  let withTypeErrors = 0;
+  const differ: string[] = [];
+  for (const path of paths) {
+    for (const value of values) {
+      // The path's containers made on the way: an object for a key, a list for an index.
+      const tree: Record<string, unknown> = {};
+      let node: Record<string | number, unknown> = tree;
+      path.forEach((k, i) => {
+        if (i === path.length - 1) node[k] = value;
+        else node = (node[k] = typeof path[i + 1] === 'number' ? [] : {}) as Record<string | number, unknown>;
+      });
+      if (path.length === 0) continue;
+      const expected = typeErrors(whole, tree);
+      compared++;
+      if (expected.length > 0) withTypeErrors++;
+      if (JSON.stringify(typeErrors(typesOnly, tree)) !== JSON.stringify(expected)) differ.push(`${path.join('.')} = ${JSON.stringify(value)}`);
+    }
+  }
+  t.ok(withTypeErrors > 500, `${compared} trees compared, ${withTypeErrors} of them with type errors`);
+  t.same(differ, [], 'no tree where the two differ');
 });
