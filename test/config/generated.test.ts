@@ -8,7 +8,7 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Ajv, type ValidateFunction } from 'ajv';
 import { tempDir } from '../helpers/tmp.js';
 import { CONFIG_SCHEMA } from '../../src/config/schema.js';
@@ -104,4 +104,13 @@ t.test('the validator without coercion finds the same type errors as the whole s
   }
   t.ok(withTypeErrors > 500, `${compared} trees compared, ${withTypeErrors} of them with type errors`);
   t.same(differ, [], 'no tree where the two differ');
+});
+
+t.test('a schema keyword the types-only schema would not follow stops the build', async (t) => {
+  const { typesOnly } = (await import(pathToFileURL(SCRIPT).href)) as { typesOnly: (schema: unknown) => unknown };
+  t.same(typesOnly({ type: 'object', properties: { n: { type: 'integer', minimum: 1 } }, required: ['n'] }), { type: 'object', properties: { n: { type: 'integer' } } }, 'what it keeps');
+  t.throws(() => typesOnly({ properties: { a: { if: { type: 'string' }, then: { minLength: 1 } } } }), /uses if, then/, 'if / then');
+  t.throws(() => typesOnly({ patternProperties: { '^x': { type: 'number' } } }), /patternProperties/, 'patternProperties');
+  t.throws(() => typesOnly({ propertyNames: { type: 'string', pattern: '^a' } }), /propertyNames\.type/, 'a type on property names');
+  t.doesNotThrow(() => typesOnly({ propertyNames: { pattern: '^a' } }), 'a pattern on property names (no type error can come from it)');
 });
