@@ -177,7 +177,7 @@ export class Spool<Row> {
   /** One write(2) for every row appended in this turn. */
   #writeOut(): void {
     this.#scheduled = false;
-    let written: string[] = [];
+    let written: string[] | null = null;
     if (this.#pending.length > 0) {
       const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
       const buf = Buffer.from(text);
@@ -200,7 +200,7 @@ export class Spool<Row> {
         this.#poison = n >= this.#poison.length ? null : this.#poison.subarray(n);
       }
       if (buf !== null) while (off < buf.length) off += writeSync(this.#fd, buf, off);
-      if (this.#openLines !== null) for (const l of written) this.#openLines.push(l);
+      if (this.#openLines !== null && written !== null) for (const l of written) this.#openLines.push(l);
       this.#unwritten = null;
       this.#tornBytes = 0;
       this.#failure = null;
