@@ -2,6 +2,8 @@
 // lines are joined with '\n'. Comments (lines starting with ':', such as an upstream's keep-alives while a model
 // thinks) are not frames: dropped, or kept for a relay to forward (`comments: true`). Works on any chunking of the bytes.
 
+import { StringDecoder } from 'node:string_decoder';
+
 export interface SseFrame {
   readonly event: string | null;
   readonly data: string;
@@ -9,7 +11,11 @@ export interface SseFrame {
 }
 
 export class SseParser {
-  readonly #decoder = new TextDecoder('utf-8');
+  // Node's StringDecoder, not TextDecoder: on Node 20 TextDecoder goes through ICU and returns two-byte strings, which
+  // every later step (the frame's JSON.parse, the relay's write) then pays for too (docs/benchmarks.md).
+  readonly #decoder = new StringDecoder('utf8');
+  /** Whether text has come yet: a UTF-8 byte order mark before the first text is dropped, as TextDecoder did. */
+  #started = false;
   #buf = '';
   /** The comment lines read and not yet taken (null: comments are dropped). */
   readonly #comments: string[] | null;
@@ -28,14 +34,22 @@ export class SseParser {
 
   /** Feed bytes; returns the frames completed by them. */
   push(chunk: Uint8Array): SseFrame[] {
-    this.#buf += this.#decoder.decode(chunk, { stream: true });
+    this.#text(this.#decoder.write(chunk));
     return this.#drain(false);
   }
 
   /** End of input: a final frame without its blank line still counts. */
   end(): SseFrame[] {
-    this.#buf += this.#decoder.decode();
+    this.#text(this.#decoder.end());
     return this.#drain(true);
+  }
+
+  #text(text: string): void {
+    if (!this.#started && text !== '') {
+      this.#started = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    this.#buf += text;
   }
 
   #drain(final: boolean): SseFrame[] {

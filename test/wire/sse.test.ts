@@ -155,6 +155,30 @@ t.test('UTF-8 multi-byte characters split across chunks', async (t) => {
   t.same(whole(Uint8Array.of(0xef, 0xbb, 0xbf, ...enc.encode('data: bom\n\n'))), [frame('bom')], 'a UTF-8 BOM at the start is dropped');
 });
 
+t.test('any bytes decode as the WHATWG UTF-8 decoder decodes them, invalid sequences included, on any chunking', async (t) => {
+  // The parser decodes with Node's StringDecoder (faster here than TextDecoder, which goes through ICU): the same
+  // text, a U+FFFD for each invalid sequence, a character cut between chunks joined again, a BOM only dropped first.
+  let runs = 0;
+  fc.assert(
+    fc.property(
+      fc.uint8Array({ maxLength: 48 }).map((b) => b.filter((x) => x !== 0x0a && x !== 0x0d)),
+      fc.array(fc.nat(60), { maxLength: 6 }),
+      fc.boolean(),
+      (payload, cuts, bom) => {
+        runs++;
+        const bytes = Uint8Array.from([...(bom ? [0xef, 0xbb, 0xbf] : []), ...enc.encode('data:'), ...payload, 0x0a, 0x0a]);
+        const got = parseCut(bytes, cuts.map((c) => Math.min(c, bytes.length)).sort((a, b) => a - b));
+        // What the field's value is once decoded: the frame's value loses one leading space, as any frame's does.
+        const value = new TextDecoder('utf-8', { ignoreBOM: true }).decode(payload).replace(/^ /, '');
+        const wanted = [frame(value)];
+        if (JSON.stringify(got) !== JSON.stringify(wanted)) throw new Error(`${Buffer.from(bytes).toString('hex')} cut at ${cuts}: ${JSON.stringify(got)}`);
+      },
+    ),
+    { numRuns: 3000 },
+  );
+  t.equal(runs, 3000, 'every run compared');
+});
+
 t.test('formatFrame', async (t) => {
   t.equal(formatFrame('{"a":1}'), 'data: {"a":1}\n\n');
   t.equal(formatFrame('[DONE]'), 'data: [DONE]\n\n');
