@@ -9,6 +9,7 @@ import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import type { Sums } from '../store/aggregate.js';
 import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOutcomes } from '../store/quota-windows.js';
+import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
@@ -59,6 +60,8 @@ export class QuotaService {
   /** The computation in flight, and the changes (`#changes`) it was started after. */
   #computing: { readonly after: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
+  /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
+  readonly #edges = new EdgeCache();
 
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
     this.#store = store;
@@ -145,7 +148,7 @@ export class QuotaService {
     const sums = await providerWindows(this.#store, {
       start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
-      edges: partial, recentFrom: now - RECENT_MS,
+      edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
     });
     const each = providers.map((x) => {
       const mine = sums.filter((g) => g.provider === x.id);

@@ -218,8 +218,11 @@ export function summedSourcesOf(store: Store, where: string, s: Bounds, cols: Co
       GROUP BY at_s${dims}`);
 }
 
-/** The raw rows matching `where`, each request once, summed as summedSourcesOf sums a source (`broad`: `deduped`). */
-export function summedRaw(store: Store, where: string, cols: Columns, tag: string, broad = false): string {
+/**
+ * The raw rows matching `where`, each request once, summed as summedSourcesOf sums a source (`broad`: `deduped`);
+ * `alsoBy`: a further expression grouped by (not selected), such as `ts` for a group per request time.
+ */
+export function summedRaw(store: Store, where: string, cols: Columns, tag: string, broad = false, alsoBy = ''): string {
   const dims = cols.dims.map((d) => `, ${d}`).join('');
   // Each sum's outer aggregate over its raw expression: sum(total_tokens), toString(sum(toDecimal128(cost, 12))), ...
   const sums = cols.sums.map((f) => {
@@ -229,7 +232,7 @@ export function summedRaw(store: Store, where: string, cols: Columns, tag: strin
   return `
       SELECT toUnixTimestamp(${cols.rawHour ?? 'toStartOfHour(ts)'}) AS at_s${dims}, ${tag}, ${sums.join(', ')}
       FROM ${deduped(store, where, rawColumns(cols), broad)}
-      GROUP BY at_s${dims}`;
+      GROUP BY at_s${dims}${alsoBy === '' ? '' : `, ${alsoBy}`}`;
 }
 
 /** The raw columns a read of `cols` needs (every further column of every part read costs the engine time). */

@@ -6,6 +6,7 @@ import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 import { deduped, num, split, summedRaw, summedSourcesOf, type RawGroup, type Sums } from './aggregate.js';
 import { decimalUnits, unitsNumber } from './decimal.js';
+import { FILL_TAG, type EdgeCache, type EdgePlan, type EdgeRange } from './quota-edges.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
 
 export interface ProviderWindow {
@@ -51,6 +52,8 @@ export async function providerWindows(
     edges?: readonly ProviderWindow[];
     /** For `recentRows`: an instant in [start, to). */
     recentFrom?: number;
+    /** Where the partial first hours that have ended are kept between reads (the quota service's). */
+    edgeCache?: EdgeCache;
   },
 ): Promise<ProviderModelSums[]> {
   if (q.windows.length === 0) return [];
@@ -64,18 +67,30 @@ export async function providerWindows(
     r.providers.push(w.provider);
     ranges.set(`${w.from} ${w.to}`, r);
   }
-  const edges = [...ranges.values()].map((w, i) => {
+  const list = [...ranges.values()];
+  // A range whose hour has ended is read once and kept (src/store/quota-edges.ts), checked against the hour's rollup
+  // rows that this read returns (hours outside the daily rollup's days).
+  const plans = q.edgeCache?.plan(list, q.kinds, q.to - 1, (h) => h >= a && h < b && !(h >= c && h < d)) ?? list.map(() => ({ kind: 'raw' as const }));
+  const edges = list.flatMap((w, i) => {
+    if (plans[i]!.kind !== 'raw') return [];
     Object.assign(params, { [`ep${i}`]: w.providers, [`ef${i}`]: w.from, [`et${i}`]: w.to });
-    return `(provider IN {ep${i}:Array(String)} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`;
+    return [`(provider IN {ep${i}:Array(String)} AND ts >= fromUnixTimestamp64Milli({ef${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({et${i}:Int64}, 'UTC'))`];
   });
-  const cols = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
   // Each source summed in the SELECT that reads it, no GROUP BY over their union (summedSourcesOf): a group here is
   // one provider, model and rollup row time of one source already.
   const sources = [
-    ...summedSourcesOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, cols, '0 AS edge'),
-    ...(edges.length === 0 ? [] : [summedRaw(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, cols, '1 AS edge')]),
+    ...summedSourcesOf(store, 'kind IN {f_kinds:Array(String)}', { from: q.start, a, c, d, b, to: q.to }, QUOTA_COLS, '0 AS edge'),
+    ...(edges.length === 0 ? [] : [summedRaw(store, `kind IN {f_kinds:Array(String)} AND (${edges.join(' OR ')})`, QUOTA_COLS, '1 AS edge')]),
+    ...plans.flatMap((p) => (p.kind === 'fill' ? [fillSql(store, p, list, params)] : [])),
   ];
-  const rows = await store.query<RawGroup>(sources.join('\n      UNION ALL'), params);
+  const read = await store.query<RawGroup>(sources.join('\n      UNION ALL'), params);
+  const rows = q.edgeCache === undefined ? read : [
+    ...read.filter((r) => num(r.edge) < FILL_TAG),
+    ...(await q.edgeCache.settle(list, plans, read, (again) => {
+      const p: Record<string, unknown> = { f_kinds: q.kinds };
+      return store.query<RawGroup>(again.map((f) => fillSql(store, f, list, p)).join('\n      UNION ALL'), p);
+    })),
+  ];
   const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
   const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint; recentRows: number }>();
   for (const r of rows) {
@@ -113,6 +128,17 @@ export async function providerWindows(
     oldest: s.rows === 0 ? null : s.oldest, secondaryRows: s.secondaryRows, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
     recentRows: s.recentRows,
   }));
+}
+
+const QUOTA_COLS = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
+
+/** The raw rows of a fill's whole hour, per request time, provider and model (`oldest`: the time), tagged as its. */
+function fillSql(store: Store, p: EdgePlan & { kind: 'fill' }, ranges: readonly EdgeRange[], params: Record<string, unknown>): string {
+  const i = p.tag - FILL_TAG;
+  Object.assign(params, { [`fp${i}`]: ranges[i]!.providers, [`fh${i}`]: p.hour, [`fe${i}`]: p.hour + HOUR_MS });
+  const where = `kind IN {f_kinds:Array(String)} AND provider IN {fp${i}:Array(String)}
+         AND ts >= fromUnixTimestamp64Milli({fh${i}:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({fe${i}:Int64}, 'UTC')`;
+  return summedRaw(store, where, QUOTA_COLS, `${p.tag} AS edge`, false, 'ts');
 }
 
 /** A provider's calls in a recent span, for the connection-problem flag: its failures, successes and latest failure. */
