@@ -31,7 +31,6 @@ interface Sum {
 interface Kept {
   /** The earliest instant a read asked for: groups before it are not kept (a window's start only moves on). */
   readonly from: number;
-  /** Ascending by `at`. */
   readonly groups: readonly { readonly at: number; readonly key: string; readonly sum: Sum }[];
   readonly totals: ReadonlyMap<string, Sum>;
 }
@@ -127,7 +126,7 @@ export class EdgeCache {
       const sum = sumOf(g);
       add(totals, key, sum);
       return { at: sum.oldest, key, sum };
-    }).sort((x, y) => x.at - y.at);
+    });
     const kept: Kept = { from: range.from, groups: all.filter((g) => g.at >= range.from), totals };
     if (same(totals, hourly)) {
       this.#kept.set(p.key, kept);
