@@ -185,6 +185,25 @@ t.test('a row round-trips every column', async (t) => {
   t.same(u, { ttft_ms: null, upstream_ms: null }, 'unary: no ttft; no upstream call: null');
 });
 
+t.test('text of any kind round-trips through one insert of many rows: quotes, backslashes, escapes, non-ASCII, SQL-like', async (t) => {
+  // The embedded engine gets the statement and the rows as one text (Store.insertLines): nothing in a row may be
+  // read as part of the statement, and every character comes back as written.
+  const texts = ['plain', 'a "quoted" \\ back\\slash', 'line\nbreak\ttab\r', 'ünïcödé 中文 👋🏽', "FORMAT CSV; DROP TABLE x; --", '{"json":1}', ' padded ', 'ends with ;'];
+  const rows = texts.map((m, i) => toRow(record({ startedAt: T0 + 7000 + i, requestedModel: m, apiKeyName: `k${i}` })));
+  await store.insertLines('requests', [...rows.map((r) => JSON.stringify(r)), ...Array.from({ length: 500 }, (_, i) => JSON.stringify(toRow(record({ startedAt: T0 + 8000 + i }))))]);
+  const back = await store.query<{ m: string; k: string }>(
+    `SELECT requested_model AS m, api_key_name AS k FROM ${requests()} FINAL WHERE request_id IN {ids:Array(UUID)} ORDER BY ts`,
+    { ids: rows.map((r) => r.request_id) },
+  );
+  t.same(back.map((r) => r.m), texts, 'every text as written');
+  t.same(back.map((r) => r.k), texts.map((_, i) => `k${i}`), 'and the column after it');
+  const [n] = await store.query<{ n: string }>(
+    `SELECT count() AS n FROM ${requests()} FINAL WHERE ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC') AND ts < fromUnixTimestamp64Milli({b:Int64}, 'UTC')`,
+    { a: T0 + 8000, b: T0 + 8500 },
+  );
+  t.equal(Number(n!.n), 500, 'the 500 rows after them, each once');
+});
+
 t.test('Decimal cost: toRow round-trips cost and list_cost exactly', async (t) => {
   const provider = { group: 'paid', price: { input: 2.5, output: 10, cached: 1.25 }, models: {} } as unknown as ProviderConfig;
   const sub = { ...provider, group: 'subscription' } as ProviderConfig;
