@@ -132,7 +132,7 @@ export async function providerWindows(
 
 const QUOTA_COLS = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
 
-/** The raw rows of a fill's whole hour, per request time, provider and model (`oldest`: the time), tagged as its. */
+/** The raw rows of a fill's whole hour per request time, provider and model (`oldest`: the time), `edge` its tag. */
 function fillSql(store: Store, p: EdgePlan & { kind: 'fill' }, ranges: readonly EdgeRange[], params: Record<string, unknown>): string {
   const i = p.tag - FILL_TAG;
   Object.assign(params, { [`fp${i}`]: ranges[i]!.providers, [`fh${i}`]: p.hour, [`fe${i}`]: p.hour + HOUR_MS });

@@ -11,8 +11,8 @@ export interface SseFrame {
 }
 
 export class SseParser {
-  // Node's StringDecoder, not TextDecoder: on Node 20 TextDecoder goes through ICU and returns two-byte strings, which
-  // every later step (the frame's JSON.parse, the relay's write) then pays for too (docs/benchmarks.md).
+  // Node's StringDecoder, not TextDecoder: on Node 20 TextDecoder goes through ICU (to UTF-16, then copied again to
+  // one-byte text), about twice the cost of a chunk's decoding and parsing (docs/benchmarks.md).
   readonly #decoder = new StringDecoder('utf8');
   /** Whether text has come yet: a UTF-8 byte order mark before the first text is dropped, as TextDecoder did. */
   #started = false;
