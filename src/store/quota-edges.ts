@@ -46,7 +46,8 @@ export const FILL_TAG = 2;
 /** A key whose fills disagreed with the rollup this many times in a row is read raw until its hour changes. */
 const MISMATCHES = 2;
 
-const keyOf = (provider: string, model: string) => `${provider}\u0000${model}`;
+/** A provider and model as one key (the quota's read keys its groups so too). */
+export const keyOf = (provider: string, model: string): string => `${provider}\u0000${model}`;
 
 export class EdgeCache {
   readonly #kept = new Map<string, Kept>();
@@ -99,10 +100,12 @@ export class EdgeCache {
     }
     const out: RawGroup[] = [];
     const again: (EdgePlan & { kind: 'fill' })[] = [];
+    // Each range's hour as the rollup has it, for its providers: what its kept or filled rows must equal.
+    const hourlyOf = plans.map((p, i) => (p.kind === 'raw' ? new Map<string, Sum>() : only(rollup.get(p.hour)!, ranges[i]!.providers)));
     for (const [i, p] of plans.entries()) {
       if (p.kind === 'raw') continue;
       const range = ranges[i]!;
-      const hourly = only(rollup.get(p.hour)!, range.providers);
+      const hourly = hourlyOf[i]!;
       if (p.kind === 'kept') {
         if (same(p.kept.totals, hourly)) out.push(...edgeRows(p.kept, range, p.hour));
         else {
@@ -113,7 +116,10 @@ export class EdgeCache {
     }
     if (again.length > 0) {
       const read = await refill(again);
-      for (const p of again) out.push(...this.#filled(p, ranges[p.tag - FILL_TAG]!, read.filter((r) => num(r.edge) === p.tag), only(rollup.get(p.hour)!, ranges[p.tag - FILL_TAG]!.providers)));
+      for (const p of again) {
+        const i = p.tag - FILL_TAG;
+        out.push(...this.#filled(p, ranges[i]!, read.filter((r) => num(r.edge) === p.tag), hourlyOf[i]!));
+      }
     }
     return out;
   }
@@ -158,11 +164,10 @@ function only(m: ReadonlyMap<string, Sum>, providers: readonly string[]): Map<st
   return new Map([...m].filter(([k, s]) => s.rows > 0 && set.has(k.slice(0, k.indexOf('\u0000')))));
 }
 
+/** The same models with the same figures (both hold only models with rows: `only`'s, and raw groups of a row at least). */
 function same(a: ReadonlyMap<string, Sum>, b: ReadonlyMap<string, Sum>): boolean {
-  const nonEmpty = (m: ReadonlyMap<string, Sum>) => [...m].filter(([, s]) => s.rows > 0);
-  const x = nonEmpty(a);
-  if (x.length !== nonEmpty(b).length) return false;
-  return x.every(([k, s]) => {
+  if (a.size !== b.size) return false;
+  return [...a].every(([k, s]) => {
     const t = b.get(k);
     return t !== undefined && t.rows === s.rows && t.tokens === s.tokens && t.cost === s.cost && t.durationMs === s.durationMs && t.oldest === s.oldest;
   });

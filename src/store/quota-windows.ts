@@ -6,7 +6,7 @@ import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 import { deduped, num, split, summedRaw, summedSourcesOf, type RawGroup, type Sums } from './aggregate.js';
 import { decimalUnits, unitsNumber } from './decimal.js';
-import { FILL_TAG, type EdgeCache, type EdgePlan, type EdgeRange } from './quota-edges.js';
+import { FILL_TAG, keyOf, type EdgeCache, type EdgePlan, type EdgeRange } from './quota-edges.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
 
 export interface ProviderWindow {
@@ -96,7 +96,7 @@ export async function providerWindows(
   for (const r of rows) {
     const provider = String(r.provider);
     const model = String(r.model);
-    const key = `${provider}\u0000${model}`;
+    const key = keyOf(provider, model);
     let s = out.get(key);
     if (s === undefined) {
       s = { provider, model, rows: 0, tokens: 0, cost: 0n, durationMs: 0, oldest: null, secondaryRows: 0, today: 0n, month: 0n, recentRows: 0 };

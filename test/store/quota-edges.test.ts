@@ -21,11 +21,11 @@ const H = 3_600_000;
 const D = 24 * H;
 const T0 = Date.UTC(2026, 4, 12); // 2026-05-12 00:00Z
 let seq = 0;
-function row(at: number, provider: string, requestId = uuidv7(at + seq)) {
+function row(at: number, provider: string, requestId = uuidv7(at + seq), model?: string) {
   seq++;
   return toRow(makeRecord({
     kind: 'request', requestId, startedAt: at, endedAt: at + 100, endpoint: 'chat.completions',
-    provider, providerGroup: 'paid', model: `${provider}/m${seq % 2}`, requestedModel: 'm', modelKnown: true,
+    provider, providerGroup: 'paid', model: model ?? `${provider}/m${seq % 2}`, requestedModel: 'm', modelKnown: true,
     apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
     usage: { input: 10 + (seq % 7), cached: null, cacheWrite: null, output: 4, reasoning: null }, usageSource: 'reported',
     cost: { cost: 0.000123 * (1 + (seq % 5)), listCost: 0.0002, priceSource: 'config' },
@@ -103,6 +103,12 @@ t.test('a row inserted into the kept hour afterwards is counted: the rollup no l
   t.equal(rowsOf(want, 'q'), rowsOf(before, 'q'), 'q: a late row before its window start, not in it');
   t.same(after.tables, [['usage_hourly', 'usage_daily'], ['requests']], 'the kept hour read again, after the read that showed it changed');
   t.same((await reads(() => read(from, cache))).tables, [['usage_hourly', 'usage_daily']], 'then kept again');
+  // A late row of a model the kept hour had none of: the rollup has a model more than what is kept.
+  await store.insert('requests', [row(from + 120_000, 'p', undefined, 'p/other')], 'late-model');
+  const other = await reads(() => read(from, cache));
+  t.same(byKey(other.r), byKey(await read(from, undefined)), 'a late row of another model: the same figures as without the cache');
+  t.equal(byKey(other.r)['p p/other']?.rows, 1, 'the other model\'s row counted');
+  t.same(other.tables, [['usage_hourly', 'usage_daily'], ['requests']], 'and the hour read again');
 });
 
 t.test('an hour whose raw rows never agree with its rollup (a request inserted twice, in two batches): read raw', async (t) => {
