@@ -59,6 +59,10 @@ if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
 // are not a part: a row ends its request's marker and the budget's count of records not yet stored, which would
 // grow for the whole run. Without rows in the store the run's row check reports them missing.
 const noRecord = new Set((process.env.BENCH_NO_RECORD ?? '').split(',').filter(Boolean));
+const RECORD_PARTS = ['1', 'marker', 'insert', 'metrics', 'alerts'];
+for (const part of noRecord) {
+  if (!RECORD_PARTS.includes(part)) throw new Error(`BENCH_NO_RECORD: '${part}' is not one of ${RECORD_PARTS.join(', ')}`);
+}
 if (noRecord.has('1')) {
   app.tollgate.ledger.begin = () => undefined;
   app.tollgate.ledger.publish = () => undefined;
