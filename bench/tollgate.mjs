@@ -58,19 +58,20 @@ if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
 // `alerts` (the alert evaluator's checks after each record and each insert; its 15 s timer stays). The rows alone
 // are not a part: a row ends its request's marker and the budget's count of records not yet stored, which would
 // grow for the whole run. Without rows in the store the run's row check reports them missing.
-const noRecord = new Set((process.env.BENCH_NO_RECORD ?? '').split(',').filter(Boolean));
-const RECORD_PARTS = ['1', 'marker', 'insert', 'metrics', 'alerts'];
-for (const part of noRecord) {
-  if (!RECORD_PARTS.includes(part)) throw new Error(`BENCH_NO_RECORD: '${part}' is not one of ${RECORD_PARTS.join(', ')}`);
+const LEAVE_OUT = {
+  1: () => {
+    app.tollgate.ledger.begin = () => undefined;
+    app.tollgate.ledger.publish = () => undefined;
+  },
+  marker: () => (app.tollgate.writer.begin = () => undefined),
+  insert: () => (app.tollgate.store.insertLines = async () => undefined),
+  metrics: () => (app.tollgate.metrics.observe = () => undefined),
+  alerts: () => (app.tollgate.alerting.alerts.poke = () => undefined),
+};
+for (const part of (process.env.BENCH_NO_RECORD ?? '').split(',').filter(Boolean)) {
+  if (!Object.hasOwn(LEAVE_OUT, part)) throw new Error(`BENCH_NO_RECORD: '${part}' is not one of ${Object.keys(LEAVE_OUT).join(', ')}`);
+  LEAVE_OUT[part]();
 }
-if (noRecord.has('1')) {
-  app.tollgate.ledger.begin = () => undefined;
-  app.tollgate.ledger.publish = () => undefined;
-}
-if (noRecord.has('marker')) app.tollgate.writer.begin = () => undefined;
-if (noRecord.has('insert')) app.tollgate.store.insertLines = async () => undefined;
-if (noRecord.has('metrics')) app.tollgate.metrics.observe = () => undefined;
-if (noRecord.has('alerts')) app.tollgate.alerting.alerts.poke = () => undefined;
 const { writer, store, metrics } = app.tollgate;
 
 // Diagnostics only: count the inserts the batch writer makes (how well it batches: `insertLines`, which a segment
