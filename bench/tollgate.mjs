@@ -52,26 +52,6 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 await app.tollgate.storeReady;
 // Diagnostics only (BENCH_NO_ALERTS=1): the alert evaluator stopped, to measure what its reads cost under load.
 if (process.env.BENCH_NO_ALERTS === '1') await app.tollgate.alerting.close();
-// Diagnostics only (BENCH_NO_RECORD): what Tollgate's record costs it. `1`: the ledger hands nothing to its sinks (no
-// begin marker, row, metrics, live monitor entry or alert poke: the request is served and not recorded); or a list of
-// the parts left out: `marker` (the spool's begin markers), `insert` (rows spooled, never inserted), `metrics`,
-// `alerts` (the alert evaluator's checks after each record and each insert; its 15 s timer stays). The rows alone
-// are not a part: a row ends its request's marker and the budget's count of records not yet stored, which would
-// grow for the whole run. Without rows in the store the run's row check reports them missing.
-const LEAVE_OUT = {
-  1: () => {
-    app.tollgate.ledger.begin = () => undefined;
-    app.tollgate.ledger.publish = () => undefined;
-  },
-  marker: () => (app.tollgate.writer.begin = () => undefined),
-  insert: () => (app.tollgate.store.insertLines = async () => undefined),
-  metrics: () => (app.tollgate.metrics.observe = () => undefined),
-  alerts: () => (app.tollgate.alerting.alerts.poke = () => undefined),
-};
-for (const part of (process.env.BENCH_NO_RECORD ?? '').split(',').filter(Boolean)) {
-  if (!Object.hasOwn(LEAVE_OUT, part)) throw new Error(`BENCH_NO_RECORD: '${part}' is not one of ${Object.keys(LEAVE_OUT).join(', ')}`);
-  LEAVE_OUT[part]();
-}
 const { writer, store, metrics } = app.tollgate;
 
 // Diagnostics only: count the inserts the batch writer makes (how well it batches: `insertLines`, which a segment
@@ -95,6 +75,28 @@ function counted(method, into, rowsOf) {
 }
 counted('insertLines', inserts, ([, lines]) => lines.length);
 counted('query', reads, () => 0);
+
+// Diagnostics only (BENCH_NO_RECORD): what Tollgate's record costs it. `1`: the ledger hands nothing to its sinks (no
+// begin marker, row, metrics, live monitor entry or alert poke: the request is served and not recorded); or a list of
+// the parts left out: `marker` (the spool's begin markers), `insert` (rows spooled, never inserted), `metrics`,
+// `alerts` (the alert evaluator's checks after each record and each insert; its 15 s timer stays). The rows alone
+// are not a part: a row ends its request's marker and the budget's count of records not yet stored, which would
+// grow for the whole run. Without rows in the store the run's row check reports them missing. Applied after the
+// counting above, so an insert left out is not counted as one.
+const LEAVE_OUT = {
+  1: () => {
+    app.tollgate.ledger.begin = () => undefined;
+    app.tollgate.ledger.publish = () => undefined;
+  },
+  marker: () => (writer.begin = () => undefined),
+  insert: () => (store.insertLines = async () => undefined),
+  metrics: () => (metrics.observe = () => undefined),
+  alerts: () => (app.tollgate.alerting.alerts.poke = () => undefined),
+};
+for (const part of (process.env.BENCH_NO_RECORD ?? '').split(',').filter(Boolean)) {
+  if (!Object.hasOwn(LEAVE_OUT, part)) throw new Error(`BENCH_NO_RECORD: '${part}' is not one of ${Object.keys(LEAVE_OUT).join(', ')}`);
+  LEAVE_OUT[part]();
+}
 
 serveParent({
   cpu: () => cpuMicros(),

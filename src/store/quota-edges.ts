@@ -49,6 +49,12 @@ const MISMATCHES = 2;
 /** A provider and model as one key (the quota's read keys its groups so too). */
 export const keyOf = (provider: string, model: string): string => `${provider}\u0000${model}`;
 
+/** `keyOf`'s provider and model again. */
+function partsOf(key: string): { provider: string; model: string } {
+  const cut = key.indexOf('\u0000');
+  return { provider: key.slice(0, cut), model: key.slice(cut + 1) };
+}
+
 export class EdgeCache {
   readonly #kept = new Map<string, Kept>();
   readonly #mismatches = new Map<string, number>();
@@ -158,10 +164,10 @@ function add(m: Map<string, Sum>, key: string, s: Sum): void {
   }
 }
 
-/** The totals of `providers` only (a key is `provider \0 model`). */
+/** The totals of `providers` only (keys are `keyOf`'s). */
 function only(m: ReadonlyMap<string, Sum>, providers: readonly string[]): Map<string, Sum> {
   const set = new Set(providers);
-  return new Map([...m].filter(([k, s]) => s.rows > 0 && set.has(k.slice(0, k.indexOf('\u0000')))));
+  return new Map([...m].filter(([k, s]) => s.rows > 0 && set.has(partsOf(k).provider)));
 }
 
 /** The same models with the same figures (both hold only models with rows: `only`'s, and raw groups of a row at least). */
@@ -177,11 +183,8 @@ function same(a: ReadonlyMap<string, Sum>, b: ReadonlyMap<string, Sum>): boolean
 function edgeRows(kept: Kept, range: EdgeRange, hour: number): RawGroup[] {
   const sums = new Map<string, Sum>();
   for (const g of kept.groups) if (g.at >= range.from && g.at < range.to) add(sums, g.key, g.sum);
-  return [...sums].map(([key, s]) => {
-    const cut = key.indexOf('\u0000');
-    return {
-      provider: key.slice(0, cut), model: key.slice(cut + 1), at_s: hour / 1000, edge: 1,
-      rows: s.rows, tokens: s.tokens, cost: unitsText(s.cost), duration_ms: s.durationMs, oldest: s.oldest,
-    };
-  });
+  return [...sums].map(([key, s]) => ({
+    ...partsOf(key), at_s: hour / 1000, edge: 1,
+    rows: s.rows, tokens: s.tokens, cost: unitsText(s.cost), duration_ms: s.durationMs, oldest: s.oldest,
+  }));
 }
