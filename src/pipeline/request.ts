@@ -55,11 +55,7 @@ export class ClientRequest {
 
   /** The request's meta as it stands (read again at each snapshot, so what was learnt since is in it). */
   meta(): RequestMeta {
-    const { requestedModel, stream, combo } = this.facts;
-    return {
-      endpoint: this.endpoint, requestId: this.requestId, startedAt: this.startedAt, t0: this.t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo,
-      traceId: this.trace.traceId,
-    };
+    return metaOf(this.endpoint, this.requestId, this.startedAt, this.t0, this.trace.traceId, this.facts);
   }
 
   /** The client named `requestedModel` (suffix removed) and asked for a stream or not; the answer says so too. */
@@ -78,13 +74,36 @@ export class ClientRequest {
   }
 }
 
+/** A request's meta from its fixed parts and its facts as they stand. */
+function metaOf(endpoint: string, requestId: string, startedAt: number, t0: number, traceId: string, facts: RequestFacts): RequestMeta {
+  const { requestedModel, stream, combo } = facts;
+  return { endpoint, requestId, startedAt, t0, requestedModel, stream, kind: combo ? 'combo' : 'request', combo, traceId };
+}
+
+/**
+ * Tell the ledger's begin sinks that `request` began. They keep its snapshot and progress while it runs (the spool,
+ * for its markers; the live monitor), in maps as old as the process; so the two functions hold only what they read
+ * (the outcome, the facts, the fixed parts of the meta and the key's name), never the request: through it the Fastify
+ * request, reply, body and headers were reachable from those maps, and V8 then moved much of every request's objects
+ * out of the young generation (docs/benchmarks.md, "What the record kept alive").
+ */
+function announce(ctx: GatewayContext, request: ClientRequest, apiKeyName: string): void {
+  const { outcome, facts, endpoint, requestId, startedAt, t0 } = request;
+  const traceId = request.trace.traceId;
+  ctx.ledger.begin(
+    requestId,
+    () => recordOf(outcome, metaOf(endpoint, requestId, startedAt, t0, traceId, facts), apiKeyName),
+    () => progressOf(outcome),
+  );
+}
+
 /** Serve one data-plane request on `endpoint` with `handle`, from its opening to its record. */
 export async function serveRequest(
   ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, endpoint: string, handle: (request: ClientRequest) => Promise<void>,
 ): Promise<void> {
   const request = new ClientRequest(ctx, req, reply, endpoint);
   const { outcome } = request;
-  ctx.ledger.begin(request.requestId, () => recordOf(outcome, request.meta(), req.apiKeyName), () => progressOf(outcome));
+  announce(ctx, request, req.apiKeyName);
   try {
     await handle(request);
   } catch (err) {
