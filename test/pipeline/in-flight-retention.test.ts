@@ -10,7 +10,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { setImmediate as turn } from 'node:timers/promises';
+import { setImmediate as turn, setTimeout as sleep } from 'node:timers/promises';
 import { startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import type { UsageRecord } from '../../src/ledger/record.js';
@@ -49,10 +49,14 @@ function post(path: string, body: unknown): Promise<{ status: number; id: string
   });
 }
 
-/** Collect until `ref` is gone (a few rounds: the server lets go of a closed connection's request a turn or two late). */
+/**
+ * Collect until `ref` is gone: the server lets go of a closed connection's request a turn or two late, a busy machine's
+ * later, so up to 50 rounds of a turn, 10 ms and a full collection (about half a second at most).
+ */
 async function collected(ref: WeakRef<object>): Promise<boolean> {
-  for (let i = 0; i < 20 && ref.deref() !== undefined; i++) {
+  for (let i = 0; i < 50 && ref.deref() !== undefined; i++) {
     await turn();
+    await sleep(10);
     gc();
   }
   return ref.deref() === undefined;
