@@ -37,6 +37,8 @@ export class ClientRequest {
   readonly requestId: string;
   readonly endpoint: string;
   readonly trace: RequestTrace;
+  /** The trace's id ('' without one), read once: the span's context does not change. */
+  readonly traceId: string;
   readonly outcome: Outcome;
   readonly facts: RequestFacts = { requestedModel: '', stream: false, combo: '' };
 
@@ -50,12 +52,13 @@ export class ClientRequest {
     this.requestId = uuidv7(this.startedAt);
     reply.header('x-request-id', this.requestId);
     this.trace = ctx.tracing.start(req.headers, endpoint);
+    this.traceId = this.trace.traceId;
     this.outcome = newOutcome();
   }
 
   /** The request's meta as it stands (read again at each snapshot, so what was learnt since is in it). */
   meta(): RequestMeta {
-    return metaOf(this.endpoint, this.requestId, this.startedAt, this.t0, this.trace.traceId, this.facts);
+    return metaOf(this.endpoint, this.requestId, this.startedAt, this.t0, this.traceId, this.facts);
   }
 
   /** The client named `requestedModel` (suffix removed) and asked for a stream or not; the answer says so too. */
@@ -88,8 +91,7 @@ function metaOf(endpoint: string, requestId: string, startedAt: number, t0: numb
  * out of the young generation (docs/benchmarks.md, "What the record kept alive").
  */
 function announce(ctx: GatewayContext, request: ClientRequest, apiKeyName: string): void {
-  const { outcome, facts, endpoint, requestId, startedAt, t0 } = request;
-  const traceId = request.trace.traceId;
+  const { outcome, facts, endpoint, requestId, startedAt, t0, traceId } = request;
   ctx.ledger.begin(
     requestId,
     () => recordOf(outcome, metaOf(endpoint, requestId, startedAt, t0, traceId, facts), apiKeyName),
