@@ -16,3 +16,12 @@ t.test('rows as they are: markers, lines the disk cut and torn pieces left out; 
   t.same(rowsOf(`${text}${row('c')}`), [{ request_id: 'a', status: 'success' }, { request_id: 'b', status: 'success' }, { request_id: 'c', status: 'success' }], 'and parsed the same way');
   t.same(rowsOf(`${row('a')}\n{"request_id": damaged}\n`), [{ request_id: 'a', status: 'success' }], 'a line damaged on disk is skipped when parsed');
 });
+
+t.test('a begin marker leaves out the columns that are zero, empty, false or null, and keeps the rest in order', async (t) => {
+  const line = markerLine({
+    request_id: 'r', kind: 'request', parent_id: null, combo: '', attempt: 0, auto_switched: false, ts: 1700000000000,
+    http_status: 200, status: 'interrupted', cost: '0.000000000000', ttft_ms: null, stream: false, duration_ms: 0.25, missing: undefined,
+  });
+  t.equal(line, '{"$begin":{"request_id":"r","kind":"request","ts":1700000000000,"http_status":200,"status":"interrupted","cost":"0.000000000000","duration_ms":0.25}}\n');
+  t.same(rowLines(line), [], 'still a marker, not a row');
+});

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { makeRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { tempDir } from '../helpers/tmp.js';
+import { newOutcome, recordOf } from '../../src/pipeline/outcome.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -405,4 +406,40 @@ t.test('a request in flight when the process dies comes back as an interrupted r
   ], 'the ended request once, as it ended; the open one as interrupted with the usage known at the last seal');
   await w2.close();
   t.same(spoolIn(dir).leftovers(), { segments: 0, rows: 0, interrupted: 0 }, 'nothing is left to replay twice');
+});
+
+t.test('a marker written at a request\'s start is about half its row, and the interrupted row it becomes is that row, column for column', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const { store: down } = standIn(() => Promise.reject(new Error('down')));
+  const spool = spoolIn(dir);
+  const w1 = new BatchWriter<RequestRow>(down, 'requests', spool, { maxRows: 100, flushMs: 60_000, retryBaseMs: 5 }, events().events);
+  // The snapshot the gateway's begin sink gives at a request's start (src/app.ts): a fresh outcome's record, marked.
+  const startedAt = Date.UTC(2024, 4, 16, 9);
+  const meta = { endpoint: 'chat.completions', requestId: uuidv7(startedAt), startedAt, t0: performance.now(), requestedModel: '', stream: false, traceId: '' };
+  const snapshot: RequestRow = { ...toRow(recordOf(newOutcome(), meta, 'marker-twin')), status: 'interrupted' };
+  w1.begin(String(snapshot.request_id), () => snapshot);
+  await new Promise((r) => setImmediate(r));
+  const [marker] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').split('\n');
+  const kept = (JSON.parse(marker!) as { $begin: Record<string, unknown> }).$begin;
+  const left = Object.keys(snapshot).filter((k) => !(k in kept));
+  t.ok(left.length >= 10, `columns left out of the marker: ${left.join(', ')}`);
+  for (const k of left) t.ok([0, '', false, null].includes(snapshot[k] as never), `${k} is left out only because it is ${JSON.stringify(snapshot[k])}`);
+  t.ok(marker!.length < 0.6 * JSON.stringify(snapshot).length, `the marker (${marker!.length} bytes) is less than 60 % of its row (${JSON.stringify(snapshot).length})`);
+  await w1.close(); // the store is down: the marker stays on disk, as after a kill
+  const again = spoolIn(dir);
+  t.same(again.leftovers(), { segments: 1, rows: 0, interrupted: 1 }, 'the segment holding the marker, and the request it left in flight');
+  const w2 = new BatchWriter<RequestRow>(store, 'requests', again, { maxRows: 100, flushMs: 60_000 }, events().events);
+  await w2.flush();
+  await w2.close();
+  // Its twin: the whole snapshot row inserted as it is, under another id.
+  const twinId = uuidv7(startedAt + 1);
+  await store.insert('requests', [{ ...snapshot, request_id: twinId }]);
+  const stored = await store.query<Record<string, unknown>>(
+    `SELECT * EXCEPT (request_id), toString(request_id) AS id FROM ${store.t('requests')} FINAL WHERE api_key_name = 'marker-twin' ORDER BY id`);
+  t.equal(stored.length, 2, 'the interrupted row and its twin');
+  const [fromMarker, twin] = stored.map(({ id, ...cols }) => ({ id, cols }));
+  t.equal(fromMarker!.id, snapshot.request_id);
+  t.equal(twin!.id, twinId);
+  t.same(fromMarker!.cols, twin!.cols, 'every column of the row from the marker equals the whole row\'s');
+  t.equal(fromMarker!.cols.status, 'interrupted');
 });

@@ -1,0 +1,152 @@
+// Two builds (or one build under two settings) measured at the same time: each under its own closed loop of half the
+// concurrency, from this one process, against one fake upstream, over the same windows. On a shared machine whose
+// speed moves by up to 2x within minutes (docs/benchmarks.md), one build measured after another cannot show a
+// difference of a few per cent; two measured at once are hit by the same drift, so their ratio can.
+//
+//   npm run build && node bench/ab.mjs
+//
+// Each side is a directory holding a built copy (`dist/`, `bench/`, and `node_modules/` reachable from it), by default
+// this checkout for both: to compare against another commit, `git worktree add /tmp/base <rev>`, link this checkout's
+// node_modules into it, build it there, and give it as AB_DIR_A. Knobs:
+//
+//   AB_DIR_A, AB_DIR_B     the two copies (default: this checkout)
+//   AB_ENV_A, AB_ENV_B     environment of that side's process, `K=V,K2=V2` (e.g. AB_ENV_B=BENCH_NO_RECORD=marker)
+//   AB_ARGS_A, AB_ARGS_B   node flags of that side's process (e.g. AB_ARGS_B=--max-semi-space-size=64)
+//   AB_TARGET              the bench target both sides run: tollgate (default), floor
+//   AB_SCENARIO            json (default) or sse
+//   AB_ROUNDS, AB_SECONDS  measured windows and their length (10 x 5 s), after a 3 s warm-up
+//   AB_CONCURRENCY         both sides together (32)
+//   AB_THREADS             1: after the rounds, each side's CPU by thread name over two more windows
+//
+// Prints each window's figures and the medians of B/A: CPU a request (all threads; main thread) and requests served.
+// The same build on both sides gave medians within 3 % of 1 (each window within 4 %), the side started second serving
+// about 2 % less: run both orders (swap the sides) and average them, and read a difference under about 3 % as none.
+
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startChild, killAll } from './lib/ipc.mjs';
+import { Load } from './lib/load.mjs';
+import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
+import { percentile } from './lib/stats.mjs';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const env = process.env;
+const median = (xs) => percentile([...xs].sort((x, y) => x - y), 0.5);
+const target = env.AB_TARGET ?? 'tollgate';
+if (!['tollgate', 'floor'].includes(target)) throw new Error(`AB_TARGET: '${target}' is not tollgate or floor`);
+const scenario = env.AB_SCENARIO ?? 'json';
+if (!['json', 'sse'].includes(scenario)) throw new Error(`AB_SCENARIO: '${scenario}' is not json or sse`);
+const rounds = Number(env.AB_ROUNDS ?? 10);
+const seconds = Number(env.AB_SECONDS ?? 5);
+const concurrency = Number(env.AB_CONCURRENCY ?? 32);
+
+/** `K=V,K2=V2` as pairs. */
+const pairs = (text) => (text ?? '').split(',').filter(Boolean).map((kv) => {
+  const i = kv.indexOf('=');
+  if (i < 1) throw new Error(`'${kv}' is not K=V`);
+  return [kv.slice(0, i), kv.slice(i + 1)];
+});
+
+/** CPU time (µs) of a process, all its threads, or of one thread, from /proc (utime + stime, in clock ticks of 10 ms). */
+function cpuMicros(path) {
+  const stat = readFileSync(path, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) * 10_000;
+}
+
+/** CPU time (µs) by thread name, the main thread apart. */
+function byThread(pid) {
+  const out = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    let stat;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+    } catch {
+      continue; // a thread that ended meanwhile
+    }
+    const name = (tid === String(pid) ? 'main: ' : '') + stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    out.set(name, (out.get(name) ?? 0) + cpuMicros(`/proc/${pid}/task/${tid}/stat`));
+  }
+  return out;
+}
+
+const upstream = startChild('upstream', join(HERE, 'upstream.mjs'));
+const up = await upstream.ready;
+
+async function side(label) {
+  const dir = resolve(env[`AB_DIR_${label}`] ?? join(HERE, '..'));
+  const data = mkdtempSync(join(tmpdir(), `tollgate-ab-${label}-`));
+  const vars = pairs(env[`AB_ENV_${label}`]);
+  const saved = vars.map(([k]) => [k, env[k]]);
+  for (const [k, v] of vars) env[k] = v; // the child gets this process's environment at its start
+  const child = startChild(label, join(dir, 'bench', `${target}.mjs`), [up.url, data], {
+    execArgv: (env[`AB_ARGS_${label}`] ?? '').split(' ').filter(Boolean), cwd: tmpdir(),
+  });
+  const info = await child.ready.finally(() => {
+    for (const [k, v] of saved) if (v === undefined) delete env[k]; else env[k] = v;
+  });
+  const load = new Load({
+    origin: info.url, path: '/v1/chat/completions', body: scenario === 'sse' ? STREAM_REQUEST_BODY : REQUEST_BODY,
+    stream: scenario === 'sse', concurrency: Math.max(1, Math.round(concurrency / 2)),
+  });
+  return { label, dir, data, child, load, pid: child.pid };
+}
+
+const a = await side('A');
+const b = await side('B');
+const both = [a, b];
+const sample = () => both.map((s) => ({
+  cpu: cpuMicros(`/proc/${s.pid}/stat`), main: cpuMicros(`/proc/${s.pid}/task/${s.pid}/stat`), done: s.load.completed,
+}));
+const window = (ms) => Promise.all(both.map((s) => s.load.run(ms, false)));
+
+try {
+  console.log(`A: ${a.dir}${env.AB_ENV_A ? ` ${env.AB_ENV_A}` : ''}${env.AB_ARGS_A ? ` ${env.AB_ARGS_A}` : ''}`);
+  console.log(`B: ${b.dir}${env.AB_ENV_B ? ` ${env.AB_ENV_B}` : ''}${env.AB_ARGS_B ? ` ${env.AB_ARGS_B}` : ''}`);
+  console.log(`${target}, ${scenario}, c=${concurrency} in all (half each), ${rounds} windows of ${seconds} s after 3 s of warm-up`);
+  await window(3000);
+  const ratios = { cpu: [], main: [], served: [] };
+  for (let r = 1; r <= rounds; r++) {
+    const before = sample();
+    await window(seconds * 1000);
+    const after = sample();
+    const [fa, fb] = [0, 1].map((i) => {
+      const n = after[i].done - before[i].done;
+      return { n, cpu: (after[i].cpu - before[i].cpu) / n, main: (after[i].main - before[i].main) / n };
+    });
+    ratios.cpu.push(fb.cpu / fa.cpu);
+    ratios.main.push(fb.main / fa.main);
+    ratios.served.push(fb.n / fa.n);
+    console.log(
+      `window ${r}: A ${fa.n} requests, CPU ${fa.cpu.toFixed(0)} µs a request (main ${fa.main.toFixed(0)}) | ` +
+        `B ${fb.n}, ${fb.cpu.toFixed(0)} (${fb.main.toFixed(0)}) | B/A CPU ${ratios.cpu.at(-1).toFixed(3)}, ` +
+        `main ${ratios.main.at(-1).toFixed(3)}, served ${ratios.served.at(-1).toFixed(3)}`,
+    );
+  }
+  if (env.AB_THREADS === '1') {
+    const t0 = both.map((s) => [byThread(s.pid), s.load.completed]);
+    await window(seconds * 2000);
+    both.forEach((s, i) => {
+      const t1 = byThread(s.pid);
+      const n = s.load.completed - t0[i][1];
+      const parts = [...t1].map(([k, v]) => [k, (v - (t0[i][0].get(k) ?? 0)) / n]).filter(([, v]) => v >= 0.5).sort((x, y) => y[1] - x[1]);
+      console.log(`${s.label} CPU by thread, µs a request: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
+    });
+  }
+  const errors = both.map((s) => s.load.errors);
+  console.log(
+    `median B/A: CPU a request ${median(ratios.cpu).toFixed(3)}, main thread ${median(ratios.main).toFixed(3)}, ` +
+      `requests served ${median(ratios.served).toFixed(3)}; errors A ${errors[0]}, B ${errors[1]}`,
+  );
+  if (errors.some((e) => e > 0)) process.exitCode = 1;
+} finally {
+  for (const s of both) {
+    await s.load.pool.close();
+    await s.child.stop();
+    rmSync(s.data, { recursive: true, force: true });
+  }
+  killAll();
+}
+process.exit();
