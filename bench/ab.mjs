@@ -49,12 +49,12 @@ const pairs = (text) => (text ?? '').split(',').filter(Boolean).map((kv) => {
   return [kv.slice(0, i), kv.slice(i + 1)];
 });
 
-/** CPU time (µs) of a process, all its threads, or of one thread, from /proc (utime + stime, in clock ticks of 10 ms). */
-function cpuMicros(path) {
-  const stat = readFileSync(path, 'utf8');
+/** CPU time (µs) in a /proc stat line, of a process (all its threads) or of one thread: utime + stime, 10 ms ticks. */
+function statMicros(stat) {
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) * 10_000;
 }
+const cpuMicros = (path) => statMicros(readFileSync(path, 'utf8'));
 
 /** CPU time (µs) by thread name, the main thread apart. */
 function byThread(pid) {
@@ -67,7 +67,7 @@ function byThread(pid) {
       continue; // a thread that ended meanwhile
     }
     const name = (tid === String(pid) ? 'main: ' : '') + stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    out.set(name, (out.get(name) ?? 0) + cpuMicros(`/proc/${pid}/task/${tid}/stat`));
+    out.set(name, (out.get(name) ?? 0) + statMicros(stat));
   }
   return out;
 }
