@@ -18,7 +18,7 @@ export interface EmailChannelConfig {
 }
 
 export interface EmailChannelOptions {
-  /** Connect, greeting and socket-inactivity timeout (default 10 s). */
+  /** Connect and greeting timeout (default 10 s); socket inactivity after it a quarter second more. */
   readonly timeoutMs?: number;
   /** The whole send's deadline (default 3 x timeoutMs). */
   readonly sendTimeoutMs?: number;
@@ -46,6 +46,9 @@ export function emailText(a: Alert): string {
   return `${a.message}\n\n${lines.join('\n')}\n`;
 }
 
+/** How much longer the socket's inactivity timeout is than the connection's and the greeting's. */
+const SOCKET_SLACK_MS = 250;
+
 export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions = {}): Channel {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const sendTimeoutMs = opts.sendTimeoutMs ?? 3 * timeoutMs;
@@ -69,7 +72,10 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
       url: cfg.smtp_url,
       connectionTimeout: timeoutMs,
       greetingTimeout: timeoutMs,
-      socketTimeout: timeoutMs,
+      // A server that never greets is silent on the socket too: nodemailer arms both timers as the socket connects,
+      // and with equal timeouts (a connect within the same millisecond) the inactivity one fired first, reporting a
+      // bare "Timeout". Later, the greeting's always goes first and says what the server failed to do.
+      socketTimeout: timeoutMs + SOCKET_SLACK_MS,
       logger: false,
       debug: false,
     })));
