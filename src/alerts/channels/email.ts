@@ -74,7 +74,8 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
       greetingTimeout: timeoutMs,
       // A server that never greets is silent on the socket too: nodemailer arms both timers as the socket connects,
       // and with equal timeouts (a connect within the same millisecond) the inactivity one fired first, reporting a
-      // bare "Timeout". Later, the greeting's always goes first and says what the server failed to do.
+      // bare "Timeout". With the inactivity timer a quarter second later, the greeting's fires first and names what
+      // the server failed to do.
       socketTimeout: timeoutMs + SOCKET_SLACK_MS,
       logger: false,
       debug: false,
