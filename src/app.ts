@@ -210,7 +210,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const upstream = new Upstream(dispatcher);
   // Quota from the record; combos skip a provider whose quota is used up. Budgets and alerts: evaluated on a timer and
   // shortly after each record; the budget gate drives the auto-switch. Both are the router's gates, given at birth.
-  const quota = new QuotaService(store, () => holder.current);
+  const quota = new QuotaService(store, () => holder.current, { fence: writer });
   const alerting = createAlerting({ store, config: holder, quota, metrics, log, fence: writer, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);

@@ -13,6 +13,29 @@ import { dayBounds, monthBounds } from '../core/tz.js';
 
 const round = (v: number): number => Number(v.toFixed(12));
 
+/**
+ * The instants the budget's windows start at `now`: its day and its month in `budgets.timezone`. The quota's read takes
+ * them as cuts too, so it can give the budget its stored spend (SharedSpend).
+ */
+export function budgetWindowStarts(cfg: Config, now: number): [day: number, month: number] {
+  const tz = cfg.budgets.timezone ?? 'UTC';
+  return [dayBounds(now, tz).from, monthBounds(now, tz).from];
+}
+
+/**
+ * The billed cost stored from each of `froms` to the read's end, summed by another read of the same rows (the quota's,
+ * src/accounting/quota.ts: BILLED_KINDS, the rollups, the same edges) and the writer's counts when it began: the budget
+ * takes it instead of reading the store itself when no insert was running then and none has begun since, the condition
+ * its own read checks (#spent), so its records not yet confirmed written are exactly the ones this read lacks.
+ */
+export interface SharedSpend {
+  readonly froms: readonly number[];
+  readonly costs: readonly number[];
+  /** The writer's `insertsStarted` when the read began, and whether every insert begun had ended by then. */
+  readonly insertsStarted: number;
+  readonly clean: boolean;
+}
+
 export interface BudgetWindow {
   /** USD; null when no budget is set for the window. */
   readonly limit: number | null;
@@ -78,13 +101,17 @@ export class BudgetService implements BudgetGate {
     return s.daily.spent >= s.daily.limit && this.#now() < Date.parse(s.daily.resets_at);
   }
 
-  async refresh(): Promise<BudgetState> {
+  /**
+   * Read the spend and work out the state. `shared`: another read's figures for the same windows (the alert evaluator
+   * gives the quota's, taken just before), used instead of a read of its own when they are exact (SharedSpend).
+   */
+  async refresh(shared: SharedSpend | null = null): Promise<BudgetState> {
     const cfg = this.#config();
     const tz = cfg.budgets.timezone ?? 'UTC';
     const now = this.#now();
     const day = dayBounds(now, tz);
     const month = monthBounds(now, tz);
-    const [daySpent, monthSpent] = (await this.#spent([day.from, month.from], now)) as [number, number];
+    const [daySpent, monthSpent] = (await this.#spent([day.from, month.from], now, shared)) as [number, number];
     const window = (limit: number | undefined, spent: number, key: string, from: number, to: number): BudgetWindow => ({
       limit: limit ?? null,
       spent: round(spent),
@@ -116,19 +143,26 @@ export class BudgetService implements BudgetGate {
    * yet. While the store is down, the last figures read for the same windows stand in for the first part (nothing is
    * written meanwhile, so they are still exact for this process's traffic); with none, the error goes to the caller.
    */
-  async #spent(froms: readonly number[], now: number): Promise<number[]> {
-    // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
-    // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
-    // once the insert is over (twice at most; the writer waits its flush interval between inserts).
-    const f = this.#fence;
-    for (let attempt = 1; ; attempt++) {
-      const started = f?.insertsStarted ?? 0;
-      const clean = f === null || started === f.insertsEnded;
-      const stored = await this.#stored(froms, now);
+  async #spent(froms: readonly number[], now: number, shared: SharedSpend | null): Promise<number[]> {
+    const withUnconfirmed = (stored: readonly number[]) => {
       const spent = [...stored];
       for (const [startedAt, cost] of this.#unconfirmed.values()) {
         for (let i = 0; i < froms.length; i++) if (startedAt >= froms[i]!) spent[i]! += cost;
       }
+      return spent;
+    };
+    // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
+    // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
+    // once the insert is over (twice at most; the writer waits its flush interval between inserts).
+    const f = this.#fence;
+    if (shared !== null && f !== null && shared.clean && shared.insertsStarted === f.insertsStarted && sameInstants(shared.froms, froms)) {
+      froms.forEach((from, i) => this.#storedFigures.set(from, shared.costs[i]!));
+      return withUnconfirmed(shared.costs);
+    }
+    for (let attempt = 1; ; attempt++) {
+      const started = f?.insertsStarted ?? 0;
+      const clean = f === null || started === f.insertsEnded;
+      const spent = withUnconfirmed(await this.#stored(froms, now));
       if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
       await f.settled();
     }
@@ -150,4 +184,8 @@ export class BudgetService implements BudgetGate {
       return last as number[];
     }
   }
+}
+
+function sameInstants(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

@@ -15,6 +15,8 @@ import { BILLED_KINDS, type RecordKind } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
+import type { WriteFence } from '../store/writer.js';
+import { budgetWindowStarts, type SharedSpend } from './budget.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
@@ -50,8 +52,10 @@ export class QuotaService {
   readonly #staleMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
-  /** `changes`: the changes (`#changes`) it was computed after. */
-  #snapshot: { at: number; entries: QuotaEntry[]; changes: number } | null = null;
+  /** `changes`: the changes (`#changes`) it was computed after; `spend`: the budget's stored spend, from its read. */
+  #snapshot: { at: number; entries: QuotaEntry[]; changes: number; spend: SharedSpend | null } | null = null;
+  /** The batch writer: whether an insert ran when a read began, for the spend it gives the budget (SharedSpend). */
+  readonly #fence: WriteFence | null;
   /**
    * What a snapshot is computed from changed: this process stored rows (`stored`), or a usage source answered in the
    * background. A snapshot computed before a change is not served again.
@@ -63,8 +67,9 @@ export class QuotaService {
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
   readonly #edges = new EdgeCache();
 
-  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number } = {}) {
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; fence?: WriteFence } = {}) {
     this.#store = store;
+    this.#fence = opts.fence ?? null;
     this.#config = config;
     this.#now = opts.now ?? Date.now;
     this.#realClock = opts.now === undefined;
@@ -76,6 +81,16 @@ export class QuotaService {
   /** The latest snapshot's entries (null before the first): what the gauges show, never a query. */
   get latest(): readonly QuotaEntry[] | null {
     return this.#snapshot?.entries ?? null;
+  }
+
+  /**
+   * The budget's stored spend from the latest snapshot's read (its day and month, summed beside the quota's figures),
+   * for the alert evaluator to hand to `BudgetService.refresh` right after `entries({ current: true })`: one read a
+   * second instead of two under load. Null before a snapshot, or when its read did not sum them (no provider, or a
+   * budget window that does not start on a UTC midnight: the budget reads for itself then).
+   */
+  get spend(): SharedSpend | null {
+    return this.#snapshot?.spend ?? null;
   }
 
   /** Whether the provider's quota was used up in the latest snapshot. */
@@ -111,8 +126,8 @@ export class QuotaService {
     }
     const computed = this.#compute(now)
       .then(
-        (entries) => {
-          this.#snapshot = { at: this.#now(), entries, changes };
+        ({ entries, spend }) => {
+          this.#snapshot = { at: this.#now(), entries, changes, spend };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },
@@ -132,7 +147,7 @@ export class QuotaService {
    * included) and the raw rows of the partial first hours of the windows that do not start on an hour; and a second,
    * only when a provider at 0% made calls in the last 15 minutes, for the connection-problem flag.
    */
-  async #compute(now: number): Promise<QuotaEntry[]> {
+  async #compute(now: number): Promise<{ entries: QuotaEntry[]; spend: SharedSpend | null }> {
     const cfg = this.#config();
     const providers = Object.entries(cfg.providers).map(([id, p]) => {
       const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
@@ -140,16 +155,26 @@ export class QuotaService {
     });
     const month = monthStart(now);
     const today = Math.floor(now / DAY_MS) * DAY_MS;
-    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
+    // The budget's day and month, summed in the same read when both start on a UTC midnight (a budget in UTC, the
+    // default, or a zone at UTC's offset): such a start cuts no day of the daily rollup. Another zone's would make the
+    // read take every day after it from the hourly rollup (the month's hours: about 4x the time at 10M rows), so the
+    // budget reads for itself then.
+    const budget = budgetWindowStarts(cfg, now);
+    const spendFroms = budget.every((from) => from % DAY_MS === 0) ? budget : [];
+    const earliest = Math.min(month, ...spendFroms, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
     const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
     // The windows that do not start on an hour take their partial first hour from the raw rows, in the same read.
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
     const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
-    const sums = await providerWindows(this.#store, {
+    const fence = this.#fence;
+    const insertsStarted = fence?.insertsStarted ?? 0;
+    const clean = fence !== null && insertsStarted === fence.insertsEnded;
+    const { groups: sums, spend: costs } = await providerWindows(this.#store, {
       start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
-      edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
+      edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges, spendFroms,
     });
+    const spend = costs === null || spendFroms.length === 0 ? null : { froms: spendFroms, costs, insertsStarted, clean };
     const each = providers.map((x) => {
       const mine = sums.filter((g) => g.provider === x.id);
       return { ...x, mine, total: sumOf(mine) };
@@ -160,7 +185,7 @@ export class QuotaService {
     const lately = (mine: readonly ProviderModelSums[]) => start > now - RECENT_MS || mine.some((g) => g.recentRows > 0);
     const idle = each.filter(({ total, mine }) => total.tokens === 0 && lately(mine)).map(({ id }) => id);
     const recent = await recentOutcomes(this.#store, { providers: idle, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
-    return Promise.all(each.map(async ({ id, p, q, plan, mine, total }) => {
+    const entries = await Promise.all(each.map(async ({ id, p, q, plan, mine, total }) => {
       const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {
         today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
@@ -171,6 +196,7 @@ export class QuotaService {
       const problem = connectionProblem(p, recent.get(id)); // only providers at 0% were read
       return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models, problem);
     }));
+    return { entries, spend };
   }
 
   async #entry(

@@ -56,6 +56,7 @@ export function createAlerting(deps: {
   };
   const alerts = new AlertService({
     store, config: () => config.current, quota: deps.quota, budget, notify, ...(deps.reported === undefined ? {} : { reported: deps.reported }),
+    ...(deps.fence === undefined ? {} : { fence: deps.fence }),
     events: { fired: (kind) => metrics.alertFired(kind), delivery: record, error: (err) => log.error({ err }, 'alert evaluation failed') },
   });
   return {

@@ -17,6 +17,7 @@ import { dayBounds } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
 import { DAY_MS } from '../core/windows.js';
+import type { WriteFence } from '../store/writer.js';
 
 /** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
 const MEMORY_MS = 35 * DAY_MS;
@@ -61,6 +62,7 @@ export class AlertService {
   readonly #notify: Notify;
   readonly #events: AlertEvents;
   readonly #reported: () => readonly ReportedQuota[];
+  readonly #fence: WriteFence | null;
   readonly #now: () => number;
   #fired: FiredAlert[] = [];
   #running: Promise<void> | null = null;
@@ -76,10 +78,15 @@ export class AlertService {
   readonly #instance = randomUUID();
 
   constructor(
-    deps: { store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents; reported?: () => readonly ReportedQuota[] },
+    deps: {
+      store: Store; config: () => Config; quota: QuotaService; budget: BudgetService; notify: Notify; events: AlertEvents; reported?: () => readonly ReportedQuota[];
+      /** The batch writer: an evaluation begins once no insert is running, so the quota's read can serve the budget. */
+      fence?: WriteFence;
+    },
     opts: { now?: () => number } = {},
   ) {
     this.#reported = deps.reported ?? (() => []);
+    this.#fence = deps.fence ?? null;
     this.#store = deps.store;
     this.#config = deps.config;
     this.#quota = deps.quota;
@@ -148,9 +155,17 @@ export class AlertService {
     const cfg = this.#config();
     const enabled = new Set<AlertKind>(ALERT_KINDS.filter((k) => cfg.alerts.kinds[k] !== false));
     enabled.add('auto_switch');
-    const budget = await this.#budget.refresh();
+    // A read that begins while an insert runs cannot serve the budget (SharedSpend): wait for the insert first (one
+    // attempt of it; the embedded engine runs one statement at a time, so the read would have waited for it anyway).
+    await this.#fence?.settled();
     // Figures that include every row stored so far: the evaluator looks because some were (src/alerts/index.ts).
-    const quota = await this.#quota.entries({ current: true });
+    const quota = await this.#quota.entries({ current: true }).catch(async (err: unknown) => {
+      await this.#budget.refresh(); // the budget's state (the auto-switch gate) kept current all the same
+      throw err;
+    });
+    // The budget's stored spend was summed by the quota's read when it could be (its windows start on UTC midnights):
+    // the budget takes it when still exact (no insert since), and reads for itself otherwise. One read, not two.
+    const budget = await this.#budget.refresh(this.#quota.spend);
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
     const input = { now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };

@@ -4,7 +4,9 @@
 // against sums of the rows inserted, and the reads against the store's own count.
 
 import t from 'tap';
-import { BudgetService } from '../../src/accounting/budget.js';
+import { BudgetService, type SharedSpend } from '../../src/accounting/budget.js';
+import { QuotaService } from '../../src/accounting/quota.js';
+import { DEMO_PROVIDER } from '../helpers/app.js';
 import { parseConfig } from '../../src/config/load.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { countReads } from '../helpers/store-reads.js';
@@ -103,4 +105,92 @@ t.test('what this process published and has not stored counts in every window it
   t.equal(s.daily.spent, before.daily.spent + 0.03125, 'stored: counted once');
   t.equal(s.monthly.spent, before.monthly.spent + 0.03125, 'in the month too');
   rows.push(late);
+});
+
+t.test("the quota's read sums the budget's windows too: the same figures, taken only while exact", async (t) => {
+  // A fence as the batch writer keeps it (src/store/writer.ts, WriteFence): inserts begun and ended.
+  const fence = { insertsStarted: 4, insertsEnded: 4, settled: () => Promise.resolve() };
+  // The provider the quota knows is not the one the rows name: the budget's spend is every provider's.
+  const withProvider = (timezone: string) => parseConfig({ budgets: { daily_usd: 10, monthly_usd: 100, timezone }, providers: { other: DEMO_PROVIDER } }, {});
+  let now = NOW;
+  const spendOf = async (tz: string): Promise<SharedSpend | null> => {
+    const quota = new QuotaService(store, () => withProvider(tz), { now: () => now, fence });
+    await quota.entries();
+    return quota.spend;
+  };
+  // Europe/London is at UTC's offset in March until the 29th: its day and month start on UTC midnights.
+  for (const tz of ['UTC', 'Europe/London']) {
+    const shared = await spendOf(tz);
+    t.ok(shared !== null && shared.clean && shared.insertsStarted === 4, `${tz}: the quota's read summed the budget's windows, no insert running`);
+    const budget = new BudgetService(store, () => withProvider(tz), { now: () => now, fence });
+    reads.reset();
+    const s = await budget.refresh(shared);
+    t.equal(reads.count, 0, `${tz}: no read of its own`);
+    t.same([s.daily.spent, s.monthly.spent], [spent(Date.parse(s.daily.from)), spent(Date.parse(s.monthly.from))], `${tz}: the rows' spend in its day and month`);
+    const own = await new BudgetService(store, () => withProvider(tz), { now: () => now, fence }).refresh();
+    t.same([s.daily.spent, s.monthly.spent], [own.daily.spent, own.monthly.spent], `${tz}: what its own read gives`);
+  }
+  // A zone off UTC's offset: its day would cut a day of the daily rollup, and the quota's read is not made costlier for
+  // it (the same SQL as without a budget); the budget reads for itself.
+  const sqlOf = async (cfg: ReturnType<typeof withProvider>) => {
+    const asked: string[] = [];
+    const query = store.query;
+    store.query = ((sql: string, params?: Record<string, unknown>) => (asked.push(sql), query.call(store, sql, params))) as typeof store.query;
+    try {
+      await new QuotaService(store, () => cfg, { now: () => now, fence }).entries();
+    } finally {
+      store.query = query;
+    }
+    return asked;
+  };
+  const noBudget = await sqlOf(parseConfig({ providers: { other: DEMO_PROVIDER } }, {}));
+  for (const tz of ['America/New_York', 'Asia/Tokyo', 'Asia/Kolkata']) {
+    t.equal(await spendOf(tz), null, `${tz}: the budget's windows are not summed by the quota's read`);
+    t.same(await sqlOf(withProvider(tz)), noBudget, `${tz}: the quota's read as without a budget`);
+  }
+  t.notSame(await sqlOf(withProvider('UTC')), [], 'the quota reads');
+
+  const shared = (await spendOf('UTC'))!;
+  const budget = new BudgetService(store, () => withProvider('UTC'), { now: () => now, fence });
+  const own = await budget.refresh();
+  const late = record(NOW - 4_000, 0.015625);
+  budget.published(late);
+  reads.reset();
+  let s = await budget.refresh(shared);
+  t.equal(reads.count, 0, 'taken');
+  t.equal(s.daily.spent, own.daily.spent + 0.015625, 'with the record published and not stored, once');
+
+  // The record's insert begins: the shared read may or may not hold its row (it ran before), so the budget reads.
+  fence.insertsStarted++;
+  await store.insert('requests', [toRow(late)]);
+  budget.written([late.requestId]);
+  fence.insertsEnded++;
+  reads.reset();
+  s = await budget.refresh(shared);
+  t.equal(reads.count, 1, 'an insert began since the shared read: a read of its own');
+  t.equal(s.daily.spent, own.daily.spent + 0.015625, 'the record once, now stored');
+  rows.push(late);
+
+  // A read that began while an insert was running is not taken either.
+  fence.insertsStarted++;
+  const during = (await spendOf('UTC'))!;
+  t.equal(during.clean, false, 'the quota read while an insert ran');
+  fence.insertsEnded++;
+  reads.reset();
+  await budget.refresh(during);
+  t.equal(reads.count, 1, 'not taken: a read of its own');
+
+  // Nor a read of other windows: the day has changed since.
+  const before = (await spendOf('UTC'))!;
+  now = Date.UTC(2026, 2, 21, 0, 5);
+  reads.reset();
+  s = await budget.refresh(before);
+  t.equal(reads.count, 1, "yesterday's windows: a read of its own");
+  t.equal(s.daily.spent, 0, 'nothing spent in the new day');
+  // Without a fence nothing says whether an insert ran: never taken.
+  const loose = new BudgetService(store, () => withProvider('UTC'), { now: () => now });
+  const next = await spendOf('UTC');
+  reads.reset();
+  await loose.refresh(next);
+  t.equal(reads.count, 1, 'no fence: a read of its own');
 });

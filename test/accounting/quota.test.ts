@@ -175,7 +175,7 @@ t.test('a snapshot is two reads however many providers sit at 0%: the windows, t
 
   // The same from the read itself, with no window edge inside the day before, so that day is one daily-rollup row.
   const day = Date.UTC(2026, 2, 5);
-  const sums = await providerWindows(store, {
+  const { groups: sums } = await providerWindows(store, {
     start: Date.UTC(2026, 2, 1), to: day + 5 * M, today: day, month: Date.UTC(2026, 2, 1), kinds: ['request'],
     windows: [{ provider: 'down', from: day, to: day + 5 * M }], recentFrom: day - 10 * M,
   });

@@ -41,14 +41,14 @@ await store.insert('requests', rows, 'history');
 
 const now = T0 + 5 * H + 55 * 60_000;
 /** The quota's read as the service makes it: p and q on 3-hour rolling windows from `from`, r on today. */
-function read(from: number, cache: EdgeCache | undefined, at = now) {
+async function read(from: number, cache: EdgeCache | undefined, at = now) {
   const hourEnd = Math.ceil(from / H) * H;
-  return providerWindows(store, {
+  return (await providerWindows(store, {
     start: T0 - D, to: at + 1, today: T0, month: T0 - D, kinds: ['request'], openEnd: true,
     windows: [{ provider: 'p', from: hourEnd, to: at + 1 }, { provider: 'q', from: hourEnd, to: at + 1 }, { provider: 'r', from: T0, to: at + 1 }],
     edges: [{ provider: 'p', from, to: Math.min(hourEnd, at + 1) }, { provider: 'q', from, to: Math.min(hourEnd, at + 1) }],
     ...(cache === undefined ? {} : { edgeCache: cache }),
-  });
+  })).groups;
 }
 
 // Every SQL the store is asked, and which tables it names.

@@ -8,11 +8,14 @@
 import t from 'tap';
 import { MIGRATIONS, migrate } from '../../src/store/migrations.js';
 import { aggregate, aggregateWindows, total } from '../../src/store/aggregate.js';
-import { providerWindows } from '../../src/store/quota-windows.js';
+import { providerWindows as readWindows } from '../../src/store/quota-windows.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { openTestStore } from '../helpers/store-paths.js';
+
+/** The quota's read, its groups only (the budget's spend it can sum beside them is checked below). */
+const providerWindows = async (...args: Parameters<typeof readWindows>) => (await readWindows(...args)).groups;
 
 const store = await openTestStore(t, { database: 'daily', prefix: 'tollgate-daily-' });
 
@@ -249,6 +252,19 @@ t.test('a window that ends now takes its current day from the daily rollup: one 
     `SELECT toString(sum(cost)) AS c FROM ${store.t('requests')} FINAL WHERE kind IN ('request', 'attempt') AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: T0 + 5 * D },
   );
   t.equal(costOf(days.r, 'todayCost').toFixed(12), Number(spent!.c).toFixed(12), 'today\'s cost: the raw rows\'');
+
+  // The budget's windows summed in the same read (spendFroms): a day and a month of a zone off UTC by whole hours,
+  // which cut the daily rollup's days, and UTC's, which do not. Each equals the raw rows' billed cost to now.
+  const rawCost = async (from: number) => Number((await store.query<{ c: string }>(
+    `SELECT toString(sum(cost)) AS c FROM ${store.t('requests')} FINAL WHERE kind IN ('request', 'attempt') AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: from },
+  ))[0]!.c);
+  for (const spendFroms of [[T0 + 5 * D, T0 - D], [T0 + 5 * D - 5 * H, T0 - D - 5 * H], [T0 + 4 * D + 15 * H, T0 + 8 * H]]) {
+    const windows = [{ provider: 'p', from: T0 + 5 * D, to: now }];
+    const { r } = await read(() => readWindows(store, { start: T0 - D - 5 * H, to: now, today: T0 + 5 * D, month: T0 - D, kinds: ['request', 'attempt'], openEnd: true, windows, spendFroms }));
+    const label = spendFroms.map((x) => `${(x - T0) / H} h`).join(', ');
+    t.same(r.spend!.map((c) => c.toFixed(12)), await Promise.all(spendFroms.map(async (f) => (await rawCost(f)).toFixed(12))), `spend from ${label}: the raw rows' cost`);
+    t.equal(rowsFor(r.groups, 'p'), await rawOf('p', T0 + 5 * D, now), `spend from ${label}: p's window unchanged`);
+  }
 });
 
 t.test('a read of some sums reads only those: the same figures as a read of all, the others NaN', async (t) => {

@@ -1,0 +1,49 @@
+// An alert evaluation under load (src/alerts/service.ts) reads the store once: the quota's read (src/accounting/quota.ts)
+// sums the budget's day and month beside its own figures, and the budget takes them (SharedSpend) instead of reading
+// for itself. Checked on a running gateway: the reads an evaluation makes, and the budget's figures against the rows.
+
+import t, { type Test } from 'tap';
+import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
+import { countReads } from '../helpers/store-reads.js';
+import { BILLED_KINDS } from '../../src/ledger/record.js';
+
+const gw = await startApp(t, {
+  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } } },
+  budgets: { daily_usd: 1000, monthly_usd: 10_000 },
+});
+const { store, alerting } = gw.app.tollgate;
+
+async function requests(t: Test, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'demo/echo-1', messages: [{ role: 'user', content: `hello ${i}` }] }),
+    });
+    t.equal(res.status, 200, 'served');
+    await res.arrayBuffer();
+  }
+  await gw.flush();
+}
+
+const storedSpend = async (): Promise<number> => Number((await store.query<{ c: string }>(
+  `SELECT toString(sum(cost)) AS c FROM ${store.t('requests')} FINAL WHERE kind IN {k:Array(String)}`, { k: BILLED_KINDS },
+))[0]!.c);
+
+t.test('rows stored since the last look: one read, and the budget spends what the rows say', async (t) => {
+  await requests(t, 3);
+  await alerting.alerts.check(); // the first evaluation also reads the cost history, once a day
+  for (const n of [2, 4]) {
+    await requests(t, n);
+    // Counted from here: no timer runs between the flush and here, so a poke's evaluation (200 ms after the rows were
+    // written at the earliest) comes after this one, and the count is read before it.
+    const reads = countReads(t, store);
+    await alerting.alerts.check();
+    t.equal(reads.count, 1, `${n} more requests stored: the evaluation made one read`);
+    const latest = alerting.budget.latest!;
+    const rows = await storedSpend();
+    t.ok(rows > 0, 'the requests cost something');
+    t.equal(latest.daily.spent, Number(rows.toFixed(12)), "the budget's day: the stored rows' cost");
+    t.equal(latest.monthly.spent, Number(rows.toFixed(12)), 'and its month');
+    const own = await alerting.budget.refresh();
+    t.same([own.daily.spent, own.monthly.spent], [latest.daily.spent, latest.monthly.spent], 'as its own read gives');
+  }
+});
