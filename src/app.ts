@@ -26,7 +26,7 @@ import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
-import { toRow, type RequestRow } from './store/rows.js';
+import { interruptedRow, toRow, type RequestRow } from './store/rows.js';
 import { settleLanded, startSpan } from './store/rollup-repair.js';
 import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
@@ -189,11 +189,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   let begun = 0; // requests begun, for the store's opening (it waits for a quiet moment: onListen below)
   ledger.subscribeBegin((id, snapshot) => {
     begun++;
-    writer.begin(id, () => {
-      const row = toRow(snapshot()); // a fresh row: marked here rather than through a copy of the record
-      row.status = 'interrupted';
-      return row;
-    });
+    writer.begin(id, () => interruptedRow(snapshot()));
   });
   ledger.subscribe((r) => metrics.observe(r));
   const live = new LiveRequests(() => holder.current);

@@ -45,3 +45,13 @@ export function toRow(r: UsageRecord): RequestRow {
     trace_id: r.traceId,
   };
 }
+
+/**
+ * The row a request in flight is recorded as if the process dies (the begin marker's, src/app.ts): its record so far,
+ * status `interrupted`. A fresh row each call, marked here rather than through a copy of the record.
+ */
+export function interruptedRow(r: UsageRecord): RequestRow {
+  const row = toRow(r);
+  row.status = 'interrupted';
+  return row;
+}

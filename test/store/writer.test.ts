@@ -9,7 +9,7 @@
 import t from 'tap';
 import type { Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrations.js';
-import { toRow, type RequestRow } from '../../src/store/rows.js';
+import { interruptedRow, toRow, type RequestRow } from '../../src/store/rows.js';
 import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
 import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -416,7 +416,7 @@ t.test('a marker written at a request\'s start is about half its row, and the in
   // The snapshot the gateway's begin sink gives at a request's start (src/app.ts): a fresh outcome's record, marked.
   const startedAt = Date.UTC(2024, 4, 16, 9);
   const meta = { endpoint: 'chat.completions', requestId: uuidv7(startedAt), startedAt, t0: performance.now(), requestedModel: '', stream: false, traceId: '' };
-  const snapshot: RequestRow = { ...toRow(recordOf(newOutcome(), meta, 'marker-twin')), status: 'interrupted' };
+  const snapshot = interruptedRow(recordOf(newOutcome(), meta, 'marker-twin'));
   w1.begin(String(snapshot.request_id), () => snapshot);
   await new Promise((r) => setImmediate(r));
   const [marker] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').split('\n');
