@@ -14,8 +14,9 @@ import { dayBounds, monthBounds } from '../core/tz.js';
 const round = (v: number): number => Number(v.toFixed(12));
 
 /**
- * The instants the budget's windows start at `now`: its day and its month in `budgets.timezone`. The quota's read takes
- * them as cuts too, so it can give the budget its stored spend (SharedSpend).
+ * The instants the budget's windows start at `now`: its day and its month in `budgets.timezone`. When they are UTC's,
+ * the quota's read, which sums every provider's cost today and this month, gives the budget its stored spend
+ * (SharedSpend).
  */
 export function budgetWindowStarts(cfg: Config, now: number): [day: number, month: number] {
   const tz = cfg.budgets.timezone ?? 'UTC';
@@ -24,7 +25,7 @@ export function budgetWindowStarts(cfg: Config, now: number): [day: number, mont
 
 /**
  * The billed cost stored from each of `froms` to the read's end, summed by another read of the same rows (the quota's,
- * src/accounting/quota.ts: BILLED_KINDS, the rollups, the same edges) and the writer's counts when it began: the budget
+ * src/accounting/quota.ts: BILLED_KINDS, the rollups, every provider) and the writer's counts when it began: the budget
  * takes it instead of reading the store itself when no insert was running then and none has begun since, the condition
  * its own read checks (#spent), so its records not yet confirmed written are exactly the ones this read lacks.
  */

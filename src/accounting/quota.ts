@@ -84,10 +84,10 @@ export class QuotaService {
   }
 
   /**
-   * The budget's stored spend from the latest snapshot's read (its day and month, summed beside the quota's figures),
+   * The budget's stored spend from the latest snapshot's read (every provider's cost today and this month),
    * for the alert evaluator to hand to `BudgetService.refresh` right after `entries({ current: true })`: one read a
-   * second instead of two under load. Null before a snapshot, or when its read did not sum them (no provider, or a
-   * budget window that does not start on a UTC midnight: the budget reads for itself then).
+   * second instead of two under load. Null before a snapshot, or when it holds no such figures (no provider, nothing
+   * read; or a budget whose day and month are not UTC's: the budget reads for itself then).
    */
   get spend(): SharedSpend | null {
     return this.#snapshot?.spend ?? null;
@@ -155,13 +155,7 @@ export class QuotaService {
     });
     const month = monthStart(now);
     const today = Math.floor(now / DAY_MS) * DAY_MS;
-    // The budget's day and month, summed in the same read when both start on a UTC midnight (a budget in UTC, the
-    // default, or a zone at UTC's offset): such a start cuts no day of the daily rollup. Another zone's would make the
-    // read take every day after it from the hourly rollup (the month's hours: about 4x the time at 10M rows), so the
-    // budget reads for itself then.
-    const budget = budgetWindowStarts(cfg, now);
-    const spendFroms = budget.every((from) => from % DAY_MS === 0) ? budget : [];
-    const earliest = Math.min(month, ...spendFroms, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
+    const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
     const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
     // The windows that do not start on an hour take their partial first hour from the raw rows, in the same read.
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
@@ -169,12 +163,16 @@ export class QuotaService {
     const fence = this.#fence;
     const insertsStarted = fence?.insertsStarted ?? 0;
     const clean = fence !== null && insertsStarted === fence.insertsEnded;
-    const { groups: sums, spend: costs } = await providerWindows(this.#store, {
+    const { groups: sums, cost: all } = await providerWindows(this.#store, {
       start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
-      edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges, spendFroms,
+      edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
     });
-    const spend = costs === null || spendFroms.length === 0 ? null : { froms: spendFroms, costs, insertsStarted, clean };
+    // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
+    // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
+    // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.
+    const [dayFrom, monthFrom] = budgetWindowStarts(cfg, now);
+    const spend = all === null || dayFrom !== today || monthFrom !== month ? null : { froms: [today, month], costs: [all.today, all.month], insertsStarted, clean };
     const each = providers.map((x) => {
       const mine = sums.filter((g) => g.provider === x.id);
       return { ...x, mine, total: sumOf(mine) };

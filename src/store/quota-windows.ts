@@ -38,7 +38,9 @@ export interface ProviderModelSums extends Totals {
 type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
 
 /**
- * Every provider's quota window, its secondary window, and its cost today and this month, per model, in ONE read of
+ * Every provider's quota window, its secondary window, and its cost today and this month, per model (and `cost`: every
+ * provider's, configured or not, today and this month, added exactly: the budget's stored spend when its day and
+ * month are UTC's, src/accounting/budget.ts SharedSpend), in ONE read of
  * [start, to). ClickHouse returns the sums per provider, model and rollup row time (an hour, or a whole day of the
  * daily rollup, which no window edge cuts), and each is added here into the windows of its own provider: a query with
  * a conditional sum per window and figure took the engine 2x longer to plan than to run (docs/benchmarks.md). Money
@@ -54,18 +56,11 @@ export async function providerWindows(
     recentFrom?: number;
     /** Where the partial first hours that have ended are kept between reads (the quota service's). */
     edgeCache?: EdgeCache;
-    /**
-     * Instants on an hour in [start, to) (the budget's windows): `spend` gives the cost of every provider, configured
-     * or not, from each to the end, summed as `todayCost` and `monthCost` are. Each is a cut: one that is not a UTC
-     * midnight makes the read take the days after it from the hourly rollup.
-     */
-    spendFroms?: readonly number[];
   },
-): Promise<{ groups: ProviderModelSums[]; spend: number[] | null }> {
-  // Nothing is read without a window (no provider configured): nor is the spend.
-  if (q.windows.length === 0) return { groups: [], spend: null };
-  const spendFroms = q.spendFroms ?? [];
-  const cuts = [q.today, q.month, ...spendFroms, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
+): Promise<{ groups: ProviderModelSums[]; cost: { today: number; month: number } | null }> {
+  // Nothing is read without a window (no provider configured): nor is the cost.
+  if (q.windows.length === 0) return { groups: [], cost: null };
+  const cuts = [q.today, q.month, ...q.windows.flatMap((w) => [w.from, w.to, ...(w.secondary ? [w.secondary.from, w.secondary.to] : [])])];
   const { a, b, c, d } = split(q.start, q.to, q.openEnd, cuts);
   const params: Record<string, unknown> = { from: q.start, to: q.to, a, b, c, d, f_kinds: q.kinds };
   // Windows that start at the same instant (rolling windows of the same length) share one condition.
@@ -100,7 +95,8 @@ export async function providerWindows(
     })),
   ];
   const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
-  const spend = spendFroms.map(() => 0n);
+  let today = 0n;
+  let month = 0n;
   const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint; recentRows: number }>();
   for (const r of rows) {
     const provider = String(r.provider);
@@ -119,9 +115,14 @@ export async function providerWindows(
       if (w === undefined) continue;
     } else {
       if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.rows);
-      if (at >= q.today) s.today += cost;
-      if (at >= q.month) s.month += cost;
-      for (let i = 0; i < spendFroms.length; i++) if (at >= spendFroms[i]!) spend[i]! += cost;
+      if (at >= q.today) {
+        s.today += cost;
+        today += cost;
+      }
+      if (at >= q.month) {
+        s.month += cost;
+        month += cost;
+      }
       // A row of the daily rollup ([c, d)) spans its day; every other row is an hour's (a rollup's, or raw by hour).
       if (q.recentFrom !== undefined && at + (at >= c && at < d ? DAY_MS : HOUR_MS) > q.recentFrom) s.recentRows += num(r.rows);
       if (w === undefined || at < w.from || at >= w.to) continue;
@@ -138,7 +139,7 @@ export async function providerWindows(
     oldest: s.rows === 0 ? null : s.oldest, secondaryRows: s.secondaryRows, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
     recentRows: s.recentRows,
   }));
-  return { groups, spend: spend.map(unitsNumber) };
+  return { groups, cost: { today: unitsNumber(today), month: unitsNumber(month) } };
 }
 
 const QUOTA_COLS = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
