@@ -157,6 +157,9 @@ export class QuotaService {
     const today = Math.floor(now / DAY_MS) * DAY_MS;
     const earliest = Math.min(month, ...providers.map(({ plan }) => Math.min(plan.from, plan.secondary?.from ?? plan.from)));
     const ceil = (t: number) => Math.ceil(t / HOUR_MS) * HOUR_MS;
+    // A window that ends now ends where the read does: its end is then no edge inside the read, which would part the
+    // current day from the rest of the daily rollup and have the read take today from the hourly one (a branch more).
+    const end = (to: number) => (to >= now ? now + 1 : to);
     // The windows that do not start on an hour take their partial first hour from the raw rows, in the same read.
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
     const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
@@ -165,7 +168,7 @@ export class QuotaService {
     const clean = fence !== null && insertsStarted === fence.insertsEnded;
     const { groups: sums, cost: all } = await providerWindows(this.#store, {
       start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
-      windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: plan.to, ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: plan.secondary.to } } : {}) })),
+      windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) })),
       edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
     });
     // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a

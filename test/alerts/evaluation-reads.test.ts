@@ -1,6 +1,7 @@
 // An alert evaluation under load (src/alerts/service.ts) reads the store once: the quota's read (src/accounting/quota.ts)
-// sums the budget's day and month beside its own figures, and the budget takes them (SharedSpend) instead of reading
-// for itself. Checked on a running gateway: the reads an evaluation makes, and the budget's figures against the rows.
+// sums every provider's cost today and this month, the budget's day and month in UTC, and the budget takes them
+// (SharedSpend) instead of reading for itself; that read takes whole days from the daily rollup alone. Checked on a
+// running gateway: the reads an evaluation makes, the tables they name, the figures against the rows.
 
 import t, { type Test } from 'tap';
 import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
@@ -8,7 +9,7 @@ import { countReads } from '../helpers/store-reads.js';
 import { BILLED_KINDS } from '../../src/ledger/record.js';
 
 const gw = await startApp(t, {
-  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } } },
+  providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000, reset_time: '00:00Z' } } },
   budgets: { daily_usd: 1000, monthly_usd: 10_000 },
 });
 const { store, alerting } = gw.app.tollgate;
@@ -36,8 +37,18 @@ t.test('rows stored since the last look: one read, and the budget spends what th
     // Counted from here: no timer runs between the flush and here, so a poke's evaluation (200 ms after the rows were
     // written at the earliest) comes after this one, and the count is read before it.
     const reads = countReads(t, store);
-    await alerting.alerts.check();
+    const asked: string[] = [];
+    const query = store.query;
+    store.query = ((sql: string, params?: Record<string, unknown>) => (asked.push(sql), query.call(store, sql, params))) as typeof store.query;
+    try {
+      await alerting.alerts.check();
+    } finally {
+      store.query = query;
+    }
     t.equal(reads.count, 1, `${n} more requests stored: the evaluation made one read`);
+    // The quota's windows (a day's tokens, the month's cost) end now, where the read does: whole days, today's
+    // included, from the daily rollup alone, no hourly branch.
+    t.same(asked.map((sql) => ['requests', 'usage_hourly', 'usage_daily'].filter((x) => sql.includes(store.t(x)))), [['usage_daily']], 'that read: the daily rollup alone');
     const latest = alerting.budget.latest!;
     const rows = await storedSpend();
     t.ok(rows > 0, 'the requests cost something');
@@ -45,5 +56,10 @@ t.test('rows stored since the last look: one read, and the budget spends what th
     t.equal(latest.monthly.spent, Number(rows.toFixed(12)), 'and its month');
     const own = await alerting.budget.refresh();
     t.same([own.daily.spent, own.monthly.spent], [latest.daily.spent, latest.monthly.spent], 'as its own read gives');
+    const [tokens] = await store.query<{ n: string }>(
+      `SELECT sum(total_tokens) AS n FROM ${store.t('requests')} FINAL WHERE provider = 'demo' AND kind IN {k:Array(String)}`, { k: BILLED_KINDS },
+    );
+    const quota = (await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number } }[] };
+    t.equal(quota.providers.find((p) => p.id === 'demo')!.quota.used, Number(tokens!.n), "the day's tokens: the stored rows'");
   }
 });
