@@ -46,7 +46,7 @@ const config = parseConfig(
   '(bench)',
 );
 
-const app = await build({ config, logger: false, processMetrics: true, ...(spoolKind === 'memory-spool' ? { spool: () => new MemorySpool() } : {}) });
+const app = await build({ config, logger: false, processMetrics: true, ...(spoolKind === 'memory-spool' ? { spool: (o) => new MemorySpool(o.columns) } : {}) });
 await app.listen({ host: '127.0.0.1', port: 0 });
 // The store opens in the background after listening: measured once it is open (startup is bench/lib/footprint.mjs's).
 await app.tollgate.storeReady;

@@ -26,8 +26,9 @@ import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
-import { interruptedRow, toRow, type RequestRow } from './store/rows.js';
+import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from './store/rows.js';
 import { settleLanded, startSpan } from './store/rollup-repair.js';
+import type { RowLines } from './store/segment.js';
 import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
 import { Metrics } from './telemetry/metrics.js';
@@ -148,7 +149,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
 
   // Rows go to the spool (data_dir/spool unless storage.spool.dir) first; what an earlier process left there is
   // replayed before anything new.
-  const spoolOpts: SpoolOptions = { dir: cfg.storage.spool.dir || join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes };
+  const spoolOpts: SpoolOptions = {
+    dir: cfg.storage.spool.dir || join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes, columns: REQUEST_COLUMNS,
+  };
   const spool = opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id));
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
@@ -163,7 +166,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const b = cfg.storage.batch;
   // The embedded engine only: a leftover segment already in the table is not replayed and its rollups are made whole
   // (docs/recording.md); a ClickHouse server drops a replay from the table and its views alike.
-  const landed = store.embedded ? { settleLanded: (ids: readonly string[], lines: readonly string[]) => settleLanded(store, ids, startSpan(lines)) } : {};
+  const landed = store.embedded ? { settleLanded: (ids: readonly string[], rows: RowLines) => settleLanded(store, ids, startSpan(rows)) } : {};
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);

@@ -3,10 +3,16 @@
 // write(2), no fsync, no begin markers; rows do not survive the process. Never used outside bench/.
 
 export class MemorySpool {
+  #columns;
   #open = [];
   #openAt = 0;
   #sealed = [];
   #seq = 0;
+
+  /** `columns`: the disk spool's (its options' `columns`): a row's values in that order are its line. */
+  constructor(columns) {
+    this.#columns = columns;
+  }
 
   leftovers = () => ({ segments: 0, rows: 0, interrupted: 0 });
 
@@ -55,9 +61,10 @@ export class MemorySpool {
     return seg.list;
   }
 
-  /** The rows as JSON lines (what the disk spool's file holds): serialised here, at the insert. */
+  /** The rows as lines in the columns (what the disk spool's file holds): serialised here, at the insert. */
   readLines(seg) {
-    return seg.list.map((row) => JSON.stringify(row));
+    const columns = this.#columns;
+    return { columns, lines: seg.list.map((row) => JSON.stringify(columns.map((c) => row[c] ?? null))) };
   }
 
   remove(seg) {

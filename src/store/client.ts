@@ -164,17 +164,22 @@ export class Store {
   }
 
   /**
-   * Insert rows given as JSON lines, as they are (JSONEachRow: one object per line), with the same deduplication as
-   * `insert`: the spool's segments go to the store without being parsed and serialised again.
+   * Insert rows given as JSON lines, as they are, with the same deduplication as `insert`: the spool's segments go to
+   * the store without being parsed and serialised again. With `columns`, each line is an array of a row's values in
+   * those columns (JSONCompactEachRow; a null is the column's default: what a begin marker left out); without, an
+   * object (JSONEachRow).
    *
    * The settings are the statement's own (`INSERT ... SETTINGS ... FORMAT`), not the client's `clickhouse_settings`:
    * the embedded engine's adapter sends those as `SET ...;` statements before the INSERT, which made the engine split
    * a multi-statement text and read through the whole body to find its end (about 12 µs of CPU a row beside the
    * parse's 20; docs/benchmarks.md), and left them set on the session afterwards.
    */
-  insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
+  insertLines(table: string, lines: readonly string[], token?: string, columns: readonly string[] | null = null): Promise<void> {
     if (lines.length === 0) return this.#run(async () => undefined);
-    const query = `INSERT INTO ${this.t(table)} ${this.#insertSettings(token)} FORMAT JSONEachRow`;
+    const query =
+      columns === null
+        ? `INSERT INTO ${this.t(table)} ${this.#insertSettings(token)} FORMAT JSONEachRow`
+        : `INSERT INTO ${this.t(table)} (${columns.map(ident).join(', ')}) ${this.#insertSettings(token, { input_format_null_as_default: 1 })} FORMAT JSONCompactEachRow`;
     // The embedded engine takes the statement and its rows as one text: given them as one flat string here, it is
     // copied once (into the engine); given the rows as `values`, its adapter trimmed them and joined them to the
     // statement, and each step copied the whole text again (about 2.5 MB an insert under load; docs/benchmarks.md).
@@ -188,10 +193,11 @@ export class Store {
   }
 
   /** The insert's SETTINGS clause: deduplication, the token always stated ('' for none), so every insert is its own. */
-  #insertSettings(token: string | undefined): string {
+  #insertSettings(token: string | undefined, more: Settings = {}): string {
     return settingsClause({
       insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
       ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
+      ...more,
     });
   }
 

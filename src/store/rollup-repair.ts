@@ -10,6 +10,7 @@
 import { settingsClause, type Store } from './client.js';
 import { ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './migrations.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
+import { rowOf, type RowLines } from './segment.js';
 
 const SUMS = [...ROLLUP_SUM_COLUMNS, 'unpriced_rows'] as const;
 
@@ -32,19 +33,14 @@ function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: str
 }
 
 /**
- * The span of the start times (`ts`, epoch ms) of a segment's row lines, or null when a line has none: it bounds
+ * The span of the start times (`ts`, epoch ms) of a segment's rows, or null when a row has none: it bounds
  * settleLanded's read to the hours the rows can be in.
  */
-export function startSpan(lines: readonly string[]): { lo: number; hi: number } | null {
+export function startSpan({ columns, lines }: RowLines): { lo: number; hi: number } | null {
   let lo = Infinity;
   let hi = -Infinity;
   for (const line of lines) {
-    let ts: unknown;
-    try {
-      ts = (JSON.parse(line) as { ts?: unknown }).ts;
-    } catch {
-      return null;
-    }
+    const ts = rowOf<{ ts?: unknown }>(line, columns)?.ts;
     if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) return null;
     if (ts < lo) lo = ts;
     if (ts > hi) hi = ts;

@@ -4,6 +4,17 @@ import type { UsageRecord } from '../ledger/record.js';
 
 export type RequestRow = Record<string, string | number | boolean | null>;
 
+/**
+ * The columns of a row, in the order toRow makes them and the spool writes their values (src/store/segment.ts): every
+ * column of the `requests` table (test/store/rows-columns.test.ts checks both).
+ */
+export const REQUEST_COLUMNS: readonly string[] = [
+  'request_id', 'kind', 'parent_id', 'combo', 'attempt', 'connection', 'auto_switched', 'ts', 'end_ts', 'endpoint', 'provider',
+  'provider_group', 'model', 'requested_model', 'api_key_name', 'stream', 'status', 'http_status', 'error_type', 'input_tokens',
+  'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'usage_source', 'cost', 'list_cost',
+  'price_source', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
+];
+
 const money = (usd: number): string => usd.toFixed(12);
 /** Client text with lone UTF-16 surrogates replaced (U+FFFD): ClickHouse refuses them in JSON input. */
 const wellFormed = (s: string): string => s.replace(/\p{Cs}/gu, '\uFFFD');

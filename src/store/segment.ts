@@ -1,14 +1,29 @@
-// A spool segment (src/store/spool.ts): a file of JSON lines, or a memory segment holding what the disk refused.
-// A line is a row, or a begin marker `{"$begin": row}` of a request in flight; a line that does not parse (cut by a
-// kill or a full disk) is skipped: it was never written whole, so never acknowledged as written. Segment names sort by
-// creation time and carry a random instance id, so a name is unique and stable: it is the insert deduplication token
-// of its rows, the same on every retry and every replay.
+// A spool segment (src/store/spool.ts): a file of lines, or a memory segment holding what the disk refused. Its first
+// line is its header, `{"$columns": [...]}`: the columns its rows are in. A row is a JSON array of its values in those
+// columns (what ClickHouse's JSONCompactEachRow takes); a begin marker `{"$begin": row}` of a request in flight holds
+// its row as an object. A segment an earlier version wrote has no header and a JSON object a row (JSONEachRow): it is
+// read and inserted as it is. A line that does not parse (cut by a kill or a full disk) is skipped: it was never
+// written whole, so never acknowledged as written. Segment names sort by creation time and carry a random instance
+// id, so a name is unique and stable: it is the insert deduplication token of its rows, the same on every retry and
+// every replay.
 
 import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The key of a begin marker's line. */
 export const BEGIN = '$begin';
+
+/** The key of a segment's header line: the columns its row lines are in, in order. */
+export const COLUMNS = '$columns';
+
+/**
+ * A segment's rows as lines, and the columns they are in: each line a JSON array of a row's values in `columns` (this
+ * version's segments); or, `columns` null, each a JSON object (a segment an earlier version wrote).
+ */
+export interface RowLines {
+  readonly columns: readonly string[] | null;
+  readonly lines: readonly string[];
+}
 
 export interface Segment {
   readonly name: string;
@@ -20,8 +35,8 @@ export interface Segment {
   /** A memory segment: lines the disk refused, held here instead of in `path` (there is no file). */
   readonly memory?: Buffer;
   /**
-   * The row lines (no newline) of a segment whose file holds them all, kept for its insert so it is not read back
-   * from disk (src/store/spool.ts); absent: read the file.
+   * The row lines (no newline) of a segment whose file holds them all, in the spool's columns, kept for its insert so
+   * it is not read back from disk (src/store/spool.ts); absent: read the file.
    */
   lines?: readonly string[];
 }
@@ -31,6 +46,54 @@ export const NAME = /^(\d{13})-[0-9a-f]{8}-(\d{6})\.jsonl$/;
 
 /** How every begin marker's line starts (the spool writes them so), and no row's line does. */
 export const MARKER_PREFIX = `{"${BEGIN}":`;
+
+/** How a segment's header line starts. */
+const HEADER_PREFIX = `{"${COLUMNS}":`;
+
+/** A segment's header line: the columns of the rows that follow it. */
+export const headerLine = (columns: readonly string[]): string => `${HEADER_PREFIX}${JSON.stringify(columns)}}\n`;
+
+/**
+ * A row's line (no newline): its values in `columns`, as a JSON array; a column the row does not hold is null, which
+ * the insert takes as the column's default (`input_format_null_as_default`, src/store/client.ts). Under half the
+ * bytes of the row as an object, which ClickHouse parses in about two thirds of the time (docs/benchmarks.md,
+ * "The rows as arrays").
+ */
+export function rowLine(columns: readonly string[], row: Readonly<Record<string, unknown>>): string {
+  const values = new Array<unknown>(columns.length);
+  for (let i = 0; i < columns.length; i++) values[i] = row[columns[i]!] ?? null;
+  return JSON.stringify(values);
+}
+
+/**
+ * A row line as its row: an array is read in `columns` (null when there are none: a line no header describes), an
+ * object is the row itself (an earlier version's line). Null for a line that does not parse as a row.
+ */
+export function rowOf<Row>(line: string, columns: readonly string[] | null): Row | null {
+  let v: unknown;
+  try {
+    v = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  if (Array.isArray(v)) {
+    if (columns === null || v.length !== columns.length) return null;
+    const row: Record<string, unknown> = {};
+    for (let i = 0; i < columns.length; i++) row[columns[i]!] = v[i];
+    return row as Row;
+  }
+  return v !== null && typeof v === 'object' ? (v as Row) : null;
+}
+
+/** A header line's columns; null when it is not one whole. */
+function headerOf(line: string): string[] | null {
+  try {
+    const cols = (JSON.parse(line) as Record<string, unknown>)[COLUMNS];
+    return Array.isArray(cols) && cols.every((c) => typeof c === 'string') ? cols : null;
+  } catch {
+    return null;
+  }
+}
 
 /** Lines of `rejected.jsonl`: each row ClickHouse refused as data, with the first line of the reason. */
 export function rejectedLines(rows: readonly unknown[], err: unknown): string {
@@ -57,82 +120,84 @@ export function markerLine(row: unknown): string {
   return `${MARKER_PREFIX}${JSON.stringify(kept)}}\n`;
 }
 
-/** Rows (not markers, not torn lines) in a segment's text. */
-export function countRows(buf: Buffer): number {
-  return rowLines(buf.toString('utf8')).length;
+/** Rows (not markers, not torn lines) in a segment's text; `columns` as for rowLines. */
+export function countRows(buf: Buffer, columns: readonly string[] | null = null): number {
+  return rowLines(buf.toString('utf8'), columns).lines.length;
 }
 
-/** The whole lines of a segment's text, parsed: rows, and the begin markers of requests in flight (read at open). */
+/**
+ * The whole lines of a segment's text, parsed: rows, and the begin markers of requests in flight (read at open). A row
+ * line no header describes, or one of another length than its header's columns, is skipped like a torn one.
+ */
 export function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
+  let columns: readonly string[] | null = null;
   for (const text of content.split('\n')) {
     if (text === '') continue;
-    let parsed: Record<string, unknown>;
-    try {
-      parsed = JSON.parse(text) as Record<string, unknown>;
-    } catch {
-      continue; // a line cut by a kill in the middle of its write: never acknowledged as written
+    if (text.startsWith(HEADER_PREFIX)) {
+      columns = headerOf(text) ?? columns;
+      continue;
     }
-    if (parsed !== null && typeof parsed === 'object' && Object.hasOwn(parsed, BEGIN)) yield { marker: true, row: parsed[BEGIN] as Row };
-    else yield { marker: false, row: parsed as Row };
+    if (text.startsWith(MARKER_PREFIX)) {
+      const marker = rowOf<Record<string, unknown>>(text, null);
+      if (marker !== null && Object.hasOwn(marker, BEGIN)) yield { marker: true, row: marker[BEGIN] as Row };
+      continue;
+    }
+    const row = rowOf<Row>(text, columns);
+    if (row !== null) yield { marker: false, row };
   }
 }
 
 /**
  * The row lines of a segment's text, as they are (the one definition of a segment's rows: what is inserted, read back
- * and counted): no marker (passed over by its prefix, not parsed), no line the disk cut (ended with `!`), and the last
- * piece without its newline only when it is a whole row (a kill can stop a write there); only that piece is parsed.
- * Their text is what ClickHouse's JSONEachRow takes.
+ * and counted), and the columns its header names (null: an earlier version's segment, whose rows are objects): no
+ * header, no marker (both passed over by their prefix), no line the disk cut (ended with `!`), no array before a
+ * header, and the last piece without its newline only when it is a whole row (a kill can stop a write there); only
+ * the header and that piece are parsed. `columns`: those of rows before any header (the spool's own, for text that
+ * never left its process: a memory segment, what waits for the disk).
  */
-export function rowLines(content: string): string[] {
+export function rowLines(content: string, columns: readonly string[] | null = null): RowLines {
   const out: string[] = [];
   let from = 0;
   for (let nl = content.indexOf('\n'); nl !== -1; nl = content.indexOf('\n', from)) {
     const line = content.slice(from, nl);
     from = nl + 1;
-    if (line === '' || line.startsWith(MARKER_PREFIX) || line.endsWith('!')) continue;
+    if (line === '' || line.endsWith('!')) continue;
+    if (line.charCodeAt(0) === 0x7b /* { */ && line.charCodeAt(1) === 0x22 /* " */ && line.charCodeAt(2) === 0x24 /* $ */) {
+      if (line.startsWith(HEADER_PREFIX)) columns = headerOf(line) ?? columns;
+      continue; // a header or a marker
+    }
+    if (columns === null && line.charCodeAt(0) === 0x5b /* [ */) continue;
     out.push(line);
   }
   const last = content.slice(from);
-  if (last !== '' && !last.startsWith(MARKER_PREFIX) && parsesAsObject(last)) out.push(last);
-  return out;
+  if (last !== '' && !last.startsWith(MARKER_PREFIX) && !last.startsWith(HEADER_PREFIX) && rowOf(last, columns) !== null) out.push(last);
+  return { columns, lines: out };
 }
 
-/** The rows of a segment's text, parsed (the writer's path for a segment ClickHouse refused as data). */
-export function rowsOf<Row>(content: string): Row[] {
+/** The rows of a segment's text, parsed (the writer's path for a segment ClickHouse refused as data); `columns` as for rowLines. */
+export function rowsOf<Row>(content: string, before: readonly string[] | null = null): Row[] {
+  const { columns, lines: texts } = rowLines(content, before);
   const rows: Row[] = [];
-  for (const line of rowLines(content)) {
-    try {
-      rows.push(JSON.parse(line) as Row);
-    } catch {} // a line damaged on disk: never acknowledged as written
+  for (const line of texts) {
+    const row = rowOf<Row>(line, columns);
+    if (row !== null) rows.push(row); // else a line damaged on disk: never acknowledged as written
   }
   return rows;
 }
 
-function parsesAsObject(text: string): boolean {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === 'object' && !Array.isArray(v);
-  } catch {
-    return false;
-  }
-}
-
 /**
- * The id of a row line: read from its first key when that is `idKey` (the rows put it first), else parsed. Null for
- * a line that does not parse (the insert then fails as data, and the writer takes the parsing path).
+ * The id of a row line in `columns`: read from its first value when that is `idKey`'s (the rows put it first), or
+ * from an object line's first key; else parsed. Null for a line that does not parse (the insert then fails as data,
+ * and the writer takes the parsing path).
  */
-export function lineId(line: string, idKey: string): string | null {
-  const head = `{"${idKey}":"`;
-  if (line.startsWith(head)) {
+export function lineId(line: string, idKey: string, columns: readonly string[] | null): string | null {
+  const head = columns === null ? `{"${idKey}":"` : columns[0] === idKey ? '["' : null;
+  if (head !== null && line.startsWith(head)) {
     const end = line.indexOf('"', head.length);
     if (end !== -1 && line.charCodeAt(end - 1) !== 0x5c /* \\ */) return line.slice(head.length, end);
   }
-  try {
-    const v = (JSON.parse(line) as Record<string, unknown>)[idKey];
-    return v === undefined || v === null ? null : String(v);
-  } catch {
-    return null;
-  }
+  const v = rowOf<Record<string, unknown>>(line, columns)?.[idKey];
+  return v === undefined || v === null ? null : String(v);
 }
 
 /** A new, empty segment in `dir`: its name sorts by creation time, then this process's `instance` id and `seq`. */
@@ -143,7 +208,7 @@ export function newSegment(dir: string, instance: string, seq: number): Segment 
 }
 
 /**
- * The segments an earlier process left in `dir`, oldest first (empty files removed), their bytes, and the rows of the
+ * The segments an earlier process left in `dir`, oldest first (files with no row and no marker removed), their bytes, and the rows of the
  * requests it left in flight: a begin marker whose request has no row in any of them (DESIGN.md decision 2).
  */
 export function leftSegments<Row>(dir: string, idOf: (row: Row) => string): { segments: Segment[]; bytes: number; interrupted: Row[] } {
@@ -159,12 +224,19 @@ export function leftSegments<Row>(dir: string, idOf: (row: Row) => string): { se
       continue;
     }
     let rows = 0;
+    let markers = 0;
     for (const line of lines<Row>(readFileSync(path, 'utf8'))) {
-      if (line.marker) begun.set(idOf(line.row), line.row);
-      else {
+      if (line.marker) {
+        markers++;
+        begun.set(idOf(line.row), line.row);
+      } else {
         rows++;
         ended.add(idOf(line.row));
       }
+    }
+    if (rows === 0 && markers === 0) {
+      rmSync(path, { force: true }); // a header alone, or lines never written whole: nothing to replay
+      continue;
     }
     segments.push({ name: file.slice(0, -EXT.length), path, rows, bytes, createdAt: Number(NAME.exec(file)![1]) });
     total += bytes;

@@ -9,21 +9,22 @@
 // row in any segment left at the next start is a request the process died in the middle of: it becomes a row with
 // status `interrupted` (the snapshot's status) and goes to the store like any other.
 //
-// A disk that refuses writes (full, read-only, failing): what it refused waits in memory, and at the next seal it
-// becomes a memory segment, inserted and acknowledged like any other, so the rows still reach a store that works (the
-// server path, or a close that drains). Only a process that dies meanwhile loses them: they never reached a disk. A
-// line the disk took only part of goes to memory whole, and the part in the file is ended with `!` so it can never
-// parse. The write is tried again every 250 ms, each time in a new segment file (a remounted disk is reached by path,
-// not through the old descriptor); the first that succeeds clears the failure.
+// A disk that refuses writes (full, read-only, failing): what it refused waits in memory (src/store/spool-file.ts),
+// and at the next seal it becomes a memory segment, inserted and acknowledged like any other, so the rows still reach
+// a store that works (the server path, or a close that drains). Only a process that dies meanwhile loses them: they
+// never reached a disk. The write is tried again every 250 ms, each time in a new segment file (a remounted disk is
+// reached by path, not through the old descriptor); the first that succeeds clears the failure. Every file gets its
+// header before its first row or marker, also when the header itself was what the disk refused.
 //
 // The newest segments also keep in memory the lines of the rows written whole to their file (KEEP_LINES), so the
 // insert does not read back on the event loop what was written a second before (12-20 ms for a 3 MB segment here).
 // A segment the disk refused a write into, an earlier process's, and a backlog's older ones are read from disk.
 
-import { appendFileSync, closeSync, fsync, fsyncSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { countRows, leftSegments, newSegment, markerLine, rejectedLines, rowLines, rowsOf, type Segment } from './segment.js';
+import { OpenFile } from './spool-file.js';
+import { countRows, headerLine, leftSegments, newSegment, markerLine, rejectedLines, rowLine, rowLines, rowsOf, type RowLines, type Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -32,6 +33,11 @@ export interface SpoolOptions {
   readonly commitMs: number;
   /** Bytes on disk past which new rows are refused (and counted as dropped by the caller). */
   readonly maxBytes: number;
+  /**
+   * The columns of a row, in the order its line holds their values (src/store/segment.ts): the insert's columns. Each
+   * segment names them in its header, so a segment written before a column was added is still read right.
+   */
+  readonly columns: readonly string[];
 }
 
 /** How rows and in-flight markers are matched: the id a row carries. */
@@ -44,12 +50,12 @@ const RETRY_WRITE_MS = 250;
 const KEEP_LINES = 2;
 
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
-export type SpoolPort<Row> = Pick<
+export type SpoolPort<Row extends Readonly<Record<string, unknown>>> = Pick<
   Spool<Row>,
   'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'read' | 'readLines' | 'remove' | 'reject' | 'close'
 >;
 
-export class Spool<Row> {
+export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #opts: SpoolOptions;
   readonly #idOf: RowId<Row>;
   /** Requests in flight: their id and how to snapshot their row now. */
@@ -57,28 +63,18 @@ export class Spool<Row> {
   /** Rows of requests an earlier process died in the middle of, found at open. */
   readonly #interrupted: number;
   readonly #instance = randomBytes(4).toString('hex');
+  readonly #headerLine: string;
   #seq = 0;
-  #fd: number;
-  #open: Segment;
+  #file: OpenFile;
   /** Closed segments waiting for the store, oldest first. */
   readonly #sealed: Segment[] = [];
   #pending: string[] = [];
   #pendingRows = 0;
-  /** Row lines (no newline): of the rows in `#pending`; then of the rows written whole to the open segment's file. */
+  /** Row lines (no newline) of the rows in `#pending`. */
   #pendingLines: string[] = [];
-  #openLines: string[] | null = []; // null once the disk refused a write into it, or rows came to it another way
   #scheduled = false;
-  #dirty = false;
   #bytes = 0;
   #closed = false;
-  /**
-   * Appended lines that have not reached the file (the disk refused them), oldest first. It starts at a line's first
-   * byte; the first `#tornBytes` of it are in the file already (a write the disk took only part of).
-   */
-  #unwritten: Buffer | null = null;
-  #tornBytes = 0;
-  /** `!\n` still to be written to the open file, ending a line cut there whose row went elsewhere whole. */
-  #poison: Buffer | null = null;
   #failure: unknown = null;
   #retry: NodeJS.Timeout | null = null;
   readonly #commitTimer: NodeJS.Timeout;
@@ -90,21 +86,25 @@ export class Spool<Row> {
   constructor(opts: SpoolOptions, idOf: RowId<Row>) {
     this.#opts = opts;
     this.#idOf = idOf;
+    this.#headerLine = headerLine(opts.columns);
     mkdirSync(opts.dir, { recursive: true });
     const left = leftSegments<Row>(opts.dir, idOf);
     this.#sealed.push(...left.segments);
     this.#bytes = left.bytes;
-    this.#open = this.#newSegment();
-    this.#fd = openSync(this.#open.path, 'a');
+    this.#file = new OpenFile(this.#newSegment());
+    // A marker's row leaves out its zero, empty, false and null columns: null in the line, the column's default.
     for (const row of left.interrupted) {
-      const json = JSON.stringify(row);
+      this.#header();
+      const json = rowLine(opts.columns, row);
       this.#pending.push(`${json}\n`);
       this.#pendingLines.push(json);
       this.#pendingRows++;
     }
     this.#interrupted = left.interrupted.length;
     this.#writeOut();
-    this.#commitTimer = setInterval(() => this.#commit(), opts.commitMs);
+    this.#commitTimer = setInterval(() => {
+      if (!this.#closed) this.#file.commit();
+    }, opts.commitMs);
     this.#commitTimer.unref();
   }
 
@@ -114,7 +114,7 @@ export class Spool<Row> {
 
   /** Rows spooled and not yet deleted (written to the store), the open segment's included. */
   get rows(): number {
-    return this.#sealed.reduce((n, s) => n + s.rows, 0) + this.#open.rows + this.#pendingRows;
+    return this.#sealed.reduce((n, s) => n + s.rows, 0) + this.#file.seg.rows + this.#pendingRows;
   }
 
   get bytes(): number {
@@ -124,21 +124,22 @@ export class Spool<Row> {
   /** Creation time of the oldest segment holding rows, or null when the spool is empty. */
   get oldest(): number | null {
     if (this.#sealed.length > 0) return this.#sealed[0]!.createdAt;
-    return this.#open.rows + this.#pendingRows > 0 ? this.#open.createdAt : null;
+    return this.openRows > 0 ? this.#file.seg.createdAt : null;
   }
 
   /** Rows in the open segment (not yet sealed), the ones still in this turn's buffer included. */
   get openRows(): number {
-    return this.#open.rows + this.#pendingRows;
+    return this.#file.seg.rows + this.#pendingRows;
   }
 
   /** Append a row (it ends its request, if one is in flight); false (nothing written) when full or closed. */
   append(row: Row): boolean {
     if (this.#closed) return false;
     this.#inFlight.delete(this.#idOf(row));
-    const json = JSON.stringify(row);
+    const json = rowLine(this.#opts.columns, row);
     const line = `${json}\n`;
     if (this.#bytes + line.length > this.#opts.maxBytes) return false;
+    this.#header();
     this.#pending.push(line);
     this.#pendingLines.push(json);
     this.#pendingRows++;
@@ -160,9 +161,24 @@ export class Spool<Row> {
     return this.#inFlight.size;
   }
 
+  /**
+   * The open segment's header, its first line: queued before the first row or marker that goes to its file (a
+   * segment with neither has no bytes: an idle spool holds none).
+   */
+  #header(): void {
+    if (this.#file.headed) return;
+    this.#file.headed = true;
+    this.#pending.push(this.#headerLine);
+    this.#bytes += this.#headerLine.length;
+  }
+
+  /** Does `buf` (what waits for the disk, from a line's start) start with the header? */
+  #startsHeaded = (buf: Buffer): boolean => buf.length >= this.#headerLine.length && buf.toString('utf8', 0, this.#headerLine.length) === this.#headerLine;
+
   #mark(row: Row): void {
     const line = markerLine(row);
     if (this.#bytes + line.length > this.#opts.maxBytes) return; // full: the row itself will be counted when it comes
+    this.#header();
     this.#pending.push(line);
     this.#bytes += line.length;
   }
@@ -177,44 +193,27 @@ export class Spool<Row> {
   /** One write(2) for every row appended in this turn. */
   #writeOut(): void {
     this.#scheduled = false;
+    const file = this.#file;
     let written: string[] | null = null;
     if (this.#pending.length > 0) {
       const text = this.#pending.length === 1 ? this.#pending[0]! : this.#pending.join('');
       const buf = Buffer.from(text);
       // A string's length counts UTF-16 units; the file counts bytes.
       this.#bytes += buf.length - text.length;
-      this.#open.rows += this.#pendingRows;
-      this.#open.bytes += buf.length;
+      file.seg.rows += this.#pendingRows;
+      file.seg.bytes += buf.length;
       this.#pending = [];
       this.#pendingRows = 0;
       written = this.#pendingLines;
       this.#pendingLines = [];
-      this.#unwritten = this.#unwritten === null ? buf : Buffer.concat([this.#unwritten, buf]);
+      file.queue(buf);
     }
-    const buf = this.#unwritten;
-    if (buf === null && this.#poison === null) return;
-    let off = this.#tornBytes;
-    try {
-      while (this.#poison !== null) {
-        const n = writeSync(this.#fd, this.#poison);
-        this.#poison = n >= this.#poison.length ? null : this.#poison.subarray(n);
-      }
-      if (buf !== null) while (off < buf.length) off += writeSync(this.#fd, buf, off);
-      if (this.#openLines !== null && written !== null) for (const l of written) this.#openLines.push(l);
-      this.#unwritten = null;
-      this.#tornBytes = 0;
-      this.#failure = null;
-      this.#dirty = true;
-    } catch (err) {
-      // A full or read-only disk: what did not reach the file waits here (bounded by maxBytes, counted in `bytes`),
-      // from the start of the line the disk cut, and is tried again; the next seal moves it to a memory segment.
-      this.#openLines = null;
-      if (buf !== null && off > this.#tornBytes) {
-        const lineStart = buf.lastIndexOf(0x0a, off - 1) + 1;
-        this.#unwritten = buf.subarray(lineStart);
-        this.#tornBytes = off - lineStart;
-      }
-      this.#failure = err;
+    const wrote = file.write(written);
+    if (wrote === 'written') this.#failure = null;
+    else if (wrote !== 'nothing') {
+      // A full or read-only disk: what did not reach the file waits (bounded by maxBytes, counted in `bytes`) and is
+      // tried again; the next seal moves it to a memory segment.
+      this.#failure = wrote.refused;
       this.#retryLater();
     }
   }
@@ -238,84 +237,76 @@ export class Spool<Row> {
    * False, and nothing changed but the cut line's ending, when the disk refuses.
    */
   #reopen(): boolean {
-    const next = this.#newSegment();
-    let fd: number;
+    let file: OpenFile;
     try {
-      fd = openSync(next.path, 'a');
+      file = new OpenFile(this.#newSegment());
     } catch (err) {
       this.#failure = err;
       return false;
     }
-    if (this.#tornBytes > 0) this.#endCutLine();
-    if (this.#poison !== null) {
-      try {
-        appendFileSync(this.#open.path, this.#poison);
-        this.#poison = null;
-      } catch (err) {
-        closeSync(fd);
-        rmSync(next.path, { force: true });
-        this.#failure = err;
-        return false;
-      }
-    }
+    const old = this.#file;
+    this.#cutLineEnded(old);
     try {
-      fsyncSync(this.#fd);
-    } catch {} // the old descriptor's disk is gone; the old file is read back by path
-    closeSync(this.#fd);
-    if (this.#unwritten !== null) {
-      const moved = this.#unwritten;
-      const rows = countRows(moved);
-      this.#open.rows -= rows;
-      this.#open.bytes -= moved.length;
-      next.rows += rows;
-      next.bytes += moved.length;
+      old.endCutLineByPath();
+    } catch (err) {
+      file.close();
+      rmSync(file.seg.path, { force: true });
+      this.#failure = err;
+      return false;
     }
-    if (this.#open.rows > 0) this.#sealed.push(this.#open);
+    old.syncAndClose();
+    const moved = old.take();
+    if (moved !== null) {
+      const rows = countRows(moved, this.#opts.columns);
+      old.seg.rows -= rows;
+      old.seg.bytes -= moved.length;
+      file.seg.rows += rows;
+      file.seg.bytes += moved.length;
+    }
+    // The new file's header goes first: before what waits for the disk (which holds it already when the old file got
+    // none of it) and what was queued since; with neither, it is queued with whatever comes first.
+    file.headed = moved !== null || this.#pending.length > 0;
+    const header = file.headed && (moved === null || !this.#startsHeaded(moved)) ? Buffer.from(this.#headerLine) : null;
+    if (header !== null) {
+      file.seg.bytes += header.length;
+      this.#bytes += header.length;
+    }
+    const first = header === null ? moved : moved === null ? header : Buffer.concat([header, moved]);
+    if (first !== null) file.queue(first);
+    if (old.seg.rows > 0) this.#sealed.push(old.seg);
     else {
-      this.#bytes -= this.#open.bytes;
-      rmSync(this.#open.path, { force: true });
+      this.#bytes -= old.seg.bytes;
+      rmSync(old.seg.path, { force: true });
     }
-    this.#open = next;
-    this.#fd = fd;
-    this.#dirty = false;
-    this.#openLines = null; // what waited for the disk goes to this file: read from it
+    this.#file = file;
+    file.lines = null; // what waited for the disk goes to this file: read from it
     this.#failure = null; // the disk took a new file; the write that follows says whether it takes data
     for (const snapshot of this.#inFlight.values()) this.#mark(snapshot());
     return true;
   }
 
-  /**
-   * The line the disk cut in the open file goes elsewhere whole (`#unwritten` keeps it from its first byte): the part
-   * in the file is ended with `!\n`, which can never parse, so no row is both there and elsewhere.
-   */
-  #endCutLine(): void {
-    this.#poison = Buffer.from('!\n');
-    // The cut part counts in the file and in `#unwritten` until the file is deleted.
-    this.#bytes += this.#tornBytes + this.#poison.length;
-    this.#open.bytes += this.#tornBytes + this.#poison.length;
-    this.#tornBytes = 0;
+  /** A line the disk cut in `file` is to be ended with `!\n` there: its cut part counts in the file until it is deleted. */
+  #cutLineEnded(file: OpenFile): void {
+    const added = file.endCutLine();
+    this.#bytes += added;
+    file.seg.bytes += added;
   }
 
   /** The disk refuses: what waits for it becomes a memory segment, which the writer inserts like any other. */
   #spill(): void {
-    if (this.#tornBytes > 0) this.#endCutLine();
-    const moved = Buffer.from(this.#unwritten!); // a copy: it may be a view of a larger buffer
-    const rows = countRows(moved);
-    this.#open.rows -= rows;
-    this.#open.bytes -= moved.length;
+    const file = this.#file;
+    this.#cutLineEnded(file);
+    const moved = Buffer.from(file.take()!); // a copy: it may be a view of a larger buffer
+    const rows = countRows(moved, this.#opts.columns);
+    file.seg.rows -= rows;
+    file.seg.bytes -= moved.length;
+    if (this.#startsHeaded(moved)) file.headed = false; // the file never got its header: the next line to it is one
     this.#sealed.push({ ...this.#newSegment(), path: '', rows, bytes: moved.length, memory: moved });
-    this.#unwritten = null;
   }
 
   /** Why the spool cannot write to its directory now (a full or read-only disk), or null while it can. */
   get failure(): unknown {
     return this.#failure;
-  }
-
-  #commit(): void {
-    if (!this.#dirty || this.#closed) return;
-    this.#dirty = false;
-    fsync(this.#fd, () => undefined);
   }
 
   /**
@@ -325,45 +316,51 @@ export class Spool<Row> {
    */
   seal(): readonly Segment[] {
     this.#writeOut();
-    if (this.#unwritten !== null) this.#spill();
-    if (this.#open.rows > 0 && !this.#closed && this.#failure === null) {
-      const next = this.#newSegment();
-      let fd: number;
+    if (this.#file.unwritten !== null) this.#spill();
+    const old = this.#file;
+    if (old.seg.rows > 0 && !this.#closed && this.#failure === null) {
+      let file: OpenFile;
       try {
-        fd = openSync(next.path, 'a');
-        fsyncSync(this.#fd);
+        file = new OpenFile(this.#newSegment());
       } catch (err) {
         this.#failure = err; // the disk refuses: keep writing to the open segment
         this.#retryLater();
         return this.#sealed;
       }
-      closeSync(this.#fd);
-      if (this.#openLines !== null) this.#open.lines = this.#openLines;
-      this.#sealed.push(this.#open);
+      try {
+        old.sync();
+      } catch (err) {
+        file.close();
+        rmSync(file.seg.path, { force: true });
+        this.#failure = err; // the disk refuses: keep writing to the open segment
+        this.#retryLater();
+        return this.#sealed;
+      }
+      old.close();
+      if (old.lines !== null) old.seg.lines = old.lines;
+      this.#sealed.push(old.seg);
       // A backlog (the store down, or slower than the rows come) stays on disk: only the newest segments keep lines.
       for (let i = 0; i < this.#sealed.length - KEEP_LINES; i++) delete this.#sealed[i]!.lines;
-      this.#open = next;
-      this.#fd = fd;
-      this.#dirty = false;
-      this.#openLines = [];
+      this.#file = file;
       // The newest segment holds a marker for every request in flight, with what is known of it now.
       for (const snapshot of this.#inFlight.values()) this.#mark(snapshot());
       this.#writeOut();
     }
     return this.#sealed;
   }
-
   /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
   read(seg: Segment): Row[] {
-    return rowsOf<Row>(this.#text(seg));
+    return rowsOf<Row>(this.#text(seg), this.#own(seg));
   }
 
-  /** A sealed segment's whole row lines as they are (no markers), for an insert that does not parse them. */
-  readLines(seg: Segment): readonly string[] {
-    return seg.lines ?? rowLines(this.#text(seg));
+  /** A sealed segment's whole row lines as they are (no markers), and their columns, for an insert that does not parse them. */
+  readLines(seg: Segment): RowLines {
+    return seg.lines === undefined ? rowLines(this.#text(seg), this.#own(seg)) : { columns: this.#opts.columns, lines: seg.lines };
   }
 
   #text = (seg: Segment): string => seg.memory?.toString('utf8') ?? readFileSync(seg.path, 'utf8');
+  /** A memory segment never left this process: its rows are in this spool's columns, header or not. */
+  #own = (seg: Segment): readonly string[] | null => (seg.memory === undefined ? null : this.#opts.columns);
 
   /** The store acknowledged every row of `seg`: delete it. */
   remove(seg: Segment): void {
@@ -386,14 +383,9 @@ export class Spool<Row> {
     this.#closed = true;
     clearInterval(this.#commitTimer);
     if (this.#retry !== null) clearTimeout(this.#retry);
-    try {
-      fsyncSync(this.#fd);
-    } catch {
-      // a full or read-only disk: what reached the file is there; what did not is lost with the process
-    }
-    closeSync(this.#fd);
+    this.#file.syncAndClose(); // what did not reach the file (a full or read-only disk) is lost with the process
     // Markers of requests still in flight (a close without draining) keep the file: they become interrupted rows.
-    if (this.#open.rows === 0 && this.#inFlight.size === 0) rmSync(this.#open.path, { force: true });
+    if (this.#file.seg.rows === 0 && this.#inFlight.size === 0) rmSync(this.#file.seg.path, { force: true });
   }
 
   #newSegment = (): Segment => newSegment(this.#opts.dir, this.#instance, ++this.#seq);

@@ -9,7 +9,7 @@
 // `close` makes one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
-import { lineId, type Segment } from './segment.js';
+import { lineId, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 
 export interface WriterOptions {
@@ -22,12 +22,12 @@ export interface WriterOptions {
   readonly retryMaxMs?: number;
   /**
    * Given (the embedded engine, whose views lose a replay's deduplication across a restart), it is asked first about
-   * the oldest segment an earlier process left, with its row ids and its lines: true means every row is in the table
+   * the oldest segment an earlier process left, with its row ids and its row lines: true means every row is in the table
    * already and what the table feeds has been made whole (store/rollup-repair.ts), so the segment is deleted without
    * being inserted again. Not given (a ClickHouse server, which deduplicates a replay in the table and its views
    * alike): every segment is inserted.
    */
-  readonly settleLanded?: (ids: readonly string[], lines: readonly string[]) => Promise<boolean>;
+  readonly settleLanded?: (ids: readonly string[], rows: RowLines) => Promise<boolean>;
 }
 
 export type DropReason = 'spool_full' | 'rejected';
@@ -181,9 +181,10 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
 
   /** Insert one segment, retrying until it lands (or, once closing, giving up after one more failure). */
   async #insert(seg: Segment): Promise<boolean> {
-    // The segment's row lines go as they are (JSONEachRow), never parsed and serialised again; only when ClickHouse
-    // refuses them as data are they parsed, to find the rows it refuses and set them aside (#insertRows).
-    const lines = this.#spool.readLines(seg);
+    // The segment's row lines go as they are (JSONCompactEachRow in their columns; an earlier version's, JSONEachRow),
+    // never parsed and serialised again; only when ClickHouse refuses them as data are they parsed, to find the rows
+    // it refuses and set them aside (#insertRows).
+    const rows = this.#spool.readLines(seg);
     const parsed: { rows: Row[] | null } = { rows: null };
     const ask = seg.name === this.#leftover ? this.#opts.settleLanded : undefined;
     // The row ids when the segment had landed before (and is settled), null when it goes in; undefined: not asked yet.
@@ -199,10 +200,10 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       };
       try {
         if (landed === undefined) {
-          const ids = lines.map((l) => lineId(l, this.#opts.idKey) ?? '');
-          landed = (await ask!(ids, lines)) ? ids : null;
+          const ids = this.#ids(rows);
+          landed = (await ask!(ids, rows)) ? ids : null;
         }
-        const ids = landed ?? (await this.#insertSegment(seg, lines, parsed));
+        const ids = landed ?? (await this.#insertSegment(seg, rows, parsed));
         this.#spool.remove(seg);
         this.#setUp(true, null);
         if (ids.length > 0) this.#events.written(ids.length, ids);
@@ -223,12 +224,12 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
    * Insert a segment's lines as they are; once ClickHouse refused them as data, its rows parsed (kept in `parsed` for
    * the retries), bisected by #insertRows. Returns the ids of the rows stored.
    */
-  async #insertSegment(seg: Segment, lines: readonly string[], parsed: { rows: Row[] | null }): Promise<string[]> {
+  async #insertSegment(seg: Segment, rows: RowLines, parsed: { rows: Row[] | null }): Promise<string[]> {
     const idKey = this.#opts.idKey;
     if (parsed.rows === null) {
       try {
-        await this.#store.insertLines(this.#table, lines, `spool-${seg.name}`);
-        return lines.map((l) => lineId(l, idKey) ?? '');
+        await this.#store.insertLines(this.#table, rows.lines, `spool-${seg.name}`, rows.columns);
+        return this.#ids(rows);
       } catch (err) {
         if (!isRowError(err)) throw err;
         parsed.rows = this.#spool.read(seg);
@@ -261,6 +262,8 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       return [...(await this.#insertRows(seg, rows, from, half)), ...(await this.#insertRows(seg, rows, from + half, n - half))];
     }
   }
+
+  #ids = ({ lines, columns }: RowLines): string[] => lines.map((l) => lineId(l, this.#opts.idKey, columns) ?? '');
 
   #backoff(attempt: number): number {
     const capped = Math.min(this.#opts.retryMaxMs, this.#opts.retryBaseMs * 2 ** Math.min(attempt - 1, 30));

@@ -13,7 +13,7 @@ import { pathToFileURL } from 'node:url';
 import { openStore } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrations.js';
 import { settleLanded, startSpan } from '../../src/store/rollup-repair.js';
-import type { RequestRow } from '../../src/store/rows.js';
+import { REQUEST_COLUMNS, type RequestRow } from '../../src/store/rows.js';
 import { BatchWriter } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
 import { tempDir } from './tmp.js';
@@ -36,16 +36,18 @@ async function firstProcess(dataDir: string, spoolDir: string, rows: RequestRow[
     const { openStore } = await import(${JSON.stringify(`${DIST}/client.js`)});
     const { migrate } = await import(${JSON.stringify(`${DIST}/migrations.js`)});
     const { Spool } = await import(${JSON.stringify(`${DIST}/spool.js`)});
+    const { REQUEST_COLUMNS } = await import(${JSON.stringify(`${DIST}/rows.js`)});
     const store = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: process.env.DATA_DIR, username: 'default', password: '' });
     await migrate(store);
-    const spool = new Spool({ dir: process.env.SPOOL_DIR, commitMs: 1000, maxBytes: 1024 ** 3 }, (r) => String(r.request_id));
+    const spool = new Spool({ dir: process.env.SPOOL_DIR, commitMs: 1000, maxBytes: 1024 ** 3, columns: REQUEST_COLUMNS }, (r) => String(r.request_id));
     for (const r of JSON.parse(process.env.ROWS)) spool.append(r);
     await new Promise((r) => setImmediate(r));
     const [seg] = spool.seal();
     const landed = process.env.LANDED;
     if (landed === 'table') await store.command('DETACH VIEW tollgate.usage_hourly_mv');
     if (landed === 'hourly') await store.command('DETACH VIEW tollgate.usage_daily_mv');
-    if (landed !== 'none') await store.insertLines('requests', spool.readLines(seg), 'spool-' + seg.name);
+    const { lines, columns } = spool.readLines(seg);
+    if (landed !== 'none') await store.insertLines('requests', lines, 'spool-' + seg.name, columns);
     process.kill(process.pid, 'SIGKILL');`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
     env: { ...process.env, DATA_DIR: dataDir, SPOOL_DIR: spoolDir, ROWS: JSON.stringify(rows), LANDED: landed },
@@ -68,11 +70,11 @@ export async function replayAfterKill(t: Test, landed: Landed): Promise<void> {
   t.teardown(() => store.close());
   await migrate(store);
   const left = readdirSync(spoolDir); // the first process's files, before this one opens the spool
-  const spool = new Spool<RequestRow>({ dir: spoolDir, commitMs: 1000, maxBytes: 1024 ** 3 }, (r) => String(r.request_id));
+  const spool = new Spool<RequestRow>({ dir: spoolDir, commitMs: 1000, maxBytes: 1024 ** 3, columns: REQUEST_COLUMNS }, (r) => String(r.request_id));
   t.same(spool.leftovers(), { segments: 1, rows: 7, interrupted: 0 }, 'the segment the first process left is found');
   const written: number[] = [];
   // As the app makes it: a leftover found in the table has the rollups made whole for its rows.
-  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000, settleLanded: (ids, lines) => settleLanded(store, ids, startSpan(lines)) }, {
+  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000, settleLanded: (ids, rows) => settleLanded(store, ids, startSpan(rows)) }, {
     written: (n) => written.push(n), dropped: () => undefined, error: () => undefined, state: () => undefined,
   });
   await writer.flush();

@@ -11,7 +11,7 @@ import { QuotaService } from '../../src/accounting/quota.js';
 import type { Store } from '../../src/store/client.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { migrate } from '../../src/store/migrations.js';
-import { toRow } from '../../src/store/rows.js';
+import { REQUEST_COLUMNS, toRow } from '../../src/store/rows.js';
 import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { Spool } from '../../src/store/spool.js';
@@ -89,7 +89,7 @@ t.test('budget: a batch that lands during its read (its own, or the quota\'s it 
     },
   }) as Store;
   let budget: BudgetService | null = null;
-  const spool = new Spool<RequestRow>({ dir: tempDir(t, 'tollgate-gates-spool-'), commitMs: 50, maxBytes: 1 << 20 }, (row) => String(row.request_id));
+  const spool = new Spool<RequestRow>({ dir: tempDir(t, 'tollgate-gates-spool-'), commitMs: 50, maxBytes: 1 << 20, columns: REQUEST_COLUMNS }, (row) => String(row.request_id));
   const writer = new BatchWriter<RequestRow>(slow, 'requests', spool, { maxRows: 1, flushMs: 10 }, {
     written: (_n, ids) => budget?.written(ids), dropped: () => undefined, error: () => undefined, state: () => undefined,
   });

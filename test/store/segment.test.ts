@@ -2,19 +2,53 @@
 // it parses when ClickHouse refuses the data, and what the spool counts are the same lines.
 
 import t from 'tap';
-import { countRows, markerLine, rowLines, rowsOf } from '../../src/store/segment.js';
+import { countRows, headerLine, lineId, lines, markerLine, rowLine, rowLines, rowsOf } from '../../src/store/segment.js';
 
-const row = (id: string) => JSON.stringify({ request_id: id, status: 'success' });
+const COLUMNS = ['request_id', 'status'];
+const header = headerLine(COLUMNS);
+const row = (id: string) => rowLine(COLUMNS, { request_id: id, status: 'success' });
+const obj = (id: string) => ({ request_id: id, status: 'success' });
 
-t.test('rows as they are: markers, lines the disk cut and torn pieces left out; a whole last row kept', async (t) => {
-  const text = [markerLine({ request_id: 'm' }), `${row('a')}\n`, `{"request_id":"cut!\n`, `${row('b')}\n`, markerLine({ request_id: 'n' })].join('');
-  t.same(rowLines(text), [row('a'), row('b')], 'markers (by their prefix) and a line ended with ! are not rows');
-  t.same(rowLines(`${text}{"request_id":"c","sta`), [row('a'), row('b')], 'a last piece cut in the middle of a row is not one');
-  t.same(rowLines(`${text}${row('c')}`), [row('a'), row('b'), row('c')], 'a whole row whose newline a kill cut is one');
-  t.same(rowLines(`${text}${markerLine({ request_id: 'o' }).trimEnd()}`), [row('a'), row('b')], 'a whole marker without its newline is not');
+t.test('rows as they are: the header, markers, lines the disk cut and torn pieces left out; a whole last row kept', async (t) => {
+  t.equal(row('a'), '["a","success"]', 'a row is its values in the columns\' order');
+  t.equal(rowLine(COLUMNS, { status: 'x', extra: 1 }), '[null,"x"]', 'a column the row lacks is null; what the columns do not name is left out');
+  const text = [header, markerLine({ request_id: 'm' }), `${row('a')}\n`, `["cut!\n`, `${row('b')}\n`, markerLine({ request_id: 'n' })].join('');
+  t.same(rowLines(text), { columns: COLUMNS, lines: [row('a'), row('b')] }, 'the header names the columns; it, markers and a line ended with ! are not rows');
+  t.same(rowLines(`${text}["c","sta`).lines, [row('a'), row('b')], 'a last piece cut in the middle of a row is not one');
+  t.same(rowLines(`${text}${row('c')}`).lines, [row('a'), row('b'), row('c')], 'a whole row whose newline a kill cut is one');
+  t.same(rowLines(`${text}["c"]`).lines, [row('a'), row('b')], 'a last piece of another length than the columns is not');
+  t.same(rowLines(`${text}${markerLine({ request_id: 'o' }).trimEnd()}`).lines, [row('a'), row('b')], 'a whole marker without its newline is not');
+  t.same(rowLines(`${row('z')}\n${text}`).lines, [row('a'), row('b')], 'an array no header describes is not');
+  t.same(rowLines(`${row('z')}\n`, COLUMNS).lines, [row('z')], 'unless the reader knows its columns (text that never left its process)');
   t.equal(countRows(Buffer.from(`${text}${row('c')}`)), 3, 'counted the same way');
-  t.same(rowsOf(`${text}${row('c')}`), [{ request_id: 'a', status: 'success' }, { request_id: 'b', status: 'success' }, { request_id: 'c', status: 'success' }], 'and parsed the same way');
-  t.same(rowsOf(`${row('a')}\n{"request_id": damaged}\n`), [{ request_id: 'a', status: 'success' }], 'a line damaged on disk is skipped when parsed');
+  t.equal(countRows(Buffer.from(`${row('y')}\n${row('z')}\n`), COLUMNS), 2, 'and with the columns known');
+  t.same(rowsOf(`${text}${row('c')}`), [obj('a'), obj('b'), obj('c')], 'and parsed the same way, as objects');
+  t.same(rowsOf(`${header}${row('a')}\n["a", damaged]\n`), [obj('a')], 'a line damaged on disk is skipped when parsed');
+});
+
+t.test('a segment an earlier version wrote (no header, a JSON object a row) is read as it is', async (t) => {
+  const old = (id: string) => JSON.stringify(obj(id));
+  const text = [markerLine({ request_id: 'm' }), `${old('a')}\n`, `{"request_id":"cut!\n`, `${old('b')}\n`, old('c')].join('');
+  t.same(rowLines(text), { columns: null, lines: [old('a'), old('b'), old('c')] }, 'no columns: the lines are objects');
+  t.same(rowsOf(text), [obj('a'), obj('b'), obj('c')]);
+  t.same(rowsOf(`${old('a')}\n{"request_id": damaged}\n`), [obj('a')], 'a damaged line skipped');
+  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm' }], [false, obj('a')], [false, obj('b')], [false, obj('c')]], 'the lines read at open');
+});
+
+t.test('the lines read at open: markers as objects, rows in the columns of the header before them', async (t) => {
+  const other = ['status', 'request_id'];
+  const text = [header, markerLine({ request_id: 'm' }), `${row('a')}\n`, headerLine(other), `${rowLine(other, obj('b'))}\n`, '["x"]\n', '!\n'].join('');
+  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm' }], [false, obj('a')], [false, obj('b')]], 'each row read in its own header\'s columns; a line that fits none skipped');
+  t.same([...lines(`${row('z')}\n`)], [], 'an array before any header is skipped');
+});
+
+t.test('a row line\'s id: its first value (the rows put it first), an object\'s first key, or parsed', async (t) => {
+  t.equal(lineId(row('a'), 'request_id', COLUMNS), 'a');
+  t.equal(lineId(rowLine(['status', 'request_id'], obj('b')), 'request_id', ['status', 'request_id']), 'b', 'another place: parsed');
+  t.equal(lineId(rowLine(COLUMNS, obj('q"uote')), 'request_id', COLUMNS), 'q"uote', 'an escaped quote: parsed');
+  t.equal(lineId(JSON.stringify(obj('c')), 'request_id', null), 'c', 'an earlier version\'s object line');
+  t.equal(lineId('["a", damaged', 'request_id', COLUMNS), 'a', 'the first value read even when the rest is damaged');
+  t.equal(lineId('[damaged', 'request_id', COLUMNS), null, 'a line that does not parse: none');
 });
 
 t.test('a begin marker leaves out the columns that are zero, empty, false or null, and keeps the rest in order', async (t) => {
@@ -23,5 +57,5 @@ t.test('a begin marker leaves out the columns that are zero, empty, false or nul
     http_status: 200, status: 'interrupted', cost: '0.000000000000', ttft_ms: null, stream: false, duration_ms: 0.25, missing: undefined,
   });
   t.equal(line, '{"$begin":{"request_id":"r","kind":"request","ts":1700000000000,"http_status":200,"status":"interrupted","cost":"0.000000000000","duration_ms":0.25}}\n');
-  t.same(rowLines(line), [], 'still a marker, not a row');
+  t.same(rowLines(line).lines, [], 'still a marker, not a row');
 });

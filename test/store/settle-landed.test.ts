@@ -5,17 +5,25 @@
 import t from 'tap';
 import { migrate } from '../../src/store/migrations.js';
 import { settleLanded, startSpan } from '../../src/store/rollup-repair.js';
+import { REQUEST_COLUMNS } from '../../src/store/rows.js';
+import { rowLine } from '../../src/store/segment.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { rec } from '../helpers/usage-rows.js';
 
-t.test('startSpan: the earliest and latest ts of the lines; null when one has none', async (t) => {
-  const lines = [{ ts: 5_000, request_id: 'a' }, { ts: 1_000, request_id: 'b' }, { ts: 9_000, request_id: 'c' }].map((r) => JSON.stringify(r));
-  t.same(startSpan(lines), { lo: 1_000, hi: 9_000 });
-  t.same(startSpan([JSON.stringify({ ts: 7 })]), { lo: 7, hi: 7 }, 'one line');
-  t.equal(startSpan([]), null, 'no lines');
-  t.equal(startSpan([...lines, JSON.stringify({ request_id: 'd' })]), null, 'a line without ts: no bound');
-  t.equal(startSpan([...lines, JSON.stringify({ ts: '2026-11-20 09:00:00' })]), null, 'a ts that is not epoch ms: no bound');
-  t.equal(startSpan([...lines, '{"ts": 1']), null, 'a line that is not JSON: no bound');
+t.test('startSpan: the earliest and latest ts of the rows, as arrays in their columns or as objects; null when one has none', async (t) => {
+  const rows = [{ ts: 5_000, request_id: 'a' }, { ts: 1_000, request_id: 'b' }, { ts: 9_000, request_id: 'c' }];
+  const columns = ['request_id', 'ts'];
+  const arrays = (rs: Record<string, unknown>[]) => ({ columns, lines: rs.map((r) => rowLine(columns, r)) });
+  const objects = (rs: Record<string, unknown>[]) => ({ columns: null, lines: rs.map((r) => JSON.stringify(r)) });
+  for (const [form, of] of [['arrays', arrays], ['objects (an earlier version\'s)', objects]] as const) {
+    t.same(startSpan(of(rows)), { lo: 1_000, hi: 9_000 }, form);
+    t.same(startSpan(of([{ ts: 7 }])), { lo: 7, hi: 7 }, `${form}: one line`);
+    t.equal(startSpan(of([])), null, `${form}: no lines`);
+    t.equal(startSpan(of([...rows, { request_id: 'd' }])), null, `${form}: a line without ts: no bound`);
+    t.equal(startSpan(of([...rows, { ts: '2026-11-20 09:00:00' }])), null, `${form}: a ts that is not epoch ms: no bound`);
+    t.equal(startSpan({ ...of(rows), lines: [...of(rows).lines, '{"ts": 1'] }), null, `${form}: a line that is not JSON: no bound`);
+  }
+  t.equal(startSpan({ columns: ['request_id'], lines: arrays(rows).lines }), null, 'arrays of another length than the columns: no bound');
 });
 
 t.test('settleLanded looks for the rows within their start times', async (t) => {
@@ -24,8 +32,7 @@ t.test('settleLanded looks for the rows within their start times', async (t) => 
   const rows = [0, 1, 2].map((i) => rec({ at: new Date(Date.UTC(2026, 10, 20, 9) + i * 60_000).toISOString(), model: 'paid/m', key: 'settle', usage: [3, 2] }));
   await store.insert('requests', rows);
   const ids = rows.map((r) => r.request_id);
-  const lines = rows.map((r) => JSON.stringify(r));
-  const span = startSpan(lines);
+  const span = startSpan({ columns: REQUEST_COLUMNS, lines: rows.map((r) => rowLine(REQUEST_COLUMNS, r)) });
   t.same(span, { lo: Date.UTC(2026, 10, 20, 9), hi: Date.UTC(2026, 10, 20, 9, 2) }, 'the span of the rows as spooled');
 
   t.equal(await settleLanded(store, ids, span), true, 'every row is found within its span: settled');

@@ -9,7 +9,8 @@
 import t from 'tap';
 import type { Store } from '../../src/store/client.js';
 import { migrate } from '../../src/store/migrations.js';
-import { interruptedRow, toRow, type RequestRow } from '../../src/store/rows.js';
+import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from '../../src/store/rows.js';
+import { rowLine, rowOf } from '../../src/store/segment.js';
 import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
 import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -76,16 +77,16 @@ function standIn(behave: (call: number, table: string, rows: readonly Record<str
       calls.push({ table, rows: rows.length, at: Date.now(), token });
       return behave(calls.length, table, rows, token);
     },
-    // The writer sends a segment's lines as they are; the stand-in sees them as rows.
-    insertLines(table: string, lines: readonly string[], token?: string): Promise<void> {
-      return s.insert(table, lines.map((l) => JSON.parse(l) as Record<string, unknown>), token);
+    // The writer sends a segment's lines as they are, with their columns; the stand-in sees them as rows.
+    insertLines(table: string, lines: readonly string[], token?: string, columns: readonly string[] | null = null): Promise<void> {
+      return s.insert(table, lines.map((l) => rowOf<Record<string, unknown>>(l, columns)!), token);
     },
   };
   return { store: s as unknown as Store, calls };
 }
 
 function spoolIn(dir: string, maxBytes = 1024 ** 3): Spool<RequestRow> {
-  return new Spool<RequestRow>({ dir, commitMs: 20, maxBytes }, (r) => String(r.request_id));
+  return new Spool<RequestRow>({ dir, commitMs: 20, maxBytes, columns: REQUEST_COLUMNS }, (r) => String(r.request_id));
 }
 
 function writer(s: Store, opts: WriterOptions, ev: WriterEvents, dir = tempDir(t, 'tollgate-spool-')): BatchWriter<RequestRow> {
@@ -120,8 +121,9 @@ t.test('a row is on disk before the next turn; flush by size writes without wait
   t.same(log.errors, []);
 });
 
+/** The lines of a segment file but its header. */
 function readFileLines(path: string): number {
-  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '').length;
+  return readFileSync(path, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('{"$columns":')).length;
 }
 
 t.test('flush by interval: fewer than maxRows are written after flushMs', async (t) => {
@@ -170,11 +172,11 @@ t.test('steady load against a slow store: rows that arrive during an insert wait
 
 t.test('a segment goes to the store as the row lines on disk (not parsed and serialised again); written() gets their ids', async (t) => {
   const dir = tempDir(t, 'tollgate-spool-');
-  const sent: { lines: string[]; token?: string }[] = [];
+  const sent: { lines: string[]; token?: string; columns?: readonly string[] | null }[] = [];
   let parsedInserts = 0;
   const s = {
     insert: async () => void parsedInserts++,
-    insertLines: async (_t: string, lines: readonly string[], token?: string) => void sent.push({ lines: [...lines], token }),
+    insertLines: async (_t: string, lines: readonly string[], token?: string, columns?: readonly string[] | null) => void sent.push({ lines: [...lines], token, columns }),
   } as unknown as Store;
   const ids: string[] = [];
   const w = writer(s, { maxRows: 1000, flushMs: 60_000 }, { ...events().events, written: (_n, i) => void ids.push(...i) }, dir);
@@ -184,12 +186,16 @@ t.test('a segment goes to the store as the row lines on disk (not parsed and ser
   for (const r of rows) t.ok(w.enqueue(r));
   await new Promise((r) => setImmediate(r));
   const file = readFileSync(join(dir, segments(dir)[0]!), 'utf8');
-  t.match(file, /^\{"\$begin":/, 'the file starts with the in-flight request\'s marker');
-  const rowLinesOnDisk = file.split('\n').filter((l) => l !== '' && !l.startsWith('{"$begin":'));
+  const [header, first] = file.split('\n');
+  t.same(JSON.parse(header!), { $columns: REQUEST_COLUMNS }, 'the file starts with its header: the columns of its rows');
+  t.match(first, /^\{"\$begin":/, 'then the in-flight request\'s marker');
+  const rowLinesOnDisk = file.split('\n').filter((l) => l !== '' && !l.startsWith('{"$'));
+  t.ok(rowLinesOnDisk.every((l) => l.startsWith('["')), 'each row is an array of its values');
   await w.flush();
   t.equal(sent.length, 1, 'one insert');
-  t.same(sent[0]!.lines, rowLinesOnDisk, 'the row lines of the file, as they are (no marker)');
-  t.same(sent[0]!.lines.map((l) => JSON.parse(l) as RequestRow), rows, 'which are the rows');
+  t.same(sent[0]!.lines, rowLinesOnDisk, 'the row lines of the file, as they are (no header, no marker)');
+  t.same(sent[0]!.columns, REQUEST_COLUMNS, 'in the header\'s columns');
+  t.same(sent[0]!.lines.map((l) => JSON.parse(l) as unknown[]), rows.map((r) => REQUEST_COLUMNS.map((c) => r[c])), 'which are the rows\' values in those columns');
   t.match(sent[0]!.token, /^spool-\d{13}-/, 'with the segment\'s deduplication token');
   t.equal(parsedInserts, 0, 'the parsing path is not taken');
   t.same(ids, rows.map((r) => r.request_id), 'written() reports the ids of the rows stored');
@@ -204,10 +210,11 @@ t.test('the insert takes a new segment\'s row lines from memory, not read back f
   spool.begin('in-flight', () => row('mem'));
   await new Promise((r) => setImmediate(r));
   const [seg] = spool.seal();
-  const onDisk = readFileSync(seg!.path, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('{"$begin":'));
-  t.same(spool.readLines(seg!), onDisk, 'the lines the file holds, as they are');
+  const onDisk = readFileSync(seg!.path, 'utf8').split('\n').filter((l) => l !== '' && !l.startsWith('{"$'));
+  t.same(spool.readLines(seg!), { columns: REQUEST_COLUMNS, lines: onDisk }, 'the lines the file holds, as they are');
   writeFileSync(seg!.path, ''); // the file changed under it: what the insert gets did not come from there
-  t.same(spool.readLines(seg!).map((l) => JSON.parse(l) as RequestRow), rows, 'the rows, from memory');
+  const fromMemory = spool.readLines(seg!);
+  t.same(fromMemory.lines.map((l) => rowOf(l, fromMemory.columns)), rows, 'the rows, from memory');
 
   // The store down: segments pile up. Only the two newest keep their lines; an older one is read from its file.
   const sealed: string[] = [seg!.name];
@@ -220,7 +227,7 @@ t.test('the insert takes a new segment\'s row lines from memory, not read back f
   t.same(segs.map((s) => s.name), sealed, 'four segments wait');
   const stand = JSON.stringify(row('from-disk'));
   for (const s of segs) writeFileSync(s.path, `${stand}\n`);
-  t.same(segs.map((s) => spool.readLines(s)[0] === stand), [true, true, false, false], 'the two oldest from their files, the two newest from memory');
+  t.same(segs.map((s) => spool.readLines(s).lines[0] === stand), [true, true, false, false], 'the two oldest from their files, the two newest from memory');
 });
 
 t.test('close writes everything spooled, then refuses rows', async (t) => {
@@ -266,8 +273,9 @@ t.test('a store that fails is retried forever with capped backoff: nothing dropp
 t.test('a full spool drops new rows and counts them', async (t) => {
   const { store: s } = standIn(() => Promise.reject(new Error('down')));
   const { log, events: ev } = events();
-  const one = `${JSON.stringify(row('full'))}\n`.length;
-  const w = new BatchWriter<RequestRow>(s, 'requests', spoolIn(tempDir(t, 'tollgate-spool-'), one * 3 + 10), { maxRows: 100, flushMs: 60_000, retryBaseMs: 5, retryMaxMs: 5 }, ev);
+  const one = `${rowLine(REQUEST_COLUMNS, row('full'))}\n`.length;
+  const header = `{"$columns":${JSON.stringify(REQUEST_COLUMNS)}}\n`.length;
+  const w = new BatchWriter<RequestRow>(s, 'requests', spoolIn(tempDir(t, 'tollgate-spool-'), header + one * 3 + 10), { maxRows: 100, flushMs: 60_000, retryBaseMs: 5, retryMaxMs: 5 }, ev);
   t.ok(w.enqueue(row('full')));
   t.ok(w.enqueue(row('full')));
   t.ok(w.enqueue(row('full')));
@@ -308,6 +316,39 @@ t.test('a torn last line (a kill in the middle of a write) is skipped, the whole
   t.same(log.written, [2]);
   t.same(await countRows('torn'), { n: 2, tokens: 10 });
   await w.close();
+});
+
+t.test('the columns a row line holds are toRow\'s, in its order, and every column of the table', async (t) => {
+  t.same(Object.keys(row('cols')), REQUEST_COLUMNS, 'toRow makes them in this order');
+  const table = await store.query<{ name: string }>(
+    `SELECT name FROM system.columns WHERE database = {db:String} AND table = 'requests' ORDER BY position`, { db: store.database });
+  t.same(table.map((c) => c.name).sort(), [...REQUEST_COLUMNS].sort(), 'the requests table has these columns and no other');
+});
+
+t.test('segments an earlier version left are replayed: rows as objects (no header), or in fewer columns than now', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  // Before this format: a JSON object a row, a marker of a request in flight, no header.
+  const objects = [row('earlier'), row('earlier')];
+  const inFlight: RequestRow = { ...row('earlier'), status: 'interrupted', output_tokens: 0, ttft_ms: null };
+  writeFileSync(join(dir, '1700000000100-0ea21e40-000001.jsonl'), `${objects.map((r) => JSON.stringify(r)).join('\n')}\n{"$begin":${JSON.stringify(inFlight)}}\n`);
+  // A version whose rows had no trace_id yet: its header names the columns it wrote.
+  const older = REQUEST_COLUMNS.filter((c) => c !== 'trace_id');
+  const fewer: RequestRow = { ...row('earlier'), trace_id: 'not written' };
+  writeFileSync(join(dir, '1700000000101-0ea21e40-000002.jsonl'), `{"$columns":${JSON.stringify(older)}}\n${rowLine(older, fewer)}\n`);
+  const { log, events: ev } = events();
+  const w = new BatchWriter<RequestRow>(store, 'requests', spoolIn(dir), { maxRows: 100, flushMs: 60_000 }, ev);
+  await w.flush();
+  await w.close();
+  t.same(log.written, [2, 1, 1], 'each segment in order, then the interrupted row (in the open segment, written as the spool opened)');
+  const stored = await store.query<{ id: string; status: string; trace_id: string; tokens: string }>(
+    `SELECT toString(request_id) AS id, status, trace_id, toString(total_tokens) AS tokens FROM ${store.t('requests')} FINAL WHERE api_key_name = 'earlier' ORDER BY id`);
+  t.same(stored.map((r) => [r.id, r.status, r.trace_id, r.tokens]), [
+    [objects[0]!.request_id, 'success', '', '5'],
+    [objects[1]!.request_id, 'success', '', '5'],
+    [inFlight.request_id, 'interrupted', '', '5'],
+    [fewer.request_id, 'success', '', '5'],
+  ], 'each row once; the column an older header did not name has its default');
+  t.same(segments(dir), [], 'nothing left');
 });
 
 t.test('a segment inserted twice (a crash between the insert and the delete) counts once in every table', async (t) => {
@@ -419,7 +460,7 @@ t.test('a marker written at a request\'s start is about half its row, and the in
   const snapshot = interruptedRow(recordOf(newOutcome(), meta, 'marker-twin'));
   w1.begin(String(snapshot.request_id), () => snapshot);
   await new Promise((r) => setImmediate(r));
-  const [marker] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').split('\n');
+  const [, marker] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').split('\n'); // after the header
   const kept = (JSON.parse(marker!) as { $begin: Record<string, unknown> }).$begin;
   const left = Object.keys(snapshot).filter((k) => !(k in kept));
   t.ok(left.length >= 10, `columns left out of the marker: ${left.join(', ')}`);
