@@ -179,7 +179,7 @@ export class Store {
     const query =
       columns === null
         ? `INSERT INTO ${this.t(table)} ${this.#insertSettings(token)} FORMAT JSONEachRow`
-        : `INSERT INTO ${this.t(table)} (${columns.map(ident).join(', ')}) ${this.#insertSettings(token, { input_format_null_as_default: 1 })} FORMAT JSONCompactEachRow`;
+        : `INSERT INTO ${this.t(table)} (${columns.map(ident).join(', ')}) ${this.#insertSettings(token)} FORMAT JSONCompactEachRow`;
     // The embedded engine takes the statement and its rows as one text: given them as one flat string here, it is
     // copied once (into the engine); given the rows as `values`, its adapter trimmed them and joined them to the
     // statement, and each step copied the whole text again (about 2.5 MB an insert under load; docs/benchmarks.md).
@@ -192,12 +192,16 @@ export class Store {
     });
   }
 
-  /** The insert's SETTINGS clause: deduplication, the token always stated ('' for none), so every insert is its own. */
-  #insertSettings(token: string | undefined, more: Settings = {}): string {
+  /**
+   * The insert's SETTINGS clause: deduplication, the token always stated ('' for none), so every insert is its own;
+   * a null for a column that is not Nullable is its default (ClickHouse's default too, stated so that a server's profile
+   * cannot turn it off: a begin marker's row, and a row of the spool parsed again, hold such nulls).
+   */
+  #insertSettings(token: string | undefined): string {
     return settingsClause({
       insert_deduplicate: 1, insert_deduplication_token: token ?? '', deduplicate_blocks_in_dependent_materialized_views: 1,
+      input_format_null_as_default: 1,
       ...(this.#foregroundDistributed ? { distributed_foreground_insert: 1 } : {}),
-      ...more,
     });
   }
 

@@ -334,3 +334,22 @@ t.test("a token with quotes and backslashes is the statement's own literal, and 
   t.throws(() => settingsClause({ 'a = 1, insert_deduplicate': 0 }), /not a setting name/, 'a name that is not one is refused');
   t.equal(settingsClause({}), '', 'no settings, no clause');
 });
+
+t.test('a null for a column that is not Nullable is its default, whatever the session says, in both insert formats', async (t) => {
+  const base = T0 + 43 * 86_400_000;
+  const [a, b] = [0, 1].map((i) => record({ startedAt: base + i }));
+  // A row as a begin marker's becomes, and as the spool's rows parsed again: nulls where the marker left columns out.
+  const sparse = (r: UsageRecord) => ({ ...toRow(r), combo: null, attempt: null, auto_switched: null, kind: null });
+  const columns = Object.keys(toRow(a!));
+  // The embedded engine keeps a SET for its session: the insert must state the setting itself. (A server's session
+  // ends with the statement: there, this stands for a profile that turned the setting off.)
+  await store.command('SET input_format_null_as_default = 0');
+  t.teardown(() => store.command('SET input_format_null_as_default = 1'));
+  await store.insertLines('requests', [JSON.stringify(columns.map((c) => (sparse(a!) as Record<string, unknown>)[c]))], undefined, columns);
+  await store.insertLines('requests', [JSON.stringify(sparse(b!))]);
+  const rows = await store.query<{ kind: string; combo: string; attempt: number; auto_switched: boolean }>(
+    `SELECT kind, combo, attempt, auto_switched FROM ${store.t('requests')} FINAL WHERE request_id IN ({ids:Array(UUID)}) ORDER BY ts`,
+    { ids: [a!.requestId, b!.requestId] },
+  );
+  t.same(rows, [0, 1].map(() => ({ kind: 'request', combo: '', attempt: 0, auto_switched: false })), 'each column its default: kind\'s is request');
+});
