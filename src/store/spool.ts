@@ -176,7 +176,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   #startsHeaded = (buf: Buffer): boolean => buf.length >= this.#headerLine.length && buf.toString('utf8', 0, this.#headerLine.length) === this.#headerLine;
 
   #mark(row: Row): void {
-    const line = markerLine(row);
+    const line = markerLine(this.#opts.columns, row);
     if (this.#bytes + line.length > this.#opts.maxBytes) return; // full: the row itself will be counted when it comes
     this.#header();
     this.#pending.push(line);

@@ -12,12 +12,12 @@ const obj = (id: string) => ({ request_id: id, status: 'success' });
 t.test('rows as they are: the header, markers, lines the disk cut and torn pieces left out; a whole last row kept', async (t) => {
   t.equal(row('a'), '["a","success"]', 'a row is its values in the columns\' order');
   t.equal(rowLine(COLUMNS, { status: 'x', extra: 1 }), '[null,"x"]', 'a column the row lacks is null; what the columns do not name is left out');
-  const text = [header, markerLine({ request_id: 'm' }), `${row('a')}\n`, `["cut!\n`, `${row('b')}\n`, markerLine({ request_id: 'n' })].join('');
+  const text = [header, markerLine(COLUMNS, { request_id: 'm' }), `${row('a')}\n`, `["cut!\n`, `${row('b')}\n`, markerLine(COLUMNS, { request_id: 'n' })].join('');
   t.same(rowLines(text), { columns: COLUMNS, lines: [row('a'), row('b')] }, 'the header names the columns; it, markers and a line ended with ! are not rows');
   t.same(rowLines(`${text}["c","sta`).lines, [row('a'), row('b')], 'a last piece cut in the middle of a row is not one');
   t.same(rowLines(`${text}${row('c')}`).lines, [row('a'), row('b'), row('c')], 'a whole row whose newline a kill cut is one');
   t.same(rowLines(`${text}["c"]`).lines, [row('a'), row('b')], 'a last piece of another length than the columns is not');
-  t.same(rowLines(`${text}${markerLine({ request_id: 'o' }).trimEnd()}`).lines, [row('a'), row('b')], 'a whole marker without its newline is not');
+  t.same(rowLines(`${text}${markerLine(COLUMNS, { request_id: 'o' }).trimEnd()}`).lines, [row('a'), row('b')], 'a whole marker without its newline is not');
   t.same(rowLines(`${row('z')}\n${text}`).lines, [row('a'), row('b')], 'an array no header describes is not');
   t.same(rowLines(`${row('z')}\n`, COLUMNS).lines, [row('z')], 'unless the reader knows its columns (text that never left its process)');
   t.equal(countRows(Buffer.from(`${text}${row('c')}`)), 3, 'counted the same way');
@@ -28,7 +28,7 @@ t.test('rows as they are: the header, markers, lines the disk cut and torn piece
 
 t.test('a segment an earlier version wrote (no header, a JSON object a row) is read as it is', async (t) => {
   const old = (id: string) => JSON.stringify(obj(id));
-  const text = [markerLine({ request_id: 'm' }), `${old('a')}\n`, `{"request_id":"cut!\n`, `${old('b')}\n`, old('c')].join('');
+  const text = ['{"$begin":{"request_id":"m"}}\n', `${old('a')}\n`, `{"request_id":"cut!\n`, `${old('b')}\n`, old('c')].join('');
   t.same(rowLines(text), { columns: null, lines: [old('a'), old('b'), old('c')] }, 'no columns: the lines are objects');
   t.same(rowsOf(text), [obj('a'), obj('b'), obj('c')]);
   t.same(rowsOf(`${old('a')}\n{"request_id": damaged}\n`), [obj('a')], 'a damaged line skipped');
@@ -37,8 +37,8 @@ t.test('a segment an earlier version wrote (no header, a JSON object a row) is r
 
 t.test('the lines read at open: markers as objects, rows in the columns of the header before them', async (t) => {
   const other = ['status', 'request_id'];
-  const text = [header, markerLine({ request_id: 'm' }), `${row('a')}\n`, headerLine(other), `${rowLine(other, obj('b'))}\n`, '["x"]\n', '!\n'].join('');
-  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm' }], [false, obj('a')], [false, obj('b')]], 'each row read in its own header\'s columns; a line that fits none skipped');
+  const text = [header, markerLine(COLUMNS, { request_id: 'm' }), `${row('a')}\n`, headerLine(other), markerLine(other, { request_id: 'p', status: 'x' }), `${rowLine(other, obj('b'))}\n`, '["x"]\n', '!\n'].join('');
+  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm', status: null }], [false, obj('a')], [true, { status: 'x', request_id: 'p' }], [false, obj('b')]], 'each row and marker read in its own header\'s columns; a line that fits none skipped');
   t.same([...lines(`${row('z')}\n`)], [], 'an array before any header is skipped');
 });
 
@@ -51,11 +51,12 @@ t.test('a row line\'s id: its first value (the rows put it first), an object\'s 
   t.equal(lineId('[damaged', 'request_id', COLUMNS), null, 'a line that does not parse: none');
 });
 
-t.test('a begin marker leaves out the columns that are zero, empty, false or null, and keeps the rest in order', async (t) => {
-  const line = markerLine({
-    request_id: 'r', kind: 'request', parent_id: null, combo: '', attempt: 0, auto_switched: false, ts: 1700000000000,
-    http_status: 200, status: 'interrupted', cost: '0.000000000000', ttft_ms: null, stream: false, duration_ms: 0.25, missing: undefined,
-  });
-  t.equal(line, '{"$begin":{"request_id":"r","kind":"request","ts":1700000000000,"http_status":200,"status":"interrupted","cost":"0.000000000000","duration_ms":0.25}}\n');
+t.test('a begin marker holds its row\'s values in the columns, zeros and nulls included; an earlier version\'s sparse one reads as it is', async (t) => {
+  const columns = ['request_id', 'kind', 'parent_id', 'attempt', 'auto_switched', 'cached_tokens', 'cost', 'missing'];
+  const line = markerLine(columns, { request_id: 'r', kind: 'request', parent_id: null, attempt: 0, auto_switched: false, cached_tokens: 0, cost: '0.000000000000', extra: 1 });
+  t.equal(line, '{"$begin":["r","request",null,0,false,0,"0.000000000000",null]}\n', 'a zero stays a zero, a null a null; what the columns do not name is left out');
   t.same(rowLines(line).lines, [], 'still a marker, not a row');
+  t.same([...lines(`${headerLine(columns)}${line}`)].map((l) => l.row), [{ request_id: 'r', kind: 'request', parent_id: null, attempt: 0, auto_switched: false, cached_tokens: 0, cost: '0.000000000000', missing: null }], 'read back whole');
+  t.same([...lines('{"$begin":{"request_id":"r","kind":"request"}}\n')].map((l) => l.row), [{ request_id: 'r', kind: 'request' }], 'an earlier version\'s marker: the object as it is');
+  t.same([...lines(line)], [], 'a marker of values no header describes is skipped');
 });

@@ -449,38 +449,38 @@ t.test('a request in flight when the process dies comes back as an interrupted r
   t.same(spoolIn(dir).leftovers(), { segments: 0, rows: 0, interrupted: 0 }, 'nothing is left to replay twice');
 });
 
-t.test('a marker written at a request\'s start is about half its row, and the interrupted row it becomes is that row, column for column', async (t) => {
+t.test('a begin marker holds its row\'s values in the segment\'s columns, and the interrupted row it becomes is that row, column for column, a reported zero a zero', async (t) => {
   const dir = tempDir(t, 'tollgate-spool-');
   const { store: down } = standIn(() => Promise.reject(new Error('down')));
   const spool = spoolIn(dir);
   const w1 = new BatchWriter<RequestRow>(down, 'requests', spool, { maxRows: 100, flushMs: 60_000, retryBaseMs: 5 }, events().events);
-  // The snapshot the gateway's begin sink gives at a request's start (src/app.ts): a fresh outcome's record, marked.
+  // The snapshots the gateway's begin sink gives (src/app.ts): a fresh outcome's record at a request's start, and one
+  // whose upstream reported some buckets as zero (an answer's first event: input known, nothing cached, no output yet).
   const startedAt = Date.UTC(2024, 4, 16, 9);
-  const meta = { endpoint: 'chat.completions', requestId: uuidv7(startedAt), startedAt, t0: performance.now(), requestedModel: '', stream: false, traceId: '' };
-  const snapshot = interruptedRow(recordOf(newOutcome(), meta, 'marker-twin'));
-  w1.begin(String(snapshot.request_id), () => snapshot);
+  const meta = (i: number) => ({ endpoint: 'chat.completions', requestId: uuidv7(startedAt + i), startedAt: startedAt + i, t0: performance.now(), requestedModel: '', stream: true, traceId: '' });
+  const reported = { ...newOutcome(), usage: { input: 12, cached: 0, cacheWrite: 0, output: 0, reasoning: null }, usageSource: 'reported' as const };
+  const snapshots = [interruptedRow(recordOf(newOutcome(), meta(0), 'marker-twin')), interruptedRow(recordOf(reported, meta(1), 'marker-twin'))];
+  t.same([snapshots[1]!.cached_tokens, snapshots[1]!.output_tokens, snapshots[1]!.reasoning_tokens], [0, 0, null], 'the second: zeros reported, one bucket unknown');
+  for (const snap of snapshots) w1.begin(String(snap.request_id), () => snap);
   await new Promise((r) => setImmediate(r));
-  const [, marker] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').split('\n'); // after the header
-  const kept = (JSON.parse(marker!) as { $begin: Record<string, unknown> }).$begin;
-  const left = Object.keys(snapshot).filter((k) => !(k in kept));
-  t.ok(left.length >= 10, `columns left out of the marker: ${left.join(', ')}`);
-  for (const k of left) t.ok([0, '', false, null].includes(snapshot[k] as never), `${k} is left out only because it is ${JSON.stringify(snapshot[k])}`);
-  t.ok(marker!.length < 0.6 * JSON.stringify(snapshot).length, `the marker (${marker!.length} bytes) is less than 60 % of its row (${JSON.stringify(snapshot).length})`);
-  await w1.close(); // the store is down: the marker stays on disk, as after a kill
+  const [, ...markers] = readFileSync(join(dir, readdirSync(dir).find((f) => f.endsWith('.jsonl'))!), 'utf8').trimEnd().split('\n'); // after the header
+  t.same(markers.map((m) => JSON.parse(m) as unknown), snapshots.map((snap) => ({ $begin: REQUEST_COLUMNS.map((c) => snap[c]) })), 'each marker: its row\'s values in the columns');
+  t.ok(markers[0]!.length < 0.6 * JSON.stringify(snapshots[0]).length, `the marker (${markers[0]!.length} bytes) is less than 60 % of its row as an object (${JSON.stringify(snapshots[0]).length})`);
+  await w1.close(); // the store is down: the markers stay on disk, as after a kill
   const again = spoolIn(dir);
-  t.same(again.leftovers(), { segments: 1, rows: 0, interrupted: 1 }, 'the segment holding the marker, and the request it left in flight');
+  t.same(again.leftovers(), { segments: 1, rows: 0, interrupted: 2 }, 'the segment holding the markers, and the requests it left in flight');
   const w2 = new BatchWriter<RequestRow>(store, 'requests', again, { maxRows: 100, flushMs: 60_000 }, events().events);
   await w2.flush();
   await w2.close();
-  // Its twin: the whole snapshot row inserted as it is, under another id.
-  const twinId = uuidv7(startedAt + 1);
-  await store.insert('requests', [{ ...snapshot, request_id: twinId }]);
+  // Their twins: the whole snapshot rows inserted as they are, under other ids (a day later, to sort after them).
+  const twins = snapshots.map((snap, i) => ({ ...snap, request_id: uuidv7(startedAt + 86_400_000 + i) }));
+  await store.insert('requests', twins);
   const stored = await store.query<Record<string, unknown>>(
-    `SELECT * EXCEPT (request_id), toString(request_id) AS id FROM ${store.t('requests')} FINAL WHERE api_key_name = 'marker-twin' ORDER BY id`);
-  t.equal(stored.length, 2, 'the interrupted row and its twin');
-  const [fromMarker, twin] = stored.map(({ id, ...cols }) => ({ id, cols }));
-  t.equal(fromMarker!.id, snapshot.request_id);
-  t.equal(twin!.id, twinId);
-  t.same(fromMarker!.cols, twin!.cols, 'every column of the row from the marker equals the whole row\'s');
-  t.equal(fromMarker!.cols.status, 'interrupted');
+    `SELECT * EXCEPT (request_id, ts, end_ts), toString(request_id) AS id FROM ${store.t('requests')} FINAL WHERE api_key_name = 'marker-twin' ORDER BY id`);
+  t.same(stored.map((r) => r.id), [...snapshots, ...twins].map((r) => r.request_id), 'the interrupted rows and their twins');
+  const cols = stored.map(({ id: _id, ...c }) => c);
+  t.same(cols[0], cols[2], 'every column of the first row from its marker equals the whole row\'s');
+  t.same(cols[1], cols[3], 'and of the second: its zeros are zeros, not unknown');
+  t.same([cols[1]!.cached_tokens, cols[1]!.cache_write_tokens, cols[1]!.output_tokens, cols[1]!.reasoning_tokens].map((v) => (v === null ? null : Number(v))), [0, 0, 0, null]);
+  t.same(cols.map((c) => c.status), ['interrupted', 'interrupted', 'interrupted', 'interrupted']);
 });
