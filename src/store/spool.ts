@@ -92,7 +92,8 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     this.#sealed.push(...left.segments);
     this.#bytes = left.bytes;
     this.#file = new OpenFile(this.#newSegment());
-    // A marker's row leaves out its zero, empty, false and null columns: null in the line, the column's default.
+    // A marker an earlier version wrote left out its zero, empty, false and null columns: null in the line, each
+    // column's default.
     for (const row of left.interrupted) {
       this.#header();
       const json = rowLine(opts.columns, row);
