@@ -2,6 +2,8 @@
 // the request path. Same interface as the disk spool (SpoolPort), same segments and deduplication tokens, no file, no
 // write(2), no fsync, no begin markers; rows do not survive the process. Never used outside bench/.
 
+import { rowLine } from '../../dist/store/segment.js';
+
 export class MemorySpool {
   #columns;
   #open = [];
@@ -64,7 +66,7 @@ export class MemorySpool {
   /** The rows as lines in the columns (what the disk spool's file holds): serialised here, at the insert. */
   readLines(seg) {
     const columns = this.#columns;
-    return { columns, lines: seg.list.map((row) => JSON.stringify(columns.map((c) => row[c] ?? null))) };
+    return { columns, lines: seg.list.map((row) => rowLine(columns, row)) };
   }
 
   remove(seg) {

@@ -151,7 +151,8 @@ export function* lines<Row>(content: string): Generator<{ marker: boolean; row: 
  * header, no marker (both passed over by their prefix), no line the disk cut (ended with `!`), no array before a
  * header, and the last piece without its newline only when it is a whole row (a kill can stop a write there); only
  * the header and that piece are parsed. `columns`: those of rows before any header (the spool's own, for text that
- * never left its process: a memory segment, what waits for the disk).
+ * never left its process: a memory segment, what waits for the disk). A segment's rows are in one set of columns: one
+ * process writes a file, and a second header in it (after what waited for the disk moved there) repeats the first.
  */
 export function rowLines(content: string, columns: readonly string[] | null = null): RowLines {
   const out: string[] = [];
