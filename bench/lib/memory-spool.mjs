@@ -59,10 +59,6 @@ export class MemorySpool {
     return this.#sealed;
   }
 
-  read(seg) {
-    return seg.list;
-  }
-
   /** The rows as lines in the columns (what the disk spool's file holds): serialised here, at the insert. */
   readLines(seg) {
     const columns = this.#columns;

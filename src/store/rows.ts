@@ -6,7 +6,7 @@ export type RequestRow = Record<string, string | number | boolean | null>;
 
 /**
  * The columns of a row, in the order toRow makes them and the spool writes their values (src/store/segment.ts): every
- * column of the `requests` table (test/store/rows-columns.test.ts checks both).
+ * column of the `requests` table (test/store/writer.test.ts checks both, on both store paths).
  */
 export const REQUEST_COLUMNS: readonly string[] = [
   'request_id', 'kind', 'parent_id', 'combo', 'attempt', 'connection', 'auto_switched', 'ts', 'end_ts', 'endpoint', 'provider',

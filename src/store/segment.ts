@@ -173,15 +173,19 @@ export function rowLines(content: string, columns: readonly string[] | null = nu
   return { columns, lines: out };
 }
 
-/** The rows of a segment's text, parsed (the writer's path for a segment ClickHouse refused as data); `columns` as for rowLines. */
-export function rowsOf<Row>(content: string, before: readonly string[] | null = null): Row[] {
-  const { columns, lines: texts } = rowLines(content, before);
+/** A segment's row lines, parsed (the writer's path for a segment ClickHouse refused as data). */
+export function parseRows<Row>({ columns, lines: texts }: RowLines): Row[] {
   const rows: Row[] = [];
   for (const line of texts) {
     const row = rowOf<Row>(line, columns);
     if (row !== null) rows.push(row); // else a line damaged on disk: never acknowledged as written
   }
   return rows;
+}
+
+/** The rows of a segment's text, parsed; `columns` as for rowLines. */
+export function rowsOf<Row>(content: string, columns: readonly string[] | null = null): Row[] {
+  return parseRows(rowLines(content, columns));
 }
 
 /**

@@ -52,7 +52,7 @@ const KEEP_LINES = 2;
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row extends Readonly<Record<string, unknown>>> = Pick<
   Spool<Row>,
-  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'read' | 'readLines' | 'remove' | 'reject' | 'close'
+  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'readLines' | 'remove' | 'reject' | 'close'
 >;
 
 export class Spool<Row extends Readonly<Record<string, unknown>>> {
@@ -349,7 +349,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     }
     return this.#sealed;
   }
-  /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped). */
+  /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped): what a next process finds. */
   read(seg: Segment): Row[] {
     return rowsOf<Row>(this.#text(seg), this.#own(seg));
   }

@@ -9,7 +9,7 @@
 // `close` makes one attempt at what is spooled and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
-import { lineId, type RowLines, type Segment } from './segment.js';
+import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 
 export interface WriterOptions {
@@ -232,7 +232,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         return this.#ids(rows);
       } catch (err) {
         if (!isRowError(err)) throw err;
-        parsed.rows = this.#spool.read(seg);
+        parsed.rows = parseRows<Row>(rows); // the lines in hand, not the segment read again
       }
     }
     const stored = await this.#insertRows(seg, parsed.rows, 0, parsed.rows.length);
