@@ -70,7 +70,10 @@ export function rowLine(columns: readonly string[], row: Readonly<Record<string,
 
 type LineMaker = (row: Readonly<Record<string, unknown>>) => string;
 
-/** The line maker of each set of columns (one in a process, the spool's; a few more in tests and at replay). */
+/**
+ * The line maker of each set of columns, by the array's identity: a caller passes the same array each time (the
+ * spool's columns; one in a process, a few more in tests), not one made per row.
+ */
 const lineMakers = new WeakMap<readonly string[], LineMaker>();
 
 /**
@@ -83,7 +86,6 @@ const lineMakers = new WeakMap<readonly string[], LineMaker>();
  */
 function lineMaker(columns: readonly string[]): LineMaker {
   const values = columns.map((c) => `row[${JSON.stringify(c)}] ?? null`).join(', ');
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval -- the code is made from JSON string literals only
   return new Function('row', `return JSON.stringify([${values}]);`) as LineMaker;
 }
 
