@@ -14,13 +14,13 @@ import { dayBounds, monthBounds } from '../core/tz.js';
 const round = (v: number): number => Number(v.toFixed(12));
 
 /**
- * The instants the budget's windows start at `now`: its day and its month in `budgets.timezone`. When they are UTC's,
- * the quota's read, which sums every provider's cost today and this month, gives the budget its stored spend
- * (SharedSpend).
+ * The budget's windows at `now`: its day and its month in `budgets.timezone` (what `refresh` reads and reports). When
+ * they start where UTC's do, the quota's read, which sums every provider's cost today and this month, gives the
+ * budget its stored spend (SharedSpend).
  */
-export function budgetWindowStarts(cfg: Config, now: number): [day: number, month: number] {
+export function budgetWindows(cfg: Config, now: number): { tz: string; day: ReturnType<typeof dayBounds>; month: ReturnType<typeof monthBounds> } {
   const tz = cfg.budgets.timezone ?? 'UTC';
-  return [dayBounds(now, tz).from, monthBounds(now, tz).from];
+  return { tz, day: dayBounds(now, tz), month: monthBounds(now, tz) };
 }
 
 /**
@@ -108,10 +108,8 @@ export class BudgetService implements BudgetGate {
    */
   async refresh(shared: SharedSpend | null = null): Promise<BudgetState> {
     const cfg = this.#config();
-    const tz = cfg.budgets.timezone ?? 'UTC';
     const now = this.#now();
-    const day = dayBounds(now, tz);
-    const month = monthBounds(now, tz);
+    const { tz, day, month } = budgetWindows(cfg, now);
     const [daySpent, monthSpent] = (await this.#spent([day.from, month.from], now, shared)) as [number, number];
     const window = (limit: number | undefined, spent: number, key: string, from: number, to: number): BudgetWindow => ({
       limit: limit ?? null,

@@ -16,7 +16,7 @@ import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, t
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import type { WriteFence } from '../store/writer.js';
-import { budgetWindowStarts, type SharedSpend } from './budget.js';
+import { budgetWindows, type SharedSpend } from './budget.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
@@ -174,8 +174,8 @@ export class QuotaService {
     // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
     // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
     // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.
-    const [dayFrom, monthFrom] = budgetWindowStarts(cfg, now);
-    const spend = all === null || dayFrom !== today || monthFrom !== month ? null : { froms: [today, month], costs: [all.today, all.month], insertsStarted, clean };
+    const budget = budgetWindows(cfg, now);
+    const spend = all === null || budget.day.from !== today || budget.month.from !== month ? null : { froms: [today, month], costs: [all.today, all.month], insertsStarted, clean };
     const each = providers.map((x) => {
       const mine = sums.filter((g) => g.provider === x.id);
       return { ...x, mine, total: sumOf(mine) };
