@@ -17,6 +17,7 @@
 //   AB_ROUNDS, AB_SECONDS  measured windows and their length (10 x 5 s), after a 3 s warm-up
 //   AB_CONCURRENCY         both sides together (32)
 //   AB_THREADS             1: after the rounds, each side's CPU by thread name over two more windows
+//   AB_ORDERS              2: a second pass with B's process started first, and B/A over both passes
 //
 // Prints each window's figures and the medians of B/A: CPU a request (all threads; main thread) and requests served.
 // The same build on both sides gave medians within 5 % of 1 in seven runs, the side started second serving about 2 %
@@ -94,60 +95,80 @@ async function side(label) {
   return { label, dir, data, child, load, pid: child.pid };
 }
 
-const a = await side('A');
-const b = await side('B');
-const both = [a, b];
-const sample = () => both.map((s) => ({
-  cpu: cpuMicros(`/proc/${s.pid}/stat`), main: cpuMicros(`/proc/${s.pid}/task/${s.pid}/stat`), done: s.load.completed,
-}));
-// Which side's load starts first alternates from window to window.
-const window = (ms, i = 0) => Promise.all((i % 2 === 0 ? both : [b, a]).map((s) => s.load.run(ms, false)));
-
-try {
-  console.log(`A: ${a.dir}${env.AB_ENV_A ? ` ${env.AB_ENV_A}` : ''}${env.AB_ARGS_A ? ` ${env.AB_ARGS_A}` : ''}`);
-  console.log(`B: ${b.dir}${env.AB_ENV_B ? ` ${env.AB_ENV_B}` : ''}${env.AB_ARGS_B ? ` ${env.AB_ARGS_B}` : ''}`);
-  console.log(`${target}, ${scenario}, c=${concurrency} in all (half each), ${rounds} windows of ${seconds} s after 3 s of warm-up`);
-  await window(3000);
-  const ratios = { cpu: [], main: [], served: [] };
-  for (let r = 1; r <= rounds; r++) {
-    const before = sample();
-    await window(seconds * 1000, r);
-    const after = sample();
-    const [fa, fb] = [0, 1].map((i) => {
-      const n = after[i].done - before[i].done;
-      return { n, cpu: (after[i].cpu - before[i].cpu) / n, main: (after[i].main - before[i].main) / n };
-    });
-    ratios.cpu.push(fb.cpu / fa.cpu);
-    ratios.main.push(fb.main / fa.main);
-    ratios.served.push(fb.n / fa.n);
+/** One pass: both sides started (`first` of them first), warmed up, then the measured windows; its medians of B/A. */
+async function pass(first) {
+  const started = [];
+  try {
+    for (const label of first === 'A' ? ['A', 'B'] : ['B', 'A']) started.push(await side(label));
+    const a = started.find((s) => s.label === 'A');
+    const b = started.find((s) => s.label === 'B');
+    const both = [a, b];
+    const sample = () => both.map((s) => ({
+      cpu: cpuMicros(`/proc/${s.pid}/stat`), main: cpuMicros(`/proc/${s.pid}/task/${s.pid}/stat`), done: s.load.completed,
+    }));
+    // Which side's load starts first alternates from window to window.
+    const window = (ms, i = 0) => Promise.all((i % 2 === 0 ? both : [b, a]).map((s) => s.load.run(ms, false)));
+    console.log(`pass with ${first} started first`);
+    await window(3000);
+    const ratios = { cpu: [], main: [], served: [] };
+    for (let r = 1; r <= rounds; r++) {
+      const before = sample();
+      await window(seconds * 1000, r);
+      const after = sample();
+      const [fa, fb] = [0, 1].map((i) => {
+        const n = after[i].done - before[i].done;
+        return { n, cpu: (after[i].cpu - before[i].cpu) / n, main: (after[i].main - before[i].main) / n };
+      });
+      ratios.cpu.push(fb.cpu / fa.cpu);
+      ratios.main.push(fb.main / fa.main);
+      ratios.served.push(fb.n / fa.n);
+      console.log(
+        `window ${r}: A ${fa.n} requests, CPU ${fa.cpu.toFixed(0)} µs a request (main ${fa.main.toFixed(0)}) | ` +
+          `B ${fb.n}, ${fb.cpu.toFixed(0)} (${fb.main.toFixed(0)}) | B/A CPU ${ratios.cpu.at(-1).toFixed(3)}, ` +
+          `main ${ratios.main.at(-1).toFixed(3)}, served ${ratios.served.at(-1).toFixed(3)}`,
+      );
+    }
+    if (env.AB_THREADS === '1') {
+      const t0 = both.map((s) => [byThread(s.pid), s.load.completed]);
+      await window(seconds * 2000);
+      both.forEach((s, i) => {
+        const t1 = byThread(s.pid);
+        const n = s.load.completed - t0[i][1];
+        const parts = [...t1].map(([k, v]) => [k, (v - (t0[i][0].get(k) ?? 0)) / n]).filter(([, v]) => v >= 0.5).sort((x, y) => y[1] - x[1]);
+        console.log(`${s.label} CPU by thread, µs a request: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
+      });
+    }
+    const errors = both.map((s) => s.load.errors);
+    const m = { cpu: median(ratios.cpu), main: median(ratios.main), served: median(ratios.served), errors };
     console.log(
-      `window ${r}: A ${fa.n} requests, CPU ${fa.cpu.toFixed(0)} µs a request (main ${fa.main.toFixed(0)}) | ` +
-        `B ${fb.n}, ${fb.cpu.toFixed(0)} (${fb.main.toFixed(0)}) | B/A CPU ${ratios.cpu.at(-1).toFixed(3)}, ` +
-        `main ${ratios.main.at(-1).toFixed(3)}, served ${ratios.served.at(-1).toFixed(3)}`,
+      `median B/A (${first} started first): CPU a request ${m.cpu.toFixed(3)}, main thread ${m.main.toFixed(3)}, ` +
+        `requests served ${m.served.toFixed(3)}; errors A ${errors[0]}, B ${errors[1]}`,
     );
+    return m;
+  } finally {
+    for (const s of started) {
+      await s.load.pool.close();
+      await s.child.stop();
+      rmSync(s.data, { recursive: true, force: true });
+    }
   }
-  if (env.AB_THREADS === '1') {
-    const t0 = both.map((s) => [byThread(s.pid), s.load.completed]);
-    await window(seconds * 2000);
-    both.forEach((s, i) => {
-      const t1 = byThread(s.pid);
-      const n = s.load.completed - t0[i][1];
-      const parts = [...t1].map(([k, v]) => [k, (v - (t0[i][0].get(k) ?? 0)) / n]).filter(([, v]) => v >= 0.5).sort((x, y) => y[1] - x[1]);
-      console.log(`${s.label} CPU by thread, µs a request: ${parts.map(([k, v]) => `${k} ${v.toFixed(1)}`).join(', ')}`);
-    });
+}
+
+const orders = Number(env.AB_ORDERS ?? 1);
+if (![1, 2].includes(orders)) throw new Error(`AB_ORDERS: '${env.AB_ORDERS}' is not 1 or 2`);
+try {
+  console.log(`A: ${resolve(env.AB_DIR_A ?? join(HERE, '..'))}${env.AB_ENV_A ? ` ${env.AB_ENV_A}` : ''}${env.AB_ARGS_A ? ` ${env.AB_ARGS_A}` : ''}`);
+  console.log(`B: ${resolve(env.AB_DIR_B ?? join(HERE, '..'))}${env.AB_ENV_B ? ` ${env.AB_ENV_B}` : ''}${env.AB_ARGS_B ? ` ${env.AB_ARGS_B}` : ''}`);
+  console.log(`${target}, ${scenario}, c=${concurrency} in all (half each), ${rounds} windows of ${seconds} s after 3 s of warm-up`);
+  const passes = [await pass('A')];
+  if (orders === 2) passes.push(await pass('B'));
+  if (passes.length === 2) {
+    // The side started second measured apart from which build it is: the two orders' medians, geometric mean.
+    const both = (k) => Math.sqrt(passes[0][k] * passes[1][k]);
+    console.log(`B/A over both orders (geometric mean of the two medians): CPU a request ${both('cpu').toFixed(3)}, main thread ${both('main').toFixed(3)}, requests served ${both('served').toFixed(3)}`);
   }
-  const errors = both.map((s) => s.load.errors);
-  console.log(
-    `median B/A: CPU a request ${median(ratios.cpu).toFixed(3)}, main thread ${median(ratios.main).toFixed(3)}, ` +
-      `requests served ${median(ratios.served).toFixed(3)}; errors A ${errors[0]}, B ${errors[1]}`,
-  );
-  if (errors.some((e) => e > 0)) process.exitCode = 1;
+  if (passes.some((m) => m.errors.some((e) => e > 0))) process.exitCode = 1;
 } finally {
-  for (const s of both) {
-    await s.load.pool.close();
-    await s.child.stop();
-    rmSync(s.data, { recursive: true, force: true });
-  }
   killAll();
 }
 process.exit();
