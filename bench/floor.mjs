@@ -5,8 +5,8 @@
 //
 //   - the answer's usage read: the JSON answer parsed; for a stream, every SSE frame parsed as it passes (Tollgate
 //     drops a frame that is not JSON, so it parses each) while the bytes go on as they came (no frames written again);
-//   - a row with the columns Tollgate writes (`toRow` of the built app, checked at start), serialised once, as
-//     Tollgate's spool writes it: its values in the columns' order, a JSON array;
+//   - a row with the columns Tollgate writes (`toRow` of the built app, checked at start), serialised once by the
+//     spool's own `rowLine`: its values in the columns' order, a JSON array;
 //   - the spool: one write(2) per event-loop turn for that turn's rows, an fsync every `commit_ms` (50), a new file
 //     for each batch, removed once the batch is inserted;
 //   - the metrics: the request, token, cost and duration series a request updates (the gateway's own families);
@@ -30,6 +30,7 @@ import { Registry } from 'prom-client';
 import { openStore } from '../dist/store/client.js';
 import { migrate } from '../dist/store/migrations.js';
 import { REQUEST_COLUMNS, toRow } from '../dist/store/rows.js';
+import { rowLine } from '../dist/store/segment.js';
 import { makeRecord } from '../dist/ledger/record.js';
 import { CounterFamily, HistogramFamily } from '../dist/telemetry/families.js';
 import { BUCKETS } from '../dist/telemetry/names.js';
@@ -144,7 +145,7 @@ function record(startedAt, stream, u, ttftMs) {
     output: u?.completion_tokens ?? 0, reasoning: u?.completion_tokens_details?.reasoning_tokens ?? 0, reported: u != null,
   };
   const pico = (n.input - n.cached) * PRICE.input + n.cached * PRICE.cached + n.output * PRICE.output;
-  const line = JSON.stringify(Object.values(rowOf(startedAt, endedAt, stream, n, (pico / 1e12).toFixed(12), ttftMs)));
+  const line = rowLine(REQUEST_COLUMNS, rowOf(startedAt, endedAt, stream, n, (pico / 1e12).toFixed(12), ttftMs));
   open.lines.push(line);
   pending.push(`${line}\n`);
   if (!scheduled) {

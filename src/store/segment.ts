@@ -185,7 +185,7 @@ export function rowLines(content: string, columns: readonly string[] | null = nu
     const line = content.slice(from, nl);
     from = nl + 1;
     if (line === '' || line.endsWith('!')) continue;
-    if (line.charCodeAt(0) === 0x7b /* { */ && line.charCodeAt(1) === 0x22 /* " */ && line.charCodeAt(2) === 0x24 /* $ */) {
+    if (isMeta(line)) {
       if (line.startsWith(HEADER_PREFIX)) columns = headerOf(line) ?? columns;
       continue; // a header or a marker
     }
@@ -193,9 +193,13 @@ export function rowLines(content: string, columns: readonly string[] | null = nu
     out.push(line);
   }
   const last = content.slice(from);
-  if (last !== '' && !last.startsWith(MARKER_PREFIX) && !last.startsWith(HEADER_PREFIX) && rowOf(last, columns) !== null) out.push(last);
+  if (last !== '' && !isMeta(last) && rowOf(last, columns) !== null) out.push(last);
   return { columns, lines: out };
 }
+
+/** A line the spool writes that is not a row (a header or a begin marker: `{"$...`), told by its first three characters. */
+const isMeta = (line: string): boolean =>
+  line.charCodeAt(0) === 0x7b /* { */ && line.charCodeAt(1) === 0x22 /* " */ && line.charCodeAt(2) === 0x24; /* $ */
 
 /** A segment's row lines, parsed (the writer's path for a segment ClickHouse refused as data). */
 export function parseRows<Row>({ columns, lines: texts }: RowLines): Row[] {

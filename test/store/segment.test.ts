@@ -32,6 +32,7 @@ t.test('a segment an earlier version wrote (no header, a JSON object a row) is r
   t.same(rowLines(text), { columns: null, lines: [old('a'), old('b'), old('c')] }, 'no columns: the lines are objects');
   t.same(rowsOf(text), [obj('a'), obj('b'), obj('c')]);
   t.same(rowsOf(`${old('a')}\n{"request_id": damaged}\n`), [obj('a')], 'a damaged line skipped');
+  t.same(rowLines(`${old('a')}\n{"$x":{"request_id":"y"}}\n${old('b')}\n{"$x":{"request_id":"z"}}`).lines, [old('a'), old('b')], 'a `{"$` line is never a row, last or not');
   t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm' }], [false, obj('a')], [false, obj('b')], [false, obj('c')]], 'the lines read at open');
 });
 
