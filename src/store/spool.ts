@@ -139,7 +139,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     this.#inFlight.delete(this.#idOf(row));
     const json = rowLine(this.#opts.columns, row);
     const line = `${json}\n`;
-    if (this.#bytes + line.length > this.#opts.maxBytes) return false;
+    if (!this.#fits(line)) return false;
     this.#header();
     this.#pending.push(line);
     this.#pendingLines.push(json);
@@ -173,12 +173,17 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     this.#bytes += this.#headerLine.length;
   }
 
+  /** Does `line` fit under `maxBytes`, with the header it brings when it is its file's first? */
+  #fits(line: string): boolean {
+    return this.#bytes + line.length + (this.#file.headed ? 0 : this.#headerLine.length) <= this.#opts.maxBytes;
+  }
+
   /** Does `buf` (what waits for the disk, from a line's start) start with the header? */
   #startsHeaded = (buf: Buffer): boolean => buf.length >= this.#headerLine.length && buf.toString('utf8', 0, this.#headerLine.length) === this.#headerLine;
 
   #mark(row: Row): void {
     const line = markerLine(this.#opts.columns, row);
-    if (this.#bytes + line.length > this.#opts.maxBytes) return; // full: the row itself will be counted when it comes
+    if (!this.#fits(line)) return; // full: the row itself will be counted when it comes
     this.#header();
     this.#pending.push(line);
     this.#bytes += line.length;

@@ -286,6 +286,22 @@ t.test('a full spool drops new rows and counts them', async (t) => {
   await w.close();
 });
 
+t.test("a full spool counts a new file's header in maxBytes", async (t) => {
+  const one = `${rowLine(REQUEST_COLUMNS, row('headed'))}\n`.length;
+  const header = `{"$columns":${JSON.stringify(REQUEST_COLUMNS)}}\n`.length;
+  // Two files' headers and three rows are one byte too many: the third row, the first of the second file, fits only
+  // without the header it brings.
+  const max = 2 * header + 3 * one - 1;
+  const spool = spoolIn(tempDir(t, 'tollgate-spool-'), max);
+  t.ok(spool.append(row('headed')));
+  t.ok(spool.append(row('headed')));
+  t.equal(spool.seal().length, 1, 'the first file sealed (the store is not asked here)');
+  t.notOk(spool.append(row('headed')), "the next file's first row refused: with its header it would pass maxBytes");
+  t.equal(spool.bytes, header + 2 * one, 'one header and two rows');
+  t.ok(spool.bytes <= max, `never past maxBytes (${spool.bytes} <= ${max})`);
+  spool.close();
+});
+
 t.test('rows a closed writer could not write stay on disk and are replayed by the next one', async (t) => {
   const dir = tempDir(t, 'tollgate-spool-');
   const { store: down } = standIn(() => Promise.reject(new Error('down')));
