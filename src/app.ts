@@ -171,7 +171,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
       // Before the evaluator looks (alerting.written): a quota snapshot taken before these rows is not served again.
-      if (n > 0) quota.stored();
+      if (n > 0) quota.stored(ids);
       alerting.written(ids);
       keepalive.written(ids);
     },
@@ -223,6 +223,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   watchCooldowns(metrics, () => holder.current, router);
   watchQuota(metrics, quota);
   watchBudget(metrics, alerting.budget);
+  // The quota and the budget count a record until its row is stored (the writer's `written`, above).
+  ledger.subscribe((r) => quota.published(r));
   ledger.subscribe((r) => alerting.published(r));
   const keepalive = new KeepAlive({ config: cfg, ledger, upstream, router, store }, { log });
   const sw = cfg.budgets.auto_switch;

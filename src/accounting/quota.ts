@@ -1,9 +1,9 @@
-// The quota engine at work: for every provider, its quota kind's window (quota/kinds.ts) summed from the
-// ClickHouse record (store/aggregate.ts: rollup + raw edges), merged with the provider's usage source where one is
-// configured, with today's and this month's cost, the connection's cooldowns, and a flag when the provider sits at
-// 0% while its requests fail (a connection problem: a refused key, the provider down, OAuth to reconnect).
-// Snapshots are cached briefly (replicas read the same ClickHouse, so they agree); `exhausted()` answers the
-// routing step from the latest one.
+// The quota engine at work: for every provider, its quota kind's window (quota/kinds.ts) summed from the ClickHouse
+// record (store/aggregate.ts: rollup + raw edges) plus the records this process published and has not stored yet (as
+// the budget counts them), merged with the provider's usage source where one is configured, with today's and this
+// month's cost, the connection's cooldowns, and a flag when the provider sits at 0% while its requests fail (a
+// connection problem: a refused key, the provider down, OAuth to reconnect). Snapshots are cached briefly (replicas
+// read the same ClickHouse, so they agree); `exhausted()` answers the routing step from the latest one.
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
@@ -11,7 +11,7 @@ import type { Sums } from '../store/aggregate.js';
 import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOutcomes } from '../store/quota-windows.js';
 import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
-import { BILLED_KINDS, type RecordKind } from '../ledger/record.js';
+import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
@@ -23,6 +23,24 @@ export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 /** Look-back for the connection-problem flag. */
 const RECENT_MS = 15 * 60_000;
 const round12 = (v: number): number => Number(v.toFixed(12));
+
+/** A published record's part in the quota's figures (the columns its row will have), until its row is stored. */
+interface Unstored {
+  readonly provider: string;
+  readonly model: string;
+  /** Its row's `ts`: the request's start. */
+  readonly at: number;
+  readonly tokens: number;
+  readonly cost: number;
+  readonly durationMs: number;
+}
+
+/** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
+interface Span {
+  readonly from: number;
+  readonly to: number;
+  readonly secondary?: { readonly from: number; readonly to: number };
+}
 
 export interface ConnectionProblem {
   readonly reason: 'invalid_key' | 'oauth_reconnect' | 'provider_down' | 'unknown';
@@ -52,8 +70,11 @@ export class QuotaService {
   readonly #staleMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
-  /** `changes`: the changes (`#changes`) it was computed after; `spend`: the budget's stored spend, from its read. */
-  #snapshot: { at: number; entries: QuotaEntry[]; changes: number; spend: SharedSpend | null } | null = null;
+  /**
+   * `changes`: the changes (`#changes`) it was computed after; `published`: the records published (`#published`) when
+   * its read began; `spend`: the budget's stored spend, from its read.
+   */
+  #snapshot: { at: number; entries: QuotaEntry[]; changes: number; published: number; spend: SharedSpend | null } | null = null;
   /** The batch writer: whether an insert ran when a read began, for the spend it gives the budget (SharedSpend). */
   readonly #fence: WriteFence | null;
   /**
@@ -61,8 +82,15 @@ export class QuotaService {
    * background. A snapshot computed before a change is not served again.
    */
   #changes = 0;
+  /**
+   * Records this process published and the writer has not reported stored (request id -> its figures): each snapshot
+   * adds them to what it read, so a crossing this process's own traffic makes is seen before its batch lands.
+   */
+  readonly #unstored = new Map<string, Unstored>();
+  /** Records published so far: a `current` caller gets a snapshot whose read began after the last of them. */
+  #published = 0;
   /** The computation in flight, and the changes (`#changes`) it was started after. */
-  #computing: { readonly after: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
+  #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
   readonly #edges = new EdgeCache();
@@ -98,8 +126,20 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
-  /** Rows this process recorded are in ClickHouse now (the batch writer's `written`): the next snapshot reads them. */
-  stored(): void {
+  /** A record was published (ledger sink): counted in the quota's figures until its row is stored. */
+  published(r: UsageRecord): void {
+    if (!QUOTA_KINDS_COUNTED.includes(r.kind)) return;
+    // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
+    this.#unstored.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: Number(r.cost.cost.toFixed(12)), durationMs: r.latency.totalMs });
+    this.#published++;
+  }
+
+  /**
+   * Rows this process recorded are in ClickHouse now (the batch writer's `written`, with their request ids): the next
+   * snapshot reads them, and no longer adds them itself.
+   */
+  stored(ids: readonly string[] = []): void {
+    for (const id of ids) this.#unstored.delete(id);
     this.#changes++;
   }
 
@@ -107,18 +147,21 @@ export class QuotaService {
    * One entry per configured provider, from a snapshot at most `cacheMs` old (stamped when its computation ends) and
    * computed after the last change (`#changes`). An older snapshot is recomputed by the first caller; callers that
    * arrive while that computation runs get the previous snapshot (if it is under `staleMs` old) instead of queueing
-   * behind it, unless they ask for `current` figures (the alert evaluator, which looks because rows were stored): they
-   * get a snapshot computed after every change so far.
+   * behind it, unless they ask for `current` figures (the alert evaluator, which looks because rows were stored or
+   * records published): they get a snapshot computed after every change so far, whose read began after the last record
+   * published.
    */
   entries(opts: { readonly current?: boolean } = {}): Promise<QuotaEntry[]> {
     const now = this.#now();
     const snap = this.#snapshot;
     const changes = this.#changes;
-    if (snap !== null && snap.changes === changes && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    const published = this.#published;
+    const current = opts.current === true;
+    if (snap !== null && snap.changes === changes && (!current || snap.published === published) && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
     const running = this.#computing;
     if (running !== null) {
-      if (opts.current === true) {
-        if (running.after === changes) return running.entries;
+      if (current) {
+        if (running.after === changes && running.published === published) return running.entries;
         const again = () => this.entries(opts);
         return running.entries.then(again, again);
       }
@@ -127,7 +170,7 @@ export class QuotaService {
     const computed = this.#compute(now)
       .then(
         ({ entries, spend }) => {
-          this.#snapshot = { at: this.#now(), entries, changes, spend };
+          this.#snapshot = { at: this.#now(), entries, changes, published, spend };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },
@@ -138,7 +181,7 @@ export class QuotaService {
         },
       )
       .finally(() => (this.#computing = null));
-    this.#computing = { after: changes, entries: computed };
+    this.#computing = { after: changes, published, entries: computed };
     return computed;
   }
 
@@ -166,7 +209,7 @@ export class QuotaService {
     const fence = this.#fence;
     const insertsStarted = fence?.insertsStarted ?? 0;
     const clean = fence !== null && insertsStarted === fence.insertsEnded;
-    const { groups: sums, cost: all } = await providerWindows(this.#store, {
+    const { groups: read, cost: all } = await providerWindows(this.#store, {
       start, to: now + 1, today, month, kinds: QUOTA_KINDS_COUNTED, openEnd: this.#realClock,
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) })),
       edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
@@ -174,6 +217,12 @@ export class QuotaService {
     // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
     // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
     // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.
+    // This process's records not stored yet, added when no insert of its ran beside the read (one that did may have
+    // put some of them in what was read, before their `written` event took them off the list): the figures are then
+    // what is stored, as before, and the insert's end makes the next snapshot read again.
+    const exact = fence === null || (clean && fence.insertsStarted === insertsStarted);
+    const spans = new Map<string, Span>(providers.map(({ id, plan }) => [id, { from: plan.from, to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) }]));
+    const sums = exact ? [...read, ...this.#unstoredGroups(spans, today, month, earliest)] : read;
     const budget = budgetWindows(cfg, now);
     const spend = all === null || budget.day.from !== today || budget.month.from !== month ? null : { froms: [today, month], costs: [all.today, all.month], insertsStarted, clean };
     const each = providers.map((x) => {
@@ -198,6 +247,33 @@ export class QuotaService {
       return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models, problem);
     }));
     return { entries, spend };
+  }
+
+  /**
+   * The records not stored yet as the read's groups (one a record): in its provider's windows as its row would be. A
+   * record older than every window and than this month counts nowhere any more and is forgotten (a row the store
+   * refused, or one dropped from a full spool, is never reported stored).
+   */
+  #unstoredGroups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
+    const out: ProviderModelSums[] = [];
+    for (const [id, u] of this.#unstored) {
+      if (u.at < oldest) {
+        this.#unstored.delete(id);
+        continue;
+      }
+      const w = spans.get(u.provider);
+      if (w === undefined) continue; // not a configured provider: in no entry
+      const inWindow = u.at >= w.from && u.at < w.to;
+      out.push({
+        provider: u.provider, model: u.model,
+        rows: inWindow ? 1 : 0, tokens: inWindow ? u.tokens : 0, cost: inWindow ? u.cost : 0, durationMs: inWindow ? u.durationMs : 0, oldest: inWindow ? u.at : null,
+        secondaryRows: w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to ? 1 : 0,
+        todayCost: u.at >= today ? u.cost : 0, monthCost: u.at >= month ? u.cost : 0,
+        // The connection-problem flag reads stored rows only (`recentOutcomes`).
+        recentRows: 0,
+      });
+    }
+    return out;
   }
 
   async #entry(

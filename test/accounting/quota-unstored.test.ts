@@ -1,0 +1,158 @@
+// The quota counts this process's records not stored yet (src/accounting/quota.ts, `published` / `stored`): a snapshot
+// adds them to what it read, as its rows will be, exactly once: not when their row is stored, not when an insert ran
+// beside the read (which may have put them in what was read). On the real store, with a fixed clock and a write fence
+// the test moves by hand; and through the gateway, whose writer inserts once a minute here.
+
+import t from 'tap';
+import { startApp, DEMO_PROVIDER } from '../helpers/app.js';
+import { toRow } from '../../src/store/rows.js';
+import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { QuotaService } from '../../src/accounting/quota.js';
+import type { WriteFence } from '../../src/store/writer.js';
+
+const H = 3_600_000;
+const M = 60_000;
+// Wednesday 2026-03-04 12:00Z; the month began 2026-03-01.
+const NOW = Date.UTC(2026, 2, 4, 12);
+
+const provider = (quota: Record<string, unknown>, group = 'subscription') => ({ ...DEMO_PROVIDER, group, quota, models: { m: { kind: 'llm' }, n: { kind: 'llm' } } });
+// One gateway (one embedded engine a process), whose writer inserts once a minute: the last test's row waits.
+const gw = await startApp(t, {
+  storage: { batch: { flush_ms: 60_000 } },
+  providers: {
+    live: { ...DEMO_PROVIDER, quota: { kind: 'daily_requests', limit: 10 }, models: { m: { kind: 'llm' } } },
+    day: provider({ kind: 'daily_tokens', limit: 1000 }, 'paid'),
+    reqs: provider({ kind: 'daily_requests', limit: 3, monthly_limit: 5 }, 'free'),
+    hours: provider({ kind: 'rolling_hours', limit: 5 }),
+    roll: provider({ kind: 'rolling_tokens', limit: 500 }),
+  },
+});
+const store = gw.app.tollgate.store;
+
+let seq = 0;
+function record(provider: string, at: number, o: { tokens?: number; ms?: number; model?: string; kind?: RecordKind; cost?: number } = {}): UsageRecord {
+  const tokens = o.tokens ?? 100;
+  return makeRecord({
+    kind: o.kind ?? 'request', requestId: uuidv7(at + seq++), startedAt: at, endedAt: at + (o.ms ?? 1000), endpoint: 'chat.completions', provider,
+    providerGroup: 'paid', model: `${provider}/${o.model ?? 'm'}`, requestedModel: 'x', modelKnown: true, apiKeyName: 'k', stream: false,
+    status: 'success', httpStatus: 200, errorType: '',
+    usage: { input: tokens - Math.min(10, tokens), cached: null, cacheWrite: null, output: Math.min(10, tokens), reasoning: null },
+    usageSource: 'reported', cost: { cost: o.cost ?? 0, listCost: o.cost ?? 0 }, latency: { kind: 'unary', totalMs: o.ms ?? 1000 }, upstreamMs: 900,
+  });
+}
+
+/** A write fence moved by hand: `running` inserts have begun and not ended. */
+function fence(): WriteFence & { begin(): void; end(): void } {
+  let started = 0;
+  let ended = 0;
+  return {
+    get insertsStarted() {
+      return started;
+    },
+    get insertsEnded() {
+      return ended;
+    },
+    settled: async () => undefined,
+    begin: () => void started++,
+    end: () => void ended++,
+  };
+}
+
+// Stored before: 'day' 100 tokens this morning ($0.5), 'reqs' one call today and one earlier this month.
+await store.insert('requests', [
+  toRow(record('day', NOW - 2 * H, { tokens: 100, cost: 0.5 })),
+  toRow(record('reqs', NOW - 2 * H)),
+  toRow(record('reqs', Date.UTC(2026, 2, 2, 5))),
+]);
+
+t.test('records published and not stored count once: before their row lands, and after', async (t) => {
+  const f = fence();
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: f, cacheMs: 0 });
+  const of = async (id: string) => (await q.entries()).find((e) => e.id === id)!;
+  t.equal((await of('day')).quota.used, 100, 'the stored rows');
+  const a = record('day', NOW - 5 * M, { tokens: 40, cost: 0.25 });
+  const yesterday = record('day', NOW - 13 * H, { tokens: 7, cost: 0.125 }); // before today's window (00:00Z), this month
+  const combo = record('day', NOW - M, { tokens: 1000, kind: 'combo' }); // a client request's summary, not a call
+  const elsewhere = record('nobody', NOW - M, { tokens: 1000 }); // a provider the config does not have
+  for (const r of [a, yesterday, combo, elsewhere]) q.published(r);
+  let day = await of('day');
+  t.equal(day.quota.used, 140, "published: counted in its provider's window at once; the day before and the combo row not");
+  t.same(day.cost, { today: 0.75, month: 0.875, currency: 'USD' }, 'its cost today, and the month the day before too');
+  // The writer inserts the rows and reports them stored: read from the store now, no longer added.
+  f.begin();
+  await store.insert('requests', [a, yesterday, combo, elsewhere].map(toRow));
+  f.end();
+  q.stored([a.requestId, yesterday.requestId, combo.requestId, elsewhere.requestId]);
+  day = await of('day');
+  t.equal(day.quota.used, 140, 'stored: counted once');
+  t.same(day.cost, { today: 0.75, month: 0.875, currency: 'USD' });
+});
+
+t.test('a read an insert ran beside adds none of them (the insert may have put them in it)', async (t) => {
+  const f = fence();
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: f, cacheMs: 0 });
+  const used = async () => (await q.entries()).find((e) => e.id === 'day')!.quota.used;
+  const base = await used();
+  const b = record('day', NOW - 4 * M, { tokens: 60 });
+  q.published(b);
+  t.equal(await used(), base + 60, 'not stored: added');
+  // The insert lands, its `written` event has not come yet: a read begun while it runs holds the row already.
+  f.begin();
+  await store.insert('requests', [toRow(b)]);
+  t.equal(await used(), base + 60, 'begun while the insert ran: the row read, not added again');
+  const c = record('day', NOW - 3 * M, { tokens: 5 });
+  q.published(c);
+  t.equal(await used(), base + 60, 'nor the records published meanwhile (the figures stored, as before)');
+  f.end();
+  q.stored([b.requestId]);
+  t.equal(await used(), base + 65, 'the insert over: the one not stored is added again');
+});
+
+t.test('each kind of quota counts them as their rows: requests, the month, hours by model, rolling windows', async (t) => {
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: fence(), cacheMs: 0 });
+  const get = async () => Object.fromEntries((await q.entries()).map((e) => [e.id, e]));
+  let e = await get();
+  t.same([e.reqs!.quota.used, e.reqs!.secondary?.used], [1, 2], 'stored: one call today, two this month');
+  const roll0 = e.roll!.quota.used;
+  q.published(record('reqs', NOW - M, { kind: 'attempt' }));
+  q.published(record('hours', NOW - 10 * M, { ms: 30 * M, model: 'n' }));
+  q.published(record('hours', NOW - 20 * M, { ms: 6 * M, model: 'm' }));
+  q.published(record('roll', NOW - 5 * H - 1, { tokens: 999 })); // one millisecond before the 5 h window
+  q.published(record('roll', NOW - 2 * H, { tokens: 30 }));
+  e = await get();
+  t.same([e.reqs!.quota.used, e.reqs!.secondary?.used], [2, 3], 'an attempt is a call: today and this month');
+  t.same(e.hours!.models, [{ model: 'hours/m', used: 0.1 }, { model: 'hours/n', used: 0.5 }], 'hours by model');
+  t.equal(e.hours!.quota.used, 0.6);
+  t.equal(e.roll!.quota.used, roll0 + 30, 'the rolling window from its first millisecond');
+  t.equal(e.roll!.reset.nextReset, new Date(NOW - 2 * H + 5 * H).toISOString(), 'its oldest counted usage sets the reset');
+});
+
+t.test('`current` figures are read after the last record published; others come from the cache', async (t) => {
+  const now = NOW;
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => now, fence: fence() });
+  const day = async (o = {}) => (await q.entries(o)).find((e) => e.id === 'day')!.quota.used;
+  const base = await day();
+  q.published(record('day', NOW - 2 * M, { tokens: 3 }));
+  t.equal(await day(), base, "a plain caller gets the cache's second");
+  t.equal(await day({ current: true }), base + 3, 'the alert evaluator gets a snapshot with the record');
+  t.equal(await day(), base + 3, 'which is the cache from then on');
+});
+
+t.test('through the gateway: /api/quota shows a request whose row is not stored yet', async (t) => {
+  await gw.app.tollgate.storeReady;
+  const used = async () => ((await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number } }[] }).providers.find((p) => p.id === 'live')!.quota.used;
+  const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'live/m', messages: [{ role: 'user', content: 'hi' }] }) });
+  t.equal(res.status, 200);
+  await res.text();
+  t.equal(gw.app.tollgate.writer.depth, 1, 'its row waits in the spool (a minute between inserts)');
+  // The snapshot is cached for a second: the first read after the request may be the one before it.
+  let seen = await used();
+  for (let i = 0; i < 30 && seen === 0; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    seen = await used();
+  }
+  t.equal(seen, 1, 'counted before its insert');
+  const s2 = gw.app.tollgate.store;
+  t.same(await s2.query<{ n: string }>(`SELECT toString(count()) AS n FROM ${s2.t('requests')} WHERE provider = 'live'`), [{ n: '0' }], 'and its row is still not in the store');
+});
