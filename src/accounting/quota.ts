@@ -17,6 +17,7 @@ import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import type { WriteFence } from '../store/writer.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
+import { UnstoredCalls, type Span } from './unstored.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
@@ -24,22 +25,33 @@ export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 const RECENT_MS = 15 * 60_000;
 const round12 = (v: number): number => Number(v.toFixed(12));
 
-/** A published record's part in the quota's figures (the columns its row will have), until its row is stored. */
-interface Unstored {
-  readonly provider: string;
-  readonly model: string;
-  /** Its row's `ts`: the request's start. */
-  readonly at: number;
-  readonly tokens: number;
-  readonly cost: number;
-  readonly durationMs: number;
+/** What one read of the store gives: the stored figures, and what adding the calls not stored yet to them needs. */
+interface Basis {
+  readonly now: number;
+  readonly providers: readonly { readonly id: string; readonly p: ProviderConfig; readonly q: QuotaConfig; readonly plan: QuotaPlan }[];
+  readonly read: readonly ProviderModelSums[];
+  readonly spans: ReadonlyMap<string, Span>;
+  readonly today: number;
+  readonly month: number;
+  /** Every window's start and this month's: a call before it counts nowhere. */
+  readonly earliest: number;
+  /** No insert of this process's ran beside the read: none of the calls not stored yet is in what it read. */
+  readonly exact: boolean;
+  /** The recent calls of the providers at 0 % in the stored figures (the connection-problem flag). */
+  readonly recent: ReadonlyMap<string, RecentOutcomes>;
+  readonly spend: SharedSpend | null;
 }
 
-/** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
-interface Span {
-  readonly from: number;
-  readonly to: number;
-  readonly secondary?: { readonly from: number; readonly to: number };
+/**
+ * A snapshot: `changes`, the changes (`#changes`) it was computed after; `published`, the records published it counts
+ * (the calls not stored yet it added); `basis`, its read.
+ */
+interface Snapshot {
+  readonly at: number;
+  readonly entries: QuotaEntry[];
+  readonly changes: number;
+  readonly published: number;
+  readonly basis: Basis;
 }
 
 export interface ConnectionProblem {
@@ -70,11 +82,7 @@ export class QuotaService {
   readonly #staleMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
-  /**
-   * `changes`: the changes (`#changes`) it was computed after; `published`: the records published (`#published`) when
-   * its read began; `spend`: the budget's stored spend, from its read.
-   */
-  #snapshot: { at: number; entries: QuotaEntry[]; changes: number; published: number; spend: SharedSpend | null } | null = null;
+  #snapshot: Snapshot | null = null;
   /** The batch writer: whether an insert ran when a read began, for the spend it gives the budget (SharedSpend). */
   readonly #fence: WriteFence | null;
   /**
@@ -83,12 +91,10 @@ export class QuotaService {
    */
   #changes = 0;
   /**
-   * Records this process published and the writer has not reported stored (request id -> its figures): each snapshot
-   * adds them to what it read, so a crossing this process's own traffic makes is seen before its batch lands.
+   * Calls this process made whose rows the writer has not reported stored: each snapshot adds them to what it read, so
+   * a crossing this process's own traffic makes is seen before its batch lands.
    */
-  readonly #unstored = new Map<string, Unstored>();
-  /** Records published so far: a `current` caller gets a snapshot whose read began after the last of them. */
-  #published = 0;
+  readonly #unstored = new UnstoredCalls();
   /** The computation in flight, and the changes (`#changes`) it was started after. */
   #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
@@ -118,7 +124,7 @@ export class QuotaService {
    * read; or a budget whose day and month are not UTC's: the budget reads for itself then).
    */
   get spend(): SharedSpend | null {
-    return this.#snapshot?.spend ?? null;
+    return this.#snapshot?.basis.spend ?? null;
   }
 
   /** Whether the provider's quota was used up in the latest snapshot. */
@@ -128,10 +134,7 @@ export class QuotaService {
 
   /** A record was published (ledger sink): counted in the quota's figures until its row is stored. */
   published(r: UsageRecord): void {
-    if (!QUOTA_KINDS_COUNTED.includes(r.kind)) return;
-    // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
-    this.#unstored.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: Number(r.cost.cost.toFixed(12)), durationMs: r.latency.totalMs });
-    this.#published++;
+    if (QUOTA_KINDS_COUNTED.includes(r.kind)) this.#unstored.add(r);
   }
 
   /**
@@ -139,7 +142,7 @@ export class QuotaService {
    * snapshot reads them, and no longer adds them itself.
    */
   stored(ids: readonly string[] = []): void {
-    for (const id of ids) this.#unstored.delete(id);
+    this.#unstored.stored(ids);
     this.#changes++;
   }
 
@@ -148,16 +151,20 @@ export class QuotaService {
    * computed after the last change (`#changes`). An older snapshot is recomputed by the first caller; callers that
    * arrive while that computation runs get the previous snapshot (if it is under `staleMs` old) instead of queueing
    * behind it, unless they ask for `current` figures (the alert evaluator, which looks because rows were stored or
-   * records published): they get a snapshot computed after every change so far, whose read began after the last record
-   * published.
+   * records published): they get a snapshot computed after every change so far, with every record published so far
+   * (added to the cached read when it can take them, without reading again).
    */
   entries(opts: { readonly current?: boolean } = {}): Promise<QuotaEntry[]> {
     const now = this.#now();
     const snap = this.#snapshot;
     const changes = this.#changes;
-    const published = this.#published;
+    const published = this.#unstored.published;
     const current = opts.current === true;
-    if (snap !== null && snap.changes === changes && (!current || snap.published === published) && now - snap.at < this.#cacheMs) return Promise.resolve(snap.entries);
+    if (snap !== null && snap.changes === changes && now - snap.at < this.#cacheMs) {
+      if (!current || snap.published === published) return Promise.resolve(snap.entries);
+      // Only records published since: the same read with them added, no read of the store.
+      if (snap.basis.exact) return this.#rebuild(snap);
+    }
     const running = this.#computing;
     if (running !== null) {
       if (current) {
@@ -167,16 +174,18 @@ export class QuotaService {
       }
       return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : running.entries;
     }
-    const computed = this.#compute(now)
+    const computed = this.#read(now)
+      .then(async (basis) => ({ basis, ...(await this.#build(basis)) }))
       .then(
-        ({ entries, spend }) => {
-          this.#snapshot = { at: this.#now(), entries, changes, published, spend };
+        ({ basis, entries, published: counted }) => {
+          this.#snapshot = { at: this.#now(), entries, changes, published: counted, basis };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },
-        // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds.
+        // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds, with this
+        // process's calls since added (no insert lands meanwhile, so its read can still take them).
         (err: unknown) => {
-          if (snap !== null) return snap.entries;
+          if (snap !== null) return snap.basis.exact ? this.#rebuild(snap) : snap.entries;
           throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'quota cannot be computed: ClickHouse does not answer and no earlier figures are known', { cause: err });
         },
       )
@@ -190,7 +199,7 @@ export class QuotaService {
    * included) and the raw rows of the partial first hours of the windows that do not start on an hour; and a second,
    * only when a provider at 0% made calls in the last 15 minutes, for the connection-problem flag.
    */
-  async #compute(now: number): Promise<{ entries: QuotaEntry[]; spend: SharedSpend | null }> {
+  async #read(now: number): Promise<Basis> {
     const cfg = this.#config();
     const providers = Object.entries(cfg.providers).map(([id, p]) => {
       const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
@@ -214,28 +223,35 @@ export class QuotaService {
       windows: providers.map(({ id, plan }) => ({ provider: id, from: ceil(plan.from), to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) })),
       edges: partial, recentFrom: now - RECENT_MS, edgeCache: this.#edges,
     });
-    // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
-    // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
-    // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.
-    // This process's records not stored yet, added when no insert of its ran beside the read (one that did may have
-    // put some of them in what was read, before their `written` event took them off the list): the figures are then
+    // The calls not stored yet are added to it when no insert of this process's ran beside the read (one that did may
+    // have put some of them in what was read before their `written` event took them off the list): the figures are then
     // what is stored, as before, and the insert's end makes the next snapshot read again.
     const exact = fence === null || (clean && fence.insertsStarted === insertsStarted);
     const spans = new Map<string, Span>(providers.map(({ id, plan }) => [id, { from: plan.from, to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) }]));
-    const sums = exact ? [...read, ...this.#unstoredGroups(spans, today, month, earliest)] : read;
+    // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
+    // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
+    // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.
     const budget = budgetWindows(cfg, now);
     const spend = all === null || budget.day.from !== today || budget.month.from !== month ? null : { froms: [today, month], costs: [all.today, all.month], insertsStarted, clean };
-    const each = providers.map((x) => {
-      const mine = sums.filter((g) => g.provider === x.id);
-      return { ...x, mine, total: sumOf(mine) };
-    });
     // "At 0%": no tokens in the window at all (a failing request may still count as a request or take time). The
     // recent calls of every such provider come from one read, and only of those that made calls lately by the rollups
     // (a configured provider nobody uses costs no read), when the read above reached back that far.
     const lately = (mine: readonly ProviderModelSums[]) => start > now - RECENT_MS || mine.some((g) => g.recentRows > 0);
-    const idle = each.filter(({ total, mine }) => total.tokens === 0 && lately(mine)).map(({ id }) => id);
-    const recent = await recentOutcomes(this.#store, { providers: idle, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
-    const entries = await Promise.all(each.map(async ({ id, p, q, plan, mine, total }) => {
+    const atZero = providers.filter(({ id }) => {
+      const mine = read.filter((g) => g.provider === id);
+      return sumOf(mine).tokens === 0 && lately(mine);
+    }).map(({ id }) => id);
+    const recent = await recentOutcomes(this.#store, { providers: atZero, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
+    return { now, providers, read, spans, today, month, earliest, exact, recent, spend };
+  }
+
+  /** The entries of a read, with the calls not stored yet added when it can take them (`exact`), and their count. */
+  async #build(b: Basis): Promise<{ entries: QuotaEntry[]; published: number }> {
+    const published = this.#unstored.published;
+    const sums = b.exact ? [...b.read, ...this.#unstored.groups(b.spans, b.today, b.month, b.earliest)] : b.read;
+    const entries = await Promise.all(b.providers.map(async ({ id, p, q, plan }) => {
+      const mine = sums.filter((g) => g.provider === id);
+      const total = sumOf(mine);
       const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {
         today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
@@ -243,37 +259,21 @@ export class QuotaService {
         currency: 'USD' as const,
       };
       const models = plan.unit === 'hours' ? byModel(mine.filter((g) => g.rows > 0)) : undefined;
-      const problem = connectionProblem(p, recent.get(id)); // only providers at 0% were read
-      return this.#entry(id, p, q, plan, now, total, secondaryUsed, cost, models, problem);
+      // Only providers at 0 % in the stored figures were read; one that a call not stored yet took off 0 % is not flagged.
+      const problem = total.tokens === 0 ? connectionProblem(p, b.recent.get(id)) : null;
+      return this.#entry(id, p, q, plan, b.now, total, secondaryUsed, cost, models, problem);
     }));
-    return { entries, spend };
+    return { entries, published };
   }
 
-  /**
-   * The records not stored yet as the read's groups (one a record): in its provider's windows as its row would be. A
-   * record older than every window and than this month counts nowhere any more and is forgotten (a row the store
-   * refused, or one dropped from a full spool, is never reported stored).
-   */
-  #unstoredGroups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
-    const out: ProviderModelSums[] = [];
-    for (const [id, u] of this.#unstored) {
-      if (u.at < oldest) {
-        this.#unstored.delete(id);
-        continue;
-      }
-      const w = spans.get(u.provider);
-      if (w === undefined) continue; // not a configured provider: in no entry
-      const inWindow = u.at >= w.from && u.at < w.to;
-      out.push({
-        provider: u.provider, model: u.model,
-        rows: inWindow ? 1 : 0, tokens: inWindow ? u.tokens : 0, cost: inWindow ? u.cost : 0, durationMs: inWindow ? u.durationMs : 0, oldest: inWindow ? u.at : null,
-        secondaryRows: w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to ? 1 : 0,
-        todayCost: u.at >= today ? u.cost : 0, monthCost: u.at >= month ? u.cost : 0,
-        // The connection-problem flag reads stored rows only (`recentOutcomes`).
-        recentRows: 0,
-      });
+  /** The snapshot's read again, with the records published since it was built: the snapshot, unless a newer one came. */
+  async #rebuild(snap: Snapshot): Promise<QuotaEntry[]> {
+    const { entries, published } = await this.#build(snap.basis);
+    if (this.#snapshot === snap) {
+      this.#snapshot = { ...snap, entries, published };
+      this.#last = new Map(entries.map((e) => [e.id, e]));
     }
-    return out;
+    return entries;
   }
 
   async #entry(

@@ -216,7 +216,7 @@ export const CONFIG_SCHEMA = closed({
       batch: closed(
         {
           max_rows: { type: 'integer', minimum: 1, default: 10000 },
-          flush_ms: { type: 'integer', minimum: 10, default: 1000 },
+          flush_ms: { type: 'integer', minimum: 10, default: 2000 },
           // Kept so that files which set it stay valid; the spool's max_bytes bounds what waits now.
           queue_max: { type: 'integer', minimum: 1, default: 100000 },
         },

@@ -10,6 +10,7 @@ import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { QuotaService } from '../../src/accounting/quota.js';
 import type { WriteFence } from '../../src/store/writer.js';
+import { countReads } from '../helpers/store-reads.js';
 
 const H = 3_600_000;
 const M = 60_000;
@@ -128,15 +129,29 @@ t.test('each kind of quota counts them as their rows: requests, the month, hours
   t.equal(e.roll!.reset.nextReset, new Date(NOW - 2 * H + 5 * H).toISOString(), 'its oldest counted usage sets the reset');
 });
 
-t.test('`current` figures are read after the last record published; others come from the cache', async (t) => {
+t.test('`current` figures hold every record published, added to the cached read; others come from the cache', async (t) => {
   const now = NOW;
-  const q = new QuotaService(store, () => gw.holder.current, { now: () => now, fence: fence() });
+  const f = fence();
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => now, fence: f });
   const day = async (o = {}) => (await q.entries(o)).find((e) => e.id === 'day')!.quota.used;
   const base = await day();
+  const reads = countReads(t, store);
   q.published(record('day', NOW - 2 * M, { tokens: 3 }));
   t.equal(await day(), base, "a plain caller gets the cache's second");
-  t.equal(await day({ current: true }), base + 3, 'the alert evaluator gets a snapshot with the record');
+  t.equal(await day({ current: true }), base + 3, 'the alert evaluator gets figures with the record');
+  t.equal(reads.count, 0, 'added to the cached read: no read of the store');
   t.equal(await day(), base + 3, 'which is the cache from then on');
+  // A read an insert ran beside cannot take them: the next `current` caller reads again.
+  f.begin();
+  q.stored([]);
+  t.equal(await day({ current: true }), base, 'an insert running: read again, the figures stored (none added)');
+  q.published(record('day', NOW - M, { tokens: 4 }));
+  reads.reset();
+  t.equal(await day({ current: true }), base, 'that read cannot take a record published since: read again, stored figures');
+  t.ok(reads.count > 0, 'and it was read again');
+  f.end();
+  q.stored([]);
+  t.equal(await day({ current: true }), base + 7, 'the insert over: both added');
 });
 
 t.test('through the gateway: /api/quota shows a request whose row is not stored yet', async (t) => {

@@ -83,7 +83,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
     username: 'default',
     password: '',
     request_timeout_ms: 30000,
-    batch: { max_rows: 10000, flush_ms: 1000, queue_max: 100000 },
+    batch: { max_rows: 10000, flush_ms: 2000, queue_max: 100000 },
     spool: { commit_ms: 50, max_bytes: 1073741824, dir: '' },
   });
   t.same(cfg.telemetry, { otlp_endpoint: '', service_name: 'tollgate' });

@@ -27,9 +27,9 @@ const hook = await receiver(t, SECRET);
 const dataDir = tempDir(t);
 
 const raw = (autoSwitch: boolean) => ({
-  // The shipped flush interval (the tests' default is 50 ms): a quota alert is seen once the rows that cross it are
-  // in ClickHouse, a second after the request (with 50 ms, the check right after the request saw them already).
-  storage: { batch: { flush_ms: 1000 } },
+  // The shipped flush interval (the tests' default is 50 ms): a quota alert is seen by the check right after the
+  // request that crosses it, the quota counting this gateway's calls not stored yet, rows two seconds from ClickHouse.
+  storage: { batch: { flush_ms: 2000 } },
   providers: {
     paid: fakeProvider(paidUp.baseUrl, { name: 'Paid', group: 'paid', price: { input: 1000, output: 1000 }, models: { m: { kind: 'llm' } } }),
     sub: fakeProvider(subUp.baseUrl, { name: 'Sub', group: 'subscription', price: { input: 1, output: 1 }, quota: { kind: 'daily_tokens', limit: 1000 }, models: { m: { kind: 'llm' } } }),

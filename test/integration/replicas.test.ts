@@ -57,7 +57,7 @@ t.test('each replica answers with both replicas\' traffic', async (t) => {
   const ids: string[] = [];
   for (let i = 0; i < 20; i++) ids.push(await chat(i % 2 === 0 ? a : b, i));
   const t0 = Date.now();
-  // Within the flush interval (50 ms in tests; 1 s by default) the rows of both are in ClickHouse.
+  // Within the flush interval (50 ms in tests; 2 s by default) the rows of both are in ClickHouse.
   await Promise.all([a.flush(), b.flush()]);
   const seen = Date.now() - t0;
   const rows = await a.rows();
@@ -95,7 +95,7 @@ t.test('a budget alert both replicas see is delivered once', async (t) => {
 });
 
 t.test('keep-alive: one ping per window, whichever replicas saw the traffic', async (t) => {
-  // A pair of its own, with the shipped flush interval (1 s): a ping reaches ClickHouse about a second after it is
+  // A pair of its own, with the shipped flush interval (2 s): a ping reaches ClickHouse about two seconds after it is
   // sent, so the other replica decides before it can read it (with the tests' 50 ms it reads it, and the case
   // passed with claims keyed by each replica's own idea of the window: both pinged in production).
   // A subscription provider with keep-alive pings on a 2 s window; the fake records when each ping arrived.
@@ -107,7 +107,7 @@ t.test('keep-alive: one ping per window, whichever replicas saw the traffic', as
     return seen(...r);
   };
   const keepRaw = {
-    storage: { clickhouse_url: server.url, database: 'replicas_keep', batch: { flush_ms: 1000 } },
+    storage: { clickhouse_url: server.url, database: 'replicas_keep', batch: { flush_ms: 2000 } },
     providers: { keep: fakeProvider(up.baseUrl, { group: 'subscription', keepalive: { enabled: true, window: '2s' }, models: { 'gpt-4o': { kind: 'llm' } } }) },
   };
   const [c, d] = await Promise.all([startApp(t, keepRaw, { dataDir: tempDir(t) }), startApp(t, keepRaw, { dataDir: tempDir(t) })]);

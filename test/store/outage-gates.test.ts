@@ -1,6 +1,7 @@
 // What the budget and quota gates see while ClickHouse is down (docs/recording.md, "Storage down"): the budget is
 // the last figure read for its window plus every billed record this process published since and has not stored
-// (so a crossing during the outage is still seen); quota keeps the last snapshot (its exhausted flags included);
+// (so a crossing during the outage is still seen); quota keeps the last snapshot (its exhausted flags included) plus
+// this process's calls since;
 // with nothing read before the outage, both say so instead of guessing. The store is the real embedded engine
 // behind a switch that makes its reads fail.
 
@@ -129,6 +130,9 @@ t.test('quota: the last snapshot stands while the store is down', async (t) => {
   now += 5000;
   t.same(await quota.entries(), before, 'the last snapshot is served');
   t.equal(quota.exhausted('day'), true, 'and routing still skips the provider');
+  quota.published(record(0, 40));
+  now += 5000;
+  t.equal((await quota.entries()).find((e) => e.id === 'day')!.quota.used, day.quota.used + 40, "with this process's calls since added (40 tokens)");
   const fresh = new QuotaService(store, () => cfg, { now: () => now });
   await t.rejects(fresh.entries(), { code: 'TOLLGATE_ERR_STORE_UNAVAILABLE', status: 503 }, 'no snapshot yet: a 503, not a guess');
   down = false;

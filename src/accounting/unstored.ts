@@ -1,0 +1,82 @@
+// The calls this process published and the batch writer has not reported stored, for the quota (src/accounting/quota.ts):
+// each as its row will be in the quota's read (its provider, model, start, total tokens, cost, duration), added to what a
+// read gives until the writer's `written` event names it. The budget keeps its own list the same way (budget.ts).
+
+import type { UsageRecord } from '../ledger/record.js';
+import type { ProviderModelSums } from '../store/quota-windows.js';
+
+/** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
+export interface Span {
+  readonly from: number;
+  readonly to: number;
+  readonly secondary?: { readonly from: number; readonly to: number };
+}
+
+interface Unstored {
+  readonly provider: string;
+  readonly model: string;
+  /** Its row's `ts`: the request's start. */
+  readonly at: number;
+  readonly tokens: number;
+  readonly cost: number;
+  readonly durationMs: number;
+}
+
+type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
+
+export class UnstoredCalls {
+  readonly #calls = new Map<string, Unstored>();
+  #published = 0;
+
+  /** Records published so far (a count that only grows). */
+  get published(): number {
+    return this.#published;
+  }
+
+  /** A call ended (its record was published): counted until its row is stored. */
+  add(r: UsageRecord): void {
+    // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
+    this.#calls.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: Number(r.cost.cost.toFixed(12)), durationMs: r.latency.totalMs });
+    this.#published++;
+  }
+
+  /** These request ids' rows are stored: a read holds them from now on. */
+  stored(ids: readonly string[]): void {
+    for (const id of ids) this.#calls.delete(id);
+  }
+
+  /**
+   * The calls as groups like the read's (one per provider and model): each in its provider's windows as its row will
+   * be. A call older than `oldest` (every window and this month) counts nowhere any more and is forgotten (a row the
+   * store refused, or one dropped from a full spool, is never reported stored). Calls of providers `spans` lacks: none.
+   */
+  groups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
+    const out = new Map<string, Group>();
+    for (const [id, u] of this.#calls) {
+      if (u.at < oldest) {
+        this.#calls.delete(id);
+        continue;
+      }
+      const w = spans.get(u.provider);
+      if (w === undefined) continue;
+      const key = `${u.provider}\u0000${u.model}`;
+      let g = out.get(key);
+      if (g === undefined) {
+        // recentRows: the connection-problem flag reads stored rows only (`recentOutcomes`).
+        g = { provider: u.provider, model: u.model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
+        out.set(key, g);
+      }
+      if (u.at >= w.from && u.at < w.to) {
+        g.rows++;
+        g.tokens += u.tokens;
+        g.cost += u.cost;
+        g.durationMs += u.durationMs;
+        if (g.oldest === null || u.at < g.oldest) g.oldest = u.at;
+      }
+      if (w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to) g.secondaryRows++;
+      if (u.at >= today) g.todayCost += u.cost;
+      if (u.at >= month) g.monthCost += u.cost;
+    }
+    return [...out.values()];
+  }
+}
