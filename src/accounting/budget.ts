@@ -10,6 +10,7 @@ import type { WriteFence } from '../store/writer.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
+import { UnstoredCalls } from './unstored.js';
 
 const round = (v: number): number => Number(v.toFixed(12));
 
@@ -62,8 +63,8 @@ export class BudgetService implements BudgetGate {
   readonly #store: Store;
   readonly #config: () => Config;
   readonly #now: () => number;
-  /** request_id -> [startedAt, cost] of published billed records not yet confirmed written. */
-  readonly #unconfirmed = new Map<string, [number, number]>();
+  /** Published billed records not yet confirmed written (the same list the quota keeps of its own: unstored.ts). */
+  readonly #unconfirmed = new UnstoredCalls();
   #latest: BudgetState | null = null;
   readonly #realClock: boolean;
   /** The stored (ClickHouse) part of the spend, by window start, from the last read that succeeded. */
@@ -82,12 +83,12 @@ export class BudgetService implements BudgetGate {
 
   /** A record was published (ledger sink). */
   published(r: UsageRecord): void {
-    if (BILLED_KINDS.includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.set(r.requestId, [r.startedAt, r.cost.cost]);
+    if (BILLED_KINDS.includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.add(r);
   }
 
   /** The writer stored the rows of these request ids (they are in ClickHouse from now on). */
   written(ids: readonly string[]): void {
-    for (const id of ids) this.#unconfirmed.delete(id);
+    this.#unconfirmed.stored(ids);
   }
 
   /** The latest state (refresh() keeps it current). */
@@ -143,13 +144,7 @@ export class BudgetService implements BudgetGate {
    * written meanwhile, so they are still exact for this process's traffic); with none, the error goes to the caller.
    */
   async #spent(froms: readonly number[], now: number, shared: SharedSpend | null): Promise<number[]> {
-    const withUnconfirmed = (stored: readonly number[]) => {
-      const spent = [...stored];
-      for (const [startedAt, cost] of this.#unconfirmed.values()) {
-        for (let i = 0; i < froms.length; i++) if (startedAt >= froms[i]!) spent[i]! += cost;
-      }
-      return spent;
-    };
+    const withUnconfirmed = (stored: readonly number[]) => this.#unconfirmed.costSince(froms).map((c, i) => stored[i]! + c);
     // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
     // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
     // once the insert is over (twice at most; the writer waits its flush interval between inserts).

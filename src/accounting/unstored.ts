@@ -1,6 +1,7 @@
 // The calls this process published and the batch writer has not reported stored, for the quota (src/accounting/quota.ts):
 // each as its row will be in the quota's read (its provider, model, start, total tokens, cost, duration), added to what a
-// read gives until the writer's `written` event names it. The budget keeps its own list the same way (budget.ts).
+// read gives until the writer's `written` event names it. The budget keeps one too (budget.ts: its cost since each of
+// its windows' starts).
 
 import type { UsageRecord } from '../ledger/record.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
@@ -43,6 +44,15 @@ export class UnstoredCalls {
   /** These request ids' rows are stored: a read holds them from now on. */
   stored(ids: readonly string[]): void {
     for (const id of ids) this.#calls.delete(id);
+  }
+
+  /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
+  costSince(froms: readonly number[]): number[] {
+    const out = froms.map(() => 0);
+    for (const u of this.#calls.values()) {
+      for (let i = 0; i < froms.length; i++) if (u.at >= froms[i]!) out[i]! += u.cost;
+    }
+    return out;
   }
 
   /**
