@@ -40,6 +40,7 @@ import { OAuthSession } from './providers/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
 import { KeepAlive } from './services/keepalive.js';
 import { QuotaService } from './accounting/quota.js';
+import { UnstoredCalls } from './accounting/unstored.js';
 import { createAlerting, type Alerting } from './alerts/index.js';
 import { alertRoutes } from './api/alerts.js';
 import { adminRoutes } from './api/admin.js';
@@ -209,8 +210,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const upstream = new Upstream(dispatcher);
   // Quota from the record; combos skip a provider whose quota is used up. Budgets and alerts: evaluated on a timer and
   // shortly after each record; the budget gate drives the auto-switch. Both are the router's gates, given at birth.
-  const quota = new QuotaService(store, () => holder.current, { fence: writer });
-  const alerting = createAlerting({ store, config: holder, quota, metrics, log, fence: writer, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
+  // One list of this process's billed records not yet written, for the quota and the budget: the ledger feeds it once
+  // (the budget's sink, alerting.published), the writer's `written` clears it.
+  const unstored = new UnstoredCalls();
+  const quota = new QuotaService(store, () => holder.current, { fence: writer, unstored });
+  const alerting = createAlerting({ store, config: holder, quota, metrics, log, fence: writer, unstored, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);
   const router = new Router(() => holder.current, {
@@ -223,8 +227,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   watchCooldowns(metrics, () => holder.current, router);
   watchQuota(metrics, quota);
   watchBudget(metrics, alerting.budget);
-  // The quota and the budget count a record until its row is stored (the writer's `written`, above).
-  ledger.subscribe((r) => quota.published(r));
+  // The budget and the quota count a record until its row is stored (the writer's `written`, above).
   ledger.subscribe((r) => alerting.published(r));
   const keepalive = new KeepAlive({ config: cfg, ledger, upstream, router, store }, { log });
   const sw = cfg.budgets.auto_switch;

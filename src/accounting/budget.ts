@@ -63,8 +63,8 @@ export class BudgetService implements BudgetGate {
   readonly #store: Store;
   readonly #config: () => Config;
   readonly #now: () => number;
-  /** Published billed records not yet confirmed written (the same list the quota keeps of its own: unstored.ts). */
-  readonly #unconfirmed = new UnstoredCalls();
+  /** Published billed records not yet confirmed written (in the gateway, the list the quota reads too: app.ts). */
+  readonly #unconfirmed: UnstoredCalls;
   #latest: BudgetState | null = null;
   readonly #realClock: boolean;
   /** The stored (ClickHouse) part of the spend, by window start, from the last read that succeeded. */
@@ -73,7 +73,9 @@ export class BudgetService implements BudgetGate {
   readonly #fence: WriteFence | null;
 
   /** `fence`: the batch writer whose `written` events clear the records not yet confirmed (see #spent). */
-  constructor(store: Store, config: () => Config, opts: { now?: () => number; fence?: WriteFence } = {}) {
+  /** `unstored`: the list of records not yet written to keep (one the quota reads too); its own otherwise. */
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
+    this.#unconfirmed = opts.unstored ?? new UnstoredCalls();
     this.#store = store;
     this.#config = config;
     this.#now = opts.now ?? Date.now;
@@ -83,7 +85,7 @@ export class BudgetService implements BudgetGate {
 
   /** A record was published (ledger sink). */
   published(r: UsageRecord): void {
-    if (BILLED_KINDS.includes(r.kind) && r.cost.cost > 0) this.#unconfirmed.add(r);
+    if (BILLED_KINDS.includes(r.kind)) this.#unconfirmed.add(r);
   }
 
   /** The writer stored the rows of these request ids (they are in ClickHouse from now on). */

@@ -94,14 +94,19 @@ export class QuotaService {
    * Calls this process made whose rows the writer has not reported stored: each snapshot adds them to what it read, so
    * a crossing this process's own traffic makes is seen before its batch lands.
    */
-  readonly #unstored = new UnstoredCalls();
+  readonly #unstored: UnstoredCalls;
   /** The computation in flight, and the changes (`#changes`) it was started after. */
   #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
   readonly #edges = new EdgeCache();
 
-  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; fence?: WriteFence } = {}) {
+  /**
+   * `unstored`: the calls not stored yet, when another keeps the list (the budget, fed by the ledger: app.ts); its own
+   * otherwise, fed by `published`.
+   */
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
+    this.#unstored = opts.unstored ?? new UnstoredCalls();
     this.#store = store;
     this.#fence = opts.fence ?? null;
     this.#config = config;
@@ -132,7 +137,7 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
-  /** A record was published (ledger sink): counted in the quota's figures until its row is stored. */
+  /** A record was published: counted in the quota's figures until its row is stored (the gateway feeds a shared list: app.ts). */
   published(r: UsageRecord): void {
     if (QUOTA_KINDS_COUNTED.includes(r.kind)) this.#unstored.add(r);
   }

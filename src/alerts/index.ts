@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config/types.js';
 import type { ConfigHolder } from '../config/watch.js';
+import type { UnstoredCalls } from '../accounting/unstored.js';
 import type { ReportedQuota } from '../accounting/reported-quota.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Store } from '../store/client.js';
@@ -34,10 +35,12 @@ export function createAlerting(deps: {
   reported?: () => readonly ReportedQuota[];
   /** The batch writer, whose `written` events the budget takes: it tells the budget when an insert overlaps its read. */
   fence?: WriteFence;
+  /** The list of billed records not yet written the budget keeps (shared with the quota: app.ts). */
+  unstored?: UnstoredCalls;
 }): Alerting {
   const { store, config, metrics, log } = deps;
   metrics.declareAlertKinds([...ALERT_KINDS, 'auto_switch']);
-  const budget = new BudgetService(store, () => config.current, deps.fence === undefined ? {} : { fence: deps.fence });
+  const budget = new BudgetService(store, () => config.current, { ...(deps.fence === undefined ? {} : { fence: deps.fence }), ...(deps.unstored === undefined ? {} : { unstored: deps.unstored }) });
   const record = (a: Alert, r: DeliveryResult) => {
     metrics.notification(r.channel, r.delivered);
     if (!r.delivered) log.warn({ alert: a.id, kind: a.kind, channel: r.channel, attempts: r.attempts, error: r.error }, 'alert delivery failed');
