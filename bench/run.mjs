@@ -61,6 +61,8 @@ const TARGETS_17 = { json: 0.75, sse: 0.7, startMs: 500, idleEmbeddedMiB: 250, i
 const START_ROUNDS = envNumber('BENCH_START_ROUNDS', 9, { min: 1, integer: true });
 const IDLE_S = envNumber('BENCH_IDLE_S', 5, { min: 0 });
 const SETTLE_S = envNumber('BENCH_SETTLE_S', 30, { min: IDLE_S });
+// After the idle figures, each gateway (and the passthrough) takes a burst at c=BENCH_CONCURRENCY and idles again.
+const BURST_REQUESTS = envNumber('BENCH_BURST_REQUESTS', 5000, { min: 1, integer: true });
 const LOADED_READS_S = envNumber('BENCH_LOADED_READS_S', 10, { min: 0 });
 const FOOTPRINT = process.env.BENCH_FOOTPRINT !== '0';
 
@@ -76,7 +78,7 @@ const TARGETS = ['direct', 'passthrough', 'floor', 'tollgate', 'tollgate-memspoo
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
 // Everything must stop by itself: a watchdog well above the planned run time, and every exit path kills children.
-const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30 + (FOOTPRINT ? START_ROUNDS * 10 + 5 * 10 + SETTLE_S : 0);
+const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 30 + (FOOTPRINT ? START_ROUNDS * 10 + 5 * 10 + 2 * SETTLE_S + 30 : 0);
 const guard = guardRun({ log, limitS: plannedS * 3 + 180, killAll });
 
 function execArgvFor(name) {
@@ -235,6 +237,12 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
     const srv = idle['tollgate-server@settled'];
     rows.push([`idle RSS, embedded store (process tree), ${idleLabel}`, both('tollgate-embedded'), bare, `<= ${TARGETS_17.idleEmbeddedMiB} MiB`, emb <= TARGETS_17.idleEmbeddedMiB ? 'yes' : 'NO']);
     rows.push([`idle RSS, server path (engine ${idle['tollgate-server-engine'] ? 'LOADED' : 'not loaded'}), ${idleLabel}`, both('tollgate-server'), `bare passthrough ${both('passthrough')}`, `<= ${TARGETS_17.idleServerMiB} MiB`, srv <= TARGETS_17.idleServerMiB && !idle['tollgate-server-engine'] ? 'yes' : 'NO']);
+    // The same processes after a burst at c=32 and the same wait: what a gateway holds once a busy spell is over.
+    const burstLabel = `after ${BURST_REQUESTS} requests at c=${CONCURRENCY}, then ${SETTLE_S} s idle`;
+    const embB = idle['tollgate-embedded@burst'];
+    const srvB = idle['tollgate-server@burst'];
+    rows.push([`  idle RSS, embedded store, ${burstLabel}`, mib(embB), `bare passthrough ${mib(idle['passthrough@burst'])}`, `<= ${TARGETS_17.idleEmbeddedMiB} MiB`, embB <= TARGETS_17.idleEmbeddedMiB ? 'yes' : 'NO']);
+    rows.push([`  idle RSS, server path, ${burstLabel}`, mib(srvB), `bare passthrough ${mib(idle['passthrough@burst'])}`, `<= ${TARGETS_17.idleServerMiB} MiB`, srvB <= TARGETS_17.idleServerMiB ? 'yes' : 'NO']);
   }
   if (underLoad) {
     const worst = (k) => underLoad.reads.reduce((a, b) => (b[k].p99 > a[k].p99 ? b : a));
@@ -345,7 +353,7 @@ async function main() {
       await Promise.all(loadTargets.map((c) => c.child.stop().catch(() => undefined)));
       if (clickhouse !== null) await clickhouse.stop();
       startup = await measureStart({ root: ROOT, upstream: upstream.url, rounds: START_ROUNDS, log });
-      idle = await measureFootprint({ root: ROOT, upstream: upstream.url, idleS: IDLE_S, settleS: SETTLE_S, requests: 200, log });
+      idle = await measureFootprint({ root: ROOT, upstream: upstream.url, idleS: IDLE_S, settleS: SETTLE_S, requests: 200, burst: { requests: BURST_REQUESTS, concurrency: CONCURRENCY }, log });
     }
   } finally {
     await Promise.all(children.map((c) => c.child.stop().catch(() => undefined)));

@@ -57,6 +57,15 @@ async function post(url) {
   return res.statusCode;
 }
 
+/** `n` requests to `url`, `concurrency` at a time; any that fails fails the run. */
+async function bounded(url, n, concurrency, name) {
+  let left = n;
+  const worker = async () => {
+    while (left-- > 0) if ((await post(url)) !== 200) throw new Error(`${name}: a request failed`);
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+}
+
 /** Poll until `probe` is true; the ms from `t0`. */
 async function until(t0, probe, limitMs = 60_000) {
   for (;;) {
@@ -72,7 +81,9 @@ async function until(t0, probe, limitMs = 60_000) {
 
 function tollgateConfig(dir, port, upstream, clickhouseUrl = '') {
   const file = join(dir, 'config.yaml');
-  writeFileSync(file, `server: { host: 127.0.0.1, port: ${port} }
+  // BENCH_IDLE_GC_S: the gateways' server.idle_gc_s (unset: the shipped default; 0: no collection when quiet).
+  const idleGc = process.env.BENCH_IDLE_GC_S === undefined ? '' : `, idle_gc_s: ${Number(process.env.BENCH_IDLE_GC_S)}`;
+  writeFileSync(file, `server: { host: 127.0.0.1, port: ${port}${idleGc} }
 storage:
   data_dir: ${JSON.stringify(join(dir, 'data'))}
   clickhouse_url: ${JSON.stringify(clickhouseUrl)}
@@ -170,19 +181,25 @@ export async function startClickHouseServer(root, dataDir) {
  * driven one after the other and then idle side by side, each sampled on its own clock, so the longer wait costs the
  * run `settleS` once, not once per process.
  */
-export async function measureFootprint({ root, upstream, idleS, settleS, requests, log }) {
+export async function measureFootprint({ root, upstream, idleS, settleS, requests, burst = null, log }) {
   const out = {};
   const samples = [];
   const stops = [];
   const settle = async (name, pid, url) => {
     if (url) for (let i = 0; i < requests; i++) if ((await post(url)) !== 200) throw new Error(`${name}: a request failed`);
     const t0 = performance.now();
-    const at = async (s, key) => {
-      await sleep(Math.max(0, t0 + s * 1000 - performance.now()));
+    const at = async (s, key, from = t0) => {
+      await sleep(Math.max(0, from + s * 1000 - performance.now()));
       out[key] = treeMiB(pid);
       log(`idle RSS ${key} (${s} s idle): ${out[key].toFixed(0)} MiB`);
     };
-    samples.push(at(idleS, name), at(settleS, `${name}@settled`));
+    // Then a burst (`burst.requests` at `burst.concurrency`, as under load: V8's young generation grows to its
+    // maximum) and the same wait: what a gateway holds once a busy spell is over.
+    const afterBurst = async () => {
+      await bounded(url, burst.requests, burst.concurrency, name);
+      await at(settleS, `${name}@burst`, performance.now());
+    };
+    samples.push(at(idleS, name), at(settleS, `${name}@settled`).then(() => (url && burst ? afterBurst() : undefined)));
   };
   try {
     const bare = track(spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' }));

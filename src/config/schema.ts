@@ -197,6 +197,8 @@ export const CONFIG_SCHEMA = closed({
       public_url: { type: 'string', pattern: '^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$', default: '' },
       // JSON bodies deeper than this are refused with 400 before any handler sees them.
       json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
+      // Seconds without a proxied request, after some, before one full garbage collection (src/core/idle-gc.ts); 0: off.
+      idle_gc_s: num({ default: 10 }),
     },
     { default: {} },
   ),

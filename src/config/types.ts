@@ -160,6 +160,8 @@ export interface Config {
     /** The URL clients outside reach this instance at ('' when none): GET /api/tunnel reports and checks it. */
     readonly public_url: string;
     readonly json_max_depth: number;
+    /** Seconds without a proxied request, after some, before one full garbage collection; 0 turns it off. */
+    readonly idle_gc_s: number;
   };
   readonly storage: {
     readonly clickhouse_url: string;

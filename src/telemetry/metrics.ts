@@ -40,6 +40,7 @@ export class Metrics {
   readonly rowsDropped;
   readonly rowsRecovered;
   readonly configReloads;
+  readonly idleGc;
   readonly rateLimited;
   readonly #comboRequests;
   readonly #comboAttempts;
@@ -67,6 +68,8 @@ export class Metrics {
     this.rowsDropped = new Counter({ name: METRIC.rowsDropped, help: 'Usage rows dropped (the spool at storage.spool.max_bytes).', labelNames: ['reason'], registers });
     this.rowsRecovered = new Counter({ name: METRIC.rowsRecovered, help: 'Usage rows found in the spool at start (left by an earlier process) and replayed.', registers });
     this.rowsRecovered.inc(0);
+    this.idleGc = new Counter({ name: METRIC.idleGc, help: 'Full garbage collections made once the gateway went quiet after proxied requests (server.idle_gc_s).', registers });
+    this.idleGc.inc(0);
     this.configReloads = new Counter({ name: METRIC.configReloads, help: 'Live config reloads by result.', labelNames: ['result'], registers });
     this.rateLimited = new Counter({
       name: METRIC.rateLimited, help: 'Requests refused with 429 by the gate, by reason (requests per minute, or too many wrong keys).',

@@ -17,6 +17,7 @@ export const METRIC = {
   spoolOldest: 'tollgate_spool_oldest_seconds',
   storeUp: 'tollgate_store_up',
   rowsRecovered: 'tollgate_usage_rows_recovered_total',
+  idleGc: 'tollgate_idle_gc_total',
   configReloads: 'tollgate_config_reloads_total',
   rateLimited: 'tollgate_rate_limited_total',
   comboRequests: 'tollgate_combo_requests_total',

@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -88,6 +88,9 @@ data0.public_url = "";
 }
 if(data0.json_max_depth === undefined){
 data0.json_max_depth = 128;
+}
+if(data0.idle_gc_s === undefined){
+data0.idle_gc_s = 10;
 }
 for(const key1 in data0){
 if(!(func2.call(schema11.properties.server.properties, key1))){
@@ -698,9 +701,17 @@ vErrors.push(err34);
 errors++;
 }
 }
+let data17 = data0.idle_gc_s;
+if(!((typeof data17 == "number") && (isFinite(data17)))){
+let dataType11 = typeof data17;
+let coerced11 = undefined;
+if(!(coerced11 !== undefined)){
+if(dataType11 == "boolean" || data17 === null
+              || (dataType11 == "string" && data17 && data17 == +data17)){
+coerced11 = +data17;
 }
 else {
-const err35 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err35 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -709,41 +720,17 @@ vErrors.push(err35);
 }
 errors++;
 }
-let data17 = data.storage;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-if(data17.clickhouse_url === undefined){
-data17.clickhouse_url = "";
 }
-if(data17.cluster === undefined){
-data17.cluster = "";
+if(coerced11 !== undefined){
+data17 = coerced11;
+if(data0 !== undefined){
+data0["idle_gc_s"] = coerced11;
 }
-if(data17.sharded === undefined){
-data17.sharded = false;
 }
-if(data17.database === undefined){
-data17.database = "tollgate";
 }
-if(data17.data_dir === undefined){
-data17.data_dir = "./data";
-}
-if(data17.username === undefined){
-data17.username = "default";
-}
-if(data17.password === undefined){
-data17.password = "";
-}
-if(data17.request_timeout_ms === undefined){
-data17.request_timeout_ms = 30000;
-}
-if(data17.batch === undefined){
-data17.batch = {};
-}
-if(data17.spool === undefined){
-data17.spool = {};
-}
-for(const key4 in data17){
-if(!(func2.call(schema11.properties.storage.properties, key4))){
-const err36 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 < 0 || isNaN(data17)){
+const err36 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -753,19 +740,9 @@ vErrors.push(err36);
 errors++;
 }
 }
-let data18 = data17.clickhouse_url;
-if(typeof data18 !== "string"){
-let dataType11 = typeof data18;
-let coerced11 = undefined;
-if(!(coerced11 !== undefined)){
-if(dataType11 == "number" || dataType11 == "boolean"){
-coerced11 = "" + data18;
-}
-else if(data18 === null){
-coerced11 = "";
 }
 else {
-const err37 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err37 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -774,15 +751,51 @@ vErrors.push(err37);
 }
 errors++;
 }
+let data18 = data.storage;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.clickhouse_url === undefined){
+data18.clickhouse_url = "";
 }
-if(coerced11 !== undefined){
-data18 = coerced11;
-if(data17 !== undefined){
-data17["clickhouse_url"] = coerced11;
+if(data18.cluster === undefined){
+data18.cluster = "";
+}
+if(data18.sharded === undefined){
+data18.sharded = false;
+}
+if(data18.database === undefined){
+data18.database = "tollgate";
+}
+if(data18.data_dir === undefined){
+data18.data_dir = "./data";
+}
+if(data18.username === undefined){
+data18.username = "default";
+}
+if(data18.password === undefined){
+data18.password = "";
+}
+if(data18.request_timeout_ms === undefined){
+data18.request_timeout_ms = 30000;
+}
+if(data18.batch === undefined){
+data18.batch = {};
+}
+if(data18.spool === undefined){
+data18.spool = {};
+}
+for(const key4 in data18){
+if(!(func2.call(schema11.properties.storage.properties, key4))){
+const err38 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
 }
 }
-}
-let data19 = data17.cluster;
+let data19 = data18.clickhouse_url;
 if(typeof data19 !== "string"){
 let dataType12 = typeof data19;
 let coerced12 = undefined;
@@ -794,26 +807,7 @@ else if(data19 === null){
 coerced12 = "";
 }
 else {
-const err38 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err38];
-}
-else {
-vErrors.push(err38);
-}
-errors++;
-}
-}
-if(coerced12 !== undefined){
-data19 = coerced12;
-if(data17 !== undefined){
-data17["cluster"] = coerced12;
-}
-}
-}
-if(typeof data19 === "string"){
-if(!pattern1.test(data19)){
-const err39 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
+const err39 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -823,18 +817,26 @@ vErrors.push(err39);
 errors++;
 }
 }
-let data20 = data17.sharded;
-if(typeof data20 !== "boolean"){
+if(coerced12 !== undefined){
+data19 = coerced12;
+if(data18 !== undefined){
+data18["clickhouse_url"] = coerced12;
+}
+}
+}
+let data20 = data18.cluster;
+if(typeof data20 !== "string"){
+let dataType13 = typeof data20;
 let coerced13 = undefined;
 if(!(coerced13 !== undefined)){
-if(data20 === "false" || data20 === 0 || data20 === null){
-coerced13 = false;
+if(dataType13 == "number" || dataType13 == "boolean"){
+coerced13 = "" + data20;
 }
-else if(data20 === "true" || data20 === 1){
-coerced13 = true;
+else if(data20 === null){
+coerced13 = "";
 }
 else {
-const err40 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err40 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -846,24 +848,14 @@ errors++;
 }
 if(coerced13 !== undefined){
 data20 = coerced13;
-if(data17 !== undefined){
-data17["sharded"] = coerced13;
+if(data18 !== undefined){
+data18["cluster"] = coerced13;
 }
 }
 }
-let data21 = data17.database;
-if(typeof data21 !== "string"){
-let dataType14 = typeof data21;
-let coerced14 = undefined;
-if(!(coerced14 !== undefined)){
-if(dataType14 == "number" || dataType14 == "boolean"){
-coerced14 = "" + data21;
-}
-else if(data21 === null){
-coerced14 = "";
-}
-else {
-const err41 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data20 === "string"){
+if(!pattern1.test(data20)){
+const err41 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -873,16 +865,18 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(coerced14 !== undefined){
-data21 = coerced14;
-if(data17 !== undefined){
-data17["database"] = coerced14;
+let data21 = data18.sharded;
+if(typeof data21 !== "boolean"){
+let coerced14 = undefined;
+if(!(coerced14 !== undefined)){
+if(data21 === "false" || data21 === 0 || data21 === null){
+coerced14 = false;
 }
+else if(data21 === "true" || data21 === 1){
+coerced14 = true;
 }
-}
-if(typeof data21 === "string"){
-if(!pattern2.test(data21)){
-const err42 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
+else {
+const err42 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -892,7 +886,14 @@ vErrors.push(err42);
 errors++;
 }
 }
-let data22 = data17.data_dir;
+if(coerced14 !== undefined){
+data21 = coerced14;
+if(data18 !== undefined){
+data18["sharded"] = coerced14;
+}
+}
+}
+let data22 = data18.database;
 if(typeof data22 !== "string"){
 let dataType15 = typeof data22;
 let coerced15 = undefined;
@@ -904,7 +905,7 @@ else if(data22 === null){
 coerced15 = "";
 }
 else {
-const err43 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err43 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -916,14 +917,14 @@ errors++;
 }
 if(coerced15 !== undefined){
 data22 = coerced15;
-if(data17 !== undefined){
-data17["data_dir"] = coerced15;
+if(data18 !== undefined){
+data18["database"] = coerced15;
 }
 }
 }
 if(typeof data22 === "string"){
-if(func3(data22) < 1){
-const err44 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern2.test(data22)){
+const err44 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -933,7 +934,7 @@ vErrors.push(err44);
 errors++;
 }
 }
-let data23 = data17.username;
+let data23 = data18.data_dir;
 if(typeof data23 !== "string"){
 let dataType16 = typeof data23;
 let coerced16 = undefined;
@@ -945,7 +946,7 @@ else if(data23 === null){
 coerced16 = "";
 }
 else {
-const err45 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err45 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -957,12 +958,24 @@ errors++;
 }
 if(coerced16 !== undefined){
 data23 = coerced16;
-if(data17 !== undefined){
-data17["username"] = coerced16;
+if(data18 !== undefined){
+data18["data_dir"] = coerced16;
 }
 }
 }
-let data24 = data17.password;
+if(typeof data23 === "string"){
+if(func3(data23) < 1){
+const err46 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err46];
+}
+else {
+vErrors.push(err46);
+}
+errors++;
+}
+}
+let data24 = data18.username;
 if(typeof data24 !== "string"){
 let dataType17 = typeof data24;
 let coerced17 = undefined;
@@ -974,34 +987,7 @@ else if(data24 === null){
 coerced17 = "";
 }
 else {
-const err46 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err46];
-}
-else {
-vErrors.push(err46);
-}
-errors++;
-}
-}
-if(coerced17 !== undefined){
-data24 = coerced17;
-if(data17 !== undefined){
-data17["password"] = coerced17;
-}
-}
-}
-let data25 = data17.request_timeout_ms;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-let dataType18 = typeof data25;
-let coerced18 = undefined;
-if(!(coerced18 !== undefined)){
-if(dataType18 === "boolean" || data25 === null
-              || (dataType18 === "string" && data25 && data25 == +data25 && !(data25 % 1))){
-coerced18 = +data25;
-}
-else {
-const err47 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err47 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1011,16 +997,26 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(coerced18 !== undefined){
-data25 = coerced18;
-if(data17 !== undefined){
-data17["request_timeout_ms"] = coerced18;
+if(coerced17 !== undefined){
+data24 = coerced17;
+if(data18 !== undefined){
+data18["username"] = coerced17;
 }
 }
 }
-if((typeof data25 == "number") && (isFinite(data25))){
-if(data25 > 600000 || isNaN(data25)){
-const err48 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+let data25 = data18.password;
+if(typeof data25 !== "string"){
+let dataType18 = typeof data25;
+let coerced18 = undefined;
+if(!(coerced18 !== undefined)){
+if(dataType18 == "number" || dataType18 == "boolean"){
+coerced18 = "" + data25;
+}
+else if(data25 === null){
+coerced18 = "";
+}
+else {
+const err48 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1029,8 +1025,25 @@ vErrors.push(err48);
 }
 errors++;
 }
-if(data25 < 100 || isNaN(data25)){
-const err49 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+if(coerced18 !== undefined){
+data25 = coerced18;
+if(data18 !== undefined){
+data18["password"] = coerced18;
+}
+}
+}
+let data26 = data18.request_timeout_ms;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+let dataType19 = typeof data26;
+let coerced19 = undefined;
+if(!(coerced19 !== undefined)){
+if(dataType19 === "boolean" || data26 === null
+              || (dataType19 === "string" && data26 && data26 == +data26 && !(data26 % 1))){
+coerced19 = +data26;
+}
+else {
+const err49 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1040,20 +1053,16 @@ vErrors.push(err49);
 errors++;
 }
 }
-let data26 = data17.batch;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.max_rows === undefined){
-data26.max_rows = 10000;
+if(coerced19 !== undefined){
+data26 = coerced19;
+if(data18 !== undefined){
+data18["request_timeout_ms"] = coerced19;
 }
-if(data26.flush_ms === undefined){
-data26.flush_ms = 2000;
 }
-if(data26.queue_max === undefined){
-data26.queue_max = 100000;
 }
-for(const key5 in data26){
-if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
-const err50 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if((typeof data26 == "number") && (isFinite(data26))){
+if(data26 > 600000 || isNaN(data26)){
+const err50 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1062,18 +1071,8 @@ vErrors.push(err50);
 }
 errors++;
 }
-}
-let data27 = data26.max_rows;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-let dataType19 = typeof data27;
-let coerced19 = undefined;
-if(!(coerced19 !== undefined)){
-if(dataType19 === "boolean" || data27 === null
-              || (dataType19 === "string" && data27 && data27 == +data27 && !(data27 % 1))){
-coerced19 = +data27;
-}
-else {
-const err51 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data26 < 100 || isNaN(data26)){
+const err51 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1083,16 +1082,20 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(coerced19 !== undefined){
-data27 = coerced19;
-if(data26 !== undefined){
-data26["max_rows"] = coerced19;
+let data27 = data18.batch;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.max_rows === undefined){
+data27.max_rows = 10000;
 }
+if(data27.flush_ms === undefined){
+data27.flush_ms = 2000;
 }
+if(data27.queue_max === undefined){
+data27.queue_max = 100000;
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 < 1 || isNaN(data27)){
-const err52 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key5 in data27){
+if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
+const err52 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1102,7 +1105,7 @@ vErrors.push(err52);
 errors++;
 }
 }
-let data28 = data26.flush_ms;
+let data28 = data27.max_rows;
 if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
 let dataType20 = typeof data28;
 let coerced20 = undefined;
@@ -1112,7 +1115,7 @@ if(dataType20 === "boolean" || data28 === null
 coerced20 = +data28;
 }
 else {
-const err53 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err53 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1124,14 +1127,14 @@ errors++;
 }
 if(coerced20 !== undefined){
 data28 = coerced20;
-if(data26 !== undefined){
-data26["flush_ms"] = coerced20;
+if(data27 !== undefined){
+data27["max_rows"] = coerced20;
 }
 }
 }
 if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 < 10 || isNaN(data28)){
-const err54 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(data28 < 1 || isNaN(data28)){
+const err54 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1141,7 +1144,7 @@ vErrors.push(err54);
 errors++;
 }
 }
-let data29 = data26.queue_max;
+let data29 = data27.flush_ms;
 if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
 let dataType21 = typeof data29;
 let coerced21 = undefined;
@@ -1151,7 +1154,7 @@ if(dataType21 === "boolean" || data29 === null
 coerced21 = +data29;
 }
 else {
-const err55 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err55 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1163,14 +1166,14 @@ errors++;
 }
 if(coerced21 !== undefined){
 data29 = coerced21;
-if(data26 !== undefined){
-data26["queue_max"] = coerced21;
+if(data27 !== undefined){
+data27["flush_ms"] = coerced21;
 }
 }
 }
 if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 < 1 || isNaN(data29)){
-const err56 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data29 < 10 || isNaN(data29)){
+const err56 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1180,9 +1183,17 @@ vErrors.push(err56);
 errors++;
 }
 }
+let data30 = data27.queue_max;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+let dataType22 = typeof data30;
+let coerced22 = undefined;
+if(!(coerced22 !== undefined)){
+if(dataType22 === "boolean" || data30 === null
+              || (dataType22 === "string" && data30 && data30 == +data30 && !(data30 % 1))){
+coerced22 = +data30;
 }
 else {
-const err57 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err57 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1191,20 +1202,17 @@ vErrors.push(err57);
 }
 errors++;
 }
-let data30 = data17.spool;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.commit_ms === undefined){
-data30.commit_ms = 50;
 }
-if(data30.dir === undefined){
-data30.dir = "";
+if(coerced22 !== undefined){
+data30 = coerced22;
+if(data27 !== undefined){
+data27["queue_max"] = coerced22;
 }
-if(data30.max_bytes === undefined){
-data30.max_bytes = 1073741824;
 }
-for(const key6 in data30){
-if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
-const err58 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if((typeof data30 == "number") && (isFinite(data30))){
+if(data30 < 1 || isNaN(data30)){
+const err58 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1214,17 +1222,9 @@ vErrors.push(err58);
 errors++;
 }
 }
-let data31 = data30.commit_ms;
-if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
-let dataType22 = typeof data31;
-let coerced22 = undefined;
-if(!(coerced22 !== undefined)){
-if(dataType22 === "boolean" || data31 === null
-              || (dataType22 === "string" && data31 && data31 == +data31 && !(data31 % 1))){
-coerced22 = +data31;
 }
 else {
-const err59 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err59 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1233,17 +1233,20 @@ vErrors.push(err59);
 }
 errors++;
 }
+let data31 = data18.spool;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.commit_ms === undefined){
+data31.commit_ms = 50;
 }
-if(coerced22 !== undefined){
-data31 = coerced22;
-if(data30 !== undefined){
-data30["commit_ms"] = coerced22;
+if(data31.dir === undefined){
+data31.dir = "";
 }
+if(data31.max_bytes === undefined){
+data31.max_bytes = 1073741824;
 }
-}
-if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 > 60000 || isNaN(data31)){
-const err60 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+for(const key6 in data31){
+if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
+const err60 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1252,8 +1255,18 @@ vErrors.push(err60);
 }
 errors++;
 }
-if(data31 < 1 || isNaN(data31)){
-const err61 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data32 = data31.commit_ms;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+let dataType23 = typeof data32;
+let coerced23 = undefined;
+if(!(coerced23 !== undefined)){
+if(dataType23 === "boolean" || data32 === null
+              || (dataType23 === "string" && data32 && data32 == +data32 && !(data32 % 1))){
+coerced23 = +data32;
+}
+else {
+const err61 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1263,19 +1276,16 @@ vErrors.push(err61);
 errors++;
 }
 }
-let data32 = data30.dir;
-if(typeof data32 !== "string"){
-let dataType23 = typeof data32;
-let coerced23 = undefined;
-if(!(coerced23 !== undefined)){
-if(dataType23 == "number" || dataType23 == "boolean"){
-coerced23 = "" + data32;
+if(coerced23 !== undefined){
+data32 = coerced23;
+if(data31 !== undefined){
+data31["commit_ms"] = coerced23;
 }
-else if(data32 === null){
-coerced23 = "";
 }
-else {
-const err62 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 > 60000 || isNaN(data32)){
+const err62 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1284,28 +1294,8 @@ vErrors.push(err62);
 }
 errors++;
 }
-}
-if(coerced23 !== undefined){
-data32 = coerced23;
-if(data30 !== undefined){
-data30["dir"] = coerced23;
-}
-}
-}
-let data33 = data30.max_bytes;
-const _errs74 = errors;
-let valid12 = false;
-const _errs75 = errors;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-let dataType24 = typeof data33;
-let coerced24 = undefined;
-if(!(coerced24 !== undefined)){
-if(dataType24 === "boolean" || data33 === null
-              || (dataType24 === "string" && data33 && data33 == +data33 && !(data33 % 1))){
-coerced24 = +data33;
-}
-else {
-const err63 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data32 < 1 || isNaN(data32)){
+const err63 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1315,16 +1305,19 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(coerced24 !== undefined){
-data33 = coerced24;
-if(data30 !== undefined){
-data30["max_bytes"] = coerced24;
+let data33 = data31.dir;
+if(typeof data33 !== "string"){
+let dataType24 = typeof data33;
+let coerced24 = undefined;
+if(!(coerced24 !== undefined)){
+if(dataType24 == "number" || dataType24 == "boolean"){
+coerced24 = "" + data33;
 }
+else if(data33 === null){
+coerced24 = "";
 }
-}
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 < 1 || isNaN(data33)){
-const err64 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err64 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1334,22 +1327,27 @@ vErrors.push(err64);
 errors++;
 }
 }
-var _valid0 = _errs75 === errors;
-valid12 = valid12 || _valid0;
-if(!valid12){
+if(coerced24 !== undefined){
+data33 = coerced24;
+if(data31 !== undefined){
+data31["dir"] = coerced24;
+}
+}
+}
+let data34 = data31.max_bytes;
+const _errs76 = errors;
+let valid12 = false;
 const _errs77 = errors;
-if(typeof data33 !== "string"){
-let dataType25 = typeof data33;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+let dataType25 = typeof data34;
 let coerced25 = undefined;
 if(!(coerced25 !== undefined)){
-if(dataType25 == "number" || dataType25 == "boolean"){
-coerced25 = "" + data33;
-}
-else if(data33 === null){
-coerced25 = "";
+if(dataType25 === "boolean" || data34 === null
+              || (dataType25 === "string" && data34 && data34 == +data34 && !(data34 % 1))){
+coerced25 = +data34;
 }
 else {
-const err65 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err65 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1360,17 +1358,15 @@ errors++;
 }
 }
 if(coerced25 !== undefined){
-data33 = coerced25;
-if(data30 !== undefined){
-data30["max_bytes"] = coerced25;
+data34 = coerced25;
+if(data31 !== undefined){
+data31["max_bytes"] = coerced25;
 }
 }
 }
-var _valid0 = _errs77 === errors;
-valid12 = valid12 || _valid0;
-}
-if(!valid12){
-const err66 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 < 1 || isNaN(data34)){
+const err66 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1379,20 +1375,23 @@ vErrors.push(err66);
 }
 errors++;
 }
-else {
-errors = _errs74;
-if(vErrors !== null){
-if(_errs74){
-vErrors.length = _errs74;
+}
+var _valid0 = _errs77 === errors;
+valid12 = valid12 || _valid0;
+if(!valid12){
+const _errs79 = errors;
+if(typeof data34 !== "string"){
+let dataType26 = typeof data34;
+let coerced26 = undefined;
+if(!(coerced26 !== undefined)){
+if(dataType26 == "number" || dataType26 == "boolean"){
+coerced26 = "" + data34;
+}
+else if(data34 === null){
+coerced26 = "";
 }
 else {
-vErrors = null;
-}
-}
-}
-}
-else {
-const err67 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err67 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -1402,8 +1401,18 @@ vErrors.push(err67);
 errors++;
 }
 }
-else {
-const err68 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced26 !== undefined){
+data34 = coerced26;
+if(data31 !== undefined){
+data31["max_bytes"] = coerced26;
+}
+}
+}
+var _valid0 = _errs79 === errors;
+valid12 = valid12 || _valid0;
+}
+if(!valid12){
+const err68 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -1412,17 +1421,20 @@ vErrors.push(err68);
 }
 errors++;
 }
-let data34 = data.telemetry;
-if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
-if(data34.otlp_endpoint === undefined){
-data34.otlp_endpoint = "";
+else {
+errors = _errs76;
+if(vErrors !== null){
+if(_errs76){
+vErrors.length = _errs76;
 }
-if(data34.service_name === undefined){
-data34.service_name = "tollgate";
+else {
+vErrors = null;
 }
-for(const key7 in data34){
-if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
-const err69 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err69 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -1432,19 +1444,8 @@ vErrors.push(err69);
 errors++;
 }
 }
-let data35 = data34.otlp_endpoint;
-if(typeof data35 !== "string"){
-let dataType26 = typeof data35;
-let coerced26 = undefined;
-if(!(coerced26 !== undefined)){
-if(dataType26 == "number" || dataType26 == "boolean"){
-coerced26 = "" + data35;
-}
-else if(data35 === null){
-coerced26 = "";
-}
 else {
-const err70 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err70 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1453,15 +1454,27 @@ vErrors.push(err70);
 }
 errors++;
 }
+let data35 = data.telemetry;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.otlp_endpoint === undefined){
+data35.otlp_endpoint = "";
 }
-if(coerced26 !== undefined){
-data35 = coerced26;
-if(data34 !== undefined){
-data34["otlp_endpoint"] = coerced26;
+if(data35.service_name === undefined){
+data35.service_name = "tollgate";
+}
+for(const key7 in data35){
+if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
+const err71 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err71];
+}
+else {
+vErrors.push(err71);
+}
+errors++;
 }
 }
-}
-let data36 = data34.service_name;
+let data36 = data35.otlp_endpoint;
 if(typeof data36 !== "string"){
 let dataType27 = typeof data36;
 let coerced27 = undefined;
@@ -1473,26 +1486,7 @@ else if(data36 === null){
 coerced27 = "";
 }
 else {
-const err71 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err71];
-}
-else {
-vErrors.push(err71);
-}
-errors++;
-}
-}
-if(coerced27 !== undefined){
-data36 = coerced27;
-if(data34 !== undefined){
-data34["service_name"] = coerced27;
-}
-}
-}
-if(typeof data36 === "string"){
-if(func3(data36) < 1){
-const err72 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err72 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1502,9 +1496,26 @@ vErrors.push(err72);
 errors++;
 }
 }
+if(coerced27 !== undefined){
+data36 = coerced27;
+if(data35 !== undefined){
+data35["otlp_endpoint"] = coerced27;
+}
+}
+}
+let data37 = data35.service_name;
+if(typeof data37 !== "string"){
+let dataType28 = typeof data37;
+let coerced28 = undefined;
+if(!(coerced28 !== undefined)){
+if(dataType28 == "number" || dataType28 == "boolean"){
+coerced28 = "" + data37;
+}
+else if(data37 === null){
+coerced28 = "";
 }
 else {
-const err73 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err73 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1513,13 +1524,17 @@ vErrors.push(err73);
 }
 errors++;
 }
-let data37 = data.providers;
-if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
-for(const key8 in data37){
-const _errs88 = errors;
-if(typeof key8 === "string"){
-if(!pattern3.test(key8)){
-const err74 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
+}
+if(coerced28 !== undefined){
+data37 = coerced28;
+if(data35 !== undefined){
+data35["service_name"] = coerced28;
+}
+}
+}
+if(typeof data37 === "string"){
+if(func3(data37) < 1){
+const err74 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1529,9 +1544,9 @@ vErrors.push(err74);
 errors++;
 }
 }
-var valid14 = _errs88 === errors;
-if(!valid14){
-const err75 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
+}
+else {
+const err75 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1540,36 +1555,13 @@ vErrors.push(err75);
 }
 errors++;
 }
-}
-for(const key9 in data37){
-let data38 = data37[key9];
+let data38 = data.providers;
 if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.auth === undefined){
-data38.auth = {"type":"none"};
-}
-if(data38.keepalive === undefined){
-data38.keepalive = {};
-}
-if(data38.headers === undefined){
-data38.headers = {};
-}
-if(data38.timeouts === undefined){
-data38.timeouts = {};
-}
-if(data38.connections === undefined){
-data38.connections = 128;
-}
-if(data38.mock === undefined){
-data38.mock = {};
-}
-if(data38.models === undefined){
-data38.models = {};
-}
-if(data38.allow_unlisted_models === undefined){
-data38.allow_unlisted_models = false;
-}
-if(data38.group === undefined){
-const err76 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
+for(const key8 in data38){
+const _errs90 = errors;
+if(typeof key8 === "string"){
+if(!pattern3.test(key8)){
+const err76 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1578,8 +1570,10 @@ vErrors.push(err76);
 }
 errors++;
 }
-if(data38.format === undefined){
-const err77 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+var valid14 = _errs90 === errors;
+if(!valid14){
+const err77 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1588,9 +1582,36 @@ vErrors.push(err77);
 }
 errors++;
 }
-for(const key10 in data38){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
-const err78 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+for(const key9 in data38){
+let data39 = data38[key9];
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+if(data39.auth === undefined){
+data39.auth = {"type":"none"};
+}
+if(data39.keepalive === undefined){
+data39.keepalive = {};
+}
+if(data39.headers === undefined){
+data39.headers = {};
+}
+if(data39.timeouts === undefined){
+data39.timeouts = {};
+}
+if(data39.connections === undefined){
+data39.connections = 128;
+}
+if(data39.mock === undefined){
+data39.mock = {};
+}
+if(data39.models === undefined){
+data39.models = {};
+}
+if(data39.allow_unlisted_models === undefined){
+data39.allow_unlisted_models = false;
+}
+if(data39.group === undefined){
+const err78 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1599,21 +1620,8 @@ vErrors.push(err78);
 }
 errors++;
 }
-}
-if(data38.name !== undefined){
-let data39 = data38.name;
-if(typeof data39 !== "string"){
-let dataType28 = typeof data39;
-let coerced28 = undefined;
-if(!(coerced28 !== undefined)){
-if(dataType28 == "number" || dataType28 == "boolean"){
-coerced28 = "" + data39;
-}
-else if(data39 === null){
-coerced28 = "";
-}
-else {
-const err79 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.format === undefined){
+const err79 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1622,19 +1630,9 @@ vErrors.push(err79);
 }
 errors++;
 }
-}
-if(coerced28 !== undefined){
-data39 = coerced28;
-if(data38 !== undefined){
-data38["name"] = coerced28;
-}
-}
-}
-}
-if(data38.group !== undefined){
-let data40 = data38.group;
-if(!(((data40 === "subscription") || (data40 === "paid")) || (data40 === "free"))){
-const err80 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
+for(const key10 in data39){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
+const err80 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1644,10 +1642,20 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data38.format !== undefined){
-let data41 = data38.format;
-if(!(((((data41 === "openai") || (data41 === "openai-responses")) || (data41 === "anthropic")) || (data41 === "gemini")) || (data41 === "mock"))){
-const err81 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(data39.name !== undefined){
+let data40 = data39.name;
+if(typeof data40 !== "string"){
+let dataType29 = typeof data40;
+let coerced29 = undefined;
+if(!(coerced29 !== undefined)){
+if(dataType29 == "number" || dataType29 == "boolean"){
+coerced29 = "" + data40;
+}
+else if(data40 === null){
+coerced29 = "";
+}
+else {
+const err81 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1657,20 +1665,18 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data38.base_url !== undefined){
-let data42 = data38.base_url;
-if(typeof data42 !== "string"){
-let dataType29 = typeof data42;
-let coerced29 = undefined;
-if(!(coerced29 !== undefined)){
-if(dataType29 == "number" || dataType29 == "boolean"){
-coerced29 = "" + data42;
+if(coerced29 !== undefined){
+data40 = coerced29;
+if(data39 !== undefined){
+data39["name"] = coerced29;
 }
-else if(data42 === null){
-coerced29 = "";
 }
-else {
-const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(data39.group !== undefined){
+let data41 = data39.group;
+if(!(((data41 === "subscription") || (data41 === "paid")) || (data41 === "free"))){
+const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1680,16 +1686,10 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(coerced29 !== undefined){
-data42 = coerced29;
-if(data38 !== undefined){
-data38["base_url"] = coerced29;
-}
-}
-}
-if(typeof data42 === "string"){
-if(!pattern4.test(data42)){
-const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data39.format !== undefined){
+let data42 = data39.format;
+if(!(((((data42 === "openai") || (data42 === "openai-responses")) || (data42 === "anthropic")) || (data42 === "gemini")) || (data42 === "mock"))){
+const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1699,11 +1699,20 @@ vErrors.push(err83);
 errors++;
 }
 }
+if(data39.base_url !== undefined){
+let data43 = data39.base_url;
+if(typeof data43 !== "string"){
+let dataType30 = typeof data43;
+let coerced30 = undefined;
+if(!(coerced30 !== undefined)){
+if(dataType30 == "number" || dataType30 == "boolean"){
+coerced30 = "" + data43;
 }
-let data43 = data38.auth;
-if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
-if(data43.type === undefined){
-const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+else if(data43 === null){
+coerced30 = "";
+}
+else {
+const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1712,9 +1721,17 @@ vErrors.push(err84);
 }
 errors++;
 }
-for(const key11 in data43){
-if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
-const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+if(coerced30 !== undefined){
+data43 = coerced30;
+if(data39 !== undefined){
+data39["base_url"] = coerced30;
+}
+}
+}
+if(typeof data43 === "string"){
+if(!pattern4.test(data43)){
+const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1724,10 +1741,11 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data43.type !== undefined){
-let data44 = data43.type;
-if(!(((data44 === "api_key") || (data44 === "none")) || (data44 === "oauth"))){
-const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+let data44 = data39.auth;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(data44.type === undefined){
+const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1736,21 +1754,9 @@ vErrors.push(err86);
 }
 errors++;
 }
-}
-if(data43.key !== undefined){
-let data45 = data43.key;
-if(typeof data45 !== "string"){
-let dataType30 = typeof data45;
-let coerced30 = undefined;
-if(!(coerced30 !== undefined)){
-if(dataType30 == "number" || dataType30 == "boolean"){
-coerced30 = "" + data45;
-}
-else if(data45 === null){
-coerced30 = "";
-}
-else {
-const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key11 in data44){
+if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
+const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1760,16 +1766,21 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(coerced30 !== undefined){
-data45 = coerced30;
-if(data43 !== undefined){
-data43["key"] = coerced30;
+if(data44.type !== undefined){
+let data45 = data44.type;
+if(!(((data45 === "api_key") || (data45 === "none")) || (data45 === "oauth"))){
+const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err88];
+}
+else {
+vErrors.push(err88);
+}
+errors++;
 }
 }
-}
-}
-if(data43.header !== undefined){
-let data46 = data43.header;
+if(data44.key !== undefined){
+let data46 = data44.key;
 if(typeof data46 !== "string"){
 let dataType31 = typeof data46;
 let coerced31 = undefined;
@@ -1781,26 +1792,7 @@ else if(data46 === null){
 coerced31 = "";
 }
 else {
-const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err88];
-}
-else {
-vErrors.push(err88);
-}
-errors++;
-}
-}
-if(coerced31 !== undefined){
-data46 = coerced31;
-if(data43 !== undefined){
-data43["header"] = coerced31;
-}
-}
-}
-if(typeof data46 === "string"){
-if(!pattern5.test(data46)){
-const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
+const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1810,12 +1802,28 @@ vErrors.push(err89);
 errors++;
 }
 }
+if(coerced31 !== undefined){
+data46 = coerced31;
+if(data44 !== undefined){
+data44["key"] = coerced31;
 }
-if(data43.keys !== undefined){
-let data47 = data43.keys;
-if(Array.isArray(data47)){
-if(data47.length < 1){
-const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+}
+if(data44.header !== undefined){
+let data47 = data44.header;
+if(typeof data47 !== "string"){
+let dataType32 = typeof data47;
+let coerced32 = undefined;
+if(!(coerced32 !== undefined)){
+if(dataType32 == "number" || dataType32 == "boolean"){
+coerced32 = "" + data47;
+}
+else if(data47 === null){
+coerced32 = "";
+}
+else {
+const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1824,12 +1832,17 @@ vErrors.push(err90);
 }
 errors++;
 }
-const len2 = data47.length;
-for(let i3=0; i3<len2; i3++){
-let data48 = data47[i3];
-if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
-if(data48.name === undefined){
-const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+if(coerced32 !== undefined){
+data47 = coerced32;
+if(data44 !== undefined){
+data44["header"] = coerced32;
+}
+}
+}
+if(typeof data47 === "string"){
+if(!pattern5.test(data47)){
+const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1838,8 +1851,13 @@ vErrors.push(err91);
 }
 errors++;
 }
-if(data48.key === undefined){
-const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+}
+}
+if(data44.keys !== undefined){
+let data48 = data44.keys;
+if(Array.isArray(data48)){
+if(data48.length < 1){
+const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1848,9 +1866,12 @@ vErrors.push(err92);
 }
 errors++;
 }
-for(const key12 in data48){
-if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
-const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+const len2 = data48.length;
+for(let i3=0; i3<len2; i3++){
+let data49 = data48[i3];
+if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
+if(data49.name === undefined){
+const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1859,21 +1880,8 @@ vErrors.push(err93);
 }
 errors++;
 }
-}
-if(data48.name !== undefined){
-let data49 = data48.name;
-if(typeof data49 !== "string"){
-let dataType32 = typeof data49;
-let coerced32 = undefined;
-if(!(coerced32 !== undefined)){
-if(dataType32 == "number" || dataType32 == "boolean"){
-coerced32 = "" + data49;
-}
-else if(data49 === null){
-coerced32 = "";
-}
-else {
-const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data49.key === undefined){
+const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1882,17 +1890,9 @@ vErrors.push(err94);
 }
 errors++;
 }
-}
-if(coerced32 !== undefined){
-data49 = coerced32;
-if(data48 !== undefined){
-data48["name"] = coerced32;
-}
-}
-}
-if(typeof data49 === "string"){
-if(!pattern3.test(data49)){
-const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
+for(const key12 in data49){
+if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
+const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1902,9 +1902,8 @@ vErrors.push(err95);
 errors++;
 }
 }
-}
-if(data48.key !== undefined){
-let data50 = data48.key;
+if(data49.name !== undefined){
+let data50 = data49.name;
 if(typeof data50 !== "string"){
 let dataType33 = typeof data50;
 let coerced33 = undefined;
@@ -1916,7 +1915,7 @@ else if(data50 === null){
 coerced33 = "";
 }
 else {
-const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1928,14 +1927,14 @@ errors++;
 }
 if(coerced33 !== undefined){
 data50 = coerced33;
-if(data48 !== undefined){
-data48["key"] = coerced33;
+if(data49 !== undefined){
+data49["name"] = coerced33;
 }
 }
 }
 if(typeof data50 === "string"){
-if(func3(data50) < 1){
-const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern3.test(data50)){
+const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1946,8 +1945,8 @@ errors++;
 }
 }
 }
-if(data48.base_url !== undefined){
-let data51 = data48.base_url;
+if(data49.key !== undefined){
+let data51 = data49.key;
 if(typeof data51 !== "string"){
 let dataType34 = typeof data51;
 let coerced34 = undefined;
@@ -1959,7 +1958,7 @@ else if(data51 === null){
 coerced34 = "";
 }
 else {
-const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1971,14 +1970,14 @@ errors++;
 }
 if(coerced34 !== undefined){
 data51 = coerced34;
-if(data48 !== undefined){
-data48["base_url"] = coerced34;
+if(data49 !== undefined){
+data49["key"] = coerced34;
 }
 }
 }
 if(typeof data51 === "string"){
-if(!pattern4.test(data51)){
-const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(func3(data51) < 1){
+const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1989,19 +1988,20 @@ errors++;
 }
 }
 }
-if(data48.keepalive !== undefined){
-let data52 = data48.keepalive;
-if(typeof data52 !== "boolean"){
+if(data49.base_url !== undefined){
+let data52 = data49.base_url;
+if(typeof data52 !== "string"){
+let dataType35 = typeof data52;
 let coerced35 = undefined;
 if(!(coerced35 !== undefined)){
-if(data52 === "false" || data52 === 0 || data52 === null){
-coerced35 = false;
+if(dataType35 == "number" || dataType35 == "boolean"){
+coerced35 = "" + data52;
 }
-else if(data52 === "true" || data52 === 1){
-coerced35 = true;
+else if(data52 === null){
+coerced35 = "";
 }
 else {
-const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2013,15 +2013,14 @@ errors++;
 }
 if(coerced35 !== undefined){
 data52 = coerced35;
-if(data48 !== undefined){
-data48["keepalive"] = coerced35;
+if(data49 !== undefined){
+data49["base_url"] = coerced35;
 }
 }
 }
-}
-}
-else {
-const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data52 === "string"){
+if(!pattern4.test(data52)){
+const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2032,8 +2031,19 @@ errors++;
 }
 }
 }
+if(data49.keepalive !== undefined){
+let data53 = data49.keepalive;
+if(typeof data53 !== "boolean"){
+let coerced36 = undefined;
+if(!(coerced36 !== undefined)){
+if(data53 === "false" || data53 === 0 || data53 === null){
+coerced36 = false;
+}
+else if(data53 === "true" || data53 === 1){
+coerced36 = true;
+}
 else {
-const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2043,17 +2053,17 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data43.oauth !== undefined){
-let data53 = data43.oauth;
-if(data53 && typeof data53 == "object" && !Array.isArray(data53)){
-if(data53.flow === undefined){
-data53.flow = "device_code";
+if(coerced36 !== undefined){
+data53 = coerced36;
+if(data49 !== undefined){
+data49["keepalive"] = coerced36;
 }
-if(data53.authorization_params === undefined){
-data53.authorization_params = {};
 }
-if(data53.token_url === undefined){
-const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
+}
+}
+}
+else {
+const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2062,8 +2072,10 @@ vErrors.push(err103);
 }
 errors++;
 }
-if(data53.client_id === undefined){
-const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
+}
+}
+else {
+const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2072,9 +2084,18 @@ vErrors.push(err104);
 }
 errors++;
 }
-for(const key13 in data53){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
-const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+if(data44.oauth !== undefined){
+let data54 = data44.oauth;
+if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
+if(data54.flow === undefined){
+data54.flow = "device_code";
+}
+if(data54.authorization_params === undefined){
+data54.authorization_params = {};
+}
+if(data54.token_url === undefined){
+const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2083,10 +2104,8 @@ vErrors.push(err105);
 }
 errors++;
 }
-}
-let data54 = data53.flow;
-if(!((data54 === "device_code") || (data54 === "pkce"))){
-const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
+if(data54.client_id === undefined){
+const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2095,20 +2114,9 @@ vErrors.push(err106);
 }
 errors++;
 }
-if(data53.device_authorization_url !== undefined){
-let data55 = data53.device_authorization_url;
-if(typeof data55 !== "string"){
-let dataType36 = typeof data55;
-let coerced36 = undefined;
-if(!(coerced36 !== undefined)){
-if(dataType36 == "number" || dataType36 == "boolean"){
-coerced36 = "" + data55;
-}
-else if(data55 === null){
-coerced36 = "";
-}
-else {
-const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key13 in data54){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
+const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2118,16 +2126,9 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(coerced36 !== undefined){
-data55 = coerced36;
-if(data53 !== undefined){
-data53["device_authorization_url"] = coerced36;
-}
-}
-}
-if(typeof data55 === "string"){
-if(!pattern4.test(data55)){
-const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+let data55 = data54.flow;
+if(!((data55 === "device_code") || (data55 === "pkce"))){
+const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2136,10 +2137,8 @@ vErrors.push(err108);
 }
 errors++;
 }
-}
-}
-if(data53.authorization_url !== undefined){
-let data56 = data53.authorization_url;
+if(data54.device_authorization_url !== undefined){
+let data56 = data54.device_authorization_url;
 if(typeof data56 !== "string"){
 let dataType37 = typeof data56;
 let coerced37 = undefined;
@@ -2151,7 +2150,7 @@ else if(data56 === null){
 coerced37 = "";
 }
 else {
-const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2163,14 +2162,14 @@ errors++;
 }
 if(coerced37 !== undefined){
 data56 = coerced37;
-if(data53 !== undefined){
-data53["authorization_url"] = coerced37;
+if(data54 !== undefined){
+data54["device_authorization_url"] = coerced37;
 }
 }
 }
 if(typeof data56 === "string"){
 if(!pattern4.test(data56)){
-const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2181,8 +2180,8 @@ errors++;
 }
 }
 }
-if(data53.token_url !== undefined){
-let data57 = data53.token_url;
+if(data54.authorization_url !== undefined){
+let data57 = data54.authorization_url;
 if(typeof data57 !== "string"){
 let dataType38 = typeof data57;
 let coerced38 = undefined;
@@ -2194,7 +2193,7 @@ else if(data57 === null){
 coerced38 = "";
 }
 else {
-const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2206,14 +2205,14 @@ errors++;
 }
 if(coerced38 !== undefined){
 data57 = coerced38;
-if(data53 !== undefined){
-data53["token_url"] = coerced38;
+if(data54 !== undefined){
+data54["authorization_url"] = coerced38;
 }
 }
 }
 if(typeof data57 === "string"){
 if(!pattern4.test(data57)){
-const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2224,8 +2223,8 @@ errors++;
 }
 }
 }
-if(data53.client_id !== undefined){
-let data58 = data53.client_id;
+if(data54.token_url !== undefined){
+let data58 = data54.token_url;
 if(typeof data58 !== "string"){
 let dataType39 = typeof data58;
 let coerced39 = undefined;
@@ -2237,7 +2236,7 @@ else if(data58 === null){
 coerced39 = "";
 }
 else {
-const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2249,14 +2248,14 @@ errors++;
 }
 if(coerced39 !== undefined){
 data58 = coerced39;
-if(data53 !== undefined){
-data53["client_id"] = coerced39;
+if(data54 !== undefined){
+data54["token_url"] = coerced39;
 }
 }
 }
 if(typeof data58 === "string"){
-if(func3(data58) < 1){
-const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern4.test(data58)){
+const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2267,8 +2266,8 @@ errors++;
 }
 }
 }
-if(data53.client_secret !== undefined){
-let data59 = data53.client_secret;
+if(data54.client_id !== undefined){
+let data59 = data54.client_id;
 if(typeof data59 !== "string"){
 let dataType40 = typeof data59;
 let coerced40 = undefined;
@@ -2280,7 +2279,7 @@ else if(data59 === null){
 coerced40 = "";
 }
 else {
-const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2292,14 +2291,26 @@ errors++;
 }
 if(coerced40 !== undefined){
 data59 = coerced40;
-if(data53 !== undefined){
-data53["client_secret"] = coerced40;
+if(data54 !== undefined){
+data54["client_id"] = coerced40;
 }
 }
 }
+if(typeof data59 === "string"){
+if(func3(data59) < 1){
+const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err116];
 }
-if(data53.scope !== undefined){
-let data60 = data53.scope;
+else {
+vErrors.push(err116);
+}
+errors++;
+}
+}
+}
+if(data54.client_secret !== undefined){
+let data60 = data54.client_secret;
 if(typeof data60 !== "string"){
 let dataType41 = typeof data60;
 let coerced41 = undefined;
@@ -2311,26 +2322,26 @@ else if(data60 === null){
 coerced41 = "";
 }
 else {
-const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err116];
+vErrors = [err117];
 }
 else {
-vErrors.push(err116);
+vErrors.push(err117);
 }
 errors++;
 }
 }
 if(coerced41 !== undefined){
 data60 = coerced41;
-if(data53 !== undefined){
-data53["scope"] = coerced41;
+if(data54 !== undefined){
+data54["client_secret"] = coerced41;
 }
 }
 }
 }
-if(data53.redirect_uri !== undefined){
-let data61 = data53.redirect_uri;
+if(data54.scope !== undefined){
+let data61 = data54.scope;
 if(typeof data61 !== "string"){
 let dataType42 = typeof data61;
 let coerced42 = undefined;
@@ -2342,26 +2353,7 @@ else if(data61 === null){
 coerced42 = "";
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err117];
-}
-else {
-vErrors.push(err117);
-}
-errors++;
-}
-}
-if(coerced42 !== undefined){
-data61 = coerced42;
-if(data53 !== undefined){
-data53["redirect_uri"] = coerced42;
-}
-}
-}
-if(typeof data61 === "string"){
-if(!pattern4.test(data61)){
-const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -2371,23 +2363,28 @@ vErrors.push(err118);
 errors++;
 }
 }
+if(coerced42 !== undefined){
+data61 = coerced42;
+if(data54 !== undefined){
+data54["scope"] = coerced42;
 }
-let data62 = data53.authorization_params;
-if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
-for(const key14 in data62){
-let data63 = data62[key14];
-if(typeof data63 !== "string"){
-let dataType43 = typeof data63;
+}
+}
+}
+if(data54.redirect_uri !== undefined){
+let data62 = data54.redirect_uri;
+if(typeof data62 !== "string"){
+let dataType43 = typeof data62;
 let coerced43 = undefined;
 if(!(coerced43 !== undefined)){
 if(dataType43 == "number" || dataType43 == "boolean"){
-coerced43 = "" + data63;
+coerced43 = "" + data62;
 }
-else if(data63 === null){
+else if(data62 === null){
 coerced43 = "";
 }
 else {
-const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -2398,16 +2395,15 @@ errors++;
 }
 }
 if(coerced43 !== undefined){
-data63 = coerced43;
-if(data62 !== undefined){
-data62[key14] = coerced43;
+data62 = coerced43;
+if(data54 !== undefined){
+data54["redirect_uri"] = coerced43;
 }
 }
 }
-}
-}
-else {
-const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data62 === "string"){
+if(!pattern4.test(data62)){
+const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -2417,8 +2413,23 @@ vErrors.push(err120);
 errors++;
 }
 }
+}
+let data63 = data54.authorization_params;
+if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
+for(const key14 in data63){
+let data64 = data63[key14];
+if(typeof data64 !== "string"){
+let dataType44 = typeof data64;
+let coerced44 = undefined;
+if(!(coerced44 !== undefined)){
+if(dataType44 == "number" || dataType44 == "boolean"){
+coerced44 = "" + data64;
+}
+else if(data64 === null){
+coerced44 = "";
+}
 else {
-const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -2428,9 +2439,17 @@ vErrors.push(err121);
 errors++;
 }
 }
+if(coerced44 !== undefined){
+data64 = coerced44;
+if(data63 !== undefined){
+data63[key14] = coerced44;
+}
+}
+}
+}
 }
 else {
-const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -2439,17 +2458,9 @@ vErrors.push(err122);
 }
 errors++;
 }
-let data64 = data38.keepalive;
-if(data64 && typeof data64 == "object" && !Array.isArray(data64)){
-if(data64.enabled === undefined){
-data64.enabled = false;
 }
-if(data64.window === undefined){
-data64.window = "5h";
-}
-for(const key15 in data64){
-if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
-const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+else {
+const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -2459,18 +2470,9 @@ vErrors.push(err123);
 errors++;
 }
 }
-let data65 = data64.enabled;
-if(typeof data65 !== "boolean"){
-let coerced44 = undefined;
-if(!(coerced44 !== undefined)){
-if(data65 === "false" || data65 === 0 || data65 === null){
-coerced44 = false;
-}
-else if(data65 === "true" || data65 === 1){
-coerced44 = true;
 }
 else {
-const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2479,28 +2481,17 @@ vErrors.push(err124);
 }
 errors++;
 }
+let data65 = data39.keepalive;
+if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
+if(data65.enabled === undefined){
+data65.enabled = false;
 }
-if(coerced44 !== undefined){
-data65 = coerced44;
-if(data64 !== undefined){
-data64["enabled"] = coerced44;
+if(data65.window === undefined){
+data65.window = "5h";
 }
-}
-}
-if(data64.model !== undefined){
-let data66 = data64.model;
-if(typeof data66 !== "string"){
-let dataType45 = typeof data66;
-let coerced45 = undefined;
-if(!(coerced45 !== undefined)){
-if(dataType45 == "number" || dataType45 == "boolean"){
-coerced45 = "" + data66;
-}
-else if(data66 === null){
-coerced45 = "";
-}
-else {
-const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key15 in data65){
+if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
+const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2510,15 +2501,36 @@ vErrors.push(err125);
 errors++;
 }
 }
+let data66 = data65.enabled;
+if(typeof data66 !== "boolean"){
+let coerced45 = undefined;
+if(!(coerced45 !== undefined)){
+if(data66 === "false" || data66 === 0 || data66 === null){
+coerced45 = false;
+}
+else if(data66 === "true" || data66 === 1){
+coerced45 = true;
+}
+else {
+const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err126];
+}
+else {
+vErrors.push(err126);
+}
+errors++;
+}
+}
 if(coerced45 !== undefined){
 data66 = coerced45;
-if(data64 !== undefined){
-data64["model"] = coerced45;
+if(data65 !== undefined){
+data65["enabled"] = coerced45;
 }
 }
 }
-}
-let data67 = data64.window;
+if(data65.model !== undefined){
+let data67 = data65.model;
 if(typeof data67 !== "string"){
 let dataType46 = typeof data67;
 let coerced46 = undefined;
@@ -2530,26 +2542,7 @@ else if(data67 === null){
 coerced46 = "";
 }
 else {
-const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err126];
-}
-else {
-vErrors.push(err126);
-}
-errors++;
-}
-}
-if(coerced46 !== undefined){
-data67 = coerced46;
-if(data64 !== undefined){
-data64["window"] = coerced46;
-}
-}
-}
-if(typeof data67 === "string"){
-if(!pattern12.test(data67)){
-const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2559,9 +2552,27 @@ vErrors.push(err127);
 errors++;
 }
 }
+if(coerced46 !== undefined){
+data67 = coerced46;
+if(data65 !== undefined){
+data65["model"] = coerced46;
+}
+}
+}
+}
+let data68 = data65.window;
+if(typeof data68 !== "string"){
+let dataType47 = typeof data68;
+let coerced47 = undefined;
+if(!(coerced47 !== undefined)){
+if(dataType47 == "number" || dataType47 == "boolean"){
+coerced47 = "" + data68;
+}
+else if(data68 === null){
+coerced47 = "";
 }
 else {
-const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2570,22 +2581,17 @@ vErrors.push(err128);
 }
 errors++;
 }
-let data68 = data38.headers;
-if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
-for(const key16 in data68){
-let data69 = data68[key16];
-if(typeof data69 !== "string"){
-let dataType47 = typeof data69;
-let coerced47 = undefined;
-if(!(coerced47 !== undefined)){
-if(dataType47 == "number" || dataType47 == "boolean"){
-coerced47 = "" + data69;
 }
-else if(data69 === null){
-coerced47 = "";
+if(coerced47 !== undefined){
+data68 = coerced47;
+if(data65 !== undefined){
+data65["window"] = coerced47;
 }
-else {
-const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(typeof data68 === "string"){
+if(!pattern12.test(data68)){
+const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2595,17 +2601,9 @@ vErrors.push(err129);
 errors++;
 }
 }
-if(coerced47 !== undefined){
-data69 = coerced47;
-if(data68 !== undefined){
-data68[key16] = coerced47;
-}
-}
-}
-}
 }
 else {
-const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2614,20 +2612,22 @@ vErrors.push(err130);
 }
 errors++;
 }
-let data70 = data38.timeouts;
-if(data70 && typeof data70 == "object" && !Array.isArray(data70)){
-if(data70.connect_s === undefined){
-data70.connect_s = 10;
+let data69 = data39.headers;
+if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
+for(const key16 in data69){
+let data70 = data69[key16];
+if(typeof data70 !== "string"){
+let dataType48 = typeof data70;
+let coerced48 = undefined;
+if(!(coerced48 !== undefined)){
+if(dataType48 == "number" || dataType48 == "boolean"){
+coerced48 = "" + data70;
 }
-if(data70.stall_s === undefined){
-data70.stall_s = 30;
+else if(data70 === null){
+coerced48 = "";
 }
-if(data70.request_s === undefined){
-data70.request_s = 600;
-}
-for(const key17 in data70){
-if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
-const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+else {
+const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2637,17 +2637,17 @@ vErrors.push(err131);
 errors++;
 }
 }
-let data71 = data70.connect_s;
-if(!((typeof data71 == "number") && (isFinite(data71)))){
-let dataType48 = typeof data71;
-let coerced48 = undefined;
-if(!(coerced48 !== undefined)){
-if(dataType48 == "boolean" || data71 === null
-              || (dataType48 == "string" && data71 && data71 == +data71)){
-coerced48 = +data71;
+if(coerced48 !== undefined){
+data70 = coerced48;
+if(data69 !== undefined){
+data69[key16] = coerced48;
+}
+}
+}
+}
 }
 else {
-const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2656,17 +2656,20 @@ vErrors.push(err132);
 }
 errors++;
 }
+let data71 = data39.timeouts;
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+if(data71.connect_s === undefined){
+data71.connect_s = 10;
 }
-if(coerced48 !== undefined){
-data71 = coerced48;
-if(data70 !== undefined){
-data70["connect_s"] = coerced48;
+if(data71.stall_s === undefined){
+data71.stall_s = 30;
 }
+if(data71.request_s === undefined){
+data71.request_s = 600;
 }
-}
-if((typeof data71 == "number") && (isFinite(data71))){
-if(data71 < 0 || isNaN(data71)){
-const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key17 in data71){
+if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
+const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2675,18 +2678,8 @@ vErrors.push(err133);
 }
 errors++;
 }
-if(data71 <= 0 || isNaN(data71)){
-const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err134];
 }
-else {
-vErrors.push(err134);
-}
-errors++;
-}
-}
-let data72 = data70.stall_s;
+let data72 = data71.connect_s;
 if(!((typeof data72 == "number") && (isFinite(data72)))){
 let dataType49 = typeof data72;
 let coerced49 = undefined;
@@ -2696,7 +2689,26 @@ if(dataType49 == "boolean" || data72 === null
 coerced49 = +data72;
 }
 else {
-const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err134];
+}
+else {
+vErrors.push(err134);
+}
+errors++;
+}
+}
+if(coerced49 !== undefined){
+data72 = coerced49;
+if(data71 !== undefined){
+data71["connect_s"] = coerced49;
+}
+}
+}
+if((typeof data72 == "number") && (isFinite(data72))){
+if(data72 < 0 || isNaN(data72)){
+const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2705,17 +2717,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-}
-if(coerced49 !== undefined){
-data72 = coerced49;
-if(data70 !== undefined){
-data70["stall_s"] = coerced49;
-}
-}
-}
-if((typeof data72 == "number") && (isFinite(data72))){
-if(data72 < 0 || isNaN(data72)){
-const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data72 <= 0 || isNaN(data72)){
+const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2724,18 +2727,8 @@ vErrors.push(err136);
 }
 errors++;
 }
-if(data72 <= 0 || isNaN(data72)){
-const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err137];
 }
-else {
-vErrors.push(err137);
-}
-errors++;
-}
-}
-let data73 = data70.request_s;
+let data73 = data71.stall_s;
 if(!((typeof data73 == "number") && (isFinite(data73)))){
 let dataType50 = typeof data73;
 let coerced50 = undefined;
@@ -2745,7 +2738,26 @@ if(dataType50 == "boolean" || data73 === null
 coerced50 = +data73;
 }
 else {
-const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err137];
+}
+else {
+vErrors.push(err137);
+}
+errors++;
+}
+}
+if(coerced50 !== undefined){
+data73 = coerced50;
+if(data71 !== undefined){
+data71["stall_s"] = coerced50;
+}
+}
+}
+if((typeof data73 == "number") && (isFinite(data73))){
+if(data73 < 0 || isNaN(data73)){
+const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -2754,17 +2766,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-}
-if(coerced50 !== undefined){
-data73 = coerced50;
-if(data70 !== undefined){
-data70["request_s"] = coerced50;
-}
-}
-}
-if((typeof data73 == "number") && (isFinite(data73))){
-if(data73 < 0 || isNaN(data73)){
-const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data73 <= 0 || isNaN(data73)){
+const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -2773,8 +2776,18 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data73 <= 0 || isNaN(data73)){
-const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+let data74 = data71.request_s;
+if(!((typeof data74 == "number") && (isFinite(data74)))){
+let dataType51 = typeof data74;
+let coerced51 = undefined;
+if(!(coerced51 !== undefined)){
+if(dataType51 == "boolean" || data74 === null
+              || (dataType51 == "string" && data74 && data74 == +data74)){
+coerced51 = +data74;
+}
+else {
+const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -2784,9 +2797,16 @@ vErrors.push(err140);
 errors++;
 }
 }
+if(coerced51 !== undefined){
+data74 = coerced51;
+if(data71 !== undefined){
+data71["request_s"] = coerced51;
 }
-else {
-const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data74 == "number") && (isFinite(data74))){
+if(data74 < 0 || isNaN(data74)){
+const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -2795,17 +2815,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-let data74 = data38.connections;
-if(!(((typeof data74 == "number") && (!(data74 % 1) && !isNaN(data74))) && (isFinite(data74)))){
-let dataType51 = typeof data74;
-let coerced51 = undefined;
-if(!(coerced51 !== undefined)){
-if(dataType51 === "boolean" || data74 === null
-              || (dataType51 === "string" && data74 && data74 == +data74 && !(data74 % 1))){
-coerced51 = +data74;
-}
-else {
-const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data74 <= 0 || isNaN(data74)){
+const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2815,16 +2826,9 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(coerced51 !== undefined){
-data74 = coerced51;
-if(data38 !== undefined){
-data38["connections"] = coerced51;
 }
-}
-}
-if((typeof data74 == "number") && (isFinite(data74))){
-if(data74 > 4096 || isNaN(data74)){
-const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
+else {
+const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2833,8 +2837,17 @@ vErrors.push(err143);
 }
 errors++;
 }
-if(data74 < 1 || isNaN(data74)){
-const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+let data75 = data39.connections;
+if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
+let dataType52 = typeof data75;
+let coerced52 = undefined;
+if(!(coerced52 !== undefined)){
+if(dataType52 === "boolean" || data75 === null
+              || (dataType52 === "string" && data75 && data75 == +data75 && !(data75 % 1))){
+coerced52 = +data75;
+}
+else {
+const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2844,11 +2857,16 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data38.price !== undefined){
-let data75 = data38.price;
-if(data75 && typeof data75 == "object" && !Array.isArray(data75)){
-if(data75.input === undefined){
-const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+if(coerced52 !== undefined){
+data75 = coerced52;
+if(data39 !== undefined){
+data39["connections"] = coerced52;
+}
+}
+}
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 > 4096 || isNaN(data75)){
+const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2857,8 +2875,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data75.output === undefined){
-const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
+if(data75 < 1 || isNaN(data75)){
+const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2867,9 +2885,12 @@ vErrors.push(err146);
 }
 errors++;
 }
-for(const key18 in data75){
-if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
-const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+}
+if(data39.price !== undefined){
+let data76 = data39.price;
+if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
+if(data76.input === undefined){
+const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -2878,19 +2899,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-}
-if(data75.input !== undefined){
-let data76 = data75.input;
-if(!((typeof data76 == "number") && (isFinite(data76)))){
-let dataType52 = typeof data76;
-let coerced52 = undefined;
-if(!(coerced52 !== undefined)){
-if(dataType52 == "boolean" || data76 === null
-              || (dataType52 == "string" && data76 && data76 == +data76)){
-coerced52 = +data76;
-}
-else {
-const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data76.output === undefined){
+const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2899,17 +2909,9 @@ vErrors.push(err148);
 }
 errors++;
 }
-}
-if(coerced52 !== undefined){
-data76 = coerced52;
-if(data75 !== undefined){
-data75["input"] = coerced52;
-}
-}
-}
-if((typeof data76 == "number") && (isFinite(data76))){
-if(data76 < 0 || isNaN(data76)){
-const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key18 in data76){
+if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
+const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2919,9 +2921,8 @@ vErrors.push(err149);
 errors++;
 }
 }
-}
-if(data75.output !== undefined){
-let data77 = data75.output;
+if(data76.input !== undefined){
+let data77 = data76.input;
 if(!((typeof data77 == "number") && (isFinite(data77)))){
 let dataType53 = typeof data77;
 let coerced53 = undefined;
@@ -2931,7 +2932,7 @@ if(dataType53 == "boolean" || data77 === null
 coerced53 = +data77;
 }
 else {
-const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2943,14 +2944,14 @@ errors++;
 }
 if(coerced53 !== undefined){
 data77 = coerced53;
-if(data75 !== undefined){
-data75["output"] = coerced53;
+if(data76 !== undefined){
+data76["input"] = coerced53;
 }
 }
 }
 if((typeof data77 == "number") && (isFinite(data77))){
 if(data77 < 0 || isNaN(data77)){
-const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2961,8 +2962,8 @@ errors++;
 }
 }
 }
-if(data75.cached !== undefined){
-let data78 = data75.cached;
+if(data76.output !== undefined){
+let data78 = data76.output;
 if(!((typeof data78 == "number") && (isFinite(data78)))){
 let dataType54 = typeof data78;
 let coerced54 = undefined;
@@ -2972,7 +2973,7 @@ if(dataType54 == "boolean" || data78 === null
 coerced54 = +data78;
 }
 else {
-const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2984,14 +2985,14 @@ errors++;
 }
 if(coerced54 !== undefined){
 data78 = coerced54;
-if(data75 !== undefined){
-data75["cached"] = coerced54;
+if(data76 !== undefined){
+data76["output"] = coerced54;
 }
 }
 }
 if((typeof data78 == "number") && (isFinite(data78))){
 if(data78 < 0 || isNaN(data78)){
-const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -3002,8 +3003,8 @@ errors++;
 }
 }
 }
-if(data75.cache_write !== undefined){
-let data79 = data75.cache_write;
+if(data76.cached !== undefined){
+let data79 = data76.cached;
 if(!((typeof data79 == "number") && (isFinite(data79)))){
 let dataType55 = typeof data79;
 let coerced55 = undefined;
@@ -3013,7 +3014,7 @@ if(dataType55 == "boolean" || data79 === null
 coerced55 = +data79;
 }
 else {
-const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -3025,14 +3026,14 @@ errors++;
 }
 if(coerced55 !== undefined){
 data79 = coerced55;
-if(data75 !== undefined){
-data75["cache_write"] = coerced55;
+if(data76 !== undefined){
+data76["cached"] = coerced55;
 }
 }
 }
 if((typeof data79 == "number") && (isFinite(data79))){
 if(data79 < 0 || isNaN(data79)){
-const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -3043,8 +3044,8 @@ errors++;
 }
 }
 }
-if(data75.reasoning !== undefined){
-let data80 = data75.reasoning;
+if(data76.cache_write !== undefined){
+let data80 = data76.cache_write;
 if(!((typeof data80 == "number") && (isFinite(data80)))){
 let dataType56 = typeof data80;
 let coerced56 = undefined;
@@ -3054,7 +3055,7 @@ if(dataType56 == "boolean" || data80 === null
 coerced56 = +data80;
 }
 else {
-const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -3066,14 +3067,14 @@ errors++;
 }
 if(coerced56 !== undefined){
 data80 = coerced56;
-if(data75 !== undefined){
-data75["reasoning"] = coerced56;
+if(data76 !== undefined){
+data76["cache_write"] = coerced56;
 }
 }
 }
 if((typeof data80 == "number") && (isFinite(data80))){
 if(data80 < 0 || isNaN(data80)){
-const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -3084,11 +3085,18 @@ errors++;
 }
 }
 }
-if(data75.tiers !== undefined){
-let data81 = data75.tiers;
-if(Array.isArray(data81)){
-if(data81.length > 16){
-const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data76.reasoning !== undefined){
+let data81 = data76.reasoning;
+if(!((typeof data81 == "number") && (isFinite(data81)))){
+let dataType57 = typeof data81;
+let coerced57 = undefined;
+if(!(coerced57 !== undefined)){
+if(dataType57 == "boolean" || data81 === null
+              || (dataType57 == "string" && data81 && data81 == +data81)){
+coerced57 = +data81;
+}
+else {
+const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -3097,12 +3105,17 @@ vErrors.push(err158);
 }
 errors++;
 }
-const len3 = data81.length;
-for(let i4=0; i4<len3; i4++){
-let data82 = data81[i4];
-if(data82 && typeof data82 == "object" && !Array.isArray(data82)){
-if(data82.above_input_tokens === undefined){
-const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced57 !== undefined){
+data81 = coerced57;
+if(data76 !== undefined){
+data76["reasoning"] = coerced57;
+}
+}
+}
+if((typeof data81 == "number") && (isFinite(data81))){
+if(data81 < 0 || isNaN(data81)){
+const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -3111,9 +3124,13 @@ vErrors.push(err159);
 }
 errors++;
 }
-for(const key19 in data82){
-if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
-const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+}
+}
+if(data76.tiers !== undefined){
+let data82 = data76.tiers;
+if(Array.isArray(data82)){
+if(data82.length > 16){
+const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -3122,19 +3139,12 @@ vErrors.push(err160);
 }
 errors++;
 }
-}
-if(data82.above_input_tokens !== undefined){
-let data83 = data82.above_input_tokens;
-if(!(((typeof data83 == "number") && (!(data83 % 1) && !isNaN(data83))) && (isFinite(data83)))){
-let dataType57 = typeof data83;
-let coerced57 = undefined;
-if(!(coerced57 !== undefined)){
-if(dataType57 === "boolean" || data83 === null
-              || (dataType57 === "string" && data83 && data83 == +data83 && !(data83 % 1))){
-coerced57 = +data83;
-}
-else {
-const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len3 = data82.length;
+for(let i4=0; i4<len3; i4++){
+let data83 = data82[i4];
+if(data83 && typeof data83 == "object" && !Array.isArray(data83)){
+if(data83.above_input_tokens === undefined){
+const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -3143,17 +3153,9 @@ vErrors.push(err161);
 }
 errors++;
 }
-}
-if(coerced57 !== undefined){
-data83 = coerced57;
-if(data82 !== undefined){
-data82["above_input_tokens"] = coerced57;
-}
-}
-}
-if((typeof data83 == "number") && (isFinite(data83))){
-if(data83 < 1 || isNaN(data83)){
-const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key19 in data83){
+if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
+const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -3163,19 +3165,18 @@ vErrors.push(err162);
 errors++;
 }
 }
-}
-if(data82.input !== undefined){
-let data84 = data82.input;
-if(!((typeof data84 == "number") && (isFinite(data84)))){
+if(data83.above_input_tokens !== undefined){
+let data84 = data83.above_input_tokens;
+if(!(((typeof data84 == "number") && (!(data84 % 1) && !isNaN(data84))) && (isFinite(data84)))){
 let dataType58 = typeof data84;
 let coerced58 = undefined;
 if(!(coerced58 !== undefined)){
-if(dataType58 == "boolean" || data84 === null
-              || (dataType58 == "string" && data84 && data84 == +data84)){
+if(dataType58 === "boolean" || data84 === null
+              || (dataType58 === "string" && data84 && data84 == +data84 && !(data84 % 1))){
 coerced58 = +data84;
 }
 else {
-const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -3187,14 +3188,14 @@ errors++;
 }
 if(coerced58 !== undefined){
 data84 = coerced58;
-if(data82 !== undefined){
-data82["input"] = coerced58;
+if(data83 !== undefined){
+data83["above_input_tokens"] = coerced58;
 }
 }
 }
 if((typeof data84 == "number") && (isFinite(data84))){
-if(data84 < 0 || isNaN(data84)){
-const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data84 < 1 || isNaN(data84)){
+const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -3205,8 +3206,8 @@ errors++;
 }
 }
 }
-if(data82.output !== undefined){
-let data85 = data82.output;
+if(data83.input !== undefined){
+let data85 = data83.input;
 if(!((typeof data85 == "number") && (isFinite(data85)))){
 let dataType59 = typeof data85;
 let coerced59 = undefined;
@@ -3216,7 +3217,7 @@ if(dataType59 == "boolean" || data85 === null
 coerced59 = +data85;
 }
 else {
-const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -3228,14 +3229,14 @@ errors++;
 }
 if(coerced59 !== undefined){
 data85 = coerced59;
-if(data82 !== undefined){
-data82["output"] = coerced59;
+if(data83 !== undefined){
+data83["input"] = coerced59;
 }
 }
 }
 if((typeof data85 == "number") && (isFinite(data85))){
 if(data85 < 0 || isNaN(data85)){
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -3246,8 +3247,8 @@ errors++;
 }
 }
 }
-if(data82.cached !== undefined){
-let data86 = data82.cached;
+if(data83.output !== undefined){
+let data86 = data83.output;
 if(!((typeof data86 == "number") && (isFinite(data86)))){
 let dataType60 = typeof data86;
 let coerced60 = undefined;
@@ -3257,7 +3258,7 @@ if(dataType60 == "boolean" || data86 === null
 coerced60 = +data86;
 }
 else {
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -3269,14 +3270,14 @@ errors++;
 }
 if(coerced60 !== undefined){
 data86 = coerced60;
-if(data82 !== undefined){
-data82["cached"] = coerced60;
+if(data83 !== undefined){
+data83["output"] = coerced60;
 }
 }
 }
 if((typeof data86 == "number") && (isFinite(data86))){
 if(data86 < 0 || isNaN(data86)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -3287,8 +3288,8 @@ errors++;
 }
 }
 }
-if(data82.cache_write !== undefined){
-let data87 = data82.cache_write;
+if(data83.cached !== undefined){
+let data87 = data83.cached;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
 let dataType61 = typeof data87;
 let coerced61 = undefined;
@@ -3298,7 +3299,7 @@ if(dataType61 == "boolean" || data87 === null
 coerced61 = +data87;
 }
 else {
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -3310,14 +3311,14 @@ errors++;
 }
 if(coerced61 !== undefined){
 data87 = coerced61;
-if(data82 !== undefined){
-data82["cache_write"] = coerced61;
+if(data83 !== undefined){
+data83["cached"] = coerced61;
 }
 }
 }
 if((typeof data87 == "number") && (isFinite(data87))){
 if(data87 < 0 || isNaN(data87)){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -3328,8 +3329,8 @@ errors++;
 }
 }
 }
-if(data82.reasoning !== undefined){
-let data88 = data82.reasoning;
+if(data83.cache_write !== undefined){
+let data88 = data83.cache_write;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
 let dataType62 = typeof data88;
 let coerced62 = undefined;
@@ -3339,7 +3340,7 @@ if(dataType62 == "boolean" || data88 === null
 coerced62 = +data88;
 }
 else {
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -3351,14 +3352,14 @@ errors++;
 }
 if(coerced62 !== undefined){
 data88 = coerced62;
-if(data82 !== undefined){
-data82["reasoning"] = coerced62;
+if(data83 !== undefined){
+data83["cache_write"] = coerced62;
 }
 }
 }
 if((typeof data88 == "number") && (isFinite(data88))){
 if(data88 < 0 || isNaN(data88)){
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3369,9 +3370,18 @@ errors++;
 }
 }
 }
+if(data83.reasoning !== undefined){
+let data89 = data83.reasoning;
+if(!((typeof data89 == "number") && (isFinite(data89)))){
+let dataType63 = typeof data89;
+let coerced63 = undefined;
+if(!(coerced63 !== undefined)){
+if(dataType63 == "boolean" || data89 === null
+              || (dataType63 == "string" && data89 && data89 == +data89)){
+coerced63 = +data89;
 }
 else {
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3381,9 +3391,16 @@ vErrors.push(err173);
 errors++;
 }
 }
+if(coerced63 !== undefined){
+data89 = coerced63;
+if(data83 !== undefined){
+data83["reasoning"] = coerced63;
 }
-else {
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data89 == "number") && (isFinite(data89))){
+if(data89 < 0 || isNaN(data89)){
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3394,8 +3411,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3405,11 +3423,9 @@ vErrors.push(err175);
 errors++;
 }
 }
-if(data38.quota !== undefined){
-let data89 = data38.quota;
-if(data89 && typeof data89 == "object" && !Array.isArray(data89)){
-if(data89.kind === undefined){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+else {
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3418,9 +3434,10 @@ vErrors.push(err176);
 }
 errors++;
 }
-for(const key20 in data89){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+}
+else {
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3430,10 +3447,11 @@ vErrors.push(err177);
 errors++;
 }
 }
-if(data89.kind !== undefined){
-let data90 = data89.kind;
-if(!(((((((data90 === "rolling_hours") || (data90 === "daily_requests")) || (data90 === "monthly")) || (data90 === "daily_tokens")) || (data90 === "rolling_tokens")) || (data90 === "monthly_tokens")) || (data90 === "unlimited"))){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data39.quota !== undefined){
+let data90 = data39.quota;
+if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
+if(data90.kind === undefined){
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3442,19 +3460,9 @@ vErrors.push(err178);
 }
 errors++;
 }
-}
-if(data89.limit !== undefined){
-let data91 = data89.limit;
-if(!((typeof data91 == "number") && (isFinite(data91)))){
-let dataType63 = typeof data91;
-let coerced63 = undefined;
-if(!(coerced63 !== undefined)){
-if(dataType63 == "boolean" || data91 === null
-              || (dataType63 == "string" && data91 && data91 == +data91)){
-coerced63 = +data91;
-}
-else {
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key20 in data90){
+if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3464,16 +3472,10 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(coerced63 !== undefined){
-data91 = coerced63;
-if(data89 !== undefined){
-data89["limit"] = coerced63;
-}
-}
-}
-if((typeof data91 == "number") && (isFinite(data91))){
-if(data91 < 0 || isNaN(data91)){
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data90.kind !== undefined){
+let data91 = data90.kind;
+if(!(((((((data91 === "rolling_hours") || (data91 === "daily_requests")) || (data91 === "monthly")) || (data91 === "daily_tokens")) || (data91 === "rolling_tokens")) || (data91 === "monthly_tokens")) || (data91 === "unlimited"))){
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3483,9 +3485,8 @@ vErrors.push(err180);
 errors++;
 }
 }
-}
-if(data89.monthly_limit !== undefined){
-let data92 = data89.monthly_limit;
+if(data90.limit !== undefined){
+let data92 = data90.limit;
 if(!((typeof data92 == "number") && (isFinite(data92)))){
 let dataType64 = typeof data92;
 let coerced64 = undefined;
@@ -3495,7 +3496,7 @@ if(dataType64 == "boolean" || data92 === null
 coerced64 = +data92;
 }
 else {
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3507,14 +3508,14 @@ errors++;
 }
 if(coerced64 !== undefined){
 data92 = coerced64;
-if(data89 !== undefined){
-data89["monthly_limit"] = coerced64;
+if(data90 !== undefined){
+data90["limit"] = coerced64;
 }
 }
 }
 if((typeof data92 == "number") && (isFinite(data92))){
 if(data92 < 0 || isNaN(data92)){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3525,20 +3526,18 @@ errors++;
 }
 }
 }
-if(data89.window !== undefined){
-let data93 = data89.window;
-if(typeof data93 !== "string"){
+if(data90.monthly_limit !== undefined){
+let data93 = data90.monthly_limit;
+if(!((typeof data93 == "number") && (isFinite(data93)))){
 let dataType65 = typeof data93;
 let coerced65 = undefined;
 if(!(coerced65 !== undefined)){
-if(dataType65 == "number" || dataType65 == "boolean"){
-coerced65 = "" + data93;
-}
-else if(data93 === null){
-coerced65 = "";
+if(dataType65 == "boolean" || data93 === null
+              || (dataType65 == "string" && data93 && data93 == +data93)){
+coerced65 = +data93;
 }
 else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3550,14 +3549,14 @@ errors++;
 }
 if(coerced65 !== undefined){
 data93 = coerced65;
-if(data89 !== undefined){
-data89["window"] = coerced65;
+if(data90 !== undefined){
+data90["monthly_limit"] = coerced65;
 }
 }
 }
-if(typeof data93 === "string"){
-if(!pattern12.test(data93)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if((typeof data93 == "number") && (isFinite(data93))){
+if(data93 < 0 || isNaN(data93)){
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3568,8 +3567,8 @@ errors++;
 }
 }
 }
-if(data89.reset_time !== undefined){
-let data94 = data89.reset_time;
+if(data90.window !== undefined){
+let data94 = data90.window;
 if(typeof data94 !== "string"){
 let dataType66 = typeof data94;
 let coerced66 = undefined;
@@ -3581,7 +3580,7 @@ else if(data94 === null){
 coerced66 = "";
 }
 else {
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3593,14 +3592,14 @@ errors++;
 }
 if(coerced66 !== undefined){
 data94 = coerced66;
-if(data89 !== undefined){
-data89["reset_time"] = coerced66;
+if(data90 !== undefined){
+data90["window"] = coerced66;
 }
 }
 }
 if(typeof data94 === "string"){
-if(!pattern14.test(data94)){
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if(!pattern12.test(data94)){
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3611,18 +3610,20 @@ errors++;
 }
 }
 }
-if(data89.anchor_day !== undefined){
-let data95 = data89.anchor_day;
-if(!(((typeof data95 == "number") && (!(data95 % 1) && !isNaN(data95))) && (isFinite(data95)))){
+if(data90.reset_time !== undefined){
+let data95 = data90.reset_time;
+if(typeof data95 !== "string"){
 let dataType67 = typeof data95;
 let coerced67 = undefined;
 if(!(coerced67 !== undefined)){
-if(dataType67 === "boolean" || data95 === null
-              || (dataType67 === "string" && data95 && data95 == +data95 && !(data95 % 1))){
-coerced67 = +data95;
+if(dataType67 == "number" || dataType67 == "boolean"){
+coerced67 = "" + data95;
+}
+else if(data95 === null){
+coerced67 = "";
 }
 else {
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3634,14 +3635,14 @@ errors++;
 }
 if(coerced67 !== undefined){
 data95 = coerced67;
-if(data89 !== undefined){
-data89["anchor_day"] = coerced67;
+if(data90 !== undefined){
+data90["reset_time"] = coerced67;
 }
 }
 }
-if((typeof data95 == "number") && (isFinite(data95))){
-if(data95 > 31 || isNaN(data95)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+if(typeof data95 === "string"){
+if(!pattern14.test(data95)){
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3650,8 +3651,20 @@ vErrors.push(err188);
 }
 errors++;
 }
-if(data95 < 1 || isNaN(data95)){
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data90.anchor_day !== undefined){
+let data96 = data90.anchor_day;
+if(!(((typeof data96 == "number") && (!(data96 % 1) && !isNaN(data96))) && (isFinite(data96)))){
+let dataType68 = typeof data96;
+let coerced68 = undefined;
+if(!(coerced68 !== undefined)){
+if(dataType68 === "boolean" || data96 === null
+              || (dataType68 === "string" && data96 && data96 == +data96 && !(data96 % 1))){
+coerced68 = +data96;
+}
+else {
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3661,11 +3674,16 @@ vErrors.push(err189);
 errors++;
 }
 }
+if(coerced68 !== undefined){
+data96 = coerced68;
+if(data90 !== undefined){
+data90["anchor_day"] = coerced68;
 }
-if(data89.unit !== undefined){
-let data96 = data89.unit;
-if(!(((data96 === "hours") || (data96 === "tokens")) || (data96 === "requests"))){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if((typeof data96 == "number") && (isFinite(data96))){
+if(data96 > 31 || isNaN(data96)){
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3674,18 +3692,8 @@ vErrors.push(err190);
 }
 errors++;
 }
-}
-if(data89.source !== undefined){
-let data97 = data89.source;
-if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
-if(data97.headers === undefined){
-data97.headers = {};
-}
-if(data97.refresh_s === undefined){
-data97.refresh_s = 180;
-}
-if(data97.url === undefined){
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data96 < 1 || isNaN(data96)){
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3694,9 +3702,12 @@ vErrors.push(err191);
 }
 errors++;
 }
-for(const key21 in data97){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+}
+}
+if(data90.unit !== undefined){
+let data97 = data90.unit;
+if(!(((data97 === "hours") || (data97 === "tokens")) || (data97 === "requests"))){
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3706,20 +3717,17 @@ vErrors.push(err192);
 errors++;
 }
 }
-if(data97.url !== undefined){
-let data98 = data97.url;
-if(typeof data98 !== "string"){
-let dataType68 = typeof data98;
-let coerced68 = undefined;
-if(!(coerced68 !== undefined)){
-if(dataType68 == "number" || dataType68 == "boolean"){
-coerced68 = "" + data98;
+if(data90.source !== undefined){
+let data98 = data90.source;
+if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
+if(data98.headers === undefined){
+data98.headers = {};
 }
-else if(data98 === null){
-coerced68 = "";
+if(data98.refresh_s === undefined){
+data98.refresh_s = 180;
 }
-else {
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data98.url === undefined){
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3728,17 +3736,9 @@ vErrors.push(err193);
 }
 errors++;
 }
-}
-if(coerced68 !== undefined){
-data98 = coerced68;
-if(data97 !== undefined){
-data97["url"] = coerced68;
-}
-}
-}
-if(typeof data98 === "string"){
-if(!pattern4.test(data98)){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+for(const key21 in data98){
+if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3748,23 +3748,20 @@ vErrors.push(err194);
 errors++;
 }
 }
-}
-let data99 = data97.headers;
-if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
-for(const key22 in data99){
-let data100 = data99[key22];
-if(typeof data100 !== "string"){
-let dataType69 = typeof data100;
+if(data98.url !== undefined){
+let data99 = data98.url;
+if(typeof data99 !== "string"){
+let dataType69 = typeof data99;
 let coerced69 = undefined;
 if(!(coerced69 !== undefined)){
 if(dataType69 == "number" || dataType69 == "boolean"){
-coerced69 = "" + data100;
+coerced69 = "" + data99;
 }
-else if(data100 === null){
+else if(data99 === null){
 coerced69 = "";
 }
 else {
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3775,16 +3772,15 @@ errors++;
 }
 }
 if(coerced69 !== undefined){
-data100 = coerced69;
-if(data99 !== undefined){
-data99[key22] = coerced69;
+data99 = coerced69;
+if(data98 !== undefined){
+data98["url"] = coerced69;
 }
 }
 }
-}
-}
-else {
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data99 === "string"){
+if(!pattern4.test(data99)){
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3793,17 +3789,24 @@ vErrors.push(err196);
 }
 errors++;
 }
-let data101 = data97.refresh_s;
-if(!((typeof data101 == "number") && (isFinite(data101)))){
+}
+}
+let data100 = data98.headers;
+if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
+for(const key22 in data100){
+let data101 = data100[key22];
+if(typeof data101 !== "string"){
 let dataType70 = typeof data101;
 let coerced70 = undefined;
 if(!(coerced70 !== undefined)){
-if(dataType70 == "boolean" || data101 === null
-              || (dataType70 == "string" && data101 && data101 == +data101)){
-coerced70 = +data101;
+if(dataType70 == "number" || dataType70 == "boolean"){
+coerced70 = "" + data101;
+}
+else if(data101 === null){
+coerced70 = "";
 }
 else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3815,14 +3818,15 @@ errors++;
 }
 if(coerced70 !== undefined){
 data101 = coerced70;
-if(data97 !== undefined){
-data97["refresh_s"] = coerced70;
+if(data100 !== undefined){
+data100[key22] = coerced70;
 }
 }
 }
-if((typeof data101 == "number") && (isFinite(data101))){
-if(data101 < 180 || isNaN(data101)){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3831,10 +3835,17 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
+let data102 = data98.refresh_s;
+if(!((typeof data102 == "number") && (isFinite(data102)))){
+let dataType71 = typeof data102;
+let coerced71 = undefined;
+if(!(coerced71 !== undefined)){
+if(dataType71 == "boolean" || data102 === null
+              || (dataType71 == "string" && data102 && data102 == +data102)){
+coerced71 = +data102;
 }
 else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3844,9 +3855,16 @@ vErrors.push(err199);
 errors++;
 }
 }
+if(coerced71 !== undefined){
+data102 = coerced71;
+if(data98 !== undefined){
+data98["refresh_s"] = coerced71;
 }
-else {
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data102 == "number") && (isFinite(data102))){
+if(data102 < 180 || isNaN(data102)){
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3856,20 +3874,9 @@ vErrors.push(err200);
 errors++;
 }
 }
-let data102 = data38.mock;
-if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
-if(data102.chunks === undefined){
-data102.chunks = 8;
 }
-if(data102.latency_ms === undefined){
-data102.latency_ms = 20;
-}
-if(data102.chunk_delay_ms === undefined){
-data102.chunk_delay_ms = 5;
-}
-for(const key23 in data102){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+else {
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3879,17 +3886,9 @@ vErrors.push(err201);
 errors++;
 }
 }
-let data103 = data102.chunks;
-if(!(((typeof data103 == "number") && (!(data103 % 1) && !isNaN(data103))) && (isFinite(data103)))){
-let dataType71 = typeof data103;
-let coerced71 = undefined;
-if(!(coerced71 !== undefined)){
-if(dataType71 === "boolean" || data103 === null
-              || (dataType71 === "string" && data103 && data103 == +data103 && !(data103 % 1))){
-coerced71 = +data103;
 }
 else {
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3899,16 +3898,20 @@ vErrors.push(err202);
 errors++;
 }
 }
-if(coerced71 !== undefined){
-data103 = coerced71;
-if(data102 !== undefined){
-data102["chunks"] = coerced71;
+let data103 = data39.mock;
+if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
+if(data103.chunks === undefined){
+data103.chunks = 8;
 }
+if(data103.latency_ms === undefined){
+data103.latency_ms = 20;
 }
+if(data103.chunk_delay_ms === undefined){
+data103.chunk_delay_ms = 5;
 }
-if((typeof data103 == "number") && (isFinite(data103))){
-if(data103 > 10000 || isNaN(data103)){
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+for(const key23 in data103){
+if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3917,8 +3920,18 @@ vErrors.push(err203);
 }
 errors++;
 }
-if(data103 < 1 || isNaN(data103)){
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data104 = data103.chunks;
+if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
+let dataType72 = typeof data104;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 === "boolean" || data104 === null
+              || (dataType72 === "string" && data104 && data104 == +data104 && !(data104 % 1))){
+coerced72 = +data104;
+}
+else {
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3928,17 +3941,16 @@ vErrors.push(err204);
 errors++;
 }
 }
-let data104 = data102.latency_ms;
-if(!((typeof data104 == "number") && (isFinite(data104)))){
-let dataType72 = typeof data104;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 == "boolean" || data104 === null
-              || (dataType72 == "string" && data104 && data104 == +data104)){
-coerced72 = +data104;
+if(coerced72 !== undefined){
+data104 = coerced72;
+if(data103 !== undefined){
+data103["chunks"] = coerced72;
 }
-else {
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data104 == "number") && (isFinite(data104))){
+if(data104 > 10000 || isNaN(data104)){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3947,17 +3959,8 @@ vErrors.push(err205);
 }
 errors++;
 }
-}
-if(coerced72 !== undefined){
-data104 = coerced72;
-if(data102 !== undefined){
-data102["latency_ms"] = coerced72;
-}
-}
-}
-if((typeof data104 == "number") && (isFinite(data104))){
-if(data104 < 0 || isNaN(data104)){
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data104 < 1 || isNaN(data104)){
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3967,7 +3970,7 @@ vErrors.push(err206);
 errors++;
 }
 }
-let data105 = data102.chunk_delay_ms;
+let data105 = data103.latency_ms;
 if(!((typeof data105 == "number") && (isFinite(data105)))){
 let dataType73 = typeof data105;
 let coerced73 = undefined;
@@ -3977,7 +3980,7 @@ if(dataType73 == "boolean" || data105 === null
 coerced73 = +data105;
 }
 else {
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3989,14 +3992,14 @@ errors++;
 }
 if(coerced73 !== undefined){
 data105 = coerced73;
-if(data102 !== undefined){
-data102["chunk_delay_ms"] = coerced73;
+if(data103 !== undefined){
+data103["latency_ms"] = coerced73;
 }
 }
 }
 if((typeof data105 == "number") && (isFinite(data105))){
 if(data105 < 0 || isNaN(data105)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -4006,18 +4009,17 @@ vErrors.push(err208);
 errors++;
 }
 }
-if(data102.input_tokens !== undefined){
-let data106 = data102.input_tokens;
-if(!(((typeof data106 == "number") && (!(data106 % 1) && !isNaN(data106))) && (isFinite(data106)))){
+let data106 = data103.chunk_delay_ms;
+if(!((typeof data106 == "number") && (isFinite(data106)))){
 let dataType74 = typeof data106;
 let coerced74 = undefined;
 if(!(coerced74 !== undefined)){
-if(dataType74 === "boolean" || data106 === null
-              || (dataType74 === "string" && data106 && data106 == +data106 && !(data106 % 1))){
+if(dataType74 == "boolean" || data106 === null
+              || (dataType74 == "string" && data106 && data106 == +data106)){
 coerced74 = +data106;
 }
 else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -4029,14 +4031,14 @@ errors++;
 }
 if(coerced74 !== undefined){
 data106 = coerced74;
-if(data102 !== undefined){
-data102["input_tokens"] = coerced74;
+if(data103 !== undefined){
+data103["chunk_delay_ms"] = coerced74;
 }
 }
 }
 if((typeof data106 == "number") && (isFinite(data106))){
 if(data106 < 0 || isNaN(data106)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -4046,10 +4048,18 @@ vErrors.push(err210);
 errors++;
 }
 }
-}
+if(data103.input_tokens !== undefined){
+let data107 = data103.input_tokens;
+if(!(((typeof data107 == "number") && (!(data107 % 1) && !isNaN(data107))) && (isFinite(data107)))){
+let dataType75 = typeof data107;
+let coerced75 = undefined;
+if(!(coerced75 !== undefined)){
+if(dataType75 === "boolean" || data107 === null
+              || (dataType75 === "string" && data107 && data107 == +data107 && !(data107 % 1))){
+coerced75 = +data107;
 }
 else {
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -4058,20 +4068,17 @@ vErrors.push(err211);
 }
 errors++;
 }
-let data107 = data38.models;
-if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
-for(const key24 in data107){
-let data108 = data107[key24];
-if(data108 && typeof data108 == "object" && !Array.isArray(data108)){
-if(data108.kind === undefined){
-data108.kind = "llm";
 }
-if(data108.capabilities === undefined){
-data108.capabilities = [];
+if(coerced75 !== undefined){
+data107 = coerced75;
+if(data103 !== undefined){
+data103["input_tokens"] = coerced75;
 }
-for(const key25 in data108){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+}
+}
+if((typeof data107 == "number") && (isFinite(data107))){
+if(data107 < 0 || isNaN(data107)){
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4081,9 +4088,10 @@ vErrors.push(err212);
 errors++;
 }
 }
-let data109 = data108.kind;
-if(!(((data109 === "llm") || (data109 === "image")) || (data109 === "embedding"))){
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4092,13 +4100,20 @@ vErrors.push(err213);
 }
 errors++;
 }
-let data110 = data108.capabilities;
-if(Array.isArray(data110)){
-const len4 = data110.length;
-for(let i5=0; i5<len4; i5++){
-let data111 = data110[i5];
-if(!((((((data111 === "vision") || (data111 === "pdf")) || (data111 === "audio")) || (data111 === "tools")) || (data111 === "reasoning")) || (data111 === "structured_output"))){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+let data108 = data39.models;
+if(data108 && typeof data108 == "object" && !Array.isArray(data108)){
+for(const key24 in data108){
+let data109 = data108[key24];
+if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
+if(data109.kind === undefined){
+data109.kind = "llm";
+}
+if(data109.capabilities === undefined){
+data109.capabilities = [];
+}
+for(const key25 in data109){
+if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4108,19 +4123,46 @@ vErrors.push(err214);
 errors++;
 }
 }
-let i6 = data110.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data110[i6], data110[j1])){
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+let data110 = data109.kind;
+if(!(((data110 === "llm") || (data110 === "image")) || (data110 === "embedding"))){
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err215];
 }
 else {
 vErrors.push(err215);
+}
+errors++;
+}
+let data111 = data109.capabilities;
+if(Array.isArray(data111)){
+const len4 = data111.length;
+for(let i5=0; i5<len4; i5++){
+let data112 = data111[i5];
+if(!((((((data112 === "vision") || (data112 === "pdf")) || (data112 === "audio")) || (data112 === "tools")) || (data112 === "reasoning")) || (data112 === "structured_output"))){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err216];
+}
+else {
+vErrors.push(err216);
+}
+errors++;
+}
+}
+let i6 = data111.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data111[i6], data111[j1])){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(vErrors === null){
+vErrors = [err217];
+}
+else {
+vErrors.push(err217);
 }
 errors++;
 break outer0;
@@ -4130,46 +4172,7 @@ break outer0;
 }
 }
 else {
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err216];
-}
-else {
-vErrors.push(err216);
-}
-errors++;
-}
-if(data108.max_output_tokens !== undefined){
-let data112 = data108.max_output_tokens;
-if(!(((typeof data112 == "number") && (!(data112 % 1) && !isNaN(data112))) && (isFinite(data112)))){
-let dataType75 = typeof data112;
-let coerced75 = undefined;
-if(!(coerced75 !== undefined)){
-if(dataType75 === "boolean" || data112 === null
-              || (dataType75 === "string" && data112 && data112 == +data112 && !(data112 % 1))){
-coerced75 = +data112;
-}
-else {
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err217];
-}
-else {
-vErrors.push(err217);
-}
-errors++;
-}
-}
-if(coerced75 !== undefined){
-data112 = coerced75;
-if(data108 !== undefined){
-data108["max_output_tokens"] = coerced75;
-}
-}
-}
-if((typeof data112 == "number") && (isFinite(data112))){
-if(data112 < 1 || isNaN(data112)){
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4178,12 +4181,18 @@ vErrors.push(err218);
 }
 errors++;
 }
+if(data109.max_output_tokens !== undefined){
+let data113 = data109.max_output_tokens;
+if(!(((typeof data113 == "number") && (!(data113 % 1) && !isNaN(data113))) && (isFinite(data113)))){
+let dataType76 = typeof data113;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 === "boolean" || data113 === null
+              || (dataType76 === "string" && data113 && data113 == +data113 && !(data113 % 1))){
+coerced76 = +data113;
 }
-}
-if(data108.thinking !== undefined){
-let data113 = data108.thinking;
-if(!((((((((((data113 === "openai") || (data113 === "anthropic-budget")) || (data113 === "anthropic-adaptive")) || (data113 === "gemini-budget")) || (data113 === "gemini-level")) || (data113 === "zai")) || (data113 === "qwen")) || (data113 === "deepseek")) || (data113 === "kimi")) || (data113 === "minimax"))){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+else {
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4193,12 +4202,16 @@ vErrors.push(err219);
 errors++;
 }
 }
-if(data108.price !== undefined){
-let data114 = data108.price;
-if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
-for(const key26 in data114){
-if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+if(coerced76 !== undefined){
+data113 = coerced76;
+if(data109 !== undefined){
+data109["max_output_tokens"] = coerced76;
+}
+}
+}
+if((typeof data113 == "number") && (isFinite(data113))){
+if(data113 < 1 || isNaN(data113)){
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4208,18 +4221,11 @@ vErrors.push(err220);
 errors++;
 }
 }
-if(data114.input !== undefined){
-let data115 = data114.input;
-if(!((typeof data115 == "number") && (isFinite(data115)))){
-let dataType76 = typeof data115;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 == "boolean" || data115 === null
-              || (dataType76 == "string" && data115 && data115 == +data115)){
-coerced76 = +data115;
 }
-else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.thinking !== undefined){
+let data114 = data109.thinking;
+if(!((((((((((data114 === "openai") || (data114 === "anthropic-budget")) || (data114 === "anthropic-adaptive")) || (data114 === "gemini-budget")) || (data114 === "gemini-level")) || (data114 === "zai")) || (data114 === "qwen")) || (data114 === "deepseek")) || (data114 === "kimi")) || (data114 === "minimax"))){
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4229,16 +4235,12 @@ vErrors.push(err221);
 errors++;
 }
 }
-if(coerced76 !== undefined){
-data115 = coerced76;
-if(data114 !== undefined){
-data114["input"] = coerced76;
-}
-}
-}
-if((typeof data115 == "number") && (isFinite(data115))){
-if(data115 < 0 || isNaN(data115)){
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data109.price !== undefined){
+let data115 = data109.price;
+if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
+for(const key26 in data115){
+if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4248,9 +4250,8 @@ vErrors.push(err222);
 errors++;
 }
 }
-}
-if(data114.output !== undefined){
-let data116 = data114.output;
+if(data115.input !== undefined){
+let data116 = data115.input;
 if(!((typeof data116 == "number") && (isFinite(data116)))){
 let dataType77 = typeof data116;
 let coerced77 = undefined;
@@ -4260,7 +4261,7 @@ if(dataType77 == "boolean" || data116 === null
 coerced77 = +data116;
 }
 else {
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4272,14 +4273,14 @@ errors++;
 }
 if(coerced77 !== undefined){
 data116 = coerced77;
-if(data114 !== undefined){
-data114["output"] = coerced77;
+if(data115 !== undefined){
+data115["input"] = coerced77;
 }
 }
 }
 if((typeof data116 == "number") && (isFinite(data116))){
 if(data116 < 0 || isNaN(data116)){
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4290,8 +4291,8 @@ errors++;
 }
 }
 }
-if(data114.cached !== undefined){
-let data117 = data114.cached;
+if(data115.output !== undefined){
+let data117 = data115.output;
 if(!((typeof data117 == "number") && (isFinite(data117)))){
 let dataType78 = typeof data117;
 let coerced78 = undefined;
@@ -4301,7 +4302,7 @@ if(dataType78 == "boolean" || data117 === null
 coerced78 = +data117;
 }
 else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4313,14 +4314,14 @@ errors++;
 }
 if(coerced78 !== undefined){
 data117 = coerced78;
-if(data114 !== undefined){
-data114["cached"] = coerced78;
+if(data115 !== undefined){
+data115["output"] = coerced78;
 }
 }
 }
 if((typeof data117 == "number") && (isFinite(data117))){
 if(data117 < 0 || isNaN(data117)){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4331,8 +4332,8 @@ errors++;
 }
 }
 }
-if(data114.cache_write !== undefined){
-let data118 = data114.cache_write;
+if(data115.cached !== undefined){
+let data118 = data115.cached;
 if(!((typeof data118 == "number") && (isFinite(data118)))){
 let dataType79 = typeof data118;
 let coerced79 = undefined;
@@ -4342,7 +4343,7 @@ if(dataType79 == "boolean" || data118 === null
 coerced79 = +data118;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4354,14 +4355,14 @@ errors++;
 }
 if(coerced79 !== undefined){
 data118 = coerced79;
-if(data114 !== undefined){
-data114["cache_write"] = coerced79;
+if(data115 !== undefined){
+data115["cached"] = coerced79;
 }
 }
 }
 if((typeof data118 == "number") && (isFinite(data118))){
 if(data118 < 0 || isNaN(data118)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4372,8 +4373,8 @@ errors++;
 }
 }
 }
-if(data114.reasoning !== undefined){
-let data119 = data114.reasoning;
+if(data115.cache_write !== undefined){
+let data119 = data115.cache_write;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
 let dataType80 = typeof data119;
 let coerced80 = undefined;
@@ -4383,7 +4384,7 @@ if(dataType80 == "boolean" || data119 === null
 coerced80 = +data119;
 }
 else {
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4395,14 +4396,14 @@ errors++;
 }
 if(coerced80 !== undefined){
 data119 = coerced80;
-if(data114 !== undefined){
-data114["reasoning"] = coerced80;
+if(data115 !== undefined){
+data115["cache_write"] = coerced80;
 }
 }
 }
 if((typeof data119 == "number") && (isFinite(data119))){
 if(data119 < 0 || isNaN(data119)){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4413,11 +4414,18 @@ errors++;
 }
 }
 }
-if(data114.tiers !== undefined){
-let data120 = data114.tiers;
-if(Array.isArray(data120)){
-if(data120.length > 16){
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data115.reasoning !== undefined){
+let data120 = data115.reasoning;
+if(!((typeof data120 == "number") && (isFinite(data120)))){
+let dataType81 = typeof data120;
+let coerced81 = undefined;
+if(!(coerced81 !== undefined)){
+if(dataType81 == "boolean" || data120 === null
+              || (dataType81 == "string" && data120 && data120 == +data120)){
+coerced81 = +data120;
+}
+else {
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4426,12 +4434,17 @@ vErrors.push(err231);
 }
 errors++;
 }
-const len5 = data120.length;
-for(let i7=0; i7<len5; i7++){
-let data121 = data120[i7];
-if(data121 && typeof data121 == "object" && !Array.isArray(data121)){
-if(data121.above_input_tokens === undefined){
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced81 !== undefined){
+data120 = coerced81;
+if(data115 !== undefined){
+data115["reasoning"] = coerced81;
+}
+}
+}
+if((typeof data120 == "number") && (isFinite(data120))){
+if(data120 < 0 || isNaN(data120)){
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4440,9 +4453,13 @@ vErrors.push(err232);
 }
 errors++;
 }
-for(const key27 in data121){
-if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+}
+}
+if(data115.tiers !== undefined){
+let data121 = data115.tiers;
+if(Array.isArray(data121)){
+if(data121.length > 16){
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4451,19 +4468,12 @@ vErrors.push(err233);
 }
 errors++;
 }
-}
-if(data121.above_input_tokens !== undefined){
-let data122 = data121.above_input_tokens;
-if(!(((typeof data122 == "number") && (!(data122 % 1) && !isNaN(data122))) && (isFinite(data122)))){
-let dataType81 = typeof data122;
-let coerced81 = undefined;
-if(!(coerced81 !== undefined)){
-if(dataType81 === "boolean" || data122 === null
-              || (dataType81 === "string" && data122 && data122 == +data122 && !(data122 % 1))){
-coerced81 = +data122;
-}
-else {
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len5 = data121.length;
+for(let i7=0; i7<len5; i7++){
+let data122 = data121[i7];
+if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
+if(data122.above_input_tokens === undefined){
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4472,17 +4482,9 @@ vErrors.push(err234);
 }
 errors++;
 }
-}
-if(coerced81 !== undefined){
-data122 = coerced81;
-if(data121 !== undefined){
-data121["above_input_tokens"] = coerced81;
-}
-}
-}
-if((typeof data122 == "number") && (isFinite(data122))){
-if(data122 < 1 || isNaN(data122)){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key27 in data122){
+if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4492,19 +4494,18 @@ vErrors.push(err235);
 errors++;
 }
 }
-}
-if(data121.input !== undefined){
-let data123 = data121.input;
-if(!((typeof data123 == "number") && (isFinite(data123)))){
+if(data122.above_input_tokens !== undefined){
+let data123 = data122.above_input_tokens;
+if(!(((typeof data123 == "number") && (!(data123 % 1) && !isNaN(data123))) && (isFinite(data123)))){
 let dataType82 = typeof data123;
 let coerced82 = undefined;
 if(!(coerced82 !== undefined)){
-if(dataType82 == "boolean" || data123 === null
-              || (dataType82 == "string" && data123 && data123 == +data123)){
+if(dataType82 === "boolean" || data123 === null
+              || (dataType82 === "string" && data123 && data123 == +data123 && !(data123 % 1))){
 coerced82 = +data123;
 }
 else {
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4516,14 +4517,14 @@ errors++;
 }
 if(coerced82 !== undefined){
 data123 = coerced82;
-if(data121 !== undefined){
-data121["input"] = coerced82;
+if(data122 !== undefined){
+data122["above_input_tokens"] = coerced82;
 }
 }
 }
 if((typeof data123 == "number") && (isFinite(data123))){
-if(data123 < 0 || isNaN(data123)){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data123 < 1 || isNaN(data123)){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4534,8 +4535,8 @@ errors++;
 }
 }
 }
-if(data121.output !== undefined){
-let data124 = data121.output;
+if(data122.input !== undefined){
+let data124 = data122.input;
 if(!((typeof data124 == "number") && (isFinite(data124)))){
 let dataType83 = typeof data124;
 let coerced83 = undefined;
@@ -4545,7 +4546,7 @@ if(dataType83 == "boolean" || data124 === null
 coerced83 = +data124;
 }
 else {
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4557,14 +4558,14 @@ errors++;
 }
 if(coerced83 !== undefined){
 data124 = coerced83;
-if(data121 !== undefined){
-data121["output"] = coerced83;
+if(data122 !== undefined){
+data122["input"] = coerced83;
 }
 }
 }
 if((typeof data124 == "number") && (isFinite(data124))){
 if(data124 < 0 || isNaN(data124)){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4575,8 +4576,8 @@ errors++;
 }
 }
 }
-if(data121.cached !== undefined){
-let data125 = data121.cached;
+if(data122.output !== undefined){
+let data125 = data122.output;
 if(!((typeof data125 == "number") && (isFinite(data125)))){
 let dataType84 = typeof data125;
 let coerced84 = undefined;
@@ -4586,7 +4587,7 @@ if(dataType84 == "boolean" || data125 === null
 coerced84 = +data125;
 }
 else {
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4598,14 +4599,14 @@ errors++;
 }
 if(coerced84 !== undefined){
 data125 = coerced84;
-if(data121 !== undefined){
-data121["cached"] = coerced84;
+if(data122 !== undefined){
+data122["output"] = coerced84;
 }
 }
 }
 if((typeof data125 == "number") && (isFinite(data125))){
 if(data125 < 0 || isNaN(data125)){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4616,8 +4617,8 @@ errors++;
 }
 }
 }
-if(data121.cache_write !== undefined){
-let data126 = data121.cache_write;
+if(data122.cached !== undefined){
+let data126 = data122.cached;
 if(!((typeof data126 == "number") && (isFinite(data126)))){
 let dataType85 = typeof data126;
 let coerced85 = undefined;
@@ -4627,7 +4628,7 @@ if(dataType85 == "boolean" || data126 === null
 coerced85 = +data126;
 }
 else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4639,14 +4640,14 @@ errors++;
 }
 if(coerced85 !== undefined){
 data126 = coerced85;
-if(data121 !== undefined){
-data121["cache_write"] = coerced85;
+if(data122 !== undefined){
+data122["cached"] = coerced85;
 }
 }
 }
 if((typeof data126 == "number") && (isFinite(data126))){
 if(data126 < 0 || isNaN(data126)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4657,8 +4658,8 @@ errors++;
 }
 }
 }
-if(data121.reasoning !== undefined){
-let data127 = data121.reasoning;
+if(data122.cache_write !== undefined){
+let data127 = data122.cache_write;
 if(!((typeof data127 == "number") && (isFinite(data127)))){
 let dataType86 = typeof data127;
 let coerced86 = undefined;
@@ -4668,7 +4669,7 @@ if(dataType86 == "boolean" || data127 === null
 coerced86 = +data127;
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4680,14 +4681,14 @@ errors++;
 }
 if(coerced86 !== undefined){
 data127 = coerced86;
-if(data121 !== undefined){
-data121["reasoning"] = coerced86;
+if(data122 !== undefined){
+data122["cache_write"] = coerced86;
 }
 }
 }
 if((typeof data127 == "number") && (isFinite(data127))){
 if(data127 < 0 || isNaN(data127)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4698,9 +4699,18 @@ errors++;
 }
 }
 }
+if(data122.reasoning !== undefined){
+let data128 = data122.reasoning;
+if(!((typeof data128 == "number") && (isFinite(data128)))){
+let dataType87 = typeof data128;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 == "boolean" || data128 === null
+              || (dataType87 == "string" && data128 && data128 == +data128)){
+coerced87 = +data128;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4710,9 +4720,16 @@ vErrors.push(err246);
 errors++;
 }
 }
+if(coerced87 !== undefined){
+data128 = coerced87;
+if(data122 !== undefined){
+data122["reasoning"] = coerced87;
 }
-else {
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data128 == "number") && (isFinite(data128))){
+if(data128 < 0 || isNaN(data128)){
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4723,8 +4740,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4736,7 +4754,7 @@ errors++;
 }
 }
 else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4748,7 +4766,7 @@ errors++;
 }
 }
 else {
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4757,20 +4775,10 @@ vErrors.push(err250);
 }
 errors++;
 }
-if(data38.catalog !== undefined){
-let data128 = data38.catalog;
-if(typeof data128 !== "string"){
-let dataType87 = typeof data128;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 == "number" || dataType87 == "boolean"){
-coerced87 = "" + data128;
 }
-else if(data128 === null){
-coerced87 = "";
 }
 else {
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4780,16 +4788,9 @@ vErrors.push(err251);
 errors++;
 }
 }
-if(coerced87 !== undefined){
-data128 = coerced87;
-if(data38 !== undefined){
-data38["catalog"] = coerced87;
 }
-}
-}
-if(typeof data128 === "string"){
-if(!pattern16.test(data128)){
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4798,20 +4799,20 @@ vErrors.push(err252);
 }
 errors++;
 }
-}
-}
-let data129 = data38.allow_unlisted_models;
-if(typeof data129 !== "boolean"){
+if(data39.catalog !== undefined){
+let data129 = data39.catalog;
+if(typeof data129 !== "string"){
+let dataType88 = typeof data129;
 let coerced88 = undefined;
 if(!(coerced88 !== undefined)){
-if(data129 === "false" || data129 === 0 || data129 === null){
-coerced88 = false;
+if(dataType88 == "number" || dataType88 == "boolean"){
+coerced88 = "" + data129;
 }
-else if(data129 === "true" || data129 === 1){
-coerced88 = true;
+else if(data129 === null){
+coerced88 = "";
 }
 else {
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4823,14 +4824,14 @@ errors++;
 }
 if(coerced88 !== undefined){
 data129 = coerced88;
-if(data38 !== undefined){
-data38["allow_unlisted_models"] = coerced88;
+if(data39 !== undefined){
+data39["catalog"] = coerced88;
 }
 }
 }
-}
-else {
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data129 === "string"){
+if(!pattern16.test(data129)){
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4841,8 +4842,18 @@ errors++;
 }
 }
 }
+let data130 = data39.allow_unlisted_models;
+if(typeof data130 !== "boolean"){
+let coerced89 = undefined;
+if(!(coerced89 !== undefined)){
+if(data130 === "false" || data130 === 0 || data130 === null){
+coerced89 = false;
+}
+else if(data130 === "true" || data130 === 1){
+coerced89 = true;
+}
 else {
-const err255 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4851,13 +4862,17 @@ vErrors.push(err255);
 }
 errors++;
 }
-let data130 = data.combos;
-if(data130 && typeof data130 == "object" && !Array.isArray(data130)){
-for(const key28 in data130){
-const _errs285 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err256 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+if(coerced89 !== undefined){
+data130 = coerced89;
+if(data39 !== undefined){
+data39["allow_unlisted_models"] = coerced89;
+}
+}
+}
+}
+else {
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4867,9 +4882,9 @@ vErrors.push(err256);
 errors++;
 }
 }
-var valid43 = _errs285 === errors;
-if(!valid43){
-const err257 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+}
+else {
+const err257 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4878,12 +4893,13 @@ vErrors.push(err257);
 }
 errors++;
 }
-}
-for(const key29 in data130){
-let data131 = data130[key29];
+let data131 = data.combos;
 if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
-if(data131.strategy === undefined){
-const err258 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+for(const key28 in data131){
+const _errs287 = errors;
+if(typeof key28 === "string"){
+if(!pattern3.test(key28)){
+const err258 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4892,8 +4908,10 @@ vErrors.push(err258);
 }
 errors++;
 }
-if(data131.models === undefined){
-const err259 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+var valid43 = _errs287 === errors;
+if(!valid43){
+const err259 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4902,9 +4920,12 @@ vErrors.push(err259);
 }
 errors++;
 }
-for(const key30 in data131){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err260 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+for(const key29 in data131){
+let data132 = data131[key29];
+if(data132 && typeof data132 == "object" && !Array.isArray(data132)){
+if(data132.strategy === undefined){
+const err260 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4913,11 +4934,8 @@ vErrors.push(err260);
 }
 errors++;
 }
-}
-if(data131.strategy !== undefined){
-let data132 = data131.strategy;
-if(!((((data132 === "fallback") || (data132 === "round-robin")) || (data132 === "fusion")) || (data132 === "capacity"))){
-const err261 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+if(data132.models === undefined){
+const err261 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4926,12 +4944,9 @@ vErrors.push(err261);
 }
 errors++;
 }
-}
-if(data131.models !== undefined){
-let data133 = data131.models;
-if(Array.isArray(data133)){
-if(data133.length < 1){
-const err262 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+for(const key30 in data132){
+if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
+const err262 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4940,21 +4955,11 @@ vErrors.push(err262);
 }
 errors++;
 }
-const len6 = data133.length;
-for(let i8=0; i8<len6; i8++){
-let data134 = data133[i8];
-if(typeof data134 !== "string"){
-let dataType89 = typeof data134;
-let coerced89 = undefined;
-if(!(coerced89 !== undefined)){
-if(dataType89 == "number" || dataType89 == "boolean"){
-coerced89 = "" + data134;
 }
-else if(data134 === null){
-coerced89 = "";
-}
-else {
-const err263 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data132.strategy !== undefined){
+let data133 = data132.strategy;
+if(!((((data133 === "fallback") || (data133 === "round-robin")) || (data133 === "fusion")) || (data133 === "capacity"))){
+const err263 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4964,17 +4969,11 @@ vErrors.push(err263);
 errors++;
 }
 }
-if(coerced89 !== undefined){
-data134 = coerced89;
-if(data133 !== undefined){
-data133[i8] = coerced89;
-}
-}
-}
-}
-}
-else {
-const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data132.models !== undefined){
+let data134 = data132.models;
+if(Array.isArray(data134)){
+if(data134.length < 1){
+const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4983,9 +4982,9 @@ vErrors.push(err264);
 }
 errors++;
 }
-}
-if(data131.judge !== undefined){
-let data135 = data131.judge;
+const len6 = data134.length;
+for(let i8=0; i8<len6; i8++){
+let data135 = data134[i8];
 if(typeof data135 !== "string"){
 let dataType90 = typeof data135;
 let coerced90 = undefined;
@@ -4997,7 +4996,7 @@ else if(data135 === null){
 coerced90 = "";
 }
 else {
-const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -5009,24 +5008,15 @@ errors++;
 }
 if(coerced90 !== undefined){
 data135 = coerced90;
-if(data131 !== undefined){
-data131["judge"] = coerced90;
+if(data134 !== undefined){
+data134[i8] = coerced90;
 }
 }
 }
 }
-if(data131.quorum !== undefined){
-let data136 = data131.quorum;
-if(!(((typeof data136 == "number") && (!(data136 % 1) && !isNaN(data136))) && (isFinite(data136)))){
-let dataType91 = typeof data136;
-let coerced91 = undefined;
-if(!(coerced91 !== undefined)){
-if(dataType91 === "boolean" || data136 === null
-              || (dataType91 === "string" && data136 && data136 == +data136 && !(data136 % 1))){
-coerced91 = +data136;
 }
 else {
-const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -5036,16 +5026,20 @@ vErrors.push(err266);
 errors++;
 }
 }
-if(coerced91 !== undefined){
-data136 = coerced91;
-if(data131 !== undefined){
-data131["quorum"] = coerced91;
+if(data132.judge !== undefined){
+let data136 = data132.judge;
+if(typeof data136 !== "string"){
+let dataType91 = typeof data136;
+let coerced91 = undefined;
+if(!(coerced91 !== undefined)){
+if(dataType91 == "number" || dataType91 == "boolean"){
+coerced91 = "" + data136;
 }
+else if(data136 === null){
+coerced91 = "";
 }
-}
-if((typeof data136 == "number") && (isFinite(data136))){
-if(data136 < 1 || isNaN(data136)){
-const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -5055,19 +5049,26 @@ vErrors.push(err267);
 errors++;
 }
 }
+if(coerced91 !== undefined){
+data136 = coerced91;
+if(data132 !== undefined){
+data132["judge"] = coerced91;
 }
-if(data131.grace_ms !== undefined){
-let data137 = data131.grace_ms;
-if(!((typeof data137 == "number") && (isFinite(data137)))){
+}
+}
+}
+if(data132.quorum !== undefined){
+let data137 = data132.quorum;
+if(!(((typeof data137 == "number") && (!(data137 % 1) && !isNaN(data137))) && (isFinite(data137)))){
 let dataType92 = typeof data137;
 let coerced92 = undefined;
 if(!(coerced92 !== undefined)){
-if(dataType92 == "boolean" || data137 === null
-              || (dataType92 == "string" && data137 && data137 == +data137)){
+if(dataType92 === "boolean" || data137 === null
+              || (dataType92 === "string" && data137 && data137 == +data137 && !(data137 % 1))){
 coerced92 = +data137;
 }
 else {
-const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -5079,14 +5080,14 @@ errors++;
 }
 if(coerced92 !== undefined){
 data137 = coerced92;
-if(data131 !== undefined){
-data131["grace_ms"] = coerced92;
+if(data132 !== undefined){
+data132["quorum"] = coerced92;
 }
 }
 }
 if((typeof data137 == "number") && (isFinite(data137))){
-if(data137 < 0 || isNaN(data137)){
-const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data137 < 1 || isNaN(data137)){
+const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -5097,8 +5098,8 @@ errors++;
 }
 }
 }
-if(data131.timeout_ms !== undefined){
-let data138 = data131.timeout_ms;
+if(data132.grace_ms !== undefined){
+let data138 = data132.grace_ms;
 if(!((typeof data138 == "number") && (isFinite(data138)))){
 let dataType93 = typeof data138;
 let coerced93 = undefined;
@@ -5108,7 +5109,7 @@ if(dataType93 == "boolean" || data138 === null
 coerced93 = +data138;
 }
 else {
-const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5120,14 +5121,14 @@ errors++;
 }
 if(coerced93 !== undefined){
 data138 = coerced93;
-if(data131 !== undefined){
-data131["timeout_ms"] = coerced93;
+if(data132 !== undefined){
+data132["grace_ms"] = coerced93;
 }
 }
 }
 if((typeof data138 == "number") && (isFinite(data138))){
 if(data138 < 0 || isNaN(data138)){
-const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5136,8 +5137,20 @@ vErrors.push(err271);
 }
 errors++;
 }
-if(data138 <= 0 || isNaN(data138)){
-const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+if(data132.timeout_ms !== undefined){
+let data139 = data132.timeout_ms;
+if(!((typeof data139 == "number") && (isFinite(data139)))){
+let dataType94 = typeof data139;
+let coerced94 = undefined;
+if(!(coerced94 !== undefined)){
+if(dataType94 == "boolean" || data139 === null
+              || (dataType94 == "string" && data139 && data139 == +data139)){
+coerced94 = +data139;
+}
+else {
+const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5147,10 +5160,16 @@ vErrors.push(err272);
 errors++;
 }
 }
+if(coerced94 !== undefined){
+data139 = coerced94;
+if(data132 !== undefined){
+data132["timeout_ms"] = coerced94;
 }
 }
-else {
-const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data139 == "number") && (isFinite(data139))){
+if(data139 < 0 || isNaN(data139)){
+const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5159,10 +5178,8 @@ vErrors.push(err273);
 }
 errors++;
 }
-}
-}
-else {
-const err274 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data139 <= 0 || isNaN(data139)){
+const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5171,14 +5188,11 @@ vErrors.push(err274);
 }
 errors++;
 }
-let data139 = data.routing;
-if(data139 && typeof data139 == "object" && !Array.isArray(data139)){
-if(data139.cooldown === undefined){
-data139.cooldown = {};
 }
-for(const key31 in data139){
-if(!(key31 === "cooldown")){
-const err275 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+}
+}
+else {
+const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5188,20 +5202,9 @@ vErrors.push(err275);
 errors++;
 }
 }
-let data140 = data139.cooldown;
-if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
-if(data140.initial_s === undefined){
-data140.initial_s = 5;
 }
-if(data140.max_s === undefined){
-data140.max_s = 300;
-}
-if(data140.multiplier === undefined){
-data140.multiplier = 2;
-}
-for(const key32 in data140){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err276 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+else {
+const err276 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5210,18 +5213,14 @@ vErrors.push(err276);
 }
 errors++;
 }
+let data140 = data.routing;
+if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
+if(data140.cooldown === undefined){
+data140.cooldown = {};
 }
-let data141 = data140.initial_s;
-if(!((typeof data141 == "number") && (isFinite(data141)))){
-let dataType94 = typeof data141;
-let coerced94 = undefined;
-if(!(coerced94 !== undefined)){
-if(dataType94 == "boolean" || data141 === null
-              || (dataType94 == "string" && data141 && data141 == +data141)){
-coerced94 = +data141;
-}
-else {
-const err277 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key31 in data140){
+if(!(key31 === "cooldown")){
+const err277 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5231,16 +5230,20 @@ vErrors.push(err277);
 errors++;
 }
 }
-if(coerced94 !== undefined){
-data141 = coerced94;
-if(data140 !== undefined){
-data140["initial_s"] = coerced94;
+let data141 = data140.cooldown;
+if(data141 && typeof data141 == "object" && !Array.isArray(data141)){
+if(data141.initial_s === undefined){
+data141.initial_s = 5;
 }
+if(data141.max_s === undefined){
+data141.max_s = 300;
 }
+if(data141.multiplier === undefined){
+data141.multiplier = 2;
 }
-if((typeof data141 == "number") && (isFinite(data141))){
-if(data141 < 0 || isNaN(data141)){
-const err278 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key32 in data141){
+if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
+const err278 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5249,18 +5252,8 @@ vErrors.push(err278);
 }
 errors++;
 }
-if(data141 <= 0 || isNaN(data141)){
-const err279 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err279];
 }
-else {
-vErrors.push(err279);
-}
-errors++;
-}
-}
-let data142 = data140.max_s;
+let data142 = data141.initial_s;
 if(!((typeof data142 == "number") && (isFinite(data142)))){
 let dataType95 = typeof data142;
 let coerced95 = undefined;
@@ -5270,7 +5263,26 @@ if(dataType95 == "boolean" || data142 === null
 coerced95 = +data142;
 }
 else {
-const err280 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err279 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err279];
+}
+else {
+vErrors.push(err279);
+}
+errors++;
+}
+}
+if(coerced95 !== undefined){
+data142 = coerced95;
+if(data141 !== undefined){
+data141["initial_s"] = coerced95;
+}
+}
+}
+if((typeof data142 == "number") && (isFinite(data142))){
+if(data142 < 0 || isNaN(data142)){
+const err280 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5279,17 +5291,8 @@ vErrors.push(err280);
 }
 errors++;
 }
-}
-if(coerced95 !== undefined){
-data142 = coerced95;
-if(data140 !== undefined){
-data140["max_s"] = coerced95;
-}
-}
-}
-if((typeof data142 == "number") && (isFinite(data142))){
-if(data142 < 0 || isNaN(data142)){
-const err281 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data142 <= 0 || isNaN(data142)){
+const err281 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5298,18 +5301,8 @@ vErrors.push(err281);
 }
 errors++;
 }
-if(data142 <= 0 || isNaN(data142)){
-const err282 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err282];
 }
-else {
-vErrors.push(err282);
-}
-errors++;
-}
-}
-let data143 = data140.multiplier;
+let data143 = data141.max_s;
 if(!((typeof data143 == "number") && (isFinite(data143)))){
 let dataType96 = typeof data143;
 let coerced96 = undefined;
@@ -5319,7 +5312,26 @@ if(dataType96 == "boolean" || data143 === null
 coerced96 = +data143;
 }
 else {
-const err283 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err282 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err282];
+}
+else {
+vErrors.push(err282);
+}
+errors++;
+}
+}
+if(coerced96 !== undefined){
+data143 = coerced96;
+if(data141 !== undefined){
+data141["max_s"] = coerced96;
+}
+}
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 < 0 || isNaN(data143)){
+const err283 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5328,17 +5340,8 @@ vErrors.push(err283);
 }
 errors++;
 }
-}
-if(coerced96 !== undefined){
-data143 = coerced96;
-if(data140 !== undefined){
-data140["multiplier"] = coerced96;
-}
-}
-}
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 < 1 || isNaN(data143)){
-const err284 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data143 <= 0 || isNaN(data143)){
+const err284 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5348,9 +5351,17 @@ vErrors.push(err284);
 errors++;
 }
 }
+let data144 = data141.multiplier;
+if(!((typeof data144 == "number") && (isFinite(data144)))){
+let dataType97 = typeof data144;
+let coerced97 = undefined;
+if(!(coerced97 !== undefined)){
+if(dataType97 == "boolean" || data144 === null
+              || (dataType97 == "string" && data144 && data144 == +data144)){
+coerced97 = +data144;
 }
 else {
-const err285 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err285 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5360,8 +5371,16 @@ vErrors.push(err285);
 errors++;
 }
 }
-else {
-const err286 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced97 !== undefined){
+data144 = coerced97;
+if(data141 !== undefined){
+data141["multiplier"] = coerced97;
+}
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 < 1 || isNaN(data144)){
+const err286 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5370,14 +5389,10 @@ vErrors.push(err286);
 }
 errors++;
 }
-let data144 = data.budgets;
-if(data144 && typeof data144 == "object" && !Array.isArray(data144)){
-if(data144.auto_switch === undefined){
-data144.auto_switch = {};
 }
-for(const key33 in data144){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err287 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+}
+else {
+const err287 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5387,18 +5402,8 @@ vErrors.push(err287);
 errors++;
 }
 }
-if(data144.daily_usd !== undefined){
-let data145 = data144.daily_usd;
-if(!((typeof data145 == "number") && (isFinite(data145)))){
-let dataType97 = typeof data145;
-let coerced97 = undefined;
-if(!(coerced97 !== undefined)){
-if(dataType97 == "boolean" || data145 === null
-              || (dataType97 == "string" && data145 && data145 == +data145)){
-coerced97 = +data145;
-}
 else {
-const err288 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err288 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5407,17 +5412,14 @@ vErrors.push(err288);
 }
 errors++;
 }
+let data145 = data.budgets;
+if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
+if(data145.auto_switch === undefined){
+data145.auto_switch = {};
 }
-if(coerced97 !== undefined){
-data145 = coerced97;
-if(data144 !== undefined){
-data144["daily_usd"] = coerced97;
-}
-}
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 < 0 || isNaN(data145)){
-const err289 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key33 in data145){
+if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
+const err289 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5427,9 +5429,8 @@ vErrors.push(err289);
 errors++;
 }
 }
-}
-if(data144.monthly_usd !== undefined){
-let data146 = data144.monthly_usd;
+if(data145.daily_usd !== undefined){
+let data146 = data145.daily_usd;
 if(!((typeof data146 == "number") && (isFinite(data146)))){
 let dataType98 = typeof data146;
 let coerced98 = undefined;
@@ -5439,7 +5440,7 @@ if(dataType98 == "boolean" || data146 === null
 coerced98 = +data146;
 }
 else {
-const err290 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err290 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5451,14 +5452,14 @@ errors++;
 }
 if(coerced98 !== undefined){
 data146 = coerced98;
-if(data144 !== undefined){
-data144["monthly_usd"] = coerced98;
+if(data145 !== undefined){
+data145["daily_usd"] = coerced98;
 }
 }
 }
 if((typeof data146 == "number") && (isFinite(data146))){
 if(data146 < 0 || isNaN(data146)){
-const err291 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err291 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5469,20 +5470,18 @@ errors++;
 }
 }
 }
-if(data144.timezone !== undefined){
-let data147 = data144.timezone;
-if(typeof data147 !== "string"){
+if(data145.monthly_usd !== undefined){
+let data147 = data145.monthly_usd;
+if(!((typeof data147 == "number") && (isFinite(data147)))){
 let dataType99 = typeof data147;
 let coerced99 = undefined;
 if(!(coerced99 !== undefined)){
-if(dataType99 == "number" || dataType99 == "boolean"){
-coerced99 = "" + data147;
-}
-else if(data147 === null){
-coerced99 = "";
+if(dataType99 == "boolean" || data147 === null
+              || (dataType99 == "string" && data147 && data147 == +data147)){
+coerced99 = +data147;
 }
 else {
-const err292 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err292 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5494,20 +5493,14 @@ errors++;
 }
 if(coerced99 !== undefined){
 data147 = coerced99;
-if(data144 !== undefined){
-data144["timezone"] = coerced99;
+if(data145 !== undefined){
+data145["monthly_usd"] = coerced99;
 }
 }
 }
-}
-let data148 = data144.auto_switch;
-if(data148 && typeof data148 == "object" && !Array.isArray(data148)){
-if(data148.enabled === undefined){
-data148.enabled = false;
-}
-for(const key34 in data148){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err293 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if((typeof data147 == "number") && (isFinite(data147))){
+if(data147 < 0 || isNaN(data147)){
+const err293 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5517,18 +5510,21 @@ vErrors.push(err293);
 errors++;
 }
 }
-let data149 = data148.enabled;
-if(typeof data149 !== "boolean"){
+}
+if(data145.timezone !== undefined){
+let data148 = data145.timezone;
+if(typeof data148 !== "string"){
+let dataType100 = typeof data148;
 let coerced100 = undefined;
 if(!(coerced100 !== undefined)){
-if(data149 === "false" || data149 === 0 || data149 === null){
-coerced100 = false;
+if(dataType100 == "number" || dataType100 == "boolean"){
+coerced100 = "" + data148;
 }
-else if(data149 === "true" || data149 === 1){
-coerced100 = true;
+else if(data148 === null){
+coerced100 = "";
 }
 else {
-const err294 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err294 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5539,26 +5535,21 @@ errors++;
 }
 }
 if(coerced100 !== undefined){
-data149 = coerced100;
-if(data148 !== undefined){
-data148["enabled"] = coerced100;
+data148 = coerced100;
+if(data145 !== undefined){
+data145["timezone"] = coerced100;
 }
 }
 }
-if(data148.to !== undefined){
-let data150 = data148.to;
-if(typeof data150 !== "string"){
-let dataType101 = typeof data150;
-let coerced101 = undefined;
-if(!(coerced101 !== undefined)){
-if(dataType101 == "number" || dataType101 == "boolean"){
-coerced101 = "" + data150;
 }
-else if(data150 === null){
-coerced101 = "";
+let data149 = data145.auto_switch;
+if(data149 && typeof data149 == "object" && !Array.isArray(data149)){
+if(data149.enabled === undefined){
+data149.enabled = false;
 }
-else {
-const err295 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key34 in data149){
+if(!((key34 === "enabled") || (key34 === "to"))){
+const err295 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5568,17 +5559,18 @@ vErrors.push(err295);
 errors++;
 }
 }
-if(coerced101 !== undefined){
-data150 = coerced101;
-if(data148 !== undefined){
-data148["to"] = coerced101;
+let data150 = data149.enabled;
+if(typeof data150 !== "boolean"){
+let coerced101 = undefined;
+if(!(coerced101 !== undefined)){
+if(data150 === "false" || data150 === 0 || data150 === null){
+coerced101 = false;
 }
-}
-}
-}
+else if(data150 === "true" || data150 === 1){
+coerced101 = true;
 }
 else {
-const err296 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err296 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5588,8 +5580,27 @@ vErrors.push(err296);
 errors++;
 }
 }
+if(coerced101 !== undefined){
+data150 = coerced101;
+if(data149 !== undefined){
+data149["enabled"] = coerced101;
+}
+}
+}
+if(data149.to !== undefined){
+let data151 = data149.to;
+if(typeof data151 !== "string"){
+let dataType102 = typeof data151;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "number" || dataType102 == "boolean"){
+coerced102 = "" + data151;
+}
+else if(data151 === null){
+coerced102 = "";
+}
 else {
-const err297 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err297 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5598,20 +5609,18 @@ vErrors.push(err297);
 }
 errors++;
 }
-let data151 = data.alerts;
-if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
-if(data151.kinds === undefined){
-data151.kinds = {};
 }
-if(data151.thresholds === undefined){
-data151.thresholds = {};
+if(coerced102 !== undefined){
+data151 = coerced102;
+if(data149 !== undefined){
+data149["to"] = coerced102;
 }
-if(data151.channels === undefined){
-data151.channels = {};
 }
-for(const key35 in data151){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err298 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err298 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5621,12 +5630,8 @@ vErrors.push(err298);
 errors++;
 }
 }
-let data152 = data151.kinds;
-if(data152 && typeof data152 == "object" && !Array.isArray(data152)){
-for(const key36 in data152){
-const _errs336 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err299 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+else {
+const err299 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5635,9 +5640,20 @@ vErrors.push(err299);
 }
 errors++;
 }
-var valid53 = _errs336 === errors;
-if(!valid53){
-const err300 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+let data152 = data.alerts;
+if(data152 && typeof data152 == "object" && !Array.isArray(data152)){
+if(data152.kinds === undefined){
+data152.kinds = {};
+}
+if(data152.thresholds === undefined){
+data152.thresholds = {};
+}
+if(data152.channels === undefined){
+data152.channels = {};
+}
+for(const key35 in data152){
+if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
+const err300 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5647,19 +5663,12 @@ vErrors.push(err300);
 errors++;
 }
 }
-for(const key37 in data152){
-let data153 = data152[key37];
-if(typeof data153 !== "boolean"){
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(data153 === "false" || data153 === 0 || data153 === null){
-coerced102 = false;
-}
-else if(data153 === "true" || data153 === 1){
-coerced102 = true;
-}
-else {
-const err301 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data153 = data152.kinds;
+if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
+for(const key36 in data153){
+const _errs338 = errors;
+if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
+const err301 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5668,18 +5677,9 @@ vErrors.push(err301);
 }
 errors++;
 }
-}
-if(coerced102 !== undefined){
-data153 = coerced102;
-if(data152 !== undefined){
-data152[key37] = coerced102;
-}
-}
-}
-}
-}
-else {
-const err302 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid53 = _errs338 === errors;
+if(!valid53){
+const err302 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5688,23 +5688,20 @@ vErrors.push(err302);
 }
 errors++;
 }
-let data154 = data151.thresholds;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.quota === undefined){
-data154.quota = [80,90];
 }
-if(data154.daily === undefined){
-data154.daily = [80,100];
+for(const key37 in data153){
+let data154 = data153[key37];
+if(typeof data154 !== "boolean"){
+let coerced103 = undefined;
+if(!(coerced103 !== undefined)){
+if(data154 === "false" || data154 === 0 || data154 === null){
+coerced103 = false;
 }
-if(data154.monthly === undefined){
-data154.monthly = [50,80,100];
+else if(data154 === "true" || data154 === 1){
+coerced103 = true;
 }
-if(data154.anomaly_multiple === undefined){
-data154.anomaly_multiple = 2;
-}
-for(const key38 in data154){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err303 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err303 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5714,10 +5711,17 @@ vErrors.push(err303);
 errors++;
 }
 }
-let data155 = data154.quota;
-if(Array.isArray(data155)){
-if(data155.length < 1){
-const err304 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(coerced103 !== undefined){
+data154 = coerced103;
+if(data153 !== undefined){
+data153[key37] = coerced103;
+}
+}
+}
+}
+}
+else {
+const err304 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5726,19 +5730,23 @@ vErrors.push(err304);
 }
 errors++;
 }
-const len7 = data155.length;
-for(let i9=0; i9<len7; i9++){
-let data156 = data155[i9];
-if(!((typeof data156 == "number") && (isFinite(data156)))){
-let dataType103 = typeof data156;
-let coerced103 = undefined;
-if(!(coerced103 !== undefined)){
-if(dataType103 == "boolean" || data156 === null
-              || (dataType103 == "string" && data156 && data156 == +data156)){
-coerced103 = +data156;
+let data155 = data152.thresholds;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+if(data155.quota === undefined){
+data155.quota = [80,90];
 }
-else {
-const err305 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data155.daily === undefined){
+data155.daily = [80,100];
+}
+if(data155.monthly === undefined){
+data155.monthly = [50,80,100];
+}
+if(data155.anomaly_multiple === undefined){
+data155.anomaly_multiple = 2;
+}
+for(const key38 in data155){
+if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
+const err305 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5748,16 +5756,10 @@ vErrors.push(err305);
 errors++;
 }
 }
-if(coerced103 !== undefined){
-data156 = coerced103;
-if(data155 !== undefined){
-data155[i9] = coerced103;
-}
-}
-}
-if((typeof data156 == "number") && (isFinite(data156))){
-if(data156 >= 100 || isNaN(data156)){
-const err306 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+let data156 = data155.quota;
+if(Array.isArray(data156)){
+if(data156.length < 1){
+const err306 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5766,8 +5768,19 @@ vErrors.push(err306);
 }
 errors++;
 }
-if(data156 <= 0 || isNaN(data156)){
-const err307 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len7 = data156.length;
+for(let i9=0; i9<len7; i9++){
+let data157 = data156[i9];
+if(!((typeof data157 == "number") && (isFinite(data157)))){
+let dataType104 = typeof data157;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 == "boolean" || data157 === null
+              || (dataType104 == "string" && data157 && data157 == +data157)){
+coerced104 = +data157;
+}
+else {
+const err307 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5777,24 +5790,53 @@ vErrors.push(err307);
 errors++;
 }
 }
+if(coerced104 !== undefined){
+data157 = coerced104;
+if(data156 !== undefined){
+data156[i9] = coerced104;
 }
-let i10 = data155.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data155[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err308 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+}
+if((typeof data157 == "number") && (isFinite(data157))){
+if(data157 >= 100 || isNaN(data157)){
+const err308 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err308];
 }
 else {
 vErrors.push(err308);
+}
+errors++;
+}
+if(data157 <= 0 || isNaN(data157)){
+const err309 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err309];
+}
+else {
+vErrors.push(err309);
+}
+errors++;
+}
+}
+}
+let i10 = data156.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data156[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err310 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err310];
+}
+else {
+vErrors.push(err310);
 }
 errors++;
 break;
@@ -5804,40 +5846,7 @@ indices1[item1] = i10;
 }
 }
 else {
-const err309 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err309];
-}
-else {
-vErrors.push(err309);
-}
-errors++;
-}
-let data157 = data154.daily;
-if(Array.isArray(data157)){
-if(data157.length < 1){
-const err310 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err310];
-}
-else {
-vErrors.push(err310);
-}
-errors++;
-}
-const len8 = data157.length;
-for(let i11=0; i11<len8; i11++){
-let data158 = data157[i11];
-if(!((typeof data158 == "number") && (isFinite(data158)))){
-let dataType104 = typeof data158;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "boolean" || data158 === null
-              || (dataType104 == "string" && data158 && data158 == +data158)){
-coerced104 = +data158;
-}
-else {
-const err311 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err311 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5846,17 +5855,10 @@ vErrors.push(err311);
 }
 errors++;
 }
-}
-if(coerced104 !== undefined){
-data158 = coerced104;
-if(data157 !== undefined){
-data157[i11] = coerced104;
-}
-}
-}
-if((typeof data158 == "number") && (isFinite(data158))){
-if(data158 > 1000 || isNaN(data158)){
-const err312 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data158 = data155.daily;
+if(Array.isArray(data158)){
+if(data158.length < 1){
+const err312 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5865,8 +5867,19 @@ vErrors.push(err312);
 }
 errors++;
 }
-if(data158 <= 0 || isNaN(data158)){
-const err313 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len8 = data158.length;
+for(let i11=0; i11<len8; i11++){
+let data159 = data158[i11];
+if(!((typeof data159 == "number") && (isFinite(data159)))){
+let dataType105 = typeof data159;
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(dataType105 == "boolean" || data159 === null
+              || (dataType105 == "string" && data159 && data159 == +data159)){
+coerced105 = +data159;
+}
+else {
+const err313 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5876,24 +5889,53 @@ vErrors.push(err313);
 errors++;
 }
 }
+if(coerced105 !== undefined){
+data159 = coerced105;
+if(data158 !== undefined){
+data158[i11] = coerced105;
 }
-let i12 = data157.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data157[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
 }
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err314 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+}
+if((typeof data159 == "number") && (isFinite(data159))){
+if(data159 > 1000 || isNaN(data159)){
+const err314 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err314];
 }
 else {
 vErrors.push(err314);
+}
+errors++;
+}
+if(data159 <= 0 || isNaN(data159)){
+const err315 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err315];
+}
+else {
+vErrors.push(err315);
+}
+errors++;
+}
+}
+}
+let i12 = data158.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data158[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err316 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err316];
+}
+else {
+vErrors.push(err316);
 }
 errors++;
 break;
@@ -5903,40 +5945,7 @@ indices2[item2] = i12;
 }
 }
 else {
-const err315 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err315];
-}
-else {
-vErrors.push(err315);
-}
-errors++;
-}
-let data159 = data154.monthly;
-if(Array.isArray(data159)){
-if(data159.length < 1){
-const err316 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err316];
-}
-else {
-vErrors.push(err316);
-}
-errors++;
-}
-const len9 = data159.length;
-for(let i13=0; i13<len9; i13++){
-let data160 = data159[i13];
-if(!((typeof data160 == "number") && (isFinite(data160)))){
-let dataType105 = typeof data160;
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data160 === null
-              || (dataType105 == "string" && data160 && data160 == +data160)){
-coerced105 = +data160;
-}
-else {
-const err317 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err317 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5945,17 +5954,10 @@ vErrors.push(err317);
 }
 errors++;
 }
-}
-if(coerced105 !== undefined){
-data160 = coerced105;
-if(data159 !== undefined){
-data159[i13] = coerced105;
-}
-}
-}
-if((typeof data160 == "number") && (isFinite(data160))){
-if(data160 > 1000 || isNaN(data160)){
-const err318 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data160 = data155.monthly;
+if(Array.isArray(data160)){
+if(data160.length < 1){
+const err318 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5964,54 +5966,9 @@ vErrors.push(err318);
 }
 errors++;
 }
-if(data160 <= 0 || isNaN(data160)){
-const err319 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err319];
-}
-else {
-vErrors.push(err319);
-}
-errors++;
-}
-}
-}
-let i14 = data159.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data159[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err320 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
-if(vErrors === null){
-vErrors = [err320];
-}
-else {
-vErrors.push(err320);
-}
-errors++;
-break;
-}
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err321 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err321];
-}
-else {
-vErrors.push(err321);
-}
-errors++;
-}
-let data161 = data154.anomaly_multiple;
+const len9 = data160.length;
+for(let i13=0; i13<len9; i13++){
+let data161 = data160[i13];
 if(!((typeof data161 == "number") && (isFinite(data161)))){
 let dataType106 = typeof data161;
 let coerced106 = undefined;
@@ -6021,7 +5978,58 @@ if(dataType106 == "boolean" || data161 === null
 coerced106 = +data161;
 }
 else {
-const err322 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err319 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err319];
+}
+else {
+vErrors.push(err319);
+}
+errors++;
+}
+}
+if(coerced106 !== undefined){
+data161 = coerced106;
+if(data160 !== undefined){
+data160[i13] = coerced106;
+}
+}
+}
+if((typeof data161 == "number") && (isFinite(data161))){
+if(data161 > 1000 || isNaN(data161)){
+const err320 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err320];
+}
+else {
+vErrors.push(err320);
+}
+errors++;
+}
+if(data161 <= 0 || isNaN(data161)){
+const err321 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err321];
+}
+else {
+vErrors.push(err321);
+}
+errors++;
+}
+}
+}
+let i14 = data160.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data160[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
 vErrors = [err322];
 }
@@ -6029,18 +6037,14 @@ else {
 vErrors.push(err322);
 }
 errors++;
+break;
 }
-}
-if(coerced106 !== undefined){
-data161 = coerced106;
-if(data154 !== undefined){
-data154["anomaly_multiple"] = coerced106;
+indices3[item3] = i14;
 }
 }
 }
-if((typeof data161 == "number") && (isFinite(data161))){
-if(data161 > 1000 || isNaN(data161)){
-const err323 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -6049,8 +6053,17 @@ vErrors.push(err323);
 }
 errors++;
 }
-if(data161 <= 1 || isNaN(data161)){
-const err324 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+let data162 = data155.anomaly_multiple;
+if(!((typeof data162 == "number") && (isFinite(data162)))){
+let dataType107 = typeof data162;
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(dataType107 == "boolean" || data162 === null
+              || (dataType107 == "string" && data162 && data162 == +data162)){
+coerced107 = +data162;
+}
+else {
+const err324 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -6060,9 +6073,16 @@ vErrors.push(err324);
 errors++;
 }
 }
+if(coerced107 !== undefined){
+data162 = coerced107;
+if(data155 !== undefined){
+data155["anomaly_multiple"] = coerced107;
 }
-else {
-const err325 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data162 == "number") && (isFinite(data162))){
+if(data162 > 1000 || isNaN(data162)){
+const err325 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -6071,14 +6091,8 @@ vErrors.push(err325);
 }
 errors++;
 }
-let data162 = data151.channels;
-if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
-if(data162.dashboard === undefined){
-data162.dashboard = true;
-}
-for(const key39 in data162){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err326 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+if(data162 <= 1 || isNaN(data162)){
+const err326 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -6088,18 +6102,9 @@ vErrors.push(err326);
 errors++;
 }
 }
-let data163 = data162.dashboard;
-if(typeof data163 !== "boolean"){
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(data163 === "false" || data163 === 0 || data163 === null){
-coerced107 = false;
-}
-else if(data163 === "true" || data163 === 1){
-coerced107 = true;
 }
 else {
-const err327 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err327 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -6108,22 +6113,14 @@ vErrors.push(err327);
 }
 errors++;
 }
+let data163 = data152.channels;
+if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
+if(data163.dashboard === undefined){
+data163.dashboard = true;
 }
-if(coerced107 !== undefined){
-data163 = coerced107;
-if(data162 !== undefined){
-data162["dashboard"] = coerced107;
-}
-}
-}
-if(data162.email !== undefined){
-let data164 = data162.email;
-if(data164 && typeof data164 == "object" && !Array.isArray(data164)){
-if(data164.enabled === undefined){
-data164.enabled = true;
-}
-if(data164.smtp_url === undefined){
-const err328 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+for(const key39 in data163){
+if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
+const err328 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -6132,8 +6129,19 @@ vErrors.push(err328);
 }
 errors++;
 }
-if(data164.from === undefined){
-const err329 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+let data164 = data163.dashboard;
+if(typeof data164 !== "boolean"){
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(data164 === "false" || data164 === 0 || data164 === null){
+coerced108 = false;
+}
+else if(data164 === "true" || data164 === 1){
+coerced108 = true;
+}
+else {
+const err329 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -6142,8 +6150,22 @@ vErrors.push(err329);
 }
 errors++;
 }
-if(data164.to === undefined){
-const err330 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+if(coerced108 !== undefined){
+data164 = coerced108;
+if(data163 !== undefined){
+data163["dashboard"] = coerced108;
+}
+}
+}
+if(data163.email !== undefined){
+let data165 = data163.email;
+if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
+if(data165.enabled === undefined){
+data165.enabled = true;
+}
+if(data165.smtp_url === undefined){
+const err330 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -6152,9 +6174,8 @@ vErrors.push(err330);
 }
 errors++;
 }
-for(const key40 in data164){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err331 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(data165.from === undefined){
+const err331 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6163,19 +6184,8 @@ vErrors.push(err331);
 }
 errors++;
 }
-}
-let data165 = data164.enabled;
-if(typeof data165 !== "boolean"){
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(data165 === "false" || data165 === 0 || data165 === null){
-coerced108 = false;
-}
-else if(data165 === "true" || data165 === 1){
-coerced108 = true;
-}
-else {
-const err332 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data165.to === undefined){
+const err332 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6184,28 +6194,9 @@ vErrors.push(err332);
 }
 errors++;
 }
-}
-if(coerced108 !== undefined){
-data165 = coerced108;
-if(data164 !== undefined){
-data164["enabled"] = coerced108;
-}
-}
-}
-if(data164.smtp_url !== undefined){
-let data166 = data164.smtp_url;
-if(typeof data166 !== "string"){
-let dataType109 = typeof data166;
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(dataType109 == "number" || dataType109 == "boolean"){
-coerced109 = "" + data166;
-}
-else if(data166 === null){
-coerced109 = "";
-}
-else {
-const err333 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key40 in data165){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err333 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6215,16 +6206,36 @@ vErrors.push(err333);
 errors++;
 }
 }
+let data166 = data165.enabled;
+if(typeof data166 !== "boolean"){
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(data166 === "false" || data166 === 0 || data166 === null){
+coerced109 = false;
+}
+else if(data166 === "true" || data166 === 1){
+coerced109 = true;
+}
+else {
+const err334 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err334];
+}
+else {
+vErrors.push(err334);
+}
+errors++;
+}
+}
 if(coerced109 !== undefined){
 data166 = coerced109;
-if(data164 !== undefined){
-data164["smtp_url"] = coerced109;
+if(data165 !== undefined){
+data165["enabled"] = coerced109;
 }
 }
 }
-}
-if(data164.from !== undefined){
-let data167 = data164.from;
+if(data165.smtp_url !== undefined){
+let data167 = data165.smtp_url;
 if(typeof data167 !== "string"){
 let dataType110 = typeof data167;
 let coerced110 = undefined;
@@ -6236,29 +6247,7 @@ else if(data167 === null){
 coerced110 = "";
 }
 else {
-const err334 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err334];
-}
-else {
-vErrors.push(err334);
-}
-errors++;
-}
-}
-if(coerced110 !== undefined){
-data167 = coerced110;
-if(data164 !== undefined){
-data164["from"] = coerced110;
-}
-}
-}
-}
-if(data164.to !== undefined){
-let data168 = data164.to;
-if(Array.isArray(data168)){
-if(data168.length < 1){
-const err335 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err335 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6267,21 +6256,29 @@ vErrors.push(err335);
 }
 errors++;
 }
-const len10 = data168.length;
-for(let i15=0; i15<len10; i15++){
-let data169 = data168[i15];
-if(typeof data169 !== "string"){
-let dataType111 = typeof data169;
+}
+if(coerced110 !== undefined){
+data167 = coerced110;
+if(data165 !== undefined){
+data165["smtp_url"] = coerced110;
+}
+}
+}
+}
+if(data165.from !== undefined){
+let data168 = data165.from;
+if(typeof data168 !== "string"){
+let dataType111 = typeof data168;
 let coerced111 = undefined;
 if(!(coerced111 !== undefined)){
 if(dataType111 == "number" || dataType111 == "boolean"){
-coerced111 = "" + data169;
+coerced111 = "" + data168;
 }
-else if(data169 === null){
+else if(data168 === null){
 coerced111 = "";
 }
 else {
-const err336 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err336 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6292,16 +6289,18 @@ errors++;
 }
 }
 if(coerced111 !== undefined){
-data169 = coerced111;
-if(data168 !== undefined){
-data168[i15] = coerced111;
+data168 = coerced111;
+if(data165 !== undefined){
+data165["from"] = coerced111;
 }
 }
 }
 }
-}
-else {
-const err337 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data165.to !== undefined){
+let data169 = data165.to;
+if(Array.isArray(data169)){
+if(data169.length < 1){
+const err337 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6310,10 +6309,21 @@ vErrors.push(err337);
 }
 errors++;
 }
+const len10 = data169.length;
+for(let i15=0; i15<len10; i15++){
+let data170 = data169[i15];
+if(typeof data170 !== "string"){
+let dataType112 = typeof data170;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 == "number" || dataType112 == "boolean"){
+coerced112 = "" + data170;
 }
+else if(data170 === null){
+coerced112 = "";
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err338 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6323,14 +6333,17 @@ vErrors.push(err338);
 errors++;
 }
 }
-if(data162.webhook !== undefined){
-let data170 = data162.webhook;
-if(data170 && typeof data170 == "object" && !Array.isArray(data170)){
-if(data170.enabled === undefined){
-data170.enabled = true;
+if(coerced112 !== undefined){
+data170 = coerced112;
+if(data169 !== undefined){
+data169[i15] = coerced112;
 }
-if(data170.url === undefined){
-const err339 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+}
+}
+else {
+const err339 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6339,9 +6352,10 @@ vErrors.push(err339);
 }
 errors++;
 }
-for(const key41 in data170){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err340 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+}
+else {
+const err340 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6351,18 +6365,14 @@ vErrors.push(err340);
 errors++;
 }
 }
-let data171 = data170.enabled;
-if(typeof data171 !== "boolean"){
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(data171 === "false" || data171 === 0 || data171 === null){
-coerced112 = false;
+if(data163.webhook !== undefined){
+let data171 = data163.webhook;
+if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
+if(data171.enabled === undefined){
+data171.enabled = true;
 }
-else if(data171 === "true" || data171 === 1){
-coerced112 = true;
-}
-else {
-const err341 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data171.url === undefined){
+const err341 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6371,28 +6381,9 @@ vErrors.push(err341);
 }
 errors++;
 }
-}
-if(coerced112 !== undefined){
-data171 = coerced112;
-if(data170 !== undefined){
-data170["enabled"] = coerced112;
-}
-}
-}
-if(data170.url !== undefined){
-let data172 = data170.url;
-if(typeof data172 !== "string"){
-let dataType113 = typeof data172;
-let coerced113 = undefined;
-if(!(coerced113 !== undefined)){
-if(dataType113 == "number" || dataType113 == "boolean"){
-coerced113 = "" + data172;
-}
-else if(data172 === null){
-coerced113 = "";
-}
-else {
-const err342 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key41 in data171){
+if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
+const err342 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6402,16 +6393,18 @@ vErrors.push(err342);
 errors++;
 }
 }
-if(coerced113 !== undefined){
-data172 = coerced113;
-if(data170 !== undefined){
-data170["url"] = coerced113;
+let data172 = data171.enabled;
+if(typeof data172 !== "boolean"){
+let coerced113 = undefined;
+if(!(coerced113 !== undefined)){
+if(data172 === "false" || data172 === 0 || data172 === null){
+coerced113 = false;
 }
+else if(data172 === "true" || data172 === 1){
+coerced113 = true;
 }
-}
-if(typeof data172 === "string"){
-if(!pattern18.test(data172)){
-const err343 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err343 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6421,9 +6414,15 @@ vErrors.push(err343);
 errors++;
 }
 }
+if(coerced113 !== undefined){
+data172 = coerced113;
+if(data171 !== undefined){
+data171["enabled"] = coerced113;
 }
-if(data170.secret !== undefined){
-let data173 = data170.secret;
+}
+}
+if(data171.url !== undefined){
+let data173 = data171.url;
 if(typeof data173 !== "string"){
 let dataType114 = typeof data173;
 let coerced114 = undefined;
@@ -6435,7 +6434,7 @@ else if(data173 === null){
 coerced114 = "";
 }
 else {
-const err344 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err344 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6447,15 +6446,14 @@ errors++;
 }
 if(coerced114 !== undefined){
 data173 = coerced114;
-if(data170 !== undefined){
-data170["secret"] = coerced114;
+if(data171 !== undefined){
+data171["url"] = coerced114;
 }
 }
 }
-}
-}
-else {
-const err345 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data173 === "string"){
+if(!pattern18.test(data173)){
+const err345 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6466,8 +6464,20 @@ errors++;
 }
 }
 }
+if(data171.secret !== undefined){
+let data174 = data171.secret;
+if(typeof data174 !== "string"){
+let dataType115 = typeof data174;
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(dataType115 == "number" || dataType115 == "boolean"){
+coerced115 = "" + data174;
+}
+else if(data174 === null){
+coerced115 = "";
+}
 else {
-const err346 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err346 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6477,8 +6487,17 @@ vErrors.push(err346);
 errors++;
 }
 }
+if(coerced115 !== undefined){
+data174 = coerced115;
+if(data171 !== undefined){
+data171["secret"] = coerced115;
+}
+}
+}
+}
+}
 else {
-const err347 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err347 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6488,13 +6507,36 @@ vErrors.push(err347);
 errors++;
 }
 }
+}
 else {
-const err348 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err348 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err348];
 }
 else {
 vErrors.push(err348);
+}
+errors++;
+}
+}
+else {
+const err349 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err349];
+}
+else {
+vErrors.push(err349);
+}
+errors++;
+}
+}
+else {
+const err350 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err350];
+}
+else {
+vErrors.push(err350);
 }
 errors++;
 }
