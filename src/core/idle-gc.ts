@@ -1,62 +1,77 @@
 // A full garbage collection once the gateway has gone quiet after a busy spell (server.idle_gc_s), so the memory V8
 // grew under load goes back to the system. Under load V8's young generation grows to its maximum (two 16 MiB
 // semi-spaces) and nothing shrinks it while the process idles: no allocation fills it to start a collection, and the
-// memory reducer only arms after a full one. One collection at a low allocation rate shrinks it at once (about 30 MiB
-// of RSS after a burst at c=32; docs/benchmarks.md, "Idle after a busy spell"). It runs on the main thread: tens
-// of milliseconds, once per quiet spell. Quiet means no proxied request begun: scrapes, probes and the console's reads
+// memory reducer arms only after a full one. A full collection shrinks it when V8 sees a low allocation rate (under
+// 1 MB/s over the last 5 s, as V8 measures it: between its last collections). The end of the busy spell itself would
+// count against that (what was allocated after the spell's last collection), so the quiet starts with a young
+// collection (a few milliseconds), and the full one comes once the quiet has lasted `idle_gc_s` and at least 5 s
+// after it: about 30 MiB of RSS after a burst at c=32 (docs/benchmarks.md, "Idle after a busy spell"). Both run on
+// the main thread, once per quiet spell. Quiet means no proxied request begun: scrapes, probes and the console's reads
 // do not count (a scrape every 15 s would otherwise make a collection every 15 s), and a long stream still running
 // does not hold it off (a pause of tens of milliseconds between two of its chunks).
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
+/** 'young': V8's young generation only (a scavenge); 'full': the whole heap. */
+export type GcKind = 'young' | 'full';
+
 export interface IdleGcOptions {
-  /** Seconds without a proxied request after one before the collection; 0 turns it off. Read at each look. */
+  /** Seconds without a proxied request after one before the full collection; 0 turns it off. Read at each look. */
   readonly idleS: () => number;
   /** Proxied requests begun so far. */
   readonly begun: () => number;
-  /** The collection (V8's full collection by default); null when none can be had. */
-  readonly collect?: (() => void) | null;
-  /** After each collection, with its duration. */
+  /** The collections (V8's by default); null when none can be had. */
+  readonly collect?: ((kind: GcKind) => void) | null;
+  /** After each full collection, with its duration. */
   readonly collected?: (ms: number) => void;
   /** How often the collector looks, in ms (1 s by default). */
   readonly tickMs?: number;
   readonly now?: () => number;
 }
 
-let exposed: (() => void) | null | undefined;
+/** V8 measures the allocation rate over the last 5 s of its collections' samples: the full one waits that long. */
+export const RATE_WINDOW_MS = 5000;
+
+let exposed: ((kind: GcKind) => void) | null | undefined;
 
 /**
  * V8's `gc()`, without starting the process with --expose-gc: the flag is set just long enough to make one new
  * context, whose global `gc` is taken; the gateway's own context never gets a global `gc`. Null if V8 refuses.
  */
-export function fullGc(): (() => void) | null {
+export function v8Gc(): ((kind: GcKind) => void) | null {
   if (exposed !== undefined) return exposed;
-  const own = (globalThis as { gc?: unknown }).gc;
-  if (typeof own === 'function') return (exposed = own as () => void);
-  try {
-    setFlagsFromString('--expose-gc');
-    const gc: unknown = runInNewContext('typeof gc === "function" ? gc : null');
-    exposed = typeof gc === 'function' ? (gc as () => void) : null;
-  } catch {
-    exposed = null;
-  } finally {
-    setFlagsFromString('--no-expose-gc');
+  let gc: unknown = (globalThis as { gc?: unknown }).gc;
+  if (typeof gc !== 'function') {
+    try {
+      setFlagsFromString('--expose-gc');
+      gc = runInNewContext('typeof gc === "function" ? gc : null');
+    } catch {
+      gc = null;
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
   }
-  return exposed;
+  if (typeof gc !== 'function') return (exposed = null);
+  // `gc()` is a full collection; `{ type: 'minor' }` a young one (`{ type: 'major' }` makes a young one too in
+  // Node 20's V8, measured: test/core/idle-gc.test.ts).
+  const run = gc as (opts?: { type: 'minor' }) => void;
+  return (exposed = (kind) => (kind === 'young' ? run({ type: 'minor' }) : run()));
 }
 
 export class IdleGc {
   readonly #opts: IdleGcOptions;
   /** Found at the first collection (making a context costs a start a few milliseconds); null: none to be had. */
-  #collect: (() => void) | null | undefined;
+  #collect: ((kind: GcKind) => void) | null | undefined;
   readonly #now: () => number;
   #timer: NodeJS.Timeout | null = null;
   /** `begun` when last looked at, and when it last changed. */
   #seen: number;
   #changedAt: number;
-  /** Requests were served since the last collection (or the start): one is owed once the quiet lasts. */
+  /** Requests were served since the last full collection (or the start): one is owed once the quiet lasts. */
   #owed = false;
+  /** When this quiet's young collection ran (null: not yet). */
+  #youngAt: number | null = null;
   #collections = 0;
 
   constructor(opts: IdleGcOptions) {
@@ -67,7 +82,7 @@ export class IdleGc {
     this.#changedAt = this.#now();
   }
 
-  /** Collections made so far. */
+  /** Full collections made so far. */
   get collections(): number {
     return this.#collections;
   }
@@ -78,7 +93,11 @@ export class IdleGc {
     this.#timer.unref();
   }
 
-  /** One look: a collection when requests were served since the last one and the quiet has lasted. */
+  /**
+   * One look. Requests begun since the last look: a full collection is owed, the quiet starts again. Otherwise, once
+   * per quiet: the young collection at the first look, the full one when the quiet has lasted and the young one is
+   * RATE_WINDOW_MS old.
+   */
   check(): void {
     const begun = this.#opts.begun();
     const now = this.#now();
@@ -86,15 +105,22 @@ export class IdleGc {
       this.#seen = begun;
       this.#changedAt = now;
       this.#owed = true;
+      this.#youngAt = null;
       return;
     }
     const idleS = this.#opts.idleS();
-    if (!this.#owed || idleS <= 0 || now - this.#changedAt < idleS * 1000) return;
-    this.#owed = false;
-    const collect = (this.#collect ??= fullGc());
+    if (!this.#owed || idleS <= 0) return;
+    const collect = (this.#collect ??= v8Gc());
     if (collect === null) return;
+    if (this.#youngAt === null) {
+      collect('young');
+      this.#youngAt = now;
+      return;
+    }
+    if (now - this.#changedAt < idleS * 1000 || now - this.#youngAt < RATE_WINDOW_MS) return;
+    this.#owed = false;
     const t0 = performance.now();
-    collect();
+    collect('full');
     this.#collections++;
     this.#opts.collected?.(performance.now() - t0);
   }

@@ -4,14 +4,18 @@
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import t from 'tap';
-import { IdleGc, fullGc } from '../../src/core/idle-gc.js';
+import { IdleGc, RATE_WINDOW_MS, v8Gc, type GcKind } from '../../src/core/idle-gc.js';
 
 function rig(idleS = 10) {
-  const s = { now: 1_000_000, begun: 0, idleS, collected: 0, reported: [] as number[] };
+  const s = { now: 1_000_000, begun: 0, idleS, young: 0, full: 0, order: [] as GcKind[], reported: [] as number[] };
   const gc = new IdleGc({
     idleS: () => s.idleS,
     begun: () => s.begun,
-    collect: () => s.collected++,
+    collect: (kind) => {
+      s.order.push(kind);
+      if (kind === 'young') s.young++;
+      else s.full++;
+    },
     collected: (ms) => s.reported.push(ms),
     now: () => s.now,
   });
@@ -26,71 +30,100 @@ function rig(idleS = 10) {
 t.test('nothing is collected before a proxied request, however long the process idles', async (t) => {
   const { s, gc, look } = rig();
   for (let i = 0; i < 100; i++) look(1000);
-  t.equal(s.collected, 0);
-  t.equal(gc.collections, 0);
+  t.same([s.young, s.full, gc.collections], [0, 0, 0]);
 });
 
-t.test('one collection once the quiet after requests has lasted idle_gc_s, and one only', async (t) => {
+t.test('a young collection as the quiet starts, the full one once it has lasted idle_gc_s; once a quiet', async (t) => {
   const { s, gc, look } = rig(10);
   s.begun = 3;
   look(1000); // the requests are seen at this look: the quiet is counted from here
-  look(9_999);
-  t.equal(s.collected, 0, 'not before the quiet has lasted 10 s');
+  t.same([s.young, s.full], [0, 0]);
+  look(1000);
+  t.same([s.young, s.full], [1, 0], 'the young one at the first quiet look');
+  look(8_999);
+  t.equal(s.full, 0, 'not before the quiet has lasted 10 s');
   look(1);
-  t.equal(s.collected, 1, 'at 10 s of quiet');
-  t.equal(gc.collections, 1);
+  t.same([s.young, s.full, gc.collections], [1, 1, 1], 'the full one at 10 s of quiet');
   t.equal(s.reported.length, 1, 'its duration is reported');
   t.ok(s.reported[0]! >= 0);
   for (let i = 0; i < 60; i++) look(1000);
-  t.equal(s.collected, 1, 'a quiet spell owes one collection, not one a tick');
+  t.same([s.young, s.full], [1, 1], 'a quiet spell owes one of each, not one a tick');
   s.begun = 4;
   look(1000);
+  look(1000);
   look(10_000);
-  t.equal(s.collected, 2, 'the next busy spell owes the next');
+  t.same(s.order, ['young', 'full', 'young', 'full'], 'the next busy spell owes the next');
 });
 
-t.test('requests that keep coming hold it off', async (t) => {
+t.test(`the full one comes ${RATE_WINDOW_MS} ms after the young one at least, whatever idle_gc_s`, async (t) => {
+  const { s, look } = rig(1);
+  s.begun = 1;
+  look(1000);
+  look(1000);
+  t.equal(s.young, 1);
+  look(RATE_WINDOW_MS - 1);
+  t.equal(s.full, 0, 'idle_gc_s has passed, the rate window has not');
+  look(1);
+  t.equal(s.full, 1);
+});
+
+t.test('requests that keep coming hold both off', async (t) => {
   const { s, look } = rig(10);
   for (let i = 0; i < 60; i++) {
     s.begun++;
     look(1000);
   }
-  t.equal(s.collected, 0, 'a minute of steady traffic: none');
+  t.same([s.young, s.full], [0, 0], 'a minute of steady traffic: none');
+  look(1000);
   look(10_000);
-  t.equal(s.collected, 1, 'then quiet: one');
+  t.same([s.young, s.full], [1, 1], 'then quiet: one of each');
+  s.begun++;
+  look(1000);
+  look(1000);
+  t.equal(s.young, 2, 'a request after the young collection starts the quiet again');
+  s.begun++;
+  look(1000);
+  look(1000);
+  look(8000);
+  t.same([s.young, s.full], [3, 1], 'and the full one waits for the new quiet');
+  look(1000);
+  t.same([s.young, s.full], [3, 2]);
 });
 
-t.test('idle_gc_s 0 turns it off; raised again, the owed collection comes', async (t) => {
+t.test('idle_gc_s 0 turns it off; raised again, the owed collections come', async (t) => {
   const { s, look } = rig(0);
   s.begun = 1;
   look(1000);
   for (let i = 0; i < 30; i++) look(1000);
-  t.equal(s.collected, 0, 'off');
+  t.same([s.young, s.full], [0, 0], 'off');
   s.idleS = 5;
   look(1000);
-  t.equal(s.collected, 1, 'the setting is read at each look');
+  look(RATE_WINDOW_MS);
+  t.same(s.order, ['young', 'full'], 'the setting is read at each look');
 });
 
 t.test('start() looks on its own timer, which does not hold the process open, and close() stops it', async (t) => {
   let begun = 0;
-  let collected = 0;
-  const gc = new IdleGc({ idleS: () => 0.05, begun: () => begun, collect: () => collected++, tickMs: 10 });
+  let clock = 0;
+  const kinds: GcKind[] = [];
+  // Each look reads the clock once: a second of it a look.
+  const gc = new IdleGc({ idleS: () => 1, begun: () => begun, collect: (k) => kinds.push(k), tickMs: 5, now: () => (clock += 1000) });
   gc.start();
   gc.start(); // a second start adds no second timer
   begun = 1;
-  await new Promise((r) => setTimeout(r, 200));
-  t.equal(collected, 1);
+  await new Promise((r) => setTimeout(r, 300));
+  t.same(kinds, ['young', 'full']);
   gc.close();
   begun = 2;
   await new Promise((r) => setTimeout(r, 200));
-  t.equal(collected, 1, 'closed: no more looks');
+  t.same(kinds, ['young', 'full'], 'closed: no more looks');
 });
 
-t.test("fullGc() is V8's full collection, and leaves no global gc behind", async (t) => {
+t.test("v8Gc() is V8's collections, young and full, and leaves no global gc behind", async (t) => {
   const hadGlobal = typeof (globalThis as { gc?: unknown }).gc === 'function';
-  const gc = fullGc();
+  const gc = v8Gc();
   t.type(gc, 'function');
-  t.equal(fullGc(), gc, 'found once');
+  t.equal(v8Gc(), gc, 'found once');
   if (!hadGlobal) t.equal(typeof (globalThis as { gc?: unknown }).gc, 'undefined', "the gateway's own context gets no global gc");
   const kinds: number[] = [];
   const obs = new PerformanceObserver((list) => {
@@ -104,14 +137,18 @@ t.test("fullGc() is V8's full collection, and leaves no global gc behind", async
     if (keep.length > 50_000) keep = [];
   }
   keep = [];
-  // Then quiet, as the gateway is when it collects: V8 shrinks the young generation when little was allocated lately.
-  await new Promise((r) => setTimeout(r, 6000));
+  // Then quiet, as the gateway is when it collects: the young collection at once, the full one the rate window later.
+  gc!('young');
+  await new Promise((r) => setTimeout(r, 50)); // gc entries are delivered asynchronously
+  t.ok(kinds.includes(constants.NODE_PERFORMANCE_GC_MINOR), 'a young collection ran');
+  t.notOk(kinds.includes(constants.NODE_PERFORMANCE_GC_MAJOR), 'and no full one');
+  await new Promise((r) => setTimeout(r, RATE_WINDOW_MS + 500));
   const before = getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.physical_space_size;
   t.ok(before >= 8 * 1024 * 1024, `the loop grew the young generation (${before} bytes)`);
-  gc!();
-  await new Promise((r) => setTimeout(r, 50)); // gc entries are delivered asynchronously
+  gc!('full');
+  await new Promise((r) => setTimeout(r, 50));
   obs.disconnect();
-  t.ok(kinds.includes(constants.NODE_PERFORMANCE_GC_MAJOR), 'a major collection ran');
+  t.ok(kinds.includes(constants.NODE_PERFORMANCE_GC_MAJOR), 'a full collection ran');
   const after = getHeapSpaceStatistics().find((x) => x.space_name === 'new_space')!.physical_space_size;
   t.ok(after < before, `the young generation shrinks (${before} -> ${after} bytes)`);
 });
