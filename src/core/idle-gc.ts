@@ -37,7 +37,8 @@ let exposed: ((kind: GcKind) => void) | null | undefined;
 
 /**
  * V8's `gc()`, without starting the process with --expose-gc: the flag is set just long enough to make one new
- * context, whose global `gc` is taken; the gateway's own context never gets a global `gc`. Null if V8 refuses.
+ * context, whose global `gc` is taken; the gateway's own context never gets a global `gc` (the idiom of Jest's
+ * jest-leak-detector; two lines, so not a dependency). Null if V8 refuses.
  */
 export function v8Gc(): ((kind: GcKind) => void) | null {
   if (exposed !== undefined) return exposed;
