@@ -7,7 +7,10 @@
 // - idle RSS (VmRSS of the process and every process it started, from /proc): after start, 200 proxied requests and
 //   a few seconds idle, and again once V8 has shrunk the heap that grew under load (about half a minute idle), for Tollgate embedded, Tollgate on the server path (storage.clickhouse_url, a ClickHouse
 //   server in another process, not counted), the bare passthrough, a bare Node process, and a bare Node process
-//   with a chdb session open (bench/lib/chdb-idle.mjs): what the engine costs by itself.
+//   with a chdb session open (bench/lib/chdb-idle.mjs): what the engine costs by itself;
+// - idle RSS after a busy spell: then each of the three servers takes a burst of requests at c=32 (V8's young
+//   generation grows to its maximum, which 200 requests one at a time do not make it do) and is sampled the same
+//   half minute after it: what a gateway holds once the load is over (docs/benchmarks.md, "Idle after a busy spell").
 //
 // The ClickHouse server of the server path is the test server of test/helpers/clickhouse-http.ts (ClickHouse's HTTP
 // interface over one embedded engine, in its own process): no ClickHouse server that can run the schema installs on
