@@ -73,7 +73,6 @@ export class IdleGc {
   #owed = false;
   /** When this quiet's young collection ran (null: not yet). */
   #youngAt: number | null = null;
-  #collections = 0;
 
   constructor(opts: IdleGcOptions) {
     this.#opts = opts;
@@ -81,11 +80,6 @@ export class IdleGc {
     this.#now = opts.now ?? Date.now;
     this.#seen = opts.begun();
     this.#changedAt = this.#now();
-  }
-
-  /** Full collections made so far. */
-  get collections(): number {
-    return this.#collections;
   }
 
   start(): void {
@@ -122,7 +116,6 @@ export class IdleGc {
     this.#owed = false;
     const t0 = performance.now();
     collect('full');
-    this.#collections++;
     this.#opts.collected?.(performance.now() - t0);
   }
 
