@@ -172,7 +172,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
-      // Before the evaluator looks (alerting.written): a quota snapshot taken before these rows is not served again.
+      // Before the evaluator looks (alerting.written, which also takes these rows off the list of records not yet
+      // written that the budget and the quota share): a quota snapshot taken before these rows is not served again.
       if (n > 0) quota.stored(ids);
       alerting.written(ids);
       keepalive.written(ids);

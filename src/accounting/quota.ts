@@ -95,6 +95,8 @@ export class QuotaService {
    * a crossing this process's own traffic makes is seen before its batch lands.
    */
   readonly #unstored: UnstoredCalls;
+  /** The list is this service's own (fed by `published`, cleared by `stored`); a shared one is its feeder's to clear. */
+  readonly #ownsList: boolean;
   /** The computation in flight, and the changes (`#changes`) it was started after. */
   #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
   #last = new Map<string, QuotaEntry>();
@@ -107,6 +109,7 @@ export class QuotaService {
    */
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
     this.#unstored = opts.unstored ?? new UnstoredCalls();
+    this.#ownsList = opts.unstored === undefined;
     this.#store = store;
     this.#fence = opts.fence ?? null;
     this.#config = config;
@@ -144,10 +147,10 @@ export class QuotaService {
 
   /**
    * Rows this process recorded are in ClickHouse now (the batch writer's `written`, with their request ids): the next
-   * snapshot reads them, and no longer adds them itself.
+   * snapshot reads them, and no longer adds them itself (a shared list is cleared by its feeder, the budget: app.ts).
    */
   stored(ids: readonly string[] = []): void {
-    this.#unstored.stored(ids);
+    if (this.#ownsList) this.#unstored.stored(ids);
     this.#changes++;
   }
 
