@@ -233,3 +233,28 @@ t.test('requests_per_minute limits each client IP on /v1 and /api, not the publi
   t.equal(metricValue(await g.metrics(), 'tollgate_rate_limited_total', { reason: 'requests' }), 1);
   t.equal((await g.rows()).length, rowsBefore, 'a limited request is not recorded (it never reached a handler)');
 });
+
+t.test('requests_per_minute: off adds no limit headers; on, it counts requests let in without keys too, not unmatched paths', async (t) => {
+  withServer(t, { rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 } });
+  const auth = { authorization: `Bearer ${KEY}` };
+  for (let i = 0; i < 4; i++) {
+    const a = await send(gw.url, 'GET', '/v1/models', { headers: auth, from: '127.0.0.6' });
+    t.equal(a.status, 200, `off: request ${i + 1} served`);
+    t.equal(a.headers['ratelimit-limit'], undefined, `off: request ${i + 1} carries no RateLimit-Limit`);
+  }
+  // Live: no keys (loopback), the limit at 2.
+  withServer(t, { api_keys: [], rate_limit: { requests_per_minute: 2, auth_failures_per_minute: 10 } });
+  const first = await send(gw.url, 'GET', '/v1/models', { from: '127.0.0.7' });
+  t.equal(first.status, 200);
+  t.equal(first.headers['ratelimit-remaining'], '1');
+  const unmatched = await send(gw.url, 'GET', '/v1/no-such-route', { from: '127.0.0.7' });
+  t.equal(unmatched.status, 404);
+  t.equal(unmatched.headers['ratelimit-limit'], undefined, 'an unmatched path is not counted');
+  const second = await send(gw.url, 'GET', '/v1/models', { from: '127.0.0.7' });
+  t.equal(second.status, 200);
+  t.equal(second.headers['ratelimit-remaining'], '0');
+  const third = await send(gw.url, 'GET', '/api/usage', { from: '127.0.0.7' });
+  t.equal(third.status, 429, 'the third request let in within the minute');
+  t.equal(errorCode(third), 'TOLLGATE_ERR_RATE_LIMITED');
+  t.equal((await send(gw.url, 'GET', '/health', { from: '127.0.0.7' })).status, 200, 'the public list is not limited');
+});
