@@ -27,7 +27,9 @@ const config = parseConfig(
     // No collection when quiet (server.idle_gc_s): the run's targets take turns, so each idles ~10 s between its
     // slices, which a gateway under steady load never does; collecting there would start each slice with a young
     // generation to grow again. The footprint's gateways keep the default (bench/lib/footprint.mjs).
-    server: { host: '127.0.0.1', port: 0, idle_gc_s: 0 },
+    // BENCH_API_KEY: the gateway with one key configured, which the load sends (bench/lib/load.mjs): the keyed path
+    // every production gateway takes (the key's check, the wrong-key limiter's look-up).
+    server: { host: '127.0.0.1', port: 0, idle_gc_s: 0, ...(process.env.BENCH_API_KEY ? { api_keys: [{ name: 'bench', key: process.env.BENCH_API_KEY }] } : {}) },
     storage: {
       data_dir: dataDir, database: 'tollgate', ...(spoolKind === 'server' ? { clickhouse_url: clickhouseUrl } : {}),
       // Diagnostics only: BENCH_FLUSH_MS overrides storage.batch.flush_ms (the shipped default otherwise).

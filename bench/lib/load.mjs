@@ -29,7 +29,9 @@ export class Load {
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    this.headers = { 'content-type': 'application/json', accept: o.stream ? 'text/event-stream' : 'application/json' };
+    // BENCH_API_KEY: sent as a Bearer key (the Tollgate targets are then configured with it; the others ignore it).
+    const key = process.env.BENCH_API_KEY;
+    this.headers = { 'content-type': 'application/json', accept: o.stream ? 'text/event-stream' : 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
     this.valid = o.stream
       ? (text) => text.endsWith('data: [DONE]\n\n') && text.includes('"usage":{"prompt_tokens"')
       : (text) => text.startsWith('{"id":"chatcmpl-') && text.includes('"usage":{"prompt_tokens"');

@@ -22,6 +22,7 @@ import { TollgateError } from '../core/errors.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
 import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
+import { FailingClients, clientKey } from './failing.js';
 
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
 
@@ -87,9 +88,12 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
   const requestLimit = app.rateLimit();
   // Its own store (options given: a child of the plugin's store).
   const authFailures = app.createRateLimit({ max: () => limits().auth_failures_per_minute, timeWindow: WINDOW_MS });
+  // Who was refused within the window: the store is read for them only (src/gate/failing.ts).
+  const failing = new FailingClients(WINDOW_MS, TRACKED_CLIENTS);
 
   /** A refused credential: counted against the client IP; the refusal that crosses the limit is already a 429. */
   const refuse = async (req: FastifyRequest, reply: FastifyReply, err: TollgateError): Promise<never> => {
+    failing.failed(clientKey(req.ip));
     const seen = await authFailures(req);
     if (seen.isAllowed !== true && seen.isExceeded) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
     throw err;
@@ -112,8 +116,10 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
 
   /** The name of the key `req` presents for `access`; a refusal is thrown (401, 403, or 429 past the failures' limit). */
   const keyNameOf = async (req: FastifyRequest, reply: FastifyReply, access: Access): Promise<string> => {
-    const seen = await authFailures(req, { increment: false });
-    if (seen.isAllowed !== true && seen.remaining === 0) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
+    if (failing.failing(clientKey(req.ip))) {
+      const seen = await authFailures(req, { increment: false });
+      if (seen.isAllowed !== true && seen.remaining === 0) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
+    }
     const presented = presentedKey(req.headers, req.url);
     if (access === 'reauth') {
       const bound = reauth.verify(presented);

@@ -3,11 +3,12 @@
 // time; from here on a request carries only the key's name and role (never the key). With no keys configured
 // (loopback only, enforced by config validation) the ring is open.
 
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiKey, KeyRole } from '../config/types.js';
 
-const digest = (s: string): Buffer => createHash('sha256').update(s).digest();
+// One-shot hashing (no Hash object a request): the same digest as createHash('sha256').update(s).digest().
+const digest = (s: string): Buffer => hash('sha256', s, 'buffer');
 
 export const ANONYMOUS = 'anonymous';
 
