@@ -19,6 +19,7 @@
 //   npm run bench:queries
 //   BENCH_QUERY_ROWS=1000000 BENCH_QUERY_N=100 npm run bench:queries     # a quicker, smaller run
 //   BENCH_QUERY_LAYOUT=spread npm run bench:queries                        # every insert spans the 45 days (worst case)
+//   BENCH_QUERY_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/qprof' npm run bench:queries   # node flags of the gateway
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -130,7 +131,7 @@ async function main() {
   log(`generated in ${data.generateS.toFixed(1)} s; merges settled after ${data.mergeWaitS.toFixed(1)} s (${data.stillMerging} still running)`);
 
   // 2. The app on that directory.
-  const app = startChild('app', join(HERE, 'query-app.mjs'), [dataDir], { readyTimeoutMs: 5 * 60_000 });
+  const app = startChild('app', join(HERE, 'query-app.mjs'), [dataDir], { readyTimeoutMs: 5 * 60_000, execArgv: (process.env.BENCH_QUERY_NODE_ARGS ?? '').split(' ').filter(Boolean), cwd: process.env.BENCH_QUERY_NODE_ARGS ? '/tmp' : undefined });
   const { url } = await app.ready;
   log(`app ready at ${url} (pid ${app.pid})`);
   const client = new Client(url, { pipelining: 1, keepAliveTimeout: 600_000 });
