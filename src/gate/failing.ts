@@ -13,7 +13,8 @@ export function clientKey(ip: string): string {
 }
 
 export class FailingClients {
-  /** Client key -> end of the window opened by its last refusal; in the order of those refusals. */
+  /** Client key -> end of the window opened by its last refusal; in the order of those refusals (ended ones are
+   * pruned when the map is full, the oldest first). */
   readonly #until = new Map<string, number>();
   /** Until then every client counts as failing: more failing clients came than are tracked. */
   #saturatedUntil = 0;
@@ -44,15 +45,7 @@ export class FailingClients {
     const t = this.#now();
     if (t < this.#saturatedUntil) return true;
     const until = this.#until.get(client);
-    if (until === undefined) return false;
-    if (until > t) return true;
-    this.#until.delete(client);
-    return false;
-  }
-
-  /** Clients tracked (for tests). */
-  get size(): number {
-    return this.#until.size;
+    return until !== undefined && until > t;
   }
 
   /** Forget the clients whose window ended: the oldest first (the map is in the order of refusals). */

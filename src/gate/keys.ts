@@ -3,12 +3,14 @@
 // time; from here on a request carries only the key's name and role (never the key). With no keys configured
 // (loopback only, enforced by config validation) the ring is open.
 
-import { hash, timingSafeEqual } from 'node:crypto';
+import * as crypto from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ApiKey, KeyRole } from '../config/types.js';
 
-// One-shot hashing (no Hash object a request): the same digest as createHash('sha256').update(s).digest().
-const digest = (s: string): Buffer => hash('sha256', s, 'buffer');
+// One-shot hashing where Node has it (20.12 and later: no Hash object a request), the same digest as a Hash's. Looked
+// up on the module, since a named import of it would fail to link on an earlier Node 20 (package.json: node >= 20).
+const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'buffer') => Buffer }).hash;
+const digest = oneShot !== undefined ? (s: string): Buffer => oneShot('sha256', s, 'buffer') : (s: string): Buffer => crypto.createHash('sha256').update(s).digest();
 
 export const ANONYMOUS = 'anonymous';
 
@@ -33,7 +35,7 @@ export class KeyRing {
   match(presented: string): KeyIdentity | null {
     const d = digest(presented);
     let found: KeyIdentity | null = null;
-    for (const k of this.#keys) if (timingSafeEqual(d, k.digest) && found === null) found = { name: k.name, role: k.role };
+    for (const k of this.#keys) if (crypto.timingSafeEqual(d, k.digest) && found === null) found = { name: k.name, role: k.role };
     return found;
   }
 
