@@ -22,7 +22,7 @@
 //   BENCH_QUERY_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/qprof' npm run bench:queries   # node flags of the gateway
 
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -131,7 +131,7 @@ async function main() {
   log(`generated in ${data.generateS.toFixed(1)} s; merges settled after ${data.mergeWaitS.toFixed(1)} s (${data.stillMerging} still running)`);
 
   // 2. The app on that directory.
-  const app = startChild('app', join(HERE, 'query-app.mjs'), [dataDir], { readyTimeoutMs: 5 * 60_000, execArgv: (process.env.BENCH_QUERY_NODE_ARGS ?? '').split(' ').filter(Boolean), cwd: process.env.BENCH_QUERY_NODE_ARGS ? '/tmp' : undefined });
+  const app = startChild('app', join(HERE, 'query-app.mjs'), [dataDir], { readyTimeoutMs: 5 * 60_000, execArgv: (process.env.BENCH_QUERY_NODE_ARGS ?? '').split(' ').filter(Boolean), cwd: process.env.BENCH_QUERY_NODE_ARGS ? tmpdir() : undefined });
   const { url } = await app.ready;
   log(`app ready at ${url} (pid ${app.pid})`);
   const client = new Client(url, { pipelining: 1, keepAliveTimeout: 600_000 });

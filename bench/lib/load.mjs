@@ -9,6 +9,15 @@ import { performance } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { percentile } from './stats.mjs';
 
+/**
+ * BENCH_API_KEY as a Bearer key, for every request the benchmark sends to a gateway (the Tollgate targets are then
+ * configured with it, bench/tollgate.mjs; the other targets ignore it); no header without it.
+ */
+export function authHeaders() {
+  const key = process.env.BENCH_API_KEY;
+  return key ? { authorization: `Bearer ${key}` } : {};
+}
+
 export class Load {
   /**
    * @param {object} o
@@ -29,9 +38,7 @@ export class Load {
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
-    // BENCH_API_KEY: sent as a Bearer key (the Tollgate targets are then configured with it; the others ignore it).
-    const key = process.env.BENCH_API_KEY;
-    this.headers = { 'content-type': 'application/json', accept: o.stream ? 'text/event-stream' : 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) };
+    this.headers = { 'content-type': 'application/json', accept: o.stream ? 'text/event-stream' : 'application/json', ...authHeaders() };
     this.valid = o.stream
       ? (text) => text.endsWith('data: [DONE]\n\n') && text.includes('"usage":{"prompt_tokens"')
       : (text) => text.startsWith('{"id":"chatcmpl-') && text.includes('"usage":{"prompt_tokens"');

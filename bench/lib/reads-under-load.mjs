@@ -5,16 +5,13 @@
 // (docs/recording.md, "Embedded or server").
 
 import { request } from 'undici';
-import { Load } from './load.mjs';
+import { Load, authHeaders } from './load.mjs';
 import { REQUEST_BODY } from './payloads.mjs';
 import { p50p99 } from './stats.mjs';
 
 export const LOADED_READS = ['/api/usage?period=today', '/api/usage/logs?limit=50', '/api/usage/hourly', '/api/quota'];
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-// BENCH_API_KEY: the gateway under test has that key (bench/tollgate.mjs).
-const KEY = process.env.BENCH_API_KEY;
 
 /** Each read in turn, every `gapMs`, for `seconds`: the latencies by read; throws on a non-200. */
 async function readLoop(url, seconds, gapMs) {
@@ -23,7 +20,7 @@ async function readLoop(url, seconds, gapMs) {
   while (performance.now() < end) {
     for (const path of LOADED_READS) {
       const t0 = performance.now();
-      const res = await request(`${url}${path}`, KEY ? { headers: { authorization: `Bearer ${KEY}` } } : {});
+      const res = await request(`${url}${path}`, { headers: authHeaders() });
       await res.body.text();
       if (res.statusCode !== 200) throw new Error(`GET ${path}: ${res.statusCode}`);
       times[path].push(performance.now() - t0);
