@@ -30,11 +30,10 @@ import { fileURLToPath } from 'node:url';
 import { startChild, killAll } from './lib/ipc.mjs';
 import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
-import { percentile } from './lib/stats.mjs';
+import { median } from './lib/stats.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const env = process.env;
-const median = (xs) => percentile([...xs].sort((x, y) => x - y), 0.5);
 const target = env.AB_TARGET ?? 'tollgate';
 if (!['tollgate', 'floor'].includes(target)) throw new Error(`AB_TARGET: '${target}' is not tollgate or floor`);
 const scenario = env.AB_SCENARIO ?? 'json';

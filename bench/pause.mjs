@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cpus } from 'node:os';
 import { guardRun, runMain } from './lib/main.mjs';
-import { percentile } from './lib/stats.mjs';
+import { median } from './lib/stats.mjs';
 
 const log = (m) => process.stderr.write(`[bench:pause] ${m}\n`);
 const N = Number(process.env.BENCH_PAUSE_N ?? 10);
@@ -34,8 +34,6 @@ function js() {
   for (let i = 0; i < 2000; i++) n += JSON.stringify({ i, s: String(i), a: [i, i + 1] }).length;
   return n;
 }
-
-const median = (a) => percentile([...a].sort((x, y) => x - y), 0.5);
 
 async function main() {
   const { Session } = await import('chdb');

@@ -182,28 +182,28 @@ async function main() {
     const live = ENDPOINTS.filter((e) => !state[e.key].missing);
     const back = live.filter((e) => !e.spaced && !e.busy);
     const spaced = live.filter((e) => e.spaced);
+    /** Run `measured` and credit the store reads made meanwhile to endpoint `e` (the counters reset before and after). */
+    const creditReads = async (e, measured) => {
+      await app.request('reads');
+      await measured();
+      const reads = await app.request('reads');
+      state[e.key].reads.calls += reads.calls;
+      state[e.key].reads.ms += reads.ms;
+    };
     for (let round = 0; round < ROUNDS; round++) {
       const line = [];
       for (const e of rotate(back, round)) {
         const per = Math.floor(N / ROUNDS) + (round < N % ROUNDS ? 1 : 0);
         if (e.primed) await hit(e, false);
-        await app.request('reads');
         const t0 = performance.now();
-        for (let i = 0; i < per; i++) await hit(e, true);
-        const reads = await app.request('reads');
-        state[e.key].reads.calls += reads.calls;
-        state[e.key].reads.ms += reads.ms;
+        await creditReads(e, async () => {
+          for (let i = 0; i < per; i++) await hit(e, true);
+        });
         line.push(`${e.key} ${((performance.now() - t0) / Math.max(1, per)).toFixed(1)}`);
       }
       for (const e of spaced) {
         const per = Math.floor(UNCACHED_N / ROUNDS) + (round < UNCACHED_N % ROUNDS ? 1 : 0);
-        for (let i = 0; i < per; i++) {
-          await app.request('reads');
-          await hit(e, true);
-          const reads = await app.request('reads');
-          state[e.key].reads.calls += reads.calls;
-          state[e.key].reads.ms += reads.ms;
-        }
+        for (let i = 0; i < per; i++) await creditReads(e, () => hit(e, true));
         line.push(`${e.key} x${per}`);
       }
       log(`round ${round + 1}/${ROUNDS} mean ms: ${line.join(', ')}`);
@@ -215,11 +215,7 @@ async function main() {
     const fill = back.filter((e) => e.path !== '/api/quota');
     for (let i = 0, taken = 0; busy !== undefined && taken < UNCACHED_N; i++) {
       if (performance.now() - lastQuotaStart >= QUOTA_SPACING_MS) {
-        await app.request('reads');
-        await hit(busy, true);
-        const reads = await app.request('reads');
-        state[busy.key].reads.calls += reads.calls;
-        state[busy.key].reads.ms += reads.ms;
+        await creditReads(busy, () => hit(busy, true));
         taken++;
       }
       if (fill.length > 0) await hit(fill[i % fill.length], false);

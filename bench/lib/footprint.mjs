@@ -22,6 +22,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { REQUEST_BODY, UPSTREAM_MODEL } from './payloads.mjs';
+import { median } from './stats.mjs';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -153,7 +154,6 @@ export async function measureStart({ root, upstream, rounds, log }) {
     }
     log(`start round ${i + 1}/${rounds}: tollgate ${runs.tollgate.at(-1).toFixed(0)} ms (ready ${runs.tollgateReady.at(-1).toFixed(0)} ms), passthrough ${runs.passthrough.at(-1).toFixed(0)} ms`);
   }
-  const median = (a) => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)];
   return { tollgate: median(runs.tollgate), tollgateReady: median(runs.tollgateReady), passthrough: median(runs.passthrough), runs };
 }
 
