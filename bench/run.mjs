@@ -33,7 +33,7 @@ import { Load } from './lib/load.mjs';
 import { REQUEST_BODY, STREAM_REQUEST_BODY } from './lib/payloads.mjs';
 import { guardRun, runMain } from './lib/main.mjs';
 import { measureReadsUnderLoad } from './lib/reads-under-load.mjs';
-import { measureFootprint, measureStart, procCpuMicros, startClickHouseServer, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
+import { machineTicks, mainThreadMicros, measureFootprint, measureStart, procCpuMicros, startClickHouseServer, threadTicks, tickShares, treeMiB } from './lib/footprint.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..');
@@ -121,7 +121,9 @@ async function runScenario(scenario, servers) {
       new Load({ origin: servers[t].url, path: '/v1/chat/completions', body: scenario.body, stream: scenario.stream, concurrency: scenario.concurrency }),
     ]),
   );
-  const cpu = Object.fromEntries(TARGETS.map((t) => [t, { inSlices: 0, between: 0, lastEnd: null }]));
+  // inSlices/between: all the process's threads; main: its main thread (the event loop: a proxy's rate is bound by
+  // it); wall: the slices' time; busy/ticks: the whole machine's CPU over the slices (every process on it).
+  const cpu = Object.fromEntries(TARGETS.map((t) => [t, { inSlices: 0, between: 0, lastEnd: null, main: 0, wall: 0, busy: 0, ticks: 0 }]));
   // A server that died cannot be sampled: its CPU becomes n/a, and the load counts its errors.
   // The server path's CPU is Tollgate's plus its ClickHouse server's (another process on the same cores).
   const sample = (t) => servers[t].child.request('cpu').then((us) => us + (servers[t].extraPid ? procCpuMicros(servers[t].extraPid) : 0)).catch(() => NaN);
@@ -136,10 +138,20 @@ async function runScenario(scenario, servers) {
       for (const t of rotate(TARGETS, round)) {
         const c0 = await sample(t);
         if (cpu[t].lastEnd !== null) cpu[t].between += c0 - cpu[t].lastEnd;
+        const m0 = mainThreadMicros(servers[t].child.pid);
+        const k0 = machineTicks();
+        const w0 = performance.now();
         const rps = await loads[t].run(sliceMs, true);
+        const w1 = performance.now();
+        const k1 = machineTicks();
+        const m1 = mainThreadMicros(servers[t].child.pid);
         const c1 = await sample(t);
         cpu[t].inSlices += c1 - c0;
         cpu[t].lastEnd = c1;
+        cpu[t].main += m1 - m0;
+        cpu[t].wall += (w1 - w0) * 1000;
+        cpu[t].busy += k1.busy - k0.busy;
+        cpu[t].ticks += k1.total - k0.total;
         line.push(`${t} ${Math.round(rps)}`);
       }
       log(`${scenario.label} x${scenario.concurrency}: slice ${round + 1}/${SLICES} req/s: ${line.join(', ')}`);
@@ -151,12 +163,23 @@ async function runScenario(scenario, servers) {
     const r = loads[t].summary();
     for (const [kind, n] of r.errorKinds) log(`${t} / ${scenario.label}: error x${n}: ${kind}`);
     const per = (us) => (r.windowRequests > 0 ? us / r.windowRequests : NaN);
-    return { target: t, scenario, ...r, cpuPerReq: per(cpu[t].inSlices), cpuBetweenPerReq: per(cpu[t].between) };
+    const c = cpu[t];
+    return {
+      target: t,
+      scenario,
+      ...r,
+      cpuPerReq: per(c.inSlices),
+      cpuBetweenPerReq: per(c.between),
+      mainPerReq: per(c.main),
+      // The main thread's share of one core over the slices, and the machine's busy CPUs (2 = both cores busy).
+      mainBusy: c.wall > 0 ? c.main / c.wall : NaN,
+      machineBusy: c.ticks > 0 ? (c.busy / c.ticks) * cpus().length : NaN,
+    };
   });
 }
 
 function table(results) {
-  const head = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'vs passthrough', 'server CPU µs/req'];
+  const head = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'vs passthrough', 'server CPU µs/req', 'main thread µs/req', 'main thread busy', 'machine busy CPUs'];
   const rows = results.map((r) => {
     const base = results.find((b) => b.scenario.key === r.scenario.key && b.target === 'passthrough');
     const ratio = base && base.rps > 0 ? `${Math.round((r.rps / base.rps) * 100)}%` : 'n/a';
@@ -169,9 +192,12 @@ function table(results) {
       String(r.errors),
       ratio,
       Number.isFinite(r.cpuPerReq) ? String(Math.round(r.cpuPerReq)) : 'n/a',
+      Number.isFinite(r.mainPerReq) ? String(Math.round(r.mainPerReq)) : 'n/a',
+      Number.isFinite(r.mainBusy) ? `${Math.round(r.mainBusy * 100)}%` : 'n/a',
+      Number.isFinite(r.machineBusy) ? r.machineBusy.toFixed(2) : 'n/a',
     ];
   });
-  const numeric = [false, false, true, true, true, true, true, true];
+  const numeric = [false, false, true, true, true, true, true, true, true, true, true];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
   const line = (cells) => `| ${cells.map((c, i) => (numeric[i] ? c.padStart(width[i]) : c.padEnd(width[i]))).join(' | ')} |`;
   const rule = `|${width.map((w, i) => (numeric[i] ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`;
@@ -183,17 +209,19 @@ function latestQueries() {
   const dir = join(HERE, 'results');
   const files = existsSync(dir) ? readdirSync(dir).filter((f) => /^queries\..*\.md$/.test(f)).sort() : [];
   if (files.length === 0) return null;
-  const text = readFileSync(join(dir, files.at(-1)), 'utf8');
+  // The issue's figure is at 10M rows: the newest run at that size or more, else the newest of any size (labelled).
+  const rowsOf = (f) => Number(/(\d+) rows in requests/.exec(readFileSync(join(dir, f), 'utf8').slice(0, 400))?.[1] ?? NaN);
+  const file = files.findLast((f) => rowsOf(f) >= 10_000_000) ?? files.at(-1);
+  const text = readFileSync(join(dir, file), 'utf8');
   const rows = text.split('\n').filter((l) => l.startsWith('| GET /')).map((l) => l.split('|').map((c) => c.trim()));
   const api = rows.filter((c) => c[1].startsWith('GET /api/')).map((c) => ({ label: c[1], p99: Number(c[4]) })).filter((r) => Number.isFinite(r.p99));
   const health = rows.find((c) => c[1].startsWith('GET /health'));
   if (api.length === 0) return null;
   const worst = api.reduce((a, b) => (b.p99 > a.p99 ? b : a));
   const layout = /layout (\w+)/.exec(text)?.[1] ?? 'spread';
-  return { file: `bench/results/${files.at(-1)}`, worst, health: health ? Number(health[4]) : NaN, count: api.length, layout };
+  return { file: `bench/results/${file}`, rows: rowsOf(file), worst, health: health ? Number(health[4]) : NaN, count: api.length, layout };
 }
 
-/** Issue 17's figures in one table: each beside its baseline from this run (or the named run) and its target. */
 /** The reads quiet and under load, one row each. */
 function loadedReadsTable(u) {
   const head = ['read (embedded store of this run)', 'quiet p50 ms', 'quiet p99 ms', `under load (c=${u.concurrency}) p50 ms`, 'p99 ms'];
@@ -203,6 +231,27 @@ function loadedReadsTable(u) {
   return [`Reads under proxy load (${u.seconds} s each, a read every 100 ms; ${u.proxied} requests proxied meanwhile, errors ${u.errors}):`, line(head), `|${width.map((w, i) => (i === 0 ? '-'.repeat(w + 2) : `${'-'.repeat(w + 1)}:`)).join('|')}|`, ...rows.map(line)].join('\n');
 }
 
+/**
+ * A proxy's rate is bound by its main thread (the event loop), which stays short of a whole core: req/s = busy share /
+ * main-thread CPU a request. So the target ratio, at the main-thread shares of this run, asks Tollgate's main thread
+ * for at most passthrough µs x (Tollgate's share / the passthrough's) / target a request: its budget, beside the
+ * floor's figure.
+ */
+function mainThreadBudget(tg, pt, fl, target) {
+  const budget = (pt.mainPerReq * tg.mainBusy) / (pt.mainBusy * target);
+  const floor = fl ? `, the floor ${Math.round(fl.mainPerReq)} µs` : '';
+  return [
+    `  its main thread a request (the rate's bound: Tollgate's ${Math.round(tg.mainBusy * 100)}% busy, the machine ${tg.machineBusy.toFixed(2)} CPUs)`,
+    `${Math.round(tg.mainPerReq)} µs${floor}`,
+    `bare passthrough ${Math.round(pt.mainPerReq)} µs (${Math.round(pt.mainBusy * 100)}% busy)`,
+    `<= ${Math.round(budget)} µs for ${Math.round(target * 100)}%`,
+    tg.mainPerReq <= budget ? 'yes' : 'NO',
+  ];
+}
+
+const rowsLabel = (n) => (!Number.isFinite(n) ? 'n/a' : n >= 1e6 ? `${+(n / 1e6).toFixed(1)}M` : String(n));
+
+/** Issue 17's figures in one table: each beside its baseline from this run (or the named run) and its target. */
 function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
   const pct = (x) => `${Math.round(x * 100)}%`;
   const mib = (x) => (x === undefined || !Number.isFinite(x) ? 'n/a' : `${Math.round(x)} MiB`);
@@ -218,6 +267,7 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
       const rf = pt && pt.rps > 0 ? fl.rps / pt.rps : NaN;
       rows.push([`  the recording floor (bench/floor.mjs: the passthrough plus the record's own work, embedded store)`, `${(rf * 100).toFixed(1)}% (${Math.round(fl.rps)} req/s); Tollgate at ${pct(tg.rps / fl.rps)} of it`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rf >= target ? 'floor above it' : 'floor below it']);
     }
+    if (tg && pt) rows.push(mainThreadBudget(tg, pt, fl, target));
     const srv = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-server');
     if (srv) {
       const r2 = pt && pt.rps > 0 ? srv.rps / pt.rps : NaN;
@@ -255,7 +305,7 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
     rows.push([`peak RSS over the run (c=${CONCURRENCY}, server path; its ClickHouse server not counted)`, mib(peak.server), `bare passthrough ${mib(peak.passthrough)}`, 'bounded (documented)', '']);
   }
   rows.push(reads
-    ? [`read p99, worst of ${reads.count} /api reads at 10M rows (bench:queries, layout ${reads.layout})`, `${reads.worst.p99.toFixed(1)} ms (${reads.worst.label.replace(/^GET /, '')})`, `/health ${reads.health} ms; ${reads.file}`, `< ${TARGETS_17.readP99Ms} ms`, reads.worst.p99 < TARGETS_17.readP99Ms ? 'yes' : 'NO']
+    ? [`read p99, worst of ${reads.count} /api reads at ${rowsLabel(reads.rows)} rows (bench:queries, layout ${reads.layout})`, `${reads.worst.p99.toFixed(1)} ms (${reads.worst.label.replace(/^GET /, '')})`, `/health ${reads.health} ms; ${reads.file}`, `< ${TARGETS_17.readP99Ms} ms`, reads.worst.p99 < TARGETS_17.readP99Ms ? 'yes' : 'NO']
     : ['read p99 at 10M rows', 'not measured here: run npm run bench:queries', '', `< ${TARGETS_17.readP99Ms} ms`, '']);
   const head = ['figure', 'tollgate', 'baseline (same run)', 'target', 'met'];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));

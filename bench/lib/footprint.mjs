@@ -289,3 +289,15 @@ export function procCpuMicros(pid) {
     return NaN;
   }
 }
+
+/** CPU time (user + system) of `pid`'s main thread in µs, from /proc (10 ms resolution); NaN when it is gone. */
+export function mainThreadMicros(pid) {
+  return procCpuMicros(`${pid}/task/${pid}`);
+}
+
+/** The machine's CPU ticks since boot, all CPUs: busy (everything but idle and iowait) and in all. */
+export function machineTicks() {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0].trim().split(/\s+/).slice(1).map(Number);
+  const total = f.reduce((a, b) => a + b, 0);
+  return { busy: total - f[3] - f[4], total };
+}
