@@ -11,6 +11,8 @@
 //                      ratio of the two
 //   tollgate-server    the same Tollgate on the server path: its store is a ClickHouse server in another process
 //                      (test/helpers/clickhouse-http.ts), whose CPU is counted with Tollgate's
+//   tollgate-spans     the same Tollgate exporting its spans over OTLP/HTTP to a receiver in another process
+//                      (bench/otlp-sink.mjs): the record's third part, which the shipped default (no endpoint) skips
 //
 // Scenarios: non-streaming JSON (the headline) and streaming SSE with include_usage. Each target gets a warm-up,
 // then its measured time is split into BENCH_SLICES slices interleaved with the other targets' (a shared machine
@@ -65,6 +67,8 @@ const SETTLE_S = envNumber('BENCH_SETTLE_S', 30, { min: IDLE_S });
 const BURST_REQUESTS = envNumber('BENCH_BURST_REQUESTS', 5000, { min: 1, integer: true });
 const LOADED_READS_S = envNumber('BENCH_LOADED_READS_S', 10, { min: 0 });
 const FOOTPRINT = process.env.BENCH_FOOTPRINT !== '0';
+// The target with spans exported over OTLP (on by default; 0 leaves it out of a quick run).
+const SPANS = process.env.BENCH_SPANS !== '0';
 
 const ALL_SCENARIOS = [
   { key: 'json', label: 'non-streaming', body: REQUEST_BODY, stream: false, concurrency: CONCURRENCY },
@@ -73,7 +77,7 @@ const ALL_SCENARIOS = [
 // BENCH_SCENARIOS=json or =sse runs one scenario only (for profiling); the default runs both.
 const SCENARIOS = ALL_SCENARIOS.filter((s) => (process.env.BENCH_SCENARIOS || 'json,sse').split(',').includes(s.key));
 if (SCENARIOS.length === 0) throw new Error('BENCH_SCENARIOS: expected a comma-separated subset of json,sse');
-const TARGETS = ['direct', 'passthrough', 'floor', 'tollgate', 'tollgate-memspool', 'tollgate-server'];
+const TARGETS = ['direct', 'passthrough', 'floor', 'tollgate', 'tollgate-memspool', 'tollgate-server', ...(SPANS ? ['tollgate-spans'] : [])];
 
 const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
 
@@ -82,7 +86,7 @@ const plannedS = TARGETS.length * SCENARIOS.length * (DURATION_S + WARMUP_S) + 3
 const guard = guardRun({ log, limitS: plannedS * 3 + 180, killAll });
 
 function execArgvFor(name) {
-  if (name === 'upstream') return [];
+  if (name === 'upstream' || name === 'otlp-sink') return [];
   // BENCH_NODE_ARGS: extra node flags for the two proxies (e.g. --perf-basic-prof for `perf record`).
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
   if (!CPU_PROF) return extra;
@@ -273,6 +277,11 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
       const r2 = pt && pt.rps > 0 ? srv.rps / pt.rps : NaN;
       rows.push([`  the same, server path (ClickHouse in another process)`, `${pct(r2)} (${Math.round(srv.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, r2 >= target ? 'yes' : 'NO']);
     }
+    const sp = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-spans');
+    if (sp) {
+      const r3 = pt && pt.rps > 0 ? sp.rps / pt.rps : NaN;
+      rows.push([`  the same, spans exported over OTLP/HTTP (row, metrics and span)`, `${pct(r3)} (${Math.round(sp.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, r3 >= target ? 'yes' : 'NO']);
+    }
   }
   if (startup) {
     const s = startup;
@@ -326,6 +335,8 @@ async function main() {
   let floorDir = null;
   let floorRows = null;
   let serverDir = null;
+  let spansDir = null;
+  let spans = null;
   let clickhouse = null;
   let clickhouseDir = null;
   let recordingServer = null;
@@ -358,6 +369,14 @@ async function main() {
     const onServer = await start('tollgate', [upstream.url, serverDir, 'server', clickhouse.url]);
     children.push(onServer);
     const servers = { direct: upstream, passthrough, floor, tollgate, 'tollgate-memspool': memspool, 'tollgate-server': { ...onServer, extraPid: clickhouse.pid } };
+    let sink = null;
+    if (SPANS) {
+      sink = await start('otlp-sink');
+      children.push(sink);
+      spansDir = mkdtempSync(join(tmpdir(), 'tollgate-bench-spans-'));
+      servers['tollgate-spans'] = await start('tollgate', [upstream.url, spansDir, 'spans', sink.url]);
+      children.push(servers['tollgate-spans']);
+    }
 
     const ticks0 = threadTicks(tollgate.child.pid);
     for (const scenario of SCENARIOS) results.push(...(await runScenario(scenario, servers)));
@@ -393,6 +412,18 @@ async function main() {
     } catch (err) {
       problems.push(`could not count the server path's rows: ${err.message}`);
     }
+    if (sink !== null) {
+      // Its rows as every target's, then its spans: the SDK's shutdown exports what is still queued.
+      const sent = results.filter((r) => r.target === 'tollgate-spans').reduce((n, r) => n + r.issued, 0);
+      try {
+        const target = servers['tollgate-spans'].child;
+        const rows = await target.request('count', undefined, 120_000);
+        await target.request('flushSpans', undefined, 60_000);
+        spans = { sent, rows: rows.rows, dropped: rows.dropped, ...(await sink.child.request('count')) };
+      } catch (err) {
+        problems.push(`could not count the spans target's rows and spans: ${err.message}`);
+      }
+    }
     const upstats = await upstream.child.request('stats').catch(() => null);
     if (upstats) log(`upstream answered ${upstats.served} requests (${upstats.badRequests} bad)`);
     // Peak RSS over the whole run (load at c=32 included), before the processes stop.
@@ -415,6 +446,7 @@ async function main() {
     if (memDir !== null) rmSync(memDir, { recursive: true, force: true });
     if (floorDir !== null) rmSync(floorDir, { recursive: true, force: true });
     if (serverDir !== null) rmSync(serverDir, { recursive: true, force: true });
+    if (spansDir !== null) rmSync(spansDir, { recursive: true, force: true });
     if (clickhouse !== null) await clickhouse.stop();
     if (clickhouseDir !== null) rmSync(clickhouseDir, { recursive: true, force: true });
   }
@@ -474,7 +506,30 @@ async function main() {
     if (!ok) problems.push(`floor: rows recorded ${floorRows.rows} != requests sent ${floorRows.sent}`);
   }
 
+  if (spans) {
+    // Every request sent to the spans target: its row, its SERVER span and its upstream call's CLIENT span.
+    const server = spans.byKind.server ?? 0;
+    const client = spans.byKind.client ?? 0;
+    const ok = spans.rows === spans.sent && spans.dropped === 0 && server === spans.sent && client === spans.sent && spans.unreadable === 0;
+    out.push(
+      `Spans: ${spans.spans} spans received over OTLP/HTTP for ${spans.sent} requests sent to tollgate-spans (SERVER ${server}, CLIENT ${client}; ` +
+        `${spans.posts} posts, ${(spans.bytes / 1e6).toFixed(1)} MB), its rows ${spans.rows} (dropped ${spans.dropped}) -> ` +
+        `${ok ? "every request's row and spans recorded" : 'SPANS OR ROWS MISSING OR EXTRA'}`,
+    );
+    if (!ok) problems.push(`spans target: ${server} SERVER and ${client} CLIENT spans, ${spans.rows} rows, for ${spans.sent} requests sent`);
+  } else if (SPANS) {
+    out.push('Spans: NOT CHECKED');
+  }
+
   for (const sc of SCENARIOS) {
+    const withSpans = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-spans');
+    const plain = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate');
+    if (withSpans && plain && plain.rps > 0) {
+      out.push(
+        `Span cost, ${sc.label}: Tollgate exporting its spans at ${((withSpans.rps / plain.rps) * 100).toFixed(1)}% of the same Tollgate ` +
+          `without an OTLP endpoint (CPU ${Math.round(withSpans.cpuPerReq)} vs ${Math.round(plain.cpuPerReq)} µs/req)`,
+      );
+    }
     const disk = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate');
     const mem = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-memspool');
     if (disk && mem && mem.rps > 0) {

@@ -1,23 +1,28 @@
 // Tollgate under test, in its own process: the compiled app from `build()`, recording ON (embedded chdb store in
 // the given fresh directory), logger off, one `openai` provider with a price pointing at the fake upstream.
-// Storage batching is the shipped default. Telemetry is as main.ts leaves it without an OTLP endpoint: the
-// OpenTelemetry API's no-op tracer.
+// Storage batching is the shipped default. Telemetry is as main.ts leaves it without an OTLP endpoint (the
+// OpenTelemetry API's no-op tracer) unless spans are asked for (below).
 //
-//   node bench/tollgate.mjs <upstream origin> <data dir> [memory-spool | server <clickhouse url>]   (bench/run.mjs)
+//   node bench/tollgate.mjs <upstream origin> <data dir> [memory-spool | server <clickhouse url> | spans <otlp url>]
 //
 // With `memory-spool`, the batch writer's spool keeps rows in memory (bench/lib/memory-spool.mjs): the same gateway
 // without the disk spool, to measure what the spool costs. With `server <url>`, the store is the ClickHouse server at
-// that URL (the server path: the engine is not loaded in this process; the spool is on disk as shipped).
+// that URL (the server path: the engine is not loaded in this process; the spool is on disk as shipped). With
+// `spans <url>`, spans are exported over OTLP/HTTP to that endpoint (bench/otlp-sink.mjs).
 
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { build } from '../dist/app.js';
 import { parseConfig } from '../dist/config/load.js';
+import { startTelemetry } from '../dist/telemetry/otel.js';
 import { announceReady, cpuMicros, serveParent } from './lib/ipc.mjs';
 import { UPSTREAM_MODEL } from './lib/payloads.mjs';
 import { MemorySpool } from './lib/memory-spool.mjs';
 
-const [upstream, dataDir, spoolKind, clickhouseUrl] = process.argv.slice(2);
+const [upstream, dataDir, spoolKind, kindUrl] = process.argv.slice(2);
+const clickhouseUrl = spoolKind === 'server' ? kindUrl : undefined;
+// `spans <url>` (or BENCH_OTLP=<url>, for bench/ab.mjs): spans exported over OTLP/HTTP to that endpoint.
+const otlpUrl = spoolKind === 'spans' ? kindUrl : process.env.BENCH_OTLP;
 if (!upstream || !dataDir) throw new Error('usage: tollgate.mjs <upstream origin> <data dir>');
 // The parent removes the directory too; this covers a parent that was killed outright.
 process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
@@ -51,6 +56,10 @@ const config = parseConfig(
   '(bench)',
 );
 
+// Spans exported (`spans <url>`, BENCH_OTLP): the SDK started as main.ts starts it with telemetry.otlp_endpoint set
+// (one SERVER span a request and one CLIENT span an upstream call), so the span is recorded as the row and the
+// metrics are. Otherwise the OpenTelemetry API's no-op tracer, as main.ts leaves it without an endpoint.
+const telemetry = otlpUrl ? await startTelemetry({ ...config, telemetry: { ...config.telemetry, otlp_endpoint: otlpUrl } }, {}) : null;
 const app = await build({ config, logger: false, processMetrics: true, ...(spoolKind === 'memory-spool' ? { spool: (o) => new MemorySpool(o.columns) } : {}) });
 await app.listen({ host: '127.0.0.1', port: 0 });
 // The store opens in the background after listening: measured once it is open (startup is bench/lib/footprint.mjs's).
@@ -125,6 +134,11 @@ serveParent({
       queued: writer.depth,
       inserts,
     };
+  },
+  /** Export the spans still queued (BENCH_OTLP): the SDK's shutdown flushes them. */
+  flushSpans: async () => {
+    await telemetry?.shutdown();
+    return telemetry !== null;
   },
   stop: () => app.close(),
 });
