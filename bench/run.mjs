@@ -272,15 +272,15 @@ function summaryTable({ results, peak, startup, idle, reads, underLoad }) {
       rows.push([`  the recording floor (bench/floor.mjs: the passthrough plus the record's own work, embedded store)`, `${(rf * 100).toFixed(1)}% (${Math.round(fl.rps)} req/s); Tollgate at ${pct(tg.rps / fl.rps)} of it`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rf >= target ? 'floor above it' : 'floor below it']);
     }
     if (tg && pt) rows.push(mainThreadBudget(tg, pt, fl, target));
-    const srv = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-server');
-    if (srv) {
-      const r2 = pt && pt.rps > 0 ? srv.rps / pt.rps : NaN;
-      rows.push([`  the same, server path (ClickHouse in another process)`, `${pct(r2)} (${Math.round(srv.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, r2 >= target ? 'yes' : 'NO']);
-    }
-    const sp = results.find((r) => r.scenario.key === sc.key && r.target === 'tollgate-spans');
-    if (sp) {
-      const r3 = pt && pt.rps > 0 ? sp.rps / pt.rps : NaN;
-      rows.push([`  the same, spans exported over OTLP/HTTP (row, metrics and span)`, `${pct(r3)} (${Math.round(sp.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, r3 >= target ? 'yes' : 'NO']);
+    const variants = [
+      ['tollgate-server', 'server path (ClickHouse in another process)'],
+      ['tollgate-spans', 'spans exported over OTLP/HTTP (row, metrics and span)'],
+    ];
+    for (const [name, label] of variants) {
+      const v = results.find((r) => r.scenario.key === sc.key && r.target === name);
+      if (!v) continue;
+      const rv = pt && pt.rps > 0 ? v.rps / pt.rps : NaN;
+      rows.push([`  the same, ${label}`, `${pct(rv)} (${Math.round(v.rps)} req/s)`, `bare passthrough ${Math.round(pt?.rps ?? 0)} req/s`, `>= ${pct(target)}`, rv >= target ? 'yes' : 'NO']);
     }
   }
   if (startup) {
