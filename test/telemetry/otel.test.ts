@@ -5,43 +5,13 @@
 // callback of every request (docs/benchmarks.md, "Spans exported"). This file starts the SDK globally, so it holds
 // nothing else.
 
-import t, { type Test } from 'tap';
-import { createServer } from 'node:http';
+import t from 'tap';
 import { ROOT_CONTEXT, context, trace } from '@opentelemetry/api';
-import { build } from '../../src/app.js';
 import { startTelemetry, tracesUrl } from '../../src/telemetry/otel.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { testConfig } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
-
-interface OtlpSpan {
-  readonly traceId: string;
-  readonly spanId: string;
-  readonly parentSpanId?: string;
-  readonly name: string;
-  readonly kind: number;
-  readonly attributes: readonly { readonly key: string; readonly value: Record<string, unknown> }[];
-}
-
-/** An OTLP/HTTP receiver (JSON): every span POSTed to /v1/traces. */
-async function otlpReceiver(t: Test): Promise<{ url: string; spans: OtlpSpan[]; paths: string[] }> {
-  const spans: OtlpSpan[] = [];
-  const paths: string[] = [];
-  const server = createServer((req, res) => {
-    const parts: Buffer[] = [];
-    req.on('data', (c: Buffer) => parts.push(c));
-    req.on('end', () => {
-      paths.push(req.url ?? '');
-      const doc = JSON.parse(Buffer.concat(parts).toString('utf8')) as { resourceSpans?: { scopeSpans?: { spans?: OtlpSpan[] }[] }[] };
-      for (const rs of doc.resourceSpans ?? []) for (const ss of rs.scopeSpans ?? []) spans.push(...(ss.spans ?? []));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => server.close(() => resolve())));
-  const addr = server.address();
-  return { url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`, spans, paths };
-}
+import { otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
 
 t.test('tracesUrl: the OTLP traces path is added once', async (t) => {
   t.equal(tracesUrl('http://collector:4318'), 'http://collector:4318/v1/traces');
@@ -79,12 +49,7 @@ t.test('spans exported over OTLP/HTTP: one tree a request, the upstream told the
   });
   t.equal(across.after, ROOT_CONTEXT, 'the SDK registered no context manager that follows awaits');
 
-  const app = await build({ config: cfg, logger: false, processMetrics: false });
-  t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  await app.tollgate.storeReady;
-  const addr = app.server.address();
-  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const { app, url } = await startGlobalTracedApp(t, cfg);
   const client = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
   const res = await fetch(`${url}/v1/chat/completions`, {
     method: 'POST',
