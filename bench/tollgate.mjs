@@ -135,7 +135,7 @@ serveParent({
       inserts,
     };
   },
-  /** Export the spans still queued (BENCH_OTLP): the SDK's shutdown flushes them. */
+  /** Export the spans still queued (`spans <url>` or BENCH_OTLP): the SDK's shutdown flushes them. */
   flushSpans: async () => {
     await telemetry?.shutdown();
     return telemetry !== null;
