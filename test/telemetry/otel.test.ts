@@ -47,6 +47,7 @@ t.test('spans exported over OTLP/HTTP: one tree a request, the upstream told the
     await new Promise((resolve) => setImmediate(resolve));
     return { before, after: context.active() };
   });
+  t.equal(across.before, ROOT_CONTEXT, 'no context manager registered: `with` sets nothing');
   t.equal(across.after, ROOT_CONTEXT, 'the SDK registered no context manager that follows awaits');
 
   const { app, url } = await startGlobalTracedApp(t, cfg);
