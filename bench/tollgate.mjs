@@ -36,7 +36,7 @@ const config = parseConfig(
     // every production gateway takes (the key's check, the wrong-key limiter's look-up).
     server: { host: '127.0.0.1', port: 0, idle_gc_s: 0, ...(process.env.BENCH_API_KEY ? { api_keys: [{ name: 'bench', key: process.env.BENCH_API_KEY }] } : {}) },
     storage: {
-      data_dir: dataDir, database: 'tollgate', ...(spoolKind === 'server' ? { clickhouse_url: clickhouseUrl } : {}),
+      data_dir: dataDir, database: 'tollgate', ...(clickhouseUrl ? { clickhouse_url: clickhouseUrl } : {}),
       // Diagnostics only: BENCH_FLUSH_MS overrides storage.batch.flush_ms (the shipped default otherwise).
       ...(process.env.BENCH_FLUSH_MS ? { batch: { flush_ms: Number(process.env.BENCH_FLUSH_MS) } } : {}),
     },
