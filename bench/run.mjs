@@ -418,8 +418,8 @@ async function main() {
       try {
         const target = servers['tollgate-spans'].child;
         const rows = await target.request('count', undefined, 120_000);
-        await target.request('flushSpans', undefined, 60_000);
-        spans = { sent, rows: rows.rows, dropped: rows.dropped, ...(await sink.child.request('count')) };
+        const counted = await target.request('flushSpans', undefined, 60_000);
+        spans = { sent, rows: rows.rows, dropped: rows.dropped, counted, ...(await sink.child.request('count')) };
       } catch (err) {
         problems.push(`could not count the spans target's rows and spans: ${err.message}`);
       }
@@ -510,13 +510,17 @@ async function main() {
     // Every request sent to the spans target: its row, its SERVER span and its upstream call's CLIENT span.
     const server = spans.byKind.server ?? 0;
     const client = spans.byKind.client ?? 0;
-    const ok = spans.rows === spans.sent && spans.dropped === 0 && server === spans.sent && client === spans.sent && spans.unreadable === 0;
+    // And the gateway's own account of them (tollgate_spans_total on its /metrics): what the receiver got, none lost.
+    const c = spans.counted;
+    const agrees = c.exported === spans.spans && c.failed === 0 && c.dropped === 0 && c.queued === 0;
+    const ok = spans.rows === spans.sent && spans.dropped === 0 && server === spans.sent && client === spans.sent && spans.unreadable === 0 && agrees;
     out.push(
       `Spans: ${spans.spans} spans received over OTLP/HTTP for ${spans.sent} requests sent to tollgate-spans (SERVER ${server}, CLIENT ${client}; ` +
-        `${spans.posts} posts, ${(spans.bytes / 1e6).toFixed(1)} MB), its rows ${spans.rows} (dropped ${spans.dropped}) -> ` +
-        `${ok ? "every request's row and spans recorded" : 'SPANS OR ROWS MISSING OR EXTRA'}`,
+        `${spans.posts} posts, ${(spans.bytes / 1e6).toFixed(1)} MB), its rows ${spans.rows} (dropped ${spans.dropped}); its /metrics: ` +
+        `${c.exported} exported, ${c.failed} failed, ${c.dropped} dropped, ${c.queued} queued -> ` +
+        `${ok ? "every request's row and spans recorded, as the gateway counts them" : 'SPANS OR ROWS MISSING OR EXTRA'}`,
     );
-    if (!ok) problems.push(`spans target: ${server} SERVER and ${client} CLIENT spans, ${spans.rows} rows, for ${spans.sent} requests sent`);
+    if (!ok) problems.push(`spans target: ${server} SERVER and ${client} CLIENT spans, ${spans.rows} rows, for ${spans.sent} requests sent; the gateway counted ${c.exported} exported, ${c.failed} failed, ${c.dropped} dropped, ${c.queued} queued`);
   } else if (SPANS) {
     out.push('Spans: NOT CHECKED');
   }

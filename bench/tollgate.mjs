@@ -135,10 +135,17 @@ serveParent({
       inserts,
     };
   },
-  /** Export the spans still queued (`spans <url>` or BENCH_OTLP): the SDK's shutdown flushes them. */
+  /**
+   * Export the spans still queued (`spans <url>` or BENCH_OTLP): the SDK's shutdown flushes them. Then what the gateway
+   * says became of its spans, from its own /metrics (tollgate_spans_total, tollgate_spans_queued), to hold beside what
+   * the receiver counted.
+   */
   flushSpans: async () => {
     await telemetry?.shutdown();
-    return telemetry !== null;
+    const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
+    const value = (series) => Number(text.split('\n').find((line) => line.startsWith(`${series} `))?.slice(series.length + 1) ?? NaN);
+    const counted = Object.fromEntries(['exported', 'failed', 'dropped'].map((r) => [r, value(`tollgate_spans_total{result="${r}"}`)]));
+    return { sdk: telemetry !== null, ...counted, queued: value('tollgate_spans_queued') };
   },
   stop: () => app.close(),
 });
