@@ -145,7 +145,7 @@ serveParent({
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;
     const value = (series) => Number(text.split('\n').find((line) => line.startsWith(`${series} `))?.slice(series.length + 1) ?? NaN);
     const counted = Object.fromEntries(['exported', 'failed', 'dropped'].map((r) => [r, value(`tollgate_spans_total{result="${r}"}`)]));
-    return { sdk: telemetry !== null, ...counted, queued: value('tollgate_spans_queued') };
+    return { ...counted, queued: value('tollgate_spans_queued') };
   },
   stop: () => app.close(),
 });

@@ -5,16 +5,15 @@
 //
 // The counts are the SDK's own: its batch span processor reports them as self-observability metrics
 // (`otel.sdk.processor.span.*`, the OpenTelemetry semantic conventions for SDK metrics) to the meter provider it is
-// given. `SpanExportStats` is that meter provider, kept to the three instruments the processor creates; every other
-// instrument is the API's no-op. Nothing here runs per span: the processor reports once an export (or a drop).
+// given. `SpanExportStats` is that meter provider, kept to the two instruments read here (the spans processed, by
+// result, and the queue's size); every other instrument, the queue's capacity included, is the API's no-op. Nothing here runs per span: the processor reports once an export (or a drop).
 
-import { createNoopMeter, type Attributes, type Counter, type Meter, type MeterProvider, type ObservableCallback, type ObservableResult, type ObservableUpDownCounter, type UpDownCounter } from '@opentelemetry/api';
+import { createNoopMeter, type Attributes, type Counter, type Meter, type MeterProvider, type ObservableCallback, type ObservableResult, type ObservableUpDownCounter } from '@opentelemetry/api';
 
-/** The instruments the SDK's batch span processor creates (semantic conventions, `otel.sdk.processor.span.*`). */
+/** The instruments of the SDK's batch span processor read here (semantic conventions, `otel.sdk.processor.span.*`). */
 export const PROCESSOR_METRIC = {
   processed: 'otel.sdk.processor.span.processed',
   queueSize: 'otel.sdk.processor.span.queue.size',
-  queueCapacity: 'otel.sdk.processor.span.queue.capacity',
 } as const;
 
 /** The `error.type` the processor gives spans it dropped because its queue was full. */
@@ -26,7 +25,6 @@ export type SpanResult = (typeof SPAN_RESULTS)[number];
 export class SpanExportStats implements MeterProvider {
   readonly #counts: Record<SpanResult, number> = { exported: 0, failed: 0, dropped: 0 };
   readonly #queues = new Set<ObservableCallback>();
-  #capacity = 0;
 
   /** Spans that reached each end so far. */
   count(result: SpanResult): number {
@@ -41,22 +39,15 @@ export class SpanExportStats implements MeterProvider {
     return n;
   }
 
-  /** The queue's capacity (`OTEL_BSP_MAX_QUEUE_SIZE`, 2048 by default; 0 without an SDK). */
-  capacity(): number {
-    return this.#capacity;
-  }
-
   getMeter(): Meter {
     const noop = createNoopMeter();
     const processed: Counter = { add: (n, attrs) => this.#processed(n, attrs) };
-    const capacity: UpDownCounter = { add: (n) => (this.#capacity += n) };
     const queue: ObservableUpDownCounter = {
       addCallback: (callback) => void this.#queues.add(callback),
       removeCallback: (callback) => void this.#queues.delete(callback),
     };
     return Object.assign(Object.create(noop) as Meter, {
       createCounter: (name: string, opts?: object) => (name === PROCESSOR_METRIC.processed ? processed : noop.createCounter(name, opts)),
-      createUpDownCounter: (name: string, opts?: object) => (name === PROCESSOR_METRIC.queueCapacity ? capacity : noop.createUpDownCounter(name, opts)),
       createObservableUpDownCounter: (name: string, opts?: object) =>
         name === PROCESSOR_METRIC.queueSize ? queue : noop.createObservableUpDownCounter(name, opts),
     });
