@@ -6,7 +6,8 @@
 // The counts are the SDK's own: its batch span processor reports them as self-observability metrics
 // (`otel.sdk.processor.span.*`, the OpenTelemetry semantic conventions for SDK metrics) to the meter provider it is
 // given. `SpanExportStats` is that meter provider, kept to the two instruments read here (the spans processed, by
-// result, and the queue's size); every other instrument, the queue's capacity included, is the API's no-op. Nothing here runs per span: the processor reports once an export (or a drop).
+// result, and the queue's size); every other instrument, the queue's capacity included, is the API's no-op. Nothing
+// here runs per span: the processor reports once an export (or a drop).
 
 import { createNoopMeter, type Attributes, type Counter, type Meter, type MeterProvider, type ObservableCallback, type ObservableResult, type ObservableUpDownCounter } from '@opentelemetry/api';
 
