@@ -169,7 +169,7 @@ export class QuotaService {
     const published = this.#unstored.published;
     const current = opts.current === true;
     if (snap !== null && snap.changes === changes && now - snap.at < this.#cacheMs) {
-      if (!current || snap.published === published) return Promise.resolve(snap.entries);
+      if (!current || (snap.published === published && snap.basis.exact)) return Promise.resolve(snap.entries);
       // Only records published since: the same read with them added, no read of the store.
       if (snap.basis.exact) return this.#rebuild(snap);
     }
@@ -182,11 +182,11 @@ export class QuotaService {
       }
       return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : running.entries;
     }
-    const computed = this.#read(now)
-      .then(async (basis) => ({ basis, ...(await this.#build(basis)) }))
+    const computed = this.#settledRead()
+      .then(async ({ basis, changes: after }) => ({ basis, after, ...(await this.#build(basis)) }))
       .then(
-        ({ basis, entries, published: counted }) => {
-          this.#snapshot = { at: this.#now(), entries, changes, published: counted, basis };
+        ({ basis, after, entries, published: counted }) => {
+          this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis };
           this.#last = new Map(entries.map((e) => [e.id, e]));
           return entries;
         },
@@ -200,6 +200,22 @@ export class QuotaService {
       .finally(() => (this.#computing = null));
     this.#computing = { after: changes, published, entries: computed };
     return computed;
+  }
+
+  /**
+   * The read, begun once no insert of this process's runs, and made again (once) if one began beside it: such a read
+   * cannot take the calls not stored yet (some may be in what it read), so its figures are the stored ones alone, short
+   * of those calls; a quota seen back under 10 % for that moment is a false reset alert, an exhausted provider routed
+   * to. An insert beside the second read too leaves it so (that insert's end makes the next snapshot read again).
+   * `changes`: the changes (`#changes`) the read kept was begun after.
+   */
+  async #settledRead(): Promise<{ basis: Basis; changes: number }> {
+    for (let attempt = 1; ; attempt++) {
+      await this.#fence?.settled();
+      const changes = this.#changes;
+      const basis = await this.#read(this.#now());
+      if (basis.exact || attempt === 2) return { basis, changes };
+    }
   }
 
   /**
