@@ -135,6 +135,16 @@ export class QuotaService {
     return this.#snapshot?.basis.spend ?? null;
   }
 
+  /**
+   * Whether `entries` (what `entries()` gave) hold every call published so far, the calls not stored yet added: not
+   * when inserts began beside both of its reads (the stored figures alone, short of those calls), nor when a newer
+   * snapshot has replaced them.
+   */
+  complete(entries: readonly QuotaEntry[]): boolean {
+    const snap = this.#snapshot;
+    return snap !== null && snap.entries === entries && snap.basis.exact;
+  }
+
   /** Whether the provider's quota was used up in the latest snapshot. */
   exhausted(providerId: string): boolean {
     return this.#last.get(providerId)?.exhausted === true;

@@ -58,6 +58,11 @@ export interface EvaluationInput {
   readonly thresholds?: AlertThresholds;
   /** What providers reported on their responses (alerts/reported.ts); none: computed quota only. */
   readonly reported?: readonly ReportedQuota[];
+  /**
+   * False when `quota` is short of this gateway's calls not stored yet (inserts ran beside every read made for it: a
+   * backlog being written): such figures can only be low, so they tell no reset. Default true.
+   */
+  readonly quotaComplete?: boolean;
 }
 
 /** An alert to fire: the scheduler gives it its id and time. */
@@ -188,7 +193,7 @@ function quotaAlerts(e: QuotaEntry, input: EvaluationInput, thresholds: AlertThr
   const last = input.fired
     .filter((f) => f.subject === e.id && (f.kind === 'quota_warning' || f.kind === 'quota_exhausted'))
     .reduce<FiredAlert | null>((m, f) => (m === null || laterThan(f, m) ? f : m), null);
-  if (last !== null && !e.exhausted && (pct === null || pct < RESET_BELOW) && input.now - last.firedAt < 35 * DAY_MS) {
+  if (last !== null && input.quotaComplete !== false && !e.exhausted && (pct === null || pct < RESET_BELOW) && input.now - last.firedAt < 35 * DAY_MS) {
     add({
       kind: 'quota_reset', severity: 'info', subject: e.id, threshold: null, window: last.id,
       title: `Quota reset: ${e.name}`,

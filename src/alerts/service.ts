@@ -168,7 +168,7 @@ export class AlertService {
     const budget = await this.#budget.refresh(this.#quota.spend);
     const now = this.#now();
     const costs = enabled.has('cost_anomaly') ? await this.#costs(budget, now) : null;
-    const input = { now, enabled, quota, budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };
+    const input = { now, enabled, quota, quotaComplete: this.#quota.complete(quota), budget, costs, fired: this.#fired, thresholds: cfg.alerts.thresholds, reported: this.#reported() };
     let candidates = evaluate(input);
     // Two kinds are named from this replica's memory of what fired, which another replica may have added to: a rolling
     // quota's alert fires once per window length (another replica may have fired it in an earlier bucket of the

@@ -158,6 +158,39 @@ t.test('an insert that begins beside a read: the read is made again once it has 
   t.equal(f.insertsEnded, 1, 'the insert had ended');
 });
 
+t.test('inserts beside both reads: the stored figures, marked not complete (the evaluator tells no reset from them)', async (t) => {
+  const f = fence();
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: f, cacheMs: 0 });
+  const first = await q.entries({ current: true });
+  t.equal(q.complete(first), true, 'a read no insert ran beside: complete');
+  const base = first.find((e) => e.id === 'day')!.quota.used;
+  const e = record('day', NOW - M, { tokens: 30 });
+  q.published(e);
+  // A backlog being written: an insert begins while each of the two reads' queries runs, and ends right after it.
+  const query = store.query;
+  let beside = 2;
+  store.query = async function (this: typeof store, ...args: Parameters<typeof store.query>) {
+    const mine = beside-- > 0;
+    if (mine) f.begin();
+    try {
+      return await query.apply(this, args);
+    } finally {
+      if (mine) f.end();
+    }
+  } as typeof store.query;
+  t.teardown(() => void (store.query = query));
+  q.stored([]);
+  const short = await q.entries({ current: true });
+  t.equal(short.find((x) => x.id === 'day')!.quota.used, base, 'the stored figures alone, short of the call not stored');
+  t.equal(q.complete(short), false, 'and said to be');
+  store.query = query;
+  q.stored([]);
+  const again = await q.entries({ current: true });
+  t.equal(again.find((x) => x.id === 'day')!.quota.used, base + 30, 'no insert beside: the call added');
+  t.equal(q.complete(again), true);
+  t.equal(q.complete(short), false, 'an earlier result is not the latest snapshot');
+});
+
 t.test('each kind of quota counts them as their rows: requests, the month, hours by model, rolling windows', async (t) => {
   const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: fence(), cacheMs: 0 });
   const get = async () => Object.fromEntries((await q.entries()).map((e) => [e.id, e]));

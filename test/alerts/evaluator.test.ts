@@ -82,6 +82,8 @@ t.test('quota reset: back under 10 % after a warning, once per warning', async (
   t.same(kinds(evaluate(input({ quota: [quota('z', 5, 100)], fired: [...warned, ...fired(back)] }))), [], 'once');
   t.same(kinds(evaluate(input({ quota: [quota('z', 85, 100)], fired: warned }))), [], 'still high: no reset');
   t.same(kinds(evaluate(input({ quota: [quota('z', 10, 100)], fired: warned }))), [], 'at 10 %: not refreshed yet');
+  t.same(kinds(evaluate(input({ quota: [quota('z', 5, 100)], fired: warned, quotaComplete: false }))), [],
+    'figures short of the calls not stored yet (inserts beside every read): no reset told from them');
 });
 
 t.test('budgets: daily 80/100 %, monthly 50/80/100 % with the projection, auto-switch', async (t) => {
