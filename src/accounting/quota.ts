@@ -15,7 +15,7 @@ import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/recor
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
-import type { WriteFence } from '../store/writer.js';
+import { settledWithin, type WriteFence } from '../store/writer.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
 
@@ -23,6 +23,11 @@ import { UnstoredCalls, type Span } from './unstored.js';
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 /** Look-back for the connection-problem flag. */
 const RECENT_MS = 15 * 60_000;
+/**
+ * How long a read waits for an insert of this gateway's to end before it reads anyway: an insert takes tens of
+ * milliseconds; one held up by a store in trouble (up to the client's request timeout) must not hold reads up too.
+ */
+const SETTLE_WAIT_MS = 1000;
 const round12 = (v: number): number => Number(v.toFixed(12));
 
 /** What one read of the store gives: the stored figures, and what adding the calls not stored yet to them needs. */
@@ -80,6 +85,7 @@ export class QuotaService {
   readonly #sources: UsageSources;
   readonly #cacheMs: number;
   readonly #staleMs: number;
+  readonly #settleWaitMs: number;
   /** The clock is the real one: "now" is the present, so the current hour can be read from the rollup. */
   readonly #realClock: boolean;
   #snapshot: Snapshot | null = null;
@@ -107,7 +113,7 @@ export class QuotaService {
    * `unstored`: the calls not stored yet, when another keeps the list (the budget, fed by the ledger: app.ts); its own
    * otherwise, fed by `published`.
    */
-  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
+  constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; settleWaitMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
     this.#unstored = opts.unstored ?? new UnstoredCalls();
     this.#ownsList = opts.unstored === undefined;
     this.#store = store;
@@ -118,6 +124,7 @@ export class QuotaService {
     this.#sources = new UsageSources(this.#now, () => this.#changes++);
     this.#cacheMs = opts.cacheMs ?? 1000;
     this.#staleMs = opts.staleMs ?? 10_000;
+    this.#settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
   }
 
   /** The latest snapshot's entries (null before the first): what the gauges show, never a query. */
@@ -216,12 +223,12 @@ export class QuotaService {
    * The read, begun once no insert of this process's runs, and made again (once) if one began beside it: such a read
    * cannot take the calls not stored yet (some may be in what it read), so its figures are the stored ones alone, short
    * of those calls; a quota seen back under 10 % for that moment is a false reset alert, an exhausted provider routed
-   * to. An insert beside the second read too leaves it so (that insert's end makes the next snapshot read again).
-   * `changes`: the changes (`#changes`) the read kept was begun after.
+   * to. An insert beside the second read too leaves it so (that insert's end makes the next snapshot read again), as
+   * does one that outlasts the wait (SETTLE_WAIT_MS). `changes`: the changes (`#changes`) the read kept was begun after.
    */
   async #settledRead(): Promise<{ basis: Basis; changes: number }> {
     for (let attempt = 1; ; attempt++) {
-      await this.#fence?.settled();
+      if (this.#fence !== null) await settledWithin(this.#fence, this.#settleWaitMs);
       const changes = this.#changes;
       const basis = await this.#read(this.#now());
       if (basis.exact || attempt === 2) return { basis, changes };

@@ -65,6 +65,16 @@ export interface WriteFence {
   settled(): Promise<void>;
 }
 
+/** `fence.settled()`, waited for `ms` at most (an insert held up by a store in trouble must not hold its reader up). */
+export async function settledWithin(fence: WriteFence, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+    timer.unref();
+  });
+  await Promise.race([fence.settled(), waited]).finally(() => clearTimeout(timer));
+}
+
 export class BatchWriter<Row extends Record<string, unknown>> implements WriteFence {
   readonly #store: Store;
   readonly #table: string;

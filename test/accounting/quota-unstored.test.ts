@@ -191,6 +191,20 @@ t.test('inserts beside both reads: the stored figures, marked not complete (the 
   t.equal(q.complete(short), false, 'an earlier result is not the latest snapshot');
 });
 
+t.test('an insert that does not end (a store in trouble) holds a read up for the wait at most: the stored figures, incomplete', async (t) => {
+  const f = fence();
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: f, cacheMs: 0, settleWaitMs: 100 });
+  const base = (await q.entries()).find((e) => e.id === 'day')!.quota.used;
+  q.published(record('day', NOW - M, { tokens: 12 }));
+  f.begin(); // and never ends
+  const started = Date.now();
+  const got = await q.entries({ current: true });
+  const waited = Date.now() - started;
+  t.ok(waited >= 150 && waited < 5000, `two waits of 100 ms, not the insert's end (${waited} ms)`);
+  t.equal(got.find((e) => e.id === 'day')!.quota.used, base, 'the stored figures');
+  t.equal(q.complete(got), false, 'marked incomplete');
+});
+
 t.test('each kind of quota counts them as their rows: requests, the month, hours by model, rolling windows', async (t) => {
   const q = new QuotaService(store, () => gw.holder.current, { now: () => NOW, fence: fence(), cacheMs: 0 });
   const get = async () => Object.fromEntries((await q.entries()).map((e) => [e.id, e]));
