@@ -6,7 +6,7 @@
 import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
 import { aggregateWindows } from '../store/aggregate.js';
-import type { WriteFence } from '../store/writer.js';
+import { settledWithin, type WriteFence } from '../store/writer.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
@@ -149,7 +149,8 @@ export class BudgetService implements BudgetGate {
     const withUnconfirmed = (stored: readonly number[]) => this.#unconfirmed.costSince(froms).map((c, i) => stored[i]! + c);
     // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
     // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
-    // once the insert is over (twice at most; the writer waits its flush interval between inserts).
+    // once the insert is over (twice at most; the writer waits its flush interval between inserts), or once a second
+    // has passed (an insert held up by a store in trouble: INSERT_WAIT_MS).
     const f = this.#fence;
     if (shared !== null && f !== null && shared.clean && shared.insertsStarted === f.insertsStarted && sameInstants(shared.froms, froms)) {
       froms.forEach((from, i) => this.#storedFigures.set(from, shared.costs[i]!));
@@ -160,7 +161,7 @@ export class BudgetService implements BudgetGate {
       const clean = f === null || started === f.insertsEnded;
       const spent = withUnconfirmed(await this.#stored(froms, now));
       if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
-      await f.settled();
+      await settledWithin(f);
     }
   }
 

@@ -15,7 +15,7 @@ import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/recor
 import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
-import { settledWithin, type WriteFence } from '../store/writer.js';
+import { INSERT_WAIT_MS, settledWithin, type WriteFence } from '../store/writer.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
 
@@ -23,11 +23,6 @@ import { UnstoredCalls, type Span } from './unstored.js';
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 /** Look-back for the connection-problem flag. */
 const RECENT_MS = 15 * 60_000;
-/**
- * How long a read waits for an insert of this gateway's to end before it reads anyway: an insert takes tens of
- * milliseconds; one held up by a store in trouble (up to the client's request timeout) must not hold reads up too.
- */
-const SETTLE_WAIT_MS = 1000;
 const round12 = (v: number): number => Number(v.toFixed(12));
 
 /** What one read of the store gives: the stored figures, and what adding the calls not stored yet to them needs. */
@@ -124,7 +119,7 @@ export class QuotaService {
     this.#sources = new UsageSources(this.#now, () => this.#changes++);
     this.#cacheMs = opts.cacheMs ?? 1000;
     this.#staleMs = opts.staleMs ?? 10_000;
-    this.#settleWaitMs = opts.settleWaitMs ?? SETTLE_WAIT_MS;
+    this.#settleWaitMs = opts.settleWaitMs ?? INSERT_WAIT_MS;
   }
 
   /** The latest snapshot's entries (null before the first): what the gauges show, never a query. */
@@ -224,7 +219,7 @@ export class QuotaService {
    * cannot take the calls not stored yet (some may be in what it read), so its figures are the stored ones alone, short
    * of those calls; a quota seen back under 10 % for that moment is a false reset alert, an exhausted provider routed
    * to. An insert beside the second read too leaves it so (that insert's end makes the next snapshot read again), as
-   * does one that outlasts the wait (SETTLE_WAIT_MS). `changes`: the changes (`#changes`) the read kept was begun after.
+   * does one that outlasts the wait (INSERT_WAIT_MS). `changes`: the changes (`#changes`) the read kept was begun after.
    */
   async #settledRead(): Promise<{ basis: Basis; changes: number }> {
     for (let attempt = 1; ; attempt++) {

@@ -65,8 +65,14 @@ export interface WriteFence {
   settled(): Promise<void>;
 }
 
-/** `fence.settled()`, waited for `ms` at most (an insert held up by a store in trouble must not hold its reader up). */
-export async function settledWithin(fence: WriteFence, ms: number): Promise<void> {
+/**
+ * How long a reader waits for an insert to end before it reads anyway: an insert takes tens of milliseconds; one held
+ * up by a store in trouble (up to the client's request timeout) must not hold the reads up too.
+ */
+export const INSERT_WAIT_MS = 1000;
+
+/** `fence.settled()`, waited for `ms` at most. */
+export async function settledWithin(fence: WriteFence, ms = INSERT_WAIT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const waited = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, ms);
