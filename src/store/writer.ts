@@ -74,10 +74,7 @@ export const INSERT_WAIT_MS = 1000;
 /** `fence.settled()`, waited for `ms` at most. */
 export async function settledWithin(fence: WriteFence, ms = INSERT_WAIT_MS): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-    timer.unref();
-  });
+  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
   await Promise.race([fence.settled(), waited]).finally(() => clearTimeout(timer));
 }
 

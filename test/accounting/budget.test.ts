@@ -193,4 +193,13 @@ t.test("the quota's read sums the budget's windows too: the same figures, taken 
   reads.reset();
   await loose.refresh(next);
   t.equal(reads.count, 1, 'no fence: a read of its own');
+  // An insert that does not end (a store in trouble): between its reads the budget waits a second at most, not for
+  // the insert's end (src/store/writer.ts, settledWithin).
+  const stuck = { insertsStarted: 1, insertsEnded: 0, settled: () => new Promise<void>(() => undefined) };
+  const began = Date.now();
+  reads.reset();
+  const held = await new BudgetService(store, () => withProvider('UTC'), { now: () => now, fence: stuck }).refresh();
+  t.equal(held.daily.spent, 0, 'its figures');
+  t.equal(reads.count, 3, 'read three times, an insert beside each');
+  t.ok(Date.now() - began < 10_000, `not held up by the insert (${Date.now() - began} ms)`);
 });
