@@ -10,7 +10,7 @@ import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { QuotaService } from '../../src/accounting/quota.js';
 import type { WriteFence } from '../../src/store/writer.js';
-import { countReads } from '../helpers/store-reads.js';
+import { countReads, onQueries } from '../helpers/store-reads.js';
 
 const H = 3_600_000;
 const M = 60_000;
@@ -65,7 +65,7 @@ function fence(): WriteFence & { begin(): void; end(): void } {
 }
 
 /** Whether `p` has settled, after the event loop has had `ms` to run. */
-async function settledWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+async function doneWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
   let done = false;
   void p.then(() => (done = true), () => (done = true));
   await new Promise((r) => setTimeout(r, ms));
@@ -117,7 +117,7 @@ t.test('a read asked for while an insert runs waits for its end: the row read on
   const during = used();
   const c = record('day', NOW - 3 * M, { tokens: 5 });
   q.published(c);
-  t.equal(await settledWithin(during, 50), false, 'it waits while the insert runs');
+  t.equal(await doneWithin(during, 50), false, 'it waits while the insert runs');
   // The writer's order (src/store/writer.ts): the `written` event, then the insert's end.
   q.stored([b.requestId]);
   f.end();
@@ -135,26 +135,20 @@ t.test('an insert that begins beside a read: the read is made again once it has 
   t.equal(await used({ current: true }), base + 800, 'published: the evaluator sees it (80 % of this quota, say)');
   // The writer's flush begins while the next read's query is under way, and lands after it: that query's figures
   // have no row of it, and the calls not stored cannot be added to them (the insert might have been in them).
-  const reads = countReads(t, store);
-  const query = store.query;
-  let armed = true;
-  store.query = function (this: typeof store, ...args: Parameters<typeof store.query>) {
-    if (armed) {
-      armed = false;
-      f.begin();
-      setTimeout(() => {
-        void store.insert('requests', [toRow(d)]).then(() => {
-          q.stored([d.requestId]);
-          f.end();
-        });
-      }, 20);
-    }
-    return query.apply(this, args);
-  } as typeof store.query;
-  t.teardown(() => void (store.query = query));
+  let reads = 0;
+  onQueries(t, store, () => {
+    if (reads++ > 0) return;
+    f.begin();
+    setTimeout(() => {
+      void store.insert('requests', [toRow(d)]).then(() => {
+        q.stored([d.requestId]);
+        f.end();
+      });
+    }, 20);
+  });
   q.stored([]); // a change: the next caller reads
   t.equal(await used({ current: true }), base + 800, 'still 800 more: never the stored figures alone (0 % for a moment)');
-  t.ok(reads.count >= 2, `read again once the insert ended (${reads.count} queries)`);
+  t.ok(reads >= 2, `read again once the insert ended (${reads} queries)`);
   t.equal(f.insertsEnded, 1, 'the insert had ended');
 });
 
@@ -167,23 +161,17 @@ t.test('inserts beside both reads: the stored figures, marked not complete (the 
   const e = record('day', NOW - M, { tokens: 30 });
   q.published(e);
   // A backlog being written: an insert begins while each of the two reads' queries runs, and ends right after it.
-  const query = store.query;
   let beside = 2;
-  store.query = async function (this: typeof store, ...args: Parameters<typeof store.query>) {
-    const mine = beside-- > 0;
-    if (mine) f.begin();
-    try {
-      return await query.apply(this, args);
-    } finally {
-      if (mine) f.end();
-    }
-  } as typeof store.query;
-  t.teardown(() => void (store.query = query));
+  const backlog = onQueries(t, store, () => {
+    if (beside-- <= 0) return;
+    f.begin();
+    return () => f.end();
+  });
   q.stored([]);
   const short = await q.entries({ current: true });
   t.equal(short.find((x) => x.id === 'day')!.quota.used, base, 'the stored figures alone, short of the call not stored');
   t.equal(q.complete(short), false, 'and said to be');
-  store.query = query;
+  backlog.restore();
   q.stored([]);
   const again = await q.entries({ current: true });
   t.equal(again.find((x) => x.id === 'day')!.quota.used, base + 30, 'no insert beside: the call added');
@@ -242,7 +230,7 @@ t.test('`current` figures hold every record published, added to the cached read;
   const during = day({ current: true });
   q.published(record('day', NOW - M, { tokens: 4 }));
   reads.reset();
-  t.equal(await settledWithin(during, 50), false, 'an insert running: the caller waits');
+  t.equal(await doneWithin(during, 50), false, 'an insert running: the caller waits');
   t.equal(reads.count, 0, 'no read while it runs');
   f.end();
   q.stored([]);

@@ -16,6 +16,7 @@ import { testConfig } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 import { askChat, otlpReceiver, startGlobalTracedApp } from '../helpers/otlp.js';
 import { metricValue } from '../helpers/prom.js';
+import { waitFor } from '../helpers/wait.js';
 
 const IDLE = { rows: 0, bytes: 0, oldestMs: null, up: true };
 
@@ -33,11 +34,6 @@ class HeldExporter implements SpanExporter {
   }
   async shutdown(): Promise<void> {}
 }
-
-const until = async (ok: () => boolean, what: string): Promise<void> => {
-  for (let i = 0; i < 500 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
-  if (!ok()) throw new Error(`timed out waiting for ${what}`);
-};
 
 t.test('the real batch processor, counted: exported, failed, dropped when its queue is full, and what waits', async (t) => {
   const stats = new SpanExportStats();
@@ -57,13 +53,13 @@ t.test('the real batch processor, counted: exported, failed, dropped when its qu
   t.equal(stats.count('exported') + stats.count('failed'), 0, 'no export answered yet');
 
   t.equal(exporter.answer(ExportResultCode.SUCCESS), 2);
-  await until(() => exporter.pending.length === 1, 'the next batch');
+  await waitFor(() => exporter.pending.length === 1);
   t.equal(stats.count('exported'), 2, 'the answered batch, exported');
   t.equal(exporter.answer(ExportResultCode.FAILED), 2);
-  await until(() => exporter.pending.length === 1, 'the last batch');
+  await waitFor(() => exporter.pending.length === 1);
   t.equal(stats.count('failed'), 2, 'the refused batch, failed');
   t.equal(exporter.answer(ExportResultCode.SUCCESS), 2);
-  await until(() => stats.count('exported') === 4, 'the last batch counted');
+  await waitFor(() => stats.count('exported') === 4);
   t.equal(stats.queued(), 0, 'nothing waits');
   t.same({ exported: stats.count('exported'), failed: stats.count('failed'), dropped: stats.count('dropped') }, { exported: 4, failed: 2, dropped: 2 },
     'every one of the 8 spans ended has one result');
@@ -101,7 +97,7 @@ t.test('the SDK as main.ts starts it: spans the collector took, then spans it re
   };
 
   for (let i = 0; i < 3; i++) await ask(i);
-  await until(() => spanExportStats.count('exported') >= 6, 'the first spans exported');
+  await waitFor(() => spanExportStats.count('exported') >= 6);
   let text = await scrape();
   t.equal(receiver.spans.length, 6, 'the collector took a SERVER and a CLIENT span a request');
   t.equal(metricValue(text, 'tollgate_spans_total', { result: 'exported' }), receiver.spans.length, 'exported: what the collector took');
@@ -109,7 +105,7 @@ t.test('the SDK as main.ts starts it: spans the collector took, then spans it re
 
   receiver.status = 400; // the collector now refuses every export (not retryable)
   for (let i = 0; i < 2; i++) await ask(i);
-  await until(() => spanExportStats.count('failed') >= 4, 'the refused spans counted');
+  await waitFor(() => spanExportStats.count('failed') >= 4);
   text = await scrape();
   t.equal(metricValue(text, 'tollgate_spans_total', { result: 'failed' }), 4, 'failed: the spans of the two requests the collector refused');
   t.equal(metricValue(text, 'tollgate_spans_total', { result: 'exported' }), 6, 'exported unchanged');
