@@ -21,7 +21,7 @@ import type { Config } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
-import { REAUTH_TTL_MS, ReauthTokens } from './reauth.js';
+import { REAUTH_TTL_MS, ReauthTokens, type ReauthHolder } from './reauth.js';
 import { FailingClients, clientKey } from './failing.js';
 
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
@@ -62,10 +62,18 @@ export interface GateOptions {
 export async function installGate(app: FastifyInstance, opts: GateOptions): Promise<void> {
   const holder = opts.config;
   let keys = new KeyRing(holder.current.server.api_keys);
+  const reauth = new ReauthTokens();
+  /** Whether a token's key is still the one it was issued to: same name, same value, still an admin. */
+  const holds = (h: ReauthHolder): boolean => {
+    const key = keys.byName(h.keyName);
+    return key !== null && key.role === 'admin' && key.binding === h.binding;
+  };
   holder.onChange((next) => {
     keys = new KeyRing(next.server.api_keys);
+    reauth.keepOnly(holds);
   });
-  const reauth = new ReauthTokens();
+  // The key that asked for a token, from the gate's hook to the reauth route's handler.
+  const askedBy = new WeakMap<FastifyRequest, KeyIdentity>();
   const limits = () => holder.current.server.rate_limit;
   const accessOfRequest = (req: FastifyRequest): Access => accessOf(req.routeOptions.url, holder.current);
 
@@ -108,26 +116,30 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
     const access = accessOfRequest(req);
     if (access === 'public') return;
     if (keys.open) req.apiKeyName = ANONYMOUS;
-    else req.apiKeyName = await keyNameOf(req, reply, access);
+    else {
+      const key = await keyOf(req, reply, access);
+      req.apiKeyName = key.name;
+      if (req.routeOptions.url === REAUTH_ROUTE) askedBy.set(req, key);
+    }
     // The request limit counts the requests let in (a refused key counts against auth_failures_per_minute instead),
     // on the routes that matched, as the plugin's per-route hook did.
     if (limits().requests_per_minute > 0 && req.routeOptions.url !== undefined) await requestLimit.call(app, req, reply);
   });
 
-  /** The name of the key `req` presents for `access`; a refusal is thrown (401, 403, or 429 past the failures' limit). */
-  const keyNameOf = async (req: FastifyRequest, reply: FastifyReply, access: Access): Promise<string> => {
+  /** The key `req` presents for `access`; a refusal is thrown (401, 403, or 429 past the failures' limit). */
+  const keyOf = async (req: FastifyRequest, reply: FastifyReply, access: Access): Promise<KeyIdentity> => {
     if (failing.failing(clientKey(req.ip))) {
       const seen = await authFailures(req, { increment: false });
       if (seen.isAllowed !== true && seen.remaining === 0) throw tooManyFailures(reply, seen.max, seen.ttlInSeconds);
     }
     const presented = presentedKey(req.headers, req.url);
     if (access === 'reauth') {
-      const bound = reauth.verify(presented);
-      const key = bound === null ? null : keys.byName(bound);
-      if (key === null || key.role !== 'admin') {
+      // Bound to the key, not only its name: a token whose key was rotated, removed or made a user is refused.
+      const bound = reauth.holder(presented);
+      if (bound === null || !holds(bound)) {
         await refuse(req, reply, new TollgateError('TOLLGATE_ERR_REAUTH_REQUIRED', `this route takes only a re-authentication token: POST ${REAUTH_ROUTE} with an admin key, then send Authorization: Bearer <token> within ${REAUTH_TTL_MS / 60_000} minutes`));
       }
-      return key!.name;
+      return keys.byName(bound!.keyName)!;
     }
     if (presented === null) {
       await refuse(req, reply, new TollgateError('TOLLGATE_ERR_UNAUTHORIZED', 'missing API key: send Authorization: Bearer <key> (or x-api-key, x-goog-api-key)'));
@@ -137,11 +149,12 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
     if (access === 'admin' && key!.role !== 'admin') {
       throw new TollgateError('TOLLGATE_ERR_FORBIDDEN', `key '${key!.name}' has role user; ${req.routeOptions.url ?? 'this route'} needs an admin key`);
     }
-    return key!.name;
+    return key!;
   };
 
   app.post(REAUTH_ROUTE, async (req) => {
-    const issued = reauth.issue(req.apiKeyName);
+    // Open mode (no keys): no key asked, and the routes the token is for are open anyway.
+    const issued = reauth.issue(req.apiKeyName, askedBy.get(req)?.binding ?? '');
     return { token: issued.token, key: issued.keyName, expires_at: new Date(issued.expiresAt).toISOString(), expires_in_s: REAUTH_TTL_MS / 1000 };
   });
 }

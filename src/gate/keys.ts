@@ -17,6 +17,12 @@ export const ANONYMOUS = 'anonymous';
 export interface KeyIdentity {
   readonly name: string;
   readonly role: KeyRole;
+  /**
+   * What a re-authentication token is bound to (src/gate/reauth.ts): a digest of the key's own digest and its role,
+   * the same across reloads while the key is unchanged and different once its value (a rotation) or its role changes.
+   * Neither the key nor the digest it is matched by.
+   */
+  readonly binding: string;
 }
 
 export class KeyRing {
@@ -24,7 +30,11 @@ export class KeyRing {
   constructor(keys: readonly ApiKey[]) {
     // When no key names a role, every key is an admin: a one-key setup keeps working. Otherwise unnamed means user.
     const anyRole = keys.some((k) => k.role !== undefined);
-    this.#keys = keys.map((k) => ({ name: k.name, role: k.role ?? (anyRole ? 'user' : 'admin'), digest: digest(k.key) }));
+    this.#keys = keys.map((k) => {
+      const role = k.role ?? (anyRole ? 'user' : 'admin');
+      const d = digest(k.key);
+      return { name: k.name, role, digest: d, binding: digest(`tollgate-reauth:${role}:${d.toString('hex')}`).toString('hex') };
+    });
   }
 
   get open(): boolean {
@@ -35,16 +45,18 @@ export class KeyRing {
   match(presented: string): KeyIdentity | null {
     const d = digest(presented);
     let found: KeyIdentity | null = null;
-    for (const k of this.#keys) if (crypto.timingSafeEqual(d, k.digest) && found === null) found = { name: k.name, role: k.role };
+    for (const k of this.#keys) if (crypto.timingSafeEqual(d, k.digest) && found === null) found = identity(k);
     return found;
   }
 
   /** The identity of a key by name (a re-authentication token names its key), or null when it is gone. */
   byName(name: string): KeyIdentity | null {
     const k = this.#keys.find((x) => x.name === name);
-    return k === undefined ? null : { name: k.name, role: k.role };
+    return k === undefined ? null : identity(k);
   }
 }
+
+const identity = (k: KeyIdentity): KeyIdentity => ({ name: k.name, role: k.role, binding: k.binding });
 
 /** The key in the first place an SDK puts one: Bearer, x-api-key, x-goog-api-key, then the `key` query parameter. */
 export function presentedKey(headers: IncomingHttpHeaders, url: string): string | null {

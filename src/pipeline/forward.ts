@@ -19,7 +19,7 @@ import type { ClientAbort } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
 import { settleEstimate, type Outcome } from './outcome.js';
 import { EventRelay, type FailureHandling } from './relay.js';
-import { markAborted } from './reply.js';
+import { markAborted, percentEncoded } from './reply.js';
 import { buildFor, callForClient, failWith, notJson, readUpstreamError, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
@@ -97,9 +97,38 @@ export function droppedParams(names: WireCodec['paramNames'], canonical: Canonic
   return [...out].sort();
 }
 
-/** Tell the client (header, set before the first byte) and the request span which parameters were not carried. */
+/** The longest x-tollgate-dropped-params value, the `(N more)` marker included. */
+export const MAX_DROPPED_HEADER = 1024;
+
+/**
+ * The x-tollgate-dropped-params value for `params` (client input: any key a body can hold). Each name is
+ * percent-encoded past visible ASCII, and for `%`, `,` and spaces (percentEncoded), so the value is always a valid
+ * header value and splits back on ', '; names that would take it past MAX_DROPPED_HEADER are left out and counted in
+ * a last item `(N more)`, which no encoded name can be (it has a space).
+ */
+export function droppedHeader(params: readonly string[]): string {
+  const names = params.map((p) => percentEncoded(p, ','));
+  const all = names.join(', ');
+  if (all.length <= MAX_DROPPED_HEADER) return all;
+  const room = MAX_DROPPED_HEADER - `, (${names.length} more)`.length;
+  let value = '';
+  let kept = 0;
+  for (const name of names) {
+    const next = kept === 0 ? name : `${value}, ${name}`;
+    if (next.length > room) break;
+    value = next;
+    kept++;
+  }
+  const more = `(${names.length - kept} more)`;
+  return kept === 0 ? more : `${value}, ${more}`;
+}
+
+/**
+ * Tell the client (header, set before the first byte) and the request span which parameters were not carried; the
+ * header encodes and bounds the names (droppedHeader), the span keeps them as they came.
+ */
 export function listDropped(exchange: Exchange, params: readonly string[]): void {
-  if (params.length > 0) exchange.reply.header(DROPPED_PARAMS_HEADER, params.join(', '));
+  if (params.length > 0) exchange.reply.header(DROPPED_PARAMS_HEADER, droppedHeader(params));
   else exchange.reply.removeHeader(DROPPED_PARAMS_HEADER);
   exchange.trace.droppedParams(params);
 }

@@ -1,8 +1,9 @@
 // Answering a client that may already be gone: header values made safe, event streams opened and closed, writes
 // that respect back-pressure, and the aborted outcome of a client that left.
 
-import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { validateHeaderValue, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { TollgateError } from '../core/errors.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
 import type { Outcome } from './outcome.js';
 
@@ -35,10 +36,20 @@ export function pickHeaders(h: UpstreamResponse['headers'], names: readonly stri
  * model is client input and may hold anything, which a raw header value cannot).
  */
 export function modelHeader(model: string): string {
-  if (/^[\x20-\x7e]*$/.test(model)) return model;
-  // Byte by byte (a lone surrogate becomes U+FFFD's bytes), where encodeURIComponent would throw.
+  return /^[\x20-\x7e]*$/.test(model) ? model : percentEncoded(model);
+}
+
+/**
+ * Client text as a header value that is always valid: its UTF-8 bytes, visible ASCII as is, anything else (spaces,
+ * controls, non-ASCII), `%` and the characters of `reserved` percent-encoded, so decodeURIComponent gives the text back.
+ * Byte by byte (a lone surrogate becomes U+FFFD's bytes), where encodeURIComponent would throw.
+ */
+export function percentEncoded(s: string, reserved = ''): string {
   let out = '';
-  for (const b of Buffer.from(model, 'utf8')) out += b > 0x20 && b < 0x7f && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  for (const b of Buffer.from(s, 'utf8')) {
+    const c = String.fromCharCode(b);
+    out += b > 0x20 && b < 0x7f && b !== 0x25 && !reserved.includes(c) ? c : `%${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
   return out;
 }
 
@@ -59,14 +70,26 @@ export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void
 
 /** Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). */
 export function openEventStream(reply: FastifyReply): ServerResponse {
-  reply.hijack();
-  const raw = reply.raw;
   // The headers set on the reply so far (x-request-id, the auto-switch marks) go with the stream's.
-  raw.writeHead(200, {
+  const headers: OutgoingHttpHeaders = {
     ...(reply.getHeaders() as OutgoingHttpHeaders),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
-  });
+  };
+  // Checked before the response is taken over: a value Node cannot send is the gateway's bug, answered as one (the
+  // header removed, a 500 in the error shape while fastify still answers), never a throw after hijack() that leaves
+  // the client hanging.
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      for (const v of [value ?? []].flat()) validateHeaderValue(name, String(v));
+    } catch (err) {
+      reply.removeHeader(name);
+      throw new TollgateError('TOLLGATE_ERR_INTERNAL', `the response header '${name}' has a value that cannot be sent`, { cause: err });
+    }
+  }
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, headers);
   return raw;
 }
 

@@ -1,6 +1,6 @@
 // The raw row for one usage record: a pure mapping, the store writes what it is given.
 
-import type { UsageRecord } from '../ledger/record.js';
+import { MAX_REQUESTED_MODEL, type UsageRecord } from '../ledger/record.js';
 
 export type RequestRow = Record<string, string | number | boolean | null>;
 
@@ -18,6 +18,12 @@ export const REQUEST_COLUMNS: readonly string[] = [
 const money = (usd: number): string => usd.toFixed(12);
 /** Client text with lone UTF-16 surrogates replaced (U+FFFD): ClickHouse refuses them in JSON input. */
 const wellFormed = (s: string): string => s.replace(/\p{Cs}/gu, '\uFFFD');
+/**
+ * A model name from client input as its column keeps it: at most MAX_REQUESTED_MODEL characters (as the pipeline
+ * bounds requested_model), then well-formed (a cut through a surrogate pair leaves a lone half). `model` is the routed
+ * `<prefix>/<id>`, which a provider with allow_unlisted_models takes from the client as it came.
+ */
+const modelColumn = (s: string): string => wellFormed(s.slice(0, MAX_REQUESTED_MODEL));
 
 export function toRow(r: UsageRecord): RequestRow {
   return {
@@ -33,8 +39,8 @@ export function toRow(r: UsageRecord): RequestRow {
     endpoint: r.endpoint,
     provider: r.provider,
     provider_group: r.providerGroup,
-    model: r.model,
-    requested_model: wellFormed(r.requestedModel),
+    model: modelColumn(r.model),
+    requested_model: modelColumn(r.requestedModel),
     api_key_name: r.apiKeyName,
     stream: r.stream,
     status: r.status,

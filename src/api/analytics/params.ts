@@ -63,15 +63,24 @@ export function parseInstant(s: string): number | null {
 }
 
 /**
+ * The gateway key as a query parameter (`?key=`, as Gemini clients send it on every route; src/gate/keys.ts): the
+ * gate has read it before any route runs, so every route takes it and ignores it. Never a report's parameter.
+ */
+const GATE_KEY_PARAM = 'key';
+
+/**
  * One route's query string, read parameter by parameter. Unknown parameters and repeated ones are refused, so a typo
- * (`?provder=x`) is a 400 rather than an unfiltered answer. An empty value counts as absent.
+ * (`?provder=x`) is a 400 rather than an unfiltered answer; `key` (the gateway key) is taken and never read. An empty
+ * value counts as absent.
  */
 export class QueryReader {
   readonly #q: Record<string, unknown>;
 
   constructor(raw: unknown, allowed: readonly string[]) {
-    this.#q = (raw ?? {}) as Record<string, unknown>;
-    for (const k of Object.keys(this.#q)) {
+    const q = { ...((raw ?? {}) as Record<string, unknown>) };
+    delete q[GATE_KEY_PARAM];
+    this.#q = q;
+    for (const k of Object.keys(q)) {
       if (!allowed.includes(k)) throw invalid(k, `unknown query parameter ${show(k)}; accepted: ${allowed.join(', ')}`);
     }
   }
