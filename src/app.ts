@@ -27,10 +27,11 @@ import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
 import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from './store/rows.js';
-import { settleLanded, startSpan } from './store/rollup-repair.js';
+import { rowsSpan, settleLanded, startSpan, storedRequests } from './store/rollup-repair.js';
 import type { RowLines } from './store/segment.js';
 import { BatchWriter } from './store/writer.js';
 import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
+import { lockDir, unusableDir } from './store/dir-lock.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './ledger/ledger.js';
@@ -154,7 +155,23 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const spoolOpts: SpoolOptions = {
     dir: cfg.storage.spool.dir || join(cfg.storage.data_dir, 'spool'), commitMs: cfg.storage.spool.commit_ms, maxBytes: cfg.storage.spool.max_bytes, columns: REQUEST_COLUMNS,
   };
-  const spool = opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id));
+  // One list of the billed calls not yet written, for the quota and the budget: the rows an earlier process left in the
+  // spool (as the spool reads them) and this process's records (the ledger feeds it once: the budget's sink,
+  // alerting.published); the writer's `written` clears it.
+  const unstored = new UnstoredCalls();
+  // One process per spool directory, taken before the spool reads its leftovers (src/store/dir-lock.ts): a second
+  // gateway on it is refused here, and so is a directory it cannot write (read-only, another user's), each with one
+  // message naming the directory (main.ts prints it and exits 1). Released on close.
+  const spoolLock = opts.spool === undefined ? lockDir(spoolOpts.dir) : null;
+  if (spoolLock?.replaced) log.warn({ dir: spoolOpts.dir, owner: spoolLock.replaced }, 'storage: took over the spool lock of a gateway that is gone');
+  const spool = ((): SpoolPort<RequestRow> => {
+    try {
+      return opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id), (row) => unstored.addRow(row));
+    } catch (err) {
+      spoolLock?.release();
+      throw unusableDir(spoolOpts.dir, err);
+    }
+  })();
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
   const leftovers = spool.leftovers();
@@ -169,7 +186,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // The embedded engine only: a leftover segment already in the table is not replayed and its rollups are made whole
   // (docs/recording.md); a ClickHouse server drops a replay from the table and its views alike.
   const landed = store.embedded ? { settleLanded: (ids: readonly string[], rows: RowLines) => settleLanded(store, ids, startSpan(rows)) } : {};
-  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, ...landed }, {
+  // A request left in flight whose row is in the store already (it went there from memory while the disk was full, its
+  // marker left on the disk) is not recorded as interrupted over it.
+  const storedOf = (ids: readonly string[], rows: readonly RequestRow[]) => storedRequests(store, ids, rowsSpan(rows));
+  const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, storedOf, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
       // Before the evaluator looks (alerting.written, which also takes these rows off the list of records not yet
@@ -217,9 +237,6 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const upstream = new Upstream(dispatcher);
   // Quota from the record; combos skip a provider whose quota is used up. Budgets and alerts: evaluated on a timer and
   // shortly after each record; the budget gate drives the auto-switch. Both are the router's gates, given at birth.
-  // One list of this process's billed records not yet written, for the quota and the budget: the ledger feeds it once
-  // (the budget's sink, alerting.published), the writer's `written` clears it.
-  const unstored = new UnstoredCalls();
   const quota = new QuotaService(store, () => holder.current, { fence: writer, unstored });
   const alerting = createAlerting({ store, config: holder, quota, metrics, log, fence: writer, unstored, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
@@ -354,7 +371,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await keepalive.close();
     await alerting.close();
     await dispatcher.close();
-    await writer.close();
+    try {
+      await writer.close();
+    } finally {
+      spoolLock?.release(); // the spool is closed: another process may take the directory
+    }
     await store.close();
   });
   return app;

@@ -18,6 +18,8 @@ export class MemorySpool {
 
   leftovers = () => ({ segments: 0, rows: 0, interrupted: 0 });
 
+  takeRecovered = () => [];
+
   get rows() {
     return this.#sealed.reduce((n, s) => n + s.list.length, 0) + this.#open.length;
   }

@@ -263,7 +263,11 @@ export class QuotaService {
     // have put some of them in what was read before their `written` event took them off the list): the figures are then
     // what is stored, as before, and the insert's end makes the next snapshot read again.
     const exact = fence === null || (clean && fence.insertsStarted === insertsStarted);
-    const spans = new Map<string, Span>(providers.map(({ id, plan }) => [id, { from: plan.from, to: end(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: end(plan.secondary.to) } } : {}) }]));
+    // The windows the calls not stored yet are counted in: a window that ends now stays open, since a snapshot takes
+    // the calls published after its read too (#rebuild: the evaluator's current figures; the figures while the store
+    // is down). Cut at the read's end, those calls counted nowhere until the next read.
+    const open = (to: number) => (to >= now ? Number.POSITIVE_INFINITY : to);
+    const spans = new Map<string, Span>(providers.map(({ id, plan }) => [id, { from: plan.from, to: open(plan.to), ...(plan.secondary ? { secondary: { from: plan.secondary.from, to: open(plan.secondary.to) } } : {}) }]));
     // Every provider's cost today and this month is the budget's stored spend when its day and month are UTC's (a
     // budget in UTC, the default, or in a zone at UTC's offset then): the same rows, the billed kinds. In another zone
     // its day starts within a UTC day, which this read takes whole from the daily rollup; the budget reads for itself.

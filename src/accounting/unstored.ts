@@ -1,9 +1,10 @@
-// The calls this process published and the batch writer has not reported stored, for the quota (src/accounting/quota.ts):
-// each as its row will be in the quota's read (its provider, model, start, total tokens, cost, duration), added to what a
-// read gives until the writer's `written` event names it. The budget keeps one too (budget.ts: its cost since each of
-// its windows' starts).
+// The calls this process published, and the rows an earlier process left in the spool, that the batch writer has not
+// reported stored, for the quota (src/accounting/quota.ts): each as its row will be in the quota's read (its provider,
+// model, start, total tokens, cost, duration), added to what a read gives until the writer's `written` event names it.
+// The budget reads the same list (budget.ts: its cost since each of its windows' starts).
 
-import type { UsageRecord } from '../ledger/record.js';
+import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
+import type { RequestRow } from '../store/rows.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
 
 /** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
@@ -38,6 +39,19 @@ export class UnstoredCalls {
   add(r: UsageRecord): void {
     // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
     this.#calls.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: Number(r.cost.cost.toFixed(12)), durationMs: r.latency.totalMs });
+    this.#published++;
+  }
+
+  /**
+   * A row an earlier process left in the spool (src/store/spool.ts, at open): counted as this process's own calls are
+   * until the writer reports it stored, so a restart while the store refuses inserts does not read as usage given back.
+   * Only billed kinds, as `published` takes them (BILLED_KINDS); a row without the columns it needs is passed over.
+   */
+  addRow(row: RequestRow): void {
+    const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms } = row;
+    if (typeof id !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof ts !== 'number') return;
+    if (!BILLED_KINDS.includes(kind as RecordKind)) return;
+    this.#calls.set(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: Number(cost) || 0, durationMs: Number(ms) || 0 });
     this.#published++;
   }
 

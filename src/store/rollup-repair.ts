@@ -80,3 +80,30 @@ async function repairRollups(store: Store, first: number, last: number): Promise
   const raw = `SELECT * FROM ${store.t('requests')} FINAL WHERE ${within('ts', lo, hi)}`;
   await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, true), lo, hi));
 }
+
+/**
+ * Which of `ids` have a row in `requests` (the requests an earlier process left in flight: the writer's `storedOf`),
+ * the read bounded to `span` of their start times when known. One read.
+ */
+export async function storedRequests(store: Store, ids: readonly string[], span: { lo: number; hi: number } | null): Promise<ReadonlySet<string>> {
+  const wanted = [...new Set(ids.filter((id) => id !== ''))];
+  if (wanted.length === 0) return new Set();
+  const bound = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
+  const found = await store.query<{ id: string }>(
+    `SELECT DISTINCT toString(request_id) AS id FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${bound}`,
+    { ids: wanted, ...(span ?? {}) },
+  );
+  return new Set(found.map((r) => r.id));
+}
+
+/** The span of the rows' start times (`ts`, epoch ms), or null when one has none. */
+export function rowsSpan(rows: readonly Readonly<Record<string, unknown>>[]): { lo: number; hi: number } | null {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const { ts } of rows) {
+    if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) return null;
+    if (ts < lo) lo = ts;
+    if (ts > hi) hi = ts;
+  }
+  return lo <= hi ? { lo, hi } : null;
+}

@@ -147,12 +147,17 @@ export function countRows(buf: Buffer, columns: readonly string[] | null = null)
 }
 
 /**
- * The whole lines of a segment's text, parsed: rows, and the begin markers of requests in flight (read at open). A row
- * line no header describes, or one of another length than its header's columns, is skipped like a torn one.
+ * The whole lines of a segment's text, parsed: rows, and the begin markers of requests in flight (read at open). A whole
+ * row line it cannot read (an array no header describes, one of another length than its header's columns, a line
+ * damaged on disk) is a row all the same, yielded empty (`{}`): counted, so its file is kept and the writer sets it
+ * aside (parseRows), never dropped unseen. A torn last piece, a line the disk cut (`!`) and a damaged header or marker
+ * (unreadableRow) are not rows.
  */
 export function* lines<Row>(content: string): Generator<{ marker: boolean; row: Row }> {
   let columns: readonly string[] | null = null;
-  for (const text of content.split('\n')) {
+  const texts = content.split('\n');
+  for (let i = 0; i < texts.length; i++) {
+    const text = texts[i]!;
     if (text === '') continue;
     if (text.startsWith(HEADER_PREFIX)) {
       columns = headerOf(text) ?? columns;
@@ -166,17 +171,27 @@ export function* lines<Row>(content: string): Generator<{ marker: boolean; row: 
     }
     const row = rowOf<Row>(text, columns);
     if (row !== null) yield { marker: false, row };
+    else if (i < texts.length - 1 && unreadableRow(text)) yield { marker: false, row: {} as Row };
   }
 }
 
 /**
+ * A whole line (newline ended) that does not read as a row and is one all the same: not a line the disk cut (ended
+ * with `!`), not the spool's own (a header or marker: `{"$`, or damaged at its start, ended as only they end, `]}`).
+ */
+const unreadableRow = (line: string): boolean => !line.endsWith('!') && !isMeta(line) && !line.endsWith(']}');
+
+/**
  * The row lines of a segment's text, as they are (the one definition of a segment's rows: what is inserted, read back
  * and counted), and the columns its header names (null: an earlier version's segment, whose rows are objects): no
- * header, no marker (both passed over by their prefix), no line the disk cut (ended with `!`), no array before a
- * header, and the last piece without its newline only when it is a whole row (a kill can stop a write there); only
- * the header and that piece are parsed. `columns`: those of rows before any header (the spool's own, for text that
- * never left its process: a memory segment, what waits for the disk). A segment's rows are in one set of columns: one
- * process writes a file, and a second header in it (after what waited for the disk moved there) repeats the first.
+ * header, no marker (both passed over by their prefix), no line the disk cut (ended with `!`), and the last piece
+ * without its newline only when it is whole (a kill can stop a write there); only the header and that piece are
+ * parsed. A whole line that cannot be read as a row (an array no header describes: its header damaged; one of another
+ * length than the header's columns; bytes damaged on disk) is kept: the insert fails as data and the writer's parsing
+ * path sets it aside (parseRows), counted, instead of it vanishing. `columns`: those of rows before any header (the
+ * spool's own, for text that never left its process: a memory segment, what waits for the disk). A segment's rows are
+ * in one set of columns: one process writes a file, and a second header in it (after what waited for the disk moved
+ * there) repeats the first.
  */
 export function rowLines(content: string, columns: readonly string[] | null = null): RowLines {
   const out: string[] = [];
@@ -189,24 +204,40 @@ export function rowLines(content: string, columns: readonly string[] | null = nu
       if (line.startsWith(HEADER_PREFIX)) columns = headerOf(line) ?? columns;
       continue; // a header or a marker
     }
-    if (columns === null && line.charCodeAt(0) === 0x5b /* [ */) continue;
     out.push(line);
   }
   const last = content.slice(from);
-  if (last !== '' && !isMeta(last) && rowOf(last, columns) !== null) out.push(last);
+  if (last !== '' && !isMeta(last) && (rowOf(last, columns) !== null || (columns === null && isArray(last)))) out.push(last);
   return { columns, lines: out };
+}
+
+/** Does `text` parse as a JSON array (a whole row line, whatever its columns)? */
+function isArray(text: string): boolean {
+  try {
+    return Array.isArray(JSON.parse(text));
+  } catch {
+    return false;
+  }
 }
 
 /** A line the spool writes that is not a row (a header or a begin marker: `{"$...`), told by its first three characters. */
 const isMeta = (line: string): boolean =>
   line.charCodeAt(0) === 0x7b /* { */ && line.charCodeAt(1) === 0x22 /* " */ && line.charCodeAt(2) === 0x24; /* $ */
 
-/** A segment's row lines, parsed (the writer's path for a segment ClickHouse refused as data). */
-export function parseRows<Row>({ columns, lines: texts }: RowLines): Row[] {
+/**
+ * A segment's row lines, parsed (the writer's path for a segment ClickHouse refused as data). A line that cannot be
+ * read as a row (see rowLines), and every line when `unmapped` (ClickHouse refused the header's columns: a name it
+ * lacks or repeats, so no value can be put in its column by name), stays as its text, a JSON string: ClickHouse
+ * refuses that as a row (CANNOT_PARSE_INPUT_ASSERTION_FAILED), so the writer sets it aside alone (rejected.jsonl, the
+ * line as it was; counted as dropped, `rejected`) and never stores it under a wrong name. A damaged header or marker
+ * is not a row: passed over.
+ */
+export function parseRows<Row>({ columns, lines: texts }: RowLines, unmapped = false): Row[] {
   const rows: Row[] = [];
   for (const line of texts) {
-    const row = rowOf<Row>(line, columns);
-    if (row !== null) rows.push(row); // else a line damaged on disk: never acknowledged as written
+    const row = unmapped && columns !== null ? null : rowOf<Row>(line, columns);
+    if (row !== null) rows.push(row);
+    else if (unreadableRow(line) || unmapped) rows.push(line as Row);
   }
   return rows;
 }
@@ -240,9 +271,10 @@ export function newSegment(dir: string, instance: string, seq: number): Segment 
 
 /**
  * The segments an earlier process left in `dir`, oldest first (files with no row and no marker removed), their bytes, and the rows of the
- * requests it left in flight: a begin marker whose request has no row in any of them (DESIGN.md decision 2).
+ * requests it left in flight: a begin marker whose request has no row in any of them (DESIGN.md decision 2). `onRow`
+ * is given each row as it is read.
  */
-export function leftSegments<Row>(dir: string, idOf: (row: Row) => string): { segments: Segment[]; bytes: number; interrupted: Row[] } {
+export function leftSegments<Row>(dir: string, idOf: (row: Row) => string, onRow?: (row: Row) => void): { segments: Segment[]; bytes: number; interrupted: Row[] } {
   const begun = new Map<string, Row>();
   const ended = new Set<string>();
   const segments: Segment[] = [];
@@ -263,6 +295,7 @@ export function leftSegments<Row>(dir: string, idOf: (row: Row) => string): { se
       } else {
         rows++;
         ended.add(idOf(line.row));
+        onRow?.(line.row);
       }
     }
     if (rows === 0 && markers === 0) {

@@ -24,7 +24,7 @@ import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { OpenFile } from './spool-file.js';
-import { countRows, headerLine, leftSegments, newSegment, markerLine, rejectedLines, rowLine, rowLines, rowsOf, type RowLines, type Segment } from './segment.js';
+import { countRows, headerLine, leftSegments, newSegment, markerLine, rejectedLines, rowLine, rowLines, type RowLines, type Segment } from './segment.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -52,7 +52,7 @@ const KEEP_LINES = 2;
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row extends Readonly<Record<string, unknown>>> = Pick<
   Spool<Row>,
-  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'readLines' | 'remove' | 'reject' | 'close'
+  'leftovers' | 'takeRecovered' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'readLines' | 'remove' | 'reject' | 'close'
 >;
 
 export class Spool<Row extends Readonly<Record<string, unknown>>> {
@@ -60,8 +60,9 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #idOf: RowId<Row>;
   /** Requests in flight: their id and how to snapshot their row now. */
   readonly #inFlight = new Map<string, () => Row>();
-  /** Rows of requests an earlier process died in the middle of, found at open. */
+  /** Rows of requests an earlier process died in the middle of, found at open: their count, and them until taken. */
   readonly #interrupted: number;
+  readonly #recovered: Row[];
   readonly #instance = randomBytes(4).toString('hex');
   readonly #headerLine: string;
   #seq = 0;
@@ -74,6 +75,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   #pendingLines: string[] = [];
   #scheduled = false;
   #bytes = 0;
+  #undeleted: Segment[] = []; // acknowledged, and their file not deleted yet (the disk refused): still in #bytes
   #closed = false;
   #failure: unknown = null;
   #retry: NodeJS.Timeout | null = null;
@@ -81,28 +83,20 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
 
   /**
    * Open the spool in `opts.dir`; segments found there (an earlier process's) are sealed, oldest first, and the
-   * requests that process left in flight are written at once as `interrupted` rows into the new open segment.
+   * requests that process left in flight are kept as `interrupted` rows for the writer (takeRecovered). `leftover` is
+   * given each row of those segments (not the in-flight ones), as they are read.
    */
-  constructor(opts: SpoolOptions, idOf: RowId<Row>) {
+  constructor(opts: SpoolOptions, idOf: RowId<Row>, leftover?: (row: Row) => void) {
     this.#opts = opts;
     this.#idOf = idOf;
     this.#headerLine = headerLine(opts.columns);
     mkdirSync(opts.dir, { recursive: true });
-    const left = leftSegments<Row>(opts.dir, idOf);
+    const left = leftSegments<Row>(opts.dir, idOf, leftover);
     this.#sealed.push(...left.segments);
     this.#bytes = left.bytes;
     this.#file = new OpenFile(this.#newSegment());
-    // A marker an earlier version wrote left out its zero, empty, false and null columns: null in the line, each
-    // column's default.
-    for (const row of left.interrupted) {
-      this.#header();
-      const json = rowLine(opts.columns, row);
-      this.#pending.push(`${json}\n`);
-      this.#pendingLines.push(json);
-      this.#pendingRows++;
-    }
     this.#interrupted = left.interrupted.length;
-    this.#writeOut();
+    this.#recovered = left.interrupted;
     this.#commitTimer = setInterval(() => {
       if (!this.#closed) this.#file.commit();
     }, opts.commitMs);
@@ -112,6 +106,14 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   /** Segments (and rows) that an earlier process left, found at open. */
   readonly leftovers = (): { segments: number; rows: number; interrupted: number } =>
     ({ segments: this.#sealed.length, rows: this.#sealed.reduce((n, s) => n + s.rows, 0), interrupted: this.#interrupted });
+
+  /**
+   * The interrupted rows found at open, once (then none): the writer appends those the store has no row of. A marker an
+   * earlier version wrote left out its zero, empty, false and null columns: null in its line, each column's default.
+   */
+  takeRecovered(): Row[] {
+    return this.#recovered.splice(0);
+  }
 
   /** Rows spooled and not yet deleted (written to the store), the open segment's included. */
   get rows(): number {
@@ -354,11 +356,6 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     }
     return this.#sealed;
   }
-  /** The rows of a sealed segment, read back from disk or memory (markers and a torn line are skipped): what a next process finds. */
-  read(seg: Segment): Row[] {
-    return rowsOf<Row>(this.#text(seg), this.#own(seg));
-  }
-
   /** A sealed segment's whole row lines as they are (no markers), and their columns, for an insert that does not parse them. */
   readLines(seg: Segment): RowLines {
     return seg.lines === undefined ? rowLines(this.#text(seg), this.#own(seg)) : { columns: this.#opts.columns, lines: seg.lines };
@@ -368,13 +365,18 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   /** A memory segment never left this process: its rows are in this spool's columns, header or not. */
   #own = (seg: Segment): readonly string[] | null => (seg.memory === undefined ? null : this.#opts.columns);
 
-  /** The store acknowledged every row of `seg`: delete it. */
+  /** The store acknowledged every row of `seg`: delete it. A file the disk keeps stays in `bytes` until a later remove deletes it. */
   remove(seg: Segment): void {
     const i = this.#sealed.indexOf(seg);
-    if (i === -1) return;
-    this.#sealed.splice(i, 1);
-    if (seg.memory === undefined) rmSync(seg.path, { force: true });
-    this.#bytes -= seg.bytes;
+    if (i !== -1) this.#undeleted.push(...this.#sealed.splice(i, 1));
+    for (const s of this.#undeleted.splice(0)) {
+      try {
+        if (s.memory === undefined) rmSync(s.path, { force: true });
+        this.#bytes -= s.bytes;
+      } catch {
+        this.#undeleted.push(s);
+      }
+    }
   }
 
   /** Rows ClickHouse refused as data: kept beside the spool (rejected.jsonl, with the reason) for a person to look at. */

@@ -12,7 +12,7 @@ import type { Store } from './client.js';
 import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 
-export interface WriterOptions {
+export interface WriterOptions<Row = Record<string, unknown>> {
   readonly maxRows: number;
   readonly flushMs: number;
   /** The key of a row's id (what `written` reports); `request_id` by default. */
@@ -28,17 +28,31 @@ export interface WriterOptions {
    * alike): every segment is inserted.
    */
   readonly settleLanded?: (ids: readonly string[], rows: RowLines) => Promise<boolean>;
+  /**
+   * Which of these request ids (the requests an earlier process left in flight, recorded as interrupted) have a row in
+   * the store already: given, it is asked before any leftover segment goes in, and those are not recorded as
+   * interrupted over their row (Spool.settleRecovered). Not given: every one is recorded.
+   */
+  readonly storedOf?: (ids: readonly string[], rows: readonly Row[]) => Promise<ReadonlySet<string>>;
 }
 
-export type DropReason = 'spool_full' | 'rejected';
+export type DropReason = 'spool_full' | 'rejected' | 'missing';
 
 // ClickHouse answered and refused the rows themselves: the same rows can never succeed, however often they are sent.
-const ROW_ERRORS = /^(CANNOT_PARSE\w*|INCORRECT_DATA|INCORRECT_JSON\w*|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|ILLEGAL_COLUMN|VALUE_IS_OUT_OF_RANGE\w*|ARGUMENT_OUT_OF_BOUND|TOO_LARGE_STRING_SIZE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD\w*|CANNOT_READ_ALL_DATA)$/;
+// NO_SUCH_COLUMN_IN_TABLE and DUPLICATE_COLUMN (both store paths' names for an insert naming a column the table lacks,
+// or one twice) refuse a segment's header, its own data: the table has every column this version writes (its
+// migrations run at open), so only a damaged header, or one a newer version wrote, names another. A store that fails
+// (a connection refused, a timeout, UNKNOWN_TABLE, a disk full, too many parts) is never one of these.
+const ROW_ERRORS = /^(CANNOT_PARSE\w*|INCORRECT_DATA|INCORRECT_JSON\w*|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|ILLEGAL_COLUMN|VALUE_IS_OUT_OF_RANGE\w*|ARGUMENT_OUT_OF_BOUND|TOO_LARGE_STRING_SIZE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD\w*|CANNOT_READ_ALL_DATA|NO_SUCH_COLUMN_IN_TABLE|DUPLICATE_COLUMN)$/;
 
-/** Did ClickHouse refuse the data (rather than fail to take it)? Both clients carry its error name in `type`. */
-export function isRowError(err: unknown): boolean {
+/**
+ * Did ClickHouse refuse the data (rather than fail to take it)? Both clients carry its error name in `type`. With
+ * `columns`: did it refuse the columns the insert names (a segment's header), before reading any row? Then no row of
+ * it can be put in its columns by name (parseRows' `unmapped`).
+ */
+export function isRowError(err: unknown, columns = false): boolean {
   const type = (err as { type?: unknown } | null)?.type;
-  return typeof type === 'string' && ROW_ERRORS.test(type);
+  return typeof type === 'string' && (columns ? /^(NO_SUCH_COLUMN_IN_TABLE|DUPLICATE_COLUMN)$/ : ROW_ERRORS).test(type);
 }
 
 export interface WriterEvents {
@@ -82,7 +96,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   readonly #store: Store;
   readonly #table: string;
   readonly #spool: SpoolPort<Row>;
-  readonly #opts: Required<Omit<WriterOptions, 'settleLanded'>> & Pick<WriterOptions, 'settleLanded'>;
+  readonly #opts: Required<Omit<WriterOptions<Row>, 'settleLanded' | 'storedOf'>> & Pick<WriterOptions<Row>, 'settleLanded' | 'storedOf'>;
   readonly #events: WriterEvents;
   #timer: NodeJS.Timeout | null = null;
   #writing: Promise<void> | null = null;
@@ -99,15 +113,18 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
    * landed already: a process that died between the insert and the delete.
    */
   #leftover: string | null | undefined;
+  /** The requests an earlier process left in flight, as interrupted rows, until #settleRecovered appends them. */
+  #recovered: Row[];
 
-  constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions, events: WriterEvents) {
+  constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions<Row>, events: WriterEvents) {
     this.#store = store;
     this.#table = table;
     this.#spool = spool;
     this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, idKey: 'request_id', ...opts };
     this.#events = events;
-    // Segments an earlier process left go first (and the interrupted requests it left, already in the open one).
+    // Segments an earlier process left go first, once the interrupted requests it left are in the open one.
     const left = spool.leftovers();
+    this.#recovered = spool.takeRecovered();
     this.#leftover = left.segments > 0 ? undefined : null;
     if (left.segments > 0 || left.interrupted > 0) this.#writing = this.#write();
   }
@@ -180,6 +197,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
    */
   #write(): Promise<void> {
     return (async () => {
+      if (!(await this.#settleRecovered())) return; // closing with the store down: their markers stay on disk
       // The spool's own list of sealed segments: `remove` takes each one off it once its insert landed.
       const segs = this.#spool.seal();
       if (this.#leftover === undefined) this.#leftover = segs[0]?.name ?? null; // the spool lists an earlier process's first
@@ -192,12 +210,43 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     });
   }
 
+  /**
+   * The requests an earlier process left in flight: recorded as interrupted, unless the store holds their row already
+   * (storedOf), before any of its segments goes in (they hold the markers). Asked again while the store fails; false
+   * when closing with the store down.
+   */
+  async #settleRecovered(): Promise<boolean> {
+    const rows = this.#recovered;
+    if (rows.length === 0) return true;
+    const ask = this.#opts.storedOf;
+    const idOf = (r: Row) => String(r[this.#opts.idKey] ?? '');
+    const ids = rows.map(idOf);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const stored = ask === undefined ? new Set<string>() : await ask(ids, rows);
+        this.#recovered = [];
+        // Into the open segment, on disk before the leftover segments holding their markers are inserted and deleted.
+        for (const row of rows) if (!stored.has(idOf(row))) this.enqueue(row);
+        return true;
+      } catch (err) {
+        this.#lastError = err;
+        this.#events.error(err, attempt);
+        this.#setUp(false, err);
+        if (this.#closed) return false;
+        await this.#sleep(this.#backoff(attempt));
+      }
+    }
+  }
+
   /** Insert one segment, retrying until it lands (or, once closing, giving up after one more failure). */
   async #insert(seg: Segment): Promise<boolean> {
     // The segment's row lines go as they are (JSONCompactEachRow in their columns; an earlier version's, JSONEachRow),
     // never parsed and serialised again; only when ClickHouse refuses them as data are they parsed, to find the rows
-    // it refuses and set them aside (#insertRows).
-    const rows = this.#spool.readLines(seg);
+    // it refuses and set them aside (#insertRows). Read inside the attempt: a segment file that cannot be read (EACCES,
+    // EIO) is a failed attempt, retried with backoff like a store that fails (and left on disk by a close); one that is
+    // gone (ENOENT: deleted behind the spool's back) can never be read again, so it is taken off the list, reported as
+    // an error, and the segments after it go on.
+    let rows: RowLines | null = null;
     const parsed: { rows: Row[] | null } = { rows: null };
     const ask = seg.name === this.#leftover ? this.#opts.settleLanded : undefined;
     // The row ids when the segment had landed before (and is settled), null when it goes in; undefined: not asked yet.
@@ -212,6 +261,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         settle();
       };
       try {
+        rows ??= this.#spool.readLines(seg);
         if (landed === undefined) {
           const ids = this.#ids(rows);
           landed = (await ask!(ids, rows)) ? ids : null;
@@ -224,6 +274,13 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         return true;
       } catch (err) {
         ended();
+        if (rows === null && (err as NodeJS.ErrnoException | null)?.code === 'ENOENT') {
+          this.#spool.remove(seg);
+          this.#lastError = new Error(`spool segment ${seg.name} is gone from disk: its ${seg.rows} rows were not inserted by this process`, { cause: err });
+          this.#events.error(this.#lastError, attempt);
+          this.#events.dropped(seg.rows, 'missing');
+          return true;
+        }
         this.#lastError = err;
         this.#events.error(err, attempt);
         this.#setUp(false, err);
@@ -245,7 +302,8 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         return this.#ids(rows);
       } catch (err) {
         if (!isRowError(err)) throw err;
-        parsed.rows = parseRows<Row>(rows); // the lines in hand, not the segment read again
+        // The lines in hand, not the segment read again; every one set aside when its header's columns were refused.
+        parsed.rows = parseRows<Row>(rows, isRowError(err, true));
       }
     }
     const stored = await this.#insertRows(seg, parsed.rows, 0, parsed.rows.length);

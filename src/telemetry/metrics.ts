@@ -21,7 +21,7 @@ export interface RecordingState {
   readonly up: boolean;
 }
 
-export const DROP_REASONS = ['spool_full', 'rejected'] as const;
+export const DROP_REASONS = ['spool_full', 'rejected', 'missing'] as const;
 
 /** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
 export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;

@@ -238,6 +238,30 @@ t.test('`current` figures hold every record published, added to the cached read;
   t.ok(reads.count > 0, 'and it was read again');
 });
 
+t.test('calls that start after the read count in the figures made from it (current figures; the store down)', async (t) => {
+  // The evaluator asks for current figures after each request; within the cache they are the last read's with the
+  // calls published since added. A window that ends now was cut at the read's own instant, and a call that began
+  // after it counted nowhere: the evaluator saw 0 % while /api/quota, read again, saw 87 %.
+  let now = NOW;
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => now, fence: fence(), cacheMs: 60_000, staleMs: 60_000 });
+  const used = async (o = {}) => (await q.entries(o)).find((e) => e.id === 'day')!.quota.used;
+  const reads = countReads(t, store);
+  const base = await used();
+  t.equal(reads.count, 1, 'one read');
+  now = NOW + 2_000;
+  q.published(record('day', NOW + 1_000, { tokens: 30 })); // began after the read's instant
+  t.equal(await used({ current: true }), base + 30, 'current figures: the call counted, from the same read');
+  t.equal(reads.count, 1, 'no second read');
+  // The store down: the next read fails and the snapshot stands, with the calls since added.
+  now = NOW + 120_000;
+  q.published(record('day', NOW + 100_000, { tokens: 9 }));
+  const down = onQueries(t, store, () => {
+    throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:8123'), { code: 'ECONNREFUSED' });
+  });
+  t.equal(await used(), base + 39, 'the store down: both calls on the last figures');
+  down.restore();
+});
+
 t.test('through the gateway: /api/quota shows a request whose row is not stored yet', async (t) => {
   await gw.app.tollgate.storeReady;
   const used = async () => ((await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number } }[] }).providers.find((p) => p.id === 'live')!.quota.used;

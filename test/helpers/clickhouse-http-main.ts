@@ -13,6 +13,7 @@ const commands: Record<string, (...args: never[]) => Promise<unknown>> = {
   restore: () => server.restore(),
   serve503: () => server.serve503(),
   hang: (o: Parameters<ClickHouseHttp['hang']>[0]) => server.hang(o),
+  refuseInserts: (table?: string) => server.refuseInserts(table),
   healthy: () => server.healthy(),
   stats: () => server.stats(),
   close: () => server.close(),

@@ -23,7 +23,8 @@
 // - Faults: refuse() closes the listening socket and every open connection (connections are refused);
 //   restore() listens again on the same port; serve503() answers every request 503 without running it; hang()
 //   accepts requests and never answers (with `{ execute: true }`, the statement runs first: the answer of an insert
-//   that landed is lost); healthy() undoes all of these.
+//   that landed is lost); refuseInserts() answers every INSERT with TOO_MANY_PARTS and serves reads; healthy() undoes
+//   all of these.
 //
 // The embedded engine binds one data directory per process, so a test process that also needs the embedded store
 // runs this server in a child process: spawnClickHouseHttp() below (entry: clickhouse-http-main.ts).
@@ -56,7 +57,7 @@ export interface HangOptions {
   readonly execute?: boolean;
 }
 
-export type FaultMode = 'healthy' | 'refused' | 'unavailable' | 'hang' | 'hang-after-execute';
+export type FaultMode = 'healthy' | 'refused' | 'unavailable' | 'hang' | 'hang-after-execute' | 'inserts-refused';
 
 export interface ClickHouseHttpStats {
   readonly mode: FaultMode;
@@ -76,6 +77,11 @@ export interface ClickHouseControls {
   restore(): Promise<void>;
   serve503(): Promise<void>;
   hang(opts?: HangOptions): Promise<void>;
+  /**
+   * Answer every INSERT (into `table` alone when given) with TOO_MANY_PARTS, as a server whose merges fall behind does;
+   * reads and other inserts as usual.
+   */
+  refuseInserts(table?: string): Promise<void>;
   healthy(): Promise<void>;
   stats(): Promise<ClickHouseHttpStats>;
   close(): Promise<void>;
@@ -132,6 +138,8 @@ export class ClickHouseHttp implements ClickHouseControls {
   readonly #held = new Set<ServerResponse>();
   #port = 0;
   #mode: FaultMode = 'healthy';
+  /** The table whose inserts are refused in 'inserts-refused' (null: every table). */
+  #refusedTable: RegExp | null = null;
   #listening = false;
   #tail: Promise<unknown> = Promise.resolve();
   /** Settings an earlier request set on the session (to be put back to their defaults), and the current database. */
@@ -209,6 +217,12 @@ export class ClickHouseHttp implements ClickHouseControls {
     this.#mode = opts.execute ? 'hang-after-execute' : 'hang';
   }
 
+  async refuseInserts(table?: string): Promise<void> {
+    await this.restore();
+    this.#mode = 'inserts-refused';
+    this.#refusedTable = table === undefined ? null : new RegExp(`^\\s*INSERT\\s+INTO\\s+(\\S+\\.)?\`?${table}\`?[\\s(]`, 'i');
+  }
+
   /** Listen, answer, and drop the connections of answers withheld so far. */
   async healthy(): Promise<void> {
     await this.restore();
@@ -263,6 +277,9 @@ export class ClickHouseHttp implements ClickHouseControls {
         throw new ClickHouseException(1, 'UNSUPPORTED_METHOD', 'ClickHouse block compression (compress=1, decompress=1) is not supported by this test server');
       }
       const stmt = this.#statement(url, decode(req.headers['content-encoding'], body));
+      if (this.#mode === 'inserts-refused' && stmt.insert && (this.#refusedTable === null || this.#refusedTable.test(stmt.sql))) {
+        throw new ClickHouseException(252, 'TOO_MANY_PARTS', 'Too many parts (3001 with average size of 1.00 KiB) in table. Merges are processing significantly slower than inserts');
+      }
       const result = await this.#serial(() => this.#run(stmt));
       if (this.#mode === 'hang-after-execute') return this.#hold(res);
       const { bytes, rows, elapsed } = result;
@@ -584,6 +601,7 @@ export async function spawnClickHouseHttp(t: Teardown, opts: { dataDir: string; 
     restore: () => call('restore'),
     serve503: () => call('serve503'),
     hang: (o?: HangOptions) => call('hang', [o ?? {}]),
+    refuseInserts: (table?: string) => call('refuseInserts', table === undefined ? [] : [table]),
     healthy: () => call('healthy'),
     stats: () => call<ClickHouseHttpStats>('stats'),
     close,

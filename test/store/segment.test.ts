@@ -18,12 +18,12 @@ t.test('rows as they are: the header, markers, lines the disk cut and torn piece
   t.same(rowLines(`${text}${row('c')}`).lines, [row('a'), row('b'), row('c')], 'a whole row whose newline a kill cut is one');
   t.same(rowLines(`${text}["c"]`).lines, [row('a'), row('b')], 'a last piece of another length than the columns is not');
   t.same(rowLines(`${text}${markerLine(COLUMNS, { request_id: 'o' }).trimEnd()}`).lines, [row('a'), row('b')], 'a whole marker without its newline is not');
-  t.same(rowLines(`${row('z')}\n${text}`).lines, [row('a'), row('b')], 'an array no header describes is not');
+  t.same(rowLines(`${row('z')}\n${text}`).lines, [row('z'), row('a'), row('b')], 'an array no header describes is kept: a row it cannot read, which the writer sets aside');
   t.same(rowLines(`${row('z')}\n`, COLUMNS).lines, [row('z')], 'unless the reader knows its columns (text that never left its process)');
   t.equal(countRows(Buffer.from(`${text}${row('c')}`)), 3, 'counted the same way');
   t.equal(countRows(Buffer.from(`${row('y')}\n${row('z')}\n`), COLUMNS), 2, 'and with the columns known');
   t.same(rowsOf(`${text}${row('c')}`), [obj('a'), obj('b'), obj('c')], 'and parsed the same way, as objects');
-  t.same(rowsOf(`${header}${row('a')}\n["a", damaged]\n`), [obj('a')], 'a line damaged on disk is skipped when parsed');
+  t.same(rowsOf(`${header}${row('a')}\n["a", damaged]\n`), [obj('a'), '["a", damaged]'], 'a line damaged on disk stays its text when parsed, to be set aside');
 });
 
 t.test('a segment an earlier version wrote (no header, a JSON object a row) is read as it is', async (t) => {
@@ -31,7 +31,7 @@ t.test('a segment an earlier version wrote (no header, a JSON object a row) is r
   const text = ['{"$begin":{"request_id":"m"}}\n', `${old('a')}\n`, `{"request_id":"cut!\n`, `${old('b')}\n`, old('c')].join('');
   t.same(rowLines(text), { columns: null, lines: [old('a'), old('b'), old('c')] }, 'no columns: the lines are objects');
   t.same(rowsOf(text), [obj('a'), obj('b'), obj('c')]);
-  t.same(rowsOf(`${old('a')}\n{"request_id": damaged}\n`), [obj('a')], 'a damaged line skipped');
+  t.same(rowsOf(`${old('a')}\n{"request_id": damaged}\n`), [obj('a'), '{"request_id": damaged}'], 'a damaged line stays its text');
   t.same(rowLines(`${old('a')}\n{"$x":{"request_id":"y"}}\n${old('b')}\n{"$x":{"request_id":"z"}}`).lines, [old('a'), old('b')], 'a `{"$` line is never a row, last or not');
   t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm' }], [false, obj('a')], [false, obj('b')], [false, obj('c')]], 'the lines read at open');
 });
@@ -39,8 +39,8 @@ t.test('a segment an earlier version wrote (no header, a JSON object a row) is r
 t.test('the lines read at open: markers as objects, rows in the columns of the header before them', async (t) => {
   const other = ['status', 'request_id'];
   const text = [header, markerLine(COLUMNS, { request_id: 'm' }), `${row('a')}\n`, headerLine(other), markerLine(other, { request_id: 'p', status: 'x' }), `${rowLine(other, obj('b'))}\n`, '["x"]\n', '!\n'].join('');
-  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm', status: null }], [false, obj('a')], [true, { status: 'x', request_id: 'p' }], [false, obj('b')]], 'each row and marker read in its own header\'s columns; a line that fits none skipped');
-  t.same([...lines(`${row('z')}\n`)], [], 'an array before any header is skipped');
+  t.same([...lines(text)].map((l) => [l.marker, l.row]), [[true, { request_id: 'm', status: null }], [false, obj('a')], [true, { status: 'x', request_id: 'p' }], [false, obj('b')], [false, {}]], 'each row and marker read in its own header\'s columns; a line that fits none an empty row (counted); a cut line none');
+  t.same([...lines(`${row('z')}\n`)].map((l) => l.row), [{}], 'an array before any header is a row it cannot read: counted, empty');
 });
 
 t.test('a row line\'s id: its first value (the rows put it first), an object\'s first key, or parsed', async (t) => {

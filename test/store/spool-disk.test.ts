@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from '../../src/store/client.js';
-import { rowOf } from '../../src/store/segment.js';
+import { parseRows, rowOf } from '../../src/store/segment.js';
 import { Spool } from '../../src/store/spool.js';
 import { BatchWriter } from '../../src/store/writer.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -144,7 +144,7 @@ t.test('after a full disk, every file holds its header: a next process reads eac
   const next = new Spool<Record<string, unknown>>({ dir: dir3, commitMs: 20, maxBytes: 1024 ** 3, columns: COLUMNS }, (r) => String(r.request_id));
   t.teardown(() => next.close());
   const left = next.seal();
-  const ids = left.flatMap((s) => next.read(s).map((r) => String(r.request_id)));
+  const ids = left.flatMap((s) => parseRows<Record<string, unknown>>(next.readLines(s)).map((r) => String(r.request_id)));
   t.equal(ids.length, 220 - inMemory, `every row a file held is read by the next process (${inMemory} were in memory only)`);
   t.equal(new Set(ids).size, ids.length, 'each once');
   t.ok(ids.includes('k-219'), 'the rows written after the disk grew among them');
@@ -189,5 +189,5 @@ t.test('a header the disk refused goes to memory with the rows after it: the fil
   spool4.close();
   const next = new Spool<Record<string, unknown>>({ dir: dir4, commitMs: 20, maxBytes: 1024 ** 3, columns: COLUMNS }, (r) => String(r.request_id));
   t.teardown(() => next.close());
-  t.same(next.seal().flatMap((s) => next.read(s).map((r) => r.request_id)), ['a', 'c'], 'the next process reads a and c (b was in memory only)');
+  t.same(next.seal().flatMap((s) => parseRows<Record<string, unknown>>(next.readLines(s)).map((r) => r.request_id)), ['a', 'c'], 'the next process reads a and c (b was in memory only)');
 });
