@@ -225,8 +225,9 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       try {
         const stored = ask === undefined ? new Set<string>() : await ask(ids, rows);
         this.#recovered = [];
-        // Into the open segment, on disk before the leftover segments holding their markers are inserted and deleted.
-        for (const row of rows) if (!stored.has(idOf(row))) this.enqueue(row);
+        // Into the open segment (sealed next, so on disk before the leftover segments holding their markers are
+        // inserted and deleted); straight to the spool, since a close may have begun meanwhile (enqueue refuses then).
+        for (const row of rows) if (!stored.has(idOf(row)) && !this.#spool.append(row)) this.#events.dropped(1, 'spool_full');
         return true;
       } catch (err) {
         this.#lastError = err;

@@ -58,3 +58,24 @@ t.test('a request in flight whose row the store holds is not recorded as interru
   t.equal(second.rows, 0, 'nothing left in the spool');
   await writer.close();
 });
+
+t.test('a stop right after the start still records the requests left in flight', async (t) => {
+  // The writer asks the store as it starts; a close (SIGTERM) that begins while it asks must not lose them: the rows go
+  // to the spool itself, which stays open until the close's last insert.
+  const dir = tempDir(t, 'tollgate-recovered-stop-');
+  const opts = { dir, commitMs: 20, maxBytes: 1024 ** 3, columns: REQUEST_COLUMNS };
+  const idOf = (r: RequestRow) => String(r.request_id);
+  const cut = rec({ at: '2026-11-20T10:00:00.000Z', model: 'paid/m', key: 'recovered-stop', usage: [4, 1] });
+  const first = new Spool<RequestRow>(opts, idOf);
+  first.begin(cut.request_id, () => ({ ...cut, status: 'interrupted' }));
+  await new Promise((r) => setImmediate(r));
+  first.close();
+  const dropped: number[] = [];
+  const writer = new BatchWriter<RequestRow>(store, 'requests', new Spool<RequestRow>(opts, idOf), {
+    maxRows: 100, flushMs: 60_000, storedOf: (ids, rows) => storedRequests(store, ids, rowsSpan(rows)),
+  }, { written: () => undefined, dropped: (n) => void dropped.push(n), error: () => undefined, state: () => undefined });
+  await writer.close();
+  const rows = await store.query<{ status: string }>(`SELECT status FROM ${store.t('requests')} FINAL WHERE api_key_name = 'recovered-stop'`);
+  t.same(rows.map((r) => r.status), ['interrupted'], 'recorded as interrupted by the close');
+  t.same(dropped, [], 'nothing dropped');
+});
