@@ -76,20 +76,24 @@ export function openEventStream(reply: FastifyReply): ServerResponse {
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache',
   };
-  // Checked before the response is taken over: a value Node cannot send is the gateway's bug, answered as one (the
-  // header removed, a 500 in the error shape while fastify still answers), never a throw after hijack() that leaves
-  // the client hanging.
-  for (const [name, value] of Object.entries(headers)) {
-    try {
-      for (const v of [value ?? []].flat()) validateHeaderValue(name, String(v));
-    } catch (err) {
-      reply.removeHeader(name);
-      throw new TollgateError('TOLLGATE_ERR_INTERNAL', `the response header '${name}' has a value that cannot be sent`, { cause: err });
+  // Written before the response is taken over: a value Node cannot send (the gateway's bug) throws here, while fastify
+  // still answers: the header is removed and a 500 in the error shape goes out, never a throw after hijack() that leaves
+  // the client hanging. Node checks every value as it writes them, so the headers are looked at again only then.
+  const raw = reply.raw;
+  try {
+    raw.writeHead(200, headers);
+  } catch (err) {
+    let bad = '';
+    for (const [name, value] of Object.entries(headers)) {
+      try {
+        for (const v of [value ?? []].flat()) validateHeaderValue(name, String(v));
+      } catch {
+        reply.removeHeader((bad = name));
+      }
     }
+    throw new TollgateError('TOLLGATE_ERR_INTERNAL', `the response header '${bad}' has a value that cannot be sent`, { cause: err });
   }
   reply.hijack();
-  const raw = reply.raw;
-  raw.writeHead(200, headers);
   return raw;
 }
 
