@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { ProviderGroup } from '../config/types.js';
 import type { Route } from '../routing/resolve.js';
 import { computeCost, ZERO_COST, type Cost } from '../ledger/cost.js';
-import { makeRecord, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
+import { makeRecord, MAX_REQUESTED_MODEL, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
 import { estimateMissing, familyOf, type AnswerText, type SentRequest } from '../wire/estimate.js';
 import { NO_USAGE, knowsInput, knowsOutput, type Usage, type UsageSource } from '../ledger/types.js';
 import type { Progress } from '../ledger/ledger.js';
@@ -90,7 +90,8 @@ export function recordOf(outcome: Outcome, meta: RequestMeta, apiKeyName: string
     endpoint: meta.endpoint,
     provider: route?.providerId ?? OTHER,
     providerGroup: (route?.provider.group ?? '') as ProviderGroup | '',
-    model: route?.model ?? OTHER,
+    // An unlisted model's id is client input: bounded as requested_model is (the row also makes it well-formed).
+    model: route ? route.model.slice(0, MAX_REQUESTED_MODEL) : OTHER,
     requestedModel: meta.requestedModel,
     modelKnown: route?.modelConfig != null,
     apiKeyName,

@@ -10,7 +10,7 @@ import { SpanKind, SpanStatusCode, context, isSpanContextValid, trace, type Attr
 // loads the same file when an OTLP endpoint is set. test/telemetry/propagator.test.ts pins it to the index's class.
 import { W3CTraceContextPropagator } from '@opentelemetry/core/build/src/trace/W3CTraceContextPropagator.js';
 import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.js';
-import type { UsageRecord } from '../ledger/record.js';
+import { MAX_REQUESTED_MODEL, type UsageRecord } from '../ledger/record.js';
 import type { StopReason } from '../wire/canonical.js';
 import { ATTR } from './names.js';
 
@@ -74,10 +74,10 @@ export class RequestTrace {
     return isSpanContextValid(c) ? c.traceId : '';
   }
 
-  /** Name the span after the routed model once it is known. */
+  /** Name the span after the routed model once it is known (an unlisted model's id, client input, bounded as in the row). */
   routed(model: string, provider: string, modelId: string): void {
-    this.#span.updateName(`chat ${model}`);
-    this.#span.setAttributes({ [ATTR.requestModel]: modelId, [ATTR.providerName]: provider });
+    this.#span.updateName(`chat ${model.slice(0, MAX_REQUESTED_MODEL)}`);
+    this.#span.setAttributes({ [ATTR.requestModel]: modelId.slice(0, MAX_REQUESTED_MODEL), [ATTR.providerName]: provider });
   }
 
   /**

@@ -40,6 +40,11 @@ for (const [name, model, stored] of cases) {
     t.match(rows[0], { status: 'success', http_status: 200, provider: 'open' });
     t.equal(rows[0]!.model, stored, 'model as stored');
     t.equal(rows[0]!.requested_model, stored, 'the same as requested_model');
+    // The span names the model bounded as the row does (a span attribute takes a lone surrogate as it is).
+    const span = gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === id)!;
+    const bounded = model.slice(0, MAX_REQUESTED_MODEL);
+    t.equal(span.name, `chat ${bounded}`, 'the span named after the bounded model');
+    t.equal(span.attributes['gen_ai.request.model'], model.slice('open/'.length).slice(0, MAX_REQUESTED_MODEL), 'its request model (the id) bounded too');
   });
 }
 
