@@ -158,11 +158,15 @@ export async function readUpstreamError(call: UpstreamCall, outcome: Outcome): P
   return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
 }
 
-/** Answer the client with a failure: the upstream's status, body and retry headers as they came, or our error. */
-export function sendFailure(reply: FastifyReply, failure: UpstreamFailure, requestId: string): void {
-  if (reply.sent || reply.raw.headersSent) return;
+/**
+ * Answer the client with a failure: the upstream's status, body and retry headers as they came, or our error. False
+ * when the client has its answer's head already (nothing sent).
+ */
+export function sendFailure(reply: FastifyReply, failure: UpstreamFailure, requestId: string): boolean {
+  if (reply.sent || reply.raw.headersSent) return false;
   if (failure.body !== null) reply.code(failure.status).headers(failure.headers).send(failure.body);
   else reply.code(failure.status).headers(failure.headers).send(errorBody(failure.error!, requestId));
+  return true;
 }
 
 /** The outcome of a call that failed with one of the gateway's errors, as a failure a combo can act on. */

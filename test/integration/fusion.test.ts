@@ -6,6 +6,7 @@
 import t from 'tap';
 import OpenAI from 'openai';
 import { startApp } from '../helpers/app.js';
+import { waitFor } from '../helpers/wait.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { TOOL, bucketsOf, spyFetch, attemptRowsOf } from '../helpers/clients.js';
 
@@ -125,6 +126,34 @@ t.test('past the quorum, the grace period cuts a slow member off (recorded as ab
   t.notMatch(judged, 'Charlie never');
   const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
   t.same(attempts.map((r) => [r.provider, r.status, r.error_type]), [['a', 'success', ''], ['b', 'success', ''], ['c', 'aborted', 'fusion_cut_off'], ['j', 'success', '']]);
+});
+
+t.test('a client that leaves during the panel: the client row names the member that answered; the others are aborts, not cut-offs', async (t) => {
+  // Before: the client row was provider and model `_other` (its series and /api/usage?provider= lost it), and the
+  // members still running were recorded as cut off by the fusion deadline, which had not passed.
+  fakes.a.next({ kind: 'ok', words: ['Alpha slow'], delayMs: 1500 });
+  fakes.b.next({ kind: 'ok', words: ['Bravo fast'] });
+  fakes.c.next({ kind: 'ok', words: ['Charlie slow'], delayMs: 1500 });
+  const gone = new AbortController();
+  const asked = fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, signal: gone.signal,
+    body: JSON.stringify({ model: 'panel', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  await new Promise((r) => setTimeout(r, 300)); // b has answered, a and c have not
+  gone.abort();
+  await asked.catch(() => undefined);
+  await gw.flush();
+  let parent: Record<string, unknown> | undefined;
+  let attempts: Record<string, unknown>[] = [];
+  await waitFor(async () => {
+    [parent] = await gw.rows(`combo = 'panel' AND kind = 'combo' AND status = 'aborted'`);
+    if (parent === undefined) return false;
+    attempts = await gw.rows(`parent_id = '${String(parent.request_id)}'`);
+    return attempts.length === 3;
+  }, 10_000);
+  t.match(parent, { provider: 'b', model: 'b/m', status: 'aborted', http_status: 499, error_type: 'client_closed' }, 'the member that answered');
+  t.same(attempts.sort((x, y) => Number(x.attempt) - Number(y.attempt)).map((r) => [r.provider, r.status, r.error_type]),
+    [['a', 'aborted', 'client_closed'], ['b', 'success', ''], ['c', 'aborted', 'client_closed']], 'the others: the client left');
 });
 
 t.test('when no member answers, the client gets the last failure', async (t) => {

@@ -88,8 +88,9 @@ type PanelDrops = Map<Outcome, readonly string[]>;
 interface PanelCall {
   readonly member: Member;
   readonly request: CanonicalRequest;
-  /** Aborts the call: the deadline, or the client left. */
+  /** Aborts the call: the deadline, or the client left (`clientGone`). */
   readonly cut: ClientAbort;
+  readonly clientGone: () => boolean;
   readonly answers: Map<Outcome, CanonicalResponse>;
   readonly drops: PanelDrops;
 }
@@ -118,17 +119,18 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
   } catch (err) {
     outcome.upstreamMs = performance.now() - sentAt;
     if (panel.cut.aborted) {
+      // Cut off by the deadline, or by the client leaving (an abort like any other then).
       outcome.status = 'aborted';
-      outcome.errorType = 'fusion_cut_off';
-      outcome.span?.end(null, 'fusion_cut_off');
+      outcome.errorType = panel.clientGone() ? 'client_closed' : 'fusion_cut_off';
+      outcome.span?.end(null, outcome.errorType);
       return errorFailure(new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'the panel member did not answer within the fusion time limit'));
     }
     return failWith(outcome, err instanceof TollgateError ? err : classifyTransportError(err));
   }
 }
 
-/** The panel's answers once enough are in (or the deadline passed); null when the client went away meanwhile. */
-async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<PanelResults | null> {
+/** The panel's answers once enough are in (or the deadline passed, or the client went away: `clientGone`). */
+async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<PanelResults> {
   const combo = run.config;
   const request = panelRequest(exchange.parsed);
   const quorum = Math.min(combo.quorum ?? Math.ceil(members.length / 2), members.length);
@@ -158,14 +160,14 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
   cut.once('abort', wake);
   const running = members.map((m, i) => {
     const fitted = fitRequest(request, m.route, { model: exchange.parsed.model, thinking: m.thinking, stream: false });
-    const panel: PanelCall = { member: m, request: fitted, cut, answers, drops };
+    const panel: PanelCall = { member: m, request: fitted, cut, clientGone: () => clientGone, answers, drops };
     return attempt(exchange, run, { n: i + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled);
   });
   try {
     await enough;
     cut.abort(); // members still running are cut off
     const attempts = await Promise.all(running);
-    return clientGone ? null : { attempts, answers, drops };
+    return { attempts, answers, drops, clientGone };
   } finally {
     for (const t of timers) clearTimeout(t);
     exchange.reply.raw.off('close', onClose);
@@ -176,6 +178,7 @@ interface PanelResults {
   readonly attempts: readonly AttemptResult[];
   readonly answers: ReadonlyMap<Outcome, CanonicalResponse>;
   readonly drops: PanelDrops;
+  readonly clientGone: boolean;
 }
 
 export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
@@ -183,7 +186,10 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   const fannedOut = performance.now();
   const panel = await askPanel(exchange, run, members);
   requestOutcome.upstreamMs = performance.now() - fannedOut;
-  if (panel === null) {
+  if (panel.clientGone) {
+    // The client request names the member that answered, or the last one tried, as a fallback combo's does.
+    const last = [...panel.attempts].reverse().find((r) => panel.answers.has(r.outcome)) ?? panel.attempts.at(-1);
+    if (last) requestOutcome.route = last.outcome.route;
     requestOutcome.status = 'aborted';
     requestOutcome.errorType = 'client_closed';
     requestOutcome.httpStatus = 499;
@@ -215,5 +221,6 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   });
   requestOutcome.upstreamMs = panelMs + (verdict.outcome.upstreamMs ?? 0);
   takeFinalAttempt(requestOutcome, verdict);
-  if (verdict.failure !== null) sendFailure(exchange.reply, verdict.failure, exchange.requestId);
+  // The judge's failure, answered with its status (a stream that broke before its first output had answered 200).
+  if (verdict.failure !== null && sendFailure(exchange.reply, verdict.failure, exchange.requestId)) requestOutcome.httpStatus = verdict.failure.status;
 }

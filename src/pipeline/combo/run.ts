@@ -23,6 +23,7 @@ export async function runCombo(exchange: Exchange, combo: ComboRun): Promise<voi
     if (last.failure === null) return; // answered (or the client went away)
     if (!last.failure.retryable) break; // the request itself was refused: another member would refuse it too
   }
-  // No member answered: the client gets the last failure with its status and Retry-After.
-  if (last?.failure) sendFailure(exchange.reply, last.failure, exchange.requestId);
+  // No member answered: the client gets the last failure with its status and Retry-After, and the client request's
+  // record that status (a member whose stream broke before any output had answered 200, which its attempt keeps).
+  if (last?.failure && sendFailure(exchange.reply, last.failure, exchange.requestId)) combo.outcome.httpStatus = last.failure.status;
 }
