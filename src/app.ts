@@ -20,7 +20,7 @@ import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
-import { DATA_PLANE_ENDPOINTS, proxyRoutes } from './pipeline/routes.js';
+import { dataPlaneEndpoint, proxyRoutes } from './pipeline/routes.js';
 import { recordRejected } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
@@ -321,7 +321,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     const e = toTollgateError(err);
     // The path only: a Gemini client may carry its key in the query string.
     req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
-    const endpoint = req.routeOptions.url === undefined ? undefined : DATA_PLANE_ENDPOINTS[req.routeOptions.url];
+    const endpoint = dataPlaneEndpoint(req);
     const recorded = endpoint !== undefined && !GATE_REFUSALS.has(e.code);
     return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));
   });

@@ -38,13 +38,26 @@ export const GEMINI_ROUTE = '/v1beta/*';
 export const GEMINI_V1_ROUTE = '/v1/*';
 
 /** Usage-row endpoint names of the data-plane routes (also for requests refused before their handler). */
-export const DATA_PLANE_ENDPOINTS: Readonly<Record<string, string>> = {
+const DATA_PLANE_ENDPOINTS: Readonly<Record<string, string>> = {
   [CHAT_ROUTE]: CHAT_ENDPOINT,
   [MESSAGES_ROUTE]: 'messages',
   [RESPONSES_ROUTE]: 'responses',
   [GEMINI_ROUTE]: 'generate_content',
   [GEMINI_V1_ROUTE]: 'generate_content',
 };
+
+/**
+ * The usage-row endpoint of a request refused before its handler (its body, its size), or undefined when it is no
+ * model call and leaves no row: a path the Gemini wildcards take that names no generateContent call (countTokens, as
+ * /v1/messages/count_tokens; a path without an action, which the handler answers 404 like any path without a route).
+ */
+export function dataPlaneEndpoint(req: FastifyRequest): string | undefined {
+  const route = req.routeOptions.url;
+  const endpoint = route === undefined ? undefined : DATA_PLANE_ENDPOINTS[route];
+  if (route !== GEMINI_ROUTE && route !== GEMINI_V1_ROUTE) return endpoint;
+  const p = geminiPath(wildcard(req));
+  return p === null || p.action === 'countTokens' ? undefined : endpoint;
+}
 
 const CHAT: InboundSpec = {
   endpoint: CHAT_ENDPOINT,
