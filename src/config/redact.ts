@@ -2,15 +2,18 @@
 // a `${TOLLGATE_REDACTED_<PATH>}` reference, comments and layout kept (the yaml Document API edits values in place).
 //
 // A secret is the value of a key named key, api_key, password, secret, client_secret or token; a header value
-// whose name looks like a credential (authorization, x-api-key, ...token..., ...secret...); or a URL that carries a
-// password (user:pass@) or a credential query parameter. A value made only of `${VAR}` references (optionally after
-// an auth scheme word, `Bearer ${VAR}`) is kept; `${VAR:-default}` is not, since its default is a literal.
+// whose name names a credential (CREDENTIAL_NAME: ...key..., ...token..., ...secret..., ...auth..., cookie, ...:
+// `Ocp-Apim-Subscription-Key`, `X-Functions-Key`, `x-auth-key`); or a URL that carries a password (user:pass@, even
+// one that does not percent-decode) or a query parameter named so (`private_token`, `client_secret`, `sig`). Names
+// like `x-request-id`, `content-type` or `api-version` are not secrets. A value made only of `${VAR}` references
+// (optionally after an auth scheme word, `Bearer ${VAR}`) is kept; `${VAR:-default}` is not, since its default is a
+// literal.
 
 import { Document, isAlias, isMap, isScalar, isSeq, parseDocument, type Node, type Scalar } from 'yaml';
 
 const SECRET_KEYS: ReadonlySet<string> = new Set(['key', 'api_key', 'password', 'secret', 'client_secret', 'token']);
-const SECRET_HEADER = /authorization|api[-_]?key|token|secret|cookie|password/i;
-const SECRET_QUERY = /^(key|api[-_]?key|token|access_token|secret|password|sig|signature)$/i;
+/** A header or query parameter name that names a credential (over-redacting a name like `x-idempotency-key` is cheap). */
+const CREDENTIAL_NAME = /key|token|secret|passw(or)?d|pwd|auth|signature|credential|cookie|session|(^|[-_.])sig($|[-_.])/i;
 const PLAIN_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/g;
 
 /** True when `s` is nothing but `${VAR}` references, possibly after an auth scheme word. */
@@ -28,17 +31,25 @@ function urlCarriesSecret(s: string): boolean {
   } catch {
     return false;
   }
-  if (u.password !== '' && !onlyReferences(decodeURIComponent(u.password))) return true;
-  for (const [k, v] of u.searchParams) if (SECRET_QUERY.test(k) && !onlyReferences(v)) return true;
+  if (u.password !== '') {
+    let password: string;
+    try {
+      password = decodeURIComponent(u.password);
+    } catch {
+      return true; // `50%off`: not percent-encoding, still a password
+    }
+    if (!onlyReferences(password)) return true;
+  }
+  for (const [k, v] of u.searchParams) if (CREDENTIAL_NAME.test(k) && !onlyReferences(v)) return true;
   return false;
 }
 
 const envName = (path: readonly string[]): string => `TOLLGATE_REDACTED_${path.join('_').toUpperCase().replace(/[^A-Z0-9_]/g, '_')}`;
 
 function isSecret(keyName: string, parentKey: string | undefined, value: unknown): boolean {
-  if (typeof value === 'number') return SECRET_KEYS.has(keyName) || (parentKey === 'headers' && SECRET_HEADER.test(keyName));
+  if (typeof value === 'number') return SECRET_KEYS.has(keyName) || (parentKey === 'headers' && CREDENTIAL_NAME.test(keyName));
   if (typeof value !== 'string' || value === '') return false;
-  if (SECRET_KEYS.has(keyName) || (parentKey === 'headers' && SECRET_HEADER.test(keyName))) return !onlyReferences(value);
+  if (SECRET_KEYS.has(keyName) || (parentKey === 'headers' && CREDENTIAL_NAME.test(keyName))) return !onlyReferences(value);
   return urlCarriesSecret(value);
 }
 

@@ -64,7 +64,7 @@ const sameState = (a: string, b: string): boolean => {
 export function codeFromCallback(input: string, expectedState: string, opts: { allowBareCode?: boolean } = {}): string {
   const text = input.trim();
   let params: URLSearchParams | null = null;
-  if (/^https?:\/\//i.test(text)) params = new URL(text).searchParams;
+  if (/^https?:\/\//i.test(text)) params = URL.canParse(text) ? new URL(text).searchParams : null;
   else if (text.startsWith('?') || /(^|&)(code|error)=/.test(text)) params = new URLSearchParams(text.replace(/^\?/, ''));
   else if (/^[^#\s]+#[^#\s]+$/.test(text)) {
     const [code, state] = text.split('#') as [string, string];
@@ -122,14 +122,20 @@ const PAGE = (title: string, text: string) =>
 
 /**
  * RFC 8252 §7.3: a listener on 127.0.0.1 with a port the system picks, for one redirect to `/callback`. It answers
- * the browser with a short page, then closes. Any other path is a 404 and does not end the wait.
+ * the browser with a short page, then closes. Any other path is a 404, and a target that is not a URL a 400: neither
+ * ends the wait.
  */
 export async function listenForRedirect(opts: { state: string; timeoutMs: number; signal?: AbortSignal }): Promise<LoopbackRedirect> {
   let settle!: { resolve: (code: string) => void; reject: (err: Error) => void };
   const code = new Promise<string>((resolve, reject) => (settle = { resolve, reject }));
   code.catch(() => undefined); // the caller awaits it; an early failure is not unhandled meanwhile
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    // Anything may connect to the port: a request line the URL parser refuses (`GET //[`) is a 400, and the wait goes on.
+    const url = URL.canParse(req.url ?? '/', 'http://127.0.0.1') ? new URL(req.url ?? '/', 'http://127.0.0.1') : null;
+    if (url === null) {
+      res.writeHead(400, { 'content-type': 'text/plain' }).end('bad request');
+      return;
+    }
     if (req.method !== 'GET' || url.pathname !== '/callback') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
       return;
