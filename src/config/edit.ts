@@ -3,12 +3,18 @@
 // CST), so every other byte of the file stays as it was; a key added or removed, or a list replaced, goes through
 // the Document API (which also keeps comments, though it may re-space them). The result is validated by the same
 // loader as a file read at start (parseConfigText) before a byte is written, and written whole (a temp file renamed
-// over it), so a reader never sees half a file. The file's ETag is the SHA-256 of its bytes.
+// over it; a symlink's target, in the target's directory), so a reader never sees half a file. The file's ETag is
+// the SHA-256 of its bytes. A file that cannot be read, is not clean YAML (a syntax error, a duplicate key, more
+// aliases than the loader expands) or cannot be written is a ConfigFileError: nothing is written. An edit that goes
+// through a YAML alias (or changes a node that aliases name) first gives each entry its own copy of the shared value,
+// so that it changes the one entry it is for.
 
 import { createHash } from 'node:crypto';
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
-import { CST, Composer, Parser, isMap, isScalar, isSeq, parseDocument, type Node } from 'yaml';
+import {
+  CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
+} from 'yaml';
 import { parseConfigText } from './load.js';
 import type { Config } from './types.js';
 
@@ -28,9 +34,37 @@ export interface ConfigFileState {
 
 export const etagOf = (text: string): string => `"${createHash('sha256').update(text).digest('base64url').slice(0, 32)}"`;
 
+/** The config file on disk cannot be edited as it is (the message says why); it is left as it was. */
+export class ConfigFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigFileError';
+  }
+}
+
 export function readConfigFile(file: string): ConfigFileState {
-  const text = readFileSync(file, 'utf8');
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigFileError(`it cannot be read (${(err as Error).message})`);
+  }
   return { text, etag: etagOf(text) };
+}
+
+/** Why `text` cannot be edited (not clean YAML, not a mapping, too many aliases to expand), or null. */
+export function editProblem(text: string): string | null {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines });
+  const err = doc.errors[0];
+  if (err !== undefined) return `line ${lines.linePos(err.pos[0]).line}: YAML syntax: ${err.message.split('\n')[0]}`;
+  if (!isMap(doc.contents)) return 'it is not a YAML mapping';
+  try {
+    doc.toJS();
+  } catch (e) {
+    return `YAML: ${(e as Error).message.split('\n')[0]}`;
+  }
+  return null;
 }
 
 const ENV_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\}/;
@@ -80,8 +114,50 @@ function replaceScalar(text: string, path: SettingPath, value: unknown): string 
   return tokens.map((tok) => CST.stringify(tok)).join('');
 }
 
+/** A copy of `node` that defines no anchor (a second definition would take over the aliases that follow it). */
+function ownCopy(node: Node): Node {
+  const copy = node.clone() as Node;
+  visit(copy, { Node: (_k, n) => void delete (n as { anchor?: string }).anchor });
+  return copy;
+}
+
+/**
+ * `text` with every node an edit goes through made the edited entry's own: an alias on the way is replaced by a copy
+ * of the node it names, and an anchored node that aliases name is copied into each of them (its anchor dropped).
+ * Every entry keeps its value; `text` is returned as it is when no edit meets an alias or a shared anchor.
+ */
+function unshare(text: string, edits: readonly SettingEdit[]): string {
+  const doc: Document = parseDocument(text);
+  let changed = false;
+  const spread = (target: Node): void => {
+    const anchor = target.anchor;
+    if (anchor === undefined) return;
+    let used = false;
+    visit(doc, { Alias: (_k, a) => (a.source === anchor && a.resolve(doc) === target ? ((used = true), ownCopy(target)) : undefined) });
+    if (used) delete (target as { anchor?: string }).anchor;
+    changed ||= used;
+  };
+  for (const e of edits) {
+    let node: unknown = doc.contents;
+    for (let i = 0; isNode(node); i++) {
+      if (isAlias(node)) {
+        const source = node.resolve(doc);
+        if (source === undefined || i === 0) break;
+        node = ownCopy(source);
+        (doc.getIn(e.path.slice(0, i - 1), true) as { set(k: unknown, v: unknown): void }).set(e.path[i - 1], node);
+        changed = true;
+      }
+      spread(node as Node);
+      if (i === e.path.length || !isCollection(node)) break;
+      node = node.get(e.path[i], true);
+    }
+  }
+  return changed ? doc.toString() : text;
+}
+
 /** `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). */
 export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
+  text = unshare(text, edits);
   const structural: SettingEdit[] = [];
   const present = parseDocument(text);
   for (const e of edits) {
@@ -121,13 +197,25 @@ export interface WriteResult {
 }
 
 /**
- * Validate `text` as the config file would be validated at start, then write it to `file` (same mode). Throws the
- * ConfigError (nothing written) when it is invalid.
+ * Validate `text` as the config file would be validated at start, then write it to `file` (same mode; through a
+ * symlink, to its target). Throws the ConfigError (nothing written) when it is invalid, a ConfigFileError when the
+ * file cannot be written.
  */
 export function writeConfigFile(file: string, text: string, env: Readonly<Record<string, string | undefined>> = process.env): WriteResult {
   const config = parseConfigText(text, env, file);
-  const temp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  writeFileSync(temp, text, { mode: statSync(file).mode & 0o777 });
-  renameSync(temp, file);
+  let temp: string | null = null;
+  try {
+    const target = realpathSync(file);
+    temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
+    writeFileSync(temp, text, { mode: statSync(target).mode & 0o777 });
+    renameSync(temp, target);
+  } catch (err) {
+    if (temp !== null) {
+      try {
+        rmSync(temp, { force: true });
+      } catch { /* the error that matters is the write's */ }
+    }
+    throw new ConfigFileError(`it cannot be written (${(err as Error).message})`);
+  }
   return { config, etag: etagOf(text) };
 }

@@ -94,3 +94,17 @@ for (const colorScheme of ['light', 'dark'] as const) {
     });
   }
 }
+
+t.test('settings: a config file that cannot be edited is named as such, not as no file at all', async (t) => {
+  const good = `# The console's screenshot gateway.\n${stringify(raw)}`;
+  // A hand edit that is not clean YAML (a key twice): the running settings stay, and no write can be made.
+  writeFileSync(configFile, `${good}server:\n  port: 1\n`);
+  t.teardown(() => writeFileSync(configFile, good));
+  const { page, context } = await openPage(browser, { viewport: DESKTOP, colorScheme: 'light' });
+  t.teardown(() => context.close());
+  await page.goto(`${gw.url}/#/settings`);
+  const note = page.getByRole('alert').filter({ hasText: 'The config file cannot be edited' });
+  await note.waitFor();
+  t.match(await note.innerText(), /cannot be edited: .+\. Settings are shown, not saved; fix the file by hand\./);
+  t.equal(await page.getByText('runs without a config file').count(), 0, 'not told it has no file');
+});

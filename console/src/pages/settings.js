@@ -181,6 +181,7 @@ export function SettingsPage() {
   if (settings === null) return html`<${Loading} />`;
   return html`
     ${settings.writable ? html`<p class="muted small">Saved to <code>${settings.file}</code>; comments and \${VAR} references stay as they are.</p>`
+      : settings.file_error ? html`<p class="error" role="alert">The config file cannot be edited: ${settings.file_error}. Settings are shown, not saved; fix the file by hand.</p>`
       : html`<p class="error" role="alert">This gateway runs without a config file: settings are shown, not saved.</p>`}
     <div class="grid-2">
       <${BudgetsForm} settings=${settings} onSaved=${saved} />
