@@ -1,6 +1,7 @@
 // GET /api/live: the requests in flight as server-sent events (docs/api.md). An `inflight` event carries the whole
 // list; it is sent on connect, whenever a request arrives or leaves, and every LIVE_TICK_MS while anything is in
-// flight (tokens and duration move). With nothing in flight a `: heartbeat` comment every HEARTBEAT_MS keeps
+// flight (tokens and duration move), to a client that keeps up (one that does not gets the list as it is once it has
+// read the last). With nothing in flight a `: heartbeat` comment every HEARTBEAT_MS keeps
 // proxies from closing the stream. The streams end when the app closes.
 
 import type { FastifyPluginAsync } from 'fastify';
@@ -26,13 +27,26 @@ export const liveRoutes: FastifyPluginAsync<{ live: LiveRequests }> = async (app
       connection: 'keep-alive',
     });
     let lastSent = 0;
+    // Each event is the whole list: a client that does not keep up (its socket's buffer full) gets the list as it is
+    // once it has read what it was sent, not every list in between (which a reader that never reads would have held
+    // in the gateway's memory, growing with the traffic).
+    let behind = false;
     const send = (): void => {
+      if (raw.writableNeedDrain) {
+        behind = true;
+        return;
+      }
       lastSent = Date.now();
       raw.write(`event: inflight\ndata: ${JSON.stringify({ at: new Date(lastSent).toISOString(), requests: live.list() })}\n\n`);
     };
+    raw.on('drain', () => {
+      if (!behind) return;
+      behind = false;
+      send();
+    });
     const tick = setInterval(() => {
       if (live.size > 0) send();
-      else if (Date.now() - lastSent >= HEARTBEAT_MS) {
+      else if (Date.now() - lastSent >= HEARTBEAT_MS && !raw.writableNeedDrain) {
         lastSent = Date.now();
         raw.write(': heartbeat\n\n');
       }

@@ -3,6 +3,10 @@
 // thinks) are not frames: dropped, or kept for a relay to forward (`comments: true`). Works on any chunking of the bytes.
 
 import { StringDecoder } from 'node:string_decoder';
+import { TollgateError } from '../core/errors.js';
+
+/** The longest frame taken (characters): an upstream that sends more before a blank line is refused, not buffered. */
+export const MAX_FRAME_CHARS = 16 * 1024 * 1024;
 
 export interface SseFrame {
   readonly event: string | null;
@@ -17,6 +21,11 @@ export class SseParser {
   /** Whether text has come yet: a UTF-8 byte order mark before the first text is dropped, as TextDecoder did. */
   #started = false;
   #buf = '';
+  /**
+   * The last characters of the text so far (as many as a blank line can span less one): a blank line split over two
+   * chunks is still seen by looking at this and the new text alone.
+   */
+  #tail = '';
   /** The comment lines read and not yet taken (null: comments are dropped). */
   readonly #comments: string[] | null;
 
@@ -32,10 +41,19 @@ export class SseParser {
     return block;
   }
 
-  /** Feed bytes; returns the frames completed by them. */
+  /**
+   * Feed bytes; returns the frames completed by them. Text that ends no frame is only appended: the buffer is looked
+   * through again only once a blank line has come, so a frame in many chunks costs its length once, not once a chunk.
+   * A frame longer than MAX_FRAME_CHARS is refused (TOLLGATE_ERR_UPSTREAM_PROTOCOL).
+   */
   push(chunk: Uint8Array): SseFrame[] {
-    this.#text(this.#decoder.write(chunk));
-    return this.#drain(false);
+    const text = this.#decoder.write(chunk);
+    this.#text(text);
+    const seen = this.#tail + text;
+    this.#tail = seen.length <= 3 ? seen : seen.slice(-3);
+    const frames = seen.indexOf('\n\n') === -1 && seen.indexOf('\r') === -1 ? [] : this.#drain(false);
+    if (this.#buf.length > MAX_FRAME_CHARS) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider sent an event stream frame longer than ${MAX_FRAME_CHARS / 1024 / 1024} MiB`);
+    return frames;
   }
 
   /** End of input: a final frame without its blank line still counts. */

@@ -114,6 +114,41 @@ t.test('a combo request is one entry, not one per attempt', async (t) => {
   t.match(seen.at(-1), { combo: 'pair', requested_model: 'pair', stream: true });
 });
 
+t.test('a subscriber that does not read is not buffered for: it gets the list as it is once it reads', async (t) => {
+  // Before, every list was written whatever the socket held: a reader that never reads made the gateway's memory
+  // grow with the traffic (17 KB a request a subscriber in the review's run) for as long as it stayed connected.
+  const { connect } = await import('node:net');
+  const serverSide = new Promise<import('node:net').Socket>((resolve) => gw.app.server.once('connection', resolve));
+  const { port } = new URL(gw.url);
+  const client = connect(Number(port), '127.0.0.1');
+  t.teardown(() => client.destroy());
+  client.write(`GET /api/live HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n`);
+  const socket = await serverSide;
+  client.pause(); // never reads from here on
+  let most = 0;
+  const sample = setInterval(() => (most = Math.max(most, socket.writableLength)), 10);
+  t.teardown(() => clearInterval(sample));
+  // Many requests in flight at once, arriving and leaving: each change is a list of up to 40 requests.
+  const ask = async () => {
+    fake.next({ kind: 'ok', delayMs: 30 });
+    const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'fake/gpt-4o', messages: [{ role: 'user', content: 'hi' }] }) });
+    await res.text();
+  };
+  for (let round = 0; round < 25; round++) await Promise.all(Array.from({ length: 40 }, ask));
+  clearInterval(sample);
+  t.ok(most < 256 * 1024, `the gateway held at most ${most} bytes for it (a socket's buffer and one list, not every list)`);
+  // Once it reads, it gets the list as it is now.
+  client.resume();
+  const text = await new Promise<string>((resolve) => {
+    let got = '';
+    client.on('data', (c: Buffer) => {
+      got += c.toString('utf8');
+      if (got.includes('"requests":[]}')) resolve(got);
+    });
+  });
+  t.match(text, /event: inflight/, 'and then the current list (nothing in flight)');
+});
+
 t.test('the stream ends when the app closes (close does not wait on it)', async (t) => {
   const frames: Frame[] = [];
   const res = await watch(new AbortController().signal, frames, []);
@@ -123,3 +158,4 @@ t.test('the stream ends when the app closes (close does not wait on it)', async 
   await gw.close();
   t.ok(Date.now() - closing < 5000, `closed in ${Date.now() - closing} ms`);
 });
+

@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { SseParser, formatFrame, type SseFrame } from '../../src/wire/sse.js';
+import { MAX_FRAME_CHARS, SseParser, formatFrame, type SseFrame } from '../../src/wire/sse.js';
 
 const enc = new TextEncoder();
 
@@ -240,4 +240,27 @@ t.test('any mix of line ends, frame shapes and chunkings gives the frames that w
     { numRuns: 500, seed: 17 },
   );
   t.pass('500 generated streams parse back to their frames');
+});
+
+t.test('a frame in many chunks is taken whole once its blank line comes, and one too long is refused', async (t) => {
+  // Before: every chunk of a frame without its blank line made the parser look through the whole buffer again (a
+  // 32 MB frame held the event loop 11 s), and nothing bounded what it held.
+  const p = new SseParser();
+  const piece = enc.encode('x'.repeat(64 * 1024));
+  let early = 0;
+  early += p.push(enc.encode('data: {"a":"')).length;
+  for (let i = 0; i < 200; i++) early += p.push(piece).length;
+  t.equal(early, 0, 'no frame before its blank line');
+  const frames = p.push(enc.encode('"}\n\n'));
+  t.equal(frames.length, 1, 'the frame, once its blank line came');
+  t.equal(frames[0]!.data.length, 200 * 64 * 1024 + 8, 'whole');
+  const q = new SseParser();
+  q.push(enc.encode('data: "'));
+  t.throws(() => {
+    for (let i = 0; i < 300; i++) q.push(piece);
+  }, { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' }, `past ${MAX_FRAME_CHARS} characters without a blank line: refused`);
+  const r = new SseParser();
+  t.same(r.push(enc.encode('data: a\n')), [], 'half a blank line');
+  t.same(r.push(enc.encode('\ndata: b\r')).map((f) => f.data), ['a'], 'a blank line split over two chunks is seen');
+  t.same(r.push(enc.encode('\r')).map((f) => f.data), ['b'], 'and a \\r\\r one');
 });
