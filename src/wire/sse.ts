@@ -49,9 +49,11 @@ export class SseParser {
   push(chunk: Uint8Array): SseFrame[] {
     const text = this.#decoder.write(chunk);
     this.#text(text);
-    const seen = this.#tail + text;
-    this.#tail = seen.length <= 3 ? seen : seen.slice(-3);
-    const frames = seen.indexOf('\n\n') === -1 && seen.indexOf('\r') === -1 ? [] : this.#drain(false);
+    // The new text (flat: found early when it holds frames, as it mostly does), and the few characters across the seam.
+    const seam = this.#tail === '' ? '' : this.#tail + text.slice(0, 3);
+    const ends = text.indexOf('\n\n') !== -1 || text.indexOf('\r') !== -1 || seam.indexOf('\n\n') !== -1 || seam.indexOf('\r') !== -1;
+    this.#tail = text.length >= 3 ? text.slice(-3) : (this.#tail + text).slice(-3);
+    const frames = ends ? this.#drain(false) : [];
     if (this.#buf.length > MAX_FRAME_CHARS) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider sent an event stream frame longer than ${MAX_FRAME_CHARS / 1024 / 1024} MiB`);
     return frames;
   }
