@@ -121,6 +121,16 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const app = Fastify({
     logger: opts.logger ?? { level: 'info', redact: ['req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["x-goog-api-key"]'] },
     bodyLimit: cfg.server.body_limit_bytes,
+    // A client has this long to send its whole request: a body that never came held its socket for ever (fastify's
+    // default turns Node's limit off). Not the answer's time: a stream runs as long as the model writes. Node enforces
+    // it when it looks at its connections (every 30 s by default; here a tenth of the limit, 1 to 30 s), and only when
+    // the server is made with it (with the headers' limit, 60 s, no longer than it).
+    requestTimeout: cfg.server.request_timeout_s * 1000,
+    http: {
+      requestTimeout: cfg.server.request_timeout_s * 1000,
+      headersTimeout: cfg.server.request_timeout_s === 0 ? 60_000 : Math.min(60_000, cfg.server.request_timeout_s * 1000),
+      connectionsCheckingInterval: Math.min(30_000, Math.max(1000, cfg.server.request_timeout_s * 100)),
+    },
     // Per-request access logs would double the I/O of the request path; the usage row is the access log.
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,

@@ -199,6 +199,8 @@ export const CONFIG_SCHEMA = closed({
       json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
       // Seconds without a proxied request, after some, before one full garbage collection (src/core/idle-gc.ts); 0: off.
       idle_gc_s: num({ default: 10 }),
+      // Seconds a client has to send a whole request (its headers and body); 0: no limit (restart to change).
+      request_timeout_s: num({ default: 120 }),
     },
     { default: {} },
   ),

@@ -162,6 +162,8 @@ export interface Config {
     readonly json_max_depth: number;
     /** Seconds without a proxied request, after some, before one full garbage collection; 0 turns it off. */
     readonly idle_gc_s: number;
+    /** Seconds a client has to send a whole request (headers and body); 0: no limit. Read at start. */
+    readonly request_timeout_s: number;
   };
   readonly storage: {
     readonly clickhouse_url: string;

@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -224,9 +224,10 @@ vErrors.push(err15);
 errors++;
 }
 }
-}
-else {
-const err16 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.request_timeout_s !== undefined){
+let data17 = data0.request_timeout_s;
+if(!((typeof data17 == "number") && (isFinite(data17)))){
+const err16 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -236,12 +237,9 @@ vErrors.push(err16);
 errors++;
 }
 }
-if(data.storage !== undefined){
-let data17 = data.storage;
-if(data17 && typeof data17 == "object" && !Array.isArray(data17)){
-if(data17.clickhouse_url !== undefined){
-if(typeof data17.clickhouse_url !== "string"){
-const err17 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err17 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -251,9 +249,12 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data17.cluster !== undefined){
-if(typeof data17.cluster !== "string"){
-const err18 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.storage !== undefined){
+let data18 = data.storage;
+if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
+if(data18.clickhouse_url !== undefined){
+if(typeof data18.clickhouse_url !== "string"){
+const err18 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -263,9 +264,9 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data17.sharded !== undefined){
-if(typeof data17.sharded !== "boolean"){
-const err19 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data18.cluster !== undefined){
+if(typeof data18.cluster !== "string"){
+const err19 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -275,9 +276,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data17.database !== undefined){
-if(typeof data17.database !== "string"){
-const err20 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.sharded !== undefined){
+if(typeof data18.sharded !== "boolean"){
+const err20 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -287,9 +288,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data17.data_dir !== undefined){
-if(typeof data17.data_dir !== "string"){
-const err21 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.database !== undefined){
+if(typeof data18.database !== "string"){
+const err21 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -299,9 +300,9 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data17.username !== undefined){
-if(typeof data17.username !== "string"){
-const err22 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.data_dir !== undefined){
+if(typeof data18.data_dir !== "string"){
+const err22 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -311,9 +312,9 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data17.password !== undefined){
-if(typeof data17.password !== "string"){
-const err23 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.username !== undefined){
+if(typeof data18.username !== "string"){
+const err23 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -323,10 +324,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data17.request_timeout_ms !== undefined){
-let data25 = data17.request_timeout_ms;
-if(!(((typeof data25 == "number") && (!(data25 % 1) && !isNaN(data25))) && (isFinite(data25)))){
-const err24 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data18.password !== undefined){
+if(typeof data18.password !== "string"){
+const err24 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -336,13 +336,10 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data17.batch !== undefined){
-let data26 = data17.batch;
-if(data26 && typeof data26 == "object" && !Array.isArray(data26)){
-if(data26.max_rows !== undefined){
-let data27 = data26.max_rows;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err25 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data18.request_timeout_ms !== undefined){
+let data26 = data18.request_timeout_ms;
+if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
+const err25 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -352,10 +349,13 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data26.flush_ms !== undefined){
-let data28 = data26.flush_ms;
+if(data18.batch !== undefined){
+let data27 = data18.batch;
+if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
+if(data27.max_rows !== undefined){
+let data28 = data27.max_rows;
 if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err26 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err26 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -365,10 +365,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data26.queue_max !== undefined){
-let data29 = data26.queue_max;
+if(data27.flush_ms !== undefined){
+let data29 = data27.flush_ms;
 if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err27 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err27 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -378,9 +378,10 @@ vErrors.push(err27);
 errors++;
 }
 }
-}
-else {
-const err28 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data27.queue_max !== undefined){
+let data30 = data27.queue_max;
+if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
+const err28 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -390,13 +391,9 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data17.spool !== undefined){
-let data30 = data17.spool;
-if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
-if(data30.commit_ms !== undefined){
-let data31 = data30.commit_ms;
-if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
-const err29 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err29 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -406,9 +403,13 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data30.dir !== undefined){
-if(typeof data30.dir !== "string"){
-const err30 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data18.spool !== undefined){
+let data31 = data18.spool;
+if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
+if(data31.commit_ms !== undefined){
+let data32 = data31.commit_ms;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+const err30 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -418,13 +419,9 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data30.max_bytes !== undefined){
-let data33 = data30.max_bytes;
-const _errs68 = errors;
-let valid11 = false;
-const _errs69 = errors;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err31 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data31.dir !== undefined){
+if(typeof data31.dir !== "string"){
+const err31 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -433,12 +430,14 @@ vErrors.push(err31);
 }
 errors++;
 }
-var _valid0 = _errs69 === errors;
-valid11 = valid11 || _valid0;
-if(!valid11){
+}
+if(data31.max_bytes !== undefined){
+let data34 = data31.max_bytes;
+const _errs70 = errors;
+let valid11 = false;
 const _errs71 = errors;
-if(typeof data33 !== "string"){
-const err32 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err32 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -449,9 +448,10 @@ errors++;
 }
 var _valid0 = _errs71 === errors;
 valid11 = valid11 || _valid0;
-}
 if(!valid11){
-const err33 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+const _errs73 = errors;
+if(typeof data34 !== "string"){
+const err33 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -460,11 +460,24 @@ vErrors.push(err33);
 }
 errors++;
 }
+var _valid0 = _errs73 === errors;
+valid11 = valid11 || _valid0;
+}
+if(!valid11){
+const err34 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err34];
+}
 else {
-errors = _errs68;
+vErrors.push(err34);
+}
+errors++;
+}
+else {
+errors = _errs70;
 if(vErrors !== null){
-if(_errs68){
-vErrors.length = _errs68;
+if(_errs70){
+vErrors.length = _errs70;
 }
 else {
 vErrors = null;
@@ -474,19 +487,7 @@ vErrors = null;
 }
 }
 else {
-const err34 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err34];
-}
-else {
-vErrors.push(err34);
-}
-errors++;
-}
-}
-}
-else {
-const err35 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err35 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -496,12 +497,9 @@ vErrors.push(err35);
 errors++;
 }
 }
-if(data.telemetry !== undefined){
-let data34 = data.telemetry;
-if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
-if(data34.otlp_endpoint !== undefined){
-if(typeof data34.otlp_endpoint !== "string"){
-const err36 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err36 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -511,9 +509,12 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data34.service_name !== undefined){
-if(typeof data34.service_name !== "string"){
-const err37 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.telemetry !== undefined){
+let data35 = data.telemetry;
+if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
+if(data35.otlp_endpoint !== undefined){
+if(typeof data35.otlp_endpoint !== "string"){
+const err37 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -523,9 +524,9 @@ vErrors.push(err37);
 errors++;
 }
 }
-}
-else {
-const err38 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data35.service_name !== undefined){
+if(typeof data35.service_name !== "string"){
+const err38 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -535,15 +536,9 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data.providers !== undefined){
-let data37 = data.providers;
-if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
-for(const key0 in data37){
-let data38 = data37[key0];
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-if(data38.name !== undefined){
-if(typeof data38.name !== "string"){
-const err39 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err39 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -553,9 +548,15 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data38.base_url !== undefined){
-if(typeof data38.base_url !== "string"){
-const err40 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.providers !== undefined){
+let data38 = data.providers;
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+for(const key0 in data38){
+let data39 = data38[key0];
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+if(data39.name !== undefined){
+if(typeof data39.name !== "string"){
+const err40 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -565,12 +566,9 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data38.auth !== undefined){
-let data41 = data38.auth;
-if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-if(data41.key !== undefined){
-if(typeof data41.key !== "string"){
-const err41 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.base_url !== undefined){
+if(typeof data39.base_url !== "string"){
+const err41 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -580,9 +578,12 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data41.header !== undefined){
-if(typeof data41.header !== "string"){
-const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.auth !== undefined){
+let data42 = data39.auth;
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+if(data42.key !== undefined){
+if(typeof data42.key !== "string"){
+const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -592,16 +593,9 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data41.keys !== undefined){
-let data44 = data41.keys;
-if(Array.isArray(data44)){
-const len2 = data44.length;
-for(let i2=0; i2<len2; i2++){
-let data45 = data44[i2];
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.name !== undefined){
-if(typeof data45.name !== "string"){
-const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data42.header !== undefined){
+if(typeof data42.header !== "string"){
+const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -611,9 +605,16 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data45.key !== undefined){
-if(typeof data45.key !== "string"){
-const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data42.keys !== undefined){
+let data45 = data42.keys;
+if(Array.isArray(data45)){
+const len2 = data45.length;
+for(let i2=0; i2<len2; i2++){
+let data46 = data45[i2];
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.name !== undefined){
+if(typeof data46.name !== "string"){
+const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -623,9 +624,9 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data45.base_url !== undefined){
-if(typeof data45.base_url !== "string"){
-const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data46.key !== undefined){
+if(typeof data46.key !== "string"){
+const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -635,9 +636,9 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data45.keepalive !== undefined){
-if(typeof data45.keepalive !== "boolean"){
-const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data46.base_url !== undefined){
+if(typeof data46.base_url !== "string"){
+const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -647,9 +648,9 @@ vErrors.push(err46);
 errors++;
 }
 }
-}
-else {
-const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data46.keepalive !== undefined){
+if(typeof data46.keepalive !== "boolean"){
+const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -661,7 +662,7 @@ errors++;
 }
 }
 else {
-const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -671,12 +672,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-if(data41.oauth !== undefined){
-let data50 = data41.oauth;
-if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
-if(data50.device_authorization_url !== undefined){
-if(typeof data50.device_authorization_url !== "string"){
-const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -686,9 +684,12 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data50.authorization_url !== undefined){
-if(typeof data50.authorization_url !== "string"){
-const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data42.oauth !== undefined){
+let data51 = data42.oauth;
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.device_authorization_url !== undefined){
+if(typeof data51.device_authorization_url !== "string"){
+const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -698,9 +699,9 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data50.token_url !== undefined){
-if(typeof data50.token_url !== "string"){
-const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.authorization_url !== undefined){
+if(typeof data51.authorization_url !== "string"){
+const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -710,9 +711,9 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(data50.client_id !== undefined){
-if(typeof data50.client_id !== "string"){
-const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.token_url !== undefined){
+if(typeof data51.token_url !== "string"){
+const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -722,9 +723,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data50.client_secret !== undefined){
-if(typeof data50.client_secret !== "string"){
-const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.client_id !== undefined){
+if(typeof data51.client_id !== "string"){
+const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -734,9 +735,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data50.scope !== undefined){
-if(typeof data50.scope !== "string"){
-const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.client_secret !== undefined){
+if(typeof data51.client_secret !== "string"){
+const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -746,9 +747,9 @@ vErrors.push(err54);
 errors++;
 }
 }
-if(data50.redirect_uri !== undefined){
-if(typeof data50.redirect_uri !== "string"){
-const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.scope !== undefined){
+if(typeof data51.scope !== "string"){
+const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -758,12 +759,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data50.authorization_params !== undefined){
-let data58 = data50.authorization_params;
-if(data58 && typeof data58 == "object" && !Array.isArray(data58)){
-for(const key1 in data58){
-if(typeof data58[key1] !== "string"){
-const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.redirect_uri !== undefined){
+if(typeof data51.redirect_uri !== "string"){
+const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -773,9 +771,12 @@ vErrors.push(err56);
 errors++;
 }
 }
-}
-else {
-const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data51.authorization_params !== undefined){
+let data59 = data51.authorization_params;
+if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
+for(const key1 in data59){
+if(typeof data59[key1] !== "string"){
+const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -787,7 +788,7 @@ errors++;
 }
 }
 else {
-const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -799,7 +800,7 @@ errors++;
 }
 }
 else {
-const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -809,12 +810,9 @@ vErrors.push(err59);
 errors++;
 }
 }
-if(data38.keepalive !== undefined){
-let data60 = data38.keepalive;
-if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
-if(data60.enabled !== undefined){
-if(typeof data60.enabled !== "boolean"){
-const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -824,9 +822,12 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data60.model !== undefined){
-if(typeof data60.model !== "string"){
-const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data39.keepalive !== undefined){
+let data61 = data39.keepalive;
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+if(data61.enabled !== undefined){
+if(typeof data61.enabled !== "boolean"){
+const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -836,9 +837,9 @@ vErrors.push(err61);
 errors++;
 }
 }
-if(data60.window !== undefined){
-if(typeof data60.window !== "string"){
-const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data61.model !== undefined){
+if(typeof data61.model !== "string"){
+const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -848,9 +849,9 @@ vErrors.push(err62);
 errors++;
 }
 }
-}
-else {
-const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data61.window !== undefined){
+if(typeof data61.window !== "string"){
+const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -860,12 +861,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data38.headers !== undefined){
-let data64 = data38.headers;
-if(data64 && typeof data64 == "object" && !Array.isArray(data64)){
-for(const key2 in data64){
-if(typeof data64[key2] !== "string"){
-const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -875,9 +873,12 @@ vErrors.push(err64);
 errors++;
 }
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data39.headers !== undefined){
+let data65 = data39.headers;
+if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
+for(const key2 in data65){
+if(typeof data65[key2] !== "string"){
+const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -887,13 +888,9 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data38.timeouts !== undefined){
-let data66 = data38.timeouts;
-if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
-if(data66.connect_s !== undefined){
-let data67 = data66.connect_s;
-if(!((typeof data67 == "number") && (isFinite(data67)))){
-const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -903,10 +900,13 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data66.stall_s !== undefined){
-let data68 = data66.stall_s;
+if(data39.timeouts !== undefined){
+let data67 = data39.timeouts;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+if(data67.connect_s !== undefined){
+let data68 = data67.connect_s;
 if(!((typeof data68 == "number") && (isFinite(data68)))){
-const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -916,10 +916,10 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data66.request_s !== undefined){
-let data69 = data66.request_s;
+if(data67.stall_s !== undefined){
+let data69 = data67.stall_s;
 if(!((typeof data69 == "number") && (isFinite(data69)))){
-const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -929,9 +929,10 @@ vErrors.push(err68);
 errors++;
 }
 }
-}
-else {
-const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data67.request_s !== undefined){
+let data70 = data67.request_s;
+if(!((typeof data70 == "number") && (isFinite(data70)))){
+const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -941,10 +942,9 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data38.connections !== undefined){
-let data70 = data38.connections;
-if(!(((typeof data70 == "number") && (!(data70 % 1) && !isNaN(data70))) && (isFinite(data70)))){
-const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -954,13 +954,10 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data38.price !== undefined){
-let data71 = data38.price;
-if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
-if(data71.input !== undefined){
-let data72 = data71.input;
-if(!((typeof data72 == "number") && (isFinite(data72)))){
-const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data39.connections !== undefined){
+let data71 = data39.connections;
+if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
+const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -970,10 +967,13 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data71.output !== undefined){
-let data73 = data71.output;
+if(data39.price !== undefined){
+let data72 = data39.price;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+if(data72.input !== undefined){
+let data73 = data72.input;
 if(!((typeof data73 == "number") && (isFinite(data73)))){
-const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -983,10 +983,10 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data71.cached !== undefined){
-let data74 = data71.cached;
+if(data72.output !== undefined){
+let data74 = data72.output;
 if(!((typeof data74 == "number") && (isFinite(data74)))){
-const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -996,10 +996,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data71.cache_write !== undefined){
-let data75 = data71.cache_write;
+if(data72.cached !== undefined){
+let data75 = data72.cached;
 if(!((typeof data75 == "number") && (isFinite(data75)))){
-const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1009,10 +1009,10 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data71.reasoning !== undefined){
-let data76 = data71.reasoning;
+if(data72.cache_write !== undefined){
+let data76 = data72.cache_write;
 if(!((typeof data76 == "number") && (isFinite(data76)))){
-const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1022,17 +1022,10 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data71.tiers !== undefined){
-let data77 = data71.tiers;
-if(Array.isArray(data77)){
-const len3 = data77.length;
-for(let i3=0; i3<len3; i3++){
-let data78 = data77[i3];
-if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
-if(data78.above_input_tokens !== undefined){
-let data79 = data78.above_input_tokens;
-if(!(((typeof data79 == "number") && (!(data79 % 1) && !isNaN(data79))) && (isFinite(data79)))){
-const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data72.reasoning !== undefined){
+let data77 = data72.reasoning;
+if(!((typeof data77 == "number") && (isFinite(data77)))){
+const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1042,10 +1035,17 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data78.input !== undefined){
-let data80 = data78.input;
-if(!((typeof data80 == "number") && (isFinite(data80)))){
-const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data72.tiers !== undefined){
+let data78 = data72.tiers;
+if(Array.isArray(data78)){
+const len3 = data78.length;
+for(let i3=0; i3<len3; i3++){
+let data79 = data78[i3];
+if(data79 && typeof data79 == "object" && !Array.isArray(data79)){
+if(data79.above_input_tokens !== undefined){
+let data80 = data79.above_input_tokens;
+if(!(((typeof data80 == "number") && (!(data80 % 1) && !isNaN(data80))) && (isFinite(data80)))){
+const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1055,10 +1055,10 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data78.output !== undefined){
-let data81 = data78.output;
+if(data79.input !== undefined){
+let data81 = data79.input;
 if(!((typeof data81 == "number") && (isFinite(data81)))){
-const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1068,10 +1068,10 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data78.cached !== undefined){
-let data82 = data78.cached;
+if(data79.output !== undefined){
+let data82 = data79.output;
 if(!((typeof data82 == "number") && (isFinite(data82)))){
-const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1081,10 +1081,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data78.cache_write !== undefined){
-let data83 = data78.cache_write;
+if(data79.cached !== undefined){
+let data83 = data79.cached;
 if(!((typeof data83 == "number") && (isFinite(data83)))){
-const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1094,10 +1094,10 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data78.reasoning !== undefined){
-let data84 = data78.reasoning;
+if(data79.cache_write !== undefined){
+let data84 = data79.cache_write;
 if(!((typeof data84 == "number") && (isFinite(data84)))){
-const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1107,9 +1107,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-}
-else {
-const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data79.reasoning !== undefined){
+let data85 = data79.reasoning;
+if(!((typeof data85 == "number") && (isFinite(data85)))){
+const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1121,7 +1122,7 @@ errors++;
 }
 }
 else {
-const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1133,7 +1134,7 @@ errors++;
 }
 }
 else {
-const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1143,13 +1144,9 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data38.quota !== undefined){
-let data85 = data38.quota;
-if(data85 && typeof data85 == "object" && !Array.isArray(data85)){
-if(data85.limit !== undefined){
-let data86 = data85.limit;
-if(!((typeof data86 == "number") && (isFinite(data86)))){
-const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1159,10 +1156,13 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data85.monthly_limit !== undefined){
-let data87 = data85.monthly_limit;
+if(data39.quota !== undefined){
+let data86 = data39.quota;
+if(data86 && typeof data86 == "object" && !Array.isArray(data86)){
+if(data86.limit !== undefined){
+let data87 = data86.limit;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
-const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1172,9 +1172,10 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(data85.window !== undefined){
-if(typeof data85.window !== "string"){
-const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data86.monthly_limit !== undefined){
+let data88 = data86.monthly_limit;
+if(!((typeof data88 == "number") && (isFinite(data88)))){
+const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1184,9 +1185,9 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data85.reset_time !== undefined){
-if(typeof data85.reset_time !== "string"){
-const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data86.window !== undefined){
+if(typeof data86.window !== "string"){
+const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1196,10 +1197,9 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data85.anchor_day !== undefined){
-let data90 = data85.anchor_day;
-if(!(((typeof data90 == "number") && (!(data90 % 1) && !isNaN(data90))) && (isFinite(data90)))){
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data86.reset_time !== undefined){
+if(typeof data86.reset_time !== "string"){
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1209,12 +1209,10 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data85.source !== undefined){
-let data91 = data85.source;
-if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
-if(data91.url !== undefined){
-if(typeof data91.url !== "string"){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data86.anchor_day !== undefined){
+let data91 = data86.anchor_day;
+if(!(((typeof data91 == "number") && (!(data91 % 1) && !isNaN(data91))) && (isFinite(data91)))){
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1224,12 +1222,12 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data91.headers !== undefined){
-let data93 = data91.headers;
-if(data93 && typeof data93 == "object" && !Array.isArray(data93)){
-for(const key3 in data93){
-if(typeof data93[key3] !== "string"){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data86.source !== undefined){
+let data92 = data86.source;
+if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
+if(data92.url !== undefined){
+if(typeof data92.url !== "string"){
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1239,9 +1237,12 @@ vErrors.push(err91);
 errors++;
 }
 }
-}
-else {
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data92.headers !== undefined){
+let data94 = data92.headers;
+if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
+for(const key3 in data94){
+if(typeof data94[key3] !== "string"){
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1251,10 +1252,9 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data91.refresh_s !== undefined){
-let data95 = data91.refresh_s;
-if(!((typeof data95 == "number") && (isFinite(data95)))){
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1264,9 +1264,10 @@ vErrors.push(err93);
 errors++;
 }
 }
-}
-else {
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data92.refresh_s !== undefined){
+let data96 = data92.refresh_s;
+if(!((typeof data96 == "number") && (isFinite(data96)))){
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1278,7 +1279,7 @@ errors++;
 }
 }
 else {
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1288,13 +1289,9 @@ vErrors.push(err95);
 errors++;
 }
 }
-if(data38.mock !== undefined){
-let data96 = data38.mock;
-if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
-if(data96.chunks !== undefined){
-let data97 = data96.chunks;
-if(!(((typeof data97 == "number") && (!(data97 % 1) && !isNaN(data97))) && (isFinite(data97)))){
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1304,10 +1301,13 @@ vErrors.push(err96);
 errors++;
 }
 }
-if(data96.latency_ms !== undefined){
-let data98 = data96.latency_ms;
-if(!((typeof data98 == "number") && (isFinite(data98)))){
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data39.mock !== undefined){
+let data97 = data39.mock;
+if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
+if(data97.chunks !== undefined){
+let data98 = data97.chunks;
+if(!(((typeof data98 == "number") && (!(data98 % 1) && !isNaN(data98))) && (isFinite(data98)))){
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1317,10 +1317,10 @@ vErrors.push(err97);
 errors++;
 }
 }
-if(data96.chunk_delay_ms !== undefined){
-let data99 = data96.chunk_delay_ms;
+if(data97.latency_ms !== undefined){
+let data99 = data97.latency_ms;
 if(!((typeof data99 == "number") && (isFinite(data99)))){
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1330,10 +1330,10 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data96.input_tokens !== undefined){
-let data100 = data96.input_tokens;
-if(!(((typeof data100 == "number") && (!(data100 % 1) && !isNaN(data100))) && (isFinite(data100)))){
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data97.chunk_delay_ms !== undefined){
+let data100 = data97.chunk_delay_ms;
+if(!((typeof data100 == "number") && (isFinite(data100)))){
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1343,9 +1343,10 @@ vErrors.push(err99);
 errors++;
 }
 }
-}
-else {
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data97.input_tokens !== undefined){
+let data101 = data97.input_tokens;
+if(!(((typeof data101 == "number") && (!(data101 % 1) && !isNaN(data101))) && (isFinite(data101)))){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1355,15 +1356,9 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data38.models !== undefined){
-let data101 = data38.models;
-if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
-for(const key4 in data101){
-let data102 = data101[key4];
-if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
-if(data102.capabilities !== undefined){
-if(!(Array.isArray(data102.capabilities))){
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+else {
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1373,10 +1368,15 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data102.max_output_tokens !== undefined){
-let data104 = data102.max_output_tokens;
-if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data39.models !== undefined){
+let data102 = data39.models;
+if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
+for(const key4 in data102){
+let data103 = data102[key4];
+if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
+if(data103.capabilities !== undefined){
+if(!(Array.isArray(data103.capabilities))){
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1386,13 +1386,10 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data102.price !== undefined){
-let data105 = data102.price;
-if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
-if(data105.input !== undefined){
-let data106 = data105.input;
-if(!((typeof data106 == "number") && (isFinite(data106)))){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data103.max_output_tokens !== undefined){
+let data105 = data103.max_output_tokens;
+if(!(((typeof data105 == "number") && (!(data105 % 1) && !isNaN(data105))) && (isFinite(data105)))){
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1402,10 +1399,13 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data105.output !== undefined){
-let data107 = data105.output;
+if(data103.price !== undefined){
+let data106 = data103.price;
+if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
+if(data106.input !== undefined){
+let data107 = data106.input;
 if(!((typeof data107 == "number") && (isFinite(data107)))){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1415,10 +1415,10 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data105.cached !== undefined){
-let data108 = data105.cached;
+if(data106.output !== undefined){
+let data108 = data106.output;
 if(!((typeof data108 == "number") && (isFinite(data108)))){
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1428,10 +1428,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data105.cache_write !== undefined){
-let data109 = data105.cache_write;
+if(data106.cached !== undefined){
+let data109 = data106.cached;
 if(!((typeof data109 == "number") && (isFinite(data109)))){
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1441,10 +1441,10 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data105.reasoning !== undefined){
-let data110 = data105.reasoning;
+if(data106.cache_write !== undefined){
+let data110 = data106.cache_write;
 if(!((typeof data110 == "number") && (isFinite(data110)))){
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1454,17 +1454,10 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data105.tiers !== undefined){
-let data111 = data105.tiers;
-if(Array.isArray(data111)){
-const len4 = data111.length;
-for(let i4=0; i4<len4; i4++){
-let data112 = data111[i4];
-if(data112 && typeof data112 == "object" && !Array.isArray(data112)){
-if(data112.above_input_tokens !== undefined){
-let data113 = data112.above_input_tokens;
-if(!(((typeof data113 == "number") && (!(data113 % 1) && !isNaN(data113))) && (isFinite(data113)))){
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data106.reasoning !== undefined){
+let data111 = data106.reasoning;
+if(!((typeof data111 == "number") && (isFinite(data111)))){
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1474,10 +1467,17 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data112.input !== undefined){
-let data114 = data112.input;
-if(!((typeof data114 == "number") && (isFinite(data114)))){
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data106.tiers !== undefined){
+let data112 = data106.tiers;
+if(Array.isArray(data112)){
+const len4 = data112.length;
+for(let i4=0; i4<len4; i4++){
+let data113 = data112[i4];
+if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
+if(data113.above_input_tokens !== undefined){
+let data114 = data113.above_input_tokens;
+if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1487,10 +1487,10 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data112.output !== undefined){
-let data115 = data112.output;
+if(data113.input !== undefined){
+let data115 = data113.input;
 if(!((typeof data115 == "number") && (isFinite(data115)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1500,10 +1500,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data112.cached !== undefined){
-let data116 = data112.cached;
+if(data113.output !== undefined){
+let data116 = data113.output;
 if(!((typeof data116 == "number") && (isFinite(data116)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1513,10 +1513,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data112.cache_write !== undefined){
-let data117 = data112.cache_write;
+if(data113.cached !== undefined){
+let data117 = data113.cached;
 if(!((typeof data117 == "number") && (isFinite(data117)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1526,10 +1526,10 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data112.reasoning !== undefined){
-let data118 = data112.reasoning;
+if(data113.cache_write !== undefined){
+let data118 = data113.cache_write;
 if(!((typeof data118 == "number") && (isFinite(data118)))){
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1539,9 +1539,10 @@ vErrors.push(err113);
 errors++;
 }
 }
-}
-else {
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data113.reasoning !== undefined){
+let data119 = data113.reasoning;
+if(!((typeof data119 == "number") && (isFinite(data119)))){
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1553,7 +1554,7 @@ errors++;
 }
 }
 else {
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1565,7 +1566,7 @@ errors++;
 }
 }
 else {
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1577,7 +1578,7 @@ errors++;
 }
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1589,7 +1590,7 @@ errors++;
 }
 }
 else {
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1599,9 +1600,9 @@ vErrors.push(err118);
 errors++;
 }
 }
-if(data38.catalog !== undefined){
-if(typeof data38.catalog !== "string"){
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1611,9 +1612,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data38.allow_unlisted_models !== undefined){
-if(typeof data38.allow_unlisted_models !== "boolean"){
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data39.catalog !== undefined){
+if(typeof data39.catalog !== "string"){
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1623,9 +1624,9 @@ vErrors.push(err120);
 errors++;
 }
 }
-}
-else {
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data39.allow_unlisted_models !== undefined){
+if(typeof data39.allow_unlisted_models !== "boolean"){
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1637,7 +1638,7 @@ errors++;
 }
 }
 else {
-const err122 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1647,19 +1648,9 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data121 = data.combos;
-if(data121 && typeof data121 == "object" && !Array.isArray(data121)){
-for(const key5 in data121){
-let data122 = data121[key5];
-if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
-if(data122.models !== undefined){
-let data123 = data122.models;
-if(Array.isArray(data123)){
-const len5 = data123.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data123[i5] !== "string"){
-const err123 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err123 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1669,9 +1660,19 @@ vErrors.push(err123);
 errors++;
 }
 }
-}
-else {
-const err124 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.combos !== undefined){
+let data122 = data.combos;
+if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
+for(const key5 in data122){
+let data123 = data122[key5];
+if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
+if(data123.models !== undefined){
+let data124 = data123.models;
+if(Array.isArray(data124)){
+const len5 = data124.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data124[i5] !== "string"){
+const err124 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1681,9 +1682,9 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data122.judge !== undefined){
-if(typeof data122.judge !== "string"){
-const err125 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err125 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1693,10 +1694,9 @@ vErrors.push(err125);
 errors++;
 }
 }
-if(data122.quorum !== undefined){
-let data126 = data122.quorum;
-if(!(((typeof data126 == "number") && (!(data126 % 1) && !isNaN(data126))) && (isFinite(data126)))){
-const err126 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data123.judge !== undefined){
+if(typeof data123.judge !== "string"){
+const err126 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1706,10 +1706,10 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data122.grace_ms !== undefined){
-let data127 = data122.grace_ms;
-if(!((typeof data127 == "number") && (isFinite(data127)))){
-const err127 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data123.quorum !== undefined){
+let data127 = data123.quorum;
+if(!(((typeof data127 == "number") && (!(data127 % 1) && !isNaN(data127))) && (isFinite(data127)))){
+const err127 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1719,10 +1719,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data122.timeout_ms !== undefined){
-let data128 = data122.timeout_ms;
+if(data123.grace_ms !== undefined){
+let data128 = data123.grace_ms;
 if(!((typeof data128 == "number") && (isFinite(data128)))){
-const err128 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err128 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1732,9 +1732,10 @@ vErrors.push(err128);
 errors++;
 }
 }
-}
-else {
-const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data123.timeout_ms !== undefined){
+let data129 = data123.timeout_ms;
+if(!((typeof data129 == "number") && (isFinite(data129)))){
+const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1746,7 +1747,7 @@ errors++;
 }
 }
 else {
-const err130 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err130 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1756,16 +1757,9 @@ vErrors.push(err130);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data129 = data.routing;
-if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
-if(data129.cooldown !== undefined){
-let data130 = data129.cooldown;
-if(data130 && typeof data130 == "object" && !Array.isArray(data130)){
-if(data130.initial_s !== undefined){
-let data131 = data130.initial_s;
-if(!((typeof data131 == "number") && (isFinite(data131)))){
-const err131 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err131 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1775,10 +1769,16 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(data130.max_s !== undefined){
-let data132 = data130.max_s;
+if(data.routing !== undefined){
+let data130 = data.routing;
+if(data130 && typeof data130 == "object" && !Array.isArray(data130)){
+if(data130.cooldown !== undefined){
+let data131 = data130.cooldown;
+if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
+if(data131.initial_s !== undefined){
+let data132 = data131.initial_s;
 if(!((typeof data132 == "number") && (isFinite(data132)))){
-const err132 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err132 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1788,10 +1788,10 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data130.multiplier !== undefined){
-let data133 = data130.multiplier;
+if(data131.max_s !== undefined){
+let data133 = data131.max_s;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
-const err133 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err133 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1801,9 +1801,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-}
-else {
-const err134 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data131.multiplier !== undefined){
+let data134 = data131.multiplier;
+if(!((typeof data134 == "number") && (isFinite(data134)))){
+const err134 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1815,7 +1816,7 @@ errors++;
 }
 }
 else {
-const err135 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err135 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1825,13 +1826,9 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data134 = data.budgets;
-if(data134 && typeof data134 == "object" && !Array.isArray(data134)){
-if(data134.daily_usd !== undefined){
-let data135 = data134.daily_usd;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-const err136 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err136 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1841,10 +1838,13 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data134.monthly_usd !== undefined){
-let data136 = data134.monthly_usd;
+if(data.budgets !== undefined){
+let data135 = data.budgets;
+if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
+if(data135.daily_usd !== undefined){
+let data136 = data135.daily_usd;
 if(!((typeof data136 == "number") && (isFinite(data136)))){
-const err137 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err137 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1854,9 +1854,10 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data134.timezone !== undefined){
-if(typeof data134.timezone !== "string"){
-const err138 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data135.monthly_usd !== undefined){
+let data137 = data135.monthly_usd;
+if(!((typeof data137 == "number") && (isFinite(data137)))){
+const err138 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1866,12 +1867,9 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data134.auto_switch !== undefined){
-let data138 = data134.auto_switch;
-if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
-if(data138.enabled !== undefined){
-if(typeof data138.enabled !== "boolean"){
-const err139 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data135.timezone !== undefined){
+if(typeof data135.timezone !== "string"){
+const err139 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1881,9 +1879,12 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data138.to !== undefined){
-if(typeof data138.to !== "string"){
-const err140 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data135.auto_switch !== undefined){
+let data139 = data135.auto_switch;
+if(data139 && typeof data139 == "object" && !Array.isArray(data139)){
+if(data139.enabled !== undefined){
+if(typeof data139.enabled !== "boolean"){
+const err140 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1893,9 +1894,9 @@ vErrors.push(err140);
 errors++;
 }
 }
-}
-else {
-const err141 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data139.to !== undefined){
+if(typeof data139.to !== "string"){
+const err141 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1907,7 +1908,7 @@ errors++;
 }
 }
 else {
-const err142 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err142 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1917,15 +1918,9 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data141 = data.alerts;
-if(data141 && typeof data141 == "object" && !Array.isArray(data141)){
-if(data141.kinds !== undefined){
-let data142 = data141.kinds;
-if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
-for(const key6 in data142){
-if(typeof data142[key6] !== "boolean"){
-const err143 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err143 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1935,9 +1930,15 @@ vErrors.push(err143);
 errors++;
 }
 }
-}
-else {
-const err144 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.alerts !== undefined){
+let data142 = data.alerts;
+if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
+if(data142.kinds !== undefined){
+let data143 = data142.kinds;
+if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
+for(const key6 in data143){
+if(typeof data143[key6] !== "boolean"){
+const err144 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1947,17 +1948,9 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data141.thresholds !== undefined){
-let data144 = data141.thresholds;
-if(data144 && typeof data144 == "object" && !Array.isArray(data144)){
-if(data144.quota !== undefined){
-let data145 = data144.quota;
-if(Array.isArray(data145)){
-const len6 = data145.length;
-for(let i6=0; i6<len6; i6++){
-let data146 = data145[i6];
-if(!((typeof data146 == "number") && (isFinite(data146)))){
-const err145 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err145 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1967,9 +1960,17 @@ vErrors.push(err145);
 errors++;
 }
 }
-}
-else {
-const err146 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data142.thresholds !== undefined){
+let data145 = data142.thresholds;
+if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
+if(data145.quota !== undefined){
+let data146 = data145.quota;
+if(Array.isArray(data146)){
+const len6 = data146.length;
+for(let i6=0; i6<len6; i6++){
+let data147 = data146[i6];
+if(!((typeof data147 == "number") && (isFinite(data147)))){
+const err146 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1979,14 +1980,9 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data144.daily !== undefined){
-let data147 = data144.daily;
-if(Array.isArray(data147)){
-const len7 = data147.length;
-for(let i7=0; i7<len7; i7++){
-let data148 = data147[i7];
-if(!((typeof data148 == "number") && (isFinite(data148)))){
-const err147 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err147 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1996,9 +1992,14 @@ vErrors.push(err147);
 errors++;
 }
 }
-}
-else {
-const err148 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data145.daily !== undefined){
+let data148 = data145.daily;
+if(Array.isArray(data148)){
+const len7 = data148.length;
+for(let i7=0; i7<len7; i7++){
+let data149 = data148[i7];
+if(!((typeof data149 == "number") && (isFinite(data149)))){
+const err148 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2008,14 +2009,9 @@ vErrors.push(err148);
 errors++;
 }
 }
-if(data144.monthly !== undefined){
-let data149 = data144.monthly;
-if(Array.isArray(data149)){
-const len8 = data149.length;
-for(let i8=0; i8<len8; i8++){
-let data150 = data149[i8];
-if(!((typeof data150 == "number") && (isFinite(data150)))){
-const err149 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err149 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2025,9 +2021,14 @@ vErrors.push(err149);
 errors++;
 }
 }
-}
-else {
-const err150 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data145.monthly !== undefined){
+let data150 = data145.monthly;
+if(Array.isArray(data150)){
+const len8 = data150.length;
+for(let i8=0; i8<len8; i8++){
+let data151 = data150[i8];
+if(!((typeof data151 == "number") && (isFinite(data151)))){
+const err150 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2037,10 +2038,9 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data144.anomaly_multiple !== undefined){
-let data151 = data144.anomaly_multiple;
-if(!((typeof data151 == "number") && (isFinite(data151)))){
-const err151 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err151 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2050,9 +2050,10 @@ vErrors.push(err151);
 errors++;
 }
 }
-}
-else {
-const err152 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data145.anomaly_multiple !== undefined){
+let data152 = data145.anomaly_multiple;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+const err152 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2062,12 +2063,9 @@ vErrors.push(err152);
 errors++;
 }
 }
-if(data141.channels !== undefined){
-let data152 = data141.channels;
-if(data152 && typeof data152 == "object" && !Array.isArray(data152)){
-if(data152.dashboard !== undefined){
-if(typeof data152.dashboard !== "boolean"){
-const err153 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err153 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2077,12 +2075,12 @@ vErrors.push(err153);
 errors++;
 }
 }
-if(data152.email !== undefined){
-let data154 = data152.email;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.enabled !== undefined){
-if(typeof data154.enabled !== "boolean"){
-const err154 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data142.channels !== undefined){
+let data153 = data142.channels;
+if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
+if(data153.dashboard !== undefined){
+if(typeof data153.dashboard !== "boolean"){
+const err154 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2092,9 +2090,12 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data154.smtp_url !== undefined){
-if(typeof data154.smtp_url !== "string"){
-const err155 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data153.email !== undefined){
+let data155 = data153.email;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+if(data155.enabled !== undefined){
+if(typeof data155.enabled !== "boolean"){
+const err155 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2104,9 +2105,9 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data154.from !== undefined){
-if(typeof data154.from !== "string"){
-const err156 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data155.smtp_url !== undefined){
+if(typeof data155.smtp_url !== "string"){
+const err156 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2116,13 +2117,9 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data154.to !== undefined){
-let data158 = data154.to;
-if(Array.isArray(data158)){
-const len9 = data158.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data158[i9] !== "string"){
-const err157 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data155.from !== undefined){
+if(typeof data155.from !== "string"){
+const err157 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2132,9 +2129,13 @@ vErrors.push(err157);
 errors++;
 }
 }
-}
-else {
-const err158 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data155.to !== undefined){
+let data159 = data155.to;
+if(Array.isArray(data159)){
+const len9 = data159.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data159[i9] !== "string"){
+const err158 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2146,7 +2147,7 @@ errors++;
 }
 }
 else {
-const err159 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err159 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2156,12 +2157,9 @@ vErrors.push(err159);
 errors++;
 }
 }
-if(data152.webhook !== undefined){
-let data160 = data152.webhook;
-if(data160 && typeof data160 == "object" && !Array.isArray(data160)){
-if(data160.enabled !== undefined){
-if(typeof data160.enabled !== "boolean"){
-const err160 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err160 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2171,9 +2169,12 @@ vErrors.push(err160);
 errors++;
 }
 }
-if(data160.url !== undefined){
-if(typeof data160.url !== "string"){
-const err161 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data153.webhook !== undefined){
+let data161 = data153.webhook;
+if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
+if(data161.enabled !== undefined){
+if(typeof data161.enabled !== "boolean"){
+const err161 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2183,9 +2184,9 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data160.secret !== undefined){
-if(typeof data160.secret !== "string"){
-const err162 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data161.url !== undefined){
+if(typeof data161.url !== "string"){
+const err162 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2195,9 +2196,9 @@ vErrors.push(err162);
 errors++;
 }
 }
-}
-else {
-const err163 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data161.secret !== undefined){
+if(typeof data161.secret !== "string"){
+const err163 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2209,7 +2210,7 @@ errors++;
 }
 }
 else {
-const err164 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err164 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2221,7 +2222,7 @@ errors++;
 }
 }
 else {
-const err165 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err165 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2233,12 +2234,24 @@ errors++;
 }
 }
 else {
-const err166 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err166 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err166];
 }
 else {
 vErrors.push(err166);
+}
+errors++;
+}
+}
+}
+else {
+const err167 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err167];
+}
+else {
+vErrors.push(err167);
 }
 errors++;
 }

@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -91,6 +91,9 @@ data0.json_max_depth = 128;
 }
 if(data0.idle_gc_s === undefined){
 data0.idle_gc_s = 10;
+}
+if(data0.request_timeout_s === undefined){
+data0.request_timeout_s = 120;
 }
 for(const key1 in data0){
 if(!(func2.call(schema11.properties.server.properties, key1))){
@@ -740,9 +743,17 @@ vErrors.push(err36);
 errors++;
 }
 }
+let data18 = data0.request_timeout_s;
+if(!((typeof data18 == "number") && (isFinite(data18)))){
+let dataType12 = typeof data18;
+let coerced12 = undefined;
+if(!(coerced12 !== undefined)){
+if(dataType12 == "boolean" || data18 === null
+              || (dataType12 == "string" && data18 && data18 == +data18)){
+coerced12 = +data18;
 }
 else {
-const err37 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err37 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -751,41 +762,17 @@ vErrors.push(err37);
 }
 errors++;
 }
-let data18 = data.storage;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.clickhouse_url === undefined){
-data18.clickhouse_url = "";
 }
-if(data18.cluster === undefined){
-data18.cluster = "";
+if(coerced12 !== undefined){
+data18 = coerced12;
+if(data0 !== undefined){
+data0["request_timeout_s"] = coerced12;
 }
-if(data18.sharded === undefined){
-data18.sharded = false;
 }
-if(data18.database === undefined){
-data18.database = "tollgate";
 }
-if(data18.data_dir === undefined){
-data18.data_dir = "./data";
-}
-if(data18.username === undefined){
-data18.username = "default";
-}
-if(data18.password === undefined){
-data18.password = "";
-}
-if(data18.request_timeout_ms === undefined){
-data18.request_timeout_ms = 30000;
-}
-if(data18.batch === undefined){
-data18.batch = {};
-}
-if(data18.spool === undefined){
-data18.spool = {};
-}
-for(const key4 in data18){
-if(!(func2.call(schema11.properties.storage.properties, key4))){
-const err38 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if((typeof data18 == "number") && (isFinite(data18))){
+if(data18 < 0 || isNaN(data18)){
+const err38 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -795,19 +782,9 @@ vErrors.push(err38);
 errors++;
 }
 }
-let data19 = data18.clickhouse_url;
-if(typeof data19 !== "string"){
-let dataType12 = typeof data19;
-let coerced12 = undefined;
-if(!(coerced12 !== undefined)){
-if(dataType12 == "number" || dataType12 == "boolean"){
-coerced12 = "" + data19;
-}
-else if(data19 === null){
-coerced12 = "";
 }
 else {
-const err39 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err39 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -816,15 +793,51 @@ vErrors.push(err39);
 }
 errors++;
 }
+let data19 = data.storage;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.clickhouse_url === undefined){
+data19.clickhouse_url = "";
 }
-if(coerced12 !== undefined){
-data19 = coerced12;
-if(data18 !== undefined){
-data18["clickhouse_url"] = coerced12;
+if(data19.cluster === undefined){
+data19.cluster = "";
+}
+if(data19.sharded === undefined){
+data19.sharded = false;
+}
+if(data19.database === undefined){
+data19.database = "tollgate";
+}
+if(data19.data_dir === undefined){
+data19.data_dir = "./data";
+}
+if(data19.username === undefined){
+data19.username = "default";
+}
+if(data19.password === undefined){
+data19.password = "";
+}
+if(data19.request_timeout_ms === undefined){
+data19.request_timeout_ms = 30000;
+}
+if(data19.batch === undefined){
+data19.batch = {};
+}
+if(data19.spool === undefined){
+data19.spool = {};
+}
+for(const key4 in data19){
+if(!(func2.call(schema11.properties.storage.properties, key4))){
+const err40 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
 }
 }
-}
-let data20 = data18.cluster;
+let data20 = data19.clickhouse_url;
 if(typeof data20 !== "string"){
 let dataType13 = typeof data20;
 let coerced13 = undefined;
@@ -836,26 +849,7 @@ else if(data20 === null){
 coerced13 = "";
 }
 else {
-const err40 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err40];
-}
-else {
-vErrors.push(err40);
-}
-errors++;
-}
-}
-if(coerced13 !== undefined){
-data20 = coerced13;
-if(data18 !== undefined){
-data18["cluster"] = coerced13;
-}
-}
-}
-if(typeof data20 === "string"){
-if(!pattern1.test(data20)){
-const err41 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
+const err41 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -865,18 +859,26 @@ vErrors.push(err41);
 errors++;
 }
 }
-let data21 = data18.sharded;
-if(typeof data21 !== "boolean"){
+if(coerced13 !== undefined){
+data20 = coerced13;
+if(data19 !== undefined){
+data19["clickhouse_url"] = coerced13;
+}
+}
+}
+let data21 = data19.cluster;
+if(typeof data21 !== "string"){
+let dataType14 = typeof data21;
 let coerced14 = undefined;
 if(!(coerced14 !== undefined)){
-if(data21 === "false" || data21 === 0 || data21 === null){
-coerced14 = false;
+if(dataType14 == "number" || dataType14 == "boolean"){
+coerced14 = "" + data21;
 }
-else if(data21 === "true" || data21 === 1){
-coerced14 = true;
+else if(data21 === null){
+coerced14 = "";
 }
 else {
-const err42 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err42 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -888,24 +890,14 @@ errors++;
 }
 if(coerced14 !== undefined){
 data21 = coerced14;
-if(data18 !== undefined){
-data18["sharded"] = coerced14;
+if(data19 !== undefined){
+data19["cluster"] = coerced14;
 }
 }
 }
-let data22 = data18.database;
-if(typeof data22 !== "string"){
-let dataType15 = typeof data22;
-let coerced15 = undefined;
-if(!(coerced15 !== undefined)){
-if(dataType15 == "number" || dataType15 == "boolean"){
-coerced15 = "" + data22;
-}
-else if(data22 === null){
-coerced15 = "";
-}
-else {
-const err43 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data21 === "string"){
+if(!pattern1.test(data21)){
+const err43 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -915,16 +907,18 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(coerced15 !== undefined){
-data22 = coerced15;
-if(data18 !== undefined){
-data18["database"] = coerced15;
+let data22 = data19.sharded;
+if(typeof data22 !== "boolean"){
+let coerced15 = undefined;
+if(!(coerced15 !== undefined)){
+if(data22 === "false" || data22 === 0 || data22 === null){
+coerced15 = false;
 }
+else if(data22 === "true" || data22 === 1){
+coerced15 = true;
 }
-}
-if(typeof data22 === "string"){
-if(!pattern2.test(data22)){
-const err44 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
+else {
+const err44 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -934,7 +928,14 @@ vErrors.push(err44);
 errors++;
 }
 }
-let data23 = data18.data_dir;
+if(coerced15 !== undefined){
+data22 = coerced15;
+if(data19 !== undefined){
+data19["sharded"] = coerced15;
+}
+}
+}
+let data23 = data19.database;
 if(typeof data23 !== "string"){
 let dataType16 = typeof data23;
 let coerced16 = undefined;
@@ -946,7 +947,7 @@ else if(data23 === null){
 coerced16 = "";
 }
 else {
-const err45 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err45 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -958,14 +959,14 @@ errors++;
 }
 if(coerced16 !== undefined){
 data23 = coerced16;
-if(data18 !== undefined){
-data18["data_dir"] = coerced16;
+if(data19 !== undefined){
+data19["database"] = coerced16;
 }
 }
 }
 if(typeof data23 === "string"){
-if(func3(data23) < 1){
-const err46 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern2.test(data23)){
+const err46 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -975,7 +976,7 @@ vErrors.push(err46);
 errors++;
 }
 }
-let data24 = data18.username;
+let data24 = data19.data_dir;
 if(typeof data24 !== "string"){
 let dataType17 = typeof data24;
 let coerced17 = undefined;
@@ -987,7 +988,7 @@ else if(data24 === null){
 coerced17 = "";
 }
 else {
-const err47 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err47 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -999,12 +1000,24 @@ errors++;
 }
 if(coerced17 !== undefined){
 data24 = coerced17;
-if(data18 !== undefined){
-data18["username"] = coerced17;
+if(data19 !== undefined){
+data19["data_dir"] = coerced17;
 }
 }
 }
-let data25 = data18.password;
+if(typeof data24 === "string"){
+if(func3(data24) < 1){
+const err48 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err48];
+}
+else {
+vErrors.push(err48);
+}
+errors++;
+}
+}
+let data25 = data19.username;
 if(typeof data25 !== "string"){
 let dataType18 = typeof data25;
 let coerced18 = undefined;
@@ -1016,34 +1029,7 @@ else if(data25 === null){
 coerced18 = "";
 }
 else {
-const err48 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err48];
-}
-else {
-vErrors.push(err48);
-}
-errors++;
-}
-}
-if(coerced18 !== undefined){
-data25 = coerced18;
-if(data18 !== undefined){
-data18["password"] = coerced18;
-}
-}
-}
-let data26 = data18.request_timeout_ms;
-if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-let dataType19 = typeof data26;
-let coerced19 = undefined;
-if(!(coerced19 !== undefined)){
-if(dataType19 === "boolean" || data26 === null
-              || (dataType19 === "string" && data26 && data26 == +data26 && !(data26 % 1))){
-coerced19 = +data26;
-}
-else {
-const err49 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err49 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1053,16 +1039,26 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(coerced19 !== undefined){
-data26 = coerced19;
-if(data18 !== undefined){
-data18["request_timeout_ms"] = coerced19;
+if(coerced18 !== undefined){
+data25 = coerced18;
+if(data19 !== undefined){
+data19["username"] = coerced18;
 }
 }
 }
-if((typeof data26 == "number") && (isFinite(data26))){
-if(data26 > 600000 || isNaN(data26)){
-const err50 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+let data26 = data19.password;
+if(typeof data26 !== "string"){
+let dataType19 = typeof data26;
+let coerced19 = undefined;
+if(!(coerced19 !== undefined)){
+if(dataType19 == "number" || dataType19 == "boolean"){
+coerced19 = "" + data26;
+}
+else if(data26 === null){
+coerced19 = "";
+}
+else {
+const err50 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1071,8 +1067,25 @@ vErrors.push(err50);
 }
 errors++;
 }
-if(data26 < 100 || isNaN(data26)){
-const err51 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+if(coerced19 !== undefined){
+data26 = coerced19;
+if(data19 !== undefined){
+data19["password"] = coerced19;
+}
+}
+}
+let data27 = data19.request_timeout_ms;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+let dataType20 = typeof data27;
+let coerced20 = undefined;
+if(!(coerced20 !== undefined)){
+if(dataType20 === "boolean" || data27 === null
+              || (dataType20 === "string" && data27 && data27 == +data27 && !(data27 % 1))){
+coerced20 = +data27;
+}
+else {
+const err51 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1082,20 +1095,16 @@ vErrors.push(err51);
 errors++;
 }
 }
-let data27 = data18.batch;
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.max_rows === undefined){
-data27.max_rows = 10000;
+if(coerced20 !== undefined){
+data27 = coerced20;
+if(data19 !== undefined){
+data19["request_timeout_ms"] = coerced20;
 }
-if(data27.flush_ms === undefined){
-data27.flush_ms = 2000;
 }
-if(data27.queue_max === undefined){
-data27.queue_max = 100000;
 }
-for(const key5 in data27){
-if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
-const err52 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if((typeof data27 == "number") && (isFinite(data27))){
+if(data27 > 600000 || isNaN(data27)){
+const err52 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1104,18 +1113,8 @@ vErrors.push(err52);
 }
 errors++;
 }
-}
-let data28 = data27.max_rows;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-let dataType20 = typeof data28;
-let coerced20 = undefined;
-if(!(coerced20 !== undefined)){
-if(dataType20 === "boolean" || data28 === null
-              || (dataType20 === "string" && data28 && data28 == +data28 && !(data28 % 1))){
-coerced20 = +data28;
-}
-else {
-const err53 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data27 < 100 || isNaN(data27)){
+const err53 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1125,16 +1124,20 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(coerced20 !== undefined){
-data28 = coerced20;
-if(data27 !== undefined){
-data27["max_rows"] = coerced20;
+let data28 = data19.batch;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.max_rows === undefined){
+data28.max_rows = 10000;
 }
+if(data28.flush_ms === undefined){
+data28.flush_ms = 2000;
 }
+if(data28.queue_max === undefined){
+data28.queue_max = 100000;
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 < 1 || isNaN(data28)){
-const err54 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key5 in data28){
+if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
+const err54 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1144,7 +1147,7 @@ vErrors.push(err54);
 errors++;
 }
 }
-let data29 = data27.flush_ms;
+let data29 = data28.max_rows;
 if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
 let dataType21 = typeof data29;
 let coerced21 = undefined;
@@ -1154,7 +1157,7 @@ if(dataType21 === "boolean" || data29 === null
 coerced21 = +data29;
 }
 else {
-const err55 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err55 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1166,14 +1169,14 @@ errors++;
 }
 if(coerced21 !== undefined){
 data29 = coerced21;
-if(data27 !== undefined){
-data27["flush_ms"] = coerced21;
+if(data28 !== undefined){
+data28["max_rows"] = coerced21;
 }
 }
 }
 if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 < 10 || isNaN(data29)){
-const err56 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(data29 < 1 || isNaN(data29)){
+const err56 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1183,7 +1186,7 @@ vErrors.push(err56);
 errors++;
 }
 }
-let data30 = data27.queue_max;
+let data30 = data28.flush_ms;
 if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
 let dataType22 = typeof data30;
 let coerced22 = undefined;
@@ -1193,7 +1196,7 @@ if(dataType22 === "boolean" || data30 === null
 coerced22 = +data30;
 }
 else {
-const err57 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err57 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1205,14 +1208,14 @@ errors++;
 }
 if(coerced22 !== undefined){
 data30 = coerced22;
-if(data27 !== undefined){
-data27["queue_max"] = coerced22;
+if(data28 !== undefined){
+data28["flush_ms"] = coerced22;
 }
 }
 }
 if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 < 1 || isNaN(data30)){
-const err58 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data30 < 10 || isNaN(data30)){
+const err58 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1222,9 +1225,17 @@ vErrors.push(err58);
 errors++;
 }
 }
+let data31 = data28.queue_max;
+if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
+let dataType23 = typeof data31;
+let coerced23 = undefined;
+if(!(coerced23 !== undefined)){
+if(dataType23 === "boolean" || data31 === null
+              || (dataType23 === "string" && data31 && data31 == +data31 && !(data31 % 1))){
+coerced23 = +data31;
 }
 else {
-const err59 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err59 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1233,20 +1244,17 @@ vErrors.push(err59);
 }
 errors++;
 }
-let data31 = data18.spool;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.commit_ms === undefined){
-data31.commit_ms = 50;
 }
-if(data31.dir === undefined){
-data31.dir = "";
+if(coerced23 !== undefined){
+data31 = coerced23;
+if(data28 !== undefined){
+data28["queue_max"] = coerced23;
 }
-if(data31.max_bytes === undefined){
-data31.max_bytes = 1073741824;
 }
-for(const key6 in data31){
-if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
-const err60 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if((typeof data31 == "number") && (isFinite(data31))){
+if(data31 < 1 || isNaN(data31)){
+const err60 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1256,17 +1264,9 @@ vErrors.push(err60);
 errors++;
 }
 }
-let data32 = data31.commit_ms;
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
-let dataType23 = typeof data32;
-let coerced23 = undefined;
-if(!(coerced23 !== undefined)){
-if(dataType23 === "boolean" || data32 === null
-              || (dataType23 === "string" && data32 && data32 == +data32 && !(data32 % 1))){
-coerced23 = +data32;
 }
 else {
-const err61 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err61 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1275,17 +1275,20 @@ vErrors.push(err61);
 }
 errors++;
 }
+let data32 = data19.spool;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.commit_ms === undefined){
+data32.commit_ms = 50;
 }
-if(coerced23 !== undefined){
-data32 = coerced23;
-if(data31 !== undefined){
-data31["commit_ms"] = coerced23;
+if(data32.dir === undefined){
+data32.dir = "";
 }
+if(data32.max_bytes === undefined){
+data32.max_bytes = 1073741824;
 }
-}
-if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 > 60000 || isNaN(data32)){
-const err62 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+for(const key6 in data32){
+if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
+const err62 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1294,8 +1297,18 @@ vErrors.push(err62);
 }
 errors++;
 }
-if(data32 < 1 || isNaN(data32)){
-const err63 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data33 = data32.commit_ms;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+let dataType24 = typeof data33;
+let coerced24 = undefined;
+if(!(coerced24 !== undefined)){
+if(dataType24 === "boolean" || data33 === null
+              || (dataType24 === "string" && data33 && data33 == +data33 && !(data33 % 1))){
+coerced24 = +data33;
+}
+else {
+const err63 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1305,19 +1318,16 @@ vErrors.push(err63);
 errors++;
 }
 }
-let data33 = data31.dir;
-if(typeof data33 !== "string"){
-let dataType24 = typeof data33;
-let coerced24 = undefined;
-if(!(coerced24 !== undefined)){
-if(dataType24 == "number" || dataType24 == "boolean"){
-coerced24 = "" + data33;
+if(coerced24 !== undefined){
+data33 = coerced24;
+if(data32 !== undefined){
+data32["commit_ms"] = coerced24;
 }
-else if(data33 === null){
-coerced24 = "";
 }
-else {
-const err64 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 > 60000 || isNaN(data33)){
+const err64 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1326,28 +1336,8 @@ vErrors.push(err64);
 }
 errors++;
 }
-}
-if(coerced24 !== undefined){
-data33 = coerced24;
-if(data31 !== undefined){
-data31["dir"] = coerced24;
-}
-}
-}
-let data34 = data31.max_bytes;
-const _errs76 = errors;
-let valid12 = false;
-const _errs77 = errors;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-let dataType25 = typeof data34;
-let coerced25 = undefined;
-if(!(coerced25 !== undefined)){
-if(dataType25 === "boolean" || data34 === null
-              || (dataType25 === "string" && data34 && data34 == +data34 && !(data34 % 1))){
-coerced25 = +data34;
-}
-else {
-const err65 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data33 < 1 || isNaN(data33)){
+const err65 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1357,16 +1347,19 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(coerced25 !== undefined){
-data34 = coerced25;
-if(data31 !== undefined){
-data31["max_bytes"] = coerced25;
+let data34 = data32.dir;
+if(typeof data34 !== "string"){
+let dataType25 = typeof data34;
+let coerced25 = undefined;
+if(!(coerced25 !== undefined)){
+if(dataType25 == "number" || dataType25 == "boolean"){
+coerced25 = "" + data34;
 }
+else if(data34 === null){
+coerced25 = "";
 }
-}
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 < 1 || isNaN(data34)){
-const err66 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err66 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1376,22 +1369,27 @@ vErrors.push(err66);
 errors++;
 }
 }
-var _valid0 = _errs77 === errors;
-valid12 = valid12 || _valid0;
-if(!valid12){
+if(coerced25 !== undefined){
+data34 = coerced25;
+if(data32 !== undefined){
+data32["dir"] = coerced25;
+}
+}
+}
+let data35 = data32.max_bytes;
+const _errs78 = errors;
+let valid12 = false;
 const _errs79 = errors;
-if(typeof data34 !== "string"){
-let dataType26 = typeof data34;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+let dataType26 = typeof data35;
 let coerced26 = undefined;
 if(!(coerced26 !== undefined)){
-if(dataType26 == "number" || dataType26 == "boolean"){
-coerced26 = "" + data34;
-}
-else if(data34 === null){
-coerced26 = "";
+if(dataType26 === "boolean" || data35 === null
+              || (dataType26 === "string" && data35 && data35 == +data35 && !(data35 % 1))){
+coerced26 = +data35;
 }
 else {
-const err67 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err67 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -1402,17 +1400,15 @@ errors++;
 }
 }
 if(coerced26 !== undefined){
-data34 = coerced26;
-if(data31 !== undefined){
-data31["max_bytes"] = coerced26;
+data35 = coerced26;
+if(data32 !== undefined){
+data32["max_bytes"] = coerced26;
 }
 }
 }
-var _valid0 = _errs79 === errors;
-valid12 = valid12 || _valid0;
-}
-if(!valid12){
-const err68 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 < 1 || isNaN(data35)){
+const err68 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -1421,20 +1417,23 @@ vErrors.push(err68);
 }
 errors++;
 }
-else {
-errors = _errs76;
-if(vErrors !== null){
-if(_errs76){
-vErrors.length = _errs76;
+}
+var _valid0 = _errs79 === errors;
+valid12 = valid12 || _valid0;
+if(!valid12){
+const _errs81 = errors;
+if(typeof data35 !== "string"){
+let dataType27 = typeof data35;
+let coerced27 = undefined;
+if(!(coerced27 !== undefined)){
+if(dataType27 == "number" || dataType27 == "boolean"){
+coerced27 = "" + data35;
+}
+else if(data35 === null){
+coerced27 = "";
 }
 else {
-vErrors = null;
-}
-}
-}
-}
-else {
-const err69 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err69 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -1444,8 +1443,18 @@ vErrors.push(err69);
 errors++;
 }
 }
-else {
-const err70 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced27 !== undefined){
+data35 = coerced27;
+if(data32 !== undefined){
+data32["max_bytes"] = coerced27;
+}
+}
+}
+var _valid0 = _errs81 === errors;
+valid12 = valid12 || _valid0;
+}
+if(!valid12){
+const err70 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1454,17 +1463,20 @@ vErrors.push(err70);
 }
 errors++;
 }
-let data35 = data.telemetry;
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
-if(data35.otlp_endpoint === undefined){
-data35.otlp_endpoint = "";
+else {
+errors = _errs78;
+if(vErrors !== null){
+if(_errs78){
+vErrors.length = _errs78;
 }
-if(data35.service_name === undefined){
-data35.service_name = "tollgate";
+else {
+vErrors = null;
 }
-for(const key7 in data35){
-if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
-const err71 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err71 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1474,19 +1486,8 @@ vErrors.push(err71);
 errors++;
 }
 }
-let data36 = data35.otlp_endpoint;
-if(typeof data36 !== "string"){
-let dataType27 = typeof data36;
-let coerced27 = undefined;
-if(!(coerced27 !== undefined)){
-if(dataType27 == "number" || dataType27 == "boolean"){
-coerced27 = "" + data36;
-}
-else if(data36 === null){
-coerced27 = "";
-}
 else {
-const err72 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err72 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1495,15 +1496,27 @@ vErrors.push(err72);
 }
 errors++;
 }
+let data36 = data.telemetry;
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.otlp_endpoint === undefined){
+data36.otlp_endpoint = "";
 }
-if(coerced27 !== undefined){
-data36 = coerced27;
-if(data35 !== undefined){
-data35["otlp_endpoint"] = coerced27;
+if(data36.service_name === undefined){
+data36.service_name = "tollgate";
+}
+for(const key7 in data36){
+if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
+const err73 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err73];
+}
+else {
+vErrors.push(err73);
+}
+errors++;
 }
 }
-}
-let data37 = data35.service_name;
+let data37 = data36.otlp_endpoint;
 if(typeof data37 !== "string"){
 let dataType28 = typeof data37;
 let coerced28 = undefined;
@@ -1515,26 +1528,7 @@ else if(data37 === null){
 coerced28 = "";
 }
 else {
-const err73 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err73];
-}
-else {
-vErrors.push(err73);
-}
-errors++;
-}
-}
-if(coerced28 !== undefined){
-data37 = coerced28;
-if(data35 !== undefined){
-data35["service_name"] = coerced28;
-}
-}
-}
-if(typeof data37 === "string"){
-if(func3(data37) < 1){
-const err74 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err74 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1544,9 +1538,26 @@ vErrors.push(err74);
 errors++;
 }
 }
+if(coerced28 !== undefined){
+data37 = coerced28;
+if(data36 !== undefined){
+data36["otlp_endpoint"] = coerced28;
+}
+}
+}
+let data38 = data36.service_name;
+if(typeof data38 !== "string"){
+let dataType29 = typeof data38;
+let coerced29 = undefined;
+if(!(coerced29 !== undefined)){
+if(dataType29 == "number" || dataType29 == "boolean"){
+coerced29 = "" + data38;
+}
+else if(data38 === null){
+coerced29 = "";
 }
 else {
-const err75 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err75 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1555,13 +1566,17 @@ vErrors.push(err75);
 }
 errors++;
 }
-let data38 = data.providers;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-for(const key8 in data38){
-const _errs90 = errors;
-if(typeof key8 === "string"){
-if(!pattern3.test(key8)){
-const err76 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
+}
+if(coerced29 !== undefined){
+data38 = coerced29;
+if(data36 !== undefined){
+data36["service_name"] = coerced29;
+}
+}
+}
+if(typeof data38 === "string"){
+if(func3(data38) < 1){
+const err76 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1571,9 +1586,9 @@ vErrors.push(err76);
 errors++;
 }
 }
-var valid14 = _errs90 === errors;
-if(!valid14){
-const err77 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
+}
+else {
+const err77 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1582,36 +1597,13 @@ vErrors.push(err77);
 }
 errors++;
 }
-}
-for(const key9 in data38){
-let data39 = data38[key9];
+let data39 = data.providers;
 if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-if(data39.auth === undefined){
-data39.auth = {"type":"none"};
-}
-if(data39.keepalive === undefined){
-data39.keepalive = {};
-}
-if(data39.headers === undefined){
-data39.headers = {};
-}
-if(data39.timeouts === undefined){
-data39.timeouts = {};
-}
-if(data39.connections === undefined){
-data39.connections = 128;
-}
-if(data39.mock === undefined){
-data39.mock = {};
-}
-if(data39.models === undefined){
-data39.models = {};
-}
-if(data39.allow_unlisted_models === undefined){
-data39.allow_unlisted_models = false;
-}
-if(data39.group === undefined){
-const err78 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
+for(const key8 in data39){
+const _errs92 = errors;
+if(typeof key8 === "string"){
+if(!pattern3.test(key8)){
+const err78 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1620,8 +1612,10 @@ vErrors.push(err78);
 }
 errors++;
 }
-if(data39.format === undefined){
-const err79 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+var valid14 = _errs92 === errors;
+if(!valid14){
+const err79 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1630,9 +1624,36 @@ vErrors.push(err79);
 }
 errors++;
 }
-for(const key10 in data39){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
-const err80 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+for(const key9 in data39){
+let data40 = data39[key9];
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.auth === undefined){
+data40.auth = {"type":"none"};
+}
+if(data40.keepalive === undefined){
+data40.keepalive = {};
+}
+if(data40.headers === undefined){
+data40.headers = {};
+}
+if(data40.timeouts === undefined){
+data40.timeouts = {};
+}
+if(data40.connections === undefined){
+data40.connections = 128;
+}
+if(data40.mock === undefined){
+data40.mock = {};
+}
+if(data40.models === undefined){
+data40.models = {};
+}
+if(data40.allow_unlisted_models === undefined){
+data40.allow_unlisted_models = false;
+}
+if(data40.group === undefined){
+const err80 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1641,21 +1662,8 @@ vErrors.push(err80);
 }
 errors++;
 }
-}
-if(data39.name !== undefined){
-let data40 = data39.name;
-if(typeof data40 !== "string"){
-let dataType29 = typeof data40;
-let coerced29 = undefined;
-if(!(coerced29 !== undefined)){
-if(dataType29 == "number" || dataType29 == "boolean"){
-coerced29 = "" + data40;
-}
-else if(data40 === null){
-coerced29 = "";
-}
-else {
-const err81 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.format === undefined){
+const err81 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1664,19 +1672,9 @@ vErrors.push(err81);
 }
 errors++;
 }
-}
-if(coerced29 !== undefined){
-data40 = coerced29;
-if(data39 !== undefined){
-data39["name"] = coerced29;
-}
-}
-}
-}
-if(data39.group !== undefined){
-let data41 = data39.group;
-if(!(((data41 === "subscription") || (data41 === "paid")) || (data41 === "free"))){
-const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
+for(const key10 in data40){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
+const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1686,10 +1684,20 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data39.format !== undefined){
-let data42 = data39.format;
-if(!(((((data42 === "openai") || (data42 === "openai-responses")) || (data42 === "anthropic")) || (data42 === "gemini")) || (data42 === "mock"))){
-const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(data40.name !== undefined){
+let data41 = data40.name;
+if(typeof data41 !== "string"){
+let dataType30 = typeof data41;
+let coerced30 = undefined;
+if(!(coerced30 !== undefined)){
+if(dataType30 == "number" || dataType30 == "boolean"){
+coerced30 = "" + data41;
+}
+else if(data41 === null){
+coerced30 = "";
+}
+else {
+const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1699,20 +1707,18 @@ vErrors.push(err83);
 errors++;
 }
 }
-if(data39.base_url !== undefined){
-let data43 = data39.base_url;
-if(typeof data43 !== "string"){
-let dataType30 = typeof data43;
-let coerced30 = undefined;
-if(!(coerced30 !== undefined)){
-if(dataType30 == "number" || dataType30 == "boolean"){
-coerced30 = "" + data43;
+if(coerced30 !== undefined){
+data41 = coerced30;
+if(data40 !== undefined){
+data40["name"] = coerced30;
 }
-else if(data43 === null){
-coerced30 = "";
 }
-else {
-const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(data40.group !== undefined){
+let data42 = data40.group;
+if(!(((data42 === "subscription") || (data42 === "paid")) || (data42 === "free"))){
+const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1722,16 +1728,10 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(coerced30 !== undefined){
-data43 = coerced30;
-if(data39 !== undefined){
-data39["base_url"] = coerced30;
-}
-}
-}
-if(typeof data43 === "string"){
-if(!pattern4.test(data43)){
-const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data40.format !== undefined){
+let data43 = data40.format;
+if(!(((((data43 === "openai") || (data43 === "openai-responses")) || (data43 === "anthropic")) || (data43 === "gemini")) || (data43 === "mock"))){
+const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1741,11 +1741,20 @@ vErrors.push(err85);
 errors++;
 }
 }
+if(data40.base_url !== undefined){
+let data44 = data40.base_url;
+if(typeof data44 !== "string"){
+let dataType31 = typeof data44;
+let coerced31 = undefined;
+if(!(coerced31 !== undefined)){
+if(dataType31 == "number" || dataType31 == "boolean"){
+coerced31 = "" + data44;
 }
-let data44 = data39.auth;
-if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
-if(data44.type === undefined){
-const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+else if(data44 === null){
+coerced31 = "";
+}
+else {
+const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1754,9 +1763,17 @@ vErrors.push(err86);
 }
 errors++;
 }
-for(const key11 in data44){
-if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
-const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+if(coerced31 !== undefined){
+data44 = coerced31;
+if(data40 !== undefined){
+data40["base_url"] = coerced31;
+}
+}
+}
+if(typeof data44 === "string"){
+if(!pattern4.test(data44)){
+const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1766,10 +1783,11 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data44.type !== undefined){
-let data45 = data44.type;
-if(!(((data45 === "api_key") || (data45 === "none")) || (data45 === "oauth"))){
-const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+let data45 = data40.auth;
+if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
+if(data45.type === undefined){
+const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1778,21 +1796,9 @@ vErrors.push(err88);
 }
 errors++;
 }
-}
-if(data44.key !== undefined){
-let data46 = data44.key;
-if(typeof data46 !== "string"){
-let dataType31 = typeof data46;
-let coerced31 = undefined;
-if(!(coerced31 !== undefined)){
-if(dataType31 == "number" || dataType31 == "boolean"){
-coerced31 = "" + data46;
-}
-else if(data46 === null){
-coerced31 = "";
-}
-else {
-const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key11 in data45){
+if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
+const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1802,16 +1808,21 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(coerced31 !== undefined){
-data46 = coerced31;
-if(data44 !== undefined){
-data44["key"] = coerced31;
+if(data45.type !== undefined){
+let data46 = data45.type;
+if(!(((data46 === "api_key") || (data46 === "none")) || (data46 === "oauth"))){
+const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err90];
+}
+else {
+vErrors.push(err90);
+}
+errors++;
 }
 }
-}
-}
-if(data44.header !== undefined){
-let data47 = data44.header;
+if(data45.key !== undefined){
+let data47 = data45.key;
 if(typeof data47 !== "string"){
 let dataType32 = typeof data47;
 let coerced32 = undefined;
@@ -1823,26 +1834,7 @@ else if(data47 === null){
 coerced32 = "";
 }
 else {
-const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err90];
-}
-else {
-vErrors.push(err90);
-}
-errors++;
-}
-}
-if(coerced32 !== undefined){
-data47 = coerced32;
-if(data44 !== undefined){
-data44["header"] = coerced32;
-}
-}
-}
-if(typeof data47 === "string"){
-if(!pattern5.test(data47)){
-const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
+const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1852,12 +1844,28 @@ vErrors.push(err91);
 errors++;
 }
 }
+if(coerced32 !== undefined){
+data47 = coerced32;
+if(data45 !== undefined){
+data45["key"] = coerced32;
 }
-if(data44.keys !== undefined){
-let data48 = data44.keys;
-if(Array.isArray(data48)){
-if(data48.length < 1){
-const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+}
+if(data45.header !== undefined){
+let data48 = data45.header;
+if(typeof data48 !== "string"){
+let dataType33 = typeof data48;
+let coerced33 = undefined;
+if(!(coerced33 !== undefined)){
+if(dataType33 == "number" || dataType33 == "boolean"){
+coerced33 = "" + data48;
+}
+else if(data48 === null){
+coerced33 = "";
+}
+else {
+const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1866,12 +1874,17 @@ vErrors.push(err92);
 }
 errors++;
 }
-const len2 = data48.length;
-for(let i3=0; i3<len2; i3++){
-let data49 = data48[i3];
-if(data49 && typeof data49 == "object" && !Array.isArray(data49)){
-if(data49.name === undefined){
-const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+if(coerced33 !== undefined){
+data48 = coerced33;
+if(data45 !== undefined){
+data45["header"] = coerced33;
+}
+}
+}
+if(typeof data48 === "string"){
+if(!pattern5.test(data48)){
+const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1880,8 +1893,13 @@ vErrors.push(err93);
 }
 errors++;
 }
-if(data49.key === undefined){
-const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+}
+}
+if(data45.keys !== undefined){
+let data49 = data45.keys;
+if(Array.isArray(data49)){
+if(data49.length < 1){
+const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1890,9 +1908,12 @@ vErrors.push(err94);
 }
 errors++;
 }
-for(const key12 in data49){
-if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
-const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+const len2 = data49.length;
+for(let i3=0; i3<len2; i3++){
+let data50 = data49[i3];
+if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
+if(data50.name === undefined){
+const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1901,21 +1922,8 @@ vErrors.push(err95);
 }
 errors++;
 }
-}
-if(data49.name !== undefined){
-let data50 = data49.name;
-if(typeof data50 !== "string"){
-let dataType33 = typeof data50;
-let coerced33 = undefined;
-if(!(coerced33 !== undefined)){
-if(dataType33 == "number" || dataType33 == "boolean"){
-coerced33 = "" + data50;
-}
-else if(data50 === null){
-coerced33 = "";
-}
-else {
-const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data50.key === undefined){
+const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1924,17 +1932,9 @@ vErrors.push(err96);
 }
 errors++;
 }
-}
-if(coerced33 !== undefined){
-data50 = coerced33;
-if(data49 !== undefined){
-data49["name"] = coerced33;
-}
-}
-}
-if(typeof data50 === "string"){
-if(!pattern3.test(data50)){
-const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
+for(const key12 in data50){
+if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
+const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1944,9 +1944,8 @@ vErrors.push(err97);
 errors++;
 }
 }
-}
-if(data49.key !== undefined){
-let data51 = data49.key;
+if(data50.name !== undefined){
+let data51 = data50.name;
 if(typeof data51 !== "string"){
 let dataType34 = typeof data51;
 let coerced34 = undefined;
@@ -1958,7 +1957,7 @@ else if(data51 === null){
 coerced34 = "";
 }
 else {
-const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1970,14 +1969,14 @@ errors++;
 }
 if(coerced34 !== undefined){
 data51 = coerced34;
-if(data49 !== undefined){
-data49["key"] = coerced34;
+if(data50 !== undefined){
+data50["name"] = coerced34;
 }
 }
 }
 if(typeof data51 === "string"){
-if(func3(data51) < 1){
-const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern3.test(data51)){
+const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1988,8 +1987,8 @@ errors++;
 }
 }
 }
-if(data49.base_url !== undefined){
-let data52 = data49.base_url;
+if(data50.key !== undefined){
+let data52 = data50.key;
 if(typeof data52 !== "string"){
 let dataType35 = typeof data52;
 let coerced35 = undefined;
@@ -2001,7 +2000,7 @@ else if(data52 === null){
 coerced35 = "";
 }
 else {
-const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2013,14 +2012,14 @@ errors++;
 }
 if(coerced35 !== undefined){
 data52 = coerced35;
-if(data49 !== undefined){
-data49["base_url"] = coerced35;
+if(data50 !== undefined){
+data50["key"] = coerced35;
 }
 }
 }
 if(typeof data52 === "string"){
-if(!pattern4.test(data52)){
-const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(func3(data52) < 1){
+const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2031,19 +2030,20 @@ errors++;
 }
 }
 }
-if(data49.keepalive !== undefined){
-let data53 = data49.keepalive;
-if(typeof data53 !== "boolean"){
+if(data50.base_url !== undefined){
+let data53 = data50.base_url;
+if(typeof data53 !== "string"){
+let dataType36 = typeof data53;
 let coerced36 = undefined;
 if(!(coerced36 !== undefined)){
-if(data53 === "false" || data53 === 0 || data53 === null){
-coerced36 = false;
+if(dataType36 == "number" || dataType36 == "boolean"){
+coerced36 = "" + data53;
 }
-else if(data53 === "true" || data53 === 1){
-coerced36 = true;
+else if(data53 === null){
+coerced36 = "";
 }
 else {
-const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2055,15 +2055,14 @@ errors++;
 }
 if(coerced36 !== undefined){
 data53 = coerced36;
-if(data49 !== undefined){
-data49["keepalive"] = coerced36;
+if(data50 !== undefined){
+data50["base_url"] = coerced36;
 }
 }
 }
-}
-}
-else {
-const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data53 === "string"){
+if(!pattern4.test(data53)){
+const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2074,8 +2073,19 @@ errors++;
 }
 }
 }
+if(data50.keepalive !== undefined){
+let data54 = data50.keepalive;
+if(typeof data54 !== "boolean"){
+let coerced37 = undefined;
+if(!(coerced37 !== undefined)){
+if(data54 === "false" || data54 === 0 || data54 === null){
+coerced37 = false;
+}
+else if(data54 === "true" || data54 === 1){
+coerced37 = true;
+}
 else {
-const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2085,17 +2095,17 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data44.oauth !== undefined){
-let data54 = data44.oauth;
-if(data54 && typeof data54 == "object" && !Array.isArray(data54)){
-if(data54.flow === undefined){
-data54.flow = "device_code";
+if(coerced37 !== undefined){
+data54 = coerced37;
+if(data50 !== undefined){
+data50["keepalive"] = coerced37;
 }
-if(data54.authorization_params === undefined){
-data54.authorization_params = {};
 }
-if(data54.token_url === undefined){
-const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
+}
+}
+}
+else {
+const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2104,8 +2114,10 @@ vErrors.push(err105);
 }
 errors++;
 }
-if(data54.client_id === undefined){
-const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
+}
+}
+else {
+const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2114,9 +2126,18 @@ vErrors.push(err106);
 }
 errors++;
 }
-for(const key13 in data54){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
-const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+if(data45.oauth !== undefined){
+let data55 = data45.oauth;
+if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
+if(data55.flow === undefined){
+data55.flow = "device_code";
+}
+if(data55.authorization_params === undefined){
+data55.authorization_params = {};
+}
+if(data55.token_url === undefined){
+const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2125,10 +2146,8 @@ vErrors.push(err107);
 }
 errors++;
 }
-}
-let data55 = data54.flow;
-if(!((data55 === "device_code") || (data55 === "pkce"))){
-const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
+if(data55.client_id === undefined){
+const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2137,20 +2156,9 @@ vErrors.push(err108);
 }
 errors++;
 }
-if(data54.device_authorization_url !== undefined){
-let data56 = data54.device_authorization_url;
-if(typeof data56 !== "string"){
-let dataType37 = typeof data56;
-let coerced37 = undefined;
-if(!(coerced37 !== undefined)){
-if(dataType37 == "number" || dataType37 == "boolean"){
-coerced37 = "" + data56;
-}
-else if(data56 === null){
-coerced37 = "";
-}
-else {
-const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key13 in data55){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
+const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2160,16 +2168,9 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(coerced37 !== undefined){
-data56 = coerced37;
-if(data54 !== undefined){
-data54["device_authorization_url"] = coerced37;
-}
-}
-}
-if(typeof data56 === "string"){
-if(!pattern4.test(data56)){
-const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+let data56 = data55.flow;
+if(!((data56 === "device_code") || (data56 === "pkce"))){
+const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2178,10 +2179,8 @@ vErrors.push(err110);
 }
 errors++;
 }
-}
-}
-if(data54.authorization_url !== undefined){
-let data57 = data54.authorization_url;
+if(data55.device_authorization_url !== undefined){
+let data57 = data55.device_authorization_url;
 if(typeof data57 !== "string"){
 let dataType38 = typeof data57;
 let coerced38 = undefined;
@@ -2193,7 +2192,7 @@ else if(data57 === null){
 coerced38 = "";
 }
 else {
-const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2205,14 +2204,14 @@ errors++;
 }
 if(coerced38 !== undefined){
 data57 = coerced38;
-if(data54 !== undefined){
-data54["authorization_url"] = coerced38;
+if(data55 !== undefined){
+data55["device_authorization_url"] = coerced38;
 }
 }
 }
 if(typeof data57 === "string"){
 if(!pattern4.test(data57)){
-const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2223,8 +2222,8 @@ errors++;
 }
 }
 }
-if(data54.token_url !== undefined){
-let data58 = data54.token_url;
+if(data55.authorization_url !== undefined){
+let data58 = data55.authorization_url;
 if(typeof data58 !== "string"){
 let dataType39 = typeof data58;
 let coerced39 = undefined;
@@ -2236,7 +2235,7 @@ else if(data58 === null){
 coerced39 = "";
 }
 else {
-const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2248,14 +2247,14 @@ errors++;
 }
 if(coerced39 !== undefined){
 data58 = coerced39;
-if(data54 !== undefined){
-data54["token_url"] = coerced39;
+if(data55 !== undefined){
+data55["authorization_url"] = coerced39;
 }
 }
 }
 if(typeof data58 === "string"){
 if(!pattern4.test(data58)){
-const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2266,8 +2265,8 @@ errors++;
 }
 }
 }
-if(data54.client_id !== undefined){
-let data59 = data54.client_id;
+if(data55.token_url !== undefined){
+let data59 = data55.token_url;
 if(typeof data59 !== "string"){
 let dataType40 = typeof data59;
 let coerced40 = undefined;
@@ -2279,7 +2278,7 @@ else if(data59 === null){
 coerced40 = "";
 }
 else {
-const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2291,14 +2290,14 @@ errors++;
 }
 if(coerced40 !== undefined){
 data59 = coerced40;
-if(data54 !== undefined){
-data54["client_id"] = coerced40;
+if(data55 !== undefined){
+data55["token_url"] = coerced40;
 }
 }
 }
 if(typeof data59 === "string"){
-if(func3(data59) < 1){
-const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern4.test(data59)){
+const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -2309,8 +2308,8 @@ errors++;
 }
 }
 }
-if(data54.client_secret !== undefined){
-let data60 = data54.client_secret;
+if(data55.client_id !== undefined){
+let data60 = data55.client_id;
 if(typeof data60 !== "string"){
 let dataType41 = typeof data60;
 let coerced41 = undefined;
@@ -2322,7 +2321,7 @@ else if(data60 === null){
 coerced41 = "";
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -2334,14 +2333,26 @@ errors++;
 }
 if(coerced41 !== undefined){
 data60 = coerced41;
-if(data54 !== undefined){
-data54["client_secret"] = coerced41;
+if(data55 !== undefined){
+data55["client_id"] = coerced41;
 }
 }
 }
+if(typeof data60 === "string"){
+if(func3(data60) < 1){
+const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err118];
 }
-if(data54.scope !== undefined){
-let data61 = data54.scope;
+else {
+vErrors.push(err118);
+}
+errors++;
+}
+}
+}
+if(data55.client_secret !== undefined){
+let data61 = data55.client_secret;
 if(typeof data61 !== "string"){
 let dataType42 = typeof data61;
 let coerced42 = undefined;
@@ -2353,26 +2364,26 @@ else if(data61 === null){
 coerced42 = "";
 }
 else {
-const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err118];
+vErrors = [err119];
 }
 else {
-vErrors.push(err118);
+vErrors.push(err119);
 }
 errors++;
 }
 }
 if(coerced42 !== undefined){
 data61 = coerced42;
-if(data54 !== undefined){
-data54["scope"] = coerced42;
+if(data55 !== undefined){
+data55["client_secret"] = coerced42;
 }
 }
 }
 }
-if(data54.redirect_uri !== undefined){
-let data62 = data54.redirect_uri;
+if(data55.scope !== undefined){
+let data62 = data55.scope;
 if(typeof data62 !== "string"){
 let dataType43 = typeof data62;
 let coerced43 = undefined;
@@ -2384,26 +2395,7 @@ else if(data62 === null){
 coerced43 = "";
 }
 else {
-const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err119];
-}
-else {
-vErrors.push(err119);
-}
-errors++;
-}
-}
-if(coerced43 !== undefined){
-data62 = coerced43;
-if(data54 !== undefined){
-data54["redirect_uri"] = coerced43;
-}
-}
-}
-if(typeof data62 === "string"){
-if(!pattern4.test(data62)){
-const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -2413,23 +2405,28 @@ vErrors.push(err120);
 errors++;
 }
 }
+if(coerced43 !== undefined){
+data62 = coerced43;
+if(data55 !== undefined){
+data55["scope"] = coerced43;
 }
-let data63 = data54.authorization_params;
-if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
-for(const key14 in data63){
-let data64 = data63[key14];
-if(typeof data64 !== "string"){
-let dataType44 = typeof data64;
+}
+}
+}
+if(data55.redirect_uri !== undefined){
+let data63 = data55.redirect_uri;
+if(typeof data63 !== "string"){
+let dataType44 = typeof data63;
 let coerced44 = undefined;
 if(!(coerced44 !== undefined)){
 if(dataType44 == "number" || dataType44 == "boolean"){
-coerced44 = "" + data64;
+coerced44 = "" + data63;
 }
-else if(data64 === null){
+else if(data63 === null){
 coerced44 = "";
 }
 else {
-const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -2440,16 +2437,15 @@ errors++;
 }
 }
 if(coerced44 !== undefined){
-data64 = coerced44;
-if(data63 !== undefined){
-data63[key14] = coerced44;
+data63 = coerced44;
+if(data55 !== undefined){
+data55["redirect_uri"] = coerced44;
 }
 }
 }
-}
-}
-else {
-const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data63 === "string"){
+if(!pattern4.test(data63)){
+const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -2459,8 +2455,23 @@ vErrors.push(err122);
 errors++;
 }
 }
+}
+let data64 = data55.authorization_params;
+if(data64 && typeof data64 == "object" && !Array.isArray(data64)){
+for(const key14 in data64){
+let data65 = data64[key14];
+if(typeof data65 !== "string"){
+let dataType45 = typeof data65;
+let coerced45 = undefined;
+if(!(coerced45 !== undefined)){
+if(dataType45 == "number" || dataType45 == "boolean"){
+coerced45 = "" + data65;
+}
+else if(data65 === null){
+coerced45 = "";
+}
 else {
-const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -2470,9 +2481,17 @@ vErrors.push(err123);
 errors++;
 }
 }
+if(coerced45 !== undefined){
+data65 = coerced45;
+if(data64 !== undefined){
+data64[key14] = coerced45;
+}
+}
+}
+}
 }
 else {
-const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2481,17 +2500,9 @@ vErrors.push(err124);
 }
 errors++;
 }
-let data65 = data39.keepalive;
-if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
-if(data65.enabled === undefined){
-data65.enabled = false;
 }
-if(data65.window === undefined){
-data65.window = "5h";
-}
-for(const key15 in data65){
-if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
-const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+else {
+const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2501,18 +2512,9 @@ vErrors.push(err125);
 errors++;
 }
 }
-let data66 = data65.enabled;
-if(typeof data66 !== "boolean"){
-let coerced45 = undefined;
-if(!(coerced45 !== undefined)){
-if(data66 === "false" || data66 === 0 || data66 === null){
-coerced45 = false;
-}
-else if(data66 === "true" || data66 === 1){
-coerced45 = true;
 }
 else {
-const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2521,28 +2523,17 @@ vErrors.push(err126);
 }
 errors++;
 }
+let data66 = data40.keepalive;
+if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
+if(data66.enabled === undefined){
+data66.enabled = false;
 }
-if(coerced45 !== undefined){
-data66 = coerced45;
-if(data65 !== undefined){
-data65["enabled"] = coerced45;
+if(data66.window === undefined){
+data66.window = "5h";
 }
-}
-}
-if(data65.model !== undefined){
-let data67 = data65.model;
-if(typeof data67 !== "string"){
-let dataType46 = typeof data67;
-let coerced46 = undefined;
-if(!(coerced46 !== undefined)){
-if(dataType46 == "number" || dataType46 == "boolean"){
-coerced46 = "" + data67;
-}
-else if(data67 === null){
-coerced46 = "";
-}
-else {
-const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key15 in data66){
+if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
+const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2552,15 +2543,36 @@ vErrors.push(err127);
 errors++;
 }
 }
+let data67 = data66.enabled;
+if(typeof data67 !== "boolean"){
+let coerced46 = undefined;
+if(!(coerced46 !== undefined)){
+if(data67 === "false" || data67 === 0 || data67 === null){
+coerced46 = false;
+}
+else if(data67 === "true" || data67 === 1){
+coerced46 = true;
+}
+else {
+const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err128];
+}
+else {
+vErrors.push(err128);
+}
+errors++;
+}
+}
 if(coerced46 !== undefined){
 data67 = coerced46;
-if(data65 !== undefined){
-data65["model"] = coerced46;
+if(data66 !== undefined){
+data66["enabled"] = coerced46;
 }
 }
 }
-}
-let data68 = data65.window;
+if(data66.model !== undefined){
+let data68 = data66.model;
 if(typeof data68 !== "string"){
 let dataType47 = typeof data68;
 let coerced47 = undefined;
@@ -2572,26 +2584,7 @@ else if(data68 === null){
 coerced47 = "";
 }
 else {
-const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err128];
-}
-else {
-vErrors.push(err128);
-}
-errors++;
-}
-}
-if(coerced47 !== undefined){
-data68 = coerced47;
-if(data65 !== undefined){
-data65["window"] = coerced47;
-}
-}
-}
-if(typeof data68 === "string"){
-if(!pattern12.test(data68)){
-const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2601,9 +2594,27 @@ vErrors.push(err129);
 errors++;
 }
 }
+if(coerced47 !== undefined){
+data68 = coerced47;
+if(data66 !== undefined){
+data66["model"] = coerced47;
+}
+}
+}
+}
+let data69 = data66.window;
+if(typeof data69 !== "string"){
+let dataType48 = typeof data69;
+let coerced48 = undefined;
+if(!(coerced48 !== undefined)){
+if(dataType48 == "number" || dataType48 == "boolean"){
+coerced48 = "" + data69;
+}
+else if(data69 === null){
+coerced48 = "";
 }
 else {
-const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2612,22 +2623,17 @@ vErrors.push(err130);
 }
 errors++;
 }
-let data69 = data39.headers;
-if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
-for(const key16 in data69){
-let data70 = data69[key16];
-if(typeof data70 !== "string"){
-let dataType48 = typeof data70;
-let coerced48 = undefined;
-if(!(coerced48 !== undefined)){
-if(dataType48 == "number" || dataType48 == "boolean"){
-coerced48 = "" + data70;
 }
-else if(data70 === null){
-coerced48 = "";
+if(coerced48 !== undefined){
+data69 = coerced48;
+if(data66 !== undefined){
+data66["window"] = coerced48;
 }
-else {
-const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(typeof data69 === "string"){
+if(!pattern12.test(data69)){
+const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2637,17 +2643,9 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(coerced48 !== undefined){
-data70 = coerced48;
-if(data69 !== undefined){
-data69[key16] = coerced48;
-}
-}
-}
-}
 }
 else {
-const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2656,20 +2654,22 @@ vErrors.push(err132);
 }
 errors++;
 }
-let data71 = data39.timeouts;
-if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
-if(data71.connect_s === undefined){
-data71.connect_s = 10;
+let data70 = data40.headers;
+if(data70 && typeof data70 == "object" && !Array.isArray(data70)){
+for(const key16 in data70){
+let data71 = data70[key16];
+if(typeof data71 !== "string"){
+let dataType49 = typeof data71;
+let coerced49 = undefined;
+if(!(coerced49 !== undefined)){
+if(dataType49 == "number" || dataType49 == "boolean"){
+coerced49 = "" + data71;
 }
-if(data71.stall_s === undefined){
-data71.stall_s = 30;
+else if(data71 === null){
+coerced49 = "";
 }
-if(data71.request_s === undefined){
-data71.request_s = 600;
-}
-for(const key17 in data71){
-if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
-const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+else {
+const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2679,17 +2679,17 @@ vErrors.push(err133);
 errors++;
 }
 }
-let data72 = data71.connect_s;
-if(!((typeof data72 == "number") && (isFinite(data72)))){
-let dataType49 = typeof data72;
-let coerced49 = undefined;
-if(!(coerced49 !== undefined)){
-if(dataType49 == "boolean" || data72 === null
-              || (dataType49 == "string" && data72 && data72 == +data72)){
-coerced49 = +data72;
+if(coerced49 !== undefined){
+data71 = coerced49;
+if(data70 !== undefined){
+data70[key16] = coerced49;
+}
+}
+}
+}
 }
 else {
-const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2698,17 +2698,20 @@ vErrors.push(err134);
 }
 errors++;
 }
+let data72 = data40.timeouts;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+if(data72.connect_s === undefined){
+data72.connect_s = 10;
 }
-if(coerced49 !== undefined){
-data72 = coerced49;
-if(data71 !== undefined){
-data71["connect_s"] = coerced49;
+if(data72.stall_s === undefined){
+data72.stall_s = 30;
 }
+if(data72.request_s === undefined){
+data72.request_s = 600;
 }
-}
-if((typeof data72 == "number") && (isFinite(data72))){
-if(data72 < 0 || isNaN(data72)){
-const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key17 in data72){
+if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
+const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2717,18 +2720,8 @@ vErrors.push(err135);
 }
 errors++;
 }
-if(data72 <= 0 || isNaN(data72)){
-const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err136];
 }
-else {
-vErrors.push(err136);
-}
-errors++;
-}
-}
-let data73 = data71.stall_s;
+let data73 = data72.connect_s;
 if(!((typeof data73 == "number") && (isFinite(data73)))){
 let dataType50 = typeof data73;
 let coerced50 = undefined;
@@ -2738,7 +2731,26 @@ if(dataType50 == "boolean" || data73 === null
 coerced50 = +data73;
 }
 else {
-const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err136];
+}
+else {
+vErrors.push(err136);
+}
+errors++;
+}
+}
+if(coerced50 !== undefined){
+data73 = coerced50;
+if(data72 !== undefined){
+data72["connect_s"] = coerced50;
+}
+}
+}
+if((typeof data73 == "number") && (isFinite(data73))){
+if(data73 < 0 || isNaN(data73)){
+const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -2747,17 +2759,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-}
-if(coerced50 !== undefined){
-data73 = coerced50;
-if(data71 !== undefined){
-data71["stall_s"] = coerced50;
-}
-}
-}
-if((typeof data73 == "number") && (isFinite(data73))){
-if(data73 < 0 || isNaN(data73)){
-const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data73 <= 0 || isNaN(data73)){
+const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -2766,18 +2769,8 @@ vErrors.push(err138);
 }
 errors++;
 }
-if(data73 <= 0 || isNaN(data73)){
-const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err139];
 }
-else {
-vErrors.push(err139);
-}
-errors++;
-}
-}
-let data74 = data71.request_s;
+let data74 = data72.stall_s;
 if(!((typeof data74 == "number") && (isFinite(data74)))){
 let dataType51 = typeof data74;
 let coerced51 = undefined;
@@ -2787,7 +2780,26 @@ if(dataType51 == "boolean" || data74 === null
 coerced51 = +data74;
 }
 else {
-const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err139];
+}
+else {
+vErrors.push(err139);
+}
+errors++;
+}
+}
+if(coerced51 !== undefined){
+data74 = coerced51;
+if(data72 !== undefined){
+data72["stall_s"] = coerced51;
+}
+}
+}
+if((typeof data74 == "number") && (isFinite(data74))){
+if(data74 < 0 || isNaN(data74)){
+const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -2796,17 +2808,8 @@ vErrors.push(err140);
 }
 errors++;
 }
-}
-if(coerced51 !== undefined){
-data74 = coerced51;
-if(data71 !== undefined){
-data71["request_s"] = coerced51;
-}
-}
-}
-if((typeof data74 == "number") && (isFinite(data74))){
-if(data74 < 0 || isNaN(data74)){
-const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data74 <= 0 || isNaN(data74)){
+const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -2815,8 +2818,18 @@ vErrors.push(err141);
 }
 errors++;
 }
-if(data74 <= 0 || isNaN(data74)){
-const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+let data75 = data72.request_s;
+if(!((typeof data75 == "number") && (isFinite(data75)))){
+let dataType52 = typeof data75;
+let coerced52 = undefined;
+if(!(coerced52 !== undefined)){
+if(dataType52 == "boolean" || data75 === null
+              || (dataType52 == "string" && data75 && data75 == +data75)){
+coerced52 = +data75;
+}
+else {
+const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2826,9 +2839,16 @@ vErrors.push(err142);
 errors++;
 }
 }
+if(coerced52 !== undefined){
+data75 = coerced52;
+if(data72 !== undefined){
+data72["request_s"] = coerced52;
 }
-else {
-const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 < 0 || isNaN(data75)){
+const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2837,17 +2857,8 @@ vErrors.push(err143);
 }
 errors++;
 }
-let data75 = data39.connections;
-if(!(((typeof data75 == "number") && (!(data75 % 1) && !isNaN(data75))) && (isFinite(data75)))){
-let dataType52 = typeof data75;
-let coerced52 = undefined;
-if(!(coerced52 !== undefined)){
-if(dataType52 === "boolean" || data75 === null
-              || (dataType52 === "string" && data75 && data75 == +data75 && !(data75 % 1))){
-coerced52 = +data75;
-}
-else {
-const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data75 <= 0 || isNaN(data75)){
+const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2857,16 +2868,9 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(coerced52 !== undefined){
-data75 = coerced52;
-if(data39 !== undefined){
-data39["connections"] = coerced52;
 }
-}
-}
-if((typeof data75 == "number") && (isFinite(data75))){
-if(data75 > 4096 || isNaN(data75)){
-const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
+else {
+const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2875,8 +2879,17 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data75 < 1 || isNaN(data75)){
-const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+let data76 = data40.connections;
+if(!(((typeof data76 == "number") && (!(data76 % 1) && !isNaN(data76))) && (isFinite(data76)))){
+let dataType53 = typeof data76;
+let coerced53 = undefined;
+if(!(coerced53 !== undefined)){
+if(dataType53 === "boolean" || data76 === null
+              || (dataType53 === "string" && data76 && data76 == +data76 && !(data76 % 1))){
+coerced53 = +data76;
+}
+else {
+const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2886,11 +2899,16 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data39.price !== undefined){
-let data76 = data39.price;
-if(data76 && typeof data76 == "object" && !Array.isArray(data76)){
-if(data76.input === undefined){
-const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+if(coerced53 !== undefined){
+data76 = coerced53;
+if(data40 !== undefined){
+data40["connections"] = coerced53;
+}
+}
+}
+if((typeof data76 == "number") && (isFinite(data76))){
+if(data76 > 4096 || isNaN(data76)){
+const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -2899,8 +2917,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data76.output === undefined){
-const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
+if(data76 < 1 || isNaN(data76)){
+const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2909,9 +2927,12 @@ vErrors.push(err148);
 }
 errors++;
 }
-for(const key18 in data76){
-if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
-const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+}
+if(data40.price !== undefined){
+let data77 = data40.price;
+if(data77 && typeof data77 == "object" && !Array.isArray(data77)){
+if(data77.input === undefined){
+const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2920,19 +2941,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-}
-if(data76.input !== undefined){
-let data77 = data76.input;
-if(!((typeof data77 == "number") && (isFinite(data77)))){
-let dataType53 = typeof data77;
-let coerced53 = undefined;
-if(!(coerced53 !== undefined)){
-if(dataType53 == "boolean" || data77 === null
-              || (dataType53 == "string" && data77 && data77 == +data77)){
-coerced53 = +data77;
-}
-else {
-const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data77.output === undefined){
+const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2941,17 +2951,9 @@ vErrors.push(err150);
 }
 errors++;
 }
-}
-if(coerced53 !== undefined){
-data77 = coerced53;
-if(data76 !== undefined){
-data76["input"] = coerced53;
-}
-}
-}
-if((typeof data77 == "number") && (isFinite(data77))){
-if(data77 < 0 || isNaN(data77)){
-const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key18 in data77){
+if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
+const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2961,9 +2963,8 @@ vErrors.push(err151);
 errors++;
 }
 }
-}
-if(data76.output !== undefined){
-let data78 = data76.output;
+if(data77.input !== undefined){
+let data78 = data77.input;
 if(!((typeof data78 == "number") && (isFinite(data78)))){
 let dataType54 = typeof data78;
 let coerced54 = undefined;
@@ -2973,7 +2974,7 @@ if(dataType54 == "boolean" || data78 === null
 coerced54 = +data78;
 }
 else {
-const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2985,14 +2986,14 @@ errors++;
 }
 if(coerced54 !== undefined){
 data78 = coerced54;
-if(data76 !== undefined){
-data76["output"] = coerced54;
+if(data77 !== undefined){
+data77["input"] = coerced54;
 }
 }
 }
 if((typeof data78 == "number") && (isFinite(data78))){
 if(data78 < 0 || isNaN(data78)){
-const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -3003,8 +3004,8 @@ errors++;
 }
 }
 }
-if(data76.cached !== undefined){
-let data79 = data76.cached;
+if(data77.output !== undefined){
+let data79 = data77.output;
 if(!((typeof data79 == "number") && (isFinite(data79)))){
 let dataType55 = typeof data79;
 let coerced55 = undefined;
@@ -3014,7 +3015,7 @@ if(dataType55 == "boolean" || data79 === null
 coerced55 = +data79;
 }
 else {
-const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -3026,14 +3027,14 @@ errors++;
 }
 if(coerced55 !== undefined){
 data79 = coerced55;
-if(data76 !== undefined){
-data76["cached"] = coerced55;
+if(data77 !== undefined){
+data77["output"] = coerced55;
 }
 }
 }
 if((typeof data79 == "number") && (isFinite(data79))){
 if(data79 < 0 || isNaN(data79)){
-const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -3044,8 +3045,8 @@ errors++;
 }
 }
 }
-if(data76.cache_write !== undefined){
-let data80 = data76.cache_write;
+if(data77.cached !== undefined){
+let data80 = data77.cached;
 if(!((typeof data80 == "number") && (isFinite(data80)))){
 let dataType56 = typeof data80;
 let coerced56 = undefined;
@@ -3055,7 +3056,7 @@ if(dataType56 == "boolean" || data80 === null
 coerced56 = +data80;
 }
 else {
-const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -3067,14 +3068,14 @@ errors++;
 }
 if(coerced56 !== undefined){
 data80 = coerced56;
-if(data76 !== undefined){
-data76["cache_write"] = coerced56;
+if(data77 !== undefined){
+data77["cached"] = coerced56;
 }
 }
 }
 if((typeof data80 == "number") && (isFinite(data80))){
 if(data80 < 0 || isNaN(data80)){
-const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -3085,8 +3086,8 @@ errors++;
 }
 }
 }
-if(data76.reasoning !== undefined){
-let data81 = data76.reasoning;
+if(data77.cache_write !== undefined){
+let data81 = data77.cache_write;
 if(!((typeof data81 == "number") && (isFinite(data81)))){
 let dataType57 = typeof data81;
 let coerced57 = undefined;
@@ -3096,7 +3097,7 @@ if(dataType57 == "boolean" || data81 === null
 coerced57 = +data81;
 }
 else {
-const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -3108,14 +3109,14 @@ errors++;
 }
 if(coerced57 !== undefined){
 data81 = coerced57;
-if(data76 !== undefined){
-data76["reasoning"] = coerced57;
+if(data77 !== undefined){
+data77["cache_write"] = coerced57;
 }
 }
 }
 if((typeof data81 == "number") && (isFinite(data81))){
 if(data81 < 0 || isNaN(data81)){
-const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -3126,11 +3127,18 @@ errors++;
 }
 }
 }
-if(data76.tiers !== undefined){
-let data82 = data76.tiers;
-if(Array.isArray(data82)){
-if(data82.length > 16){
-const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data77.reasoning !== undefined){
+let data82 = data77.reasoning;
+if(!((typeof data82 == "number") && (isFinite(data82)))){
+let dataType58 = typeof data82;
+let coerced58 = undefined;
+if(!(coerced58 !== undefined)){
+if(dataType58 == "boolean" || data82 === null
+              || (dataType58 == "string" && data82 && data82 == +data82)){
+coerced58 = +data82;
+}
+else {
+const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -3139,12 +3147,17 @@ vErrors.push(err160);
 }
 errors++;
 }
-const len3 = data82.length;
-for(let i4=0; i4<len3; i4++){
-let data83 = data82[i4];
-if(data83 && typeof data83 == "object" && !Array.isArray(data83)){
-if(data83.above_input_tokens === undefined){
-const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced58 !== undefined){
+data82 = coerced58;
+if(data77 !== undefined){
+data77["reasoning"] = coerced58;
+}
+}
+}
+if((typeof data82 == "number") && (isFinite(data82))){
+if(data82 < 0 || isNaN(data82)){
+const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -3153,9 +3166,13 @@ vErrors.push(err161);
 }
 errors++;
 }
-for(const key19 in data83){
-if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
-const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+}
+}
+if(data77.tiers !== undefined){
+let data83 = data77.tiers;
+if(Array.isArray(data83)){
+if(data83.length > 16){
+const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -3164,19 +3181,12 @@ vErrors.push(err162);
 }
 errors++;
 }
-}
-if(data83.above_input_tokens !== undefined){
-let data84 = data83.above_input_tokens;
-if(!(((typeof data84 == "number") && (!(data84 % 1) && !isNaN(data84))) && (isFinite(data84)))){
-let dataType58 = typeof data84;
-let coerced58 = undefined;
-if(!(coerced58 !== undefined)){
-if(dataType58 === "boolean" || data84 === null
-              || (dataType58 === "string" && data84 && data84 == +data84 && !(data84 % 1))){
-coerced58 = +data84;
-}
-else {
-const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len3 = data83.length;
+for(let i4=0; i4<len3; i4++){
+let data84 = data83[i4];
+if(data84 && typeof data84 == "object" && !Array.isArray(data84)){
+if(data84.above_input_tokens === undefined){
+const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -3185,17 +3195,9 @@ vErrors.push(err163);
 }
 errors++;
 }
-}
-if(coerced58 !== undefined){
-data84 = coerced58;
-if(data83 !== undefined){
-data83["above_input_tokens"] = coerced58;
-}
-}
-}
-if((typeof data84 == "number") && (isFinite(data84))){
-if(data84 < 1 || isNaN(data84)){
-const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key19 in data84){
+if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
+const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -3205,19 +3207,18 @@ vErrors.push(err164);
 errors++;
 }
 }
-}
-if(data83.input !== undefined){
-let data85 = data83.input;
-if(!((typeof data85 == "number") && (isFinite(data85)))){
+if(data84.above_input_tokens !== undefined){
+let data85 = data84.above_input_tokens;
+if(!(((typeof data85 == "number") && (!(data85 % 1) && !isNaN(data85))) && (isFinite(data85)))){
 let dataType59 = typeof data85;
 let coerced59 = undefined;
 if(!(coerced59 !== undefined)){
-if(dataType59 == "boolean" || data85 === null
-              || (dataType59 == "string" && data85 && data85 == +data85)){
+if(dataType59 === "boolean" || data85 === null
+              || (dataType59 === "string" && data85 && data85 == +data85 && !(data85 % 1))){
 coerced59 = +data85;
 }
 else {
-const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -3229,14 +3230,14 @@ errors++;
 }
 if(coerced59 !== undefined){
 data85 = coerced59;
-if(data83 !== undefined){
-data83["input"] = coerced59;
+if(data84 !== undefined){
+data84["above_input_tokens"] = coerced59;
 }
 }
 }
 if((typeof data85 == "number") && (isFinite(data85))){
-if(data85 < 0 || isNaN(data85)){
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data85 < 1 || isNaN(data85)){
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -3247,8 +3248,8 @@ errors++;
 }
 }
 }
-if(data83.output !== undefined){
-let data86 = data83.output;
+if(data84.input !== undefined){
+let data86 = data84.input;
 if(!((typeof data86 == "number") && (isFinite(data86)))){
 let dataType60 = typeof data86;
 let coerced60 = undefined;
@@ -3258,7 +3259,7 @@ if(dataType60 == "boolean" || data86 === null
 coerced60 = +data86;
 }
 else {
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -3270,14 +3271,14 @@ errors++;
 }
 if(coerced60 !== undefined){
 data86 = coerced60;
-if(data83 !== undefined){
-data83["output"] = coerced60;
+if(data84 !== undefined){
+data84["input"] = coerced60;
 }
 }
 }
 if((typeof data86 == "number") && (isFinite(data86))){
 if(data86 < 0 || isNaN(data86)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -3288,8 +3289,8 @@ errors++;
 }
 }
 }
-if(data83.cached !== undefined){
-let data87 = data83.cached;
+if(data84.output !== undefined){
+let data87 = data84.output;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
 let dataType61 = typeof data87;
 let coerced61 = undefined;
@@ -3299,7 +3300,7 @@ if(dataType61 == "boolean" || data87 === null
 coerced61 = +data87;
 }
 else {
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -3311,14 +3312,14 @@ errors++;
 }
 if(coerced61 !== undefined){
 data87 = coerced61;
-if(data83 !== undefined){
-data83["cached"] = coerced61;
+if(data84 !== undefined){
+data84["output"] = coerced61;
 }
 }
 }
 if((typeof data87 == "number") && (isFinite(data87))){
 if(data87 < 0 || isNaN(data87)){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -3329,8 +3330,8 @@ errors++;
 }
 }
 }
-if(data83.cache_write !== undefined){
-let data88 = data83.cache_write;
+if(data84.cached !== undefined){
+let data88 = data84.cached;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
 let dataType62 = typeof data88;
 let coerced62 = undefined;
@@ -3340,7 +3341,7 @@ if(dataType62 == "boolean" || data88 === null
 coerced62 = +data88;
 }
 else {
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -3352,14 +3353,14 @@ errors++;
 }
 if(coerced62 !== undefined){
 data88 = coerced62;
-if(data83 !== undefined){
-data83["cache_write"] = coerced62;
+if(data84 !== undefined){
+data84["cached"] = coerced62;
 }
 }
 }
 if((typeof data88 == "number") && (isFinite(data88))){
 if(data88 < 0 || isNaN(data88)){
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3370,8 +3371,8 @@ errors++;
 }
 }
 }
-if(data83.reasoning !== undefined){
-let data89 = data83.reasoning;
+if(data84.cache_write !== undefined){
+let data89 = data84.cache_write;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
 let dataType63 = typeof data89;
 let coerced63 = undefined;
@@ -3381,7 +3382,7 @@ if(dataType63 == "boolean" || data89 === null
 coerced63 = +data89;
 }
 else {
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3393,14 +3394,14 @@ errors++;
 }
 if(coerced63 !== undefined){
 data89 = coerced63;
-if(data83 !== undefined){
-data83["reasoning"] = coerced63;
+if(data84 !== undefined){
+data84["cache_write"] = coerced63;
 }
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
 if(data89 < 0 || isNaN(data89)){
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3411,9 +3412,18 @@ errors++;
 }
 }
 }
+if(data84.reasoning !== undefined){
+let data90 = data84.reasoning;
+if(!((typeof data90 == "number") && (isFinite(data90)))){
+let dataType64 = typeof data90;
+let coerced64 = undefined;
+if(!(coerced64 !== undefined)){
+if(dataType64 == "boolean" || data90 === null
+              || (dataType64 == "string" && data90 && data90 == +data90)){
+coerced64 = +data90;
 }
 else {
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3423,9 +3433,16 @@ vErrors.push(err175);
 errors++;
 }
 }
+if(coerced64 !== undefined){
+data90 = coerced64;
+if(data84 !== undefined){
+data84["reasoning"] = coerced64;
 }
-else {
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data90 == "number") && (isFinite(data90))){
+if(data90 < 0 || isNaN(data90)){
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3436,8 +3453,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3447,11 +3465,9 @@ vErrors.push(err177);
 errors++;
 }
 }
-if(data39.quota !== undefined){
-let data90 = data39.quota;
-if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
-if(data90.kind === undefined){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+else {
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3460,9 +3476,10 @@ vErrors.push(err178);
 }
 errors++;
 }
-for(const key20 in data90){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+}
+else {
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3472,10 +3489,11 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data90.kind !== undefined){
-let data91 = data90.kind;
-if(!(((((((data91 === "rolling_hours") || (data91 === "daily_requests")) || (data91 === "monthly")) || (data91 === "daily_tokens")) || (data91 === "rolling_tokens")) || (data91 === "monthly_tokens")) || (data91 === "unlimited"))){
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data40.quota !== undefined){
+let data91 = data40.quota;
+if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
+if(data91.kind === undefined){
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3484,19 +3502,9 @@ vErrors.push(err180);
 }
 errors++;
 }
-}
-if(data90.limit !== undefined){
-let data92 = data90.limit;
-if(!((typeof data92 == "number") && (isFinite(data92)))){
-let dataType64 = typeof data92;
-let coerced64 = undefined;
-if(!(coerced64 !== undefined)){
-if(dataType64 == "boolean" || data92 === null
-              || (dataType64 == "string" && data92 && data92 == +data92)){
-coerced64 = +data92;
-}
-else {
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key20 in data91){
+if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3506,16 +3514,10 @@ vErrors.push(err181);
 errors++;
 }
 }
-if(coerced64 !== undefined){
-data92 = coerced64;
-if(data90 !== undefined){
-data90["limit"] = coerced64;
-}
-}
-}
-if((typeof data92 == "number") && (isFinite(data92))){
-if(data92 < 0 || isNaN(data92)){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data91.kind !== undefined){
+let data92 = data91.kind;
+if(!(((((((data92 === "rolling_hours") || (data92 === "daily_requests")) || (data92 === "monthly")) || (data92 === "daily_tokens")) || (data92 === "rolling_tokens")) || (data92 === "monthly_tokens")) || (data92 === "unlimited"))){
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3525,9 +3527,8 @@ vErrors.push(err182);
 errors++;
 }
 }
-}
-if(data90.monthly_limit !== undefined){
-let data93 = data90.monthly_limit;
+if(data91.limit !== undefined){
+let data93 = data91.limit;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
 let dataType65 = typeof data93;
 let coerced65 = undefined;
@@ -3537,7 +3538,7 @@ if(dataType65 == "boolean" || data93 === null
 coerced65 = +data93;
 }
 else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3549,14 +3550,14 @@ errors++;
 }
 if(coerced65 !== undefined){
 data93 = coerced65;
-if(data90 !== undefined){
-data90["monthly_limit"] = coerced65;
+if(data91 !== undefined){
+data91["limit"] = coerced65;
 }
 }
 }
 if((typeof data93 == "number") && (isFinite(data93))){
 if(data93 < 0 || isNaN(data93)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3567,20 +3568,18 @@ errors++;
 }
 }
 }
-if(data90.window !== undefined){
-let data94 = data90.window;
-if(typeof data94 !== "string"){
+if(data91.monthly_limit !== undefined){
+let data94 = data91.monthly_limit;
+if(!((typeof data94 == "number") && (isFinite(data94)))){
 let dataType66 = typeof data94;
 let coerced66 = undefined;
 if(!(coerced66 !== undefined)){
-if(dataType66 == "number" || dataType66 == "boolean"){
-coerced66 = "" + data94;
-}
-else if(data94 === null){
-coerced66 = "";
+if(dataType66 == "boolean" || data94 === null
+              || (dataType66 == "string" && data94 && data94 == +data94)){
+coerced66 = +data94;
 }
 else {
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3592,14 +3591,14 @@ errors++;
 }
 if(coerced66 !== undefined){
 data94 = coerced66;
-if(data90 !== undefined){
-data90["window"] = coerced66;
+if(data91 !== undefined){
+data91["monthly_limit"] = coerced66;
 }
 }
 }
-if(typeof data94 === "string"){
-if(!pattern12.test(data94)){
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if((typeof data94 == "number") && (isFinite(data94))){
+if(data94 < 0 || isNaN(data94)){
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3610,8 +3609,8 @@ errors++;
 }
 }
 }
-if(data90.reset_time !== undefined){
-let data95 = data90.reset_time;
+if(data91.window !== undefined){
+let data95 = data91.window;
 if(typeof data95 !== "string"){
 let dataType67 = typeof data95;
 let coerced67 = undefined;
@@ -3623,7 +3622,7 @@ else if(data95 === null){
 coerced67 = "";
 }
 else {
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3635,14 +3634,14 @@ errors++;
 }
 if(coerced67 !== undefined){
 data95 = coerced67;
-if(data90 !== undefined){
-data90["reset_time"] = coerced67;
+if(data91 !== undefined){
+data91["window"] = coerced67;
 }
 }
 }
 if(typeof data95 === "string"){
-if(!pattern14.test(data95)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if(!pattern12.test(data95)){
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3653,18 +3652,20 @@ errors++;
 }
 }
 }
-if(data90.anchor_day !== undefined){
-let data96 = data90.anchor_day;
-if(!(((typeof data96 == "number") && (!(data96 % 1) && !isNaN(data96))) && (isFinite(data96)))){
+if(data91.reset_time !== undefined){
+let data96 = data91.reset_time;
+if(typeof data96 !== "string"){
 let dataType68 = typeof data96;
 let coerced68 = undefined;
 if(!(coerced68 !== undefined)){
-if(dataType68 === "boolean" || data96 === null
-              || (dataType68 === "string" && data96 && data96 == +data96 && !(data96 % 1))){
-coerced68 = +data96;
+if(dataType68 == "number" || dataType68 == "boolean"){
+coerced68 = "" + data96;
+}
+else if(data96 === null){
+coerced68 = "";
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3676,14 +3677,14 @@ errors++;
 }
 if(coerced68 !== undefined){
 data96 = coerced68;
-if(data90 !== undefined){
-data90["anchor_day"] = coerced68;
+if(data91 !== undefined){
+data91["reset_time"] = coerced68;
 }
 }
 }
-if((typeof data96 == "number") && (isFinite(data96))){
-if(data96 > 31 || isNaN(data96)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+if(typeof data96 === "string"){
+if(!pattern14.test(data96)){
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3692,8 +3693,20 @@ vErrors.push(err190);
 }
 errors++;
 }
-if(data96 < 1 || isNaN(data96)){
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data91.anchor_day !== undefined){
+let data97 = data91.anchor_day;
+if(!(((typeof data97 == "number") && (!(data97 % 1) && !isNaN(data97))) && (isFinite(data97)))){
+let dataType69 = typeof data97;
+let coerced69 = undefined;
+if(!(coerced69 !== undefined)){
+if(dataType69 === "boolean" || data97 === null
+              || (dataType69 === "string" && data97 && data97 == +data97 && !(data97 % 1))){
+coerced69 = +data97;
+}
+else {
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3703,11 +3716,16 @@ vErrors.push(err191);
 errors++;
 }
 }
+if(coerced69 !== undefined){
+data97 = coerced69;
+if(data91 !== undefined){
+data91["anchor_day"] = coerced69;
 }
-if(data90.unit !== undefined){
-let data97 = data90.unit;
-if(!(((data97 === "hours") || (data97 === "tokens")) || (data97 === "requests"))){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if((typeof data97 == "number") && (isFinite(data97))){
+if(data97 > 31 || isNaN(data97)){
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3716,18 +3734,8 @@ vErrors.push(err192);
 }
 errors++;
 }
-}
-if(data90.source !== undefined){
-let data98 = data90.source;
-if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
-if(data98.headers === undefined){
-data98.headers = {};
-}
-if(data98.refresh_s === undefined){
-data98.refresh_s = 180;
-}
-if(data98.url === undefined){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data97 < 1 || isNaN(data97)){
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3736,9 +3744,12 @@ vErrors.push(err193);
 }
 errors++;
 }
-for(const key21 in data98){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+}
+}
+if(data91.unit !== undefined){
+let data98 = data91.unit;
+if(!(((data98 === "hours") || (data98 === "tokens")) || (data98 === "requests"))){
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3748,20 +3759,17 @@ vErrors.push(err194);
 errors++;
 }
 }
-if(data98.url !== undefined){
-let data99 = data98.url;
-if(typeof data99 !== "string"){
-let dataType69 = typeof data99;
-let coerced69 = undefined;
-if(!(coerced69 !== undefined)){
-if(dataType69 == "number" || dataType69 == "boolean"){
-coerced69 = "" + data99;
+if(data91.source !== undefined){
+let data99 = data91.source;
+if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
+if(data99.headers === undefined){
+data99.headers = {};
 }
-else if(data99 === null){
-coerced69 = "";
+if(data99.refresh_s === undefined){
+data99.refresh_s = 180;
 }
-else {
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data99.url === undefined){
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3770,17 +3778,9 @@ vErrors.push(err195);
 }
 errors++;
 }
-}
-if(coerced69 !== undefined){
-data99 = coerced69;
-if(data98 !== undefined){
-data98["url"] = coerced69;
-}
-}
-}
-if(typeof data99 === "string"){
-if(!pattern4.test(data99)){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+for(const key21 in data99){
+if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3790,23 +3790,20 @@ vErrors.push(err196);
 errors++;
 }
 }
-}
-let data100 = data98.headers;
-if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
-for(const key22 in data100){
-let data101 = data100[key22];
-if(typeof data101 !== "string"){
-let dataType70 = typeof data101;
+if(data99.url !== undefined){
+let data100 = data99.url;
+if(typeof data100 !== "string"){
+let dataType70 = typeof data100;
 let coerced70 = undefined;
 if(!(coerced70 !== undefined)){
 if(dataType70 == "number" || dataType70 == "boolean"){
-coerced70 = "" + data101;
+coerced70 = "" + data100;
 }
-else if(data101 === null){
+else if(data100 === null){
 coerced70 = "";
 }
 else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3817,16 +3814,15 @@ errors++;
 }
 }
 if(coerced70 !== undefined){
-data101 = coerced70;
-if(data100 !== undefined){
-data100[key22] = coerced70;
+data100 = coerced70;
+if(data99 !== undefined){
+data99["url"] = coerced70;
 }
 }
 }
-}
-}
-else {
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data100 === "string"){
+if(!pattern4.test(data100)){
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3835,17 +3831,24 @@ vErrors.push(err198);
 }
 errors++;
 }
-let data102 = data98.refresh_s;
-if(!((typeof data102 == "number") && (isFinite(data102)))){
+}
+}
+let data101 = data99.headers;
+if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
+for(const key22 in data101){
+let data102 = data101[key22];
+if(typeof data102 !== "string"){
 let dataType71 = typeof data102;
 let coerced71 = undefined;
 if(!(coerced71 !== undefined)){
-if(dataType71 == "boolean" || data102 === null
-              || (dataType71 == "string" && data102 && data102 == +data102)){
-coerced71 = +data102;
+if(dataType71 == "number" || dataType71 == "boolean"){
+coerced71 = "" + data102;
+}
+else if(data102 === null){
+coerced71 = "";
 }
 else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3857,14 +3860,15 @@ errors++;
 }
 if(coerced71 !== undefined){
 data102 = coerced71;
-if(data98 !== undefined){
-data98["refresh_s"] = coerced71;
+if(data101 !== undefined){
+data101[key22] = coerced71;
 }
 }
 }
-if((typeof data102 == "number") && (isFinite(data102))){
-if(data102 < 180 || isNaN(data102)){
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3873,10 +3877,17 @@ vErrors.push(err200);
 }
 errors++;
 }
-}
+let data103 = data99.refresh_s;
+if(!((typeof data103 == "number") && (isFinite(data103)))){
+let dataType72 = typeof data103;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 == "boolean" || data103 === null
+              || (dataType72 == "string" && data103 && data103 == +data103)){
+coerced72 = +data103;
 }
 else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3886,9 +3897,16 @@ vErrors.push(err201);
 errors++;
 }
 }
+if(coerced72 !== undefined){
+data103 = coerced72;
+if(data99 !== undefined){
+data99["refresh_s"] = coerced72;
 }
-else {
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data103 == "number") && (isFinite(data103))){
+if(data103 < 180 || isNaN(data103)){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3898,20 +3916,9 @@ vErrors.push(err202);
 errors++;
 }
 }
-let data103 = data39.mock;
-if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
-if(data103.chunks === undefined){
-data103.chunks = 8;
 }
-if(data103.latency_ms === undefined){
-data103.latency_ms = 20;
-}
-if(data103.chunk_delay_ms === undefined){
-data103.chunk_delay_ms = 5;
-}
-for(const key23 in data103){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+else {
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3921,17 +3928,9 @@ vErrors.push(err203);
 errors++;
 }
 }
-let data104 = data103.chunks;
-if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
-let dataType72 = typeof data104;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 === "boolean" || data104 === null
-              || (dataType72 === "string" && data104 && data104 == +data104 && !(data104 % 1))){
-coerced72 = +data104;
 }
 else {
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3941,16 +3940,20 @@ vErrors.push(err204);
 errors++;
 }
 }
-if(coerced72 !== undefined){
-data104 = coerced72;
-if(data103 !== undefined){
-data103["chunks"] = coerced72;
+let data104 = data40.mock;
+if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
+if(data104.chunks === undefined){
+data104.chunks = 8;
 }
+if(data104.latency_ms === undefined){
+data104.latency_ms = 20;
 }
+if(data104.chunk_delay_ms === undefined){
+data104.chunk_delay_ms = 5;
 }
-if((typeof data104 == "number") && (isFinite(data104))){
-if(data104 > 10000 || isNaN(data104)){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+for(const key23 in data104){
+if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3959,8 +3962,18 @@ vErrors.push(err205);
 }
 errors++;
 }
-if(data104 < 1 || isNaN(data104)){
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data105 = data104.chunks;
+if(!(((typeof data105 == "number") && (!(data105 % 1) && !isNaN(data105))) && (isFinite(data105)))){
+let dataType73 = typeof data105;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 === "boolean" || data105 === null
+              || (dataType73 === "string" && data105 && data105 == +data105 && !(data105 % 1))){
+coerced73 = +data105;
+}
+else {
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3970,17 +3983,16 @@ vErrors.push(err206);
 errors++;
 }
 }
-let data105 = data103.latency_ms;
-if(!((typeof data105 == "number") && (isFinite(data105)))){
-let dataType73 = typeof data105;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 == "boolean" || data105 === null
-              || (dataType73 == "string" && data105 && data105 == +data105)){
-coerced73 = +data105;
+if(coerced73 !== undefined){
+data105 = coerced73;
+if(data104 !== undefined){
+data104["chunks"] = coerced73;
 }
-else {
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data105 == "number") && (isFinite(data105))){
+if(data105 > 10000 || isNaN(data105)){
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3989,17 +4001,8 @@ vErrors.push(err207);
 }
 errors++;
 }
-}
-if(coerced73 !== undefined){
-data105 = coerced73;
-if(data103 !== undefined){
-data103["latency_ms"] = coerced73;
-}
-}
-}
-if((typeof data105 == "number") && (isFinite(data105))){
-if(data105 < 0 || isNaN(data105)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data105 < 1 || isNaN(data105)){
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -4009,7 +4012,7 @@ vErrors.push(err208);
 errors++;
 }
 }
-let data106 = data103.chunk_delay_ms;
+let data106 = data104.latency_ms;
 if(!((typeof data106 == "number") && (isFinite(data106)))){
 let dataType74 = typeof data106;
 let coerced74 = undefined;
@@ -4019,7 +4022,7 @@ if(dataType74 == "boolean" || data106 === null
 coerced74 = +data106;
 }
 else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -4031,14 +4034,14 @@ errors++;
 }
 if(coerced74 !== undefined){
 data106 = coerced74;
-if(data103 !== undefined){
-data103["chunk_delay_ms"] = coerced74;
+if(data104 !== undefined){
+data104["latency_ms"] = coerced74;
 }
 }
 }
 if((typeof data106 == "number") && (isFinite(data106))){
 if(data106 < 0 || isNaN(data106)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -4048,18 +4051,17 @@ vErrors.push(err210);
 errors++;
 }
 }
-if(data103.input_tokens !== undefined){
-let data107 = data103.input_tokens;
-if(!(((typeof data107 == "number") && (!(data107 % 1) && !isNaN(data107))) && (isFinite(data107)))){
+let data107 = data104.chunk_delay_ms;
+if(!((typeof data107 == "number") && (isFinite(data107)))){
 let dataType75 = typeof data107;
 let coerced75 = undefined;
 if(!(coerced75 !== undefined)){
-if(dataType75 === "boolean" || data107 === null
-              || (dataType75 === "string" && data107 && data107 == +data107 && !(data107 % 1))){
+if(dataType75 == "boolean" || data107 === null
+              || (dataType75 == "string" && data107 && data107 == +data107)){
 coerced75 = +data107;
 }
 else {
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -4071,14 +4073,14 @@ errors++;
 }
 if(coerced75 !== undefined){
 data107 = coerced75;
-if(data103 !== undefined){
-data103["input_tokens"] = coerced75;
+if(data104 !== undefined){
+data104["chunk_delay_ms"] = coerced75;
 }
 }
 }
 if((typeof data107 == "number") && (isFinite(data107))){
 if(data107 < 0 || isNaN(data107)){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4088,10 +4090,18 @@ vErrors.push(err212);
 errors++;
 }
 }
-}
+if(data104.input_tokens !== undefined){
+let data108 = data104.input_tokens;
+if(!(((typeof data108 == "number") && (!(data108 % 1) && !isNaN(data108))) && (isFinite(data108)))){
+let dataType76 = typeof data108;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 === "boolean" || data108 === null
+              || (dataType76 === "string" && data108 && data108 == +data108 && !(data108 % 1))){
+coerced76 = +data108;
 }
 else {
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4100,20 +4110,17 @@ vErrors.push(err213);
 }
 errors++;
 }
-let data108 = data39.models;
-if(data108 && typeof data108 == "object" && !Array.isArray(data108)){
-for(const key24 in data108){
-let data109 = data108[key24];
-if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
-if(data109.kind === undefined){
-data109.kind = "llm";
 }
-if(data109.capabilities === undefined){
-data109.capabilities = [];
+if(coerced76 !== undefined){
+data108 = coerced76;
+if(data104 !== undefined){
+data104["input_tokens"] = coerced76;
 }
-for(const key25 in data109){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+}
+}
+if((typeof data108 == "number") && (isFinite(data108))){
+if(data108 < 0 || isNaN(data108)){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4123,9 +4130,10 @@ vErrors.push(err214);
 errors++;
 }
 }
-let data110 = data109.kind;
-if(!(((data110 === "llm") || (data110 === "image")) || (data110 === "embedding"))){
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4134,13 +4142,20 @@ vErrors.push(err215);
 }
 errors++;
 }
-let data111 = data109.capabilities;
-if(Array.isArray(data111)){
-const len4 = data111.length;
-for(let i5=0; i5<len4; i5++){
-let data112 = data111[i5];
-if(!((((((data112 === "vision") || (data112 === "pdf")) || (data112 === "audio")) || (data112 === "tools")) || (data112 === "reasoning")) || (data112 === "structured_output"))){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+let data109 = data40.models;
+if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
+for(const key24 in data109){
+let data110 = data109[key24];
+if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
+if(data110.kind === undefined){
+data110.kind = "llm";
+}
+if(data110.capabilities === undefined){
+data110.capabilities = [];
+}
+for(const key25 in data110){
+if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4150,19 +4165,46 @@ vErrors.push(err216);
 errors++;
 }
 }
-let i6 = data111.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data111[i6], data111[j1])){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+let data111 = data110.kind;
+if(!(((data111 === "llm") || (data111 === "image")) || (data111 === "embedding"))){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err217];
 }
 else {
 vErrors.push(err217);
+}
+errors++;
+}
+let data112 = data110.capabilities;
+if(Array.isArray(data112)){
+const len4 = data112.length;
+for(let i5=0; i5<len4; i5++){
+let data113 = data112[i5];
+if(!((((((data113 === "vision") || (data113 === "pdf")) || (data113 === "audio")) || (data113 === "tools")) || (data113 === "reasoning")) || (data113 === "structured_output"))){
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+}
+let i6 = data112.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data112[i6], data112[j1])){
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(vErrors === null){
+vErrors = [err219];
+}
+else {
+vErrors.push(err219);
 }
 errors++;
 break outer0;
@@ -4172,46 +4214,7 @@ break outer0;
 }
 }
 else {
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err218];
-}
-else {
-vErrors.push(err218);
-}
-errors++;
-}
-if(data109.max_output_tokens !== undefined){
-let data113 = data109.max_output_tokens;
-if(!(((typeof data113 == "number") && (!(data113 % 1) && !isNaN(data113))) && (isFinite(data113)))){
-let dataType76 = typeof data113;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 === "boolean" || data113 === null
-              || (dataType76 === "string" && data113 && data113 == +data113 && !(data113 % 1))){
-coerced76 = +data113;
-}
-else {
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err219];
-}
-else {
-vErrors.push(err219);
-}
-errors++;
-}
-}
-if(coerced76 !== undefined){
-data113 = coerced76;
-if(data109 !== undefined){
-data109["max_output_tokens"] = coerced76;
-}
-}
-}
-if((typeof data113 == "number") && (isFinite(data113))){
-if(data113 < 1 || isNaN(data113)){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4220,12 +4223,18 @@ vErrors.push(err220);
 }
 errors++;
 }
+if(data110.max_output_tokens !== undefined){
+let data114 = data110.max_output_tokens;
+if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
+let dataType77 = typeof data114;
+let coerced77 = undefined;
+if(!(coerced77 !== undefined)){
+if(dataType77 === "boolean" || data114 === null
+              || (dataType77 === "string" && data114 && data114 == +data114 && !(data114 % 1))){
+coerced77 = +data114;
 }
-}
-if(data109.thinking !== undefined){
-let data114 = data109.thinking;
-if(!((((((((((data114 === "openai") || (data114 === "anthropic-budget")) || (data114 === "anthropic-adaptive")) || (data114 === "gemini-budget")) || (data114 === "gemini-level")) || (data114 === "zai")) || (data114 === "qwen")) || (data114 === "deepseek")) || (data114 === "kimi")) || (data114 === "minimax"))){
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+else {
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4235,12 +4244,16 @@ vErrors.push(err221);
 errors++;
 }
 }
-if(data109.price !== undefined){
-let data115 = data109.price;
-if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
-for(const key26 in data115){
-if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+if(coerced77 !== undefined){
+data114 = coerced77;
+if(data110 !== undefined){
+data110["max_output_tokens"] = coerced77;
+}
+}
+}
+if((typeof data114 == "number") && (isFinite(data114))){
+if(data114 < 1 || isNaN(data114)){
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4250,18 +4263,11 @@ vErrors.push(err222);
 errors++;
 }
 }
-if(data115.input !== undefined){
-let data116 = data115.input;
-if(!((typeof data116 == "number") && (isFinite(data116)))){
-let dataType77 = typeof data116;
-let coerced77 = undefined;
-if(!(coerced77 !== undefined)){
-if(dataType77 == "boolean" || data116 === null
-              || (dataType77 == "string" && data116 && data116 == +data116)){
-coerced77 = +data116;
 }
-else {
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data110.thinking !== undefined){
+let data115 = data110.thinking;
+if(!((((((((((data115 === "openai") || (data115 === "anthropic-budget")) || (data115 === "anthropic-adaptive")) || (data115 === "gemini-budget")) || (data115 === "gemini-level")) || (data115 === "zai")) || (data115 === "qwen")) || (data115 === "deepseek")) || (data115 === "kimi")) || (data115 === "minimax"))){
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4271,16 +4277,12 @@ vErrors.push(err223);
 errors++;
 }
 }
-if(coerced77 !== undefined){
-data116 = coerced77;
-if(data115 !== undefined){
-data115["input"] = coerced77;
-}
-}
-}
-if((typeof data116 == "number") && (isFinite(data116))){
-if(data116 < 0 || isNaN(data116)){
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data110.price !== undefined){
+let data116 = data110.price;
+if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
+for(const key26 in data116){
+if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4290,9 +4292,8 @@ vErrors.push(err224);
 errors++;
 }
 }
-}
-if(data115.output !== undefined){
-let data117 = data115.output;
+if(data116.input !== undefined){
+let data117 = data116.input;
 if(!((typeof data117 == "number") && (isFinite(data117)))){
 let dataType78 = typeof data117;
 let coerced78 = undefined;
@@ -4302,7 +4303,7 @@ if(dataType78 == "boolean" || data117 === null
 coerced78 = +data117;
 }
 else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4314,14 +4315,14 @@ errors++;
 }
 if(coerced78 !== undefined){
 data117 = coerced78;
-if(data115 !== undefined){
-data115["output"] = coerced78;
+if(data116 !== undefined){
+data116["input"] = coerced78;
 }
 }
 }
 if((typeof data117 == "number") && (isFinite(data117))){
 if(data117 < 0 || isNaN(data117)){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4332,8 +4333,8 @@ errors++;
 }
 }
 }
-if(data115.cached !== undefined){
-let data118 = data115.cached;
+if(data116.output !== undefined){
+let data118 = data116.output;
 if(!((typeof data118 == "number") && (isFinite(data118)))){
 let dataType79 = typeof data118;
 let coerced79 = undefined;
@@ -4343,7 +4344,7 @@ if(dataType79 == "boolean" || data118 === null
 coerced79 = +data118;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4355,14 +4356,14 @@ errors++;
 }
 if(coerced79 !== undefined){
 data118 = coerced79;
-if(data115 !== undefined){
-data115["cached"] = coerced79;
+if(data116 !== undefined){
+data116["output"] = coerced79;
 }
 }
 }
 if((typeof data118 == "number") && (isFinite(data118))){
 if(data118 < 0 || isNaN(data118)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4373,8 +4374,8 @@ errors++;
 }
 }
 }
-if(data115.cache_write !== undefined){
-let data119 = data115.cache_write;
+if(data116.cached !== undefined){
+let data119 = data116.cached;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
 let dataType80 = typeof data119;
 let coerced80 = undefined;
@@ -4384,7 +4385,7 @@ if(dataType80 == "boolean" || data119 === null
 coerced80 = +data119;
 }
 else {
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4396,14 +4397,14 @@ errors++;
 }
 if(coerced80 !== undefined){
 data119 = coerced80;
-if(data115 !== undefined){
-data115["cache_write"] = coerced80;
+if(data116 !== undefined){
+data116["cached"] = coerced80;
 }
 }
 }
 if((typeof data119 == "number") && (isFinite(data119))){
 if(data119 < 0 || isNaN(data119)){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4414,8 +4415,8 @@ errors++;
 }
 }
 }
-if(data115.reasoning !== undefined){
-let data120 = data115.reasoning;
+if(data116.cache_write !== undefined){
+let data120 = data116.cache_write;
 if(!((typeof data120 == "number") && (isFinite(data120)))){
 let dataType81 = typeof data120;
 let coerced81 = undefined;
@@ -4425,7 +4426,7 @@ if(dataType81 == "boolean" || data120 === null
 coerced81 = +data120;
 }
 else {
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4437,14 +4438,14 @@ errors++;
 }
 if(coerced81 !== undefined){
 data120 = coerced81;
-if(data115 !== undefined){
-data115["reasoning"] = coerced81;
+if(data116 !== undefined){
+data116["cache_write"] = coerced81;
 }
 }
 }
 if((typeof data120 == "number") && (isFinite(data120))){
 if(data120 < 0 || isNaN(data120)){
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4455,11 +4456,18 @@ errors++;
 }
 }
 }
-if(data115.tiers !== undefined){
-let data121 = data115.tiers;
-if(Array.isArray(data121)){
-if(data121.length > 16){
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data116.reasoning !== undefined){
+let data121 = data116.reasoning;
+if(!((typeof data121 == "number") && (isFinite(data121)))){
+let dataType82 = typeof data121;
+let coerced82 = undefined;
+if(!(coerced82 !== undefined)){
+if(dataType82 == "boolean" || data121 === null
+              || (dataType82 == "string" && data121 && data121 == +data121)){
+coerced82 = +data121;
+}
+else {
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4468,12 +4476,17 @@ vErrors.push(err233);
 }
 errors++;
 }
-const len5 = data121.length;
-for(let i7=0; i7<len5; i7++){
-let data122 = data121[i7];
-if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
-if(data122.above_input_tokens === undefined){
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced82 !== undefined){
+data121 = coerced82;
+if(data116 !== undefined){
+data116["reasoning"] = coerced82;
+}
+}
+}
+if((typeof data121 == "number") && (isFinite(data121))){
+if(data121 < 0 || isNaN(data121)){
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4482,9 +4495,13 @@ vErrors.push(err234);
 }
 errors++;
 }
-for(const key27 in data122){
-if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+}
+}
+if(data116.tiers !== undefined){
+let data122 = data116.tiers;
+if(Array.isArray(data122)){
+if(data122.length > 16){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4493,19 +4510,12 @@ vErrors.push(err235);
 }
 errors++;
 }
-}
-if(data122.above_input_tokens !== undefined){
-let data123 = data122.above_input_tokens;
-if(!(((typeof data123 == "number") && (!(data123 % 1) && !isNaN(data123))) && (isFinite(data123)))){
-let dataType82 = typeof data123;
-let coerced82 = undefined;
-if(!(coerced82 !== undefined)){
-if(dataType82 === "boolean" || data123 === null
-              || (dataType82 === "string" && data123 && data123 == +data123 && !(data123 % 1))){
-coerced82 = +data123;
-}
-else {
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len5 = data122.length;
+for(let i7=0; i7<len5; i7++){
+let data123 = data122[i7];
+if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
+if(data123.above_input_tokens === undefined){
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4514,17 +4524,9 @@ vErrors.push(err236);
 }
 errors++;
 }
-}
-if(coerced82 !== undefined){
-data123 = coerced82;
-if(data122 !== undefined){
-data122["above_input_tokens"] = coerced82;
-}
-}
-}
-if((typeof data123 == "number") && (isFinite(data123))){
-if(data123 < 1 || isNaN(data123)){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key27 in data123){
+if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4534,19 +4536,18 @@ vErrors.push(err237);
 errors++;
 }
 }
-}
-if(data122.input !== undefined){
-let data124 = data122.input;
-if(!((typeof data124 == "number") && (isFinite(data124)))){
+if(data123.above_input_tokens !== undefined){
+let data124 = data123.above_input_tokens;
+if(!(((typeof data124 == "number") && (!(data124 % 1) && !isNaN(data124))) && (isFinite(data124)))){
 let dataType83 = typeof data124;
 let coerced83 = undefined;
 if(!(coerced83 !== undefined)){
-if(dataType83 == "boolean" || data124 === null
-              || (dataType83 == "string" && data124 && data124 == +data124)){
+if(dataType83 === "boolean" || data124 === null
+              || (dataType83 === "string" && data124 && data124 == +data124 && !(data124 % 1))){
 coerced83 = +data124;
 }
 else {
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4558,14 +4559,14 @@ errors++;
 }
 if(coerced83 !== undefined){
 data124 = coerced83;
-if(data122 !== undefined){
-data122["input"] = coerced83;
+if(data123 !== undefined){
+data123["above_input_tokens"] = coerced83;
 }
 }
 }
 if((typeof data124 == "number") && (isFinite(data124))){
-if(data124 < 0 || isNaN(data124)){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data124 < 1 || isNaN(data124)){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4576,8 +4577,8 @@ errors++;
 }
 }
 }
-if(data122.output !== undefined){
-let data125 = data122.output;
+if(data123.input !== undefined){
+let data125 = data123.input;
 if(!((typeof data125 == "number") && (isFinite(data125)))){
 let dataType84 = typeof data125;
 let coerced84 = undefined;
@@ -4587,7 +4588,7 @@ if(dataType84 == "boolean" || data125 === null
 coerced84 = +data125;
 }
 else {
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4599,14 +4600,14 @@ errors++;
 }
 if(coerced84 !== undefined){
 data125 = coerced84;
-if(data122 !== undefined){
-data122["output"] = coerced84;
+if(data123 !== undefined){
+data123["input"] = coerced84;
 }
 }
 }
 if((typeof data125 == "number") && (isFinite(data125))){
 if(data125 < 0 || isNaN(data125)){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4617,8 +4618,8 @@ errors++;
 }
 }
 }
-if(data122.cached !== undefined){
-let data126 = data122.cached;
+if(data123.output !== undefined){
+let data126 = data123.output;
 if(!((typeof data126 == "number") && (isFinite(data126)))){
 let dataType85 = typeof data126;
 let coerced85 = undefined;
@@ -4628,7 +4629,7 @@ if(dataType85 == "boolean" || data126 === null
 coerced85 = +data126;
 }
 else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4640,14 +4641,14 @@ errors++;
 }
 if(coerced85 !== undefined){
 data126 = coerced85;
-if(data122 !== undefined){
-data122["cached"] = coerced85;
+if(data123 !== undefined){
+data123["output"] = coerced85;
 }
 }
 }
 if((typeof data126 == "number") && (isFinite(data126))){
 if(data126 < 0 || isNaN(data126)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4658,8 +4659,8 @@ errors++;
 }
 }
 }
-if(data122.cache_write !== undefined){
-let data127 = data122.cache_write;
+if(data123.cached !== undefined){
+let data127 = data123.cached;
 if(!((typeof data127 == "number") && (isFinite(data127)))){
 let dataType86 = typeof data127;
 let coerced86 = undefined;
@@ -4669,7 +4670,7 @@ if(dataType86 == "boolean" || data127 === null
 coerced86 = +data127;
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4681,14 +4682,14 @@ errors++;
 }
 if(coerced86 !== undefined){
 data127 = coerced86;
-if(data122 !== undefined){
-data122["cache_write"] = coerced86;
+if(data123 !== undefined){
+data123["cached"] = coerced86;
 }
 }
 }
 if((typeof data127 == "number") && (isFinite(data127))){
 if(data127 < 0 || isNaN(data127)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4699,8 +4700,8 @@ errors++;
 }
 }
 }
-if(data122.reasoning !== undefined){
-let data128 = data122.reasoning;
+if(data123.cache_write !== undefined){
+let data128 = data123.cache_write;
 if(!((typeof data128 == "number") && (isFinite(data128)))){
 let dataType87 = typeof data128;
 let coerced87 = undefined;
@@ -4710,7 +4711,7 @@ if(dataType87 == "boolean" || data128 === null
 coerced87 = +data128;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4722,14 +4723,14 @@ errors++;
 }
 if(coerced87 !== undefined){
 data128 = coerced87;
-if(data122 !== undefined){
-data122["reasoning"] = coerced87;
+if(data123 !== undefined){
+data123["cache_write"] = coerced87;
 }
 }
 }
 if((typeof data128 == "number") && (isFinite(data128))){
 if(data128 < 0 || isNaN(data128)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4740,9 +4741,18 @@ errors++;
 }
 }
 }
+if(data123.reasoning !== undefined){
+let data129 = data123.reasoning;
+if(!((typeof data129 == "number") && (isFinite(data129)))){
+let dataType88 = typeof data129;
+let coerced88 = undefined;
+if(!(coerced88 !== undefined)){
+if(dataType88 == "boolean" || data129 === null
+              || (dataType88 == "string" && data129 && data129 == +data129)){
+coerced88 = +data129;
 }
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4752,9 +4762,16 @@ vErrors.push(err248);
 errors++;
 }
 }
+if(coerced88 !== undefined){
+data129 = coerced88;
+if(data123 !== undefined){
+data123["reasoning"] = coerced88;
 }
-else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data129 == "number") && (isFinite(data129))){
+if(data129 < 0 || isNaN(data129)){
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4765,8 +4782,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4778,7 +4796,7 @@ errors++;
 }
 }
 else {
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4790,7 +4808,7 @@ errors++;
 }
 }
 else {
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4799,20 +4817,10 @@ vErrors.push(err252);
 }
 errors++;
 }
-if(data39.catalog !== undefined){
-let data129 = data39.catalog;
-if(typeof data129 !== "string"){
-let dataType88 = typeof data129;
-let coerced88 = undefined;
-if(!(coerced88 !== undefined)){
-if(dataType88 == "number" || dataType88 == "boolean"){
-coerced88 = "" + data129;
 }
-else if(data129 === null){
-coerced88 = "";
 }
 else {
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4822,16 +4830,9 @@ vErrors.push(err253);
 errors++;
 }
 }
-if(coerced88 !== undefined){
-data129 = coerced88;
-if(data39 !== undefined){
-data39["catalog"] = coerced88;
 }
-}
-}
-if(typeof data129 === "string"){
-if(!pattern16.test(data129)){
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4840,20 +4841,20 @@ vErrors.push(err254);
 }
 errors++;
 }
-}
-}
-let data130 = data39.allow_unlisted_models;
-if(typeof data130 !== "boolean"){
+if(data40.catalog !== undefined){
+let data130 = data40.catalog;
+if(typeof data130 !== "string"){
+let dataType89 = typeof data130;
 let coerced89 = undefined;
 if(!(coerced89 !== undefined)){
-if(data130 === "false" || data130 === 0 || data130 === null){
-coerced89 = false;
+if(dataType89 == "number" || dataType89 == "boolean"){
+coerced89 = "" + data130;
 }
-else if(data130 === "true" || data130 === 1){
-coerced89 = true;
+else if(data130 === null){
+coerced89 = "";
 }
 else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4865,14 +4866,14 @@ errors++;
 }
 if(coerced89 !== undefined){
 data130 = coerced89;
-if(data39 !== undefined){
-data39["allow_unlisted_models"] = coerced89;
+if(data40 !== undefined){
+data40["catalog"] = coerced89;
 }
 }
 }
-}
-else {
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data130 === "string"){
+if(!pattern16.test(data130)){
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4883,8 +4884,18 @@ errors++;
 }
 }
 }
+let data131 = data40.allow_unlisted_models;
+if(typeof data131 !== "boolean"){
+let coerced90 = undefined;
+if(!(coerced90 !== undefined)){
+if(data131 === "false" || data131 === 0 || data131 === null){
+coerced90 = false;
+}
+else if(data131 === "true" || data131 === 1){
+coerced90 = true;
+}
 else {
-const err257 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4893,13 +4904,17 @@ vErrors.push(err257);
 }
 errors++;
 }
-let data131 = data.combos;
-if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
-for(const key28 in data131){
-const _errs287 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err258 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+if(coerced90 !== undefined){
+data131 = coerced90;
+if(data40 !== undefined){
+data40["allow_unlisted_models"] = coerced90;
+}
+}
+}
+}
+else {
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4909,9 +4924,9 @@ vErrors.push(err258);
 errors++;
 }
 }
-var valid43 = _errs287 === errors;
-if(!valid43){
-const err259 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+}
+else {
+const err259 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4920,12 +4935,13 @@ vErrors.push(err259);
 }
 errors++;
 }
-}
-for(const key29 in data131){
-let data132 = data131[key29];
+let data132 = data.combos;
 if(data132 && typeof data132 == "object" && !Array.isArray(data132)){
-if(data132.strategy === undefined){
-const err260 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+for(const key28 in data132){
+const _errs289 = errors;
+if(typeof key28 === "string"){
+if(!pattern3.test(key28)){
+const err260 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4934,8 +4950,10 @@ vErrors.push(err260);
 }
 errors++;
 }
-if(data132.models === undefined){
-const err261 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+var valid43 = _errs289 === errors;
+if(!valid43){
+const err261 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4944,9 +4962,12 @@ vErrors.push(err261);
 }
 errors++;
 }
-for(const key30 in data132){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err262 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+for(const key29 in data132){
+let data133 = data132[key29];
+if(data133 && typeof data133 == "object" && !Array.isArray(data133)){
+if(data133.strategy === undefined){
+const err262 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4955,11 +4976,8 @@ vErrors.push(err262);
 }
 errors++;
 }
-}
-if(data132.strategy !== undefined){
-let data133 = data132.strategy;
-if(!((((data133 === "fallback") || (data133 === "round-robin")) || (data133 === "fusion")) || (data133 === "capacity"))){
-const err263 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+if(data133.models === undefined){
+const err263 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4968,12 +4986,9 @@ vErrors.push(err263);
 }
 errors++;
 }
-}
-if(data132.models !== undefined){
-let data134 = data132.models;
-if(Array.isArray(data134)){
-if(data134.length < 1){
-const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+for(const key30 in data133){
+if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
+const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4982,21 +4997,11 @@ vErrors.push(err264);
 }
 errors++;
 }
-const len6 = data134.length;
-for(let i8=0; i8<len6; i8++){
-let data135 = data134[i8];
-if(typeof data135 !== "string"){
-let dataType90 = typeof data135;
-let coerced90 = undefined;
-if(!(coerced90 !== undefined)){
-if(dataType90 == "number" || dataType90 == "boolean"){
-coerced90 = "" + data135;
 }
-else if(data135 === null){
-coerced90 = "";
-}
-else {
-const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data133.strategy !== undefined){
+let data134 = data133.strategy;
+if(!((((data134 === "fallback") || (data134 === "round-robin")) || (data134 === "fusion")) || (data134 === "capacity"))){
+const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -5006,17 +5011,11 @@ vErrors.push(err265);
 errors++;
 }
 }
-if(coerced90 !== undefined){
-data135 = coerced90;
-if(data134 !== undefined){
-data134[i8] = coerced90;
-}
-}
-}
-}
-}
-else {
-const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data133.models !== undefined){
+let data135 = data133.models;
+if(Array.isArray(data135)){
+if(data135.length < 1){
+const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -5025,9 +5024,9 @@ vErrors.push(err266);
 }
 errors++;
 }
-}
-if(data132.judge !== undefined){
-let data136 = data132.judge;
+const len6 = data135.length;
+for(let i8=0; i8<len6; i8++){
+let data136 = data135[i8];
 if(typeof data136 !== "string"){
 let dataType91 = typeof data136;
 let coerced91 = undefined;
@@ -5039,7 +5038,7 @@ else if(data136 === null){
 coerced91 = "";
 }
 else {
-const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -5051,24 +5050,15 @@ errors++;
 }
 if(coerced91 !== undefined){
 data136 = coerced91;
-if(data132 !== undefined){
-data132["judge"] = coerced91;
+if(data135 !== undefined){
+data135[i8] = coerced91;
 }
 }
 }
 }
-if(data132.quorum !== undefined){
-let data137 = data132.quorum;
-if(!(((typeof data137 == "number") && (!(data137 % 1) && !isNaN(data137))) && (isFinite(data137)))){
-let dataType92 = typeof data137;
-let coerced92 = undefined;
-if(!(coerced92 !== undefined)){
-if(dataType92 === "boolean" || data137 === null
-              || (dataType92 === "string" && data137 && data137 == +data137 && !(data137 % 1))){
-coerced92 = +data137;
 }
 else {
-const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -5078,16 +5068,20 @@ vErrors.push(err268);
 errors++;
 }
 }
-if(coerced92 !== undefined){
-data137 = coerced92;
-if(data132 !== undefined){
-data132["quorum"] = coerced92;
+if(data133.judge !== undefined){
+let data137 = data133.judge;
+if(typeof data137 !== "string"){
+let dataType92 = typeof data137;
+let coerced92 = undefined;
+if(!(coerced92 !== undefined)){
+if(dataType92 == "number" || dataType92 == "boolean"){
+coerced92 = "" + data137;
 }
+else if(data137 === null){
+coerced92 = "";
 }
-}
-if((typeof data137 == "number") && (isFinite(data137))){
-if(data137 < 1 || isNaN(data137)){
-const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -5097,19 +5091,26 @@ vErrors.push(err269);
 errors++;
 }
 }
+if(coerced92 !== undefined){
+data137 = coerced92;
+if(data133 !== undefined){
+data133["judge"] = coerced92;
 }
-if(data132.grace_ms !== undefined){
-let data138 = data132.grace_ms;
-if(!((typeof data138 == "number") && (isFinite(data138)))){
+}
+}
+}
+if(data133.quorum !== undefined){
+let data138 = data133.quorum;
+if(!(((typeof data138 == "number") && (!(data138 % 1) && !isNaN(data138))) && (isFinite(data138)))){
 let dataType93 = typeof data138;
 let coerced93 = undefined;
 if(!(coerced93 !== undefined)){
-if(dataType93 == "boolean" || data138 === null
-              || (dataType93 == "string" && data138 && data138 == +data138)){
+if(dataType93 === "boolean" || data138 === null
+              || (dataType93 === "string" && data138 && data138 == +data138 && !(data138 % 1))){
 coerced93 = +data138;
 }
 else {
-const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5121,14 +5122,14 @@ errors++;
 }
 if(coerced93 !== undefined){
 data138 = coerced93;
-if(data132 !== undefined){
-data132["grace_ms"] = coerced93;
+if(data133 !== undefined){
+data133["quorum"] = coerced93;
 }
 }
 }
 if((typeof data138 == "number") && (isFinite(data138))){
-if(data138 < 0 || isNaN(data138)){
-const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data138 < 1 || isNaN(data138)){
+const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5139,8 +5140,8 @@ errors++;
 }
 }
 }
-if(data132.timeout_ms !== undefined){
-let data139 = data132.timeout_ms;
+if(data133.grace_ms !== undefined){
+let data139 = data133.grace_ms;
 if(!((typeof data139 == "number") && (isFinite(data139)))){
 let dataType94 = typeof data139;
 let coerced94 = undefined;
@@ -5150,7 +5151,7 @@ if(dataType94 == "boolean" || data139 === null
 coerced94 = +data139;
 }
 else {
-const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5162,14 +5163,14 @@ errors++;
 }
 if(coerced94 !== undefined){
 data139 = coerced94;
-if(data132 !== undefined){
-data132["timeout_ms"] = coerced94;
+if(data133 !== undefined){
+data133["grace_ms"] = coerced94;
 }
 }
 }
 if((typeof data139 == "number") && (isFinite(data139))){
 if(data139 < 0 || isNaN(data139)){
-const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5178,8 +5179,20 @@ vErrors.push(err273);
 }
 errors++;
 }
-if(data139 <= 0 || isNaN(data139)){
-const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+if(data133.timeout_ms !== undefined){
+let data140 = data133.timeout_ms;
+if(!((typeof data140 == "number") && (isFinite(data140)))){
+let dataType95 = typeof data140;
+let coerced95 = undefined;
+if(!(coerced95 !== undefined)){
+if(dataType95 == "boolean" || data140 === null
+              || (dataType95 == "string" && data140 && data140 == +data140)){
+coerced95 = +data140;
+}
+else {
+const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5189,10 +5202,16 @@ vErrors.push(err274);
 errors++;
 }
 }
+if(coerced95 !== undefined){
+data140 = coerced95;
+if(data133 !== undefined){
+data133["timeout_ms"] = coerced95;
 }
 }
-else {
-const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data140 == "number") && (isFinite(data140))){
+if(data140 < 0 || isNaN(data140)){
+const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5201,10 +5220,8 @@ vErrors.push(err275);
 }
 errors++;
 }
-}
-}
-else {
-const err276 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data140 <= 0 || isNaN(data140)){
+const err276 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5213,14 +5230,11 @@ vErrors.push(err276);
 }
 errors++;
 }
-let data140 = data.routing;
-if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
-if(data140.cooldown === undefined){
-data140.cooldown = {};
 }
-for(const key31 in data140){
-if(!(key31 === "cooldown")){
-const err277 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+}
+}
+else {
+const err277 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5230,20 +5244,9 @@ vErrors.push(err277);
 errors++;
 }
 }
-let data141 = data140.cooldown;
-if(data141 && typeof data141 == "object" && !Array.isArray(data141)){
-if(data141.initial_s === undefined){
-data141.initial_s = 5;
 }
-if(data141.max_s === undefined){
-data141.max_s = 300;
-}
-if(data141.multiplier === undefined){
-data141.multiplier = 2;
-}
-for(const key32 in data141){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err278 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+else {
+const err278 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5252,18 +5255,14 @@ vErrors.push(err278);
 }
 errors++;
 }
+let data141 = data.routing;
+if(data141 && typeof data141 == "object" && !Array.isArray(data141)){
+if(data141.cooldown === undefined){
+data141.cooldown = {};
 }
-let data142 = data141.initial_s;
-if(!((typeof data142 == "number") && (isFinite(data142)))){
-let dataType95 = typeof data142;
-let coerced95 = undefined;
-if(!(coerced95 !== undefined)){
-if(dataType95 == "boolean" || data142 === null
-              || (dataType95 == "string" && data142 && data142 == +data142)){
-coerced95 = +data142;
-}
-else {
-const err279 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key31 in data141){
+if(!(key31 === "cooldown")){
+const err279 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5273,16 +5272,20 @@ vErrors.push(err279);
 errors++;
 }
 }
-if(coerced95 !== undefined){
-data142 = coerced95;
-if(data141 !== undefined){
-data141["initial_s"] = coerced95;
+let data142 = data141.cooldown;
+if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
+if(data142.initial_s === undefined){
+data142.initial_s = 5;
 }
+if(data142.max_s === undefined){
+data142.max_s = 300;
 }
+if(data142.multiplier === undefined){
+data142.multiplier = 2;
 }
-if((typeof data142 == "number") && (isFinite(data142))){
-if(data142 < 0 || isNaN(data142)){
-const err280 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key32 in data142){
+if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
+const err280 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5291,18 +5294,8 @@ vErrors.push(err280);
 }
 errors++;
 }
-if(data142 <= 0 || isNaN(data142)){
-const err281 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err281];
 }
-else {
-vErrors.push(err281);
-}
-errors++;
-}
-}
-let data143 = data141.max_s;
+let data143 = data142.initial_s;
 if(!((typeof data143 == "number") && (isFinite(data143)))){
 let dataType96 = typeof data143;
 let coerced96 = undefined;
@@ -5312,7 +5305,26 @@ if(dataType96 == "boolean" || data143 === null
 coerced96 = +data143;
 }
 else {
-const err282 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err281 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err281];
+}
+else {
+vErrors.push(err281);
+}
+errors++;
+}
+}
+if(coerced96 !== undefined){
+data143 = coerced96;
+if(data142 !== undefined){
+data142["initial_s"] = coerced96;
+}
+}
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 < 0 || isNaN(data143)){
+const err282 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5321,17 +5333,8 @@ vErrors.push(err282);
 }
 errors++;
 }
-}
-if(coerced96 !== undefined){
-data143 = coerced96;
-if(data141 !== undefined){
-data141["max_s"] = coerced96;
-}
-}
-}
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 < 0 || isNaN(data143)){
-const err283 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data143 <= 0 || isNaN(data143)){
+const err283 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5340,18 +5343,8 @@ vErrors.push(err283);
 }
 errors++;
 }
-if(data143 <= 0 || isNaN(data143)){
-const err284 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err284];
 }
-else {
-vErrors.push(err284);
-}
-errors++;
-}
-}
-let data144 = data141.multiplier;
+let data144 = data142.max_s;
 if(!((typeof data144 == "number") && (isFinite(data144)))){
 let dataType97 = typeof data144;
 let coerced97 = undefined;
@@ -5361,7 +5354,26 @@ if(dataType97 == "boolean" || data144 === null
 coerced97 = +data144;
 }
 else {
-const err285 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err284 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err284];
+}
+else {
+vErrors.push(err284);
+}
+errors++;
+}
+}
+if(coerced97 !== undefined){
+data144 = coerced97;
+if(data142 !== undefined){
+data142["max_s"] = coerced97;
+}
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 < 0 || isNaN(data144)){
+const err285 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5370,17 +5382,8 @@ vErrors.push(err285);
 }
 errors++;
 }
-}
-if(coerced97 !== undefined){
-data144 = coerced97;
-if(data141 !== undefined){
-data141["multiplier"] = coerced97;
-}
-}
-}
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 < 1 || isNaN(data144)){
-const err286 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data144 <= 0 || isNaN(data144)){
+const err286 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5390,9 +5393,17 @@ vErrors.push(err286);
 errors++;
 }
 }
+let data145 = data142.multiplier;
+if(!((typeof data145 == "number") && (isFinite(data145)))){
+let dataType98 = typeof data145;
+let coerced98 = undefined;
+if(!(coerced98 !== undefined)){
+if(dataType98 == "boolean" || data145 === null
+              || (dataType98 == "string" && data145 && data145 == +data145)){
+coerced98 = +data145;
 }
 else {
-const err287 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err287 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5402,8 +5413,16 @@ vErrors.push(err287);
 errors++;
 }
 }
-else {
-const err288 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced98 !== undefined){
+data145 = coerced98;
+if(data142 !== undefined){
+data142["multiplier"] = coerced98;
+}
+}
+}
+if((typeof data145 == "number") && (isFinite(data145))){
+if(data145 < 1 || isNaN(data145)){
+const err288 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5412,14 +5431,10 @@ vErrors.push(err288);
 }
 errors++;
 }
-let data145 = data.budgets;
-if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
-if(data145.auto_switch === undefined){
-data145.auto_switch = {};
 }
-for(const key33 in data145){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err289 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+}
+else {
+const err289 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5429,18 +5444,8 @@ vErrors.push(err289);
 errors++;
 }
 }
-if(data145.daily_usd !== undefined){
-let data146 = data145.daily_usd;
-if(!((typeof data146 == "number") && (isFinite(data146)))){
-let dataType98 = typeof data146;
-let coerced98 = undefined;
-if(!(coerced98 !== undefined)){
-if(dataType98 == "boolean" || data146 === null
-              || (dataType98 == "string" && data146 && data146 == +data146)){
-coerced98 = +data146;
-}
 else {
-const err290 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err290 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5449,17 +5454,14 @@ vErrors.push(err290);
 }
 errors++;
 }
+let data146 = data.budgets;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+if(data146.auto_switch === undefined){
+data146.auto_switch = {};
 }
-if(coerced98 !== undefined){
-data146 = coerced98;
-if(data145 !== undefined){
-data145["daily_usd"] = coerced98;
-}
-}
-}
-if((typeof data146 == "number") && (isFinite(data146))){
-if(data146 < 0 || isNaN(data146)){
-const err291 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key33 in data146){
+if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
+const err291 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5469,9 +5471,8 @@ vErrors.push(err291);
 errors++;
 }
 }
-}
-if(data145.monthly_usd !== undefined){
-let data147 = data145.monthly_usd;
+if(data146.daily_usd !== undefined){
+let data147 = data146.daily_usd;
 if(!((typeof data147 == "number") && (isFinite(data147)))){
 let dataType99 = typeof data147;
 let coerced99 = undefined;
@@ -5481,7 +5482,7 @@ if(dataType99 == "boolean" || data147 === null
 coerced99 = +data147;
 }
 else {
-const err292 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err292 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5493,14 +5494,14 @@ errors++;
 }
 if(coerced99 !== undefined){
 data147 = coerced99;
-if(data145 !== undefined){
-data145["monthly_usd"] = coerced99;
+if(data146 !== undefined){
+data146["daily_usd"] = coerced99;
 }
 }
 }
 if((typeof data147 == "number") && (isFinite(data147))){
 if(data147 < 0 || isNaN(data147)){
-const err293 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err293 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5511,20 +5512,18 @@ errors++;
 }
 }
 }
-if(data145.timezone !== undefined){
-let data148 = data145.timezone;
-if(typeof data148 !== "string"){
+if(data146.monthly_usd !== undefined){
+let data148 = data146.monthly_usd;
+if(!((typeof data148 == "number") && (isFinite(data148)))){
 let dataType100 = typeof data148;
 let coerced100 = undefined;
 if(!(coerced100 !== undefined)){
-if(dataType100 == "number" || dataType100 == "boolean"){
-coerced100 = "" + data148;
-}
-else if(data148 === null){
-coerced100 = "";
+if(dataType100 == "boolean" || data148 === null
+              || (dataType100 == "string" && data148 && data148 == +data148)){
+coerced100 = +data148;
 }
 else {
-const err294 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err294 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5536,20 +5535,14 @@ errors++;
 }
 if(coerced100 !== undefined){
 data148 = coerced100;
-if(data145 !== undefined){
-data145["timezone"] = coerced100;
+if(data146 !== undefined){
+data146["monthly_usd"] = coerced100;
 }
 }
 }
-}
-let data149 = data145.auto_switch;
-if(data149 && typeof data149 == "object" && !Array.isArray(data149)){
-if(data149.enabled === undefined){
-data149.enabled = false;
-}
-for(const key34 in data149){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err295 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if((typeof data148 == "number") && (isFinite(data148))){
+if(data148 < 0 || isNaN(data148)){
+const err295 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5559,18 +5552,21 @@ vErrors.push(err295);
 errors++;
 }
 }
-let data150 = data149.enabled;
-if(typeof data150 !== "boolean"){
+}
+if(data146.timezone !== undefined){
+let data149 = data146.timezone;
+if(typeof data149 !== "string"){
+let dataType101 = typeof data149;
 let coerced101 = undefined;
 if(!(coerced101 !== undefined)){
-if(data150 === "false" || data150 === 0 || data150 === null){
-coerced101 = false;
+if(dataType101 == "number" || dataType101 == "boolean"){
+coerced101 = "" + data149;
 }
-else if(data150 === "true" || data150 === 1){
-coerced101 = true;
+else if(data149 === null){
+coerced101 = "";
 }
 else {
-const err296 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err296 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5581,26 +5577,21 @@ errors++;
 }
 }
 if(coerced101 !== undefined){
-data150 = coerced101;
-if(data149 !== undefined){
-data149["enabled"] = coerced101;
+data149 = coerced101;
+if(data146 !== undefined){
+data146["timezone"] = coerced101;
 }
 }
 }
-if(data149.to !== undefined){
-let data151 = data149.to;
-if(typeof data151 !== "string"){
-let dataType102 = typeof data151;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "number" || dataType102 == "boolean"){
-coerced102 = "" + data151;
 }
-else if(data151 === null){
-coerced102 = "";
+let data150 = data146.auto_switch;
+if(data150 && typeof data150 == "object" && !Array.isArray(data150)){
+if(data150.enabled === undefined){
+data150.enabled = false;
 }
-else {
-const err297 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key34 in data150){
+if(!((key34 === "enabled") || (key34 === "to"))){
+const err297 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5610,17 +5601,18 @@ vErrors.push(err297);
 errors++;
 }
 }
-if(coerced102 !== undefined){
-data151 = coerced102;
-if(data149 !== undefined){
-data149["to"] = coerced102;
+let data151 = data150.enabled;
+if(typeof data151 !== "boolean"){
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(data151 === "false" || data151 === 0 || data151 === null){
+coerced102 = false;
 }
-}
-}
-}
+else if(data151 === "true" || data151 === 1){
+coerced102 = true;
 }
 else {
-const err298 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err298 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5630,8 +5622,27 @@ vErrors.push(err298);
 errors++;
 }
 }
+if(coerced102 !== undefined){
+data151 = coerced102;
+if(data150 !== undefined){
+data150["enabled"] = coerced102;
+}
+}
+}
+if(data150.to !== undefined){
+let data152 = data150.to;
+if(typeof data152 !== "string"){
+let dataType103 = typeof data152;
+let coerced103 = undefined;
+if(!(coerced103 !== undefined)){
+if(dataType103 == "number" || dataType103 == "boolean"){
+coerced103 = "" + data152;
+}
+else if(data152 === null){
+coerced103 = "";
+}
 else {
-const err299 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err299 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5640,20 +5651,18 @@ vErrors.push(err299);
 }
 errors++;
 }
-let data152 = data.alerts;
-if(data152 && typeof data152 == "object" && !Array.isArray(data152)){
-if(data152.kinds === undefined){
-data152.kinds = {};
 }
-if(data152.thresholds === undefined){
-data152.thresholds = {};
+if(coerced103 !== undefined){
+data152 = coerced103;
+if(data150 !== undefined){
+data150["to"] = coerced103;
 }
-if(data152.channels === undefined){
-data152.channels = {};
 }
-for(const key35 in data152){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err300 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err300 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5663,12 +5672,8 @@ vErrors.push(err300);
 errors++;
 }
 }
-let data153 = data152.kinds;
-if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
-for(const key36 in data153){
-const _errs338 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err301 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+else {
+const err301 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5677,9 +5682,20 @@ vErrors.push(err301);
 }
 errors++;
 }
-var valid53 = _errs338 === errors;
-if(!valid53){
-const err302 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+let data153 = data.alerts;
+if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
+if(data153.kinds === undefined){
+data153.kinds = {};
+}
+if(data153.thresholds === undefined){
+data153.thresholds = {};
+}
+if(data153.channels === undefined){
+data153.channels = {};
+}
+for(const key35 in data153){
+if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
+const err302 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5689,19 +5705,12 @@ vErrors.push(err302);
 errors++;
 }
 }
-for(const key37 in data153){
-let data154 = data153[key37];
-if(typeof data154 !== "boolean"){
-let coerced103 = undefined;
-if(!(coerced103 !== undefined)){
-if(data154 === "false" || data154 === 0 || data154 === null){
-coerced103 = false;
-}
-else if(data154 === "true" || data154 === 1){
-coerced103 = true;
-}
-else {
-const err303 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data154 = data153.kinds;
+if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
+for(const key36 in data154){
+const _errs340 = errors;
+if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
+const err303 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5710,18 +5719,9 @@ vErrors.push(err303);
 }
 errors++;
 }
-}
-if(coerced103 !== undefined){
-data154 = coerced103;
-if(data153 !== undefined){
-data153[key37] = coerced103;
-}
-}
-}
-}
-}
-else {
-const err304 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid53 = _errs340 === errors;
+if(!valid53){
+const err304 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5730,23 +5730,20 @@ vErrors.push(err304);
 }
 errors++;
 }
-let data155 = data152.thresholds;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-if(data155.quota === undefined){
-data155.quota = [80,90];
 }
-if(data155.daily === undefined){
-data155.daily = [80,100];
+for(const key37 in data154){
+let data155 = data154[key37];
+if(typeof data155 !== "boolean"){
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(data155 === "false" || data155 === 0 || data155 === null){
+coerced104 = false;
 }
-if(data155.monthly === undefined){
-data155.monthly = [50,80,100];
+else if(data155 === "true" || data155 === 1){
+coerced104 = true;
 }
-if(data155.anomaly_multiple === undefined){
-data155.anomaly_multiple = 2;
-}
-for(const key38 in data155){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err305 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err305 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5756,10 +5753,17 @@ vErrors.push(err305);
 errors++;
 }
 }
-let data156 = data155.quota;
-if(Array.isArray(data156)){
-if(data156.length < 1){
-const err306 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(coerced104 !== undefined){
+data155 = coerced104;
+if(data154 !== undefined){
+data154[key37] = coerced104;
+}
+}
+}
+}
+}
+else {
+const err306 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5768,19 +5772,23 @@ vErrors.push(err306);
 }
 errors++;
 }
-const len7 = data156.length;
-for(let i9=0; i9<len7; i9++){
-let data157 = data156[i9];
-if(!((typeof data157 == "number") && (isFinite(data157)))){
-let dataType104 = typeof data157;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "boolean" || data157 === null
-              || (dataType104 == "string" && data157 && data157 == +data157)){
-coerced104 = +data157;
+let data156 = data153.thresholds;
+if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
+if(data156.quota === undefined){
+data156.quota = [80,90];
 }
-else {
-const err307 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data156.daily === undefined){
+data156.daily = [80,100];
+}
+if(data156.monthly === undefined){
+data156.monthly = [50,80,100];
+}
+if(data156.anomaly_multiple === undefined){
+data156.anomaly_multiple = 2;
+}
+for(const key38 in data156){
+if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
+const err307 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5790,16 +5798,10 @@ vErrors.push(err307);
 errors++;
 }
 }
-if(coerced104 !== undefined){
-data157 = coerced104;
-if(data156 !== undefined){
-data156[i9] = coerced104;
-}
-}
-}
-if((typeof data157 == "number") && (isFinite(data157))){
-if(data157 >= 100 || isNaN(data157)){
-const err308 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+let data157 = data156.quota;
+if(Array.isArray(data157)){
+if(data157.length < 1){
+const err308 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5808,8 +5810,19 @@ vErrors.push(err308);
 }
 errors++;
 }
-if(data157 <= 0 || isNaN(data157)){
-const err309 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len7 = data157.length;
+for(let i9=0; i9<len7; i9++){
+let data158 = data157[i9];
+if(!((typeof data158 == "number") && (isFinite(data158)))){
+let dataType105 = typeof data158;
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(dataType105 == "boolean" || data158 === null
+              || (dataType105 == "string" && data158 && data158 == +data158)){
+coerced105 = +data158;
+}
+else {
+const err309 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5819,24 +5832,53 @@ vErrors.push(err309);
 errors++;
 }
 }
+if(coerced105 !== undefined){
+data158 = coerced105;
+if(data157 !== undefined){
+data157[i9] = coerced105;
 }
-let i10 = data156.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data156[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err310 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+}
+if((typeof data158 == "number") && (isFinite(data158))){
+if(data158 >= 100 || isNaN(data158)){
+const err310 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err310];
 }
 else {
 vErrors.push(err310);
+}
+errors++;
+}
+if(data158 <= 0 || isNaN(data158)){
+const err311 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err311];
+}
+else {
+vErrors.push(err311);
+}
+errors++;
+}
+}
+}
+let i10 = data157.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data157[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err312 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err312];
+}
+else {
+vErrors.push(err312);
 }
 errors++;
 break;
@@ -5846,40 +5888,7 @@ indices1[item1] = i10;
 }
 }
 else {
-const err311 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err311];
-}
-else {
-vErrors.push(err311);
-}
-errors++;
-}
-let data158 = data155.daily;
-if(Array.isArray(data158)){
-if(data158.length < 1){
-const err312 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err312];
-}
-else {
-vErrors.push(err312);
-}
-errors++;
-}
-const len8 = data158.length;
-for(let i11=0; i11<len8; i11++){
-let data159 = data158[i11];
-if(!((typeof data159 == "number") && (isFinite(data159)))){
-let dataType105 = typeof data159;
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data159 === null
-              || (dataType105 == "string" && data159 && data159 == +data159)){
-coerced105 = +data159;
-}
-else {
-const err313 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err313 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5888,17 +5897,10 @@ vErrors.push(err313);
 }
 errors++;
 }
-}
-if(coerced105 !== undefined){
-data159 = coerced105;
-if(data158 !== undefined){
-data158[i11] = coerced105;
-}
-}
-}
-if((typeof data159 == "number") && (isFinite(data159))){
-if(data159 > 1000 || isNaN(data159)){
-const err314 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data159 = data156.daily;
+if(Array.isArray(data159)){
+if(data159.length < 1){
+const err314 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5907,8 +5909,19 @@ vErrors.push(err314);
 }
 errors++;
 }
-if(data159 <= 0 || isNaN(data159)){
-const err315 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len8 = data159.length;
+for(let i11=0; i11<len8; i11++){
+let data160 = data159[i11];
+if(!((typeof data160 == "number") && (isFinite(data160)))){
+let dataType106 = typeof data160;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "boolean" || data160 === null
+              || (dataType106 == "string" && data160 && data160 == +data160)){
+coerced106 = +data160;
+}
+else {
+const err315 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5918,24 +5931,53 @@ vErrors.push(err315);
 errors++;
 }
 }
+if(coerced106 !== undefined){
+data160 = coerced106;
+if(data159 !== undefined){
+data159[i11] = coerced106;
 }
-let i12 = data158.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data158[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
 }
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err316 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+}
+if((typeof data160 == "number") && (isFinite(data160))){
+if(data160 > 1000 || isNaN(data160)){
+const err316 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err316];
 }
 else {
 vErrors.push(err316);
+}
+errors++;
+}
+if(data160 <= 0 || isNaN(data160)){
+const err317 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err317];
+}
+else {
+vErrors.push(err317);
+}
+errors++;
+}
+}
+}
+let i12 = data159.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data159[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err318 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err318];
+}
+else {
+vErrors.push(err318);
 }
 errors++;
 break;
@@ -5945,40 +5987,7 @@ indices2[item2] = i12;
 }
 }
 else {
-const err317 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err317];
-}
-else {
-vErrors.push(err317);
-}
-errors++;
-}
-let data160 = data155.monthly;
-if(Array.isArray(data160)){
-if(data160.length < 1){
-const err318 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err318];
-}
-else {
-vErrors.push(err318);
-}
-errors++;
-}
-const len9 = data160.length;
-for(let i13=0; i13<len9; i13++){
-let data161 = data160[i13];
-if(!((typeof data161 == "number") && (isFinite(data161)))){
-let dataType106 = typeof data161;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "boolean" || data161 === null
-              || (dataType106 == "string" && data161 && data161 == +data161)){
-coerced106 = +data161;
-}
-else {
-const err319 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err319 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5987,17 +5996,10 @@ vErrors.push(err319);
 }
 errors++;
 }
-}
-if(coerced106 !== undefined){
-data161 = coerced106;
-if(data160 !== undefined){
-data160[i13] = coerced106;
-}
-}
-}
-if((typeof data161 == "number") && (isFinite(data161))){
-if(data161 > 1000 || isNaN(data161)){
-const err320 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data161 = data156.monthly;
+if(Array.isArray(data161)){
+if(data161.length < 1){
+const err320 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -6006,54 +6008,9 @@ vErrors.push(err320);
 }
 errors++;
 }
-if(data161 <= 0 || isNaN(data161)){
-const err321 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err321];
-}
-else {
-vErrors.push(err321);
-}
-errors++;
-}
-}
-}
-let i14 = data160.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data160[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
-if(vErrors === null){
-vErrors = [err322];
-}
-else {
-vErrors.push(err322);
-}
-errors++;
-break;
-}
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err323];
-}
-else {
-vErrors.push(err323);
-}
-errors++;
-}
-let data162 = data155.anomaly_multiple;
+const len9 = data161.length;
+for(let i13=0; i13<len9; i13++){
+let data162 = data161[i13];
 if(!((typeof data162 == "number") && (isFinite(data162)))){
 let dataType107 = typeof data162;
 let coerced107 = undefined;
@@ -6063,7 +6020,58 @@ if(dataType107 == "boolean" || data162 === null
 coerced107 = +data162;
 }
 else {
-const err324 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err321 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err321];
+}
+else {
+vErrors.push(err321);
+}
+errors++;
+}
+}
+if(coerced107 !== undefined){
+data162 = coerced107;
+if(data161 !== undefined){
+data161[i13] = coerced107;
+}
+}
+}
+if((typeof data162 == "number") && (isFinite(data162))){
+if(data162 > 1000 || isNaN(data162)){
+const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err322];
+}
+else {
+vErrors.push(err322);
+}
+errors++;
+}
+if(data162 <= 0 || isNaN(data162)){
+const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err323];
+}
+else {
+vErrors.push(err323);
+}
+errors++;
+}
+}
+}
+let i14 = data161.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data161[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err324 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -6071,18 +6079,14 @@ else {
 vErrors.push(err324);
 }
 errors++;
+break;
 }
-}
-if(coerced107 !== undefined){
-data162 = coerced107;
-if(data155 !== undefined){
-data155["anomaly_multiple"] = coerced107;
+indices3[item3] = i14;
 }
 }
 }
-if((typeof data162 == "number") && (isFinite(data162))){
-if(data162 > 1000 || isNaN(data162)){
-const err325 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err325 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -6091,8 +6095,17 @@ vErrors.push(err325);
 }
 errors++;
 }
-if(data162 <= 1 || isNaN(data162)){
-const err326 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+let data163 = data156.anomaly_multiple;
+if(!((typeof data163 == "number") && (isFinite(data163)))){
+let dataType108 = typeof data163;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "boolean" || data163 === null
+              || (dataType108 == "string" && data163 && data163 == +data163)){
+coerced108 = +data163;
+}
+else {
+const err326 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -6102,9 +6115,16 @@ vErrors.push(err326);
 errors++;
 }
 }
+if(coerced108 !== undefined){
+data163 = coerced108;
+if(data156 !== undefined){
+data156["anomaly_multiple"] = coerced108;
 }
-else {
-const err327 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data163 == "number") && (isFinite(data163))){
+if(data163 > 1000 || isNaN(data163)){
+const err327 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -6113,14 +6133,8 @@ vErrors.push(err327);
 }
 errors++;
 }
-let data163 = data152.channels;
-if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
-if(data163.dashboard === undefined){
-data163.dashboard = true;
-}
-for(const key39 in data163){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err328 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+if(data163 <= 1 || isNaN(data163)){
+const err328 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -6130,18 +6144,9 @@ vErrors.push(err328);
 errors++;
 }
 }
-let data164 = data163.dashboard;
-if(typeof data164 !== "boolean"){
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(data164 === "false" || data164 === 0 || data164 === null){
-coerced108 = false;
-}
-else if(data164 === "true" || data164 === 1){
-coerced108 = true;
 }
 else {
-const err329 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err329 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -6150,22 +6155,14 @@ vErrors.push(err329);
 }
 errors++;
 }
+let data164 = data153.channels;
+if(data164 && typeof data164 == "object" && !Array.isArray(data164)){
+if(data164.dashboard === undefined){
+data164.dashboard = true;
 }
-if(coerced108 !== undefined){
-data164 = coerced108;
-if(data163 !== undefined){
-data163["dashboard"] = coerced108;
-}
-}
-}
-if(data163.email !== undefined){
-let data165 = data163.email;
-if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
-if(data165.enabled === undefined){
-data165.enabled = true;
-}
-if(data165.smtp_url === undefined){
-const err330 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+for(const key39 in data164){
+if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
+const err330 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -6174,8 +6171,19 @@ vErrors.push(err330);
 }
 errors++;
 }
-if(data165.from === undefined){
-const err331 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+let data165 = data164.dashboard;
+if(typeof data165 !== "boolean"){
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(data165 === "false" || data165 === 0 || data165 === null){
+coerced109 = false;
+}
+else if(data165 === "true" || data165 === 1){
+coerced109 = true;
+}
+else {
+const err331 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6184,8 +6192,22 @@ vErrors.push(err331);
 }
 errors++;
 }
-if(data165.to === undefined){
-const err332 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+if(coerced109 !== undefined){
+data165 = coerced109;
+if(data164 !== undefined){
+data164["dashboard"] = coerced109;
+}
+}
+}
+if(data164.email !== undefined){
+let data166 = data164.email;
+if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
+if(data166.enabled === undefined){
+data166.enabled = true;
+}
+if(data166.smtp_url === undefined){
+const err332 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6194,9 +6216,8 @@ vErrors.push(err332);
 }
 errors++;
 }
-for(const key40 in data165){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err333 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(data166.from === undefined){
+const err333 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6205,19 +6226,8 @@ vErrors.push(err333);
 }
 errors++;
 }
-}
-let data166 = data165.enabled;
-if(typeof data166 !== "boolean"){
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(data166 === "false" || data166 === 0 || data166 === null){
-coerced109 = false;
-}
-else if(data166 === "true" || data166 === 1){
-coerced109 = true;
-}
-else {
-const err334 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data166.to === undefined){
+const err334 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6226,28 +6236,9 @@ vErrors.push(err334);
 }
 errors++;
 }
-}
-if(coerced109 !== undefined){
-data166 = coerced109;
-if(data165 !== undefined){
-data165["enabled"] = coerced109;
-}
-}
-}
-if(data165.smtp_url !== undefined){
-let data167 = data165.smtp_url;
-if(typeof data167 !== "string"){
-let dataType110 = typeof data167;
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(dataType110 == "number" || dataType110 == "boolean"){
-coerced110 = "" + data167;
-}
-else if(data167 === null){
-coerced110 = "";
-}
-else {
-const err335 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key40 in data166){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err335 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6257,16 +6248,36 @@ vErrors.push(err335);
 errors++;
 }
 }
+let data167 = data166.enabled;
+if(typeof data167 !== "boolean"){
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(data167 === "false" || data167 === 0 || data167 === null){
+coerced110 = false;
+}
+else if(data167 === "true" || data167 === 1){
+coerced110 = true;
+}
+else {
+const err336 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err336];
+}
+else {
+vErrors.push(err336);
+}
+errors++;
+}
+}
 if(coerced110 !== undefined){
 data167 = coerced110;
-if(data165 !== undefined){
-data165["smtp_url"] = coerced110;
+if(data166 !== undefined){
+data166["enabled"] = coerced110;
 }
 }
 }
-}
-if(data165.from !== undefined){
-let data168 = data165.from;
+if(data166.smtp_url !== undefined){
+let data168 = data166.smtp_url;
 if(typeof data168 !== "string"){
 let dataType111 = typeof data168;
 let coerced111 = undefined;
@@ -6278,29 +6289,7 @@ else if(data168 === null){
 coerced111 = "";
 }
 else {
-const err336 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err336];
-}
-else {
-vErrors.push(err336);
-}
-errors++;
-}
-}
-if(coerced111 !== undefined){
-data168 = coerced111;
-if(data165 !== undefined){
-data165["from"] = coerced111;
-}
-}
-}
-}
-if(data165.to !== undefined){
-let data169 = data165.to;
-if(Array.isArray(data169)){
-if(data169.length < 1){
-const err337 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err337 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6309,21 +6298,29 @@ vErrors.push(err337);
 }
 errors++;
 }
-const len10 = data169.length;
-for(let i15=0; i15<len10; i15++){
-let data170 = data169[i15];
-if(typeof data170 !== "string"){
-let dataType112 = typeof data170;
+}
+if(coerced111 !== undefined){
+data168 = coerced111;
+if(data166 !== undefined){
+data166["smtp_url"] = coerced111;
+}
+}
+}
+}
+if(data166.from !== undefined){
+let data169 = data166.from;
+if(typeof data169 !== "string"){
+let dataType112 = typeof data169;
 let coerced112 = undefined;
 if(!(coerced112 !== undefined)){
 if(dataType112 == "number" || dataType112 == "boolean"){
-coerced112 = "" + data170;
+coerced112 = "" + data169;
 }
-else if(data170 === null){
+else if(data169 === null){
 coerced112 = "";
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err338 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6334,16 +6331,18 @@ errors++;
 }
 }
 if(coerced112 !== undefined){
-data170 = coerced112;
-if(data169 !== undefined){
-data169[i15] = coerced112;
+data169 = coerced112;
+if(data166 !== undefined){
+data166["from"] = coerced112;
 }
 }
 }
 }
-}
-else {
-const err339 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data166.to !== undefined){
+let data170 = data166.to;
+if(Array.isArray(data170)){
+if(data170.length < 1){
+const err339 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6352,10 +6351,21 @@ vErrors.push(err339);
 }
 errors++;
 }
+const len10 = data170.length;
+for(let i15=0; i15<len10; i15++){
+let data171 = data170[i15];
+if(typeof data171 !== "string"){
+let dataType113 = typeof data171;
+let coerced113 = undefined;
+if(!(coerced113 !== undefined)){
+if(dataType113 == "number" || dataType113 == "boolean"){
+coerced113 = "" + data171;
 }
+else if(data171 === null){
+coerced113 = "";
 }
 else {
-const err340 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err340 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6365,14 +6375,17 @@ vErrors.push(err340);
 errors++;
 }
 }
-if(data163.webhook !== undefined){
-let data171 = data163.webhook;
-if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
-if(data171.enabled === undefined){
-data171.enabled = true;
+if(coerced113 !== undefined){
+data171 = coerced113;
+if(data170 !== undefined){
+data170[i15] = coerced113;
 }
-if(data171.url === undefined){
-const err341 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+}
+}
+else {
+const err341 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6381,9 +6394,10 @@ vErrors.push(err341);
 }
 errors++;
 }
-for(const key41 in data171){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err342 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+}
+else {
+const err342 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6393,18 +6407,14 @@ vErrors.push(err342);
 errors++;
 }
 }
-let data172 = data171.enabled;
-if(typeof data172 !== "boolean"){
-let coerced113 = undefined;
-if(!(coerced113 !== undefined)){
-if(data172 === "false" || data172 === 0 || data172 === null){
-coerced113 = false;
+if(data164.webhook !== undefined){
+let data172 = data164.webhook;
+if(data172 && typeof data172 == "object" && !Array.isArray(data172)){
+if(data172.enabled === undefined){
+data172.enabled = true;
 }
-else if(data172 === "true" || data172 === 1){
-coerced113 = true;
-}
-else {
-const err343 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data172.url === undefined){
+const err343 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6413,28 +6423,9 @@ vErrors.push(err343);
 }
 errors++;
 }
-}
-if(coerced113 !== undefined){
-data172 = coerced113;
-if(data171 !== undefined){
-data171["enabled"] = coerced113;
-}
-}
-}
-if(data171.url !== undefined){
-let data173 = data171.url;
-if(typeof data173 !== "string"){
-let dataType114 = typeof data173;
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(dataType114 == "number" || dataType114 == "boolean"){
-coerced114 = "" + data173;
-}
-else if(data173 === null){
-coerced114 = "";
-}
-else {
-const err344 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key41 in data172){
+if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
+const err344 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6444,16 +6435,18 @@ vErrors.push(err344);
 errors++;
 }
 }
-if(coerced114 !== undefined){
-data173 = coerced114;
-if(data171 !== undefined){
-data171["url"] = coerced114;
+let data173 = data172.enabled;
+if(typeof data173 !== "boolean"){
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(data173 === "false" || data173 === 0 || data173 === null){
+coerced114 = false;
 }
+else if(data173 === "true" || data173 === 1){
+coerced114 = true;
 }
-}
-if(typeof data173 === "string"){
-if(!pattern18.test(data173)){
-const err345 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err345 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6463,9 +6456,15 @@ vErrors.push(err345);
 errors++;
 }
 }
+if(coerced114 !== undefined){
+data173 = coerced114;
+if(data172 !== undefined){
+data172["enabled"] = coerced114;
 }
-if(data171.secret !== undefined){
-let data174 = data171.secret;
+}
+}
+if(data172.url !== undefined){
+let data174 = data172.url;
 if(typeof data174 !== "string"){
 let dataType115 = typeof data174;
 let coerced115 = undefined;
@@ -6477,7 +6476,7 @@ else if(data174 === null){
 coerced115 = "";
 }
 else {
-const err346 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err346 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6489,15 +6488,14 @@ errors++;
 }
 if(coerced115 !== undefined){
 data174 = coerced115;
-if(data171 !== undefined){
-data171["secret"] = coerced115;
+if(data172 !== undefined){
+data172["url"] = coerced115;
 }
 }
 }
-}
-}
-else {
-const err347 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data174 === "string"){
+if(!pattern18.test(data174)){
+const err347 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6508,8 +6506,20 @@ errors++;
 }
 }
 }
+if(data172.secret !== undefined){
+let data175 = data172.secret;
+if(typeof data175 !== "string"){
+let dataType116 = typeof data175;
+let coerced116 = undefined;
+if(!(coerced116 !== undefined)){
+if(dataType116 == "number" || dataType116 == "boolean"){
+coerced116 = "" + data175;
+}
+else if(data175 === null){
+coerced116 = "";
+}
 else {
-const err348 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err348 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6519,8 +6529,17 @@ vErrors.push(err348);
 errors++;
 }
 }
+if(coerced116 !== undefined){
+data175 = coerced116;
+if(data172 !== undefined){
+data172["secret"] = coerced116;
+}
+}
+}
+}
+}
 else {
-const err349 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err349 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6530,13 +6549,36 @@ vErrors.push(err349);
 errors++;
 }
 }
+}
 else {
-const err350 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err350 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err350];
 }
 else {
 vErrors.push(err350);
+}
+errors++;
+}
+}
+else {
+const err351 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err351];
+}
+else {
+vErrors.push(err351);
+}
+errors++;
+}
+}
+else {
+const err352 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err352];
+}
+else {
+vErrors.push(err352);
 }
 errors++;
 }
