@@ -147,8 +147,14 @@ export class QuotaService {
     return snap !== null && snap.entries === entries && snap.basis.exact;
   }
 
-  /** Whether the provider's quota was used up in the latest snapshot. */
+  /**
+   * Whether the provider's quota was used up in the latest snapshot. A snapshot older than the cache starts a new one
+   * in the background (the router does not wait for it): a replica with no traffic of its own computed none since
+   * the evaluator's last look (up to 15 s), and another replica's calls would go on reaching a provider they used up.
+   */
   exhausted(providerId: string): boolean {
+    const snap = this.#snapshot;
+    if (snap !== null && this.#computing === null && this.#now() - snap.at >= this.#cacheMs) void this.entries().catch(() => undefined);
     return this.#last.get(providerId)?.exhausted === true;
   }
 

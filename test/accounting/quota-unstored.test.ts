@@ -262,6 +262,28 @@ t.test('calls that start after the read count in the figures made from it (curre
   down.restore();
 });
 
+t.test('a routing look at a snapshot older than the cache starts a new one (an idle replica routed on 15 s old figures)', async (t) => {
+  let now = NOW;
+  const q = new QuotaService(store, () => gw.holder.current, { now: () => now, fence: fence(), cacheMs: 1000 });
+  await q.entries();
+  const reads = countReads(t, store);
+  now = NOW + 500;
+  q.exhausted('day');
+  t.equal(reads.count, 0, 'a fresh snapshot: no read');
+  now = NOW + 1500;
+  const was = q.exhausted('day');
+  await new Promise((r) => setImmediate(r)); // the read goes out once no insert runs (none here): a turn later
+  const begun = reads.count;
+  t.ok(begun > 0, `a new one begun (${begun} reads)`);
+  q.exhausted('day');
+  t.equal(reads.count, begun, 'one at a time');
+  const fresh = await q.entries();
+  t.equal(was, fresh.find((e) => e.id === 'day')!.exhausted, 'the look answered from the last snapshot (nothing changed since)');
+  now = NOW + 2000;
+  q.exhausted('day');
+  t.equal(reads.count, begun, 'the new snapshot is fresh: no read');
+});
+
 t.test('through the gateway: /api/quota shows a request whose row is not stored yet', async (t) => {
   await gw.app.tollgate.storeReady;
   const used = async () => ((await (await fetch(`${gw.url}/api/quota`)).json()) as { providers: { id: string; quota: { used: number } }[] }).providers.find((p) => p.id === 'live')!.quota.used;
