@@ -37,15 +37,26 @@ function shortfall(store: Store, table: string, time: 'hour' | 'day', truth: str
  * settleLanded's read to the hours the rows can be in.
  */
 export function startSpan({ columns, lines }: RowLines): { lo: number; hi: number } | null {
+  return rowsSpan(lines.map((line) => rowOf<Record<string, unknown>>(line, columns) ?? {}));
+}
+
+/** The span of the rows' start times (`ts`, epoch ms), or null when one has none. */
+export function rowsSpan(rows: readonly Readonly<Record<string, unknown>>[]): { lo: number; hi: number } | null {
   let lo = Infinity;
   let hi = -Infinity;
-  for (const line of lines) {
-    const ts = rowOf<{ ts?: unknown }>(line, columns)?.ts;
+  for (const { ts } of rows) {
     if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) return null;
     if (ts < lo) lo = ts;
     if (ts > hi) hi = ts;
   }
   return lo <= hi ? { lo, hi } : null;
+}
+
+/** A read of `requests` by request ids: the ids (deduplicated, none empty) and the condition, bounded to `span` when known. */
+function byIds(ids: readonly string[], span: { lo: number; hi: number } | null): { wanted: string[]; where: string; params: Record<string, unknown> } {
+  const wanted = [...new Set(ids.filter((id) => id !== ''))];
+  const bound = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
+  return { wanted, where: `toString(request_id) IN {ids:Array(String)}${bound}`, params: { ids: wanted, ...(span ?? {}) } };
 }
 
 /**
@@ -55,13 +66,12 @@ export function startSpan({ columns, lines }: RowLines): { lo: number; hi: numbe
  * (startSpan), keeps that read to the parts and hours they can be in (without it, every row of the table is read).
  */
 export async function settleLanded(store: Store, ids: readonly string[], span: { lo: number; hi: number } | null = null): Promise<boolean> {
-  const wanted = [...new Set(ids.filter((id) => id !== ''))];
+  const { wanted, where, params } = byIds(ids, span);
   if (wanted.length === 0) return false;
-  const bound = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
   const [found] = await store.query<{ n: string | number; lo: string | number; hi: string | number }>(
     `SELECT uniqExact(request_id) AS n, toUnixTimestamp64Milli(min(ts)) AS lo, toUnixTimestamp64Milli(max(ts)) AS hi
-     FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${bound}`,
-    { ids: wanted, ...(span ?? {}) },
+     FROM ${store.t('requests')} WHERE ${where}`,
+    params,
   );
   if (found === undefined || Number(found.n) !== wanted.length) return false;
   await repairRollups(store, Number(found.lo), Number(found.hi));
@@ -86,24 +96,8 @@ async function repairRollups(store: Store, first: number, last: number): Promise
  * the read bounded to `span` of their start times when known. One read.
  */
 export async function storedRequests(store: Store, ids: readonly string[], span: { lo: number; hi: number } | null): Promise<ReadonlySet<string>> {
-  const wanted = [...new Set(ids.filter((id) => id !== ''))];
+  const { wanted, where, params } = byIds(ids, span);
   if (wanted.length === 0) return new Set();
-  const bound = span === null ? '' : ` AND ts >= fromUnixTimestamp64Milli({lo:Int64}, 'UTC') AND ts <= fromUnixTimestamp64Milli({hi:Int64}, 'UTC')`;
-  const found = await store.query<{ id: string }>(
-    `SELECT DISTINCT toString(request_id) AS id FROM ${store.t('requests')} WHERE toString(request_id) IN {ids:Array(String)}${bound}`,
-    { ids: wanted, ...(span ?? {}) },
-  );
+  const found = await store.query<{ id: string }>(`SELECT DISTINCT toString(request_id) AS id FROM ${store.t('requests')} WHERE ${where}`, params);
   return new Set(found.map((r) => r.id));
-}
-
-/** The span of the rows' start times (`ts`, epoch ms), or null when one has none. */
-export function rowsSpan(rows: readonly Readonly<Record<string, unknown>>[]): { lo: number; hi: number } | null {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const { ts } of rows) {
-    if (typeof ts !== 'number' || !Number.isSafeInteger(ts)) return null;
-    if (ts < lo) lo = ts;
-    if (ts > hi) hi = ts;
-  }
-  return lo <= hi ? { lo, hi } : null;
 }
