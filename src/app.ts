@@ -238,7 +238,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   watchInflight(metrics, live);
   const instanceId = randomUUID();
 
-  const dispatcher = new Dispatcher();
+  const dispatcher = new Dispatcher(() => holder.current.server.upstream_answer_limit_bytes);
   // What providers report on their responses (rate-limit headers), observed on the dispatcher: /api/quota, gauges, alerts.
   const reported = new ReportedQuotaStore();
   dispatcher.onResponse((e) => reported.observe(e));

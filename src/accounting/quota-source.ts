@@ -7,6 +7,7 @@
 
 import { retryAfterMs } from '../routing/cooldown.js';
 import { undici } from '../core/undici.js';
+import { declaredLength, textWithin } from '../providers/answer-body.js';
 
 export interface SourceSettings {
   readonly url: string;
@@ -31,6 +32,7 @@ export interface SourceState {
 }
 
 const TIMEOUT_MS = 5000;
+const READING_MAX_BYTES = 1024 * 1024;
 
 export class UsageSources {
   readonly #states = new Map<string, SourceState>();
@@ -74,7 +76,8 @@ export class UsageSources {
     try {
       const { request } = await undici();
       const res = await request(s.url, { method: 'GET', headers: { accept: 'application/json', ...s.headers }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS });
-      const text = await res.body.text();
+      // A reading is a few numbers: an answer of more than 1 MiB is not one, and is not held.
+      const text = await textWithin(res.body, READING_MAX_BYTES, declaredLength(res.headers));
       if (res.statusCode === 429) return keep('429', Math.max(every, retryAfterMs(res.headers, this.#now()) ?? 0));
       if (res.statusCode < 200 || res.statusCode >= 300) return keep(String(res.statusCode));
       const body = JSON.parse(text) as { used?: unknown; limit?: unknown; reset?: unknown };
@@ -87,7 +90,7 @@ export class UsageSources {
         nextFetch: fetchedAt + every,
       });
     } catch (err) {
-      keep(err instanceof SyntaxError ? 'invalid' : 'unreachable');
+      keep(err instanceof SyntaxError || (err as { code?: unknown })?.code === 'TOLLGATE_ERR_UPSTREAM_TOO_LARGE' ? 'invalid' : 'unreachable');
     }
   }
 }

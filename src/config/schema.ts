@@ -183,6 +183,8 @@ export const CONFIG_SCHEMA = closed({
         ),
       },
       body_limit_bytes: { type: 'integer', minimum: 1, default: 128 * 1024 * 1024 },
+      // The largest whole (non-streamed) upstream answer read; past it the call fails TOLLGATE_ERR_UPSTREAM_TOO_LARGE.
+      upstream_answer_limit_bytes: { type: 'integer', minimum: 1024, default: 64 * 1024 * 1024 },
       // Addresses or CIDRs of proxies whose X-Forwarded-For is believed; anyone else's is ignored.
       trust_proxy: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true, default: [] },
       rate_limit: closed(

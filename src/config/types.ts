@@ -154,6 +154,8 @@ export interface Config {
     readonly port: number;
     readonly api_keys: readonly ApiKey[];
     readonly body_limit_bytes: number;
+    /** The largest non-streamed upstream answer read whole (docs/config.md). */
+    readonly upstream_answer_limit_bytes: number;
     readonly trust_proxy: readonly string[];
     readonly rate_limit: { readonly requests_per_minute: number; readonly auth_failures_per_minute: number };
     readonly metrics_auth: boolean;

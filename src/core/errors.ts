@@ -32,6 +32,7 @@ export const ERRORS = {
   TOLLGATE_ERR_INTERNAL: { status: 500, type: 'server_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_CONNECT: { status: 502, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_PROTOCOL: { status: 502, type: 'upstream_error', level: 'error' },
+  TOLLGATE_ERR_UPSTREAM_TOO_LARGE: { status: 502, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_STORE_UNAVAILABLE: { status: 503, type: 'server_error', level: 'error' },
   TOLLGATE_ERR_NO_MEMBER_AVAILABLE: { status: 503, type: 'upstream_error', level: 'warn' },
   TOLLGATE_ERR_PROVIDER_AUTH: { status: 502, type: 'upstream_error', level: 'error' },

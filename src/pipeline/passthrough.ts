@@ -137,9 +137,7 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
       await estimate(request, f, sentBody, answer);
       return null;
     }
-    const parts: Buffer[] = [];
-    for await (const c of res.body) parts.push(Buffer.from(c as Uint8Array));
-    const bytes = Buffer.concat(parts);
+    const bytes = await res.bytes();
     outcome.upstreamMs = call.elapsedMs();
     let json: unknown;
     try {

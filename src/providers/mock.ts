@@ -9,7 +9,7 @@
 import { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { MockOptions } from '../config/types.js';
-import { readText, type AbortLike, type Transport, type UpstreamResponse } from './upstream.js';
+import { readBytes, type AbortLike, type Transport, type UpstreamResponse } from './upstream.js';
 
 const WORDS = 'Tollgate demo reply: every token you see here is counted once, priced, and recorded three ways.'.split(' ');
 
@@ -75,7 +75,8 @@ export async function mockRespond(opts: MockOptions, body: Readonly<Record<strin
       choices: [{ index: 0, message: { role: 'assistant', content: plan.words.join(' '), refusal: null }, logprobs: null, finish_reason: plan.finishReason }],
       usage: usageOf(plan),
     });
-    return { status: 200, headers: responseHeaders(false), body: Readable.from([Buffer.from(json)]), text: async () => json };
+    const bytes = Buffer.from(json);
+    return { status: 200, headers: responseHeaders(false), body: Readable.from([bytes]), text: async () => json, bytes: async () => bytes };
   }
   const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
   const base = { id, object: 'chat.completion.chunk', created, model };
@@ -93,7 +94,7 @@ export async function mockRespond(opts: MockOptions, body: Readonly<Record<strin
     yield Buffer.from('data: [DONE]\n\n');
   }
   const sse = Readable.from(frames());
-  return { status: 200, headers: responseHeaders(true), body: sse, text: () => readText(sse) };
+  return { status: 200, headers: responseHeaders(true), body: sse, text: async () => (await readBytes(sse)).toString('utf8'), bytes: () => readBytes(sse) };
 }
 
 /** The mock as a transport: answers in process, reading the request body as a value. */

@@ -8,6 +8,7 @@ import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { jsonBody } from '../wire/json-stream.js';
 import { mockTransport } from './mock.js';
+import { DEFAULT_ANSWER_LIMIT, declaredLength, readWithin, textWithin } from './answer-body.js';
 import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
 
@@ -69,6 +70,12 @@ const IN_PROCESS: Readonly<Partial<Record<ProviderConfig['format'], Transport>>>
 export class Dispatcher implements Transport {
   readonly #pools = new Map<string, PoolEntry>();
   readonly #listeners = new Set<UpstreamResponseListener>();
+  readonly #answerLimit: () => number;
+
+  /** `answerLimit`: the largest whole answer read, in bytes (`server.upstream_answer_limit_bytes`, read on each call). */
+  constructor(answerLimit: () => number = () => DEFAULT_ANSWER_LIMIT) {
+    this.#answerLimit = answerLimit;
+  }
 
   /**
    * Call `listener` with every HTTP response's status and headers (not the mock's), before the caller reads the body.
@@ -140,7 +147,13 @@ export class Dispatcher implements Transport {
       });
       const body = res.body;
       this.#notify(id, res.statusCode, res.headers);
-      return { status: res.statusCode, headers: res.headers, body, text: () => body.text() };
+      const limit = this.#answerLimit;
+      const declared = declaredLength(res.headers);
+      return {
+        status: res.statusCode, headers: res.headers, body,
+        text: () => textWithin(body, limit(), declared),
+        bytes: () => readWithin(body, limit(), declared),
+      };
     } catch (err) {
       throw opts.signal.aborted ? err : classifyTransportError(err);
     }

@@ -11,15 +11,17 @@ export interface UpstreamResponse {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
   readonly body: Readable;
-  /** The whole body as text (consumes `body`). */
+  /** The whole body as text (consumes `body`); past `server.upstream_answer_limit_bytes`, TOLLGATE_ERR_UPSTREAM_TOO_LARGE. */
   text(): Promise<string>;
+  /** The whole body's bytes, as they came (consumes `body`); bounded as `text()` is. */
+  bytes(): Promise<Buffer>;
 }
 
-/** Collect a stream's bytes as UTF-8 text. */
-export async function readText(body: AsyncIterable<Uint8Array>): Promise<string> {
+/** Collect a stream's bytes. */
+export async function readBytes(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
   const parts: Buffer[] = [];
   for await (const c of body) parts.push(Buffer.from(c));
-  return Buffer.concat(parts).toString('utf8');
+  return Buffer.concat(parts);
 }
 
 /**

@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -105,13 +105,10 @@ vErrors.push(err6);
 errors++;
 }
 }
-if(data0.trust_proxy !== undefined){
-let data8 = data0.trust_proxy;
-if(Array.isArray(data8)){
-const len1 = data8.length;
-for(let i1=0; i1<len1; i1++){
-if(typeof data8[i1] !== "string"){
-const err7 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data0.upstream_answer_limit_bytes !== undefined){
+let data8 = data0.upstream_answer_limit_bytes;
+if(!(((typeof data8 == "number") && (!(data8 % 1) && !isNaN(data8))) && (isFinite(data8)))){
+const err7 = {instancePath:instancePath+"/server/upstream_answer_limit_bytes",schemaPath:"#/properties/server/properties/upstream_answer_limit_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err7];
 }
@@ -121,9 +118,13 @@ vErrors.push(err7);
 errors++;
 }
 }
-}
-else {
-const err8 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data0.trust_proxy !== undefined){
+let data9 = data0.trust_proxy;
+if(Array.isArray(data9)){
+const len1 = data9.length;
+for(let i1=0; i1<len1; i1++){
+if(typeof data9[i1] !== "string"){
+const err8 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -133,13 +134,9 @@ vErrors.push(err8);
 errors++;
 }
 }
-if(data0.rate_limit !== undefined){
-let data10 = data0.rate_limit;
-if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
-if(data10.requests_per_minute !== undefined){
-let data11 = data10.requests_per_minute;
-if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
-const err9 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err9 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err9];
 }
@@ -149,10 +146,13 @@ vErrors.push(err9);
 errors++;
 }
 }
-if(data10.auth_failures_per_minute !== undefined){
-let data12 = data10.auth_failures_per_minute;
+if(data0.rate_limit !== undefined){
+let data11 = data0.rate_limit;
+if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
+if(data11.requests_per_minute !== undefined){
+let data12 = data11.requests_per_minute;
 if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
-const err10 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err10 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err10];
 }
@@ -162,9 +162,10 @@ vErrors.push(err10);
 errors++;
 }
 }
-}
-else {
-const err11 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data11.auth_failures_per_minute !== undefined){
+let data13 = data11.auth_failures_per_minute;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err11 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err11];
 }
@@ -174,9 +175,9 @@ vErrors.push(err11);
 errors++;
 }
 }
-if(data0.metrics_auth !== undefined){
-if(typeof data0.metrics_auth !== "boolean"){
-const err12 = {instancePath:instancePath+"/server/metrics_auth",schemaPath:"#/properties/server/properties/metrics_auth/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err12 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -186,9 +187,9 @@ vErrors.push(err12);
 errors++;
 }
 }
-if(data0.public_url !== undefined){
-if(typeof data0.public_url !== "string"){
-const err13 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data0.metrics_auth !== undefined){
+if(typeof data0.metrics_auth !== "boolean"){
+const err13 = {instancePath:instancePath+"/server/metrics_auth",schemaPath:"#/properties/server/properties/metrics_auth/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err13];
 }
@@ -198,10 +199,9 @@ vErrors.push(err13);
 errors++;
 }
 }
-if(data0.json_max_depth !== undefined){
-let data15 = data0.json_max_depth;
-if(!(((typeof data15 == "number") && (!(data15 % 1) && !isNaN(data15))) && (isFinite(data15)))){
-const err14 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data0.public_url !== undefined){
+if(typeof data0.public_url !== "string"){
+const err14 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err14];
 }
@@ -211,10 +211,10 @@ vErrors.push(err14);
 errors++;
 }
 }
-if(data0.idle_gc_s !== undefined){
-let data16 = data0.idle_gc_s;
-if(!((typeof data16 == "number") && (isFinite(data16)))){
-const err15 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data0.json_max_depth !== undefined){
+let data16 = data0.json_max_depth;
+if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+const err15 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err15];
 }
@@ -224,10 +224,10 @@ vErrors.push(err15);
 errors++;
 }
 }
-if(data0.request_timeout_s !== undefined){
-let data17 = data0.request_timeout_s;
+if(data0.idle_gc_s !== undefined){
+let data17 = data0.idle_gc_s;
 if(!((typeof data17 == "number") && (isFinite(data17)))){
-const err16 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err16 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err16];
 }
@@ -237,9 +237,10 @@ vErrors.push(err16);
 errors++;
 }
 }
-}
-else {
-const err17 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.request_timeout_s !== undefined){
+let data18 = data0.request_timeout_s;
+if(!((typeof data18 == "number") && (isFinite(data18)))){
+const err17 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err17];
 }
@@ -249,12 +250,9 @@ vErrors.push(err17);
 errors++;
 }
 }
-if(data.storage !== undefined){
-let data18 = data.storage;
-if(data18 && typeof data18 == "object" && !Array.isArray(data18)){
-if(data18.clickhouse_url !== undefined){
-if(typeof data18.clickhouse_url !== "string"){
-const err18 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err18 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -264,9 +262,12 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data18.cluster !== undefined){
-if(typeof data18.cluster !== "string"){
-const err19 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.storage !== undefined){
+let data19 = data.storage;
+if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
+if(data19.clickhouse_url !== undefined){
+if(typeof data19.clickhouse_url !== "string"){
+const err19 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -276,9 +277,9 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data18.sharded !== undefined){
-if(typeof data18.sharded !== "boolean"){
-const err20 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data19.cluster !== undefined){
+if(typeof data19.cluster !== "string"){
+const err20 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -288,9 +289,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data18.database !== undefined){
-if(typeof data18.database !== "string"){
-const err21 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.sharded !== undefined){
+if(typeof data19.sharded !== "boolean"){
+const err21 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -300,9 +301,9 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data18.data_dir !== undefined){
-if(typeof data18.data_dir !== "string"){
-const err22 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.database !== undefined){
+if(typeof data19.database !== "string"){
+const err22 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -312,9 +313,9 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data18.username !== undefined){
-if(typeof data18.username !== "string"){
-const err23 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.data_dir !== undefined){
+if(typeof data19.data_dir !== "string"){
+const err23 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -324,9 +325,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data18.password !== undefined){
-if(typeof data18.password !== "string"){
-const err24 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.username !== undefined){
+if(typeof data19.username !== "string"){
+const err24 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -336,10 +337,9 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data18.request_timeout_ms !== undefined){
-let data26 = data18.request_timeout_ms;
-if(!(((typeof data26 == "number") && (!(data26 % 1) && !isNaN(data26))) && (isFinite(data26)))){
-const err25 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19.password !== undefined){
+if(typeof data19.password !== "string"){
+const err25 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -349,13 +349,10 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data18.batch !== undefined){
-let data27 = data18.batch;
-if(data27 && typeof data27 == "object" && !Array.isArray(data27)){
-if(data27.max_rows !== undefined){
-let data28 = data27.max_rows;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-const err26 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data19.request_timeout_ms !== undefined){
+let data27 = data19.request_timeout_ms;
+if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
+const err26 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -365,10 +362,13 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data27.flush_ms !== undefined){
-let data29 = data27.flush_ms;
+if(data19.batch !== undefined){
+let data28 = data19.batch;
+if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
+if(data28.max_rows !== undefined){
+let data29 = data28.max_rows;
 if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err27 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err27 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -378,10 +378,10 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data27.queue_max !== undefined){
-let data30 = data27.queue_max;
+if(data28.flush_ms !== undefined){
+let data30 = data28.flush_ms;
 if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-const err28 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err28 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -391,9 +391,10 @@ vErrors.push(err28);
 errors++;
 }
 }
-}
-else {
-const err29 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data28.queue_max !== undefined){
+let data31 = data28.queue_max;
+if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
+const err29 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -403,13 +404,9 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(data18.spool !== undefined){
-let data31 = data18.spool;
-if(data31 && typeof data31 == "object" && !Array.isArray(data31)){
-if(data31.commit_ms !== undefined){
-let data32 = data31.commit_ms;
-if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
-const err30 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err30 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -419,9 +416,13 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data31.dir !== undefined){
-if(typeof data31.dir !== "string"){
-const err31 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data19.spool !== undefined){
+let data32 = data19.spool;
+if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
+if(data32.commit_ms !== undefined){
+let data33 = data32.commit_ms;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+const err31 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -431,13 +432,9 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data31.max_bytes !== undefined){
-let data34 = data31.max_bytes;
-const _errs70 = errors;
-let valid11 = false;
-const _errs71 = errors;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-const err32 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data32.dir !== undefined){
+if(typeof data32.dir !== "string"){
+const err32 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -446,12 +443,14 @@ vErrors.push(err32);
 }
 errors++;
 }
-var _valid0 = _errs71 === errors;
-valid11 = valid11 || _valid0;
-if(!valid11){
+}
+if(data32.max_bytes !== undefined){
+let data35 = data32.max_bytes;
+const _errs72 = errors;
+let valid11 = false;
 const _errs73 = errors;
-if(typeof data34 !== "string"){
-const err33 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+const err33 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -462,9 +461,10 @@ errors++;
 }
 var _valid0 = _errs73 === errors;
 valid11 = valid11 || _valid0;
-}
 if(!valid11){
-const err34 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+const _errs75 = errors;
+if(typeof data35 !== "string"){
+const err34 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -473,11 +473,24 @@ vErrors.push(err34);
 }
 errors++;
 }
+var _valid0 = _errs75 === errors;
+valid11 = valid11 || _valid0;
+}
+if(!valid11){
+const err35 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err35];
+}
 else {
-errors = _errs70;
+vErrors.push(err35);
+}
+errors++;
+}
+else {
+errors = _errs72;
 if(vErrors !== null){
-if(_errs70){
-vErrors.length = _errs70;
+if(_errs72){
+vErrors.length = _errs72;
 }
 else {
 vErrors = null;
@@ -487,19 +500,7 @@ vErrors = null;
 }
 }
 else {
-const err35 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err35];
-}
-else {
-vErrors.push(err35);
-}
-errors++;
-}
-}
-}
-else {
-const err36 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err36 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -509,12 +510,9 @@ vErrors.push(err36);
 errors++;
 }
 }
-if(data.telemetry !== undefined){
-let data35 = data.telemetry;
-if(data35 && typeof data35 == "object" && !Array.isArray(data35)){
-if(data35.otlp_endpoint !== undefined){
-if(typeof data35.otlp_endpoint !== "string"){
-const err37 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err37 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -524,9 +522,12 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data35.service_name !== undefined){
-if(typeof data35.service_name !== "string"){
-const err38 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.telemetry !== undefined){
+let data36 = data.telemetry;
+if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
+if(data36.otlp_endpoint !== undefined){
+if(typeof data36.otlp_endpoint !== "string"){
+const err38 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -536,9 +537,9 @@ vErrors.push(err38);
 errors++;
 }
 }
-}
-else {
-const err39 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data36.service_name !== undefined){
+if(typeof data36.service_name !== "string"){
+const err39 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -548,15 +549,9 @@ vErrors.push(err39);
 errors++;
 }
 }
-if(data.providers !== undefined){
-let data38 = data.providers;
-if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
-for(const key0 in data38){
-let data39 = data38[key0];
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-if(data39.name !== undefined){
-if(typeof data39.name !== "string"){
-const err40 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err40 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -566,9 +561,15 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data39.base_url !== undefined){
-if(typeof data39.base_url !== "string"){
-const err41 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.providers !== undefined){
+let data39 = data.providers;
+if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
+for(const key0 in data39){
+let data40 = data39[key0];
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+if(data40.name !== undefined){
+if(typeof data40.name !== "string"){
+const err41 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -578,12 +579,9 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data39.auth !== undefined){
-let data42 = data39.auth;
-if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
-if(data42.key !== undefined){
-if(typeof data42.key !== "string"){
-const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.base_url !== undefined){
+if(typeof data40.base_url !== "string"){
+const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -593,9 +591,12 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data42.header !== undefined){
-if(typeof data42.header !== "string"){
-const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.auth !== undefined){
+let data43 = data40.auth;
+if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
+if(data43.key !== undefined){
+if(typeof data43.key !== "string"){
+const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -605,16 +606,9 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data42.keys !== undefined){
-let data45 = data42.keys;
-if(Array.isArray(data45)){
-const len2 = data45.length;
-for(let i2=0; i2<len2; i2++){
-let data46 = data45[i2];
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.name !== undefined){
-if(typeof data46.name !== "string"){
-const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.header !== undefined){
+if(typeof data43.header !== "string"){
+const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -624,9 +618,16 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data46.key !== undefined){
-if(typeof data46.key !== "string"){
-const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.keys !== undefined){
+let data46 = data43.keys;
+if(Array.isArray(data46)){
+const len2 = data46.length;
+for(let i2=0; i2<len2; i2++){
+let data47 = data46[i2];
+if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
+if(data47.name !== undefined){
+if(typeof data47.name !== "string"){
+const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -636,9 +637,9 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data46.base_url !== undefined){
-if(typeof data46.base_url !== "string"){
-const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data47.key !== undefined){
+if(typeof data47.key !== "string"){
+const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -648,9 +649,9 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data46.keepalive !== undefined){
-if(typeof data46.keepalive !== "boolean"){
-const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data47.base_url !== undefined){
+if(typeof data47.base_url !== "string"){
+const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -660,9 +661,9 @@ vErrors.push(err47);
 errors++;
 }
 }
-}
-else {
-const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data47.keepalive !== undefined){
+if(typeof data47.keepalive !== "boolean"){
+const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -674,7 +675,7 @@ errors++;
 }
 }
 else {
-const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -684,12 +685,9 @@ vErrors.push(err49);
 errors++;
 }
 }
-if(data42.oauth !== undefined){
-let data51 = data42.oauth;
-if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
-if(data51.device_authorization_url !== undefined){
-if(typeof data51.device_authorization_url !== "string"){
-const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -699,9 +697,12 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data51.authorization_url !== undefined){
-if(typeof data51.authorization_url !== "string"){
-const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data43.oauth !== undefined){
+let data52 = data43.oauth;
+if(data52 && typeof data52 == "object" && !Array.isArray(data52)){
+if(data52.device_authorization_url !== undefined){
+if(typeof data52.device_authorization_url !== "string"){
+const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -711,9 +712,9 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(data51.token_url !== undefined){
-if(typeof data51.token_url !== "string"){
-const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.authorization_url !== undefined){
+if(typeof data52.authorization_url !== "string"){
+const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -723,9 +724,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data51.client_id !== undefined){
-if(typeof data51.client_id !== "string"){
-const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.token_url !== undefined){
+if(typeof data52.token_url !== "string"){
+const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -735,9 +736,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data51.client_secret !== undefined){
-if(typeof data51.client_secret !== "string"){
-const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.client_id !== undefined){
+if(typeof data52.client_id !== "string"){
+const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -747,9 +748,9 @@ vErrors.push(err54);
 errors++;
 }
 }
-if(data51.scope !== undefined){
-if(typeof data51.scope !== "string"){
-const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.client_secret !== undefined){
+if(typeof data52.client_secret !== "string"){
+const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -759,9 +760,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data51.redirect_uri !== undefined){
-if(typeof data51.redirect_uri !== "string"){
-const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.scope !== undefined){
+if(typeof data52.scope !== "string"){
+const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -771,12 +772,9 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data51.authorization_params !== undefined){
-let data59 = data51.authorization_params;
-if(data59 && typeof data59 == "object" && !Array.isArray(data59)){
-for(const key1 in data59){
-if(typeof data59[key1] !== "string"){
-const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.redirect_uri !== undefined){
+if(typeof data52.redirect_uri !== "string"){
+const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -786,9 +784,12 @@ vErrors.push(err57);
 errors++;
 }
 }
-}
-else {
-const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data52.authorization_params !== undefined){
+let data60 = data52.authorization_params;
+if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
+for(const key1 in data60){
+if(typeof data60[key1] !== "string"){
+const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -800,7 +801,7 @@ errors++;
 }
 }
 else {
-const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -812,7 +813,7 @@ errors++;
 }
 }
 else {
-const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -822,12 +823,9 @@ vErrors.push(err60);
 errors++;
 }
 }
-if(data39.keepalive !== undefined){
-let data61 = data39.keepalive;
-if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
-if(data61.enabled !== undefined){
-if(typeof data61.enabled !== "boolean"){
-const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -837,9 +835,12 @@ vErrors.push(err61);
 errors++;
 }
 }
-if(data61.model !== undefined){
-if(typeof data61.model !== "string"){
-const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.keepalive !== undefined){
+let data62 = data40.keepalive;
+if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
+if(data62.enabled !== undefined){
+if(typeof data62.enabled !== "boolean"){
+const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -849,9 +850,9 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data61.window !== undefined){
-if(typeof data61.window !== "string"){
-const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data62.model !== undefined){
+if(typeof data62.model !== "string"){
+const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -861,9 +862,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-}
-else {
-const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data62.window !== undefined){
+if(typeof data62.window !== "string"){
+const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -873,12 +874,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-if(data39.headers !== undefined){
-let data65 = data39.headers;
-if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
-for(const key2 in data65){
-if(typeof data65[key2] !== "string"){
-const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -888,9 +886,12 @@ vErrors.push(err65);
 errors++;
 }
 }
-}
-else {
-const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data40.headers !== undefined){
+let data66 = data40.headers;
+if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
+for(const key2 in data66){
+if(typeof data66[key2] !== "string"){
+const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -900,13 +901,9 @@ vErrors.push(err66);
 errors++;
 }
 }
-if(data39.timeouts !== undefined){
-let data67 = data39.timeouts;
-if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
-if(data67.connect_s !== undefined){
-let data68 = data67.connect_s;
-if(!((typeof data68 == "number") && (isFinite(data68)))){
-const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -916,10 +913,13 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data67.stall_s !== undefined){
-let data69 = data67.stall_s;
+if(data40.timeouts !== undefined){
+let data68 = data40.timeouts;
+if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
+if(data68.connect_s !== undefined){
+let data69 = data68.connect_s;
 if(!((typeof data69 == "number") && (isFinite(data69)))){
-const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -929,10 +929,10 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data67.request_s !== undefined){
-let data70 = data67.request_s;
+if(data68.stall_s !== undefined){
+let data70 = data68.stall_s;
 if(!((typeof data70 == "number") && (isFinite(data70)))){
-const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -942,9 +942,10 @@ vErrors.push(err69);
 errors++;
 }
 }
-}
-else {
-const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data68.request_s !== undefined){
+let data71 = data68.request_s;
+if(!((typeof data71 == "number") && (isFinite(data71)))){
+const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -954,10 +955,9 @@ vErrors.push(err70);
 errors++;
 }
 }
-if(data39.connections !== undefined){
-let data71 = data39.connections;
-if(!(((typeof data71 == "number") && (!(data71 % 1) && !isNaN(data71))) && (isFinite(data71)))){
-const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -967,13 +967,10 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data39.price !== undefined){
-let data72 = data39.price;
-if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
-if(data72.input !== undefined){
-let data73 = data72.input;
-if(!((typeof data73 == "number") && (isFinite(data73)))){
-const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.connections !== undefined){
+let data72 = data40.connections;
+if(!(((typeof data72 == "number") && (!(data72 % 1) && !isNaN(data72))) && (isFinite(data72)))){
+const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -983,10 +980,13 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data72.output !== undefined){
-let data74 = data72.output;
+if(data40.price !== undefined){
+let data73 = data40.price;
+if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
+if(data73.input !== undefined){
+let data74 = data73.input;
 if(!((typeof data74 == "number") && (isFinite(data74)))){
-const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -996,10 +996,10 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data72.cached !== undefined){
-let data75 = data72.cached;
+if(data73.output !== undefined){
+let data75 = data73.output;
 if(!((typeof data75 == "number") && (isFinite(data75)))){
-const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1009,10 +1009,10 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data72.cache_write !== undefined){
-let data76 = data72.cache_write;
+if(data73.cached !== undefined){
+let data76 = data73.cached;
 if(!((typeof data76 == "number") && (isFinite(data76)))){
-const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1022,10 +1022,10 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data72.reasoning !== undefined){
-let data77 = data72.reasoning;
+if(data73.cache_write !== undefined){
+let data77 = data73.cache_write;
 if(!((typeof data77 == "number") && (isFinite(data77)))){
-const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1035,17 +1035,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data72.tiers !== undefined){
-let data78 = data72.tiers;
-if(Array.isArray(data78)){
-const len3 = data78.length;
-for(let i3=0; i3<len3; i3++){
-let data79 = data78[i3];
-if(data79 && typeof data79 == "object" && !Array.isArray(data79)){
-if(data79.above_input_tokens !== undefined){
-let data80 = data79.above_input_tokens;
-if(!(((typeof data80 == "number") && (!(data80 % 1) && !isNaN(data80))) && (isFinite(data80)))){
-const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data73.reasoning !== undefined){
+let data78 = data73.reasoning;
+if(!((typeof data78 == "number") && (isFinite(data78)))){
+const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1055,10 +1048,17 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data79.input !== undefined){
-let data81 = data79.input;
-if(!((typeof data81 == "number") && (isFinite(data81)))){
-const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data73.tiers !== undefined){
+let data79 = data73.tiers;
+if(Array.isArray(data79)){
+const len3 = data79.length;
+for(let i3=0; i3<len3; i3++){
+let data80 = data79[i3];
+if(data80 && typeof data80 == "object" && !Array.isArray(data80)){
+if(data80.above_input_tokens !== undefined){
+let data81 = data80.above_input_tokens;
+if(!(((typeof data81 == "number") && (!(data81 % 1) && !isNaN(data81))) && (isFinite(data81)))){
+const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1068,10 +1068,10 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data79.output !== undefined){
-let data82 = data79.output;
+if(data80.input !== undefined){
+let data82 = data80.input;
 if(!((typeof data82 == "number") && (isFinite(data82)))){
-const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1081,10 +1081,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data79.cached !== undefined){
-let data83 = data79.cached;
+if(data80.output !== undefined){
+let data83 = data80.output;
 if(!((typeof data83 == "number") && (isFinite(data83)))){
-const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1094,10 +1094,10 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data79.cache_write !== undefined){
-let data84 = data79.cache_write;
+if(data80.cached !== undefined){
+let data84 = data80.cached;
 if(!((typeof data84 == "number") && (isFinite(data84)))){
-const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1107,10 +1107,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data79.reasoning !== undefined){
-let data85 = data79.reasoning;
+if(data80.cache_write !== undefined){
+let data85 = data80.cache_write;
 if(!((typeof data85 == "number") && (isFinite(data85)))){
-const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1120,9 +1120,10 @@ vErrors.push(err82);
 errors++;
 }
 }
-}
-else {
-const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data80.reasoning !== undefined){
+let data86 = data80.reasoning;
+if(!((typeof data86 == "number") && (isFinite(data86)))){
+const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1134,7 +1135,7 @@ errors++;
 }
 }
 else {
-const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1146,7 +1147,7 @@ errors++;
 }
 }
 else {
-const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1156,13 +1157,9 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data39.quota !== undefined){
-let data86 = data39.quota;
-if(data86 && typeof data86 == "object" && !Array.isArray(data86)){
-if(data86.limit !== undefined){
-let data87 = data86.limit;
-if(!((typeof data87 == "number") && (isFinite(data87)))){
-const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1172,10 +1169,13 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(data86.monthly_limit !== undefined){
-let data88 = data86.monthly_limit;
+if(data40.quota !== undefined){
+let data87 = data40.quota;
+if(data87 && typeof data87 == "object" && !Array.isArray(data87)){
+if(data87.limit !== undefined){
+let data88 = data87.limit;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
-const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1185,9 +1185,10 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data86.window !== undefined){
-if(typeof data86.window !== "string"){
-const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data87.monthly_limit !== undefined){
+let data89 = data87.monthly_limit;
+if(!((typeof data89 == "number") && (isFinite(data89)))){
+const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1197,9 +1198,9 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data86.reset_time !== undefined){
-if(typeof data86.reset_time !== "string"){
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data87.window !== undefined){
+if(typeof data87.window !== "string"){
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1209,10 +1210,9 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data86.anchor_day !== undefined){
-let data91 = data86.anchor_day;
-if(!(((typeof data91 == "number") && (!(data91 % 1) && !isNaN(data91))) && (isFinite(data91)))){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data87.reset_time !== undefined){
+if(typeof data87.reset_time !== "string"){
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1222,12 +1222,10 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data86.source !== undefined){
-let data92 = data86.source;
-if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
-if(data92.url !== undefined){
-if(typeof data92.url !== "string"){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data87.anchor_day !== undefined){
+let data92 = data87.anchor_day;
+if(!(((typeof data92 == "number") && (!(data92 % 1) && !isNaN(data92))) && (isFinite(data92)))){
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1237,12 +1235,12 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data92.headers !== undefined){
-let data94 = data92.headers;
-if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
-for(const key3 in data94){
-if(typeof data94[key3] !== "string"){
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data87.source !== undefined){
+let data93 = data87.source;
+if(data93 && typeof data93 == "object" && !Array.isArray(data93)){
+if(data93.url !== undefined){
+if(typeof data93.url !== "string"){
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1252,9 +1250,12 @@ vErrors.push(err92);
 errors++;
 }
 }
-}
-else {
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data93.headers !== undefined){
+let data95 = data93.headers;
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+for(const key3 in data95){
+if(typeof data95[key3] !== "string"){
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1264,10 +1265,9 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data92.refresh_s !== undefined){
-let data96 = data92.refresh_s;
-if(!((typeof data96 == "number") && (isFinite(data96)))){
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1277,9 +1277,10 @@ vErrors.push(err94);
 errors++;
 }
 }
-}
-else {
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data93.refresh_s !== undefined){
+let data97 = data93.refresh_s;
+if(!((typeof data97 == "number") && (isFinite(data97)))){
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1291,7 +1292,7 @@ errors++;
 }
 }
 else {
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1301,13 +1302,9 @@ vErrors.push(err96);
 errors++;
 }
 }
-if(data39.mock !== undefined){
-let data97 = data39.mock;
-if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
-if(data97.chunks !== undefined){
-let data98 = data97.chunks;
-if(!(((typeof data98 == "number") && (!(data98 % 1) && !isNaN(data98))) && (isFinite(data98)))){
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1317,10 +1314,13 @@ vErrors.push(err97);
 errors++;
 }
 }
-if(data97.latency_ms !== undefined){
-let data99 = data97.latency_ms;
-if(!((typeof data99 == "number") && (isFinite(data99)))){
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.mock !== undefined){
+let data98 = data40.mock;
+if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
+if(data98.chunks !== undefined){
+let data99 = data98.chunks;
+if(!(((typeof data99 == "number") && (!(data99 % 1) && !isNaN(data99))) && (isFinite(data99)))){
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1330,10 +1330,10 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data97.chunk_delay_ms !== undefined){
-let data100 = data97.chunk_delay_ms;
+if(data98.latency_ms !== undefined){
+let data100 = data98.latency_ms;
 if(!((typeof data100 == "number") && (isFinite(data100)))){
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1343,10 +1343,10 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data97.input_tokens !== undefined){
-let data101 = data97.input_tokens;
-if(!(((typeof data101 == "number") && (!(data101 % 1) && !isNaN(data101))) && (isFinite(data101)))){
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data98.chunk_delay_ms !== undefined){
+let data101 = data98.chunk_delay_ms;
+if(!((typeof data101 == "number") && (isFinite(data101)))){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1356,9 +1356,10 @@ vErrors.push(err100);
 errors++;
 }
 }
-}
-else {
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data98.input_tokens !== undefined){
+let data102 = data98.input_tokens;
+if(!(((typeof data102 == "number") && (!(data102 % 1) && !isNaN(data102))) && (isFinite(data102)))){
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1368,15 +1369,9 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data39.models !== undefined){
-let data102 = data39.models;
-if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
-for(const key4 in data102){
-let data103 = data102[key4];
-if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
-if(data103.capabilities !== undefined){
-if(!(Array.isArray(data103.capabilities))){
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+else {
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1386,10 +1381,15 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data103.max_output_tokens !== undefined){
-let data105 = data103.max_output_tokens;
-if(!(((typeof data105 == "number") && (!(data105 % 1) && !isNaN(data105))) && (isFinite(data105)))){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data40.models !== undefined){
+let data103 = data40.models;
+if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
+for(const key4 in data103){
+let data104 = data103[key4];
+if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
+if(data104.capabilities !== undefined){
+if(!(Array.isArray(data104.capabilities))){
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1399,13 +1399,10 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data103.price !== undefined){
-let data106 = data103.price;
-if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
-if(data106.input !== undefined){
-let data107 = data106.input;
-if(!((typeof data107 == "number") && (isFinite(data107)))){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data104.max_output_tokens !== undefined){
+let data106 = data104.max_output_tokens;
+if(!(((typeof data106 == "number") && (!(data106 % 1) && !isNaN(data106))) && (isFinite(data106)))){
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1415,10 +1412,13 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data106.output !== undefined){
-let data108 = data106.output;
+if(data104.price !== undefined){
+let data107 = data104.price;
+if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
+if(data107.input !== undefined){
+let data108 = data107.input;
 if(!((typeof data108 == "number") && (isFinite(data108)))){
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1428,10 +1428,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data106.cached !== undefined){
-let data109 = data106.cached;
+if(data107.output !== undefined){
+let data109 = data107.output;
 if(!((typeof data109 == "number") && (isFinite(data109)))){
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1441,10 +1441,10 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data106.cache_write !== undefined){
-let data110 = data106.cache_write;
+if(data107.cached !== undefined){
+let data110 = data107.cached;
 if(!((typeof data110 == "number") && (isFinite(data110)))){
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1454,10 +1454,10 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data106.reasoning !== undefined){
-let data111 = data106.reasoning;
+if(data107.cache_write !== undefined){
+let data111 = data107.cache_write;
 if(!((typeof data111 == "number") && (isFinite(data111)))){
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1467,17 +1467,10 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data106.tiers !== undefined){
-let data112 = data106.tiers;
-if(Array.isArray(data112)){
-const len4 = data112.length;
-for(let i4=0; i4<len4; i4++){
-let data113 = data112[i4];
-if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
-if(data113.above_input_tokens !== undefined){
-let data114 = data113.above_input_tokens;
-if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data107.reasoning !== undefined){
+let data112 = data107.reasoning;
+if(!((typeof data112 == "number") && (isFinite(data112)))){
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1487,10 +1480,17 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data113.input !== undefined){
-let data115 = data113.input;
-if(!((typeof data115 == "number") && (isFinite(data115)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data107.tiers !== undefined){
+let data113 = data107.tiers;
+if(Array.isArray(data113)){
+const len4 = data113.length;
+for(let i4=0; i4<len4; i4++){
+let data114 = data113[i4];
+if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
+if(data114.above_input_tokens !== undefined){
+let data115 = data114.above_input_tokens;
+if(!(((typeof data115 == "number") && (!(data115 % 1) && !isNaN(data115))) && (isFinite(data115)))){
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1500,10 +1500,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data113.output !== undefined){
-let data116 = data113.output;
+if(data114.input !== undefined){
+let data116 = data114.input;
 if(!((typeof data116 == "number") && (isFinite(data116)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1513,10 +1513,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data113.cached !== undefined){
-let data117 = data113.cached;
+if(data114.output !== undefined){
+let data117 = data114.output;
 if(!((typeof data117 == "number") && (isFinite(data117)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1526,10 +1526,10 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data113.cache_write !== undefined){
-let data118 = data113.cache_write;
+if(data114.cached !== undefined){
+let data118 = data114.cached;
 if(!((typeof data118 == "number") && (isFinite(data118)))){
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1539,10 +1539,10 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(data113.reasoning !== undefined){
-let data119 = data113.reasoning;
+if(data114.cache_write !== undefined){
+let data119 = data114.cache_write;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1552,9 +1552,10 @@ vErrors.push(err114);
 errors++;
 }
 }
-}
-else {
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data114.reasoning !== undefined){
+let data120 = data114.reasoning;
+if(!((typeof data120 == "number") && (isFinite(data120)))){
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1566,7 +1567,7 @@ errors++;
 }
 }
 else {
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1578,7 +1579,7 @@ errors++;
 }
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1590,7 +1591,7 @@ errors++;
 }
 }
 else {
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1602,7 +1603,7 @@ errors++;
 }
 }
 else {
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1612,9 +1613,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data39.catalog !== undefined){
-if(typeof data39.catalog !== "string"){
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1624,9 +1625,9 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data39.allow_unlisted_models !== undefined){
-if(typeof data39.allow_unlisted_models !== "boolean"){
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data40.catalog !== undefined){
+if(typeof data40.catalog !== "string"){
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1636,9 +1637,9 @@ vErrors.push(err121);
 errors++;
 }
 }
-}
-else {
-const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data40.allow_unlisted_models !== undefined){
+if(typeof data40.allow_unlisted_models !== "boolean"){
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1650,7 +1651,7 @@ errors++;
 }
 }
 else {
-const err123 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1660,19 +1661,9 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data122 = data.combos;
-if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
-for(const key5 in data122){
-let data123 = data122[key5];
-if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
-if(data123.models !== undefined){
-let data124 = data123.models;
-if(Array.isArray(data124)){
-const len5 = data124.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data124[i5] !== "string"){
-const err124 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err124 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1682,9 +1673,19 @@ vErrors.push(err124);
 errors++;
 }
 }
-}
-else {
-const err125 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.combos !== undefined){
+let data123 = data.combos;
+if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
+for(const key5 in data123){
+let data124 = data123[key5];
+if(data124 && typeof data124 == "object" && !Array.isArray(data124)){
+if(data124.models !== undefined){
+let data125 = data124.models;
+if(Array.isArray(data125)){
+const len5 = data125.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data125[i5] !== "string"){
+const err125 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1694,9 +1695,9 @@ vErrors.push(err125);
 errors++;
 }
 }
-if(data123.judge !== undefined){
-if(typeof data123.judge !== "string"){
-const err126 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err126 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1706,10 +1707,9 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data123.quorum !== undefined){
-let data127 = data123.quorum;
-if(!(((typeof data127 == "number") && (!(data127 % 1) && !isNaN(data127))) && (isFinite(data127)))){
-const err127 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data124.judge !== undefined){
+if(typeof data124.judge !== "string"){
+const err127 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1719,10 +1719,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data123.grace_ms !== undefined){
-let data128 = data123.grace_ms;
-if(!((typeof data128 == "number") && (isFinite(data128)))){
-const err128 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data124.quorum !== undefined){
+let data128 = data124.quorum;
+if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
+const err128 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1732,10 +1732,10 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data123.timeout_ms !== undefined){
-let data129 = data123.timeout_ms;
+if(data124.grace_ms !== undefined){
+let data129 = data124.grace_ms;
 if(!((typeof data129 == "number") && (isFinite(data129)))){
-const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1745,9 +1745,10 @@ vErrors.push(err129);
 errors++;
 }
 }
-}
-else {
-const err130 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data124.timeout_ms !== undefined){
+let data130 = data124.timeout_ms;
+if(!((typeof data130 == "number") && (isFinite(data130)))){
+const err130 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1759,7 +1760,7 @@ errors++;
 }
 }
 else {
-const err131 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err131 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1769,16 +1770,9 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data130 = data.routing;
-if(data130 && typeof data130 == "object" && !Array.isArray(data130)){
-if(data130.cooldown !== undefined){
-let data131 = data130.cooldown;
-if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
-if(data131.initial_s !== undefined){
-let data132 = data131.initial_s;
-if(!((typeof data132 == "number") && (isFinite(data132)))){
-const err132 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err132 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1788,10 +1782,16 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data131.max_s !== undefined){
-let data133 = data131.max_s;
+if(data.routing !== undefined){
+let data131 = data.routing;
+if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
+if(data131.cooldown !== undefined){
+let data132 = data131.cooldown;
+if(data132 && typeof data132 == "object" && !Array.isArray(data132)){
+if(data132.initial_s !== undefined){
+let data133 = data132.initial_s;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
-const err133 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err133 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1801,10 +1801,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data131.multiplier !== undefined){
-let data134 = data131.multiplier;
+if(data132.max_s !== undefined){
+let data134 = data132.max_s;
 if(!((typeof data134 == "number") && (isFinite(data134)))){
-const err134 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1814,9 +1814,10 @@ vErrors.push(err134);
 errors++;
 }
 }
-}
-else {
-const err135 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data132.multiplier !== undefined){
+let data135 = data132.multiplier;
+if(!((typeof data135 == "number") && (isFinite(data135)))){
+const err135 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1828,7 +1829,7 @@ errors++;
 }
 }
 else {
-const err136 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err136 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1838,13 +1839,9 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data135 = data.budgets;
-if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
-if(data135.daily_usd !== undefined){
-let data136 = data135.daily_usd;
-if(!((typeof data136 == "number") && (isFinite(data136)))){
-const err137 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err137 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1854,10 +1851,13 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data135.monthly_usd !== undefined){
-let data137 = data135.monthly_usd;
+if(data.budgets !== undefined){
+let data136 = data.budgets;
+if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
+if(data136.daily_usd !== undefined){
+let data137 = data136.daily_usd;
 if(!((typeof data137 == "number") && (isFinite(data137)))){
-const err138 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err138 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1867,9 +1867,10 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data135.timezone !== undefined){
-if(typeof data135.timezone !== "string"){
-const err139 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data136.monthly_usd !== undefined){
+let data138 = data136.monthly_usd;
+if(!((typeof data138 == "number") && (isFinite(data138)))){
+const err139 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1879,12 +1880,9 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data135.auto_switch !== undefined){
-let data139 = data135.auto_switch;
-if(data139 && typeof data139 == "object" && !Array.isArray(data139)){
-if(data139.enabled !== undefined){
-if(typeof data139.enabled !== "boolean"){
-const err140 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data136.timezone !== undefined){
+if(typeof data136.timezone !== "string"){
+const err140 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1894,9 +1892,12 @@ vErrors.push(err140);
 errors++;
 }
 }
-if(data139.to !== undefined){
-if(typeof data139.to !== "string"){
-const err141 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data136.auto_switch !== undefined){
+let data140 = data136.auto_switch;
+if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
+if(data140.enabled !== undefined){
+if(typeof data140.enabled !== "boolean"){
+const err141 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1906,9 +1907,9 @@ vErrors.push(err141);
 errors++;
 }
 }
-}
-else {
-const err142 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data140.to !== undefined){
+if(typeof data140.to !== "string"){
+const err142 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1920,7 +1921,7 @@ errors++;
 }
 }
 else {
-const err143 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err143 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1930,15 +1931,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data142 = data.alerts;
-if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
-if(data142.kinds !== undefined){
-let data143 = data142.kinds;
-if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
-for(const key6 in data143){
-if(typeof data143[key6] !== "boolean"){
-const err144 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err144 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1948,9 +1943,15 @@ vErrors.push(err144);
 errors++;
 }
 }
-}
-else {
-const err145 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.alerts !== undefined){
+let data143 = data.alerts;
+if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
+if(data143.kinds !== undefined){
+let data144 = data143.kinds;
+if(data144 && typeof data144 == "object" && !Array.isArray(data144)){
+for(const key6 in data144){
+if(typeof data144[key6] !== "boolean"){
+const err145 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1960,17 +1961,9 @@ vErrors.push(err145);
 errors++;
 }
 }
-if(data142.thresholds !== undefined){
-let data145 = data142.thresholds;
-if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
-if(data145.quota !== undefined){
-let data146 = data145.quota;
-if(Array.isArray(data146)){
-const len6 = data146.length;
-for(let i6=0; i6<len6; i6++){
-let data147 = data146[i6];
-if(!((typeof data147 == "number") && (isFinite(data147)))){
-const err146 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err146 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1980,9 +1973,17 @@ vErrors.push(err146);
 errors++;
 }
 }
-}
-else {
-const err147 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data143.thresholds !== undefined){
+let data146 = data143.thresholds;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+if(data146.quota !== undefined){
+let data147 = data146.quota;
+if(Array.isArray(data147)){
+const len6 = data147.length;
+for(let i6=0; i6<len6; i6++){
+let data148 = data147[i6];
+if(!((typeof data148 == "number") && (isFinite(data148)))){
+const err147 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1992,14 +1993,9 @@ vErrors.push(err147);
 errors++;
 }
 }
-if(data145.daily !== undefined){
-let data148 = data145.daily;
-if(Array.isArray(data148)){
-const len7 = data148.length;
-for(let i7=0; i7<len7; i7++){
-let data149 = data148[i7];
-if(!((typeof data149 == "number") && (isFinite(data149)))){
-const err148 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err148 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2009,9 +2005,14 @@ vErrors.push(err148);
 errors++;
 }
 }
-}
-else {
-const err149 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data146.daily !== undefined){
+let data149 = data146.daily;
+if(Array.isArray(data149)){
+const len7 = data149.length;
+for(let i7=0; i7<len7; i7++){
+let data150 = data149[i7];
+if(!((typeof data150 == "number") && (isFinite(data150)))){
+const err149 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2021,14 +2022,9 @@ vErrors.push(err149);
 errors++;
 }
 }
-if(data145.monthly !== undefined){
-let data150 = data145.monthly;
-if(Array.isArray(data150)){
-const len8 = data150.length;
-for(let i8=0; i8<len8; i8++){
-let data151 = data150[i8];
-if(!((typeof data151 == "number") && (isFinite(data151)))){
-const err150 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err150 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2038,9 +2034,14 @@ vErrors.push(err150);
 errors++;
 }
 }
-}
-else {
-const err151 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data146.monthly !== undefined){
+let data151 = data146.monthly;
+if(Array.isArray(data151)){
+const len8 = data151.length;
+for(let i8=0; i8<len8; i8++){
+let data152 = data151[i8];
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+const err151 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2050,10 +2051,9 @@ vErrors.push(err151);
 errors++;
 }
 }
-if(data145.anomaly_multiple !== undefined){
-let data152 = data145.anomaly_multiple;
-if(!((typeof data152 == "number") && (isFinite(data152)))){
-const err152 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err152 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2063,9 +2063,10 @@ vErrors.push(err152);
 errors++;
 }
 }
-}
-else {
-const err153 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data146.anomaly_multiple !== undefined){
+let data153 = data146.anomaly_multiple;
+if(!((typeof data153 == "number") && (isFinite(data153)))){
+const err153 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2075,12 +2076,9 @@ vErrors.push(err153);
 errors++;
 }
 }
-if(data142.channels !== undefined){
-let data153 = data142.channels;
-if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
-if(data153.dashboard !== undefined){
-if(typeof data153.dashboard !== "boolean"){
-const err154 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err154 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2090,12 +2088,12 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data153.email !== undefined){
-let data155 = data153.email;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-if(data155.enabled !== undefined){
-if(typeof data155.enabled !== "boolean"){
-const err155 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data143.channels !== undefined){
+let data154 = data143.channels;
+if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
+if(data154.dashboard !== undefined){
+if(typeof data154.dashboard !== "boolean"){
+const err155 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2105,9 +2103,12 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data155.smtp_url !== undefined){
-if(typeof data155.smtp_url !== "string"){
-const err156 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data154.email !== undefined){
+let data156 = data154.email;
+if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
+if(data156.enabled !== undefined){
+if(typeof data156.enabled !== "boolean"){
+const err156 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2117,9 +2118,9 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data155.from !== undefined){
-if(typeof data155.from !== "string"){
-const err157 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data156.smtp_url !== undefined){
+if(typeof data156.smtp_url !== "string"){
+const err157 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2129,13 +2130,9 @@ vErrors.push(err157);
 errors++;
 }
 }
-if(data155.to !== undefined){
-let data159 = data155.to;
-if(Array.isArray(data159)){
-const len9 = data159.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data159[i9] !== "string"){
-const err158 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data156.from !== undefined){
+if(typeof data156.from !== "string"){
+const err158 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2145,9 +2142,13 @@ vErrors.push(err158);
 errors++;
 }
 }
-}
-else {
-const err159 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data156.to !== undefined){
+let data160 = data156.to;
+if(Array.isArray(data160)){
+const len9 = data160.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data160[i9] !== "string"){
+const err159 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2159,7 +2160,7 @@ errors++;
 }
 }
 else {
-const err160 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err160 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2169,12 +2170,9 @@ vErrors.push(err160);
 errors++;
 }
 }
-if(data153.webhook !== undefined){
-let data161 = data153.webhook;
-if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
-if(data161.enabled !== undefined){
-if(typeof data161.enabled !== "boolean"){
-const err161 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err161 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2184,9 +2182,12 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data161.url !== undefined){
-if(typeof data161.url !== "string"){
-const err162 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data154.webhook !== undefined){
+let data162 = data154.webhook;
+if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
+if(data162.enabled !== undefined){
+if(typeof data162.enabled !== "boolean"){
+const err162 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2196,9 +2197,9 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data161.secret !== undefined){
-if(typeof data161.secret !== "string"){
-const err163 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data162.url !== undefined){
+if(typeof data162.url !== "string"){
+const err163 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2208,9 +2209,9 @@ vErrors.push(err163);
 errors++;
 }
 }
-}
-else {
-const err164 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data162.secret !== undefined){
+if(typeof data162.secret !== "string"){
+const err164 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2222,7 +2223,7 @@ errors++;
 }
 }
 else {
-const err165 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err165 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2234,7 +2235,7 @@ errors++;
 }
 }
 else {
-const err166 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err166 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -2246,12 +2247,24 @@ errors++;
 }
 }
 else {
-const err167 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err167 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err167];
 }
 else {
 vErrors.push(err167);
+}
+errors++;
+}
+}
+}
+else {
+const err168 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
 }
 errors++;
 }

@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -73,6 +73,9 @@ data0.api_keys = [];
 }
 if(data0.body_limit_bytes === undefined){
 data0.body_limit_bytes = 134217728;
+}
+if(data0.upstream_answer_limit_bytes === undefined){
+data0.upstream_answer_limit_bytes = 67108864;
 }
 if(data0.trust_proxy === undefined){
 data0.trust_proxy = [];
@@ -396,23 +399,17 @@ vErrors.push(err18);
 errors++;
 }
 }
-let data9 = data0.trust_proxy;
-if(Array.isArray(data9)){
-const len1 = data9.length;
-for(let i1=0; i1<len1; i1++){
-let data10 = data9[i1];
-if(typeof data10 !== "string"){
-let dataType5 = typeof data10;
+let data9 = data0.upstream_answer_limit_bytes;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+let dataType5 = typeof data9;
 let coerced5 = undefined;
 if(!(coerced5 !== undefined)){
-if(dataType5 == "number" || dataType5 == "boolean"){
-coerced5 = "" + data10;
-}
-else if(data10 === null){
-coerced5 = "";
+if(dataType5 === "boolean" || data9 === null
+              || (dataType5 === "string" && data9 && data9 == +data9 && !(data9 % 1))){
+coerced5 = +data9;
 }
 else {
-const err19 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err19 = {instancePath:instancePath+"/server/upstream_answer_limit_bytes",schemaPath:"#/properties/server/properties/upstream_answer_limit_bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -423,15 +420,15 @@ errors++;
 }
 }
 if(coerced5 !== undefined){
-data10 = coerced5;
-if(data9 !== undefined){
-data9[i1] = coerced5;
+data9 = coerced5;
+if(data0 !== undefined){
+data0["upstream_answer_limit_bytes"] = coerced5;
 }
 }
 }
-if(typeof data10 === "string"){
-if(func3(data10) < 1){
-const err20 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 1024 || isNaN(data9)){
+const err20 = {instancePath:instancePath+"/server/upstream_answer_limit_bytes",schemaPath:"#/properties/server/properties/upstream_answer_limit_bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1024},message:"must be >= 1024"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -441,24 +438,69 @@ vErrors.push(err20);
 errors++;
 }
 }
+let data10 = data0.trust_proxy;
+if(Array.isArray(data10)){
+const len1 = data10.length;
+for(let i1=0; i1<len1; i1++){
+let data11 = data10[i1];
+if(typeof data11 !== "string"){
+let dataType6 = typeof data11;
+let coerced6 = undefined;
+if(!(coerced6 !== undefined)){
+if(dataType6 == "number" || dataType6 == "boolean"){
+coerced6 = "" + data11;
 }
-let i2 = data9.length;
-let j0;
-if(i2 > 1){
-const indices0 = {};
-for(;i2--;){
-let item0 = data9[i2];
-if(typeof item0 !== "string"){
-continue;
+else if(data11 === null){
+coerced6 = "";
 }
-if(typeof indices0[item0] == "number"){
-j0 = indices0[item0];
-const err21 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+else {
+const err21 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
 else {
 vErrors.push(err21);
+}
+errors++;
+}
+}
+if(coerced6 !== undefined){
+data11 = coerced6;
+if(data10 !== undefined){
+data10[i1] = coerced6;
+}
+}
+}
+if(typeof data11 === "string"){
+if(func3(data11) < 1){
+const err22 = {instancePath:instancePath+"/server/trust_proxy/" + i1,schemaPath:"#/properties/server/properties/trust_proxy/items/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+}
+let i2 = data10.length;
+let j0;
+if(i2 > 1){
+const indices0 = {};
+for(;i2--;){
+let item0 = data10[i2];
+if(typeof item0 !== "string"){
+continue;
+}
+if(typeof indices0[item0] == "number"){
+j0 = indices0[item0];
+const err23 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/uniqueItems",keyword:"uniqueItems",params:{i: i2, j: j0},message:"must NOT have duplicate items (items ## "+j0+" and "+i2+" are identical)"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
 }
 errors++;
 break;
@@ -468,46 +510,7 @@ indices0[item0] = i2;
 }
 }
 else {
-const err22 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err22];
-}
-else {
-vErrors.push(err22);
-}
-errors++;
-}
-let data11 = data0.rate_limit;
-if(data11 && typeof data11 == "object" && !Array.isArray(data11)){
-if(data11.requests_per_minute === undefined){
-data11.requests_per_minute = 0;
-}
-if(data11.auth_failures_per_minute === undefined){
-data11.auth_failures_per_minute = 10;
-}
-for(const key3 in data11){
-if(!((key3 === "requests_per_minute") || (key3 === "auth_failures_per_minute"))){
-const err23 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err23];
-}
-else {
-vErrors.push(err23);
-}
-errors++;
-}
-}
-let data12 = data11.requests_per_minute;
-if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
-let dataType6 = typeof data12;
-let coerced6 = undefined;
-if(!(coerced6 !== undefined)){
-if(dataType6 === "boolean" || data12 === null
-              || (dataType6 === "string" && data12 && data12 == +data12 && !(data12 % 1))){
-coerced6 = +data12;
-}
-else {
-const err24 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err24 = {instancePath:instancePath+"/server/trust_proxy",schemaPath:"#/properties/server/properties/trust_proxy/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -516,17 +519,17 @@ vErrors.push(err24);
 }
 errors++;
 }
+let data12 = data0.rate_limit;
+if(data12 && typeof data12 == "object" && !Array.isArray(data12)){
+if(data12.requests_per_minute === undefined){
+data12.requests_per_minute = 0;
 }
-if(coerced6 !== undefined){
-data12 = coerced6;
-if(data11 !== undefined){
-data11["requests_per_minute"] = coerced6;
+if(data12.auth_failures_per_minute === undefined){
+data12.auth_failures_per_minute = 10;
 }
-}
-}
-if((typeof data12 == "number") && (isFinite(data12))){
-if(data12 < 0 || isNaN(data12)){
-const err25 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key3 in data12){
+if(!((key3 === "requests_per_minute") || (key3 === "auth_failures_per_minute"))){
+const err25 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key3},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -536,7 +539,7 @@ vErrors.push(err25);
 errors++;
 }
 }
-let data13 = data11.auth_failures_per_minute;
+let data13 = data12.requests_per_minute;
 if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
 let dataType7 = typeof data13;
 let coerced7 = undefined;
@@ -546,7 +549,7 @@ if(dataType7 === "boolean" || data13 === null
 coerced7 = +data13;
 }
 else {
-const err26 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err26 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -558,14 +561,14 @@ errors++;
 }
 if(coerced7 !== undefined){
 data13 = coerced7;
-if(data11 !== undefined){
-data11["auth_failures_per_minute"] = coerced7;
+if(data12 !== undefined){
+data12["requests_per_minute"] = coerced7;
 }
 }
 }
 if((typeof data13 == "number") && (isFinite(data13))){
-if(data13 < 1 || isNaN(data13)){
-const err27 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data13 < 0 || isNaN(data13)){
+const err27 = {instancePath:instancePath+"/server/rate_limit/requests_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/requests_per_minute/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -575,9 +578,17 @@ vErrors.push(err27);
 errors++;
 }
 }
+let data14 = data12.auth_failures_per_minute;
+if(!(((typeof data14 == "number") && (!(data14 % 1) && !isNaN(data14))) && (isFinite(data14)))){
+let dataType8 = typeof data14;
+let coerced8 = undefined;
+if(!(coerced8 !== undefined)){
+if(dataType8 === "boolean" || data14 === null
+              || (dataType8 === "string" && data14 && data14 == +data14 && !(data14 % 1))){
+coerced8 = +data14;
 }
 else {
-const err28 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err28 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -586,18 +597,17 @@ vErrors.push(err28);
 }
 errors++;
 }
-let data14 = data0.metrics_auth;
-if(typeof data14 !== "boolean"){
-let coerced8 = undefined;
-if(!(coerced8 !== undefined)){
-if(data14 === "false" || data14 === 0 || data14 === null){
-coerced8 = false;
 }
-else if(data14 === "true" || data14 === 1){
-coerced8 = true;
+if(coerced8 !== undefined){
+data14 = coerced8;
+if(data12 !== undefined){
+data12["auth_failures_per_minute"] = coerced8;
 }
-else {
-const err29 = {instancePath:instancePath+"/server/metrics_auth",schemaPath:"#/properties/server/properties/metrics_auth/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+if((typeof data14 == "number") && (isFinite(data14))){
+if(data14 < 1 || isNaN(data14)){
+const err29 = {instancePath:instancePath+"/server/rate_limit/auth_failures_per_minute",schemaPath:"#/properties/server/properties/rate_limit/properties/auth_failures_per_minute/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -607,26 +617,9 @@ vErrors.push(err29);
 errors++;
 }
 }
-if(coerced8 !== undefined){
-data14 = coerced8;
-if(data0 !== undefined){
-data0["metrics_auth"] = coerced8;
-}
-}
-}
-let data15 = data0.public_url;
-if(typeof data15 !== "string"){
-let dataType9 = typeof data15;
-let coerced9 = undefined;
-if(!(coerced9 !== undefined)){
-if(dataType9 == "number" || dataType9 == "boolean"){
-coerced9 = "" + data15;
-}
-else if(data15 === null){
-coerced9 = "";
 }
 else {
-const err30 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err30 = {instancePath:instancePath+"/server/rate_limit",schemaPath:"#/properties/server/properties/rate_limit/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -635,17 +628,18 @@ vErrors.push(err30);
 }
 errors++;
 }
+let data15 = data0.metrics_auth;
+if(typeof data15 !== "boolean"){
+let coerced9 = undefined;
+if(!(coerced9 !== undefined)){
+if(data15 === "false" || data15 === 0 || data15 === null){
+coerced9 = false;
 }
-if(coerced9 !== undefined){
-data15 = coerced9;
-if(data0 !== undefined){
-data0["public_url"] = coerced9;
+else if(data15 === "true" || data15 === 1){
+coerced9 = true;
 }
-}
-}
-if(typeof data15 === "string"){
-if(!pattern0.test(data15)){
-const err31 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/pattern",keyword:"pattern",params:{pattern: "^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$"},message:"must match pattern \""+"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$"+"\""};
+else {
+const err31 = {instancePath:instancePath+"/server/metrics_auth",schemaPath:"#/properties/server/properties/metrics_auth/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -655,17 +649,26 @@ vErrors.push(err31);
 errors++;
 }
 }
-let data16 = data0.json_max_depth;
-if(!(((typeof data16 == "number") && (!(data16 % 1) && !isNaN(data16))) && (isFinite(data16)))){
+if(coerced9 !== undefined){
+data15 = coerced9;
+if(data0 !== undefined){
+data0["metrics_auth"] = coerced9;
+}
+}
+}
+let data16 = data0.public_url;
+if(typeof data16 !== "string"){
 let dataType10 = typeof data16;
 let coerced10 = undefined;
 if(!(coerced10 !== undefined)){
-if(dataType10 === "boolean" || data16 === null
-              || (dataType10 === "string" && data16 && data16 == +data16 && !(data16 % 1))){
-coerced10 = +data16;
+if(dataType10 == "number" || dataType10 == "boolean"){
+coerced10 = "" + data16;
+}
+else if(data16 === null){
+coerced10 = "";
 }
 else {
-const err32 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err32 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -678,13 +681,13 @@ errors++;
 if(coerced10 !== undefined){
 data16 = coerced10;
 if(data0 !== undefined){
-data0["json_max_depth"] = coerced10;
+data0["public_url"] = coerced10;
 }
 }
 }
-if((typeof data16 == "number") && (isFinite(data16))){
-if(data16 > 10000 || isNaN(data16)){
-const err33 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+if(typeof data16 === "string"){
+if(!pattern0.test(data16)){
+const err33 = {instancePath:instancePath+"/server/public_url",schemaPath:"#/properties/server/properties/public_url/pattern",keyword:"pattern",params:{pattern: "^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$"},message:"must match pattern \""+"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$"+"\""};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -693,8 +696,18 @@ vErrors.push(err33);
 }
 errors++;
 }
-if(data16 < 8 || isNaN(data16)){
-const err34 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8"};
+}
+let data17 = data0.json_max_depth;
+if(!(((typeof data17 == "number") && (!(data17 % 1) && !isNaN(data17))) && (isFinite(data17)))){
+let dataType11 = typeof data17;
+let coerced11 = undefined;
+if(!(coerced11 !== undefined)){
+if(dataType11 === "boolean" || data17 === null
+              || (dataType11 === "string" && data17 && data17 == +data17 && !(data17 % 1))){
+coerced11 = +data17;
+}
+else {
+const err34 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -704,17 +717,16 @@ vErrors.push(err34);
 errors++;
 }
 }
-let data17 = data0.idle_gc_s;
-if(!((typeof data17 == "number") && (isFinite(data17)))){
-let dataType11 = typeof data17;
-let coerced11 = undefined;
-if(!(coerced11 !== undefined)){
-if(dataType11 == "boolean" || data17 === null
-              || (dataType11 == "string" && data17 && data17 == +data17)){
-coerced11 = +data17;
+if(coerced11 !== undefined){
+data17 = coerced11;
+if(data0 !== undefined){
+data0["json_max_depth"] = coerced11;
 }
-else {
-const err35 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data17 == "number") && (isFinite(data17))){
+if(data17 > 10000 || isNaN(data17)){
+const err35 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -723,17 +735,8 @@ vErrors.push(err35);
 }
 errors++;
 }
-}
-if(coerced11 !== undefined){
-data17 = coerced11;
-if(data0 !== undefined){
-data0["idle_gc_s"] = coerced11;
-}
-}
-}
-if((typeof data17 == "number") && (isFinite(data17))){
-if(data17 < 0 || isNaN(data17)){
-const err36 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data17 < 8 || isNaN(data17)){
+const err36 = {instancePath:instancePath+"/server/json_max_depth",schemaPath:"#/properties/server/properties/json_max_depth/minimum",keyword:"minimum",params:{comparison: ">=", limit: 8},message:"must be >= 8"};
 if(vErrors === null){
 vErrors = [err36];
 }
@@ -743,7 +746,7 @@ vErrors.push(err36);
 errors++;
 }
 }
-let data18 = data0.request_timeout_s;
+let data18 = data0.idle_gc_s;
 if(!((typeof data18 == "number") && (isFinite(data18)))){
 let dataType12 = typeof data18;
 let coerced12 = undefined;
@@ -753,7 +756,7 @@ if(dataType12 == "boolean" || data18 === null
 coerced12 = +data18;
 }
 else {
-const err37 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err37 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -766,13 +769,13 @@ errors++;
 if(coerced12 !== undefined){
 data18 = coerced12;
 if(data0 !== undefined){
-data0["request_timeout_s"] = coerced12;
+data0["idle_gc_s"] = coerced12;
 }
 }
 }
 if((typeof data18 == "number") && (isFinite(data18))){
 if(data18 < 0 || isNaN(data18)){
-const err38 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err38 = {instancePath:instancePath+"/server/idle_gc_s",schemaPath:"#/properties/server/properties/idle_gc_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -782,9 +785,17 @@ vErrors.push(err38);
 errors++;
 }
 }
+let data19 = data0.request_timeout_s;
+if(!((typeof data19 == "number") && (isFinite(data19)))){
+let dataType13 = typeof data19;
+let coerced13 = undefined;
+if(!(coerced13 !== undefined)){
+if(dataType13 == "boolean" || data19 === null
+              || (dataType13 == "string" && data19 && data19 == +data19)){
+coerced13 = +data19;
 }
 else {
-const err39 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err39 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -793,41 +804,17 @@ vErrors.push(err39);
 }
 errors++;
 }
-let data19 = data.storage;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.clickhouse_url === undefined){
-data19.clickhouse_url = "";
 }
-if(data19.cluster === undefined){
-data19.cluster = "";
+if(coerced13 !== undefined){
+data19 = coerced13;
+if(data0 !== undefined){
+data0["request_timeout_s"] = coerced13;
 }
-if(data19.sharded === undefined){
-data19.sharded = false;
 }
-if(data19.database === undefined){
-data19.database = "tollgate";
 }
-if(data19.data_dir === undefined){
-data19.data_dir = "./data";
-}
-if(data19.username === undefined){
-data19.username = "default";
-}
-if(data19.password === undefined){
-data19.password = "";
-}
-if(data19.request_timeout_ms === undefined){
-data19.request_timeout_ms = 30000;
-}
-if(data19.batch === undefined){
-data19.batch = {};
-}
-if(data19.spool === undefined){
-data19.spool = {};
-}
-for(const key4 in data19){
-if(!(func2.call(schema11.properties.storage.properties, key4))){
-const err40 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if((typeof data19 == "number") && (isFinite(data19))){
+if(data19 < 0 || isNaN(data19)){
+const err40 = {instancePath:instancePath+"/server/request_timeout_s",schemaPath:"#/properties/server/properties/request_timeout_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -837,19 +824,9 @@ vErrors.push(err40);
 errors++;
 }
 }
-let data20 = data19.clickhouse_url;
-if(typeof data20 !== "string"){
-let dataType13 = typeof data20;
-let coerced13 = undefined;
-if(!(coerced13 !== undefined)){
-if(dataType13 == "number" || dataType13 == "boolean"){
-coerced13 = "" + data20;
-}
-else if(data20 === null){
-coerced13 = "";
 }
 else {
-const err41 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err41 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -858,15 +835,51 @@ vErrors.push(err41);
 }
 errors++;
 }
+let data20 = data.storage;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.clickhouse_url === undefined){
+data20.clickhouse_url = "";
 }
-if(coerced13 !== undefined){
-data20 = coerced13;
-if(data19 !== undefined){
-data19["clickhouse_url"] = coerced13;
+if(data20.cluster === undefined){
+data20.cluster = "";
+}
+if(data20.sharded === undefined){
+data20.sharded = false;
+}
+if(data20.database === undefined){
+data20.database = "tollgate";
+}
+if(data20.data_dir === undefined){
+data20.data_dir = "./data";
+}
+if(data20.username === undefined){
+data20.username = "default";
+}
+if(data20.password === undefined){
+data20.password = "";
+}
+if(data20.request_timeout_ms === undefined){
+data20.request_timeout_ms = 30000;
+}
+if(data20.batch === undefined){
+data20.batch = {};
+}
+if(data20.spool === undefined){
+data20.spool = {};
+}
+for(const key4 in data20){
+if(!(func2.call(schema11.properties.storage.properties, key4))){
+const err42 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
 }
 }
-}
-let data21 = data19.cluster;
+let data21 = data20.clickhouse_url;
 if(typeof data21 !== "string"){
 let dataType14 = typeof data21;
 let coerced14 = undefined;
@@ -878,26 +891,7 @@ else if(data21 === null){
 coerced14 = "";
 }
 else {
-const err42 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err42];
-}
-else {
-vErrors.push(err42);
-}
-errors++;
-}
-}
-if(coerced14 !== undefined){
-data21 = coerced14;
-if(data19 !== undefined){
-data19["cluster"] = coerced14;
-}
-}
-}
-if(typeof data21 === "string"){
-if(!pattern1.test(data21)){
-const err43 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
+const err43 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -907,18 +901,26 @@ vErrors.push(err43);
 errors++;
 }
 }
-let data22 = data19.sharded;
-if(typeof data22 !== "boolean"){
+if(coerced14 !== undefined){
+data21 = coerced14;
+if(data20 !== undefined){
+data20["clickhouse_url"] = coerced14;
+}
+}
+}
+let data22 = data20.cluster;
+if(typeof data22 !== "string"){
+let dataType15 = typeof data22;
 let coerced15 = undefined;
 if(!(coerced15 !== undefined)){
-if(data22 === "false" || data22 === 0 || data22 === null){
-coerced15 = false;
+if(dataType15 == "number" || dataType15 == "boolean"){
+coerced15 = "" + data22;
 }
-else if(data22 === "true" || data22 === 1){
-coerced15 = true;
+else if(data22 === null){
+coerced15 = "";
 }
 else {
-const err44 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err44 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -930,24 +932,14 @@ errors++;
 }
 if(coerced15 !== undefined){
 data22 = coerced15;
-if(data19 !== undefined){
-data19["sharded"] = coerced15;
+if(data20 !== undefined){
+data20["cluster"] = coerced15;
 }
 }
 }
-let data23 = data19.database;
-if(typeof data23 !== "string"){
-let dataType16 = typeof data23;
-let coerced16 = undefined;
-if(!(coerced16 !== undefined)){
-if(dataType16 == "number" || dataType16 == "boolean"){
-coerced16 = "" + data23;
-}
-else if(data23 === null){
-coerced16 = "";
-}
-else {
-const err45 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data22 === "string"){
+if(!pattern1.test(data22)){
+const err45 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -957,16 +949,18 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(coerced16 !== undefined){
-data23 = coerced16;
-if(data19 !== undefined){
-data19["database"] = coerced16;
+let data23 = data20.sharded;
+if(typeof data23 !== "boolean"){
+let coerced16 = undefined;
+if(!(coerced16 !== undefined)){
+if(data23 === "false" || data23 === 0 || data23 === null){
+coerced16 = false;
 }
+else if(data23 === "true" || data23 === 1){
+coerced16 = true;
 }
-}
-if(typeof data23 === "string"){
-if(!pattern2.test(data23)){
-const err46 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
+else {
+const err46 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -976,7 +970,14 @@ vErrors.push(err46);
 errors++;
 }
 }
-let data24 = data19.data_dir;
+if(coerced16 !== undefined){
+data23 = coerced16;
+if(data20 !== undefined){
+data20["sharded"] = coerced16;
+}
+}
+}
+let data24 = data20.database;
 if(typeof data24 !== "string"){
 let dataType17 = typeof data24;
 let coerced17 = undefined;
@@ -988,7 +989,7 @@ else if(data24 === null){
 coerced17 = "";
 }
 else {
-const err47 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err47 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1000,14 +1001,14 @@ errors++;
 }
 if(coerced17 !== undefined){
 data24 = coerced17;
-if(data19 !== undefined){
-data19["data_dir"] = coerced17;
+if(data20 !== undefined){
+data20["database"] = coerced17;
 }
 }
 }
 if(typeof data24 === "string"){
-if(func3(data24) < 1){
-const err48 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern2.test(data24)){
+const err48 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1017,7 +1018,7 @@ vErrors.push(err48);
 errors++;
 }
 }
-let data25 = data19.username;
+let data25 = data20.data_dir;
 if(typeof data25 !== "string"){
 let dataType18 = typeof data25;
 let coerced18 = undefined;
@@ -1029,7 +1030,7 @@ else if(data25 === null){
 coerced18 = "";
 }
 else {
-const err49 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err49 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1041,12 +1042,24 @@ errors++;
 }
 if(coerced18 !== undefined){
 data25 = coerced18;
-if(data19 !== undefined){
-data19["username"] = coerced18;
+if(data20 !== undefined){
+data20["data_dir"] = coerced18;
 }
 }
 }
-let data26 = data19.password;
+if(typeof data25 === "string"){
+if(func3(data25) < 1){
+const err50 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err50];
+}
+else {
+vErrors.push(err50);
+}
+errors++;
+}
+}
+let data26 = data20.username;
 if(typeof data26 !== "string"){
 let dataType19 = typeof data26;
 let coerced19 = undefined;
@@ -1058,34 +1071,7 @@ else if(data26 === null){
 coerced19 = "";
 }
 else {
-const err50 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err50];
-}
-else {
-vErrors.push(err50);
-}
-errors++;
-}
-}
-if(coerced19 !== undefined){
-data26 = coerced19;
-if(data19 !== undefined){
-data19["password"] = coerced19;
-}
-}
-}
-let data27 = data19.request_timeout_ms;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-let dataType20 = typeof data27;
-let coerced20 = undefined;
-if(!(coerced20 !== undefined)){
-if(dataType20 === "boolean" || data27 === null
-              || (dataType20 === "string" && data27 && data27 == +data27 && !(data27 % 1))){
-coerced20 = +data27;
-}
-else {
-const err51 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err51 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1095,16 +1081,26 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(coerced20 !== undefined){
-data27 = coerced20;
-if(data19 !== undefined){
-data19["request_timeout_ms"] = coerced20;
+if(coerced19 !== undefined){
+data26 = coerced19;
+if(data20 !== undefined){
+data20["username"] = coerced19;
 }
 }
 }
-if((typeof data27 == "number") && (isFinite(data27))){
-if(data27 > 600000 || isNaN(data27)){
-const err52 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+let data27 = data20.password;
+if(typeof data27 !== "string"){
+let dataType20 = typeof data27;
+let coerced20 = undefined;
+if(!(coerced20 !== undefined)){
+if(dataType20 == "number" || dataType20 == "boolean"){
+coerced20 = "" + data27;
+}
+else if(data27 === null){
+coerced20 = "";
+}
+else {
+const err52 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -1113,8 +1109,25 @@ vErrors.push(err52);
 }
 errors++;
 }
-if(data27 < 100 || isNaN(data27)){
-const err53 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+if(coerced20 !== undefined){
+data27 = coerced20;
+if(data20 !== undefined){
+data20["password"] = coerced20;
+}
+}
+}
+let data28 = data20.request_timeout_ms;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+let dataType21 = typeof data28;
+let coerced21 = undefined;
+if(!(coerced21 !== undefined)){
+if(dataType21 === "boolean" || data28 === null
+              || (dataType21 === "string" && data28 && data28 == +data28 && !(data28 % 1))){
+coerced21 = +data28;
+}
+else {
+const err53 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1124,20 +1137,16 @@ vErrors.push(err53);
 errors++;
 }
 }
-let data28 = data19.batch;
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-if(data28.max_rows === undefined){
-data28.max_rows = 10000;
+if(coerced21 !== undefined){
+data28 = coerced21;
+if(data20 !== undefined){
+data20["request_timeout_ms"] = coerced21;
 }
-if(data28.flush_ms === undefined){
-data28.flush_ms = 2000;
 }
-if(data28.queue_max === undefined){
-data28.queue_max = 100000;
 }
-for(const key5 in data28){
-if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
-const err54 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if((typeof data28 == "number") && (isFinite(data28))){
+if(data28 > 600000 || isNaN(data28)){
+const err54 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1146,18 +1155,8 @@ vErrors.push(err54);
 }
 errors++;
 }
-}
-let data29 = data28.max_rows;
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-let dataType21 = typeof data29;
-let coerced21 = undefined;
-if(!(coerced21 !== undefined)){
-if(dataType21 === "boolean" || data29 === null
-              || (dataType21 === "string" && data29 && data29 == +data29 && !(data29 % 1))){
-coerced21 = +data29;
-}
-else {
-const err55 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data28 < 100 || isNaN(data28)){
+const err55 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1167,16 +1166,20 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(coerced21 !== undefined){
-data29 = coerced21;
-if(data28 !== undefined){
-data28["max_rows"] = coerced21;
+let data29 = data20.batch;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.max_rows === undefined){
+data29.max_rows = 10000;
 }
+if(data29.flush_ms === undefined){
+data29.flush_ms = 2000;
 }
+if(data29.queue_max === undefined){
+data29.queue_max = 100000;
 }
-if((typeof data29 == "number") && (isFinite(data29))){
-if(data29 < 1 || isNaN(data29)){
-const err56 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key5 in data29){
+if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
+const err56 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1186,7 +1189,7 @@ vErrors.push(err56);
 errors++;
 }
 }
-let data30 = data28.flush_ms;
+let data30 = data29.max_rows;
 if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
 let dataType22 = typeof data30;
 let coerced22 = undefined;
@@ -1196,7 +1199,7 @@ if(dataType22 === "boolean" || data30 === null
 coerced22 = +data30;
 }
 else {
-const err57 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err57 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1208,14 +1211,14 @@ errors++;
 }
 if(coerced22 !== undefined){
 data30 = coerced22;
-if(data28 !== undefined){
-data28["flush_ms"] = coerced22;
+if(data29 !== undefined){
+data29["max_rows"] = coerced22;
 }
 }
 }
 if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 < 10 || isNaN(data30)){
-const err58 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(data30 < 1 || isNaN(data30)){
+const err58 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1225,7 +1228,7 @@ vErrors.push(err58);
 errors++;
 }
 }
-let data31 = data28.queue_max;
+let data31 = data29.flush_ms;
 if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
 let dataType23 = typeof data31;
 let coerced23 = undefined;
@@ -1235,7 +1238,7 @@ if(dataType23 === "boolean" || data31 === null
 coerced23 = +data31;
 }
 else {
-const err59 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err59 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1247,14 +1250,14 @@ errors++;
 }
 if(coerced23 !== undefined){
 data31 = coerced23;
-if(data28 !== undefined){
-data28["queue_max"] = coerced23;
+if(data29 !== undefined){
+data29["flush_ms"] = coerced23;
 }
 }
 }
 if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 < 1 || isNaN(data31)){
-const err60 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data31 < 10 || isNaN(data31)){
+const err60 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1264,9 +1267,17 @@ vErrors.push(err60);
 errors++;
 }
 }
+let data32 = data29.queue_max;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+let dataType24 = typeof data32;
+let coerced24 = undefined;
+if(!(coerced24 !== undefined)){
+if(dataType24 === "boolean" || data32 === null
+              || (dataType24 === "string" && data32 && data32 == +data32 && !(data32 % 1))){
+coerced24 = +data32;
 }
 else {
-const err61 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err61 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1275,20 +1286,17 @@ vErrors.push(err61);
 }
 errors++;
 }
-let data32 = data19.spool;
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-if(data32.commit_ms === undefined){
-data32.commit_ms = 50;
 }
-if(data32.dir === undefined){
-data32.dir = "";
+if(coerced24 !== undefined){
+data32 = coerced24;
+if(data29 !== undefined){
+data29["queue_max"] = coerced24;
 }
-if(data32.max_bytes === undefined){
-data32.max_bytes = 1073741824;
 }
-for(const key6 in data32){
-if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
-const err62 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if((typeof data32 == "number") && (isFinite(data32))){
+if(data32 < 1 || isNaN(data32)){
+const err62 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1298,17 +1306,9 @@ vErrors.push(err62);
 errors++;
 }
 }
-let data33 = data32.commit_ms;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-let dataType24 = typeof data33;
-let coerced24 = undefined;
-if(!(coerced24 !== undefined)){
-if(dataType24 === "boolean" || data33 === null
-              || (dataType24 === "string" && data33 && data33 == +data33 && !(data33 % 1))){
-coerced24 = +data33;
 }
 else {
-const err63 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err63 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1317,17 +1317,20 @@ vErrors.push(err63);
 }
 errors++;
 }
+let data33 = data20.spool;
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.commit_ms === undefined){
+data33.commit_ms = 50;
 }
-if(coerced24 !== undefined){
-data33 = coerced24;
-if(data32 !== undefined){
-data32["commit_ms"] = coerced24;
+if(data33.dir === undefined){
+data33.dir = "";
 }
+if(data33.max_bytes === undefined){
+data33.max_bytes = 1073741824;
 }
-}
-if((typeof data33 == "number") && (isFinite(data33))){
-if(data33 > 60000 || isNaN(data33)){
-const err64 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+for(const key6 in data33){
+if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
+const err64 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1336,8 +1339,18 @@ vErrors.push(err64);
 }
 errors++;
 }
-if(data33 < 1 || isNaN(data33)){
-const err65 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data34 = data33.commit_ms;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+let dataType25 = typeof data34;
+let coerced25 = undefined;
+if(!(coerced25 !== undefined)){
+if(dataType25 === "boolean" || data34 === null
+              || (dataType25 === "string" && data34 && data34 == +data34 && !(data34 % 1))){
+coerced25 = +data34;
+}
+else {
+const err65 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1347,19 +1360,16 @@ vErrors.push(err65);
 errors++;
 }
 }
-let data34 = data32.dir;
-if(typeof data34 !== "string"){
-let dataType25 = typeof data34;
-let coerced25 = undefined;
-if(!(coerced25 !== undefined)){
-if(dataType25 == "number" || dataType25 == "boolean"){
-coerced25 = "" + data34;
+if(coerced25 !== undefined){
+data34 = coerced25;
+if(data33 !== undefined){
+data33["commit_ms"] = coerced25;
 }
-else if(data34 === null){
-coerced25 = "";
 }
-else {
-const err66 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data34 == "number") && (isFinite(data34))){
+if(data34 > 60000 || isNaN(data34)){
+const err66 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1368,28 +1378,8 @@ vErrors.push(err66);
 }
 errors++;
 }
-}
-if(coerced25 !== undefined){
-data34 = coerced25;
-if(data32 !== undefined){
-data32["dir"] = coerced25;
-}
-}
-}
-let data35 = data32.max_bytes;
-const _errs78 = errors;
-let valid12 = false;
-const _errs79 = errors;
-if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
-let dataType26 = typeof data35;
-let coerced26 = undefined;
-if(!(coerced26 !== undefined)){
-if(dataType26 === "boolean" || data35 === null
-              || (dataType26 === "string" && data35 && data35 == +data35 && !(data35 % 1))){
-coerced26 = +data35;
-}
-else {
-const err67 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data34 < 1 || isNaN(data34)){
+const err67 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -1399,16 +1389,19 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(coerced26 !== undefined){
-data35 = coerced26;
-if(data32 !== undefined){
-data32["max_bytes"] = coerced26;
+let data35 = data33.dir;
+if(typeof data35 !== "string"){
+let dataType26 = typeof data35;
+let coerced26 = undefined;
+if(!(coerced26 !== undefined)){
+if(dataType26 == "number" || dataType26 == "boolean"){
+coerced26 = "" + data35;
 }
+else if(data35 === null){
+coerced26 = "";
 }
-}
-if((typeof data35 == "number") && (isFinite(data35))){
-if(data35 < 1 || isNaN(data35)){
-const err68 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err68 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -1418,22 +1411,27 @@ vErrors.push(err68);
 errors++;
 }
 }
-var _valid0 = _errs79 === errors;
-valid12 = valid12 || _valid0;
-if(!valid12){
+if(coerced26 !== undefined){
+data35 = coerced26;
+if(data33 !== undefined){
+data33["dir"] = coerced26;
+}
+}
+}
+let data36 = data33.max_bytes;
+const _errs80 = errors;
+let valid12 = false;
 const _errs81 = errors;
-if(typeof data35 !== "string"){
-let dataType27 = typeof data35;
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+let dataType27 = typeof data36;
 let coerced27 = undefined;
 if(!(coerced27 !== undefined)){
-if(dataType27 == "number" || dataType27 == "boolean"){
-coerced27 = "" + data35;
-}
-else if(data35 === null){
-coerced27 = "";
+if(dataType27 === "boolean" || data36 === null
+              || (dataType27 === "string" && data36 && data36 == +data36 && !(data36 % 1))){
+coerced27 = +data36;
 }
 else {
-const err69 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err69 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -1444,17 +1442,15 @@ errors++;
 }
 }
 if(coerced27 !== undefined){
-data35 = coerced27;
-if(data32 !== undefined){
-data32["max_bytes"] = coerced27;
+data36 = coerced27;
+if(data33 !== undefined){
+data33["max_bytes"] = coerced27;
 }
 }
 }
-var _valid0 = _errs81 === errors;
-valid12 = valid12 || _valid0;
-}
-if(!valid12){
-const err70 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if((typeof data36 == "number") && (isFinite(data36))){
+if(data36 < 1 || isNaN(data36)){
+const err70 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1463,20 +1459,23 @@ vErrors.push(err70);
 }
 errors++;
 }
-else {
-errors = _errs78;
-if(vErrors !== null){
-if(_errs78){
-vErrors.length = _errs78;
+}
+var _valid0 = _errs81 === errors;
+valid12 = valid12 || _valid0;
+if(!valid12){
+const _errs83 = errors;
+if(typeof data36 !== "string"){
+let dataType28 = typeof data36;
+let coerced28 = undefined;
+if(!(coerced28 !== undefined)){
+if(dataType28 == "number" || dataType28 == "boolean"){
+coerced28 = "" + data36;
+}
+else if(data36 === null){
+coerced28 = "";
 }
 else {
-vErrors = null;
-}
-}
-}
-}
-else {
-const err71 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err71 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1486,8 +1485,18 @@ vErrors.push(err71);
 errors++;
 }
 }
-else {
-const err72 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced28 !== undefined){
+data36 = coerced28;
+if(data33 !== undefined){
+data33["max_bytes"] = coerced28;
+}
+}
+}
+var _valid0 = _errs83 === errors;
+valid12 = valid12 || _valid0;
+}
+if(!valid12){
+const err72 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1496,17 +1505,20 @@ vErrors.push(err72);
 }
 errors++;
 }
-let data36 = data.telemetry;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.otlp_endpoint === undefined){
-data36.otlp_endpoint = "";
+else {
+errors = _errs80;
+if(vErrors !== null){
+if(_errs80){
+vErrors.length = _errs80;
 }
-if(data36.service_name === undefined){
-data36.service_name = "tollgate";
+else {
+vErrors = null;
 }
-for(const key7 in data36){
-if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
-const err73 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err73 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1516,19 +1528,8 @@ vErrors.push(err73);
 errors++;
 }
 }
-let data37 = data36.otlp_endpoint;
-if(typeof data37 !== "string"){
-let dataType28 = typeof data37;
-let coerced28 = undefined;
-if(!(coerced28 !== undefined)){
-if(dataType28 == "number" || dataType28 == "boolean"){
-coerced28 = "" + data37;
-}
-else if(data37 === null){
-coerced28 = "";
-}
 else {
-const err74 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err74 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1537,15 +1538,27 @@ vErrors.push(err74);
 }
 errors++;
 }
+let data37 = data.telemetry;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.otlp_endpoint === undefined){
+data37.otlp_endpoint = "";
 }
-if(coerced28 !== undefined){
-data37 = coerced28;
-if(data36 !== undefined){
-data36["otlp_endpoint"] = coerced28;
+if(data37.service_name === undefined){
+data37.service_name = "tollgate";
+}
+for(const key7 in data37){
+if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
+const err75 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err75];
+}
+else {
+vErrors.push(err75);
+}
+errors++;
 }
 }
-}
-let data38 = data36.service_name;
+let data38 = data37.otlp_endpoint;
 if(typeof data38 !== "string"){
 let dataType29 = typeof data38;
 let coerced29 = undefined;
@@ -1557,26 +1570,7 @@ else if(data38 === null){
 coerced29 = "";
 }
 else {
-const err75 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err75];
-}
-else {
-vErrors.push(err75);
-}
-errors++;
-}
-}
-if(coerced29 !== undefined){
-data38 = coerced29;
-if(data36 !== undefined){
-data36["service_name"] = coerced29;
-}
-}
-}
-if(typeof data38 === "string"){
-if(func3(data38) < 1){
-const err76 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err76 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1586,9 +1580,26 @@ vErrors.push(err76);
 errors++;
 }
 }
+if(coerced29 !== undefined){
+data38 = coerced29;
+if(data37 !== undefined){
+data37["otlp_endpoint"] = coerced29;
+}
+}
+}
+let data39 = data37.service_name;
+if(typeof data39 !== "string"){
+let dataType30 = typeof data39;
+let coerced30 = undefined;
+if(!(coerced30 !== undefined)){
+if(dataType30 == "number" || dataType30 == "boolean"){
+coerced30 = "" + data39;
+}
+else if(data39 === null){
+coerced30 = "";
 }
 else {
-const err77 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err77 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1597,13 +1608,17 @@ vErrors.push(err77);
 }
 errors++;
 }
-let data39 = data.providers;
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-for(const key8 in data39){
-const _errs92 = errors;
-if(typeof key8 === "string"){
-if(!pattern3.test(key8)){
-const err78 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
+}
+if(coerced30 !== undefined){
+data39 = coerced30;
+if(data37 !== undefined){
+data37["service_name"] = coerced30;
+}
+}
+}
+if(typeof data39 === "string"){
+if(func3(data39) < 1){
+const err78 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1613,9 +1628,9 @@ vErrors.push(err78);
 errors++;
 }
 }
-var valid14 = _errs92 === errors;
-if(!valid14){
-const err79 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
+}
+else {
+const err79 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1624,36 +1639,13 @@ vErrors.push(err79);
 }
 errors++;
 }
-}
-for(const key9 in data39){
-let data40 = data39[key9];
+let data40 = data.providers;
 if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
-if(data40.auth === undefined){
-data40.auth = {"type":"none"};
-}
-if(data40.keepalive === undefined){
-data40.keepalive = {};
-}
-if(data40.headers === undefined){
-data40.headers = {};
-}
-if(data40.timeouts === undefined){
-data40.timeouts = {};
-}
-if(data40.connections === undefined){
-data40.connections = 128;
-}
-if(data40.mock === undefined){
-data40.mock = {};
-}
-if(data40.models === undefined){
-data40.models = {};
-}
-if(data40.allow_unlisted_models === undefined){
-data40.allow_unlisted_models = false;
-}
-if(data40.group === undefined){
-const err80 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
+for(const key8 in data40){
+const _errs94 = errors;
+if(typeof key8 === "string"){
+if(!pattern3.test(key8)){
+const err80 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1662,8 +1654,10 @@ vErrors.push(err80);
 }
 errors++;
 }
-if(data40.format === undefined){
-const err81 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+var valid14 = _errs94 === errors;
+if(!valid14){
+const err81 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1672,9 +1666,36 @@ vErrors.push(err81);
 }
 errors++;
 }
-for(const key10 in data40){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
-const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+for(const key9 in data40){
+let data41 = data40[key9];
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.auth === undefined){
+data41.auth = {"type":"none"};
+}
+if(data41.keepalive === undefined){
+data41.keepalive = {};
+}
+if(data41.headers === undefined){
+data41.headers = {};
+}
+if(data41.timeouts === undefined){
+data41.timeouts = {};
+}
+if(data41.connections === undefined){
+data41.connections = 128;
+}
+if(data41.mock === undefined){
+data41.mock = {};
+}
+if(data41.models === undefined){
+data41.models = {};
+}
+if(data41.allow_unlisted_models === undefined){
+data41.allow_unlisted_models = false;
+}
+if(data41.group === undefined){
+const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1683,21 +1704,8 @@ vErrors.push(err82);
 }
 errors++;
 }
-}
-if(data40.name !== undefined){
-let data41 = data40.name;
-if(typeof data41 !== "string"){
-let dataType30 = typeof data41;
-let coerced30 = undefined;
-if(!(coerced30 !== undefined)){
-if(dataType30 == "number" || dataType30 == "boolean"){
-coerced30 = "" + data41;
-}
-else if(data41 === null){
-coerced30 = "";
-}
-else {
-const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.format === undefined){
+const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1706,19 +1714,9 @@ vErrors.push(err83);
 }
 errors++;
 }
-}
-if(coerced30 !== undefined){
-data41 = coerced30;
-if(data40 !== undefined){
-data40["name"] = coerced30;
-}
-}
-}
-}
-if(data40.group !== undefined){
-let data42 = data40.group;
-if(!(((data42 === "subscription") || (data42 === "paid")) || (data42 === "free"))){
-const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
+for(const key10 in data41){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
+const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1728,10 +1726,20 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data40.format !== undefined){
-let data43 = data40.format;
-if(!(((((data43 === "openai") || (data43 === "openai-responses")) || (data43 === "anthropic")) || (data43 === "gemini")) || (data43 === "mock"))){
-const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(data41.name !== undefined){
+let data42 = data41.name;
+if(typeof data42 !== "string"){
+let dataType31 = typeof data42;
+let coerced31 = undefined;
+if(!(coerced31 !== undefined)){
+if(dataType31 == "number" || dataType31 == "boolean"){
+coerced31 = "" + data42;
+}
+else if(data42 === null){
+coerced31 = "";
+}
+else {
+const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1741,20 +1749,18 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data40.base_url !== undefined){
-let data44 = data40.base_url;
-if(typeof data44 !== "string"){
-let dataType31 = typeof data44;
-let coerced31 = undefined;
-if(!(coerced31 !== undefined)){
-if(dataType31 == "number" || dataType31 == "boolean"){
-coerced31 = "" + data44;
+if(coerced31 !== undefined){
+data42 = coerced31;
+if(data41 !== undefined){
+data41["name"] = coerced31;
 }
-else if(data44 === null){
-coerced31 = "";
 }
-else {
-const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(data41.group !== undefined){
+let data43 = data41.group;
+if(!(((data43 === "subscription") || (data43 === "paid")) || (data43 === "free"))){
+const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1764,16 +1770,10 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(coerced31 !== undefined){
-data44 = coerced31;
-if(data40 !== undefined){
-data40["base_url"] = coerced31;
-}
-}
-}
-if(typeof data44 === "string"){
-if(!pattern4.test(data44)){
-const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data41.format !== undefined){
+let data44 = data41.format;
+if(!(((((data44 === "openai") || (data44 === "openai-responses")) || (data44 === "anthropic")) || (data44 === "gemini")) || (data44 === "mock"))){
+const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1783,11 +1783,20 @@ vErrors.push(err87);
 errors++;
 }
 }
+if(data41.base_url !== undefined){
+let data45 = data41.base_url;
+if(typeof data45 !== "string"){
+let dataType32 = typeof data45;
+let coerced32 = undefined;
+if(!(coerced32 !== undefined)){
+if(dataType32 == "number" || dataType32 == "boolean"){
+coerced32 = "" + data45;
 }
-let data45 = data40.auth;
-if(data45 && typeof data45 == "object" && !Array.isArray(data45)){
-if(data45.type === undefined){
-const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+else if(data45 === null){
+coerced32 = "";
+}
+else {
+const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1796,9 +1805,17 @@ vErrors.push(err88);
 }
 errors++;
 }
-for(const key11 in data45){
-if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
-const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+if(coerced32 !== undefined){
+data45 = coerced32;
+if(data41 !== undefined){
+data41["base_url"] = coerced32;
+}
+}
+}
+if(typeof data45 === "string"){
+if(!pattern4.test(data45)){
+const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1808,10 +1825,11 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data45.type !== undefined){
-let data46 = data45.type;
-if(!(((data46 === "api_key") || (data46 === "none")) || (data46 === "oauth"))){
-const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+let data46 = data41.auth;
+if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
+if(data46.type === undefined){
+const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1820,21 +1838,9 @@ vErrors.push(err90);
 }
 errors++;
 }
-}
-if(data45.key !== undefined){
-let data47 = data45.key;
-if(typeof data47 !== "string"){
-let dataType32 = typeof data47;
-let coerced32 = undefined;
-if(!(coerced32 !== undefined)){
-if(dataType32 == "number" || dataType32 == "boolean"){
-coerced32 = "" + data47;
-}
-else if(data47 === null){
-coerced32 = "";
-}
-else {
-const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key11 in data46){
+if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
+const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1844,16 +1850,21 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(coerced32 !== undefined){
-data47 = coerced32;
-if(data45 !== undefined){
-data45["key"] = coerced32;
+if(data46.type !== undefined){
+let data47 = data46.type;
+if(!(((data47 === "api_key") || (data47 === "none")) || (data47 === "oauth"))){
+const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err92];
+}
+else {
+vErrors.push(err92);
+}
+errors++;
 }
 }
-}
-}
-if(data45.header !== undefined){
-let data48 = data45.header;
+if(data46.key !== undefined){
+let data48 = data46.key;
 if(typeof data48 !== "string"){
 let dataType33 = typeof data48;
 let coerced33 = undefined;
@@ -1865,26 +1876,7 @@ else if(data48 === null){
 coerced33 = "";
 }
 else {
-const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err92];
-}
-else {
-vErrors.push(err92);
-}
-errors++;
-}
-}
-if(coerced33 !== undefined){
-data48 = coerced33;
-if(data45 !== undefined){
-data45["header"] = coerced33;
-}
-}
-}
-if(typeof data48 === "string"){
-if(!pattern5.test(data48)){
-const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
+const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1894,12 +1886,28 @@ vErrors.push(err93);
 errors++;
 }
 }
+if(coerced33 !== undefined){
+data48 = coerced33;
+if(data46 !== undefined){
+data46["key"] = coerced33;
 }
-if(data45.keys !== undefined){
-let data49 = data45.keys;
-if(Array.isArray(data49)){
-if(data49.length < 1){
-const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+}
+if(data46.header !== undefined){
+let data49 = data46.header;
+if(typeof data49 !== "string"){
+let dataType34 = typeof data49;
+let coerced34 = undefined;
+if(!(coerced34 !== undefined)){
+if(dataType34 == "number" || dataType34 == "boolean"){
+coerced34 = "" + data49;
+}
+else if(data49 === null){
+coerced34 = "";
+}
+else {
+const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1908,12 +1916,17 @@ vErrors.push(err94);
 }
 errors++;
 }
-const len2 = data49.length;
-for(let i3=0; i3<len2; i3++){
-let data50 = data49[i3];
-if(data50 && typeof data50 == "object" && !Array.isArray(data50)){
-if(data50.name === undefined){
-const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+if(coerced34 !== undefined){
+data49 = coerced34;
+if(data46 !== undefined){
+data46["header"] = coerced34;
+}
+}
+}
+if(typeof data49 === "string"){
+if(!pattern5.test(data49)){
+const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1922,8 +1935,13 @@ vErrors.push(err95);
 }
 errors++;
 }
-if(data50.key === undefined){
-const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+}
+}
+if(data46.keys !== undefined){
+let data50 = data46.keys;
+if(Array.isArray(data50)){
+if(data50.length < 1){
+const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1932,9 +1950,12 @@ vErrors.push(err96);
 }
 errors++;
 }
-for(const key12 in data50){
-if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
-const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+const len2 = data50.length;
+for(let i3=0; i3<len2; i3++){
+let data51 = data50[i3];
+if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
+if(data51.name === undefined){
+const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1943,21 +1964,8 @@ vErrors.push(err97);
 }
 errors++;
 }
-}
-if(data50.name !== undefined){
-let data51 = data50.name;
-if(typeof data51 !== "string"){
-let dataType34 = typeof data51;
-let coerced34 = undefined;
-if(!(coerced34 !== undefined)){
-if(dataType34 == "number" || dataType34 == "boolean"){
-coerced34 = "" + data51;
-}
-else if(data51 === null){
-coerced34 = "";
-}
-else {
-const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data51.key === undefined){
+const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1966,17 +1974,9 @@ vErrors.push(err98);
 }
 errors++;
 }
-}
-if(coerced34 !== undefined){
-data51 = coerced34;
-if(data50 !== undefined){
-data50["name"] = coerced34;
-}
-}
-}
-if(typeof data51 === "string"){
-if(!pattern3.test(data51)){
-const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
+for(const key12 in data51){
+if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
+const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1986,9 +1986,8 @@ vErrors.push(err99);
 errors++;
 }
 }
-}
-if(data50.key !== undefined){
-let data52 = data50.key;
+if(data51.name !== undefined){
+let data52 = data51.name;
 if(typeof data52 !== "string"){
 let dataType35 = typeof data52;
 let coerced35 = undefined;
@@ -2000,7 +1999,7 @@ else if(data52 === null){
 coerced35 = "";
 }
 else {
-const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2012,14 +2011,14 @@ errors++;
 }
 if(coerced35 !== undefined){
 data52 = coerced35;
-if(data50 !== undefined){
-data50["key"] = coerced35;
+if(data51 !== undefined){
+data51["name"] = coerced35;
 }
 }
 }
 if(typeof data52 === "string"){
-if(func3(data52) < 1){
-const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern3.test(data52)){
+const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2030,8 +2029,8 @@ errors++;
 }
 }
 }
-if(data50.base_url !== undefined){
-let data53 = data50.base_url;
+if(data51.key !== undefined){
+let data53 = data51.key;
 if(typeof data53 !== "string"){
 let dataType36 = typeof data53;
 let coerced36 = undefined;
@@ -2043,7 +2042,7 @@ else if(data53 === null){
 coerced36 = "";
 }
 else {
-const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2055,14 +2054,14 @@ errors++;
 }
 if(coerced36 !== undefined){
 data53 = coerced36;
-if(data50 !== undefined){
-data50["base_url"] = coerced36;
+if(data51 !== undefined){
+data51["key"] = coerced36;
 }
 }
 }
 if(typeof data53 === "string"){
-if(!pattern4.test(data53)){
-const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(func3(data53) < 1){
+const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2073,19 +2072,20 @@ errors++;
 }
 }
 }
-if(data50.keepalive !== undefined){
-let data54 = data50.keepalive;
-if(typeof data54 !== "boolean"){
+if(data51.base_url !== undefined){
+let data54 = data51.base_url;
+if(typeof data54 !== "string"){
+let dataType37 = typeof data54;
 let coerced37 = undefined;
 if(!(coerced37 !== undefined)){
-if(data54 === "false" || data54 === 0 || data54 === null){
-coerced37 = false;
+if(dataType37 == "number" || dataType37 == "boolean"){
+coerced37 = "" + data54;
 }
-else if(data54 === "true" || data54 === 1){
-coerced37 = true;
+else if(data54 === null){
+coerced37 = "";
 }
 else {
-const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2097,15 +2097,14 @@ errors++;
 }
 if(coerced37 !== undefined){
 data54 = coerced37;
-if(data50 !== undefined){
-data50["keepalive"] = coerced37;
+if(data51 !== undefined){
+data51["base_url"] = coerced37;
 }
 }
 }
-}
-}
-else {
-const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data54 === "string"){
+if(!pattern4.test(data54)){
+const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2116,8 +2115,19 @@ errors++;
 }
 }
 }
+if(data51.keepalive !== undefined){
+let data55 = data51.keepalive;
+if(typeof data55 !== "boolean"){
+let coerced38 = undefined;
+if(!(coerced38 !== undefined)){
+if(data55 === "false" || data55 === 0 || data55 === null){
+coerced38 = false;
+}
+else if(data55 === "true" || data55 === 1){
+coerced38 = true;
+}
 else {
-const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2127,17 +2137,17 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data45.oauth !== undefined){
-let data55 = data45.oauth;
-if(data55 && typeof data55 == "object" && !Array.isArray(data55)){
-if(data55.flow === undefined){
-data55.flow = "device_code";
+if(coerced38 !== undefined){
+data55 = coerced38;
+if(data51 !== undefined){
+data51["keepalive"] = coerced38;
 }
-if(data55.authorization_params === undefined){
-data55.authorization_params = {};
 }
-if(data55.token_url === undefined){
-const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
+}
+}
+}
+else {
+const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2146,8 +2156,10 @@ vErrors.push(err107);
 }
 errors++;
 }
-if(data55.client_id === undefined){
-const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
+}
+}
+else {
+const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2156,9 +2168,18 @@ vErrors.push(err108);
 }
 errors++;
 }
-for(const key13 in data55){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
-const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+if(data46.oauth !== undefined){
+let data56 = data46.oauth;
+if(data56 && typeof data56 == "object" && !Array.isArray(data56)){
+if(data56.flow === undefined){
+data56.flow = "device_code";
+}
+if(data56.authorization_params === undefined){
+data56.authorization_params = {};
+}
+if(data56.token_url === undefined){
+const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2167,10 +2188,8 @@ vErrors.push(err109);
 }
 errors++;
 }
-}
-let data56 = data55.flow;
-if(!((data56 === "device_code") || (data56 === "pkce"))){
-const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
+if(data56.client_id === undefined){
+const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2179,20 +2198,9 @@ vErrors.push(err110);
 }
 errors++;
 }
-if(data55.device_authorization_url !== undefined){
-let data57 = data55.device_authorization_url;
-if(typeof data57 !== "string"){
-let dataType38 = typeof data57;
-let coerced38 = undefined;
-if(!(coerced38 !== undefined)){
-if(dataType38 == "number" || dataType38 == "boolean"){
-coerced38 = "" + data57;
-}
-else if(data57 === null){
-coerced38 = "";
-}
-else {
-const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key13 in data56){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
+const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2202,16 +2210,9 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(coerced38 !== undefined){
-data57 = coerced38;
-if(data55 !== undefined){
-data55["device_authorization_url"] = coerced38;
-}
-}
-}
-if(typeof data57 === "string"){
-if(!pattern4.test(data57)){
-const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+let data57 = data56.flow;
+if(!((data57 === "device_code") || (data57 === "pkce"))){
+const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2220,10 +2221,8 @@ vErrors.push(err112);
 }
 errors++;
 }
-}
-}
-if(data55.authorization_url !== undefined){
-let data58 = data55.authorization_url;
+if(data56.device_authorization_url !== undefined){
+let data58 = data56.device_authorization_url;
 if(typeof data58 !== "string"){
 let dataType39 = typeof data58;
 let coerced39 = undefined;
@@ -2235,7 +2234,7 @@ else if(data58 === null){
 coerced39 = "";
 }
 else {
-const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2247,14 +2246,14 @@ errors++;
 }
 if(coerced39 !== undefined){
 data58 = coerced39;
-if(data55 !== undefined){
-data55["authorization_url"] = coerced39;
+if(data56 !== undefined){
+data56["device_authorization_url"] = coerced39;
 }
 }
 }
 if(typeof data58 === "string"){
 if(!pattern4.test(data58)){
-const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2265,8 +2264,8 @@ errors++;
 }
 }
 }
-if(data55.token_url !== undefined){
-let data59 = data55.token_url;
+if(data56.authorization_url !== undefined){
+let data59 = data56.authorization_url;
 if(typeof data59 !== "string"){
 let dataType40 = typeof data59;
 let coerced40 = undefined;
@@ -2278,7 +2277,7 @@ else if(data59 === null){
 coerced40 = "";
 }
 else {
-const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2290,14 +2289,14 @@ errors++;
 }
 if(coerced40 !== undefined){
 data59 = coerced40;
-if(data55 !== undefined){
-data55["token_url"] = coerced40;
+if(data56 !== undefined){
+data56["authorization_url"] = coerced40;
 }
 }
 }
 if(typeof data59 === "string"){
 if(!pattern4.test(data59)){
-const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -2308,8 +2307,8 @@ errors++;
 }
 }
 }
-if(data55.client_id !== undefined){
-let data60 = data55.client_id;
+if(data56.token_url !== undefined){
+let data60 = data56.token_url;
 if(typeof data60 !== "string"){
 let dataType41 = typeof data60;
 let coerced41 = undefined;
@@ -2321,7 +2320,7 @@ else if(data60 === null){
 coerced41 = "";
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -2333,14 +2332,14 @@ errors++;
 }
 if(coerced41 !== undefined){
 data60 = coerced41;
-if(data55 !== undefined){
-data55["client_id"] = coerced41;
+if(data56 !== undefined){
+data56["token_url"] = coerced41;
 }
 }
 }
 if(typeof data60 === "string"){
-if(func3(data60) < 1){
-const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern4.test(data60)){
+const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -2351,8 +2350,8 @@ errors++;
 }
 }
 }
-if(data55.client_secret !== undefined){
-let data61 = data55.client_secret;
+if(data56.client_id !== undefined){
+let data61 = data56.client_id;
 if(typeof data61 !== "string"){
 let dataType42 = typeof data61;
 let coerced42 = undefined;
@@ -2364,7 +2363,7 @@ else if(data61 === null){
 coerced42 = "";
 }
 else {
-const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -2376,14 +2375,26 @@ errors++;
 }
 if(coerced42 !== undefined){
 data61 = coerced42;
-if(data55 !== undefined){
-data55["client_secret"] = coerced42;
+if(data56 !== undefined){
+data56["client_id"] = coerced42;
 }
 }
 }
+if(typeof data61 === "string"){
+if(func3(data61) < 1){
+const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err120];
 }
-if(data55.scope !== undefined){
-let data62 = data55.scope;
+else {
+vErrors.push(err120);
+}
+errors++;
+}
+}
+}
+if(data56.client_secret !== undefined){
+let data62 = data56.client_secret;
 if(typeof data62 !== "string"){
 let dataType43 = typeof data62;
 let coerced43 = undefined;
@@ -2395,26 +2406,26 @@ else if(data62 === null){
 coerced43 = "";
 }
 else {
-const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err120];
+vErrors = [err121];
 }
 else {
-vErrors.push(err120);
+vErrors.push(err121);
 }
 errors++;
 }
 }
 if(coerced43 !== undefined){
 data62 = coerced43;
-if(data55 !== undefined){
-data55["scope"] = coerced43;
+if(data56 !== undefined){
+data56["client_secret"] = coerced43;
 }
 }
 }
 }
-if(data55.redirect_uri !== undefined){
-let data63 = data55.redirect_uri;
+if(data56.scope !== undefined){
+let data63 = data56.scope;
 if(typeof data63 !== "string"){
 let dataType44 = typeof data63;
 let coerced44 = undefined;
@@ -2426,26 +2437,7 @@ else if(data63 === null){
 coerced44 = "";
 }
 else {
-const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err121];
-}
-else {
-vErrors.push(err121);
-}
-errors++;
-}
-}
-if(coerced44 !== undefined){
-data63 = coerced44;
-if(data55 !== undefined){
-data55["redirect_uri"] = coerced44;
-}
-}
-}
-if(typeof data63 === "string"){
-if(!pattern4.test(data63)){
-const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -2455,23 +2447,28 @@ vErrors.push(err122);
 errors++;
 }
 }
+if(coerced44 !== undefined){
+data63 = coerced44;
+if(data56 !== undefined){
+data56["scope"] = coerced44;
 }
-let data64 = data55.authorization_params;
-if(data64 && typeof data64 == "object" && !Array.isArray(data64)){
-for(const key14 in data64){
-let data65 = data64[key14];
-if(typeof data65 !== "string"){
-let dataType45 = typeof data65;
+}
+}
+}
+if(data56.redirect_uri !== undefined){
+let data64 = data56.redirect_uri;
+if(typeof data64 !== "string"){
+let dataType45 = typeof data64;
 let coerced45 = undefined;
 if(!(coerced45 !== undefined)){
 if(dataType45 == "number" || dataType45 == "boolean"){
-coerced45 = "" + data65;
+coerced45 = "" + data64;
 }
-else if(data65 === null){
+else if(data64 === null){
 coerced45 = "";
 }
 else {
-const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -2482,16 +2479,15 @@ errors++;
 }
 }
 if(coerced45 !== undefined){
-data65 = coerced45;
-if(data64 !== undefined){
-data64[key14] = coerced45;
+data64 = coerced45;
+if(data56 !== undefined){
+data56["redirect_uri"] = coerced45;
 }
 }
 }
-}
-}
-else {
-const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data64 === "string"){
+if(!pattern4.test(data64)){
+const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2501,8 +2497,23 @@ vErrors.push(err124);
 errors++;
 }
 }
+}
+let data65 = data56.authorization_params;
+if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
+for(const key14 in data65){
+let data66 = data65[key14];
+if(typeof data66 !== "string"){
+let dataType46 = typeof data66;
+let coerced46 = undefined;
+if(!(coerced46 !== undefined)){
+if(dataType46 == "number" || dataType46 == "boolean"){
+coerced46 = "" + data66;
+}
+else if(data66 === null){
+coerced46 = "";
+}
 else {
-const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2512,9 +2523,17 @@ vErrors.push(err125);
 errors++;
 }
 }
+if(coerced46 !== undefined){
+data66 = coerced46;
+if(data65 !== undefined){
+data65[key14] = coerced46;
+}
+}
+}
+}
 }
 else {
-const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2523,17 +2542,9 @@ vErrors.push(err126);
 }
 errors++;
 }
-let data66 = data40.keepalive;
-if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
-if(data66.enabled === undefined){
-data66.enabled = false;
 }
-if(data66.window === undefined){
-data66.window = "5h";
-}
-for(const key15 in data66){
-if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
-const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+else {
+const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2543,18 +2554,9 @@ vErrors.push(err127);
 errors++;
 }
 }
-let data67 = data66.enabled;
-if(typeof data67 !== "boolean"){
-let coerced46 = undefined;
-if(!(coerced46 !== undefined)){
-if(data67 === "false" || data67 === 0 || data67 === null){
-coerced46 = false;
-}
-else if(data67 === "true" || data67 === 1){
-coerced46 = true;
 }
 else {
-const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2563,28 +2565,17 @@ vErrors.push(err128);
 }
 errors++;
 }
+let data67 = data41.keepalive;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+if(data67.enabled === undefined){
+data67.enabled = false;
 }
-if(coerced46 !== undefined){
-data67 = coerced46;
-if(data66 !== undefined){
-data66["enabled"] = coerced46;
+if(data67.window === undefined){
+data67.window = "5h";
 }
-}
-}
-if(data66.model !== undefined){
-let data68 = data66.model;
-if(typeof data68 !== "string"){
-let dataType47 = typeof data68;
-let coerced47 = undefined;
-if(!(coerced47 !== undefined)){
-if(dataType47 == "number" || dataType47 == "boolean"){
-coerced47 = "" + data68;
-}
-else if(data68 === null){
-coerced47 = "";
-}
-else {
-const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key15 in data67){
+if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
+const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2594,15 +2585,36 @@ vErrors.push(err129);
 errors++;
 }
 }
+let data68 = data67.enabled;
+if(typeof data68 !== "boolean"){
+let coerced47 = undefined;
+if(!(coerced47 !== undefined)){
+if(data68 === "false" || data68 === 0 || data68 === null){
+coerced47 = false;
+}
+else if(data68 === "true" || data68 === 1){
+coerced47 = true;
+}
+else {
+const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err130];
+}
+else {
+vErrors.push(err130);
+}
+errors++;
+}
+}
 if(coerced47 !== undefined){
 data68 = coerced47;
-if(data66 !== undefined){
-data66["model"] = coerced47;
+if(data67 !== undefined){
+data67["enabled"] = coerced47;
 }
 }
 }
-}
-let data69 = data66.window;
+if(data67.model !== undefined){
+let data69 = data67.model;
 if(typeof data69 !== "string"){
 let dataType48 = typeof data69;
 let coerced48 = undefined;
@@ -2614,26 +2626,7 @@ else if(data69 === null){
 coerced48 = "";
 }
 else {
-const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err130];
-}
-else {
-vErrors.push(err130);
-}
-errors++;
-}
-}
-if(coerced48 !== undefined){
-data69 = coerced48;
-if(data66 !== undefined){
-data66["window"] = coerced48;
-}
-}
-}
-if(typeof data69 === "string"){
-if(!pattern12.test(data69)){
-const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2643,9 +2636,27 @@ vErrors.push(err131);
 errors++;
 }
 }
+if(coerced48 !== undefined){
+data69 = coerced48;
+if(data67 !== undefined){
+data67["model"] = coerced48;
+}
+}
+}
+}
+let data70 = data67.window;
+if(typeof data70 !== "string"){
+let dataType49 = typeof data70;
+let coerced49 = undefined;
+if(!(coerced49 !== undefined)){
+if(dataType49 == "number" || dataType49 == "boolean"){
+coerced49 = "" + data70;
+}
+else if(data70 === null){
+coerced49 = "";
 }
 else {
-const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -2654,22 +2665,17 @@ vErrors.push(err132);
 }
 errors++;
 }
-let data70 = data40.headers;
-if(data70 && typeof data70 == "object" && !Array.isArray(data70)){
-for(const key16 in data70){
-let data71 = data70[key16];
-if(typeof data71 !== "string"){
-let dataType49 = typeof data71;
-let coerced49 = undefined;
-if(!(coerced49 !== undefined)){
-if(dataType49 == "number" || dataType49 == "boolean"){
-coerced49 = "" + data71;
 }
-else if(data71 === null){
-coerced49 = "";
+if(coerced49 !== undefined){
+data70 = coerced49;
+if(data67 !== undefined){
+data67["window"] = coerced49;
 }
-else {
-const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(typeof data70 === "string"){
+if(!pattern12.test(data70)){
+const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2679,17 +2685,9 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(coerced49 !== undefined){
-data71 = coerced49;
-if(data70 !== undefined){
-data70[key16] = coerced49;
-}
-}
-}
-}
 }
 else {
-const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2698,20 +2696,22 @@ vErrors.push(err134);
 }
 errors++;
 }
-let data72 = data40.timeouts;
-if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
-if(data72.connect_s === undefined){
-data72.connect_s = 10;
+let data71 = data41.headers;
+if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
+for(const key16 in data71){
+let data72 = data71[key16];
+if(typeof data72 !== "string"){
+let dataType50 = typeof data72;
+let coerced50 = undefined;
+if(!(coerced50 !== undefined)){
+if(dataType50 == "number" || dataType50 == "boolean"){
+coerced50 = "" + data72;
 }
-if(data72.stall_s === undefined){
-data72.stall_s = 30;
+else if(data72 === null){
+coerced50 = "";
 }
-if(data72.request_s === undefined){
-data72.request_s = 600;
-}
-for(const key17 in data72){
-if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
-const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+else {
+const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2721,17 +2721,17 @@ vErrors.push(err135);
 errors++;
 }
 }
-let data73 = data72.connect_s;
-if(!((typeof data73 == "number") && (isFinite(data73)))){
-let dataType50 = typeof data73;
-let coerced50 = undefined;
-if(!(coerced50 !== undefined)){
-if(dataType50 == "boolean" || data73 === null
-              || (dataType50 == "string" && data73 && data73 == +data73)){
-coerced50 = +data73;
+if(coerced50 !== undefined){
+data72 = coerced50;
+if(data71 !== undefined){
+data71[key16] = coerced50;
+}
+}
+}
+}
 }
 else {
-const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2740,17 +2740,20 @@ vErrors.push(err136);
 }
 errors++;
 }
+let data73 = data41.timeouts;
+if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
+if(data73.connect_s === undefined){
+data73.connect_s = 10;
 }
-if(coerced50 !== undefined){
-data73 = coerced50;
-if(data72 !== undefined){
-data72["connect_s"] = coerced50;
+if(data73.stall_s === undefined){
+data73.stall_s = 30;
 }
+if(data73.request_s === undefined){
+data73.request_s = 600;
 }
-}
-if((typeof data73 == "number") && (isFinite(data73))){
-if(data73 < 0 || isNaN(data73)){
-const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key17 in data73){
+if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
+const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -2759,18 +2762,8 @@ vErrors.push(err137);
 }
 errors++;
 }
-if(data73 <= 0 || isNaN(data73)){
-const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err138];
 }
-else {
-vErrors.push(err138);
-}
-errors++;
-}
-}
-let data74 = data72.stall_s;
+let data74 = data73.connect_s;
 if(!((typeof data74 == "number") && (isFinite(data74)))){
 let dataType51 = typeof data74;
 let coerced51 = undefined;
@@ -2780,7 +2773,26 @@ if(dataType51 == "boolean" || data74 === null
 coerced51 = +data74;
 }
 else {
-const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err138];
+}
+else {
+vErrors.push(err138);
+}
+errors++;
+}
+}
+if(coerced51 !== undefined){
+data74 = coerced51;
+if(data73 !== undefined){
+data73["connect_s"] = coerced51;
+}
+}
+}
+if((typeof data74 == "number") && (isFinite(data74))){
+if(data74 < 0 || isNaN(data74)){
+const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -2789,17 +2801,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-}
-if(coerced51 !== undefined){
-data74 = coerced51;
-if(data72 !== undefined){
-data72["stall_s"] = coerced51;
-}
-}
-}
-if((typeof data74 == "number") && (isFinite(data74))){
-if(data74 < 0 || isNaN(data74)){
-const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data74 <= 0 || isNaN(data74)){
+const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -2808,18 +2811,8 @@ vErrors.push(err140);
 }
 errors++;
 }
-if(data74 <= 0 || isNaN(data74)){
-const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err141];
 }
-else {
-vErrors.push(err141);
-}
-errors++;
-}
-}
-let data75 = data72.request_s;
+let data75 = data73.stall_s;
 if(!((typeof data75 == "number") && (isFinite(data75)))){
 let dataType52 = typeof data75;
 let coerced52 = undefined;
@@ -2829,7 +2822,26 @@ if(dataType52 == "boolean" || data75 === null
 coerced52 = +data75;
 }
 else {
-const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err141];
+}
+else {
+vErrors.push(err141);
+}
+errors++;
+}
+}
+if(coerced52 !== undefined){
+data75 = coerced52;
+if(data73 !== undefined){
+data73["stall_s"] = coerced52;
+}
+}
+}
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 < 0 || isNaN(data75)){
+const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2838,17 +2850,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-}
-if(coerced52 !== undefined){
-data75 = coerced52;
-if(data72 !== undefined){
-data72["request_s"] = coerced52;
-}
-}
-}
-if((typeof data75 == "number") && (isFinite(data75))){
-if(data75 < 0 || isNaN(data75)){
-const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data75 <= 0 || isNaN(data75)){
+const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -2857,8 +2860,18 @@ vErrors.push(err143);
 }
 errors++;
 }
-if(data75 <= 0 || isNaN(data75)){
-const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+let data76 = data73.request_s;
+if(!((typeof data76 == "number") && (isFinite(data76)))){
+let dataType53 = typeof data76;
+let coerced53 = undefined;
+if(!(coerced53 !== undefined)){
+if(dataType53 == "boolean" || data76 === null
+              || (dataType53 == "string" && data76 && data76 == +data76)){
+coerced53 = +data76;
+}
+else {
+const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2868,9 +2881,16 @@ vErrors.push(err144);
 errors++;
 }
 }
+if(coerced53 !== undefined){
+data76 = coerced53;
+if(data73 !== undefined){
+data73["request_s"] = coerced53;
 }
-else {
-const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data76 == "number") && (isFinite(data76))){
+if(data76 < 0 || isNaN(data76)){
+const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2879,17 +2899,8 @@ vErrors.push(err145);
 }
 errors++;
 }
-let data76 = data40.connections;
-if(!(((typeof data76 == "number") && (!(data76 % 1) && !isNaN(data76))) && (isFinite(data76)))){
-let dataType53 = typeof data76;
-let coerced53 = undefined;
-if(!(coerced53 !== undefined)){
-if(dataType53 === "boolean" || data76 === null
-              || (dataType53 === "string" && data76 && data76 == +data76 && !(data76 % 1))){
-coerced53 = +data76;
-}
-else {
-const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data76 <= 0 || isNaN(data76)){
+const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2899,16 +2910,9 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(coerced53 !== undefined){
-data76 = coerced53;
-if(data40 !== undefined){
-data40["connections"] = coerced53;
 }
-}
-}
-if((typeof data76 == "number") && (isFinite(data76))){
-if(data76 > 4096 || isNaN(data76)){
-const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
+else {
+const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -2917,8 +2921,17 @@ vErrors.push(err147);
 }
 errors++;
 }
-if(data76 < 1 || isNaN(data76)){
-const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+let data77 = data41.connections;
+if(!(((typeof data77 == "number") && (!(data77 % 1) && !isNaN(data77))) && (isFinite(data77)))){
+let dataType54 = typeof data77;
+let coerced54 = undefined;
+if(!(coerced54 !== undefined)){
+if(dataType54 === "boolean" || data77 === null
+              || (dataType54 === "string" && data77 && data77 == +data77 && !(data77 % 1))){
+coerced54 = +data77;
+}
+else {
+const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2928,11 +2941,16 @@ vErrors.push(err148);
 errors++;
 }
 }
-if(data40.price !== undefined){
-let data77 = data40.price;
-if(data77 && typeof data77 == "object" && !Array.isArray(data77)){
-if(data77.input === undefined){
-const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+if(coerced54 !== undefined){
+data77 = coerced54;
+if(data41 !== undefined){
+data41["connections"] = coerced54;
+}
+}
+}
+if((typeof data77 == "number") && (isFinite(data77))){
+if(data77 > 4096 || isNaN(data77)){
+const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2941,8 +2959,8 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data77.output === undefined){
-const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
+if(data77 < 1 || isNaN(data77)){
+const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2951,9 +2969,12 @@ vErrors.push(err150);
 }
 errors++;
 }
-for(const key18 in data77){
-if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
-const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+}
+if(data41.price !== undefined){
+let data78 = data41.price;
+if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
+if(data78.input === undefined){
+const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2962,19 +2983,8 @@ vErrors.push(err151);
 }
 errors++;
 }
-}
-if(data77.input !== undefined){
-let data78 = data77.input;
-if(!((typeof data78 == "number") && (isFinite(data78)))){
-let dataType54 = typeof data78;
-let coerced54 = undefined;
-if(!(coerced54 !== undefined)){
-if(dataType54 == "boolean" || data78 === null
-              || (dataType54 == "string" && data78 && data78 == +data78)){
-coerced54 = +data78;
-}
-else {
-const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data78.output === undefined){
+const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2983,17 +2993,9 @@ vErrors.push(err152);
 }
 errors++;
 }
-}
-if(coerced54 !== undefined){
-data78 = coerced54;
-if(data77 !== undefined){
-data77["input"] = coerced54;
-}
-}
-}
-if((typeof data78 == "number") && (isFinite(data78))){
-if(data78 < 0 || isNaN(data78)){
-const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key18 in data78){
+if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
+const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -3003,9 +3005,8 @@ vErrors.push(err153);
 errors++;
 }
 }
-}
-if(data77.output !== undefined){
-let data79 = data77.output;
+if(data78.input !== undefined){
+let data79 = data78.input;
 if(!((typeof data79 == "number") && (isFinite(data79)))){
 let dataType55 = typeof data79;
 let coerced55 = undefined;
@@ -3015,7 +3016,7 @@ if(dataType55 == "boolean" || data79 === null
 coerced55 = +data79;
 }
 else {
-const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -3027,14 +3028,14 @@ errors++;
 }
 if(coerced55 !== undefined){
 data79 = coerced55;
-if(data77 !== undefined){
-data77["output"] = coerced55;
+if(data78 !== undefined){
+data78["input"] = coerced55;
 }
 }
 }
 if((typeof data79 == "number") && (isFinite(data79))){
 if(data79 < 0 || isNaN(data79)){
-const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -3045,8 +3046,8 @@ errors++;
 }
 }
 }
-if(data77.cached !== undefined){
-let data80 = data77.cached;
+if(data78.output !== undefined){
+let data80 = data78.output;
 if(!((typeof data80 == "number") && (isFinite(data80)))){
 let dataType56 = typeof data80;
 let coerced56 = undefined;
@@ -3056,7 +3057,7 @@ if(dataType56 == "boolean" || data80 === null
 coerced56 = +data80;
 }
 else {
-const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -3068,14 +3069,14 @@ errors++;
 }
 if(coerced56 !== undefined){
 data80 = coerced56;
-if(data77 !== undefined){
-data77["cached"] = coerced56;
+if(data78 !== undefined){
+data78["output"] = coerced56;
 }
 }
 }
 if((typeof data80 == "number") && (isFinite(data80))){
 if(data80 < 0 || isNaN(data80)){
-const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -3086,8 +3087,8 @@ errors++;
 }
 }
 }
-if(data77.cache_write !== undefined){
-let data81 = data77.cache_write;
+if(data78.cached !== undefined){
+let data81 = data78.cached;
 if(!((typeof data81 == "number") && (isFinite(data81)))){
 let dataType57 = typeof data81;
 let coerced57 = undefined;
@@ -3097,7 +3098,7 @@ if(dataType57 == "boolean" || data81 === null
 coerced57 = +data81;
 }
 else {
-const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -3109,14 +3110,14 @@ errors++;
 }
 if(coerced57 !== undefined){
 data81 = coerced57;
-if(data77 !== undefined){
-data77["cache_write"] = coerced57;
+if(data78 !== undefined){
+data78["cached"] = coerced57;
 }
 }
 }
 if((typeof data81 == "number") && (isFinite(data81))){
 if(data81 < 0 || isNaN(data81)){
-const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -3127,8 +3128,8 @@ errors++;
 }
 }
 }
-if(data77.reasoning !== undefined){
-let data82 = data77.reasoning;
+if(data78.cache_write !== undefined){
+let data82 = data78.cache_write;
 if(!((typeof data82 == "number") && (isFinite(data82)))){
 let dataType58 = typeof data82;
 let coerced58 = undefined;
@@ -3138,7 +3139,7 @@ if(dataType58 == "boolean" || data82 === null
 coerced58 = +data82;
 }
 else {
-const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -3150,14 +3151,14 @@ errors++;
 }
 if(coerced58 !== undefined){
 data82 = coerced58;
-if(data77 !== undefined){
-data77["reasoning"] = coerced58;
+if(data78 !== undefined){
+data78["cache_write"] = coerced58;
 }
 }
 }
 if((typeof data82 == "number") && (isFinite(data82))){
 if(data82 < 0 || isNaN(data82)){
-const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -3168,11 +3169,18 @@ errors++;
 }
 }
 }
-if(data77.tiers !== undefined){
-let data83 = data77.tiers;
-if(Array.isArray(data83)){
-if(data83.length > 16){
-const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data78.reasoning !== undefined){
+let data83 = data78.reasoning;
+if(!((typeof data83 == "number") && (isFinite(data83)))){
+let dataType59 = typeof data83;
+let coerced59 = undefined;
+if(!(coerced59 !== undefined)){
+if(dataType59 == "boolean" || data83 === null
+              || (dataType59 == "string" && data83 && data83 == +data83)){
+coerced59 = +data83;
+}
+else {
+const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -3181,12 +3189,17 @@ vErrors.push(err162);
 }
 errors++;
 }
-const len3 = data83.length;
-for(let i4=0; i4<len3; i4++){
-let data84 = data83[i4];
-if(data84 && typeof data84 == "object" && !Array.isArray(data84)){
-if(data84.above_input_tokens === undefined){
-const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced59 !== undefined){
+data83 = coerced59;
+if(data78 !== undefined){
+data78["reasoning"] = coerced59;
+}
+}
+}
+if((typeof data83 == "number") && (isFinite(data83))){
+if(data83 < 0 || isNaN(data83)){
+const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -3195,9 +3208,13 @@ vErrors.push(err163);
 }
 errors++;
 }
-for(const key19 in data84){
-if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
-const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+}
+}
+if(data78.tiers !== undefined){
+let data84 = data78.tiers;
+if(Array.isArray(data84)){
+if(data84.length > 16){
+const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -3206,19 +3223,12 @@ vErrors.push(err164);
 }
 errors++;
 }
-}
-if(data84.above_input_tokens !== undefined){
-let data85 = data84.above_input_tokens;
-if(!(((typeof data85 == "number") && (!(data85 % 1) && !isNaN(data85))) && (isFinite(data85)))){
-let dataType59 = typeof data85;
-let coerced59 = undefined;
-if(!(coerced59 !== undefined)){
-if(dataType59 === "boolean" || data85 === null
-              || (dataType59 === "string" && data85 && data85 == +data85 && !(data85 % 1))){
-coerced59 = +data85;
-}
-else {
-const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len3 = data84.length;
+for(let i4=0; i4<len3; i4++){
+let data85 = data84[i4];
+if(data85 && typeof data85 == "object" && !Array.isArray(data85)){
+if(data85.above_input_tokens === undefined){
+const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -3227,17 +3237,9 @@ vErrors.push(err165);
 }
 errors++;
 }
-}
-if(coerced59 !== undefined){
-data85 = coerced59;
-if(data84 !== undefined){
-data84["above_input_tokens"] = coerced59;
-}
-}
-}
-if((typeof data85 == "number") && (isFinite(data85))){
-if(data85 < 1 || isNaN(data85)){
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key19 in data85){
+if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -3247,19 +3249,18 @@ vErrors.push(err166);
 errors++;
 }
 }
-}
-if(data84.input !== undefined){
-let data86 = data84.input;
-if(!((typeof data86 == "number") && (isFinite(data86)))){
+if(data85.above_input_tokens !== undefined){
+let data86 = data85.above_input_tokens;
+if(!(((typeof data86 == "number") && (!(data86 % 1) && !isNaN(data86))) && (isFinite(data86)))){
 let dataType60 = typeof data86;
 let coerced60 = undefined;
 if(!(coerced60 !== undefined)){
-if(dataType60 == "boolean" || data86 === null
-              || (dataType60 == "string" && data86 && data86 == +data86)){
+if(dataType60 === "boolean" || data86 === null
+              || (dataType60 === "string" && data86 && data86 == +data86 && !(data86 % 1))){
 coerced60 = +data86;
 }
 else {
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -3271,14 +3272,14 @@ errors++;
 }
 if(coerced60 !== undefined){
 data86 = coerced60;
-if(data84 !== undefined){
-data84["input"] = coerced60;
+if(data85 !== undefined){
+data85["above_input_tokens"] = coerced60;
 }
 }
 }
 if((typeof data86 == "number") && (isFinite(data86))){
-if(data86 < 0 || isNaN(data86)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data86 < 1 || isNaN(data86)){
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -3289,8 +3290,8 @@ errors++;
 }
 }
 }
-if(data84.output !== undefined){
-let data87 = data84.output;
+if(data85.input !== undefined){
+let data87 = data85.input;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
 let dataType61 = typeof data87;
 let coerced61 = undefined;
@@ -3300,7 +3301,7 @@ if(dataType61 == "boolean" || data87 === null
 coerced61 = +data87;
 }
 else {
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -3312,14 +3313,14 @@ errors++;
 }
 if(coerced61 !== undefined){
 data87 = coerced61;
-if(data84 !== undefined){
-data84["output"] = coerced61;
+if(data85 !== undefined){
+data85["input"] = coerced61;
 }
 }
 }
 if((typeof data87 == "number") && (isFinite(data87))){
 if(data87 < 0 || isNaN(data87)){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -3330,8 +3331,8 @@ errors++;
 }
 }
 }
-if(data84.cached !== undefined){
-let data88 = data84.cached;
+if(data85.output !== undefined){
+let data88 = data85.output;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
 let dataType62 = typeof data88;
 let coerced62 = undefined;
@@ -3341,7 +3342,7 @@ if(dataType62 == "boolean" || data88 === null
 coerced62 = +data88;
 }
 else {
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -3353,14 +3354,14 @@ errors++;
 }
 if(coerced62 !== undefined){
 data88 = coerced62;
-if(data84 !== undefined){
-data84["cached"] = coerced62;
+if(data85 !== undefined){
+data85["output"] = coerced62;
 }
 }
 }
 if((typeof data88 == "number") && (isFinite(data88))){
 if(data88 < 0 || isNaN(data88)){
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3371,8 +3372,8 @@ errors++;
 }
 }
 }
-if(data84.cache_write !== undefined){
-let data89 = data84.cache_write;
+if(data85.cached !== undefined){
+let data89 = data85.cached;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
 let dataType63 = typeof data89;
 let coerced63 = undefined;
@@ -3382,7 +3383,7 @@ if(dataType63 == "boolean" || data89 === null
 coerced63 = +data89;
 }
 else {
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3394,14 +3395,14 @@ errors++;
 }
 if(coerced63 !== undefined){
 data89 = coerced63;
-if(data84 !== undefined){
-data84["cache_write"] = coerced63;
+if(data85 !== undefined){
+data85["cached"] = coerced63;
 }
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
 if(data89 < 0 || isNaN(data89)){
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3412,8 +3413,8 @@ errors++;
 }
 }
 }
-if(data84.reasoning !== undefined){
-let data90 = data84.reasoning;
+if(data85.cache_write !== undefined){
+let data90 = data85.cache_write;
 if(!((typeof data90 == "number") && (isFinite(data90)))){
 let dataType64 = typeof data90;
 let coerced64 = undefined;
@@ -3423,7 +3424,7 @@ if(dataType64 == "boolean" || data90 === null
 coerced64 = +data90;
 }
 else {
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3435,14 +3436,14 @@ errors++;
 }
 if(coerced64 !== undefined){
 data90 = coerced64;
-if(data84 !== undefined){
-data84["reasoning"] = coerced64;
+if(data85 !== undefined){
+data85["cache_write"] = coerced64;
 }
 }
 }
 if((typeof data90 == "number") && (isFinite(data90))){
 if(data90 < 0 || isNaN(data90)){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3453,9 +3454,18 @@ errors++;
 }
 }
 }
+if(data85.reasoning !== undefined){
+let data91 = data85.reasoning;
+if(!((typeof data91 == "number") && (isFinite(data91)))){
+let dataType65 = typeof data91;
+let coerced65 = undefined;
+if(!(coerced65 !== undefined)){
+if(dataType65 == "boolean" || data91 === null
+              || (dataType65 == "string" && data91 && data91 == +data91)){
+coerced65 = +data91;
 }
 else {
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3465,9 +3475,16 @@ vErrors.push(err177);
 errors++;
 }
 }
+if(coerced65 !== undefined){
+data91 = coerced65;
+if(data85 !== undefined){
+data85["reasoning"] = coerced65;
 }
-else {
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data91 == "number") && (isFinite(data91))){
+if(data91 < 0 || isNaN(data91)){
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3478,8 +3495,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3489,11 +3507,9 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data40.quota !== undefined){
-let data91 = data40.quota;
-if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
-if(data91.kind === undefined){
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+else {
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3502,9 +3518,10 @@ vErrors.push(err180);
 }
 errors++;
 }
-for(const key20 in data91){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+}
+else {
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3514,10 +3531,11 @@ vErrors.push(err181);
 errors++;
 }
 }
-if(data91.kind !== undefined){
-let data92 = data91.kind;
-if(!(((((((data92 === "rolling_hours") || (data92 === "daily_requests")) || (data92 === "monthly")) || (data92 === "daily_tokens")) || (data92 === "rolling_tokens")) || (data92 === "monthly_tokens")) || (data92 === "unlimited"))){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data41.quota !== undefined){
+let data92 = data41.quota;
+if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
+if(data92.kind === undefined){
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3526,19 +3544,9 @@ vErrors.push(err182);
 }
 errors++;
 }
-}
-if(data91.limit !== undefined){
-let data93 = data91.limit;
-if(!((typeof data93 == "number") && (isFinite(data93)))){
-let dataType65 = typeof data93;
-let coerced65 = undefined;
-if(!(coerced65 !== undefined)){
-if(dataType65 == "boolean" || data93 === null
-              || (dataType65 == "string" && data93 && data93 == +data93)){
-coerced65 = +data93;
-}
-else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key20 in data92){
+if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3548,16 +3556,10 @@ vErrors.push(err183);
 errors++;
 }
 }
-if(coerced65 !== undefined){
-data93 = coerced65;
-if(data91 !== undefined){
-data91["limit"] = coerced65;
-}
-}
-}
-if((typeof data93 == "number") && (isFinite(data93))){
-if(data93 < 0 || isNaN(data93)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data92.kind !== undefined){
+let data93 = data92.kind;
+if(!(((((((data93 === "rolling_hours") || (data93 === "daily_requests")) || (data93 === "monthly")) || (data93 === "daily_tokens")) || (data93 === "rolling_tokens")) || (data93 === "monthly_tokens")) || (data93 === "unlimited"))){
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3567,9 +3569,8 @@ vErrors.push(err184);
 errors++;
 }
 }
-}
-if(data91.monthly_limit !== undefined){
-let data94 = data91.monthly_limit;
+if(data92.limit !== undefined){
+let data94 = data92.limit;
 if(!((typeof data94 == "number") && (isFinite(data94)))){
 let dataType66 = typeof data94;
 let coerced66 = undefined;
@@ -3579,7 +3580,7 @@ if(dataType66 == "boolean" || data94 === null
 coerced66 = +data94;
 }
 else {
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3591,14 +3592,14 @@ errors++;
 }
 if(coerced66 !== undefined){
 data94 = coerced66;
-if(data91 !== undefined){
-data91["monthly_limit"] = coerced66;
+if(data92 !== undefined){
+data92["limit"] = coerced66;
 }
 }
 }
 if((typeof data94 == "number") && (isFinite(data94))){
 if(data94 < 0 || isNaN(data94)){
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3609,20 +3610,18 @@ errors++;
 }
 }
 }
-if(data91.window !== undefined){
-let data95 = data91.window;
-if(typeof data95 !== "string"){
+if(data92.monthly_limit !== undefined){
+let data95 = data92.monthly_limit;
+if(!((typeof data95 == "number") && (isFinite(data95)))){
 let dataType67 = typeof data95;
 let coerced67 = undefined;
 if(!(coerced67 !== undefined)){
-if(dataType67 == "number" || dataType67 == "boolean"){
-coerced67 = "" + data95;
-}
-else if(data95 === null){
-coerced67 = "";
+if(dataType67 == "boolean" || data95 === null
+              || (dataType67 == "string" && data95 && data95 == +data95)){
+coerced67 = +data95;
 }
 else {
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3634,14 +3633,14 @@ errors++;
 }
 if(coerced67 !== undefined){
 data95 = coerced67;
-if(data91 !== undefined){
-data91["window"] = coerced67;
+if(data92 !== undefined){
+data92["monthly_limit"] = coerced67;
 }
 }
 }
-if(typeof data95 === "string"){
-if(!pattern12.test(data95)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if((typeof data95 == "number") && (isFinite(data95))){
+if(data95 < 0 || isNaN(data95)){
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3652,8 +3651,8 @@ errors++;
 }
 }
 }
-if(data91.reset_time !== undefined){
-let data96 = data91.reset_time;
+if(data92.window !== undefined){
+let data96 = data92.window;
 if(typeof data96 !== "string"){
 let dataType68 = typeof data96;
 let coerced68 = undefined;
@@ -3665,7 +3664,7 @@ else if(data96 === null){
 coerced68 = "";
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3677,14 +3676,14 @@ errors++;
 }
 if(coerced68 !== undefined){
 data96 = coerced68;
-if(data91 !== undefined){
-data91["reset_time"] = coerced68;
+if(data92 !== undefined){
+data92["window"] = coerced68;
 }
 }
 }
 if(typeof data96 === "string"){
-if(!pattern14.test(data96)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if(!pattern12.test(data96)){
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3695,18 +3694,20 @@ errors++;
 }
 }
 }
-if(data91.anchor_day !== undefined){
-let data97 = data91.anchor_day;
-if(!(((typeof data97 == "number") && (!(data97 % 1) && !isNaN(data97))) && (isFinite(data97)))){
+if(data92.reset_time !== undefined){
+let data97 = data92.reset_time;
+if(typeof data97 !== "string"){
 let dataType69 = typeof data97;
 let coerced69 = undefined;
 if(!(coerced69 !== undefined)){
-if(dataType69 === "boolean" || data97 === null
-              || (dataType69 === "string" && data97 && data97 == +data97 && !(data97 % 1))){
-coerced69 = +data97;
+if(dataType69 == "number" || dataType69 == "boolean"){
+coerced69 = "" + data97;
+}
+else if(data97 === null){
+coerced69 = "";
 }
 else {
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3718,14 +3719,14 @@ errors++;
 }
 if(coerced69 !== undefined){
 data97 = coerced69;
-if(data91 !== undefined){
-data91["anchor_day"] = coerced69;
+if(data92 !== undefined){
+data92["reset_time"] = coerced69;
 }
 }
 }
-if((typeof data97 == "number") && (isFinite(data97))){
-if(data97 > 31 || isNaN(data97)){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+if(typeof data97 === "string"){
+if(!pattern14.test(data97)){
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3734,8 +3735,20 @@ vErrors.push(err192);
 }
 errors++;
 }
-if(data97 < 1 || isNaN(data97)){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data92.anchor_day !== undefined){
+let data98 = data92.anchor_day;
+if(!(((typeof data98 == "number") && (!(data98 % 1) && !isNaN(data98))) && (isFinite(data98)))){
+let dataType70 = typeof data98;
+let coerced70 = undefined;
+if(!(coerced70 !== undefined)){
+if(dataType70 === "boolean" || data98 === null
+              || (dataType70 === "string" && data98 && data98 == +data98 && !(data98 % 1))){
+coerced70 = +data98;
+}
+else {
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3745,11 +3758,16 @@ vErrors.push(err193);
 errors++;
 }
 }
+if(coerced70 !== undefined){
+data98 = coerced70;
+if(data92 !== undefined){
+data92["anchor_day"] = coerced70;
 }
-if(data91.unit !== undefined){
-let data98 = data91.unit;
-if(!(((data98 === "hours") || (data98 === "tokens")) || (data98 === "requests"))){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if((typeof data98 == "number") && (isFinite(data98))){
+if(data98 > 31 || isNaN(data98)){
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3758,18 +3776,8 @@ vErrors.push(err194);
 }
 errors++;
 }
-}
-if(data91.source !== undefined){
-let data99 = data91.source;
-if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
-if(data99.headers === undefined){
-data99.headers = {};
-}
-if(data99.refresh_s === undefined){
-data99.refresh_s = 180;
-}
-if(data99.url === undefined){
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data98 < 1 || isNaN(data98)){
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3778,9 +3786,12 @@ vErrors.push(err195);
 }
 errors++;
 }
-for(const key21 in data99){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+}
+}
+if(data92.unit !== undefined){
+let data99 = data92.unit;
+if(!(((data99 === "hours") || (data99 === "tokens")) || (data99 === "requests"))){
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3790,20 +3801,17 @@ vErrors.push(err196);
 errors++;
 }
 }
-if(data99.url !== undefined){
-let data100 = data99.url;
-if(typeof data100 !== "string"){
-let dataType70 = typeof data100;
-let coerced70 = undefined;
-if(!(coerced70 !== undefined)){
-if(dataType70 == "number" || dataType70 == "boolean"){
-coerced70 = "" + data100;
+if(data92.source !== undefined){
+let data100 = data92.source;
+if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
+if(data100.headers === undefined){
+data100.headers = {};
 }
-else if(data100 === null){
-coerced70 = "";
+if(data100.refresh_s === undefined){
+data100.refresh_s = 180;
 }
-else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data100.url === undefined){
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3812,17 +3820,9 @@ vErrors.push(err197);
 }
 errors++;
 }
-}
-if(coerced70 !== undefined){
-data100 = coerced70;
-if(data99 !== undefined){
-data99["url"] = coerced70;
-}
-}
-}
-if(typeof data100 === "string"){
-if(!pattern4.test(data100)){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+for(const key21 in data100){
+if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3832,23 +3832,20 @@ vErrors.push(err198);
 errors++;
 }
 }
-}
-let data101 = data99.headers;
-if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
-for(const key22 in data101){
-let data102 = data101[key22];
-if(typeof data102 !== "string"){
-let dataType71 = typeof data102;
+if(data100.url !== undefined){
+let data101 = data100.url;
+if(typeof data101 !== "string"){
+let dataType71 = typeof data101;
 let coerced71 = undefined;
 if(!(coerced71 !== undefined)){
 if(dataType71 == "number" || dataType71 == "boolean"){
-coerced71 = "" + data102;
+coerced71 = "" + data101;
 }
-else if(data102 === null){
+else if(data101 === null){
 coerced71 = "";
 }
 else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3859,16 +3856,15 @@ errors++;
 }
 }
 if(coerced71 !== undefined){
-data102 = coerced71;
-if(data101 !== undefined){
-data101[key22] = coerced71;
+data101 = coerced71;
+if(data100 !== undefined){
+data100["url"] = coerced71;
 }
 }
 }
-}
-}
-else {
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data101 === "string"){
+if(!pattern4.test(data101)){
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3877,17 +3873,24 @@ vErrors.push(err200);
 }
 errors++;
 }
-let data103 = data99.refresh_s;
-if(!((typeof data103 == "number") && (isFinite(data103)))){
+}
+}
+let data102 = data100.headers;
+if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
+for(const key22 in data102){
+let data103 = data102[key22];
+if(typeof data103 !== "string"){
 let dataType72 = typeof data103;
 let coerced72 = undefined;
 if(!(coerced72 !== undefined)){
-if(dataType72 == "boolean" || data103 === null
-              || (dataType72 == "string" && data103 && data103 == +data103)){
-coerced72 = +data103;
+if(dataType72 == "number" || dataType72 == "boolean"){
+coerced72 = "" + data103;
+}
+else if(data103 === null){
+coerced72 = "";
 }
 else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3899,14 +3902,15 @@ errors++;
 }
 if(coerced72 !== undefined){
 data103 = coerced72;
-if(data99 !== undefined){
-data99["refresh_s"] = coerced72;
+if(data102 !== undefined){
+data102[key22] = coerced72;
 }
 }
 }
-if((typeof data103 == "number") && (isFinite(data103))){
-if(data103 < 180 || isNaN(data103)){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+}
+}
+else {
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3915,10 +3919,17 @@ vErrors.push(err202);
 }
 errors++;
 }
-}
+let data104 = data100.refresh_s;
+if(!((typeof data104 == "number") && (isFinite(data104)))){
+let dataType73 = typeof data104;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 == "boolean" || data104 === null
+              || (dataType73 == "string" && data104 && data104 == +data104)){
+coerced73 = +data104;
 }
 else {
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3928,9 +3939,16 @@ vErrors.push(err203);
 errors++;
 }
 }
+if(coerced73 !== undefined){
+data104 = coerced73;
+if(data100 !== undefined){
+data100["refresh_s"] = coerced73;
 }
-else {
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data104 == "number") && (isFinite(data104))){
+if(data104 < 180 || isNaN(data104)){
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3940,20 +3958,9 @@ vErrors.push(err204);
 errors++;
 }
 }
-let data104 = data40.mock;
-if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
-if(data104.chunks === undefined){
-data104.chunks = 8;
 }
-if(data104.latency_ms === undefined){
-data104.latency_ms = 20;
-}
-if(data104.chunk_delay_ms === undefined){
-data104.chunk_delay_ms = 5;
-}
-for(const key23 in data104){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+else {
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3963,17 +3970,9 @@ vErrors.push(err205);
 errors++;
 }
 }
-let data105 = data104.chunks;
-if(!(((typeof data105 == "number") && (!(data105 % 1) && !isNaN(data105))) && (isFinite(data105)))){
-let dataType73 = typeof data105;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 === "boolean" || data105 === null
-              || (dataType73 === "string" && data105 && data105 == +data105 && !(data105 % 1))){
-coerced73 = +data105;
 }
 else {
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3983,16 +3982,20 @@ vErrors.push(err206);
 errors++;
 }
 }
-if(coerced73 !== undefined){
-data105 = coerced73;
-if(data104 !== undefined){
-data104["chunks"] = coerced73;
+let data105 = data41.mock;
+if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
+if(data105.chunks === undefined){
+data105.chunks = 8;
 }
+if(data105.latency_ms === undefined){
+data105.latency_ms = 20;
 }
+if(data105.chunk_delay_ms === undefined){
+data105.chunk_delay_ms = 5;
 }
-if((typeof data105 == "number") && (isFinite(data105))){
-if(data105 > 10000 || isNaN(data105)){
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+for(const key23 in data105){
+if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -4001,8 +4004,18 @@ vErrors.push(err207);
 }
 errors++;
 }
-if(data105 < 1 || isNaN(data105)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data106 = data105.chunks;
+if(!(((typeof data106 == "number") && (!(data106 % 1) && !isNaN(data106))) && (isFinite(data106)))){
+let dataType74 = typeof data106;
+let coerced74 = undefined;
+if(!(coerced74 !== undefined)){
+if(dataType74 === "boolean" || data106 === null
+              || (dataType74 === "string" && data106 && data106 == +data106 && !(data106 % 1))){
+coerced74 = +data106;
+}
+else {
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -4012,17 +4025,16 @@ vErrors.push(err208);
 errors++;
 }
 }
-let data106 = data104.latency_ms;
-if(!((typeof data106 == "number") && (isFinite(data106)))){
-let dataType74 = typeof data106;
-let coerced74 = undefined;
-if(!(coerced74 !== undefined)){
-if(dataType74 == "boolean" || data106 === null
-              || (dataType74 == "string" && data106 && data106 == +data106)){
-coerced74 = +data106;
+if(coerced74 !== undefined){
+data106 = coerced74;
+if(data105 !== undefined){
+data105["chunks"] = coerced74;
 }
-else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data106 == "number") && (isFinite(data106))){
+if(data106 > 10000 || isNaN(data106)){
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -4031,17 +4043,8 @@ vErrors.push(err209);
 }
 errors++;
 }
-}
-if(coerced74 !== undefined){
-data106 = coerced74;
-if(data104 !== undefined){
-data104["latency_ms"] = coerced74;
-}
-}
-}
-if((typeof data106 == "number") && (isFinite(data106))){
-if(data106 < 0 || isNaN(data106)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data106 < 1 || isNaN(data106)){
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -4051,7 +4054,7 @@ vErrors.push(err210);
 errors++;
 }
 }
-let data107 = data104.chunk_delay_ms;
+let data107 = data105.latency_ms;
 if(!((typeof data107 == "number") && (isFinite(data107)))){
 let dataType75 = typeof data107;
 let coerced75 = undefined;
@@ -4061,7 +4064,7 @@ if(dataType75 == "boolean" || data107 === null
 coerced75 = +data107;
 }
 else {
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -4073,14 +4076,14 @@ errors++;
 }
 if(coerced75 !== undefined){
 data107 = coerced75;
-if(data104 !== undefined){
-data104["chunk_delay_ms"] = coerced75;
+if(data105 !== undefined){
+data105["latency_ms"] = coerced75;
 }
 }
 }
 if((typeof data107 == "number") && (isFinite(data107))){
 if(data107 < 0 || isNaN(data107)){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4090,18 +4093,17 @@ vErrors.push(err212);
 errors++;
 }
 }
-if(data104.input_tokens !== undefined){
-let data108 = data104.input_tokens;
-if(!(((typeof data108 == "number") && (!(data108 % 1) && !isNaN(data108))) && (isFinite(data108)))){
+let data108 = data105.chunk_delay_ms;
+if(!((typeof data108 == "number") && (isFinite(data108)))){
 let dataType76 = typeof data108;
 let coerced76 = undefined;
 if(!(coerced76 !== undefined)){
-if(dataType76 === "boolean" || data108 === null
-              || (dataType76 === "string" && data108 && data108 == +data108 && !(data108 % 1))){
+if(dataType76 == "boolean" || data108 === null
+              || (dataType76 == "string" && data108 && data108 == +data108)){
 coerced76 = +data108;
 }
 else {
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4113,14 +4115,14 @@ errors++;
 }
 if(coerced76 !== undefined){
 data108 = coerced76;
-if(data104 !== undefined){
-data104["input_tokens"] = coerced76;
+if(data105 !== undefined){
+data105["chunk_delay_ms"] = coerced76;
 }
 }
 }
 if((typeof data108 == "number") && (isFinite(data108))){
 if(data108 < 0 || isNaN(data108)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4130,10 +4132,18 @@ vErrors.push(err214);
 errors++;
 }
 }
-}
+if(data105.input_tokens !== undefined){
+let data109 = data105.input_tokens;
+if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
+let dataType77 = typeof data109;
+let coerced77 = undefined;
+if(!(coerced77 !== undefined)){
+if(dataType77 === "boolean" || data109 === null
+              || (dataType77 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
+coerced77 = +data109;
 }
 else {
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4142,20 +4152,17 @@ vErrors.push(err215);
 }
 errors++;
 }
-let data109 = data40.models;
-if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
-for(const key24 in data109){
-let data110 = data109[key24];
-if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
-if(data110.kind === undefined){
-data110.kind = "llm";
 }
-if(data110.capabilities === undefined){
-data110.capabilities = [];
+if(coerced77 !== undefined){
+data109 = coerced77;
+if(data105 !== undefined){
+data105["input_tokens"] = coerced77;
 }
-for(const key25 in data110){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+}
+}
+if((typeof data109 == "number") && (isFinite(data109))){
+if(data109 < 0 || isNaN(data109)){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4165,9 +4172,10 @@ vErrors.push(err216);
 errors++;
 }
 }
-let data111 = data110.kind;
-if(!(((data111 === "llm") || (data111 === "image")) || (data111 === "embedding"))){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4176,13 +4184,20 @@ vErrors.push(err217);
 }
 errors++;
 }
-let data112 = data110.capabilities;
-if(Array.isArray(data112)){
-const len4 = data112.length;
-for(let i5=0; i5<len4; i5++){
-let data113 = data112[i5];
-if(!((((((data113 === "vision") || (data113 === "pdf")) || (data113 === "audio")) || (data113 === "tools")) || (data113 === "reasoning")) || (data113 === "structured_output"))){
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+let data110 = data41.models;
+if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
+for(const key24 in data110){
+let data111 = data110[key24];
+if(data111 && typeof data111 == "object" && !Array.isArray(data111)){
+if(data111.kind === undefined){
+data111.kind = "llm";
+}
+if(data111.capabilities === undefined){
+data111.capabilities = [];
+}
+for(const key25 in data111){
+if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4192,19 +4207,46 @@ vErrors.push(err218);
 errors++;
 }
 }
-let i6 = data112.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data112[i6], data112[j1])){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+let data112 = data111.kind;
+if(!(((data112 === "llm") || (data112 === "image")) || (data112 === "embedding"))){
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err219];
 }
 else {
 vErrors.push(err219);
+}
+errors++;
+}
+let data113 = data111.capabilities;
+if(Array.isArray(data113)){
+const len4 = data113.length;
+for(let i5=0; i5<len4; i5++){
+let data114 = data113[i5];
+if(!((((((data114 === "vision") || (data114 === "pdf")) || (data114 === "audio")) || (data114 === "tools")) || (data114 === "reasoning")) || (data114 === "structured_output"))){
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err220];
+}
+else {
+vErrors.push(err220);
+}
+errors++;
+}
+}
+let i6 = data113.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data113[i6], data113[j1])){
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(vErrors === null){
+vErrors = [err221];
+}
+else {
+vErrors.push(err221);
 }
 errors++;
 break outer0;
@@ -4214,46 +4256,7 @@ break outer0;
 }
 }
 else {
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err220];
-}
-else {
-vErrors.push(err220);
-}
-errors++;
-}
-if(data110.max_output_tokens !== undefined){
-let data114 = data110.max_output_tokens;
-if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
-let dataType77 = typeof data114;
-let coerced77 = undefined;
-if(!(coerced77 !== undefined)){
-if(dataType77 === "boolean" || data114 === null
-              || (dataType77 === "string" && data114 && data114 == +data114 && !(data114 % 1))){
-coerced77 = +data114;
-}
-else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err221];
-}
-else {
-vErrors.push(err221);
-}
-errors++;
-}
-}
-if(coerced77 !== undefined){
-data114 = coerced77;
-if(data110 !== undefined){
-data110["max_output_tokens"] = coerced77;
-}
-}
-}
-if((typeof data114 == "number") && (isFinite(data114))){
-if(data114 < 1 || isNaN(data114)){
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4262,12 +4265,18 @@ vErrors.push(err222);
 }
 errors++;
 }
+if(data111.max_output_tokens !== undefined){
+let data115 = data111.max_output_tokens;
+if(!(((typeof data115 == "number") && (!(data115 % 1) && !isNaN(data115))) && (isFinite(data115)))){
+let dataType78 = typeof data115;
+let coerced78 = undefined;
+if(!(coerced78 !== undefined)){
+if(dataType78 === "boolean" || data115 === null
+              || (dataType78 === "string" && data115 && data115 == +data115 && !(data115 % 1))){
+coerced78 = +data115;
 }
-}
-if(data110.thinking !== undefined){
-let data115 = data110.thinking;
-if(!((((((((((data115 === "openai") || (data115 === "anthropic-budget")) || (data115 === "anthropic-adaptive")) || (data115 === "gemini-budget")) || (data115 === "gemini-level")) || (data115 === "zai")) || (data115 === "qwen")) || (data115 === "deepseek")) || (data115 === "kimi")) || (data115 === "minimax"))){
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+else {
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4277,12 +4286,16 @@ vErrors.push(err223);
 errors++;
 }
 }
-if(data110.price !== undefined){
-let data116 = data110.price;
-if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
-for(const key26 in data116){
-if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+if(coerced78 !== undefined){
+data115 = coerced78;
+if(data111 !== undefined){
+data111["max_output_tokens"] = coerced78;
+}
+}
+}
+if((typeof data115 == "number") && (isFinite(data115))){
+if(data115 < 1 || isNaN(data115)){
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4292,18 +4305,11 @@ vErrors.push(err224);
 errors++;
 }
 }
-if(data116.input !== undefined){
-let data117 = data116.input;
-if(!((typeof data117 == "number") && (isFinite(data117)))){
-let dataType78 = typeof data117;
-let coerced78 = undefined;
-if(!(coerced78 !== undefined)){
-if(dataType78 == "boolean" || data117 === null
-              || (dataType78 == "string" && data117 && data117 == +data117)){
-coerced78 = +data117;
 }
-else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data111.thinking !== undefined){
+let data116 = data111.thinking;
+if(!((((((((((data116 === "openai") || (data116 === "anthropic-budget")) || (data116 === "anthropic-adaptive")) || (data116 === "gemini-budget")) || (data116 === "gemini-level")) || (data116 === "zai")) || (data116 === "qwen")) || (data116 === "deepseek")) || (data116 === "kimi")) || (data116 === "minimax"))){
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4313,16 +4319,12 @@ vErrors.push(err225);
 errors++;
 }
 }
-if(coerced78 !== undefined){
-data117 = coerced78;
-if(data116 !== undefined){
-data116["input"] = coerced78;
-}
-}
-}
-if((typeof data117 == "number") && (isFinite(data117))){
-if(data117 < 0 || isNaN(data117)){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data111.price !== undefined){
+let data117 = data111.price;
+if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
+for(const key26 in data117){
+if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4332,9 +4334,8 @@ vErrors.push(err226);
 errors++;
 }
 }
-}
-if(data116.output !== undefined){
-let data118 = data116.output;
+if(data117.input !== undefined){
+let data118 = data117.input;
 if(!((typeof data118 == "number") && (isFinite(data118)))){
 let dataType79 = typeof data118;
 let coerced79 = undefined;
@@ -4344,7 +4345,7 @@ if(dataType79 == "boolean" || data118 === null
 coerced79 = +data118;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4356,14 +4357,14 @@ errors++;
 }
 if(coerced79 !== undefined){
 data118 = coerced79;
-if(data116 !== undefined){
-data116["output"] = coerced79;
+if(data117 !== undefined){
+data117["input"] = coerced79;
 }
 }
 }
 if((typeof data118 == "number") && (isFinite(data118))){
 if(data118 < 0 || isNaN(data118)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4374,8 +4375,8 @@ errors++;
 }
 }
 }
-if(data116.cached !== undefined){
-let data119 = data116.cached;
+if(data117.output !== undefined){
+let data119 = data117.output;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
 let dataType80 = typeof data119;
 let coerced80 = undefined;
@@ -4385,7 +4386,7 @@ if(dataType80 == "boolean" || data119 === null
 coerced80 = +data119;
 }
 else {
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4397,14 +4398,14 @@ errors++;
 }
 if(coerced80 !== undefined){
 data119 = coerced80;
-if(data116 !== undefined){
-data116["cached"] = coerced80;
+if(data117 !== undefined){
+data117["output"] = coerced80;
 }
 }
 }
 if((typeof data119 == "number") && (isFinite(data119))){
 if(data119 < 0 || isNaN(data119)){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4415,8 +4416,8 @@ errors++;
 }
 }
 }
-if(data116.cache_write !== undefined){
-let data120 = data116.cache_write;
+if(data117.cached !== undefined){
+let data120 = data117.cached;
 if(!((typeof data120 == "number") && (isFinite(data120)))){
 let dataType81 = typeof data120;
 let coerced81 = undefined;
@@ -4426,7 +4427,7 @@ if(dataType81 == "boolean" || data120 === null
 coerced81 = +data120;
 }
 else {
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4438,14 +4439,14 @@ errors++;
 }
 if(coerced81 !== undefined){
 data120 = coerced81;
-if(data116 !== undefined){
-data116["cache_write"] = coerced81;
+if(data117 !== undefined){
+data117["cached"] = coerced81;
 }
 }
 }
 if((typeof data120 == "number") && (isFinite(data120))){
 if(data120 < 0 || isNaN(data120)){
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4456,8 +4457,8 @@ errors++;
 }
 }
 }
-if(data116.reasoning !== undefined){
-let data121 = data116.reasoning;
+if(data117.cache_write !== undefined){
+let data121 = data117.cache_write;
 if(!((typeof data121 == "number") && (isFinite(data121)))){
 let dataType82 = typeof data121;
 let coerced82 = undefined;
@@ -4467,7 +4468,7 @@ if(dataType82 == "boolean" || data121 === null
 coerced82 = +data121;
 }
 else {
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4479,14 +4480,14 @@ errors++;
 }
 if(coerced82 !== undefined){
 data121 = coerced82;
-if(data116 !== undefined){
-data116["reasoning"] = coerced82;
+if(data117 !== undefined){
+data117["cache_write"] = coerced82;
 }
 }
 }
 if((typeof data121 == "number") && (isFinite(data121))){
 if(data121 < 0 || isNaN(data121)){
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4497,11 +4498,18 @@ errors++;
 }
 }
 }
-if(data116.tiers !== undefined){
-let data122 = data116.tiers;
-if(Array.isArray(data122)){
-if(data122.length > 16){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data117.reasoning !== undefined){
+let data122 = data117.reasoning;
+if(!((typeof data122 == "number") && (isFinite(data122)))){
+let dataType83 = typeof data122;
+let coerced83 = undefined;
+if(!(coerced83 !== undefined)){
+if(dataType83 == "boolean" || data122 === null
+              || (dataType83 == "string" && data122 && data122 == +data122)){
+coerced83 = +data122;
+}
+else {
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4510,12 +4518,17 @@ vErrors.push(err235);
 }
 errors++;
 }
-const len5 = data122.length;
-for(let i7=0; i7<len5; i7++){
-let data123 = data122[i7];
-if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
-if(data123.above_input_tokens === undefined){
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced83 !== undefined){
+data122 = coerced83;
+if(data117 !== undefined){
+data117["reasoning"] = coerced83;
+}
+}
+}
+if((typeof data122 == "number") && (isFinite(data122))){
+if(data122 < 0 || isNaN(data122)){
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4524,9 +4537,13 @@ vErrors.push(err236);
 }
 errors++;
 }
-for(const key27 in data123){
-if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+}
+}
+if(data117.tiers !== undefined){
+let data123 = data117.tiers;
+if(Array.isArray(data123)){
+if(data123.length > 16){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4535,19 +4552,12 @@ vErrors.push(err237);
 }
 errors++;
 }
-}
-if(data123.above_input_tokens !== undefined){
-let data124 = data123.above_input_tokens;
-if(!(((typeof data124 == "number") && (!(data124 % 1) && !isNaN(data124))) && (isFinite(data124)))){
-let dataType83 = typeof data124;
-let coerced83 = undefined;
-if(!(coerced83 !== undefined)){
-if(dataType83 === "boolean" || data124 === null
-              || (dataType83 === "string" && data124 && data124 == +data124 && !(data124 % 1))){
-coerced83 = +data124;
-}
-else {
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len5 = data123.length;
+for(let i7=0; i7<len5; i7++){
+let data124 = data123[i7];
+if(data124 && typeof data124 == "object" && !Array.isArray(data124)){
+if(data124.above_input_tokens === undefined){
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4556,17 +4566,9 @@ vErrors.push(err238);
 }
 errors++;
 }
-}
-if(coerced83 !== undefined){
-data124 = coerced83;
-if(data123 !== undefined){
-data123["above_input_tokens"] = coerced83;
-}
-}
-}
-if((typeof data124 == "number") && (isFinite(data124))){
-if(data124 < 1 || isNaN(data124)){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key27 in data124){
+if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4576,19 +4578,18 @@ vErrors.push(err239);
 errors++;
 }
 }
-}
-if(data123.input !== undefined){
-let data125 = data123.input;
-if(!((typeof data125 == "number") && (isFinite(data125)))){
+if(data124.above_input_tokens !== undefined){
+let data125 = data124.above_input_tokens;
+if(!(((typeof data125 == "number") && (!(data125 % 1) && !isNaN(data125))) && (isFinite(data125)))){
 let dataType84 = typeof data125;
 let coerced84 = undefined;
 if(!(coerced84 !== undefined)){
-if(dataType84 == "boolean" || data125 === null
-              || (dataType84 == "string" && data125 && data125 == +data125)){
+if(dataType84 === "boolean" || data125 === null
+              || (dataType84 === "string" && data125 && data125 == +data125 && !(data125 % 1))){
 coerced84 = +data125;
 }
 else {
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4600,14 +4601,14 @@ errors++;
 }
 if(coerced84 !== undefined){
 data125 = coerced84;
-if(data123 !== undefined){
-data123["input"] = coerced84;
+if(data124 !== undefined){
+data124["above_input_tokens"] = coerced84;
 }
 }
 }
 if((typeof data125 == "number") && (isFinite(data125))){
-if(data125 < 0 || isNaN(data125)){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data125 < 1 || isNaN(data125)){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4618,8 +4619,8 @@ errors++;
 }
 }
 }
-if(data123.output !== undefined){
-let data126 = data123.output;
+if(data124.input !== undefined){
+let data126 = data124.input;
 if(!((typeof data126 == "number") && (isFinite(data126)))){
 let dataType85 = typeof data126;
 let coerced85 = undefined;
@@ -4629,7 +4630,7 @@ if(dataType85 == "boolean" || data126 === null
 coerced85 = +data126;
 }
 else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4641,14 +4642,14 @@ errors++;
 }
 if(coerced85 !== undefined){
 data126 = coerced85;
-if(data123 !== undefined){
-data123["output"] = coerced85;
+if(data124 !== undefined){
+data124["input"] = coerced85;
 }
 }
 }
 if((typeof data126 == "number") && (isFinite(data126))){
 if(data126 < 0 || isNaN(data126)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4659,8 +4660,8 @@ errors++;
 }
 }
 }
-if(data123.cached !== undefined){
-let data127 = data123.cached;
+if(data124.output !== undefined){
+let data127 = data124.output;
 if(!((typeof data127 == "number") && (isFinite(data127)))){
 let dataType86 = typeof data127;
 let coerced86 = undefined;
@@ -4670,7 +4671,7 @@ if(dataType86 == "boolean" || data127 === null
 coerced86 = +data127;
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4682,14 +4683,14 @@ errors++;
 }
 if(coerced86 !== undefined){
 data127 = coerced86;
-if(data123 !== undefined){
-data123["cached"] = coerced86;
+if(data124 !== undefined){
+data124["output"] = coerced86;
 }
 }
 }
 if((typeof data127 == "number") && (isFinite(data127))){
 if(data127 < 0 || isNaN(data127)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4700,8 +4701,8 @@ errors++;
 }
 }
 }
-if(data123.cache_write !== undefined){
-let data128 = data123.cache_write;
+if(data124.cached !== undefined){
+let data128 = data124.cached;
 if(!((typeof data128 == "number") && (isFinite(data128)))){
 let dataType87 = typeof data128;
 let coerced87 = undefined;
@@ -4711,7 +4712,7 @@ if(dataType87 == "boolean" || data128 === null
 coerced87 = +data128;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4723,14 +4724,14 @@ errors++;
 }
 if(coerced87 !== undefined){
 data128 = coerced87;
-if(data123 !== undefined){
-data123["cache_write"] = coerced87;
+if(data124 !== undefined){
+data124["cached"] = coerced87;
 }
 }
 }
 if((typeof data128 == "number") && (isFinite(data128))){
 if(data128 < 0 || isNaN(data128)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4741,8 +4742,8 @@ errors++;
 }
 }
 }
-if(data123.reasoning !== undefined){
-let data129 = data123.reasoning;
+if(data124.cache_write !== undefined){
+let data129 = data124.cache_write;
 if(!((typeof data129 == "number") && (isFinite(data129)))){
 let dataType88 = typeof data129;
 let coerced88 = undefined;
@@ -4752,7 +4753,7 @@ if(dataType88 == "boolean" || data129 === null
 coerced88 = +data129;
 }
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4764,14 +4765,14 @@ errors++;
 }
 if(coerced88 !== undefined){
 data129 = coerced88;
-if(data123 !== undefined){
-data123["reasoning"] = coerced88;
+if(data124 !== undefined){
+data124["cache_write"] = coerced88;
 }
 }
 }
 if((typeof data129 == "number") && (isFinite(data129))){
 if(data129 < 0 || isNaN(data129)){
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4782,9 +4783,18 @@ errors++;
 }
 }
 }
+if(data124.reasoning !== undefined){
+let data130 = data124.reasoning;
+if(!((typeof data130 == "number") && (isFinite(data130)))){
+let dataType89 = typeof data130;
+let coerced89 = undefined;
+if(!(coerced89 !== undefined)){
+if(dataType89 == "boolean" || data130 === null
+              || (dataType89 == "string" && data130 && data130 == +data130)){
+coerced89 = +data130;
 }
 else {
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4794,9 +4804,16 @@ vErrors.push(err250);
 errors++;
 }
 }
+if(coerced89 !== undefined){
+data130 = coerced89;
+if(data124 !== undefined){
+data124["reasoning"] = coerced89;
 }
-else {
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data130 == "number") && (isFinite(data130))){
+if(data130 < 0 || isNaN(data130)){
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4807,8 +4824,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4820,7 +4838,7 @@ errors++;
 }
 }
 else {
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4832,7 +4850,7 @@ errors++;
 }
 }
 else {
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4841,20 +4859,10 @@ vErrors.push(err254);
 }
 errors++;
 }
-if(data40.catalog !== undefined){
-let data130 = data40.catalog;
-if(typeof data130 !== "string"){
-let dataType89 = typeof data130;
-let coerced89 = undefined;
-if(!(coerced89 !== undefined)){
-if(dataType89 == "number" || dataType89 == "boolean"){
-coerced89 = "" + data130;
 }
-else if(data130 === null){
-coerced89 = "";
 }
 else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4864,16 +4872,9 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(coerced89 !== undefined){
-data130 = coerced89;
-if(data40 !== undefined){
-data40["catalog"] = coerced89;
 }
-}
-}
-if(typeof data130 === "string"){
-if(!pattern16.test(data130)){
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4882,20 +4883,20 @@ vErrors.push(err256);
 }
 errors++;
 }
-}
-}
-let data131 = data40.allow_unlisted_models;
-if(typeof data131 !== "boolean"){
+if(data41.catalog !== undefined){
+let data131 = data41.catalog;
+if(typeof data131 !== "string"){
+let dataType90 = typeof data131;
 let coerced90 = undefined;
 if(!(coerced90 !== undefined)){
-if(data131 === "false" || data131 === 0 || data131 === null){
-coerced90 = false;
+if(dataType90 == "number" || dataType90 == "boolean"){
+coerced90 = "" + data131;
 }
-else if(data131 === "true" || data131 === 1){
-coerced90 = true;
+else if(data131 === null){
+coerced90 = "";
 }
 else {
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4907,14 +4908,14 @@ errors++;
 }
 if(coerced90 !== undefined){
 data131 = coerced90;
-if(data40 !== undefined){
-data40["allow_unlisted_models"] = coerced90;
+if(data41 !== undefined){
+data41["catalog"] = coerced90;
 }
 }
 }
-}
-else {
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data131 === "string"){
+if(!pattern16.test(data131)){
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4925,8 +4926,18 @@ errors++;
 }
 }
 }
+let data132 = data41.allow_unlisted_models;
+if(typeof data132 !== "boolean"){
+let coerced91 = undefined;
+if(!(coerced91 !== undefined)){
+if(data132 === "false" || data132 === 0 || data132 === null){
+coerced91 = false;
+}
+else if(data132 === "true" || data132 === 1){
+coerced91 = true;
+}
 else {
-const err259 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4935,13 +4946,17 @@ vErrors.push(err259);
 }
 errors++;
 }
-let data132 = data.combos;
-if(data132 && typeof data132 == "object" && !Array.isArray(data132)){
-for(const key28 in data132){
-const _errs289 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err260 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+if(coerced91 !== undefined){
+data132 = coerced91;
+if(data41 !== undefined){
+data41["allow_unlisted_models"] = coerced91;
+}
+}
+}
+}
+else {
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4951,9 +4966,9 @@ vErrors.push(err260);
 errors++;
 }
 }
-var valid43 = _errs289 === errors;
-if(!valid43){
-const err261 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+}
+else {
+const err261 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4962,12 +4977,13 @@ vErrors.push(err261);
 }
 errors++;
 }
-}
-for(const key29 in data132){
-let data133 = data132[key29];
+let data133 = data.combos;
 if(data133 && typeof data133 == "object" && !Array.isArray(data133)){
-if(data133.strategy === undefined){
-const err262 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+for(const key28 in data133){
+const _errs291 = errors;
+if(typeof key28 === "string"){
+if(!pattern3.test(key28)){
+const err262 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4976,8 +4992,10 @@ vErrors.push(err262);
 }
 errors++;
 }
-if(data133.models === undefined){
-const err263 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+var valid43 = _errs291 === errors;
+if(!valid43){
+const err263 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4986,9 +5004,12 @@ vErrors.push(err263);
 }
 errors++;
 }
-for(const key30 in data133){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+for(const key29 in data133){
+let data134 = data133[key29];
+if(data134 && typeof data134 == "object" && !Array.isArray(data134)){
+if(data134.strategy === undefined){
+const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4997,11 +5018,8 @@ vErrors.push(err264);
 }
 errors++;
 }
-}
-if(data133.strategy !== undefined){
-let data134 = data133.strategy;
-if(!((((data134 === "fallback") || (data134 === "round-robin")) || (data134 === "fusion")) || (data134 === "capacity"))){
-const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+if(data134.models === undefined){
+const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -5010,12 +5028,9 @@ vErrors.push(err265);
 }
 errors++;
 }
-}
-if(data133.models !== undefined){
-let data135 = data133.models;
-if(Array.isArray(data135)){
-if(data135.length < 1){
-const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+for(const key30 in data134){
+if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
+const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -5024,21 +5039,11 @@ vErrors.push(err266);
 }
 errors++;
 }
-const len6 = data135.length;
-for(let i8=0; i8<len6; i8++){
-let data136 = data135[i8];
-if(typeof data136 !== "string"){
-let dataType91 = typeof data136;
-let coerced91 = undefined;
-if(!(coerced91 !== undefined)){
-if(dataType91 == "number" || dataType91 == "boolean"){
-coerced91 = "" + data136;
 }
-else if(data136 === null){
-coerced91 = "";
-}
-else {
-const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data134.strategy !== undefined){
+let data135 = data134.strategy;
+if(!((((data135 === "fallback") || (data135 === "round-robin")) || (data135 === "fusion")) || (data135 === "capacity"))){
+const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -5048,17 +5053,11 @@ vErrors.push(err267);
 errors++;
 }
 }
-if(coerced91 !== undefined){
-data136 = coerced91;
-if(data135 !== undefined){
-data135[i8] = coerced91;
-}
-}
-}
-}
-}
-else {
-const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data134.models !== undefined){
+let data136 = data134.models;
+if(Array.isArray(data136)){
+if(data136.length < 1){
+const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -5067,9 +5066,9 @@ vErrors.push(err268);
 }
 errors++;
 }
-}
-if(data133.judge !== undefined){
-let data137 = data133.judge;
+const len6 = data136.length;
+for(let i8=0; i8<len6; i8++){
+let data137 = data136[i8];
 if(typeof data137 !== "string"){
 let dataType92 = typeof data137;
 let coerced92 = undefined;
@@ -5081,7 +5080,7 @@ else if(data137 === null){
 coerced92 = "";
 }
 else {
-const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -5093,24 +5092,15 @@ errors++;
 }
 if(coerced92 !== undefined){
 data137 = coerced92;
-if(data133 !== undefined){
-data133["judge"] = coerced92;
+if(data136 !== undefined){
+data136[i8] = coerced92;
 }
 }
 }
 }
-if(data133.quorum !== undefined){
-let data138 = data133.quorum;
-if(!(((typeof data138 == "number") && (!(data138 % 1) && !isNaN(data138))) && (isFinite(data138)))){
-let dataType93 = typeof data138;
-let coerced93 = undefined;
-if(!(coerced93 !== undefined)){
-if(dataType93 === "boolean" || data138 === null
-              || (dataType93 === "string" && data138 && data138 == +data138 && !(data138 % 1))){
-coerced93 = +data138;
 }
 else {
-const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5120,16 +5110,20 @@ vErrors.push(err270);
 errors++;
 }
 }
-if(coerced93 !== undefined){
-data138 = coerced93;
-if(data133 !== undefined){
-data133["quorum"] = coerced93;
+if(data134.judge !== undefined){
+let data138 = data134.judge;
+if(typeof data138 !== "string"){
+let dataType93 = typeof data138;
+let coerced93 = undefined;
+if(!(coerced93 !== undefined)){
+if(dataType93 == "number" || dataType93 == "boolean"){
+coerced93 = "" + data138;
 }
+else if(data138 === null){
+coerced93 = "";
 }
-}
-if((typeof data138 == "number") && (isFinite(data138))){
-if(data138 < 1 || isNaN(data138)){
-const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5139,19 +5133,26 @@ vErrors.push(err271);
 errors++;
 }
 }
+if(coerced93 !== undefined){
+data138 = coerced93;
+if(data134 !== undefined){
+data134["judge"] = coerced93;
 }
-if(data133.grace_ms !== undefined){
-let data139 = data133.grace_ms;
-if(!((typeof data139 == "number") && (isFinite(data139)))){
+}
+}
+}
+if(data134.quorum !== undefined){
+let data139 = data134.quorum;
+if(!(((typeof data139 == "number") && (!(data139 % 1) && !isNaN(data139))) && (isFinite(data139)))){
 let dataType94 = typeof data139;
 let coerced94 = undefined;
 if(!(coerced94 !== undefined)){
-if(dataType94 == "boolean" || data139 === null
-              || (dataType94 == "string" && data139 && data139 == +data139)){
+if(dataType94 === "boolean" || data139 === null
+              || (dataType94 === "string" && data139 && data139 == +data139 && !(data139 % 1))){
 coerced94 = +data139;
 }
 else {
-const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5163,14 +5164,14 @@ errors++;
 }
 if(coerced94 !== undefined){
 data139 = coerced94;
-if(data133 !== undefined){
-data133["grace_ms"] = coerced94;
+if(data134 !== undefined){
+data134["quorum"] = coerced94;
 }
 }
 }
 if((typeof data139 == "number") && (isFinite(data139))){
-if(data139 < 0 || isNaN(data139)){
-const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data139 < 1 || isNaN(data139)){
+const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5181,8 +5182,8 @@ errors++;
 }
 }
 }
-if(data133.timeout_ms !== undefined){
-let data140 = data133.timeout_ms;
+if(data134.grace_ms !== undefined){
+let data140 = data134.grace_ms;
 if(!((typeof data140 == "number") && (isFinite(data140)))){
 let dataType95 = typeof data140;
 let coerced95 = undefined;
@@ -5192,7 +5193,7 @@ if(dataType95 == "boolean" || data140 === null
 coerced95 = +data140;
 }
 else {
-const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5204,14 +5205,14 @@ errors++;
 }
 if(coerced95 !== undefined){
 data140 = coerced95;
-if(data133 !== undefined){
-data133["timeout_ms"] = coerced95;
+if(data134 !== undefined){
+data134["grace_ms"] = coerced95;
 }
 }
 }
 if((typeof data140 == "number") && (isFinite(data140))){
 if(data140 < 0 || isNaN(data140)){
-const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5220,8 +5221,20 @@ vErrors.push(err275);
 }
 errors++;
 }
-if(data140 <= 0 || isNaN(data140)){
-const err276 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+if(data134.timeout_ms !== undefined){
+let data141 = data134.timeout_ms;
+if(!((typeof data141 == "number") && (isFinite(data141)))){
+let dataType96 = typeof data141;
+let coerced96 = undefined;
+if(!(coerced96 !== undefined)){
+if(dataType96 == "boolean" || data141 === null
+              || (dataType96 == "string" && data141 && data141 == +data141)){
+coerced96 = +data141;
+}
+else {
+const err276 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5231,10 +5244,16 @@ vErrors.push(err276);
 errors++;
 }
 }
+if(coerced96 !== undefined){
+data141 = coerced96;
+if(data134 !== undefined){
+data134["timeout_ms"] = coerced96;
 }
 }
-else {
-const err277 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data141 == "number") && (isFinite(data141))){
+if(data141 < 0 || isNaN(data141)){
+const err277 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5243,10 +5262,8 @@ vErrors.push(err277);
 }
 errors++;
 }
-}
-}
-else {
-const err278 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data141 <= 0 || isNaN(data141)){
+const err278 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5255,14 +5272,11 @@ vErrors.push(err278);
 }
 errors++;
 }
-let data141 = data.routing;
-if(data141 && typeof data141 == "object" && !Array.isArray(data141)){
-if(data141.cooldown === undefined){
-data141.cooldown = {};
 }
-for(const key31 in data141){
-if(!(key31 === "cooldown")){
-const err279 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+}
+}
+else {
+const err279 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5272,20 +5286,9 @@ vErrors.push(err279);
 errors++;
 }
 }
-let data142 = data141.cooldown;
-if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
-if(data142.initial_s === undefined){
-data142.initial_s = 5;
 }
-if(data142.max_s === undefined){
-data142.max_s = 300;
-}
-if(data142.multiplier === undefined){
-data142.multiplier = 2;
-}
-for(const key32 in data142){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err280 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+else {
+const err280 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5294,18 +5297,14 @@ vErrors.push(err280);
 }
 errors++;
 }
+let data142 = data.routing;
+if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
+if(data142.cooldown === undefined){
+data142.cooldown = {};
 }
-let data143 = data142.initial_s;
-if(!((typeof data143 == "number") && (isFinite(data143)))){
-let dataType96 = typeof data143;
-let coerced96 = undefined;
-if(!(coerced96 !== undefined)){
-if(dataType96 == "boolean" || data143 === null
-              || (dataType96 == "string" && data143 && data143 == +data143)){
-coerced96 = +data143;
-}
-else {
-const err281 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key31 in data142){
+if(!(key31 === "cooldown")){
+const err281 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5315,16 +5314,20 @@ vErrors.push(err281);
 errors++;
 }
 }
-if(coerced96 !== undefined){
-data143 = coerced96;
-if(data142 !== undefined){
-data142["initial_s"] = coerced96;
+let data143 = data142.cooldown;
+if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
+if(data143.initial_s === undefined){
+data143.initial_s = 5;
 }
+if(data143.max_s === undefined){
+data143.max_s = 300;
 }
+if(data143.multiplier === undefined){
+data143.multiplier = 2;
 }
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 < 0 || isNaN(data143)){
-const err282 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key32 in data143){
+if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
+const err282 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5333,18 +5336,8 @@ vErrors.push(err282);
 }
 errors++;
 }
-if(data143 <= 0 || isNaN(data143)){
-const err283 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err283];
 }
-else {
-vErrors.push(err283);
-}
-errors++;
-}
-}
-let data144 = data142.max_s;
+let data144 = data143.initial_s;
 if(!((typeof data144 == "number") && (isFinite(data144)))){
 let dataType97 = typeof data144;
 let coerced97 = undefined;
@@ -5354,7 +5347,26 @@ if(dataType97 == "boolean" || data144 === null
 coerced97 = +data144;
 }
 else {
-const err284 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err283 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err283];
+}
+else {
+vErrors.push(err283);
+}
+errors++;
+}
+}
+if(coerced97 !== undefined){
+data144 = coerced97;
+if(data143 !== undefined){
+data143["initial_s"] = coerced97;
+}
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 < 0 || isNaN(data144)){
+const err284 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5363,17 +5375,8 @@ vErrors.push(err284);
 }
 errors++;
 }
-}
-if(coerced97 !== undefined){
-data144 = coerced97;
-if(data142 !== undefined){
-data142["max_s"] = coerced97;
-}
-}
-}
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 < 0 || isNaN(data144)){
-const err285 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data144 <= 0 || isNaN(data144)){
+const err285 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5382,18 +5385,8 @@ vErrors.push(err285);
 }
 errors++;
 }
-if(data144 <= 0 || isNaN(data144)){
-const err286 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err286];
 }
-else {
-vErrors.push(err286);
-}
-errors++;
-}
-}
-let data145 = data142.multiplier;
+let data145 = data143.max_s;
 if(!((typeof data145 == "number") && (isFinite(data145)))){
 let dataType98 = typeof data145;
 let coerced98 = undefined;
@@ -5403,7 +5396,26 @@ if(dataType98 == "boolean" || data145 === null
 coerced98 = +data145;
 }
 else {
-const err287 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err286 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err286];
+}
+else {
+vErrors.push(err286);
+}
+errors++;
+}
+}
+if(coerced98 !== undefined){
+data145 = coerced98;
+if(data143 !== undefined){
+data143["max_s"] = coerced98;
+}
+}
+}
+if((typeof data145 == "number") && (isFinite(data145))){
+if(data145 < 0 || isNaN(data145)){
+const err287 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5412,17 +5424,8 @@ vErrors.push(err287);
 }
 errors++;
 }
-}
-if(coerced98 !== undefined){
-data145 = coerced98;
-if(data142 !== undefined){
-data142["multiplier"] = coerced98;
-}
-}
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 < 1 || isNaN(data145)){
-const err288 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data145 <= 0 || isNaN(data145)){
+const err288 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5432,9 +5435,17 @@ vErrors.push(err288);
 errors++;
 }
 }
+let data146 = data143.multiplier;
+if(!((typeof data146 == "number") && (isFinite(data146)))){
+let dataType99 = typeof data146;
+let coerced99 = undefined;
+if(!(coerced99 !== undefined)){
+if(dataType99 == "boolean" || data146 === null
+              || (dataType99 == "string" && data146 && data146 == +data146)){
+coerced99 = +data146;
 }
 else {
-const err289 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err289 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5444,8 +5455,16 @@ vErrors.push(err289);
 errors++;
 }
 }
-else {
-const err290 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced99 !== undefined){
+data146 = coerced99;
+if(data143 !== undefined){
+data143["multiplier"] = coerced99;
+}
+}
+}
+if((typeof data146 == "number") && (isFinite(data146))){
+if(data146 < 1 || isNaN(data146)){
+const err290 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5454,14 +5473,10 @@ vErrors.push(err290);
 }
 errors++;
 }
-let data146 = data.budgets;
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(data146.auto_switch === undefined){
-data146.auto_switch = {};
 }
-for(const key33 in data146){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err291 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+}
+else {
+const err291 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5471,18 +5486,8 @@ vErrors.push(err291);
 errors++;
 }
 }
-if(data146.daily_usd !== undefined){
-let data147 = data146.daily_usd;
-if(!((typeof data147 == "number") && (isFinite(data147)))){
-let dataType99 = typeof data147;
-let coerced99 = undefined;
-if(!(coerced99 !== undefined)){
-if(dataType99 == "boolean" || data147 === null
-              || (dataType99 == "string" && data147 && data147 == +data147)){
-coerced99 = +data147;
-}
 else {
-const err292 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err292 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5491,17 +5496,14 @@ vErrors.push(err292);
 }
 errors++;
 }
+let data147 = data.budgets;
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+if(data147.auto_switch === undefined){
+data147.auto_switch = {};
 }
-if(coerced99 !== undefined){
-data147 = coerced99;
-if(data146 !== undefined){
-data146["daily_usd"] = coerced99;
-}
-}
-}
-if((typeof data147 == "number") && (isFinite(data147))){
-if(data147 < 0 || isNaN(data147)){
-const err293 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key33 in data147){
+if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
+const err293 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5511,9 +5513,8 @@ vErrors.push(err293);
 errors++;
 }
 }
-}
-if(data146.monthly_usd !== undefined){
-let data148 = data146.monthly_usd;
+if(data147.daily_usd !== undefined){
+let data148 = data147.daily_usd;
 if(!((typeof data148 == "number") && (isFinite(data148)))){
 let dataType100 = typeof data148;
 let coerced100 = undefined;
@@ -5523,7 +5524,7 @@ if(dataType100 == "boolean" || data148 === null
 coerced100 = +data148;
 }
 else {
-const err294 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err294 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5535,14 +5536,14 @@ errors++;
 }
 if(coerced100 !== undefined){
 data148 = coerced100;
-if(data146 !== undefined){
-data146["monthly_usd"] = coerced100;
+if(data147 !== undefined){
+data147["daily_usd"] = coerced100;
 }
 }
 }
 if((typeof data148 == "number") && (isFinite(data148))){
 if(data148 < 0 || isNaN(data148)){
-const err295 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err295 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5553,20 +5554,18 @@ errors++;
 }
 }
 }
-if(data146.timezone !== undefined){
-let data149 = data146.timezone;
-if(typeof data149 !== "string"){
+if(data147.monthly_usd !== undefined){
+let data149 = data147.monthly_usd;
+if(!((typeof data149 == "number") && (isFinite(data149)))){
 let dataType101 = typeof data149;
 let coerced101 = undefined;
 if(!(coerced101 !== undefined)){
-if(dataType101 == "number" || dataType101 == "boolean"){
-coerced101 = "" + data149;
-}
-else if(data149 === null){
-coerced101 = "";
+if(dataType101 == "boolean" || data149 === null
+              || (dataType101 == "string" && data149 && data149 == +data149)){
+coerced101 = +data149;
 }
 else {
-const err296 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err296 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5578,20 +5577,14 @@ errors++;
 }
 if(coerced101 !== undefined){
 data149 = coerced101;
-if(data146 !== undefined){
-data146["timezone"] = coerced101;
+if(data147 !== undefined){
+data147["monthly_usd"] = coerced101;
 }
 }
 }
-}
-let data150 = data146.auto_switch;
-if(data150 && typeof data150 == "object" && !Array.isArray(data150)){
-if(data150.enabled === undefined){
-data150.enabled = false;
-}
-for(const key34 in data150){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err297 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if((typeof data149 == "number") && (isFinite(data149))){
+if(data149 < 0 || isNaN(data149)){
+const err297 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5601,18 +5594,21 @@ vErrors.push(err297);
 errors++;
 }
 }
-let data151 = data150.enabled;
-if(typeof data151 !== "boolean"){
+}
+if(data147.timezone !== undefined){
+let data150 = data147.timezone;
+if(typeof data150 !== "string"){
+let dataType102 = typeof data150;
 let coerced102 = undefined;
 if(!(coerced102 !== undefined)){
-if(data151 === "false" || data151 === 0 || data151 === null){
-coerced102 = false;
+if(dataType102 == "number" || dataType102 == "boolean"){
+coerced102 = "" + data150;
 }
-else if(data151 === "true" || data151 === 1){
-coerced102 = true;
+else if(data150 === null){
+coerced102 = "";
 }
 else {
-const err298 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err298 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5623,26 +5619,21 @@ errors++;
 }
 }
 if(coerced102 !== undefined){
-data151 = coerced102;
-if(data150 !== undefined){
-data150["enabled"] = coerced102;
+data150 = coerced102;
+if(data147 !== undefined){
+data147["timezone"] = coerced102;
 }
 }
 }
-if(data150.to !== undefined){
-let data152 = data150.to;
-if(typeof data152 !== "string"){
-let dataType103 = typeof data152;
-let coerced103 = undefined;
-if(!(coerced103 !== undefined)){
-if(dataType103 == "number" || dataType103 == "boolean"){
-coerced103 = "" + data152;
 }
-else if(data152 === null){
-coerced103 = "";
+let data151 = data147.auto_switch;
+if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
+if(data151.enabled === undefined){
+data151.enabled = false;
 }
-else {
-const err299 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key34 in data151){
+if(!((key34 === "enabled") || (key34 === "to"))){
+const err299 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5652,17 +5643,18 @@ vErrors.push(err299);
 errors++;
 }
 }
-if(coerced103 !== undefined){
-data152 = coerced103;
-if(data150 !== undefined){
-data150["to"] = coerced103;
+let data152 = data151.enabled;
+if(typeof data152 !== "boolean"){
+let coerced103 = undefined;
+if(!(coerced103 !== undefined)){
+if(data152 === "false" || data152 === 0 || data152 === null){
+coerced103 = false;
 }
-}
-}
-}
+else if(data152 === "true" || data152 === 1){
+coerced103 = true;
 }
 else {
-const err300 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err300 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5672,8 +5664,27 @@ vErrors.push(err300);
 errors++;
 }
 }
+if(coerced103 !== undefined){
+data152 = coerced103;
+if(data151 !== undefined){
+data151["enabled"] = coerced103;
+}
+}
+}
+if(data151.to !== undefined){
+let data153 = data151.to;
+if(typeof data153 !== "string"){
+let dataType104 = typeof data153;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 == "number" || dataType104 == "boolean"){
+coerced104 = "" + data153;
+}
+else if(data153 === null){
+coerced104 = "";
+}
 else {
-const err301 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err301 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5682,20 +5693,18 @@ vErrors.push(err301);
 }
 errors++;
 }
-let data153 = data.alerts;
-if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
-if(data153.kinds === undefined){
-data153.kinds = {};
 }
-if(data153.thresholds === undefined){
-data153.thresholds = {};
+if(coerced104 !== undefined){
+data153 = coerced104;
+if(data151 !== undefined){
+data151["to"] = coerced104;
 }
-if(data153.channels === undefined){
-data153.channels = {};
 }
-for(const key35 in data153){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err302 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err302 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5705,12 +5714,8 @@ vErrors.push(err302);
 errors++;
 }
 }
-let data154 = data153.kinds;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-for(const key36 in data154){
-const _errs340 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err303 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+else {
+const err303 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5719,9 +5724,20 @@ vErrors.push(err303);
 }
 errors++;
 }
-var valid53 = _errs340 === errors;
-if(!valid53){
-const err304 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+let data154 = data.alerts;
+if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
+if(data154.kinds === undefined){
+data154.kinds = {};
+}
+if(data154.thresholds === undefined){
+data154.thresholds = {};
+}
+if(data154.channels === undefined){
+data154.channels = {};
+}
+for(const key35 in data154){
+if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
+const err304 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5731,19 +5747,12 @@ vErrors.push(err304);
 errors++;
 }
 }
-for(const key37 in data154){
-let data155 = data154[key37];
-if(typeof data155 !== "boolean"){
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(data155 === "false" || data155 === 0 || data155 === null){
-coerced104 = false;
-}
-else if(data155 === "true" || data155 === 1){
-coerced104 = true;
-}
-else {
-const err305 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data155 = data154.kinds;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+for(const key36 in data155){
+const _errs342 = errors;
+if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
+const err305 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5752,18 +5761,9 @@ vErrors.push(err305);
 }
 errors++;
 }
-}
-if(coerced104 !== undefined){
-data155 = coerced104;
-if(data154 !== undefined){
-data154[key37] = coerced104;
-}
-}
-}
-}
-}
-else {
-const err306 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid53 = _errs342 === errors;
+if(!valid53){
+const err306 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5772,23 +5772,20 @@ vErrors.push(err306);
 }
 errors++;
 }
-let data156 = data153.thresholds;
-if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
-if(data156.quota === undefined){
-data156.quota = [80,90];
 }
-if(data156.daily === undefined){
-data156.daily = [80,100];
+for(const key37 in data155){
+let data156 = data155[key37];
+if(typeof data156 !== "boolean"){
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(data156 === "false" || data156 === 0 || data156 === null){
+coerced105 = false;
 }
-if(data156.monthly === undefined){
-data156.monthly = [50,80,100];
+else if(data156 === "true" || data156 === 1){
+coerced105 = true;
 }
-if(data156.anomaly_multiple === undefined){
-data156.anomaly_multiple = 2;
-}
-for(const key38 in data156){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err307 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err307 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5798,10 +5795,17 @@ vErrors.push(err307);
 errors++;
 }
 }
-let data157 = data156.quota;
-if(Array.isArray(data157)){
-if(data157.length < 1){
-const err308 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(coerced105 !== undefined){
+data156 = coerced105;
+if(data155 !== undefined){
+data155[key37] = coerced105;
+}
+}
+}
+}
+}
+else {
+const err308 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5810,19 +5814,23 @@ vErrors.push(err308);
 }
 errors++;
 }
-const len7 = data157.length;
-for(let i9=0; i9<len7; i9++){
-let data158 = data157[i9];
-if(!((typeof data158 == "number") && (isFinite(data158)))){
-let dataType105 = typeof data158;
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data158 === null
-              || (dataType105 == "string" && data158 && data158 == +data158)){
-coerced105 = +data158;
+let data157 = data154.thresholds;
+if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
+if(data157.quota === undefined){
+data157.quota = [80,90];
 }
-else {
-const err309 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data157.daily === undefined){
+data157.daily = [80,100];
+}
+if(data157.monthly === undefined){
+data157.monthly = [50,80,100];
+}
+if(data157.anomaly_multiple === undefined){
+data157.anomaly_multiple = 2;
+}
+for(const key38 in data157){
+if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
+const err309 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5832,16 +5840,10 @@ vErrors.push(err309);
 errors++;
 }
 }
-if(coerced105 !== undefined){
-data158 = coerced105;
-if(data157 !== undefined){
-data157[i9] = coerced105;
-}
-}
-}
-if((typeof data158 == "number") && (isFinite(data158))){
-if(data158 >= 100 || isNaN(data158)){
-const err310 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+let data158 = data157.quota;
+if(Array.isArray(data158)){
+if(data158.length < 1){
+const err310 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err310];
 }
@@ -5850,8 +5852,19 @@ vErrors.push(err310);
 }
 errors++;
 }
-if(data158 <= 0 || isNaN(data158)){
-const err311 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len7 = data158.length;
+for(let i9=0; i9<len7; i9++){
+let data159 = data158[i9];
+if(!((typeof data159 == "number") && (isFinite(data159)))){
+let dataType106 = typeof data159;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "boolean" || data159 === null
+              || (dataType106 == "string" && data159 && data159 == +data159)){
+coerced106 = +data159;
+}
+else {
+const err311 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5861,24 +5874,53 @@ vErrors.push(err311);
 errors++;
 }
 }
+if(coerced106 !== undefined){
+data159 = coerced106;
+if(data158 !== undefined){
+data158[i9] = coerced106;
 }
-let i10 = data157.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data157[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err312 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+}
+if((typeof data159 == "number") && (isFinite(data159))){
+if(data159 >= 100 || isNaN(data159)){
+const err312 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err312];
 }
 else {
 vErrors.push(err312);
+}
+errors++;
+}
+if(data159 <= 0 || isNaN(data159)){
+const err313 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err313];
+}
+else {
+vErrors.push(err313);
+}
+errors++;
+}
+}
+}
+let i10 = data158.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data158[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err314 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err314];
+}
+else {
+vErrors.push(err314);
 }
 errors++;
 break;
@@ -5888,40 +5930,7 @@ indices1[item1] = i10;
 }
 }
 else {
-const err313 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err313];
-}
-else {
-vErrors.push(err313);
-}
-errors++;
-}
-let data159 = data156.daily;
-if(Array.isArray(data159)){
-if(data159.length < 1){
-const err314 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err314];
-}
-else {
-vErrors.push(err314);
-}
-errors++;
-}
-const len8 = data159.length;
-for(let i11=0; i11<len8; i11++){
-let data160 = data159[i11];
-if(!((typeof data160 == "number") && (isFinite(data160)))){
-let dataType106 = typeof data160;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "boolean" || data160 === null
-              || (dataType106 == "string" && data160 && data160 == +data160)){
-coerced106 = +data160;
-}
-else {
-const err315 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err315 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5930,17 +5939,10 @@ vErrors.push(err315);
 }
 errors++;
 }
-}
-if(coerced106 !== undefined){
-data160 = coerced106;
-if(data159 !== undefined){
-data159[i11] = coerced106;
-}
-}
-}
-if((typeof data160 == "number") && (isFinite(data160))){
-if(data160 > 1000 || isNaN(data160)){
-const err316 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data160 = data157.daily;
+if(Array.isArray(data160)){
+if(data160.length < 1){
+const err316 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5949,8 +5951,19 @@ vErrors.push(err316);
 }
 errors++;
 }
-if(data160 <= 0 || isNaN(data160)){
-const err317 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len8 = data160.length;
+for(let i11=0; i11<len8; i11++){
+let data161 = data160[i11];
+if(!((typeof data161 == "number") && (isFinite(data161)))){
+let dataType107 = typeof data161;
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(dataType107 == "boolean" || data161 === null
+              || (dataType107 == "string" && data161 && data161 == +data161)){
+coerced107 = +data161;
+}
+else {
+const err317 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5960,24 +5973,53 @@ vErrors.push(err317);
 errors++;
 }
 }
+if(coerced107 !== undefined){
+data161 = coerced107;
+if(data160 !== undefined){
+data160[i11] = coerced107;
 }
-let i12 = data159.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data159[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
 }
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err318 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+}
+if((typeof data161 == "number") && (isFinite(data161))){
+if(data161 > 1000 || isNaN(data161)){
+const err318 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err318];
 }
 else {
 vErrors.push(err318);
+}
+errors++;
+}
+if(data161 <= 0 || isNaN(data161)){
+const err319 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err319];
+}
+else {
+vErrors.push(err319);
+}
+errors++;
+}
+}
+}
+let i12 = data160.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data160[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err320 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err320];
+}
+else {
+vErrors.push(err320);
 }
 errors++;
 break;
@@ -5987,40 +6029,7 @@ indices2[item2] = i12;
 }
 }
 else {
-const err319 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err319];
-}
-else {
-vErrors.push(err319);
-}
-errors++;
-}
-let data161 = data156.monthly;
-if(Array.isArray(data161)){
-if(data161.length < 1){
-const err320 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err320];
-}
-else {
-vErrors.push(err320);
-}
-errors++;
-}
-const len9 = data161.length;
-for(let i13=0; i13<len9; i13++){
-let data162 = data161[i13];
-if(!((typeof data162 == "number") && (isFinite(data162)))){
-let dataType107 = typeof data162;
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(dataType107 == "boolean" || data162 === null
-              || (dataType107 == "string" && data162 && data162 == +data162)){
-coerced107 = +data162;
-}
-else {
-const err321 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err321 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err321];
 }
@@ -6029,17 +6038,10 @@ vErrors.push(err321);
 }
 errors++;
 }
-}
-if(coerced107 !== undefined){
-data162 = coerced107;
-if(data161 !== undefined){
-data161[i13] = coerced107;
-}
-}
-}
-if((typeof data162 == "number") && (isFinite(data162))){
-if(data162 > 1000 || isNaN(data162)){
-const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+let data162 = data157.monthly;
+if(Array.isArray(data162)){
+if(data162.length < 1){
+const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err322];
 }
@@ -6048,54 +6050,9 @@ vErrors.push(err322);
 }
 errors++;
 }
-if(data162 <= 0 || isNaN(data162)){
-const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err323];
-}
-else {
-vErrors.push(err323);
-}
-errors++;
-}
-}
-}
-let i14 = data161.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data161[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err324 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
-if(vErrors === null){
-vErrors = [err324];
-}
-else {
-vErrors.push(err324);
-}
-errors++;
-break;
-}
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err325 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err325];
-}
-else {
-vErrors.push(err325);
-}
-errors++;
-}
-let data163 = data156.anomaly_multiple;
+const len9 = data162.length;
+for(let i13=0; i13<len9; i13++){
+let data163 = data162[i13];
 if(!((typeof data163 == "number") && (isFinite(data163)))){
 let dataType108 = typeof data163;
 let coerced108 = undefined;
@@ -6105,7 +6062,58 @@ if(dataType108 == "boolean" || data163 === null
 coerced108 = +data163;
 }
 else {
-const err326 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err323];
+}
+else {
+vErrors.push(err323);
+}
+errors++;
+}
+}
+if(coerced108 !== undefined){
+data163 = coerced108;
+if(data162 !== undefined){
+data162[i13] = coerced108;
+}
+}
+}
+if((typeof data163 == "number") && (isFinite(data163))){
+if(data163 > 1000 || isNaN(data163)){
+const err324 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err324];
+}
+else {
+vErrors.push(err324);
+}
+errors++;
+}
+if(data163 <= 0 || isNaN(data163)){
+const err325 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err325];
+}
+else {
+vErrors.push(err325);
+}
+errors++;
+}
+}
+}
+let i14 = data162.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data162[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err326 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -6113,18 +6121,14 @@ else {
 vErrors.push(err326);
 }
 errors++;
+break;
 }
-}
-if(coerced108 !== undefined){
-data163 = coerced108;
-if(data156 !== undefined){
-data156["anomaly_multiple"] = coerced108;
+indices3[item3] = i14;
 }
 }
 }
-if((typeof data163 == "number") && (isFinite(data163))){
-if(data163 > 1000 || isNaN(data163)){
-const err327 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err327 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -6133,8 +6137,17 @@ vErrors.push(err327);
 }
 errors++;
 }
-if(data163 <= 1 || isNaN(data163)){
-const err328 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+let data164 = data157.anomaly_multiple;
+if(!((typeof data164 == "number") && (isFinite(data164)))){
+let dataType109 = typeof data164;
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(dataType109 == "boolean" || data164 === null
+              || (dataType109 == "string" && data164 && data164 == +data164)){
+coerced109 = +data164;
+}
+else {
+const err328 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -6144,9 +6157,16 @@ vErrors.push(err328);
 errors++;
 }
 }
+if(coerced109 !== undefined){
+data164 = coerced109;
+if(data157 !== undefined){
+data157["anomaly_multiple"] = coerced109;
 }
-else {
-const err329 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data164 == "number") && (isFinite(data164))){
+if(data164 > 1000 || isNaN(data164)){
+const err329 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -6155,14 +6175,8 @@ vErrors.push(err329);
 }
 errors++;
 }
-let data164 = data153.channels;
-if(data164 && typeof data164 == "object" && !Array.isArray(data164)){
-if(data164.dashboard === undefined){
-data164.dashboard = true;
-}
-for(const key39 in data164){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err330 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+if(data164 <= 1 || isNaN(data164)){
+const err330 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -6172,18 +6186,9 @@ vErrors.push(err330);
 errors++;
 }
 }
-let data165 = data164.dashboard;
-if(typeof data165 !== "boolean"){
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(data165 === "false" || data165 === 0 || data165 === null){
-coerced109 = false;
-}
-else if(data165 === "true" || data165 === 1){
-coerced109 = true;
 }
 else {
-const err331 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err331 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6192,22 +6197,14 @@ vErrors.push(err331);
 }
 errors++;
 }
+let data165 = data154.channels;
+if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
+if(data165.dashboard === undefined){
+data165.dashboard = true;
 }
-if(coerced109 !== undefined){
-data165 = coerced109;
-if(data164 !== undefined){
-data164["dashboard"] = coerced109;
-}
-}
-}
-if(data164.email !== undefined){
-let data166 = data164.email;
-if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
-if(data166.enabled === undefined){
-data166.enabled = true;
-}
-if(data166.smtp_url === undefined){
-const err332 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+for(const key39 in data165){
+if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
+const err332 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6216,8 +6213,19 @@ vErrors.push(err332);
 }
 errors++;
 }
-if(data166.from === undefined){
-const err333 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+let data166 = data165.dashboard;
+if(typeof data166 !== "boolean"){
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(data166 === "false" || data166 === 0 || data166 === null){
+coerced110 = false;
+}
+else if(data166 === "true" || data166 === 1){
+coerced110 = true;
+}
+else {
+const err333 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6226,8 +6234,22 @@ vErrors.push(err333);
 }
 errors++;
 }
-if(data166.to === undefined){
-const err334 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+if(coerced110 !== undefined){
+data166 = coerced110;
+if(data165 !== undefined){
+data165["dashboard"] = coerced110;
+}
+}
+}
+if(data165.email !== undefined){
+let data167 = data165.email;
+if(data167 && typeof data167 == "object" && !Array.isArray(data167)){
+if(data167.enabled === undefined){
+data167.enabled = true;
+}
+if(data167.smtp_url === undefined){
+const err334 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6236,9 +6258,8 @@ vErrors.push(err334);
 }
 errors++;
 }
-for(const key40 in data166){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err335 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(data167.from === undefined){
+const err335 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6247,19 +6268,8 @@ vErrors.push(err335);
 }
 errors++;
 }
-}
-let data167 = data166.enabled;
-if(typeof data167 !== "boolean"){
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(data167 === "false" || data167 === 0 || data167 === null){
-coerced110 = false;
-}
-else if(data167 === "true" || data167 === 1){
-coerced110 = true;
-}
-else {
-const err336 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data167.to === undefined){
+const err336 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6268,28 +6278,9 @@ vErrors.push(err336);
 }
 errors++;
 }
-}
-if(coerced110 !== undefined){
-data167 = coerced110;
-if(data166 !== undefined){
-data166["enabled"] = coerced110;
-}
-}
-}
-if(data166.smtp_url !== undefined){
-let data168 = data166.smtp_url;
-if(typeof data168 !== "string"){
-let dataType111 = typeof data168;
-let coerced111 = undefined;
-if(!(coerced111 !== undefined)){
-if(dataType111 == "number" || dataType111 == "boolean"){
-coerced111 = "" + data168;
-}
-else if(data168 === null){
-coerced111 = "";
-}
-else {
-const err337 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key40 in data167){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err337 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6299,16 +6290,36 @@ vErrors.push(err337);
 errors++;
 }
 }
+let data168 = data167.enabled;
+if(typeof data168 !== "boolean"){
+let coerced111 = undefined;
+if(!(coerced111 !== undefined)){
+if(data168 === "false" || data168 === 0 || data168 === null){
+coerced111 = false;
+}
+else if(data168 === "true" || data168 === 1){
+coerced111 = true;
+}
+else {
+const err338 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err338];
+}
+else {
+vErrors.push(err338);
+}
+errors++;
+}
+}
 if(coerced111 !== undefined){
 data168 = coerced111;
-if(data166 !== undefined){
-data166["smtp_url"] = coerced111;
+if(data167 !== undefined){
+data167["enabled"] = coerced111;
 }
 }
 }
-}
-if(data166.from !== undefined){
-let data169 = data166.from;
+if(data167.smtp_url !== undefined){
+let data169 = data167.smtp_url;
 if(typeof data169 !== "string"){
 let dataType112 = typeof data169;
 let coerced112 = undefined;
@@ -6320,29 +6331,7 @@ else if(data169 === null){
 coerced112 = "";
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err338];
-}
-else {
-vErrors.push(err338);
-}
-errors++;
-}
-}
-if(coerced112 !== undefined){
-data169 = coerced112;
-if(data166 !== undefined){
-data166["from"] = coerced112;
-}
-}
-}
-}
-if(data166.to !== undefined){
-let data170 = data166.to;
-if(Array.isArray(data170)){
-if(data170.length < 1){
-const err339 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err339 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6351,21 +6340,29 @@ vErrors.push(err339);
 }
 errors++;
 }
-const len10 = data170.length;
-for(let i15=0; i15<len10; i15++){
-let data171 = data170[i15];
-if(typeof data171 !== "string"){
-let dataType113 = typeof data171;
+}
+if(coerced112 !== undefined){
+data169 = coerced112;
+if(data167 !== undefined){
+data167["smtp_url"] = coerced112;
+}
+}
+}
+}
+if(data167.from !== undefined){
+let data170 = data167.from;
+if(typeof data170 !== "string"){
+let dataType113 = typeof data170;
 let coerced113 = undefined;
 if(!(coerced113 !== undefined)){
 if(dataType113 == "number" || dataType113 == "boolean"){
-coerced113 = "" + data171;
+coerced113 = "" + data170;
 }
-else if(data171 === null){
+else if(data170 === null){
 coerced113 = "";
 }
 else {
-const err340 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err340 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6376,16 +6373,18 @@ errors++;
 }
 }
 if(coerced113 !== undefined){
-data171 = coerced113;
-if(data170 !== undefined){
-data170[i15] = coerced113;
+data170 = coerced113;
+if(data167 !== undefined){
+data167["from"] = coerced113;
 }
 }
 }
 }
-}
-else {
-const err341 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data167.to !== undefined){
+let data171 = data167.to;
+if(Array.isArray(data171)){
+if(data171.length < 1){
+const err341 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6394,10 +6393,21 @@ vErrors.push(err341);
 }
 errors++;
 }
+const len10 = data171.length;
+for(let i15=0; i15<len10; i15++){
+let data172 = data171[i15];
+if(typeof data172 !== "string"){
+let dataType114 = typeof data172;
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(dataType114 == "number" || dataType114 == "boolean"){
+coerced114 = "" + data172;
 }
+else if(data172 === null){
+coerced114 = "";
 }
 else {
-const err342 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err342 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6407,14 +6417,17 @@ vErrors.push(err342);
 errors++;
 }
 }
-if(data164.webhook !== undefined){
-let data172 = data164.webhook;
-if(data172 && typeof data172 == "object" && !Array.isArray(data172)){
-if(data172.enabled === undefined){
-data172.enabled = true;
+if(coerced114 !== undefined){
+data172 = coerced114;
+if(data171 !== undefined){
+data171[i15] = coerced114;
 }
-if(data172.url === undefined){
-const err343 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+}
+}
+else {
+const err343 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6423,9 +6436,10 @@ vErrors.push(err343);
 }
 errors++;
 }
-for(const key41 in data172){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err344 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+}
+else {
+const err344 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6435,18 +6449,14 @@ vErrors.push(err344);
 errors++;
 }
 }
-let data173 = data172.enabled;
-if(typeof data173 !== "boolean"){
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(data173 === "false" || data173 === 0 || data173 === null){
-coerced114 = false;
+if(data165.webhook !== undefined){
+let data173 = data165.webhook;
+if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
+if(data173.enabled === undefined){
+data173.enabled = true;
 }
-else if(data173 === "true" || data173 === 1){
-coerced114 = true;
-}
-else {
-const err345 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data173.url === undefined){
+const err345 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6455,28 +6465,9 @@ vErrors.push(err345);
 }
 errors++;
 }
-}
-if(coerced114 !== undefined){
-data173 = coerced114;
-if(data172 !== undefined){
-data172["enabled"] = coerced114;
-}
-}
-}
-if(data172.url !== undefined){
-let data174 = data172.url;
-if(typeof data174 !== "string"){
-let dataType115 = typeof data174;
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(dataType115 == "number" || dataType115 == "boolean"){
-coerced115 = "" + data174;
-}
-else if(data174 === null){
-coerced115 = "";
-}
-else {
-const err346 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key41 in data173){
+if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
+const err346 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6486,16 +6477,18 @@ vErrors.push(err346);
 errors++;
 }
 }
-if(coerced115 !== undefined){
-data174 = coerced115;
-if(data172 !== undefined){
-data172["url"] = coerced115;
+let data174 = data173.enabled;
+if(typeof data174 !== "boolean"){
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(data174 === "false" || data174 === 0 || data174 === null){
+coerced115 = false;
 }
+else if(data174 === "true" || data174 === 1){
+coerced115 = true;
 }
-}
-if(typeof data174 === "string"){
-if(!pattern18.test(data174)){
-const err347 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err347 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6505,9 +6498,15 @@ vErrors.push(err347);
 errors++;
 }
 }
+if(coerced115 !== undefined){
+data174 = coerced115;
+if(data173 !== undefined){
+data173["enabled"] = coerced115;
 }
-if(data172.secret !== undefined){
-let data175 = data172.secret;
+}
+}
+if(data173.url !== undefined){
+let data175 = data173.url;
 if(typeof data175 !== "string"){
 let dataType116 = typeof data175;
 let coerced116 = undefined;
@@ -6519,7 +6518,7 @@ else if(data175 === null){
 coerced116 = "";
 }
 else {
-const err348 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err348 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6531,15 +6530,14 @@ errors++;
 }
 if(coerced116 !== undefined){
 data175 = coerced116;
-if(data172 !== undefined){
-data172["secret"] = coerced116;
+if(data173 !== undefined){
+data173["url"] = coerced116;
 }
 }
 }
-}
-}
-else {
-const err349 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data175 === "string"){
+if(!pattern18.test(data175)){
+const err349 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6550,8 +6548,20 @@ errors++;
 }
 }
 }
+if(data173.secret !== undefined){
+let data176 = data173.secret;
+if(typeof data176 !== "string"){
+let dataType117 = typeof data176;
+let coerced117 = undefined;
+if(!(coerced117 !== undefined)){
+if(dataType117 == "number" || dataType117 == "boolean"){
+coerced117 = "" + data176;
+}
+else if(data176 === null){
+coerced117 = "";
+}
 else {
-const err350 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err350 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err350];
 }
@@ -6561,8 +6571,17 @@ vErrors.push(err350);
 errors++;
 }
 }
+if(coerced117 !== undefined){
+data176 = coerced117;
+if(data173 !== undefined){
+data173["secret"] = coerced117;
+}
+}
+}
+}
+}
 else {
-const err351 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err351 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err351];
 }
@@ -6572,13 +6591,36 @@ vErrors.push(err351);
 errors++;
 }
 }
+}
 else {
-const err352 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err352 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err352];
 }
 else {
 vErrors.push(err352);
+}
+errors++;
+}
+}
+else {
+const err353 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err353];
+}
+else {
+vErrors.push(err353);
+}
+errors++;
+}
+}
+else {
+const err354 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err354];
+}
+else {
+vErrors.push(err354);
 }
 errors++;
 }

@@ -1,0 +1,63 @@
+// A non-streamed upstream answer read whole, within `server.upstream_answer_limit_bytes`. The answer is held while it
+// is parsed, recorded and rendered (its bytes, its text, the parsed value, what the client gets: about four times its
+// size), so an upstream that answers 100 MB, by mistake or on purpose, cost 400 MB of memory a request; past the
+// limit the call fails as TOLLGATE_ERR_UPSTREAM_TOO_LARGE and the connection is closed, nothing more read. A stream is
+// not held (each frame is passed on as it comes, and a frame is bounded by the SSE parser), so this is for whole answers.
+
+import type { Readable } from 'node:stream';
+import { TollgateError } from '../core/errors.js';
+
+/** The default of `server.upstream_answer_limit_bytes`: 64 MiB, far above any chat answer, inline images included. */
+export const DEFAULT_ANSWER_LIMIT = 64 * 1024 * 1024;
+
+function tooLarge(limit: number, declared: number | null): TollgateError {
+  const what = declared === null ? 'is larger than' : `declares ${declared} bytes, more than`;
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_TOO_LARGE', `the upstream provider's answer ${what} server.upstream_answer_limit_bytes (${limit}) allows`);
+}
+
+/** The `content-length` an answer declares, or null (absent, repeated or not a number). */
+export function declaredLength(headers: Readonly<Record<string, string | string[] | undefined>>): number | null {
+  const v = headers['content-length'];
+  if (typeof v !== 'string' || v === '') return null;
+  const n = Number(v);
+  return Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+
+/**
+ * Refuse at once an answer that declares more than `limit` bytes (the body is destroyed: its connection is closed,
+ * not read to the end). True when the declared length is within the limit: undici never delivers more bytes than a
+ * `content-length` says, so such a body can be read by undici's own reader, with no count.
+ */
+export function declaredWithin(body: Readable, limit: number, declared: number | null): boolean {
+  if (declared === null) return false;
+  if (declared <= limit) return true;
+  const err = tooLarge(limit, declared);
+  body.destroy(err);
+  throw err;
+}
+
+/** The whole body as bytes, refused past `limit` (the body destroyed). A UTF-8 byte order mark is kept. */
+export async function readWithin(body: Readable, limit: number, declared: number | null): Promise<Buffer> {
+  declaredWithin(body, limit, declared);
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const c of body) {
+    const chunk = c as Buffer;
+    n += chunk.length;
+    if (n > limit) {
+      const err = tooLarge(limit, null);
+      body.destroy(err);
+      throw err;
+    }
+    parts.push(chunk);
+  }
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts, n);
+}
+
+/** The whole body as UTF-8 text (a byte order mark skipped, as undici's `text()` does), refused past `limit`. */
+export async function textWithin(body: Readable & { text(): Promise<string> }, limit: number, declared: number | null): Promise<string> {
+  if (declaredWithin(body, limit, declared)) return body.text();
+  const bytes = await readWithin(body, limit, null);
+  const bom = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  return bytes.toString('utf8', bom ? 3 : 0);
+}
