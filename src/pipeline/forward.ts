@@ -127,7 +127,7 @@ export function droppedHeader(params: readonly string[]): string {
  * Tell the client (header, set before the first byte) and the request span which parameters were not carried; the
  * header encodes and bounds the names (droppedHeader), the span keeps them as they came.
  */
-export function listDropped(exchange: Exchange, params: readonly string[]): void {
+export function listDropped(exchange: Pick<Exchange, 'reply' | 'trace'>, params: readonly string[]): void {
   if (params.length > 0) exchange.reply.header(DROPPED_PARAMS_HEADER, droppedHeader(params));
   else exchange.reply.removeHeader(DROPPED_PARAMS_HEADER);
   exchange.trace.droppedParams(params);

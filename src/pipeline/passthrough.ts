@@ -27,6 +27,7 @@ import { closeEventStream, markAborted, openEventStream, write } from './reply.j
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
 export interface PassthroughInbound {
@@ -51,17 +52,18 @@ export function bodyTarget(req: FastifyRequest): { model: string; call: SameForm
 /**
  * Apply the documented rewrites to the client's body (its own parsed copy): the model, the max-tokens clamp (the
  * model's max_output_tokens), the suffix's thinking level on the format's parameter, and what the model's listed
- * capabilities exclude. Nothing else is touched.
+ * capabilities exclude. Nothing else is touched. Returns the client parameters removed (or, for a thinking level
+ * the model cannot take, not set), sorted: listed to the client as on the translated path.
  */
-export function rewriteBody(f: SameFormat, body: Json, route: Route, thinking: ReturnType<typeof parseThinkingSuffix>['thinking']): Json {
+export function rewriteBody(f: SameFormat, body: Json, route: Route, thinking: ReturnType<typeof parseThinkingSuffix>['thinking']): string[] {
   const m = route.modelConfig;
   f.setModel(body, route.modelId);
   const ceiling = m?.max_output_tokens;
   const asked = f.getMaxTokens(body);
   if (ceiling !== undefined && asked !== undefined && asked > ceiling) f.setMaxTokens(body, ceiling);
-  if (thinking !== undefined) f.applyThinking(body, thinking, m);
-  if (m !== null && m.capabilities.length > 0) f.stripExcluded(body, new Set(m.capabilities));
-  return body;
+  const removed = thinking === undefined ? [] : f.applyThinking(body, thinking, m);
+  if (m !== null && m.capabilities.length > 0) removed.push(...f.stripExcluded(body, new Set(m.capabilities)));
+  return removed.length < 2 ? removed : [...new Set(removed)].sort();
 }
 
 /** Headers upstream: the format's defaults < the client's protocol headers < the config's headers < framing and key. */
@@ -95,10 +97,12 @@ async function passThrough(request: ClientRequest, route: PassthroughRoute): Pro
   outcome.route = resolveModel(ctx.config.current, named.model);
   request.trace.routed(outcome.route.model, outcome.route.providerId, outcome.route.modelId);
   outcome.route = await ctx.router.connect(outcome.route);
+  const removed = rewriteBody(f, req.body, outcome.route, named.thinking);
+  if (removed.length > 0) listDropped(request, removed);
   const upstreamRequest: UpstreamRequest = {
     path: f.upstreamPath(outcome.route.provider, outcome.route.modelId, call),
     headers: upstreamHeaders(f, req, outcome.route, call.stream),
-    body: rewriteBody(f, req.body, outcome.route, named.thinking),
+    body: req.body,
   };
   reportToRouter(ctx, outcome, await forwardSameFormat(request, { format: f, route: outcome.route, upstreamRequest }));
 }

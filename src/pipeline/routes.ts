@@ -141,10 +141,11 @@ function chatNeedsTranslation(cfg: Config, body: unknown, target: Target | undef
   return caps !== undefined && caps.length > 0 && usesExcluded(b as Record<string, unknown>, caps);
 }
 
-/** Does an OpenAI Chat body use a feature outside `caps`? (tools, images, files, audio, a json_schema format) */
+/** Does an OpenAI Chat body use a feature outside `caps`? (tools, images, files, audio, a json_schema format, a reasoning effort) */
 function usesExcluded(body: Record<string, unknown>, caps: readonly string[]): boolean {
   if (!caps.includes('tools') && (body.tools !== undefined || body.tool_choice !== undefined)) return true;
   if (!caps.includes('structured_output') && (body.response_format as { type?: unknown } | undefined)?.type === 'json_schema') return true;
+  if (!caps.includes('reasoning') && body.reasoning_effort !== undefined) return true;
   const need: Readonly<Record<string, string>> = { image_url: 'vision', file: 'pdf', input_audio: 'audio' };
   if (caps.includes('vision') && caps.includes('pdf') && caps.includes('audio')) return false;
   for (const m of Array.isArray(body.messages) ? (body.messages as { content?: unknown }[]) : []) {

@@ -41,10 +41,17 @@ export interface SameFormat {
   /** The output-token limit the body asks for, if any, and how to lower it. */
   getMaxTokens(body: Json): number | undefined;
   setMaxTokens(body: Json, n: number): void;
-  /** Put a thinking level (the model suffix) on the format's own parameter; `model` decides the family. */
-  applyThinking(body: Json, level: ThinkingLevel, model: ModelConfig | null): void;
-  /** Remove what capabilities `caps` (a listed, non-empty set) exclude (src/wire/capabilities.ts's table). */
-  stripExcluded(body: Json, caps: ReadonlySet<string>): void;
+  /**
+   * Put a thinking level (the model suffix) on the format's own parameter; `model` decides the family. Returns the
+   * client parameters it removed (sampling parameters thinking forbids), and the thinking parameter itself when the
+   * model cannot take the level: listed to the client like every removal.
+   */
+  applyThinking(body: Json, level: ThinkingLevel, model: ModelConfig | null): string[];
+  /**
+   * Remove what capabilities `caps` (a listed, non-empty set) exclude (src/wire/capabilities.ts's table); returns the
+   * client's names of what it removed (the names the format's codec lists on the translated path).
+   */
+  stripExcluded(body: Json, caps: ReadonlySet<string>): string[];
   /** Usage of a whole answer the codec could not parse (an answer shape it does not know): read directly. */
   usageOf(json: unknown): Usage | null;
   /** The terminal error to append when the upstream's stream breaks off (the client's SDK raises on it). */
@@ -62,12 +69,22 @@ export function objectAt(obj: Json, key: string): Json {
   return fresh;
 }
 
-/** Remove `key` from `obj[parent]`, and `obj[parent]` when that leaves it empty. */
-export function deleteNested(obj: Json, parent: string, key: string): void {
+/** Remove `key` from `obj[parent]`, and `obj[parent]` when that leaves it empty; true when `key` was there. */
+export function deleteNested(obj: Json, parent: string, key: string): boolean {
   const p = obj[parent];
-  if (!isObj(p)) return;
+  if (!isObj(p) || !(key in p)) return false;
   delete p[key];
   if (Object.keys(p).length === 0) delete obj[parent];
+  return true;
+}
+
+/** Remove each of `keys` from `obj`, adding the name of each that was there to `removed`. */
+export function removeKeys(obj: Json, keys: readonly string[], removed: string[]): void {
+  for (const k of keys) {
+    if (!Object.hasOwn(obj, k)) continue;
+    delete obj[k];
+    removed.push(k);
+  }
 }
 
 /** Filter `arr` in place, keeping what `keep` accepts. */

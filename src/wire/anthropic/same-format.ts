@@ -11,7 +11,7 @@ import { formatFrame } from '../sse.js';
 import type { ModelConfig, ProviderConfig } from '../../config/types.js';
 import type { ThinkingLevel } from '../canonical.js';
 import { endpointPath } from '../endpoint.js';
-import { deleteNested, filterInPlace, isObj, objectAt, type Json, type SameFormat } from '../same-format.js';
+import { deleteNested, filterInPlace, isObj, objectAt, removeKeys, type Json, type SameFormat } from '../same-format.js';
 import { errorBody } from './errors.js';
 import { anthropicCodec } from './index.js';
 import { ANTHROPIC_VERSION, anthropicFamily, anthropicThinking } from './request.js';
@@ -19,50 +19,57 @@ import { anthropicUsage } from './usage.js';
 
 const MEDIA: Readonly<Record<string, string>> = { image: 'vision', document: 'pdf' };
 
-function keepBlock(caps: ReadonlySet<string>) {
-  return (b: unknown): boolean => {
+/** Keeps the blocks `caps` allow; the type of each block removed goes to `removed`. */
+function keepBlock(caps: ReadonlySet<string>, removed: string[]) {
+  const keep = (b: unknown): boolean => {
     if (!isObj(b) || typeof b.type !== 'string') return true;
     const cap = MEDIA[b.type];
-    if (cap !== undefined && !caps.has(cap)) return false;
-    if (b.type === 'tool_result' && Array.isArray(b.content)) filterInPlace(b.content, keepBlock(caps));
+    if (cap !== undefined && !caps.has(cap)) {
+      removed.push(b.type);
+      return false;
+    }
+    if (b.type === 'tool_result' && Array.isArray(b.content)) filterInPlace(b.content, keep);
     return true;
   };
+  return keep;
 }
 
-function applyThinking(body: Json, level: ThinkingLevel, model: ModelConfig | null): void {
-  if (model === null || !model.capabilities.includes('reasoning')) return;
+function applyThinking(body: Json, level: ThinkingLevel, model: ModelConfig | null): string[] {
+  if (model === null || !model.capabilities.includes('reasoning')) return ['thinking'];
   const choice = body.tool_choice;
-  if (Array.isArray(body.tools) && body.tools.length > 0 && isObj(choice) && (choice.type === 'any' || choice.type === 'tool')) return;
+  // A forced tool and thinking do not go together: the level is left out (listed), the tool choice kept.
+  if (Array.isArray(body.tools) && body.tools.length > 0 && isObj(choice) && (choice.type === 'any' || choice.type === 'tool')) return ['thinking'];
   const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : (model.max_output_tokens ?? 4096);
   const think = anthropicThinking(level, { maxTokens, family: anthropicFamily(model), model });
-  if (think === null) return;
+  if (think === null) return ['thinking'];
   body.thinking = think.thinking;
   if (think.effort !== undefined) objectAt(body, 'output_config').effort = think.effort;
   else deleteNested(body, 'output_config', 'effort');
-  if (think.thinking.type === 'disabled') return;
+  if (think.thinking.type === 'disabled') return [];
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
-  if (body.temperature !== undefined && body.temperature !== 1) delete body.temperature;
-  delete body.top_k;
-  if (typeof body.top_p === 'number' && body.top_p < 0.95) delete body.top_p;
+  const removed: string[] = [];
+  if (body.temperature !== undefined && body.temperature !== 1) removeKeys(body, ['temperature'], removed);
+  removeKeys(body, ['top_k'], removed);
+  if (typeof body.top_p === 'number' && body.top_p < 0.95) removeKeys(body, ['top_p'], removed);
+  return removed;
 }
 
-function stripExcluded(body: Json, caps: ReadonlySet<string>): void {
-  if (!caps.has('tools')) {
-    delete body.tools;
-    delete body.tool_choice;
-  }
+function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
+  const removed: string[] = [];
+  if (!caps.has('tools')) removeKeys(body, ['tools', 'tool_choice'], removed);
   if (!caps.has('reasoning')) {
-    delete body.thinking;
-    deleteNested(body, 'output_config', 'effort');
+    removeKeys(body, ['thinking'], removed);
+    if (deleteNested(body, 'output_config', 'effort')) removed.push('output_config.effort');
   }
   if (!caps.has('structured_output')) {
-    deleteNested(body, 'output_config', 'format');
-    delete body.output_format;
+    if (deleteNested(body, 'output_config', 'format')) removed.push('output_config.format');
+    removeKeys(body, ['output_format'], removed);
   }
-  if (caps.has('vision') && caps.has('pdf')) return;
-  const keep = keepBlock(caps);
+  if (caps.has('vision') && caps.has('pdf')) return removed;
+  const keep = keepBlock(caps, removed);
   if (Array.isArray(body.system)) filterInPlace(body.system, keep);
   for (const m of Array.isArray(body.messages) ? body.messages : []) if (isObj(m) && Array.isArray(m.content)) filterInPlace(m.content, keep);
+  return removed;
 }
 
 export const anthropicSameFormat: SameFormat = {

@@ -9,36 +9,42 @@
 
 import { applyThinking } from '../thinking.js';
 import { endpointPath } from '../endpoint.js';
-import { capabilityOfMime, deleteNested, filterInPlace, isObj, objectAt, type Json, type SameFormat } from '../same-format.js';
+import { capabilityOfMime, deleteNested, filterInPlace, isObj, objectAt, removeKeys, type Json, type SameFormat } from '../same-format.js';
 import { geminiCodec } from './index.js';
 import { GeminiStreamRenderer } from './stream.js';
 import { geminiUsage } from './usage.js';
 
-function keepPart(caps: ReadonlySet<string>) {
+/** The name a removed media part is listed under, as the codec lists it: `inlineData.image`, `fileData.file`... */
+const LISTED: Readonly<Record<string, string>> = { vision: 'image', pdf: 'file', audio: 'audio' };
+
+/** Keeps the parts `caps` allow; the name of each part removed goes to `removed`. */
+function keepPart(caps: ReadonlySet<string>, removed: string[]) {
   return (p: unknown): boolean => {
     if (!isObj(p)) return true;
-    const media = isObj(p.inlineData) ? p.inlineData : isObj(p.fileData) ? p.fileData : null;
-    const cap = media === null ? null : capabilityOfMime(media.mimeType);
-    return cap === null || caps.has(cap);
+    const key = isObj(p.inlineData) ? 'inlineData' : isObj(p.fileData) ? 'fileData' : null;
+    const cap = key === null ? null : capabilityOfMime((p[key] as Json).mimeType);
+    if (cap === null || caps.has(cap)) return true;
+    removed.push(`${key}.${LISTED[cap]}`);
+    return false;
   };
 }
 
-function stripExcluded(body: Json, caps: ReadonlySet<string>): void {
-  if (!caps.has('tools')) {
-    delete body.tools;
-    delete body.toolConfig;
-  }
-  if (!caps.has('reasoning')) deleteNested(body, 'generationConfig', 'thinkingConfig');
+function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
+  const removed: string[] = [];
+  if (!caps.has('tools')) removeKeys(body, ['tools', 'toolConfig'], removed);
+  if (!caps.has('reasoning') && deleteNested(body, 'generationConfig', 'thinkingConfig')) removed.push('generationConfig.thinkingConfig');
   if (!caps.has('structured_output') && isObj(body.generationConfig)) {
     const g = body.generationConfig;
-    delete g.responseSchema;
-    delete g.responseJsonSchema;
+    const gone: string[] = [];
+    removeKeys(g, ['responseSchema', 'responseJsonSchema'], gone);
+    for (const k of gone) removed.push(`generationConfig.${k}`);
     if (Object.keys(g).length === 0) delete body.generationConfig;
   }
-  if (caps.has('vision') && caps.has('pdf') && caps.has('audio')) return;
-  const keep = keepPart(caps);
+  if (caps.has('vision') && caps.has('pdf') && caps.has('audio')) return removed;
+  const keep = keepPart(caps, removed);
   const contents = [...(Array.isArray(body.contents) ? body.contents : []), body.systemInstruction];
   for (const c of contents) if (isObj(c) && Array.isArray(c.parts)) filterInPlace(c.parts, keep);
+  return removed;
 }
 
 export const geminiSameFormat: SameFormat = {
@@ -64,15 +70,16 @@ export const geminiSameFormat: SameFormat = {
     objectAt(body, 'generationConfig').maxOutputTokens = n;
   },
   applyThinking(body, level, model) {
-    if (model === null || !model.capabilities.includes('reasoning')) return;
+    if (model === null || !model.capabilities.includes('reasoning')) return ['generationConfig.thinkingConfig'];
     const g = isObj(body.generationConfig) ? body.generationConfig : undefined;
     const maxTokens = typeof g?.maxOutputTokens === 'number' ? g.maxOutputTokens : undefined;
     const params = applyThinking(model.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', level, model, maxTokens);
-    if (Object.keys(params).length === 0) return;
+    if (Object.keys(params).length === 0) return ['generationConfig.thinkingConfig'];
     const tc = objectAt(objectAt(body, 'generationConfig'), 'thinkingConfig');
     delete tc.thinkingBudget;
     delete tc.thinkingLevel;
     Object.assign(tc, params);
+    return [];
   },
   stripExcluded,
   usageOf(json) {

@@ -10,43 +10,46 @@
 import { formatFrame } from '../sse.js';
 import { applyThinking } from '../thinking.js';
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
-import { filterInPlace, isObj, objectAt, type Json, type SameFormat } from '../same-format.js';
+import { filterInPlace, isObj, objectAt, removeKeys, type Json, type SameFormat } from '../same-format.js';
 import { responsesCodec } from './index.js';
 import { responseObject } from './response.js';
 import { responsesUsage } from './usage.js';
 
 const MEDIA: Readonly<Record<string, string>> = { input_image: 'vision', input_file: 'pdf', input_audio: 'audio' };
 
-function keepPart(caps: ReadonlySet<string>) {
+/** Keeps the parts `caps` allow; the type of each part removed goes to `removed`. */
+function keepPart(caps: ReadonlySet<string>, removed: string[]) {
   return (p: unknown): boolean => {
     const cap = isObj(p) && typeof p.type === 'string' ? MEDIA[p.type] : undefined;
-    return cap === undefined || caps.has(cap);
+    if (cap === undefined || caps.has(cap)) return true;
+    removed.push((p as Json).type as string);
+    return false;
   };
 }
 
-function stripExcluded(body: Json, caps: ReadonlySet<string>): void {
-  if (!caps.has('tools')) {
-    delete body.tools;
-    delete body.tool_choice;
-    delete body.parallel_tool_calls;
-  }
+function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
+  const removed: string[] = [];
+  if (!caps.has('tools')) removeKeys(body, ['tools', 'tool_choice', 'parallel_tool_calls'], removed);
   if (!caps.has('reasoning')) {
-    delete body.reasoning;
-    if (Array.isArray(body.include)) {
+    removeKeys(body, ['reasoning'], removed);
+    if (Array.isArray(body.include) && body.include.includes('reasoning.encrypted_content')) {
       filterInPlace(body.include, (v) => v !== 'reasoning.encrypted_content');
       if (body.include.length === 0) delete body.include;
+      removed.push('include.reasoning.encrypted_content');
     }
   }
   if (!caps.has('structured_output') && isObj(body.text) && isObj(body.text.format) && body.text.format.type === 'json_schema') {
     body.text.format = { type: 'json_object' };
+    removed.push('text.format');
   }
-  if (caps.has('vision') && caps.has('pdf') && caps.has('audio')) return;
-  const keep = keepPart(caps);
+  if (caps.has('vision') && caps.has('pdf') && caps.has('audio')) return removed;
+  const keep = keepPart(caps, removed);
   for (const item of Array.isArray(body.input) ? body.input : []) {
     if (!isObj(item)) continue;
     if (Array.isArray(item.content)) filterInPlace(item.content, keep);
     if (item.type === 'function_call_output' && Array.isArray(item.output)) filterInPlace(item.output, keep);
   }
+  return removed;
 }
 
 export const responsesSameFormat: SameFormat = {
@@ -64,7 +67,9 @@ export const responsesSameFormat: SameFormat = {
   applyThinking(body, level, model) {
     const maxTokens = typeof body.max_output_tokens === 'number' ? body.max_output_tokens : undefined;
     const effort = applyThinking('openai', level, model, maxTokens).effort;
-    if (effort !== undefined) objectAt(body, 'reasoning').effort = effort;
+    if (effort === undefined) return ['reasoning.effort'];
+    objectAt(body, 'reasoning').effort = effort;
+    return [];
   },
   stripExcluded,
   usageOf: (json) => (isObj(json) ? responsesUsage(json.usage) : null),
