@@ -19,7 +19,7 @@ import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
-import { forwardedHeaders } from '../providers/forward-headers.js';
+import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
 export const ENDPOINT = 'chat.completions';
 
@@ -90,6 +90,8 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
   if (sent === null) return null;
   const { call, clientGone } = sent;
   const { res } = call;
+  const passed = answerHeaders(res.headers);
+  if (passed !== null) reply.headers(passed);
   try {
     const failed = await readUpstreamError(call, outcome);
     if (failed !== null) {

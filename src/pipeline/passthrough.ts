@@ -21,7 +21,7 @@ import { AnswerText, answerOf } from '../wire/estimate.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
-import { forwardedHeaders } from '../providers/forward-headers.js';
+import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
@@ -123,6 +123,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
   if (sent === null) return null;
   const { call, clientGone } = sent;
   const { res } = call;
+  const passed = answerHeaders(res.headers);
+  if (passed !== null) reply.headers(passed);
   // The body sent: what an estimate of the input reads, when the upstream reports no usage.
   const sentBody = upstreamRequest.body;
   try {
