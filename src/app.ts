@@ -11,7 +11,7 @@ import { installGate } from './gate/index.js';
 import { ConfigHolder } from './config/watch.js';
 import type { Config } from './config/types.js';
 import { weakKeyReason } from './config/load.js';
-import { TollgateError, errorBody, toTollgateError } from './core/errors.js';
+import { TollgateError, errorBody } from './core/errors.js';
 import { registerJsonBody } from './core/json-body.js';
 import { lazyCompilersFactory } from './core/lazy-validator.js';
 import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
@@ -21,7 +21,7 @@ import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
 import { dataPlaneEndpoint, proxyRoutes } from './pipeline/routes.js';
-import { recordRejected } from './pipeline/request.js';
+import { answerRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
@@ -111,9 +111,6 @@ declare module 'fastify' {
  * second at most. Its load takes the event loop for about 250 ms (docs/benchmarks.md, "Where the start goes").
  */
 const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
-
-/** Refusals of the gate itself: not requests to record (an attacker's probes would fill the record). */
-const GATE_REFUSALS = new Set(['TOLLGATE_ERR_UNAUTHORIZED', 'TOLLGATE_ERR_REAUTH_REQUIRED', 'TOLLGATE_ERR_FORBIDDEN', 'TOLLGATE_ERR_RATE_LIMITED']);
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -327,14 +324,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
   const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => closing };
-  app.setErrorHandler((err, req, reply) => {
-    const e = toTollgateError(err);
-    // The path only: a Gemini client may carry its key in the query string.
-    req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
-    const endpoint = dataPlaneEndpoint(req);
-    const recorded = endpoint !== undefined && !GATE_REFUSALS.has(e.code);
-    return reply.code(e.status).send(errorBody(e, recorded ? recordRejected(ctx, req, e, endpoint) : null));
-  });
+  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, err, dataPlaneEndpoint(req)));
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
     return reply.code(e.status).send(errorBody(e, null));

@@ -93,16 +93,28 @@ export function localDay(tz: string, date: string): { from: number; to: number }
   return { from: day.from, to: day.to };
 }
 
+/** Calendar dates in order: by length first, so that the year 10000 (`10000-01-01`) comes after `9999-12-31`. */
+function dateOrder(a: string, b: string): number {
+  return a.length !== b.length ? a.length - b.length : a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** The most 15-minute steps a walk takes: the local day starts within 17 hours of where it begins, and lasts at most 25. */
+const MAX_STEPS = 4 * 48;
+
 function walkDay(tz: string, date: string): { from: number; to: number } {
   const noon = Date.parse(`${date}T12:00:00Z`);
   // Offsets lie within -12:00..+14:00: the local day starts between noon-26h and noon-10h UTC (the walk starts an hour earlier), and ends a day later.
-  const first = (lo: number, want: (d: string) => boolean): number => {
+  const first = (lo: number, want: (order: number) => boolean): number => {
     let t = Math.floor(lo / Q) * Q;
-    while (!want(localDate(tz, t))) t += Q;
+    for (let steps = 0; !want(dateOrder(localDate(tz, t), date)); steps++) {
+      // Never a loop without end: a date the walk cannot reach (a bug) is an error, not a process at 100 % CPU.
+      if (steps > MAX_STEPS) throw new Error(`the local day ${date} in ${tz} was not found`);
+      t += Q;
+    }
     return t;
   };
-  const from = first(noon - 27 * 3_600_000, (d) => d >= date);
-  const to = first(from + 20 * 3_600_000, (d) => d > date);
+  const from = first(noon - 27 * 3_600_000, (order) => order >= 0);
+  const to = first(from + 20 * 3_600_000, (order) => order > 0);
   return { from, to };
 }
 

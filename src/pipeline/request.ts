@@ -5,7 +5,7 @@
 
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { TollgateError, errorBody } from '../core/errors.js';
+import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
 import type { UsageRecord } from '../ledger/record.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import type { Target } from '../routing/auto-switch.js';
@@ -13,7 +13,7 @@ import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import type { GatewayContext } from './context.js';
 import { newOutcome, progressOf, recordOf, type Outcome, type RequestMeta } from './outcome.js';
-import { modelHeader } from './reply.js';
+import { CLIENT_CLOSED, modelHeader } from './reply.js';
 import { streamFailure } from './upstream.js';
 
 /** What the record says of the request itself, learnt by the handler as it reads the request. */
@@ -160,19 +160,48 @@ export function failRequest(request: ClientRequest, err: unknown, opts: { readon
   if (!reply.sent && !reply.raw.headersSent) reply.code(e.status).send(errorBody(e, request.requestId));
 }
 
+/** Refusals of the gate itself: not requests to record (an attacker's probes would fill the record). */
+const GATE_REFUSALS: ReadonlySet<string> = new Set(['TOLLGATE_ERR_UNAUTHORIZED', 'TOLLGATE_ERR_REAUTH_REQUIRED', 'TOLLGATE_ERR_FORBIDDEN', 'TOLLGATE_ERR_RATE_LIMITED']);
+
 /**
- * A request the gateway refused before the handler ran (malformed JSON, wrong content type, body too large):
- * it is still a client request, so it gets its record. Returns the request id for the error body.
+ * The app's error handler: an error thrown before a handler answered (malformed JSON, wrong content type, body too
+ * large, the gate's refusals, a bug). On a data-plane route (`endpoint`) it is still a client request, so it gets its
+ * record and its `x-request-id`, the gate's refusals excepted. A client that went away while its body was arriving (a
+ * reset, a chunked body never finished) is no error of anyone's: recorded `aborted` (499 `client_closed`, as a client
+ * that leaves later is), logged at info, and not answered: nobody is there.
  */
-export function recordRejected(ctx: GatewayContext, req: FastifyRequest, e: TollgateError, endpoint: string): string {
+export function answerRefusal(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, err: unknown, endpoint: string | undefined): FastifyReply | undefined {
+  if (clientLeft(err, req)) {
+    req.log.info({ code: 'client_closed', path: req.url.split('?')[0] }, 'the client went away before its request arrived');
+    if (endpoint !== undefined) recordRejected(ctx, req, endpoint, { status: 'aborted', httpStatus: CLIENT_CLOSED, errorType: 'client_closed' });
+    reply.hijack();
+    reply.raw.destroy();
+    return undefined;
+  }
+  const e = toTollgateError(err);
+  // The path only: a Gemini client may carry its key in the query string.
+  req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
+  if (endpoint === undefined || GATE_REFUSALS.has(e.code)) return reply.code(e.status).send(errorBody(e, null));
+  const id = recordRejected(ctx, req, endpoint, { status: 'failure', httpStatus: e.status, errorType: e.code });
+  return reply.code(e.status).header('x-request-id', id).send(errorBody(e, id));
+}
+
+/** The request's socket closed under it while its body was read (Node's `aborted`, ECONNRESET). */
+function clientLeft(err: unknown, req: FastifyRequest): boolean {
+  const e = err as { code?: unknown; message?: unknown } | null;
+  return (e?.code === 'ECONNRESET' || e?.message === 'aborted') && (req.raw.destroyed || req.raw.socket?.destroyed !== false);
+}
+
+/** Record a request refused or abandoned before its handler ran. Returns its request id. */
+function recordRejected(ctx: GatewayContext, req: FastifyRequest, endpoint: string, how: Pick<Outcome, 'status' | 'httpStatus' | 'errorType'>): string {
   const t0 = performance.now();
   const startedAt = Date.now();
   const requestId = uuidv7(startedAt);
   const trace = ctx.tracing.start(req.headers, endpoint);
   const outcome = newOutcome();
-  outcome.status = 'failure';
-  outcome.httpStatus = e.status;
-  outcome.errorType = e.code;
+  outcome.status = how.status;
+  outcome.httpStatus = how.httpStatus;
+  outcome.errorType = how.errorType;
   finish(ctx, req, trace, outcome, { endpoint, requestId, startedAt, t0, requestedModel: '', stream: false, traceId: trace.traceId });
   return requestId;
 }

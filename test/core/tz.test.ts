@@ -3,7 +3,7 @@
 
 import fc from 'fast-check';
 import t from 'tap';
-import { dayBounds, localHours, localTime, monthBounds, parseTimeZone, UTC_NAMES } from '../../src/core/tz.js';
+import { dayBounds, localDate, localDay, localHours, localTime, monthBounds, parseTimeZone, UTC_NAMES } from '../../src/core/tz.js';
 
 const H = 3_600_000;
 
@@ -87,4 +87,15 @@ t.test('UTC never builds an Intl formatter (its first one maps ICU data into the
   t.equal(built, 0, 'no formatter for UTC');
   t.same(tz.dayBounds(now, 'Asia/Kolkata').from, Date.UTC(2026, 10, 20, 18, 30));
   t.ok(built > 0, 'a zone off UTC still goes to Intl (the count sees it)');
+});
+
+t.test('the last day of the year 9999 ends: the next day is the year 10000, after it in order (not before, as text)', async (t) => {
+  // Before, the walk compared dates as text: "10000-01-01" < "9999-12-31", so it never found the day's end and
+  // GET /api/usage/hourly?date=9999-12-31 held the process at 100 % CPU for good (any key could ask it).
+  for (const tz of ['UTC', 'Europe/Paris', 'Pacific/Kiritimati', 'America/Los_Angeles']) {
+    const day = localDay(tz, '9999-12-31');
+    t.equal(day.to - day.from, 24 * 3_600_000, `${tz}: 24 hours`);
+    t.equal(localDate(tz, day.from), '9999-12-31', `${tz}: starts on the day`);
+    t.equal(localDate(tz, day.to), '10000-01-01', `${tz}: ends when the year 10000 begins`);
+  }
 });
