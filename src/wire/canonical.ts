@@ -19,8 +19,11 @@ export type Origin = 'openai' | 'openai-responses' | 'anthropic' | 'gemini';
 export type MediaSource =
   | { readonly kind: 'url'; readonly url: string }
   | { readonly kind: 'base64'; readonly mediaType: string; readonly data: string }
-  /** A provider-side file id (OpenAI file_id, Gemini fileUri). */
-  | { readonly kind: 'file_id'; readonly id: string; readonly mediaType?: string };
+  /**
+   * A provider-side file id (OpenAI file_id, Anthropic file_id, Gemini fileUri), tagged with the family whose files
+   * API holds it: only that family can read it (OpenAI Chat and Responses share one).
+   */
+  | { readonly kind: 'file_id'; readonly id: string; readonly mediaType?: string; readonly origin?: Origin };
 
 /** A prompt-cache breakpoint (Anthropic's `cache_control`): the prefix up to this part or tool may be cached. */
 export interface CacheControl {
@@ -101,7 +104,9 @@ export type ThinkingLevel =
 export type CanonicalField =
   | 'maxTokens' | 'temperature' | 'topP' | 'topK' | 'stop' | 'seed' | 'presencePenalty' | 'frequencyPenalty' | 'logitBias'
   | 'logprobs' | 'topLogprobs' | 'n' | 'responseFormat' | 'thinking' | 'tools' | 'toolChoice' | 'parallelToolCalls'
-  | 'webSearch' | 'cacheControl' | 'promptCacheKey' | 'serviceTier' | 'user' | 'metadata' | 'prediction' | 'image' | 'file' | 'audio';
+  | 'webSearch' | 'cacheControl' | 'promptCacheKey' | 'serviceTier' | 'user' | 'metadata' | 'prediction' | 'image' | 'file' | 'audio'
+  /** A tool result's error flag, a tool's strict schema mode, an image's detail level (low / high). */
+  | 'toolError' | 'toolStrict' | 'imageDetail';
 
 export interface CanonicalRequest {
   /** The model as the client named it, thinking suffix removed. */

@@ -2,10 +2,11 @@
 // `x-tollgate-dropped-params` header and on the request span, never silently) or refused (a 400 naming the client's
 // parameter, when dropping it would change what the answer means: n > 1 to a format with one answer, a forced
 // built-in tool the target does not have). Also the small helpers every codec shares for the fields that travel
-// beside the conversation: cache_control markers and the unknown top-level keys of a client body. Pure.
+// beside the conversation: cache_control markers and the unknown top-level keys of a client body; and for the parts
+// no target but one can read: another family's file ids. Pure.
 
 import { TollgateError } from '../core/errors.js';
-import type { CacheControl, CanonicalField, CanonicalRequest, Part } from './canonical.js';
+import type { CacheControl, CanonicalField, CanonicalRequest, MediaSource, Origin, Part } from './canonical.js';
 
 /** A field the target cannot carry without changing the answer's meaning. */
 export interface Refusal {
@@ -50,6 +51,34 @@ export function hasCacheControl(req: CanonicalRequest): boolean {
   const inParts = (parts: readonly Part[]): boolean =>
     parts.some((p) => ('cacheControl' in p && p.cacheControl !== undefined) || (p.type === 'tool_result' && inParts(p.content)));
   return inParts(req.system) || req.messages.some((m) => inParts(m.content)) || (req.tools ?? []).some((t) => t.cacheControl !== undefined);
+}
+
+/** Every part of the request: the system parts, the messages' parts and the content of their tool results. */
+export function allParts(req: CanonicalRequest): Part[] {
+  return [...req.system, ...req.messages.flatMap((m) => m.content)].flatMap((p) => (p.type === 'tool_result' ? [p, ...p.content] : [p]));
+}
+
+/** Whose files API holds a file: OpenAI Chat and Responses read the same one. */
+const FILES_API: Readonly<Record<Origin, string>> = { openai: 'openai', 'openai-responses': 'openai', anthropic: 'anthropic', gemini: 'gemini' };
+
+const foreignFile = (s: MediaSource, target: Origin): boolean => s.kind === 'file_id' && s.origin !== undefined && FILES_API[s.origin] !== FILES_API[target];
+
+/**
+ * The request without the media parts that name another family's file (an OpenAI file id, a Gemini Files API or
+ * gs:// URI, an Anthropic file id): the target cannot read it, and sending it would draw a 400. Each is dropped and
+ * listed by its kind (image, file, audio). A file id without an origin is left to the build.
+ */
+export function withoutForeignFiles(req: CanonicalRequest, target: Origin, notes: BuildNotes): CanonicalRequest {
+  const foreign = (p: Part): p is Extract<Part, { type: 'image' | 'file' | 'audio' }> => (p.type === 'image' || p.type === 'file' || p.type === 'audio') && foreignFile(p.source, target);
+  if (!allParts(req).some(foreign)) return req;
+  const keep = (parts: readonly Part[]): Part[] =>
+    parts.flatMap((p): Part[] => {
+      if (p.type === 'tool_result') return [{ ...p, content: keep(p.content) }];
+      if (!foreign(p)) return [p];
+      notes.drop(p.type);
+      return [];
+    });
+  return { ...req, system: keep(req.system), messages: req.messages.map((m) => ({ ...m, content: keep(m.content) })) };
 }
 
 /** A part without its cache_control marker (the part itself when it has none). */

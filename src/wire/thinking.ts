@@ -226,3 +226,14 @@ export function applyThinking<F extends ThinkingFamily>(family: F, level: Thinki
   const apply: Apply<F> = APPLY[family];
   return apply(level, { modelMax: positive(model?.max_output_tokens), requestMax: positive(maxTokens) });
 }
+
+/**
+ * Whether the thinking level a request set was lost on the way to a target: the parameters built for it (`sent`)
+ * are empty, and that is not what the level means. Only `auto` to a model that reasons (`reasons`, as the codec
+ * decides it) means "send nothing": the provider's default effort. A lost level is listed as dropped under the
+ * client's name (reasoning_effort, thinking, reasoning, generationConfig.thinkingConfig), never dropped silently.
+ */
+export function thinkingLost(level: ThinkingLevel | undefined, sent: object, target: { readonly reasons: boolean }): boolean {
+  if (level === undefined || Object.keys(sent).length > 0) return false;
+  return !(target.reasons && level.kind === 'level' && level.level === 'auto');
+}

@@ -66,7 +66,7 @@ const MULTIMODAL: CanonicalRequest = {
         { type: 'text', text: QUESTION },
         { type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: PNG } },
         { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: PDF } },
-        { type: 'audio', source: { kind: 'file_id', id: AUDIO_URI, mediaType: 'audio/mpeg' } },
+        { type: 'audio', source: { kind: 'file_id', id: AUDIO_URI, mediaType: 'audio/mpeg', origin: 'gemini' } },
       ],
     },
   ],

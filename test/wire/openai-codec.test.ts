@@ -186,7 +186,7 @@ const FULL_CANONICAL: CanonicalRequest = {
         { type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: 'iVBORw0KGgo=' } },
         { type: 'audio', source: { kind: 'base64', mediaType: 'audio/wav', data: 'UklGRiQAAABXQVZF' } },
         { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: 'JVBERi0xLjQ=' }, filename: 'itinerary.pdf' },
-        { type: 'file', source: { kind: 'file_id', id: 'file-6F2ksmvXxt4VdoqmHRw6kL' } },
+        { type: 'file', source: { kind: 'file_id', id: 'file-6F2ksmvXxt4VdoqmHRw6kL', origin: 'openai' } },
       ],
     },
     {

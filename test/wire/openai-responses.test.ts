@@ -105,7 +105,7 @@ t.test('parseRequest: instructions, developer message, images, sampling, user an
             detail: 'high',
           },
           { type: 'image', source: { kind: 'base64', mediaType: 'image/png', data: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==' }, detail: 'auto' },
-          { type: 'image', source: { kind: 'file_id', id: 'file-7Xk2PqRt9LmN3vB8cD1eF4' }, detail: 'low' },
+          { type: 'image', source: { kind: 'file_id', id: 'file-7Xk2PqRt9LmN3vB8cD1eF4', origin: 'openai-responses' }, detail: 'low' },
         ],
       },
     ],
@@ -126,7 +126,7 @@ t.test('parseRequest: input_file as a PDF data URL, a file id and a URL', async 
       role: 'user',
       content: [
         { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: 'JVBERi0xLjQKJcfsj6IKNSAwIG9iago8PC9MZW5ndGggNiAwIFI+PgpzdHJlYW0K' }, filename: 'invoice-0042.pdf' },
-        { type: 'file', source: { kind: 'file_id', id: 'file-Bq8Zt3LmX2wV9rN6kP4yH1' } },
+        { type: 'file', source: { kind: 'file_id', id: 'file-Bq8Zt3LmX2wV9rN6kP4yH1', origin: 'openai-responses' } },
         { type: 'file', source: { kind: 'url', url: 'https://www.berkshirehathaway.com/letters/2024ltr.pdf' } },
         { type: 'text', text: 'What is the total on the invoice, and does the letter mention it?' },
       ],

@@ -4,11 +4,14 @@
 // data is ever sent back to Anthropic (or shown to an Anthropic client): another family's is dropped.
 //
 // Parsing keeps what the canonical model can hold, cache_control markers included (on text, image, document,
-// tool_use and tool_result blocks), and drops, without error, what it cannot: citations, a document's `context`,
-// and server-tool blocks (server_tool_use, web_search_tool_result, ...,
-// search_result, container_upload). A document's title becomes the file part's filename. A plain-text document
-// (source type 'text') becomes a file part with base64 UTF-8 data and media type text/plain, which building turns
-// back into a text source; a 'content' document source contributes its text and image blocks as parts.
+// tool_use and tool_result blocks). A search_result block is carried as text: its title and source on a first line,
+// then its text. What the canonical model cannot hold is dropped without error and listed (BlockContext.unmapped),
+// under its path without indexes: `citations` turned on for a document or search result and a document's `context`
+// (`messages.content.citations`, `messages.content.context`), and every other block type, by its type
+// (`messages.content.container_upload`, `messages.content.server_tool_use`, ...). A document's title becomes the
+// file part's filename. A plain-text document (source type 'text') becomes a file part with base64 UTF-8 data and
+// media type text/plain, which building turns back into a text source; a 'content' document source contributes its
+// text and image blocks as parts. A file id is tagged as Anthropic's (origin), so no other family is sent it.
 //
 // Building skips what Anthropic cannot take in that place: empty text blocks (rejected by the API), audio,
 // images/files in an assistant turn, reasoning in a user turn and reasoning without a signature (another family's).
@@ -39,7 +42,7 @@ function source(raw: unknown, param: string): MediaSource | { kind: 'text'; text
     case 'file': {
       const id = str(raw.file_id);
       if (id === undefined) invalid(`${param}.file_id must be a string`, `${param}.file_id`);
-      return { kind: 'file_id', id };
+      return { kind: 'file_id', id, origin: 'anthropic' };
     }
     case 'text': {
       const text = str(raw.data);
@@ -53,13 +56,26 @@ function source(raw: unknown, param: string): MediaSource | { kind: 'text'; text
   }
 }
 
-/** Tool names by tool_use id, so a tool_result part can carry the name of the call it answers. */
-export type ToolNames = Map<string, string>;
+/** What parsing a request's blocks gathers beside the parts. */
+export interface BlockContext {
+  /** Tool names by tool_use id, so a tool_result part can carry the name of the call it answers. */
+  readonly names: Map<string, string>;
+  /** What the canonical model has no place for, as an Anthropic client names it: listed as dropped. */
+  readonly unmapped: Set<string>;
+}
+
+/** The name a dropped key of the block at `param` is listed under: its path without indexes. */
+const listed = (param: string, key: string): string => `${param.replace(/\[\d+\]/g, '')}.${key}`;
+
+/** A document's or search result's citations, when turned on: no other format can cite a block. */
+function noteCitations(b: Json, param: string, ctx: BlockContext): void {
+  if (isObj(b.citations) && b.citations.enabled === true) ctx.unmapped.add(listed(param, 'citations'));
+}
 
 /** One request content block -> parts ([] for a block the canonical model cannot hold), with its cache_control. */
-function parseBlock(b: unknown, param: string, names: ToolNames): Part[] {
+function parseBlock(b: unknown, param: string, ctx: BlockContext): Part[] {
   if (!isObj(b)) invalid(`${param} must be an object`, param);
-  const parts = blockParts(b, param, names);
+  const parts = blockParts(b, param, ctx);
   const cacheControl = parseCacheControl(b.cache_control, `${param}.cache_control`);
   const last = parts.at(-1);
   // The marker ends the cached prefix at this block: it goes on the block's last part.
@@ -67,7 +83,7 @@ function parseBlock(b: unknown, param: string, names: ToolNames): Part[] {
   return [...parts.slice(0, -1), { ...last, cacheControl }];
 }
 
-function blockParts(b: Json, param: string, names: ToolNames): Part[] {
+function blockParts(b: Json, param: string, ctx: BlockContext): Part[] {
   switch (b.type) {
     case 'text': {
       const text = str(b.text);
@@ -82,9 +98,11 @@ function blockParts(b: Json, param: string, names: ToolNames): Part[] {
     case 'document': {
       const s = source(b.source, `${param}.source`);
       const title = str(b.title);
+      noteCitations(b, param, ctx);
+      if (typeof b.context === 'string' && b.context !== '') ctx.unmapped.add(listed(param, 'context'));
       if (s.kind === 'content') {
         if (typeof s.content === 'string') return [{ type: 'text', text: s.content }];
-        return parseBlocks(s.content, `${param}.source.content`, names);
+        return parseBlocks(s.content, `${param}.source.content`, ctx);
       }
       const src: MediaSource = s.kind === 'text' ? { kind: 'base64', mediaType: 'text/plain', data: Buffer.from(s.text, 'utf8').toString('base64') } : s;
       return [title === undefined ? { type: 'file', source: src } : { type: 'file', source: src, filename: title }];
@@ -94,7 +112,7 @@ function blockParts(b: Json, param: string, names: ToolNames): Part[] {
       const name = str(b.name);
       if (id === undefined) invalid(`${param}.id must be a string`, `${param}.id`);
       if (name === undefined) invalid(`${param}.name must be a string`, `${param}.name`);
-      names.set(id, name);
+      ctx.names.set(id, name);
       return [{ type: 'tool_call', id, name, arguments: JSON.stringify(b.input ?? {}) }];
     }
     case 'tool_result': {
@@ -103,9 +121,9 @@ function blockParts(b: Json, param: string, names: ToolNames): Part[] {
       let content: Part[];
       if (b.content === undefined || b.content === null) content = [];
       else if (typeof b.content === 'string') content = [{ type: 'text', text: b.content }];
-      else content = parseBlocks(b.content, `${param}.content`, names);
+      else content = parseBlocks(b.content, `${param}.content`, ctx);
       if (b.is_error !== undefined && typeof b.is_error !== 'boolean') invalid(`${param}.is_error must be a boolean`, `${param}.is_error`);
-      const name = names.get(callId);
+      const name = ctx.names.get(callId);
       return [{ type: 'tool_result', callId, ...(name === undefined ? {} : { name }), content, ...(b.is_error === undefined ? {} : { isError: b.is_error }) }];
     }
     case 'thinking': {
@@ -119,17 +137,26 @@ function blockParts(b: Json, param: string, names: ToolNames): Part[] {
       if (data === undefined) invalid(`${param}.data must be a string`, `${param}.data`);
       return [{ type: 'reasoning', text: '', opaque: data, redacted: true, origin: 'anthropic' }];
     }
+    case 'search_result': {
+      // What the model is to read: the result's text, after a line naming it.
+      const texts = parseBlocks(b.content ?? [], `${param}.content`, ctx).flatMap((p) => (p.type === 'text' ? [p.text] : []));
+      const title = str(b.title) ?? '';
+      const from = str(b.source) ?? '';
+      noteCitations(b, param, ctx);
+      return [{ type: 'text', text: [`Search result: ${title}${from === '' ? '' : ` (${from})`}`, ...texts].join('\n') }];
+    }
     default:
       if (typeof b.type !== 'string') invalid(`${param}.type must be a string`, `${param}.type`);
+      ctx.unmapped.add(listed(param, b.type));
       return [];
   }
 }
 
 /** A request's `content`: a string or an array of blocks. */
-export function parseBlocks(content: unknown, param: string, names: ToolNames): Part[] {
+export function parseBlocks(content: unknown, param: string, ctx: BlockContext): Part[] {
   if (typeof content === 'string') return [{ type: 'text', text: content }];
   if (!Array.isArray(content)) invalid(`${param} must be a string or an array of content blocks`, param);
-  return content.flatMap((b, i) => parseBlock(b, `${param}[${i}]`, names));
+  return content.flatMap((b, i) => parseBlock(b, `${param}[${i}]`, ctx));
 }
 
 /** One block of an upstream answer (text, thinking, redacted_thinking, tool_use); null for the rest. */

@@ -10,8 +10,8 @@
 // (enabled -> budget, disabled -> none, adaptive -> the output_config.effort level or 'auto'), output_config.format
 // (and the older beta output_format) -> a json_schema response format named 'output'. A message with role 'system'
 // adds its text to the system parts. Listed as dropped (`unmapped`): every other top-level key (container,
-// context_management, mcp_servers, inference_geo, ...). (Only when translating: an Anthropic client to an Anthropic
-// provider is passed through whole, same-format.ts.)
+// context_management, mcp_servers, inference_geo, ...), and the blocks and block fields content.ts cannot carry.
+// (Only when translating: an Anthropic client to an Anthropic provider is passed through whole, same-format.ts.)
 //
 // Building follows the API's rules: roles alternate (consecutive same-role turns are merged, tool results first in
 // a user turn), max_tokens is always sent, thinking is only sent to a model whose config has the `reasoning`
@@ -22,9 +22,9 @@ import { applyThinking, parseThinkingSuffix } from '../thinking.js';
 import type { ModelConfig, ProviderConfig } from '../../config/types.js';
 import { TollgateError } from '../../core/errors.js';
 import type { BuiltinTool, CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
-import { BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys } from '../fields.js';
+import { allParts, BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys, withoutForeignFiles } from '../fields.js';
 import type { BuiltRequest, Target } from '../codec.js';
-import { buildBlock, parseBlocks, type AnthropicRole, type ToolNames } from './content.js';
+import { buildBlock, parseBlocks, type AnthropicRole, type BlockContext } from './content.js';
 import { invalid, isObj, str, type Json } from './json.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -42,9 +42,9 @@ function optNumber(body: Json, key: string): number | undefined {
   return v;
 }
 
-function parseSystem(raw: unknown, names: ToolNames): Part[] {
+function parseSystem(raw: unknown, blocks: BlockContext): Part[] {
   if (raw === undefined || raw === null || raw === '') return [];
-  return parseBlocks(raw, 'system', names).filter((p) => p.type === 'text');
+  return parseBlocks(raw, 'system', blocks).filter((p) => p.type === 'text');
 }
 
 /** The server tool Anthropic runs for web search (every dated version), and the one the gateway sends. */
@@ -152,12 +152,12 @@ export function parseRequest(body: unknown): CanonicalRequest {
   if (!Array.isArray(body.messages)) invalid('messages is required and must be an array', 'messages');
   if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') invalid('stream must be a boolean', 'stream');
 
-  const names: ToolNames = new Map();
-  const system = parseSystem(body.system, names);
+  const blocks: BlockContext = { names: new Map(), unmapped: new Set() };
+  const system = parseSystem(body.system, blocks);
   const messages: Message[] = [];
   body.messages.forEach((m, i) => {
     if (!isObj(m)) invalid(`messages[${i}] must be an object`, `messages[${i}]`);
-    const content = parseBlocks(m.content, `messages[${i}].content`, names);
+    const content = parseBlocks(m.content, `messages[${i}].content`, blocks);
     if (m.role === 'system') system.push(...content.filter((p) => p.type === 'text'));
     else if (m.role === 'user' || m.role === 'assistant') messages.push({ role: m.role, content });
     else invalid(`messages[${i}].role must be user or assistant`, `messages[${i}].role`);
@@ -186,7 +186,7 @@ export function parseRequest(body: unknown): CanonicalRequest {
   if (format?.type === 'json_schema' && isObj(format.schema)) out.responseFormat = { type: 'json_schema', name: 'output', schema: format.schema };
   const serviceTier = str(body.service_tier);
   if (serviceTier !== undefined) out.serviceTier = serviceTier;
-  const unmapped = [...unknownKeys(body, KNOWN_KEYS), ...tools.unmapped];
+  const unmapped = [...unknownKeys(body, KNOWN_KEYS), ...tools.unmapped, ...blocks.unmapped];
   if (unmapped.length > 0) out.unmapped = unmapped;
   return out;
 }
@@ -284,22 +284,26 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
  * - max_tokens: the request's, else the model's max_output_tokens, else DEFAULT_MAX_TOKENS; never above the model's
  *   max_output_tokens when that is configured.
  * - thinking (see anthropicThinking) only when the model config lists `reasoning`, and not when tool_choice forces a
- *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on: the
- *   thinking level is then listed as dropped). With thinking on, temperature (unless 1) and top_k are removed and
+ *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on). A
+ *   level that is not sent (no `reasoning`, an unlisted model, a forced tool, max_tokens leaving no room for the
+ *   smallest budget) is listed as dropped. With thinking on, temperature (unless 1) and top_k are removed and
  *   top_p is kept only within [0.95, 1], as the API requires (each listed as dropped).
  * - response format: json_schema goes to output_config.format, and a tool's `strict` is sent, only when the model
- *   config lists `structured_output`. Otherwise a json_schema (with an object schema) or json_object format, on a
- *   request without tools of its own, becomes a forced tool `json_response` whose input schema is the format's
- *   schema; the call's arguments are the answer's text (`answerTool`). Any other format is dropped and listed.
+ *   config lists `structured_output` (else a `strict: true` is listed as dropped). Otherwise a json_schema (with an
+ *   object schema) or json_object format, on a request without tools of its own, becomes a forced tool
+ *   `json_response` whose input schema is the format's schema; the call's arguments are the answer's text
+ *   (`answerTool`). Any other format is dropped and listed.
  * - cache_control markers go on the system blocks, content blocks and tools that carried them.
  * - the built-in web search is the web_search_20250305 server tool (named web_search; forcing it names it).
  * - service_tier: `auto` and `standard_only` are sent; OpenAI's other tiers are dropped.
  * - Dropped and listed (BuildNotes): seed, presence/frequency penalties, logit_bias, logprobs, prediction,
- *   prompt_cache_key, metadata other than the user id (metadata.user_id), audio parts, stop sequences that are only
- *   whitespace (the API rejects them). n > 1 is refused: an Anthropic answer is one answer.
+ *   prompt_cache_key, metadata other than the user id (metadata.user_id), audio parts, an image's detail level (low
+ *   or high), another family's file ids (withoutForeignFiles), stop sequences that are only whitespace (the API
+ *   rejects them). n > 1 is refused: an Anthropic answer is one answer.
  */
-export function buildRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
+  const req = withoutForeignFiles(asked, 'anthropic', notes);
   noteChoices(req, notes, 'an Anthropic', false);
   const model = target.model;
   const cap = model?.max_output_tokens;
@@ -310,7 +314,10 @@ export function buildRequest(req: CanonicalRequest, target: Target): BuiltReques
   const system = buildSystem(req.system);
   if (system !== undefined) body.system = system;
   body.messages = buildMessages(req.messages);
-  if (req.messages.some((m) => m.content.some((p) => p.type === 'audio' || (p.type === 'tool_result' && p.content.some((c) => c.type === 'audio'))))) notes.drop('audio');
+  const parts = allParts(req);
+  if (parts.some((p) => p.type === 'audio')) notes.drop('audio');
+  // Anthropic has no detail level: low or high is lost (auto is what every image gets).
+  if (parts.some((p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
 
   const format = req.responseFormat;
   const tools = req.tools ?? [];
@@ -334,6 +341,7 @@ export function buildRequest(req: CanonicalRequest, target: Target): BuiltReques
     if (choice !== undefined) body.tool_choice = choice;
   }
   if (toolBlocks.length > 0) body.tools = toolBlocks;
+  if (!structured && tools.some((t) => t.strict === true)) notes.drop('toolStrict');
   if (format !== undefined && format.type !== 'text' && !answerTool && !(structured && format.type === 'json_schema')) notes.drop('responseFormat');
 
   const stop = (req.stop ?? []).filter((s) => s.trim() !== '');
@@ -342,8 +350,9 @@ export function buildRequest(req: CanonicalRequest, target: Target): BuiltReques
 
   const forced = answerTool || (toolBlocks.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool' || req.toolChoice?.type === 'builtin'));
   const reasoning = req.thinking !== undefined && model?.capabilities.includes('reasoning') === true;
-  if (reasoning && forced) notes.drop('thinking');
   const think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens, family: anthropicFamily(model), model }) : null;
+  // A level not sent (a model without `reasoning` or unlisted, a forced tool, no room for a budget) is listed.
+  if (req.thinking !== undefined && think === null) notes.drop('thinking');
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
   const on = think !== null && think.thinking.type !== 'disabled';
   if (req.temperature !== undefined) {

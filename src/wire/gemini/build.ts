@@ -5,12 +5,14 @@
 // logprobs, the built-in web search -> a googleSearch tool, seed, stop sequences, penalties, top_k, a response
 // format -> responseMimeType (+ responseJsonSchema). Dropped and listed (BuildNotes): logit_bias, prediction,
 // prompt_cache_key, service_tier, user, metadata, cache_control markers, parallel_tool_calls false (Gemini has no
-// switch for it); forcing the web search is refused (Gemini's tool config forces function calls only).
+// switch for it), a tool's strict mode, an image's detail level (low / high), another family's files, a thinking
+// level for a model not listed with `reasoning`; forcing the web search is refused (Gemini's tool config forces
+// function calls only).
 
 import type { BuiltRequest, Target } from '../codec.js';
 import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.js';
-import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
-import { applyThinking } from '../thinking.js';
+import { allParts, BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { applyThinking, thinkingLost } from '../thinking.js';
 import { endpointPath } from '../endpoint.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
 
@@ -21,8 +23,9 @@ function authHeaders(target: Target): Record<string, string> {
   return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
 }
 
-export function buildGeminiRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+export function buildGeminiRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
+  const req = withoutForeignFiles(asked, 'gemini', notes);
   noteChoices(req, notes, 'a Gemini', true);
   const model = target.modelId.replace(/^models\//, '');
   const path = endpointPath(target.provider, `/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
@@ -39,6 +42,7 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Built
     });
     if (req.toolChoice !== undefined && req.toolChoice.type !== 'builtin') body.toolConfig = { functionCallingConfig: functionCallingConfig(req.toolChoice) };
     if (req.parallelToolCalls === false) notes.drop('parallelToolCalls');
+    if (req.tools.some((t) => t.strict === true)) notes.drop('toolStrict');
   }
   if (req.builtinTools !== undefined && req.builtinTools.length > 0) tools.push({ googleSearch: {} });
   if (req.toolChoice?.type === 'builtin') notes.refuse('toolChoice', 'forces the built-in web search, which a Gemini provider cannot force (its tool config forces function calls only)');
@@ -58,7 +62,7 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Built
     g.responseMimeType = f.type === 'text' ? 'text/plain' : 'application/json';
     if (f.type === 'json_schema') g.responseJsonSchema = f.schema;
   }
-  const thinking = buildThinkingConfig(req, target);
+  const thinking = buildThinkingConfig(req, target, notes);
   if (thinking !== undefined) g.thinkingConfig = thinking;
   if (req.n !== undefined && req.n > 1) g.candidateCount = req.n;
   if (req.logprobs === true) {
@@ -69,6 +73,7 @@ export function buildGeminiRequest(req: CanonicalRequest, target: Target): Built
   const unsupported = ['logitBias', 'prediction', 'promptCacheKey', 'serviceTier', 'user', 'metadata'] as const;
   for (const f of unsupported) if (req[f] !== undefined) notes.drop(f);
   if (hasCacheControl(req)) notes.drop('cacheControl');
+  if (allParts(req).some((p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
 
   const refused = notes.refusal;
   return {
@@ -173,18 +178,19 @@ function toolResponse(p: Extract<Part, { type: 'tool_result' }>): Json {
 }
 
 /**
- * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one. The
- * level maps through the shared table (applyThinking: `gemini-level` models get thinkingLevel, others
- * thinkingBudget, see docs/thinking.md); includeThoughts when the client asked for reasoning in the answer.
+ * thinkingConfig for the target, or undefined. Only models listed with the `reasoning` capability get one; another
+ * model's level is listed as dropped. The level maps through the shared table (applyThinking: `gemini-level` models
+ * get thinkingLevel, others thinkingBudget, see docs/thinking.md); includeThoughts when the client asked for
+ * reasoning in the answer.
  */
-export function buildThinkingConfig(req: CanonicalRequest, target: Target): Json | undefined {
+export function buildThinkingConfig(req: CanonicalRequest, target: Target, notes: BuildNotes): Json | undefined {
   const m = target.model;
-  if (m === null || !m.capabilities.includes('reasoning')) return undefined;
-  const out: Json = {};
-  if (req.thinking !== undefined) {
-    // One mapping for every family (src/wire/thinking.ts, docs/thinking.md).
-    Object.assign(out, applyThinking(m.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', req.thinking, m, req.maxTokens));
-  }
+  const reasons = m !== null && m.capabilities.includes('reasoning');
+  // One mapping for every family (src/wire/thinking.ts, docs/thinking.md).
+  const level = req.thinking === undefined || m === null || !reasons ? {} : applyThinking(m.thinking === 'gemini-level' ? 'gemini-level' : 'gemini-budget', req.thinking, m, req.maxTokens);
+  if (thinkingLost(req.thinking, level, { reasons })) notes.drop('thinking');
+  if (!reasons) return undefined;
+  const out: Json = { ...level };
   if (req.includeReasoning === true) out.includeThoughts = true;
   return Object.keys(out).length > 0 ? out : undefined;
 }

@@ -82,11 +82,14 @@ export function mediaToGemini(source: MediaSource, kind: keyof typeof DEFAULT_MI
   }
 }
 
-/** A fileData URI: a plain http(s) URL is a URL source; a Files API URI (or anything else) is a provider file id. */
+/**
+ * A fileData URI: a plain http(s) URL is a URL source; a Files API URI (or anything else: gs://) is a file id only
+ * Gemini can read (origin 'gemini').
+ */
 export function fileDataSource(uri: string, mime: string | undefined): MediaSource {
   const filesApi = /^https:\/\/generativelanguage\.googleapis\.com\/.*\/files\//.test(uri);
   if (/^https?:\/\//.test(uri) && !filesApi) return { kind: 'url', url: uri };
-  return mime === undefined ? { kind: 'file_id', id: uri } : { kind: 'file_id', id: uri, mediaType: mime };
+  return mime === undefined ? { kind: 'file_id', id: uri, origin: 'gemini' } : { kind: 'file_id', id: uri, mediaType: mime, origin: 'gemini' };
 }
 
 /**

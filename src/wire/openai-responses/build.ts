@@ -14,12 +14,13 @@
 //   prompt_cache_key, service_tier (OpenAI's values; Anthropic's standard_only is dropped), user, metadata, and the
 //   built-in web search as a `web_search` tool (`web_search_preview` with tool_choice when forced).
 // - Not supported by the Responses API, so removed and listed (spec item 9, BuildNotes): top_k, stop, seed,
-//   presence/frequency penalty, logit_bias, prediction, cache_control markers, audio parts. n > 1 is refused (a
-//   Responses answer is one answer).
+//   presence/frequency penalty, logit_bias, prediction, cache_control markers, audio parts, a tool result's error
+//   flag, another family's files. n > 1 is refused (a Responses answer is one answer).
 //
 // Thinking: the level goes through the shared `openai` family mapping (applyThinking in src/wire/thinking.ts,
 // table in docs/thinking.md) and is sent as `reasoning.effort`: named levels pass through (auto: no effort), a
-// budget becomes low / medium / high, a listed model without the `reasoning` capability gets nothing.
+// budget becomes low / medium / high, a listed model without the `reasoning` capability gets nothing (the level is
+// listed as dropped).
 //   The request is treated as going to a reasoning model when the target lists `reasoning`, or, for an unlisted
 //   model, when the request asks for reasoning (an effort or summaries). Only then: includeReasoning ->
 //   reasoning.summary 'auto'; include: ['reasoning.encrypted_content'] (so reasoning can be carried to the next
@@ -27,8 +28,8 @@
 //   temperature / top_p are removed unless the effort is 'none' (reasoning models reject them otherwise).
 
 import type { CanonicalRequest, Message, Part } from '../canonical.js';
-import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
-import { applyThinking } from '../thinking.js';
+import { BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { applyThinking, thinkingLost } from '../thinking.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { dataUrl, envelopeOf, type Json } from './shared.js';
@@ -72,6 +73,7 @@ function userItems(m: Message, items: Json[], notes: BuildNotes): void {
     if (p.type === 'tool_result') {
       flush();
       items.push({ type: 'function_call_output', call_id: p.callId, output: toolOutput(p.content, notes) });
+      if (p.isError === true) notes.drop('toolError'); // function_call_output has no error flag
     } else {
       const c = contentPart(p);
       if (c) buf.push(c);
@@ -102,10 +104,13 @@ function assistantItems(m: Message, items: Json[], reasoningModel: boolean): voi
   flush();
 }
 
-export function buildRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
+  const req = withoutForeignFiles(asked, 'openai-responses', notes);
   noteChoices(req, notes, 'an OpenAI Responses', false);
   const effort = req.thinking === undefined ? undefined : applyThinking('openai', req.thinking, target.model, req.maxTokens).effort;
+  const reasons = target.model === null || target.model.capabilities.includes('reasoning');
+  if (thinkingLost(req.thinking, effort === undefined ? {} : { effort }, { reasons })) notes.drop('thinking');
   const reasoningModel = target.model !== null ? target.model.capabilities.includes('reasoning') : effort !== undefined || req.includeReasoning === true;
   const input: Json[] = [];
   for (const m of req.messages) {

@@ -79,7 +79,7 @@ function imagePart(c: Json, path: string): Part {
   const detail = c.detail === 'low' || c.detail === 'high' || c.detail === 'auto' ? c.detail : undefined;
   const url = str(c.image_url);
   const fileId = str(c.file_id);
-  const source = url !== undefined ? sourceFromUrl(url) : fileId !== undefined ? ({ kind: 'file_id', id: fileId } as const) : invalid('input_image needs `image_url` or `file_id`', path);
+  const source = url !== undefined ? sourceFromUrl(url) : fileId !== undefined ? ({ kind: 'file_id', id: fileId, origin: 'openai-responses' } as const) : invalid('input_image needs `image_url` or `file_id`', path);
   return detail === undefined ? { type: 'image', source } : { type: 'image', source, detail };
 }
 
@@ -94,7 +94,7 @@ function filePart(c: Json, path: string): Part {
     // Bare base64 (no data: prefix): the media type comes from the file name, PDF being what the API reads.
     source = s.kind === 'base64' ? s : { kind: 'base64' as const, mediaType: filename?.toLowerCase().endsWith('.pdf') ? 'application/pdf' : 'application/octet-stream', data };
   } else if (url !== undefined) source = { kind: 'url' as const, url };
-  else if (fileId !== undefined) source = { kind: 'file_id' as const, id: fileId };
+  else if (fileId !== undefined) source = { kind: 'file_id' as const, id: fileId, origin: 'openai-responses' as const };
   else invalid('input_file needs `file_data`, `file_url` or `file_id`', path);
   return filename === undefined ? { type: 'file', source } : { type: 'file', source, filename };
 }

@@ -3,8 +3,8 @@
 // comment lists what.
 
 import type { CanonicalRequest, Part, ResponseFormat, ToolChoice } from '../canonical.js';
-import { BuildNotes, hasCacheControl, noteChoices } from '../fields.js';
-import { applyThinking, isThinkingFamily, type ThinkingFamily } from '../thinking.js';
+import { BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { applyThinking, isThinkingFamily, thinkingLost, type ThinkingFamily } from '../thinking.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { openaiAdapter } from './index.js';
 import { own } from '../../core/own.js';
@@ -52,10 +52,11 @@ function chatUserPart(p: Part): Json | null {
   }
 }
 
-/** Text of a tool result; Chat Completions tool messages carry text only. */
+/** Text of a tool result; Chat Completions tool messages carry text only, and no error flag. */
 function toolMessage(p: Extract<Part, { type: 'tool_result' }>, notes: BuildNotes): Json {
   const texts = p.content.flatMap((c) => (c.type === 'text' ? [c.text] : []));
   for (const c of p.content) if (c.type === 'image' || c.type === 'file' || c.type === 'audio') notes.drop(c.type);
+  if (p.isError === true) notes.drop('toolError');
   return { role: 'tool', tool_call_id: p.callId, content: texts.join('') };
 }
 
@@ -141,12 +142,14 @@ function thinkingFields(req: CanonicalRequest, target: Target, family: ThinkingF
  * service_tier (OpenAI's values; Anthropic's standard_only is dropped), user, metadata.
  * Dropped and listed (BuildNotes): top_k (not a Chat Completions parameter), cache_control markers, built-in web
  * search (a forced one is refused), parts Chat Completions cannot carry (image file ids, audio other than base64
- * wav/mp3, file URLs, non-text tool results). Dropped without a listing: tool error flags, reasoning except for
- * families that read it back, tool_choice / parallel_tool_calls without tools (OpenAI rejects them; with no tool
- * they say nothing).
+ * wav/mp3, file URLs, non-text tool results, another family's files), a tool result's error flag, a thinking level
+ * the model cannot take (listed without `reasoning`, or no room for a budget). Dropped without a listing: reasoning
+ * except for families that read it back, tool_choice / parallel_tool_calls without tools (OpenAI rejects them; with
+ * no tool they say nothing).
  */
-export function buildChatRequest(req: CanonicalRequest, target: Target): BuiltRequest {
+export function buildChatRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
+  const req = withoutForeignFiles(asked, 'openai', notes);
   const family = familyOf(target);
   const body: Json & { model: string; messages: unknown[] } = { model: target.modelId, messages: chatMessages(req, family, notes) };
   noteChoices(req, notes, 'an OpenAI Chat', true);
@@ -176,7 +179,9 @@ export function buildChatRequest(req: CanonicalRequest, target: Target): BuiltRe
   if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
   if (req.responseFormat !== undefined) body.response_format = chatResponseFormat(req.responseFormat);
-  Object.assign(body, thinkingFields(req, target, family));
+  const thinking = thinkingFields(req, target, family);
+  if (thinkingLost(req.thinking, thinking, { reasons: family !== null })) notes.drop('thinking');
+  Object.assign(body, thinking);
   if (req.user !== undefined) body.user = req.user;
   if (req.metadata !== undefined) body.metadata = { ...req.metadata };
   if (req.logprobs === true) {

@@ -120,7 +120,7 @@ function userPartOf(p: Json, at: string): Part {
         const d = parseDataUrl(fileData);
         source = d ? { kind: 'base64', mediaType: d.mediaType, data: d.data } : { kind: 'base64', mediaType: 'application/pdf', data: fileData };
       } else if (fileId !== undefined) {
-        source = { kind: 'file_id', id: fileId };
+        source = { kind: 'file_id', id: fileId, origin: 'openai' };
       } else {
         throw invalid(`${at}.file`, `'${at}.file' needs file_data or file_id`);
       }
@@ -288,8 +288,9 @@ function parseMetadata(v: unknown): Record<string, string> | undefined {
 /**
  * A Chat Completions body -> the canonical request. The model's `(level)` suffix is removed and wins over the
  * body's `reasoning_effort`. `safety_identifier` names the end user when `user` does not. Not carried, and listed
- * in `unmapped` (so in the dropped-parameters header): message `name`s, `store: true`, and every top-level key not
- * read here (audio output, modalities, web_search_options, verbosity, vendor extensions such as top_k, ...).
+ * in `unmapped` (so in the dropped-parameters header): message `name`s, an assistant message's `audio` (a reference
+ * to an earlier audio answer), `store: true`, and every top-level key not read here (audio output, modalities,
+ * web_search_options, verbosity, vendor extensions such as top_k, ...).
  * stream_options is read by the pipeline (`include_usage`).
  */
 export function parseChatRequest(body: unknown): CanonicalRequest {
@@ -357,6 +358,8 @@ export function parseChatRequest(body: unknown): CanonicalRequest {
   const unmapped = unknownKeys(body, KNOWN_KEYS);
   if (body.store === true) unmapped.push('store');
   if (body.messages.some((m) => isObject(m) && typeof m.name === 'string')) unmapped.push('messages.name');
+  // An earlier audio answer, by id: only OpenAI holds it, and the canonical model has no place for it.
+  if (body.messages.some((m) => isObject(m) && m.role === 'assistant' && isObject(m.audio))) unmapped.push('messages.audio');
   if (unmapped.length > 0) req.unmapped = unmapped;
   return req;
 }
