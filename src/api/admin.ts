@@ -75,7 +75,11 @@ export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, o
         reply.header('connection', 'close');
         throw new TollgateError('TOLLGATE_ERR_BODY_TOO_LARGE', `the archive is larger than the import limit of ${err.limit} bytes`);
       }
-      if (err instanceof ArchiveError) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', `archive: ${err.message}`);
+      if (err instanceof ArchiveError) {
+        // What the gateway saw (a path of the work directory, the engine's message) is for the operator's log only.
+        if (err.detail !== undefined) req.log.info({ detail: err.detail }, `import refused: ${err.message}`);
+        throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', `archive: ${err.message}`);
+      }
       throw err;
     } finally {
       work.remove();

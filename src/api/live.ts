@@ -3,12 +3,22 @@
 // flight (tokens and duration move), to a client that keeps up (one that does not gets the list as it is once it has
 // read the last). With nothing in flight a `: heartbeat` comment every HEARTBEAT_MS keeps
 // proxies from closing the stream. The streams end when the app closes.
+//
+// HEAD /api/live (fastify adds HEAD to every GET route) answers the stream's status and headers and ends at once: it
+// subscribes to nothing. Before, it ran the GET handler, whose writes Node drops for HEAD, so nothing was ever
+// flushed or ended and each such connection held a subscription and a timer until the client gave up.
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { LiveRequests } from '../telemetry/live.js';
 
 export const LIVE_TICK_MS = 400;
 export const HEARTBEAT_MS = 15_000;
+
+const STREAM_HEADERS = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-accel-buffering': 'no',
+} as const;
 
 export const liveRoutes: FastifyPluginAsync<{ live: LiveRequests }> = async (app, { live }) => {
   const open = new Set<() => void>();
@@ -20,12 +30,11 @@ export const liveRoutes: FastifyPluginAsync<{ live: LiveRequests }> = async (app
   app.get('/api/live', (req, reply) => {
     reply.hijack();
     const raw = reply.raw;
-    raw.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-store',
-      'x-accel-buffering': 'no',
-      connection: 'keep-alive',
-    });
+    if (req.method === 'HEAD') {
+      raw.writeHead(200, STREAM_HEADERS).end();
+      return;
+    }
+    raw.writeHead(200, { ...STREAM_HEADERS, connection: 'keep-alive' });
     let lastSent = 0;
     // Each event is the whole list: a client that does not keep up (its socket's buffer full) gets the list as it is
     // once it has read what it was sent, not every list in between (which a reader that never reads would have held

@@ -23,6 +23,7 @@ import {
   ConfigFileError, applyEdits, dottedPath, editProblem, envConflict, envFedPaths, readConfigFile, writeConfigFile, type SettingEdit, type SettingPath,
 } from '../config/edit.js';
 import { ConfigError, parseConfigText, type ConfigIssue } from '../config/load.js';
+import { ALERT_THRESHOLDS_MAX_ITEMS, SETTING_STRING_MAX_LENGTH } from '../config/schema.js';
 import type { Config } from '../config/types.js';
 import { applyConfig, type ConfigHolder } from '../config/watch.js';
 import { TollgateError } from '../core/errors.js';
@@ -40,15 +41,17 @@ const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'reasoning'] as 
 const numberOrNull = { type: ['number', 'null'] };
 const booleanOrNull = { type: ['boolean', 'null'] };
 const priceBody = { type: ['object', 'null'], additionalProperties: false, properties: Object.fromEntries(PRICE_KEYS.map((k) => [k, numberOrNull])) };
-const percentList = { type: 'array', items: { type: 'number' } };
+// Bounded before anything else is read of it (the config schema's bound; docs/config.md): a long list is refused
+// without being checked item by item, edited into the file or validated by the loader.
+const percentList = { type: 'array', maxItems: ALERT_THRESHOLDS_MAX_ITEMS, items: { type: 'number' } };
 const channelSwitch = { type: 'object', additionalProperties: false, properties: { enabled: booleanOrNull } };
 
 const BODIES = {
   budgets: {
     type: 'object', additionalProperties: false,
     properties: {
-      daily_usd: numberOrNull, monthly_usd: numberOrNull, timezone: { type: ['string', 'null'] },
-      auto_switch: { type: 'object', additionalProperties: false, properties: { enabled: booleanOrNull, to: { type: ['string', 'null'] } } },
+      daily_usd: numberOrNull, monthly_usd: numberOrNull, timezone: { type: ['string', 'null'], maxLength: SETTING_STRING_MAX_LENGTH.timezone },
+      auto_switch: { type: 'object', additionalProperties: false, properties: { enabled: booleanOrNull, to: { type: ['string', 'null'], maxLength: SETTING_STRING_MAX_LENGTH.to } } },
     },
   },
   alerts: {

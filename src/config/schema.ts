@@ -153,9 +153,23 @@ export const ALERT_THRESHOLD_DEFAULTS = {
   anomaly_multiple: 2,
 } as const;
 
+/**
+ * The most percentages one thresholds list holds: a warning every 5 % of a quota or budget. Each is a crossing
+ * checked for every quota and budget at each evaluation and fired once per window; the list is also a body of
+ * PUT /api/settings/alerts, where a 300,000-item list held the event loop for 21 s and was written to the file.
+ */
+export const ALERT_THRESHOLDS_MAX_ITEMS = 20;
+
 const percents = (d: readonly number[]) => ({
-  type: 'array', minItems: 1, uniqueItems: true, items: { type: 'number', exclusiveMinimum: 0, maximum: 1000 }, default: [...d],
+  type: 'array', minItems: 1, maxItems: ALERT_THRESHOLDS_MAX_ITEMS, uniqueItems: true, items: { type: 'number', exclusiveMinimum: 0, maximum: 1000 }, default: [...d],
 });
+
+/**
+ * The longest strings PUT /api/settings/budgets writes: an IANA zone name is at most about 30 characters, a
+ * `<provider>/<model>` or combo name far below 256. Without a bound, any string the body limit allowed was written to
+ * the file (`auto_switch.to` is not checked against the models and combos at load).
+ */
+export const SETTING_STRING_MAX_LENGTH = { timezone: 64, to: 256 } as const;
 
 const combo = closed(
   {
@@ -275,8 +289,8 @@ export const CONFIG_SCHEMA = closed({
     {
       daily_usd: num(),
       monthly_usd: num(),
-      timezone: str,
-      auto_switch: closed({ enabled: { type: 'boolean', default: false }, to: str }, { default: {} }),
+      timezone: { type: 'string', maxLength: SETTING_STRING_MAX_LENGTH.timezone },
+      auto_switch: closed({ enabled: { type: 'boolean', default: false }, to: { type: 'string', maxLength: SETTING_STRING_MAX_LENGTH.to } }, { default: {} }),
     },
     { default: {} },
   ),

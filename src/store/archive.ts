@@ -7,6 +7,10 @@
 // Export writes the table files to a work directory under storage.data_dir first (the manifest needs their row
 // counts, a tar header their sizes), then streams the archive from them; import streams the upload into a work
 // directory, checks the manifest, and hands the files to the store. Nothing holds a whole table in memory.
+//
+// A refusal (ArchiveError) says what is wrong with the archive in its own terms: never a path of the work directory,
+// a system error's text or the store engine's message (those go in `detail`, which the route logs at info). A
+// system error while unpacking (a full disk) is not the archive's fault and is thrown as it is (a 500).
 
 import { createReadStream, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -44,10 +48,42 @@ export interface Manifest {
 
 /** A refusal of the archive itself (not of the store): a 400 for the route. */
 export class ArchiveError extends Error {
-  constructor(message: string) {
+  /** What the gateway saw (a system or engine message, with paths): for the log, never for the client. */
+  readonly detail: string | undefined;
+  constructor(message: string, opts: { detail?: string } = {}) {
     super(message);
     this.name = 'ArchiveError';
+    this.detail = opts.detail;
   }
+}
+
+/** A name taken from the archive, as a message shows it. */
+const shown = (name: string): string => (name.length > 100 ? `${name.slice(0, 100)}…` : name);
+
+/** What a JSON value is, for a message that names a wrong type. */
+function kindOf(v: unknown): string {
+  if (v === undefined) return 'missing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  return typeof v === 'object' ? 'an object' : `a ${typeof v}`;
+}
+
+/** A Node system error (ENOSPC, EACCES, ...): the gateway's problem, not the archive's. */
+const isSystemError = (err: unknown): boolean => typeof (err as NodeJS.ErrnoException)?.syscall === 'string';
+
+/** The tar reader's own refusal (src/store/tar.ts): it names only what the archive holds. */
+const isTarRefusal = (err: unknown): err is Error => err instanceof Error && !('code' in err) && err.message.startsWith('tar');
+
+/** Why unpacking failed, in the archive's terms (the error's own text goes to `detail`). */
+function unreadable(err: unknown): ArchiveError {
+  if (isTarRefusal(err)) return new ArchiveError(`not a readable archive: ${shown(err.message)}`);
+  const e = err as Error & { code?: unknown };
+  const detail = String(e?.message ?? err);
+  // zlib's errors (Z_DATA_ERROR, Z_BUF_ERROR, ...), and the abort of the stages after it when the input ends early.
+  if (typeof e?.code === 'string' && (e.code.startsWith('Z_') || e.code === 'ABORT_ERR')) {
+    return new ArchiveError('not a readable archive: it is not gzip-compressed, or it is damaged or cut short', { detail });
+  }
+  return new ArchiveError('not a readable archive (a gzip-compressed tar from tollgate export)', { detail });
 }
 
 /** The archive is larger than the limit (decompressed bytes): a 413 for the route. */
@@ -131,10 +167,13 @@ export interface Unpacked {
  */
 export async function unpack(body: Readable, dir: string, limit: number): Promise<Unpacked> {
   const files = new Map<string, string>();
+  const seen = new Set<string>();
   const target = (name: string): string => {
+    if (seen.has(name)) throw new ArchiveError(`the archive holds the entry '${shown(name)}' twice`);
+    seen.add(name);
     if (name === 'manifest.json' || name === 'config.yaml') return join(dir, name);
     const m = TABLE_ENTRY.exec(name);
-    if (m === null) throw new ArchiveError(`unexpected entry '${name}' in the archive`);
+    if (m === null) throw new ArchiveError(`unexpected entry '${shown(name)}' in the archive`);
     const path = join(dir, `table-${m[1]!}.native`);
     files.set(m[1]!, path);
     return path;
@@ -156,13 +195,17 @@ export async function unpack(body: Readable, dir: string, limit: number): Promis
     body.resume();
     const err = refused instanceof ArchiveError ? refused : caught;
     if (err instanceof ArchiveTooLarge || err instanceof ArchiveError) throw err;
-    throw new ArchiveError(`not a readable archive (a gzip-compressed tar from tollgate export): ${(err as Error).message}`);
+    if (isSystemError(refused)) throw refused as Error;
+    if (isSystemError(caught)) throw caught as Error;
+    throw unreadable(isTarRefusal(refused) ? refused : caught);
   }
+  if (!seen.has('manifest.json')) throw new ArchiveError('the archive has no manifest.json');
   let manifest: unknown;
   try {
     manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
   } catch (err) {
-    throw new ArchiveError(`the archive has no readable manifest.json: ${(err as Error).message}`);
+    if (isSystemError(err)) throw err;
+    throw new ArchiveError('manifest.json is not valid JSON', { detail: (err as Error).message });
   }
   return { manifest: checkManifest(manifest, files), files };
 }
@@ -171,20 +214,27 @@ function checkManifest(m: unknown, files: ReadonlyMap<string, string>): Manifest
   const bad = (why: string): never => {
     throw new ArchiveError(`manifest.json: ${why}`);
   };
-  if (typeof m !== 'object' || m === null) return bad('not an object');
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) return bad(`it is ${kindOf(m)}, not an object`);
   const o = m as Record<string, unknown>;
   if (o.format !== ARCHIVE_FORMAT) bad(`format is not '${ARCHIVE_FORMAT}'`);
+  if (typeof o.format_version !== 'number') bad(`format_version is ${kindOf(o.format_version)}, not a number (this gateway reads ${ARCHIVE_FORMAT_VERSION})`);
   if (o.format_version !== ARCHIVE_FORMAT_VERSION) bad(`format_version ${String(o.format_version)} is not supported (this gateway reads ${ARCHIVE_FORMAT_VERSION})`);
+  if (typeof o.schema_version !== 'number') bad(`schema_version is ${kindOf(o.schema_version)}, not a number`);
   if (!Number.isInteger(o.schema_version)) bad('schema_version is not an integer');
-  if (typeof o.tables !== 'object' || o.tables === null) bad('tables is missing');
-  for (const [name, t] of Object.entries(o.tables as Record<string, unknown>)) {
+  if (typeof o.tables !== 'object' || o.tables === null || Array.isArray(o.tables)) bad(`tables is ${kindOf(o.tables)}, not an object of table name to {file, rows, columns}`);
+  const tables = o.tables as Record<string, unknown>;
+  // An export always holds every data table: an archive with none is a mistake (a hand-made or damaged manifest),
+  // not an import of nothing that answers 200.
+  if (Object.keys(tables).length === 0) bad('tables is empty: the archive holds no table (an export holds every data table), so nothing was imported');
+  for (const [name, t] of Object.entries(tables)) {
     const e = t as Partial<ManifestTable> | null;
-    if (e === null || typeof e !== 'object' || !Number.isInteger(e.rows) || (e.rows as number) < 0) bad(`tables.${name}.rows is not a count`);
+    const at = `tables.${shown(name)}`;
+    if (e === null || typeof e !== 'object' || !Number.isInteger(e.rows) || (e.rows as number) < 0) bad(`${at}.rows is not a count`);
     const cols = e!.columns;
-    if (!Array.isArray(cols) || cols.length === 0 || !cols.every((c: Column) => typeof c?.name === 'string' && typeof c?.type === 'string')) bad(`tables.${name}.columns is not a list of {name, type}`);
-    if (!files.has(name)) bad(`tables.${name}: its file tables/${name}.native is not in the archive`);
+    if (!Array.isArray(cols) || cols.length === 0 || !cols.every((c: Column) => typeof c?.name === 'string' && typeof c?.type === 'string')) bad(`${at}.columns is not a list of {name, type}`);
+    if (!files.has(name)) bad(`${at}: its file tables/${shown(name)}.native is not in the archive`);
   }
-  for (const name of files.keys()) if (!(name in (o.tables as object))) bad(`tables/${name}.native is not described`);
+  for (const name of files.keys()) if (!Object.hasOwn(tables, name)) bad(`tables/${name}.native is not described`);
   return m as Manifest;
 }
 
@@ -204,7 +254,12 @@ export async function importUnpacked(store: Store, unpacked: Unpacked): Promise<
     throw new ArchiveError(`the archive has schema version ${manifest.schema_version}; this store is at ${current}: upgrade Tollgate before importing it`);
   }
   const tables = new Map((await dataTables(store)).map((t) => [t.name, t]));
-  for (const name of Object.keys(manifest.tables)) if (!tables.has(name)) throw new ArchiveError(`the store has no table ${name}`);
+  for (const name of Object.keys(manifest.tables)) if (!tables.has(name)) throw new ArchiveError(`the store has no table ${shown(name)}`);
+  for (const [name, t] of Object.entries(manifest.tables)) {
+    const known = new Set(tables.get(name)!.columns.map((c) => c.name));
+    const unknown = t.columns.filter((c) => !known.has(c.name)).map((c) => shown(c.name));
+    if (unknown.length > 0) throw new ArchiveError(`table ${name} has no column ${unknown.slice(0, 10).join(', ')} in this store (the archive is from a newer schema)`);
+  }
   const staged: StagedTable[] = [];
   try {
     for (const [name, t] of Object.entries(manifest.tables)) {
@@ -212,7 +267,8 @@ export async function importUnpacked(store: Store, unpacked: Unpacked): Promise<
       try {
         s = await stageTable(store, tables.get(name)!, t.columns, files.get(name)!);
       } catch (err) {
-        throw new ArchiveError(`tables/${name}.native cannot be loaded: ${(err as Error).message}`);
+        // The engine's message names the work directory's files: it goes to the log, not to the client.
+        throw new ArchiveError(`table ${name} cannot be loaded: its file tables/${name}.native is not a valid ClickHouse Native export of the columns the manifest lists`, { detail: (err as Error).message });
       }
       staged.push(s);
       if (s.rows !== t.rows) throw new ArchiveError(`tables/${name}.native holds ${s.rows} rows; the manifest says ${t.rows}`);

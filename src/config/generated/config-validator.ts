@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string"},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string"}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -5625,6 +5625,18 @@ data147["timezone"] = coerced102;
 }
 }
 }
+if(typeof data150 === "string"){
+if(func3(data150) > 64){
+const err299 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err299];
+}
+else {
+vErrors.push(err299);
+}
+errors++;
+}
+}
 }
 let data151 = data147.auto_switch;
 if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
@@ -5633,12 +5645,12 @@ data151.enabled = false;
 }
 for(const key34 in data151){
 if(!((key34 === "enabled") || (key34 === "to"))){
-const err299 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+const err300 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err299];
+vErrors = [err300];
 }
 else {
-vErrors.push(err299);
+vErrors.push(err300);
 }
 errors++;
 }
@@ -5654,12 +5666,12 @@ else if(data152 === "true" || data152 === 1){
 coerced103 = true;
 }
 else {
-const err300 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err301 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err300];
+vErrors = [err301];
 }
 else {
-vErrors.push(err300);
+vErrors.push(err301);
 }
 errors++;
 }
@@ -5684,12 +5696,12 @@ else if(data153 === null){
 coerced104 = "";
 }
 else {
-const err301 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err302 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err301];
+vErrors = [err302];
 }
 else {
-vErrors.push(err301);
+vErrors.push(err302);
 }
 errors++;
 }
@@ -5701,26 +5713,38 @@ data151["to"] = coerced104;
 }
 }
 }
-}
-}
-else {
-const err302 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err302];
-}
-else {
-vErrors.push(err302);
-}
-errors++;
-}
-}
-else {
-const err303 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data153 === "string"){
+if(func3(data153) > 256){
+const err303 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err303];
 }
 else {
 vErrors.push(err303);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err304 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err304];
+}
+else {
+vErrors.push(err304);
+}
+errors++;
+}
+}
+else {
+const err305 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err305];
+}
+else {
+vErrors.push(err305);
 }
 errors++;
 }
@@ -5737,12 +5761,12 @@ data154.channels = {};
 }
 for(const key35 in data154){
 if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err304 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+const err306 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err304];
+vErrors = [err306];
 }
 else {
-vErrors.push(err304);
+vErrors.push(err306);
 }
 errors++;
 }
@@ -5752,23 +5776,23 @@ if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
 for(const key36 in data155){
 const _errs342 = errors;
 if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err305 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+const err307 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
-vErrors = [err305];
+vErrors = [err307];
 }
 else {
-vErrors.push(err305);
+vErrors.push(err307);
 }
 errors++;
 }
 var valid53 = _errs342 === errors;
 if(!valid53){
-const err306 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+const err308 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
-vErrors = [err306];
+vErrors = [err308];
 }
 else {
-vErrors.push(err306);
+vErrors.push(err308);
 }
 errors++;
 }
@@ -5785,12 +5809,12 @@ else if(data156 === "true" || data156 === 1){
 coerced105 = true;
 }
 else {
-const err307 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err309 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err307];
+vErrors = [err309];
 }
 else {
-vErrors.push(err307);
+vErrors.push(err309);
 }
 errors++;
 }
@@ -5805,12 +5829,12 @@ data155[key37] = coerced105;
 }
 }
 else {
-const err308 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err310 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err308];
+vErrors = [err310];
 }
 else {
-vErrors.push(err308);
+vErrors.push(err310);
 }
 errors++;
 }
@@ -5830,25 +5854,35 @@ data157.anomaly_multiple = 2;
 }
 for(const key38 in data157){
 if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err309 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+const err311 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err309];
+vErrors = [err311];
 }
 else {
-vErrors.push(err309);
+vErrors.push(err311);
 }
 errors++;
 }
 }
 let data158 = data157.quota;
 if(Array.isArray(data158)){
-if(data158.length < 1){
-const err310 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data158.length > 20){
+const err312 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err310];
+vErrors = [err312];
 }
 else {
-vErrors.push(err310);
+vErrors.push(err312);
+}
+errors++;
+}
+if(data158.length < 1){
+const err313 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err313];
+}
+else {
+vErrors.push(err313);
 }
 errors++;
 }
@@ -5864,12 +5898,12 @@ if(dataType106 == "boolean" || data159 === null
 coerced106 = +data159;
 }
 else {
-const err311 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err314 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err311];
+vErrors = [err314];
 }
 else {
-vErrors.push(err311);
+vErrors.push(err314);
 }
 errors++;
 }
@@ -5883,22 +5917,22 @@ data158[i9] = coerced106;
 }
 if((typeof data159 == "number") && (isFinite(data159))){
 if(data159 >= 100 || isNaN(data159)){
-const err312 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+const err315 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
-vErrors = [err312];
+vErrors = [err315];
 }
 else {
-vErrors.push(err312);
+vErrors.push(err315);
 }
 errors++;
 }
 if(data159 <= 0 || isNaN(data159)){
-const err313 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err316 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err313];
+vErrors = [err316];
 }
 else {
-vErrors.push(err313);
+vErrors.push(err316);
 }
 errors++;
 }
@@ -5915,12 +5949,12 @@ continue;
 }
 if(typeof indices1[item1] == "number"){
 j2 = indices1[item1];
-const err314 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+const err317 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
 if(vErrors === null){
-vErrors = [err314];
+vErrors = [err317];
 }
 else {
-vErrors.push(err314);
+vErrors.push(err317);
 }
 errors++;
 break;
@@ -5930,24 +5964,34 @@ indices1[item1] = i10;
 }
 }
 else {
-const err315 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err318 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err315];
+vErrors = [err318];
 }
 else {
-vErrors.push(err315);
+vErrors.push(err318);
 }
 errors++;
 }
 let data160 = data157.daily;
 if(Array.isArray(data160)){
-if(data160.length < 1){
-const err316 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data160.length > 20){
+const err319 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err316];
+vErrors = [err319];
 }
 else {
-vErrors.push(err316);
+vErrors.push(err319);
+}
+errors++;
+}
+if(data160.length < 1){
+const err320 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err320];
+}
+else {
+vErrors.push(err320);
 }
 errors++;
 }
@@ -5963,12 +6007,12 @@ if(dataType107 == "boolean" || data161 === null
 coerced107 = +data161;
 }
 else {
-const err317 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err321 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err317];
+vErrors = [err321];
 }
 else {
-vErrors.push(err317);
+vErrors.push(err321);
 }
 errors++;
 }
@@ -5982,22 +6026,22 @@ data160[i11] = coerced107;
 }
 if((typeof data161 == "number") && (isFinite(data161))){
 if(data161 > 1000 || isNaN(data161)){
-const err318 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err322 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err318];
+vErrors = [err322];
 }
 else {
-vErrors.push(err318);
+vErrors.push(err322);
 }
 errors++;
 }
 if(data161 <= 0 || isNaN(data161)){
-const err319 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err323 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err319];
+vErrors = [err323];
 }
 else {
-vErrors.push(err319);
+vErrors.push(err323);
 }
 errors++;
 }
@@ -6014,12 +6058,12 @@ continue;
 }
 if(typeof indices2[item2] == "number"){
 j3 = indices2[item2];
-const err320 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+const err324 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
 if(vErrors === null){
-vErrors = [err320];
+vErrors = [err324];
 }
 else {
-vErrors.push(err320);
+vErrors.push(err324);
 }
 errors++;
 break;
@@ -6029,24 +6073,34 @@ indices2[item2] = i12;
 }
 }
 else {
-const err321 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err325 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err321];
+vErrors = [err325];
 }
 else {
-vErrors.push(err321);
+vErrors.push(err325);
 }
 errors++;
 }
 let data162 = data157.monthly;
 if(Array.isArray(data162)){
-if(data162.length < 1){
-const err322 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data162.length > 20){
+const err326 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err322];
+vErrors = [err326];
 }
 else {
-vErrors.push(err322);
+vErrors.push(err326);
+}
+errors++;
+}
+if(data162.length < 1){
+const err327 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err327];
+}
+else {
+vErrors.push(err327);
 }
 errors++;
 }
@@ -6062,12 +6116,12 @@ if(dataType108 == "boolean" || data163 === null
 coerced108 = +data163;
 }
 else {
-const err323 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err328 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err323];
+vErrors = [err328];
 }
 else {
-vErrors.push(err323);
+vErrors.push(err328);
 }
 errors++;
 }
@@ -6081,22 +6135,22 @@ data162[i13] = coerced108;
 }
 if((typeof data163 == "number") && (isFinite(data163))){
 if(data163 > 1000 || isNaN(data163)){
-const err324 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err329 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err324];
+vErrors = [err329];
 }
 else {
-vErrors.push(err324);
+vErrors.push(err329);
 }
 errors++;
 }
 if(data163 <= 0 || isNaN(data163)){
-const err325 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err330 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err325];
+vErrors = [err330];
 }
 else {
-vErrors.push(err325);
+vErrors.push(err330);
 }
 errors++;
 }
@@ -6113,12 +6167,12 @@ continue;
 }
 if(typeof indices3[item3] == "number"){
 j4 = indices3[item3];
-const err326 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+const err331 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
-vErrors = [err326];
+vErrors = [err331];
 }
 else {
-vErrors.push(err326);
+vErrors.push(err331);
 }
 errors++;
 break;
@@ -6128,12 +6182,12 @@ indices3[item3] = i14;
 }
 }
 else {
-const err327 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err332 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err327];
+vErrors = [err332];
 }
 else {
-vErrors.push(err327);
+vErrors.push(err332);
 }
 errors++;
 }
@@ -6147,12 +6201,12 @@ if(dataType109 == "boolean" || data164 === null
 coerced109 = +data164;
 }
 else {
-const err328 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err333 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err328];
+vErrors = [err333];
 }
 else {
-vErrors.push(err328);
+vErrors.push(err333);
 }
 errors++;
 }
@@ -6166,34 +6220,34 @@ data157["anomaly_multiple"] = coerced109;
 }
 if((typeof data164 == "number") && (isFinite(data164))){
 if(data164 > 1000 || isNaN(data164)){
-const err329 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err334 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err329];
+vErrors = [err334];
 }
 else {
-vErrors.push(err329);
+vErrors.push(err334);
 }
 errors++;
 }
 if(data164 <= 1 || isNaN(data164)){
-const err330 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+const err335 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
-vErrors = [err330];
+vErrors = [err335];
 }
 else {
-vErrors.push(err330);
+vErrors.push(err335);
 }
 errors++;
 }
 }
 }
 else {
-const err331 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err336 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err331];
+vErrors = [err336];
 }
 else {
-vErrors.push(err331);
+vErrors.push(err336);
 }
 errors++;
 }
@@ -6204,12 +6258,12 @@ data165.dashboard = true;
 }
 for(const key39 in data165){
 if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err332 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+const err337 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err332];
+vErrors = [err337];
 }
 else {
-vErrors.push(err332);
+vErrors.push(err337);
 }
 errors++;
 }
@@ -6225,12 +6279,12 @@ else if(data166 === "true" || data166 === 1){
 coerced110 = true;
 }
 else {
-const err333 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err338 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err333];
+vErrors = [err338];
 }
 else {
-vErrors.push(err333);
+vErrors.push(err338);
 }
 errors++;
 }
@@ -6249,43 +6303,43 @@ if(data167.enabled === undefined){
 data167.enabled = true;
 }
 if(data167.smtp_url === undefined){
-const err334 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+const err339 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
-vErrors = [err334];
+vErrors = [err339];
 }
 else {
-vErrors.push(err334);
+vErrors.push(err339);
 }
 errors++;
 }
 if(data167.from === undefined){
-const err335 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+const err340 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
-vErrors = [err335];
+vErrors = [err340];
 }
 else {
-vErrors.push(err335);
+vErrors.push(err340);
 }
 errors++;
 }
 if(data167.to === undefined){
-const err336 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+const err341 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
-vErrors = [err336];
+vErrors = [err341];
 }
 else {
-vErrors.push(err336);
+vErrors.push(err341);
 }
 errors++;
 }
 for(const key40 in data167){
 if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err337 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+const err342 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err337];
+vErrors = [err342];
 }
 else {
-vErrors.push(err337);
+vErrors.push(err342);
 }
 errors++;
 }
@@ -6301,12 +6355,12 @@ else if(data168 === "true" || data168 === 1){
 coerced111 = true;
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err343 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err338];
+vErrors = [err343];
 }
 else {
-vErrors.push(err338);
+vErrors.push(err343);
 }
 errors++;
 }
@@ -6331,12 +6385,12 @@ else if(data169 === null){
 coerced112 = "";
 }
 else {
-const err339 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err344 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err339];
+vErrors = [err344];
 }
 else {
-vErrors.push(err339);
+vErrors.push(err344);
 }
 errors++;
 }
@@ -6362,12 +6416,12 @@ else if(data170 === null){
 coerced113 = "";
 }
 else {
-const err340 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err345 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err340];
+vErrors = [err345];
 }
 else {
-vErrors.push(err340);
+vErrors.push(err345);
 }
 errors++;
 }
@@ -6384,12 +6438,12 @@ if(data167.to !== undefined){
 let data171 = data167.to;
 if(Array.isArray(data171)){
 if(data171.length < 1){
-const err341 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err346 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err341];
+vErrors = [err346];
 }
 else {
-vErrors.push(err341);
+vErrors.push(err346);
 }
 errors++;
 }
@@ -6407,12 +6461,12 @@ else if(data172 === null){
 coerced114 = "";
 }
 else {
-const err342 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err347 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err342];
+vErrors = [err347];
 }
 else {
-vErrors.push(err342);
+vErrors.push(err347);
 }
 errors++;
 }
@@ -6427,24 +6481,24 @@ data171[i15] = coerced114;
 }
 }
 else {
-const err343 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err348 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err343];
+vErrors = [err348];
 }
 else {
-vErrors.push(err343);
+vErrors.push(err348);
 }
 errors++;
 }
 }
 }
 else {
-const err344 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err349 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err344];
+vErrors = [err349];
 }
 else {
-vErrors.push(err344);
+vErrors.push(err349);
 }
 errors++;
 }
@@ -6456,23 +6510,23 @@ if(data173.enabled === undefined){
 data173.enabled = true;
 }
 if(data173.url === undefined){
-const err345 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+const err350 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
-vErrors = [err345];
+vErrors = [err350];
 }
 else {
-vErrors.push(err345);
+vErrors.push(err350);
 }
 errors++;
 }
 for(const key41 in data173){
 if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err346 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+const err351 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err346];
+vErrors = [err351];
 }
 else {
-vErrors.push(err346);
+vErrors.push(err351);
 }
 errors++;
 }
@@ -6488,12 +6542,12 @@ else if(data174 === "true" || data174 === 1){
 coerced115 = true;
 }
 else {
-const err347 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err352 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err347];
+vErrors = [err352];
 }
 else {
-vErrors.push(err347);
+vErrors.push(err352);
 }
 errors++;
 }
@@ -6518,12 +6572,12 @@ else if(data175 === null){
 coerced116 = "";
 }
 else {
-const err348 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err353 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err348];
+vErrors = [err353];
 }
 else {
-vErrors.push(err348);
+vErrors.push(err353);
 }
 errors++;
 }
@@ -6537,12 +6591,12 @@ data173["url"] = coerced116;
 }
 if(typeof data175 === "string"){
 if(!pattern18.test(data175)){
-const err349 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+const err354 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
-vErrors = [err349];
+vErrors = [err354];
 }
 else {
-vErrors.push(err349);
+vErrors.push(err354);
 }
 errors++;
 }
@@ -6561,12 +6615,12 @@ else if(data176 === null){
 coerced117 = "";
 }
 else {
-const err350 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err355 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err350];
+vErrors = [err355];
 }
 else {
-vErrors.push(err350);
+vErrors.push(err355);
 }
 errors++;
 }
@@ -6581,46 +6635,46 @@ data173["secret"] = coerced117;
 }
 }
 else {
-const err351 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err356 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err351];
+vErrors = [err356];
 }
 else {
-vErrors.push(err351);
+vErrors.push(err356);
 }
 errors++;
 }
 }
 }
 else {
-const err352 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err357 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err352];
+vErrors = [err357];
 }
 else {
-vErrors.push(err352);
+vErrors.push(err357);
 }
 errors++;
 }
 }
 else {
-const err353 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err358 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err353];
+vErrors = [err358];
 }
 else {
-vErrors.push(err353);
+vErrors.push(err358);
 }
 errors++;
 }
 }
 else {
-const err354 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err359 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err354];
+vErrors = [err359];
 }
 else {
-vErrors.push(err354);
+vErrors.push(err359);
 }
 errors++;
 }
