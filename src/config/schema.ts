@@ -3,6 +3,12 @@
 // file a user writes today keeps working.
 
 const num = (extra: Record<string, unknown> = {}) => ({ type: 'number', minimum: 0, ...extra });
+
+/**
+ * The highest price a config may set, USD per 1M tokens (the dearest list price today is $600 an output Mtok): with
+ * at most MAX_CALL_TOKENS a bucket (src/ledger/types.ts), no call's cost passes what the row's `cost` column holds.
+ */
+export const MAX_PRICE_PER_MTOK = 9_999;
 const str = { type: 'string' };
 const closed = (properties: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   type: 'object',
@@ -19,16 +25,18 @@ const THINKING = [
 
 // A tier: the prices that apply instead once a request's prompt (input + cache reads + cache writes) is longer than
 // `above_input_tokens` (e.g. a long-context tier above 200k); the fields it leaves out keep the base price.
+// USD per 1M tokens, bounded so that no call's cost passes what the row's `cost` column holds (MAX_CALL_TOKENS).
+const usd = () => num({ maximum: MAX_PRICE_PER_MTOK });
 const priceTier = closed(
-  { above_input_tokens: { type: 'integer', minimum: 1 }, input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num() },
+  { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd() },
   { required: ['above_input_tokens'] },
 );
 const tiers = { type: 'array', items: priceTier, maxItems: 16 };
 const price = closed(
-  { input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num(), tiers },
+  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd(), tiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: num(), output: num(), cached: num(), cache_write: num(), reasoning: num(), tiers });
+const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd(), tiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

@@ -53,3 +53,18 @@ export function addUsage(a: Usage, b: Usage): Usage {
     reasoning: add(a.reasoning, b.reasoning),
   };
 }
+
+/**
+ * The most tokens one bucket of one call can hold: twice the longest context any model has (10M). A provider that
+ * reports more (a bug, a hostile or broken upstream: 1.2e11, 1e300) is not believed: the bucket is taken as not
+ * reported, and estimated like any missing one. Believed, such a figure put a cost the `cost` column cannot hold into
+ * the row (refused by the store while the metrics and the span kept it), or, past what ClickHouse parses, blocked the
+ * embedded writer for every row after it. With the config's prices at most MAX_PRICE_PER_MTOK (src/config/schema.ts),
+ * a call's five buckets full cost at most 5 x 20M x $9,999 / 1M = $999,900: within the column's $999,999.99.
+ */
+export const MAX_CALL_TOKENS = 20_000_000;
+
+/** A provider's token count as a bucket: a whole number from 0 to MAX_CALL_TOKENS, else null (not reported). */
+export function tokenCount(v: unknown): number | null {
+  return typeof v === 'number' && v >= 0 && v <= MAX_CALL_TOKENS ? Math.round(v) : null;
+}

@@ -12,7 +12,7 @@ import { migrate } from '../../src/store/migrations.js';
 import { REQUEST_COLUMNS, type RequestRow } from '../../src/store/rows.js';
 import { headerLine, lines, parseRows, rowLine, rowLines } from '../../src/store/segment.js';
 import { Spool } from '../../src/store/spool.js';
-import { BatchWriter, isRowError, type WriterEvents } from '../../src/store/writer.js';
+import { BatchWriter, isRowError, ROW_ERROR_CODES, type WriterEvents } from '../../src/store/writer.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -173,4 +173,34 @@ t.test('a segment whose file the disk will not delete stays in the spool\'s byte
   await within(w.flush());
   t.equal(spool.bytes, 0, 'deleted at the next remove, and counted down');
   t.equal(log.written, 3);
+});
+
+t.test("a row the engine cannot parse is set aside even when the client misreads the error's name; the rows after it are stored", async (t) => {
+  // A token count past what ClickHouse parses (1e+300 in a UInt64 column: an upstream's absurd usage, before the
+  // gateway stopped believing it). The engine's message lists the row's columns with their types, and the client took
+  // the first one's type for the error's name: `UUID`. The writer took that for the store failing and retried the
+  // segment for ever: 0 of 4 rows landed, /ready said the store refused inserts.
+  const dir = tempDir(t, 'tollgate-spool-');
+  const bad = { ...row('unparsable'), input_tokens: 1e300 } as unknown as RequestRow;
+  const after = [row('unparsable-after'), row('unparsable-after'), row('unparsable-after')];
+  segment(dir, segmentText([bad, ...after]));
+  const caught = await store.insertLines('requests', [rowLine(REQUEST_COLUMNS, bad)], 'damage-1e300', [...REQUEST_COLUMNS]).then(() => null, (err: unknown) => err);
+  t.notMatch(caught, { type: /^CANNOT_PARSE/ }, 'the client does not read the name (it would not need the number)');
+  t.match(caught, { code: '27' }, 'but the number is there');
+  const { log, events: ev } = events();
+  const w = new BatchWriter<RequestRow>(store, 'requests', spoolIn(dir), { maxRows: 100, flushMs: 60_000, retryBaseMs: 5, retryMaxMs: 20 }, ev);
+  t.teardown(() => w.close());
+  t.equal(await within(w.flush()), undefined, 'the flush ends: the segment is not retried for ever');
+  t.same(await stored(`api_key_name = 'unparsable-after'`), after.map((r) => r.request_id).sort(), 'the rows after it are stored');
+  t.equal(total(log, 'rejected'), 1, 'the bad row set aside and counted');
+  t.same(rejected(dir).map((r) => (r.row as { request_id: string }).request_id), [bad.request_id], 'kept in rejected.jsonl');
+  t.same(log.states, [], 'the store never reported down');
+});
+
+t.test('every number taken for a row error is, by the engine\'s own table, one of the row errors by name', async (t) => {
+  const names = await store.query<{ c: number; n: string }>(`SELECT arrayJoin([${[...ROW_ERROR_CODES].join(',')}]) AS c, errorCodeToName(c) AS n`);
+  t.equal(names.length, ROW_ERROR_CODES.size);
+  for (const { c, n } of names) t.ok(isRowError({ type: n }), `${c} is ${n}`);
+  t.notOk(isRowError({ type: 'UUID', code: '252' }), 'TOO_MANY_PARTS (252) stays the store failing');
+  t.notOk(isRowError({ code: 'ECONNREFUSED' }), 'a connection error is no number');
 });

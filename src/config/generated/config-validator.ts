@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0},"output":{"type":"number","minimum":0},"cached":{"type":"number","minimum":0},"cache_write":{"type":"number","minimum":0},"reasoning":{"type":"number","minimum":0}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -3034,13 +3034,23 @@ data78["input"] = coerced55;
 }
 }
 if((typeof data79 == "number") && (isFinite(data79))){
-if(data79 < 0 || isNaN(data79)){
-const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data79 > 9999 || isNaN(data79)){
+const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err155];
 }
 else {
 vErrors.push(err155);
+}
+errors++;
+}
+if(data79 < 0 || isNaN(data79)){
+const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
 }
 errors++;
 }
@@ -3057,12 +3067,12 @@ if(dataType56 == "boolean" || data80 === null
 coerced56 = +data80;
 }
 else {
-const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err156];
+vErrors = [err157];
 }
 else {
-vErrors.push(err156);
+vErrors.push(err157);
 }
 errors++;
 }
@@ -3075,13 +3085,23 @@ data78["output"] = coerced56;
 }
 }
 if((typeof data80 == "number") && (isFinite(data80))){
-if(data80 < 0 || isNaN(data80)){
-const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data80 > 9999 || isNaN(data80)){
+const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err157];
+vErrors = [err158];
 }
 else {
-vErrors.push(err157);
+vErrors.push(err158);
+}
+errors++;
+}
+if(data80 < 0 || isNaN(data80)){
+const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
 }
 errors++;
 }
@@ -3098,12 +3118,12 @@ if(dataType57 == "boolean" || data81 === null
 coerced57 = +data81;
 }
 else {
-const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err158];
+vErrors = [err160];
 }
 else {
-vErrors.push(err158);
+vErrors.push(err160);
 }
 errors++;
 }
@@ -3116,13 +3136,23 @@ data78["cached"] = coerced57;
 }
 }
 if((typeof data81 == "number") && (isFinite(data81))){
-if(data81 < 0 || isNaN(data81)){
-const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data81 > 9999 || isNaN(data81)){
+const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err159];
+vErrors = [err161];
 }
 else {
-vErrors.push(err159);
+vErrors.push(err161);
+}
+errors++;
+}
+if(data81 < 0 || isNaN(data81)){
+const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
 }
 errors++;
 }
@@ -3139,12 +3169,12 @@ if(dataType58 == "boolean" || data82 === null
 coerced58 = +data82;
 }
 else {
-const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err160];
+vErrors = [err163];
 }
 else {
-vErrors.push(err160);
+vErrors.push(err163);
 }
 errors++;
 }
@@ -3157,13 +3187,23 @@ data78["cache_write"] = coerced58;
 }
 }
 if((typeof data82 == "number") && (isFinite(data82))){
-if(data82 < 0 || isNaN(data82)){
-const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data82 > 9999 || isNaN(data82)){
+const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err161];
+vErrors = [err164];
 }
 else {
-vErrors.push(err161);
+vErrors.push(err164);
+}
+errors++;
+}
+if(data82 < 0 || isNaN(data82)){
+const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
 }
 errors++;
 }
@@ -3180,12 +3220,12 @@ if(dataType59 == "boolean" || data83 === null
 coerced59 = +data83;
 }
 else {
-const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err162];
+vErrors = [err166];
 }
 else {
-vErrors.push(err162);
+vErrors.push(err166);
 }
 errors++;
 }
@@ -3198,13 +3238,23 @@ data78["reasoning"] = coerced59;
 }
 }
 if((typeof data83 == "number") && (isFinite(data83))){
-if(data83 < 0 || isNaN(data83)){
-const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data83 > 9999 || isNaN(data83)){
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err163];
+vErrors = [err167];
 }
 else {
-vErrors.push(err163);
+vErrors.push(err167);
+}
+errors++;
+}
+if(data83 < 0 || isNaN(data83)){
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
 }
 errors++;
 }
@@ -3214,12 +3264,12 @@ if(data78.tiers !== undefined){
 let data84 = data78.tiers;
 if(Array.isArray(data84)){
 if(data84.length > 16){
-const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
-vErrors = [err164];
+vErrors = [err169];
 }
 else {
-vErrors.push(err164);
+vErrors.push(err169);
 }
 errors++;
 }
@@ -3228,23 +3278,23 @@ for(let i4=0; i4<len3; i4++){
 let data85 = data84[i4];
 if(data85 && typeof data85 == "object" && !Array.isArray(data85)){
 if(data85.above_input_tokens === undefined){
-const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
-vErrors = [err165];
+vErrors = [err170];
 }
 else {
-vErrors.push(err165);
+vErrors.push(err170);
 }
 errors++;
 }
 for(const key19 in data85){
 if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err166];
+vErrors = [err171];
 }
 else {
-vErrors.push(err166);
+vErrors.push(err171);
 }
 errors++;
 }
@@ -3260,12 +3310,12 @@ if(dataType60 === "boolean" || data86 === null
 coerced60 = +data86;
 }
 else {
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err167];
+vErrors = [err172];
 }
 else {
-vErrors.push(err167);
+vErrors.push(err172);
 }
 errors++;
 }
@@ -3279,12 +3329,12 @@ data85["above_input_tokens"] = coerced60;
 }
 if((typeof data86 == "number") && (isFinite(data86))){
 if(data86 < 1 || isNaN(data86)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err168];
+vErrors = [err173];
 }
 else {
-vErrors.push(err168);
+vErrors.push(err173);
 }
 errors++;
 }
@@ -3301,12 +3351,12 @@ if(dataType61 == "boolean" || data87 === null
 coerced61 = +data87;
 }
 else {
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err169];
+vErrors = [err174];
 }
 else {
-vErrors.push(err169);
+vErrors.push(err174);
 }
 errors++;
 }
@@ -3319,13 +3369,23 @@ data85["input"] = coerced61;
 }
 }
 if((typeof data87 == "number") && (isFinite(data87))){
-if(data87 < 0 || isNaN(data87)){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data87 > 9999 || isNaN(data87)){
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err170];
+vErrors = [err175];
 }
 else {
-vErrors.push(err170);
+vErrors.push(err175);
+}
+errors++;
+}
+if(data87 < 0 || isNaN(data87)){
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
 }
 errors++;
 }
@@ -3342,12 +3402,12 @@ if(dataType62 == "boolean" || data88 === null
 coerced62 = +data88;
 }
 else {
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err171];
+vErrors = [err177];
 }
 else {
-vErrors.push(err171);
+vErrors.push(err177);
 }
 errors++;
 }
@@ -3360,13 +3420,23 @@ data85["output"] = coerced62;
 }
 }
 if((typeof data88 == "number") && (isFinite(data88))){
-if(data88 < 0 || isNaN(data88)){
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data88 > 9999 || isNaN(data88)){
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err172];
+vErrors = [err178];
 }
 else {
-vErrors.push(err172);
+vErrors.push(err178);
+}
+errors++;
+}
+if(data88 < 0 || isNaN(data88)){
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
 }
 errors++;
 }
@@ -3383,12 +3453,12 @@ if(dataType63 == "boolean" || data89 === null
 coerced63 = +data89;
 }
 else {
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err173];
+vErrors = [err180];
 }
 else {
-vErrors.push(err173);
+vErrors.push(err180);
 }
 errors++;
 }
@@ -3401,13 +3471,23 @@ data85["cached"] = coerced63;
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
-if(data89 < 0 || isNaN(data89)){
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data89 > 9999 || isNaN(data89)){
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err174];
+vErrors = [err181];
 }
 else {
-vErrors.push(err174);
+vErrors.push(err181);
+}
+errors++;
+}
+if(data89 < 0 || isNaN(data89)){
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
 }
 errors++;
 }
@@ -3424,12 +3504,12 @@ if(dataType64 == "boolean" || data90 === null
 coerced64 = +data90;
 }
 else {
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err175];
+vErrors = [err183];
 }
 else {
-vErrors.push(err175);
+vErrors.push(err183);
 }
 errors++;
 }
@@ -3442,13 +3522,23 @@ data85["cache_write"] = coerced64;
 }
 }
 if((typeof data90 == "number") && (isFinite(data90))){
-if(data90 < 0 || isNaN(data90)){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data90 > 9999 || isNaN(data90)){
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err176];
+vErrors = [err184];
 }
 else {
-vErrors.push(err176);
+vErrors.push(err184);
+}
+errors++;
+}
+if(data90 < 0 || isNaN(data90)){
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
 }
 errors++;
 }
@@ -3465,12 +3555,12 @@ if(dataType65 == "boolean" || data91 === null
 coerced65 = +data91;
 }
 else {
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err177];
+vErrors = [err186];
 }
 else {
-vErrors.push(err177);
+vErrors.push(err186);
 }
 errors++;
 }
@@ -3483,13 +3573,23 @@ data85["reasoning"] = coerced65;
 }
 }
 if((typeof data91 == "number") && (isFinite(data91))){
+if(data91 > 9999 || isNaN(data91)){
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
 if(data91 < 0 || isNaN(data91)){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err178];
+vErrors = [err188];
 }
 else {
-vErrors.push(err178);
+vErrors.push(err188);
 }
 errors++;
 }
@@ -3497,36 +3597,36 @@ errors++;
 }
 }
 else {
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err179];
+vErrors = [err189];
 }
 else {
-vErrors.push(err179);
+vErrors.push(err189);
 }
 errors++;
 }
 }
 }
 else {
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err180];
+vErrors = [err190];
 }
 else {
-vErrors.push(err180);
+vErrors.push(err190);
 }
 errors++;
 }
 }
 }
 else {
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err181];
+vErrors = [err191];
 }
 else {
-vErrors.push(err181);
+vErrors.push(err191);
 }
 errors++;
 }
@@ -3535,23 +3635,23 @@ if(data41.quota !== undefined){
 let data92 = data41.quota;
 if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
 if(data92.kind === undefined){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
-vErrors = [err182];
+vErrors = [err192];
 }
 else {
-vErrors.push(err182);
+vErrors.push(err192);
 }
 errors++;
 }
 for(const key20 in data92){
 if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err183];
+vErrors = [err193];
 }
 else {
-vErrors.push(err183);
+vErrors.push(err193);
 }
 errors++;
 }
@@ -3559,12 +3659,12 @@ errors++;
 if(data92.kind !== undefined){
 let data93 = data92.kind;
 if(!(((((((data93 === "rolling_hours") || (data93 === "daily_requests")) || (data93 === "monthly")) || (data93 === "daily_tokens")) || (data93 === "rolling_tokens")) || (data93 === "monthly_tokens")) || (data93 === "unlimited"))){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err184];
+vErrors = [err194];
 }
 else {
-vErrors.push(err184);
+vErrors.push(err194);
 }
 errors++;
 }
@@ -3580,12 +3680,12 @@ if(dataType66 == "boolean" || data94 === null
 coerced66 = +data94;
 }
 else {
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err185];
+vErrors = [err195];
 }
 else {
-vErrors.push(err185);
+vErrors.push(err195);
 }
 errors++;
 }
@@ -3599,12 +3699,12 @@ data92["limit"] = coerced66;
 }
 if((typeof data94 == "number") && (isFinite(data94))){
 if(data94 < 0 || isNaN(data94)){
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err186];
+vErrors = [err196];
 }
 else {
-vErrors.push(err186);
+vErrors.push(err196);
 }
 errors++;
 }
@@ -3621,12 +3721,12 @@ if(dataType67 == "boolean" || data95 === null
 coerced67 = +data95;
 }
 else {
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err187];
+vErrors = [err197];
 }
 else {
-vErrors.push(err187);
+vErrors.push(err197);
 }
 errors++;
 }
@@ -3640,12 +3740,12 @@ data92["monthly_limit"] = coerced67;
 }
 if((typeof data95 == "number") && (isFinite(data95))){
 if(data95 < 0 || isNaN(data95)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err188];
+vErrors = [err198];
 }
 else {
-vErrors.push(err188);
+vErrors.push(err198);
 }
 errors++;
 }
@@ -3664,12 +3764,12 @@ else if(data96 === null){
 coerced68 = "";
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err189];
+vErrors = [err199];
 }
 else {
-vErrors.push(err189);
+vErrors.push(err199);
 }
 errors++;
 }
@@ -3683,12 +3783,12 @@ data92["window"] = coerced68;
 }
 if(typeof data96 === "string"){
 if(!pattern12.test(data96)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
-vErrors = [err190];
+vErrors = [err200];
 }
 else {
-vErrors.push(err190);
+vErrors.push(err200);
 }
 errors++;
 }
@@ -3707,12 +3807,12 @@ else if(data97 === null){
 coerced69 = "";
 }
 else {
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err191];
+vErrors = [err201];
 }
 else {
-vErrors.push(err191);
+vErrors.push(err201);
 }
 errors++;
 }
@@ -3726,12 +3826,12 @@ data92["reset_time"] = coerced69;
 }
 if(typeof data97 === "string"){
 if(!pattern14.test(data97)){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
-vErrors = [err192];
+vErrors = [err202];
 }
 else {
-vErrors.push(err192);
+vErrors.push(err202);
 }
 errors++;
 }
@@ -3748,12 +3848,12 @@ if(dataType70 === "boolean" || data98 === null
 coerced70 = +data98;
 }
 else {
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err193];
+vErrors = [err203];
 }
 else {
-vErrors.push(err193);
+vErrors.push(err203);
 }
 errors++;
 }
@@ -3767,22 +3867,22 @@ data92["anchor_day"] = coerced70;
 }
 if((typeof data98 == "number") && (isFinite(data98))){
 if(data98 > 31 || isNaN(data98)){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
-vErrors = [err194];
+vErrors = [err204];
 }
 else {
-vErrors.push(err194);
+vErrors.push(err204);
 }
 errors++;
 }
 if(data98 < 1 || isNaN(data98)){
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err195];
+vErrors = [err205];
 }
 else {
-vErrors.push(err195);
+vErrors.push(err205);
 }
 errors++;
 }
@@ -3791,12 +3891,12 @@ errors++;
 if(data92.unit !== undefined){
 let data99 = data92.unit;
 if(!(((data99 === "hours") || (data99 === "tokens")) || (data99 === "requests"))){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err196];
+vErrors = [err206];
 }
 else {
-vErrors.push(err196);
+vErrors.push(err206);
 }
 errors++;
 }
@@ -3811,23 +3911,23 @@ if(data100.refresh_s === undefined){
 data100.refresh_s = 180;
 }
 if(data100.url === undefined){
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
-vErrors = [err197];
+vErrors = [err207];
 }
 else {
-vErrors.push(err197);
+vErrors.push(err207);
 }
 errors++;
 }
 for(const key21 in data100){
 if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err198];
+vErrors = [err208];
 }
 else {
-vErrors.push(err198);
+vErrors.push(err208);
 }
 errors++;
 }
@@ -3845,12 +3945,12 @@ else if(data101 === null){
 coerced71 = "";
 }
 else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err199];
+vErrors = [err209];
 }
 else {
-vErrors.push(err199);
+vErrors.push(err209);
 }
 errors++;
 }
@@ -3864,12 +3964,12 @@ data100["url"] = coerced71;
 }
 if(typeof data101 === "string"){
 if(!pattern4.test(data101)){
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
-vErrors = [err200];
+vErrors = [err210];
 }
 else {
-vErrors.push(err200);
+vErrors.push(err210);
 }
 errors++;
 }
@@ -3890,12 +3990,12 @@ else if(data103 === null){
 coerced72 = "";
 }
 else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err201];
+vErrors = [err211];
 }
 else {
-vErrors.push(err201);
+vErrors.push(err211);
 }
 errors++;
 }
@@ -3910,12 +4010,12 @@ data102[key22] = coerced72;
 }
 }
 else {
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err202];
+vErrors = [err212];
 }
 else {
-vErrors.push(err202);
+vErrors.push(err212);
 }
 errors++;
 }
@@ -3929,12 +4029,12 @@ if(dataType73 == "boolean" || data104 === null
 coerced73 = +data104;
 }
 else {
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err203];
+vErrors = [err213];
 }
 else {
-vErrors.push(err203);
+vErrors.push(err213);
 }
 errors++;
 }
@@ -3948,36 +4048,36 @@ data100["refresh_s"] = coerced73;
 }
 if((typeof data104 == "number") && (isFinite(data104))){
 if(data104 < 180 || isNaN(data104)){
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
-vErrors = [err204];
+vErrors = [err214];
 }
 else {
-vErrors.push(err204);
+vErrors.push(err214);
 }
 errors++;
 }
 }
 }
 else {
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err205];
+vErrors = [err215];
 }
 else {
-vErrors.push(err205);
+vErrors.push(err215);
 }
 errors++;
 }
 }
 }
 else {
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err206];
+vErrors = [err216];
 }
 else {
-vErrors.push(err206);
+vErrors.push(err216);
 }
 errors++;
 }
@@ -3995,12 +4095,12 @@ data105.chunk_delay_ms = 5;
 }
 for(const key23 in data105){
 if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err207];
+vErrors = [err217];
 }
 else {
-vErrors.push(err207);
+vErrors.push(err217);
 }
 errors++;
 }
@@ -4015,12 +4115,12 @@ if(dataType74 === "boolean" || data106 === null
 coerced74 = +data106;
 }
 else {
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err208];
+vErrors = [err218];
 }
 else {
-vErrors.push(err208);
+vErrors.push(err218);
 }
 errors++;
 }
@@ -4034,22 +4134,22 @@ data105["chunks"] = coerced74;
 }
 if((typeof data106 == "number") && (isFinite(data106))){
 if(data106 > 10000 || isNaN(data106)){
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
-vErrors = [err209];
+vErrors = [err219];
 }
 else {
-vErrors.push(err209);
+vErrors.push(err219);
 }
 errors++;
 }
 if(data106 < 1 || isNaN(data106)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err210];
+vErrors = [err220];
 }
 else {
-vErrors.push(err210);
+vErrors.push(err220);
 }
 errors++;
 }
@@ -4064,12 +4164,12 @@ if(dataType75 == "boolean" || data107 === null
 coerced75 = +data107;
 }
 else {
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err211];
+vErrors = [err221];
 }
 else {
-vErrors.push(err211);
+vErrors.push(err221);
 }
 errors++;
 }
@@ -4083,12 +4183,12 @@ data105["latency_ms"] = coerced75;
 }
 if((typeof data107 == "number") && (isFinite(data107))){
 if(data107 < 0 || isNaN(data107)){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err212];
+vErrors = [err222];
 }
 else {
-vErrors.push(err212);
+vErrors.push(err222);
 }
 errors++;
 }
@@ -4103,12 +4203,12 @@ if(dataType76 == "boolean" || data108 === null
 coerced76 = +data108;
 }
 else {
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err213];
+vErrors = [err223];
 }
 else {
-vErrors.push(err213);
+vErrors.push(err223);
 }
 errors++;
 }
@@ -4122,12 +4222,12 @@ data105["chunk_delay_ms"] = coerced76;
 }
 if((typeof data108 == "number") && (isFinite(data108))){
 if(data108 < 0 || isNaN(data108)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err214];
+vErrors = [err224];
 }
 else {
-vErrors.push(err214);
+vErrors.push(err224);
 }
 errors++;
 }
@@ -4143,12 +4243,12 @@ if(dataType77 === "boolean" || data109 === null
 coerced77 = +data109;
 }
 else {
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err215];
+vErrors = [err225];
 }
 else {
-vErrors.push(err215);
+vErrors.push(err225);
 }
 errors++;
 }
@@ -4162,12 +4262,12 @@ data105["input_tokens"] = coerced77;
 }
 if((typeof data109 == "number") && (isFinite(data109))){
 if(data109 < 0 || isNaN(data109)){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err216];
+vErrors = [err226];
 }
 else {
-vErrors.push(err216);
+vErrors.push(err226);
 }
 errors++;
 }
@@ -4175,12 +4275,12 @@ errors++;
 }
 }
 else {
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err217];
+vErrors = [err227];
 }
 else {
-vErrors.push(err217);
+vErrors.push(err227);
 }
 errors++;
 }
@@ -4197,24 +4297,24 @@ data111.capabilities = [];
 }
 for(const key25 in data111){
 if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err218];
+vErrors = [err228];
 }
 else {
-vErrors.push(err218);
+vErrors.push(err228);
 }
 errors++;
 }
 }
 let data112 = data111.kind;
 if(!(((data112 === "llm") || (data112 === "image")) || (data112 === "embedding"))){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err219];
+vErrors = [err229];
 }
 else {
-vErrors.push(err219);
+vErrors.push(err229);
 }
 errors++;
 }
@@ -4224,12 +4324,12 @@ const len4 = data113.length;
 for(let i5=0; i5<len4; i5++){
 let data114 = data113[i5];
 if(!((((((data114 === "vision") || (data114 === "pdf")) || (data114 === "audio")) || (data114 === "tools")) || (data114 === "reasoning")) || (data114 === "structured_output"))){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err220];
+vErrors = [err230];
 }
 else {
-vErrors.push(err220);
+vErrors.push(err230);
 }
 errors++;
 }
@@ -4241,12 +4341,12 @@ outer0:
 for(;i6--;){
 for(j1 = i6; j1--;){
 if(func0(data113[i6], data113[j1])){
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
 if(vErrors === null){
-vErrors = [err221];
+vErrors = [err231];
 }
 else {
-vErrors.push(err221);
+vErrors.push(err231);
 }
 errors++;
 break outer0;
@@ -4256,12 +4356,12 @@ break outer0;
 }
 }
 else {
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err222];
+vErrors = [err232];
 }
 else {
-vErrors.push(err222);
+vErrors.push(err232);
 }
 errors++;
 }
@@ -4276,12 +4376,12 @@ if(dataType78 === "boolean" || data115 === null
 coerced78 = +data115;
 }
 else {
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err223];
+vErrors = [err233];
 }
 else {
-vErrors.push(err223);
+vErrors.push(err233);
 }
 errors++;
 }
@@ -4295,12 +4395,12 @@ data111["max_output_tokens"] = coerced78;
 }
 if((typeof data115 == "number") && (isFinite(data115))){
 if(data115 < 1 || isNaN(data115)){
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err224];
+vErrors = [err234];
 }
 else {
-vErrors.push(err224);
+vErrors.push(err234);
 }
 errors++;
 }
@@ -4309,12 +4409,12 @@ errors++;
 if(data111.thinking !== undefined){
 let data116 = data111.thinking;
 if(!((((((((((data116 === "openai") || (data116 === "anthropic-budget")) || (data116 === "anthropic-adaptive")) || (data116 === "gemini-budget")) || (data116 === "gemini-level")) || (data116 === "zai")) || (data116 === "qwen")) || (data116 === "deepseek")) || (data116 === "kimi")) || (data116 === "minimax"))){
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err225];
+vErrors = [err235];
 }
 else {
-vErrors.push(err225);
+vErrors.push(err235);
 }
 errors++;
 }
@@ -4324,12 +4424,12 @@ let data117 = data111.price;
 if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
 for(const key26 in data117){
 if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err226];
+vErrors = [err236];
 }
 else {
-vErrors.push(err226);
+vErrors.push(err236);
 }
 errors++;
 }
@@ -4345,12 +4445,12 @@ if(dataType79 == "boolean" || data118 === null
 coerced79 = +data118;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err227];
+vErrors = [err237];
 }
 else {
-vErrors.push(err227);
+vErrors.push(err237);
 }
 errors++;
 }
@@ -4363,13 +4463,23 @@ data117["input"] = coerced79;
 }
 }
 if((typeof data118 == "number") && (isFinite(data118))){
-if(data118 < 0 || isNaN(data118)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data118 > 9999 || isNaN(data118)){
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err228];
+vErrors = [err238];
 }
 else {
-vErrors.push(err228);
+vErrors.push(err238);
+}
+errors++;
+}
+if(data118 < 0 || isNaN(data118)){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err239];
+}
+else {
+vErrors.push(err239);
 }
 errors++;
 }
@@ -4386,12 +4496,12 @@ if(dataType80 == "boolean" || data119 === null
 coerced80 = +data119;
 }
 else {
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err229];
+vErrors = [err240];
 }
 else {
-vErrors.push(err229);
+vErrors.push(err240);
 }
 errors++;
 }
@@ -4404,13 +4514,23 @@ data117["output"] = coerced80;
 }
 }
 if((typeof data119 == "number") && (isFinite(data119))){
-if(data119 < 0 || isNaN(data119)){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data119 > 9999 || isNaN(data119)){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err230];
+vErrors = [err241];
 }
 else {
-vErrors.push(err230);
+vErrors.push(err241);
+}
+errors++;
+}
+if(data119 < 0 || isNaN(data119)){
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err242];
+}
+else {
+vErrors.push(err242);
 }
 errors++;
 }
@@ -4427,12 +4547,12 @@ if(dataType81 == "boolean" || data120 === null
 coerced81 = +data120;
 }
 else {
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err231];
+vErrors = [err243];
 }
 else {
-vErrors.push(err231);
+vErrors.push(err243);
 }
 errors++;
 }
@@ -4445,13 +4565,23 @@ data117["cached"] = coerced81;
 }
 }
 if((typeof data120 == "number") && (isFinite(data120))){
-if(data120 < 0 || isNaN(data120)){
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data120 > 9999 || isNaN(data120)){
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err232];
+vErrors = [err244];
 }
 else {
-vErrors.push(err232);
+vErrors.push(err244);
+}
+errors++;
+}
+if(data120 < 0 || isNaN(data120)){
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err245];
+}
+else {
+vErrors.push(err245);
 }
 errors++;
 }
@@ -4468,12 +4598,12 @@ if(dataType82 == "boolean" || data121 === null
 coerced82 = +data121;
 }
 else {
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err233];
+vErrors = [err246];
 }
 else {
-vErrors.push(err233);
+vErrors.push(err246);
 }
 errors++;
 }
@@ -4486,13 +4616,23 @@ data117["cache_write"] = coerced82;
 }
 }
 if((typeof data121 == "number") && (isFinite(data121))){
-if(data121 < 0 || isNaN(data121)){
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data121 > 9999 || isNaN(data121)){
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err234];
+vErrors = [err247];
 }
 else {
-vErrors.push(err234);
+vErrors.push(err247);
+}
+errors++;
+}
+if(data121 < 0 || isNaN(data121)){
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err248];
+}
+else {
+vErrors.push(err248);
 }
 errors++;
 }
@@ -4509,12 +4649,12 @@ if(dataType83 == "boolean" || data122 === null
 coerced83 = +data122;
 }
 else {
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err235];
+vErrors = [err249];
 }
 else {
-vErrors.push(err235);
+vErrors.push(err249);
 }
 errors++;
 }
@@ -4527,13 +4667,23 @@ data117["reasoning"] = coerced83;
 }
 }
 if((typeof data122 == "number") && (isFinite(data122))){
-if(data122 < 0 || isNaN(data122)){
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data122 > 9999 || isNaN(data122)){
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err236];
+vErrors = [err250];
 }
 else {
-vErrors.push(err236);
+vErrors.push(err250);
+}
+errors++;
+}
+if(data122 < 0 || isNaN(data122)){
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err251];
+}
+else {
+vErrors.push(err251);
 }
 errors++;
 }
@@ -4543,12 +4693,12 @@ if(data117.tiers !== undefined){
 let data123 = data117.tiers;
 if(Array.isArray(data123)){
 if(data123.length > 16){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
-vErrors = [err237];
+vErrors = [err252];
 }
 else {
-vErrors.push(err237);
+vErrors.push(err252);
 }
 errors++;
 }
@@ -4557,23 +4707,23 @@ for(let i7=0; i7<len5; i7++){
 let data124 = data123[i7];
 if(data124 && typeof data124 == "object" && !Array.isArray(data124)){
 if(data124.above_input_tokens === undefined){
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
-vErrors = [err238];
+vErrors = [err253];
 }
 else {
-vErrors.push(err238);
+vErrors.push(err253);
 }
 errors++;
 }
 for(const key27 in data124){
 if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err239];
+vErrors = [err254];
 }
 else {
-vErrors.push(err239);
+vErrors.push(err254);
 }
 errors++;
 }
@@ -4589,12 +4739,12 @@ if(dataType84 === "boolean" || data125 === null
 coerced84 = +data125;
 }
 else {
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err240];
+vErrors = [err255];
 }
 else {
-vErrors.push(err240);
+vErrors.push(err255);
 }
 errors++;
 }
@@ -4608,12 +4758,12 @@ data124["above_input_tokens"] = coerced84;
 }
 if((typeof data125 == "number") && (isFinite(data125))){
 if(data125 < 1 || isNaN(data125)){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err241];
+vErrors = [err256];
 }
 else {
-vErrors.push(err241);
+vErrors.push(err256);
 }
 errors++;
 }
@@ -4630,12 +4780,12 @@ if(dataType85 == "boolean" || data126 === null
 coerced85 = +data126;
 }
 else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err242];
+vErrors = [err257];
 }
 else {
-vErrors.push(err242);
+vErrors.push(err257);
 }
 errors++;
 }
@@ -4648,13 +4798,23 @@ data124["input"] = coerced85;
 }
 }
 if((typeof data126 == "number") && (isFinite(data126))){
-if(data126 < 0 || isNaN(data126)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data126 > 9999 || isNaN(data126)){
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err243];
+vErrors = [err258];
 }
 else {
-vErrors.push(err243);
+vErrors.push(err258);
+}
+errors++;
+}
+if(data126 < 0 || isNaN(data126)){
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err259];
+}
+else {
+vErrors.push(err259);
 }
 errors++;
 }
@@ -4671,12 +4831,12 @@ if(dataType86 == "boolean" || data127 === null
 coerced86 = +data127;
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err244];
+vErrors = [err260];
 }
 else {
-vErrors.push(err244);
+vErrors.push(err260);
 }
 errors++;
 }
@@ -4689,13 +4849,23 @@ data124["output"] = coerced86;
 }
 }
 if((typeof data127 == "number") && (isFinite(data127))){
-if(data127 < 0 || isNaN(data127)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data127 > 9999 || isNaN(data127)){
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err245];
+vErrors = [err261];
 }
 else {
-vErrors.push(err245);
+vErrors.push(err261);
+}
+errors++;
+}
+if(data127 < 0 || isNaN(data127)){
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err262];
+}
+else {
+vErrors.push(err262);
 }
 errors++;
 }
@@ -4712,12 +4882,12 @@ if(dataType87 == "boolean" || data128 === null
 coerced87 = +data128;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err246];
+vErrors = [err263];
 }
 else {
-vErrors.push(err246);
+vErrors.push(err263);
 }
 errors++;
 }
@@ -4730,13 +4900,23 @@ data124["cached"] = coerced87;
 }
 }
 if((typeof data128 == "number") && (isFinite(data128))){
-if(data128 < 0 || isNaN(data128)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data128 > 9999 || isNaN(data128)){
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err247];
+vErrors = [err264];
 }
 else {
-vErrors.push(err247);
+vErrors.push(err264);
+}
+errors++;
+}
+if(data128 < 0 || isNaN(data128)){
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err265];
+}
+else {
+vErrors.push(err265);
 }
 errors++;
 }
@@ -4753,12 +4933,12 @@ if(dataType88 == "boolean" || data129 === null
 coerced88 = +data129;
 }
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err248];
+vErrors = [err266];
 }
 else {
-vErrors.push(err248);
+vErrors.push(err266);
 }
 errors++;
 }
@@ -4771,13 +4951,23 @@ data124["cache_write"] = coerced88;
 }
 }
 if((typeof data129 == "number") && (isFinite(data129))){
-if(data129 < 0 || isNaN(data129)){
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data129 > 9999 || isNaN(data129)){
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
-vErrors = [err249];
+vErrors = [err267];
 }
 else {
-vErrors.push(err249);
+vErrors.push(err267);
+}
+errors++;
+}
+if(data129 < 0 || isNaN(data129)){
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err268];
+}
+else {
+vErrors.push(err268);
 }
 errors++;
 }
@@ -4794,12 +4984,12 @@ if(dataType89 == "boolean" || data130 === null
 coerced89 = +data130;
 }
 else {
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err250];
+vErrors = [err269];
 }
 else {
-vErrors.push(err250);
+vErrors.push(err269);
 }
 errors++;
 }
@@ -4812,13 +5002,23 @@ data124["reasoning"] = coerced89;
 }
 }
 if((typeof data130 == "number") && (isFinite(data130))){
+if(data130 > 9999 || isNaN(data130)){
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(vErrors === null){
+vErrors = [err270];
+}
+else {
+vErrors.push(err270);
+}
+errors++;
+}
 if(data130 < 0 || isNaN(data130)){
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err251];
+vErrors = [err271];
 }
 else {
-vErrors.push(err251);
+vErrors.push(err271);
 }
 errors++;
 }
@@ -4826,60 +5026,60 @@ errors++;
 }
 }
 else {
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err252];
+vErrors = [err272];
 }
 else {
-vErrors.push(err252);
+vErrors.push(err272);
 }
 errors++;
 }
 }
 }
 else {
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err253];
+vErrors = [err273];
 }
 else {
-vErrors.push(err253);
+vErrors.push(err273);
 }
 errors++;
 }
 }
 }
 else {
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err254];
+vErrors = [err274];
 }
 else {
-vErrors.push(err254);
+vErrors.push(err274);
 }
 errors++;
 }
 }
 }
 else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err255];
+vErrors = [err275];
 }
 else {
-vErrors.push(err255);
+vErrors.push(err275);
 }
 errors++;
 }
 }
 }
 else {
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err256];
+vErrors = [err276];
 }
 else {
-vErrors.push(err256);
+vErrors.push(err276);
 }
 errors++;
 }
@@ -4896,12 +5096,12 @@ else if(data131 === null){
 coerced90 = "";
 }
 else {
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err257];
+vErrors = [err277];
 }
 else {
-vErrors.push(err257);
+vErrors.push(err277);
 }
 errors++;
 }
@@ -4915,12 +5115,12 @@ data41["catalog"] = coerced90;
 }
 if(typeof data131 === "string"){
 if(!pattern16.test(data131)){
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
-vErrors = [err258];
+vErrors = [err278];
 }
 else {
-vErrors.push(err258);
+vErrors.push(err278);
 }
 errors++;
 }
@@ -4937,12 +5137,12 @@ else if(data132 === "true" || data132 === 1){
 coerced91 = true;
 }
 else {
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err259];
+vErrors = [err279];
 }
 else {
-vErrors.push(err259);
+vErrors.push(err279);
 }
 errors++;
 }
@@ -4956,24 +5156,24 @@ data41["allow_unlisted_models"] = coerced91;
 }
 }
 else {
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err260];
+vErrors = [err280];
 }
 else {
-vErrors.push(err260);
+vErrors.push(err280);
 }
 errors++;
 }
 }
 }
 else {
-const err261 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err281 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err261];
+vErrors = [err281];
 }
 else {
-vErrors.push(err261);
+vErrors.push(err281);
 }
 errors++;
 }
@@ -4983,24 +5183,24 @@ for(const key28 in data133){
 const _errs291 = errors;
 if(typeof key28 === "string"){
 if(!pattern3.test(key28)){
-const err262 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+const err282 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
-vErrors = [err262];
+vErrors = [err282];
 }
 else {
-vErrors.push(err262);
+vErrors.push(err282);
 }
 errors++;
 }
 }
 var valid43 = _errs291 === errors;
 if(!valid43){
-const err263 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+const err283 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
-vErrors = [err263];
+vErrors = [err283];
 }
 else {
-vErrors.push(err263);
+vErrors.push(err283);
 }
 errors++;
 }
@@ -5009,33 +5209,33 @@ for(const key29 in data133){
 let data134 = data133[key29];
 if(data134 && typeof data134 == "object" && !Array.isArray(data134)){
 if(data134.strategy === undefined){
-const err264 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+const err284 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
-vErrors = [err264];
+vErrors = [err284];
 }
 else {
-vErrors.push(err264);
+vErrors.push(err284);
 }
 errors++;
 }
 if(data134.models === undefined){
-const err265 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+const err285 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
-vErrors = [err265];
+vErrors = [err285];
 }
 else {
-vErrors.push(err265);
+vErrors.push(err285);
 }
 errors++;
 }
 for(const key30 in data134){
 if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err266 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+const err286 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err266];
+vErrors = [err286];
 }
 else {
-vErrors.push(err266);
+vErrors.push(err286);
 }
 errors++;
 }
@@ -5043,12 +5243,12 @@ errors++;
 if(data134.strategy !== undefined){
 let data135 = data134.strategy;
 if(!((((data135 === "fallback") || (data135 === "round-robin")) || (data135 === "fusion")) || (data135 === "capacity"))){
-const err267 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+const err287 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
-vErrors = [err267];
+vErrors = [err287];
 }
 else {
-vErrors.push(err267);
+vErrors.push(err287);
 }
 errors++;
 }
@@ -5057,12 +5257,12 @@ if(data134.models !== undefined){
 let data136 = data134.models;
 if(Array.isArray(data136)){
 if(data136.length < 1){
-const err268 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err288 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err268];
+vErrors = [err288];
 }
 else {
-vErrors.push(err268);
+vErrors.push(err288);
 }
 errors++;
 }
@@ -5080,12 +5280,12 @@ else if(data137 === null){
 coerced92 = "";
 }
 else {
-const err269 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err289 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err269];
+vErrors = [err289];
 }
 else {
-vErrors.push(err269);
+vErrors.push(err289);
 }
 errors++;
 }
@@ -5100,12 +5300,12 @@ data136[i8] = coerced92;
 }
 }
 else {
-const err270 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err290 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err270];
+vErrors = [err290];
 }
 else {
-vErrors.push(err270);
+vErrors.push(err290);
 }
 errors++;
 }
@@ -5123,12 +5323,12 @@ else if(data138 === null){
 coerced93 = "";
 }
 else {
-const err271 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err291 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err271];
+vErrors = [err291];
 }
 else {
-vErrors.push(err271);
+vErrors.push(err291);
 }
 errors++;
 }
@@ -5152,12 +5352,12 @@ if(dataType94 === "boolean" || data139 === null
 coerced94 = +data139;
 }
 else {
-const err272 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err292 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
-vErrors = [err272];
+vErrors = [err292];
 }
 else {
-vErrors.push(err272);
+vErrors.push(err292);
 }
 errors++;
 }
@@ -5171,12 +5371,12 @@ data134["quorum"] = coerced94;
 }
 if((typeof data139 == "number") && (isFinite(data139))){
 if(data139 < 1 || isNaN(data139)){
-const err273 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err293 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err273];
+vErrors = [err293];
 }
 else {
-vErrors.push(err273);
+vErrors.push(err293);
 }
 errors++;
 }
@@ -5193,12 +5393,12 @@ if(dataType95 == "boolean" || data140 === null
 coerced95 = +data140;
 }
 else {
-const err274 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err294 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err274];
+vErrors = [err294];
 }
 else {
-vErrors.push(err274);
+vErrors.push(err294);
 }
 errors++;
 }
@@ -5212,12 +5412,12 @@ data134["grace_ms"] = coerced95;
 }
 if((typeof data140 == "number") && (isFinite(data140))){
 if(data140 < 0 || isNaN(data140)){
-const err275 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err295 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err275];
+vErrors = [err295];
 }
 else {
-vErrors.push(err275);
+vErrors.push(err295);
 }
 errors++;
 }
@@ -5234,12 +5434,12 @@ if(dataType96 == "boolean" || data141 === null
 coerced96 = +data141;
 }
 else {
-const err276 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err296 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err276];
+vErrors = [err296];
 }
 else {
-vErrors.push(err276);
+vErrors.push(err296);
 }
 errors++;
 }
@@ -5253,22 +5453,22 @@ data134["timeout_ms"] = coerced96;
 }
 if((typeof data141 == "number") && (isFinite(data141))){
 if(data141 < 0 || isNaN(data141)){
-const err277 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err297 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err277];
+vErrors = [err297];
 }
 else {
-vErrors.push(err277);
+vErrors.push(err297);
 }
 errors++;
 }
 if(data141 <= 0 || isNaN(data141)){
-const err278 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err298 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err278];
+vErrors = [err298];
 }
 else {
-vErrors.push(err278);
+vErrors.push(err298);
 }
 errors++;
 }
@@ -5276,24 +5476,24 @@ errors++;
 }
 }
 else {
-const err279 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err299 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err279];
+vErrors = [err299];
 }
 else {
-vErrors.push(err279);
+vErrors.push(err299);
 }
 errors++;
 }
 }
 }
 else {
-const err280 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err300 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err280];
+vErrors = [err300];
 }
 else {
-vErrors.push(err280);
+vErrors.push(err300);
 }
 errors++;
 }
@@ -5304,12 +5504,12 @@ data142.cooldown = {};
 }
 for(const key31 in data142){
 if(!(key31 === "cooldown")){
-const err281 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+const err301 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err281];
+vErrors = [err301];
 }
 else {
-vErrors.push(err281);
+vErrors.push(err301);
 }
 errors++;
 }
@@ -5327,12 +5527,12 @@ data143.multiplier = 2;
 }
 for(const key32 in data143){
 if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err282 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+const err302 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err282];
+vErrors = [err302];
 }
 else {
-vErrors.push(err282);
+vErrors.push(err302);
 }
 errors++;
 }
@@ -5347,12 +5547,12 @@ if(dataType97 == "boolean" || data144 === null
 coerced97 = +data144;
 }
 else {
-const err283 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err303 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err283];
+vErrors = [err303];
 }
 else {
-vErrors.push(err283);
+vErrors.push(err303);
 }
 errors++;
 }
@@ -5366,22 +5566,22 @@ data143["initial_s"] = coerced97;
 }
 if((typeof data144 == "number") && (isFinite(data144))){
 if(data144 < 0 || isNaN(data144)){
-const err284 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err304 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err284];
+vErrors = [err304];
 }
 else {
-vErrors.push(err284);
+vErrors.push(err304);
 }
 errors++;
 }
 if(data144 <= 0 || isNaN(data144)){
-const err285 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err305 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err285];
+vErrors = [err305];
 }
 else {
-vErrors.push(err285);
+vErrors.push(err305);
 }
 errors++;
 }
@@ -5396,12 +5596,12 @@ if(dataType98 == "boolean" || data145 === null
 coerced98 = +data145;
 }
 else {
-const err286 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err306 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err286];
+vErrors = [err306];
 }
 else {
-vErrors.push(err286);
+vErrors.push(err306);
 }
 errors++;
 }
@@ -5415,22 +5615,22 @@ data143["max_s"] = coerced98;
 }
 if((typeof data145 == "number") && (isFinite(data145))){
 if(data145 < 0 || isNaN(data145)){
-const err287 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err307 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err287];
+vErrors = [err307];
 }
 else {
-vErrors.push(err287);
+vErrors.push(err307);
 }
 errors++;
 }
 if(data145 <= 0 || isNaN(data145)){
-const err288 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err308 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err288];
+vErrors = [err308];
 }
 else {
-vErrors.push(err288);
+vErrors.push(err308);
 }
 errors++;
 }
@@ -5445,12 +5645,12 @@ if(dataType99 == "boolean" || data146 === null
 coerced99 = +data146;
 }
 else {
-const err289 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err309 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err289];
+vErrors = [err309];
 }
 else {
-vErrors.push(err289);
+vErrors.push(err309);
 }
 errors++;
 }
@@ -5464,35 +5664,35 @@ data143["multiplier"] = coerced99;
 }
 if((typeof data146 == "number") && (isFinite(data146))){
 if(data146 < 1 || isNaN(data146)){
-const err290 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err310 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
-vErrors = [err290];
+vErrors = [err310];
 }
 else {
-vErrors.push(err290);
+vErrors.push(err310);
 }
 errors++;
 }
 }
 }
 else {
-const err291 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err311 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err291];
+vErrors = [err311];
 }
 else {
-vErrors.push(err291);
+vErrors.push(err311);
 }
 errors++;
 }
 }
 else {
-const err292 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err312 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err292];
+vErrors = [err312];
 }
 else {
-vErrors.push(err292);
+vErrors.push(err312);
 }
 errors++;
 }
@@ -5503,12 +5703,12 @@ data147.auto_switch = {};
 }
 for(const key33 in data147){
 if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err293 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+const err313 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err293];
+vErrors = [err313];
 }
 else {
-vErrors.push(err293);
+vErrors.push(err313);
 }
 errors++;
 }
@@ -5524,12 +5724,12 @@ if(dataType100 == "boolean" || data148 === null
 coerced100 = +data148;
 }
 else {
-const err294 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err314 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err294];
+vErrors = [err314];
 }
 else {
-vErrors.push(err294);
+vErrors.push(err314);
 }
 errors++;
 }
@@ -5543,12 +5743,12 @@ data147["daily_usd"] = coerced100;
 }
 if((typeof data148 == "number") && (isFinite(data148))){
 if(data148 < 0 || isNaN(data148)){
-const err295 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err315 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err295];
+vErrors = [err315];
 }
 else {
-vErrors.push(err295);
+vErrors.push(err315);
 }
 errors++;
 }
@@ -5565,12 +5765,12 @@ if(dataType101 == "boolean" || data149 === null
 coerced101 = +data149;
 }
 else {
-const err296 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err316 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err296];
+vErrors = [err316];
 }
 else {
-vErrors.push(err296);
+vErrors.push(err316);
 }
 errors++;
 }
@@ -5584,12 +5784,12 @@ data147["monthly_usd"] = coerced101;
 }
 if((typeof data149 == "number") && (isFinite(data149))){
 if(data149 < 0 || isNaN(data149)){
-const err297 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err317 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err297];
+vErrors = [err317];
 }
 else {
-vErrors.push(err297);
+vErrors.push(err317);
 }
 errors++;
 }
@@ -5608,12 +5808,12 @@ else if(data150 === null){
 coerced102 = "";
 }
 else {
-const err298 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err318 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err298];
+vErrors = [err318];
 }
 else {
-vErrors.push(err298);
+vErrors.push(err318);
 }
 errors++;
 }
@@ -5627,12 +5827,12 @@ data147["timezone"] = coerced102;
 }
 if(typeof data150 === "string"){
 if(func3(data150) > 64){
-const err299 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+const err319 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
-vErrors = [err299];
+vErrors = [err319];
 }
 else {
-vErrors.push(err299);
+vErrors.push(err319);
 }
 errors++;
 }
@@ -5645,12 +5845,12 @@ data151.enabled = false;
 }
 for(const key34 in data151){
 if(!((key34 === "enabled") || (key34 === "to"))){
-const err300 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+const err320 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err300];
+vErrors = [err320];
 }
 else {
-vErrors.push(err300);
+vErrors.push(err320);
 }
 errors++;
 }
@@ -5666,12 +5866,12 @@ else if(data152 === "true" || data152 === 1){
 coerced103 = true;
 }
 else {
-const err301 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err321 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err301];
+vErrors = [err321];
 }
 else {
-vErrors.push(err301);
+vErrors.push(err321);
 }
 errors++;
 }
@@ -5696,12 +5896,12 @@ else if(data153 === null){
 coerced104 = "";
 }
 else {
-const err302 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err322 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err302];
+vErrors = [err322];
 }
 else {
-vErrors.push(err302);
+vErrors.push(err322);
 }
 errors++;
 }
@@ -5715,12 +5915,12 @@ data151["to"] = coerced104;
 }
 if(typeof data153 === "string"){
 if(func3(data153) > 256){
-const err303 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+const err323 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
-vErrors = [err303];
+vErrors = [err323];
 }
 else {
-vErrors.push(err303);
+vErrors.push(err323);
 }
 errors++;
 }
@@ -5728,23 +5928,23 @@ errors++;
 }
 }
 else {
-const err304 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err324 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err304];
+vErrors = [err324];
 }
 else {
-vErrors.push(err304);
+vErrors.push(err324);
 }
 errors++;
 }
 }
 else {
-const err305 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err325 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err305];
+vErrors = [err325];
 }
 else {
-vErrors.push(err305);
+vErrors.push(err325);
 }
 errors++;
 }
@@ -5761,12 +5961,12 @@ data154.channels = {};
 }
 for(const key35 in data154){
 if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err306 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+const err326 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err306];
+vErrors = [err326];
 }
 else {
-vErrors.push(err306);
+vErrors.push(err326);
 }
 errors++;
 }
@@ -5776,23 +5976,23 @@ if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
 for(const key36 in data155){
 const _errs342 = errors;
 if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err307 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+const err327 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
-vErrors = [err307];
+vErrors = [err327];
 }
 else {
-vErrors.push(err307);
+vErrors.push(err327);
 }
 errors++;
 }
 var valid53 = _errs342 === errors;
 if(!valid53){
-const err308 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+const err328 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
-vErrors = [err308];
+vErrors = [err328];
 }
 else {
-vErrors.push(err308);
+vErrors.push(err328);
 }
 errors++;
 }
@@ -5809,12 +6009,12 @@ else if(data156 === "true" || data156 === 1){
 coerced105 = true;
 }
 else {
-const err309 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err329 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err309];
+vErrors = [err329];
 }
 else {
-vErrors.push(err309);
+vErrors.push(err329);
 }
 errors++;
 }
@@ -5829,12 +6029,12 @@ data155[key37] = coerced105;
 }
 }
 else {
-const err310 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err330 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err310];
+vErrors = [err330];
 }
 else {
-vErrors.push(err310);
+vErrors.push(err330);
 }
 errors++;
 }
@@ -5854,12 +6054,12 @@ data157.anomaly_multiple = 2;
 }
 for(const key38 in data157){
 if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err311 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+const err331 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err311];
+vErrors = [err331];
 }
 else {
-vErrors.push(err311);
+vErrors.push(err331);
 }
 errors++;
 }
@@ -5867,22 +6067,22 @@ errors++;
 let data158 = data157.quota;
 if(Array.isArray(data158)){
 if(data158.length > 20){
-const err312 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err332 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err312];
+vErrors = [err332];
 }
 else {
-vErrors.push(err312);
+vErrors.push(err332);
 }
 errors++;
 }
 if(data158.length < 1){
-const err313 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err333 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err313];
+vErrors = [err333];
 }
 else {
-vErrors.push(err313);
+vErrors.push(err333);
 }
 errors++;
 }
@@ -5898,12 +6098,12 @@ if(dataType106 == "boolean" || data159 === null
 coerced106 = +data159;
 }
 else {
-const err314 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err334 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err314];
+vErrors = [err334];
 }
 else {
-vErrors.push(err314);
+vErrors.push(err334);
 }
 errors++;
 }
@@ -5917,22 +6117,22 @@ data158[i9] = coerced106;
 }
 if((typeof data159 == "number") && (isFinite(data159))){
 if(data159 >= 100 || isNaN(data159)){
-const err315 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+const err335 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
-vErrors = [err315];
+vErrors = [err335];
 }
 else {
-vErrors.push(err315);
+vErrors.push(err335);
 }
 errors++;
 }
 if(data159 <= 0 || isNaN(data159)){
-const err316 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err336 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err316];
+vErrors = [err336];
 }
 else {
-vErrors.push(err316);
+vErrors.push(err336);
 }
 errors++;
 }
@@ -5949,12 +6149,12 @@ continue;
 }
 if(typeof indices1[item1] == "number"){
 j2 = indices1[item1];
-const err317 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+const err337 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
 if(vErrors === null){
-vErrors = [err317];
+vErrors = [err337];
 }
 else {
-vErrors.push(err317);
+vErrors.push(err337);
 }
 errors++;
 break;
@@ -5964,34 +6164,34 @@ indices1[item1] = i10;
 }
 }
 else {
-const err318 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err338 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err318];
+vErrors = [err338];
 }
 else {
-vErrors.push(err318);
+vErrors.push(err338);
 }
 errors++;
 }
 let data160 = data157.daily;
 if(Array.isArray(data160)){
 if(data160.length > 20){
-const err319 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err339 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err319];
+vErrors = [err339];
 }
 else {
-vErrors.push(err319);
+vErrors.push(err339);
 }
 errors++;
 }
 if(data160.length < 1){
-const err320 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err340 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err320];
+vErrors = [err340];
 }
 else {
-vErrors.push(err320);
+vErrors.push(err340);
 }
 errors++;
 }
@@ -6007,12 +6207,12 @@ if(dataType107 == "boolean" || data161 === null
 coerced107 = +data161;
 }
 else {
-const err321 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err341 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err321];
+vErrors = [err341];
 }
 else {
-vErrors.push(err321);
+vErrors.push(err341);
 }
 errors++;
 }
@@ -6026,22 +6226,22 @@ data160[i11] = coerced107;
 }
 if((typeof data161 == "number") && (isFinite(data161))){
 if(data161 > 1000 || isNaN(data161)){
-const err322 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err342 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err322];
+vErrors = [err342];
 }
 else {
-vErrors.push(err322);
+vErrors.push(err342);
 }
 errors++;
 }
 if(data161 <= 0 || isNaN(data161)){
-const err323 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err343 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err323];
+vErrors = [err343];
 }
 else {
-vErrors.push(err323);
+vErrors.push(err343);
 }
 errors++;
 }
@@ -6058,12 +6258,12 @@ continue;
 }
 if(typeof indices2[item2] == "number"){
 j3 = indices2[item2];
-const err324 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+const err344 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
 if(vErrors === null){
-vErrors = [err324];
+vErrors = [err344];
 }
 else {
-vErrors.push(err324);
+vErrors.push(err344);
 }
 errors++;
 break;
@@ -6073,34 +6273,34 @@ indices2[item2] = i12;
 }
 }
 else {
-const err325 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err345 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err325];
+vErrors = [err345];
 }
 else {
-vErrors.push(err325);
+vErrors.push(err345);
 }
 errors++;
 }
 let data162 = data157.monthly;
 if(Array.isArray(data162)){
 if(data162.length > 20){
-const err326 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err346 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err326];
+vErrors = [err346];
 }
 else {
-vErrors.push(err326);
+vErrors.push(err346);
 }
 errors++;
 }
 if(data162.length < 1){
-const err327 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err347 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err327];
+vErrors = [err347];
 }
 else {
-vErrors.push(err327);
+vErrors.push(err347);
 }
 errors++;
 }
@@ -6116,12 +6316,12 @@ if(dataType108 == "boolean" || data163 === null
 coerced108 = +data163;
 }
 else {
-const err328 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err348 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err328];
+vErrors = [err348];
 }
 else {
-vErrors.push(err328);
+vErrors.push(err348);
 }
 errors++;
 }
@@ -6135,22 +6335,22 @@ data162[i13] = coerced108;
 }
 if((typeof data163 == "number") && (isFinite(data163))){
 if(data163 > 1000 || isNaN(data163)){
-const err329 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err349 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err329];
+vErrors = [err349];
 }
 else {
-vErrors.push(err329);
+vErrors.push(err349);
 }
 errors++;
 }
 if(data163 <= 0 || isNaN(data163)){
-const err330 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err350 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err330];
+vErrors = [err350];
 }
 else {
-vErrors.push(err330);
+vErrors.push(err350);
 }
 errors++;
 }
@@ -6167,12 +6367,12 @@ continue;
 }
 if(typeof indices3[item3] == "number"){
 j4 = indices3[item3];
-const err331 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+const err351 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
-vErrors = [err331];
+vErrors = [err351];
 }
 else {
-vErrors.push(err331);
+vErrors.push(err351);
 }
 errors++;
 break;
@@ -6182,12 +6382,12 @@ indices3[item3] = i14;
 }
 }
 else {
-const err332 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err352 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err332];
+vErrors = [err352];
 }
 else {
-vErrors.push(err332);
+vErrors.push(err352);
 }
 errors++;
 }
@@ -6201,12 +6401,12 @@ if(dataType109 == "boolean" || data164 === null
 coerced109 = +data164;
 }
 else {
-const err333 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err353 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err333];
+vErrors = [err353];
 }
 else {
-vErrors.push(err333);
+vErrors.push(err353);
 }
 errors++;
 }
@@ -6220,34 +6420,34 @@ data157["anomaly_multiple"] = coerced109;
 }
 if((typeof data164 == "number") && (isFinite(data164))){
 if(data164 > 1000 || isNaN(data164)){
-const err334 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err354 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err334];
+vErrors = [err354];
 }
 else {
-vErrors.push(err334);
+vErrors.push(err354);
 }
 errors++;
 }
 if(data164 <= 1 || isNaN(data164)){
-const err335 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+const err355 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
-vErrors = [err335];
+vErrors = [err355];
 }
 else {
-vErrors.push(err335);
+vErrors.push(err355);
 }
 errors++;
 }
 }
 }
 else {
-const err336 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err356 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err336];
+vErrors = [err356];
 }
 else {
-vErrors.push(err336);
+vErrors.push(err356);
 }
 errors++;
 }
@@ -6258,12 +6458,12 @@ data165.dashboard = true;
 }
 for(const key39 in data165){
 if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err337 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+const err357 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err337];
+vErrors = [err357];
 }
 else {
-vErrors.push(err337);
+vErrors.push(err357);
 }
 errors++;
 }
@@ -6279,12 +6479,12 @@ else if(data166 === "true" || data166 === 1){
 coerced110 = true;
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err358 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err338];
+vErrors = [err358];
 }
 else {
-vErrors.push(err338);
+vErrors.push(err358);
 }
 errors++;
 }
@@ -6303,43 +6503,43 @@ if(data167.enabled === undefined){
 data167.enabled = true;
 }
 if(data167.smtp_url === undefined){
-const err339 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+const err359 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
-vErrors = [err339];
+vErrors = [err359];
 }
 else {
-vErrors.push(err339);
+vErrors.push(err359);
 }
 errors++;
 }
 if(data167.from === undefined){
-const err340 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+const err360 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
-vErrors = [err340];
+vErrors = [err360];
 }
 else {
-vErrors.push(err340);
+vErrors.push(err360);
 }
 errors++;
 }
 if(data167.to === undefined){
-const err341 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+const err361 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
-vErrors = [err341];
+vErrors = [err361];
 }
 else {
-vErrors.push(err341);
+vErrors.push(err361);
 }
 errors++;
 }
 for(const key40 in data167){
 if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err342 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+const err362 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err342];
+vErrors = [err362];
 }
 else {
-vErrors.push(err342);
+vErrors.push(err362);
 }
 errors++;
 }
@@ -6355,12 +6555,12 @@ else if(data168 === "true" || data168 === 1){
 coerced111 = true;
 }
 else {
-const err343 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err363 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err343];
+vErrors = [err363];
 }
 else {
-vErrors.push(err343);
+vErrors.push(err363);
 }
 errors++;
 }
@@ -6385,12 +6585,12 @@ else if(data169 === null){
 coerced112 = "";
 }
 else {
-const err344 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err364 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err344];
+vErrors = [err364];
 }
 else {
-vErrors.push(err344);
+vErrors.push(err364);
 }
 errors++;
 }
@@ -6416,12 +6616,12 @@ else if(data170 === null){
 coerced113 = "";
 }
 else {
-const err345 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err365 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err345];
+vErrors = [err365];
 }
 else {
-vErrors.push(err345);
+vErrors.push(err365);
 }
 errors++;
 }
@@ -6438,12 +6638,12 @@ if(data167.to !== undefined){
 let data171 = data167.to;
 if(Array.isArray(data171)){
 if(data171.length < 1){
-const err346 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err366 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err346];
+vErrors = [err366];
 }
 else {
-vErrors.push(err346);
+vErrors.push(err366);
 }
 errors++;
 }
@@ -6461,12 +6661,12 @@ else if(data172 === null){
 coerced114 = "";
 }
 else {
-const err347 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err367 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err347];
+vErrors = [err367];
 }
 else {
-vErrors.push(err347);
+vErrors.push(err367);
 }
 errors++;
 }
@@ -6481,24 +6681,24 @@ data171[i15] = coerced114;
 }
 }
 else {
-const err348 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err368 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err348];
+vErrors = [err368];
 }
 else {
-vErrors.push(err348);
+vErrors.push(err368);
 }
 errors++;
 }
 }
 }
 else {
-const err349 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err369 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err349];
+vErrors = [err369];
 }
 else {
-vErrors.push(err349);
+vErrors.push(err369);
 }
 errors++;
 }
@@ -6510,23 +6710,23 @@ if(data173.enabled === undefined){
 data173.enabled = true;
 }
 if(data173.url === undefined){
-const err350 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+const err370 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
-vErrors = [err350];
+vErrors = [err370];
 }
 else {
-vErrors.push(err350);
+vErrors.push(err370);
 }
 errors++;
 }
 for(const key41 in data173){
 if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err351 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+const err371 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err351];
+vErrors = [err371];
 }
 else {
-vErrors.push(err351);
+vErrors.push(err371);
 }
 errors++;
 }
@@ -6542,12 +6742,12 @@ else if(data174 === "true" || data174 === 1){
 coerced115 = true;
 }
 else {
-const err352 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err372 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err352];
+vErrors = [err372];
 }
 else {
-vErrors.push(err352);
+vErrors.push(err372);
 }
 errors++;
 }
@@ -6572,12 +6772,12 @@ else if(data175 === null){
 coerced116 = "";
 }
 else {
-const err353 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err373 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err353];
+vErrors = [err373];
 }
 else {
-vErrors.push(err353);
+vErrors.push(err373);
 }
 errors++;
 }
@@ -6591,12 +6791,12 @@ data173["url"] = coerced116;
 }
 if(typeof data175 === "string"){
 if(!pattern18.test(data175)){
-const err354 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+const err374 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
-vErrors = [err354];
+vErrors = [err374];
 }
 else {
-vErrors.push(err354);
+vErrors.push(err374);
 }
 errors++;
 }
@@ -6615,12 +6815,12 @@ else if(data176 === null){
 coerced117 = "";
 }
 else {
-const err355 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err375 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err355];
+vErrors = [err375];
 }
 else {
-vErrors.push(err355);
+vErrors.push(err375);
 }
 errors++;
 }
@@ -6635,46 +6835,46 @@ data173["secret"] = coerced117;
 }
 }
 else {
-const err356 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err376 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err356];
+vErrors = [err376];
 }
 else {
-vErrors.push(err356);
+vErrors.push(err376);
 }
 errors++;
 }
 }
 }
 else {
-const err357 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err377 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err357];
+vErrors = [err377];
 }
 else {
-vErrors.push(err357);
+vErrors.push(err377);
 }
 errors++;
 }
 }
 else {
-const err358 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err378 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err358];
+vErrors = [err378];
 }
 else {
-vErrors.push(err358);
+vErrors.push(err378);
 }
 errors++;
 }
 }
 else {
-const err359 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err379 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err359];
+vErrors = [err379];
 }
 else {
-vErrors.push(err359);
+vErrors.push(err379);
 }
 errors++;
 }

@@ -5,10 +5,10 @@
 // `output_tokens_details.thinking_tokens` (seen in newer SDK typings): then those tokens move from output to
 // reasoning, so no token is counted twice.
 
-import type { Usage } from '../../ledger/types.js';
+import { tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './json.js';
 
-const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+const n = tokenCount;
 
 /** Usage from a Message's `usage`, message_start's `message.usage` or message_delta's `usage`. null: nothing usable. */
 export function anthropicUsage(raw: unknown): Usage | null {

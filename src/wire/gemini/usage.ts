@@ -9,10 +9,10 @@
 // Gemini's JSON omits zero-valued fields (proto3), so an absent count may mean 0; it is still null here: the
 // provider did not report it.
 
-import type { Usage } from '../../ledger/types.js';
+import { tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './wire.js';
 
-const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+const n = tokenCount;
 
 export function geminiUsage(raw: unknown): Usage | null {
   if (!isObj(raw)) return null;

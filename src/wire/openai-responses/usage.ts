@@ -3,10 +3,10 @@
 // counted twice. A missing details object leaves its bucket null (not reported), never 0. Cache writes are not
 // reported by this API: cacheWrite is always null.
 
-import type { Usage } from '../../ledger/types.js';
+import { tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './shared.js';
 
-const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+const n = tokenCount;
 
 export function responsesUsage(raw: unknown): Usage | null {
   if (!isObj(raw)) return null;

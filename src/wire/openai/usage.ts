@@ -1,9 +1,9 @@
 // OpenAI Chat Completions usage -> the five buckets. OpenAI counts cached tokens inside prompt_tokens and
 // reasoning tokens inside completion_tokens; both are taken out so no token is counted twice.
 
-import type { Usage } from '../../ledger/types.js';
+import { tokenCount, type Usage } from '../../ledger/types.js';
 
-const n = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.round(v) : null);
+const n = tokenCount;
 
 export function openaiUsage(raw: unknown): Usage | null {
   if (raw === null || typeof raw !== 'object') return null;
