@@ -17,7 +17,7 @@ import { settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { callForClient, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
@@ -98,8 +98,9 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
       sendFailure(reply, failed, '');
       return failed;
     }
-    const type = String(res.headers['content-type'] ?? '');
-    if (stream && type.startsWith('text/event-stream')) {
+    if (stream) {
+      const refused = notEventStream(call, outcome);
+      if (refused !== null) throw refused;
       const answer = new AnswerText();
       await relayChatStream({ request, adapter, res, wantsUsage: clientWantsUsage(body), clientGone, answer });
       outcome.upstreamMs = call.elapsedMs();
@@ -116,6 +117,8 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
     } catch {
       throw notJson(call);
     }
+    // `null`, an array, a number: JSON, but no answer.
+    if (json === null || typeof json !== 'object' || Array.isArray(json)) throw notJson(call, `JSON that is not an answer (${json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json})`);
     const usage = adapter.usageFromResponse(json);
     if (usage) {
       outcome.usage = usage;

@@ -16,7 +16,7 @@ import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders } from './reply.js';
 import { upstreamHeaders } from './passthrough.js';
-import { watchClient, type UpstreamCall } from './upstream.js';
+import { relayedText, watchClient, type UpstreamCall } from './upstream.js';
 
 export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
 
@@ -71,8 +71,9 @@ export async function handleGeminiCountTokens(ctx: GatewayContext, model: string
 async function answerCount(reply: FastifyReply, count: (signal: ClientAbort) => Promise<UpstreamCall>): Promise<void> {
   const client = watchClient(reply);
   try {
-    const { res } = await count(client.signal);
-    const text = await res.text();
+    const call = await count(client.signal);
+    const { res } = call;
+    const text = res.status >= 200 && res.status < 300 ? await res.text() : relayedText(call, await res.text());
     const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);
     await reply.code(res.status).headers(headers).send(text);
   } catch (err) {

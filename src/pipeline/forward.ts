@@ -20,7 +20,7 @@ import type { GatewayContext } from './context.js';
 import { settleEstimate, type Outcome } from './outcome.js';
 import { EventRelay, type FailureHandling } from './relay.js';
 import { markAborted, percentEncoded } from './reply.js';
-import { buildFor, callForClient, failWith, notJson, readUpstreamError, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
+import { buildFor, callForClient, failWith, notEventStream, notJson, readUpstreamError, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
 export interface InboundSpec {
@@ -219,14 +219,8 @@ async function relayStream(
   exchange: Exchange, f: Forwarding & { readonly route: Route; readonly outbound: WireCodec; readonly built: BuiltRequest; readonly call: UpstreamCall; readonly clientGone: ClientAbort },
 ): Promise<UpstreamFailure | null> {
   const { call, outcome } = f;
-  // A 200 that is not an event stream (an HTML page from a proxy in between, a JSON body) is refused before any byte
-  // reaches the client, as on the fast path: a 502 in the gateway's error shape. No content type: read it.
-  const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
-  if (!type.startsWith('text/event-stream')) {
-    outcome.upstreamMs = call.elapsedMs();
-    call.span?.end(call.res.status, 'not_event_stream');
-    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
-  }
+  const refused = notEventStream(call, outcome);
+  if (refused !== null) throw refused;
   const answer = new AnswerText();
   const relay = new EventRelay({
     ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,

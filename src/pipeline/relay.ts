@@ -18,6 +18,7 @@ import { SseParser, type SseFrame } from '../wire/sse.js';
 import { errorFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { RequestTrace } from '../telemetry/tracing.js';
 import { classifyTransportError } from '../providers/transport.js';
+import { discard } from '../providers/answer-body.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
 import { StreamFacts, type Outcome } from './outcome.js';
@@ -86,7 +87,7 @@ export class EventRelay {
         throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
       }
       if (this.#client === null && outcome.status === 'failure') {
-        res.body.destroy();
+        discard(res.body);
         const error = new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', this.#upstreamError?.message || REPORTED_ERROR);
         return { ...streamFailure(outcome.errorType), status: 502, retryable: true, error };
       }
@@ -149,7 +150,7 @@ export class EventRelay {
     outcome.status = 'failure';
     outcome.errorType = e.code;
     if (this.#client === null && this.#opts.failures === 'return') {
-      res.body.destroy();
+      discard(res.body);
       return errorFailure(e);
     }
     await this.#emit(this.#opts.renderer.error(e.code, e.message));

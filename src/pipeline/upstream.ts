@@ -16,6 +16,7 @@ import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
 import type { Dispatcher } from '../providers/transport.js';
 import { classifyTransportError } from '../providers/transport.js';
 import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
+import { discard } from '../providers/answer-body.js';
 import type { Outcome } from './outcome.js';
 import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders } from './reply.js';
 
@@ -37,6 +38,8 @@ export interface UpstreamCall {
   readonly span: UpstreamSpan | null;
   /** Milliseconds since the call was sent. */
   elapsedMs(): number;
+  /** The request as sent and the provider's key header: what `relayedText` keeps the call's credentials out of. */
+  readonly sent?: { readonly request: UpstreamRequest; readonly authHeader: string | undefined };
 }
 
 /**
@@ -64,7 +67,7 @@ export class Upstream {
       const res = await this.#dispatcher.send(route.connection?.id ?? route.providerId, route.provider, request, {
         stream: opts.stream, signal: opts.signal, ...(child === null ? {} : { extraHeaders: child.headers }),
       });
-      return { res, span: child?.span ?? null, elapsedMs: () => performance.now() - sentAt };
+      return { res, span: child?.span ?? null, elapsedMs: () => performance.now() - sentAt, sent: { request, authHeader: route.provider.auth.header } };
     } catch (err) {
       if (opts.signal.aborted) {
         child?.span.end(null, 'aborted');
@@ -145,17 +148,49 @@ export function watchClient(reply: FastifyReply): { readonly signal: ClientAbort
   return { signal, release: () => reply.raw.off('close', onClose) };
 }
 
-/** The failure when the upstream answered with an error status (its body read, the outcome a failure); else null. */
+/**
+ * The failure when the upstream answered with an error status (its body read, the outcome a failure); else null. A
+ * status that is neither an answer nor an error (a redirect: the gateway follows none, it would send the key
+ * elsewhere; or a number past 599) is the upstream's protocol failing: thrown, the body left unread.
+ */
 export async function readUpstreamError(call: UpstreamCall, outcome: Outcome): Promise<UpstreamFailure | null> {
   const { res } = call;
   if (res.status >= 200 && res.status < 300) return null;
-  const text = await res.text();
+  if (res.status < 400 || res.status > 599) {
+    discard(res.body);
+    call.span?.end(res.status, 'TOLLGATE_ERR_UPSTREAM_PROTOCOL');
+    const what = res.status >= 300 && res.status < 400 ? `a redirect (${res.status}), which the gateway does not follow: is the provider's base_url right?` : `status ${res.status}, which is not an answer`;
+    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered ${what}`);
+  }
+  const text = relayedText(call, await res.text());
   outcome.upstreamMs = call.elapsedMs();
   outcome.status = 'failure';
   outcome.httpStatus = res.status;
   outcome.errorType = String(res.status);
   call.span?.end(res.status, String(res.status));
   return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
+}
+
+/** Where a call carries its credentials (and a provider's own `auth.header`). */
+const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-goog-api-key', 'api-key']);
+
+/**
+ * An upstream's error body as the client may see it: every credential the call sent (the provider's key, an OAuth
+ * token) replaced by `[REDACTED]`. An upstream that quotes the key it was given ("Incorrect API key provided: Bearer
+ * sk-...", a self-hosted server echoing its headers) would otherwise hand it to any client, a `user` key's included.
+ */
+export function relayedText(call: UpstreamCall, text: string): string {
+  if (call.sent === undefined) return text;
+  const custom = call.sent.authHeader?.toLowerCase();
+  let out = text;
+  for (const [name, value] of Object.entries(call.sent.request.headers)) {
+    const n = name.toLowerCase();
+    if (!CREDENTIAL_HEADERS.has(n) && n !== custom) continue;
+    const secret = value.replace(/^(Bearer|Basic)\s+/i, '');
+    // A short value is no secret worth the name (and would match ordinary words).
+    if (secret.length >= 8 && out.includes(secret)) out = out.split(secret).join('[REDACTED]');
+  }
+  return out;
 }
 
 /**
@@ -183,8 +218,21 @@ export function streamFailure(reason: string): UpstreamFailure {
   return { status: 502, body: null, headers: {}, error: null, retryable: false, cool: true, quotaExhausted: false, retryAfterMs: null, reason };
 }
 
-/** The error for a whole answer that is not JSON (its span ended so). */
-export function notJson(call: UpstreamCall): TollgateError {
+/**
+ * A 200 to a stream request that is not an event stream (an HTML page from a proxy in between, a JSON body): refused
+ * before any byte reaches the client, a 502 in the gateway's error shape (its span ended so). No content type: taken
+ * as a stream, and read. Null when it is one.
+ */
+export function notEventStream(call: UpstreamCall, outcome: Outcome): TollgateError | null {
+  const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
+  if (type.startsWith('text/event-stream')) return null;
+  outcome.upstreamMs = call.elapsedMs();
+  call.span?.end(call.res.status, 'not_event_stream');
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
+}
+
+/** The error for a whole answer that is not JSON, or (`what`) JSON that is no answer (its span ended so). */
+export function notJson(call: UpstreamCall, what = 'a body that is not JSON'): TollgateError {
   call.span?.end(call.res.status, 'invalid_json');
-  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider returned a body that is not JSON');
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider returned ${what}`);
 }

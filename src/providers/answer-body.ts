@@ -15,6 +15,15 @@ function tooLarge(limit: number, declared: number | null): TollgateError {
   return new TollgateError('TOLLGATE_ERR_UPSTREAM_TOO_LARGE', `the upstream provider's answer ${what} server.upstream_answer_limit_bytes (${limit}) allows`);
 }
 
+/**
+ * Close a body nobody will read: its connection is closed, not read to the end. undici's body emits its error (ours,
+ * or "Request aborted") as an 'error' event, which with no listener would take the process down.
+ */
+export function discard(body: Readable, err?: Error): void {
+  body.on('error', () => undefined);
+  body.destroy(err);
+}
+
 /** The `content-length` an answer declares, or null (absent, repeated or not a number). */
 export function declaredLength(headers: Readonly<Record<string, string | string[] | undefined>>): number | null {
   const v = headers['content-length'];
@@ -32,7 +41,7 @@ export function declaredWithin(body: Readable, limit: number, declared: number |
   if (declared === null) return false;
   if (declared <= limit) return true;
   const err = tooLarge(limit, declared);
-  body.destroy(err);
+  discard(body, err);
   throw err;
 }
 
@@ -46,7 +55,7 @@ export async function readWithin(body: Readable, limit: number, declared: number
     n += chunk.length;
     if (n > limit) {
       const err = tooLarge(limit, null);
-      body.destroy(err);
+      discard(body, err);
       throw err;
     }
     parts.push(chunk);

@@ -34,10 +34,16 @@ function requestBody(body: Readonly<Record<string, unknown>>): Buffer | Readable
   return Buffer.isBuffer(bytes) ? bytes : Readable.from(bytes, { objectMode: false });
 }
 
-/** Classify a transport failure (the caller has already ruled out a client that went away). */
+/**
+ * Classify a transport failure (the caller has already ruled out a client that went away). Every failure of the
+ * connection carries a code (undici's `UND_ERR_*`, the system's `ECONNRESET`...); an error without one is no transport
+ * failure but the gateway's own bug (a TypeError reading an answer): internal, so it is neither told to the client as
+ * the upstream's fault nor held against the provider (no cooldown, no fallback).
+ */
 export function classifyTransportError(err: unknown): TollgateError {
   if (err instanceof TollgateError) return err;
-  const code = (err as { code?: string })?.code;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code !== 'string') return new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
       return new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'timed out connecting to the upstream provider', { cause: err });

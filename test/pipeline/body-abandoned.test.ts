@@ -47,8 +47,8 @@ function abandon(head: string, part: string): Promise<void> {
 }
 
 const cases: [string, string, string][] = [
-  ['a declared length never reached', 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n', '{"model":"demo/echo-1",'],
-  ['a chunked body never finished', 'POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n', '10\r\n{"model":"demo/e\r\n'],
+  ['a declared length never reached', 'POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n', '{"model":"demo/echo-1",'],
+  ['a chunked body never finished', 'POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n', '10\r\n{"model":"demo/e\r\n'],
 ];
 for (const [name, head, part] of cases) {
   t.test(`${name}: recorded aborted (499 client_closed), told at info, not as an internal error`, async (t) => {

@@ -1,0 +1,114 @@
+// An upstream that misbehaves, through the OpenAI Chat fast path, the translated path and the same-format passthrough:
+// - an error body that quotes the key it was sent ("Incorrect API key provided: Bearer sk-...") reaches the client
+//   with the key replaced by [REDACTED]: before, any client, a `user` key's included, could read the provider's key;
+// - a redirect (the gateway follows none: it would carry the key elsewhere) or a status past 599 is the upstream's
+//   protocol failing: 502 TOLLGATE_ERR_UPSTREAM_PROTOCOL, and a fallback combo moves on (before: a 302 relayed with
+//   no Location, never retried; 999 a 502 "connection failed");
+// - a JSON answer to a stream request on the fast path is refused before any byte, as docs/errors.md says and as the
+//   translated path did (before: a 200 JSON body to a client that asked for a stream, recorded a billed success);
+// - a 200 whose body is `null` or an array is the upstream's protocol failing, not the gateway crashing and calling it
+//   a connection failure (before: a TypeError on `null.id`, logged with its stack, answered UPSTREAM_CONNECT).
+
+import t from 'tap';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { startApp } from '../helpers/app.js';
+import { listenLoopback } from '../helpers/loopback.js';
+
+const KEY = 'sk-upstream-SECRET-0123456789';
+const ANT_KEY = 'sk-ant-upstream-SECRET-987654321';
+
+const chatAnswer = JSON.stringify({
+  id: 'c1', object: 'chat.completion', created: 1, model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 5, completion_tokens: 1, total_tokens: 6 },
+});
+
+const upstream = await listenLoopback(t, async (req: IncomingMessage, res: ServerResponse) => {
+  for await (const _ of req);
+  const mode = req.url!.split('/')[1]!;
+  const auth = String(req.headers.authorization ?? req.headers['x-api-key'] ?? '');
+  switch (mode) {
+    case 'echo':
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${auth}. Also: ${auth.replace(/^Bearer /, '')}`, type: 'invalid_request_error' } }));
+      return;
+    case 'redirect':
+      res.writeHead(302, { location: 'http://example.invalid/elsewhere', 'content-type': 'text/plain' });
+      res.end('moved');
+      return;
+    case 'odd':
+      res.writeHead(999, { 'content-type': 'application/json' });
+      res.end('{}');
+      return;
+    case 'json':
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(chatAnswer);
+      return;
+    case 'null':
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('null');
+      return;
+    default:
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(chatAnswer);
+  }
+}, (err, res) => res.destroy(err as Error));
+
+const oa = (mode: string) => ({ group: 'paid', format: 'openai', base_url: `http://127.0.0.1:${upstream.port}/${mode}/v1`, auth: { type: 'api_key', key: KEY }, models: { m: {} } });
+const gw = await startApp(t, {
+  providers: {
+    echo: oa('echo'), redirect: oa('redirect'), odd: oa('odd'), json: oa('json'), nul: oa('null'), good: oa('good'),
+    antecho: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/echo`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
+  },
+  combos: { fb: { strategy: 'fallback', models: ['redirect/m', 'odd/m', 'good/m'] } },
+});
+
+async function post(path: string, body: Record<string, unknown>): Promise<{ status: number; text: string; id: string | null; type: string | null }> {
+  const res = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
+  return { status: res.status, text: await res.text(), id: res.headers.get('x-request-id'), type: res.headers.get('content-type') };
+}
+const chat = (model: string, stream = false) => post('/v1/chat/completions', { model, stream, messages: [{ role: 'user', content: 'hello' }] });
+const messages = (model: string) => post('/v1/messages', { model, max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
+const rowOf = async (id: string | null) => {
+  await gw.flush();
+  return (await gw.rows(`request_id = '${id}'`))[0];
+};
+
+t.test("an error body that quotes the provider's key reaches the client without it, on every path", async (t) => {
+  for (const [name, call, key] of [
+    ['the fast path', () => chat('echo/m'), KEY],
+    ['the translated path', () => messages('echo/m'), KEY],
+    ['the Anthropic passthrough', () => messages('antecho/m'), ANT_KEY],
+  ] as const) {
+    const a = await call();
+    t.equal(a.status, 401, `${name}: the upstream's status`);
+    t.notMatch(a.text, key.slice(3), `${name}: no part of the key`);
+    t.match(a.text, /Incorrect API key provided: (Bearer )?\[REDACTED\]\. Also: \[REDACTED\]/, `${name}: the rest of the message as it came`);
+  }
+});
+
+t.test('a redirect or a status past 599 is a protocol failure (502), and a fallback combo moves on', async (t) => {
+  for (const model of ['redirect/m', 'odd/m']) {
+    const a = await chat(model);
+    t.equal(a.status, 502, model);
+    t.match(JSON.parse(a.text), { error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' } });
+    t.match(await rowOf(a.id), { status: 'failure', http_status: 502, error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' });
+  }
+  const c = await chat('fb');
+  t.equal(c.status, 200, 'the combo answered from its third member');
+  t.match(JSON.parse(c.text), { choices: [{ message: { content: 'hi' } }] });
+});
+
+t.test('a stream request answered with JSON on the fast path: 502 before any byte, recorded a failure', async (t) => {
+  const a = await chat('json/m', true);
+  t.equal(a.status, 502);
+  t.match(a.type, /application\/json/);
+  t.match(JSON.parse(a.text), { error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', message: /not an event stream/ } });
+  t.match(await rowOf(a.id), { status: 'failure', error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' });
+});
+
+t.test('a 200 whose body is null is the upstream failing, not a connection failure', async (t) => {
+  const a = await chat('nul/m');
+  t.equal(a.status, 502);
+  t.match(JSON.parse(a.text), { error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', message: /null/ } });
+  t.match(await rowOf(a.id), { error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' });
+});
