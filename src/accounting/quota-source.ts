@@ -33,6 +33,7 @@ export interface SourceState {
 
 const TIMEOUT_MS = 5000;
 const READING_MAX_BYTES = 1024 * 1024;
+const RETRY_AFTER_MAX_MS = 24 * 3_600_000;
 
 export class UsageSources {
   readonly #states = new Map<string, SourceState>();
@@ -78,7 +79,8 @@ export class UsageSources {
       const res = await request(s.url, { method: 'GET', headers: { accept: 'application/json', ...s.headers }, headersTimeout: TIMEOUT_MS, bodyTimeout: TIMEOUT_MS });
       // A reading is a few numbers: an answer of more than 1 MiB is not one, and is not held.
       const text = await textWithin(res.body, READING_MAX_BYTES, declaredLength(res.headers));
-      if (res.statusCode === 429) return keep('429', Math.max(every, retryAfterMs(res.headers, this.#now()) ?? 0));
+      // Its Retry-After is honoured up to a day: a source that says "in 3,000 years" is asked again tomorrow.
+      if (res.statusCode === 429) return keep('429', Math.max(every, Math.min(retryAfterMs(res.headers, this.#now()) ?? 0, RETRY_AFTER_MAX_MS)));
       if (res.statusCode < 200 || res.statusCode >= 300) return keep(String(res.statusCode));
       const body = JSON.parse(text) as { used?: unknown; limit?: unknown; reset?: unknown };
       const reset = typeof body.reset === 'string' ? Date.parse(body.reset) : NaN;

@@ -30,7 +30,9 @@ export function watchReportedQuota(metrics: Metrics, opts: { store: ReportedQuot
         this.reset();
         each((labels, l) => {
           const v = value(l);
-          if (v !== null) this.set(labels, v);
+          // The store reads only finite, bounded figures (reported-quota.ts); a value that still is not one is left out
+          // rather than exported as +Inf or NaN.
+          if (v !== null && Number.isFinite(v)) this.set(labels, v);
         });
       },
     });

@@ -40,10 +40,21 @@ const first = (h: Headers, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
+/** A limit or remaining count: a non-negative number a double holds exactly (400 digits are not one), else null. */
 const count = (s: string | undefined): number | null => {
   if (s === undefined || !/^\s*\d+(\.\d+)?\s*$/.test(s)) return null;
-  return Number(s);
+  const n = Number(s);
+  return n <= Number.MAX_SAFE_INTEGER ? n : null;
 };
+
+/**
+ * How far from now a reported instant (a reset, a retry-after) may be and still be read: a year. Providers' windows
+ * are a minute to a month; beyond this (`999999999d`, a bare 13-digit count, an RFC 3339 year 200000) the value is
+ * taken as not said, so that no figure derived from it (ISO instant, countdown, gauge) is out of range.
+ */
+export const REPORTED_HORIZON_MS = 366 * 86_400_000;
+
+const withinHorizon = (at: number, now: number): number | null => (Number.isFinite(at) && Math.abs(at - now) <= REPORTED_HORIZON_MS ? at : null);
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
@@ -56,22 +67,23 @@ export function durationMs(s: string): number | null {
   return ms;
 }
 
-/** A reset value: a duration from now (OpenAI), an RFC 3339 instant (Anthropic), or bare seconds. */
+/**
+ * A reset value: a duration from now (OpenAI), an RFC 3339 instant (Anthropic), or bare seconds; null when not said
+ * or not within REPORTED_HORIZON_MS of now.
+ */
 function resetAt(s: string | undefined, now: number): number | null {
   if (s === undefined || s.trim() === '') return null;
   const d = durationMs(s);
-  if (d !== null) return now + d;
-  if (/^\d+(\.\d+)?$/.test(s.trim())) return now + Number(s) * 1000;
-  const t = Date.parse(s);
-  return Number.isFinite(t) ? t : null;
+  if (d !== null) return withinHorizon(now + d, now);
+  if (/^\d+(\.\d+)?$/.test(s.trim())) return withinHorizon(now + Number(s) * 1000, now);
+  return withinHorizon(Date.parse(s), now);
 }
 
-/** retry-after: seconds, or an HTTP date (RFC 9110 §10.2.3). */
+/** retry-after: seconds, or an HTTP date (RFC 9110 §10.2.3); null when not within REPORTED_HORIZON_MS of now. */
 function retryUntil(s: string | undefined, now: number): number | null {
   if (s === undefined) return null;
-  if (/^\s*\d+\s*$/.test(s)) return now + Number(s) * 1000;
-  const t = Date.parse(s);
-  return Number.isFinite(t) ? t : null;
+  if (/^\s*\d+\s*$/.test(s)) return withinHorizon(now + Number(s) * 1000, now);
+  return withinHorizon(Date.parse(s), now);
 }
 
 /** Each resource's three header names, per family, built once (a response is read on every upstream answer). */

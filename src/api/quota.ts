@@ -10,7 +10,11 @@ import type { Router } from '../routing/router.js';
 import { unpricedModels } from '../config/pricing.js';
 import { REPORTED_RESOURCES, usedRatio, type ReportedQuota, type ReportedQuotaStore } from '../accounting/reported-quota.js';
 
-const iso = (ms: number): string => new Date(ms).toISOString();
+/** An instant as ISO 8601, or null when no Date holds it (beyond ±8.64e15 ms, NaN): never throws from a route. */
+function iso(ms: number): string | null {
+  const d = new Date(ms);
+  return Number.isNaN(d.getTime()) ? null : d.toISOString();
+}
 
 export function cooldownView(router: Router, providerId: string, now: number) {
   const p = router.provider(providerId);

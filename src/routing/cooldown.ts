@@ -1,6 +1,7 @@
 // Cooldowns: a connection that fails is skipped by combos for a while. The wait grows exponentially with
-// consecutive failures (initial_s x multiplier^(n-1), at most max_s) and is at least the upstream's Retry-After;
-// a success clears it. A provider is cooling when every one of its connections is.
+// consecutive failures (initial_s x multiplier^(n-1), at most max_s) and is at least the upstream's Retry-After,
+// which can raise it up to max_s and no further (docs/routing.md, Cooldowns); a success clears it. A provider is
+// cooling when every one of its connections is.
 
 import type { CooldownConfig } from '../config/types.js';
 
@@ -15,20 +16,26 @@ export interface CooldownState {
 
 export interface Failure {
   readonly reason: string;
-  /** The upstream's Retry-After, in ms. */
+  /** The upstream's Retry-After, in ms (a value that is not finite is ignored; at most max_s is honoured). */
   readonly retryAfterMs?: number | null;
   /** The provider said its quota is used up: cool for the longest wait. */
   readonly quotaExhausted?: boolean;
 }
 
-/** Parse `retry-after-ms`, or `retry-after` as seconds or an HTTP date. */
+/**
+ * Parse `retry-after-ms`, or `retry-after` as seconds or an HTTP date, in ms; null when absent or not a finite wait
+ * (400 digits read as Infinity). A huge finite wait is returned as said: each consumer bounds it (Cooldowns: max_s).
+ */
 export function retryAfterMs(headers: Readonly<Record<string, string | string[] | undefined>>, now = Date.now()): number | null {
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
   const ms = Number(first(headers['retry-after-ms']));
   if (Number.isFinite(ms) && ms >= 0 && first(headers['retry-after-ms']) !== undefined) return ms;
   const ra = first(headers['retry-after']);
   if (ra === undefined || ra.trim() === '') return null;
-  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) return Number(ra) * 1000;
+  if (/^\s*\d+(\.\d+)?\s*$/.test(ra)) {
+    const seconds = Number(ra) * 1000;
+    return Number.isFinite(seconds) ? seconds : null;
+  }
   const at = Date.parse(ra);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
@@ -49,15 +56,22 @@ export class Cooldowns {
     this.#cfg = cfg;
   }
 
-  /** Record a failure; returns the cooldown in ms it starts. */
+  /** Record a failure; returns the cooldown in ms it starts (never more than max_s). */
   fail(connectionId: string, f: Failure): number {
     const prev = this.#states.get(connectionId);
     const failures = (prev?.failures ?? 0) + 1;
     const { initial_s, max_s, multiplier } = this.#cfg;
-    const exp = f.quotaExhausted ? max_s * 1000 : Math.min(max_s, initial_s * multiplier ** (failures - 1)) * 1000;
-    const wait = Math.max(exp, f.retryAfterMs ?? 0);
+    const longest = max_s * 1000;
+    const exp = f.quotaExhausted ? longest : Math.min(max_s, initial_s * multiplier ** (failures - 1)) * 1000;
+    // The upstream's Retry-After is honoured up to max_s: a provider that says "in 3,000 years" (or sends 400 digits)
+    // is tried again after the longest cooldown, as after an exhausted quota, and the instant stays renderable.
+    const said = f.retryAfterMs ?? 0;
+    const asked = Number.isFinite(said) ? Math.min(said, longest) : 0;
+    const wait = Math.max(exp, asked);
     const now = this.#now();
-    this.#states.set(connectionId, { failures, until: Math.max(prev?.until ?? 0, now + wait), reason: f.quotaExhausted ? 'quota_exhausted' : f.reason });
+    // An earlier, longer cooldown is kept, but not past max_s from now (max_s may have been lowered since).
+    const until = Math.min(Math.max(prev?.until ?? 0, now + wait), now + longest);
+    this.#states.set(connectionId, { failures, until, reason: f.quotaExhausted ? 'quota_exhausted' : f.reason });
     this.#onCool(connectionId, f.quotaExhausted ? 'quota_exhausted' : f.reason);
     return wait;
   }

@@ -34,3 +34,16 @@ t.test('a reading over 1 MiB is invalid, not read whole; the last good reading s
   t.match(sources.state('p'), { status: 'invalid', reading: { used: 40, limit: 100 } });
   t.equal(completed, false, `the source could not send its whole answer (sent ${sent} bytes before the gateway hung up)`);
 });
+
+t.test("a source's Retry-After is honoured up to a day: one that says 3,000 years is asked again tomorrow", async (t) => {
+  const slow = await listenLoopback(t, async (_req: IncomingMessage, res: ServerResponse) => {
+    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '99999999999' });
+    res.end('{}');
+  }, (err, res) => res.destroy(err as Error));
+  const now = 1_000_000;
+  const sources = new UsageSources(() => now);
+  await sources.refresh('p', { url: `http://127.0.0.1:${slow.port}/usage`, headers: {}, refresh_s: 180 });
+  const s = sources.state('p')!;
+  t.equal(s.status, '429');
+  t.equal(s.nextFetch, now + 24 * 3_600_000, 'asked again after a day, not in 3,170 years');
+});
