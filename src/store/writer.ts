@@ -45,12 +45,9 @@ export type DropReason = 'spool_full' | 'rejected' | 'missing';
 // (a connection refused, a timeout, UNKNOWN_TABLE, a disk full, too many parts) is never one of these.
 const ROW_ERRORS = /^(CANNOT_PARSE\w*|INCORRECT_DATA|INCORRECT_JSON\w*|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|ILLEGAL_COLUMN|VALUE_IS_OUT_OF_RANGE\w*|ARGUMENT_OUT_OF_BOUND|TOO_LARGE_STRING_SIZE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD\w*|CANNOT_READ_ALL_DATA|NO_SUCH_COLUMN_IN_TABLE|DUPLICATE_COLUMN)$/;
 
-/**
- * ROW_ERRORS by number (ClickHouse's error codes; test/store/spool-damage.test.ts checks each against the engine's
- * `errorCodeToName`). The client reads an error's name out of its message, and the engine's message for a row it
- * cannot parse lists the row's columns with their types: the client took `UUID` (the first column's type) for the
- * name, and one such row, retried as the store failing, held back every row after it for good.
- */
+// ROW_ERRORS by number (test/store/spool-damage.test.ts checks each with the engine's errorCodeToName). The client
+// reads the name out of the message, which for an unparsable row lists its columns' types: it took `UUID` for the
+// name, and one such row, retried as the store failing, held back every row after it for good.
 export const ROW_ERROR_CODES: ReadonlySet<number> = new Set([6, 15, 16, 26, 27, 33, 38, 41, 44, 53, 69, 70, 72, 117, 131, 321, 349, 376]);
 const COLUMN_ERROR_CODES: ReadonlySet<number> = new Set([15, 16]);
 
