@@ -9,6 +9,9 @@
 //   admin     /api/admin/*, /api/settings, /api/settings/*       a key whose role is admin
 //   reauth    /api/admin/export, /api/admin/import                a token from POST /api/admin/reauth (5 minutes)
 //
+// Before any of it, on every route: what a web page can make a browser send (src/gate/origin.ts). With no keys, a
+// request addressed to a name that is not loopback (DNS rebinding); keys or not, a write marked cross-origin. 403.
+//
 // Two per-client-IP limits sit in front (req.ip: the socket address, or the right-most untrusted X-Forwarded-For
 // entry when the peer is in server.trust_proxy): `auth_failures_per_minute` wrong or missing keys, after which the
 // IP gets 429 on everything but the public list until its window ends, and `requests_per_minute` on every
@@ -23,6 +26,7 @@ import type { Metrics } from '../telemetry/metrics.js';
 import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
 import { REAUTH_TTL_MS, ReauthTokens, type ReauthHolder } from './reauth.js';
 import { FailingClients, clientKey } from './failing.js';
+import { browserRefusal } from './origin.js';
 
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
 
@@ -113,6 +117,8 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
   };
 
   app.addHook('onRequest', async (req, reply) => {
+    const foreign = browserRefusal(req, keys.open);
+    if (foreign !== null) throw foreign;
     const access = accessOfRequest(req);
     if (access === 'public') return;
     if (keys.open) req.apiKeyName = ANONYMOUS;
