@@ -17,7 +17,7 @@ import { settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
@@ -119,6 +119,8 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
     }
     // `null`, an array, a number: JSON, but no answer.
     if (json === null || typeof json !== 'object' || Array.isArray(json)) throw notJson(call, `JSON that is not an answer (${json === null ? 'null' : Array.isArray(json) ? 'an array' : typeof json})`);
+    const refused = errorAnswer(call, json);
+    if (refused !== null) throw refused;
     const usage = adapter.usageFromResponse(json);
     if (usage) {
       outcome.usage = usage;

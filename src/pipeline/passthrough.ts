@@ -26,7 +26,7 @@ import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
@@ -151,6 +151,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
     } catch {
       throw notJson(call);
     }
+    const refused = errorAnswer(call, json);
+    if (refused !== null) throw refused;
     const facts = answerFacts(f, json);
     if (facts.usage !== null) {
       outcome.usage = facts.usage;

@@ -231,6 +231,22 @@ export function notEventStream(call: UpstreamCall, outcome: Outcome): TollgateEr
   return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
 }
 
+/**
+ * A 2xx whose body is an error and no answer (`{"error": ...}` with none of an answer's `choices`, `content`,
+ * `output` or `candidates`), as some OpenAI-compatible vendors answer a failure: the upstream's protocol failing, its
+ * message quoted (bounded, credentials redacted); null for an answer. Taken for one, it was relayed as a 200 and
+ * recorded a billed success (its input estimated), and a combo never moved on.
+ */
+export function errorAnswer(call: UpstreamCall, json: unknown): TollgateError | null {
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return null;
+  const o = json as Record<string, unknown>;
+  if (o.error === undefined || o.error === null || o.choices !== undefined || o.content !== undefined || o.output !== undefined || o.candidates !== undefined) return null;
+  const said = typeof o.error === 'string' ? o.error : (o.error as { message?: unknown }).message;
+  const message = relayedText(call, typeof said === 'string' ? said : JSON.stringify(o.error)).slice(0, 300);
+  call.span?.end(call.res.status, 'error_answer');
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered ${call.res.status} with an error and no answer: ${message}`);
+}
+
 /** The error for a whole answer that is not JSON, or (`what`) JSON that is no answer (its span ended so). */
 export function notJson(call: UpstreamCall, what = 'a body that is not JSON'): TollgateError {
   call.span?.end(call.res.status, 'invalid_json');

@@ -43,6 +43,10 @@ const upstream = await listenLoopback(t, async (req: IncomingMessage, res: Serve
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(chatAnswer);
       return;
+    case 'err200':
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: `Rate limit reached for ${auth.replace(/^Bearer /, '')}`, type: 'rate_limit', code: 429 } }));
+      return;
     case 'null':
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end('null');
@@ -58,8 +62,10 @@ const gw = await startApp(t, {
   providers: {
     echo: oa('echo'), redirect: oa('redirect'), odd: oa('odd'), json: oa('json'), nul: oa('null'), good: oa('good'),
     antecho: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/echo`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
+    err200: oa('err200'),
+    anterr200: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/err200`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
   },
-  combos: { fb: { strategy: 'fallback', models: ['redirect/m', 'odd/m', 'good/m'] } },
+  combos: { fb: { strategy: 'fallback', models: ['redirect/m', 'odd/m', 'good/m'] }, fb2: { strategy: 'fallback', models: ['err200/m', 'good/m'] } },
 });
 
 async function post(path: string, body: Record<string, unknown>): Promise<{ status: number; text: string; id: string | null; type: string | null }> {
@@ -111,4 +117,18 @@ t.test('a 200 whose body is null is the upstream failing, not a connection failu
   t.equal(a.status, 502);
   t.match(JSON.parse(a.text), { error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', message: /null/ } });
   t.match(await rowOf(a.id), { error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' });
+});
+
+t.test('a 200 that carries an error and no answer is a failure (502, quoted, redacted), and a fallback combo moves on', async (t) => {
+  const a = await chat('err200/m');
+  t.equal(a.status, 502);
+  const body = JSON.parse(a.text) as { error: { code: string; message: string } };
+  t.equal(body.error.code, 'TOLLGATE_ERR_UPSTREAM_PROTOCOL');
+  t.match(body.error.message, /an error and no answer: Rate limit reached for \[REDACTED\]/);
+  t.notMatch(a.text, KEY.slice(3));
+  t.match(await rowOf(a.id), { status: 'failure', error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', usage_source: 'none' });
+  const p = await messages('anterr200/m');
+  t.equal(p.status, 502, 'the passthrough too');
+  const c = await chat('fb2');
+  t.equal(c.status, 200, 'the combo answered from its next member');
 });
