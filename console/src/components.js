@@ -5,7 +5,10 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { get } from './api.js';
 
-/** GET `path` (again every `everyMs` when given); `reload()` fetches now. */
+/**
+ * GET `path` (again every `everyMs` when given); `reload()` fetches now. `loading` is true until the first answer,
+ * data or error: a page shows "Loading…" while it is, and the error (ErrorNote) once the call failed.
+ */
 export function useApi(path, { everyMs } = {}) {
   const [state, setState] = useState({ data: null, error: null, loading: true });
   const [tick, setTick] = useState(0);
@@ -31,6 +34,34 @@ export function useApi(path, { everyMs } = {}) {
 export const ErrorNote = ({ error }) => (error ? html`<p class="error" role="alert">${error.message}</p>` : null);
 
 export const Loading = () => html`<p class="muted" aria-busy="true">Loading…</p>`;
+
+/**
+ * What a page shows for one `useApi` call: "Loading…" until it answers, then `view(data)`; nothing when it failed
+ * without data (its ErrorNote says why). Data from an earlier answer stays shown when a refresh fails.
+ */
+export const loaded = (call, view) => (call.data !== null ? view(call.data) : call.loading ? html`<${Loading} />` : null);
+
+// Direction controls that reorder the text after them: embeddings and overrides (U+202A-U+202E) and isolates
+// (U+2066-U+2069), the "Trojan Source" characters (CVE-2021-42574).
+const BIDI_CONTROL = /([\u202A-\u202E\u2066-\u2069])/;
+const codePoint = (c) => `U+${c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+
+/** A name as plain text, where no element can go (an <option>, alone on its line): its direction controls shown. */
+export const nameText = (text) =>
+  String(text ?? '').split(BIDI_CONTROL).map((part, i) => (i % 2 === 0 ? part : `⟨${codePoint(part)}⟩`)).join('');
+
+/**
+ * A name or id from the data (a model, a provider, a combo, a key): isolated from the text around it (<bdi>), so a
+ * right-to-left name cannot move what follows it; a direction control in it is shown as a marker and not applied, so
+ * `fake/<U+202E>gnp.exe` reads as what it is, not as `fake/exe.png`.
+ */
+export function Name({ text }) {
+  const s = text === null || text === undefined ? '' : String(text);
+  const parts = s.split(BIDI_CONTROL);
+  if (parts.length === 1) return html`<bdi>${s}</bdi>`;
+  return html`<bdi>${parts.map((part, i) =>
+    i % 2 === 0 ? part : html`<span class="bidi-control" title=${`${codePoint(part)}: a text-direction control in the data, shown and not applied`}>⟨${codePoint(part)}⟩</span>`)}</bdi>`;
+}
 
 export const Stat = ({ label, value, hint }) => html`<div class="stat">
   <div class="stat-label">${label}</div>

@@ -55,8 +55,11 @@ export interface LogRow {
   readonly reasoning_tokens: number | null;
   readonly total_tokens: number;
   readonly usage_source: string;
+  /** Billed USD as recorded: 0 stands for "unknown" when no price covered a paid model (`price_source`, docs/catalog.md). */
   readonly cost: number;
   readonly list_cost: number;
+  /** Where the price came from: `config`, `catalog@<version>`, `none` (no price anywhere); '' when not recorded. */
+  readonly price_source: string;
   readonly duration_ms: number;
   readonly ttft_ms: number | null;
   readonly upstream_ms: number | null;
@@ -67,17 +70,19 @@ export interface LogRow {
 /** What the compact record (`/api/usage/logs`) shows of a row; `LogRow` is the full record. */
 export type CompactRow = Pick<
   LogRow,
-  'request_id' | 'kind' | 'combo' | 'ts' | 'provider' | 'model' | 'requested_model' | 'stream' | 'status' | 'http_status' | 'input_tokens' |
-  'cached_tokens' | 'cache_write_tokens' | 'output_tokens' | 'reasoning_tokens' | 'total_tokens' | 'cost' | 'duration_ms'
+  'request_id' | 'kind' | 'combo' | 'ts' | 'provider' | 'provider_group' | 'model' | 'requested_model' | 'stream' | 'status' | 'http_status' |
+  'input_tokens' | 'cached_tokens' | 'cache_write_tokens' | 'output_tokens' | 'reasoning_tokens' | 'total_tokens' | 'cost' | 'price_source' |
+  'duration_ms'
 >;
 
 // Computed columns get names of their own: an alias that shadows a column would replace it in WHERE and ORDER BY.
-// The compact record's columns are read alone for /api/usage/logs (fewer columns through FINAL: about a quarter faster).
-const COMPACT_FIELDS = `toString(request_id) AS id, kind, combo, toUnixTimestamp64Milli(ts) AS ts_ms, provider, model, requested_model,
-  stream, status, http_status, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens, total_tokens,
-  toString(cost) AS cost_usd, duration_ms`;
+// The compact record's columns are read alone for /api/usage/logs (fewer columns through FINAL: about a quarter faster);
+// provider_group and price_source are among them because they say whether the cost is known.
+const COMPACT_FIELDS = `toString(request_id) AS id, kind, combo, toUnixTimestamp64Milli(ts) AS ts_ms, provider, provider_group, model,
+  requested_model, stream, status, http_status, input_tokens, cached_tokens, cache_write_tokens, output_tokens, reasoning_tokens,
+  total_tokens, toString(cost) AS cost_usd, price_source, duration_ms`;
 const FIELDS = `${COMPACT_FIELDS}, ifNull(toString(parent_id), '') AS parent, attempt, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint,
-  provider_group, connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
+  connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
   upstream_ms, trace_id`;
 
 /**
@@ -101,19 +106,19 @@ const b = (v: unknown): boolean => v === true || v === 1 || v === '1' || v === '
 
 function toCompactRow(r: Raw): CompactRow {
   return {
-    request_id: String(r.id), kind: String(r.kind), combo: String(r.combo), ts: n(r.ts_ms), provider: String(r.provider), model: String(r.model),
-    requested_model: String(r.requested_model), stream: b(r.stream), status: String(r.status) as DetailStatus, http_status: n(r.http_status),
-    input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens), cache_write_tokens: nn(r.cache_write_tokens),
-    output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens), total_tokens: n(r.total_tokens), cost: n(r.cost_usd),
-    duration_ms: n(r.duration_ms),
+    request_id: String(r.id), kind: String(r.kind), combo: String(r.combo), ts: n(r.ts_ms), provider: String(r.provider),
+    provider_group: String(r.provider_group), model: String(r.model), requested_model: String(r.requested_model), stream: b(r.stream),
+    status: String(r.status) as DetailStatus, http_status: n(r.http_status), input_tokens: nn(r.input_tokens), cached_tokens: nn(r.cached_tokens),
+    cache_write_tokens: nn(r.cache_write_tokens), output_tokens: nn(r.output_tokens), reasoning_tokens: nn(r.reasoning_tokens),
+    total_tokens: n(r.total_tokens), cost: n(r.cost_usd), price_source: String(r.price_source ?? ''), duration_ms: n(r.duration_ms),
   };
 }
 
 // Object.assign, not a spread of toCompactRow's result into a literal: that took V8 (Node 20) about 50 µs a row.
 function toLogRow(r: Raw): LogRow {
   return Object.assign(toCompactRow(r), {
-    parent_id: String(r.parent), attempt: n(r.attempt), end_ts: n(r.end_ms), endpoint: String(r.endpoint), provider_group: String(r.provider_group),
-    connection: String(r.connection), auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
+    parent_id: String(r.parent), attempt: n(r.attempt), end_ts: n(r.end_ms), endpoint: String(r.endpoint), connection: String(r.connection),
+    auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
     usage_source: String(r.usage_source), list_cost: n(r.list_cost_usd), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
     trace_id: String(r.trace_id ?? ''),
   });

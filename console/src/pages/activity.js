@@ -4,7 +4,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from '../api.js';
-import { ErrorNote, Loading, useApi } from '../components.js';
+import { ErrorNote, Loading, Name, nameText, useApi } from '../components.js';
 import { dayAndClock, int, isoOf, seconds, time, usd } from '../format.js';
 import { LiveRegion } from './live.js';
 
@@ -29,12 +29,12 @@ function Filters({ value, onChange, models }) {
     <div class="field"><label for="f-model">Model</label>
       <select id="f-model" value=${draft.model} onChange=${set('model')}>
         <option value="">All models</option>
-        ${models.map((m) => html`<option value=${m.id}>${m.id}</option>`)}
+        ${models.map((m) => html`<option value=${m.id}>${nameText(m.id)}</option>`)}
       </select></div>
     <div class="field"><label for="f-provider">Provider</label>
       <select id="f-provider" value=${draft.provider} onChange=${set('provider')}>
         <option value="">All providers</option>
-        ${providers.map((p) => html`<option value=${p}>${p}</option>`)}
+        ${providers.map((p) => html`<option value=${p}>${nameText(p)}</option>`)}
       </select></div>
     <div class="field"><label for="f-status">Status</label>
       <select id="f-status" value=${draft.status} onChange=${set('status')}>
@@ -53,6 +53,14 @@ function StatusBadge({ row }) {
   return html`<span class=${`badge ${s}`}>${s}${row.http_status && s !== 'success' ? html`<span class="wide"> ${row.http_status}</span>` : ''}</span>`;
 }
 
+const UNKNOWN_COST = 'No price covers this paid model (its price source is none): the cost is not known, and 0 is not its price.';
+const UNKNOWN_LIST = 'No price covers this model (its price source is none): its list cost is not known.';
+
+/** A cost the API gave, or "unknown" (null: a paid model priced nowhere, docs/catalog.md), never a placeholder $0.00. */
+function Cost({ value, why = UNKNOWN_COST }) {
+  return value === null ? html`<span class="unknown" title=${why}>unknown</span>` : usd(value);
+}
+
 function Details({ row, onClose }) {
   const dialog = useRef(null);
   useEffect(() => {
@@ -67,14 +75,14 @@ function Details({ row, onClose }) {
     <dl class="kv">
       <dt>Request id</dt><dd><code>${row.request_id}</code></dd>
       <dt>Trace id</dt><dd>${row.trace_id ? html`<code>${row.trace_id}</code>` : 'none (no tracing configured, no incoming traceparent)'}</dd>
-      <dt>Model</dt><dd>${row.model}${row.requested_model !== row.model ? ` (asked for ${row.requested_model})` : ''}</dd>
+      <dt>Model</dt><dd><${Name} text=${row.model} />${row.requested_model !== row.model ? html` (asked for <${Name} text=${row.requested_model} />)` : ''}</dd>
       <dt>Endpoint</dt><dd>${row.endpoint} · ${row.stream ? 'stream' : 'unary'}</dd>
-      <dt>Status</dt><dd><${StatusBadge} row=${row} /> upstream HTTP ${row.http_status}${row.error_type ? ` · ${row.error_type}` : ''}</dd>
+      <dt>Status</dt><dd><${StatusBadge} row=${row} /> upstream HTTP ${row.http_status}${row.error_type ? html` · <${Name} text=${row.error_type} />` : ''}</dd>
       <dt>Usage source</dt><dd>${u.source}</dd>
       <dt>Tokens</dt><dd>input ${int(u.input)} · cached ${int(u.cached)} · cache write ${int(u.cache_write)} · output ${int(u.output)} · reasoning ${int(u.reasoning)}</dd>
-      <dt>Cost</dt><dd>${usd(row.cost)} (list ${usd(row.list_cost)})</dd>
+      <dt>Cost</dt><dd class="cost"><${Cost} value=${row.cost} /> (list <${Cost} value=${row.list_cost} why=${UNKNOWN_LIST} />)${row.price_source ? html` · price from <${Name} text=${row.price_source} />` : ''}</dd>
       <dt>Timing</dt><dd>${seconds(row.duration_s)} total · first token ${seconds(row.ttft_s)} · upstream ${seconds(row.upstream_s)}</dd>
-      <dt>Key · connection</dt><dd>${row.api_key_name || '–'} · ${row.connection ?? '–'}</dd>
+      <dt>Key · connection</dt><dd>${row.api_key_name ? html`<${Name} text=${row.api_key_name} />` : '–'} · ${row.connection === null ? '–' : html`<${Name} text=${row.connection} />`}</dd>
       <dt>Started · ended</dt><dd>${time(row.timestamp)} · ${time(row.end_timestamp)}</dd>
     </dl>
     ${row.attempts.length > 0
@@ -82,8 +90,8 @@ function Details({ row, onClose }) {
         <div class="table-wrap"><table>
           <thead><tr><th scope="col">#</th><th scope="col">Model</th><th scope="col">Status</th><th scope="col">Upstream</th><th scope="col">Tokens</th><th scope="col">Cost</th><th scope="col">Duration</th><th scope="col">Usage</th></tr></thead>
           <tbody>${row.attempts.map((a) => html`<tr>
-            <td>${a.attempt}</td><td>${a.model}</td><td><${StatusBadge} row=${a} />${a.error_type ? html` <span class="muted">${a.error_type}</span>` : null}</td>
-            <td>${a.http_status}</td><td>${int(a.total_tokens)}</td><td>${usd(a.cost)}</td><td>${seconds(a.duration_s)}</td><td>${a.usage.source}</td></tr>`)}
+            <td>${a.attempt}</td><td class="model-cell"><${Name} text=${a.model} /></td><td><${StatusBadge} row=${a} />${a.error_type ? html` <span class="muted"><${Name} text=${a.error_type} /></span>` : null}</td>
+            <td>${a.http_status}</td><td>${int(a.total_tokens)}</td><td class="cost"><${Cost} value=${a.cost} /></td><td>${seconds(a.duration_s)}</td><td>${a.usage.source}</td></tr>`)}
           </tbody></table></div>`
       : null}
   </dialog>`;
@@ -97,15 +105,15 @@ function Row({ row, open, onOpen, onToggle }) {
       <td class="nowrap wide"><time datetime=${row.timestamp}>${dayAndClock(row.timestamp).join('')}</time></td>
       <td class="model-cell">${combo
         ? html`<button type="button" class="expander" aria-expanded=${open ? 'true' : 'false'} onClick=${() => onToggle(row.request_id)} aria-label=${`${open ? 'Hide' : 'Show'} the ${row.attempts.length} attempts of combo ${row.combo}`}>${open ? '▾' : '▸'}</button>`
-        : null}${row.model}${row.combo ? html` <span class="tag">${row.combo}</span>` : null}</td>
+        : null}<${Name} text=${row.model} />${row.combo ? html` <span class="tag"><${Name} text=${row.combo} /></span>` : null}</td>
       <td class="num wide">${int(row.input_tokens)}</td><td class="num wide">${int(row.output_tokens)}</td><td class="num">${int(row.total_tokens)}</td>
-      <td class="num wide">${int(row.cached_tokens)}</td><td class="num">${usd(row.cost)}</td><td class="num wide">${seconds(row.duration_s)}</td>
+      <td class="num wide">${int(row.cached_tokens)}</td><td class="num cost"><${Cost} value=${row.cost} /></td><td class="num wide">${seconds(row.duration_s)}</td>
       <td><${StatusBadge} row=${row} /></td>
     </tr>
     ${open ? row.attempts.map((a) => html`<tr class="attempt-row">
-      <td><span class="narrow small muted">${a.attempt}</span></td><td class="nowrap muted wide">attempt ${a.attempt}</td><td class="model-cell">↳ ${a.model}</td>
+      <td><span class="narrow small muted">${a.attempt}</span></td><td class="nowrap muted wide">attempt ${a.attempt}</td><td class="model-cell">↳ <${Name} text=${a.model} /></td>
       <td class="num wide">${int(a.input_tokens)}</td><td class="num wide">${int(a.output_tokens)}</td><td class="num">${int(a.total_tokens)}</td>
-      <td class="num wide">${int(a.cached_tokens)}</td><td class="num">${usd(a.cost)}</td><td class="num wide">${seconds(a.duration_s)}</td><td><${StatusBadge} row=${a} /></td>
+      <td class="num wide">${int(a.cached_tokens)}</td><td class="num cost"><${Cost} value=${a.cost} /></td><td class="num wide">${seconds(a.duration_s)}</td><td><${StatusBadge} row=${a} /></td>
     </tr>`) : null}`;
 }
 

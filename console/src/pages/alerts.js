@@ -4,7 +4,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { ErrorNote, Loading, Meter, Stat, useApi } from '../components.js';
+import { ErrorNote, Meter, Name, Stat, loaded, useApi } from '../components.js';
 import { countdown, pct, time, usd } from '../format.js';
 
 function Budget({ title, b }) {
@@ -34,11 +34,11 @@ export function AlertsPage() {
     <section class="card" aria-labelledby="budgets-title">
       <h2 id="budgets-title">Budgets${budgets.data ? ` (${budgets.data.timezone})` : ''}</h2>
       <${ErrorNote} error=${budgets.error} />
-      ${budgets.data ? html`<div class="grid-2">
-        <${Budget} title="Today" b=${budgets.data.daily} />
-        <${Budget} title="This month" b=${budgets.data.monthly} />
+      ${loaded(budgets, (data) => html`<div class="grid-2">
+        <${Budget} title="Today" b=${data.daily} />
+        <${Budget} title="This month" b=${data.monthly} />
       </div>
-      ${budgets.data.auto_switch.enabled ? html`<p class="small">Auto-switch to <strong>${budgets.data.auto_switch.to}</strong>: ${budgets.data.auto_switch.active ? 'active now' : 'armed'}</p>` : null}` : html`<${Loading} />`}
+      ${data.auto_switch.enabled ? html`<p class="small">Auto-switch to <strong><${Name} text=${data.auto_switch.to} /></strong>: ${data.auto_switch.active ? 'active now' : 'armed'}</p>` : null}`)}
     </section>
     <section class="card" aria-labelledby="inbox-title">
       <div class="section-head">
@@ -49,12 +49,12 @@ export function AlertsPage() {
         </div>
       </div>
       <${ErrorNote} error=${error ?? alerts.error} />
-      ${test ? html`<ul class="test-results" aria-live="polite">${test.map((r) => html`<li>${r.channel}: ${r.delivered ? 'delivered' : `failed (${r.error ?? 'unknown'})`}</li>`)}</ul>` : null}
+      ${test ? html`<ul class="test-results" aria-live="polite">${test.map((r) => html`<li><${Name} text=${r.channel} />: ${r.delivered ? 'delivered' : `failed (${r.error ?? 'unknown'})`}</li>`)}</ul>` : null}
       ${alerts.data && list.length === 0 ? html`<p class="muted">No alerts.</p>` : null}
       <ul class="inbox">${list.map((a) => html`<li class=${`alert ${a.severity} ${a.read ? 'read' : 'unread'}`}>
         <div class="alert-head">
           <span class=${`badge ${a.severity}`}>${a.severity}</span>
-          <strong>${a.title}</strong>
+          <strong><${Name} text=${a.title} /></strong>
           <span class="muted small">${time(a.fired_at)}</span>
         </div>
         <p>${a.message}</p>

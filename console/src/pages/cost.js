@@ -3,7 +3,7 @@
 
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { Chart, ErrorNote, Loading, Meter, Stat, useApi } from '../components.js';
+import { Chart, ErrorNote, Meter, Name, Stat, loaded, useApi } from '../components.js';
 import { int, pct, usd } from '../format.js';
 
 const PERIODS = [['day', 'Today'], ['week', 'This week'], ['month', 'This month']];
@@ -12,7 +12,6 @@ export function CostPage() {
   const [period, setPeriod] = useState('day');
   const cost = useApi(`/api/usage/cost?period=${period}`);
   const proj = useApi('/api/usage/projection');
-  const c = cost.data;
   const p = proj.data;
   return html`
     <div class="toolbar">
@@ -22,7 +21,7 @@ export function CostPage() {
       </select>
     </div>
     <${ErrorNote} error=${cost.error} />
-    ${c === null ? html`<${Loading} />` : html`
+    ${loaded(cost, (c) => html`
       <section class="card" aria-labelledby="cost-totals">
         <h2 id="cost-totals">Totals</h2>
         <div class="stats">
@@ -39,19 +38,19 @@ export function CostPage() {
           <h2 id="cost-groups">By group</h2>
           <div class="table-wrap"><table>
             <thead><tr><th scope="col">Group</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th><th scope="col" class="num">List cost</th></tr></thead>
-            <tbody>${Object.entries(c.groups).map(([g, v]) => html`<tr><td>${g}</td><td class="num">${int(v.requests)}</td><td class="num">${int(v.tokens)}</td><td class="num">${usd(v.cost)}</td><td class="num">${usd(v.list_cost)}</td></tr>`)}</tbody>
+            <tbody>${Object.entries(c.groups).map(([g, v]) => html`<tr><td><${Name} text=${g} /></td><td class="num">${int(v.requests)}</td><td class="num">${int(v.tokens)}</td><td class="num">${usd(v.cost)}</td><td class="num">${usd(v.list_cost)}</td></tr>`)}</tbody>
           </table></div>
         </section>
         <section class="card" aria-labelledby="cost-providers">
           <h2 id="cost-providers">Providers (share of ${c.share_basis})</h2>
           ${c.providers.length === 0 ? html`<p class="muted">No usage in this period.</p>` : null}
           <ul class="shares">${c.providers.map((v) => html`<li>
-            <div class="share-head"><strong>${v.name}</strong> <span class="muted small">${v.group}</span><span class="share-pct">${pct(v.share_pct)}</span></div>
+            <div class="share-head"><strong><${Name} text=${v.name} /></strong> <span class="muted small"><${Name} text=${v.group} /></span><span class="share-pct">${pct(v.share_pct)}</span></div>
             <${Meter} share label=${`${v.name}: share of ${c.share_basis}`} percent=${v.share_pct} />
             <div class="muted small">${usd(v.cost)} · ${int(v.tokens)} tokens · ${usd(v.avg_cost_per_1m_tokens)} per 1M</div>
           </li>`)}</ul>
         </section>
-      </div>`}
+      </div>`)}
     <section class="card" aria-labelledby="cost-days">
       <h2 id="cost-days">Cost per day, last 7 full days</h2>
       <${ErrorNote} error=${proj.error} />

@@ -4,12 +4,13 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { streamEvents } from '../api.js';
 import { int, seconds, usd } from '../format.js';
-import { Meter } from '../components.js';
+import { Meter, Name } from '../components.js';
 
 /** `onSettled` is called when a request leaves the list (its final row is then in the activity view). */
 export function LiveRegion({ onSettled }) {
   const [requests, setRequests] = useState([]);
   const [state, setState] = useState('connecting');
+  const [problem, setProblem] = useState(null);
   const settled = useRef(onSettled);
   settled.current = onSettled;
   useEffect(() => {
@@ -17,10 +18,14 @@ export function LiveRegion({ onSettled }) {
     let known = new Set();
     streamEvents('/api/live', {
       signal: ctl.signal,
-      onState: setState,
+      onState: (next, error) => {
+        setState(next);
+        if (next === 'open' || error) setProblem(error);
+      },
       onEvent: (name, data) => {
         if (name !== 'inflight') return;
         setState('open');
+        setProblem(null);
         const ids = new Set(data.requests.map((r) => r.request_id));
         const left = [...known].filter((id) => !ids.has(id));
         known = ids;
@@ -35,13 +40,14 @@ export function LiveRegion({ onSettled }) {
       <h2 id="live-title">Live</h2>
       <span class="muted small" aria-live="polite">${state === 'open' ? `${requests.length} in flight` : state === 'retrying' ? 'reconnecting…' : 'connecting…'}</span>
     </div>
+    ${problem && state !== 'open' ? html`<p class="error" role="alert">${problem.message}</p>` : null}
     ${requests.length === 0
-      ? html`<p class="muted">Nothing in flight.</p>`
+      ? state === 'open' ? html`<p class="muted">Nothing in flight.</p>` : null
       : html`<ul class="live-list">
           ${requests.map((r) => {
             const pct = r.estimated_total ? (100 * r.streamed_tokens) / r.estimated_total : null;
             return html`<li class="live-item" data-request-id=${r.request_id}>
-              <div class="live-model"><strong>${r.model === '_other' ? r.requested_model : r.model}</strong>${r.combo ? html` <span class="tag">combo ${r.combo}</span>` : null} <span class="tag">${r.stream ? 'stream' : 'unary'}</span></div>
+              <div class="live-model"><strong><${Name} text=${r.model === '_other' ? r.requested_model : r.model} /></strong>${r.combo ? html` <span class="tag">combo <${Name} text=${r.combo} /></span>` : null} <span class="tag">${r.stream ? 'stream' : 'unary'}</span></div>
               <div class="live-numbers">
                 <span><span class="muted">tokens</span> ${int(r.streamed_tokens)}${r.estimated_total ? ` / ~${int(r.estimated_total)}` : ''}</span>
                 <span><span class="muted">cost so far</span> ${usd(r.cost_so_far)}</span>

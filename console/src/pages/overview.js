@@ -2,7 +2,7 @@
 // quietest hour (/api/usage/hourly), and the combos (/api/usage/combos).
 
 import { html } from 'htm/preact';
-import { Chart, ErrorNote, Loading, Stat, useApi } from '../components.js';
+import { Chart, ErrorNote, Name, Stat, loaded, useApi } from '../components.js';
 import { int, pct, seconds, usd } from '../format.js';
 
 function Period({ title, p }) {
@@ -14,7 +14,7 @@ function Period({ title, p }) {
       <${Stat} label="Cost" value=${usd(p.cost)} />
       <${Stat} label="Avg latency" value=${seconds(p.avg_response_s)} />
       <${Stat} label="Success rate" value=${pct(p.success_rate_pct)} />
-      <${Stat} label="Top model" value=${p.top_model?.model ?? '–'} hint=${p.top_model ? `${int(p.top_model.tokens)} tokens · ${pct(p.top_model.share_pct)}` : null} />
+      <${Stat} label="Top model" value=${p.top_model ? html`<${Name} text=${p.top_model.model} />` : '–'} hint=${p.top_model ? `${int(p.top_model.tokens)} tokens · ${pct(p.top_model.share_pct)}` : null} />
     </div>
   </section>`;
 }
@@ -26,11 +26,11 @@ export function OverviewPage() {
   const h = hourly.data;
   return html`
     <${ErrorNote} error=${ov.error} />
-    ${ov.data ? html`<div class="grid-3">
-      <${Period} title="Today" p=${ov.data.today} />
-      <${Period} title="This week" p=${ov.data.week} />
-      <${Period} title="This month" p=${ov.data.month} />
-    </div>` : html`<${Loading} />`}
+    ${loaded(ov, (data) => html`<div class="grid-3">
+      <${Period} title="Today" p=${data.today} />
+      <${Period} title="This week" p=${data.week} />
+      <${Period} title="This month" p=${data.month} />
+    </div>`)}
     <section class="card" aria-labelledby="hourly-title">
       <h2 id="hourly-title">Tokens per hour, today (${h?.tz ?? '…'})</h2>
       <${ErrorNote} error=${hourly.error} />
@@ -49,7 +49,7 @@ export function OverviewPage() {
       ${combos.data && combos.data.combos.length === 0 ? html`<p class="muted">No combo requests today.</p>` : null}
       ${combos.data && combos.data.combos.length > 0 ? html`<div class="table-wrap"><table>
         <thead><tr><th scope="col">Combo</th><th scope="col">Strategy</th><th scope="col" class="num">Requests</th><th scope="col" class="num">Success</th><th scope="col" class="num">Tokens</th><th scope="col" class="num">Cost</th></tr></thead>
-        <tbody>${combos.data.combos.map((c) => html`<tr><td>${c.combo}</td><td>${c.strategy ?? '–'}</td><td class="num">${int(c.requests)}</td>
+        <tbody>${combos.data.combos.map((c) => html`<tr><td class="model-cell"><${Name} text=${c.combo} /></td><td>${c.strategy ?? '–'}</td><td class="num">${int(c.requests)}</td>
           <td class="num">${pct(c.success_rate_pct)}</td><td class="num">${int(c.tokens)}</td><td class="num">${usd(c.cost)}</td></tr>`)}</tbody>
       </table></div>` : null}
     </section>`;

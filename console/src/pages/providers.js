@@ -7,7 +7,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { ErrorNote, Loading, useApi } from '../components.js';
+import { ErrorNote, Name, loaded, useApi } from '../components.js';
 import { countdown, int, pct, time } from '../format.js';
 
 const age = (s) => (s < 60 ? `${s} s` : countdown(s));
@@ -23,13 +23,13 @@ function ModelTable({ provider }) {
       <th scope="col" class="num">Cache <span class="hide-narrow">read / write</span><span class="narrow">r / w</span></th><th scope="col">Source</th></tr></thead>
     <tbody>
       ${provider.models.map((m) => html`<tr key=${m.id} data-model=${m.id} class=${m.unpriced ? 'has-flag' : undefined}>
-        <td class="model-cell">${m.id}</td>
+        <td class="model-cell"><${Name} text=${m.id} /></td>
         <td class="num">${m.price ? perM(m.price.input) : '–'}</td>
         <td class="num">${m.price ? perM(m.price.output) : '–'}</td>
         <td class="num">${m.price ? cache(m.price) : '–'}</td>
         <td><span class=${`tag source-${m.price_source === 'none' ? 'none' : m.price_source === 'config' ? 'config' : 'catalog'}`}>${sourceText(m.price_source)}</span></td>
       </tr>
-      ${m.unpriced ? html`<tr class="unpriced-row" data-unpriced=${m.id}><td colspan="5" class="unpriced bad small" role="note"><strong>price unknown:</strong> ${m.id} is paid and its cost is recorded as unknown</td></tr>` : null}`)}
+      ${m.unpriced ? html`<tr class="unpriced-row" data-unpriced=${m.id}><td colspan="5" class="unpriced bad small" role="note"><strong>price unknown:</strong> <${Name} text=${m.id} /> is paid and its cost is recorded as unknown</td></tr>` : null}`)}
     </tbody>
   </table></div>
   ${provider.models.length === 0 ? html`<p class="muted small">No models listed.</p>` : null}`;
@@ -37,9 +37,9 @@ function ModelTable({ provider }) {
 
 function Reported({ r }) {
   return html`<div class="reported">
-    <p class="muted small">${r.connection ? `Connection ${r.connection}: ` : ''}${r.source}, ${age(r.age_s)} ago${r.retry_after_s ? ` · retry after ${countdown(r.retry_after_s)}` : ''}</p>
+    <p class="muted small">${r.connection ? html`Connection <${Name} text=${r.connection} />: ` : ''}${r.source}, ${age(r.age_s)} ago${r.retry_after_s ? ` · retry after ${countdown(r.retry_after_s)}` : ''}</p>
     <dl class="kv compact">
-      ${Object.entries(r.limits).map(([resource, l]) => html`<dt>${resource}</dt>
+      ${Object.entries(r.limits).map(([resource, l]) => html`<dt><${Name} text=${resource} /></dt>
         <dd>${int(l.remaining)} of ${int(l.limit)} left${l.percentage === null ? '' : ` (${pct(l.percentage)} used)`}${l.reset_in_s === null ? '' : ` · resets ${l.reset_in_s <= 0 ? 'now' : `in ${countdown(l.reset_in_s)}`}`}</dd>`)}
     </dl>
   </div>`;
@@ -111,8 +111,8 @@ function Connect({ provider, onConnected }) {
   return html`<section class="connect" aria-labelledby=${`connect-${id}`}>
     <h3 id=${`connect-${id}`} class="small">Sign in (OAuth, authorization code with PKCE)</h3>
     <p class="muted small">Admin keys only. Connect gives a sign-in address at the provider; open it, sign in, and paste the address your browser is sent back to${provider.auth.redirect_uri ? ` (${provider.auth.redirect_uri})` : ''}.</p>
-    <div class="buttons"><button type="button" onClick=${connect} disabled=${busy}>Connect ${provider.name}</button></div>
-    ${start ? html`<p class="small auth-link">Open <a href=${start.authorization_url} target="_blank" rel="noopener noreferrer">the sign-in page of ${provider.name}</a> (a new tab); it is valid until ${time(start.expires_at)}.</p>` : null}
+    <div class="buttons"><button type="button" onClick=${connect} disabled=${busy}>Connect <${Name} text=${provider.name} /></button></div>
+    ${start ? html`<p class="small auth-link">Open <a href=${start.authorization_url} target="_blank" rel="noopener noreferrer">the sign-in page of <${Name} text=${provider.name} /></a> (a new tab); it is valid until ${time(start.expires_at)}.</p>` : null}
     <form class="connect-form" onSubmit=${complete}>
       <div class="field">
         <label for=${field}>Authorization code or callback URL</label>
@@ -126,9 +126,9 @@ function Connect({ provider, onConnected }) {
 
 function ProviderCard({ provider, quotaEntry, unpriced, onConnected }) {
   return html`<article class="card provider" aria-labelledby=${`p-${provider.id}`} data-provider=${provider.id}>
-    <div class="section-head"><h2 id=${`p-${provider.id}`}>${provider.name}</h2>
-      <span><span class="tag">${provider.group}</span> <span class="tag">${provider.format}</span></span></div>
-    <p class="muted small">${provider.id}${provider.catalog ? ` · catalog: ${provider.catalog}` : ''} · auth: ${provider.auth.type}${provider.auth.flow ? ` (${provider.auth.flow})` : ''}${provider.auth.token_stored === null ? '' : html` · <span class="token-state">${provider.auth.token_stored ? 'token stored' : html`<strong>not signed in</strong>`}</span>`}</p>
+    <div class="section-head"><h2 id=${`p-${provider.id}`}><${Name} text=${provider.name} /></h2>
+      <span><span class="tag"><${Name} text=${provider.group} /></span> <span class="tag"><${Name} text=${provider.format} /></span></span></div>
+    <p class="muted small"><${Name} text=${provider.id} />${provider.catalog ? html` · catalog: <${Name} text=${provider.catalog} />` : ''} · auth: ${provider.auth.type}${provider.auth.flow ? ` (${provider.auth.flow})` : ''}${provider.auth.token_stored === null ? '' : html` · <span class="token-state">${provider.auth.token_stored ? 'token stored' : html`<strong>not signed in</strong>`}</span>`}</p>
     ${unpriced > 0 ? html`<p class="bad small" role="note"><strong>${unpriced} paid model${unpriced === 1 ? '' : 's'} without a price</strong>: set a price in the config (Settings) or pick a catalog that has it.</p>` : null}
     <${ModelTable} provider=${provider} />
     ${quotaEntry ? html`<${QuotaBlock} e=${quotaEntry} />` : null}
@@ -142,10 +142,10 @@ export function ProvidersPage() {
   const byId = new Map((quota.data?.providers ?? []).map((e) => [e.id, e]));
   return html`
     <${ErrorNote} error=${providers.error ?? quota.error} />
-    ${providers.data === null ? html`<${Loading} />` : html`
-      <p class="muted small">Prices in USD per 1M tokens. Source: <code>config</code> (your YAML), <code>${`catalog@${providers.data.catalog.version}`}</code> (the model catalog), or <code>none</code>.</p>
+    ${loaded(providers, (data) => html`
+      <p class="muted small">Prices in USD per 1M tokens. Source: <code>config</code> (your YAML), <code>${`catalog@${data.catalog.version}`}</code> (the model catalog), or <code>none</code>.</p>
       <div class="grid-2">
-        ${providers.data.providers.map((p) => html`<${ProviderCard} key=${p.id} provider=${p} quotaEntry=${byId.get(p.id)} unpriced=${p.models.filter((m) => m.unpriced).length} onConnected=${providers.reload} />`)}
+        ${data.providers.map((p) => html`<${ProviderCard} key=${p.id} provider=${p} quotaEntry=${byId.get(p.id)} unpriced=${p.models.filter((m) => m.unpriced).length} onConnected=${providers.reload} />`)}
       </div>
-      ${providers.data.providers.length === 0 ? html`<p class="muted">No providers configured.</p>` : null}`}`;
+      ${data.providers.length === 0 ? html`<p class="muted">No providers configured.</p>` : null}`)}`;
 }

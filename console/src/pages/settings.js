@@ -6,7 +6,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError, api } from '../api.js';
-import { ErrorNote, Loading } from '../components.js';
+import { ErrorNote, Loading, Name, nameText } from '../components.js';
 
 const KIND_LABELS = {
   quota_warning: 'Quota warning', quota_exhausted: 'Quota exhausted', quota_reset: 'Quota reset', daily_budget: 'Daily budget alerts',
@@ -84,7 +84,7 @@ function BudgetsForm({ settings, onSaved }) {
       <div class="field"><label for="auto-switch-to">Auto-switch target</label>
         <select id="auto-switch-to" value=${to} onChange=${(e) => setTo(e.currentTarget.value)}>
           <option value="">(none)</option>
-          ${settings.switch_targets.map((t) => html`<option value=${t}>${t}</option>`)}
+          ${settings.switch_targets.map((t) => html`<option value=${t}>${nameText(t)}</option>`)}
         </select></div>
     </div>
     <button type="submit" disabled=${busy}>Save budgets</button>
@@ -152,13 +152,13 @@ function PriceForm({ id, p, settings, onSaved }) {
     save(`/api/settings/prices/${encodeURIComponent(id)}`, { price: body });
   };
   return html`<form class="card settings" aria-labelledby=${`set-price-${id}`} onSubmit=${submit}>
-    <h3 id=${`set-price-${id}`}>${p.name} <span class="muted small">${id} · ${p.group}</span></h3>
+    <h3 id=${`set-price-${id}`}><${Name} text=${p.name} /> <span class="muted small"><${Name} text=${id} /> · ${p.group}</span></h3>
     <div class="fields prices">
       ${PRICE_LABELS.map(([k, label]) => html`<${Field} id=${`price-${id}-${k}`} label=${`${label} price`} value=${price[k]} fed=${fed(k)}
         onInput=${(v) => setPrice({ ...price, [k]: v })} />`)}
     </div>
-    ${Object.entries(p.models).some(([, mp]) => mp !== null) ? html`<p class="muted small">Model overrides: ${Object.entries(p.models).filter(([, mp]) => mp !== null).map(([m, mp]) => `${m} (${Object.entries(mp).map(([k, v]) => `${k} ${v}`).join(', ')})`).join('; ')}</p>` : null}
-    <button type="submit" disabled=${busy}>Save ${p.name} prices</button>
+    ${Object.entries(p.models).some(([, mp]) => mp !== null) ? html`<p class="muted small">Model overrides: ${Object.entries(p.models).filter(([, mp]) => mp !== null).map(([m, mp], i) => html`${i > 0 ? '; ' : ''}<${Name} text=${m} /> (${Object.entries(mp).map(([k, v]) => `${k} ${v}`).join(', ')})`)}</p>` : null}
+    <button type="submit" disabled=${busy}>Save <${Name} text=${p.name} /> prices</button>
     <${Outcome} outcome=${outcome} />
   </form>`;
 }

@@ -2,7 +2,7 @@
 // and the public URL's tunnel check (/api/tunnel).
 
 import { html } from 'htm/preact';
-import { ErrorNote, Loading, Stat, useApi } from '../components.js';
+import { ErrorNote, Stat, loaded, useApi } from '../components.js';
 import { time } from '../format.js';
 
 const TUNNEL = {
@@ -16,30 +16,29 @@ export function StatusPage() {
   const version = useApi('/api/version');
   const tunnel = useApi('/api/tunnel', { everyMs: 30000 });
   const v = version.data;
-  const t = tunnel.data;
   return html`
     <div class="grid-2">
       <section class="card" aria-labelledby="version-title">
         <h2 id="version-title">Version</h2>
         <${ErrorNote} error=${version.error} />
-        ${v === null ? html`<${Loading} />` : html`
+        ${loaded(version, (v) => html`
           <div class="stats roomy">
             <${Stat} label="Tollgate" value=${v.version} hint=${`Node ${v.node}`} />
             <${Stat} label="Config on disk" value=${v.config === null ? 'no file' : v.config.matches_running ? 'matches what runs' : 'differs from what runs'}
               hint=${v.config?.file ?? 'started without a config file'} />
           </div>
-          ${v.config?.error ? html`<pre class="error small">${v.config.error}</pre>` : null}`}
+          ${v.config?.error ? html`<pre class="error small">${v.config.error}</pre>` : null}`)}
       </section>
       <section class="card" aria-labelledby="tunnel-title">
         <h2 id="tunnel-title">Tunnel</h2>
         <${ErrorNote} error=${tunnel.error} />
-        ${t === null ? html`<${Loading} />` : html`
+        ${loaded(tunnel, (t) => html`
           <div class="stats roomy">
             <${Stat} label="State" value=${TUNNEL[t.state][0]} hint=${t.public_url ?? 'server.public_url is not set'} />
             ${t.latency_ms === null ? null : html`<${Stat} label="Round trip" value=${`${t.latency_ms} ms`} hint=${`checked ${time(t.checked_at)}`} />`}
           </div>
           <p class="muted small">${TUNNEL[t.state][1]}</p>
-          ${t.error ? html`<p class="error small">${t.error}</p>` : null}`}
+          ${t.error ? html`<p class="error small">${t.error}</p>` : null}`)}
       </section>
     </div>
     ${v?.release_notes ? html`<section class="card" aria-labelledby="notes-title">

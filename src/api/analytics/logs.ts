@@ -28,19 +28,35 @@ const seconds = (ms: number | null): number | null => (ms === null ? null : Numb
 const outcome = (s: DetailStatus): 'success' | 'failure' => (s === 'success' ? 'success' : 'failure');
 
 /**
+ * No price covered the row's model and it spent tokens: its recorded cost and list cost are placeholders, not prices
+ * (docs/catalog.md). The billed cost is unknown only for a paid provider (subscription and free bill 0 whatever the
+ * price): the rule of ledger/cost.ts `costKnown`, which /api/usage counts as `unpriced_requests`.
+ */
+const unpriced = (r: CompactRow): boolean => r.price_source === 'none' && r.total_tokens > 0;
+const costKnown = (r: CompactRow): boolean => !(unpriced(r) && r.provider_group === 'paid');
+
+/** The billed cost, or null and `cost_known: false` (as /api/usage marks a model) when it is not known. */
+function billed(r: CompactRow): { cost: number | null; cost_known?: false } {
+  return costKnown(r) ? { cost: money(r.cost) } : { cost: null, cost_known: false };
+}
+
+/**
  * A record's figures after its names: start time, tokens as the spec's record shows them, without overlap (input =
  * not-cached input plus cache writes, cached = cache reads, output = output plus reasoning; so total = input + cached
- * + output; null: not reported by the provider), cost, duration and outcome.
+ * + output; null: not reported by the provider), cost (null: not known), duration and outcome.
  */
 function figures(r: CompactRow) {
-  return {
-    timestamp: iso(r.ts),
-    input_tokens: sum(r.input_tokens, r.cache_write_tokens),
-    output_tokens: sum(r.output_tokens, r.reasoning_tokens),
-    total_tokens: r.total_tokens,
-    cached_tokens: r.cached_tokens,
-    cost: money(r.cost), duration_s: seconds(r.duration_ms), status: outcome(r.status), detail_status: r.status, http_status: r.http_status, stream: r.stream,
-  };
+  return Object.assign(
+    {
+      timestamp: iso(r.ts),
+      input_tokens: sum(r.input_tokens, r.cache_write_tokens),
+      output_tokens: sum(r.output_tokens, r.reasoning_tokens),
+      total_tokens: r.total_tokens,
+      cached_tokens: r.cached_tokens,
+    },
+    billed(r),
+    { duration_s: seconds(r.duration_ms), status: outcome(r.status), detail_status: r.status, http_status: r.http_status, stream: r.stream },
+  );
 }
 
 // The entries are put together with Object.assign, not object spread: spreading a record of this size into a literal
@@ -56,7 +72,8 @@ function details(r: LogRow) {
     connection: r.connection === '' ? null : r.connection, api_key_name: r.api_key_name, auto_switched: r.auto_switched,
     error_type: r.error_type === '' ? null : r.error_type,
     usage: { input: r.input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, output: r.output_tokens, reasoning: r.reasoning_tokens, source: r.usage_source },
-    list_cost: money(r.list_cost), ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),
+    list_cost: unpriced(r) ? null : money(r.list_cost), price_source: r.price_source === '' ? null : r.price_source,
+    ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),
     trace_id: r.trace_id === '' ? null : r.trace_id,
   };
 }
@@ -72,7 +89,7 @@ function textLine(e: ReturnType<typeof compact>): string {
   return [
     `#${e.number}`, e.timestamp, status, String(e.http_status), e.model, ...(e.combo === null ? [] : [`combo=${e.combo}`]),
     `in=${dash(e.input_tokens)}`, `out=${dash(e.output_tokens)}`, `cached=${dash(e.cached_tokens)}`, `total=${e.total_tokens}`,
-    `cost=${e.cost}`, `${dash(e.duration_s)}s`, e.stream ? 'stream' : 'unary', `id=${e.request_id}`,
+    `cost=${dash(e.cost)}`, `${dash(e.duration_s)}s`, e.stream ? 'stream' : 'unary', `id=${e.request_id}`,
   ].join(' ');
 }
 
@@ -80,7 +97,7 @@ function attemptLine(a: ReturnType<typeof attemptView>): string {
   const status = a.detail_status === a.status ? a.status : `${a.status}(${a.detail_status})`;
   return [
     `  attempt ${a.attempt}`, a.timestamp, status, String(a.http_status), a.model, `in=${dash(a.input_tokens)}`, `out=${dash(a.output_tokens)}`,
-    `cached=${dash(a.cached_tokens)}`, `total=${a.total_tokens}`, `cost=${a.cost}`, `${dash(a.duration_s)}s`,
+    `cached=${dash(a.cached_tokens)}`, `total=${a.total_tokens}`, `cost=${dash(a.cost)}`, `${dash(a.duration_s)}s`,
     ...(a.error_type === null ? [] : [`error=${a.error_type}`]), `id=${a.request_id}`,
   ].join(' ');
 }
