@@ -11,7 +11,7 @@ import t from 'tap';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { startApp, testConfig, type TestApp } from '../helpers/app.js';
+import { demoProvidersYaml, startApp, testConfig, type TestApp } from '../helpers/app.js';
 import { exchange, send, type Answer } from '../helpers/raw-http.js';
 import { receiver } from '../helpers/receivers.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -29,16 +29,7 @@ storage:
   data_dir: ${join(dir, 'data')}
   batch: { flush_ms: 50 }
 
-providers:
-  demo:
-    name: Demo
-    group: paid
-    format: mock
-    price: { input: 1, output: 2 }
-    mock: { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }
-    models:
-      echo-1: { kind: llm }
-
+${demoProvidersYaml()}
 budgets:
   daily_usd: 10
 
