@@ -153,12 +153,14 @@ export class Dispatcher implements Transport {
       });
       const body = res.body;
       this.#notify(id, res.statusCode, res.headers);
-      const limit = this.#answerLimit;
+      const limit = this.#answerLimit();
       const declared = declaredLength(res.headers);
       return {
         status: res.statusCode, headers: res.headers, body,
-        text: () => textWithin(body, limit(), declared),
-        bytes: () => readWithin(body, limit(), declared),
+        // Within a declared length undici reads no more than it says: its own reader, with no count and no wrapper
+        // (the common case; `bench/ab.mjs` put the wrapper at about 1.5 % of a request's CPU).
+        text: declared !== null && declared <= limit ? () => body.text() : () => textWithin(body, limit, declared),
+        bytes: () => readWithin(body, limit, declared),
       };
     } catch (err) {
       throw opts.signal.aborted ? err : classifyTransportError(err);
