@@ -268,7 +268,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     // A public host with such a key never gets here (config validation); on loopback it is allowed, with a warning.
     if (reason !== null) log.warn({ path: `server.api_keys[${i}].key` }, `server.api_keys[${i}].key ${reason}: accepted on a loopback address only`);
   }
-  if (cfg.server.api_keys.length === 0) log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+  if (cfg.server.api_keys.length === 0) {
+    log.warn('no server.api_keys configured: serving without authentication (loopback only)');
+    // The gate answers loopback names only without keys (src/gate/origin.ts): a tunnel's public name gets 403s.
+    if (cfg.server.public_url !== '') log.warn({ path: 'server.public_url' }, 'server.public_url is set but there are no server.api_keys: requests through it are refused (403); configure keys to serve it');
+  }
   const warnPricing = (c: Config) => pricingWarnings(c).forEach((w) => log.warn({ path: w.path }, w.message));
   warnPricing(cfg);
   holder.onChange((next) => {
