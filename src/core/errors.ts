@@ -79,8 +79,9 @@ export function toTollgateError(err: unknown): TollgateError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new TollgateError('TOLLGATE_ERR_BODY_TOO_LARGE', 'request body is larger than the configured limit');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new TollgateError('TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', 'request body must be application/json');
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'the request body is not as long as its content-length says');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new TollgateError('TOLLGATE_ERR_INVALID_JSON', 'request body is empty; a JSON object is expected');
     case 'FST_ERR_BAD_URL':

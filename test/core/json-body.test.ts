@@ -134,3 +134,11 @@ t.test('the body limit is still a 413, with or without a content-length', async 
   t.equal(fits.statusCode, 200);
   await fits.body.dump();
 });
+
+t.test('a body that is not as long as its content-length says is a 400 BAD_REQUEST, not "must be application/json"', async (t) => {
+  const { errorCodes } = await import('fastify');
+  const { toTollgateError } = await import('../../src/core/errors.js');
+  const e = toTollgateError(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+  t.match(e, { code: 'TOLLGATE_ERR_BAD_REQUEST', status: 400, message: /content-length/ });
+  t.match(toTollgateError(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE()), { code: 'TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', status: 415 });
+});
