@@ -4,6 +4,7 @@
 // limit the call fails as TOLLGATE_ERR_UPSTREAM_TOO_LARGE and the connection is closed, nothing more read. A stream is
 // not held (each frame is passed on as it comes, and a frame is bounded by the SSE parser), so this is for whole answers.
 
+import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { TollgateError } from '../core/errors.js';
 
@@ -69,4 +70,32 @@ export async function textWithin(body: Readable & { text(): Promise<string> }, l
   const bytes = await readWithin(body, limit, null);
   const bom = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
   return bytes.toString('utf8', bom ? 3 : 0);
+}
+
+/**
+ * `read()` of a whole answer, failed as TOLLGATE_ERR_UPSTREAM_TIMEOUT (the body discarded, its connection closed) when
+ * the answer is not whole by `deadline` (a `performance.now()` instant: the call's start plus `timeouts.request_s`).
+ * Without it an upstream that drips its answer a byte at a time, each within the stall timeout, held the request for
+ * as long as it liked. No timer when the body is whole already (the common case: a small answer arrives with its
+ * headers, and undici has read it to its end before the caller runs).
+ */
+export function byDeadline<T>(body: Readable, deadline: number, read: () => Promise<T>): Promise<T> {
+  if ((body as { _readableState?: { ended?: boolean } })._readableState?.ended === true) return read();
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      const err = new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'the upstream provider did not finish its answer within timeouts.request_s');
+      discard(body, err);
+      reject(err);
+    }, Math.max(0, deadline - performance.now()));
+    read().then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      },
+    );
+  });
 }

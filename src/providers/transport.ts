@@ -8,7 +8,8 @@ import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { jsonBody } from '../wire/json-stream.js';
 import { mockTransport } from './mock.js';
-import { DEFAULT_ANSWER_LIMIT, declaredLength, readWithin, textWithin } from './answer-body.js';
+import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, readWithin, textWithin } from './answer-body.js';
+import { performance } from 'node:perf_hooks';
 import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
 
@@ -141,6 +142,8 @@ export class Dispatcher implements Transport {
     const local = IN_PROCESS[p.format];
     if (local !== undefined) return local.send(id, p, req, opts);
     const stallMs = p.timeouts.stall_s * 1000;
+    const requestMs = p.timeouts.request_s * 1000;
+    const sentAt = performance.now();
     try {
       const res = await poolRequest(this.#pool(id, p), {
         method: 'POST',
@@ -148,7 +151,7 @@ export class Dispatcher implements Transport {
         headers: opts.extraHeaders ? { ...req.headers, ...opts.extraHeaders } : req.headers,
         body: requestBody(req.body),
         signal: opts.signal,
-        headersTimeout: opts.stream ? stallMs : p.timeouts.request_s * 1000,
+        headersTimeout: opts.stream ? stallMs : requestMs,
         bodyTimeout: stallMs,
       });
       const body = res.body;
@@ -158,9 +161,12 @@ export class Dispatcher implements Transport {
       return {
         status: res.statusCode, headers: res.headers, body,
         // Within a declared length undici reads no more than it says: its own reader, with no count and no wrapper
-        // (the common case; `bench/ab.mjs` put the wrapper at about 1.5 % of a request's CPU).
-        text: declared !== null && declared <= limit ? () => body.text() : () => textWithin(body, limit, declared),
-        bytes: () => readWithin(body, limit, declared),
+        // (the common case; `bench/ab.mjs` put the wrapper at about 1.5 % of a request's CPU). A whole answer must be
+        // whole within timeouts.request_s of the call (byDeadline: no timer when it came with its headers).
+        text: declared !== null && declared <= limit
+          ? () => byDeadline(body, sentAt + requestMs, () => body.text())
+          : () => byDeadline(body, sentAt + requestMs, () => textWithin(body, limit, declared)),
+        bytes: () => byDeadline(body, sentAt + requestMs, () => readWithin(body, limit, declared)),
       };
     } catch (err) {
       throw opts.signal.aborted ? err : classifyTransportError(err);
