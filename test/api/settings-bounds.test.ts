@@ -10,20 +10,15 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { ALERT_THRESHOLDS_MAX_ITEMS, SETTING_STRING_MAX_LENGTH } from '../../src/config/schema.js';
 import { ConfigError, parseConfigText } from '../../src/config/load.js';
-import { demoProvidersYaml, startApp, type TestApp } from '../helpers/app.js';
+import { configFileText, demoProvidersYaml, startApp, type TestApp } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir(t);
 const file = join(dir, 'config.yaml');
-const TEXT = `server:
-  host: 127.0.0.1
-storage:
-  data_dir: ${join(dir, 'data')}
-  batch: { flush_ms: 50 }
-${demoProvidersYaml()}budgets:
+const TEXT = configFileText(join(dir, 'data'), `${demoProvidersYaml()}budgets:
   daily_usd: 10
   timezone: UTC
-`;
+`);
 writeFileSync(file, TEXT);
 const gw: TestApp = await startApp(t, parse(TEXT) as Record<string, unknown>, { dataDir: join(dir, 'data'), configFile: file });
 

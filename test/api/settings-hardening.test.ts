@@ -11,7 +11,7 @@ import t from 'tap';
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { startApp, type TestApp } from '../helpers/app.js';
+import { configFileText, demoProvidersYaml, startApp, type TestApp } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const SECRET = 'S3CRET-sk-live-do-not-echo-0123456789';
@@ -19,20 +19,7 @@ process.env.TG_HARDENING_SECRET = SECRET;
 
 const dir = tempDir(t);
 const file = join(dir, 'config.yaml');
-const TEXT = `server:
-  host: 127.0.0.1
-storage:
-  data_dir: ${join(dir, 'data')}
-  batch: { flush_ms: 50 }
-providers:
-  demo:
-    name: Demo
-    group: paid
-    format: mock
-    price: { input: 1, output: 2 }
-    mock: { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }
-    models: { echo-1: { kind: llm } }
-  demo2:
+const TEXT = configFileText(join(dir, 'data'), `${demoProvidersYaml()}  demo2:
     name: Demo2
     group: paid
     format: mock
@@ -42,7 +29,7 @@ providers:
 budgets:
   daily_usd: 10
   timezone: UTC
-`;
+`);
 writeFileSync(file, TEXT);
 const gw: TestApp = await startApp(t, parse(TEXT) as Record<string, unknown>, { dataDir: join(dir, 'data'), configFile: file });
 

@@ -78,6 +78,14 @@ export const DEMO_PROVIDER = {
   models: { 'echo-1': { kind: 'llm' } },
 };
 
+/**
+ * A config file's text for tests that serve or edit one: a loopback host, the data directory, a 50 ms flush, then
+ * `rest` (YAML: the providers, and any other section).
+ */
+export function configFileText(dataDir: string, rest: string): string {
+  return `server:\n  host: 127.0.0.1\nstorage:\n  data_dir: ${dataDir}\n  batch: { flush_ms: 50 }\n${rest}`;
+}
+
 /** The demo provider as a YAML `providers:` block, for tests that write a config file for the built CLI. */
 export function demoProvidersYaml(mock: { chunks: number; latency_ms: number; chunk_delay_ms: number } = { chunks: 2, latency_ms: 0, chunk_delay_ms: 0 }): string {
   return `providers:
