@@ -284,8 +284,9 @@ export const CONFIG_SCHEMA = closed({
     {
       cooldown: closed(
         {
-          initial_s: num({ exclusiveMinimum: 0, default: 5 }),
-          max_s: num({ exclusiveMinimum: 0, default: 300 }),
+          // A day at most: the longest a provider can be taken out of rotation (an upstream's Retry-After included).
+          initial_s: num({ exclusiveMinimum: 0, maximum: 86_400, default: 5 }),
+          max_s: num({ exclusiveMinimum: 0, maximum: 86_400, default: 300 }),
           multiplier: num({ minimum: 1, default: 2 }),
         },
         { default: {} },

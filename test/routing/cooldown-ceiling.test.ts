@@ -52,3 +52,10 @@ t.test('a cooldown started under a larger max_s ends within the new max_s at the
   t.equal(cool.remainingMs('p#k'), 300_000, 'the running hour is cut to max_s from the latest failure');
   t.equal(cool.cooling('p#k')!.failures, 2, 'the streak is kept');
 });
+
+t.test('a cooldown setting past a day is refused by the config', async (t) => {
+  const { parseConfig, ConfigError } = await import('../../src/config/load.js');
+  const cfg = (max_s: number) => parseConfig({ providers: {}, routing: { cooldown: { max_s } } }, {});
+  t.doesNotThrow(() => cfg(86_400));
+  t.throws(() => cfg(1e300), ConfigError, 'max_s 1e300 would cool a provider for ever');
+});

@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -5565,8 +5565,8 @@ data143["initial_s"] = coerced97;
 }
 }
 if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 < 0 || isNaN(data144)){
-const err304 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data144 > 86400 || isNaN(data144)){
+const err304 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5575,13 +5575,23 @@ vErrors.push(err304);
 }
 errors++;
 }
-if(data144 <= 0 || isNaN(data144)){
-const err305 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data144 < 0 || isNaN(data144)){
+const err305 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err305];
 }
 else {
 vErrors.push(err305);
+}
+errors++;
+}
+if(data144 <= 0 || isNaN(data144)){
+const err306 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err306];
+}
+else {
+vErrors.push(err306);
 }
 errors++;
 }
@@ -5596,12 +5606,12 @@ if(dataType98 == "boolean" || data145 === null
 coerced98 = +data145;
 }
 else {
-const err306 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err307 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err306];
+vErrors = [err307];
 }
 else {
-vErrors.push(err306);
+vErrors.push(err307);
 }
 errors++;
 }
@@ -5614,23 +5624,33 @@ data143["max_s"] = coerced98;
 }
 }
 if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 < 0 || isNaN(data145)){
-const err307 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err307];
-}
-else {
-vErrors.push(err307);
-}
-errors++;
-}
-if(data145 <= 0 || isNaN(data145)){
-const err308 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data145 > 86400 || isNaN(data145)){
+const err308 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err308];
 }
 else {
 vErrors.push(err308);
+}
+errors++;
+}
+if(data145 < 0 || isNaN(data145)){
+const err309 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err309];
+}
+else {
+vErrors.push(err309);
+}
+errors++;
+}
+if(data145 <= 0 || isNaN(data145)){
+const err310 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err310];
+}
+else {
+vErrors.push(err310);
 }
 errors++;
 }
@@ -5645,12 +5665,12 @@ if(dataType99 == "boolean" || data146 === null
 coerced99 = +data146;
 }
 else {
-const err309 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err311 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err309];
+vErrors = [err311];
 }
 else {
-vErrors.push(err309);
+vErrors.push(err311);
 }
 errors++;
 }
@@ -5664,35 +5684,35 @@ data143["multiplier"] = coerced99;
 }
 if((typeof data146 == "number") && (isFinite(data146))){
 if(data146 < 1 || isNaN(data146)){
-const err310 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
-if(vErrors === null){
-vErrors = [err310];
-}
-else {
-vErrors.push(err310);
-}
-errors++;
-}
-}
-}
-else {
-const err311 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err311];
-}
-else {
-vErrors.push(err311);
-}
-errors++;
-}
-}
-else {
-const err312 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err312 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err312];
 }
 else {
 vErrors.push(err312);
+}
+errors++;
+}
+}
+}
+else {
+const err313 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err313];
+}
+else {
+vErrors.push(err313);
+}
+errors++;
+}
+}
+else {
+const err314 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err314];
+}
+else {
+vErrors.push(err314);
 }
 errors++;
 }
@@ -5703,12 +5723,12 @@ data147.auto_switch = {};
 }
 for(const key33 in data147){
 if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err313 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+const err315 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err313];
+vErrors = [err315];
 }
 else {
-vErrors.push(err313);
+vErrors.push(err315);
 }
 errors++;
 }
@@ -5724,12 +5744,12 @@ if(dataType100 == "boolean" || data148 === null
 coerced100 = +data148;
 }
 else {
-const err314 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err316 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err314];
+vErrors = [err316];
 }
 else {
-vErrors.push(err314);
+vErrors.push(err316);
 }
 errors++;
 }
@@ -5743,12 +5763,12 @@ data147["daily_usd"] = coerced100;
 }
 if((typeof data148 == "number") && (isFinite(data148))){
 if(data148 < 0 || isNaN(data148)){
-const err315 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err317 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err315];
+vErrors = [err317];
 }
 else {
-vErrors.push(err315);
+vErrors.push(err317);
 }
 errors++;
 }
@@ -5765,12 +5785,12 @@ if(dataType101 == "boolean" || data149 === null
 coerced101 = +data149;
 }
 else {
-const err316 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err318 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err316];
+vErrors = [err318];
 }
 else {
-vErrors.push(err316);
+vErrors.push(err318);
 }
 errors++;
 }
@@ -5784,12 +5804,12 @@ data147["monthly_usd"] = coerced101;
 }
 if((typeof data149 == "number") && (isFinite(data149))){
 if(data149 < 0 || isNaN(data149)){
-const err317 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err319 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
-vErrors = [err317];
+vErrors = [err319];
 }
 else {
-vErrors.push(err317);
+vErrors.push(err319);
 }
 errors++;
 }
@@ -5808,12 +5828,12 @@ else if(data150 === null){
 coerced102 = "";
 }
 else {
-const err318 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err320 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err318];
+vErrors = [err320];
 }
 else {
-vErrors.push(err318);
+vErrors.push(err320);
 }
 errors++;
 }
@@ -5827,12 +5847,12 @@ data147["timezone"] = coerced102;
 }
 if(typeof data150 === "string"){
 if(func3(data150) > 64){
-const err319 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+const err321 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
-vErrors = [err319];
+vErrors = [err321];
 }
 else {
-vErrors.push(err319);
+vErrors.push(err321);
 }
 errors++;
 }
@@ -5845,12 +5865,12 @@ data151.enabled = false;
 }
 for(const key34 in data151){
 if(!((key34 === "enabled") || (key34 === "to"))){
-const err320 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+const err322 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err320];
+vErrors = [err322];
 }
 else {
-vErrors.push(err320);
+vErrors.push(err322);
 }
 errors++;
 }
@@ -5866,12 +5886,12 @@ else if(data152 === "true" || data152 === 1){
 coerced103 = true;
 }
 else {
-const err321 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err323 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err321];
+vErrors = [err323];
 }
 else {
-vErrors.push(err321);
+vErrors.push(err323);
 }
 errors++;
 }
@@ -5896,12 +5916,12 @@ else if(data153 === null){
 coerced104 = "";
 }
 else {
-const err322 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err324 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err322];
+vErrors = [err324];
 }
 else {
-vErrors.push(err322);
+vErrors.push(err324);
 }
 errors++;
 }
@@ -5915,36 +5935,36 @@ data151["to"] = coerced104;
 }
 if(typeof data153 === "string"){
 if(func3(data153) > 256){
-const err323 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err323];
-}
-else {
-vErrors.push(err323);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err324 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err324];
-}
-else {
-vErrors.push(err324);
-}
-errors++;
-}
-}
-else {
-const err325 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err325 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err325];
 }
 else {
 vErrors.push(err325);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err326 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err326];
+}
+else {
+vErrors.push(err326);
+}
+errors++;
+}
+}
+else {
+const err327 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err327];
+}
+else {
+vErrors.push(err327);
 }
 errors++;
 }
@@ -5961,12 +5981,12 @@ data154.channels = {};
 }
 for(const key35 in data154){
 if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err326 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+const err328 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err326];
+vErrors = [err328];
 }
 else {
-vErrors.push(err326);
+vErrors.push(err328);
 }
 errors++;
 }
@@ -5976,23 +5996,23 @@ if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
 for(const key36 in data155){
 const _errs342 = errors;
 if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err327 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+const err329 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
-vErrors = [err327];
+vErrors = [err329];
 }
 else {
-vErrors.push(err327);
+vErrors.push(err329);
 }
 errors++;
 }
 var valid53 = _errs342 === errors;
 if(!valid53){
-const err328 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+const err330 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
-vErrors = [err328];
+vErrors = [err330];
 }
 else {
-vErrors.push(err328);
+vErrors.push(err330);
 }
 errors++;
 }
@@ -6009,12 +6029,12 @@ else if(data156 === "true" || data156 === 1){
 coerced105 = true;
 }
 else {
-const err329 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err331 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err329];
+vErrors = [err331];
 }
 else {
-vErrors.push(err329);
+vErrors.push(err331);
 }
 errors++;
 }
@@ -6029,12 +6049,12 @@ data155[key37] = coerced105;
 }
 }
 else {
-const err330 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err332 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err330];
+vErrors = [err332];
 }
 else {
-vErrors.push(err330);
+vErrors.push(err332);
 }
 errors++;
 }
@@ -6054,12 +6074,12 @@ data157.anomaly_multiple = 2;
 }
 for(const key38 in data157){
 if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err331 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+const err333 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err331];
+vErrors = [err333];
 }
 else {
-vErrors.push(err331);
+vErrors.push(err333);
 }
 errors++;
 }
@@ -6067,22 +6087,22 @@ errors++;
 let data158 = data157.quota;
 if(Array.isArray(data158)){
 if(data158.length > 20){
-const err332 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err334 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err332];
+vErrors = [err334];
 }
 else {
-vErrors.push(err332);
+vErrors.push(err334);
 }
 errors++;
 }
 if(data158.length < 1){
-const err333 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err335 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err333];
+vErrors = [err335];
 }
 else {
-vErrors.push(err333);
+vErrors.push(err335);
 }
 errors++;
 }
@@ -6098,12 +6118,12 @@ if(dataType106 == "boolean" || data159 === null
 coerced106 = +data159;
 }
 else {
-const err334 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err336 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err334];
+vErrors = [err336];
 }
 else {
-vErrors.push(err334);
+vErrors.push(err336);
 }
 errors++;
 }
@@ -6117,22 +6137,22 @@ data158[i9] = coerced106;
 }
 if((typeof data159 == "number") && (isFinite(data159))){
 if(data159 >= 100 || isNaN(data159)){
-const err335 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+const err337 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
-vErrors = [err335];
+vErrors = [err337];
 }
 else {
-vErrors.push(err335);
+vErrors.push(err337);
 }
 errors++;
 }
 if(data159 <= 0 || isNaN(data159)){
-const err336 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err338 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err336];
+vErrors = [err338];
 }
 else {
-vErrors.push(err336);
+vErrors.push(err338);
 }
 errors++;
 }
@@ -6149,12 +6169,12 @@ continue;
 }
 if(typeof indices1[item1] == "number"){
 j2 = indices1[item1];
-const err337 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+const err339 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
 if(vErrors === null){
-vErrors = [err337];
+vErrors = [err339];
 }
 else {
-vErrors.push(err337);
+vErrors.push(err339);
 }
 errors++;
 break;
@@ -6164,34 +6184,34 @@ indices1[item1] = i10;
 }
 }
 else {
-const err338 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err340 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err338];
+vErrors = [err340];
 }
 else {
-vErrors.push(err338);
+vErrors.push(err340);
 }
 errors++;
 }
 let data160 = data157.daily;
 if(Array.isArray(data160)){
 if(data160.length > 20){
-const err339 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err341 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err339];
+vErrors = [err341];
 }
 else {
-vErrors.push(err339);
+vErrors.push(err341);
 }
 errors++;
 }
 if(data160.length < 1){
-const err340 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err342 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err340];
+vErrors = [err342];
 }
 else {
-vErrors.push(err340);
+vErrors.push(err342);
 }
 errors++;
 }
@@ -6207,12 +6227,12 @@ if(dataType107 == "boolean" || data161 === null
 coerced107 = +data161;
 }
 else {
-const err341 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err343 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err341];
+vErrors = [err343];
 }
 else {
-vErrors.push(err341);
+vErrors.push(err343);
 }
 errors++;
 }
@@ -6226,22 +6246,22 @@ data160[i11] = coerced107;
 }
 if((typeof data161 == "number") && (isFinite(data161))){
 if(data161 > 1000 || isNaN(data161)){
-const err342 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err344 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err342];
+vErrors = [err344];
 }
 else {
-vErrors.push(err342);
+vErrors.push(err344);
 }
 errors++;
 }
 if(data161 <= 0 || isNaN(data161)){
-const err343 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err345 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err343];
+vErrors = [err345];
 }
 else {
-vErrors.push(err343);
+vErrors.push(err345);
 }
 errors++;
 }
@@ -6258,12 +6278,12 @@ continue;
 }
 if(typeof indices2[item2] == "number"){
 j3 = indices2[item2];
-const err344 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+const err346 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
 if(vErrors === null){
-vErrors = [err344];
+vErrors = [err346];
 }
 else {
-vErrors.push(err344);
+vErrors.push(err346);
 }
 errors++;
 break;
@@ -6273,34 +6293,34 @@ indices2[item2] = i12;
 }
 }
 else {
-const err345 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err347 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err345];
+vErrors = [err347];
 }
 else {
-vErrors.push(err345);
+vErrors.push(err347);
 }
 errors++;
 }
 let data162 = data157.monthly;
 if(Array.isArray(data162)){
 if(data162.length > 20){
-const err346 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const err348 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
-vErrors = [err346];
+vErrors = [err348];
 }
 else {
-vErrors.push(err346);
+vErrors.push(err348);
 }
 errors++;
 }
 if(data162.length < 1){
-const err347 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err349 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err347];
+vErrors = [err349];
 }
 else {
-vErrors.push(err347);
+vErrors.push(err349);
 }
 errors++;
 }
@@ -6316,12 +6336,12 @@ if(dataType108 == "boolean" || data163 === null
 coerced108 = +data163;
 }
 else {
-const err348 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err350 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err348];
+vErrors = [err350];
 }
 else {
-vErrors.push(err348);
+vErrors.push(err350);
 }
 errors++;
 }
@@ -6335,22 +6355,22 @@ data162[i13] = coerced108;
 }
 if((typeof data163 == "number") && (isFinite(data163))){
 if(data163 > 1000 || isNaN(data163)){
-const err349 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+const err351 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
-vErrors = [err349];
+vErrors = [err351];
 }
 else {
-vErrors.push(err349);
+vErrors.push(err351);
 }
 errors++;
 }
 if(data163 <= 0 || isNaN(data163)){
-const err350 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err352 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
-vErrors = [err350];
+vErrors = [err352];
 }
 else {
-vErrors.push(err350);
+vErrors.push(err352);
 }
 errors++;
 }
@@ -6367,12 +6387,12 @@ continue;
 }
 if(typeof indices3[item3] == "number"){
 j4 = indices3[item3];
-const err351 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+const err353 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
-vErrors = [err351];
+vErrors = [err353];
 }
 else {
-vErrors.push(err351);
+vErrors.push(err353);
 }
 errors++;
 break;
@@ -6382,12 +6402,12 @@ indices3[item3] = i14;
 }
 }
 else {
-const err352 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err354 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err352];
+vErrors = [err354];
 }
 else {
-vErrors.push(err352);
+vErrors.push(err354);
 }
 errors++;
 }
@@ -6401,12 +6421,12 @@ if(dataType109 == "boolean" || data164 === null
 coerced109 = +data164;
 }
 else {
-const err353 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err355 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
-vErrors = [err353];
+vErrors = [err355];
 }
 else {
-vErrors.push(err353);
+vErrors.push(err355);
 }
 errors++;
 }
@@ -6420,34 +6440,34 @@ data157["anomaly_multiple"] = coerced109;
 }
 if((typeof data164 == "number") && (isFinite(data164))){
 if(data164 > 1000 || isNaN(data164)){
-const err354 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
-if(vErrors === null){
-vErrors = [err354];
-}
-else {
-vErrors.push(err354);
-}
-errors++;
-}
-if(data164 <= 1 || isNaN(data164)){
-const err355 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
-if(vErrors === null){
-vErrors = [err355];
-}
-else {
-vErrors.push(err355);
-}
-errors++;
-}
-}
-}
-else {
-const err356 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err356 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err356];
 }
 else {
 vErrors.push(err356);
+}
+errors++;
+}
+if(data164 <= 1 || isNaN(data164)){
+const err357 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+if(vErrors === null){
+vErrors = [err357];
+}
+else {
+vErrors.push(err357);
+}
+errors++;
+}
+}
+}
+else {
+const err358 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err358];
+}
+else {
+vErrors.push(err358);
 }
 errors++;
 }
@@ -6458,12 +6478,12 @@ data165.dashboard = true;
 }
 for(const key39 in data165){
 if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err357 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+const err359 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err357];
+vErrors = [err359];
 }
 else {
-vErrors.push(err357);
+vErrors.push(err359);
 }
 errors++;
 }
@@ -6479,12 +6499,12 @@ else if(data166 === "true" || data166 === 1){
 coerced110 = true;
 }
 else {
-const err358 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err360 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err358];
+vErrors = [err360];
 }
 else {
-vErrors.push(err358);
+vErrors.push(err360);
 }
 errors++;
 }
@@ -6503,27 +6523,7 @@ if(data167.enabled === undefined){
 data167.enabled = true;
 }
 if(data167.smtp_url === undefined){
-const err359 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
-if(vErrors === null){
-vErrors = [err359];
-}
-else {
-vErrors.push(err359);
-}
-errors++;
-}
-if(data167.from === undefined){
-const err360 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
-if(vErrors === null){
-vErrors = [err360];
-}
-else {
-vErrors.push(err360);
-}
-errors++;
-}
-if(data167.to === undefined){
-const err361 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+const err361 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err361];
 }
@@ -6532,14 +6532,34 @@ vErrors.push(err361);
 }
 errors++;
 }
-for(const key40 in data167){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err362 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(data167.from === undefined){
+const err362 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err362];
 }
 else {
 vErrors.push(err362);
+}
+errors++;
+}
+if(data167.to === undefined){
+const err363 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(vErrors === null){
+vErrors = [err363];
+}
+else {
+vErrors.push(err363);
+}
+errors++;
+}
+for(const key40 in data167){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err364 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err364];
+}
+else {
+vErrors.push(err364);
 }
 errors++;
 }
@@ -6555,12 +6575,12 @@ else if(data168 === "true" || data168 === 1){
 coerced111 = true;
 }
 else {
-const err363 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err365 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err363];
+vErrors = [err365];
 }
 else {
-vErrors.push(err363);
+vErrors.push(err365);
 }
 errors++;
 }
@@ -6585,12 +6605,12 @@ else if(data169 === null){
 coerced112 = "";
 }
 else {
-const err364 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err366 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err364];
+vErrors = [err366];
 }
 else {
-vErrors.push(err364);
+vErrors.push(err366);
 }
 errors++;
 }
@@ -6616,12 +6636,12 @@ else if(data170 === null){
 coerced113 = "";
 }
 else {
-const err365 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err367 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err365];
+vErrors = [err367];
 }
 else {
-vErrors.push(err365);
+vErrors.push(err367);
 }
 errors++;
 }
@@ -6638,12 +6658,12 @@ if(data167.to !== undefined){
 let data171 = data167.to;
 if(Array.isArray(data171)){
 if(data171.length < 1){
-const err366 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err368 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
-vErrors = [err366];
+vErrors = [err368];
 }
 else {
-vErrors.push(err366);
+vErrors.push(err368);
 }
 errors++;
 }
@@ -6661,12 +6681,12 @@ else if(data172 === null){
 coerced114 = "";
 }
 else {
-const err367 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err369 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err367];
+vErrors = [err369];
 }
 else {
-vErrors.push(err367);
+vErrors.push(err369);
 }
 errors++;
 }
@@ -6681,24 +6701,24 @@ data171[i15] = coerced114;
 }
 }
 else {
-const err368 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err370 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
-vErrors = [err368];
+vErrors = [err370];
 }
 else {
-vErrors.push(err368);
+vErrors.push(err370);
 }
 errors++;
 }
 }
 }
 else {
-const err369 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err371 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
-vErrors = [err369];
+vErrors = [err371];
 }
 else {
-vErrors.push(err369);
+vErrors.push(err371);
 }
 errors++;
 }
@@ -6710,23 +6730,23 @@ if(data173.enabled === undefined){
 data173.enabled = true;
 }
 if(data173.url === undefined){
-const err370 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+const err372 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
-vErrors = [err370];
+vErrors = [err372];
 }
 else {
-vErrors.push(err370);
+vErrors.push(err372);
 }
 errors++;
 }
 for(const key41 in data173){
 if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err371 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+const err373 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
-vErrors = [err371];
+vErrors = [err373];
 }
 else {
-vErrors.push(err371);
+vErrors.push(err373);
 }
 errors++;
 }
@@ -6742,12 +6762,12 @@ else if(data174 === "true" || data174 === 1){
 coerced115 = true;
 }
 else {
-const err372 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err374 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
-vErrors = [err372];
+vErrors = [err374];
 }
 else {
-vErrors.push(err372);
+vErrors.push(err374);
 }
 errors++;
 }
@@ -6772,12 +6792,12 @@ else if(data175 === null){
 coerced116 = "";
 }
 else {
-const err373 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err375 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err373];
+vErrors = [err375];
 }
 else {
-vErrors.push(err373);
+vErrors.push(err375);
 }
 errors++;
 }
@@ -6791,12 +6811,12 @@ data173["url"] = coerced116;
 }
 if(typeof data175 === "string"){
 if(!pattern18.test(data175)){
-const err374 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+const err376 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
-vErrors = [err374];
+vErrors = [err376];
 }
 else {
-vErrors.push(err374);
+vErrors.push(err376);
 }
 errors++;
 }
@@ -6815,12 +6835,12 @@ else if(data176 === null){
 coerced117 = "";
 }
 else {
-const err375 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err377 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err375];
+vErrors = [err377];
 }
 else {
-vErrors.push(err375);
+vErrors.push(err377);
 }
 errors++;
 }
@@ -6835,30 +6855,7 @@ data173["secret"] = coerced117;
 }
 }
 else {
-const err376 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err376];
-}
-else {
-vErrors.push(err376);
-}
-errors++;
-}
-}
-}
-else {
-const err377 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err377];
-}
-else {
-vErrors.push(err377);
-}
-errors++;
-}
-}
-else {
-const err378 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err378 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6868,13 +6865,36 @@ vErrors.push(err378);
 errors++;
 }
 }
+}
 else {
-const err379 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err379 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err379];
 }
 else {
 vErrors.push(err379);
+}
+errors++;
+}
+}
+else {
+const err380 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err380];
+}
+else {
+vErrors.push(err380);
+}
+errors++;
+}
+}
+else {
+const err381 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err381];
+}
+else {
+vErrors.push(err381);
 }
 errors++;
 }
