@@ -68,3 +68,21 @@ export const MAX_CALL_TOKENS = 20_000_000;
 export function tokenCount(v: unknown): number | null {
   return typeof v === 'number' && v >= 0 && v <= MAX_CALL_TOKENS ? Math.round(v) : null;
 }
+
+/** The larger of two counts of one bucket; null when neither reported it. */
+export function larger(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b);
+}
+
+/**
+ * A cumulative usage report after an earlier one of the same answer (Gemini's `usageMetadata`, each chunk's count so
+ * far): each bucket the larger of the two. Counts of one answer only grow; a report that falls (a broken or hostile
+ * upstream's last chunk of 3 tokens after 700) is not believed, or the row would under-count what was spent.
+ */
+export function cumulative(earlier: Usage | null, later: Usage): Usage {
+  if (earlier === null) return later;
+  return {
+    input: larger(earlier.input, later.input), cached: larger(earlier.cached, later.cached), cacheWrite: larger(earlier.cacheWrite, later.cacheWrite),
+    output: larger(earlier.output, later.output), reasoning: larger(earlier.reasoning, later.reasoning),
+  };
+}

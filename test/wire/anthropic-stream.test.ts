@@ -393,3 +393,13 @@ t.test('renderer: reasoning without signature, a reused index, and an end withou
   t.equal((JSON.parse(frames[0]!.data) as { message: { id: string } }).message.id, 'msg_tollgate', 'no start event: a fixed id, never a random one');
   t.equal((JSON.parse(frames[1]!.data) as { delta: { stop_reason: string } }).delta.stop_reason, 'max_tokens');
 });
+
+t.test("a message_delta whose input count falls below message_start's is not believed (counts are cumulative)", async (t) => {
+  const frame = (event: string, data: unknown): SseFrame => ({ event, data: JSON.stringify({ type: event, ...(data as object) }) }) as SseFrame;
+  const { events } = parseFrames([
+    frame('message_start', { message: { id: 'm', type: 'message', role: 'assistant', model: 'c', content: [], usage: { input_tokens: 500, cache_read_input_tokens: 40, output_tokens: 1 } } }),
+    frame('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { input_tokens: 2, cache_read_input_tokens: 0, output_tokens: 30 } }),
+    frame('message_stop', {}),
+  ]);
+  t.match(lastUsage(events), { input: 500, cached: 40, output: 30 }, 'the input side keeps the larger count; the output is the last report');
+});

@@ -280,3 +280,12 @@ t.test('stream renderer: error() writes Gemini error JSON the way @google/genai 
   t.strictSame(JSON.parse(fromEvent.event({ type: 'error', message: 'The model is overloaded.', code: 'UNAVAILABLE' })), { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } }, 'an upstream error event is rendered the same way');
   t.equal(fromEvent.end(), '');
 });
+
+t.test("a chunk whose usageMetadata falls below an earlier chunk's is not believed (counts are cumulative)", async (t) => {
+  const chunk = (usage: Record<string, number>, finish = false) =>
+    `data: ${JSON.stringify({ candidates: [{ content: { role: 'model', parts: [{ text: 'x' }] }, ...(finish ? { finishReason: 'STOP' } : {}) }], usageMetadata: usage })}\r\n\r\n`;
+  const body = chunk({ promptTokenCount: 500, candidatesTokenCount: 700, thoughtsTokenCount: 40 }) + chunk({ promptTokenCount: 3, candidatesTokenCount: 1 }, true);
+  const { events } = parse(Buffer.from(body), 1 << 20);
+  const usages = events.filter((e) => e.type === 'usage').map((e) => (e as { usage: Usage }).usage);
+  t.match(usages.at(-1), { input: 500, output: 700, reasoning: 40 }, 'the counted usage keeps the larger counts');
+});

@@ -5,7 +5,7 @@
 // `output_tokens_details.thinking_tokens` (seen in newer SDK typings): then those tokens move from output to
 // reasoning, so no token is counted twice.
 
-import { tokenCount, type Usage } from '../../ledger/types.js';
+import { larger, tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './json.js';
 
 const n = tokenCount;
@@ -29,16 +29,20 @@ export function anthropicUsage(raw: unknown): Usage | null {
   };
 }
 
-/** A later report over an earlier one, bucket by bucket: what the later one reports replaces, what it omits stays. */
+/**
+ * A later report over an earlier one, bucket by bucket: the input side the larger of the two (message_delta's counts
+ * are cumulative: one lower than message_start's is not believed), what the later one omits stays; the output side
+ * the later report's, whole.
+ */
 export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | null {
   if (earlier === null) return later;
   if (later === null) return earlier;
   // Output and reasoning come from the same report (output_tokens and its details): never mix two reports there.
   const laterHasOutput = later.output !== null || later.reasoning !== null;
   return {
-    input: later.input ?? earlier.input,
-    cached: later.cached ?? earlier.cached,
-    cacheWrite: later.cacheWrite ?? earlier.cacheWrite,
+    input: larger(earlier.input, later.input),
+    cached: larger(earlier.cached, later.cached),
+    cacheWrite: larger(earlier.cacheWrite, later.cacheWrite),
     output: laterHasOutput ? later.output : earlier.output,
     reasoning: laterHasOutput ? later.reasoning : earlier.reasoning,
   };

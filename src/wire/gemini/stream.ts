@@ -5,7 +5,7 @@
 import { ERRORS, TollgateError, type ErrorCode } from '../../core/errors.js';
 import { formatFrame, type SseFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
-import type { Usage } from '../../ledger/types.js';
+import { cumulative, type Usage } from '../../ledger/types.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
 import { geminiUsage, renderGeminiUsage } from './usage.js';
 import { argsObject, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
@@ -26,6 +26,8 @@ export class GeminiStreamParser implements StreamParser {
   #next = 0;
   #calls = 0;
   #lastUsage = '';
+  /** The usage counted so far: each bucket the largest any chunk reported. */
+  #counted: Usage | null = null;
   #terminated = false;
 
   get terminated(): boolean {
@@ -57,8 +59,10 @@ export class GeminiStreamParser implements StreamParser {
     const parts = isObj(cand?.content) && Array.isArray(cand.content.parts) ? cand.content.parts : [];
     for (const p of parts) if (isObj(p)) this.#part(p, out);
 
-    const usage = geminiUsage(json.usageMetadata);
-    if (usage !== null) {
+    const reported = geminiUsage(json.usageMetadata);
+    if (reported !== null) {
+      // Cumulative: a chunk that reports less than an earlier one is not believed (ledger's `cumulative`).
+      const usage = (this.#counted = cumulative(this.#counted, reported));
       const key = JSON.stringify(usage);
       if (key !== this.#lastUsage) {
         this.#lastUsage = key;
