@@ -48,14 +48,16 @@ export function noteChoices(req: CanonicalRequest, notes: BuildNotes, format: st
 
 /** Whether any part of the request (system, messages, tool results) or any tool carries a cache_control marker. */
 export function hasCacheControl(req: CanonicalRequest): boolean {
-  const inParts = (parts: readonly Part[]): boolean =>
-    parts.some((p) => ('cacheControl' in p && p.cacheControl !== undefined) || (p.type === 'tool_result' && inParts(p.content)));
-  return inParts(req.system) || req.messages.some((m) => inParts(m.content)) || (req.tools ?? []).some((t) => t.cacheControl !== undefined);
+  return anyPart(req, (p) => 'cacheControl' in p && p.cacheControl !== undefined) || (req.tools ?? []).some((t) => t.cacheControl !== undefined);
 }
 
-/** Every part of the request: the system parts, the messages' parts and the content of their tool results. */
-export function allParts(req: CanonicalRequest): Part[] {
-  return [...req.system, ...req.messages.flatMap((m) => m.content)].flatMap((p) => (p.type === 'tool_result' ? [p, ...p.content] : [p]));
+/**
+ * Whether `test` holds for any part of the request: the system parts, the messages' parts and the content of their
+ * tool results (walked in place, nothing copied: every translated request asks this several times).
+ */
+export function anyPart(req: CanonicalRequest, test: (p: Part) => boolean): boolean {
+  const inParts = (parts: readonly Part[]): boolean => parts.some((p) => test(p) || (p.type === 'tool_result' && inParts(p.content)));
+  return inParts(req.system) || req.messages.some((m) => inParts(m.content));
 }
 
 /** Whose files API holds a file: OpenAI Chat and Responses read the same one. */
@@ -70,7 +72,7 @@ const foreignFile = (s: MediaSource, target: Origin): boolean => s.kind === 'fil
  */
 export function withoutForeignFiles(req: CanonicalRequest, target: Origin, notes: BuildNotes): CanonicalRequest {
   const foreign = (p: Part): p is Extract<Part, { type: 'image' | 'file' | 'audio' }> => (p.type === 'image' || p.type === 'file' || p.type === 'audio') && foreignFile(p.source, target);
-  if (!allParts(req).some(foreign)) return req;
+  if (!anyPart(req, foreign)) return req;
   const keep = (parts: readonly Part[]): Part[] =>
     parts.flatMap((p): Part[] => {
       if (p.type === 'tool_result') return [{ ...p, content: keep(p.content) }];

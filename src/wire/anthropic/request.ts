@@ -22,7 +22,7 @@ import { applyThinking, parseThinkingSuffix } from '../thinking.js';
 import type { ModelConfig, ProviderConfig } from '../../config/types.js';
 import { TollgateError } from '../../core/errors.js';
 import type { BuiltinTool, CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
-import { allParts, BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys, withoutForeignFiles } from '../fields.js';
+import { anyPart, BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys, withoutForeignFiles } from '../fields.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { buildBlock, parseBlocks, type AnthropicRole, type BlockContext } from './content.js';
 import { invalid, isObj, str, type Json } from './json.js';
@@ -314,10 +314,9 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   const system = buildSystem(req.system);
   if (system !== undefined) body.system = system;
   body.messages = buildMessages(req.messages);
-  const parts = allParts(req);
-  if (parts.some((p) => p.type === 'audio')) notes.drop('audio');
+  if (anyPart(req, (p) => p.type === 'audio')) notes.drop('audio');
   // Anthropic has no detail level: low or high is lost (auto is what every image gets).
-  if (parts.some((p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
+  if (anyPart(req, (p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
 
   const format = req.responseFormat;
   const tools = req.tools ?? [];

@@ -11,7 +11,7 @@
 
 import type { BuiltRequest, Target } from '../codec.js';
 import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.js';
-import { allParts, BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { anyPart, BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
 import { applyThinking, thinkingLost } from '../thinking.js';
 import { endpointPath } from '../endpoint.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
@@ -73,7 +73,7 @@ export function buildGeminiRequest(asked: CanonicalRequest, target: Target): Bui
   const unsupported = ['logitBias', 'prediction', 'promptCacheKey', 'serviceTier', 'user', 'metadata'] as const;
   for (const f of unsupported) if (req[f] !== undefined) notes.drop(f);
   if (hasCacheControl(req)) notes.drop('cacheControl');
-  if (allParts(req).some((p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
+  if (anyPart(req, (p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
 
   const refused = notes.refusal;
   return {
