@@ -28,15 +28,15 @@ const THINKING = [
 // USD per 1M tokens, bounded so that no call's cost passes what the row's `cost` column holds (MAX_CALL_TOKENS).
 const usd = () => num({ maximum: MAX_PRICE_PER_MTOK });
 const priceTier = closed(
-  { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd() },
+  { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd() },
   { required: ['above_input_tokens'] },
 );
 const tiers = { type: 'array', items: priceTier, maxItems: 16 };
 const price = closed(
-  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd(), tiers },
+  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), tiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), reasoning: usd(), tiers });
+const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), tiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

@@ -10,6 +10,8 @@ export interface Price {
   readonly output: number;
   readonly cached?: number;
   readonly cache_write?: number;
+  /** Cache writes that last an hour (Anthropic's `ttl: '1h'`); default twice `input` (src/ledger/cost.ts). */
+  readonly cache_write_1h?: number;
   readonly reasoning?: number;
   /** Prices for long prompts (docs/catalog.md, "Price tiers"): the highest tier the prompt is above applies. */
   readonly tiers?: readonly PriceTier[];
@@ -22,6 +24,7 @@ export interface PriceTier {
   readonly output?: number;
   readonly cached?: number;
   readonly cache_write?: number;
+  readonly cache_write_1h?: number;
   readonly reasoning?: number;
 }
 

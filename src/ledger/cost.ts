@@ -4,6 +4,7 @@
 
 import type { Price, PriceTier, ProviderConfig } from '../config/types.js';
 import { resolvePrice, type PriceSource } from '../config/pricing.js';
+import { MAX_PRICE_PER_MTOK } from '../config/schema.js';
 import type { Usage } from './types.js';
 
 export type { PriceSource };
@@ -49,13 +50,27 @@ export function priceFor(p: Price, u: Usage): Price {
   return { ...p, ...prices };
 }
 
-/** Cached reads and cache writes fall back to the input price, reasoning to the output price; tiers apply (priceFor). */
+/**
+ * The price of a cache write that lasts an hour: `cache_write_1h`, else twice the input price, as Anthropic bills it
+ * (the one provider that reports such writes; its 5-minute writes are the `cache_write` price, 1.25 times the input).
+ * Bounded by the config's price ceiling, so a call's cost stays within the row's `cost` column (MAX_CALL_TOKENS).
+ */
+export function hourWritePrice(p: Price): number {
+  return p.cache_write_1h ?? Math.min(2 * p.input, MAX_PRICE_PER_MTOK);
+}
+
+/**
+ * Cached reads and cache writes fall back to the input price, reasoning to the output price; cache writes that last
+ * an hour are priced apart (hourWritePrice); tiers apply (priceFor).
+ */
 export function listCostPico(u: Usage, price: Price): number {
   const p = priceFor(price, u);
+  const hour = u.cacheWrite1h ?? 0;
   return (
     pico(u.input, p.input) +
     pico(u.cached, p.cached ?? p.input) +
-    pico(u.cacheWrite, p.cache_write ?? p.input) +
+    pico(u.cacheWrite === null ? null : u.cacheWrite - hour, p.cache_write ?? p.input) +
+    pico(hour, hour === 0 ? 0 : hourWritePrice(p)) +
     pico(u.output, p.output) +
     pico(u.reasoning, p.reasoning ?? p.output)
   );

@@ -8,6 +8,12 @@ export interface Usage {
   readonly cached: number | null;
   /** Input tokens written to a cache. */
   readonly cacheWrite: number | null;
+  /**
+   * Of `cacheWrite`, the tokens written to a cache that lasts an hour (Anthropic's
+   * `cache_creation.ephemeral_1h_input_tokens`), which are billed at a higher rate than the rest (`price.cache_write_1h`,
+   * src/ledger/cost.ts). Not a sixth bucket: totals do not add it again. Absent or null: every write at the one rate.
+   */
+  readonly cacheWrite1h?: number | null;
   /** Output tokens that are not reasoning. */
   readonly output: number | null;
   /** Reasoning (thinking) tokens. */
@@ -45,13 +51,15 @@ export function knowsOutput(u: Usage): boolean {
 /** The usage of several upstream calls together (a combo request's): a bucket is null only if null in every one. */
 export function addUsage(a: Usage, b: Usage): Usage {
   const add = (x: number | null, y: number | null) => (x === null ? y : y === null ? x : x + y);
-  return {
+  const sum: Usage = {
     input: add(a.input, b.input),
     cached: add(a.cached, b.cached),
     cacheWrite: add(a.cacheWrite, b.cacheWrite),
     output: add(a.output, b.output),
     reasoning: add(a.reasoning, b.reasoning),
   };
+  const hour = add(a.cacheWrite1h ?? null, b.cacheWrite1h ?? null);
+  return hour === null ? sum : { ...sum, cacheWrite1h: hour };
 }
 
 /**
@@ -75,14 +83,10 @@ export function larger(a: number | null, b: number | null): number | null {
 }
 
 /**
- * A cumulative usage report after an earlier one of the same answer (Gemini's `usageMetadata`, each chunk's count so
- * far): each bucket the larger of the two. Counts of one answer only grow; a report that falls (a broken or hostile
- * upstream's last chunk of 3 tokens after 700) is not believed, or the row would under-count what was spent.
+ * `u` with its hour-long cache writes (`cacheWrite1h`): none when null, and never more than its cache writes (the part
+ * cannot exceed the whole; a report that says so is believed for the whole).
  */
-export function cumulative(earlier: Usage | null, later: Usage): Usage {
-  if (earlier === null) return later;
-  return {
-    input: larger(earlier.input, later.input), cached: larger(earlier.cached, later.cached), cacheWrite: larger(earlier.cacheWrite, later.cacheWrite),
-    output: larger(earlier.output, later.output), reasoning: larger(earlier.reasoning, later.reasoning),
-  };
+export function withHourWrites(u: Usage, hour: number | null): Usage {
+  if (hour === null) return u;
+  return { ...u, cacheWrite1h: Math.min(hour, u.cacheWrite ?? 0) };
 }

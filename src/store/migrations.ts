@@ -259,6 +259,16 @@ export const MIGRATIONS: readonly Migration[] = [
       `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`)}`,
     ],
   },
+  {
+    // Cache writes that last an hour (Anthropic's `ttl: '1h'`), which bill at a higher rate than the rest: of
+    // cache_write_tokens, how many were (null: not reported, and on rows written before), so a row's cost can be
+    // worked out from its tokens again (docs/catalog.md).
+    version: 24,
+    name: 'hour-long cache writes',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS cache_write_1h_tokens Nullable(UInt64) AFTER cache_write_tokens`,
+    ],
+  },
 ];
 
 /** A `done` probe: the view exists (and its query names `naming`, when given). */

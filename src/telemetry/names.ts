@@ -79,6 +79,7 @@ export const ATTR = {
   inputUncached: 'tollgate.usage.input_tokens',
   cachedTokens: 'tollgate.usage.cached_tokens',
   cacheWriteTokens: 'tollgate.usage.cache_write_tokens',
+  cacheWrite1hTokens: 'tollgate.usage.cache_write_1h_tokens',
   outputNonReasoning: 'tollgate.usage.output_tokens',
   reasoningTokens: 'tollgate.usage.reasoning_tokens',
   totalTokens: 'tollgate.usage.total_tokens',

@@ -172,6 +172,7 @@ export function recordAttributes(r: UsageRecord): Attributes {
   put(ATTR.inputUncached, r.usage.input);
   put(ATTR.cachedTokens, r.usage.cached);
   put(ATTR.cacheWriteTokens, r.usage.cacheWrite);
+  if (r.usage.cacheWrite1h !== undefined) put(ATTR.cacheWrite1hTokens, r.usage.cacheWrite1h);
   put(ATTR.outputNonReasoning, r.usage.output);
   put(ATTR.reasoningTokens, r.usage.reasoning);
   put(ATTR.upstreamMs, r.upstreamMs);

@@ -36,6 +36,8 @@ export interface FakeAnthropicUsage {
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
   output_tokens: number;
+  /** Of cache_creation_input_tokens, those written for an hour (`cache_creation.ephemeral_1h_input_tokens`); 0 if absent. */
+  cache_creation_1h?: number;
 }
 
 /** input 20, cache read 5, cache write 7, output 9: see the header. */
@@ -273,7 +275,7 @@ function streamEvents(id: string, model: string, blocks: Block[], stop: string, 
       id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null,
       usage: {
         input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens,
-        cache_creation: { ephemeral_5m_input_tokens: u.cache_creation_input_tokens, ephemeral_1h_input_tokens: 0 },
+        cache_creation: cacheCreation(u),
         output_tokens: 1, service_tier: 'standard',
       },
     },
@@ -304,9 +306,15 @@ function streamEvents(id: string, model: string, blocks: Block[], stop: string, 
 function usageJson(u: FakeAnthropicUsage): Json {
   return {
     input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens,
-    cache_creation: { ephemeral_5m_input_tokens: u.cache_creation_input_tokens, ephemeral_1h_input_tokens: 0 },
+    cache_creation: cacheCreation(u),
     output_tokens: u.output_tokens, service_tier: 'standard',
   };
+}
+
+/** The cache writes by lifetime, as the API reports them beside their sum. */
+function cacheCreation(u: FakeAnthropicUsage): Json {
+  const hour = u.cache_creation_1h ?? 0;
+  return { ephemeral_5m_input_tokens: u.cache_creation_input_tokens - hour, ephemeral_1h_input_tokens: hour };
 }
 
 // ---------------------------------------------------------------------------------------------------- server

@@ -125,8 +125,8 @@ const TOOL_ID = 'toolu_01A09q90qw90lq917835lq9';
 
 // Hand-computed from the fixture: message_start reports 472 uncached input, 2048 read from cache, 1024 written to
 // it (and a placeholder output_tokens of 4); message_delta reports the cumulative output, 89.
-const START_USAGE: Usage = { input: 472, cached: 2048, cacheWrite: 1024, output: null, reasoning: null };
-const FINAL_USAGE: Usage = { input: 472, cached: 2048, cacheWrite: 1024, output: 89, reasoning: null };
+const START_USAGE: Usage = { input: 472, cached: 2048, cacheWrite: 1024, output: null, reasoning: null, cacheWrite1h: 0 };
+const FINAL_USAGE: Usage = { input: 472, cached: 2048, cacheWrite: 1024, output: 89, reasoning: null, cacheWrite1h: 0 };
 
 const EXPECTED: CanonicalEvent[] = [
   { type: 'start', id: 'msg_01HCDu5LRGeP2o7s2xGmxyx8', model: 'claude-sonnet-4-5-20250929' },
@@ -192,11 +192,11 @@ t.test('renderer: the events rendered back are what the SDK accumulates, and re-
   const start = JSON.parse(frames[0]!.data) as { message: Record<string, unknown> };
   t.strictSame(start.message, {
     id: 'msg_01HCDu5LRGeP2o7s2xGmxyx8', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], stop_reason: null, stop_sequence: null,
-    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 0 },
+    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 0, cache_creation: { ephemeral_5m_input_tokens: 1024, ephemeral_1h_input_tokens: 0 }, },
   }, 'message_start waits for the usage that follows start: input and cache counts are in it');
   t.strictSame(JSON.parse(frames.at(-2)!.data), {
     type: 'message_delta', delta: { stop_reason: 'tool_use', stop_sequence: null },
-    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 89 },
+    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 89, cache_creation: { ephemeral_5m_input_tokens: 1024, ephemeral_1h_input_tokens: 0 }, },
   });
 
   const unary = anthropicCodec.renderResponse(anthropicCodec.parseResponse(json('message-thinking-tool-cached.json')), 'claude-sonnet-4-5');

@@ -467,7 +467,7 @@ const RESPONSE_CANONICAL: CanonicalResponse = {
     { type: 'tool_call', id: 'toolu_01A09q90qw90lq917835lq9', name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}' },
   ],
   stopReason: 'tool_calls',
-  usage: { input: 472, cached: 2048, cacheWrite: 1024, output: 89, reasoning: null },
+  usage: { input: 472, cached: 2048, cacheWrite: 1024, output: 89, reasoning: null, cacheWrite1h: 0 },
 };
 
 t.test('parseResponse: thinking + text + tool_use with cache usage', async (t) => {
@@ -483,8 +483,8 @@ t.test('renderResponse: the Messages shape a client SDK reads, and round trips',
   t.strictSame(json, {
     ...f,
     model: 'claude-sonnet-4-5',
-    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 89 },
-  }, 'the fixture itself, with the client model name and the four usage counts');
+    usage: { input_tokens: 472, cache_creation_input_tokens: 1024, cache_read_input_tokens: 2048, output_tokens: 89, cache_creation: { ephemeral_5m_input_tokens: 1024, ephemeral_1h_input_tokens: 0 }, },
+  }, 'the fixture itself, with the client model name, the four usage counts and the cache writes by lifetime');
   t.strictSame(anthropicCodec.parseResponse(json), { ...RESPONSE_CANONICAL, model: 'claude-sonnet-4-5' }, 'render -> parse is the identity');
 
   const foreign: CanonicalResponse = {

@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1035,10 +1035,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data73.reasoning !== undefined){
-let data78 = data73.reasoning;
+if(data73.cache_write_1h !== undefined){
+let data78 = data73.cache_write_1h;
 if(!((typeof data78 == "number") && (isFinite(data78)))){
-const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1048,17 +1048,10 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data73.tiers !== undefined){
-let data79 = data73.tiers;
-if(Array.isArray(data79)){
-const len3 = data79.length;
-for(let i3=0; i3<len3; i3++){
-let data80 = data79[i3];
-if(data80 && typeof data80 == "object" && !Array.isArray(data80)){
-if(data80.above_input_tokens !== undefined){
-let data81 = data80.above_input_tokens;
-if(!(((typeof data81 == "number") && (!(data81 % 1) && !isNaN(data81))) && (isFinite(data81)))){
-const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data73.reasoning !== undefined){
+let data79 = data73.reasoning;
+if(!((typeof data79 == "number") && (isFinite(data79)))){
+const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1068,10 +1061,17 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data80.input !== undefined){
-let data82 = data80.input;
-if(!((typeof data82 == "number") && (isFinite(data82)))){
-const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data73.tiers !== undefined){
+let data80 = data73.tiers;
+if(Array.isArray(data80)){
+const len3 = data80.length;
+for(let i3=0; i3<len3; i3++){
+let data81 = data80[i3];
+if(data81 && typeof data81 == "object" && !Array.isArray(data81)){
+if(data81.above_input_tokens !== undefined){
+let data82 = data81.above_input_tokens;
+if(!(((typeof data82 == "number") && (!(data82 % 1) && !isNaN(data82))) && (isFinite(data82)))){
+const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1081,10 +1081,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data80.output !== undefined){
-let data83 = data80.output;
+if(data81.input !== undefined){
+let data83 = data81.input;
 if(!((typeof data83 == "number") && (isFinite(data83)))){
-const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1094,10 +1094,10 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data80.cached !== undefined){
-let data84 = data80.cached;
+if(data81.output !== undefined){
+let data84 = data81.output;
 if(!((typeof data84 == "number") && (isFinite(data84)))){
-const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1107,10 +1107,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data80.cache_write !== undefined){
-let data85 = data80.cache_write;
+if(data81.cached !== undefined){
+let data85 = data81.cached;
 if(!((typeof data85 == "number") && (isFinite(data85)))){
-const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1120,10 +1120,10 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data80.reasoning !== undefined){
-let data86 = data80.reasoning;
+if(data81.cache_write !== undefined){
+let data86 = data81.cache_write;
 if(!((typeof data86 == "number") && (isFinite(data86)))){
-const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1133,9 +1133,10 @@ vErrors.push(err83);
 errors++;
 }
 }
-}
-else {
-const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data81.cache_write_1h !== undefined){
+let data87 = data81.cache_write_1h;
+if(!((typeof data87 == "number") && (isFinite(data87)))){
+const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1145,9 +1146,10 @@ vErrors.push(err84);
 errors++;
 }
 }
-}
-else {
-const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data81.reasoning !== undefined){
+let data88 = data81.reasoning;
+if(!((typeof data88 == "number") && (isFinite(data88)))){
+const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1159,7 +1161,7 @@ errors++;
 }
 }
 else {
-const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1169,13 +1171,9 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(data40.quota !== undefined){
-let data87 = data40.quota;
-if(data87 && typeof data87 == "object" && !Array.isArray(data87)){
-if(data87.limit !== undefined){
-let data88 = data87.limit;
-if(!((typeof data88 == "number") && (isFinite(data88)))){
-const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1185,10 +1183,9 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data87.monthly_limit !== undefined){
-let data89 = data87.monthly_limit;
-if(!((typeof data89 == "number") && (isFinite(data89)))){
-const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1198,9 +1195,13 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data87.window !== undefined){
-if(typeof data87.window !== "string"){
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.quota !== undefined){
+let data89 = data40.quota;
+if(data89 && typeof data89 == "object" && !Array.isArray(data89)){
+if(data89.limit !== undefined){
+let data90 = data89.limit;
+if(!((typeof data90 == "number") && (isFinite(data90)))){
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1210,9 +1211,10 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data87.reset_time !== undefined){
-if(typeof data87.reset_time !== "string"){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data89.monthly_limit !== undefined){
+let data91 = data89.monthly_limit;
+if(!((typeof data91 == "number") && (isFinite(data91)))){
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1222,10 +1224,9 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data87.anchor_day !== undefined){
-let data92 = data87.anchor_day;
-if(!(((typeof data92 == "number") && (!(data92 % 1) && !isNaN(data92))) && (isFinite(data92)))){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data89.window !== undefined){
+if(typeof data89.window !== "string"){
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1235,12 +1236,9 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data87.source !== undefined){
-let data93 = data87.source;
-if(data93 && typeof data93 == "object" && !Array.isArray(data93)){
-if(data93.url !== undefined){
-if(typeof data93.url !== "string"){
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data89.reset_time !== undefined){
+if(typeof data89.reset_time !== "string"){
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1250,12 +1248,10 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data93.headers !== undefined){
-let data95 = data93.headers;
-if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
-for(const key3 in data95){
-if(typeof data95[key3] !== "string"){
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data89.anchor_day !== undefined){
+let data94 = data89.anchor_day;
+if(!(((typeof data94 == "number") && (!(data94 % 1) && !isNaN(data94))) && (isFinite(data94)))){
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1265,9 +1261,12 @@ vErrors.push(err93);
 errors++;
 }
 }
-}
-else {
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data89.source !== undefined){
+let data95 = data89.source;
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+if(data95.url !== undefined){
+if(typeof data95.url !== "string"){
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1277,10 +1276,12 @@ vErrors.push(err94);
 errors++;
 }
 }
-if(data93.refresh_s !== undefined){
-let data97 = data93.refresh_s;
-if(!((typeof data97 == "number") && (isFinite(data97)))){
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data95.headers !== undefined){
+let data97 = data95.headers;
+if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
+for(const key3 in data97){
+if(typeof data97[key3] !== "string"){
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1292,7 +1293,7 @@ errors++;
 }
 }
 else {
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1302,9 +1303,10 @@ vErrors.push(err96);
 errors++;
 }
 }
-}
-else {
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data95.refresh_s !== undefined){
+let data99 = data95.refresh_s;
+if(!((typeof data99 == "number") && (isFinite(data99)))){
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1314,13 +1316,9 @@ vErrors.push(err97);
 errors++;
 }
 }
-if(data40.mock !== undefined){
-let data98 = data40.mock;
-if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
-if(data98.chunks !== undefined){
-let data99 = data98.chunks;
-if(!(((typeof data99 == "number") && (!(data99 % 1) && !isNaN(data99))) && (isFinite(data99)))){
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1330,10 +1328,9 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data98.latency_ms !== undefined){
-let data100 = data98.latency_ms;
-if(!((typeof data100 == "number") && (isFinite(data100)))){
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1343,10 +1340,13 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data98.chunk_delay_ms !== undefined){
-let data101 = data98.chunk_delay_ms;
-if(!((typeof data101 == "number") && (isFinite(data101)))){
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.mock !== undefined){
+let data100 = data40.mock;
+if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
+if(data100.chunks !== undefined){
+let data101 = data100.chunks;
+if(!(((typeof data101 == "number") && (!(data101 % 1) && !isNaN(data101))) && (isFinite(data101)))){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1356,10 +1356,10 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data98.input_tokens !== undefined){
-let data102 = data98.input_tokens;
-if(!(((typeof data102 == "number") && (!(data102 % 1) && !isNaN(data102))) && (isFinite(data102)))){
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data100.latency_ms !== undefined){
+let data102 = data100.latency_ms;
+if(!((typeof data102 == "number") && (isFinite(data102)))){
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1369,9 +1369,10 @@ vErrors.push(err101);
 errors++;
 }
 }
-}
-else {
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data100.chunk_delay_ms !== undefined){
+let data103 = data100.chunk_delay_ms;
+if(!((typeof data103 == "number") && (isFinite(data103)))){
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1381,15 +1382,10 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data40.models !== undefined){
-let data103 = data40.models;
-if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
-for(const key4 in data103){
-let data104 = data103[key4];
-if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
-if(data104.capabilities !== undefined){
-if(!(Array.isArray(data104.capabilities))){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data100.input_tokens !== undefined){
+let data104 = data100.input_tokens;
+if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1399,10 +1395,9 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data104.max_output_tokens !== undefined){
-let data106 = data104.max_output_tokens;
-if(!(((typeof data106 == "number") && (!(data106 % 1) && !isNaN(data106))) && (isFinite(data106)))){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1412,13 +1407,15 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data104.price !== undefined){
-let data107 = data104.price;
-if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
-if(data107.input !== undefined){
-let data108 = data107.input;
-if(!((typeof data108 == "number") && (isFinite(data108)))){
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.models !== undefined){
+let data105 = data40.models;
+if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
+for(const key4 in data105){
+let data106 = data105[key4];
+if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
+if(data106.capabilities !== undefined){
+if(!(Array.isArray(data106.capabilities))){
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1428,10 +1425,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data107.output !== undefined){
-let data109 = data107.output;
-if(!((typeof data109 == "number") && (isFinite(data109)))){
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data106.max_output_tokens !== undefined){
+let data108 = data106.max_output_tokens;
+if(!(((typeof data108 == "number") && (!(data108 % 1) && !isNaN(data108))) && (isFinite(data108)))){
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1441,10 +1438,13 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data107.cached !== undefined){
-let data110 = data107.cached;
+if(data106.price !== undefined){
+let data109 = data106.price;
+if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
+if(data109.input !== undefined){
+let data110 = data109.input;
 if(!((typeof data110 == "number") && (isFinite(data110)))){
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1454,10 +1454,10 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data107.cache_write !== undefined){
-let data111 = data107.cache_write;
+if(data109.output !== undefined){
+let data111 = data109.output;
 if(!((typeof data111 == "number") && (isFinite(data111)))){
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1467,10 +1467,10 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data107.reasoning !== undefined){
-let data112 = data107.reasoning;
+if(data109.cached !== undefined){
+let data112 = data109.cached;
 if(!((typeof data112 == "number") && (isFinite(data112)))){
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1480,17 +1480,10 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data107.tiers !== undefined){
-let data113 = data107.tiers;
-if(Array.isArray(data113)){
-const len4 = data113.length;
-for(let i4=0; i4<len4; i4++){
-let data114 = data113[i4];
-if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
-if(data114.above_input_tokens !== undefined){
-let data115 = data114.above_input_tokens;
-if(!(((typeof data115 == "number") && (!(data115 % 1) && !isNaN(data115))) && (isFinite(data115)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data109.cache_write !== undefined){
+let data113 = data109.cache_write;
+if(!((typeof data113 == "number") && (isFinite(data113)))){
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1500,10 +1493,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data114.input !== undefined){
-let data116 = data114.input;
-if(!((typeof data116 == "number") && (isFinite(data116)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.cache_write_1h !== undefined){
+let data114 = data109.cache_write_1h;
+if(!((typeof data114 == "number") && (isFinite(data114)))){
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1513,10 +1506,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data114.output !== undefined){
-let data117 = data114.output;
-if(!((typeof data117 == "number") && (isFinite(data117)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.reasoning !== undefined){
+let data115 = data109.reasoning;
+if(!((typeof data115 == "number") && (isFinite(data115)))){
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1526,10 +1519,17 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data114.cached !== undefined){
-let data118 = data114.cached;
-if(!((typeof data118 == "number") && (isFinite(data118)))){
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.tiers !== undefined){
+let data116 = data109.tiers;
+if(Array.isArray(data116)){
+const len4 = data116.length;
+for(let i4=0; i4<len4; i4++){
+let data117 = data116[i4];
+if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
+if(data117.above_input_tokens !== undefined){
+let data118 = data117.above_input_tokens;
+if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1539,10 +1539,10 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(data114.cache_write !== undefined){
-let data119 = data114.cache_write;
+if(data117.input !== undefined){
+let data119 = data117.input;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1552,10 +1552,10 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data114.reasoning !== undefined){
-let data120 = data114.reasoning;
+if(data117.output !== undefined){
+let data120 = data117.output;
 if(!((typeof data120 == "number") && (isFinite(data120)))){
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1565,9 +1565,10 @@ vErrors.push(err115);
 errors++;
 }
 }
-}
-else {
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data117.cached !== undefined){
+let data121 = data117.cached;
+if(!((typeof data121 == "number") && (isFinite(data121)))){
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1577,9 +1578,10 @@ vErrors.push(err116);
 errors++;
 }
 }
-}
-else {
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data117.cache_write !== undefined){
+let data122 = data117.cache_write;
+if(!((typeof data122 == "number") && (isFinite(data122)))){
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1589,9 +1591,10 @@ vErrors.push(err117);
 errors++;
 }
 }
-}
-else {
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data117.cache_write_1h !== undefined){
+let data123 = data117.cache_write_1h;
+if(!((typeof data123 == "number") && (isFinite(data123)))){
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1601,9 +1604,10 @@ vErrors.push(err118);
 errors++;
 }
 }
-}
-else {
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data117.reasoning !== undefined){
+let data124 = data117.reasoning;
+if(!((typeof data124 == "number") && (isFinite(data124)))){
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1615,7 +1619,7 @@ errors++;
 }
 }
 else {
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1625,9 +1629,9 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data40.catalog !== undefined){
-if(typeof data40.catalog !== "string"){
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1637,9 +1641,9 @@ vErrors.push(err121);
 errors++;
 }
 }
-if(data40.allow_unlisted_models !== undefined){
-if(typeof data40.allow_unlisted_models !== "boolean"){
-const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1651,7 +1655,7 @@ errors++;
 }
 }
 else {
-const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1663,7 +1667,7 @@ errors++;
 }
 }
 else {
-const err124 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1673,19 +1677,9 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data123 = data.combos;
-if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
-for(const key5 in data123){
-let data124 = data123[key5];
-if(data124 && typeof data124 == "object" && !Array.isArray(data124)){
-if(data124.models !== undefined){
-let data125 = data124.models;
-if(Array.isArray(data125)){
-const len5 = data125.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data125[i5] !== "string"){
-const err125 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data40.catalog !== undefined){
+if(typeof data40.catalog !== "string"){
+const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1695,9 +1689,9 @@ vErrors.push(err125);
 errors++;
 }
 }
-}
-else {
-const err126 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data40.allow_unlisted_models !== undefined){
+if(typeof data40.allow_unlisted_models !== "boolean"){
+const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1707,9 +1701,9 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data124.judge !== undefined){
-if(typeof data124.judge !== "string"){
-const err127 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1719,10 +1713,9 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data124.quorum !== undefined){
-let data128 = data124.quorum;
-if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
-const err128 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err128 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1732,10 +1725,19 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data124.grace_ms !== undefined){
-let data129 = data124.grace_ms;
-if(!((typeof data129 == "number") && (isFinite(data129)))){
-const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data.combos !== undefined){
+let data127 = data.combos;
+if(data127 && typeof data127 == "object" && !Array.isArray(data127)){
+for(const key5 in data127){
+let data128 = data127[key5];
+if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
+if(data128.models !== undefined){
+let data129 = data128.models;
+if(Array.isArray(data129)){
+const len5 = data129.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data129[i5] !== "string"){
+const err129 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1745,10 +1747,9 @@ vErrors.push(err129);
 errors++;
 }
 }
-if(data124.timeout_ms !== undefined){
-let data130 = data124.timeout_ms;
-if(!((typeof data130 == "number") && (isFinite(data130)))){
-const err130 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err130 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1758,9 +1759,9 @@ vErrors.push(err130);
 errors++;
 }
 }
-}
-else {
-const err131 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data128.judge !== undefined){
+if(typeof data128.judge !== "string"){
+const err131 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1770,9 +1771,10 @@ vErrors.push(err131);
 errors++;
 }
 }
-}
-else {
-const err132 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data128.quorum !== undefined){
+let data132 = data128.quorum;
+if(!(((typeof data132 == "number") && (!(data132 % 1) && !isNaN(data132))) && (isFinite(data132)))){
+const err132 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1782,16 +1784,10 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data131 = data.routing;
-if(data131 && typeof data131 == "object" && !Array.isArray(data131)){
-if(data131.cooldown !== undefined){
-let data132 = data131.cooldown;
-if(data132 && typeof data132 == "object" && !Array.isArray(data132)){
-if(data132.initial_s !== undefined){
-let data133 = data132.initial_s;
+if(data128.grace_ms !== undefined){
+let data133 = data128.grace_ms;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
-const err133 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err133 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1801,10 +1797,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data132.max_s !== undefined){
-let data134 = data132.max_s;
+if(data128.timeout_ms !== undefined){
+let data134 = data128.timeout_ms;
 if(!((typeof data134 == "number") && (isFinite(data134)))){
-const err134 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1814,10 +1810,9 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data132.multiplier !== undefined){
-let data135 = data132.multiplier;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-const err135 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err135 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1829,7 +1824,7 @@ errors++;
 }
 }
 else {
-const err136 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err136 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1839,9 +1834,16 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-else {
-const err137 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.routing !== undefined){
+let data135 = data.routing;
+if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
+if(data135.cooldown !== undefined){
+let data136 = data135.cooldown;
+if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
+if(data136.initial_s !== undefined){
+let data137 = data136.initial_s;
+if(!((typeof data137 == "number") && (isFinite(data137)))){
+const err137 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1851,13 +1853,10 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data136 = data.budgets;
-if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
-if(data136.daily_usd !== undefined){
-let data137 = data136.daily_usd;
-if(!((typeof data137 == "number") && (isFinite(data137)))){
-const err138 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data136.max_s !== undefined){
+let data138 = data136.max_s;
+if(!((typeof data138 == "number") && (isFinite(data138)))){
+const err138 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1867,10 +1866,10 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data136.monthly_usd !== undefined){
-let data138 = data136.monthly_usd;
-if(!((typeof data138 == "number") && (isFinite(data138)))){
-const err139 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data136.multiplier !== undefined){
+let data139 = data136.multiplier;
+if(!((typeof data139 == "number") && (isFinite(data139)))){
+const err139 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1880,9 +1879,9 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data136.timezone !== undefined){
-if(typeof data136.timezone !== "string"){
-const err140 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err140 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1892,12 +1891,9 @@ vErrors.push(err140);
 errors++;
 }
 }
-if(data136.auto_switch !== undefined){
-let data140 = data136.auto_switch;
-if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
-if(data140.enabled !== undefined){
-if(typeof data140.enabled !== "boolean"){
-const err141 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err141 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1907,9 +1903,13 @@ vErrors.push(err141);
 errors++;
 }
 }
-if(data140.to !== undefined){
-if(typeof data140.to !== "string"){
-const err142 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.budgets !== undefined){
+let data140 = data.budgets;
+if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
+if(data140.daily_usd !== undefined){
+let data141 = data140.daily_usd;
+if(!((typeof data141 == "number") && (isFinite(data141)))){
+const err142 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1919,9 +1919,10 @@ vErrors.push(err142);
 errors++;
 }
 }
-}
-else {
-const err143 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data140.monthly_usd !== undefined){
+let data142 = data140.monthly_usd;
+if(!((typeof data142 == "number") && (isFinite(data142)))){
+const err143 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1931,9 +1932,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-}
-else {
-const err144 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data140.timezone !== undefined){
+if(typeof data140.timezone !== "string"){
+const err144 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1943,15 +1944,12 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data143 = data.alerts;
-if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
-if(data143.kinds !== undefined){
-let data144 = data143.kinds;
+if(data140.auto_switch !== undefined){
+let data144 = data140.auto_switch;
 if(data144 && typeof data144 == "object" && !Array.isArray(data144)){
-for(const key6 in data144){
-if(typeof data144[key6] !== "boolean"){
-const err145 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data144.enabled !== undefined){
+if(typeof data144.enabled !== "boolean"){
+const err145 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1961,9 +1959,9 @@ vErrors.push(err145);
 errors++;
 }
 }
-}
-else {
-const err146 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data144.to !== undefined){
+if(typeof data144.to !== "string"){
+const err146 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1973,17 +1971,9 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data143.thresholds !== undefined){
-let data146 = data143.thresholds;
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(data146.quota !== undefined){
-let data147 = data146.quota;
-if(Array.isArray(data147)){
-const len6 = data147.length;
-for(let i6=0; i6<len6; i6++){
-let data148 = data147[i6];
-if(!((typeof data148 == "number") && (isFinite(data148)))){
-const err147 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err147 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1995,7 +1985,7 @@ errors++;
 }
 }
 else {
-const err148 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err148 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2005,14 +1995,15 @@ vErrors.push(err148);
 errors++;
 }
 }
-if(data146.daily !== undefined){
-let data149 = data146.daily;
-if(Array.isArray(data149)){
-const len7 = data149.length;
-for(let i7=0; i7<len7; i7++){
-let data150 = data149[i7];
-if(!((typeof data150 == "number") && (isFinite(data150)))){
-const err149 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data.alerts !== undefined){
+let data147 = data.alerts;
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+if(data147.kinds !== undefined){
+let data148 = data147.kinds;
+if(data148 && typeof data148 == "object" && !Array.isArray(data148)){
+for(const key6 in data148){
+if(typeof data148[key6] !== "boolean"){
+const err149 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2024,7 +2015,7 @@ errors++;
 }
 }
 else {
-const err150 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err150 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2034,14 +2025,17 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data146.monthly !== undefined){
-let data151 = data146.monthly;
+if(data147.thresholds !== undefined){
+let data150 = data147.thresholds;
+if(data150 && typeof data150 == "object" && !Array.isArray(data150)){
+if(data150.quota !== undefined){
+let data151 = data150.quota;
 if(Array.isArray(data151)){
-const len8 = data151.length;
-for(let i8=0; i8<len8; i8++){
-let data152 = data151[i8];
+const len6 = data151.length;
+for(let i6=0; i6<len6; i6++){
+let data152 = data151[i6];
 if(!((typeof data152 == "number") && (isFinite(data152)))){
-const err151 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err151 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2053,7 +2047,7 @@ errors++;
 }
 }
 else {
-const err152 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err152 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2063,10 +2057,14 @@ vErrors.push(err152);
 errors++;
 }
 }
-if(data146.anomaly_multiple !== undefined){
-let data153 = data146.anomaly_multiple;
-if(!((typeof data153 == "number") && (isFinite(data153)))){
-const err153 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data150.daily !== undefined){
+let data153 = data150.daily;
+if(Array.isArray(data153)){
+const len7 = data153.length;
+for(let i7=0; i7<len7; i7++){
+let data154 = data153[i7];
+if(!((typeof data154 == "number") && (isFinite(data154)))){
+const err153 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2078,7 +2076,7 @@ errors++;
 }
 }
 else {
-const err154 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err154 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2088,12 +2086,14 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data143.channels !== undefined){
-let data154 = data143.channels;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.dashboard !== undefined){
-if(typeof data154.dashboard !== "boolean"){
-const err155 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data150.monthly !== undefined){
+let data155 = data150.monthly;
+if(Array.isArray(data155)){
+const len8 = data155.length;
+for(let i8=0; i8<len8; i8++){
+let data156 = data155[i8];
+if(!((typeof data156 == "number") && (isFinite(data156)))){
+const err155 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2103,12 +2103,9 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data154.email !== undefined){
-let data156 = data154.email;
-if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
-if(data156.enabled !== undefined){
-if(typeof data156.enabled !== "boolean"){
-const err156 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err156 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2118,9 +2115,10 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data156.smtp_url !== undefined){
-if(typeof data156.smtp_url !== "string"){
-const err157 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data150.anomaly_multiple !== undefined){
+let data157 = data150.anomaly_multiple;
+if(!((typeof data157 == "number") && (isFinite(data157)))){
+const err157 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2130,9 +2128,9 @@ vErrors.push(err157);
 errors++;
 }
 }
-if(data156.from !== undefined){
-if(typeof data156.from !== "string"){
-const err158 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err158 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2142,13 +2140,12 @@ vErrors.push(err158);
 errors++;
 }
 }
-if(data156.to !== undefined){
-let data160 = data156.to;
-if(Array.isArray(data160)){
-const len9 = data160.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data160[i9] !== "string"){
-const err159 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data147.channels !== undefined){
+let data158 = data147.channels;
+if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
+if(data158.dashboard !== undefined){
+if(typeof data158.dashboard !== "boolean"){
+const err159 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2158,9 +2155,12 @@ vErrors.push(err159);
 errors++;
 }
 }
-}
-else {
-const err160 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data158.email !== undefined){
+let data160 = data158.email;
+if(data160 && typeof data160 == "object" && !Array.isArray(data160)){
+if(data160.enabled !== undefined){
+if(typeof data160.enabled !== "boolean"){
+const err160 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2170,9 +2170,9 @@ vErrors.push(err160);
 errors++;
 }
 }
-}
-else {
-const err161 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data160.smtp_url !== undefined){
+if(typeof data160.smtp_url !== "string"){
+const err161 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2182,12 +2182,9 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data154.webhook !== undefined){
-let data162 = data154.webhook;
-if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
-if(data162.enabled !== undefined){
-if(typeof data162.enabled !== "boolean"){
-const err162 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data160.from !== undefined){
+if(typeof data160.from !== "string"){
+const err162 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2197,9 +2194,13 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data162.url !== undefined){
-if(typeof data162.url !== "string"){
-const err163 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data160.to !== undefined){
+let data164 = data160.to;
+if(Array.isArray(data164)){
+const len9 = data164.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data164[i9] !== "string"){
+const err163 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2209,9 +2210,9 @@ vErrors.push(err163);
 errors++;
 }
 }
-if(data162.secret !== undefined){
-if(typeof data162.secret !== "string"){
-const err164 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err164 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2223,7 +2224,7 @@ errors++;
 }
 }
 else {
-const err165 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err165 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2233,9 +2234,12 @@ vErrors.push(err165);
 errors++;
 }
 }
-}
-else {
-const err166 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data158.webhook !== undefined){
+let data166 = data158.webhook;
+if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
+if(data166.enabled !== undefined){
+if(typeof data166.enabled !== "boolean"){
+const err166 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -2245,9 +2249,9 @@ vErrors.push(err166);
 errors++;
 }
 }
-}
-else {
-const err167 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data166.url !== undefined){
+if(typeof data166.url !== "string"){
+const err167 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2257,14 +2261,62 @@ vErrors.push(err167);
 errors++;
 }
 }
-}
-else {
-const err168 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data166.secret !== undefined){
+if(typeof data166.secret !== "string"){
+const err168 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err168];
 }
 else {
 vErrors.push(err168);
+}
+errors++;
+}
+}
+}
+else {
+const err169 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err169];
+}
+else {
+vErrors.push(err169);
+}
+errors++;
+}
+}
+}
+else {
+const err170 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err170];
+}
+else {
+vErrors.push(err170);
+}
+errors++;
+}
+}
+}
+else {
+const err171 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+}
+else {
+const err172 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err172];
+}
+else {
+vErrors.push(err172);
 }
 errors++;
 }

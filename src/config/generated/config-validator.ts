@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -2994,7 +2994,7 @@ vErrors.push(err152);
 errors++;
 }
 for(const key18 in data78){
-if(!((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "reasoning")) || (key18 === "tiers"))){
+if(!(((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "cache_write_1h")) || (key18 === "reasoning")) || (key18 === "tiers"))){
 const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err153];
@@ -3209,8 +3209,8 @@ errors++;
 }
 }
 }
-if(data78.reasoning !== undefined){
-let data83 = data78.reasoning;
+if(data78.cache_write_1h !== undefined){
+let data83 = data78.cache_write_1h;
 if(!((typeof data83 == "number") && (isFinite(data83)))){
 let dataType59 = typeof data83;
 let coerced59 = undefined;
@@ -3220,7 +3220,7 @@ if(dataType59 == "boolean" || data83 === null
 coerced59 = +data83;
 }
 else {
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -3233,13 +3233,13 @@ errors++;
 if(coerced59 !== undefined){
 data83 = coerced59;
 if(data78 !== undefined){
-data78["reasoning"] = coerced59;
+data78["cache_write_1h"] = coerced59;
 }
 }
 }
 if((typeof data83 == "number") && (isFinite(data83))){
 if(data83 > 9999 || isNaN(data83)){
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -3249,7 +3249,7 @@ vErrors.push(err167);
 errors++;
 }
 if(data83 < 0 || isNaN(data83)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -3260,11 +3260,18 @@ errors++;
 }
 }
 }
-if(data78.tiers !== undefined){
-let data84 = data78.tiers;
-if(Array.isArray(data84)){
-if(data84.length > 16){
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data78.reasoning !== undefined){
+let data84 = data78.reasoning;
+if(!((typeof data84 == "number") && (isFinite(data84)))){
+let dataType60 = typeof data84;
+let coerced60 = undefined;
+if(!(coerced60 !== undefined)){
+if(dataType60 == "boolean" || data84 === null
+              || (dataType60 == "string" && data84 && data84 == +data84)){
+coerced60 = +data84;
+}
+else {
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -3273,12 +3280,17 @@ vErrors.push(err169);
 }
 errors++;
 }
-const len3 = data84.length;
-for(let i4=0; i4<len3; i4++){
-let data85 = data84[i4];
-if(data85 && typeof data85 == "object" && !Array.isArray(data85)){
-if(data85.above_input_tokens === undefined){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced60 !== undefined){
+data84 = coerced60;
+if(data78 !== undefined){
+data78["reasoning"] = coerced60;
+}
+}
+}
+if((typeof data84 == "number") && (isFinite(data84))){
+if(data84 > 9999 || isNaN(data84)){
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -3287,9 +3299,8 @@ vErrors.push(err170);
 }
 errors++;
 }
-for(const key19 in data85){
-if(!((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "reasoning"))){
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+if(data84 < 0 || isNaN(data84)){
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -3299,18 +3310,12 @@ vErrors.push(err171);
 errors++;
 }
 }
-if(data85.above_input_tokens !== undefined){
-let data86 = data85.above_input_tokens;
-if(!(((typeof data86 == "number") && (!(data86 % 1) && !isNaN(data86))) && (isFinite(data86)))){
-let dataType60 = typeof data86;
-let coerced60 = undefined;
-if(!(coerced60 !== undefined)){
-if(dataType60 === "boolean" || data86 === null
-              || (dataType60 === "string" && data86 && data86 == +data86 && !(data86 % 1))){
-coerced60 = +data86;
 }
-else {
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data78.tiers !== undefined){
+let data85 = data78.tiers;
+if(Array.isArray(data85)){
+if(data85.length > 16){
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3319,17 +3324,12 @@ vErrors.push(err172);
 }
 errors++;
 }
-}
-if(coerced60 !== undefined){
-data86 = coerced60;
-if(data85 !== undefined){
-data85["above_input_tokens"] = coerced60;
-}
-}
-}
-if((typeof data86 == "number") && (isFinite(data86))){
-if(data86 < 1 || isNaN(data86)){
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const len3 = data85.length;
+for(let i4=0; i4<len3; i4++){
+let data86 = data85[i4];
+if(data86 && typeof data86 == "object" && !Array.isArray(data86)){
+if(data86.above_input_tokens === undefined){
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3338,20 +3338,9 @@ vErrors.push(err173);
 }
 errors++;
 }
-}
-}
-if(data85.input !== undefined){
-let data87 = data85.input;
-if(!((typeof data87 == "number") && (isFinite(data87)))){
-let dataType61 = typeof data87;
-let coerced61 = undefined;
-if(!(coerced61 !== undefined)){
-if(dataType61 == "boolean" || data87 === null
-              || (dataType61 == "string" && data87 && data87 == +data87)){
-coerced61 = +data87;
-}
-else {
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key19 in data86){
+if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3361,16 +3350,18 @@ vErrors.push(err174);
 errors++;
 }
 }
-if(coerced61 !== undefined){
-data87 = coerced61;
-if(data85 !== undefined){
-data85["input"] = coerced61;
+if(data86.above_input_tokens !== undefined){
+let data87 = data86.above_input_tokens;
+if(!(((typeof data87 == "number") && (!(data87 % 1) && !isNaN(data87))) && (isFinite(data87)))){
+let dataType61 = typeof data87;
+let coerced61 = undefined;
+if(!(coerced61 !== undefined)){
+if(dataType61 === "boolean" || data87 === null
+              || (dataType61 === "string" && data87 && data87 == +data87 && !(data87 % 1))){
+coerced61 = +data87;
 }
-}
-}
-if((typeof data87 == "number") && (isFinite(data87))){
-if(data87 > 9999 || isNaN(data87)){
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3379,8 +3370,17 @@ vErrors.push(err175);
 }
 errors++;
 }
-if(data87 < 0 || isNaN(data87)){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced61 !== undefined){
+data87 = coerced61;
+if(data86 !== undefined){
+data86["above_input_tokens"] = coerced61;
+}
+}
+}
+if((typeof data87 == "number") && (isFinite(data87))){
+if(data87 < 1 || isNaN(data87)){
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3391,8 +3391,8 @@ errors++;
 }
 }
 }
-if(data85.output !== undefined){
-let data88 = data85.output;
+if(data86.input !== undefined){
+let data88 = data86.input;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
 let dataType62 = typeof data88;
 let coerced62 = undefined;
@@ -3402,7 +3402,7 @@ if(dataType62 == "boolean" || data88 === null
 coerced62 = +data88;
 }
 else {
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3414,14 +3414,14 @@ errors++;
 }
 if(coerced62 !== undefined){
 data88 = coerced62;
-if(data85 !== undefined){
-data85["output"] = coerced62;
+if(data86 !== undefined){
+data86["input"] = coerced62;
 }
 }
 }
 if((typeof data88 == "number") && (isFinite(data88))){
 if(data88 > 9999 || isNaN(data88)){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3431,7 +3431,7 @@ vErrors.push(err178);
 errors++;
 }
 if(data88 < 0 || isNaN(data88)){
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3442,8 +3442,8 @@ errors++;
 }
 }
 }
-if(data85.cached !== undefined){
-let data89 = data85.cached;
+if(data86.output !== undefined){
+let data89 = data86.output;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
 let dataType63 = typeof data89;
 let coerced63 = undefined;
@@ -3453,7 +3453,7 @@ if(dataType63 == "boolean" || data89 === null
 coerced63 = +data89;
 }
 else {
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3465,14 +3465,14 @@ errors++;
 }
 if(coerced63 !== undefined){
 data89 = coerced63;
-if(data85 !== undefined){
-data85["cached"] = coerced63;
+if(data86 !== undefined){
+data86["output"] = coerced63;
 }
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
 if(data89 > 9999 || isNaN(data89)){
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3482,7 +3482,7 @@ vErrors.push(err181);
 errors++;
 }
 if(data89 < 0 || isNaN(data89)){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3493,8 +3493,8 @@ errors++;
 }
 }
 }
-if(data85.cache_write !== undefined){
-let data90 = data85.cache_write;
+if(data86.cached !== undefined){
+let data90 = data86.cached;
 if(!((typeof data90 == "number") && (isFinite(data90)))){
 let dataType64 = typeof data90;
 let coerced64 = undefined;
@@ -3504,7 +3504,7 @@ if(dataType64 == "boolean" || data90 === null
 coerced64 = +data90;
 }
 else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3516,14 +3516,14 @@ errors++;
 }
 if(coerced64 !== undefined){
 data90 = coerced64;
-if(data85 !== undefined){
-data85["cache_write"] = coerced64;
+if(data86 !== undefined){
+data86["cached"] = coerced64;
 }
 }
 }
 if((typeof data90 == "number") && (isFinite(data90))){
 if(data90 > 9999 || isNaN(data90)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3533,7 +3533,7 @@ vErrors.push(err184);
 errors++;
 }
 if(data90 < 0 || isNaN(data90)){
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3544,8 +3544,8 @@ errors++;
 }
 }
 }
-if(data85.reasoning !== undefined){
-let data91 = data85.reasoning;
+if(data86.cache_write !== undefined){
+let data91 = data86.cache_write;
 if(!((typeof data91 == "number") && (isFinite(data91)))){
 let dataType65 = typeof data91;
 let coerced65 = undefined;
@@ -3555,7 +3555,7 @@ if(dataType65 == "boolean" || data91 === null
 coerced65 = +data91;
 }
 else {
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3567,14 +3567,14 @@ errors++;
 }
 if(coerced65 !== undefined){
 data91 = coerced65;
-if(data85 !== undefined){
-data85["reasoning"] = coerced65;
+if(data86 !== undefined){
+data86["cache_write"] = coerced65;
 }
 }
 }
 if((typeof data91 == "number") && (isFinite(data91))){
 if(data91 > 9999 || isNaN(data91)){
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3584,7 +3584,7 @@ vErrors.push(err187);
 errors++;
 }
 if(data91 < 0 || isNaN(data91)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3595,9 +3595,18 @@ errors++;
 }
 }
 }
+if(data86.cache_write_1h !== undefined){
+let data92 = data86.cache_write_1h;
+if(!((typeof data92 == "number") && (isFinite(data92)))){
+let dataType66 = typeof data92;
+let coerced66 = undefined;
+if(!(coerced66 !== undefined)){
+if(dataType66 == "boolean" || data92 === null
+              || (dataType66 == "string" && data92 && data92 == +data92)){
+coerced66 = +data92;
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3607,9 +3616,16 @@ vErrors.push(err189);
 errors++;
 }
 }
+if(coerced66 !== undefined){
+data92 = coerced66;
+if(data86 !== undefined){
+data86["cache_write_1h"] = coerced66;
 }
-else {
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data92 == "number") && (isFinite(data92))){
+if(data92 > 9999 || isNaN(data92)){
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3618,10 +3634,8 @@ vErrors.push(err190);
 }
 errors++;
 }
-}
-}
-else {
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data92 < 0 || isNaN(data92)){
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3631,11 +3645,19 @@ vErrors.push(err191);
 errors++;
 }
 }
-if(data41.quota !== undefined){
-let data92 = data41.quota;
-if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
-if(data92.kind === undefined){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+if(data86.reasoning !== undefined){
+let data93 = data86.reasoning;
+if(!((typeof data93 == "number") && (isFinite(data93)))){
+let dataType67 = typeof data93;
+let coerced67 = undefined;
+if(!(coerced67 !== undefined)){
+if(dataType67 == "boolean" || data93 === null
+              || (dataType67 == "string" && data93 && data93 == +data93)){
+coerced67 = +data93;
+}
+else {
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3644,9 +3666,17 @@ vErrors.push(err192);
 }
 errors++;
 }
-for(const key20 in data92){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+if(coerced67 !== undefined){
+data93 = coerced67;
+if(data86 !== undefined){
+data86["reasoning"] = coerced67;
+}
+}
+}
+if((typeof data93 == "number") && (isFinite(data93))){
+if(data93 > 9999 || isNaN(data93)){
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3655,11 +3685,8 @@ vErrors.push(err193);
 }
 errors++;
 }
-}
-if(data92.kind !== undefined){
-let data93 = data92.kind;
-if(!(((((((data93 === "rolling_hours") || (data93 === "daily_requests")) || (data93 === "monthly")) || (data93 === "daily_tokens")) || (data93 === "rolling_tokens")) || (data93 === "monthly_tokens")) || (data93 === "unlimited"))){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data93 < 0 || isNaN(data93)){
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3669,18 +3696,10 @@ vErrors.push(err194);
 errors++;
 }
 }
-if(data92.limit !== undefined){
-let data94 = data92.limit;
-if(!((typeof data94 == "number") && (isFinite(data94)))){
-let dataType66 = typeof data94;
-let coerced66 = undefined;
-if(!(coerced66 !== undefined)){
-if(dataType66 == "boolean" || data94 === null
-              || (dataType66 == "string" && data94 && data94 == +data94)){
-coerced66 = +data94;
+}
 }
 else {
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3690,16 +3709,9 @@ vErrors.push(err195);
 errors++;
 }
 }
-if(coerced66 !== undefined){
-data94 = coerced66;
-if(data92 !== undefined){
-data92["limit"] = coerced66;
 }
-}
-}
-if((typeof data94 == "number") && (isFinite(data94))){
-if(data94 < 0 || isNaN(data94)){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3710,18 +3722,8 @@ errors++;
 }
 }
 }
-if(data92.monthly_limit !== undefined){
-let data95 = data92.monthly_limit;
-if(!((typeof data95 == "number") && (isFinite(data95)))){
-let dataType67 = typeof data95;
-let coerced67 = undefined;
-if(!(coerced67 !== undefined)){
-if(dataType67 == "boolean" || data95 === null
-              || (dataType67 == "string" && data95 && data95 == +data95)){
-coerced67 = +data95;
-}
 else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3731,16 +3733,11 @@ vErrors.push(err197);
 errors++;
 }
 }
-if(coerced67 !== undefined){
-data95 = coerced67;
-if(data92 !== undefined){
-data92["monthly_limit"] = coerced67;
-}
-}
-}
-if((typeof data95 == "number") && (isFinite(data95))){
-if(data95 < 0 || isNaN(data95)){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data41.quota !== undefined){
+let data94 = data41.quota;
+if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
+if(data94.kind === undefined){
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3749,22 +3746,9 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
-}
-if(data92.window !== undefined){
-let data96 = data92.window;
-if(typeof data96 !== "string"){
-let dataType68 = typeof data96;
-let coerced68 = undefined;
-if(!(coerced68 !== undefined)){
-if(dataType68 == "number" || dataType68 == "boolean"){
-coerced68 = "" + data96;
-}
-else if(data96 === null){
-coerced68 = "";
-}
-else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key20 in data94){
+if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3774,16 +3758,10 @@ vErrors.push(err199);
 errors++;
 }
 }
-if(coerced68 !== undefined){
-data96 = coerced68;
-if(data92 !== undefined){
-data92["window"] = coerced68;
-}
-}
-}
-if(typeof data96 === "string"){
-if(!pattern12.test(data96)){
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if(data94.kind !== undefined){
+let data95 = data94.kind;
+if(!(((((((data95 === "rolling_hours") || (data95 === "daily_requests")) || (data95 === "monthly")) || (data95 === "daily_tokens")) || (data95 === "rolling_tokens")) || (data95 === "monthly_tokens")) || (data95 === "unlimited"))){
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3793,21 +3771,18 @@ vErrors.push(err200);
 errors++;
 }
 }
-}
-if(data92.reset_time !== undefined){
-let data97 = data92.reset_time;
-if(typeof data97 !== "string"){
-let dataType69 = typeof data97;
-let coerced69 = undefined;
-if(!(coerced69 !== undefined)){
-if(dataType69 == "number" || dataType69 == "boolean"){
-coerced69 = "" + data97;
-}
-else if(data97 === null){
-coerced69 = "";
+if(data94.limit !== undefined){
+let data96 = data94.limit;
+if(!((typeof data96 == "number") && (isFinite(data96)))){
+let dataType68 = typeof data96;
+let coerced68 = undefined;
+if(!(coerced68 !== undefined)){
+if(dataType68 == "boolean" || data96 === null
+              || (dataType68 == "string" && data96 && data96 == +data96)){
+coerced68 = +data96;
 }
 else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3817,16 +3792,16 @@ vErrors.push(err201);
 errors++;
 }
 }
-if(coerced69 !== undefined){
-data97 = coerced69;
-if(data92 !== undefined){
-data92["reset_time"] = coerced69;
+if(coerced68 !== undefined){
+data96 = coerced68;
+if(data94 !== undefined){
+data94["limit"] = coerced68;
 }
 }
 }
-if(typeof data97 === "string"){
-if(!pattern14.test(data97)){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if((typeof data96 == "number") && (isFinite(data96))){
+if(data96 < 0 || isNaN(data96)){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3837,18 +3812,18 @@ errors++;
 }
 }
 }
-if(data92.anchor_day !== undefined){
-let data98 = data92.anchor_day;
-if(!(((typeof data98 == "number") && (!(data98 % 1) && !isNaN(data98))) && (isFinite(data98)))){
-let dataType70 = typeof data98;
-let coerced70 = undefined;
-if(!(coerced70 !== undefined)){
-if(dataType70 === "boolean" || data98 === null
-              || (dataType70 === "string" && data98 && data98 == +data98 && !(data98 % 1))){
-coerced70 = +data98;
+if(data94.monthly_limit !== undefined){
+let data97 = data94.monthly_limit;
+if(!((typeof data97 == "number") && (isFinite(data97)))){
+let dataType69 = typeof data97;
+let coerced69 = undefined;
+if(!(coerced69 !== undefined)){
+if(dataType69 == "boolean" || data97 === null
+              || (dataType69 == "string" && data97 && data97 == +data97)){
+coerced69 = +data97;
 }
 else {
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3858,16 +3833,16 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(coerced70 !== undefined){
-data98 = coerced70;
-if(data92 !== undefined){
-data92["anchor_day"] = coerced70;
+if(coerced69 !== undefined){
+data97 = coerced69;
+if(data94 !== undefined){
+data94["monthly_limit"] = coerced69;
 }
 }
 }
-if((typeof data98 == "number") && (isFinite(data98))){
-if(data98 > 31 || isNaN(data98)){
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+if((typeof data97 == "number") && (isFinite(data97))){
+if(data97 < 0 || isNaN(data97)){
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3876,8 +3851,22 @@ vErrors.push(err204);
 }
 errors++;
 }
-if(data98 < 1 || isNaN(data98)){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data94.window !== undefined){
+let data98 = data94.window;
+if(typeof data98 !== "string"){
+let dataType70 = typeof data98;
+let coerced70 = undefined;
+if(!(coerced70 !== undefined)){
+if(dataType70 == "number" || dataType70 == "boolean"){
+coerced70 = "" + data98;
+}
+else if(data98 === null){
+coerced70 = "";
+}
+else {
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3887,11 +3876,16 @@ vErrors.push(err205);
 errors++;
 }
 }
+if(coerced70 !== undefined){
+data98 = coerced70;
+if(data94 !== undefined){
+data94["window"] = coerced70;
 }
-if(data92.unit !== undefined){
-let data99 = data92.unit;
-if(!(((data99 === "hours") || (data99 === "tokens")) || (data99 === "requests"))){
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if(typeof data98 === "string"){
+if(!pattern12.test(data98)){
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3901,17 +3895,21 @@ vErrors.push(err206);
 errors++;
 }
 }
-if(data92.source !== undefined){
-let data100 = data92.source;
-if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
-if(data100.headers === undefined){
-data100.headers = {};
 }
-if(data100.refresh_s === undefined){
-data100.refresh_s = 180;
+if(data94.reset_time !== undefined){
+let data99 = data94.reset_time;
+if(typeof data99 !== "string"){
+let dataType71 = typeof data99;
+let coerced71 = undefined;
+if(!(coerced71 !== undefined)){
+if(dataType71 == "number" || dataType71 == "boolean"){
+coerced71 = "" + data99;
 }
-if(data100.url === undefined){
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+else if(data99 === null){
+coerced71 = "";
+}
+else {
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3920,9 +3918,17 @@ vErrors.push(err207);
 }
 errors++;
 }
-for(const key21 in data100){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+}
+if(coerced71 !== undefined){
+data99 = coerced71;
+if(data94 !== undefined){
+data94["reset_time"] = coerced71;
+}
+}
+}
+if(typeof data99 === "string"){
+if(!pattern14.test(data99)){
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -3932,20 +3938,19 @@ vErrors.push(err208);
 errors++;
 }
 }
-if(data100.url !== undefined){
-let data101 = data100.url;
-if(typeof data101 !== "string"){
-let dataType71 = typeof data101;
-let coerced71 = undefined;
-if(!(coerced71 !== undefined)){
-if(dataType71 == "number" || dataType71 == "boolean"){
-coerced71 = "" + data101;
 }
-else if(data101 === null){
-coerced71 = "";
+if(data94.anchor_day !== undefined){
+let data100 = data94.anchor_day;
+if(!(((typeof data100 == "number") && (!(data100 % 1) && !isNaN(data100))) && (isFinite(data100)))){
+let dataType72 = typeof data100;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 === "boolean" || data100 === null
+              || (dataType72 === "string" && data100 && data100 == +data100 && !(data100 % 1))){
+coerced72 = +data100;
 }
 else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -3955,16 +3960,16 @@ vErrors.push(err209);
 errors++;
 }
 }
-if(coerced71 !== undefined){
-data101 = coerced71;
-if(data100 !== undefined){
-data100["url"] = coerced71;
+if(coerced72 !== undefined){
+data100 = coerced72;
+if(data94 !== undefined){
+data94["anchor_day"] = coerced72;
 }
 }
 }
-if(typeof data101 === "string"){
-if(!pattern4.test(data101)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if((typeof data100 == "number") && (isFinite(data100))){
+if(data100 > 31 || isNaN(data100)){
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -3973,24 +3978,8 @@ vErrors.push(err210);
 }
 errors++;
 }
-}
-}
-let data102 = data100.headers;
-if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
-for(const key22 in data102){
-let data103 = data102[key22];
-if(typeof data103 !== "string"){
-let dataType72 = typeof data103;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 == "number" || dataType72 == "boolean"){
-coerced72 = "" + data103;
-}
-else if(data103 === null){
-coerced72 = "";
-}
-else {
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data100 < 1 || isNaN(data100)){
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -4000,17 +3989,11 @@ vErrors.push(err211);
 errors++;
 }
 }
-if(coerced72 !== undefined){
-data103 = coerced72;
-if(data102 !== undefined){
-data102[key22] = coerced72;
 }
-}
-}
-}
-}
-else {
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data94.unit !== undefined){
+let data101 = data94.unit;
+if(!(((data101 === "hours") || (data101 === "tokens")) || (data101 === "requests"))){
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4019,17 +4002,18 @@ vErrors.push(err212);
 }
 errors++;
 }
-let data104 = data100.refresh_s;
-if(!((typeof data104 == "number") && (isFinite(data104)))){
-let dataType73 = typeof data104;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 == "boolean" || data104 === null
-              || (dataType73 == "string" && data104 && data104 == +data104)){
-coerced73 = +data104;
 }
-else {
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data94.source !== undefined){
+let data102 = data94.source;
+if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
+if(data102.headers === undefined){
+data102.headers = {};
+}
+if(data102.refresh_s === undefined){
+data102.refresh_s = 180;
+}
+if(data102.url === undefined){
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4038,17 +4022,9 @@ vErrors.push(err213);
 }
 errors++;
 }
-}
-if(coerced73 !== undefined){
-data104 = coerced73;
-if(data100 !== undefined){
-data100["refresh_s"] = coerced73;
-}
-}
-}
-if((typeof data104 == "number") && (isFinite(data104))){
-if(data104 < 180 || isNaN(data104)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+for(const key21 in data102){
+if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4058,9 +4034,20 @@ vErrors.push(err214);
 errors++;
 }
 }
+if(data102.url !== undefined){
+let data103 = data102.url;
+if(typeof data103 !== "string"){
+let dataType73 = typeof data103;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 == "number" || dataType73 == "boolean"){
+coerced73 = "" + data103;
+}
+else if(data103 === null){
+coerced73 = "";
 }
 else {
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4070,9 +4057,16 @@ vErrors.push(err215);
 errors++;
 }
 }
+if(coerced73 !== undefined){
+data103 = coerced73;
+if(data102 !== undefined){
+data102["url"] = coerced73;
 }
-else {
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if(typeof data103 === "string"){
+if(!pattern4.test(data103)){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4082,20 +4076,23 @@ vErrors.push(err216);
 errors++;
 }
 }
-let data105 = data41.mock;
-if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
-if(data105.chunks === undefined){
-data105.chunks = 8;
 }
-if(data105.latency_ms === undefined){
-data105.latency_ms = 20;
+let data104 = data102.headers;
+if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
+for(const key22 in data104){
+let data105 = data104[key22];
+if(typeof data105 !== "string"){
+let dataType74 = typeof data105;
+let coerced74 = undefined;
+if(!(coerced74 !== undefined)){
+if(dataType74 == "number" || dataType74 == "boolean"){
+coerced74 = "" + data105;
 }
-if(data105.chunk_delay_ms === undefined){
-data105.chunk_delay_ms = 5;
+else if(data105 === null){
+coerced74 = "";
 }
-for(const key23 in data105){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+else {
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4105,17 +4102,17 @@ vErrors.push(err217);
 errors++;
 }
 }
-let data106 = data105.chunks;
-if(!(((typeof data106 == "number") && (!(data106 % 1) && !isNaN(data106))) && (isFinite(data106)))){
-let dataType74 = typeof data106;
-let coerced74 = undefined;
-if(!(coerced74 !== undefined)){
-if(dataType74 === "boolean" || data106 === null
-              || (dataType74 === "string" && data106 && data106 == +data106 && !(data106 % 1))){
-coerced74 = +data106;
+if(coerced74 !== undefined){
+data105 = coerced74;
+if(data104 !== undefined){
+data104[key22] = coerced74;
+}
+}
+}
+}
 }
 else {
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4124,17 +4121,17 @@ vErrors.push(err218);
 }
 errors++;
 }
+let data106 = data102.refresh_s;
+if(!((typeof data106 == "number") && (isFinite(data106)))){
+let dataType75 = typeof data106;
+let coerced75 = undefined;
+if(!(coerced75 !== undefined)){
+if(dataType75 == "boolean" || data106 === null
+              || (dataType75 == "string" && data106 && data106 == +data106)){
+coerced75 = +data106;
 }
-if(coerced74 !== undefined){
-data106 = coerced74;
-if(data105 !== undefined){
-data105["chunks"] = coerced74;
-}
-}
-}
-if((typeof data106 == "number") && (isFinite(data106))){
-if(data106 > 10000 || isNaN(data106)){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+else {
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4143,8 +4140,17 @@ vErrors.push(err219);
 }
 errors++;
 }
-if(data106 < 1 || isNaN(data106)){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced75 !== undefined){
+data106 = coerced75;
+if(data102 !== undefined){
+data102["refresh_s"] = coerced75;
+}
+}
+}
+if((typeof data106 == "number") && (isFinite(data106))){
+if(data106 < 180 || isNaN(data106)){
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4154,17 +4160,9 @@ vErrors.push(err220);
 errors++;
 }
 }
-let data107 = data105.latency_ms;
-if(!((typeof data107 == "number") && (isFinite(data107)))){
-let dataType75 = typeof data107;
-let coerced75 = undefined;
-if(!(coerced75 !== undefined)){
-if(dataType75 == "boolean" || data107 === null
-              || (dataType75 == "string" && data107 && data107 == +data107)){
-coerced75 = +data107;
 }
 else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4174,16 +4172,9 @@ vErrors.push(err221);
 errors++;
 }
 }
-if(coerced75 !== undefined){
-data107 = coerced75;
-if(data105 !== undefined){
-data105["latency_ms"] = coerced75;
 }
-}
-}
-if((typeof data107 == "number") && (isFinite(data107))){
-if(data107 < 0 || isNaN(data107)){
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4193,17 +4184,20 @@ vErrors.push(err222);
 errors++;
 }
 }
-let data108 = data105.chunk_delay_ms;
-if(!((typeof data108 == "number") && (isFinite(data108)))){
-let dataType76 = typeof data108;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 == "boolean" || data108 === null
-              || (dataType76 == "string" && data108 && data108 == +data108)){
-coerced76 = +data108;
+let data107 = data41.mock;
+if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
+if(data107.chunks === undefined){
+data107.chunks = 8;
 }
-else {
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data107.latency_ms === undefined){
+data107.latency_ms = 20;
+}
+if(data107.chunk_delay_ms === undefined){
+data107.chunk_delay_ms = 5;
+}
+for(const key23 in data107){
+if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4213,16 +4207,17 @@ vErrors.push(err223);
 errors++;
 }
 }
-if(coerced76 !== undefined){
-data108 = coerced76;
-if(data105 !== undefined){
-data105["chunk_delay_ms"] = coerced76;
+let data108 = data107.chunks;
+if(!(((typeof data108 == "number") && (!(data108 % 1) && !isNaN(data108))) && (isFinite(data108)))){
+let dataType76 = typeof data108;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 === "boolean" || data108 === null
+              || (dataType76 === "string" && data108 && data108 == +data108 && !(data108 % 1))){
+coerced76 = +data108;
 }
-}
-}
-if((typeof data108 == "number") && (isFinite(data108))){
-if(data108 < 0 || isNaN(data108)){
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4232,18 +4227,16 @@ vErrors.push(err224);
 errors++;
 }
 }
-if(data105.input_tokens !== undefined){
-let data109 = data105.input_tokens;
-if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
-let dataType77 = typeof data109;
-let coerced77 = undefined;
-if(!(coerced77 !== undefined)){
-if(dataType77 === "boolean" || data109 === null
-              || (dataType77 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
-coerced77 = +data109;
+if(coerced76 !== undefined){
+data108 = coerced76;
+if(data107 !== undefined){
+data107["chunks"] = coerced76;
 }
-else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+if((typeof data108 == "number") && (isFinite(data108))){
+if(data108 > 10000 || isNaN(data108)){
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4252,17 +4245,8 @@ vErrors.push(err225);
 }
 errors++;
 }
-}
-if(coerced77 !== undefined){
-data109 = coerced77;
-if(data105 !== undefined){
-data105["input_tokens"] = coerced77;
-}
-}
-}
-if((typeof data109 == "number") && (isFinite(data109))){
-if(data109 < 0 || isNaN(data109)){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data108 < 1 || isNaN(data108)){
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4272,10 +4256,17 @@ vErrors.push(err226);
 errors++;
 }
 }
-}
+let data109 = data107.latency_ms;
+if(!((typeof data109 == "number") && (isFinite(data109)))){
+let dataType77 = typeof data109;
+let coerced77 = undefined;
+if(!(coerced77 !== undefined)){
+if(dataType77 == "boolean" || data109 === null
+              || (dataType77 == "string" && data109 && data109 == +data109)){
+coerced77 = +data109;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4284,20 +4275,17 @@ vErrors.push(err227);
 }
 errors++;
 }
-let data110 = data41.models;
-if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
-for(const key24 in data110){
-let data111 = data110[key24];
-if(data111 && typeof data111 == "object" && !Array.isArray(data111)){
-if(data111.kind === undefined){
-data111.kind = "llm";
 }
-if(data111.capabilities === undefined){
-data111.capabilities = [];
+if(coerced77 !== undefined){
+data109 = coerced77;
+if(data107 !== undefined){
+data107["latency_ms"] = coerced77;
 }
-for(const key25 in data111){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+}
+}
+if((typeof data109 == "number") && (isFinite(data109))){
+if(data109 < 0 || isNaN(data109)){
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4307,9 +4295,17 @@ vErrors.push(err228);
 errors++;
 }
 }
-let data112 = data111.kind;
-if(!(((data112 === "llm") || (data112 === "image")) || (data112 === "embedding"))){
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+let data110 = data107.chunk_delay_ms;
+if(!((typeof data110 == "number") && (isFinite(data110)))){
+let dataType78 = typeof data110;
+let coerced78 = undefined;
+if(!(coerced78 !== undefined)){
+if(dataType78 == "boolean" || data110 === null
+              || (dataType78 == "string" && data110 && data110 == +data110)){
+coerced78 = +data110;
+}
+else {
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4318,13 +4314,17 @@ vErrors.push(err229);
 }
 errors++;
 }
-let data113 = data111.capabilities;
-if(Array.isArray(data113)){
-const len4 = data113.length;
-for(let i5=0; i5<len4; i5++){
-let data114 = data113[i5];
-if(!((((((data114 === "vision") || (data114 === "pdf")) || (data114 === "audio")) || (data114 === "tools")) || (data114 === "reasoning")) || (data114 === "structured_output"))){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+}
+if(coerced78 !== undefined){
+data110 = coerced78;
+if(data107 !== undefined){
+data107["chunk_delay_ms"] = coerced78;
+}
+}
+}
+if((typeof data110 == "number") && (isFinite(data110))){
+if(data110 < 0 || isNaN(data110)){
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4334,14 +4334,18 @@ vErrors.push(err230);
 errors++;
 }
 }
-let i6 = data113.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data113[i6], data113[j1])){
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(data107.input_tokens !== undefined){
+let data111 = data107.input_tokens;
+if(!(((typeof data111 == "number") && (!(data111 % 1) && !isNaN(data111))) && (isFinite(data111)))){
+let dataType79 = typeof data111;
+let coerced79 = undefined;
+if(!(coerced79 !== undefined)){
+if(dataType79 === "boolean" || data111 === null
+              || (dataType79 === "string" && data111 && data111 == +data111 && !(data111 % 1))){
+coerced79 = +data111;
+}
+else {
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4349,14 +4353,18 @@ else {
 vErrors.push(err231);
 }
 errors++;
-break outer0;
+}
+}
+if(coerced79 !== undefined){
+data111 = coerced79;
+if(data107 !== undefined){
+data107["input_tokens"] = coerced79;
 }
 }
 }
-}
-}
-else {
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data111 == "number") && (isFinite(data111))){
+if(data111 < 0 || isNaN(data111)){
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4365,18 +4373,11 @@ vErrors.push(err232);
 }
 errors++;
 }
-if(data111.max_output_tokens !== undefined){
-let data115 = data111.max_output_tokens;
-if(!(((typeof data115 == "number") && (!(data115 % 1) && !isNaN(data115))) && (isFinite(data115)))){
-let dataType78 = typeof data115;
-let coerced78 = undefined;
-if(!(coerced78 !== undefined)){
-if(dataType78 === "boolean" || data115 === null
-              || (dataType78 === "string" && data115 && data115 == +data115 && !(data115 % 1))){
-coerced78 = +data115;
+}
+}
 }
 else {
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4385,17 +4386,20 @@ vErrors.push(err233);
 }
 errors++;
 }
+let data112 = data41.models;
+if(data112 && typeof data112 == "object" && !Array.isArray(data112)){
+for(const key24 in data112){
+let data113 = data112[key24];
+if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
+if(data113.kind === undefined){
+data113.kind = "llm";
 }
-if(coerced78 !== undefined){
-data115 = coerced78;
-if(data111 !== undefined){
-data111["max_output_tokens"] = coerced78;
+if(data113.capabilities === undefined){
+data113.capabilities = [];
 }
-}
-}
-if((typeof data115 == "number") && (isFinite(data115))){
-if(data115 < 1 || isNaN(data115)){
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key25 in data113){
+if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4405,11 +4409,9 @@ vErrors.push(err234);
 errors++;
 }
 }
-}
-if(data111.thinking !== undefined){
-let data116 = data111.thinking;
-if(!((((((((((data116 === "openai") || (data116 === "anthropic-budget")) || (data116 === "anthropic-adaptive")) || (data116 === "gemini-budget")) || (data116 === "gemini-level")) || (data116 === "zai")) || (data116 === "qwen")) || (data116 === "deepseek")) || (data116 === "kimi")) || (data116 === "minimax"))){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+let data114 = data113.kind;
+if(!(((data114 === "llm") || (data114 === "image")) || (data114 === "embedding"))){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4418,13 +4420,13 @@ vErrors.push(err235);
 }
 errors++;
 }
-}
-if(data111.price !== undefined){
-let data117 = data111.price;
-if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
-for(const key26 in data117){
-if(!((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+let data115 = data113.capabilities;
+if(Array.isArray(data115)){
+const len4 = data115.length;
+for(let i5=0; i5<len4; i5++){
+let data116 = data115[i5];
+if(!((((((data116 === "vision") || (data116 === "pdf")) || (data116 === "audio")) || (data116 === "tools")) || (data116 === "reasoning")) || (data116 === "structured_output"))){
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4434,18 +4436,14 @@ vErrors.push(err236);
 errors++;
 }
 }
-if(data117.input !== undefined){
-let data118 = data117.input;
-if(!((typeof data118 == "number") && (isFinite(data118)))){
-let dataType79 = typeof data118;
-let coerced79 = undefined;
-if(!(coerced79 !== undefined)){
-if(dataType79 == "boolean" || data118 === null
-              || (dataType79 == "string" && data118 && data118 == +data118)){
-coerced79 = +data118;
-}
-else {
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let i6 = data115.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data115[i6], data115[j1])){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4453,18 +4451,14 @@ else {
 vErrors.push(err237);
 }
 errors++;
-}
-}
-if(coerced79 !== undefined){
-data118 = coerced79;
-if(data117 !== undefined){
-data117["input"] = coerced79;
+break outer0;
 }
 }
 }
-if((typeof data118 == "number") && (isFinite(data118))){
-if(data118 > 9999 || isNaN(data118)){
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+}
+}
+else {
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4473,8 +4467,18 @@ vErrors.push(err238);
 }
 errors++;
 }
-if(data118 < 0 || isNaN(data118)){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data113.max_output_tokens !== undefined){
+let data117 = data113.max_output_tokens;
+if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
+let dataType80 = typeof data117;
+let coerced80 = undefined;
+if(!(coerced80 !== undefined)){
+if(dataType80 === "boolean" || data117 === null
+              || (dataType80 === "string" && data117 && data117 == +data117 && !(data117 % 1))){
+coerced80 = +data117;
+}
+else {
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4484,19 +4488,16 @@ vErrors.push(err239);
 errors++;
 }
 }
+if(coerced80 !== undefined){
+data117 = coerced80;
+if(data113 !== undefined){
+data113["max_output_tokens"] = coerced80;
 }
-if(data117.output !== undefined){
-let data119 = data117.output;
-if(!((typeof data119 == "number") && (isFinite(data119)))){
-let dataType80 = typeof data119;
-let coerced80 = undefined;
-if(!(coerced80 !== undefined)){
-if(dataType80 == "boolean" || data119 === null
-              || (dataType80 == "string" && data119 && data119 == +data119)){
-coerced80 = +data119;
 }
-else {
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data117 == "number") && (isFinite(data117))){
+if(data117 < 1 || isNaN(data117)){
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4506,16 +4507,11 @@ vErrors.push(err240);
 errors++;
 }
 }
-if(coerced80 !== undefined){
-data119 = coerced80;
-if(data117 !== undefined){
-data117["output"] = coerced80;
 }
-}
-}
-if((typeof data119 == "number") && (isFinite(data119))){
-if(data119 > 9999 || isNaN(data119)){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data113.thinking !== undefined){
+let data118 = data113.thinking;
+if(!((((((((((data118 === "openai") || (data118 === "anthropic-budget")) || (data118 === "anthropic-adaptive")) || (data118 === "gemini-budget")) || (data118 === "gemini-level")) || (data118 === "zai")) || (data118 === "qwen")) || (data118 === "deepseek")) || (data118 === "kimi")) || (data118 === "minimax"))){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4524,8 +4520,13 @@ vErrors.push(err241);
 }
 errors++;
 }
-if(data119 < 0 || isNaN(data119)){
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data113.price !== undefined){
+let data119 = data113.price;
+if(data119 && typeof data119 == "object" && !Array.isArray(data119)){
+for(const key26 in data119){
+if(!(((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "cache_write_1h")) || (key26 === "reasoning")) || (key26 === "tiers"))){
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4535,9 +4536,8 @@ vErrors.push(err242);
 errors++;
 }
 }
-}
-if(data117.cached !== undefined){
-let data120 = data117.cached;
+if(data119.input !== undefined){
+let data120 = data119.input;
 if(!((typeof data120 == "number") && (isFinite(data120)))){
 let dataType81 = typeof data120;
 let coerced81 = undefined;
@@ -4547,7 +4547,7 @@ if(dataType81 == "boolean" || data120 === null
 coerced81 = +data120;
 }
 else {
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4559,14 +4559,14 @@ errors++;
 }
 if(coerced81 !== undefined){
 data120 = coerced81;
-if(data117 !== undefined){
-data117["cached"] = coerced81;
+if(data119 !== undefined){
+data119["input"] = coerced81;
 }
 }
 }
 if((typeof data120 == "number") && (isFinite(data120))){
 if(data120 > 9999 || isNaN(data120)){
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4576,7 +4576,7 @@ vErrors.push(err244);
 errors++;
 }
 if(data120 < 0 || isNaN(data120)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4587,8 +4587,8 @@ errors++;
 }
 }
 }
-if(data117.cache_write !== undefined){
-let data121 = data117.cache_write;
+if(data119.output !== undefined){
+let data121 = data119.output;
 if(!((typeof data121 == "number") && (isFinite(data121)))){
 let dataType82 = typeof data121;
 let coerced82 = undefined;
@@ -4598,7 +4598,7 @@ if(dataType82 == "boolean" || data121 === null
 coerced82 = +data121;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4610,14 +4610,14 @@ errors++;
 }
 if(coerced82 !== undefined){
 data121 = coerced82;
-if(data117 !== undefined){
-data117["cache_write"] = coerced82;
+if(data119 !== undefined){
+data119["output"] = coerced82;
 }
 }
 }
 if((typeof data121 == "number") && (isFinite(data121))){
 if(data121 > 9999 || isNaN(data121)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4627,7 +4627,7 @@ vErrors.push(err247);
 errors++;
 }
 if(data121 < 0 || isNaN(data121)){
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4638,8 +4638,8 @@ errors++;
 }
 }
 }
-if(data117.reasoning !== undefined){
-let data122 = data117.reasoning;
+if(data119.cached !== undefined){
+let data122 = data119.cached;
 if(!((typeof data122 == "number") && (isFinite(data122)))){
 let dataType83 = typeof data122;
 let coerced83 = undefined;
@@ -4649,7 +4649,7 @@ if(dataType83 == "boolean" || data122 === null
 coerced83 = +data122;
 }
 else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4661,14 +4661,14 @@ errors++;
 }
 if(coerced83 !== undefined){
 data122 = coerced83;
-if(data117 !== undefined){
-data117["reasoning"] = coerced83;
+if(data119 !== undefined){
+data119["cached"] = coerced83;
 }
 }
 }
 if((typeof data122 == "number") && (isFinite(data122))){
 if(data122 > 9999 || isNaN(data122)){
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4678,7 +4678,7 @@ vErrors.push(err250);
 errors++;
 }
 if(data122 < 0 || isNaN(data122)){
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4689,11 +4689,18 @@ errors++;
 }
 }
 }
-if(data117.tiers !== undefined){
-let data123 = data117.tiers;
-if(Array.isArray(data123)){
-if(data123.length > 16){
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data119.cache_write !== undefined){
+let data123 = data119.cache_write;
+if(!((typeof data123 == "number") && (isFinite(data123)))){
+let dataType84 = typeof data123;
+let coerced84 = undefined;
+if(!(coerced84 !== undefined)){
+if(dataType84 == "boolean" || data123 === null
+              || (dataType84 == "string" && data123 && data123 == +data123)){
+coerced84 = +data123;
+}
+else {
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4702,12 +4709,17 @@ vErrors.push(err252);
 }
 errors++;
 }
-const len5 = data123.length;
-for(let i7=0; i7<len5; i7++){
-let data124 = data123[i7];
-if(data124 && typeof data124 == "object" && !Array.isArray(data124)){
-if(data124.above_input_tokens === undefined){
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced84 !== undefined){
+data123 = coerced84;
+if(data119 !== undefined){
+data119["cache_write"] = coerced84;
+}
+}
+}
+if((typeof data123 == "number") && (isFinite(data123))){
+if(data123 > 9999 || isNaN(data123)){
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4716,9 +4728,8 @@ vErrors.push(err253);
 }
 errors++;
 }
-for(const key27 in data124){
-if(!((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "reasoning"))){
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+if(data123 < 0 || isNaN(data123)){
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4728,18 +4739,19 @@ vErrors.push(err254);
 errors++;
 }
 }
-if(data124.above_input_tokens !== undefined){
-let data125 = data124.above_input_tokens;
-if(!(((typeof data125 == "number") && (!(data125 % 1) && !isNaN(data125))) && (isFinite(data125)))){
-let dataType84 = typeof data125;
-let coerced84 = undefined;
-if(!(coerced84 !== undefined)){
-if(dataType84 === "boolean" || data125 === null
-              || (dataType84 === "string" && data125 && data125 == +data125 && !(data125 % 1))){
-coerced84 = +data125;
+}
+if(data119.cache_write_1h !== undefined){
+let data124 = data119.cache_write_1h;
+if(!((typeof data124 == "number") && (isFinite(data124)))){
+let dataType85 = typeof data124;
+let coerced85 = undefined;
+if(!(coerced85 !== undefined)){
+if(dataType85 == "boolean" || data124 === null
+              || (dataType85 == "string" && data124 && data124 == +data124)){
+coerced85 = +data124;
 }
 else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4749,16 +4761,16 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(coerced84 !== undefined){
-data125 = coerced84;
-if(data124 !== undefined){
-data124["above_input_tokens"] = coerced84;
+if(coerced85 !== undefined){
+data124 = coerced85;
+if(data119 !== undefined){
+data119["cache_write_1h"] = coerced85;
 }
 }
 }
-if((typeof data125 == "number") && (isFinite(data125))){
-if(data125 < 1 || isNaN(data125)){
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data124 == "number") && (isFinite(data124))){
+if(data124 > 9999 || isNaN(data124)){
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4767,20 +4779,8 @@ vErrors.push(err256);
 }
 errors++;
 }
-}
-}
-if(data124.input !== undefined){
-let data126 = data124.input;
-if(!((typeof data126 == "number") && (isFinite(data126)))){
-let dataType85 = typeof data126;
-let coerced85 = undefined;
-if(!(coerced85 !== undefined)){
-if(dataType85 == "boolean" || data126 === null
-              || (dataType85 == "string" && data126 && data126 == +data126)){
-coerced85 = +data126;
-}
-else {
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data124 < 0 || isNaN(data124)){
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4790,16 +4790,19 @@ vErrors.push(err257);
 errors++;
 }
 }
-if(coerced85 !== undefined){
-data126 = coerced85;
-if(data124 !== undefined){
-data124["input"] = coerced85;
 }
+if(data119.reasoning !== undefined){
+let data125 = data119.reasoning;
+if(!((typeof data125 == "number") && (isFinite(data125)))){
+let dataType86 = typeof data125;
+let coerced86 = undefined;
+if(!(coerced86 !== undefined)){
+if(dataType86 == "boolean" || data125 === null
+              || (dataType86 == "string" && data125 && data125 == +data125)){
+coerced86 = +data125;
 }
-}
-if((typeof data126 == "number") && (isFinite(data126))){
-if(data126 > 9999 || isNaN(data126)){
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4808,8 +4811,17 @@ vErrors.push(err258);
 }
 errors++;
 }
-if(data126 < 0 || isNaN(data126)){
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced86 !== undefined){
+data125 = coerced86;
+if(data119 !== undefined){
+data119["reasoning"] = coerced86;
+}
+}
+}
+if((typeof data125 == "number") && (isFinite(data125))){
+if(data125 > 9999 || isNaN(data125)){
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4818,20 +4830,8 @@ vErrors.push(err259);
 }
 errors++;
 }
-}
-}
-if(data124.output !== undefined){
-let data127 = data124.output;
-if(!((typeof data127 == "number") && (isFinite(data127)))){
-let dataType86 = typeof data127;
-let coerced86 = undefined;
-if(!(coerced86 !== undefined)){
-if(dataType86 == "boolean" || data127 === null
-              || (dataType86 == "string" && data127 && data127 == +data127)){
-coerced86 = +data127;
-}
-else {
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125 < 0 || isNaN(data125)){
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4841,16 +4841,12 @@ vErrors.push(err260);
 errors++;
 }
 }
-if(coerced86 !== undefined){
-data127 = coerced86;
-if(data124 !== undefined){
-data124["output"] = coerced86;
 }
-}
-}
-if((typeof data127 == "number") && (isFinite(data127))){
-if(data127 > 9999 || isNaN(data127)){
-const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data119.tiers !== undefined){
+let data126 = data119.tiers;
+if(Array.isArray(data126)){
+if(data126.length > 16){
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4859,8 +4855,12 @@ vErrors.push(err261);
 }
 errors++;
 }
-if(data127 < 0 || isNaN(data127)){
-const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const len5 = data126.length;
+for(let i7=0; i7<len5; i7++){
+let data127 = data126[i7];
+if(data127 && typeof data127 == "object" && !Array.isArray(data127)){
+if(data127.above_input_tokens === undefined){
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4869,20 +4869,9 @@ vErrors.push(err262);
 }
 errors++;
 }
-}
-}
-if(data124.cached !== undefined){
-let data128 = data124.cached;
-if(!((typeof data128 == "number") && (isFinite(data128)))){
-let dataType87 = typeof data128;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 == "boolean" || data128 === null
-              || (dataType87 == "string" && data128 && data128 == +data128)){
-coerced87 = +data128;
-}
-else {
-const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key27 in data127){
+if(!(((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "cache_write_1h")) || (key27 === "reasoning"))){
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4892,16 +4881,18 @@ vErrors.push(err263);
 errors++;
 }
 }
-if(coerced87 !== undefined){
-data128 = coerced87;
-if(data124 !== undefined){
-data124["cached"] = coerced87;
+if(data127.above_input_tokens !== undefined){
+let data128 = data127.above_input_tokens;
+if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
+let dataType87 = typeof data128;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 === "boolean" || data128 === null
+              || (dataType87 === "string" && data128 && data128 == +data128 && !(data128 % 1))){
+coerced87 = +data128;
 }
-}
-}
-if((typeof data128 == "number") && (isFinite(data128))){
-if(data128 > 9999 || isNaN(data128)){
-const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4910,8 +4901,17 @@ vErrors.push(err264);
 }
 errors++;
 }
-if(data128 < 0 || isNaN(data128)){
-const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced87 !== undefined){
+data128 = coerced87;
+if(data127 !== undefined){
+data127["above_input_tokens"] = coerced87;
+}
+}
+}
+if((typeof data128 == "number") && (isFinite(data128))){
+if(data128 < 1 || isNaN(data128)){
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -4922,8 +4922,8 @@ errors++;
 }
 }
 }
-if(data124.cache_write !== undefined){
-let data129 = data124.cache_write;
+if(data127.input !== undefined){
+let data129 = data127.input;
 if(!((typeof data129 == "number") && (isFinite(data129)))){
 let dataType88 = typeof data129;
 let coerced88 = undefined;
@@ -4933,7 +4933,7 @@ if(dataType88 == "boolean" || data129 === null
 coerced88 = +data129;
 }
 else {
-const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -4945,14 +4945,14 @@ errors++;
 }
 if(coerced88 !== undefined){
 data129 = coerced88;
-if(data124 !== undefined){
-data124["cache_write"] = coerced88;
+if(data127 !== undefined){
+data127["input"] = coerced88;
 }
 }
 }
 if((typeof data129 == "number") && (isFinite(data129))){
 if(data129 > 9999 || isNaN(data129)){
-const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -4962,7 +4962,7 @@ vErrors.push(err267);
 errors++;
 }
 if(data129 < 0 || isNaN(data129)){
-const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -4973,8 +4973,8 @@ errors++;
 }
 }
 }
-if(data124.reasoning !== undefined){
-let data130 = data124.reasoning;
+if(data127.output !== undefined){
+let data130 = data127.output;
 if(!((typeof data130 == "number") && (isFinite(data130)))){
 let dataType89 = typeof data130;
 let coerced89 = undefined;
@@ -4984,7 +4984,7 @@ if(dataType89 == "boolean" || data130 === null
 coerced89 = +data130;
 }
 else {
-const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -4996,14 +4996,14 @@ errors++;
 }
 if(coerced89 !== undefined){
 data130 = coerced89;
-if(data124 !== undefined){
-data124["reasoning"] = coerced89;
+if(data127 !== undefined){
+data127["output"] = coerced89;
 }
 }
 }
 if((typeof data130 == "number") && (isFinite(data130))){
 if(data130 > 9999 || isNaN(data130)){
-const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5013,7 +5013,7 @@ vErrors.push(err270);
 errors++;
 }
 if(data130 < 0 || isNaN(data130)){
-const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5024,9 +5024,18 @@ errors++;
 }
 }
 }
+if(data127.cached !== undefined){
+let data131 = data127.cached;
+if(!((typeof data131 == "number") && (isFinite(data131)))){
+let dataType90 = typeof data131;
+let coerced90 = undefined;
+if(!(coerced90 !== undefined)){
+if(dataType90 == "boolean" || data131 === null
+              || (dataType90 == "string" && data131 && data131 == +data131)){
+coerced90 = +data131;
 }
 else {
-const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5036,9 +5045,16 @@ vErrors.push(err272);
 errors++;
 }
 }
+if(coerced90 !== undefined){
+data131 = coerced90;
+if(data127 !== undefined){
+data127["cached"] = coerced90;
 }
-else {
-const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data131 == "number") && (isFinite(data131))){
+if(data131 > 9999 || isNaN(data131)){
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5047,10 +5063,8 @@ vErrors.push(err273);
 }
 errors++;
 }
-}
-}
-else {
-const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data131 < 0 || isNaN(data131)){
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5061,8 +5075,18 @@ errors++;
 }
 }
 }
+if(data127.cache_write !== undefined){
+let data132 = data127.cache_write;
+if(!((typeof data132 == "number") && (isFinite(data132)))){
+let dataType91 = typeof data132;
+let coerced91 = undefined;
+if(!(coerced91 !== undefined)){
+if(dataType91 == "boolean" || data132 === null
+              || (dataType91 == "string" && data132 && data132 == +data132)){
+coerced91 = +data132;
+}
 else {
-const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5072,9 +5096,16 @@ vErrors.push(err275);
 errors++;
 }
 }
+if(coerced91 !== undefined){
+data132 = coerced91;
+if(data127 !== undefined){
+data127["cache_write"] = coerced91;
 }
-else {
-const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data132 == "number") && (isFinite(data132))){
+if(data132 > 9999 || isNaN(data132)){
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5083,20 +5114,8 @@ vErrors.push(err276);
 }
 errors++;
 }
-if(data41.catalog !== undefined){
-let data131 = data41.catalog;
-if(typeof data131 !== "string"){
-let dataType90 = typeof data131;
-let coerced90 = undefined;
-if(!(coerced90 !== undefined)){
-if(dataType90 == "number" || dataType90 == "boolean"){
-coerced90 = "" + data131;
-}
-else if(data131 === null){
-coerced90 = "";
-}
-else {
-const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data132 < 0 || isNaN(data132)){
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5106,16 +5125,19 @@ vErrors.push(err277);
 errors++;
 }
 }
-if(coerced90 !== undefined){
-data131 = coerced90;
-if(data41 !== undefined){
-data41["catalog"] = coerced90;
 }
+if(data127.cache_write_1h !== undefined){
+let data133 = data127.cache_write_1h;
+if(!((typeof data133 == "number") && (isFinite(data133)))){
+let dataType92 = typeof data133;
+let coerced92 = undefined;
+if(!(coerced92 !== undefined)){
+if(dataType92 == "boolean" || data133 === null
+              || (dataType92 == "string" && data133 && data133 == +data133)){
+coerced92 = +data133;
 }
-}
-if(typeof data131 === "string"){
-if(!pattern16.test(data131)){
-const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5125,19 +5147,16 @@ vErrors.push(err278);
 errors++;
 }
 }
+if(coerced92 !== undefined){
+data133 = coerced92;
+if(data127 !== undefined){
+data127["cache_write_1h"] = coerced92;
 }
-let data132 = data41.allow_unlisted_models;
-if(typeof data132 !== "boolean"){
-let coerced91 = undefined;
-if(!(coerced91 !== undefined)){
-if(data132 === "false" || data132 === 0 || data132 === null){
-coerced91 = false;
 }
-else if(data132 === "true" || data132 === 1){
-coerced91 = true;
 }
-else {
-const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data133 == "number") && (isFinite(data133))){
+if(data133 > 9999 || isNaN(data133)){
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5146,17 +5165,8 @@ vErrors.push(err279);
 }
 errors++;
 }
-}
-if(coerced91 !== undefined){
-data132 = coerced91;
-if(data41 !== undefined){
-data41["allow_unlisted_models"] = coerced91;
-}
-}
-}
-}
-else {
-const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data133 < 0 || isNaN(data133)){
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5167,8 +5177,18 @@ errors++;
 }
 }
 }
+if(data127.reasoning !== undefined){
+let data134 = data127.reasoning;
+if(!((typeof data134 == "number") && (isFinite(data134)))){
+let dataType93 = typeof data134;
+let coerced93 = undefined;
+if(!(coerced93 !== undefined)){
+if(dataType93 == "boolean" || data134 === null
+              || (dataType93 == "string" && data134 && data134 == +data134)){
+coerced93 = +data134;
+}
 else {
-const err281 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5177,13 +5197,17 @@ vErrors.push(err281);
 }
 errors++;
 }
-let data133 = data.combos;
-if(data133 && typeof data133 == "object" && !Array.isArray(data133)){
-for(const key28 in data133){
-const _errs291 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err282 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+if(coerced93 !== undefined){
+data134 = coerced93;
+if(data127 !== undefined){
+data127["reasoning"] = coerced93;
+}
+}
+}
+if((typeof data134 == "number") && (isFinite(data134))){
+if(data134 > 9999 || isNaN(data134)){
+const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5192,10 +5216,8 @@ vErrors.push(err282);
 }
 errors++;
 }
-}
-var valid43 = _errs291 === errors;
-if(!valid43){
-const err283 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+if(data134 < 0 || isNaN(data134)){
+const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5205,11 +5227,10 @@ vErrors.push(err283);
 errors++;
 }
 }
-for(const key29 in data133){
-let data134 = data133[key29];
-if(data134 && typeof data134 == "object" && !Array.isArray(data134)){
-if(data134.strategy === undefined){
-const err284 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+}
+}
+else {
+const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5218,8 +5239,10 @@ vErrors.push(err284);
 }
 errors++;
 }
-if(data134.models === undefined){
-const err285 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+}
+else {
+const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5228,9 +5251,10 @@ vErrors.push(err285);
 }
 errors++;
 }
-for(const key30 in data134){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err286 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+}
+else {
+const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5240,10 +5264,9 @@ vErrors.push(err286);
 errors++;
 }
 }
-if(data134.strategy !== undefined){
-let data135 = data134.strategy;
-if(!((((data135 === "fallback") || (data135 === "round-robin")) || (data135 === "fusion")) || (data135 === "capacity"))){
-const err287 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5253,11 +5276,9 @@ vErrors.push(err287);
 errors++;
 }
 }
-if(data134.models !== undefined){
-let data136 = data134.models;
-if(Array.isArray(data136)){
-if(data136.length < 1){
-const err288 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5266,21 +5287,20 @@ vErrors.push(err288);
 }
 errors++;
 }
-const len6 = data136.length;
-for(let i8=0; i8<len6; i8++){
-let data137 = data136[i8];
-if(typeof data137 !== "string"){
-let dataType92 = typeof data137;
-let coerced92 = undefined;
-if(!(coerced92 !== undefined)){
-if(dataType92 == "number" || dataType92 == "boolean"){
-coerced92 = "" + data137;
+if(data41.catalog !== undefined){
+let data135 = data41.catalog;
+if(typeof data135 !== "string"){
+let dataType94 = typeof data135;
+let coerced94 = undefined;
+if(!(coerced94 !== undefined)){
+if(dataType94 == "number" || dataType94 == "boolean"){
+coerced94 = "" + data135;
 }
-else if(data137 === null){
-coerced92 = "";
+else if(data135 === null){
+coerced94 = "";
 }
 else {
-const err289 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5290,17 +5310,16 @@ vErrors.push(err289);
 errors++;
 }
 }
-if(coerced92 !== undefined){
-data137 = coerced92;
-if(data136 !== undefined){
-data136[i8] = coerced92;
+if(coerced94 !== undefined){
+data135 = coerced94;
+if(data41 !== undefined){
+data41["catalog"] = coerced94;
 }
 }
 }
-}
-}
-else {
-const err290 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(typeof data135 === "string"){
+if(!pattern16.test(data135)){
+const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5310,20 +5329,19 @@ vErrors.push(err290);
 errors++;
 }
 }
-if(data134.judge !== undefined){
-let data138 = data134.judge;
-if(typeof data138 !== "string"){
-let dataType93 = typeof data138;
-let coerced93 = undefined;
-if(!(coerced93 !== undefined)){
-if(dataType93 == "number" || dataType93 == "boolean"){
-coerced93 = "" + data138;
 }
-else if(data138 === null){
-coerced93 = "";
+let data136 = data41.allow_unlisted_models;
+if(typeof data136 !== "boolean"){
+let coerced95 = undefined;
+if(!(coerced95 !== undefined)){
+if(data136 === "false" || data136 === 0 || data136 === null){
+coerced95 = false;
+}
+else if(data136 === "true" || data136 === 1){
+coerced95 = true;
 }
 else {
-const err291 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5333,26 +5351,16 @@ vErrors.push(err291);
 errors++;
 }
 }
-if(coerced93 !== undefined){
-data138 = coerced93;
-if(data134 !== undefined){
-data134["judge"] = coerced93;
+if(coerced95 !== undefined){
+data136 = coerced95;
+if(data41 !== undefined){
+data41["allow_unlisted_models"] = coerced95;
 }
 }
 }
-}
-if(data134.quorum !== undefined){
-let data139 = data134.quorum;
-if(!(((typeof data139 == "number") && (!(data139 % 1) && !isNaN(data139))) && (isFinite(data139)))){
-let dataType94 = typeof data139;
-let coerced94 = undefined;
-if(!(coerced94 !== undefined)){
-if(dataType94 === "boolean" || data139 === null
-              || (dataType94 === "string" && data139 && data139 == +data139 && !(data139 % 1))){
-coerced94 = +data139;
 }
 else {
-const err292 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5362,16 +5370,9 @@ vErrors.push(err292);
 errors++;
 }
 }
-if(coerced94 !== undefined){
-data139 = coerced94;
-if(data134 !== undefined){
-data134["quorum"] = coerced94;
 }
-}
-}
-if((typeof data139 == "number") && (isFinite(data139))){
-if(data139 < 1 || isNaN(data139)){
-const err293 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err293 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5380,20 +5381,13 @@ vErrors.push(err293);
 }
 errors++;
 }
-}
-}
-if(data134.grace_ms !== undefined){
-let data140 = data134.grace_ms;
-if(!((typeof data140 == "number") && (isFinite(data140)))){
-let dataType95 = typeof data140;
-let coerced95 = undefined;
-if(!(coerced95 !== undefined)){
-if(dataType95 == "boolean" || data140 === null
-              || (dataType95 == "string" && data140 && data140 == +data140)){
-coerced95 = +data140;
-}
-else {
-const err294 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data137 = data.combos;
+if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
+for(const key28 in data137){
+const _errs299 = errors;
+if(typeof key28 === "string"){
+if(!pattern3.test(key28)){
+const err294 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5403,16 +5397,9 @@ vErrors.push(err294);
 errors++;
 }
 }
-if(coerced95 !== undefined){
-data140 = coerced95;
-if(data134 !== undefined){
-data134["grace_ms"] = coerced95;
-}
-}
-}
-if((typeof data140 == "number") && (isFinite(data140))){
-if(data140 < 0 || isNaN(data140)){
-const err295 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+var valid43 = _errs299 === errors;
+if(!valid43){
+const err295 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5422,19 +5409,11 @@ vErrors.push(err295);
 errors++;
 }
 }
-}
-if(data134.timeout_ms !== undefined){
-let data141 = data134.timeout_ms;
-if(!((typeof data141 == "number") && (isFinite(data141)))){
-let dataType96 = typeof data141;
-let coerced96 = undefined;
-if(!(coerced96 !== undefined)){
-if(dataType96 == "boolean" || data141 === null
-              || (dataType96 == "string" && data141 && data141 == +data141)){
-coerced96 = +data141;
-}
-else {
-const err296 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key29 in data137){
+let data138 = data137[key29];
+if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
+if(data138.strategy === undefined){
+const err296 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5443,17 +5422,8 @@ vErrors.push(err296);
 }
 errors++;
 }
-}
-if(coerced96 !== undefined){
-data141 = coerced96;
-if(data134 !== undefined){
-data134["timeout_ms"] = coerced96;
-}
-}
-}
-if((typeof data141 == "number") && (isFinite(data141))){
-if(data141 < 0 || isNaN(data141)){
-const err297 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data138.models === undefined){
+const err297 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5462,8 +5432,9 @@ vErrors.push(err297);
 }
 errors++;
 }
-if(data141 <= 0 || isNaN(data141)){
-const err298 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+for(const key30 in data138){
+if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
+const err298 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5473,10 +5444,10 @@ vErrors.push(err298);
 errors++;
 }
 }
-}
-}
-else {
-const err299 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data138.strategy !== undefined){
+let data139 = data138.strategy;
+if(!((((data139 === "fallback") || (data139 === "round-robin")) || (data139 === "fusion")) || (data139 === "capacity"))){
+const err299 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5486,9 +5457,11 @@ vErrors.push(err299);
 errors++;
 }
 }
-}
-else {
-const err300 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data138.models !== undefined){
+let data140 = data138.models;
+if(Array.isArray(data140)){
+if(data140.length < 1){
+const err300 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5497,14 +5470,21 @@ vErrors.push(err300);
 }
 errors++;
 }
-let data142 = data.routing;
-if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
-if(data142.cooldown === undefined){
-data142.cooldown = {};
+const len6 = data140.length;
+for(let i8=0; i8<len6; i8++){
+let data141 = data140[i8];
+if(typeof data141 !== "string"){
+let dataType96 = typeof data141;
+let coerced96 = undefined;
+if(!(coerced96 !== undefined)){
+if(dataType96 == "number" || dataType96 == "boolean"){
+coerced96 = "" + data141;
 }
-for(const key31 in data142){
-if(!(key31 === "cooldown")){
-const err301 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+else if(data141 === null){
+coerced96 = "";
+}
+else {
+const err301 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5514,20 +5494,17 @@ vErrors.push(err301);
 errors++;
 }
 }
-let data143 = data142.cooldown;
-if(data143 && typeof data143 == "object" && !Array.isArray(data143)){
-if(data143.initial_s === undefined){
-data143.initial_s = 5;
+if(coerced96 !== undefined){
+data141 = coerced96;
+if(data140 !== undefined){
+data140[i8] = coerced96;
 }
-if(data143.max_s === undefined){
-data143.max_s = 300;
 }
-if(data143.multiplier === undefined){
-data143.multiplier = 2;
 }
-for(const key32 in data143){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err302 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+}
+}
+else {
+const err302 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5537,17 +5514,20 @@ vErrors.push(err302);
 errors++;
 }
 }
-let data144 = data143.initial_s;
-if(!((typeof data144 == "number") && (isFinite(data144)))){
-let dataType97 = typeof data144;
+if(data138.judge !== undefined){
+let data142 = data138.judge;
+if(typeof data142 !== "string"){
+let dataType97 = typeof data142;
 let coerced97 = undefined;
 if(!(coerced97 !== undefined)){
-if(dataType97 == "boolean" || data144 === null
-              || (dataType97 == "string" && data144 && data144 == +data144)){
-coerced97 = +data144;
+if(dataType97 == "number" || dataType97 == "boolean"){
+coerced97 = "" + data142;
+}
+else if(data142 === null){
+coerced97 = "";
 }
 else {
-const err303 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err303 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5558,15 +5538,25 @@ errors++;
 }
 }
 if(coerced97 !== undefined){
-data144 = coerced97;
-if(data143 !== undefined){
-data143["initial_s"] = coerced97;
+data142 = coerced97;
+if(data138 !== undefined){
+data138["judge"] = coerced97;
 }
 }
 }
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 > 86400 || isNaN(data144)){
-const err304 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+}
+if(data138.quorum !== undefined){
+let data143 = data138.quorum;
+if(!(((typeof data143 == "number") && (!(data143 % 1) && !isNaN(data143))) && (isFinite(data143)))){
+let dataType98 = typeof data143;
+let coerced98 = undefined;
+if(!(coerced98 !== undefined)){
+if(dataType98 === "boolean" || data143 === null
+              || (dataType98 === "string" && data143 && data143 == +data143 && !(data143 % 1))){
+coerced98 = +data143;
+}
+else {
+const err304 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5575,8 +5565,17 @@ vErrors.push(err304);
 }
 errors++;
 }
-if(data144 < 0 || isNaN(data144)){
-const err305 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced98 !== undefined){
+data143 = coerced98;
+if(data138 !== undefined){
+data138["quorum"] = coerced98;
+}
+}
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 < 1 || isNaN(data143)){
+const err305 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5585,8 +5584,20 @@ vErrors.push(err305);
 }
 errors++;
 }
-if(data144 <= 0 || isNaN(data144)){
-const err306 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+if(data138.grace_ms !== undefined){
+let data144 = data138.grace_ms;
+if(!((typeof data144 == "number") && (isFinite(data144)))){
+let dataType99 = typeof data144;
+let coerced99 = undefined;
+if(!(coerced99 !== undefined)){
+if(dataType99 == "boolean" || data144 === null
+              || (dataType99 == "string" && data144 && data144 == +data144)){
+coerced99 = +data144;
+}
+else {
+const err306 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5596,17 +5607,16 @@ vErrors.push(err306);
 errors++;
 }
 }
-let data145 = data143.max_s;
-if(!((typeof data145 == "number") && (isFinite(data145)))){
-let dataType98 = typeof data145;
-let coerced98 = undefined;
-if(!(coerced98 !== undefined)){
-if(dataType98 == "boolean" || data145 === null
-              || (dataType98 == "string" && data145 && data145 == +data145)){
-coerced98 = +data145;
+if(coerced99 !== undefined){
+data144 = coerced99;
+if(data138 !== undefined){
+data138["grace_ms"] = coerced99;
 }
-else {
-const err307 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 < 0 || isNaN(data144)){
+const err307 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5616,16 +5626,19 @@ vErrors.push(err307);
 errors++;
 }
 }
-if(coerced98 !== undefined){
-data145 = coerced98;
-if(data143 !== undefined){
-data143["max_s"] = coerced98;
 }
+if(data138.timeout_ms !== undefined){
+let data145 = data138.timeout_ms;
+if(!((typeof data145 == "number") && (isFinite(data145)))){
+let dataType100 = typeof data145;
+let coerced100 = undefined;
+if(!(coerced100 !== undefined)){
+if(dataType100 == "boolean" || data145 === null
+              || (dataType100 == "string" && data145 && data145 == +data145)){
+coerced100 = +data145;
 }
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 > 86400 || isNaN(data145)){
-const err308 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+else {
+const err308 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5634,8 +5647,17 @@ vErrors.push(err308);
 }
 errors++;
 }
+}
+if(coerced100 !== undefined){
+data145 = coerced100;
+if(data138 !== undefined){
+data138["timeout_ms"] = coerced100;
+}
+}
+}
+if((typeof data145 == "number") && (isFinite(data145))){
 if(data145 < 0 || isNaN(data145)){
-const err309 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err309 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5645,7 +5667,7 @@ vErrors.push(err309);
 errors++;
 }
 if(data145 <= 0 || isNaN(data145)){
-const err310 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const err310 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err310];
 }
@@ -5655,17 +5677,10 @@ vErrors.push(err310);
 errors++;
 }
 }
-let data146 = data143.multiplier;
-if(!((typeof data146 == "number") && (isFinite(data146)))){
-let dataType99 = typeof data146;
-let coerced99 = undefined;
-if(!(coerced99 !== undefined)){
-if(dataType99 == "boolean" || data146 === null
-              || (dataType99 == "string" && data146 && data146 == +data146)){
-coerced99 = +data146;
+}
 }
 else {
-const err311 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err311 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5675,16 +5690,9 @@ vErrors.push(err311);
 errors++;
 }
 }
-if(coerced99 !== undefined){
-data146 = coerced99;
-if(data143 !== undefined){
-data143["multiplier"] = coerced99;
 }
-}
-}
-if((typeof data146 == "number") && (isFinite(data146))){
-if(data146 < 1 || isNaN(data146)){
-const err312 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err312 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5693,10 +5701,14 @@ vErrors.push(err312);
 }
 errors++;
 }
+let data146 = data.routing;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+if(data146.cooldown === undefined){
+data146.cooldown = {};
 }
-}
-else {
-const err313 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key31 in data146){
+if(!(key31 === "cooldown")){
+const err313 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5706,8 +5718,20 @@ vErrors.push(err313);
 errors++;
 }
 }
-else {
-const err314 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+let data147 = data146.cooldown;
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+if(data147.initial_s === undefined){
+data147.initial_s = 5;
+}
+if(data147.max_s === undefined){
+data147.max_s = 300;
+}
+if(data147.multiplier === undefined){
+data147.multiplier = 2;
+}
+for(const key32 in data147){
+if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
+const err314 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5716,14 +5740,18 @@ vErrors.push(err314);
 }
 errors++;
 }
-let data147 = data.budgets;
-if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
-if(data147.auto_switch === undefined){
-data147.auto_switch = {};
 }
-for(const key33 in data147){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err315 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+let data148 = data147.initial_s;
+if(!((typeof data148 == "number") && (isFinite(data148)))){
+let dataType101 = typeof data148;
+let coerced101 = undefined;
+if(!(coerced101 !== undefined)){
+if(dataType101 == "boolean" || data148 === null
+              || (dataType101 == "string" && data148 && data148 == +data148)){
+coerced101 = +data148;
+}
+else {
+const err315 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5733,18 +5761,16 @@ vErrors.push(err315);
 errors++;
 }
 }
-if(data147.daily_usd !== undefined){
-let data148 = data147.daily_usd;
-if(!((typeof data148 == "number") && (isFinite(data148)))){
-let dataType100 = typeof data148;
-let coerced100 = undefined;
-if(!(coerced100 !== undefined)){
-if(dataType100 == "boolean" || data148 === null
-              || (dataType100 == "string" && data148 && data148 == +data148)){
-coerced100 = +data148;
+if(coerced101 !== undefined){
+data148 = coerced101;
+if(data147 !== undefined){
+data147["initial_s"] = coerced101;
 }
-else {
-const err316 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data148 == "number") && (isFinite(data148))){
+if(data148 > 86400 || isNaN(data148)){
+const err316 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5753,17 +5779,8 @@ vErrors.push(err316);
 }
 errors++;
 }
-}
-if(coerced100 !== undefined){
-data148 = coerced100;
-if(data147 !== undefined){
-data147["daily_usd"] = coerced100;
-}
-}
-}
-if((typeof data148 == "number") && (isFinite(data148))){
 if(data148 < 0 || isNaN(data148)){
-const err317 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err317 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5772,20 +5789,8 @@ vErrors.push(err317);
 }
 errors++;
 }
-}
-}
-if(data147.monthly_usd !== undefined){
-let data149 = data147.monthly_usd;
-if(!((typeof data149 == "number") && (isFinite(data149)))){
-let dataType101 = typeof data149;
-let coerced101 = undefined;
-if(!(coerced101 !== undefined)){
-if(dataType101 == "boolean" || data149 === null
-              || (dataType101 == "string" && data149 && data149 == +data149)){
-coerced101 = +data149;
-}
-else {
-const err318 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data148 <= 0 || isNaN(data148)){
+const err318 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5795,16 +5800,17 @@ vErrors.push(err318);
 errors++;
 }
 }
-if(coerced101 !== undefined){
-data149 = coerced101;
-if(data147 !== undefined){
-data147["monthly_usd"] = coerced101;
+let data149 = data147.max_s;
+if(!((typeof data149 == "number") && (isFinite(data149)))){
+let dataType102 = typeof data149;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "boolean" || data149 === null
+              || (dataType102 == "string" && data149 && data149 == +data149)){
+coerced102 = +data149;
 }
-}
-}
-if((typeof data149 == "number") && (isFinite(data149))){
-if(data149 < 0 || isNaN(data149)){
-const err319 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err319 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5814,21 +5820,16 @@ vErrors.push(err319);
 errors++;
 }
 }
+if(coerced102 !== undefined){
+data149 = coerced102;
+if(data147 !== undefined){
+data147["max_s"] = coerced102;
 }
-if(data147.timezone !== undefined){
-let data150 = data147.timezone;
-if(typeof data150 !== "string"){
-let dataType102 = typeof data150;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "number" || dataType102 == "boolean"){
-coerced102 = "" + data150;
 }
-else if(data150 === null){
-coerced102 = "";
 }
-else {
-const err320 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data149 == "number") && (isFinite(data149))){
+if(data149 > 86400 || isNaN(data149)){
+const err320 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -5837,17 +5838,8 @@ vErrors.push(err320);
 }
 errors++;
 }
-}
-if(coerced102 !== undefined){
-data150 = coerced102;
-if(data147 !== undefined){
-data147["timezone"] = coerced102;
-}
-}
-}
-if(typeof data150 === "string"){
-if(func3(data150) > 64){
-const err321 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data149 < 0 || isNaN(data149)){
+const err321 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err321];
 }
@@ -5856,16 +5848,8 @@ vErrors.push(err321);
 }
 errors++;
 }
-}
-}
-let data151 = data147.auto_switch;
-if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
-if(data151.enabled === undefined){
-data151.enabled = false;
-}
-for(const key34 in data151){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err322 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+if(data149 <= 0 || isNaN(data149)){
+const err322 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err322];
 }
@@ -5875,18 +5859,17 @@ vErrors.push(err322);
 errors++;
 }
 }
-let data152 = data151.enabled;
-if(typeof data152 !== "boolean"){
+let data150 = data147.multiplier;
+if(!((typeof data150 == "number") && (isFinite(data150)))){
+let dataType103 = typeof data150;
 let coerced103 = undefined;
 if(!(coerced103 !== undefined)){
-if(data152 === "false" || data152 === 0 || data152 === null){
-coerced103 = false;
-}
-else if(data152 === "true" || data152 === 1){
-coerced103 = true;
+if(dataType103 == "boolean" || data150 === null
+              || (dataType103 == "string" && data150 && data150 == +data150)){
+coerced103 = +data150;
 }
 else {
-const err323 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err323 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -5897,26 +5880,15 @@ errors++;
 }
 }
 if(coerced103 !== undefined){
-data152 = coerced103;
-if(data151 !== undefined){
-data151["enabled"] = coerced103;
+data150 = coerced103;
+if(data147 !== undefined){
+data147["multiplier"] = coerced103;
 }
 }
 }
-if(data151.to !== undefined){
-let data153 = data151.to;
-if(typeof data153 !== "string"){
-let dataType104 = typeof data153;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "number" || dataType104 == "boolean"){
-coerced104 = "" + data153;
-}
-else if(data153 === null){
-coerced104 = "";
-}
-else {
-const err324 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data150 == "number") && (isFinite(data150))){
+if(data150 < 1 || isNaN(data150)){
+const err324 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -5926,16 +5898,9 @@ vErrors.push(err324);
 errors++;
 }
 }
-if(coerced104 !== undefined){
-data153 = coerced104;
-if(data151 !== undefined){
-data151["to"] = coerced104;
 }
-}
-}
-if(typeof data153 === "string"){
-if(func3(data153) > 256){
-const err325 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err325 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -5945,10 +5910,8 @@ vErrors.push(err325);
 errors++;
 }
 }
-}
-}
 else {
-const err326 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err326 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -5957,9 +5920,14 @@ vErrors.push(err326);
 }
 errors++;
 }
+let data151 = data.budgets;
+if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
+if(data151.auto_switch === undefined){
+data151.auto_switch = {};
 }
-else {
-const err327 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key33 in data151){
+if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
+const err327 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -5968,20 +5936,19 @@ vErrors.push(err327);
 }
 errors++;
 }
-let data154 = data.alerts;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.kinds === undefined){
-data154.kinds = {};
 }
-if(data154.thresholds === undefined){
-data154.thresholds = {};
+if(data151.daily_usd !== undefined){
+let data152 = data151.daily_usd;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+let dataType104 = typeof data152;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 == "boolean" || data152 === null
+              || (dataType104 == "string" && data152 && data152 == +data152)){
+coerced104 = +data152;
 }
-if(data154.channels === undefined){
-data154.channels = {};
-}
-for(const key35 in data154){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err328 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+else {
+const err328 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -5991,12 +5958,16 @@ vErrors.push(err328);
 errors++;
 }
 }
-let data155 = data154.kinds;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-for(const key36 in data155){
-const _errs342 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err329 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+if(coerced104 !== undefined){
+data152 = coerced104;
+if(data151 !== undefined){
+data151["daily_usd"] = coerced104;
+}
+}
+}
+if((typeof data152 == "number") && (isFinite(data152))){
+if(data152 < 0 || isNaN(data152)){
+const err329 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -6005,9 +5976,20 @@ vErrors.push(err329);
 }
 errors++;
 }
-var valid53 = _errs342 === errors;
-if(!valid53){
-const err330 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+}
+}
+if(data151.monthly_usd !== undefined){
+let data153 = data151.monthly_usd;
+if(!((typeof data153 == "number") && (isFinite(data153)))){
+let dataType105 = typeof data153;
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(dataType105 == "boolean" || data153 === null
+              || (dataType105 == "string" && data153 && data153 == +data153)){
+coerced105 = +data153;
+}
+else {
+const err330 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -6017,19 +5999,16 @@ vErrors.push(err330);
 errors++;
 }
 }
-for(const key37 in data155){
-let data156 = data155[key37];
-if(typeof data156 !== "boolean"){
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(data156 === "false" || data156 === 0 || data156 === null){
-coerced105 = false;
+if(coerced105 !== undefined){
+data153 = coerced105;
+if(data151 !== undefined){
+data151["monthly_usd"] = coerced105;
 }
-else if(data156 === "true" || data156 === 1){
-coerced105 = true;
 }
-else {
-const err331 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if((typeof data153 == "number") && (isFinite(data153))){
+if(data153 < 0 || isNaN(data153)){
+const err331 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6039,17 +6018,21 @@ vErrors.push(err331);
 errors++;
 }
 }
-if(coerced105 !== undefined){
-data156 = coerced105;
-if(data155 !== undefined){
-data155[key37] = coerced105;
 }
+if(data151.timezone !== undefined){
+let data154 = data151.timezone;
+if(typeof data154 !== "string"){
+let dataType106 = typeof data154;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "number" || dataType106 == "boolean"){
+coerced106 = "" + data154;
 }
-}
-}
+else if(data154 === null){
+coerced106 = "";
 }
 else {
-const err332 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err332 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6058,23 +6041,17 @@ vErrors.push(err332);
 }
 errors++;
 }
-let data157 = data154.thresholds;
-if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
-if(data157.quota === undefined){
-data157.quota = [80,90];
 }
-if(data157.daily === undefined){
-data157.daily = [80,100];
+if(coerced106 !== undefined){
+data154 = coerced106;
+if(data151 !== undefined){
+data151["timezone"] = coerced106;
 }
-if(data157.monthly === undefined){
-data157.monthly = [50,80,100];
 }
-if(data157.anomaly_multiple === undefined){
-data157.anomaly_multiple = 2;
 }
-for(const key38 in data157){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err333 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+if(typeof data154 === "string"){
+if(func3(data154) > 64){
+const err333 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6084,10 +6061,15 @@ vErrors.push(err333);
 errors++;
 }
 }
-let data158 = data157.quota;
-if(Array.isArray(data158)){
-if(data158.length > 20){
-const err334 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+}
+let data155 = data151.auto_switch;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+if(data155.enabled === undefined){
+data155.enabled = false;
+}
+for(const key34 in data155){
+if(!((key34 === "enabled") || (key34 === "to"))){
+const err334 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6096,8 +6078,19 @@ vErrors.push(err334);
 }
 errors++;
 }
-if(data158.length < 1){
-const err335 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+let data156 = data155.enabled;
+if(typeof data156 !== "boolean"){
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(data156 === "false" || data156 === 0 || data156 === null){
+coerced107 = false;
+}
+else if(data156 === "true" || data156 === 1){
+coerced107 = true;
+}
+else {
+const err335 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6106,19 +6099,28 @@ vErrors.push(err335);
 }
 errors++;
 }
-const len7 = data158.length;
-for(let i9=0; i9<len7; i9++){
-let data159 = data158[i9];
-if(!((typeof data159 == "number") && (isFinite(data159)))){
-let dataType106 = typeof data159;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "boolean" || data159 === null
-              || (dataType106 == "string" && data159 && data159 == +data159)){
-coerced106 = +data159;
+}
+if(coerced107 !== undefined){
+data156 = coerced107;
+if(data155 !== undefined){
+data155["enabled"] = coerced107;
+}
+}
+}
+if(data155.to !== undefined){
+let data157 = data155.to;
+if(typeof data157 !== "string"){
+let dataType108 = typeof data157;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "number" || dataType108 == "boolean"){
+coerced108 = "" + data157;
+}
+else if(data157 === null){
+coerced108 = "";
 }
 else {
-const err336 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err336 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6128,16 +6130,16 @@ vErrors.push(err336);
 errors++;
 }
 }
-if(coerced106 !== undefined){
-data159 = coerced106;
-if(data158 !== undefined){
-data158[i9] = coerced106;
+if(coerced108 !== undefined){
+data157 = coerced108;
+if(data155 !== undefined){
+data155["to"] = coerced108;
 }
 }
 }
-if((typeof data159 == "number") && (isFinite(data159))){
-if(data159 >= 100 || isNaN(data159)){
-const err337 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+if(typeof data157 === "string"){
+if(func3(data157) > 256){
+const err337 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6146,8 +6148,11 @@ vErrors.push(err337);
 }
 errors++;
 }
-if(data159 <= 0 || isNaN(data159)){
-const err338 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+}
+else {
+const err338 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6157,19 +6162,8 @@ vErrors.push(err338);
 errors++;
 }
 }
-}
-let i10 = data158.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data158[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
-}
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err339 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+else {
+const err339 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6177,14 +6171,21 @@ else {
 vErrors.push(err339);
 }
 errors++;
-break;
 }
-indices1[item1] = i10;
+let data158 = data.alerts;
+if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
+if(data158.kinds === undefined){
+data158.kinds = {};
 }
+if(data158.thresholds === undefined){
+data158.thresholds = {};
 }
+if(data158.channels === undefined){
+data158.channels = {};
 }
-else {
-const err340 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key35 in data158){
+if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
+const err340 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6193,10 +6194,13 @@ vErrors.push(err340);
 }
 errors++;
 }
-let data160 = data157.daily;
-if(Array.isArray(data160)){
-if(data160.length > 20){
-const err341 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+}
+let data159 = data158.kinds;
+if(data159 && typeof data159 == "object" && !Array.isArray(data159)){
+for(const key36 in data159){
+const _errs350 = errors;
+if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
+const err341 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6205,8 +6209,9 @@ vErrors.push(err341);
 }
 errors++;
 }
-if(data160.length < 1){
-const err342 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+var valid53 = _errs350 === errors;
+if(!valid53){
+const err342 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6215,19 +6220,20 @@ vErrors.push(err342);
 }
 errors++;
 }
-const len8 = data160.length;
-for(let i11=0; i11<len8; i11++){
-let data161 = data160[i11];
-if(!((typeof data161 == "number") && (isFinite(data161)))){
-let dataType107 = typeof data161;
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(dataType107 == "boolean" || data161 === null
-              || (dataType107 == "string" && data161 && data161 == +data161)){
-coerced107 = +data161;
+}
+for(const key37 in data159){
+let data160 = data159[key37];
+if(typeof data160 !== "boolean"){
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(data160 === "false" || data160 === 0 || data160 === null){
+coerced109 = false;
+}
+else if(data160 === "true" || data160 === 1){
+coerced109 = true;
 }
 else {
-const err343 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err343 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6237,16 +6243,17 @@ vErrors.push(err343);
 errors++;
 }
 }
-if(coerced107 !== undefined){
-data161 = coerced107;
-if(data160 !== undefined){
-data160[i11] = coerced107;
+if(coerced109 !== undefined){
+data160 = coerced109;
+if(data159 !== undefined){
+data159[key37] = coerced109;
 }
 }
 }
-if((typeof data161 == "number") && (isFinite(data161))){
-if(data161 > 1000 || isNaN(data161)){
-const err344 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+}
+}
+else {
+const err344 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6255,8 +6262,23 @@ vErrors.push(err344);
 }
 errors++;
 }
-if(data161 <= 0 || isNaN(data161)){
-const err345 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+let data161 = data158.thresholds;
+if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
+if(data161.quota === undefined){
+data161.quota = [80,90];
+}
+if(data161.daily === undefined){
+data161.daily = [80,100];
+}
+if(data161.monthly === undefined){
+data161.monthly = [50,80,100];
+}
+if(data161.anomaly_multiple === undefined){
+data161.anomaly_multiple = 2;
+}
+for(const key38 in data161){
+if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
+const err345 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6266,19 +6288,10 @@ vErrors.push(err345);
 errors++;
 }
 }
-}
-let i12 = data160.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data160[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
-}
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err346 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+let data162 = data161.quota;
+if(Array.isArray(data162)){
+if(data162.length > 20){
+const err346 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6286,14 +6299,9 @@ else {
 vErrors.push(err346);
 }
 errors++;
-break;
 }
-indices2[item2] = i12;
-}
-}
-}
-else {
-const err347 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data162.length < 1){
+const err347 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6302,10 +6310,19 @@ vErrors.push(err347);
 }
 errors++;
 }
-let data162 = data157.monthly;
-if(Array.isArray(data162)){
-if(data162.length > 20){
-const err348 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+const len7 = data162.length;
+for(let i9=0; i9<len7; i9++){
+let data163 = data162[i9];
+if(!((typeof data163 == "number") && (isFinite(data163)))){
+let dataType110 = typeof data163;
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(dataType110 == "boolean" || data163 === null
+              || (dataType110 == "string" && data163 && data163 == +data163)){
+coerced110 = +data163;
+}
+else {
+const err348 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6314,8 +6331,17 @@ vErrors.push(err348);
 }
 errors++;
 }
-if(data162.length < 1){
-const err349 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+if(coerced110 !== undefined){
+data163 = coerced110;
+if(data162 !== undefined){
+data162[i9] = coerced110;
+}
+}
+}
+if((typeof data163 == "number") && (isFinite(data163))){
+if(data163 >= 100 || isNaN(data163)){
+const err349 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6324,19 +6350,8 @@ vErrors.push(err349);
 }
 errors++;
 }
-const len9 = data162.length;
-for(let i13=0; i13<len9; i13++){
-let data163 = data162[i13];
-if(!((typeof data163 == "number") && (isFinite(data163)))){
-let dataType108 = typeof data163;
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(dataType108 == "boolean" || data163 === null
-              || (dataType108 == "string" && data163 && data163 == +data163)){
-coerced108 = +data163;
-}
-else {
-const err350 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data163 <= 0 || isNaN(data163)){
+const err350 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err350];
 }
@@ -6346,16 +6361,19 @@ vErrors.push(err350);
 errors++;
 }
 }
-if(coerced108 !== undefined){
-data163 = coerced108;
-if(data162 !== undefined){
-data162[i13] = coerced108;
 }
+let i10 = data162.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data162[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
 }
-}
-if((typeof data163 == "number") && (isFinite(data163))){
-if(data163 > 1000 || isNaN(data163)){
-const err351 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err351 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
 if(vErrors === null){
 vErrors = [err351];
 }
@@ -6363,9 +6381,14 @@ else {
 vErrors.push(err351);
 }
 errors++;
+break;
 }
-if(data163 <= 0 || isNaN(data163)){
-const err352 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+indices1[item1] = i10;
+}
+}
+}
+else {
+const err352 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err352];
 }
@@ -6374,20 +6397,10 @@ vErrors.push(err352);
 }
 errors++;
 }
-}
-}
-let i14 = data162.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data162[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err353 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+let data164 = data161.daily;
+if(Array.isArray(data164)){
+if(data164.length > 20){
+const err353 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err353];
 }
@@ -6395,14 +6408,9 @@ else {
 vErrors.push(err353);
 }
 errors++;
-break;
 }
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err354 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data164.length < 1){
+const err354 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err354];
 }
@@ -6411,17 +6419,19 @@ vErrors.push(err354);
 }
 errors++;
 }
-let data164 = data157.anomaly_multiple;
-if(!((typeof data164 == "number") && (isFinite(data164)))){
-let dataType109 = typeof data164;
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(dataType109 == "boolean" || data164 === null
-              || (dataType109 == "string" && data164 && data164 == +data164)){
-coerced109 = +data164;
+const len8 = data164.length;
+for(let i11=0; i11<len8; i11++){
+let data165 = data164[i11];
+if(!((typeof data165 == "number") && (isFinite(data165)))){
+let dataType111 = typeof data165;
+let coerced111 = undefined;
+if(!(coerced111 !== undefined)){
+if(dataType111 == "boolean" || data165 === null
+              || (dataType111 == "string" && data165 && data165 == +data165)){
+coerced111 = +data165;
 }
 else {
-const err355 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err355 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err355];
 }
@@ -6431,16 +6441,16 @@ vErrors.push(err355);
 errors++;
 }
 }
-if(coerced109 !== undefined){
-data164 = coerced109;
-if(data157 !== undefined){
-data157["anomaly_multiple"] = coerced109;
+if(coerced111 !== undefined){
+data165 = coerced111;
+if(data164 !== undefined){
+data164[i11] = coerced111;
 }
 }
 }
-if((typeof data164 == "number") && (isFinite(data164))){
-if(data164 > 1000 || isNaN(data164)){
-const err356 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if((typeof data165 == "number") && (isFinite(data165))){
+if(data165 > 1000 || isNaN(data165)){
+const err356 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err356];
 }
@@ -6449,8 +6459,8 @@ vErrors.push(err356);
 }
 errors++;
 }
-if(data164 <= 1 || isNaN(data164)){
-const err357 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+if(data165 <= 0 || isNaN(data165)){
+const err357 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err357];
 }
@@ -6461,8 +6471,18 @@ errors++;
 }
 }
 }
-else {
-const err358 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+let i12 = data164.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data164[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err358 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
 if(vErrors === null){
 vErrors = [err358];
 }
@@ -6470,15 +6490,14 @@ else {
 vErrors.push(err358);
 }
 errors++;
+break;
 }
-let data165 = data154.channels;
-if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
-if(data165.dashboard === undefined){
-data165.dashboard = true;
+indices2[item2] = i12;
 }
-for(const key39 in data165){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err359 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+}
+}
+else {
+const err359 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err359];
 }
@@ -6487,19 +6506,10 @@ vErrors.push(err359);
 }
 errors++;
 }
-}
-let data166 = data165.dashboard;
-if(typeof data166 !== "boolean"){
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(data166 === "false" || data166 === 0 || data166 === null){
-coerced110 = false;
-}
-else if(data166 === "true" || data166 === 1){
-coerced110 = true;
-}
-else {
-const err360 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data166 = data161.monthly;
+if(Array.isArray(data166)){
+if(data166.length > 20){
+const err360 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err360];
 }
@@ -6508,22 +6518,8 @@ vErrors.push(err360);
 }
 errors++;
 }
-}
-if(coerced110 !== undefined){
-data166 = coerced110;
-if(data165 !== undefined){
-data165["dashboard"] = coerced110;
-}
-}
-}
-if(data165.email !== undefined){
-let data167 = data165.email;
-if(data167 && typeof data167 == "object" && !Array.isArray(data167)){
-if(data167.enabled === undefined){
-data167.enabled = true;
-}
-if(data167.smtp_url === undefined){
-const err361 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+if(data166.length < 1){
+const err361 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err361];
 }
@@ -6532,8 +6528,19 @@ vErrors.push(err361);
 }
 errors++;
 }
-if(data167.from === undefined){
-const err362 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+const len9 = data166.length;
+for(let i13=0; i13<len9; i13++){
+let data167 = data166[i13];
+if(!((typeof data167 == "number") && (isFinite(data167)))){
+let dataType112 = typeof data167;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 == "boolean" || data167 === null
+              || (dataType112 == "string" && data167 && data167 == +data167)){
+coerced112 = +data167;
+}
+else {
+const err362 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err362];
 }
@@ -6542,8 +6549,17 @@ vErrors.push(err362);
 }
 errors++;
 }
-if(data167.to === undefined){
-const err363 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+if(coerced112 !== undefined){
+data167 = coerced112;
+if(data166 !== undefined){
+data166[i13] = coerced112;
+}
+}
+}
+if((typeof data167 == "number") && (isFinite(data167))){
+if(data167 > 1000 || isNaN(data167)){
+const err363 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err363];
 }
@@ -6552,9 +6568,8 @@ vErrors.push(err363);
 }
 errors++;
 }
-for(const key40 in data167){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err364 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+if(data167 <= 0 || isNaN(data167)){
+const err364 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err364];
 }
@@ -6564,18 +6579,19 @@ vErrors.push(err364);
 errors++;
 }
 }
-let data168 = data167.enabled;
-if(typeof data168 !== "boolean"){
-let coerced111 = undefined;
-if(!(coerced111 !== undefined)){
-if(data168 === "false" || data168 === 0 || data168 === null){
-coerced111 = false;
 }
-else if(data168 === "true" || data168 === 1){
-coerced111 = true;
+let i14 = data166.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data166[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
 }
-else {
-const err365 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err365 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
 vErrors = [err365];
 }
@@ -6583,29 +6599,14 @@ else {
 vErrors.push(err365);
 }
 errors++;
+break;
+}
+indices3[item3] = i14;
 }
 }
-if(coerced111 !== undefined){
-data168 = coerced111;
-if(data167 !== undefined){
-data167["enabled"] = coerced111;
-}
-}
-}
-if(data167.smtp_url !== undefined){
-let data169 = data167.smtp_url;
-if(typeof data169 !== "string"){
-let dataType112 = typeof data169;
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(dataType112 == "number" || dataType112 == "boolean"){
-coerced112 = "" + data169;
-}
-else if(data169 === null){
-coerced112 = "";
 }
 else {
-const err366 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err366 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err366];
 }
@@ -6614,29 +6615,17 @@ vErrors.push(err366);
 }
 errors++;
 }
-}
-if(coerced112 !== undefined){
-data169 = coerced112;
-if(data167 !== undefined){
-data167["smtp_url"] = coerced112;
-}
-}
-}
-}
-if(data167.from !== undefined){
-let data170 = data167.from;
-if(typeof data170 !== "string"){
-let dataType113 = typeof data170;
+let data168 = data161.anomaly_multiple;
+if(!((typeof data168 == "number") && (isFinite(data168)))){
+let dataType113 = typeof data168;
 let coerced113 = undefined;
 if(!(coerced113 !== undefined)){
-if(dataType113 == "number" || dataType113 == "boolean"){
-coerced113 = "" + data170;
-}
-else if(data170 === null){
-coerced113 = "";
+if(dataType113 == "boolean" || data168 === null
+              || (dataType113 == "string" && data168 && data168 == +data168)){
+coerced113 = +data168;
 }
 else {
-const err367 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err367 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err367];
 }
@@ -6647,18 +6636,15 @@ errors++;
 }
 }
 if(coerced113 !== undefined){
-data170 = coerced113;
-if(data167 !== undefined){
-data167["from"] = coerced113;
+data168 = coerced113;
+if(data161 !== undefined){
+data161["anomaly_multiple"] = coerced113;
 }
 }
 }
-}
-if(data167.to !== undefined){
-let data171 = data167.to;
-if(Array.isArray(data171)){
-if(data171.length < 1){
-const err368 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if((typeof data168 == "number") && (isFinite(data168))){
+if(data168 > 1000 || isNaN(data168)){
+const err368 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err368];
 }
@@ -6667,21 +6653,8 @@ vErrors.push(err368);
 }
 errors++;
 }
-const len10 = data171.length;
-for(let i15=0; i15<len10; i15++){
-let data172 = data171[i15];
-if(typeof data172 !== "string"){
-let dataType114 = typeof data172;
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(dataType114 == "number" || dataType114 == "boolean"){
-coerced114 = "" + data172;
-}
-else if(data172 === null){
-coerced114 = "";
-}
-else {
-const err369 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data168 <= 1 || isNaN(data168)){
+const err369 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err369];
 }
@@ -6691,17 +6664,9 @@ vErrors.push(err369);
 errors++;
 }
 }
-if(coerced114 !== undefined){
-data172 = coerced114;
-if(data171 !== undefined){
-data171[i15] = coerced114;
-}
-}
-}
-}
 }
 else {
-const err370 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err370 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err370];
 }
@@ -6710,10 +6675,14 @@ vErrors.push(err370);
 }
 errors++;
 }
+let data169 = data158.channels;
+if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
+if(data169.dashboard === undefined){
+data169.dashboard = true;
 }
-}
-else {
-const err371 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key39 in data169){
+if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
+const err371 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err371];
 }
@@ -6723,14 +6692,18 @@ vErrors.push(err371);
 errors++;
 }
 }
-if(data165.webhook !== undefined){
-let data173 = data165.webhook;
-if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
-if(data173.enabled === undefined){
-data173.enabled = true;
+let data170 = data169.dashboard;
+if(typeof data170 !== "boolean"){
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(data170 === "false" || data170 === 0 || data170 === null){
+coerced114 = false;
 }
-if(data173.url === undefined){
-const err372 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+else if(data170 === "true" || data170 === 1){
+coerced114 = true;
+}
+else {
+const err372 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err372];
 }
@@ -6739,9 +6712,22 @@ vErrors.push(err372);
 }
 errors++;
 }
-for(const key41 in data173){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err373 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+if(coerced114 !== undefined){
+data170 = coerced114;
+if(data169 !== undefined){
+data169["dashboard"] = coerced114;
+}
+}
+}
+if(data169.email !== undefined){
+let data171 = data169.email;
+if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
+if(data171.enabled === undefined){
+data171.enabled = true;
+}
+if(data171.smtp_url === undefined){
+const err373 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err373];
 }
@@ -6750,19 +6736,8 @@ vErrors.push(err373);
 }
 errors++;
 }
-}
-let data174 = data173.enabled;
-if(typeof data174 !== "boolean"){
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(data174 === "false" || data174 === 0 || data174 === null){
-coerced115 = false;
-}
-else if(data174 === "true" || data174 === 1){
-coerced115 = true;
-}
-else {
-const err374 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data171.from === undefined){
+const err374 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err374];
 }
@@ -6771,28 +6746,8 @@ vErrors.push(err374);
 }
 errors++;
 }
-}
-if(coerced115 !== undefined){
-data174 = coerced115;
-if(data173 !== undefined){
-data173["enabled"] = coerced115;
-}
-}
-}
-if(data173.url !== undefined){
-let data175 = data173.url;
-if(typeof data175 !== "string"){
-let dataType116 = typeof data175;
-let coerced116 = undefined;
-if(!(coerced116 !== undefined)){
-if(dataType116 == "number" || dataType116 == "boolean"){
-coerced116 = "" + data175;
-}
-else if(data175 === null){
-coerced116 = "";
-}
-else {
-const err375 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data171.to === undefined){
+const err375 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err375];
 }
@@ -6801,17 +6756,9 @@ vErrors.push(err375);
 }
 errors++;
 }
-}
-if(coerced116 !== undefined){
-data175 = coerced116;
-if(data173 !== undefined){
-data173["url"] = coerced116;
-}
-}
-}
-if(typeof data175 === "string"){
-if(!pattern18.test(data175)){
-const err376 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key40 in data171){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err376 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err376];
 }
@@ -6821,21 +6768,18 @@ vErrors.push(err376);
 errors++;
 }
 }
+let data172 = data171.enabled;
+if(typeof data172 !== "boolean"){
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(data172 === "false" || data172 === 0 || data172 === null){
+coerced115 = false;
 }
-if(data173.secret !== undefined){
-let data176 = data173.secret;
-if(typeof data176 !== "string"){
-let dataType117 = typeof data176;
-let coerced117 = undefined;
-if(!(coerced117 !== undefined)){
-if(dataType117 == "number" || dataType117 == "boolean"){
-coerced117 = "" + data176;
-}
-else if(data176 === null){
-coerced117 = "";
+else if(data172 === "true" || data172 === 1){
+coerced115 = true;
 }
 else {
-const err377 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err377 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err377];
 }
@@ -6845,17 +6789,27 @@ vErrors.push(err377);
 errors++;
 }
 }
-if(coerced117 !== undefined){
-data176 = coerced117;
-if(data173 !== undefined){
-data173["secret"] = coerced117;
+if(coerced115 !== undefined){
+data172 = coerced115;
+if(data171 !== undefined){
+data171["enabled"] = coerced115;
 }
 }
 }
+if(data171.smtp_url !== undefined){
+let data173 = data171.smtp_url;
+if(typeof data173 !== "string"){
+let dataType116 = typeof data173;
+let coerced116 = undefined;
+if(!(coerced116 !== undefined)){
+if(dataType116 == "number" || dataType116 == "boolean"){
+coerced116 = "" + data173;
 }
+else if(data173 === null){
+coerced116 = "";
 }
 else {
-const err378 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err378 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6865,9 +6819,28 @@ vErrors.push(err378);
 errors++;
 }
 }
+if(coerced116 !== undefined){
+data173 = coerced116;
+if(data171 !== undefined){
+data171["smtp_url"] = coerced116;
+}
+}
+}
+}
+if(data171.from !== undefined){
+let data174 = data171.from;
+if(typeof data174 !== "string"){
+let dataType117 = typeof data174;
+let coerced117 = undefined;
+if(!(coerced117 !== undefined)){
+if(dataType117 == "number" || dataType117 == "boolean"){
+coerced117 = "" + data174;
+}
+else if(data174 === null){
+coerced117 = "";
 }
 else {
-const err379 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err379 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err379];
 }
@@ -6877,8 +6850,19 @@ vErrors.push(err379);
 errors++;
 }
 }
-else {
-const err380 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced117 !== undefined){
+data174 = coerced117;
+if(data171 !== undefined){
+data171["from"] = coerced117;
+}
+}
+}
+}
+if(data171.to !== undefined){
+let data175 = data171.to;
+if(Array.isArray(data175)){
+if(data175.length < 1){
+const err380 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err380];
 }
@@ -6887,14 +6871,234 @@ vErrors.push(err380);
 }
 errors++;
 }
+const len10 = data175.length;
+for(let i15=0; i15<len10; i15++){
+let data176 = data175[i15];
+if(typeof data176 !== "string"){
+let dataType118 = typeof data176;
+let coerced118 = undefined;
+if(!(coerced118 !== undefined)){
+if(dataType118 == "number" || dataType118 == "boolean"){
+coerced118 = "" + data176;
+}
+else if(data176 === null){
+coerced118 = "";
 }
 else {
-const err381 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err381 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err381];
 }
 else {
 vErrors.push(err381);
+}
+errors++;
+}
+}
+if(coerced118 !== undefined){
+data176 = coerced118;
+if(data175 !== undefined){
+data175[i15] = coerced118;
+}
+}
+}
+}
+}
+else {
+const err382 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err382];
+}
+else {
+vErrors.push(err382);
+}
+errors++;
+}
+}
+}
+else {
+const err383 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err383];
+}
+else {
+vErrors.push(err383);
+}
+errors++;
+}
+}
+if(data169.webhook !== undefined){
+let data177 = data169.webhook;
+if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
+if(data177.enabled === undefined){
+data177.enabled = true;
+}
+if(data177.url === undefined){
+const err384 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err384];
+}
+else {
+vErrors.push(err384);
+}
+errors++;
+}
+for(const key41 in data177){
+if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
+const err385 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err385];
+}
+else {
+vErrors.push(err385);
+}
+errors++;
+}
+}
+let data178 = data177.enabled;
+if(typeof data178 !== "boolean"){
+let coerced119 = undefined;
+if(!(coerced119 !== undefined)){
+if(data178 === "false" || data178 === 0 || data178 === null){
+coerced119 = false;
+}
+else if(data178 === "true" || data178 === 1){
+coerced119 = true;
+}
+else {
+const err386 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err386];
+}
+else {
+vErrors.push(err386);
+}
+errors++;
+}
+}
+if(coerced119 !== undefined){
+data178 = coerced119;
+if(data177 !== undefined){
+data177["enabled"] = coerced119;
+}
+}
+}
+if(data177.url !== undefined){
+let data179 = data177.url;
+if(typeof data179 !== "string"){
+let dataType120 = typeof data179;
+let coerced120 = undefined;
+if(!(coerced120 !== undefined)){
+if(dataType120 == "number" || dataType120 == "boolean"){
+coerced120 = "" + data179;
+}
+else if(data179 === null){
+coerced120 = "";
+}
+else {
+const err387 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err387];
+}
+else {
+vErrors.push(err387);
+}
+errors++;
+}
+}
+if(coerced120 !== undefined){
+data179 = coerced120;
+if(data177 !== undefined){
+data177["url"] = coerced120;
+}
+}
+}
+if(typeof data179 === "string"){
+if(!pattern18.test(data179)){
+const err388 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err388];
+}
+else {
+vErrors.push(err388);
+}
+errors++;
+}
+}
+}
+if(data177.secret !== undefined){
+let data180 = data177.secret;
+if(typeof data180 !== "string"){
+let dataType121 = typeof data180;
+let coerced121 = undefined;
+if(!(coerced121 !== undefined)){
+if(dataType121 == "number" || dataType121 == "boolean"){
+coerced121 = "" + data180;
+}
+else if(data180 === null){
+coerced121 = "";
+}
+else {
+const err389 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err389];
+}
+else {
+vErrors.push(err389);
+}
+errors++;
+}
+}
+if(coerced121 !== undefined){
+data180 = coerced121;
+if(data177 !== undefined){
+data177["secret"] = coerced121;
+}
+}
+}
+}
+}
+else {
+const err390 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err390];
+}
+else {
+vErrors.push(err390);
+}
+errors++;
+}
+}
+}
+else {
+const err391 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err391];
+}
+else {
+vErrors.push(err391);
+}
+errors++;
+}
+}
+else {
+const err392 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err392];
+}
+else {
+vErrors.push(err392);
+}
+errors++;
+}
+}
+else {
+const err393 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err393];
+}
+else {
+vErrors.push(err393);
 }
 errors++;
 }

@@ -4,8 +4,10 @@
 // Thinking is counted inside output_tokens and not split out, so reasoning stays null, unless the answer carries
 // `output_tokens_details.thinking_tokens` (seen in newer SDK typings): then those tokens move from output to
 // reasoning, so no token is counted twice.
+// Cache writes come in two lifetimes, `cache_creation: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}`, inside
+// cache_creation_input_tokens; the hour-long ones bill higher, so they are kept as cacheWrite1h (a part of cacheWrite).
 
-import { larger, tokenCount, type Usage } from '../../ledger/types.js';
+import { larger, tokenCount, withHourWrites, type Usage } from '../../ledger/types.js';
 import { isObj } from './json.js';
 
 const n = tokenCount;
@@ -20,13 +22,14 @@ export function anthropicUsage(raw: unknown): Usage | null {
   if (input === null && cached === null && cacheWrite === null && outputTokens === null) return null;
   const thinking = isObj(raw.output_tokens_details) ? n(raw.output_tokens_details.thinking_tokens) : null;
   const reasoning = outputTokens === null ? null : thinking;
-  return {
+  const usage: Usage = {
     input,
     cached,
     cacheWrite,
     output: outputTokens === null ? null : Math.max(0, outputTokens - (reasoning ?? 0)),
     reasoning: reasoning === null ? null : Math.min(reasoning, outputTokens ?? 0),
   };
+  return cacheWrite === null || !isObj(raw.cache_creation) ? usage : withHourWrites(usage, n(raw.cache_creation.ephemeral_1h_input_tokens));
 }
 
 /**
@@ -39,13 +42,14 @@ export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | 
   if (later === null) return earlier;
   // Output and reasoning come from the same report (output_tokens and its details): never mix two reports there.
   const laterHasOutput = later.output !== null || later.reasoning !== null;
-  return {
+  const merged: Usage = {
     input: larger(earlier.input, later.input),
     cached: larger(earlier.cached, later.cached),
     cacheWrite: larger(earlier.cacheWrite, later.cacheWrite),
     output: laterHasOutput ? later.output : earlier.output,
     reasoning: laterHasOutput ? later.reasoning : earlier.reasoning,
   };
+  return withHourWrites(merged, larger(earlier.cacheWrite1h ?? null, later.cacheWrite1h ?? null));
 }
 
 export interface AnthropicUsageJson {
@@ -53,15 +57,20 @@ export interface AnthropicUsageJson {
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
   output_tokens: number;
+  /** The cache writes by lifetime, when the usage says how many lasted an hour. */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
 }
 
 /** Canonical usage in Anthropic's shape: unknown buckets are 0 (Anthropic always reports numbers); reasoning goes
  * back inside output_tokens, where Anthropic counts it. */
 export function renderUsage(u: Usage | null): AnthropicUsageJson {
-  return {
+  const json: AnthropicUsageJson = {
     input_tokens: u?.input ?? 0,
     cache_creation_input_tokens: u?.cacheWrite ?? 0,
     cache_read_input_tokens: u?.cached ?? 0,
     output_tokens: (u?.output ?? 0) + (u?.reasoning ?? 0),
   };
+  const hour = u?.cacheWrite1h ?? null;
+  if (hour !== null) json.cache_creation = { ephemeral_5m_input_tokens: json.cache_creation_input_tokens - hour, ephemeral_1h_input_tokens: hour };
+  return json;
 }

@@ -5,9 +5,9 @@
 import { ERRORS, TollgateError, type ErrorCode } from '../../core/errors.js';
 import { formatFrame, type SseFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
-import { cumulative, type Usage } from '../../ledger/types.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
-import { geminiUsage, renderGeminiUsage } from './usage.js';
+import { countsUsage, geminiCounts, laterCounts, renderGeminiUsage, type GeminiCounts } from './usage.js';
+import type { Usage } from '../../ledger/types.js';
 import { argsObject, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
 
 // ---------------------------------------------------------------------------------------------- parser (upstream)
@@ -26,8 +26,8 @@ export class GeminiStreamParser implements StreamParser {
   #next = 0;
   #calls = 0;
   #lastUsage = '';
-  /** The usage counted so far: each bucket the largest any chunk reported. */
-  #counted: Usage | null = null;
+  /** The counts so far: each the largest any chunk reported (laterCounts). */
+  #counted: GeminiCounts | null = null;
   #terminated = false;
 
   get terminated(): boolean {
@@ -59,10 +59,10 @@ export class GeminiStreamParser implements StreamParser {
     const parts = isObj(cand?.content) && Array.isArray(cand.content.parts) ? cand.content.parts : [];
     for (const p of parts) if (isObj(p)) this.#part(p, out);
 
-    const reported = geminiUsage(json.usageMetadata);
+    const reported = geminiCounts(json.usageMetadata);
     if (reported !== null) {
-      // Cumulative: a chunk that reports less than an earlier one is not believed (ledger's `cumulative`).
-      const usage = (this.#counted = cumulative(this.#counted, reported));
+      // Cumulative: a chunk that reports less than an earlier one is not believed, count by count (laterCounts).
+      const usage = countsUsage((this.#counted = laterCounts(this.#counted, reported)));
       const key = JSON.stringify(usage);
       if (key !== this.#lastUsage) {
         this.#lastUsage = key;

@@ -9,21 +9,50 @@
 // Gemini's JSON omits zero-valued fields (proto3), so an absent count may mean 0; it is still null here: the
 // provider did not report it.
 
-import { tokenCount, type Usage } from '../../ledger/types.js';
+import { larger, tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './wire.js';
 
 const n = tokenCount;
 
-export function geminiUsage(raw: unknown): Usage | null {
+/** usageMetadata's counts as reported (bounded: tokenCount), before any is derived from another. */
+export interface GeminiCounts {
+  readonly prompt: number | null;
+  readonly cached: number | null;
+  readonly candidates: number | null;
+  readonly thoughts: number | null;
+  readonly toolUse: number | null;
+}
+
+/** A usageMetadata's counts; null when it reports none of prompt, candidates, thoughts or tool-use prompt. */
+export function geminiCounts(raw: unknown): GeminiCounts | null {
   if (!isObj(raw)) return null;
-  const prompt = n(raw.promptTokenCount);
-  const candidates = n(raw.candidatesTokenCount);
-  const thoughts = n(raw.thoughtsTokenCount);
-  const toolUse = n(raw.toolUsePromptTokenCount);
-  if (prompt === null && candidates === null && thoughts === null && toolUse === null) return null;
-  const cached = n(raw.cachedContentTokenCount);
-  const input = prompt === null && toolUse === null ? null : Math.max(0, (prompt ?? 0) - (cached ?? 0)) + (toolUse ?? 0);
-  return { input, cached, cacheWrite: null, output: candidates, reasoning: thoughts };
+  const c = { prompt: n(raw.promptTokenCount), cached: n(raw.cachedContentTokenCount), candidates: n(raw.candidatesTokenCount), thoughts: n(raw.thoughtsTokenCount), toolUse: n(raw.toolUsePromptTokenCount) };
+  return c.prompt === null && c.candidates === null && c.thoughts === null && c.toolUse === null ? null : c;
+}
+
+/**
+ * A stream's counts so far after one more chunk's: each count the larger (a chunk's usageMetadata is the answer's so
+ * far; one that falls is not believed). Taken over the counts as reported, not the buckets derived from them: the
+ * input bucket (prompt minus cached) rightly falls when a later chunk first reports the cached count (the chunks
+ * before the last may carry promptTokenCount alone), and the larger of the two buckets counted the cache twice.
+ */
+export function laterCounts(earlier: GeminiCounts | null, later: GeminiCounts): GeminiCounts {
+  if (earlier === null) return later;
+  return {
+    prompt: larger(earlier.prompt, later.prompt), cached: larger(earlier.cached, later.cached), candidates: larger(earlier.candidates, later.candidates),
+    thoughts: larger(earlier.thoughts, later.thoughts), toolUse: larger(earlier.toolUse, later.toolUse),
+  };
+}
+
+/** The five buckets of a usageMetadata's counts (the rules at the top of this file). */
+export function countsUsage(c: GeminiCounts): Usage {
+  const input = c.prompt === null && c.toolUse === null ? null : Math.max(0, (c.prompt ?? 0) - (c.cached ?? 0)) + (c.toolUse ?? 0);
+  return { input, cached: c.cached, cacheWrite: null, output: c.candidates, reasoning: c.thoughts };
+}
+
+export function geminiUsage(raw: unknown): Usage | null {
+  const c = geminiCounts(raw);
+  return c === null ? null : countsUsage(c);
 }
 
 /**

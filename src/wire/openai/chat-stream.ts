@@ -180,7 +180,8 @@ export interface OpenAIChatRendererOptions {
 }
 
 /**
- * Canonical events -> `chat.completion.chunk` SSE for a client: a role chunk first, one chunk per delta, a finish
+ * Canonical events -> `chat.completion.chunk` SSE for a client: a role chunk first (with the first output, not at the
+ * upstream's start), one chunk per delta, a finish
  * chunk; end() adds the usage chunk (`choices: []`) when asked for and reported, then `data: [DONE]`. error()
  * sends one `{"error": ...}` event and nothing after it (no [DONE]). Reasoning goes out as `reasoning_content`.
  */
@@ -210,8 +211,10 @@ export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRenderer
       if (closed) return '';
       switch (e.type) {
         case 'start':
+          // The role chunk waits for the first output (withRole), as Anthropic's message_start waits: sent now, a
+          // combo's stream would open on it, and a member that fails right after its start could not fall back.
           id = e.id;
-          return withRole('');
+          return '';
         case 'text_delta':
           return e.text === '' ? '' : withRole(chunk({ content: e.text }));
         case 'reasoning_delta':

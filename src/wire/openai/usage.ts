@@ -1,5 +1,10 @@
 // OpenAI Chat Completions usage -> the five buckets. OpenAI counts cached tokens inside prompt_tokens and
 // reasoning tokens inside completion_tokens; both are taken out so no token is counted twice.
+// OpenAI-compatible vendors that differ (docs/translation.md, "Usage"):
+// - the cache reads where OpenAI has none: DeepSeek's top-level `prompt_cache_hit_tokens`, Moonshot's (Kimi)
+//   top-level `cached_tokens`; both inside prompt_tokens as OpenAI's. `prompt_tokens_details.cached_tokens` wins.
+// - reasoning OUTSIDE completion_tokens (xAI: "counted separately from completion_tokens, but in total_tokens"): told
+//   by total_tokens, which is then prompt + completion + reasoning; otherwise OpenAI's rule.
 
 import { tokenCount, type Usage } from '../../ledger/types.js';
 
@@ -13,13 +18,20 @@ export function openaiUsage(raw: unknown): Usage | null {
   if (prompt === null && completion === null) return null;
   const pd = (u.prompt_tokens_details ?? {}) as Record<string, unknown>;
   const cd = (u.completion_tokens_details ?? {}) as Record<string, unknown>;
-  const cached = n(pd.cached_tokens);
+  const cached = n(pd.cached_tokens) ?? n(u.prompt_cache_hit_tokens) ?? n(u.cached_tokens);
   const reasoning = n(cd.reasoning_tokens);
   return {
     input: prompt === null ? null : Math.max(0, prompt - (cached ?? 0)),
     cached,
     cacheWrite: null,
-    output: completion === null ? null : Math.max(0, completion - (reasoning ?? 0)),
+    output: completion === null ? null : reasoningApart(u, prompt, completion, reasoning) ? completion : Math.max(0, completion - (reasoning ?? 0)),
     reasoning,
   };
+}
+
+/** Whether the reasoning tokens are outside completion_tokens (xAI): total_tokens counts them on top of it. */
+function reasoningApart(u: Record<string, unknown>, prompt: number | null, completion: number, reasoning: number | null): boolean {
+  if (reasoning === null || reasoning === 0 || prompt === null) return false;
+  const total = n(u.total_tokens);
+  return total !== null && total === prompt + completion + reasoning;
 }
