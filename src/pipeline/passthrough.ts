@@ -1,7 +1,8 @@
 // Same-format passthrough: a client speaking its provider's own format (Anthropic, Responses, Gemini; OpenAI Chat has
 // its fast path in chat.ts). The client's parsed body goes upstream with only the descriptor's rewrites (model,
 // thinking suffix, max-tokens clamp, capability stripping: src/wire/same-format.ts), with the client's protocol
-// headers (forward-headers.ts). The answer goes back byte for byte, JSON or SSE, while usage, time to first token and
+// headers (forward-headers.ts). The answer goes back byte for byte, JSON or SSE (a stream request's must be an event
+// stream, but for what SameFormat.expectsEventStream excepts, or it is refused), while usage, time to first token and
 // the finish are read from it as it passes, by the format's own codec, as the translated path reads them. One usage
 // record per request, the same fields, span and metrics as translated.ts.
 
@@ -26,7 +27,7 @@ import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
 import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
@@ -104,7 +105,8 @@ async function passThrough(request: ClientRequest, route: PassthroughRoute): Pro
     headers: upstreamHeaders(f, req, outcome.route, call.stream),
     body: req.body,
   };
-  reportToRouter(ctx, outcome, await forwardSameFormat(request, { format: f, route: outcome.route, upstreamRequest }));
+  const eventStream = f.expectsEventStream(call);
+  reportToRouter(ctx, outcome, await forwardSameFormat(request, { format: f, route: outcome.route, upstreamRequest, eventStream }));
 }
 
 /** One same-format forwarding: the format, the connected route, the request as it goes upstream. */
@@ -112,6 +114,8 @@ interface SameFormatCallSpec {
   readonly format: SameFormat;
   readonly route: Route;
   readonly upstreamRequest: UpstreamRequest;
+  /** The answer must be an event stream (SameFormat.expectsEventStream): a 200 that is not one is refused. */
+  readonly eventStream: boolean;
 }
 
 /** The upstream call; its answer goes to the client as it came. Returns the failure when the upstream refused. */
@@ -133,8 +137,11 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
       sendFailure(reply, failed, request.requestId);
       return failed;
     }
+    // A stream request answered with JSON (or a proxy's HTML page) is refused before any byte, as on every path.
+    const refused = spec.eventStream ? notEventStream(call, outcome) : null;
+    if (refused !== null) throw refused;
     const type = String(res.headers['content-type'] ?? '');
-    if (type.startsWith('text/event-stream')) {
+    if (spec.eventStream || type.startsWith('text/event-stream')) {
       const answer = new AnswerText();
       await relaySameFormat({ request, format: f, res, clientGone, answer });
       outcome.upstreamMs = call.elapsedMs();
@@ -151,8 +158,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
     } catch {
       throw notJson(call);
     }
-    const refused = errorAnswer(call, json);
-    if (refused !== null) throw refused;
+    const failed200 = errorAnswer(call, json);
+    if (failed200 !== null) throw failed200;
     const facts = answerFacts(f, json);
     if (facts.usage !== null) {
       outcome.usage = facts.usage;

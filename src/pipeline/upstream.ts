@@ -220,12 +220,14 @@ export function streamFailure(reason: string): UpstreamFailure {
 
 /**
  * A 200 to a stream request that is not an event stream (an HTML page from a proxy in between, a JSON body): refused
- * before any byte reaches the client, a 502 in the gateway's error shape (its span ended so). No content type: taken
- * as a stream, and read. Null when it is one.
+ * before any byte reaches the client, a 502 in the gateway's error shape (its span ended so), its body discarded (the
+ * connection closed, not left held unread). No content type: taken as a stream, and read. Null when it is one. Every
+ * stream path asks it: the fast path, the translated path (each combo attempt) and the same-format passthrough.
  */
 export function notEventStream(call: UpstreamCall, outcome: Outcome): TollgateError | null {
   const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
   if (type.startsWith('text/event-stream')) return null;
+  discard(call.res.body);
   outcome.upstreamMs = call.elapsedMs();
   call.span?.end(call.res.status, 'not_event_stream');
   return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);

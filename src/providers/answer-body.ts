@@ -3,9 +3,14 @@
 // size), so an upstream that answers 100 MB, by mistake or on purpose, cost 400 MB of memory a request; past the
 // limit the call fails as TOLLGATE_ERR_UPSTREAM_TOO_LARGE and the connection is closed, nothing more read. A stream is
 // not held (each frame is passed on as it comes, and a frame is bounded by the SSE parser), so this is for whole answers.
+//
+// An answer in a `content-encoding` (the gateway asks for none; a misbehaving upstream or a proxy in between sends one
+// anyway) is decoded as it is read (decodedBody), so every path sees plain bytes and the limit counts decoded bytes:
+// a gzip bomb is stopped at the limit like any large answer.
 
 import { performance } from 'node:perf_hooks';
-import type { Readable } from 'node:stream';
+import { pipeline, type Readable, type Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import { TollgateError } from '../core/errors.js';
 
 /** The default of `server.upstream_answer_limit_bytes`: 64 MiB, far above any chat answer, inline images included. */
@@ -67,9 +72,43 @@ export async function readWithin(body: Readable, limit: number, declared: number
 /** The whole body as UTF-8 text (a byte order mark skipped, as undici's `text()` does), refused past `limit`. */
 export async function textWithin(body: Readable & { text(): Promise<string> }, limit: number, declared: number | null): Promise<string> {
   if (declaredWithin(body, limit, declared)) return body.text();
-  const bytes = await readWithin(body, limit, null);
+  return utf8Text(await readWithin(body, limit, null));
+}
+
+/** Bytes as UTF-8 text, a byte order mark skipped (as undici's `text()` does). */
+export function utf8Text(bytes: Buffer): string {
   const bom = bytes.length > 2 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
   return bytes.toString('utf8', bom ? 3 : 0);
+}
+
+/** The decoder of each content coding an answer may come in (HTTP's names; `x-gzip` is gzip's old one). */
+const DECODERS: Readonly<Record<string, () => Transform>> = {
+  gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress,
+};
+
+/**
+ * `body` decoded from the codings its `content-encoding` lists (in the order they were applied; `identity` is none):
+ * a stream of the decoded bytes, which the caller reads (or discards) in place of `body`. Destroying it destroys
+ * `body` (its connection closed, the error listened to), and an error of `body` (a reset, a stall) reaches it as it
+ * came. Bytes that do not decode fail the read as TOLLGATE_ERR_UPSTREAM_PROTOCOL (transport.ts's classification).
+ * A coding the gateway cannot decode (`zstd`, `compress`...) is refused at once, `body` discarded.
+ */
+export function decodedBody(body: Readable, encoding: string | readonly string[]): Readable {
+  const codings: string[] = [];
+  for (const part of (typeof encoding === 'string' ? encoding : encoding.join(',')).split(',')) {
+    const c = part.trim().toLowerCase();
+    if (c === '' || c === 'identity') continue;
+    if (!Object.hasOwn(DECODERS, c)) {
+      discard(body);
+      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered in content-encoding '${c.slice(0, 40)}', which the gateway does not decode (it asks for none)`);
+    }
+    codings.push(c);
+  }
+  if (codings.length === 0) return body;
+  // The last coding applied is undone first.
+  const stages = codings.reverse().map((c) => DECODERS[c]!());
+  pipeline([body, ...stages], () => undefined);
+  return stages.at(-1)!;
 }
 
 /**

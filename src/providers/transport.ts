@@ -8,7 +8,7 @@ import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { jsonBody } from '../wire/json-stream.js';
 import { mockTransport } from './mock.js';
-import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, readWithin, textWithin } from './answer-body.js';
+import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, decodedBody, readWithin, textWithin, utf8Text } from './answer-body.js';
 import { performance } from 'node:perf_hooks';
 import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
@@ -45,6 +45,10 @@ export function classifyTransportError(err: unknown): TollgateError {
   if (err instanceof TollgateError) return err;
   const code = (err as { code?: unknown })?.code;
   if (typeof code !== 'string') return new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
+  // zlib's (Z_DATA_ERROR, Z_BUF_ERROR: cut short) and brotli's (ERR__ERROR_FORMAT_...): an encoded answer that does not decode.
+  if (code.startsWith('Z_') || code.startsWith('ERR__ERROR_')) {
+    return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider's encoded answer does not decode (${code})`, { cause: err });
+  }
   switch (code) {
     case 'UND_ERR_CONNECT_TIMEOUT':
       return new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'timed out connecting to the upstream provider', { cause: err });
@@ -69,6 +73,20 @@ export interface UpstreamResponseEvent {
 }
 
 export type UpstreamResponseListener = (e: UpstreamResponseEvent) => void;
+
+/**
+ * An answer read through its decoder (answer-body.ts's decodedBody): `server.upstream_answer_limit_bytes` counts the
+ * decoded bytes (a gzip bomb stops there), and the headers lose `content-encoding` and `content-length` (which
+ * describe the encoded bytes), so nothing downstream relays or believes them.
+ */
+function decoded(status: number, headers: UpstreamResponse['headers'], body: Readable, read: { limit: number; deadline: number }): UpstreamResponse {
+  const { 'content-encoding': _encoding, 'content-length': _length, ...plain } = headers;
+  return {
+    status, headers: plain, body,
+    text: () => byDeadline(body, read.deadline, async () => utf8Text(await readWithin(body, read.limit, null))),
+    bytes: () => byDeadline(body, read.deadline, () => readWithin(body, read.limit, null)),
+  };
+}
 
 /** Transports that answer in process, by provider format; every other format goes over HTTP. */
 const IN_PROCESS: Readonly<Partial<Record<ProviderConfig['format'], Transport>>> = { mock: mockTransport };
@@ -157,6 +175,10 @@ export class Dispatcher implements Transport {
       const body = res.body;
       this.#notify(id, res.statusCode, res.headers);
       const limit = this.#answerLimit();
+      const deadline = sentAt + requestMs;
+      // The gateway asks for no encoding; an answer in one anyway (a proxy in between) is decoded here, for every path.
+      const encoding = res.headers['content-encoding'];
+      if (encoding !== undefined) return decoded(res.statusCode, res.headers, decodedBody(body, encoding), { limit, deadline });
       const declared = declaredLength(res.headers);
       return {
         status: res.statusCode, headers: res.headers, body,
@@ -164,9 +186,9 @@ export class Dispatcher implements Transport {
         // (the common case; `bench/ab.mjs` put the wrapper at about 1.5 % of a request's CPU). A whole answer must be
         // whole within timeouts.request_s of the call (byDeadline: no timer when it came with its headers).
         text: declared !== null && declared <= limit
-          ? () => byDeadline(body, sentAt + requestMs, () => body.text())
-          : () => byDeadline(body, sentAt + requestMs, () => textWithin(body, limit, declared)),
-        bytes: () => byDeadline(body, sentAt + requestMs, () => readWithin(body, limit, declared)),
+          ? () => byDeadline(body, deadline, () => body.text())
+          : () => byDeadline(body, deadline, () => textWithin(body, limit, declared)),
+        bytes: () => byDeadline(body, deadline, () => readWithin(body, limit, declared)),
       };
     } catch (err) {
       throw opts.signal.aborted ? err : classifyTransportError(err);

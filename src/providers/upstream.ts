@@ -10,6 +10,7 @@ import type { UpstreamRequest } from '../wire/types.js';
 export interface UpstreamResponse {
   readonly status: number;
   readonly headers: Record<string, string | string[] | undefined>;
+  /** The body, decoded from the `content-encoding` it came in, if any (transport.ts): plain bytes on every path. */
   readonly body: Readable;
   /** The whole body as text (consumes `body`); past `server.upstream_answer_limit_bytes`, TOLLGATE_ERR_UPSTREAM_TOO_LARGE. */
   text(): Promise<string>;

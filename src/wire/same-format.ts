@@ -30,6 +30,11 @@ export interface StreamSeen {
 export interface SameFormat {
   /** The format's codec: parses whole answers and stream events for usage, exactly as the translated path does. */
   readonly codec: WireCodec;
+  /**
+   * Whether the call's answer is an event stream: a streamed call's, but for Gemini's `streamGenerateContent` without
+   * `alt=sse`, which answers one JSON array of chunks. A 200 that is not one is refused (notEventStream).
+   */
+  expectsEventStream(call: SameFormatCall): boolean;
   /** The upstream path (with its query) for `modelId` on `provider`. */
   upstreamPath(provider: ProviderConfig, modelId: string, call: SameFormatCall): string;
   /** Headers the format sends when the client did not (anthropic-version). Client and config headers replace them. */

@@ -75,6 +75,7 @@ function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
 export const anthropicSameFormat: SameFormat = {
   codec: anthropicCodec,
   // Anthropic's base_url has no /v1 (https://api.anthropic.com).
+  expectsEventStream: (call) => call.stream,
   upstreamPath: (p) => endpointPath(p, '/v1/messages'),
   defaultHeaders: { 'anthropic-version': ANTHROPIC_VERSION },
   authHeaders(p: ProviderConfig) {

@@ -49,6 +49,8 @@ function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
 
 export const geminiSameFormat: SameFormat = {
   codec: geminiCodec,
+  // streamGenerateContent without alt=sse answers one JSON array of chunks (read whole, usageOf below).
+  expectsEventStream: (call) => call.stream && call.alt === 'sse',
   upstreamPath(p, modelId, call) {
     const query = call.alt === '' ? '' : `?alt=${encodeURIComponent(call.alt)}`;
     return endpointPath(p, `/models/${modelId.replace(/^models\//, '')}:${call.action}${query}`, '/v1beta');

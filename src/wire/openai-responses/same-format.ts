@@ -54,6 +54,7 @@ function stripExcluded(body: Json, caps: ReadonlySet<string>): string[] {
 
 export const responsesSameFormat: SameFormat = {
   codec: responsesCodec,
+  expectsEventStream: (call) => call.stream,
   upstreamPath: (p) => endpointPath(p, '/responses', '/v1'),
   defaultHeaders: {},
   authHeaders: apiKeyHeaders,
