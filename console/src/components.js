@@ -4,6 +4,7 @@ import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import uPlot from 'uplot';
 import { get } from './api.js';
+import { usd } from './format.js';
 
 /**
  * GET `path` (again every `everyMs` when given); `reload()` fetches now. `loading` is true until the first answer,
@@ -55,6 +56,13 @@ export const nameText = (text) =>
  * right-to-left name cannot move what follows it; a direction control in it is shown as a marker and not applied, so
  * `fake/<U+202E>gnp.exe` reads as what it is, not as `fake/exe.png`.
  */
+const UNKNOWN_COST = 'No price covers this paid model (its price source is none): the cost is not known, and 0 is not its price.';
+
+/** A cost the API gave, or "unknown" (null: a paid model priced nowhere, docs/catalog.md), never a placeholder $0.00. */
+export function Cost({ value, why = UNKNOWN_COST }) {
+  return value === null ? html`<span class="unknown" title=${why}>unknown</span>` : usd(value);
+}
+
 export function Name({ text }) {
   const s = text === null || text === undefined ? '' : String(text);
   const parts = s.split(BIDI_CONTROL);

@@ -4,9 +4,10 @@
 
 import { Gauge } from 'prom-client';
 import type { Config } from '../config/types.js';
-import { computeCost } from '../ledger/cost.js';
+import { computeCost, costKnown } from '../ledger/cost.js';
 import type { Ledger, Progress } from '../ledger/ledger.js';
 import { isClientRequest, type UsageRecord } from '../ledger/record.js';
+import { totalTokens } from '../ledger/types.js';
 import { own } from '../core/own.js';
 import { METRIC } from './names.js';
 import type { Metrics } from './metrics.js';
@@ -27,8 +28,11 @@ export interface LiveRequest {
   readonly streamed_tokens: number;
   /** The output the request allows (its max output tokens), null when it named none. */
   readonly estimated_total: number | null;
-  /** Billed cost of what is known so far (input as estimated, output as streamed), USD. */
-  readonly cost_so_far: number;
+  /**
+   * Billed cost of what is known so far (input as estimated, output as streamed), USD; null when it is not known: a
+   * paid model no price covers that has spent tokens (its row will say `cost: null`, docs/catalog.md), not $0.
+   */
+  readonly cost_so_far: number | null;
 }
 
 interface Entry {
@@ -99,12 +103,13 @@ export class LiveRequests {
     return n;
   }
 
-  #costSoFar(r: UsageRecord, streamed: number): number {
+  #costSoFar(r: UsageRecord, streamed: number): number | null {
     const slash = r.model.indexOf('/');
     const provider = slash > 0 ? own(this.#config().providers, r.model.slice(0, slash)) : undefined;
-    if (provider === undefined) return r.cost.cost;
-    const output = Math.max(streamed, r.usage.output ?? 0);
-    return Number(computeCost(provider, r.model.slice(slash + 1), { ...r.usage, output }).cost.toFixed(8));
+    if (provider === undefined) return costKnown(r) ? r.cost.cost : null;
+    const usage = { ...r.usage, output: Math.max(streamed, r.usage.output ?? 0) };
+    const cost = computeCost(provider, r.model.slice(slash + 1), usage);
+    return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
   }
 }
 

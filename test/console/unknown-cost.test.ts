@@ -62,3 +62,28 @@ t.test('the Activity table and the details say "unknown", not $0.00', async (t) 
   t.match((await page.locator('dialog.details dt:text-is("Cost") + dd').textContent()) ?? '', /^\$15\.00 \(list \$15\.00\) · price from catalog@/, 'a priced request\'s details');
   t.same(errors, [], 'no console error');
 });
+
+t.test('the Live region: an unpriced stream in flight reads "unknown" once it has spent tokens, a priced one its cost', async (t) => {
+  const { page, context, errors } = await openPage(browser);
+  t.teardown(() => context.close());
+  page.setDefaultTimeout(5000);
+  await page.goto(`${gw.url}/#/activity`);
+  const live = page.getByRole('region', { name: 'Live' });
+  const slow = { kind: 'ok' as const, words: Array.from({ length: 16 }, (_, i) => ` w${i}`), chunkDelayMs: 150 };
+  const stream = async (model: string) => {
+    const r = await fetch(`${gw.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    await r.text();
+  };
+  for (const [model, want] of [['fake/gpt-4o-unlisted-alias', /cost so far\s*unknown/], ['fake/gpt-4o', /cost so far\s*\$0\.\d+/]] as const) {
+    fake.next(slow);
+    const done = stream(model);
+    const item = live.locator('.live-item').filter({ hasText: model }).filter({ hasText: /tokens [1-9]/ });
+    await item.first().waitFor();
+    const text = await item.first().innerText();
+    t.match(text, want, `${model}: ${text.replace(/\s+/g, ' ')}`);
+    await done;
+  }
+  t.same(errors, [], 'no console error');
+});

@@ -69,3 +69,23 @@ t.test('nothing streamed yet, no max tokens: 0 tokens, no estimate, cost of noth
   ledger.begin('r2', () => rec({ requestId: 'r2', stream: false, model: '_other', provider: '_other', requestedModel: 'nosuch/x' }), NONE);
   t.match(live.list()[0], { request_id: 'r2', streamed_tokens: 0, estimated_total: null, cost_so_far: 0 });
 });
+
+t.test('a paid model no price covers: its cost so far is unknown (null), not $0, once it spends tokens', async (t) => {
+  const unpriced = parseConfig({
+    providers: {
+      vendor: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1/v1', catalog: '', models: { m: { kind: 'llm' } } },
+      sub: { group: 'subscription', format: 'openai', base_url: 'http://127.0.0.1:1/v1', catalog: '', models: { m: { kind: 'llm' } } },
+    },
+  });
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  const live = new LiveRequests(() => unpriced, () => T0);
+  live.attach(ledger);
+  let streamed = 0;
+  const empty = { ...NO_USAGE };
+  ledger.begin('p1', () => rec({ requestId: 'p1', model: 'vendor/m', provider: 'vendor', usage: empty }), () => ({ streamedTokens: streamed, estimatedTotal: null }));
+  t.match(live.list()[0], { request_id: 'p1', cost_so_far: 0 }, 'nothing spent yet: a known 0');
+  streamed = 30;
+  t.match(live.list()[0], { request_id: 'p1', cost_so_far: null }, 'tokens spent, no price: unknown');
+  ledger.begin('s1', () => rec({ requestId: 's1', model: 'sub/m', provider: 'sub', providerGroup: 'subscription' }), () => ({ streamedTokens: 30, estimatedTotal: null }));
+  t.match(live.list().find((r) => r.request_id === 's1'), { cost_so_far: 0 }, 'a subscription bills nothing: a known 0');
+});

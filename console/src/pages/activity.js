@@ -4,8 +4,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { get } from '../api.js';
-import { ErrorNote, Loading, Name, nameText, useApi } from '../components.js';
-import { dayAndClock, int, isoOf, seconds, time, usd } from '../format.js';
+import { Cost, ErrorNote, Loading, Name, nameText, useApi } from '../components.js';
+import { dayAndClock, int, isoOf, seconds, time } from '../format.js';
 import { LiveRegion } from './live.js';
 
 const PAGE_SIZE = 25;
@@ -53,13 +53,7 @@ function StatusBadge({ row }) {
   return html`<span class=${`badge ${s}`}>${s}${row.http_status && s !== 'success' ? html`<span class="wide"> ${row.http_status}</span>` : ''}</span>`;
 }
 
-const UNKNOWN_COST = 'No price covers this paid model (its price source is none): the cost is not known, and 0 is not its price.';
 const UNKNOWN_LIST = 'No price covers this model (its price source is none): its list cost is not known.';
-
-/** A cost the API gave, or "unknown" (null: a paid model priced nowhere, docs/catalog.md), never a placeholder $0.00. */
-function Cost({ value, why = UNKNOWN_COST }) {
-  return value === null ? html`<span class="unknown" title=${why}>unknown</span>` : usd(value);
-}
 
 function Details({ row, onClose }) {
   const dialog = useRef(null);

@@ -3,8 +3,8 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { streamEvents } from '../api.js';
-import { int, seconds, usd } from '../format.js';
-import { Meter, Name } from '../components.js';
+import { int, seconds } from '../format.js';
+import { Cost, Meter, Name } from '../components.js';
 
 /** `onSettled` is called when a request leaves the list (its final row is then in the activity view). */
 export function LiveRegion({ onSettled }) {
@@ -50,7 +50,7 @@ export function LiveRegion({ onSettled }) {
               <div class="live-model"><strong><${Name} text=${r.model === '_other' ? r.requested_model : r.model} /></strong>${r.combo ? html` <span class="tag">combo <${Name} text=${r.combo} /></span>` : null} <span class="tag">${r.stream ? 'stream' : 'unary'}</span></div>
               <div class="live-numbers">
                 <span><span class="muted">tokens</span> ${int(r.streamed_tokens)}${r.estimated_total ? ` / ~${int(r.estimated_total)}` : ''}</span>
-                <span><span class="muted">cost so far</span> ${usd(r.cost_so_far)}</span>
+                <span><span class="muted">cost so far</span> <${Cost} value=${r.cost_so_far} /></span>
                 <span><span class="muted">for</span> ${seconds(r.duration_s)}</span>
               </div>
               ${pct === null ? null : html`<${Meter} label=${`${r.model}: tokens streamed against the estimated total`} percent=${pct} />`}
