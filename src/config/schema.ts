@@ -27,16 +27,19 @@ const THINKING = [
 // `above_input_tokens` (e.g. a long-context tier above 200k); the fields it leaves out keep the base price.
 // USD per 1M tokens, bounded so that no call's cost passes what the row's `cost` column holds (MAX_CALL_TOKENS).
 const usd = () => num({ maximum: MAX_PRICE_PER_MTOK });
+// USD per 1,000 web searches: with a call's searches bounded (MAX_CALL_SEARCHES, src/ledger/types.ts), a call's
+// searches cost at most 100 x 999 / 1000 = 99.9 USD, which its token buckets' most leaves room for in the `cost` column.
+const searchUsd = () => num({ maximum: 999 });
 const priceTier = closed(
   { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd() },
   { required: ['above_input_tokens'] },
 );
 const tiers = { type: 'array', items: priceTier, maxItems: 16 };
 const price = closed(
-  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), tiers },
+  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), tiers });
+const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

@@ -13,6 +13,8 @@ export interface Price {
   /** Cache writes that last an hour (Anthropic's `ttl: '1h'`); default twice `input` (src/ledger/cost.ts). */
   readonly cache_write_1h?: number;
   readonly reasoning?: number;
+  /** USD per 1,000 web searches the provider runs and bills per search (Anthropic's server tool; default 10 there). */
+  readonly web_search_per_1k?: number;
   /** Prices for long prompts (docs/catalog.md, "Price tiers"): the highest tier the prompt is above applies. */
   readonly tiers?: readonly PriceTier[];
 }

@@ -66,7 +66,9 @@ export function hourWritePrice(p: Price): number {
 export function listCostPico(u: Usage, price: Price): number {
   const p = priceFor(price, u);
   const hour = u.cacheWrite1h ?? 0;
+  const searches = u.webSearches ?? 0;
   return (
+    (searches === 0 ? 0 : pico(searches, (p.web_search_per_1k ?? 0) * 1000)) +
     pico(u.input, p.input) +
     pico(u.cached, p.cached ?? p.input) +
     pico(u.cacheWrite === null ? null : u.cacheWrite - hour, p.cache_write ?? p.input) +
@@ -76,9 +78,17 @@ export function listCostPico(u: Usage, price: Price): number {
   );
 }
 
+/**
+ * What a provider bills a web search at when its price does not say (USD per 1,000): Anthropic's published $10 for
+ * its server-side `web_search` tool, the one search the usage reports as a count (Usage.webSearches).
+ */
+const WEB_SEARCH_PER_1K: Partial<Record<ProviderConfig['format'], number>> = { anthropic: 10 };
+
 export function computeCost(provider: ProviderConfig, modelId: string, u: Usage): Cost {
-  const { price, source } = resolvePrice(provider, modelId);
-  if (!price) return ZERO_COST;
+  const { price: found, source } = resolvePrice(provider, modelId);
+  if (!found) return ZERO_COST;
+  const searchDefault = WEB_SEARCH_PER_1K[provider.format];
+  const price = u.webSearches && found.web_search_per_1k === undefined && searchDefault !== undefined ? { ...found, web_search_per_1k: searchDefault } : found;
   const listCost = listCostPico(u, price) / 1e12;
   return { cost: provider.group === 'paid' ? listCost : 0, listCost, priceSource: source };
 }

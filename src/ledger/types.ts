@@ -14,6 +14,12 @@ export interface Usage {
    * src/ledger/cost.ts). Not a sixth bucket: totals do not add it again. Absent or null: every write at the one rate.
    */
   readonly cacheWrite1h?: number | null;
+  /**
+   * Web searches the provider ran for the call and bills per search, not per token (Anthropic's
+   * `server_tool_use.web_search_requests`): priced at `price.web_search_per_1k` (src/ledger/cost.ts). Not tokens:
+   * totals do not count them. Absent or null: none reported.
+   */
+  readonly webSearches?: number | null;
   /** Output tokens that are not reasoning. */
   readonly output: number | null;
   /** Reasoning (thinking) tokens. */
@@ -59,7 +65,8 @@ export function addUsage(a: Usage, b: Usage): Usage {
     reasoning: add(a.reasoning, b.reasoning),
   };
   const hour = add(a.cacheWrite1h ?? null, b.cacheWrite1h ?? null);
-  return hour === null ? sum : { ...sum, cacheWrite1h: hour };
+  const searches = add(a.webSearches ?? null, b.webSearches ?? null);
+  return hour === null && searches === null ? sum : { ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }) };
 }
 
 /**
@@ -75,6 +82,18 @@ export const MAX_CALL_TOKENS = 20_000_000;
 /** A provider's token count as a bucket: a whole number from 0 to MAX_CALL_TOKENS, else null (not reported). */
 export function tokenCount(v: unknown): number | null {
   return typeof v === 'number' && v >= 0 && v <= MAX_CALL_TOKENS ? Math.round(v) : null;
+}
+
+/**
+ * The most web searches one call is believed to have run (Anthropic's `max_uses` caps a request's far below): with
+ * `web_search_per_1k` at most 999 (src/config/schema.ts), a call's searches cost at most 99.9 USD, which keeps the
+ * call's whole cost within the row's `cost` column beside its token buckets' most ($999,900: MAX_CALL_TOKENS).
+ */
+export const MAX_CALL_SEARCHES = 100;
+
+/** A provider's count of searches run: a whole number from 0 to MAX_CALL_SEARCHES, else null (not reported). */
+export function searchCount(v: unknown): number | null {
+  return typeof v === 'number' && v >= 0 && v <= MAX_CALL_SEARCHES ? Math.round(v) : null;
 }
 
 /** The larger of two counts of one bucket; null when neither reported it. */

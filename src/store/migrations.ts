@@ -269,6 +269,13 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS cache_write_1h_tokens Nullable(UInt64) AFTER cache_write_tokens`,
     ],
   },
+  {
+    // Web searches a provider ran and bills per search (Anthropic's server-side web_search: $10 per 1,000), priced
+    // into the row's cost; the count kept so the cost can be worked out again. Null: none reported, and rows before.
+    version: 25,
+    name: 'web searches',
+    statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS web_search_requests Nullable(UInt32) AFTER reasoning_tokens`],
+  },
 ];
 
 /** A `done` probe: the view exists (and its query names `naming`, when given). */

@@ -11,7 +11,7 @@ export type RequestRow = Record<string, string | number | boolean | null>;
 export const REQUEST_COLUMNS: readonly string[] = [
   'request_id', 'kind', 'parent_id', 'combo', 'attempt', 'connection', 'auto_switched', 'ts', 'end_ts', 'endpoint', 'provider',
   'provider_group', 'model', 'requested_model', 'api_key_name', 'stream', 'status', 'http_status', 'error_type', 'input_tokens',
-  'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'usage_source', 'cost', 'list_cost',
+  'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'reasoning_tokens', 'web_search_requests', 'total_tokens', 'usage_source', 'cost', 'list_cost',
   'price_source', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
 ];
 
@@ -52,6 +52,7 @@ export function toRow(r: UsageRecord): RequestRow {
     cache_write_1h_tokens: r.usage.cacheWrite1h ?? null,
     output_tokens: r.usage.output,
     reasoning_tokens: r.usage.reasoning,
+    web_search_requests: r.usage.webSearches ?? null,
     total_tokens: r.totalTokens,
     usage_source: r.usageSource,
     cost: money(r.cost.cost),

@@ -35,6 +35,7 @@ export class Metrics {
   readonly #requests: CounterFamily;
   readonly #tokens: CounterFamily;
   readonly #cost: CounterFamily;
+  readonly #searches: CounterFamily;
   readonly #listCost: CounterFamily;
   readonly #overhead: HistogramChild;
   readonly rowsWritten;
@@ -63,6 +64,7 @@ export class Metrics {
     this.#requests = new CounterFamily(METRIC.requests, 'Client requests by outcome.', ['provider', 'model', 'status'], reg);
     this.#tokens = new CounterFamily(METRIC.tokens, 'Tokens by usage bucket (buckets do not overlap).', ['provider', 'model', 'type'], reg);
     this.#cost = new CounterFamily(METRIC.cost, 'Billed cost in USD (0 for subscription and free providers).', ['provider', 'model', 'group'], reg);
+    this.#searches = new CounterFamily(METRIC.webSearches, 'Web searches the provider ran and bills per search (priced into the cost).', ['provider', 'model'], reg);
     this.#listCost = new CounterFamily(METRIC.listCost, 'Cost at list price in USD.', ['provider', 'model', 'group'], reg);
     this.#overhead = new HistogramFamily(METRIC.overhead, 'Time spent in the gateway itself: total minus time waiting on the upstream.', [], BUCKETS.overhead, reg).child();
     this.rowsWritten = new Counter({ name: METRIC.rowsWritten, help: 'Usage rows written to ClickHouse.', registers });
@@ -128,7 +130,9 @@ export class Metrics {
     let usageIn: HistogramChild | undefined;
     let usageOut: HistogramChild | undefined;
     let ttft: HistogramChild | undefined;
+    let searches: CounterChild | undefined;
     found = {
+      searches: () => (searches ??= this.#searches.child(provider, model)),
       request: (status) => requests.get(status) ?? set(requests, status, this.#requests.child(provider, model, status)),
       tokens: (b) => tokens.get(b) ?? set(tokens, b, this.#tokens.child(provider, model, TOKEN_TYPE[b])),
       usageIn: () => (usageIn ??= this.#tokenUsage.child('chat', provider, modelId, 'input')),
@@ -191,6 +195,7 @@ export class Metrics {
     if (knowsOutput(r.usage)) s.usageOut().observe(outputSide(r.usage));
     s.cost.inc(r.cost.cost);
     s.listCost.inc(r.cost.listCost);
+    if (r.usage.webSearches) s.searches().inc(r.usage.webSearches);
   }
 }
 
@@ -201,6 +206,7 @@ function set<K, V>(m: Map<K, V>, k: K, v: V): V {
 
 interface Series {
   request(status: UsageRecord['status']): CounterChild;
+  searches(): CounterChild;
   tokens(b: Bucket): CounterChild;
   usageIn(): HistogramChild;
   usageOut(): HistogramChild;

@@ -173,6 +173,7 @@ export function recordAttributes(r: UsageRecord): Attributes {
   put(ATTR.cachedTokens, r.usage.cached);
   put(ATTR.cacheWriteTokens, r.usage.cacheWrite);
   if (r.usage.cacheWrite1h !== undefined) put(ATTR.cacheWrite1hTokens, r.usage.cacheWrite1h);
+  if (r.usage.webSearches !== undefined) put(ATTR.webSearches, r.usage.webSearches);
   put(ATTR.outputNonReasoning, r.usage.output);
   put(ATTR.reasoningTokens, r.usage.reasoning);
   put(ATTR.upstreamMs, r.upstreamMs);

@@ -38,6 +38,8 @@ export interface FakeAnthropicUsage {
   output_tokens: number;
   /** Of cache_creation_input_tokens, those written for an hour (`cache_creation.ephemeral_1h_input_tokens`); 0 if absent. */
   cache_creation_1h?: number;
+  /** Web searches run (`server_tool_use.web_search_requests`: in the whole answer's usage, and a stream's message_delta). */
+  web_searches?: number;
 }
 
 /** input 20, cache read 5, cache write 7, output 9: see the header. */
@@ -294,9 +296,10 @@ function streamEvents(id: string, model: string, blocks: Block[], stop: string, 
     }
     ev.push(['content_block_stop', { type: 'content_block_stop', index }]);
   });
-  const usage = fullDelta
+  const usage: Json = fullDelta
     ? { input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens, output_tokens: u.output_tokens }
     : { output_tokens: u.output_tokens };
+  if (u.web_searches !== undefined) usage.server_tool_use = { web_search_requests: u.web_searches };
   ev.push(['message_delta', { type: 'message_delta', delta: { stop_reason: stop, stop_sequence: null }, usage }]);
   ev.push(['message_stop', { type: 'message_stop' }]);
   return ev;
@@ -308,6 +311,7 @@ function usageJson(u: FakeAnthropicUsage): Json {
     input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens,
     cache_creation: cacheCreation(u),
     output_tokens: u.output_tokens, service_tier: 'standard',
+    ...(u.web_searches === undefined ? {} : { server_tool_use: { web_search_requests: u.web_searches } }),
   };
 }
 

@@ -11,6 +11,7 @@ import { resolve } from 'node:path';
 import { request } from 'undici';
 import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
+import { FAKE_USAGE, fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { Metrics } from '../../src/telemetry/metrics.js';
 
 const IDLE = { rows: 0, bytes: 0, oldestMs: null, up: true };
@@ -200,14 +201,18 @@ function attrProblems(spansDoc: string, names: Iterable<string>, seen: ReadonlyM
 // ---- a real app ----------------------------------------------------------------------------------------------------
 
 // A mock provider with a quota (the quota gauges), budgets (the budget gauges), and a combo whose first member (a fake
-// OpenAI upstream) fails once with a 500 (an attempt failure and a cooldown) before the mock answers.
+// OpenAI upstream) fails once with a 500 (an attempt failure and a cooldown) before the mock answers; a fake Anthropic
+// upstream whose answer ran a web search (the search counter).
 const fake = await startFakeOpenAI(t);
+const anthropic = await startFakeAnthropic(t);
+anthropic.next({ kind: 'ok', usage: { ...FAKE_USAGE, web_searches: 1 } });
 // OpenAI's rate-limit headers, so the provider-reported gauges have samples too (docs/quota.md)
 fake.setResponseHeaders({ 'x-ratelimit-limit-tokens': '1000', 'x-ratelimit-remaining-tokens': '900', 'x-ratelimit-reset-tokens': '1m0s' });
 const gw = await startApp(t, {
   providers: {
     demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } },
     fake: fakeProvider(fake.baseUrl, { models: { m: { kind: 'llm' } } }),
+    anth: fakeAnthropicProvider(anthropic.url),
   },
   budgets: { daily_usd: 100, monthly_usd: 1000 },
   combos: { duo: { strategy: 'fallback', models: ['fake/m', 'demo/echo-1'] } },
@@ -218,6 +223,14 @@ for (const [model, stream] of [['demo/echo-1', false], ['demo/echo-1', true], ['
   const r = await request(`${gw.url}/v1/chat/completions`, {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, stream, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  statuses.push(r.statusCode);
+  await r.body.dump();
+}
+{
+  const r = await request(`${gw.url}/v1/messages`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+    body: JSON.stringify({ model: 'anth/claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'search' }] }),
   });
   statuses.push(r.statusCode);
   await r.body.dump();
@@ -259,7 +272,7 @@ const TABLES_DOC = section(DOC, 'ClickHouse tables');
 // ---- the doc against the app ---------------------------------------------------------------------------------------
 
 t.test('the app emits what this test relies on', async (t) => {
-  t.same(statuses, [200, 200, 200], 'unary, streamed and combo requests answered');
+  t.same(statuses, [200, 200, 200, 200], 'unary, streamed, combo and searching requests answered');
   t.ok(METRICS_DOC && SPANS_DOC && TABLES_DOC, 'the three sections exist');
   t.ok(processFamilies.length >= 20, `${processFamilies.length} process families`);
   t.ok(processFamilies.every((f) => /^(process|nodejs)_/.test(f.name)), 'process families are process_* and nodejs_*');
@@ -272,8 +285,8 @@ t.test('the app emits what this test relies on', async (t) => {
   }
   t.ok(columns.length >= 60, `${columns.length} columns`);
   const kinds = gw.spans.getFinishedSpans().map((s) => `${s.kind}:${s.name}`).sort();
-  // SpanKind: 1 SERVER, 2 CLIENT. Two direct requests (one call each), one combo request with two attempts.
-  t.same(kinds, ['1:chat demo/echo-1', '1:chat demo/echo-1', '1:chat duo', '2:POST', '2:POST', '2:POST', '2:POST']);
+  // SpanKind: 1 SERVER, 2 CLIENT. Three direct requests (one call each), one combo request with two attempts.
+  t.same(kinds, ['1:chat anth/claude-haiku-4-5', '1:chat demo/echo-1', '1:chat demo/echo-1', '1:chat duo', '2:POST', '2:POST', '2:POST', '2:POST', '2:POST']);
 });
 
 t.test('every metric family the app emits has a row with its type and labels', async (t) => {

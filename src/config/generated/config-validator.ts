@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -2994,7 +2994,7 @@ vErrors.push(err152);
 errors++;
 }
 for(const key18 in data78){
-if(!(((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "cache_write_1h")) || (key18 === "reasoning")) || (key18 === "tiers"))){
+if(!((((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "cache_write_1h")) || (key18 === "reasoning")) || (key18 === "web_search_per_1k")) || (key18 === "tiers"))){
 const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err153];
@@ -3311,11 +3311,18 @@ errors++;
 }
 }
 }
-if(data78.tiers !== undefined){
-let data85 = data78.tiers;
-if(Array.isArray(data85)){
-if(data85.length > 16){
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data78.web_search_per_1k !== undefined){
+let data85 = data78.web_search_per_1k;
+if(!((typeof data85 == "number") && (isFinite(data85)))){
+let dataType61 = typeof data85;
+let coerced61 = undefined;
+if(!(coerced61 !== undefined)){
+if(dataType61 == "boolean" || data85 === null
+              || (dataType61 == "string" && data85 && data85 == +data85)){
+coerced61 = +data85;
+}
+else {
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3324,12 +3331,17 @@ vErrors.push(err172);
 }
 errors++;
 }
-const len3 = data85.length;
-for(let i4=0; i4<len3; i4++){
-let data86 = data85[i4];
-if(data86 && typeof data86 == "object" && !Array.isArray(data86)){
-if(data86.above_input_tokens === undefined){
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced61 !== undefined){
+data85 = coerced61;
+if(data78 !== undefined){
+data78["web_search_per_1k"] = coerced61;
+}
+}
+}
+if((typeof data85 == "number") && (isFinite(data85))){
+if(data85 > 999 || isNaN(data85)){
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3338,9 +3350,8 @@ vErrors.push(err173);
 }
 errors++;
 }
-for(const key19 in data86){
-if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+if(data85 < 0 || isNaN(data85)){
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3350,18 +3361,12 @@ vErrors.push(err174);
 errors++;
 }
 }
-if(data86.above_input_tokens !== undefined){
-let data87 = data86.above_input_tokens;
-if(!(((typeof data87 == "number") && (!(data87 % 1) && !isNaN(data87))) && (isFinite(data87)))){
-let dataType61 = typeof data87;
-let coerced61 = undefined;
-if(!(coerced61 !== undefined)){
-if(dataType61 === "boolean" || data87 === null
-              || (dataType61 === "string" && data87 && data87 == +data87 && !(data87 % 1))){
-coerced61 = +data87;
 }
-else {
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data78.tiers !== undefined){
+let data86 = data78.tiers;
+if(Array.isArray(data86)){
+if(data86.length > 16){
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3370,17 +3375,12 @@ vErrors.push(err175);
 }
 errors++;
 }
-}
-if(coerced61 !== undefined){
-data87 = coerced61;
-if(data86 !== undefined){
-data86["above_input_tokens"] = coerced61;
-}
-}
-}
-if((typeof data87 == "number") && (isFinite(data87))){
-if(data87 < 1 || isNaN(data87)){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const len3 = data86.length;
+for(let i4=0; i4<len3; i4++){
+let data87 = data86[i4];
+if(data87 && typeof data87 == "object" && !Array.isArray(data87)){
+if(data87.above_input_tokens === undefined){
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3389,20 +3389,9 @@ vErrors.push(err176);
 }
 errors++;
 }
-}
-}
-if(data86.input !== undefined){
-let data88 = data86.input;
-if(!((typeof data88 == "number") && (isFinite(data88)))){
-let dataType62 = typeof data88;
-let coerced62 = undefined;
-if(!(coerced62 !== undefined)){
-if(dataType62 == "boolean" || data88 === null
-              || (dataType62 == "string" && data88 && data88 == +data88)){
-coerced62 = +data88;
-}
-else {
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key19 in data87){
+if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3412,16 +3401,18 @@ vErrors.push(err177);
 errors++;
 }
 }
-if(coerced62 !== undefined){
-data88 = coerced62;
-if(data86 !== undefined){
-data86["input"] = coerced62;
+if(data87.above_input_tokens !== undefined){
+let data88 = data87.above_input_tokens;
+if(!(((typeof data88 == "number") && (!(data88 % 1) && !isNaN(data88))) && (isFinite(data88)))){
+let dataType62 = typeof data88;
+let coerced62 = undefined;
+if(!(coerced62 !== undefined)){
+if(dataType62 === "boolean" || data88 === null
+              || (dataType62 === "string" && data88 && data88 == +data88 && !(data88 % 1))){
+coerced62 = +data88;
 }
-}
-}
-if((typeof data88 == "number") && (isFinite(data88))){
-if(data88 > 9999 || isNaN(data88)){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3430,8 +3421,17 @@ vErrors.push(err178);
 }
 errors++;
 }
-if(data88 < 0 || isNaN(data88)){
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced62 !== undefined){
+data88 = coerced62;
+if(data87 !== undefined){
+data87["above_input_tokens"] = coerced62;
+}
+}
+}
+if((typeof data88 == "number") && (isFinite(data88))){
+if(data88 < 1 || isNaN(data88)){
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3442,8 +3442,8 @@ errors++;
 }
 }
 }
-if(data86.output !== undefined){
-let data89 = data86.output;
+if(data87.input !== undefined){
+let data89 = data87.input;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
 let dataType63 = typeof data89;
 let coerced63 = undefined;
@@ -3453,7 +3453,7 @@ if(dataType63 == "boolean" || data89 === null
 coerced63 = +data89;
 }
 else {
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3465,14 +3465,14 @@ errors++;
 }
 if(coerced63 !== undefined){
 data89 = coerced63;
-if(data86 !== undefined){
-data86["output"] = coerced63;
+if(data87 !== undefined){
+data87["input"] = coerced63;
 }
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
 if(data89 > 9999 || isNaN(data89)){
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3482,7 +3482,7 @@ vErrors.push(err181);
 errors++;
 }
 if(data89 < 0 || isNaN(data89)){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3493,8 +3493,8 @@ errors++;
 }
 }
 }
-if(data86.cached !== undefined){
-let data90 = data86.cached;
+if(data87.output !== undefined){
+let data90 = data87.output;
 if(!((typeof data90 == "number") && (isFinite(data90)))){
 let dataType64 = typeof data90;
 let coerced64 = undefined;
@@ -3504,7 +3504,7 @@ if(dataType64 == "boolean" || data90 === null
 coerced64 = +data90;
 }
 else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3516,14 +3516,14 @@ errors++;
 }
 if(coerced64 !== undefined){
 data90 = coerced64;
-if(data86 !== undefined){
-data86["cached"] = coerced64;
+if(data87 !== undefined){
+data87["output"] = coerced64;
 }
 }
 }
 if((typeof data90 == "number") && (isFinite(data90))){
 if(data90 > 9999 || isNaN(data90)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3533,7 +3533,7 @@ vErrors.push(err184);
 errors++;
 }
 if(data90 < 0 || isNaN(data90)){
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3544,8 +3544,8 @@ errors++;
 }
 }
 }
-if(data86.cache_write !== undefined){
-let data91 = data86.cache_write;
+if(data87.cached !== undefined){
+let data91 = data87.cached;
 if(!((typeof data91 == "number") && (isFinite(data91)))){
 let dataType65 = typeof data91;
 let coerced65 = undefined;
@@ -3555,7 +3555,7 @@ if(dataType65 == "boolean" || data91 === null
 coerced65 = +data91;
 }
 else {
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3567,14 +3567,14 @@ errors++;
 }
 if(coerced65 !== undefined){
 data91 = coerced65;
-if(data86 !== undefined){
-data86["cache_write"] = coerced65;
+if(data87 !== undefined){
+data87["cached"] = coerced65;
 }
 }
 }
 if((typeof data91 == "number") && (isFinite(data91))){
 if(data91 > 9999 || isNaN(data91)){
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3584,7 +3584,7 @@ vErrors.push(err187);
 errors++;
 }
 if(data91 < 0 || isNaN(data91)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3595,8 +3595,8 @@ errors++;
 }
 }
 }
-if(data86.cache_write_1h !== undefined){
-let data92 = data86.cache_write_1h;
+if(data87.cache_write !== undefined){
+let data92 = data87.cache_write;
 if(!((typeof data92 == "number") && (isFinite(data92)))){
 let dataType66 = typeof data92;
 let coerced66 = undefined;
@@ -3606,7 +3606,7 @@ if(dataType66 == "boolean" || data92 === null
 coerced66 = +data92;
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3618,14 +3618,14 @@ errors++;
 }
 if(coerced66 !== undefined){
 data92 = coerced66;
-if(data86 !== undefined){
-data86["cache_write_1h"] = coerced66;
+if(data87 !== undefined){
+data87["cache_write"] = coerced66;
 }
 }
 }
 if((typeof data92 == "number") && (isFinite(data92))){
 if(data92 > 9999 || isNaN(data92)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3635,7 +3635,7 @@ vErrors.push(err190);
 errors++;
 }
 if(data92 < 0 || isNaN(data92)){
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3646,8 +3646,8 @@ errors++;
 }
 }
 }
-if(data86.reasoning !== undefined){
-let data93 = data86.reasoning;
+if(data87.cache_write_1h !== undefined){
+let data93 = data87.cache_write_1h;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
 let dataType67 = typeof data93;
 let coerced67 = undefined;
@@ -3657,7 +3657,7 @@ if(dataType67 == "boolean" || data93 === null
 coerced67 = +data93;
 }
 else {
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3669,14 +3669,14 @@ errors++;
 }
 if(coerced67 !== undefined){
 data93 = coerced67;
-if(data86 !== undefined){
-data86["reasoning"] = coerced67;
+if(data87 !== undefined){
+data87["cache_write_1h"] = coerced67;
 }
 }
 }
 if((typeof data93 == "number") && (isFinite(data93))){
 if(data93 > 9999 || isNaN(data93)){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3686,7 +3686,7 @@ vErrors.push(err193);
 errors++;
 }
 if(data93 < 0 || isNaN(data93)){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3697,9 +3697,18 @@ errors++;
 }
 }
 }
+if(data87.reasoning !== undefined){
+let data94 = data87.reasoning;
+if(!((typeof data94 == "number") && (isFinite(data94)))){
+let dataType68 = typeof data94;
+let coerced68 = undefined;
+if(!(coerced68 !== undefined)){
+if(dataType68 == "boolean" || data94 === null
+              || (dataType68 == "string" && data94 && data94 == +data94)){
+coerced68 = +data94;
 }
 else {
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3709,9 +3718,16 @@ vErrors.push(err195);
 errors++;
 }
 }
+if(coerced68 !== undefined){
+data94 = coerced68;
+if(data87 !== undefined){
+data87["reasoning"] = coerced68;
 }
-else {
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data94 == "number") && (isFinite(data94))){
+if(data94 > 9999 || isNaN(data94)){
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3720,10 +3736,8 @@ vErrors.push(err196);
 }
 errors++;
 }
-}
-}
-else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data94 < 0 || isNaN(data94)){
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3733,11 +3747,10 @@ vErrors.push(err197);
 errors++;
 }
 }
-if(data41.quota !== undefined){
-let data94 = data41.quota;
-if(data94 && typeof data94 == "object" && !Array.isArray(data94)){
-if(data94.kind === undefined){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+}
+else {
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3746,9 +3759,10 @@ vErrors.push(err198);
 }
 errors++;
 }
-for(const key20 in data94){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+}
+else {
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3758,10 +3772,9 @@ vErrors.push(err199);
 errors++;
 }
 }
-if(data94.kind !== undefined){
-let data95 = data94.kind;
-if(!(((((((data95 === "rolling_hours") || (data95 === "daily_requests")) || (data95 === "monthly")) || (data95 === "daily_tokens")) || (data95 === "rolling_tokens")) || (data95 === "monthly_tokens")) || (data95 === "unlimited"))){
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3771,18 +3784,11 @@ vErrors.push(err200);
 errors++;
 }
 }
-if(data94.limit !== undefined){
-let data96 = data94.limit;
-if(!((typeof data96 == "number") && (isFinite(data96)))){
-let dataType68 = typeof data96;
-let coerced68 = undefined;
-if(!(coerced68 !== undefined)){
-if(dataType68 == "boolean" || data96 === null
-              || (dataType68 == "string" && data96 && data96 == +data96)){
-coerced68 = +data96;
-}
-else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.quota !== undefined){
+let data95 = data41.quota;
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+if(data95.kind === undefined){
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3791,17 +3797,9 @@ vErrors.push(err201);
 }
 errors++;
 }
-}
-if(coerced68 !== undefined){
-data96 = coerced68;
-if(data94 !== undefined){
-data94["limit"] = coerced68;
-}
-}
-}
-if((typeof data96 == "number") && (isFinite(data96))){
-if(data96 < 0 || isNaN(data96)){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key20 in data95){
+if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3811,19 +3809,10 @@ vErrors.push(err202);
 errors++;
 }
 }
-}
-if(data94.monthly_limit !== undefined){
-let data97 = data94.monthly_limit;
-if(!((typeof data97 == "number") && (isFinite(data97)))){
-let dataType69 = typeof data97;
-let coerced69 = undefined;
-if(!(coerced69 !== undefined)){
-if(dataType69 == "boolean" || data97 === null
-              || (dataType69 == "string" && data97 && data97 == +data97)){
-coerced69 = +data97;
-}
-else {
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data95.kind !== undefined){
+let data96 = data95.kind;
+if(!(((((((data96 === "rolling_hours") || (data96 === "daily_requests")) || (data96 === "monthly")) || (data96 === "daily_tokens")) || (data96 === "rolling_tokens")) || (data96 === "monthly_tokens")) || (data96 === "unlimited"))){
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3833,16 +3822,18 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(coerced69 !== undefined){
-data97 = coerced69;
-if(data94 !== undefined){
-data94["monthly_limit"] = coerced69;
+if(data95.limit !== undefined){
+let data97 = data95.limit;
+if(!((typeof data97 == "number") && (isFinite(data97)))){
+let dataType69 = typeof data97;
+let coerced69 = undefined;
+if(!(coerced69 !== undefined)){
+if(dataType69 == "boolean" || data97 === null
+              || (dataType69 == "string" && data97 && data97 == +data97)){
+coerced69 = +data97;
 }
-}
-}
-if((typeof data97 == "number") && (isFinite(data97))){
-if(data97 < 0 || isNaN(data97)){
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3852,21 +3843,16 @@ vErrors.push(err204);
 errors++;
 }
 }
+if(coerced69 !== undefined){
+data97 = coerced69;
+if(data95 !== undefined){
+data95["limit"] = coerced69;
 }
-if(data94.window !== undefined){
-let data98 = data94.window;
-if(typeof data98 !== "string"){
-let dataType70 = typeof data98;
-let coerced70 = undefined;
-if(!(coerced70 !== undefined)){
-if(dataType70 == "number" || dataType70 == "boolean"){
-coerced70 = "" + data98;
 }
-else if(data98 === null){
-coerced70 = "";
 }
-else {
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data97 == "number") && (isFinite(data97))){
+if(data97 < 0 || isNaN(data97)){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3876,16 +3862,19 @@ vErrors.push(err205);
 errors++;
 }
 }
-if(coerced70 !== undefined){
-data98 = coerced70;
-if(data94 !== undefined){
-data94["window"] = coerced70;
 }
+if(data95.monthly_limit !== undefined){
+let data98 = data95.monthly_limit;
+if(!((typeof data98 == "number") && (isFinite(data98)))){
+let dataType70 = typeof data98;
+let coerced70 = undefined;
+if(!(coerced70 !== undefined)){
+if(dataType70 == "boolean" || data98 === null
+              || (dataType70 == "string" && data98 && data98 == +data98)){
+coerced70 = +data98;
 }
-}
-if(typeof data98 === "string"){
-if(!pattern12.test(data98)){
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+else {
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3895,9 +3884,28 @@ vErrors.push(err206);
 errors++;
 }
 }
+if(coerced70 !== undefined){
+data98 = coerced70;
+if(data95 !== undefined){
+data95["monthly_limit"] = coerced70;
 }
-if(data94.reset_time !== undefined){
-let data99 = data94.reset_time;
+}
+}
+if((typeof data98 == "number") && (isFinite(data98))){
+if(data98 < 0 || isNaN(data98)){
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err207];
+}
+else {
+vErrors.push(err207);
+}
+errors++;
+}
+}
+}
+if(data95.window !== undefined){
+let data99 = data95.window;
 if(typeof data99 !== "string"){
 let dataType71 = typeof data99;
 let coerced71 = undefined;
@@ -3909,26 +3917,7 @@ else if(data99 === null){
 coerced71 = "";
 }
 else {
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err207];
-}
-else {
-vErrors.push(err207);
-}
-errors++;
-}
-}
-if(coerced71 !== undefined){
-data99 = coerced71;
-if(data94 !== undefined){
-data94["reset_time"] = coerced71;
-}
-}
-}
-if(typeof data99 === "string"){
-if(!pattern14.test(data99)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -3938,19 +3927,16 @@ vErrors.push(err208);
 errors++;
 }
 }
+if(coerced71 !== undefined){
+data99 = coerced71;
+if(data95 !== undefined){
+data95["window"] = coerced71;
 }
-if(data94.anchor_day !== undefined){
-let data100 = data94.anchor_day;
-if(!(((typeof data100 == "number") && (!(data100 % 1) && !isNaN(data100))) && (isFinite(data100)))){
-let dataType72 = typeof data100;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 === "boolean" || data100 === null
-              || (dataType72 === "string" && data100 && data100 == +data100 && !(data100 % 1))){
-coerced72 = +data100;
 }
-else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+if(typeof data99 === "string"){
+if(!pattern12.test(data99)){
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -3960,16 +3946,21 @@ vErrors.push(err209);
 errors++;
 }
 }
-if(coerced72 !== undefined){
-data100 = coerced72;
-if(data94 !== undefined){
-data94["anchor_day"] = coerced72;
 }
+if(data95.reset_time !== undefined){
+let data100 = data95.reset_time;
+if(typeof data100 !== "string"){
+let dataType72 = typeof data100;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 == "number" || dataType72 == "boolean"){
+coerced72 = "" + data100;
 }
+else if(data100 === null){
+coerced72 = "";
 }
-if((typeof data100 == "number") && (isFinite(data100))){
-if(data100 > 31 || isNaN(data100)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+else {
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -3978,8 +3969,17 @@ vErrors.push(err210);
 }
 errors++;
 }
-if(data100 < 1 || isNaN(data100)){
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced72 !== undefined){
+data100 = coerced72;
+if(data95 !== undefined){
+data95["reset_time"] = coerced72;
+}
+}
+}
+if(typeof data100 === "string"){
+if(!pattern14.test(data100)){
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -3990,10 +3990,18 @@ errors++;
 }
 }
 }
-if(data94.unit !== undefined){
-let data101 = data94.unit;
-if(!(((data101 === "hours") || (data101 === "tokens")) || (data101 === "requests"))){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+if(data95.anchor_day !== undefined){
+let data101 = data95.anchor_day;
+if(!(((typeof data101 == "number") && (!(data101 % 1) && !isNaN(data101))) && (isFinite(data101)))){
+let dataType73 = typeof data101;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 === "boolean" || data101 === null
+              || (dataType73 === "string" && data101 && data101 == +data101 && !(data101 % 1))){
+coerced73 = +data101;
+}
+else {
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4003,17 +4011,16 @@ vErrors.push(err212);
 errors++;
 }
 }
-if(data94.source !== undefined){
-let data102 = data94.source;
-if(data102 && typeof data102 == "object" && !Array.isArray(data102)){
-if(data102.headers === undefined){
-data102.headers = {};
+if(coerced73 !== undefined){
+data101 = coerced73;
+if(data95 !== undefined){
+data95["anchor_day"] = coerced73;
 }
-if(data102.refresh_s === undefined){
-data102.refresh_s = 180;
 }
-if(data102.url === undefined){
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+if((typeof data101 == "number") && (isFinite(data101))){
+if(data101 > 31 || isNaN(data101)){
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4022,9 +4029,8 @@ vErrors.push(err213);
 }
 errors++;
 }
-for(const key21 in data102){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+if(data101 < 1 || isNaN(data101)){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4034,20 +4040,11 @@ vErrors.push(err214);
 errors++;
 }
 }
-if(data102.url !== undefined){
-let data103 = data102.url;
-if(typeof data103 !== "string"){
-let dataType73 = typeof data103;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 == "number" || dataType73 == "boolean"){
-coerced73 = "" + data103;
 }
-else if(data103 === null){
-coerced73 = "";
-}
-else {
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data95.unit !== undefined){
+let data102 = data95.unit;
+if(!(((data102 === "hours") || (data102 === "tokens")) || (data102 === "requests"))){
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4057,16 +4054,17 @@ vErrors.push(err215);
 errors++;
 }
 }
-if(coerced73 !== undefined){
-data103 = coerced73;
-if(data102 !== undefined){
-data102["url"] = coerced73;
+if(data95.source !== undefined){
+let data103 = data95.source;
+if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
+if(data103.headers === undefined){
+data103.headers = {};
 }
+if(data103.refresh_s === undefined){
+data103.refresh_s = 180;
 }
-}
-if(typeof data103 === "string"){
-if(!pattern4.test(data103)){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data103.url === undefined){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4075,24 +4073,9 @@ vErrors.push(err216);
 }
 errors++;
 }
-}
-}
-let data104 = data102.headers;
-if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
-for(const key22 in data104){
-let data105 = data104[key22];
-if(typeof data105 !== "string"){
-let dataType74 = typeof data105;
-let coerced74 = undefined;
-if(!(coerced74 !== undefined)){
-if(dataType74 == "number" || dataType74 == "boolean"){
-coerced74 = "" + data105;
-}
-else if(data105 === null){
-coerced74 = "";
-}
-else {
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key21 in data103){
+if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4102,17 +4085,20 @@ vErrors.push(err217);
 errors++;
 }
 }
-if(coerced74 !== undefined){
-data105 = coerced74;
-if(data104 !== undefined){
-data104[key22] = coerced74;
+if(data103.url !== undefined){
+let data104 = data103.url;
+if(typeof data104 !== "string"){
+let dataType74 = typeof data104;
+let coerced74 = undefined;
+if(!(coerced74 !== undefined)){
+if(dataType74 == "number" || dataType74 == "boolean"){
+coerced74 = "" + data104;
 }
-}
-}
-}
+else if(data104 === null){
+coerced74 = "";
 }
 else {
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4121,17 +4107,17 @@ vErrors.push(err218);
 }
 errors++;
 }
-let data106 = data102.refresh_s;
-if(!((typeof data106 == "number") && (isFinite(data106)))){
-let dataType75 = typeof data106;
-let coerced75 = undefined;
-if(!(coerced75 !== undefined)){
-if(dataType75 == "boolean" || data106 === null
-              || (dataType75 == "string" && data106 && data106 == +data106)){
-coerced75 = +data106;
 }
-else {
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(coerced74 !== undefined){
+data104 = coerced74;
+if(data103 !== undefined){
+data103["url"] = coerced74;
+}
+}
+}
+if(typeof data104 === "string"){
+if(!pattern4.test(data104)){
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4141,16 +4127,23 @@ vErrors.push(err219);
 errors++;
 }
 }
-if(coerced75 !== undefined){
-data106 = coerced75;
-if(data102 !== undefined){
-data102["refresh_s"] = coerced75;
 }
+let data105 = data103.headers;
+if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
+for(const key22 in data105){
+let data106 = data105[key22];
+if(typeof data106 !== "string"){
+let dataType75 = typeof data106;
+let coerced75 = undefined;
+if(!(coerced75 !== undefined)){
+if(dataType75 == "number" || dataType75 == "boolean"){
+coerced75 = "" + data106;
 }
+else if(data106 === null){
+coerced75 = "";
 }
-if((typeof data106 == "number") && (isFinite(data106))){
-if(data106 < 180 || isNaN(data106)){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+else {
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4160,9 +4153,17 @@ vErrors.push(err220);
 errors++;
 }
 }
+if(coerced75 !== undefined){
+data106 = coerced75;
+if(data105 !== undefined){
+data105[key22] = coerced75;
+}
+}
+}
+}
 }
 else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4171,10 +4172,17 @@ vErrors.push(err221);
 }
 errors++;
 }
-}
+let data107 = data103.refresh_s;
+if(!((typeof data107 == "number") && (isFinite(data107)))){
+let dataType76 = typeof data107;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 == "boolean" || data107 === null
+              || (dataType76 == "string" && data107 && data107 == +data107)){
+coerced76 = +data107;
 }
 else {
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4184,20 +4192,16 @@ vErrors.push(err222);
 errors++;
 }
 }
-let data107 = data41.mock;
-if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
-if(data107.chunks === undefined){
-data107.chunks = 8;
+if(coerced76 !== undefined){
+data107 = coerced76;
+if(data103 !== undefined){
+data103["refresh_s"] = coerced76;
 }
-if(data107.latency_ms === undefined){
-data107.latency_ms = 20;
 }
-if(data107.chunk_delay_ms === undefined){
-data107.chunk_delay_ms = 5;
 }
-for(const key23 in data107){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+if((typeof data107 == "number") && (isFinite(data107))){
+if(data107 < 180 || isNaN(data107)){
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4207,17 +4211,9 @@ vErrors.push(err223);
 errors++;
 }
 }
-let data108 = data107.chunks;
-if(!(((typeof data108 == "number") && (!(data108 % 1) && !isNaN(data108))) && (isFinite(data108)))){
-let dataType76 = typeof data108;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 === "boolean" || data108 === null
-              || (dataType76 === "string" && data108 && data108 == +data108 && !(data108 % 1))){
-coerced76 = +data108;
 }
 else {
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4227,16 +4223,9 @@ vErrors.push(err224);
 errors++;
 }
 }
-if(coerced76 !== undefined){
-data108 = coerced76;
-if(data107 !== undefined){
-data107["chunks"] = coerced76;
 }
-}
-}
-if((typeof data108 == "number") && (isFinite(data108))){
-if(data108 > 10000 || isNaN(data108)){
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+else {
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4245,8 +4234,21 @@ vErrors.push(err225);
 }
 errors++;
 }
-if(data108 < 1 || isNaN(data108)){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data108 = data41.mock;
+if(data108 && typeof data108 == "object" && !Array.isArray(data108)){
+if(data108.chunks === undefined){
+data108.chunks = 8;
+}
+if(data108.latency_ms === undefined){
+data108.latency_ms = 20;
+}
+if(data108.chunk_delay_ms === undefined){
+data108.chunk_delay_ms = 5;
+}
+for(const key23 in data108){
+if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4256,17 +4258,17 @@ vErrors.push(err226);
 errors++;
 }
 }
-let data109 = data107.latency_ms;
-if(!((typeof data109 == "number") && (isFinite(data109)))){
+let data109 = data108.chunks;
+if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
 let dataType77 = typeof data109;
 let coerced77 = undefined;
 if(!(coerced77 !== undefined)){
-if(dataType77 == "boolean" || data109 === null
-              || (dataType77 == "string" && data109 && data109 == +data109)){
+if(dataType77 === "boolean" || data109 === null
+              || (dataType77 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
 coerced77 = +data109;
 }
 else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4278,14 +4280,14 @@ errors++;
 }
 if(coerced77 !== undefined){
 data109 = coerced77;
-if(data107 !== undefined){
-data107["latency_ms"] = coerced77;
+if(data108 !== undefined){
+data108["chunks"] = coerced77;
 }
 }
 }
 if((typeof data109 == "number") && (isFinite(data109))){
-if(data109 < 0 || isNaN(data109)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data109 > 10000 || isNaN(data109)){
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4294,18 +4296,8 @@ vErrors.push(err228);
 }
 errors++;
 }
-}
-let data110 = data107.chunk_delay_ms;
-if(!((typeof data110 == "number") && (isFinite(data110)))){
-let dataType78 = typeof data110;
-let coerced78 = undefined;
-if(!(coerced78 !== undefined)){
-if(dataType78 == "boolean" || data110 === null
-              || (dataType78 == "string" && data110 && data110 == +data110)){
-coerced78 = +data110;
-}
-else {
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109 < 1 || isNaN(data109)){
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4315,16 +4307,17 @@ vErrors.push(err229);
 errors++;
 }
 }
-if(coerced78 !== undefined){
-data110 = coerced78;
-if(data107 !== undefined){
-data107["chunk_delay_ms"] = coerced78;
+let data110 = data108.latency_ms;
+if(!((typeof data110 == "number") && (isFinite(data110)))){
+let dataType78 = typeof data110;
+let coerced78 = undefined;
+if(!(coerced78 !== undefined)){
+if(dataType78 == "boolean" || data110 === null
+              || (dataType78 == "string" && data110 && data110 == +data110)){
+coerced78 = +data110;
 }
-}
-}
-if((typeof data110 == "number") && (isFinite(data110))){
-if(data110 < 0 || isNaN(data110)){
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4334,18 +4327,16 @@ vErrors.push(err230);
 errors++;
 }
 }
-if(data107.input_tokens !== undefined){
-let data111 = data107.input_tokens;
-if(!(((typeof data111 == "number") && (!(data111 % 1) && !isNaN(data111))) && (isFinite(data111)))){
-let dataType79 = typeof data111;
-let coerced79 = undefined;
-if(!(coerced79 !== undefined)){
-if(dataType79 === "boolean" || data111 === null
-              || (dataType79 === "string" && data111 && data111 == +data111 && !(data111 % 1))){
-coerced79 = +data111;
+if(coerced78 !== undefined){
+data110 = coerced78;
+if(data108 !== undefined){
+data108["latency_ms"] = coerced78;
 }
-else {
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+if((typeof data110 == "number") && (isFinite(data110))){
+if(data110 < 0 || isNaN(data110)){
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4355,16 +4346,17 @@ vErrors.push(err231);
 errors++;
 }
 }
-if(coerced79 !== undefined){
-data111 = coerced79;
-if(data107 !== undefined){
-data107["input_tokens"] = coerced79;
+let data111 = data108.chunk_delay_ms;
+if(!((typeof data111 == "number") && (isFinite(data111)))){
+let dataType79 = typeof data111;
+let coerced79 = undefined;
+if(!(coerced79 !== undefined)){
+if(dataType79 == "boolean" || data111 === null
+              || (dataType79 == "string" && data111 && data111 == +data111)){
+coerced79 = +data111;
 }
-}
-}
-if((typeof data111 == "number") && (isFinite(data111))){
-if(data111 < 0 || isNaN(data111)){
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4374,10 +4366,16 @@ vErrors.push(err232);
 errors++;
 }
 }
+if(coerced79 !== undefined){
+data111 = coerced79;
+if(data108 !== undefined){
+data108["chunk_delay_ms"] = coerced79;
 }
 }
-else {
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data111 == "number") && (isFinite(data111))){
+if(data111 < 0 || isNaN(data111)){
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4386,20 +4384,19 @@ vErrors.push(err233);
 }
 errors++;
 }
-let data112 = data41.models;
-if(data112 && typeof data112 == "object" && !Array.isArray(data112)){
-for(const key24 in data112){
-let data113 = data112[key24];
-if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
-if(data113.kind === undefined){
-data113.kind = "llm";
 }
-if(data113.capabilities === undefined){
-data113.capabilities = [];
+if(data108.input_tokens !== undefined){
+let data112 = data108.input_tokens;
+if(!(((typeof data112 == "number") && (!(data112 % 1) && !isNaN(data112))) && (isFinite(data112)))){
+let dataType80 = typeof data112;
+let coerced80 = undefined;
+if(!(coerced80 !== undefined)){
+if(dataType80 === "boolean" || data112 === null
+              || (dataType80 === "string" && data112 && data112 == +data112 && !(data112 % 1))){
+coerced80 = +data112;
 }
-for(const key25 in data113){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+else {
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4409,9 +4406,16 @@ vErrors.push(err234);
 errors++;
 }
 }
-let data114 = data113.kind;
-if(!(((data114 === "llm") || (data114 === "image")) || (data114 === "embedding"))){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(coerced80 !== undefined){
+data112 = coerced80;
+if(data108 !== undefined){
+data108["input_tokens"] = coerced80;
+}
+}
+}
+if((typeof data112 == "number") && (isFinite(data112))){
+if(data112 < 0 || isNaN(data112)){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4420,13 +4424,11 @@ vErrors.push(err235);
 }
 errors++;
 }
-let data115 = data113.capabilities;
-if(Array.isArray(data115)){
-const len4 = data115.length;
-for(let i5=0; i5<len4; i5++){
-let data116 = data115[i5];
-if(!((((((data116 === "vision") || (data116 === "pdf")) || (data116 === "audio")) || (data116 === "tools")) || (data116 === "reasoning")) || (data116 === "structured_output"))){
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+}
+}
+}
+else {
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4435,15 +4437,20 @@ vErrors.push(err236);
 }
 errors++;
 }
+let data113 = data41.models;
+if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
+for(const key24 in data113){
+let data114 = data113[key24];
+if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
+if(data114.kind === undefined){
+data114.kind = "llm";
 }
-let i6 = data115.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data115[i6], data115[j1])){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(data114.capabilities === undefined){
+data114.capabilities = [];
+}
+for(const key25 in data114){
+if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4451,14 +4458,11 @@ else {
 vErrors.push(err237);
 }
 errors++;
-break outer0;
 }
 }
-}
-}
-}
-else {
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+let data115 = data114.kind;
+if(!(((data115 === "llm") || (data115 === "image")) || (data115 === "embedding"))){
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4467,18 +4471,13 @@ vErrors.push(err238);
 }
 errors++;
 }
-if(data113.max_output_tokens !== undefined){
-let data117 = data113.max_output_tokens;
-if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
-let dataType80 = typeof data117;
-let coerced80 = undefined;
-if(!(coerced80 !== undefined)){
-if(dataType80 === "boolean" || data117 === null
-              || (dataType80 === "string" && data117 && data117 == +data117 && !(data117 % 1))){
-coerced80 = +data117;
-}
-else {
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+let data116 = data114.capabilities;
+if(Array.isArray(data116)){
+const len4 = data116.length;
+for(let i5=0; i5<len4; i5++){
+let data117 = data116[i5];
+if(!((((((data117 === "vision") || (data117 === "pdf")) || (data117 === "audio")) || (data117 === "tools")) || (data117 === "reasoning")) || (data117 === "structured_output"))){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4488,16 +4487,14 @@ vErrors.push(err239);
 errors++;
 }
 }
-if(coerced80 !== undefined){
-data117 = coerced80;
-if(data113 !== undefined){
-data113["max_output_tokens"] = coerced80;
-}
-}
-}
-if((typeof data117 == "number") && (isFinite(data117))){
-if(data117 < 1 || isNaN(data117)){
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+let i6 = data116.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data116[i6], data116[j1])){
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4505,13 +4502,14 @@ else {
 vErrors.push(err240);
 }
 errors++;
+break outer0;
 }
 }
 }
-if(data113.thinking !== undefined){
-let data118 = data113.thinking;
-if(!((((((((((data118 === "openai") || (data118 === "anthropic-budget")) || (data118 === "anthropic-adaptive")) || (data118 === "gemini-budget")) || (data118 === "gemini-level")) || (data118 === "zai")) || (data118 === "qwen")) || (data118 === "deepseek")) || (data118 === "kimi")) || (data118 === "minimax"))){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4520,13 +4518,18 @@ vErrors.push(err241);
 }
 errors++;
 }
+if(data114.max_output_tokens !== undefined){
+let data118 = data114.max_output_tokens;
+if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
+let dataType81 = typeof data118;
+let coerced81 = undefined;
+if(!(coerced81 !== undefined)){
+if(dataType81 === "boolean" || data118 === null
+              || (dataType81 === "string" && data118 && data118 == +data118 && !(data118 % 1))){
+coerced81 = +data118;
 }
-if(data113.price !== undefined){
-let data119 = data113.price;
-if(data119 && typeof data119 == "object" && !Array.isArray(data119)){
-for(const key26 in data119){
-if(!(((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "cache_write_1h")) || (key26 === "reasoning")) || (key26 === "tiers"))){
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+else {
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4536,18 +4539,16 @@ vErrors.push(err242);
 errors++;
 }
 }
-if(data119.input !== undefined){
-let data120 = data119.input;
-if(!((typeof data120 == "number") && (isFinite(data120)))){
-let dataType81 = typeof data120;
-let coerced81 = undefined;
-if(!(coerced81 !== undefined)){
-if(dataType81 == "boolean" || data120 === null
-              || (dataType81 == "string" && data120 && data120 == +data120)){
-coerced81 = +data120;
+if(coerced81 !== undefined){
+data118 = coerced81;
+if(data114 !== undefined){
+data114["max_output_tokens"] = coerced81;
 }
-else {
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data118 == "number") && (isFinite(data118))){
+if(data118 < 1 || isNaN(data118)){
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4557,16 +4558,11 @@ vErrors.push(err243);
 errors++;
 }
 }
-if(coerced81 !== undefined){
-data120 = coerced81;
-if(data119 !== undefined){
-data119["input"] = coerced81;
 }
-}
-}
-if((typeof data120 == "number") && (isFinite(data120))){
-if(data120 > 9999 || isNaN(data120)){
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data114.thinking !== undefined){
+let data119 = data114.thinking;
+if(!((((((((((data119 === "openai") || (data119 === "anthropic-budget")) || (data119 === "anthropic-adaptive")) || (data119 === "gemini-budget")) || (data119 === "gemini-level")) || (data119 === "zai")) || (data119 === "qwen")) || (data119 === "deepseek")) || (data119 === "kimi")) || (data119 === "minimax"))){
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4575,8 +4571,13 @@ vErrors.push(err244);
 }
 errors++;
 }
-if(data120 < 0 || isNaN(data120)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data114.price !== undefined){
+let data120 = data114.price;
+if(data120 && typeof data120 == "object" && !Array.isArray(data120)){
+for(const key26 in data120){
+if(!((((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "cache_write_1h")) || (key26 === "reasoning")) || (key26 === "web_search_per_1k")) || (key26 === "tiers"))){
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4586,9 +4587,8 @@ vErrors.push(err245);
 errors++;
 }
 }
-}
-if(data119.output !== undefined){
-let data121 = data119.output;
+if(data120.input !== undefined){
+let data121 = data120.input;
 if(!((typeof data121 == "number") && (isFinite(data121)))){
 let dataType82 = typeof data121;
 let coerced82 = undefined;
@@ -4598,7 +4598,7 @@ if(dataType82 == "boolean" || data121 === null
 coerced82 = +data121;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4610,14 +4610,14 @@ errors++;
 }
 if(coerced82 !== undefined){
 data121 = coerced82;
-if(data119 !== undefined){
-data119["output"] = coerced82;
+if(data120 !== undefined){
+data120["input"] = coerced82;
 }
 }
 }
 if((typeof data121 == "number") && (isFinite(data121))){
 if(data121 > 9999 || isNaN(data121)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4627,7 +4627,7 @@ vErrors.push(err247);
 errors++;
 }
 if(data121 < 0 || isNaN(data121)){
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4638,8 +4638,8 @@ errors++;
 }
 }
 }
-if(data119.cached !== undefined){
-let data122 = data119.cached;
+if(data120.output !== undefined){
+let data122 = data120.output;
 if(!((typeof data122 == "number") && (isFinite(data122)))){
 let dataType83 = typeof data122;
 let coerced83 = undefined;
@@ -4649,7 +4649,7 @@ if(dataType83 == "boolean" || data122 === null
 coerced83 = +data122;
 }
 else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4661,14 +4661,14 @@ errors++;
 }
 if(coerced83 !== undefined){
 data122 = coerced83;
-if(data119 !== undefined){
-data119["cached"] = coerced83;
+if(data120 !== undefined){
+data120["output"] = coerced83;
 }
 }
 }
 if((typeof data122 == "number") && (isFinite(data122))){
 if(data122 > 9999 || isNaN(data122)){
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4678,7 +4678,7 @@ vErrors.push(err250);
 errors++;
 }
 if(data122 < 0 || isNaN(data122)){
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4689,8 +4689,8 @@ errors++;
 }
 }
 }
-if(data119.cache_write !== undefined){
-let data123 = data119.cache_write;
+if(data120.cached !== undefined){
+let data123 = data120.cached;
 if(!((typeof data123 == "number") && (isFinite(data123)))){
 let dataType84 = typeof data123;
 let coerced84 = undefined;
@@ -4700,7 +4700,7 @@ if(dataType84 == "boolean" || data123 === null
 coerced84 = +data123;
 }
 else {
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4712,14 +4712,14 @@ errors++;
 }
 if(coerced84 !== undefined){
 data123 = coerced84;
-if(data119 !== undefined){
-data119["cache_write"] = coerced84;
+if(data120 !== undefined){
+data120["cached"] = coerced84;
 }
 }
 }
 if((typeof data123 == "number") && (isFinite(data123))){
 if(data123 > 9999 || isNaN(data123)){
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4729,7 +4729,7 @@ vErrors.push(err253);
 errors++;
 }
 if(data123 < 0 || isNaN(data123)){
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4740,8 +4740,8 @@ errors++;
 }
 }
 }
-if(data119.cache_write_1h !== undefined){
-let data124 = data119.cache_write_1h;
+if(data120.cache_write !== undefined){
+let data124 = data120.cache_write;
 if(!((typeof data124 == "number") && (isFinite(data124)))){
 let dataType85 = typeof data124;
 let coerced85 = undefined;
@@ -4751,7 +4751,7 @@ if(dataType85 == "boolean" || data124 === null
 coerced85 = +data124;
 }
 else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4763,14 +4763,14 @@ errors++;
 }
 if(coerced85 !== undefined){
 data124 = coerced85;
-if(data119 !== undefined){
-data119["cache_write_1h"] = coerced85;
+if(data120 !== undefined){
+data120["cache_write"] = coerced85;
 }
 }
 }
 if((typeof data124 == "number") && (isFinite(data124))){
 if(data124 > 9999 || isNaN(data124)){
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4780,7 +4780,7 @@ vErrors.push(err256);
 errors++;
 }
 if(data124 < 0 || isNaN(data124)){
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4791,8 +4791,8 @@ errors++;
 }
 }
 }
-if(data119.reasoning !== undefined){
-let data125 = data119.reasoning;
+if(data120.cache_write_1h !== undefined){
+let data125 = data120.cache_write_1h;
 if(!((typeof data125 == "number") && (isFinite(data125)))){
 let dataType86 = typeof data125;
 let coerced86 = undefined;
@@ -4802,7 +4802,7 @@ if(dataType86 == "boolean" || data125 === null
 coerced86 = +data125;
 }
 else {
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4814,14 +4814,14 @@ errors++;
 }
 if(coerced86 !== undefined){
 data125 = coerced86;
-if(data119 !== undefined){
-data119["reasoning"] = coerced86;
+if(data120 !== undefined){
+data120["cache_write_1h"] = coerced86;
 }
 }
 }
 if((typeof data125 == "number") && (isFinite(data125))){
 if(data125 > 9999 || isNaN(data125)){
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4831,7 +4831,7 @@ vErrors.push(err259);
 errors++;
 }
 if(data125 < 0 || isNaN(data125)){
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4842,11 +4842,18 @@ errors++;
 }
 }
 }
-if(data119.tiers !== undefined){
-let data126 = data119.tiers;
-if(Array.isArray(data126)){
-if(data126.length > 16){
-const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data120.reasoning !== undefined){
+let data126 = data120.reasoning;
+if(!((typeof data126 == "number") && (isFinite(data126)))){
+let dataType87 = typeof data126;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 == "boolean" || data126 === null
+              || (dataType87 == "string" && data126 && data126 == +data126)){
+coerced87 = +data126;
+}
+else {
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4855,12 +4862,17 @@ vErrors.push(err261);
 }
 errors++;
 }
-const len5 = data126.length;
-for(let i7=0; i7<len5; i7++){
-let data127 = data126[i7];
-if(data127 && typeof data127 == "object" && !Array.isArray(data127)){
-if(data127.above_input_tokens === undefined){
-const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced87 !== undefined){
+data126 = coerced87;
+if(data120 !== undefined){
+data120["reasoning"] = coerced87;
+}
+}
+}
+if((typeof data126 == "number") && (isFinite(data126))){
+if(data126 > 9999 || isNaN(data126)){
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4869,9 +4881,8 @@ vErrors.push(err262);
 }
 errors++;
 }
-for(const key27 in data127){
-if(!(((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "cache_write_1h")) || (key27 === "reasoning"))){
-const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+if(data126 < 0 || isNaN(data126)){
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4881,18 +4892,19 @@ vErrors.push(err263);
 errors++;
 }
 }
-if(data127.above_input_tokens !== undefined){
-let data128 = data127.above_input_tokens;
-if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
-let dataType87 = typeof data128;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 === "boolean" || data128 === null
-              || (dataType87 === "string" && data128 && data128 == +data128 && !(data128 % 1))){
-coerced87 = +data128;
+}
+if(data120.web_search_per_1k !== undefined){
+let data127 = data120.web_search_per_1k;
+if(!((typeof data127 == "number") && (isFinite(data127)))){
+let dataType88 = typeof data127;
+let coerced88 = undefined;
+if(!(coerced88 !== undefined)){
+if(dataType88 == "boolean" || data127 === null
+              || (dataType88 == "string" && data127 && data127 == +data127)){
+coerced88 = +data127;
 }
 else {
-const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4902,16 +4914,16 @@ vErrors.push(err264);
 errors++;
 }
 }
-if(coerced87 !== undefined){
-data128 = coerced87;
-if(data127 !== undefined){
-data127["above_input_tokens"] = coerced87;
+if(coerced88 !== undefined){
+data127 = coerced88;
+if(data120 !== undefined){
+data120["web_search_per_1k"] = coerced88;
 }
 }
 }
-if((typeof data128 == "number") && (isFinite(data128))){
-if(data128 < 1 || isNaN(data128)){
-const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data127 == "number") && (isFinite(data127))){
+if(data127 > 999 || isNaN(data127)){
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -4920,20 +4932,8 @@ vErrors.push(err265);
 }
 errors++;
 }
-}
-}
-if(data127.input !== undefined){
-let data129 = data127.input;
-if(!((typeof data129 == "number") && (isFinite(data129)))){
-let dataType88 = typeof data129;
-let coerced88 = undefined;
-if(!(coerced88 !== undefined)){
-if(dataType88 == "boolean" || data129 === null
-              || (dataType88 == "string" && data129 && data129 == +data129)){
-coerced88 = +data129;
-}
-else {
-const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data127 < 0 || isNaN(data127)){
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -4943,16 +4943,12 @@ vErrors.push(err266);
 errors++;
 }
 }
-if(coerced88 !== undefined){
-data129 = coerced88;
-if(data127 !== undefined){
-data127["input"] = coerced88;
 }
-}
-}
-if((typeof data129 == "number") && (isFinite(data129))){
-if(data129 > 9999 || isNaN(data129)){
-const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data120.tiers !== undefined){
+let data128 = data120.tiers;
+if(Array.isArray(data128)){
+if(data128.length > 16){
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -4961,8 +4957,12 @@ vErrors.push(err267);
 }
 errors++;
 }
-if(data129 < 0 || isNaN(data129)){
-const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const len5 = data128.length;
+for(let i7=0; i7<len5; i7++){
+let data129 = data128[i7];
+if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
+if(data129.above_input_tokens === undefined){
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -4971,20 +4971,9 @@ vErrors.push(err268);
 }
 errors++;
 }
-}
-}
-if(data127.output !== undefined){
-let data130 = data127.output;
-if(!((typeof data130 == "number") && (isFinite(data130)))){
-let dataType89 = typeof data130;
-let coerced89 = undefined;
-if(!(coerced89 !== undefined)){
-if(dataType89 == "boolean" || data130 === null
-              || (dataType89 == "string" && data130 && data130 == +data130)){
-coerced89 = +data130;
-}
-else {
-const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key27 in data129){
+if(!(((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "cache_write_1h")) || (key27 === "reasoning"))){
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -4994,16 +4983,18 @@ vErrors.push(err269);
 errors++;
 }
 }
-if(coerced89 !== undefined){
-data130 = coerced89;
-if(data127 !== undefined){
-data127["output"] = coerced89;
+if(data129.above_input_tokens !== undefined){
+let data130 = data129.above_input_tokens;
+if(!(((typeof data130 == "number") && (!(data130 % 1) && !isNaN(data130))) && (isFinite(data130)))){
+let dataType89 = typeof data130;
+let coerced89 = undefined;
+if(!(coerced89 !== undefined)){
+if(dataType89 === "boolean" || data130 === null
+              || (dataType89 === "string" && data130 && data130 == +data130 && !(data130 % 1))){
+coerced89 = +data130;
 }
-}
-}
-if((typeof data130 == "number") && (isFinite(data130))){
-if(data130 > 9999 || isNaN(data130)){
-const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5012,8 +5003,17 @@ vErrors.push(err270);
 }
 errors++;
 }
-if(data130 < 0 || isNaN(data130)){
-const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced89 !== undefined){
+data130 = coerced89;
+if(data129 !== undefined){
+data129["above_input_tokens"] = coerced89;
+}
+}
+}
+if((typeof data130 == "number") && (isFinite(data130))){
+if(data130 < 1 || isNaN(data130)){
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5024,8 +5024,8 @@ errors++;
 }
 }
 }
-if(data127.cached !== undefined){
-let data131 = data127.cached;
+if(data129.input !== undefined){
+let data131 = data129.input;
 if(!((typeof data131 == "number") && (isFinite(data131)))){
 let dataType90 = typeof data131;
 let coerced90 = undefined;
@@ -5035,7 +5035,7 @@ if(dataType90 == "boolean" || data131 === null
 coerced90 = +data131;
 }
 else {
-const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5047,14 +5047,14 @@ errors++;
 }
 if(coerced90 !== undefined){
 data131 = coerced90;
-if(data127 !== undefined){
-data127["cached"] = coerced90;
+if(data129 !== undefined){
+data129["input"] = coerced90;
 }
 }
 }
 if((typeof data131 == "number") && (isFinite(data131))){
 if(data131 > 9999 || isNaN(data131)){
-const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5064,7 +5064,7 @@ vErrors.push(err273);
 errors++;
 }
 if(data131 < 0 || isNaN(data131)){
-const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5075,8 +5075,8 @@ errors++;
 }
 }
 }
-if(data127.cache_write !== undefined){
-let data132 = data127.cache_write;
+if(data129.output !== undefined){
+let data132 = data129.output;
 if(!((typeof data132 == "number") && (isFinite(data132)))){
 let dataType91 = typeof data132;
 let coerced91 = undefined;
@@ -5086,7 +5086,7 @@ if(dataType91 == "boolean" || data132 === null
 coerced91 = +data132;
 }
 else {
-const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5098,14 +5098,14 @@ errors++;
 }
 if(coerced91 !== undefined){
 data132 = coerced91;
-if(data127 !== undefined){
-data127["cache_write"] = coerced91;
+if(data129 !== undefined){
+data129["output"] = coerced91;
 }
 }
 }
 if((typeof data132 == "number") && (isFinite(data132))){
 if(data132 > 9999 || isNaN(data132)){
-const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5115,7 +5115,7 @@ vErrors.push(err276);
 errors++;
 }
 if(data132 < 0 || isNaN(data132)){
-const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5126,8 +5126,8 @@ errors++;
 }
 }
 }
-if(data127.cache_write_1h !== undefined){
-let data133 = data127.cache_write_1h;
+if(data129.cached !== undefined){
+let data133 = data129.cached;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
 let dataType92 = typeof data133;
 let coerced92 = undefined;
@@ -5137,7 +5137,7 @@ if(dataType92 == "boolean" || data133 === null
 coerced92 = +data133;
 }
 else {
-const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5149,14 +5149,14 @@ errors++;
 }
 if(coerced92 !== undefined){
 data133 = coerced92;
-if(data127 !== undefined){
-data127["cache_write_1h"] = coerced92;
+if(data129 !== undefined){
+data129["cached"] = coerced92;
 }
 }
 }
 if((typeof data133 == "number") && (isFinite(data133))){
 if(data133 > 9999 || isNaN(data133)){
-const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5166,7 +5166,7 @@ vErrors.push(err279);
 errors++;
 }
 if(data133 < 0 || isNaN(data133)){
-const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5177,8 +5177,8 @@ errors++;
 }
 }
 }
-if(data127.reasoning !== undefined){
-let data134 = data127.reasoning;
+if(data129.cache_write !== undefined){
+let data134 = data129.cache_write;
 if(!((typeof data134 == "number") && (isFinite(data134)))){
 let dataType93 = typeof data134;
 let coerced93 = undefined;
@@ -5188,7 +5188,7 @@ if(dataType93 == "boolean" || data134 === null
 coerced93 = +data134;
 }
 else {
-const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5200,14 +5200,14 @@ errors++;
 }
 if(coerced93 !== undefined){
 data134 = coerced93;
-if(data127 !== undefined){
-data127["reasoning"] = coerced93;
+if(data129 !== undefined){
+data129["cache_write"] = coerced93;
 }
 }
 }
 if((typeof data134 == "number") && (isFinite(data134))){
 if(data134 > 9999 || isNaN(data134)){
-const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5217,7 +5217,7 @@ vErrors.push(err282);
 errors++;
 }
 if(data134 < 0 || isNaN(data134)){
-const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5228,9 +5228,18 @@ errors++;
 }
 }
 }
+if(data129.cache_write_1h !== undefined){
+let data135 = data129.cache_write_1h;
+if(!((typeof data135 == "number") && (isFinite(data135)))){
+let dataType94 = typeof data135;
+let coerced94 = undefined;
+if(!(coerced94 !== undefined)){
+if(dataType94 == "boolean" || data135 === null
+              || (dataType94 == "string" && data135 && data135 == +data135)){
+coerced94 = +data135;
 }
 else {
-const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5240,9 +5249,16 @@ vErrors.push(err284);
 errors++;
 }
 }
+if(coerced94 !== undefined){
+data135 = coerced94;
+if(data129 !== undefined){
+data129["cache_write_1h"] = coerced94;
 }
-else {
-const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data135 == "number") && (isFinite(data135))){
+if(data135 > 9999 || isNaN(data135)){
+const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5251,10 +5267,8 @@ vErrors.push(err285);
 }
 errors++;
 }
-}
-}
-else {
-const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data135 < 0 || isNaN(data135)){
+const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5265,8 +5279,18 @@ errors++;
 }
 }
 }
+if(data129.reasoning !== undefined){
+let data136 = data129.reasoning;
+if(!((typeof data136 == "number") && (isFinite(data136)))){
+let dataType95 = typeof data136;
+let coerced95 = undefined;
+if(!(coerced95 !== undefined)){
+if(dataType95 == "boolean" || data136 === null
+              || (dataType95 == "string" && data136 && data136 == +data136)){
+coerced95 = +data136;
+}
 else {
-const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5276,9 +5300,16 @@ vErrors.push(err287);
 errors++;
 }
 }
+if(coerced95 !== undefined){
+data136 = coerced95;
+if(data129 !== undefined){
+data129["reasoning"] = coerced95;
 }
-else {
-const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data136 == "number") && (isFinite(data136))){
+if(data136 > 9999 || isNaN(data136)){
+const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5287,20 +5318,8 @@ vErrors.push(err288);
 }
 errors++;
 }
-if(data41.catalog !== undefined){
-let data135 = data41.catalog;
-if(typeof data135 !== "string"){
-let dataType94 = typeof data135;
-let coerced94 = undefined;
-if(!(coerced94 !== undefined)){
-if(dataType94 == "number" || dataType94 == "boolean"){
-coerced94 = "" + data135;
-}
-else if(data135 === null){
-coerced94 = "";
-}
-else {
-const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data136 < 0 || isNaN(data136)){
+const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5310,16 +5329,10 @@ vErrors.push(err289);
 errors++;
 }
 }
-if(coerced94 !== undefined){
-data135 = coerced94;
-if(data41 !== undefined){
-data41["catalog"] = coerced94;
 }
 }
-}
-if(typeof data135 === "string"){
-if(!pattern16.test(data135)){
-const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5330,18 +5343,8 @@ errors++;
 }
 }
 }
-let data136 = data41.allow_unlisted_models;
-if(typeof data136 !== "boolean"){
-let coerced95 = undefined;
-if(!(coerced95 !== undefined)){
-if(data136 === "false" || data136 === 0 || data136 === null){
-coerced95 = false;
-}
-else if(data136 === "true" || data136 === 1){
-coerced95 = true;
-}
 else {
-const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5351,16 +5354,9 @@ vErrors.push(err291);
 errors++;
 }
 }
-if(coerced95 !== undefined){
-data136 = coerced95;
-if(data41 !== undefined){
-data41["allow_unlisted_models"] = coerced95;
-}
-}
-}
 }
 else {
-const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5372,7 +5368,7 @@ errors++;
 }
 }
 else {
-const err293 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5381,13 +5377,10 @@ vErrors.push(err293);
 }
 errors++;
 }
-let data137 = data.combos;
-if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
-for(const key28 in data137){
-const _errs299 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err294 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+}
+else {
+const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5396,10 +5389,20 @@ vErrors.push(err294);
 }
 errors++;
 }
+if(data41.catalog !== undefined){
+let data137 = data41.catalog;
+if(typeof data137 !== "string"){
+let dataType96 = typeof data137;
+let coerced96 = undefined;
+if(!(coerced96 !== undefined)){
+if(dataType96 == "number" || dataType96 == "boolean"){
+coerced96 = "" + data137;
 }
-var valid43 = _errs299 === errors;
-if(!valid43){
-const err295 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+else if(data137 === null){
+coerced96 = "";
+}
+else {
+const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5409,11 +5412,16 @@ vErrors.push(err295);
 errors++;
 }
 }
-for(const key29 in data137){
-let data138 = data137[key29];
-if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
-if(data138.strategy === undefined){
-const err296 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+if(coerced96 !== undefined){
+data137 = coerced96;
+if(data41 !== undefined){
+data41["catalog"] = coerced96;
+}
+}
+}
+if(typeof data137 === "string"){
+if(!pattern16.test(data137)){
+const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5422,8 +5430,20 @@ vErrors.push(err296);
 }
 errors++;
 }
-if(data138.models === undefined){
-const err297 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+}
+let data138 = data41.allow_unlisted_models;
+if(typeof data138 !== "boolean"){
+let coerced97 = undefined;
+if(!(coerced97 !== undefined)){
+if(data138 === "false" || data138 === 0 || data138 === null){
+coerced97 = false;
+}
+else if(data138 === "true" || data138 === 1){
+coerced97 = true;
+}
+else {
+const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5432,9 +5452,17 @@ vErrors.push(err297);
 }
 errors++;
 }
-for(const key30 in data138){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err298 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+if(coerced97 !== undefined){
+data138 = coerced97;
+if(data41 !== undefined){
+data41["allow_unlisted_models"] = coerced97;
+}
+}
+}
+}
+else {
+const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5444,10 +5472,9 @@ vErrors.push(err298);
 errors++;
 }
 }
-if(data138.strategy !== undefined){
-let data139 = data138.strategy;
-if(!((((data139 === "fallback") || (data139 === "round-robin")) || (data139 === "fusion")) || (data139 === "capacity"))){
-const err299 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+}
+else {
+const err299 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5456,12 +5483,13 @@ vErrors.push(err299);
 }
 errors++;
 }
-}
-if(data138.models !== undefined){
-let data140 = data138.models;
-if(Array.isArray(data140)){
-if(data140.length < 1){
-const err300 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+let data139 = data.combos;
+if(data139 && typeof data139 == "object" && !Array.isArray(data139)){
+for(const key28 in data139){
+const _errs303 = errors;
+if(typeof key28 === "string"){
+if(!pattern3.test(key28)){
+const err300 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5470,21 +5498,10 @@ vErrors.push(err300);
 }
 errors++;
 }
-const len6 = data140.length;
-for(let i8=0; i8<len6; i8++){
-let data141 = data140[i8];
-if(typeof data141 !== "string"){
-let dataType96 = typeof data141;
-let coerced96 = undefined;
-if(!(coerced96 !== undefined)){
-if(dataType96 == "number" || dataType96 == "boolean"){
-coerced96 = "" + data141;
 }
-else if(data141 === null){
-coerced96 = "";
-}
-else {
-const err301 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid43 = _errs303 === errors;
+if(!valid43){
+const err301 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5494,17 +5511,11 @@ vErrors.push(err301);
 errors++;
 }
 }
-if(coerced96 !== undefined){
-data141 = coerced96;
-if(data140 !== undefined){
-data140[i8] = coerced96;
-}
-}
-}
-}
-}
-else {
-const err302 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key29 in data139){
+let data140 = data139[key29];
+if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
+if(data140.strategy === undefined){
+const err302 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5513,21 +5524,8 @@ vErrors.push(err302);
 }
 errors++;
 }
-}
-if(data138.judge !== undefined){
-let data142 = data138.judge;
-if(typeof data142 !== "string"){
-let dataType97 = typeof data142;
-let coerced97 = undefined;
-if(!(coerced97 !== undefined)){
-if(dataType97 == "number" || dataType97 == "boolean"){
-coerced97 = "" + data142;
-}
-else if(data142 === null){
-coerced97 = "";
-}
-else {
-const err303 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data140.models === undefined){
+const err303 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5536,27 +5534,9 @@ vErrors.push(err303);
 }
 errors++;
 }
-}
-if(coerced97 !== undefined){
-data142 = coerced97;
-if(data138 !== undefined){
-data138["judge"] = coerced97;
-}
-}
-}
-}
-if(data138.quorum !== undefined){
-let data143 = data138.quorum;
-if(!(((typeof data143 == "number") && (!(data143 % 1) && !isNaN(data143))) && (isFinite(data143)))){
-let dataType98 = typeof data143;
-let coerced98 = undefined;
-if(!(coerced98 !== undefined)){
-if(dataType98 === "boolean" || data143 === null
-              || (dataType98 === "string" && data143 && data143 == +data143 && !(data143 % 1))){
-coerced98 = +data143;
-}
-else {
-const err304 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+for(const key30 in data140){
+if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
+const err304 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5566,16 +5546,10 @@ vErrors.push(err304);
 errors++;
 }
 }
-if(coerced98 !== undefined){
-data143 = coerced98;
-if(data138 !== undefined){
-data138["quorum"] = coerced98;
-}
-}
-}
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 < 1 || isNaN(data143)){
-const err305 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data140.strategy !== undefined){
+let data141 = data140.strategy;
+if(!((((data141 === "fallback") || (data141 === "round-robin")) || (data141 === "fusion")) || (data141 === "capacity"))){
+const err305 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5585,19 +5559,11 @@ vErrors.push(err305);
 errors++;
 }
 }
-}
-if(data138.grace_ms !== undefined){
-let data144 = data138.grace_ms;
-if(!((typeof data144 == "number") && (isFinite(data144)))){
-let dataType99 = typeof data144;
-let coerced99 = undefined;
-if(!(coerced99 !== undefined)){
-if(dataType99 == "boolean" || data144 === null
-              || (dataType99 == "string" && data144 && data144 == +data144)){
-coerced99 = +data144;
-}
-else {
-const err306 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data140.models !== undefined){
+let data142 = data140.models;
+if(Array.isArray(data142)){
+if(data142.length < 1){
+const err306 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5606,17 +5572,21 @@ vErrors.push(err306);
 }
 errors++;
 }
+const len6 = data142.length;
+for(let i8=0; i8<len6; i8++){
+let data143 = data142[i8];
+if(typeof data143 !== "string"){
+let dataType98 = typeof data143;
+let coerced98 = undefined;
+if(!(coerced98 !== undefined)){
+if(dataType98 == "number" || dataType98 == "boolean"){
+coerced98 = "" + data143;
 }
-if(coerced99 !== undefined){
-data144 = coerced99;
-if(data138 !== undefined){
-data138["grace_ms"] = coerced99;
+else if(data143 === null){
+coerced98 = "";
 }
-}
-}
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 < 0 || isNaN(data144)){
-const err307 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err307 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5626,19 +5596,17 @@ vErrors.push(err307);
 errors++;
 }
 }
+if(coerced98 !== undefined){
+data143 = coerced98;
+if(data142 !== undefined){
+data142[i8] = coerced98;
 }
-if(data138.timeout_ms !== undefined){
-let data145 = data138.timeout_ms;
-if(!((typeof data145 == "number") && (isFinite(data145)))){
-let dataType100 = typeof data145;
-let coerced100 = undefined;
-if(!(coerced100 !== undefined)){
-if(dataType100 == "boolean" || data145 === null
-              || (dataType100 == "string" && data145 && data145 == +data145)){
-coerced100 = +data145;
+}
+}
+}
 }
 else {
-const err308 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err308 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5648,16 +5616,20 @@ vErrors.push(err308);
 errors++;
 }
 }
-if(coerced100 !== undefined){
-data145 = coerced100;
-if(data138 !== undefined){
-data138["timeout_ms"] = coerced100;
+if(data140.judge !== undefined){
+let data144 = data140.judge;
+if(typeof data144 !== "string"){
+let dataType99 = typeof data144;
+let coerced99 = undefined;
+if(!(coerced99 !== undefined)){
+if(dataType99 == "number" || dataType99 == "boolean"){
+coerced99 = "" + data144;
 }
+else if(data144 === null){
+coerced99 = "";
 }
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 < 0 || isNaN(data145)){
-const err309 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err309 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5666,8 +5638,27 @@ vErrors.push(err309);
 }
 errors++;
 }
-if(data145 <= 0 || isNaN(data145)){
-const err310 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced99 !== undefined){
+data144 = coerced99;
+if(data140 !== undefined){
+data140["judge"] = coerced99;
+}
+}
+}
+}
+if(data140.quorum !== undefined){
+let data145 = data140.quorum;
+if(!(((typeof data145 == "number") && (!(data145 % 1) && !isNaN(data145))) && (isFinite(data145)))){
+let dataType100 = typeof data145;
+let coerced100 = undefined;
+if(!(coerced100 !== undefined)){
+if(dataType100 === "boolean" || data145 === null
+              || (dataType100 === "string" && data145 && data145 == +data145 && !(data145 % 1))){
+coerced100 = +data145;
+}
+else {
+const err310 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err310];
 }
@@ -5677,10 +5668,16 @@ vErrors.push(err310);
 errors++;
 }
 }
+if(coerced100 !== undefined){
+data145 = coerced100;
+if(data140 !== undefined){
+data140["quorum"] = coerced100;
 }
 }
-else {
-const err311 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data145 == "number") && (isFinite(data145))){
+if(data145 < 1 || isNaN(data145)){
+const err311 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5691,8 +5688,18 @@ errors++;
 }
 }
 }
+if(data140.grace_ms !== undefined){
+let data146 = data140.grace_ms;
+if(!((typeof data146 == "number") && (isFinite(data146)))){
+let dataType101 = typeof data146;
+let coerced101 = undefined;
+if(!(coerced101 !== undefined)){
+if(dataType101 == "boolean" || data146 === null
+              || (dataType101 == "string" && data146 && data146 == +data146)){
+coerced101 = +data146;
+}
 else {
-const err312 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err312 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5701,14 +5708,17 @@ vErrors.push(err312);
 }
 errors++;
 }
-let data146 = data.routing;
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(data146.cooldown === undefined){
-data146.cooldown = {};
 }
-for(const key31 in data146){
-if(!(key31 === "cooldown")){
-const err313 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+if(coerced101 !== undefined){
+data146 = coerced101;
+if(data140 !== undefined){
+data140["grace_ms"] = coerced101;
+}
+}
+}
+if((typeof data146 == "number") && (isFinite(data146))){
+if(data146 < 0 || isNaN(data146)){
+const err313 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5718,20 +5728,19 @@ vErrors.push(err313);
 errors++;
 }
 }
-let data147 = data146.cooldown;
-if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
-if(data147.initial_s === undefined){
-data147.initial_s = 5;
 }
-if(data147.max_s === undefined){
-data147.max_s = 300;
+if(data140.timeout_ms !== undefined){
+let data147 = data140.timeout_ms;
+if(!((typeof data147 == "number") && (isFinite(data147)))){
+let dataType102 = typeof data147;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "boolean" || data147 === null
+              || (dataType102 == "string" && data147 && data147 == +data147)){
+coerced102 = +data147;
 }
-if(data147.multiplier === undefined){
-data147.multiplier = 2;
-}
-for(const key32 in data147){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err314 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+else {
+const err314 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5741,17 +5750,16 @@ vErrors.push(err314);
 errors++;
 }
 }
-let data148 = data147.initial_s;
-if(!((typeof data148 == "number") && (isFinite(data148)))){
-let dataType101 = typeof data148;
-let coerced101 = undefined;
-if(!(coerced101 !== undefined)){
-if(dataType101 == "boolean" || data148 === null
-              || (dataType101 == "string" && data148 && data148 == +data148)){
-coerced101 = +data148;
+if(coerced102 !== undefined){
+data147 = coerced102;
+if(data140 !== undefined){
+data140["timeout_ms"] = coerced102;
 }
-else {
-const err315 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data147 == "number") && (isFinite(data147))){
+if(data147 < 0 || isNaN(data147)){
+const err315 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5760,17 +5768,8 @@ vErrors.push(err315);
 }
 errors++;
 }
-}
-if(coerced101 !== undefined){
-data148 = coerced101;
-if(data147 !== undefined){
-data147["initial_s"] = coerced101;
-}
-}
-}
-if((typeof data148 == "number") && (isFinite(data148))){
-if(data148 > 86400 || isNaN(data148)){
-const err316 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(data147 <= 0 || isNaN(data147)){
+const err316 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5779,8 +5778,11 @@ vErrors.push(err316);
 }
 errors++;
 }
-if(data148 < 0 || isNaN(data148)){
-const err317 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+}
+else {
+const err317 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5789,8 +5791,10 @@ vErrors.push(err317);
 }
 errors++;
 }
-if(data148 <= 0 || isNaN(data148)){
-const err318 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+else {
+const err318 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5799,18 +5803,14 @@ vErrors.push(err318);
 }
 errors++;
 }
+let data148 = data.routing;
+if(data148 && typeof data148 == "object" && !Array.isArray(data148)){
+if(data148.cooldown === undefined){
+data148.cooldown = {};
 }
-let data149 = data147.max_s;
-if(!((typeof data149 == "number") && (isFinite(data149)))){
-let dataType102 = typeof data149;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "boolean" || data149 === null
-              || (dataType102 == "string" && data149 && data149 == +data149)){
-coerced102 = +data149;
-}
-else {
-const err319 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key31 in data148){
+if(!(key31 === "cooldown")){
+const err319 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5820,16 +5820,20 @@ vErrors.push(err319);
 errors++;
 }
 }
-if(coerced102 !== undefined){
-data149 = coerced102;
-if(data147 !== undefined){
-data147["max_s"] = coerced102;
+let data149 = data148.cooldown;
+if(data149 && typeof data149 == "object" && !Array.isArray(data149)){
+if(data149.initial_s === undefined){
+data149.initial_s = 5;
 }
+if(data149.max_s === undefined){
+data149.max_s = 300;
 }
+if(data149.multiplier === undefined){
+data149.multiplier = 2;
 }
-if((typeof data149 == "number") && (isFinite(data149))){
-if(data149 > 86400 || isNaN(data149)){
-const err320 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+for(const key32 in data149){
+if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
+const err320 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -5838,28 +5842,8 @@ vErrors.push(err320);
 }
 errors++;
 }
-if(data149 < 0 || isNaN(data149)){
-const err321 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err321];
 }
-else {
-vErrors.push(err321);
-}
-errors++;
-}
-if(data149 <= 0 || isNaN(data149)){
-const err322 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err322];
-}
-else {
-vErrors.push(err322);
-}
-errors++;
-}
-}
-let data150 = data147.multiplier;
+let data150 = data149.initial_s;
 if(!((typeof data150 == "number") && (isFinite(data150)))){
 let dataType103 = typeof data150;
 let coerced103 = undefined;
@@ -5869,7 +5853,36 @@ if(dataType103 == "boolean" || data150 === null
 coerced103 = +data150;
 }
 else {
-const err323 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err321 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err321];
+}
+else {
+vErrors.push(err321);
+}
+errors++;
+}
+}
+if(coerced103 !== undefined){
+data150 = coerced103;
+if(data149 !== undefined){
+data149["initial_s"] = coerced103;
+}
+}
+}
+if((typeof data150 == "number") && (isFinite(data150))){
+if(data150 > 86400 || isNaN(data150)){
+const err322 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(vErrors === null){
+vErrors = [err322];
+}
+else {
+vErrors.push(err322);
+}
+errors++;
+}
+if(data150 < 0 || isNaN(data150)){
+const err323 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -5878,17 +5891,8 @@ vErrors.push(err323);
 }
 errors++;
 }
-}
-if(coerced103 !== undefined){
-data150 = coerced103;
-if(data147 !== undefined){
-data147["multiplier"] = coerced103;
-}
-}
-}
-if((typeof data150 == "number") && (isFinite(data150))){
-if(data150 < 1 || isNaN(data150)){
-const err324 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data150 <= 0 || isNaN(data150)){
+const err324 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -5898,9 +5902,17 @@ vErrors.push(err324);
 errors++;
 }
 }
+let data151 = data149.max_s;
+if(!((typeof data151 == "number") && (isFinite(data151)))){
+let dataType104 = typeof data151;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 == "boolean" || data151 === null
+              || (dataType104 == "string" && data151 && data151 == +data151)){
+coerced104 = +data151;
 }
 else {
-const err325 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err325 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -5910,8 +5922,16 @@ vErrors.push(err325);
 errors++;
 }
 }
-else {
-const err326 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced104 !== undefined){
+data151 = coerced104;
+if(data149 !== undefined){
+data149["max_s"] = coerced104;
+}
+}
+}
+if((typeof data151 == "number") && (isFinite(data151))){
+if(data151 > 86400 || isNaN(data151)){
+const err326 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -5920,14 +5940,8 @@ vErrors.push(err326);
 }
 errors++;
 }
-let data151 = data.budgets;
-if(data151 && typeof data151 == "object" && !Array.isArray(data151)){
-if(data151.auto_switch === undefined){
-data151.auto_switch = {};
-}
-for(const key33 in data151){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err327 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+if(data151 < 0 || isNaN(data151)){
+const err327 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -5936,19 +5950,8 @@ vErrors.push(err327);
 }
 errors++;
 }
-}
-if(data151.daily_usd !== undefined){
-let data152 = data151.daily_usd;
-if(!((typeof data152 == "number") && (isFinite(data152)))){
-let dataType104 = typeof data152;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "boolean" || data152 === null
-              || (dataType104 == "string" && data152 && data152 == +data152)){
-coerced104 = +data152;
-}
-else {
-const err328 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data151 <= 0 || isNaN(data151)){
+const err328 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -5958,16 +5961,17 @@ vErrors.push(err328);
 errors++;
 }
 }
-if(coerced104 !== undefined){
-data152 = coerced104;
-if(data151 !== undefined){
-data151["daily_usd"] = coerced104;
+let data152 = data149.multiplier;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+let dataType105 = typeof data152;
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(dataType105 == "boolean" || data152 === null
+              || (dataType105 == "string" && data152 && data152 == +data152)){
+coerced105 = +data152;
 }
-}
-}
-if((typeof data152 == "number") && (isFinite(data152))){
-if(data152 < 0 || isNaN(data152)){
-const err329 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err329 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -5977,19 +5981,16 @@ vErrors.push(err329);
 errors++;
 }
 }
+if(coerced105 !== undefined){
+data152 = coerced105;
+if(data149 !== undefined){
+data149["multiplier"] = coerced105;
 }
-if(data151.monthly_usd !== undefined){
-let data153 = data151.monthly_usd;
-if(!((typeof data153 == "number") && (isFinite(data153)))){
-let dataType105 = typeof data153;
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data153 === null
-              || (dataType105 == "string" && data153 && data153 == +data153)){
-coerced105 = +data153;
 }
-else {
-const err330 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data152 == "number") && (isFinite(data152))){
+if(data152 < 1 || isNaN(data152)){
+const err330 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -5999,16 +6000,9 @@ vErrors.push(err330);
 errors++;
 }
 }
-if(coerced105 !== undefined){
-data153 = coerced105;
-if(data151 !== undefined){
-data151["monthly_usd"] = coerced105;
 }
-}
-}
-if((typeof data153 == "number") && (isFinite(data153))){
-if(data153 < 0 || isNaN(data153)){
-const err331 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err331 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6018,21 +6012,8 @@ vErrors.push(err331);
 errors++;
 }
 }
-}
-if(data151.timezone !== undefined){
-let data154 = data151.timezone;
-if(typeof data154 !== "string"){
-let dataType106 = typeof data154;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "number" || dataType106 == "boolean"){
-coerced106 = "" + data154;
-}
-else if(data154 === null){
-coerced106 = "";
-}
 else {
-const err332 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err332 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6041,17 +6022,14 @@ vErrors.push(err332);
 }
 errors++;
 }
+let data153 = data.budgets;
+if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
+if(data153.auto_switch === undefined){
+data153.auto_switch = {};
 }
-if(coerced106 !== undefined){
-data154 = coerced106;
-if(data151 !== undefined){
-data151["timezone"] = coerced106;
-}
-}
-}
-if(typeof data154 === "string"){
-if(func3(data154) > 64){
-const err333 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+for(const key33 in data153){
+if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
+const err333 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6061,15 +6039,18 @@ vErrors.push(err333);
 errors++;
 }
 }
+if(data153.daily_usd !== undefined){
+let data154 = data153.daily_usd;
+if(!((typeof data154 == "number") && (isFinite(data154)))){
+let dataType106 = typeof data154;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "boolean" || data154 === null
+              || (dataType106 == "string" && data154 && data154 == +data154)){
+coerced106 = +data154;
 }
-let data155 = data151.auto_switch;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-if(data155.enabled === undefined){
-data155.enabled = false;
-}
-for(const key34 in data155){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err334 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+else {
+const err334 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6079,18 +6060,16 @@ vErrors.push(err334);
 errors++;
 }
 }
-let data156 = data155.enabled;
-if(typeof data156 !== "boolean"){
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(data156 === "false" || data156 === 0 || data156 === null){
-coerced107 = false;
+if(coerced106 !== undefined){
+data154 = coerced106;
+if(data153 !== undefined){
+data153["daily_usd"] = coerced106;
 }
-else if(data156 === "true" || data156 === 1){
-coerced107 = true;
 }
-else {
-const err335 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if((typeof data154 == "number") && (isFinite(data154))){
+if(data154 < 0 || isNaN(data154)){
+const err335 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6100,27 +6079,19 @@ vErrors.push(err335);
 errors++;
 }
 }
-if(coerced107 !== undefined){
-data156 = coerced107;
-if(data155 !== undefined){
-data155["enabled"] = coerced107;
 }
-}
-}
-if(data155.to !== undefined){
-let data157 = data155.to;
-if(typeof data157 !== "string"){
-let dataType108 = typeof data157;
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(dataType108 == "number" || dataType108 == "boolean"){
-coerced108 = "" + data157;
-}
-else if(data157 === null){
-coerced108 = "";
+if(data153.monthly_usd !== undefined){
+let data155 = data153.monthly_usd;
+if(!((typeof data155 == "number") && (isFinite(data155)))){
+let dataType107 = typeof data155;
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(dataType107 == "boolean" || data155 === null
+              || (dataType107 == "string" && data155 && data155 == +data155)){
+coerced107 = +data155;
 }
 else {
-const err336 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err336 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6130,16 +6101,16 @@ vErrors.push(err336);
 errors++;
 }
 }
-if(coerced108 !== undefined){
-data157 = coerced108;
-if(data155 !== undefined){
-data155["to"] = coerced108;
+if(coerced107 !== undefined){
+data155 = coerced107;
+if(data153 !== undefined){
+data153["monthly_usd"] = coerced107;
 }
 }
 }
-if(typeof data157 === "string"){
-if(func3(data157) > 256){
-const err337 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if((typeof data155 == "number") && (isFinite(data155))){
+if(data155 < 0 || isNaN(data155)){
+const err337 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6150,9 +6121,20 @@ errors++;
 }
 }
 }
+if(data153.timezone !== undefined){
+let data156 = data153.timezone;
+if(typeof data156 !== "string"){
+let dataType108 = typeof data156;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "number" || dataType108 == "boolean"){
+coerced108 = "" + data156;
+}
+else if(data156 === null){
+coerced108 = "";
 }
 else {
-const err338 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err338 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6162,8 +6144,16 @@ vErrors.push(err338);
 errors++;
 }
 }
-else {
-const err339 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced108 !== undefined){
+data156 = coerced108;
+if(data153 !== undefined){
+data153["timezone"] = coerced108;
+}
+}
+}
+if(typeof data156 === "string"){
+if(func3(data156) > 64){
+const err339 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6172,20 +6162,16 @@ vErrors.push(err339);
 }
 errors++;
 }
-let data158 = data.alerts;
-if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
-if(data158.kinds === undefined){
-data158.kinds = {};
 }
-if(data158.thresholds === undefined){
-data158.thresholds = {};
 }
-if(data158.channels === undefined){
-data158.channels = {};
+let data157 = data153.auto_switch;
+if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
+if(data157.enabled === undefined){
+data157.enabled = false;
 }
-for(const key35 in data158){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err340 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
+for(const key34 in data157){
+if(!((key34 === "enabled") || (key34 === "to"))){
+const err340 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6195,12 +6181,18 @@ vErrors.push(err340);
 errors++;
 }
 }
-let data159 = data158.kinds;
-if(data159 && typeof data159 == "object" && !Array.isArray(data159)){
-for(const key36 in data159){
-const _errs350 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err341 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
+let data158 = data157.enabled;
+if(typeof data158 !== "boolean"){
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(data158 === "false" || data158 === 0 || data158 === null){
+coerced109 = false;
+}
+else if(data158 === "true" || data158 === 1){
+coerced109 = true;
+}
+else {
+const err341 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6209,9 +6201,28 @@ vErrors.push(err341);
 }
 errors++;
 }
-var valid53 = _errs350 === errors;
-if(!valid53){
-const err342 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
+}
+if(coerced109 !== undefined){
+data158 = coerced109;
+if(data157 !== undefined){
+data157["enabled"] = coerced109;
+}
+}
+}
+if(data157.to !== undefined){
+let data159 = data157.to;
+if(typeof data159 !== "string"){
+let dataType110 = typeof data159;
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(dataType110 == "number" || dataType110 == "boolean"){
+coerced110 = "" + data159;
+}
+else if(data159 === null){
+coerced110 = "";
+}
+else {
+const err342 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6221,19 +6232,16 @@ vErrors.push(err342);
 errors++;
 }
 }
-for(const key37 in data159){
-let data160 = data159[key37];
-if(typeof data160 !== "boolean"){
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(data160 === "false" || data160 === 0 || data160 === null){
-coerced109 = false;
+if(coerced110 !== undefined){
+data159 = coerced110;
+if(data157 !== undefined){
+data157["to"] = coerced110;
 }
-else if(data160 === "true" || data160 === 1){
-coerced109 = true;
 }
-else {
-const err343 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(typeof data159 === "string"){
+if(func3(data159) > 256){
+const err343 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6243,17 +6251,10 @@ vErrors.push(err343);
 errors++;
 }
 }
-if(coerced109 !== undefined){
-data160 = coerced109;
-if(data159 !== undefined){
-data159[key37] = coerced109;
-}
-}
-}
 }
 }
 else {
-const err344 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err344 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6262,23 +6263,9 @@ vErrors.push(err344);
 }
 errors++;
 }
-let data161 = data158.thresholds;
-if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
-if(data161.quota === undefined){
-data161.quota = [80,90];
 }
-if(data161.daily === undefined){
-data161.daily = [80,100];
-}
-if(data161.monthly === undefined){
-data161.monthly = [50,80,100];
-}
-if(data161.anomaly_multiple === undefined){
-data161.anomaly_multiple = 2;
-}
-for(const key38 in data161){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err345 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err345 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6287,11 +6274,20 @@ vErrors.push(err345);
 }
 errors++;
 }
+let data160 = data.alerts;
+if(data160 && typeof data160 == "object" && !Array.isArray(data160)){
+if(data160.kinds === undefined){
+data160.kinds = {};
 }
-let data162 = data161.quota;
-if(Array.isArray(data162)){
-if(data162.length > 20){
-const err346 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(data160.thresholds === undefined){
+data160.thresholds = {};
+}
+if(data160.channels === undefined){
+data160.channels = {};
+}
+for(const key35 in data160){
+if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
+const err346 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6300,8 +6296,13 @@ vErrors.push(err346);
 }
 errors++;
 }
-if(data162.length < 1){
-const err347 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+let data161 = data160.kinds;
+if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
+for(const key36 in data161){
+const _errs354 = errors;
+if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
+const err347 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6310,19 +6311,9 @@ vErrors.push(err347);
 }
 errors++;
 }
-const len7 = data162.length;
-for(let i9=0; i9<len7; i9++){
-let data163 = data162[i9];
-if(!((typeof data163 == "number") && (isFinite(data163)))){
-let dataType110 = typeof data163;
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(dataType110 == "boolean" || data163 === null
-              || (dataType110 == "string" && data163 && data163 == +data163)){
-coerced110 = +data163;
-}
-else {
-const err348 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+var valid53 = _errs354 === errors;
+if(!valid53){
+const err348 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6332,16 +6323,19 @@ vErrors.push(err348);
 errors++;
 }
 }
-if(coerced110 !== undefined){
-data163 = coerced110;
-if(data162 !== undefined){
-data162[i9] = coerced110;
+for(const key37 in data161){
+let data162 = data161[key37];
+if(typeof data162 !== "boolean"){
+let coerced111 = undefined;
+if(!(coerced111 !== undefined)){
+if(data162 === "false" || data162 === 0 || data162 === null){
+coerced111 = false;
 }
+else if(data162 === "true" || data162 === 1){
+coerced111 = true;
 }
-}
-if((typeof data163 == "number") && (isFinite(data163))){
-if(data163 >= 100 || isNaN(data163)){
-const err349 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+else {
+const err349 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6350,8 +6344,18 @@ vErrors.push(err349);
 }
 errors++;
 }
-if(data163 <= 0 || isNaN(data163)){
-const err350 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced111 !== undefined){
+data162 = coerced111;
+if(data161 !== undefined){
+data161[key37] = coerced111;
+}
+}
+}
+}
+}
+else {
+const err350 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err350];
 }
@@ -6360,25 +6364,123 @@ vErrors.push(err350);
 }
 errors++;
 }
+let data163 = data160.thresholds;
+if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
+if(data163.quota === undefined){
+data163.quota = [80,90];
 }
+if(data163.daily === undefined){
+data163.daily = [80,100];
 }
-let i10 = data162.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data162[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
+if(data163.monthly === undefined){
+data163.monthly = [50,80,100];
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err351 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(data163.anomaly_multiple === undefined){
+data163.anomaly_multiple = 2;
+}
+for(const key38 in data163){
+if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
+const err351 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err351];
 }
 else {
 vErrors.push(err351);
+}
+errors++;
+}
+}
+let data164 = data163.quota;
+if(Array.isArray(data164)){
+if(data164.length > 20){
+const err352 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err352];
+}
+else {
+vErrors.push(err352);
+}
+errors++;
+}
+if(data164.length < 1){
+const err353 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err353];
+}
+else {
+vErrors.push(err353);
+}
+errors++;
+}
+const len7 = data164.length;
+for(let i9=0; i9<len7; i9++){
+let data165 = data164[i9];
+if(!((typeof data165 == "number") && (isFinite(data165)))){
+let dataType112 = typeof data165;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 == "boolean" || data165 === null
+              || (dataType112 == "string" && data165 && data165 == +data165)){
+coerced112 = +data165;
+}
+else {
+const err354 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err354];
+}
+else {
+vErrors.push(err354);
+}
+errors++;
+}
+}
+if(coerced112 !== undefined){
+data165 = coerced112;
+if(data164 !== undefined){
+data164[i9] = coerced112;
+}
+}
+}
+if((typeof data165 == "number") && (isFinite(data165))){
+if(data165 >= 100 || isNaN(data165)){
+const err355 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+if(vErrors === null){
+vErrors = [err355];
+}
+else {
+vErrors.push(err355);
+}
+errors++;
+}
+if(data165 <= 0 || isNaN(data165)){
+const err356 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err356];
+}
+else {
+vErrors.push(err356);
+}
+errors++;
+}
+}
+}
+let i10 = data164.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data164[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err357 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err357];
+}
+else {
+vErrors.push(err357);
 }
 errors++;
 break;
@@ -6388,106 +6490,106 @@ indices1[item1] = i10;
 }
 }
 else {
-const err352 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err352];
-}
-else {
-vErrors.push(err352);
-}
-errors++;
-}
-let data164 = data161.daily;
-if(Array.isArray(data164)){
-if(data164.length > 20){
-const err353 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
-if(vErrors === null){
-vErrors = [err353];
-}
-else {
-vErrors.push(err353);
-}
-errors++;
-}
-if(data164.length < 1){
-const err354 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err354];
-}
-else {
-vErrors.push(err354);
-}
-errors++;
-}
-const len8 = data164.length;
-for(let i11=0; i11<len8; i11++){
-let data165 = data164[i11];
-if(!((typeof data165 == "number") && (isFinite(data165)))){
-let dataType111 = typeof data165;
-let coerced111 = undefined;
-if(!(coerced111 !== undefined)){
-if(dataType111 == "boolean" || data165 === null
-              || (dataType111 == "string" && data165 && data165 == +data165)){
-coerced111 = +data165;
-}
-else {
-const err355 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err355];
-}
-else {
-vErrors.push(err355);
-}
-errors++;
-}
-}
-if(coerced111 !== undefined){
-data165 = coerced111;
-if(data164 !== undefined){
-data164[i11] = coerced111;
-}
-}
-}
-if((typeof data165 == "number") && (isFinite(data165))){
-if(data165 > 1000 || isNaN(data165)){
-const err356 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
-if(vErrors === null){
-vErrors = [err356];
-}
-else {
-vErrors.push(err356);
-}
-errors++;
-}
-if(data165 <= 0 || isNaN(data165)){
-const err357 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err357];
-}
-else {
-vErrors.push(err357);
-}
-errors++;
-}
-}
-}
-let i12 = data164.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data164[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
-}
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err358 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+const err358 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err358];
 }
 else {
 vErrors.push(err358);
+}
+errors++;
+}
+let data166 = data163.daily;
+if(Array.isArray(data166)){
+if(data166.length > 20){
+const err359 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err359];
+}
+else {
+vErrors.push(err359);
+}
+errors++;
+}
+if(data166.length < 1){
+const err360 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err360];
+}
+else {
+vErrors.push(err360);
+}
+errors++;
+}
+const len8 = data166.length;
+for(let i11=0; i11<len8; i11++){
+let data167 = data166[i11];
+if(!((typeof data167 == "number") && (isFinite(data167)))){
+let dataType113 = typeof data167;
+let coerced113 = undefined;
+if(!(coerced113 !== undefined)){
+if(dataType113 == "boolean" || data167 === null
+              || (dataType113 == "string" && data167 && data167 == +data167)){
+coerced113 = +data167;
+}
+else {
+const err361 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err361];
+}
+else {
+vErrors.push(err361);
+}
+errors++;
+}
+}
+if(coerced113 !== undefined){
+data167 = coerced113;
+if(data166 !== undefined){
+data166[i11] = coerced113;
+}
+}
+}
+if((typeof data167 == "number") && (isFinite(data167))){
+if(data167 > 1000 || isNaN(data167)){
+const err362 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err362];
+}
+else {
+vErrors.push(err362);
+}
+errors++;
+}
+if(data167 <= 0 || isNaN(data167)){
+const err363 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err363];
+}
+else {
+vErrors.push(err363);
+}
+errors++;
+}
+}
+}
+let i12 = data166.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data166[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err364 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err364];
+}
+else {
+vErrors.push(err364);
 }
 errors++;
 break;
@@ -6497,106 +6599,106 @@ indices2[item2] = i12;
 }
 }
 else {
-const err359 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err359];
-}
-else {
-vErrors.push(err359);
-}
-errors++;
-}
-let data166 = data161.monthly;
-if(Array.isArray(data166)){
-if(data166.length > 20){
-const err360 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
-if(vErrors === null){
-vErrors = [err360];
-}
-else {
-vErrors.push(err360);
-}
-errors++;
-}
-if(data166.length < 1){
-const err361 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err361];
-}
-else {
-vErrors.push(err361);
-}
-errors++;
-}
-const len9 = data166.length;
-for(let i13=0; i13<len9; i13++){
-let data167 = data166[i13];
-if(!((typeof data167 == "number") && (isFinite(data167)))){
-let dataType112 = typeof data167;
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(dataType112 == "boolean" || data167 === null
-              || (dataType112 == "string" && data167 && data167 == +data167)){
-coerced112 = +data167;
-}
-else {
-const err362 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err362];
-}
-else {
-vErrors.push(err362);
-}
-errors++;
-}
-}
-if(coerced112 !== undefined){
-data167 = coerced112;
-if(data166 !== undefined){
-data166[i13] = coerced112;
-}
-}
-}
-if((typeof data167 == "number") && (isFinite(data167))){
-if(data167 > 1000 || isNaN(data167)){
-const err363 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
-if(vErrors === null){
-vErrors = [err363];
-}
-else {
-vErrors.push(err363);
-}
-errors++;
-}
-if(data167 <= 0 || isNaN(data167)){
-const err364 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err364];
-}
-else {
-vErrors.push(err364);
-}
-errors++;
-}
-}
-}
-let i14 = data166.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data166[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err365 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+const err365 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err365];
 }
 else {
 vErrors.push(err365);
+}
+errors++;
+}
+let data168 = data163.monthly;
+if(Array.isArray(data168)){
+if(data168.length > 20){
+const err366 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err366];
+}
+else {
+vErrors.push(err366);
+}
+errors++;
+}
+if(data168.length < 1){
+const err367 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err367];
+}
+else {
+vErrors.push(err367);
+}
+errors++;
+}
+const len9 = data168.length;
+for(let i13=0; i13<len9; i13++){
+let data169 = data168[i13];
+if(!((typeof data169 == "number") && (isFinite(data169)))){
+let dataType114 = typeof data169;
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(dataType114 == "boolean" || data169 === null
+              || (dataType114 == "string" && data169 && data169 == +data169)){
+coerced114 = +data169;
+}
+else {
+const err368 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err368];
+}
+else {
+vErrors.push(err368);
+}
+errors++;
+}
+}
+if(coerced114 !== undefined){
+data169 = coerced114;
+if(data168 !== undefined){
+data168[i13] = coerced114;
+}
+}
+}
+if((typeof data169 == "number") && (isFinite(data169))){
+if(data169 > 1000 || isNaN(data169)){
+const err369 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err369];
+}
+else {
+vErrors.push(err369);
+}
+errors++;
+}
+if(data169 <= 0 || isNaN(data169)){
+const err370 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err370];
+}
+else {
+vErrors.push(err370);
+}
+errors++;
+}
+}
+}
+let i14 = data168.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data168[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err371 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+if(vErrors === null){
+vErrors = [err371];
+}
+else {
+vErrors.push(err371);
 }
 errors++;
 break;
@@ -6606,104 +6708,7 @@ indices3[item3] = i14;
 }
 }
 else {
-const err366 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err366];
-}
-else {
-vErrors.push(err366);
-}
-errors++;
-}
-let data168 = data161.anomaly_multiple;
-if(!((typeof data168 == "number") && (isFinite(data168)))){
-let dataType113 = typeof data168;
-let coerced113 = undefined;
-if(!(coerced113 !== undefined)){
-if(dataType113 == "boolean" || data168 === null
-              || (dataType113 == "string" && data168 && data168 == +data168)){
-coerced113 = +data168;
-}
-else {
-const err367 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err367];
-}
-else {
-vErrors.push(err367);
-}
-errors++;
-}
-}
-if(coerced113 !== undefined){
-data168 = coerced113;
-if(data161 !== undefined){
-data161["anomaly_multiple"] = coerced113;
-}
-}
-}
-if((typeof data168 == "number") && (isFinite(data168))){
-if(data168 > 1000 || isNaN(data168)){
-const err368 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
-if(vErrors === null){
-vErrors = [err368];
-}
-else {
-vErrors.push(err368);
-}
-errors++;
-}
-if(data168 <= 1 || isNaN(data168)){
-const err369 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
-if(vErrors === null){
-vErrors = [err369];
-}
-else {
-vErrors.push(err369);
-}
-errors++;
-}
-}
-}
-else {
-const err370 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err370];
-}
-else {
-vErrors.push(err370);
-}
-errors++;
-}
-let data169 = data158.channels;
-if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
-if(data169.dashboard === undefined){
-data169.dashboard = true;
-}
-for(const key39 in data169){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err371 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err371];
-}
-else {
-vErrors.push(err371);
-}
-errors++;
-}
-}
-let data170 = data169.dashboard;
-if(typeof data170 !== "boolean"){
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(data170 === "false" || data170 === 0 || data170 === null){
-coerced114 = false;
-}
-else if(data170 === "true" || data170 === 1){
-coerced114 = true;
-}
-else {
-const err372 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err372 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err372];
 }
@@ -6712,22 +6717,17 @@ vErrors.push(err372);
 }
 errors++;
 }
+let data170 = data163.anomaly_multiple;
+if(!((typeof data170 == "number") && (isFinite(data170)))){
+let dataType115 = typeof data170;
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(dataType115 == "boolean" || data170 === null
+              || (dataType115 == "string" && data170 && data170 == +data170)){
+coerced115 = +data170;
 }
-if(coerced114 !== undefined){
-data170 = coerced114;
-if(data169 !== undefined){
-data169["dashboard"] = coerced114;
-}
-}
-}
-if(data169.email !== undefined){
-let data171 = data169.email;
-if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
-if(data171.enabled === undefined){
-data171.enabled = true;
-}
-if(data171.smtp_url === undefined){
-const err373 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+else {
+const err373 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err373];
 }
@@ -6736,8 +6736,17 @@ vErrors.push(err373);
 }
 errors++;
 }
-if(data171.from === undefined){
-const err374 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+if(coerced115 !== undefined){
+data170 = coerced115;
+if(data163 !== undefined){
+data163["anomaly_multiple"] = coerced115;
+}
+}
+}
+if((typeof data170 == "number") && (isFinite(data170))){
+if(data170 > 1000 || isNaN(data170)){
+const err374 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err374];
 }
@@ -6746,8 +6755,8 @@ vErrors.push(err374);
 }
 errors++;
 }
-if(data171.to === undefined){
-const err375 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(data170 <= 1 || isNaN(data170)){
+const err375 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err375];
 }
@@ -6756,9 +6765,10 @@ vErrors.push(err375);
 }
 errors++;
 }
-for(const key40 in data171){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err376 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+}
+}
+else {
+const err376 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err376];
 }
@@ -6767,19 +6777,14 @@ vErrors.push(err376);
 }
 errors++;
 }
+let data171 = data160.channels;
+if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
+if(data171.dashboard === undefined){
+data171.dashboard = true;
 }
-let data172 = data171.enabled;
-if(typeof data172 !== "boolean"){
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(data172 === "false" || data172 === 0 || data172 === null){
-coerced115 = false;
-}
-else if(data172 === "true" || data172 === 1){
-coerced115 = true;
-}
-else {
-const err377 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+for(const key39 in data171){
+if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
+const err377 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err377];
 }
@@ -6789,27 +6794,18 @@ vErrors.push(err377);
 errors++;
 }
 }
-if(coerced115 !== undefined){
-data172 = coerced115;
-if(data171 !== undefined){
-data171["enabled"] = coerced115;
-}
-}
-}
-if(data171.smtp_url !== undefined){
-let data173 = data171.smtp_url;
-if(typeof data173 !== "string"){
-let dataType116 = typeof data173;
+let data172 = data171.dashboard;
+if(typeof data172 !== "boolean"){
 let coerced116 = undefined;
 if(!(coerced116 !== undefined)){
-if(dataType116 == "number" || dataType116 == "boolean"){
-coerced116 = "" + data173;
+if(data172 === "false" || data172 === 0 || data172 === null){
+coerced116 = false;
 }
-else if(data173 === null){
-coerced116 = "";
+else if(data172 === "true" || data172 === 1){
+coerced116 = true;
 }
 else {
-const err378 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err378 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6820,27 +6816,20 @@ errors++;
 }
 }
 if(coerced116 !== undefined){
-data173 = coerced116;
+data172 = coerced116;
 if(data171 !== undefined){
-data171["smtp_url"] = coerced116;
+data171["dashboard"] = coerced116;
 }
 }
 }
+if(data171.email !== undefined){
+let data173 = data171.email;
+if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
+if(data173.enabled === undefined){
+data173.enabled = true;
 }
-if(data171.from !== undefined){
-let data174 = data171.from;
-if(typeof data174 !== "string"){
-let dataType117 = typeof data174;
-let coerced117 = undefined;
-if(!(coerced117 !== undefined)){
-if(dataType117 == "number" || dataType117 == "boolean"){
-coerced117 = "" + data174;
-}
-else if(data174 === null){
-coerced117 = "";
-}
-else {
-const err379 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data173.smtp_url === undefined){
+const err379 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err379];
 }
@@ -6849,20 +6838,8 @@ vErrors.push(err379);
 }
 errors++;
 }
-}
-if(coerced117 !== undefined){
-data174 = coerced117;
-if(data171 !== undefined){
-data171["from"] = coerced117;
-}
-}
-}
-}
-if(data171.to !== undefined){
-let data175 = data171.to;
-if(Array.isArray(data175)){
-if(data175.length < 1){
-const err380 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data173.from === undefined){
+const err380 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err380];
 }
@@ -6871,21 +6848,8 @@ vErrors.push(err380);
 }
 errors++;
 }
-const len10 = data175.length;
-for(let i15=0; i15<len10; i15++){
-let data176 = data175[i15];
-if(typeof data176 !== "string"){
-let dataType118 = typeof data176;
-let coerced118 = undefined;
-if(!(coerced118 !== undefined)){
-if(dataType118 == "number" || dataType118 == "boolean"){
-coerced118 = "" + data176;
-}
-else if(data176 === null){
-coerced118 = "";
-}
-else {
-const err381 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data173.to === undefined){
+const err381 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err381];
 }
@@ -6894,18 +6858,9 @@ vErrors.push(err381);
 }
 errors++;
 }
-}
-if(coerced118 !== undefined){
-data176 = coerced118;
-if(data175 !== undefined){
-data175[i15] = coerced118;
-}
-}
-}
-}
-}
-else {
-const err382 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key40 in data173){
+if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
+const err382 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err382];
 }
@@ -6915,9 +6870,18 @@ vErrors.push(err382);
 errors++;
 }
 }
+let data174 = data173.enabled;
+if(typeof data174 !== "boolean"){
+let coerced117 = undefined;
+if(!(coerced117 !== undefined)){
+if(data174 === "false" || data174 === 0 || data174 === null){
+coerced117 = false;
+}
+else if(data174 === "true" || data174 === 1){
+coerced117 = true;
 }
 else {
-const err383 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err383 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err383];
 }
@@ -6927,14 +6891,27 @@ vErrors.push(err383);
 errors++;
 }
 }
-if(data169.webhook !== undefined){
-let data177 = data169.webhook;
-if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
-if(data177.enabled === undefined){
-data177.enabled = true;
+if(coerced117 !== undefined){
+data174 = coerced117;
+if(data173 !== undefined){
+data173["enabled"] = coerced117;
 }
-if(data177.url === undefined){
-const err384 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+if(data173.smtp_url !== undefined){
+let data175 = data173.smtp_url;
+if(typeof data175 !== "string"){
+let dataType118 = typeof data175;
+let coerced118 = undefined;
+if(!(coerced118 !== undefined)){
+if(dataType118 == "number" || dataType118 == "boolean"){
+coerced118 = "" + data175;
+}
+else if(data175 === null){
+coerced118 = "";
+}
+else {
+const err384 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err384];
 }
@@ -6943,9 +6920,29 @@ vErrors.push(err384);
 }
 errors++;
 }
-for(const key41 in data177){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err385 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+if(coerced118 !== undefined){
+data175 = coerced118;
+if(data173 !== undefined){
+data173["smtp_url"] = coerced118;
+}
+}
+}
+}
+if(data173.from !== undefined){
+let data176 = data173.from;
+if(typeof data176 !== "string"){
+let dataType119 = typeof data176;
+let coerced119 = undefined;
+if(!(coerced119 !== undefined)){
+if(dataType119 == "number" || dataType119 == "boolean"){
+coerced119 = "" + data176;
+}
+else if(data176 === null){
+coerced119 = "";
+}
+else {
+const err385 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err385];
 }
@@ -6955,18 +6952,19 @@ vErrors.push(err385);
 errors++;
 }
 }
-let data178 = data177.enabled;
-if(typeof data178 !== "boolean"){
-let coerced119 = undefined;
-if(!(coerced119 !== undefined)){
-if(data178 === "false" || data178 === 0 || data178 === null){
-coerced119 = false;
+if(coerced119 !== undefined){
+data176 = coerced119;
+if(data173 !== undefined){
+data173["from"] = coerced119;
 }
-else if(data178 === "true" || data178 === 1){
-coerced119 = true;
 }
-else {
-const err386 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+}
+if(data173.to !== undefined){
+let data177 = data173.to;
+if(Array.isArray(data177)){
+if(data177.length < 1){
+const err386 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err386];
 }
@@ -6975,28 +6973,21 @@ vErrors.push(err386);
 }
 errors++;
 }
-}
-if(coerced119 !== undefined){
-data178 = coerced119;
-if(data177 !== undefined){
-data177["enabled"] = coerced119;
-}
-}
-}
-if(data177.url !== undefined){
-let data179 = data177.url;
-if(typeof data179 !== "string"){
-let dataType120 = typeof data179;
+const len10 = data177.length;
+for(let i15=0; i15<len10; i15++){
+let data178 = data177[i15];
+if(typeof data178 !== "string"){
+let dataType120 = typeof data178;
 let coerced120 = undefined;
 if(!(coerced120 !== undefined)){
 if(dataType120 == "number" || dataType120 == "boolean"){
-coerced120 = "" + data179;
+coerced120 = "" + data178;
 }
-else if(data179 === null){
+else if(data178 === null){
 coerced120 = "";
 }
 else {
-const err387 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err387 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err387];
 }
@@ -7007,15 +6998,16 @@ errors++;
 }
 }
 if(coerced120 !== undefined){
-data179 = coerced120;
+data178 = coerced120;
 if(data177 !== undefined){
-data177["url"] = coerced120;
+data177[i15] = coerced120;
 }
 }
 }
-if(typeof data179 === "string"){
-if(!pattern18.test(data179)){
-const err388 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+}
+}
+else {
+const err388 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err388];
 }
@@ -7026,20 +7018,8 @@ errors++;
 }
 }
 }
-if(data177.secret !== undefined){
-let data180 = data177.secret;
-if(typeof data180 !== "string"){
-let dataType121 = typeof data180;
-let coerced121 = undefined;
-if(!(coerced121 !== undefined)){
-if(dataType121 == "number" || dataType121 == "boolean"){
-coerced121 = "" + data180;
-}
-else if(data180 === null){
-coerced121 = "";
-}
 else {
-const err389 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err389 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err389];
 }
@@ -7049,17 +7029,14 @@ vErrors.push(err389);
 errors++;
 }
 }
-if(coerced121 !== undefined){
-data180 = coerced121;
-if(data177 !== undefined){
-data177["secret"] = coerced121;
+if(data171.webhook !== undefined){
+let data179 = data171.webhook;
+if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
+if(data179.enabled === undefined){
+data179.enabled = true;
 }
-}
-}
-}
-}
-else {
-const err390 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data179.url === undefined){
+const err390 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err390];
 }
@@ -7068,10 +7045,9 @@ vErrors.push(err390);
 }
 errors++;
 }
-}
-}
-else {
-const err391 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key41 in data179){
+if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
+const err391 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err391];
 }
@@ -7081,8 +7057,18 @@ vErrors.push(err391);
 errors++;
 }
 }
+let data180 = data179.enabled;
+if(typeof data180 !== "boolean"){
+let coerced121 = undefined;
+if(!(coerced121 !== undefined)){
+if(data180 === "false" || data180 === 0 || data180 === null){
+coerced121 = false;
+}
+else if(data180 === "true" || data180 === 1){
+coerced121 = true;
+}
 else {
-const err392 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err392 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err392];
 }
@@ -7092,13 +7078,129 @@ vErrors.push(err392);
 errors++;
 }
 }
+if(coerced121 !== undefined){
+data180 = coerced121;
+if(data179 !== undefined){
+data179["enabled"] = coerced121;
+}
+}
+}
+if(data179.url !== undefined){
+let data181 = data179.url;
+if(typeof data181 !== "string"){
+let dataType122 = typeof data181;
+let coerced122 = undefined;
+if(!(coerced122 !== undefined)){
+if(dataType122 == "number" || dataType122 == "boolean"){
+coerced122 = "" + data181;
+}
+else if(data181 === null){
+coerced122 = "";
+}
 else {
-const err393 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err393 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err393];
 }
 else {
 vErrors.push(err393);
+}
+errors++;
+}
+}
+if(coerced122 !== undefined){
+data181 = coerced122;
+if(data179 !== undefined){
+data179["url"] = coerced122;
+}
+}
+}
+if(typeof data181 === "string"){
+if(!pattern18.test(data181)){
+const err394 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err394];
+}
+else {
+vErrors.push(err394);
+}
+errors++;
+}
+}
+}
+if(data179.secret !== undefined){
+let data182 = data179.secret;
+if(typeof data182 !== "string"){
+let dataType123 = typeof data182;
+let coerced123 = undefined;
+if(!(coerced123 !== undefined)){
+if(dataType123 == "number" || dataType123 == "boolean"){
+coerced123 = "" + data182;
+}
+else if(data182 === null){
+coerced123 = "";
+}
+else {
+const err395 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err395];
+}
+else {
+vErrors.push(err395);
+}
+errors++;
+}
+}
+if(coerced123 !== undefined){
+data182 = coerced123;
+if(data179 !== undefined){
+data179["secret"] = coerced123;
+}
+}
+}
+}
+}
+else {
+const err396 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err396];
+}
+else {
+vErrors.push(err396);
+}
+errors++;
+}
+}
+}
+else {
+const err397 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err397];
+}
+else {
+vErrors.push(err397);
+}
+errors++;
+}
+}
+else {
+const err398 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err398];
+}
+else {
+vErrors.push(err398);
+}
+errors++;
+}
+}
+else {
+const err399 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err399];
+}
+else {
+vErrors.push(err399);
 }
 errors++;
 }

@@ -6,8 +6,10 @@
 // reasoning, so no token is counted twice.
 // Cache writes come in two lifetimes, `cache_creation: {ephemeral_5m_input_tokens, ephemeral_1h_input_tokens}`, inside
 // cache_creation_input_tokens; the hour-long ones bill higher, so they are kept as cacheWrite1h (a part of cacheWrite).
+// Searches of the server-side web_search tool are billed per search: `server_tool_use.web_search_requests` is kept as
+// webSearches (not tokens).
 
-import { larger, tokenCount, withHourWrites, type Usage } from '../../ledger/types.js';
+import { larger, searchCount, tokenCount, withHourWrites, type Usage } from '../../ledger/types.js';
 import { isObj } from './json.js';
 
 const n = tokenCount;
@@ -29,7 +31,9 @@ export function anthropicUsage(raw: unknown): Usage | null {
     output: outputTokens === null ? null : Math.max(0, outputTokens - (reasoning ?? 0)),
     reasoning: reasoning === null ? null : Math.min(reasoning, outputTokens ?? 0),
   };
-  return cacheWrite === null || !isObj(raw.cache_creation) ? usage : withHourWrites(usage, n(raw.cache_creation.ephemeral_1h_input_tokens));
+  const hour = cacheWrite === null || !isObj(raw.cache_creation) ? usage : withHourWrites(usage, n(raw.cache_creation.ephemeral_1h_input_tokens));
+  const searches = isObj(raw.server_tool_use) ? searchCount(raw.server_tool_use.web_search_requests) : null;
+  return searches === null ? hour : { ...hour, webSearches: searches };
 }
 
 /**
@@ -49,7 +53,9 @@ export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | 
     output: laterHasOutput ? later.output : earlier.output,
     reasoning: laterHasOutput ? later.reasoning : earlier.reasoning,
   };
-  return withHourWrites(merged, larger(earlier.cacheWrite1h ?? null, later.cacheWrite1h ?? null));
+  const withHour = withHourWrites(merged, larger(earlier.cacheWrite1h ?? null, later.cacheWrite1h ?? null));
+  const searches = larger(earlier.webSearches ?? null, later.webSearches ?? null);
+  return searches === null ? withHour : { ...withHour, webSearches: searches };
 }
 
 export interface AnthropicUsageJson {
@@ -59,6 +65,8 @@ export interface AnthropicUsageJson {
   output_tokens: number;
   /** The cache writes by lifetime, when the usage says how many lasted an hour. */
   cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
+  /** The server-side tools' uses, when the usage reports web searches. */
+  server_tool_use?: { web_search_requests: number };
 }
 
 /** Canonical usage in Anthropic's shape: unknown buckets are 0 (Anthropic always reports numbers); reasoning goes
@@ -72,5 +80,7 @@ export function renderUsage(u: Usage | null): AnthropicUsageJson {
   };
   const hour = u?.cacheWrite1h ?? null;
   if (hour !== null) json.cache_creation = { ephemeral_5m_input_tokens: json.cache_creation_input_tokens - hour, ephemeral_1h_input_tokens: hour };
+  const searches = u?.webSearches ?? null;
+  if (searches !== null) json.server_tool_use = { web_search_requests: searches };
   return json;
 }
