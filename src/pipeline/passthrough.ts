@@ -100,12 +100,13 @@ async function passThrough(request: ClientRequest, route: PassthroughRoute): Pro
   outcome.route = await ctx.router.connect(outcome.route);
   const removed = rewriteBody(f, req.body, outcome.route, named.thinking);
   if (removed.length > 0) listDropped(request, removed);
+  const eventStream = f.expectsEventStream(call);
   const upstreamRequest: UpstreamRequest = {
     path: f.upstreamPath(outcome.route.provider, outcome.route.modelId, call),
-    headers: upstreamHeaders(f, req, outcome.route, call.stream),
+    // Gemini's streamGenerateContent without alt=sse answers JSON: it is asked for JSON (expectsEventStream).
+    headers: upstreamHeaders(f, req, outcome.route, eventStream),
     body: req.body,
   };
-  const eventStream = f.expectsEventStream(call);
   reportToRouter(ctx, outcome, await forwardSameFormat(request, { format: f, route: outcome.route, upstreamRequest, eventStream }));
 }
 

@@ -99,19 +99,20 @@ const ENCODE: Readonly<Record<string, (b: Buffer) => Buffer>> = {
 };
 
 export interface FakeAnyFormat extends Loopback {
-  /** What the fake sent last (before any encoding), and how many requests it had. */
-  readonly sent: { text: string; requests: number };
+  /** What the fake sent last (before any encoding), how many requests it had, and the last one's `accept` header. */
+  readonly sent: { text: string; requests: number; accept: string };
   /** The gzip bomb's compressed size. */
   readonly bombBytes: number;
 }
 
 export async function startFakeAnyFormat(t: { teardown(fn: () => unknown): void }): Promise<FakeAnyFormat> {
   const bomb = await gzipBomb();
-  const sent = { text: '', requests: 0 };
+  const sent = { text: '', requests: 0, accept: '' };
   const up = await listenLoopback(t, async (req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     for await (const c of req) raw += String(c);
     sent.requests++;
+    sent.accept = String(req.headers.accept ?? '');
     const body = (raw === '' ? {} : JSON.parse(raw)) as Record<string, unknown>;
     const path = req.url!;
     const mode = path.split('/')[1]!;

@@ -65,6 +65,7 @@ t.test('Gemini streamGenerateContent without alt=sse answers a JSON array: serve
   for (const provider of ['gm-json', 'gm-ok']) {
     const a = await gemini(`${provider}/m`, '');
     t.equal(a.status, 200, provider);
+    t.equal(up.sent.accept, 'application/json', 'asked for the JSON it expects, not an event stream');
     t.match(a.type, /^application\/json/);
     t.equal(a.text, up.sent.text, 'the upstream bytes unchanged');
     t.ok(Array.isArray(JSON.parse(a.text)), 'a JSON array of chunks');
@@ -75,6 +76,7 @@ t.test('Gemini streamGenerateContent without alt=sse answers a JSON array: serve
 t.test('Gemini streamGenerateContent?alt=sse answered with an event stream is relayed (the check lets streams by)', async (t) => {
   const a = await gemini('gm-ok/m', 'sse');
   t.equal(a.status, 200);
+  t.equal(up.sent.accept, 'text/event-stream', 'asked for an event stream');
   t.match(a.type, /^text\/event-stream/);
   t.equal(a.text, up.sent.text);
   t.match(await rowOf(a.id), { status: 'success', input_tokens: 11, output_tokens: 3, usage_source: 'reported' });
