@@ -80,9 +80,10 @@ export function listCostPico(u: Usage, price: Price): number {
 
 /**
  * What a provider bills a web search at when its price does not say (USD per 1,000): Anthropic's published $10 for
- * its server-side `web_search` tool, the one search the usage reports as a count (Usage.webSearches).
+ * its server-side `web_search` tool, OpenAI's $10 per 1,000 `web_search` tool calls of the Responses API (the two
+ * searches an answer counts: Usage.webSearches).
  */
-const WEB_SEARCH_PER_1K: Partial<Record<ProviderConfig['format'], number>> = { anthropic: 10 };
+const WEB_SEARCH_PER_1K: Partial<Record<ProviderConfig['format'], number>> = { anthropic: 10, 'openai-responses': 10 };
 
 export function computeCost(provider: ProviderConfig, modelId: string, u: Usage): Cost {
   const { price: found, source } = resolvePrice(provider, modelId);

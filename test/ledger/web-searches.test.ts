@@ -88,3 +88,41 @@ t.test('through the gateway: row, metrics, span and request log agree, passthrou
     t.equal(e.cost, COST);
   }
 });
+
+t.test("OpenAI's Responses API: its web_search_call items counted and priced ($10 per 1,000 unless configured)", async (t) => {
+  const { listenLoopback } = await import('../helpers/loopback.js');
+  const output = [
+    { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'a' } },
+    { type: 'web_search_call', id: 'ws_2', status: 'completed', action: { type: 'search', query: 'b' } },
+    { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'found it', annotations: [] }] },
+  ];
+  const usage = { input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 100, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1100 };
+  const response = (model: string) => ({ id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model, output, usage });
+  const up = await listenLoopback(t, async (req, res) => {
+    let raw = '';
+    for await (const c of req) raw += String(c);
+    const body = JSON.parse(raw) as { model: string; stream?: boolean };
+    if (body.stream !== true) {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(response(body.model)));
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const r = response(body.model);
+    res.write(`event: response.created\ndata: ${JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...r, status: 'in_progress', output: [], usage: null } })}\n\n`);
+    res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 1, response: r })}\n\n`);
+  }, (err, res) => res.writeHead(500).end(String(err)));
+  const provider = { group: 'paid', format: 'openai-responses', base_url: `http://127.0.0.1:${up.port}/v1`, auth: { type: 'api_key', key: 'k' }, price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } };
+  const gw = await startApp(t, { providers: { oai: provider } });
+  const COST = (1000 * 2 + 100 * 8) / 1e6 + 0.02; // two calls at $10 per 1,000
+  const post = async (path: string, body: unknown) => (await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).text();
+  await post('/v1/responses', { model: 'oai/m', input: 'search', tools: [{ type: 'web_search' }] });
+  await post('/v1/responses', { model: 'oai/m', input: 'search', stream: true, tools: [{ type: 'web_search' }] });
+  await post('/v1/chat/completions', { model: 'oai/m', messages: [{ role: 'user', content: 'search' }] });
+  let rows: Record<string, unknown>[] = [];
+  await waitFor(async () => (rows = await gw.rows()).length === 3);
+  for (const r of rows) {
+    const name = `${String(r.endpoint)} ${r.stream ? 'streamed' : 'whole'}`;
+    t.equal(Number(r.web_search_requests), 2, `${name}: two web_search_call items`);
+    t.equal(Number(r.cost), Number(COST.toFixed(12)), `${name}: the calls in the cost`);
+  }
+});

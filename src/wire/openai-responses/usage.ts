@@ -1,27 +1,39 @@
 // Responses API usage <-> the five buckets (DESIGN.md decision 4). Like Chat Completions, the Responses API counts
 // cached tokens inside input_tokens and reasoning tokens inside output_tokens; both are taken out so no token is
 // counted twice. A missing details object leaves its bucket null (not reported), never 0. Cache writes are not
-// reported by this API: cacheWrite is always null.
+// reported by this API: cacheWrite is always null. The built-in web_search tool is billed per call, not per token:
+// the answer's `web_search_call` output items are counted as webSearches (the usage object has no count of them).
 
-import { tokenCount, type Usage } from '../../ledger/types.js';
+import { searchCount, tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './shared.js';
 
 const n = tokenCount;
 
-export function responsesUsage(raw: unknown): Usage | null {
+/** The usage of a response; `output`, the response's output items, gives its web searches (webSearches). */
+export function responsesUsage(raw: unknown, items?: unknown): Usage | null {
   if (!isObj(raw)) return null;
   const input = n(raw.input_tokens);
   const output = n(raw.output_tokens);
   if (input === null && output === null) return null;
   const cached = isObj(raw.input_tokens_details) ? n(raw.input_tokens_details.cached_tokens) : null;
   const reasoning = isObj(raw.output_tokens_details) ? n(raw.output_tokens_details.reasoning_tokens) : null;
-  return {
+  const usage: Usage = {
     input: input === null ? null : Math.max(0, input - (cached ?? 0)),
     cached,
     cacheWrite: null,
     output: output === null ? null : Math.max(0, output - (reasoning ?? 0)),
     reasoning,
   };
+  const searches = webSearchCalls(items);
+  return searches === null ? usage : { ...usage, webSearches: searches };
+}
+
+/** How many `web_search_call` items an output holds; null when none (or past what is believed: searchCount). */
+function webSearchCalls(items: unknown): number | null {
+  if (!Array.isArray(items)) return null;
+  let count = 0;
+  for (const item of items) if (isObj(item) && item.type === 'web_search_call') count++;
+  return count === 0 ? null : searchCount(count);
 }
 
 export interface WireUsage {
