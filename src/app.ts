@@ -14,7 +14,7 @@ import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody } from './core/errors.js';
 import { registerJsonBody } from './core/json-body.js';
 import { lazyCompilersFactory } from './core/lazy-validator.js';
-import { clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
+import { badQuery, clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -311,10 +311,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // While draining, responses in flight are counted; once none is left, every remaining connection (keep-alive
   // ones that Node does not always see as idle) is closed, so close() never waits out a keep-alive timeout.
   let inFlight = 0;
-  app.addHook('onRequest', (_req, reply, done) => {
+  app.addHook('onRequest', (req, reply, done) => {
     inFlight++;
     reply.raw.once('close', () => inFlight--);
-    done();
+    done(badQuery(req.url) ?? undefined);
   });
   let sweeper: NodeJS.Timeout | null = null;
   app.addHook('preClose', (done) => {

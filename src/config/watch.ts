@@ -45,11 +45,11 @@ export class ConfigHolder {
   }
 }
 
-const RESTART_ONLY = ['server.host', 'server.port', 'server.body_limit_bytes', 'server.trust_proxy', 'storage', 'telemetry'] as const;
+const RESTART_ONLY = ['server.host', 'server.port', 'server.body_limit_bytes', 'server.trust_proxy', 'server.request_timeout_s', 'storage', 'telemetry'] as const;
 
 function restartOnlyChanges(next: Config, prev: Config): string[] {
   const pick = (c: Config, k: (typeof RESTART_ONLY)[number]): unknown =>
-    k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes' | 'trust_proxy'];
+    k === 'storage' || k === 'telemetry' ? c[k] : c.server[k.slice('server.'.length) as 'host' | 'port' | 'body_limit_bytes' | 'trust_proxy' | 'request_timeout_s'];
   return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
 }
 

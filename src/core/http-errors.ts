@@ -16,6 +16,23 @@ export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: F
   void reply.code(e.status).send(errorBody(e, null));
 }
 
+/**
+ * A request whose query string does not decode (a `%` not followed by two hex digits, or bytes that are not UTF-8):
+ * the error to refuse it with, else null. fastify's query parser takes such text as it came (`?provider=%E0%A4%A`
+ * filtered on the raw text), where the path's router refuses it (FST_ERR_BAD_URL): both are 400 BAD_REQUEST. A query
+ * without a `%` is not looked at.
+ */
+export function badQuery(url: string): TollgateError | null {
+  const q = url.indexOf('?');
+  if (q === -1 || url.indexOf('%', q) === -1) return null;
+  try {
+    decodeURIComponent(url.slice(q + 1));
+    return null;
+  } catch {
+    return new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'the query string does not decode (bad percent-encoding)');
+  }
+}
+
 /** The error for bytes the HTTP parser refused (Node's `llhttp` codes, `HPE_*`). */
 export function parserError(err: { code?: string }): TollgateError {
   if (err.code === 'HPE_HEADER_OVERFLOW') {

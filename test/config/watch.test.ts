@@ -132,6 +132,15 @@ t.test('an edit of start-only settings is applied and flagged as needing a resta
   t.match(warns.at(-1)?.msg, /restart/);
 });
 
+t.test("the request timeout is start-only too: its edit is flagged (Node's requestTimeout is set when the server is made)", async (t) => {
+  const warnsBefore = log.entries.filter((e) => e.level === 'warn').length;
+  writeFileSync(file, yaml(['echo-4']).replace('port: 4000', 'port: 4999\n  request_timeout_s: 5').replace('data_dir: ./data', 'data_dir: ./data2'));
+  await waitFor(() => holder.current.server.request_timeout_s === 5, 2000);
+  const warns = log.entries.filter((e) => e.level === 'warn');
+  t.equal(warns.length, warnsBefore + 1, 'one warning');
+  t.same(warns.at(-1)?.obj.sections, ['server.request_timeout_s']);
+});
+
 t.test('a deleted file is rejected and the config keeps serving; recreating it applies', async (t) => {
   const before = holder.current;
   const rejectedBefore = rejected;
