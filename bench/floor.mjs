@@ -118,7 +118,7 @@ function rowOf(startedAt, endedAt, stream, n, usd, ttftMs) {
     requested_model: MODEL, api_key_name: '_anonymous', stream, status: 'success', http_status: 200, error_type: '',
     input_tokens: n.input, cached_tokens: n.cached, cache_write_tokens: 0, cache_write_1h_tokens: null, output_tokens: n.output,
     reasoning_tokens: n.reasoning, web_search_requests: null,
-    total_tokens: n.input + n.output, usage_source: n.reported ? 'reported' : 'none', cost: usd, list_cost: usd, price_source: 'config',
+    total_tokens: n.input + n.output, usage_source: n.reported ? 'reported' : 'none', cost: usd, list_cost: usd, price_source: 'config', service_tier: '',
     duration_ms: endedAt - startedAt, ttft_ms: ttftMs, upstream_ms: endedAt - startedAt, trace_id: '',
   };
 }

@@ -35,11 +35,20 @@ const priceTier = closed(
   { required: ['above_input_tokens'] },
 );
 const tiers = { type: 'array', items: priceTier, maxItems: 16 };
+// The prices of a call the provider served at another service tier than its standard one (OpenAI's `flex` and
+// `priority`, Anthropic's `priority`), by the tier's name as the answer reports it; the fields left out keep the price
+// they would have (src/ledger/cost.ts). At most 8 tiers.
+const serviceTiers = {
+  type: 'object',
+  propertyNames: { pattern: '^[a-z][a-z0-9_-]{0,31}$' },
+  additionalProperties: closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd() }),
+  maxProperties: 8,
+};
 const price = closed(
-  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers },
+  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers });
+const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

@@ -17,7 +17,12 @@ export interface Price {
   readonly web_search_per_1k?: number;
   /** Prices for long prompts (docs/catalog.md, "Price tiers"): the highest tier the prompt is above applies. */
   readonly tiers?: readonly PriceTier[];
+  /** Prices of a call served at another service tier (`flex`, `priority`), by its name (src/ledger/cost.ts). */
+  readonly service_tiers?: Readonly<Record<string, ServiceTierPrice>>;
 }
+
+/** The prices a service tier sets; the fields it leaves out keep the price they would have. */
+export type ServiceTierPrice = Partial<Pick<Price, 'input' | 'output' | 'cached' | 'cache_write' | 'cache_write_1h' | 'reasoning'>>;
 
 /** The prices that apply once a request's prompt (input, cache reads and writes) has more than `above_input_tokens`. */
 export interface PriceTier {

@@ -2,7 +2,7 @@
 // overrides, else from the catalog (config/pricing.ts); each cost carries where its price came from. Arithmetic is done in integer pico-dollars so that sums agree to the cent across the row, the
 // metrics and the API: a price with up to six decimals times a token count is exact.
 
-import type { Price, PriceTier, ProviderConfig } from '../config/types.js';
+import type { Price, PriceTier, ProviderConfig, ServiceTierPrice } from '../config/types.js';
 import { resolvePrice, type PriceSource } from '../config/pricing.js';
 import { MAX_PRICE_PER_MTOK } from '../config/schema.js';
 import type { Usage } from './types.js';
@@ -38,13 +38,28 @@ function pico(tokens: number | null, pricePerMillion: number): number {
 /**
  * The price a request pays: the base price, or, when its prompt (input + cache reads + cache writes) is longer than a
  * tier's `above_input_tokens`, the highest such tier's prices on top of the base (the whole request is priced at the
- * tier, as providers bill long-context requests).
+ * tier, as providers bill long-context requests); then, for a call served at another service tier, that tier's prices
+ * on top (atServiceTier).
  */
 export function priceFor(p: Price, u: Usage): Price {
-  if (p.tiers === undefined || p.tiers.length === 0) return p;
+  const long = p.tiers === undefined || p.tiers.length === 0 ? p : longContext(p, p.tiers, u);
+  return u.serviceTier === undefined ? long : atServiceTier(long, u);
+}
+
+/**
+ * The price of a call the provider served at another service tier (Usage.serviceTier: OpenAI's `flex`, `priority`):
+ * the base with the tier's prices (`price.service_tiers.<tier>`) on top; the base itself for the standard tier, or a
+ * tier the price does not name.
+ */
+function atServiceTier(p: Price, u: Usage): Price {
+  if (u.serviceTier === undefined || p.service_tiers === undefined || !Object.hasOwn(p.service_tiers, u.serviceTier)) return p;
+  return { ...p, ...p.service_tiers[u.serviceTier] };
+}
+
+function longContext(p: Price, tiers: readonly PriceTier[], u: Usage): Price {
   const prompt = (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
   let chosen: PriceTier | null = null;
-  for (const t of p.tiers) if (prompt > t.above_input_tokens && (chosen === null || t.above_input_tokens > chosen.above_input_tokens)) chosen = t;
+  for (const t of tiers) if (prompt > t.above_input_tokens && (chosen === null || t.above_input_tokens > chosen.above_input_tokens)) chosen = t;
   if (chosen === null) return p;
   const { above_input_tokens: _above, ...prices } = chosen;
   return { ...p, ...prices };
@@ -85,11 +100,33 @@ export function listCostPico(u: Usage, price: Price): number {
  */
 const WEB_SEARCH_PER_1K: Partial<Record<ProviderConfig['format'], number>> = { anthropic: 10, 'openai-responses': 10 };
 
+/** The formats whose `flex` tier is half price when the price does not say (OpenAI: "Batch API rates", 50 % off). */
+const FLEX_AT_HALF: ReadonlySet<ProviderConfig['format']> = new Set(['openai', 'openai-responses']);
+
+/** Every token price of `p` halved (its own fallbacks followed first: cached to input, reasoning to output...). */
+function halved(p: Price): ServiceTierPrice {
+  const half = (n: number): number => n / 2;
+  return {
+    input: half(p.input), output: half(p.output), cached: half(p.cached ?? p.input), cache_write: half(p.cache_write ?? p.input),
+    cache_write_1h: half(hourWritePrice(p)), reasoning: half(p.reasoning ?? p.output),
+  };
+}
+
+/** The price as a call needs it: the defaults of its format for what the price leaves out (searches, flex). */
+function withDefaults(provider: ProviderConfig, found: Price, u: Usage): Price {
+  let price = found;
+  const searchDefault = WEB_SEARCH_PER_1K[provider.format];
+  if (u.webSearches && price.web_search_per_1k === undefined && searchDefault !== undefined) price = { ...price, web_search_per_1k: searchDefault };
+  if (u.serviceTier === 'flex' && FLEX_AT_HALF.has(provider.format) && (price.service_tiers === undefined || !Object.hasOwn(price.service_tiers, 'flex'))) {
+    price = { ...price, service_tiers: { ...price.service_tiers, flex: halved(price) } };
+  }
+  return price;
+}
+
 export function computeCost(provider: ProviderConfig, modelId: string, u: Usage): Cost {
   const { price: found, source } = resolvePrice(provider, modelId);
   if (!found) return ZERO_COST;
-  const searchDefault = WEB_SEARCH_PER_1K[provider.format];
-  const price = u.webSearches && found.web_search_per_1k === undefined && searchDefault !== undefined ? { ...found, web_search_per_1k: searchDefault } : found;
+  const price = u.webSearches || u.serviceTier !== undefined ? withDefaults(provider, found, u) : found;
   const listCost = listCostPico(u, price) / 1e12;
   return { cost: provider.group === 'paid' ? listCost : 0, listCost, priceSource: source };
 }

@@ -24,6 +24,12 @@ export interface Usage {
   readonly output: number | null;
   /** Reasoning (thinking) tokens. */
   readonly reasoning: number | null;
+  /**
+   * The service tier the provider says it served the call at, when it is not its standard one (OpenAI's `flex` or
+   * `priority`, Anthropic's `priority`): it sets the call's prices (`price.service_tiers`, src/ledger/cost.ts).
+   * Absent: the standard tier.
+   */
+  readonly serviceTier?: string;
 }
 
 export const NO_USAGE: Usage = Object.freeze({ input: null, cached: null, cacheWrite: null, output: null, reasoning: null });
@@ -94,6 +100,23 @@ export const MAX_CALL_SEARCHES = 100;
 /** A provider's count of searches run: a whole number from 0 to MAX_CALL_SEARCHES, else null (not reported). */
 export function searchCount(v: unknown): number | null {
   return typeof v === 'number' && v >= 0 && v <= MAX_CALL_SEARCHES ? Math.round(v) : null;
+}
+
+/** The standard tiers' names (not kept: a call without a tier is at the standard one) and what a tier name may be. */
+const STANDARD_TIERS: ReadonlySet<string> = new Set(['default', 'standard', 'auto']);
+const TIER_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
+
+/** A provider's service tier as the usage keeps it: a short lower-case name that is not the standard tier, else undefined. */
+export function serviceTierOf(v: unknown): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  const tier = v.toLowerCase();
+  return TIER_NAME.test(tier) && !STANDARD_TIERS.has(tier) ? tier : undefined;
+}
+
+/** `u` served at `tier` (serviceTierOf's reading of a provider's field); `u` itself when standard or unknown. */
+export function atTier(u: Usage, tier: unknown): Usage {
+  const t = serviceTierOf(tier);
+  return t === undefined ? u : { ...u, serviceTier: t };
 }
 
 /** The larger of two counts of one bucket; null when neither reported it. */

@@ -55,6 +55,8 @@ export interface LogRow {
   readonly cache_write_1h_tokens: number | null;
   /** Web searches the provider billed per search (null: none reported); the full record only. */
   readonly web_search_requests: number | null;
+  /** The service tier the provider served the call at, '' for its standard one; the full record only. */
+  readonly service_tier: string;
   readonly output_tokens: number | null;
   readonly reasoning_tokens: number | null;
   readonly total_tokens: number;
@@ -87,7 +89,7 @@ const COMPACT_FIELDS = `toString(request_id) AS id, kind, combo, toUnixTimestamp
   total_tokens, toString(cost) AS cost_usd, price_source, duration_ms`;
 const FIELDS = `${COMPACT_FIELDS}, ifNull(toString(parent_id), '') AS parent, attempt, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint,
   connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
-  upstream_ms, trace_id, cache_write_1h_tokens, web_search_requests`;
+  upstream_ms, trace_id, cache_write_1h_tokens, web_search_requests, service_tier`;
 
 /**
  * How far back each successive read of a page reaches: a busy gateway fills a page from the last minutes, which (the
@@ -124,7 +126,7 @@ function toLogRow(r: Raw): LogRow {
     parent_id: String(r.parent), attempt: n(r.attempt), end_ts: n(r.end_ms), endpoint: String(r.endpoint), connection: String(r.connection),
     auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
     usage_source: String(r.usage_source), list_cost: n(r.list_cost_usd), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
-    trace_id: String(r.trace_id ?? ''), cache_write_1h_tokens: nn(r.cache_write_1h_tokens), web_search_requests: nn(r.web_search_requests),
+    trace_id: String(r.trace_id ?? ''), cache_write_1h_tokens: nn(r.cache_write_1h_tokens), web_search_requests: nn(r.web_search_requests), service_tier: String(r.service_tier ?? ''),
   });
 }
 

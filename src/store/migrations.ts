@@ -276,6 +276,13 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'web searches',
     statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS web_search_requests Nullable(UInt32) AFTER reasoning_tokens`],
   },
+  {
+    // The service tier a provider served the call at when not its standard one (OpenAI's flex, half price; priority):
+    // it set the row's cost. '' for the standard tier, and on rows written before.
+    version: 26,
+    name: 'service tier',
+    statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS service_tier LowCardinality(String) DEFAULT '' AFTER price_source`],
+  },
 ];
 
 /** A `done` probe: the view exists (and its query names `naming`, when given). */

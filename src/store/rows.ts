@@ -12,7 +12,7 @@ export const REQUEST_COLUMNS: readonly string[] = [
   'request_id', 'kind', 'parent_id', 'combo', 'attempt', 'connection', 'auto_switched', 'ts', 'end_ts', 'endpoint', 'provider',
   'provider_group', 'model', 'requested_model', 'api_key_name', 'stream', 'status', 'http_status', 'error_type', 'input_tokens',
   'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'reasoning_tokens', 'web_search_requests', 'total_tokens', 'usage_source', 'cost', 'list_cost',
-  'price_source', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
+  'price_source', 'service_tier', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
 ];
 
 const money = (usd: number): string => usd.toFixed(12);
@@ -58,6 +58,7 @@ export function toRow(r: UsageRecord): RequestRow {
     cost: money(r.cost.cost),
     list_cost: money(r.cost.listCost),
     price_source: r.cost.priceSource ?? '',
+    service_tier: r.usage.serviceTier ?? '',
     duration_ms: r.latency.totalMs,
     ttft_ms: r.latency.kind === 'stream' ? r.latency.ttftMs : null,
     upstream_ms: r.upstreamMs,

@@ -82,6 +82,7 @@ export const ATTR = {
   cacheWriteTokens: 'tollgate.usage.cache_write_tokens',
   cacheWrite1hTokens: 'tollgate.usage.cache_write_1h_tokens',
   webSearches: 'tollgate.usage.web_search_requests',
+  serviceTier: 'tollgate.service_tier',
   outputNonReasoning: 'tollgate.usage.output_tokens',
   reasoningTokens: 'tollgate.usage.reasoning_tokens',
   totalTokens: 'tollgate.usage.total_tokens',

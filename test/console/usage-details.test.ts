@@ -15,7 +15,7 @@ const gw = await startApp(t, { server: { host: '127.0.0.1' }, storage: { batch: 
 const browser = await launchBrowser(t);
 
 t.before(async () => {
-  up.next({ kind: 'ok', usage: { ...FAKE_USAGE, cache_creation_input_tokens: 1000, cache_creation_1h: 600, web_searches: 3 } });
+  up.next({ kind: 'ok', usage: { ...FAKE_USAGE, cache_creation_input_tokens: 1000, cache_creation_1h: 600, web_searches: 3, service_tier: 'priority' } });
   const r = await fetch(`${gw.url}/v1/messages`, {
     method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: JSON.stringify({ model: 'anth/claude-haiku-4-5', max_tokens: 20, messages: [{ role: 'user', content: 'search' }] }),
@@ -37,5 +37,6 @@ t.test("the details name the hour-long cache writes and the searches", async (t)
   await tokens.waitFor();
   t.match(await tokens.textContent(), /cache write 1,000 \(600 for an hour\)/);
   t.equal((await page.locator('dialog.details dt:text-is("Web searches") + dd').textContent())?.trim(), '3 (billed per search)');
+  t.match(await page.locator('dialog.details dt:text-is("Cost") + dd').textContent(), /served at the priority tier/, 'the service tier the cost used');
   t.same(errors, [], 'no console error');
 });

@@ -40,6 +40,8 @@ export interface FakeAnthropicUsage {
   cache_creation_1h?: number;
   /** Web searches run (`server_tool_use.web_search_requests`: in the whole answer's usage, and a stream's message_delta). */
   web_searches?: number;
+  /** `usage.service_tier` (default 'standard'). */
+  service_tier?: string;
 }
 
 /** input 20, cache read 5, cache write 7, output 9: see the header. */
@@ -278,7 +280,7 @@ function streamEvents(id: string, model: string, blocks: Block[], stop: string, 
       usage: {
         input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens,
         cache_creation: cacheCreation(u),
-        output_tokens: 1, service_tier: 'standard',
+        output_tokens: 1, service_tier: u.service_tier ?? 'standard',
       },
     },
   }]);
@@ -310,7 +312,7 @@ function usageJson(u: FakeAnthropicUsage): Json {
   return {
     input_tokens: u.input_tokens, cache_creation_input_tokens: u.cache_creation_input_tokens, cache_read_input_tokens: u.cache_read_input_tokens,
     cache_creation: cacheCreation(u),
-    output_tokens: u.output_tokens, service_tier: 'standard',
+    output_tokens: u.output_tokens, service_tier: u.service_tier ?? 'standard',
     ...(u.web_searches === undefined ? {} : { server_tool_use: { web_search_requests: u.web_searches } }),
   };
 }

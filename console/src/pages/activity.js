@@ -75,7 +75,7 @@ function Details({ row, onClose }) {
       <dt>Usage source</dt><dd>${u.source}</dd>
       <dt>Tokens</dt><dd>input ${int(u.input)} · cached ${int(u.cached)} · cache write ${int(u.cache_write)}${u.cache_write_1h ? ` (${int(u.cache_write_1h)} for an hour)` : ''} · output ${int(u.output)} · reasoning ${int(u.reasoning)}</dd>
       ${u.web_searches ? html`<dt>Web searches</dt><dd>${int(u.web_searches)} (billed per search)</dd>` : null}
-      <dt>Cost</dt><dd class="cost"><${Cost} value=${row.cost} /> (list <${Cost} value=${row.list_cost} why=${UNKNOWN_LIST} />)${row.price_source ? html` · price from <${Name} text=${row.price_source} />` : ''}</dd>
+      <dt>Cost</dt><dd class="cost"><${Cost} value=${row.cost} /> (list <${Cost} value=${row.list_cost} why=${UNKNOWN_LIST} />)${row.price_source ? html` · price from <${Name} text=${row.price_source} />` : ''}${row.service_tier ? html` · served at the <${Name} text=${row.service_tier} /> tier` : ''}</dd>
       <dt>Timing</dt><dd>${seconds(row.duration_s)} total · first token ${seconds(row.ttft_s)} · upstream ${seconds(row.upstream_s)}</dd>
       <dt>Key · connection</dt><dd>${row.api_key_name ? html`<${Name} text=${row.api_key_name} />` : '–'} · ${row.connection === null ? '–' : html`<${Name} text=${row.connection} />`}</dd>
       <dt>Started · ended</dt><dd>${time(row.timestamp)} · ${time(row.end_timestamp)}</dd>

@@ -73,6 +73,7 @@ function details(r: LogRow) {
     error_type: r.error_type === '' ? null : r.error_type,
     usage: { input: r.input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, cache_write_1h: r.cache_write_1h_tokens, output: r.output_tokens, reasoning: r.reasoning_tokens, web_searches: r.web_search_requests, source: r.usage_source },
     list_cost: unpriced(r) ? null : money(r.list_cost), price_source: r.price_source === '' ? null : r.price_source,
+    service_tier: r.service_tier === '' ? null : r.service_tier,
     ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),
     trace_id: r.trace_id === '' ? null : r.trace_id,
   };

@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1196,9 +1196,16 @@ vErrors.push(err88);
 errors++;
 }
 }
-}
-else {
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data73.service_tiers !== undefined){
+let data90 = data73.service_tiers;
+if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
+for(const key3 in data90){
+let data91 = data90[key3];
+if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
+if(data91.input !== undefined){
+let data92 = data91.input;
+if(!((typeof data92 == "number") && (isFinite(data92)))){
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1208,13 +1215,10 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data40.quota !== undefined){
-let data90 = data40.quota;
-if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
-if(data90.limit !== undefined){
-let data91 = data90.limit;
-if(!((typeof data91 == "number") && (isFinite(data91)))){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data91.output !== undefined){
+let data93 = data91.output;
+if(!((typeof data93 == "number") && (isFinite(data93)))){
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1224,10 +1228,10 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data90.monthly_limit !== undefined){
-let data92 = data90.monthly_limit;
-if(!((typeof data92 == "number") && (isFinite(data92)))){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data91.cached !== undefined){
+let data94 = data91.cached;
+if(!((typeof data94 == "number") && (isFinite(data94)))){
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1237,9 +1241,10 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data90.window !== undefined){
-if(typeof data90.window !== "string"){
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data91.cache_write !== undefined){
+let data95 = data91.cache_write;
+if(!((typeof data95 == "number") && (isFinite(data95)))){
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1249,9 +1254,10 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data90.reset_time !== undefined){
-if(typeof data90.reset_time !== "string"){
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data91.cache_write_1h !== undefined){
+let data96 = data91.cache_write_1h;
+if(!((typeof data96 == "number") && (isFinite(data96)))){
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1261,10 +1267,10 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data90.anchor_day !== undefined){
-let data95 = data90.anchor_day;
-if(!(((typeof data95 == "number") && (!(data95 % 1) && !isNaN(data95))) && (isFinite(data95)))){
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data91.reasoning !== undefined){
+let data97 = data91.reasoning;
+if(!((typeof data97 == "number") && (isFinite(data97)))){
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1274,12 +1280,9 @@ vErrors.push(err94);
 errors++;
 }
 }
-if(data90.source !== undefined){
-let data96 = data90.source;
-if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
-if(data96.url !== undefined){
-if(typeof data96.url !== "string"){
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1289,12 +1292,9 @@ vErrors.push(err95);
 errors++;
 }
 }
-if(data96.headers !== undefined){
-let data98 = data96.headers;
-if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
-for(const key3 in data98){
-if(typeof data98[key3] !== "string"){
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1306,7 +1306,7 @@ errors++;
 }
 }
 else {
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1316,10 +1316,13 @@ vErrors.push(err97);
 errors++;
 }
 }
-if(data96.refresh_s !== undefined){
-let data100 = data96.refresh_s;
-if(!((typeof data100 == "number") && (isFinite(data100)))){
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.quota !== undefined){
+let data98 = data40.quota;
+if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
+if(data98.limit !== undefined){
+let data99 = data98.limit;
+if(!((typeof data99 == "number") && (isFinite(data99)))){
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1329,9 +1332,10 @@ vErrors.push(err98);
 errors++;
 }
 }
-}
-else {
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data98.monthly_limit !== undefined){
+let data100 = data98.monthly_limit;
+if(!((typeof data100 == "number") && (isFinite(data100)))){
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1341,9 +1345,9 @@ vErrors.push(err99);
 errors++;
 }
 }
-}
-else {
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data98.window !== undefined){
+if(typeof data98.window !== "string"){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1353,13 +1357,9 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data40.mock !== undefined){
-let data101 = data40.mock;
-if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
-if(data101.chunks !== undefined){
-let data102 = data101.chunks;
-if(!(((typeof data102 == "number") && (!(data102 % 1) && !isNaN(data102))) && (isFinite(data102)))){
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data98.reset_time !== undefined){
+if(typeof data98.reset_time !== "string"){
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1369,10 +1369,10 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data101.latency_ms !== undefined){
-let data103 = data101.latency_ms;
-if(!((typeof data103 == "number") && (isFinite(data103)))){
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data98.anchor_day !== undefined){
+let data103 = data98.anchor_day;
+if(!(((typeof data103 == "number") && (!(data103 % 1) && !isNaN(data103))) && (isFinite(data103)))){
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1382,10 +1382,12 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data101.chunk_delay_ms !== undefined){
-let data104 = data101.chunk_delay_ms;
-if(!((typeof data104 == "number") && (isFinite(data104)))){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data98.source !== undefined){
+let data104 = data98.source;
+if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
+if(data104.url !== undefined){
+if(typeof data104.url !== "string"){
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1395,10 +1397,12 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data101.input_tokens !== undefined){
-let data105 = data101.input_tokens;
-if(!(((typeof data105 == "number") && (!(data105 % 1) && !isNaN(data105))) && (isFinite(data105)))){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data104.headers !== undefined){
+let data106 = data104.headers;
+if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
+for(const key4 in data106){
+if(typeof data106[key4] !== "string"){
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1410,7 +1414,7 @@ errors++;
 }
 }
 else {
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1420,15 +1424,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data40.models !== undefined){
-let data106 = data40.models;
-if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
-for(const key4 in data106){
-let data107 = data106[key4];
-if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
-if(data107.capabilities !== undefined){
-if(!(Array.isArray(data107.capabilities))){
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data104.refresh_s !== undefined){
+let data108 = data104.refresh_s;
+if(!((typeof data108 == "number") && (isFinite(data108)))){
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1438,10 +1437,9 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data107.max_output_tokens !== undefined){
-let data109 = data107.max_output_tokens;
-if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1451,13 +1449,9 @@ vErrors.push(err107);
 errors++;
 }
 }
-if(data107.price !== undefined){
-let data110 = data107.price;
-if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
-if(data110.input !== undefined){
-let data111 = data110.input;
-if(!((typeof data111 == "number") && (isFinite(data111)))){
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1467,10 +1461,13 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data110.output !== undefined){
-let data112 = data110.output;
-if(!((typeof data112 == "number") && (isFinite(data112)))){
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.mock !== undefined){
+let data109 = data40.mock;
+if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
+if(data109.chunks !== undefined){
+let data110 = data109.chunks;
+if(!(((typeof data110 == "number") && (!(data110 % 1) && !isNaN(data110))) && (isFinite(data110)))){
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1480,10 +1477,10 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data110.cached !== undefined){
-let data113 = data110.cached;
-if(!((typeof data113 == "number") && (isFinite(data113)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.latency_ms !== undefined){
+let data111 = data109.latency_ms;
+if(!((typeof data111 == "number") && (isFinite(data111)))){
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1493,10 +1490,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data110.cache_write !== undefined){
-let data114 = data110.cache_write;
-if(!((typeof data114 == "number") && (isFinite(data114)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.chunk_delay_ms !== undefined){
+let data112 = data109.chunk_delay_ms;
+if(!((typeof data112 == "number") && (isFinite(data112)))){
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1506,10 +1503,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data110.cache_write_1h !== undefined){
-let data115 = data110.cache_write_1h;
-if(!((typeof data115 == "number") && (isFinite(data115)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data109.input_tokens !== undefined){
+let data113 = data109.input_tokens;
+if(!(((typeof data113 == "number") && (!(data113 % 1) && !isNaN(data113))) && (isFinite(data113)))){
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1519,10 +1516,9 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data110.reasoning !== undefined){
-let data116 = data110.reasoning;
-if(!((typeof data116 == "number") && (isFinite(data116)))){
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1532,10 +1528,15 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(data110.web_search_per_1k !== undefined){
-let data117 = data110.web_search_per_1k;
-if(!((typeof data117 == "number") && (isFinite(data117)))){
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.models !== undefined){
+let data114 = data40.models;
+if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
+for(const key5 in data114){
+let data115 = data114[key5];
+if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
+if(data115.capabilities !== undefined){
+if(!(Array.isArray(data115.capabilities))){
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1545,17 +1546,10 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data110.tiers !== undefined){
-let data118 = data110.tiers;
-if(Array.isArray(data118)){
-const len4 = data118.length;
-for(let i4=0; i4<len4; i4++){
-let data119 = data118[i4];
-if(data119 && typeof data119 == "object" && !Array.isArray(data119)){
-if(data119.above_input_tokens !== undefined){
-let data120 = data119.above_input_tokens;
-if(!(((typeof data120 == "number") && (!(data120 % 1) && !isNaN(data120))) && (isFinite(data120)))){
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data115.max_output_tokens !== undefined){
+let data117 = data115.max_output_tokens;
+if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1565,10 +1559,13 @@ vErrors.push(err115);
 errors++;
 }
 }
-if(data119.input !== undefined){
-let data121 = data119.input;
-if(!((typeof data121 == "number") && (isFinite(data121)))){
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data115.price !== undefined){
+let data118 = data115.price;
+if(data118 && typeof data118 == "object" && !Array.isArray(data118)){
+if(data118.input !== undefined){
+let data119 = data118.input;
+if(!((typeof data119 == "number") && (isFinite(data119)))){
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1578,10 +1575,10 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data119.output !== undefined){
-let data122 = data119.output;
-if(!((typeof data122 == "number") && (isFinite(data122)))){
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data118.output !== undefined){
+let data120 = data118.output;
+if(!((typeof data120 == "number") && (isFinite(data120)))){
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1591,10 +1588,10 @@ vErrors.push(err117);
 errors++;
 }
 }
-if(data119.cached !== undefined){
-let data123 = data119.cached;
-if(!((typeof data123 == "number") && (isFinite(data123)))){
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data118.cached !== undefined){
+let data121 = data118.cached;
+if(!((typeof data121 == "number") && (isFinite(data121)))){
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1604,10 +1601,10 @@ vErrors.push(err118);
 errors++;
 }
 }
-if(data119.cache_write !== undefined){
-let data124 = data119.cache_write;
-if(!((typeof data124 == "number") && (isFinite(data124)))){
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data118.cache_write !== undefined){
+let data122 = data118.cache_write;
+if(!((typeof data122 == "number") && (isFinite(data122)))){
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1617,10 +1614,10 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data119.cache_write_1h !== undefined){
-let data125 = data119.cache_write_1h;
-if(!((typeof data125 == "number") && (isFinite(data125)))){
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data118.cache_write_1h !== undefined){
+let data123 = data118.cache_write_1h;
+if(!((typeof data123 == "number") && (isFinite(data123)))){
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1630,10 +1627,10 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data119.reasoning !== undefined){
-let data126 = data119.reasoning;
-if(!((typeof data126 == "number") && (isFinite(data126)))){
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data118.reasoning !== undefined){
+let data124 = data118.reasoning;
+if(!((typeof data124 == "number") && (isFinite(data124)))){
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1643,9 +1640,10 @@ vErrors.push(err121);
 errors++;
 }
 }
-}
-else {
-const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data118.web_search_per_1k !== undefined){
+let data125 = data118.web_search_per_1k;
+if(!((typeof data125 == "number") && (isFinite(data125)))){
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1655,9 +1653,17 @@ vErrors.push(err122);
 errors++;
 }
 }
-}
-else {
-const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data118.tiers !== undefined){
+let data126 = data118.tiers;
+if(Array.isArray(data126)){
+const len4 = data126.length;
+for(let i4=0; i4<len4; i4++){
+let data127 = data126[i4];
+if(data127 && typeof data127 == "object" && !Array.isArray(data127)){
+if(data127.above_input_tokens !== undefined){
+let data128 = data127.above_input_tokens;
+if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
+const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1667,9 +1673,10 @@ vErrors.push(err123);
 errors++;
 }
 }
-}
-else {
-const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data127.input !== undefined){
+let data129 = data127.input;
+if(!((typeof data129 == "number") && (isFinite(data129)))){
+const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1679,9 +1686,10 @@ vErrors.push(err124);
 errors++;
 }
 }
-}
-else {
-const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data127.output !== undefined){
+let data130 = data127.output;
+if(!((typeof data130 == "number") && (isFinite(data130)))){
+const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1691,9 +1699,10 @@ vErrors.push(err125);
 errors++;
 }
 }
-}
-else {
-const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data127.cached !== undefined){
+let data131 = data127.cached;
+if(!((typeof data131 == "number") && (isFinite(data131)))){
+const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1703,9 +1712,10 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data40.catalog !== undefined){
-if(typeof data40.catalog !== "string"){
-const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data127.cache_write !== undefined){
+let data132 = data127.cache_write;
+if(!((typeof data132 == "number") && (isFinite(data132)))){
+const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1715,9 +1725,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data40.allow_unlisted_models !== undefined){
-if(typeof data40.allow_unlisted_models !== "boolean"){
-const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data127.cache_write_1h !== undefined){
+let data133 = data127.cache_write_1h;
+if(!((typeof data133 == "number") && (isFinite(data133)))){
+const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1727,9 +1738,10 @@ vErrors.push(err128);
 errors++;
 }
 }
-}
-else {
-const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data127.reasoning !== undefined){
+let data134 = data127.reasoning;
+if(!((typeof data134 == "number") && (isFinite(data134)))){
+const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1741,7 +1753,7 @@ errors++;
 }
 }
 else {
-const err130 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err130 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1751,19 +1763,9 @@ vErrors.push(err130);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data129 = data.combos;
-if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
-for(const key5 in data129){
-let data130 = data129[key5];
-if(data130 && typeof data130 == "object" && !Array.isArray(data130)){
-if(data130.models !== undefined){
-let data131 = data130.models;
-if(Array.isArray(data131)){
-const len5 = data131.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data131[i5] !== "string"){
-const err131 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err131 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1773,9 +1775,16 @@ vErrors.push(err131);
 errors++;
 }
 }
-}
-else {
-const err132 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data118.service_tiers !== undefined){
+let data135 = data118.service_tiers;
+if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
+for(const key6 in data135){
+let data136 = data135[key6];
+if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
+if(data136.input !== undefined){
+let data137 = data136.input;
+if(!((typeof data137 == "number") && (isFinite(data137)))){
+const err132 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1785,9 +1794,10 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data130.judge !== undefined){
-if(typeof data130.judge !== "string"){
-const err133 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data136.output !== undefined){
+let data138 = data136.output;
+if(!((typeof data138 == "number") && (isFinite(data138)))){
+const err133 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1797,10 +1807,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data130.quorum !== undefined){
-let data134 = data130.quorum;
-if(!(((typeof data134 == "number") && (!(data134 % 1) && !isNaN(data134))) && (isFinite(data134)))){
-const err134 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data136.cached !== undefined){
+let data139 = data136.cached;
+if(!((typeof data139 == "number") && (isFinite(data139)))){
+const err134 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1810,10 +1820,10 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data130.grace_ms !== undefined){
-let data135 = data130.grace_ms;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-const err135 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data136.cache_write !== undefined){
+let data140 = data136.cache_write;
+if(!((typeof data140 == "number") && (isFinite(data140)))){
+const err135 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1823,10 +1833,10 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data130.timeout_ms !== undefined){
-let data136 = data130.timeout_ms;
-if(!((typeof data136 == "number") && (isFinite(data136)))){
-const err136 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data136.cache_write_1h !== undefined){
+let data141 = data136.cache_write_1h;
+if(!((typeof data141 == "number") && (isFinite(data141)))){
+const err136 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1836,9 +1846,10 @@ vErrors.push(err136);
 errors++;
 }
 }
-}
-else {
-const err137 = {instancePath:instancePath+"/combos/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data136.reasoning !== undefined){
+let data142 = data136.reasoning;
+if(!((typeof data142 == "number") && (isFinite(data142)))){
+const err137 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1850,7 +1861,7 @@ errors++;
 }
 }
 else {
-const err138 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err138 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1860,16 +1871,9 @@ vErrors.push(err138);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data137 = data.routing;
-if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
-if(data137.cooldown !== undefined){
-let data138 = data137.cooldown;
-if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
-if(data138.initial_s !== undefined){
-let data139 = data138.initial_s;
-if(!((typeof data139 == "number") && (isFinite(data139)))){
-const err139 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err139 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1879,10 +1883,9 @@ vErrors.push(err139);
 errors++;
 }
 }
-if(data138.max_s !== undefined){
-let data140 = data138.max_s;
-if(!((typeof data140 == "number") && (isFinite(data140)))){
-const err140 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err140 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1892,10 +1895,9 @@ vErrors.push(err140);
 errors++;
 }
 }
-if(data138.multiplier !== undefined){
-let data141 = data138.multiplier;
-if(!((typeof data141 == "number") && (isFinite(data141)))){
-const err141 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err141 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1907,7 +1909,7 @@ errors++;
 }
 }
 else {
-const err142 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err142 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1917,9 +1919,9 @@ vErrors.push(err142);
 errors++;
 }
 }
-}
-else {
-const err143 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data40.catalog !== undefined){
+if(typeof data40.catalog !== "string"){
+const err143 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1929,13 +1931,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data142 = data.budgets;
-if(data142 && typeof data142 == "object" && !Array.isArray(data142)){
-if(data142.daily_usd !== undefined){
-let data143 = data142.daily_usd;
-if(!((typeof data143 == "number") && (isFinite(data143)))){
-const err144 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data40.allow_unlisted_models !== undefined){
+if(typeof data40.allow_unlisted_models !== "boolean"){
+const err144 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1945,10 +1943,9 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data142.monthly_usd !== undefined){
-let data144 = data142.monthly_usd;
-if(!((typeof data144 == "number") && (isFinite(data144)))){
-const err145 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err145 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1958,9 +1955,9 @@ vErrors.push(err145);
 errors++;
 }
 }
-if(data142.timezone !== undefined){
-if(typeof data142.timezone !== "string"){
-const err146 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err146 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1970,12 +1967,19 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data142.auto_switch !== undefined){
-let data146 = data142.auto_switch;
+if(data.combos !== undefined){
+let data145 = data.combos;
+if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
+for(const key7 in data145){
+let data146 = data145[key7];
 if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(data146.enabled !== undefined){
-if(typeof data146.enabled !== "boolean"){
-const err147 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data146.models !== undefined){
+let data147 = data146.models;
+if(Array.isArray(data147)){
+const len5 = data147.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data147[i5] !== "string"){
+const err147 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1985,9 +1989,9 @@ vErrors.push(err147);
 errors++;
 }
 }
-if(data146.to !== undefined){
-if(typeof data146.to !== "string"){
-const err148 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err148 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -1997,9 +2001,9 @@ vErrors.push(err148);
 errors++;
 }
 }
-}
-else {
-const err149 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data146.judge !== undefined){
+if(typeof data146.judge !== "string"){
+const err149 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2009,9 +2013,10 @@ vErrors.push(err149);
 errors++;
 }
 }
-}
-else {
-const err150 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data146.quorum !== undefined){
+let data150 = data146.quorum;
+if(!(((typeof data150 == "number") && (!(data150 % 1) && !isNaN(data150))) && (isFinite(data150)))){
+const err150 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2021,15 +2026,10 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data149 = data.alerts;
-if(data149 && typeof data149 == "object" && !Array.isArray(data149)){
-if(data149.kinds !== undefined){
-let data150 = data149.kinds;
-if(data150 && typeof data150 == "object" && !Array.isArray(data150)){
-for(const key6 in data150){
-if(typeof data150[key6] !== "boolean"){
-const err151 = {instancePath:instancePath+"/alerts/kinds/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data146.grace_ms !== undefined){
+let data151 = data146.grace_ms;
+if(!((typeof data151 == "number") && (isFinite(data151)))){
+const err151 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2039,9 +2039,10 @@ vErrors.push(err151);
 errors++;
 }
 }
-}
-else {
-const err152 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data146.timeout_ms !== undefined){
+let data152 = data146.timeout_ms;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+const err152 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2051,17 +2052,9 @@ vErrors.push(err152);
 errors++;
 }
 }
-if(data149.thresholds !== undefined){
-let data152 = data149.thresholds;
-if(data152 && typeof data152 == "object" && !Array.isArray(data152)){
-if(data152.quota !== undefined){
-let data153 = data152.quota;
-if(Array.isArray(data153)){
-const len6 = data153.length;
-for(let i6=0; i6<len6; i6++){
-let data154 = data153[i6];
-if(!((typeof data154 == "number") && (isFinite(data154)))){
-const err153 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err153 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2073,7 +2066,7 @@ errors++;
 }
 }
 else {
-const err154 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err154 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2083,14 +2076,16 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data152.daily !== undefined){
-let data155 = data152.daily;
-if(Array.isArray(data155)){
-const len7 = data155.length;
-for(let i7=0; i7<len7; i7++){
-let data156 = data155[i7];
-if(!((typeof data156 == "number") && (isFinite(data156)))){
-const err155 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data.routing !== undefined){
+let data153 = data.routing;
+if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
+if(data153.cooldown !== undefined){
+let data154 = data153.cooldown;
+if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
+if(data154.initial_s !== undefined){
+let data155 = data154.initial_s;
+if(!((typeof data155 == "number") && (isFinite(data155)))){
+const err155 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2100,9 +2095,10 @@ vErrors.push(err155);
 errors++;
 }
 }
-}
-else {
-const err156 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data154.max_s !== undefined){
+let data156 = data154.max_s;
+if(!((typeof data156 == "number") && (isFinite(data156)))){
+const err156 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2112,14 +2108,10 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data152.monthly !== undefined){
-let data157 = data152.monthly;
-if(Array.isArray(data157)){
-const len8 = data157.length;
-for(let i8=0; i8<len8; i8++){
-let data158 = data157[i8];
-if(!((typeof data158 == "number") && (isFinite(data158)))){
-const err157 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data154.multiplier !== undefined){
+let data157 = data154.multiplier;
+if(!((typeof data157 == "number") && (isFinite(data157)))){
+const err157 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2131,7 +2123,7 @@ errors++;
 }
 }
 else {
-const err158 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err158 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2141,10 +2133,9 @@ vErrors.push(err158);
 errors++;
 }
 }
-if(data152.anomaly_multiple !== undefined){
-let data159 = data152.anomaly_multiple;
-if(!((typeof data159 == "number") && (isFinite(data159)))){
-const err159 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err159 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2154,9 +2145,13 @@ vErrors.push(err159);
 errors++;
 }
 }
-}
-else {
-const err160 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.budgets !== undefined){
+let data158 = data.budgets;
+if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
+if(data158.daily_usd !== undefined){
+let data159 = data158.daily_usd;
+if(!((typeof data159 == "number") && (isFinite(data159)))){
+const err160 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2166,12 +2161,10 @@ vErrors.push(err160);
 errors++;
 }
 }
-if(data149.channels !== undefined){
-let data160 = data149.channels;
-if(data160 && typeof data160 == "object" && !Array.isArray(data160)){
-if(data160.dashboard !== undefined){
-if(typeof data160.dashboard !== "boolean"){
-const err161 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data158.monthly_usd !== undefined){
+let data160 = data158.monthly_usd;
+if(!((typeof data160 == "number") && (isFinite(data160)))){
+const err161 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2181,12 +2174,9 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data160.email !== undefined){
-let data162 = data160.email;
-if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
-if(data162.enabled !== undefined){
-if(typeof data162.enabled !== "boolean"){
-const err162 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data158.timezone !== undefined){
+if(typeof data158.timezone !== "string"){
+const err162 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2196,9 +2186,12 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data162.smtp_url !== undefined){
-if(typeof data162.smtp_url !== "string"){
-const err163 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data158.auto_switch !== undefined){
+let data162 = data158.auto_switch;
+if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
+if(data162.enabled !== undefined){
+if(typeof data162.enabled !== "boolean"){
+const err163 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2208,9 +2201,9 @@ vErrors.push(err163);
 errors++;
 }
 }
-if(data162.from !== undefined){
-if(typeof data162.from !== "string"){
-const err164 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data162.to !== undefined){
+if(typeof data162.to !== "string"){
+const err164 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2220,13 +2213,9 @@ vErrors.push(err164);
 errors++;
 }
 }
-if(data162.to !== undefined){
-let data166 = data162.to;
-if(Array.isArray(data166)){
-const len9 = data166.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data166[i9] !== "string"){
-const err165 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err165 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2238,7 +2227,7 @@ errors++;
 }
 }
 else {
-const err166 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err166 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -2248,9 +2237,15 @@ vErrors.push(err166);
 errors++;
 }
 }
-}
-else {
-const err167 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.alerts !== undefined){
+let data165 = data.alerts;
+if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
+if(data165.kinds !== undefined){
+let data166 = data165.kinds;
+if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
+for(const key8 in data166){
+if(typeof data166[key8] !== "boolean"){
+const err167 = {instancePath:instancePath+"/alerts/kinds/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2260,12 +2255,9 @@ vErrors.push(err167);
 errors++;
 }
 }
-if(data160.webhook !== undefined){
-let data168 = data160.webhook;
-if(data168 && typeof data168 == "object" && !Array.isArray(data168)){
-if(data168.enabled !== undefined){
-if(typeof data168.enabled !== "boolean"){
-const err168 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err168 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -2275,9 +2267,17 @@ vErrors.push(err168);
 errors++;
 }
 }
-if(data168.url !== undefined){
-if(typeof data168.url !== "string"){
-const err169 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data165.thresholds !== undefined){
+let data168 = data165.thresholds;
+if(data168 && typeof data168 == "object" && !Array.isArray(data168)){
+if(data168.quota !== undefined){
+let data169 = data168.quota;
+if(Array.isArray(data169)){
+const len6 = data169.length;
+for(let i6=0; i6<len6; i6++){
+let data170 = data169[i6];
+if(!((typeof data170 == "number") && (isFinite(data170)))){
+const err169 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -2287,9 +2287,9 @@ vErrors.push(err169);
 errors++;
 }
 }
-if(data168.secret !== undefined){
-if(typeof data168.secret !== "string"){
-const err170 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err170 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -2299,9 +2299,14 @@ vErrors.push(err170);
 errors++;
 }
 }
-}
-else {
-const err171 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data168.daily !== undefined){
+let data171 = data168.daily;
+if(Array.isArray(data171)){
+const len7 = data171.length;
+for(let i7=0; i7<len7; i7++){
+let data172 = data171[i7];
+if(!((typeof data172 == "number") && (isFinite(data172)))){
+const err171 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2313,7 +2318,7 @@ errors++;
 }
 }
 else {
-const err172 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err172 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2323,9 +2328,14 @@ vErrors.push(err172);
 errors++;
 }
 }
-}
-else {
-const err173 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data168.monthly !== undefined){
+let data173 = data168.monthly;
+if(Array.isArray(data173)){
+const len8 = data173.length;
+for(let i8=0; i8<len8; i8++){
+let data174 = data173[i8];
+if(!((typeof data174 == "number") && (isFinite(data174)))){
+const err173 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2337,12 +2347,218 @@ errors++;
 }
 }
 else {
-const err174 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err174 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err174];
 }
 else {
 vErrors.push(err174);
+}
+errors++;
+}
+}
+if(data168.anomaly_multiple !== undefined){
+let data175 = data168.anomaly_multiple;
+if(!((typeof data175 == "number") && (isFinite(data175)))){
+const err175 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err175];
+}
+else {
+vErrors.push(err175);
+}
+errors++;
+}
+}
+}
+else {
+const err176 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err176];
+}
+else {
+vErrors.push(err176);
+}
+errors++;
+}
+}
+if(data165.channels !== undefined){
+let data176 = data165.channels;
+if(data176 && typeof data176 == "object" && !Array.isArray(data176)){
+if(data176.dashboard !== undefined){
+if(typeof data176.dashboard !== "boolean"){
+const err177 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err177];
+}
+else {
+vErrors.push(err177);
+}
+errors++;
+}
+}
+if(data176.email !== undefined){
+let data178 = data176.email;
+if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
+if(data178.enabled !== undefined){
+if(typeof data178.enabled !== "boolean"){
+const err178 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err178];
+}
+else {
+vErrors.push(err178);
+}
+errors++;
+}
+}
+if(data178.smtp_url !== undefined){
+if(typeof data178.smtp_url !== "string"){
+const err179 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err179];
+}
+else {
+vErrors.push(err179);
+}
+errors++;
+}
+}
+if(data178.from !== undefined){
+if(typeof data178.from !== "string"){
+const err180 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err180];
+}
+else {
+vErrors.push(err180);
+}
+errors++;
+}
+}
+if(data178.to !== undefined){
+let data182 = data178.to;
+if(Array.isArray(data182)){
+const len9 = data182.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data182[i9] !== "string"){
+const err181 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err181];
+}
+else {
+vErrors.push(err181);
+}
+errors++;
+}
+}
+}
+else {
+const err182 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+}
+else {
+const err183 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err183];
+}
+else {
+vErrors.push(err183);
+}
+errors++;
+}
+}
+if(data176.webhook !== undefined){
+let data184 = data176.webhook;
+if(data184 && typeof data184 == "object" && !Array.isArray(data184)){
+if(data184.enabled !== undefined){
+if(typeof data184.enabled !== "boolean"){
+const err184 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err184];
+}
+else {
+vErrors.push(err184);
+}
+errors++;
+}
+}
+if(data184.url !== undefined){
+if(typeof data184.url !== "string"){
+const err185 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+if(data184.secret !== undefined){
+if(typeof data184.secret !== "string"){
+const err186 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err186];
+}
+else {
+vErrors.push(err186);
+}
+errors++;
+}
+}
+}
+else {
+const err187 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err187];
+}
+else {
+vErrors.push(err187);
+}
+errors++;
+}
+}
+}
+else {
+const err188 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+}
+else {
+const err189 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err189];
+}
+else {
+vErrors.push(err189);
+}
+errors++;
+}
+}
+}
+else {
+const err190 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err190];
+}
+else {
+vErrors.push(err190);
 }
 errors++;
 }

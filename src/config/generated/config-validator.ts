@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -16,9 +16,10 @@ const pattern3 = new RegExp("^[A-Za-z0-9][A-Za-z0-9._-]*$", "u");
 const pattern4 = new RegExp("^https?://[^\\s]+$", "u");
 const pattern5 = new RegExp("^[A-Za-z0-9-]+$", "u");
 const pattern12 = new RegExp("^[0-9]+[smhd]$", "u");
-const pattern14 = new RegExp("^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$", "u");
-const pattern16 = new RegExp("^([A-Za-z0-9][A-Za-z0-9._-]*)?$", "u");
-const pattern18 = new RegExp("^https?://", "u");
+const pattern13 = new RegExp("^[a-z][a-z0-9_-]{0,31}$", "u");
+const pattern15 = new RegExp("^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$", "u");
+const pattern18 = new RegExp("^([A-Za-z0-9][A-Za-z0-9._-]*)?$", "u");
+const pattern20 = new RegExp("^https?://", "u");
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -2994,7 +2995,7 @@ vErrors.push(err152);
 errors++;
 }
 for(const key18 in data78){
-if(!((((((((key18 === "input") || (key18 === "output")) || (key18 === "cached")) || (key18 === "cache_write")) || (key18 === "cache_write_1h")) || (key18 === "reasoning")) || (key18 === "web_search_per_1k")) || (key18 === "tiers"))){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.price.properties, key18))){
 const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err153];
@@ -3772,9 +3773,11 @@ vErrors.push(err199);
 errors++;
 }
 }
-}
-else {
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data78.service_tiers !== undefined){
+let data95 = data78.service_tiers;
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+if(Object.keys(data95).length > 8){
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3783,12 +3786,11 @@ vErrors.push(err200);
 }
 errors++;
 }
-}
-if(data41.quota !== undefined){
-let data95 = data41.quota;
-if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
-if(data95.kind === undefined){
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+for(const key20 in data95){
+const _errs212 = errors;
+if(typeof key20 === "string"){
+if(!pattern13.test(key20)){
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key20};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3797,9 +3799,10 @@ vErrors.push(err201);
 }
 errors++;
 }
-for(const key20 in data95){
-if(!((((((((key20 === "kind") || (key20 === "limit")) || (key20 === "monthly_limit")) || (key20 === "window")) || (key20 === "reset_time")) || (key20 === "anchor_day")) || (key20 === "unit")) || (key20 === "source"))){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key20},message:"must NOT have additional properties"};
+}
+var valid30 = _errs212 === errors;
+if(!valid30){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key20},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3809,10 +3812,12 @@ vErrors.push(err202);
 errors++;
 }
 }
-if(data95.kind !== undefined){
-let data96 = data95.kind;
-if(!(((((((data96 === "rolling_hours") || (data96 === "daily_requests")) || (data96 === "monthly")) || (data96 === "daily_tokens")) || (data96 === "rolling_tokens")) || (data96 === "monthly_tokens")) || (data96 === "unlimited"))){
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+for(const key21 in data95){
+let data96 = data95[key21];
+if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
+for(const key22 in data96){
+if(!((((((key22 === "input") || (key22 === "output")) || (key22 === "cached")) || (key22 === "cache_write")) || (key22 === "cache_write_1h")) || (key22 === "reasoning"))){
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3822,8 +3827,8 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(data95.limit !== undefined){
-let data97 = data95.limit;
+if(data96.input !== undefined){
+let data97 = data96.input;
 if(!((typeof data97 == "number") && (isFinite(data97)))){
 let dataType69 = typeof data97;
 let coerced69 = undefined;
@@ -3833,7 +3838,7 @@ if(dataType69 == "boolean" || data97 === null
 coerced69 = +data97;
 }
 else {
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3845,14 +3850,14 @@ errors++;
 }
 if(coerced69 !== undefined){
 data97 = coerced69;
-if(data95 !== undefined){
-data95["limit"] = coerced69;
+if(data96 !== undefined){
+data96["input"] = coerced69;
 }
 }
 }
 if((typeof data97 == "number") && (isFinite(data97))){
-if(data97 < 0 || isNaN(data97)){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data97 > 9999 || isNaN(data97)){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3861,20 +3866,8 @@ vErrors.push(err205);
 }
 errors++;
 }
-}
-}
-if(data95.monthly_limit !== undefined){
-let data98 = data95.monthly_limit;
-if(!((typeof data98 == "number") && (isFinite(data98)))){
-let dataType70 = typeof data98;
-let coerced70 = undefined;
-if(!(coerced70 !== undefined)){
-if(dataType70 == "boolean" || data98 === null
-              || (dataType70 == "string" && data98 && data98 == +data98)){
-coerced70 = +data98;
-}
-else {
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data97 < 0 || isNaN(data97)){
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3884,16 +3877,19 @@ vErrors.push(err206);
 errors++;
 }
 }
-if(coerced70 !== undefined){
-data98 = coerced70;
-if(data95 !== undefined){
-data95["monthly_limit"] = coerced70;
 }
+if(data96.output !== undefined){
+let data98 = data96.output;
+if(!((typeof data98 == "number") && (isFinite(data98)))){
+let dataType70 = typeof data98;
+let coerced70 = undefined;
+if(!(coerced70 !== undefined)){
+if(dataType70 == "boolean" || data98 === null
+              || (dataType70 == "string" && data98 && data98 == +data98)){
+coerced70 = +data98;
 }
-}
-if((typeof data98 == "number") && (isFinite(data98))){
-if(data98 < 0 || isNaN(data98)){
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3903,21 +3899,16 @@ vErrors.push(err207);
 errors++;
 }
 }
+if(coerced70 !== undefined){
+data98 = coerced70;
+if(data96 !== undefined){
+data96["output"] = coerced70;
 }
-if(data95.window !== undefined){
-let data99 = data95.window;
-if(typeof data99 !== "string"){
-let dataType71 = typeof data99;
-let coerced71 = undefined;
-if(!(coerced71 !== undefined)){
-if(dataType71 == "number" || dataType71 == "boolean"){
-coerced71 = "" + data99;
 }
-else if(data99 === null){
-coerced71 = "";
 }
-else {
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data98 == "number") && (isFinite(data98))){
+if(data98 > 9999 || isNaN(data98)){
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -3926,17 +3917,8 @@ vErrors.push(err208);
 }
 errors++;
 }
-}
-if(coerced71 !== undefined){
-data99 = coerced71;
-if(data95 !== undefined){
-data95["window"] = coerced71;
-}
-}
-}
-if(typeof data99 === "string"){
-if(!pattern12.test(data99)){
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if(data98 < 0 || isNaN(data98)){
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -3947,20 +3929,18 @@ errors++;
 }
 }
 }
-if(data95.reset_time !== undefined){
-let data100 = data95.reset_time;
-if(typeof data100 !== "string"){
-let dataType72 = typeof data100;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 == "number" || dataType72 == "boolean"){
-coerced72 = "" + data100;
-}
-else if(data100 === null){
-coerced72 = "";
+if(data96.cached !== undefined){
+let data99 = data96.cached;
+if(!((typeof data99 == "number") && (isFinite(data99)))){
+let dataType71 = typeof data99;
+let coerced71 = undefined;
+if(!(coerced71 !== undefined)){
+if(dataType71 == "boolean" || data99 === null
+              || (dataType71 == "string" && data99 && data99 == +data99)){
+coerced71 = +data99;
 }
 else {
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -3970,16 +3950,16 @@ vErrors.push(err210);
 errors++;
 }
 }
-if(coerced72 !== undefined){
-data100 = coerced72;
-if(data95 !== undefined){
-data95["reset_time"] = coerced72;
+if(coerced71 !== undefined){
+data99 = coerced71;
+if(data96 !== undefined){
+data96["cached"] = coerced71;
 }
 }
 }
-if(typeof data100 === "string"){
-if(!pattern14.test(data100)){
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if((typeof data99 == "number") && (isFinite(data99))){
+if(data99 > 9999 || isNaN(data99)){
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -3988,20 +3968,8 @@ vErrors.push(err211);
 }
 errors++;
 }
-}
-}
-if(data95.anchor_day !== undefined){
-let data101 = data95.anchor_day;
-if(!(((typeof data101 == "number") && (!(data101 % 1) && !isNaN(data101))) && (isFinite(data101)))){
-let dataType73 = typeof data101;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 === "boolean" || data101 === null
-              || (dataType73 === "string" && data101 && data101 == +data101 && !(data101 % 1))){
-coerced73 = +data101;
-}
-else {
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data99 < 0 || isNaN(data99)){
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -4011,16 +3979,19 @@ vErrors.push(err212);
 errors++;
 }
 }
-if(coerced73 !== undefined){
-data101 = coerced73;
-if(data95 !== undefined){
-data95["anchor_day"] = coerced73;
 }
+if(data96.cache_write !== undefined){
+let data100 = data96.cache_write;
+if(!((typeof data100 == "number") && (isFinite(data100)))){
+let dataType72 = typeof data100;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 == "boolean" || data100 === null
+              || (dataType72 == "string" && data100 && data100 == +data100)){
+coerced72 = +data100;
 }
-}
-if((typeof data101 == "number") && (isFinite(data101))){
-if(data101 > 31 || isNaN(data101)){
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+else {
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4029,8 +4000,17 @@ vErrors.push(err213);
 }
 errors++;
 }
-if(data101 < 1 || isNaN(data101)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced72 !== undefined){
+data100 = coerced72;
+if(data96 !== undefined){
+data96["cache_write"] = coerced72;
+}
+}
+}
+if((typeof data100 == "number") && (isFinite(data100))){
+if(data100 > 9999 || isNaN(data100)){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4039,12 +4019,8 @@ vErrors.push(err214);
 }
 errors++;
 }
-}
-}
-if(data95.unit !== undefined){
-let data102 = data95.unit;
-if(!(((data102 === "hours") || (data102 === "tokens")) || (data102 === "requests"))){
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+if(data100 < 0 || isNaN(data100)){
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4054,17 +4030,19 @@ vErrors.push(err215);
 errors++;
 }
 }
-if(data95.source !== undefined){
-let data103 = data95.source;
-if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
-if(data103.headers === undefined){
-data103.headers = {};
 }
-if(data103.refresh_s === undefined){
-data103.refresh_s = 180;
+if(data96.cache_write_1h !== undefined){
+let data101 = data96.cache_write_1h;
+if(!((typeof data101 == "number") && (isFinite(data101)))){
+let dataType73 = typeof data101;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 == "boolean" || data101 === null
+              || (dataType73 == "string" && data101 && data101 == +data101)){
+coerced73 = +data101;
 }
-if(data103.url === undefined){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+else {
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4073,9 +4051,17 @@ vErrors.push(err216);
 }
 errors++;
 }
-for(const key21 in data103){
-if(!(((key21 === "url") || (key21 === "headers")) || (key21 === "refresh_s"))){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key21},message:"must NOT have additional properties"};
+}
+if(coerced73 !== undefined){
+data101 = coerced73;
+if(data96 !== undefined){
+data96["cache_write_1h"] = coerced73;
+}
+}
+}
+if((typeof data101 == "number") && (isFinite(data101))){
+if(data101 > 9999 || isNaN(data101)){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4084,21 +4070,8 @@ vErrors.push(err217);
 }
 errors++;
 }
-}
-if(data103.url !== undefined){
-let data104 = data103.url;
-if(typeof data104 !== "string"){
-let dataType74 = typeof data104;
-let coerced74 = undefined;
-if(!(coerced74 !== undefined)){
-if(dataType74 == "number" || dataType74 == "boolean"){
-coerced74 = "" + data104;
-}
-else if(data104 === null){
-coerced74 = "";
-}
-else {
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data101 < 0 || isNaN(data101)){
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4108,16 +4081,19 @@ vErrors.push(err218);
 errors++;
 }
 }
-if(coerced74 !== undefined){
-data104 = coerced74;
-if(data103 !== undefined){
-data103["url"] = coerced74;
 }
+if(data96.reasoning !== undefined){
+let data102 = data96.reasoning;
+if(!((typeof data102 == "number") && (isFinite(data102)))){
+let dataType74 = typeof data102;
+let coerced74 = undefined;
+if(!(coerced74 !== undefined)){
+if(dataType74 == "boolean" || data102 === null
+              || (dataType74 == "string" && data102 && data102 == +data102)){
+coerced74 = +data102;
 }
-}
-if(typeof data104 === "string"){
-if(!pattern4.test(data104)){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+else {
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4127,23 +4103,16 @@ vErrors.push(err219);
 errors++;
 }
 }
+if(coerced74 !== undefined){
+data102 = coerced74;
+if(data96 !== undefined){
+data96["reasoning"] = coerced74;
 }
-let data105 = data103.headers;
-if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
-for(const key22 in data105){
-let data106 = data105[key22];
-if(typeof data106 !== "string"){
-let dataType75 = typeof data106;
-let coerced75 = undefined;
-if(!(coerced75 !== undefined)){
-if(dataType75 == "number" || dataType75 == "boolean"){
-coerced75 = "" + data106;
 }
-else if(data106 === null){
-coerced75 = "";
 }
-else {
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key22.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data102 == "number") && (isFinite(data102))){
+if(data102 > 9999 || isNaN(data102)){
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4152,18 +4121,8 @@ vErrors.push(err220);
 }
 errors++;
 }
-}
-if(coerced75 !== undefined){
-data106 = coerced75;
-if(data105 !== undefined){
-data105[key22] = coerced75;
-}
-}
-}
-}
-}
-else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data102 < 0 || isNaN(data102)){
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4172,17 +4131,11 @@ vErrors.push(err221);
 }
 errors++;
 }
-let data107 = data103.refresh_s;
-if(!((typeof data107 == "number") && (isFinite(data107)))){
-let dataType76 = typeof data107;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 == "boolean" || data107 === null
-              || (dataType76 == "string" && data107 && data107 == +data107)){
-coerced76 = +data107;
+}
+}
 }
 else {
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4192,16 +4145,9 @@ vErrors.push(err222);
 errors++;
 }
 }
-if(coerced76 !== undefined){
-data107 = coerced76;
-if(data103 !== undefined){
-data103["refresh_s"] = coerced76;
 }
-}
-}
-if((typeof data107 == "number") && (isFinite(data107))){
-if(data107 < 180 || isNaN(data107)){
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+else {
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4213,7 +4159,7 @@ errors++;
 }
 }
 else {
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4223,9 +4169,11 @@ vErrors.push(err224);
 errors++;
 }
 }
-}
-else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data41.quota !== undefined){
+let data103 = data41.quota;
+if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
+if(data103.kind === undefined){
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4234,21 +4182,9 @@ vErrors.push(err225);
 }
 errors++;
 }
-}
-let data108 = data41.mock;
-if(data108 && typeof data108 == "object" && !Array.isArray(data108)){
-if(data108.chunks === undefined){
-data108.chunks = 8;
-}
-if(data108.latency_ms === undefined){
-data108.latency_ms = 20;
-}
-if(data108.chunk_delay_ms === undefined){
-data108.chunk_delay_ms = 5;
-}
-for(const key23 in data108){
-if(!((((key23 === "chunks") || (key23 === "latency_ms")) || (key23 === "chunk_delay_ms")) || (key23 === "input_tokens"))){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+for(const key23 in data103){
+if(!((((((((key23 === "kind") || (key23 === "limit")) || (key23 === "monthly_limit")) || (key23 === "window")) || (key23 === "reset_time")) || (key23 === "anchor_day")) || (key23 === "unit")) || (key23 === "source"))){
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4258,17 +4194,10 @@ vErrors.push(err226);
 errors++;
 }
 }
-let data109 = data108.chunks;
-if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
-let dataType77 = typeof data109;
-let coerced77 = undefined;
-if(!(coerced77 !== undefined)){
-if(dataType77 === "boolean" || data109 === null
-              || (dataType77 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
-coerced77 = +data109;
-}
-else {
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data103.kind !== undefined){
+let data104 = data103.kind;
+if(!(((((((data104 === "rolling_hours") || (data104 === "daily_requests")) || (data104 === "monthly")) || (data104 === "daily_tokens")) || (data104 === "rolling_tokens")) || (data104 === "monthly_tokens")) || (data104 === "unlimited"))){
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4278,16 +4207,18 @@ vErrors.push(err227);
 errors++;
 }
 }
-if(coerced77 !== undefined){
-data109 = coerced77;
-if(data108 !== undefined){
-data108["chunks"] = coerced77;
+if(data103.limit !== undefined){
+let data105 = data103.limit;
+if(!((typeof data105 == "number") && (isFinite(data105)))){
+let dataType75 = typeof data105;
+let coerced75 = undefined;
+if(!(coerced75 !== undefined)){
+if(dataType75 == "boolean" || data105 === null
+              || (dataType75 == "string" && data105 && data105 == +data105)){
+coerced75 = +data105;
 }
-}
-}
-if((typeof data109 == "number") && (isFinite(data109))){
-if(data109 > 10000 || isNaN(data109)){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+else {
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4296,8 +4227,17 @@ vErrors.push(err228);
 }
 errors++;
 }
-if(data109 < 1 || isNaN(data109)){
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced75 !== undefined){
+data105 = coerced75;
+if(data103 !== undefined){
+data103["limit"] = coerced75;
+}
+}
+}
+if((typeof data105 == "number") && (isFinite(data105))){
+if(data105 < 0 || isNaN(data105)){
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4307,17 +4247,19 @@ vErrors.push(err229);
 errors++;
 }
 }
-let data110 = data108.latency_ms;
-if(!((typeof data110 == "number") && (isFinite(data110)))){
-let dataType78 = typeof data110;
-let coerced78 = undefined;
-if(!(coerced78 !== undefined)){
-if(dataType78 == "boolean" || data110 === null
-              || (dataType78 == "string" && data110 && data110 == +data110)){
-coerced78 = +data110;
+}
+if(data103.monthly_limit !== undefined){
+let data106 = data103.monthly_limit;
+if(!((typeof data106 == "number") && (isFinite(data106)))){
+let dataType76 = typeof data106;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 == "boolean" || data106 === null
+              || (dataType76 == "string" && data106 && data106 == +data106)){
+coerced76 = +data106;
 }
 else {
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4327,16 +4269,16 @@ vErrors.push(err230);
 errors++;
 }
 }
-if(coerced78 !== undefined){
-data110 = coerced78;
-if(data108 !== undefined){
-data108["latency_ms"] = coerced78;
+if(coerced76 !== undefined){
+data106 = coerced76;
+if(data103 !== undefined){
+data103["monthly_limit"] = coerced76;
 }
 }
 }
-if((typeof data110 == "number") && (isFinite(data110))){
-if(data110 < 0 || isNaN(data110)){
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data106 == "number") && (isFinite(data106))){
+if(data106 < 0 || isNaN(data106)){
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4346,17 +4288,21 @@ vErrors.push(err231);
 errors++;
 }
 }
-let data111 = data108.chunk_delay_ms;
-if(!((typeof data111 == "number") && (isFinite(data111)))){
-let dataType79 = typeof data111;
-let coerced79 = undefined;
-if(!(coerced79 !== undefined)){
-if(dataType79 == "boolean" || data111 === null
-              || (dataType79 == "string" && data111 && data111 == +data111)){
-coerced79 = +data111;
+}
+if(data103.window !== undefined){
+let data107 = data103.window;
+if(typeof data107 !== "string"){
+let dataType77 = typeof data107;
+let coerced77 = undefined;
+if(!(coerced77 !== undefined)){
+if(dataType77 == "number" || dataType77 == "boolean"){
+coerced77 = "" + data107;
+}
+else if(data107 === null){
+coerced77 = "";
 }
 else {
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4366,16 +4312,16 @@ vErrors.push(err232);
 errors++;
 }
 }
-if(coerced79 !== undefined){
-data111 = coerced79;
-if(data108 !== undefined){
-data108["chunk_delay_ms"] = coerced79;
+if(coerced77 !== undefined){
+data107 = coerced77;
+if(data103 !== undefined){
+data103["window"] = coerced77;
 }
 }
 }
-if((typeof data111 == "number") && (isFinite(data111))){
-if(data111 < 0 || isNaN(data111)){
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(typeof data107 === "string"){
+if(!pattern12.test(data107)){
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4385,18 +4331,21 @@ vErrors.push(err233);
 errors++;
 }
 }
-if(data108.input_tokens !== undefined){
-let data112 = data108.input_tokens;
-if(!(((typeof data112 == "number") && (!(data112 % 1) && !isNaN(data112))) && (isFinite(data112)))){
-let dataType80 = typeof data112;
-let coerced80 = undefined;
-if(!(coerced80 !== undefined)){
-if(dataType80 === "boolean" || data112 === null
-              || (dataType80 === "string" && data112 && data112 == +data112 && !(data112 % 1))){
-coerced80 = +data112;
+}
+if(data103.reset_time !== undefined){
+let data108 = data103.reset_time;
+if(typeof data108 !== "string"){
+let dataType78 = typeof data108;
+let coerced78 = undefined;
+if(!(coerced78 !== undefined)){
+if(dataType78 == "number" || dataType78 == "boolean"){
+coerced78 = "" + data108;
+}
+else if(data108 === null){
+coerced78 = "";
 }
 else {
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4406,16 +4355,16 @@ vErrors.push(err234);
 errors++;
 }
 }
-if(coerced80 !== undefined){
-data112 = coerced80;
-if(data108 !== undefined){
-data108["input_tokens"] = coerced80;
+if(coerced78 !== undefined){
+data108 = coerced78;
+if(data103 !== undefined){
+data103["reset_time"] = coerced78;
 }
 }
 }
-if((typeof data112 == "number") && (isFinite(data112))){
-if(data112 < 0 || isNaN(data112)){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(typeof data108 === "string"){
+if(!pattern15.test(data108)){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4426,9 +4375,18 @@ errors++;
 }
 }
 }
+if(data103.anchor_day !== undefined){
+let data109 = data103.anchor_day;
+if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
+let dataType79 = typeof data109;
+let coerced79 = undefined;
+if(!(coerced79 !== undefined)){
+if(dataType79 === "boolean" || data109 === null
+              || (dataType79 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
+coerced79 = +data109;
 }
 else {
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4437,20 +4395,17 @@ vErrors.push(err236);
 }
 errors++;
 }
-let data113 = data41.models;
-if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
-for(const key24 in data113){
-let data114 = data113[key24];
-if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
-if(data114.kind === undefined){
-data114.kind = "llm";
 }
-if(data114.capabilities === undefined){
-data114.capabilities = [];
+if(coerced79 !== undefined){
+data109 = coerced79;
+if(data103 !== undefined){
+data103["anchor_day"] = coerced79;
 }
-for(const key25 in data114){
-if(!(((((key25 === "kind") || (key25 === "capabilities")) || (key25 === "max_output_tokens")) || (key25 === "thinking")) || (key25 === "price"))){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key25},message:"must NOT have additional properties"};
+}
+}
+if((typeof data109 == "number") && (isFinite(data109))){
+if(data109 > 31 || isNaN(data109)){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4459,10 +4414,8 @@ vErrors.push(err237);
 }
 errors++;
 }
-}
-let data115 = data114.kind;
-if(!(((data115 === "llm") || (data115 === "image")) || (data115 === "embedding"))){
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data109 < 1 || isNaN(data109)){
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4471,13 +4424,12 @@ vErrors.push(err238);
 }
 errors++;
 }
-let data116 = data114.capabilities;
-if(Array.isArray(data116)){
-const len4 = data116.length;
-for(let i5=0; i5<len4; i5++){
-let data117 = data116[i5];
-if(!((((((data117 === "vision") || (data117 === "pdf")) || (data117 === "audio")) || (data117 === "tools")) || (data117 === "reasoning")) || (data117 === "structured_output"))){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if(data103.unit !== undefined){
+let data110 = data103.unit;
+if(!(((data110 === "hours") || (data110 === "tokens")) || (data110 === "requests"))){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4487,14 +4439,17 @@ vErrors.push(err239);
 errors++;
 }
 }
-let i6 = data116.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data116[i6], data116[j1])){
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(data103.source !== undefined){
+let data111 = data103.source;
+if(data111 && typeof data111 == "object" && !Array.isArray(data111)){
+if(data111.headers === undefined){
+data111.headers = {};
+}
+if(data111.refresh_s === undefined){
+data111.refresh_s = 180;
+}
+if(data111.url === undefined){
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4502,14 +4457,10 @@ else {
 vErrors.push(err240);
 }
 errors++;
-break outer0;
 }
-}
-}
-}
-}
-else {
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key24 in data111){
+if(!(((key24 === "url") || (key24 === "headers")) || (key24 === "refresh_s"))){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key24},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4518,18 +4469,21 @@ vErrors.push(err241);
 }
 errors++;
 }
-if(data114.max_output_tokens !== undefined){
-let data118 = data114.max_output_tokens;
-if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
-let dataType81 = typeof data118;
-let coerced81 = undefined;
-if(!(coerced81 !== undefined)){
-if(dataType81 === "boolean" || data118 === null
-              || (dataType81 === "string" && data118 && data118 == +data118 && !(data118 % 1))){
-coerced81 = +data118;
+}
+if(data111.url !== undefined){
+let data112 = data111.url;
+if(typeof data112 !== "string"){
+let dataType80 = typeof data112;
+let coerced80 = undefined;
+if(!(coerced80 !== undefined)){
+if(dataType80 == "number" || dataType80 == "boolean"){
+coerced80 = "" + data112;
+}
+else if(data112 === null){
+coerced80 = "";
 }
 else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4539,16 +4493,16 @@ vErrors.push(err242);
 errors++;
 }
 }
-if(coerced81 !== undefined){
-data118 = coerced81;
-if(data114 !== undefined){
-data114["max_output_tokens"] = coerced81;
+if(coerced80 !== undefined){
+data112 = coerced80;
+if(data111 !== undefined){
+data111["url"] = coerced80;
 }
 }
 }
-if((typeof data118 == "number") && (isFinite(data118))){
-if(data118 < 1 || isNaN(data118)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(typeof data112 === "string"){
+if(!pattern4.test(data112)){
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4559,10 +4513,22 @@ errors++;
 }
 }
 }
-if(data114.thinking !== undefined){
-let data119 = data114.thinking;
-if(!((((((((((data119 === "openai") || (data119 === "anthropic-budget")) || (data119 === "anthropic-adaptive")) || (data119 === "gemini-budget")) || (data119 === "gemini-level")) || (data119 === "zai")) || (data119 === "qwen")) || (data119 === "deepseek")) || (data119 === "kimi")) || (data119 === "minimax"))){
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+let data113 = data111.headers;
+if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
+for(const key25 in data113){
+let data114 = data113[key25];
+if(typeof data114 !== "string"){
+let dataType81 = typeof data114;
+let coerced81 = undefined;
+if(!(coerced81 !== undefined)){
+if(dataType81 == "number" || dataType81 == "boolean"){
+coerced81 = "" + data114;
+}
+else if(data114 === null){
+coerced81 = "";
+}
+else {
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key25.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4572,12 +4538,17 @@ vErrors.push(err244);
 errors++;
 }
 }
-if(data114.price !== undefined){
-let data120 = data114.price;
-if(data120 && typeof data120 == "object" && !Array.isArray(data120)){
-for(const key26 in data120){
-if(!((((((((key26 === "input") || (key26 === "output")) || (key26 === "cached")) || (key26 === "cache_write")) || (key26 === "cache_write_1h")) || (key26 === "reasoning")) || (key26 === "web_search_per_1k")) || (key26 === "tiers"))){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+if(coerced81 !== undefined){
+data114 = coerced81;
+if(data113 !== undefined){
+data113[key25] = coerced81;
+}
+}
+}
+}
+}
+else {
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4586,19 +4557,17 @@ vErrors.push(err245);
 }
 errors++;
 }
-}
-if(data120.input !== undefined){
-let data121 = data120.input;
-if(!((typeof data121 == "number") && (isFinite(data121)))){
-let dataType82 = typeof data121;
+let data115 = data111.refresh_s;
+if(!((typeof data115 == "number") && (isFinite(data115)))){
+let dataType82 = typeof data115;
 let coerced82 = undefined;
 if(!(coerced82 !== undefined)){
-if(dataType82 == "boolean" || data121 === null
-              || (dataType82 == "string" && data121 && data121 == +data121)){
-coerced82 = +data121;
+if(dataType82 == "boolean" || data115 === null
+              || (dataType82 == "string" && data115 && data115 == +data115)){
+coerced82 = +data115;
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4609,15 +4578,15 @@ errors++;
 }
 }
 if(coerced82 !== undefined){
-data121 = coerced82;
-if(data120 !== undefined){
-data120["input"] = coerced82;
+data115 = coerced82;
+if(data111 !== undefined){
+data111["refresh_s"] = coerced82;
 }
 }
 }
-if((typeof data121 == "number") && (isFinite(data121))){
-if(data121 > 9999 || isNaN(data121)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if((typeof data115 == "number") && (isFinite(data115))){
+if(data115 < 180 || isNaN(data115)){
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4626,8 +4595,10 @@ vErrors.push(err247);
 }
 errors++;
 }
-if(data121 < 0 || isNaN(data121)){
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+else {
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4638,18 +4609,8 @@ errors++;
 }
 }
 }
-if(data120.output !== undefined){
-let data122 = data120.output;
-if(!((typeof data122 == "number") && (isFinite(data122)))){
-let dataType83 = typeof data122;
-let coerced83 = undefined;
-if(!(coerced83 !== undefined)){
-if(dataType83 == "boolean" || data122 === null
-              || (dataType83 == "string" && data122 && data122 == +data122)){
-coerced83 = +data122;
-}
 else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4659,16 +4620,20 @@ vErrors.push(err249);
 errors++;
 }
 }
-if(coerced83 !== undefined){
-data122 = coerced83;
-if(data120 !== undefined){
-data120["output"] = coerced83;
+let data116 = data41.mock;
+if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
+if(data116.chunks === undefined){
+data116.chunks = 8;
 }
+if(data116.latency_ms === undefined){
+data116.latency_ms = 20;
 }
+if(data116.chunk_delay_ms === undefined){
+data116.chunk_delay_ms = 5;
 }
-if((typeof data122 == "number") && (isFinite(data122))){
-if(data122 > 9999 || isNaN(data122)){
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+for(const key26 in data116){
+if(!((((key26 === "chunks") || (key26 === "latency_ms")) || (key26 === "chunk_delay_ms")) || (key26 === "input_tokens"))){
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4677,8 +4642,18 @@ vErrors.push(err250);
 }
 errors++;
 }
-if(data122 < 0 || isNaN(data122)){
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+let data117 = data116.chunks;
+if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
+let dataType83 = typeof data117;
+let coerced83 = undefined;
+if(!(coerced83 !== undefined)){
+if(dataType83 === "boolean" || data117 === null
+              || (dataType83 === "string" && data117 && data117 == +data117 && !(data117 % 1))){
+coerced83 = +data117;
+}
+else {
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4688,19 +4663,16 @@ vErrors.push(err251);
 errors++;
 }
 }
+if(coerced83 !== undefined){
+data117 = coerced83;
+if(data116 !== undefined){
+data116["chunks"] = coerced83;
 }
-if(data120.cached !== undefined){
-let data123 = data120.cached;
-if(!((typeof data123 == "number") && (isFinite(data123)))){
-let dataType84 = typeof data123;
-let coerced84 = undefined;
-if(!(coerced84 !== undefined)){
-if(dataType84 == "boolean" || data123 === null
-              || (dataType84 == "string" && data123 && data123 == +data123)){
-coerced84 = +data123;
 }
-else {
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data117 == "number") && (isFinite(data117))){
+if(data117 > 10000 || isNaN(data117)){
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4709,17 +4681,8 @@ vErrors.push(err252);
 }
 errors++;
 }
-}
-if(coerced84 !== undefined){
-data123 = coerced84;
-if(data120 !== undefined){
-data120["cached"] = coerced84;
-}
-}
-}
-if((typeof data123 == "number") && (isFinite(data123))){
-if(data123 > 9999 || isNaN(data123)){
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data117 < 1 || isNaN(data117)){
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4728,8 +4691,18 @@ vErrors.push(err253);
 }
 errors++;
 }
-if(data123 < 0 || isNaN(data123)){
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+let data118 = data116.latency_ms;
+if(!((typeof data118 == "number") && (isFinite(data118)))){
+let dataType84 = typeof data118;
+let coerced84 = undefined;
+if(!(coerced84 !== undefined)){
+if(dataType84 == "boolean" || data118 === null
+              || (dataType84 == "string" && data118 && data118 == +data118)){
+coerced84 = +data118;
+}
+else {
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4739,19 +4712,16 @@ vErrors.push(err254);
 errors++;
 }
 }
+if(coerced84 !== undefined){
+data118 = coerced84;
+if(data116 !== undefined){
+data116["latency_ms"] = coerced84;
 }
-if(data120.cache_write !== undefined){
-let data124 = data120.cache_write;
-if(!((typeof data124 == "number") && (isFinite(data124)))){
-let dataType85 = typeof data124;
-let coerced85 = undefined;
-if(!(coerced85 !== undefined)){
-if(dataType85 == "boolean" || data124 === null
-              || (dataType85 == "string" && data124 && data124 == +data124)){
-coerced85 = +data124;
 }
-else {
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data118 == "number") && (isFinite(data118))){
+if(data118 < 0 || isNaN(data118)){
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4761,16 +4731,17 @@ vErrors.push(err255);
 errors++;
 }
 }
-if(coerced85 !== undefined){
-data124 = coerced85;
-if(data120 !== undefined){
-data120["cache_write"] = coerced85;
+let data119 = data116.chunk_delay_ms;
+if(!((typeof data119 == "number") && (isFinite(data119)))){
+let dataType85 = typeof data119;
+let coerced85 = undefined;
+if(!(coerced85 !== undefined)){
+if(dataType85 == "boolean" || data119 === null
+              || (dataType85 == "string" && data119 && data119 == +data119)){
+coerced85 = +data119;
 }
-}
-}
-if((typeof data124 == "number") && (isFinite(data124))){
-if(data124 > 9999 || isNaN(data124)){
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4779,8 +4750,17 @@ vErrors.push(err256);
 }
 errors++;
 }
-if(data124 < 0 || isNaN(data124)){
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced85 !== undefined){
+data119 = coerced85;
+if(data116 !== undefined){
+data116["chunk_delay_ms"] = coerced85;
+}
+}
+}
+if((typeof data119 == "number") && (isFinite(data119))){
+if(data119 < 0 || isNaN(data119)){
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4790,19 +4770,18 @@ vErrors.push(err257);
 errors++;
 }
 }
-}
-if(data120.cache_write_1h !== undefined){
-let data125 = data120.cache_write_1h;
-if(!((typeof data125 == "number") && (isFinite(data125)))){
-let dataType86 = typeof data125;
+if(data116.input_tokens !== undefined){
+let data120 = data116.input_tokens;
+if(!(((typeof data120 == "number") && (!(data120 % 1) && !isNaN(data120))) && (isFinite(data120)))){
+let dataType86 = typeof data120;
 let coerced86 = undefined;
 if(!(coerced86 !== undefined)){
-if(dataType86 == "boolean" || data125 === null
-              || (dataType86 == "string" && data125 && data125 == +data125)){
-coerced86 = +data125;
+if(dataType86 === "boolean" || data120 === null
+              || (dataType86 === "string" && data120 && data120 == +data120 && !(data120 % 1))){
+coerced86 = +data120;
 }
 else {
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4813,15 +4792,15 @@ errors++;
 }
 }
 if(coerced86 !== undefined){
-data125 = coerced86;
-if(data120 !== undefined){
-data120["cache_write_1h"] = coerced86;
+data120 = coerced86;
+if(data116 !== undefined){
+data116["input_tokens"] = coerced86;
 }
 }
 }
-if((typeof data125 == "number") && (isFinite(data125))){
-if(data125 > 9999 || isNaN(data125)){
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if((typeof data120 == "number") && (isFinite(data120))){
+if(data120 < 0 || isNaN(data120)){
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4830,8 +4809,11 @@ vErrors.push(err259);
 }
 errors++;
 }
-if(data125 < 0 || isNaN(data125)){
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+}
+else {
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4840,20 +4822,20 @@ vErrors.push(err260);
 }
 errors++;
 }
+let data121 = data41.models;
+if(data121 && typeof data121 == "object" && !Array.isArray(data121)){
+for(const key27 in data121){
+let data122 = data121[key27];
+if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
+if(data122.kind === undefined){
+data122.kind = "llm";
 }
+if(data122.capabilities === undefined){
+data122.capabilities = [];
 }
-if(data120.reasoning !== undefined){
-let data126 = data120.reasoning;
-if(!((typeof data126 == "number") && (isFinite(data126)))){
-let dataType87 = typeof data126;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 == "boolean" || data126 === null
-              || (dataType87 == "string" && data126 && data126 == +data126)){
-coerced87 = +data126;
-}
-else {
-const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key28 in data122){
+if(!(((((key28 === "kind") || (key28 === "capabilities")) || (key28 === "max_output_tokens")) || (key28 === "thinking")) || (key28 === "price"))){
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4863,16 +4845,9 @@ vErrors.push(err261);
 errors++;
 }
 }
-if(coerced87 !== undefined){
-data126 = coerced87;
-if(data120 !== undefined){
-data120["reasoning"] = coerced87;
-}
-}
-}
-if((typeof data126 == "number") && (isFinite(data126))){
-if(data126 > 9999 || isNaN(data126)){
-const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+let data123 = data122.kind;
+if(!(((data123 === "llm") || (data123 === "image")) || (data123 === "embedding"))){
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4881,8 +4856,13 @@ vErrors.push(err262);
 }
 errors++;
 }
-if(data126 < 0 || isNaN(data126)){
-const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+let data124 = data122.capabilities;
+if(Array.isArray(data124)){
+const len4 = data124.length;
+for(let i5=0; i5<len4; i5++){
+let data125 = data124[i5];
+if(!((((((data125 === "vision") || (data125 === "pdf")) || (data125 === "audio")) || (data125 === "tools")) || (data125 === "reasoning")) || (data125 === "structured_output"))){
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4892,19 +4872,14 @@ vErrors.push(err263);
 errors++;
 }
 }
-}
-if(data120.web_search_per_1k !== undefined){
-let data127 = data120.web_search_per_1k;
-if(!((typeof data127 == "number") && (isFinite(data127)))){
-let dataType88 = typeof data127;
-let coerced88 = undefined;
-if(!(coerced88 !== undefined)){
-if(dataType88 == "boolean" || data127 === null
-              || (dataType88 == "string" && data127 && data127 == +data127)){
-coerced88 = +data127;
-}
-else {
-const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let i6 = data124.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data124[i6], data124[j1])){
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4912,18 +4887,14 @@ else {
 vErrors.push(err264);
 }
 errors++;
-}
-}
-if(coerced88 !== undefined){
-data127 = coerced88;
-if(data120 !== undefined){
-data120["web_search_per_1k"] = coerced88;
+break outer0;
 }
 }
 }
-if((typeof data127 == "number") && (isFinite(data127))){
-if(data127 > 999 || isNaN(data127)){
-const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
+}
+}
+else {
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -4932,8 +4903,18 @@ vErrors.push(err265);
 }
 errors++;
 }
-if(data127 < 0 || isNaN(data127)){
-const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data122.max_output_tokens !== undefined){
+let data126 = data122.max_output_tokens;
+if(!(((typeof data126 == "number") && (!(data126 % 1) && !isNaN(data126))) && (isFinite(data126)))){
+let dataType87 = typeof data126;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 === "boolean" || data126 === null
+              || (dataType87 === "string" && data126 && data126 == +data126 && !(data126 % 1))){
+coerced87 = +data126;
+}
+else {
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -4943,12 +4924,16 @@ vErrors.push(err266);
 errors++;
 }
 }
+if(coerced87 !== undefined){
+data126 = coerced87;
+if(data122 !== undefined){
+data122["max_output_tokens"] = coerced87;
 }
-if(data120.tiers !== undefined){
-let data128 = data120.tiers;
-if(Array.isArray(data128)){
-if(data128.length > 16){
-const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+}
+}
+if((typeof data126 == "number") && (isFinite(data126))){
+if(data126 < 1 || isNaN(data126)){
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -4957,12 +4942,12 @@ vErrors.push(err267);
 }
 errors++;
 }
-const len5 = data128.length;
-for(let i7=0; i7<len5; i7++){
-let data129 = data128[i7];
-if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
-if(data129.above_input_tokens === undefined){
-const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+}
+if(data122.thinking !== undefined){
+let data127 = data122.thinking;
+if(!((((((((((data127 === "openai") || (data127 === "anthropic-budget")) || (data127 === "anthropic-adaptive")) || (data127 === "gemini-budget")) || (data127 === "gemini-level")) || (data127 === "zai")) || (data127 === "qwen")) || (data127 === "deepseek")) || (data127 === "kimi")) || (data127 === "minimax"))){
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -4971,9 +4956,13 @@ vErrors.push(err268);
 }
 errors++;
 }
-for(const key27 in data129){
-if(!(((((((key27 === "above_input_tokens") || (key27 === "input")) || (key27 === "output")) || (key27 === "cached")) || (key27 === "cache_write")) || (key27 === "cache_write_1h")) || (key27 === "reasoning"))){
-const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key27},message:"must NOT have additional properties"};
+}
+if(data122.price !== undefined){
+let data128 = data122.price;
+if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
+for(const key29 in data128){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties, key29))){
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key29},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -4983,18 +4972,18 @@ vErrors.push(err269);
 errors++;
 }
 }
-if(data129.above_input_tokens !== undefined){
-let data130 = data129.above_input_tokens;
-if(!(((typeof data130 == "number") && (!(data130 % 1) && !isNaN(data130))) && (isFinite(data130)))){
-let dataType89 = typeof data130;
-let coerced89 = undefined;
-if(!(coerced89 !== undefined)){
-if(dataType89 === "boolean" || data130 === null
-              || (dataType89 === "string" && data130 && data130 == +data130 && !(data130 % 1))){
-coerced89 = +data130;
+if(data128.input !== undefined){
+let data129 = data128.input;
+if(!((typeof data129 == "number") && (isFinite(data129)))){
+let dataType88 = typeof data129;
+let coerced88 = undefined;
+if(!(coerced88 !== undefined)){
+if(dataType88 == "boolean" || data129 === null
+              || (dataType88 == "string" && data129 && data129 == +data129)){
+coerced88 = +data129;
 }
 else {
-const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -5004,16 +4993,16 @@ vErrors.push(err270);
 errors++;
 }
 }
-if(coerced89 !== undefined){
-data130 = coerced89;
-if(data129 !== undefined){
-data129["above_input_tokens"] = coerced89;
+if(coerced88 !== undefined){
+data129 = coerced88;
+if(data128 !== undefined){
+data128["input"] = coerced88;
 }
 }
 }
-if((typeof data130 == "number") && (isFinite(data130))){
-if(data130 < 1 || isNaN(data130)){
-const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data129 == "number") && (isFinite(data129))){
+if(data129 > 9999 || isNaN(data129)){
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5022,20 +5011,8 @@ vErrors.push(err271);
 }
 errors++;
 }
-}
-}
-if(data129.input !== undefined){
-let data131 = data129.input;
-if(!((typeof data131 == "number") && (isFinite(data131)))){
-let dataType90 = typeof data131;
-let coerced90 = undefined;
-if(!(coerced90 !== undefined)){
-if(dataType90 == "boolean" || data131 === null
-              || (dataType90 == "string" && data131 && data131 == +data131)){
-coerced90 = +data131;
-}
-else {
-const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data129 < 0 || isNaN(data129)){
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5045,16 +5022,19 @@ vErrors.push(err272);
 errors++;
 }
 }
-if(coerced90 !== undefined){
-data131 = coerced90;
-if(data129 !== undefined){
-data129["input"] = coerced90;
 }
+if(data128.output !== undefined){
+let data130 = data128.output;
+if(!((typeof data130 == "number") && (isFinite(data130)))){
+let dataType89 = typeof data130;
+let coerced89 = undefined;
+if(!(coerced89 !== undefined)){
+if(dataType89 == "boolean" || data130 === null
+              || (dataType89 == "string" && data130 && data130 == +data130)){
+coerced89 = +data130;
 }
-}
-if((typeof data131 == "number") && (isFinite(data131))){
-if(data131 > 9999 || isNaN(data131)){
-const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5063,8 +5043,17 @@ vErrors.push(err273);
 }
 errors++;
 }
-if(data131 < 0 || isNaN(data131)){
-const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced89 !== undefined){
+data130 = coerced89;
+if(data128 !== undefined){
+data128["output"] = coerced89;
+}
+}
+}
+if((typeof data130 == "number") && (isFinite(data130))){
+if(data130 > 9999 || isNaN(data130)){
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5073,20 +5062,8 @@ vErrors.push(err274);
 }
 errors++;
 }
-}
-}
-if(data129.output !== undefined){
-let data132 = data129.output;
-if(!((typeof data132 == "number") && (isFinite(data132)))){
-let dataType91 = typeof data132;
-let coerced91 = undefined;
-if(!(coerced91 !== undefined)){
-if(dataType91 == "boolean" || data132 === null
-              || (dataType91 == "string" && data132 && data132 == +data132)){
-coerced91 = +data132;
-}
-else {
-const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data130 < 0 || isNaN(data130)){
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5096,16 +5073,19 @@ vErrors.push(err275);
 errors++;
 }
 }
-if(coerced91 !== undefined){
-data132 = coerced91;
-if(data129 !== undefined){
-data129["output"] = coerced91;
 }
+if(data128.cached !== undefined){
+let data131 = data128.cached;
+if(!((typeof data131 == "number") && (isFinite(data131)))){
+let dataType90 = typeof data131;
+let coerced90 = undefined;
+if(!(coerced90 !== undefined)){
+if(dataType90 == "boolean" || data131 === null
+              || (dataType90 == "string" && data131 && data131 == +data131)){
+coerced90 = +data131;
 }
-}
-if((typeof data132 == "number") && (isFinite(data132))){
-if(data132 > 9999 || isNaN(data132)){
-const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5114,8 +5094,17 @@ vErrors.push(err276);
 }
 errors++;
 }
-if(data132 < 0 || isNaN(data132)){
-const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced90 !== undefined){
+data131 = coerced90;
+if(data128 !== undefined){
+data128["cached"] = coerced90;
+}
+}
+}
+if((typeof data131 == "number") && (isFinite(data131))){
+if(data131 > 9999 || isNaN(data131)){
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5124,20 +5113,8 @@ vErrors.push(err277);
 }
 errors++;
 }
-}
-}
-if(data129.cached !== undefined){
-let data133 = data129.cached;
-if(!((typeof data133 == "number") && (isFinite(data133)))){
-let dataType92 = typeof data133;
-let coerced92 = undefined;
-if(!(coerced92 !== undefined)){
-if(dataType92 == "boolean" || data133 === null
-              || (dataType92 == "string" && data133 && data133 == +data133)){
-coerced92 = +data133;
-}
-else {
-const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data131 < 0 || isNaN(data131)){
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5147,16 +5124,19 @@ vErrors.push(err278);
 errors++;
 }
 }
-if(coerced92 !== undefined){
-data133 = coerced92;
-if(data129 !== undefined){
-data129["cached"] = coerced92;
 }
+if(data128.cache_write !== undefined){
+let data132 = data128.cache_write;
+if(!((typeof data132 == "number") && (isFinite(data132)))){
+let dataType91 = typeof data132;
+let coerced91 = undefined;
+if(!(coerced91 !== undefined)){
+if(dataType91 == "boolean" || data132 === null
+              || (dataType91 == "string" && data132 && data132 == +data132)){
+coerced91 = +data132;
 }
-}
-if((typeof data133 == "number") && (isFinite(data133))){
-if(data133 > 9999 || isNaN(data133)){
-const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5165,8 +5145,17 @@ vErrors.push(err279);
 }
 errors++;
 }
-if(data133 < 0 || isNaN(data133)){
-const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced91 !== undefined){
+data132 = coerced91;
+if(data128 !== undefined){
+data128["cache_write"] = coerced91;
+}
+}
+}
+if((typeof data132 == "number") && (isFinite(data132))){
+if(data132 > 9999 || isNaN(data132)){
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5175,20 +5164,8 @@ vErrors.push(err280);
 }
 errors++;
 }
-}
-}
-if(data129.cache_write !== undefined){
-let data134 = data129.cache_write;
-if(!((typeof data134 == "number") && (isFinite(data134)))){
-let dataType93 = typeof data134;
-let coerced93 = undefined;
-if(!(coerced93 !== undefined)){
-if(dataType93 == "boolean" || data134 === null
-              || (dataType93 == "string" && data134 && data134 == +data134)){
-coerced93 = +data134;
-}
-else {
-const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data132 < 0 || isNaN(data132)){
+const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5198,16 +5175,19 @@ vErrors.push(err281);
 errors++;
 }
 }
-if(coerced93 !== undefined){
-data134 = coerced93;
-if(data129 !== undefined){
-data129["cache_write"] = coerced93;
 }
+if(data128.cache_write_1h !== undefined){
+let data133 = data128.cache_write_1h;
+if(!((typeof data133 == "number") && (isFinite(data133)))){
+let dataType92 = typeof data133;
+let coerced92 = undefined;
+if(!(coerced92 !== undefined)){
+if(dataType92 == "boolean" || data133 === null
+              || (dataType92 == "string" && data133 && data133 == +data133)){
+coerced92 = +data133;
 }
-}
-if((typeof data134 == "number") && (isFinite(data134))){
-if(data134 > 9999 || isNaN(data134)){
-const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5216,8 +5196,17 @@ vErrors.push(err282);
 }
 errors++;
 }
-if(data134 < 0 || isNaN(data134)){
-const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced92 !== undefined){
+data133 = coerced92;
+if(data128 !== undefined){
+data128["cache_write_1h"] = coerced92;
+}
+}
+}
+if((typeof data133 == "number") && (isFinite(data133))){
+if(data133 > 9999 || isNaN(data133)){
+const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5226,20 +5215,8 @@ vErrors.push(err283);
 }
 errors++;
 }
-}
-}
-if(data129.cache_write_1h !== undefined){
-let data135 = data129.cache_write_1h;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-let dataType94 = typeof data135;
-let coerced94 = undefined;
-if(!(coerced94 !== undefined)){
-if(dataType94 == "boolean" || data135 === null
-              || (dataType94 == "string" && data135 && data135 == +data135)){
-coerced94 = +data135;
-}
-else {
-const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data133 < 0 || isNaN(data133)){
+const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5249,16 +5226,19 @@ vErrors.push(err284);
 errors++;
 }
 }
-if(coerced94 !== undefined){
-data135 = coerced94;
-if(data129 !== undefined){
-data129["cache_write_1h"] = coerced94;
 }
+if(data128.reasoning !== undefined){
+let data134 = data128.reasoning;
+if(!((typeof data134 == "number") && (isFinite(data134)))){
+let dataType93 = typeof data134;
+let coerced93 = undefined;
+if(!(coerced93 !== undefined)){
+if(dataType93 == "boolean" || data134 === null
+              || (dataType93 == "string" && data134 && data134 == +data134)){
+coerced93 = +data134;
 }
-}
-if((typeof data135 == "number") && (isFinite(data135))){
-if(data135 > 9999 || isNaN(data135)){
-const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5267,8 +5247,17 @@ vErrors.push(err285);
 }
 errors++;
 }
-if(data135 < 0 || isNaN(data135)){
-const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced93 !== undefined){
+data134 = coerced93;
+if(data128 !== undefined){
+data128["reasoning"] = coerced93;
+}
+}
+}
+if((typeof data134 == "number") && (isFinite(data134))){
+if(data134 > 9999 || isNaN(data134)){
+const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5277,20 +5266,8 @@ vErrors.push(err286);
 }
 errors++;
 }
-}
-}
-if(data129.reasoning !== undefined){
-let data136 = data129.reasoning;
-if(!((typeof data136 == "number") && (isFinite(data136)))){
-let dataType95 = typeof data136;
-let coerced95 = undefined;
-if(!(coerced95 !== undefined)){
-if(dataType95 == "boolean" || data136 === null
-              || (dataType95 == "string" && data136 && data136 == +data136)){
-coerced95 = +data136;
-}
-else {
-const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data134 < 0 || isNaN(data134)){
+const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5300,16 +5277,19 @@ vErrors.push(err287);
 errors++;
 }
 }
-if(coerced95 !== undefined){
-data136 = coerced95;
-if(data129 !== undefined){
-data129["reasoning"] = coerced95;
 }
+if(data128.web_search_per_1k !== undefined){
+let data135 = data128.web_search_per_1k;
+if(!((typeof data135 == "number") && (isFinite(data135)))){
+let dataType94 = typeof data135;
+let coerced94 = undefined;
+if(!(coerced94 !== undefined)){
+if(dataType94 == "boolean" || data135 === null
+              || (dataType94 == "string" && data135 && data135 == +data135)){
+coerced94 = +data135;
 }
-}
-if((typeof data136 == "number") && (isFinite(data136))){
-if(data136 > 9999 || isNaN(data136)){
-const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5318,8 +5298,17 @@ vErrors.push(err288);
 }
 errors++;
 }
-if(data136 < 0 || isNaN(data136)){
-const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced94 !== undefined){
+data135 = coerced94;
+if(data128 !== undefined){
+data128["web_search_per_1k"] = coerced94;
+}
+}
+}
+if((typeof data135 == "number") && (isFinite(data135))){
+if(data135 > 999 || isNaN(data135)){
+const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5328,11 +5317,8 @@ vErrors.push(err289);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data135 < 0 || isNaN(data135)){
+const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5343,8 +5329,11 @@ errors++;
 }
 }
 }
-else {
-const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data128.tiers !== undefined){
+let data136 = data128.tiers;
+if(Array.isArray(data136)){
+if(data136.length > 16){
+const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5353,10 +5342,12 @@ vErrors.push(err291);
 }
 errors++;
 }
-}
-}
-else {
-const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const len5 = data136.length;
+for(let i7=0; i7<len5; i7++){
+let data137 = data136[i7];
+if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
+if(data137.above_input_tokens === undefined){
+const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5365,10 +5356,9 @@ vErrors.push(err292);
 }
 errors++;
 }
-}
-}
-else {
-const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key24.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key30 in data137){
+if(!(((((((key30 === "above_input_tokens") || (key30 === "input")) || (key30 === "output")) || (key30 === "cached")) || (key30 === "cache_write")) || (key30 === "cache_write_1h")) || (key30 === "reasoning"))){
+const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5378,9 +5368,18 @@ vErrors.push(err293);
 errors++;
 }
 }
+if(data137.above_input_tokens !== undefined){
+let data138 = data137.above_input_tokens;
+if(!(((typeof data138 == "number") && (!(data138 % 1) && !isNaN(data138))) && (isFinite(data138)))){
+let dataType95 = typeof data138;
+let coerced95 = undefined;
+if(!(coerced95 !== undefined)){
+if(dataType95 === "boolean" || data138 === null
+              || (dataType95 === "string" && data138 && data138 == +data138 && !(data138 % 1))){
+coerced95 = +data138;
 }
 else {
-const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5389,20 +5388,17 @@ vErrors.push(err294);
 }
 errors++;
 }
-if(data41.catalog !== undefined){
-let data137 = data41.catalog;
-if(typeof data137 !== "string"){
-let dataType96 = typeof data137;
-let coerced96 = undefined;
-if(!(coerced96 !== undefined)){
-if(dataType96 == "number" || dataType96 == "boolean"){
-coerced96 = "" + data137;
 }
-else if(data137 === null){
-coerced96 = "";
+if(coerced95 !== undefined){
+data138 = coerced95;
+if(data137 !== undefined){
+data137["above_input_tokens"] = coerced95;
 }
-else {
-const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if((typeof data138 == "number") && (isFinite(data138))){
+if(data138 < 1 || isNaN(data138)){
+const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5412,16 +5408,19 @@ vErrors.push(err295);
 errors++;
 }
 }
-if(coerced96 !== undefined){
-data137 = coerced96;
-if(data41 !== undefined){
-data41["catalog"] = coerced96;
 }
+if(data137.input !== undefined){
+let data139 = data137.input;
+if(!((typeof data139 == "number") && (isFinite(data139)))){
+let dataType96 = typeof data139;
+let coerced96 = undefined;
+if(!(coerced96 !== undefined)){
+if(dataType96 == "boolean" || data139 === null
+              || (dataType96 == "string" && data139 && data139 == +data139)){
+coerced96 = +data139;
 }
-}
-if(typeof data137 === "string"){
-if(!pattern16.test(data137)){
-const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5431,19 +5430,16 @@ vErrors.push(err296);
 errors++;
 }
 }
+if(coerced96 !== undefined){
+data139 = coerced96;
+if(data137 !== undefined){
+data137["input"] = coerced96;
 }
-let data138 = data41.allow_unlisted_models;
-if(typeof data138 !== "boolean"){
-let coerced97 = undefined;
-if(!(coerced97 !== undefined)){
-if(data138 === "false" || data138 === 0 || data138 === null){
-coerced97 = false;
 }
-else if(data138 === "true" || data138 === 1){
-coerced97 = true;
 }
-else {
-const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if((typeof data139 == "number") && (isFinite(data139))){
+if(data139 > 9999 || isNaN(data139)){
+const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5452,17 +5448,8 @@ vErrors.push(err297);
 }
 errors++;
 }
-}
-if(coerced97 !== undefined){
-data138 = coerced97;
-if(data41 !== undefined){
-data41["allow_unlisted_models"] = coerced97;
-}
-}
-}
-}
-else {
-const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data139 < 0 || isNaN(data139)){
+const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5473,8 +5460,18 @@ errors++;
 }
 }
 }
+if(data137.output !== undefined){
+let data140 = data137.output;
+if(!((typeof data140 == "number") && (isFinite(data140)))){
+let dataType97 = typeof data140;
+let coerced97 = undefined;
+if(!(coerced97 !== undefined)){
+if(dataType97 == "boolean" || data140 === null
+              || (dataType97 == "string" && data140 && data140 == +data140)){
+coerced97 = +data140;
+}
 else {
-const err299 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err299 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5483,13 +5480,17 @@ vErrors.push(err299);
 }
 errors++;
 }
-let data139 = data.combos;
-if(data139 && typeof data139 == "object" && !Array.isArray(data139)){
-for(const key28 in data139){
-const _errs303 = errors;
-if(typeof key28 === "string"){
-if(!pattern3.test(key28)){
-const err300 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key28};
+}
+if(coerced97 !== undefined){
+data140 = coerced97;
+if(data137 !== undefined){
+data137["output"] = coerced97;
+}
+}
+}
+if((typeof data140 == "number") && (isFinite(data140))){
+if(data140 > 9999 || isNaN(data140)){
+const err300 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5498,10 +5499,8 @@ vErrors.push(err300);
 }
 errors++;
 }
-}
-var valid43 = _errs303 === errors;
-if(!valid43){
-const err301 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key28},message:"property name must be valid"};
+if(data140 < 0 || isNaN(data140)){
+const err301 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5511,11 +5510,19 @@ vErrors.push(err301);
 errors++;
 }
 }
-for(const key29 in data139){
-let data140 = data139[key29];
-if(data140 && typeof data140 == "object" && !Array.isArray(data140)){
-if(data140.strategy === undefined){
-const err302 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+}
+if(data137.cached !== undefined){
+let data141 = data137.cached;
+if(!((typeof data141 == "number") && (isFinite(data141)))){
+let dataType98 = typeof data141;
+let coerced98 = undefined;
+if(!(coerced98 !== undefined)){
+if(dataType98 == "boolean" || data141 === null
+              || (dataType98 == "string" && data141 && data141 == +data141)){
+coerced98 = +data141;
+}
+else {
+const err302 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5524,8 +5531,17 @@ vErrors.push(err302);
 }
 errors++;
 }
-if(data140.models === undefined){
-const err303 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+if(coerced98 !== undefined){
+data141 = coerced98;
+if(data137 !== undefined){
+data137["cached"] = coerced98;
+}
+}
+}
+if((typeof data141 == "number") && (isFinite(data141))){
+if(data141 > 9999 || isNaN(data141)){
+const err303 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5534,9 +5550,8 @@ vErrors.push(err303);
 }
 errors++;
 }
-for(const key30 in data140){
-if(!((((((key30 === "strategy") || (key30 === "models")) || (key30 === "judge")) || (key30 === "quorum")) || (key30 === "grace_ms")) || (key30 === "timeout_ms"))){
-const err304 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+if(data141 < 0 || isNaN(data141)){
+const err304 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5546,10 +5561,19 @@ vErrors.push(err304);
 errors++;
 }
 }
-if(data140.strategy !== undefined){
-let data141 = data140.strategy;
-if(!((((data141 === "fallback") || (data141 === "round-robin")) || (data141 === "fusion")) || (data141 === "capacity"))){
-const err305 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+}
+if(data137.cache_write !== undefined){
+let data142 = data137.cache_write;
+if(!((typeof data142 == "number") && (isFinite(data142)))){
+let dataType99 = typeof data142;
+let coerced99 = undefined;
+if(!(coerced99 !== undefined)){
+if(dataType99 == "boolean" || data142 === null
+              || (dataType99 == "string" && data142 && data142 == +data142)){
+coerced99 = +data142;
+}
+else {
+const err305 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5559,11 +5583,16 @@ vErrors.push(err305);
 errors++;
 }
 }
-if(data140.models !== undefined){
-let data142 = data140.models;
-if(Array.isArray(data142)){
-if(data142.length < 1){
-const err306 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(coerced99 !== undefined){
+data142 = coerced99;
+if(data137 !== undefined){
+data137["cache_write"] = coerced99;
+}
+}
+}
+if((typeof data142 == "number") && (isFinite(data142))){
+if(data142 > 9999 || isNaN(data142)){
+const err306 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5572,21 +5601,8 @@ vErrors.push(err306);
 }
 errors++;
 }
-const len6 = data142.length;
-for(let i8=0; i8<len6; i8++){
-let data143 = data142[i8];
-if(typeof data143 !== "string"){
-let dataType98 = typeof data143;
-let coerced98 = undefined;
-if(!(coerced98 !== undefined)){
-if(dataType98 == "number" || dataType98 == "boolean"){
-coerced98 = "" + data143;
-}
-else if(data143 === null){
-coerced98 = "";
-}
-else {
-const err307 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data142 < 0 || isNaN(data142)){
+const err307 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5596,17 +5612,19 @@ vErrors.push(err307);
 errors++;
 }
 }
-if(coerced98 !== undefined){
-data143 = coerced98;
-if(data142 !== undefined){
-data142[i8] = coerced98;
 }
-}
-}
-}
+if(data137.cache_write_1h !== undefined){
+let data143 = data137.cache_write_1h;
+if(!((typeof data143 == "number") && (isFinite(data143)))){
+let dataType100 = typeof data143;
+let coerced100 = undefined;
+if(!(coerced100 !== undefined)){
+if(dataType100 == "boolean" || data143 === null
+              || (dataType100 == "string" && data143 && data143 == +data143)){
+coerced100 = +data143;
 }
 else {
-const err308 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err308 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5616,20 +5634,16 @@ vErrors.push(err308);
 errors++;
 }
 }
-if(data140.judge !== undefined){
-let data144 = data140.judge;
-if(typeof data144 !== "string"){
-let dataType99 = typeof data144;
-let coerced99 = undefined;
-if(!(coerced99 !== undefined)){
-if(dataType99 == "number" || dataType99 == "boolean"){
-coerced99 = "" + data144;
+if(coerced100 !== undefined){
+data143 = coerced100;
+if(data137 !== undefined){
+data137["cache_write_1h"] = coerced100;
 }
-else if(data144 === null){
-coerced99 = "";
 }
-else {
-const err309 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 > 9999 || isNaN(data143)){
+const err309 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5638,27 +5652,8 @@ vErrors.push(err309);
 }
 errors++;
 }
-}
-if(coerced99 !== undefined){
-data144 = coerced99;
-if(data140 !== undefined){
-data140["judge"] = coerced99;
-}
-}
-}
-}
-if(data140.quorum !== undefined){
-let data145 = data140.quorum;
-if(!(((typeof data145 == "number") && (!(data145 % 1) && !isNaN(data145))) && (isFinite(data145)))){
-let dataType100 = typeof data145;
-let coerced100 = undefined;
-if(!(coerced100 !== undefined)){
-if(dataType100 === "boolean" || data145 === null
-              || (dataType100 === "string" && data145 && data145 == +data145 && !(data145 % 1))){
-coerced100 = +data145;
-}
-else {
-const err310 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data143 < 0 || isNaN(data143)){
+const err310 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err310];
 }
@@ -5668,16 +5663,19 @@ vErrors.push(err310);
 errors++;
 }
 }
-if(coerced100 !== undefined){
-data145 = coerced100;
-if(data140 !== undefined){
-data140["quorum"] = coerced100;
 }
+if(data137.reasoning !== undefined){
+let data144 = data137.reasoning;
+if(!((typeof data144 == "number") && (isFinite(data144)))){
+let dataType101 = typeof data144;
+let coerced101 = undefined;
+if(!(coerced101 !== undefined)){
+if(dataType101 == "boolean" || data144 === null
+              || (dataType101 == "string" && data144 && data144 == +data144)){
+coerced101 = +data144;
 }
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 < 1 || isNaN(data145)){
-const err311 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err311 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5687,19 +5685,16 @@ vErrors.push(err311);
 errors++;
 }
 }
+if(coerced101 !== undefined){
+data144 = coerced101;
+if(data137 !== undefined){
+data137["reasoning"] = coerced101;
 }
-if(data140.grace_ms !== undefined){
-let data146 = data140.grace_ms;
-if(!((typeof data146 == "number") && (isFinite(data146)))){
-let dataType101 = typeof data146;
-let coerced101 = undefined;
-if(!(coerced101 !== undefined)){
-if(dataType101 == "boolean" || data146 === null
-              || (dataType101 == "string" && data146 && data146 == +data146)){
-coerced101 = +data146;
 }
-else {
-const err312 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 > 9999 || isNaN(data144)){
+const err312 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5708,17 +5703,8 @@ vErrors.push(err312);
 }
 errors++;
 }
-}
-if(coerced101 !== undefined){
-data146 = coerced101;
-if(data140 !== undefined){
-data140["grace_ms"] = coerced101;
-}
-}
-}
-if((typeof data146 == "number") && (isFinite(data146))){
-if(data146 < 0 || isNaN(data146)){
-const err313 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data144 < 0 || isNaN(data144)){
+const err313 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5729,18 +5715,9 @@ errors++;
 }
 }
 }
-if(data140.timeout_ms !== undefined){
-let data147 = data140.timeout_ms;
-if(!((typeof data147 == "number") && (isFinite(data147)))){
-let dataType102 = typeof data147;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "boolean" || data147 === null
-              || (dataType102 == "string" && data147 && data147 == +data147)){
-coerced102 = +data147;
 }
 else {
-const err314 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err314 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5750,16 +5727,9 @@ vErrors.push(err314);
 errors++;
 }
 }
-if(coerced102 !== undefined){
-data147 = coerced102;
-if(data140 !== undefined){
-data140["timeout_ms"] = coerced102;
 }
-}
-}
-if((typeof data147 == "number") && (isFinite(data147))){
-if(data147 < 0 || isNaN(data147)){
-const err315 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err315 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5768,8 +5738,12 @@ vErrors.push(err315);
 }
 errors++;
 }
-if(data147 <= 0 || isNaN(data147)){
-const err316 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data128.service_tiers !== undefined){
+let data145 = data128.service_tiers;
+if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
+if(Object.keys(data145).length > 8){
+const err316 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5778,11 +5752,11 @@ vErrors.push(err316);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err317 = {instancePath:instancePath+"/combos/" + key29.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key31 in data145){
+const _errs318 = errors;
+if(typeof key31 === "string"){
+if(!pattern13.test(key31)){
+const err317 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key31};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5792,9 +5766,9 @@ vErrors.push(err317);
 errors++;
 }
 }
-}
-else {
-const err318 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid46 = _errs318 === errors;
+if(!valid46){
+const err318 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key31},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5803,14 +5777,13 @@ vErrors.push(err318);
 }
 errors++;
 }
-let data148 = data.routing;
-if(data148 && typeof data148 == "object" && !Array.isArray(data148)){
-if(data148.cooldown === undefined){
-data148.cooldown = {};
 }
-for(const key31 in data148){
-if(!(key31 === "cooldown")){
-const err319 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key31},message:"must NOT have additional properties"};
+for(const key32 in data145){
+let data146 = data145[key32];
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+for(const key33 in data146){
+if(!((((((key33 === "input") || (key33 === "output")) || (key33 === "cached")) || (key33 === "cache_write")) || (key33 === "cache_write_1h")) || (key33 === "reasoning"))){
+const err319 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5820,20 +5793,18 @@ vErrors.push(err319);
 errors++;
 }
 }
-let data149 = data148.cooldown;
-if(data149 && typeof data149 == "object" && !Array.isArray(data149)){
-if(data149.initial_s === undefined){
-data149.initial_s = 5;
+if(data146.input !== undefined){
+let data147 = data146.input;
+if(!((typeof data147 == "number") && (isFinite(data147)))){
+let dataType102 = typeof data147;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "boolean" || data147 === null
+              || (dataType102 == "string" && data147 && data147 == +data147)){
+coerced102 = +data147;
 }
-if(data149.max_s === undefined){
-data149.max_s = 300;
-}
-if(data149.multiplier === undefined){
-data149.multiplier = 2;
-}
-for(const key32 in data149){
-if(!(((key32 === "initial_s") || (key32 === "max_s")) || (key32 === "multiplier"))){
-const err320 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key32},message:"must NOT have additional properties"};
+else {
+const err320 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -5843,17 +5814,16 @@ vErrors.push(err320);
 errors++;
 }
 }
-let data150 = data149.initial_s;
-if(!((typeof data150 == "number") && (isFinite(data150)))){
-let dataType103 = typeof data150;
-let coerced103 = undefined;
-if(!(coerced103 !== undefined)){
-if(dataType103 == "boolean" || data150 === null
-              || (dataType103 == "string" && data150 && data150 == +data150)){
-coerced103 = +data150;
+if(coerced102 !== undefined){
+data147 = coerced102;
+if(data146 !== undefined){
+data146["input"] = coerced102;
 }
-else {
-const err321 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data147 == "number") && (isFinite(data147))){
+if(data147 > 9999 || isNaN(data147)){
+const err321 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err321];
 }
@@ -5862,17 +5832,8 @@ vErrors.push(err321);
 }
 errors++;
 }
-}
-if(coerced103 !== undefined){
-data150 = coerced103;
-if(data149 !== undefined){
-data149["initial_s"] = coerced103;
-}
-}
-}
-if((typeof data150 == "number") && (isFinite(data150))){
-if(data150 > 86400 || isNaN(data150)){
-const err322 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(data147 < 0 || isNaN(data147)){
+const err322 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err322];
 }
@@ -5881,8 +5842,20 @@ vErrors.push(err322);
 }
 errors++;
 }
-if(data150 < 0 || isNaN(data150)){
-const err323 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data146.output !== undefined){
+let data148 = data146.output;
+if(!((typeof data148 == "number") && (isFinite(data148)))){
+let dataType103 = typeof data148;
+let coerced103 = undefined;
+if(!(coerced103 !== undefined)){
+if(dataType103 == "boolean" || data148 === null
+              || (dataType103 == "string" && data148 && data148 == +data148)){
+coerced103 = +data148;
+}
+else {
+const err323 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -5891,8 +5864,17 @@ vErrors.push(err323);
 }
 errors++;
 }
-if(data150 <= 0 || isNaN(data150)){
-const err324 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced103 !== undefined){
+data148 = coerced103;
+if(data146 !== undefined){
+data146["output"] = coerced103;
+}
+}
+}
+if((typeof data148 == "number") && (isFinite(data148))){
+if(data148 > 9999 || isNaN(data148)){
+const err324 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -5901,18 +5883,8 @@ vErrors.push(err324);
 }
 errors++;
 }
-}
-let data151 = data149.max_s;
-if(!((typeof data151 == "number") && (isFinite(data151)))){
-let dataType104 = typeof data151;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "boolean" || data151 === null
-              || (dataType104 == "string" && data151 && data151 == +data151)){
-coerced104 = +data151;
-}
-else {
-const err325 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data148 < 0 || isNaN(data148)){
+const err325 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -5922,16 +5894,19 @@ vErrors.push(err325);
 errors++;
 }
 }
-if(coerced104 !== undefined){
-data151 = coerced104;
-if(data149 !== undefined){
-data149["max_s"] = coerced104;
 }
+if(data146.cached !== undefined){
+let data149 = data146.cached;
+if(!((typeof data149 == "number") && (isFinite(data149)))){
+let dataType104 = typeof data149;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 == "boolean" || data149 === null
+              || (dataType104 == "string" && data149 && data149 == +data149)){
+coerced104 = +data149;
 }
-}
-if((typeof data151 == "number") && (isFinite(data151))){
-if(data151 > 86400 || isNaN(data151)){
-const err326 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+else {
+const err326 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -5940,8 +5915,17 @@ vErrors.push(err326);
 }
 errors++;
 }
-if(data151 < 0 || isNaN(data151)){
-const err327 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced104 !== undefined){
+data149 = coerced104;
+if(data146 !== undefined){
+data146["cached"] = coerced104;
+}
+}
+}
+if((typeof data149 == "number") && (isFinite(data149))){
+if(data149 > 9999 || isNaN(data149)){
+const err327 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -5950,8 +5934,8 @@ vErrors.push(err327);
 }
 errors++;
 }
-if(data151 <= 0 || isNaN(data151)){
-const err328 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data149 < 0 || isNaN(data149)){
+const err328 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -5961,17 +5945,19 @@ vErrors.push(err328);
 errors++;
 }
 }
-let data152 = data149.multiplier;
-if(!((typeof data152 == "number") && (isFinite(data152)))){
-let dataType105 = typeof data152;
+}
+if(data146.cache_write !== undefined){
+let data150 = data146.cache_write;
+if(!((typeof data150 == "number") && (isFinite(data150)))){
+let dataType105 = typeof data150;
 let coerced105 = undefined;
 if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data152 === null
-              || (dataType105 == "string" && data152 && data152 == +data152)){
-coerced105 = +data152;
+if(dataType105 == "boolean" || data150 === null
+              || (dataType105 == "string" && data150 && data150 == +data150)){
+coerced105 = +data150;
 }
 else {
-const err329 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err329 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -5982,15 +5968,15 @@ errors++;
 }
 }
 if(coerced105 !== undefined){
-data152 = coerced105;
-if(data149 !== undefined){
-data149["multiplier"] = coerced105;
+data150 = coerced105;
+if(data146 !== undefined){
+data146["cache_write"] = coerced105;
 }
 }
 }
-if((typeof data152 == "number") && (isFinite(data152))){
-if(data152 < 1 || isNaN(data152)){
-const err330 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data150 == "number") && (isFinite(data150))){
+if(data150 > 9999 || isNaN(data150)){
+const err330 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -5999,10 +5985,8 @@ vErrors.push(err330);
 }
 errors++;
 }
-}
-}
-else {
-const err331 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data150 < 0 || isNaN(data150)){
+const err331 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6012,8 +5996,19 @@ vErrors.push(err331);
 errors++;
 }
 }
+}
+if(data146.cache_write_1h !== undefined){
+let data151 = data146.cache_write_1h;
+if(!((typeof data151 == "number") && (isFinite(data151)))){
+let dataType106 = typeof data151;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "boolean" || data151 === null
+              || (dataType106 == "string" && data151 && data151 == +data151)){
+coerced106 = +data151;
+}
 else {
-const err332 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err332 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6022,14 +6017,17 @@ vErrors.push(err332);
 }
 errors++;
 }
-let data153 = data.budgets;
-if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
-if(data153.auto_switch === undefined){
-data153.auto_switch = {};
 }
-for(const key33 in data153){
-if(!((((key33 === "daily_usd") || (key33 === "monthly_usd")) || (key33 === "timezone")) || (key33 === "auto_switch"))){
-const err333 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+if(coerced106 !== undefined){
+data151 = coerced106;
+if(data146 !== undefined){
+data146["cache_write_1h"] = coerced106;
+}
+}
+}
+if((typeof data151 == "number") && (isFinite(data151))){
+if(data151 > 9999 || isNaN(data151)){
+const err333 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6038,19 +6036,8 @@ vErrors.push(err333);
 }
 errors++;
 }
-}
-if(data153.daily_usd !== undefined){
-let data154 = data153.daily_usd;
-if(!((typeof data154 == "number") && (isFinite(data154)))){
-let dataType106 = typeof data154;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "boolean" || data154 === null
-              || (dataType106 == "string" && data154 && data154 == +data154)){
-coerced106 = +data154;
-}
-else {
-const err334 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data151 < 0 || isNaN(data151)){
+const err334 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6060,16 +6047,19 @@ vErrors.push(err334);
 errors++;
 }
 }
-if(coerced106 !== undefined){
-data154 = coerced106;
-if(data153 !== undefined){
-data153["daily_usd"] = coerced106;
 }
+if(data146.reasoning !== undefined){
+let data152 = data146.reasoning;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+let dataType107 = typeof data152;
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(dataType107 == "boolean" || data152 === null
+              || (dataType107 == "string" && data152 && data152 == +data152)){
+coerced107 = +data152;
 }
-}
-if((typeof data154 == "number") && (isFinite(data154))){
-if(data154 < 0 || isNaN(data154)){
-const err335 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err335 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6079,19 +6069,16 @@ vErrors.push(err335);
 errors++;
 }
 }
+if(coerced107 !== undefined){
+data152 = coerced107;
+if(data146 !== undefined){
+data146["reasoning"] = coerced107;
 }
-if(data153.monthly_usd !== undefined){
-let data155 = data153.monthly_usd;
-if(!((typeof data155 == "number") && (isFinite(data155)))){
-let dataType107 = typeof data155;
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(dataType107 == "boolean" || data155 === null
-              || (dataType107 == "string" && data155 && data155 == +data155)){
-coerced107 = +data155;
 }
-else {
-const err336 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data152 == "number") && (isFinite(data152))){
+if(data152 > 9999 || isNaN(data152)){
+const err336 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6100,17 +6087,8 @@ vErrors.push(err336);
 }
 errors++;
 }
-}
-if(coerced107 !== undefined){
-data155 = coerced107;
-if(data153 !== undefined){
-data153["monthly_usd"] = coerced107;
-}
-}
-}
-if((typeof data155 == "number") && (isFinite(data155))){
-if(data155 < 0 || isNaN(data155)){
-const err337 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data152 < 0 || isNaN(data152)){
+const err337 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6121,20 +6099,9 @@ errors++;
 }
 }
 }
-if(data153.timezone !== undefined){
-let data156 = data153.timezone;
-if(typeof data156 !== "string"){
-let dataType108 = typeof data156;
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(dataType108 == "number" || dataType108 == "boolean"){
-coerced108 = "" + data156;
-}
-else if(data156 === null){
-coerced108 = "";
 }
 else {
-const err338 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err338 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6144,16 +6111,9 @@ vErrors.push(err338);
 errors++;
 }
 }
-if(coerced108 !== undefined){
-data156 = coerced108;
-if(data153 !== undefined){
-data153["timezone"] = coerced108;
 }
-}
-}
-if(typeof data156 === "string"){
-if(func3(data156) > 64){
-const err339 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+else {
+const err339 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6164,14 +6124,8 @@ errors++;
 }
 }
 }
-let data157 = data153.auto_switch;
-if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
-if(data157.enabled === undefined){
-data157.enabled = false;
-}
-for(const key34 in data157){
-if(!((key34 === "enabled") || (key34 === "to"))){
-const err340 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key34},message:"must NOT have additional properties"};
+else {
+const err340 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6181,18 +6135,9 @@ vErrors.push(err340);
 errors++;
 }
 }
-let data158 = data157.enabled;
-if(typeof data158 !== "boolean"){
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(data158 === "false" || data158 === 0 || data158 === null){
-coerced109 = false;
-}
-else if(data158 === "true" || data158 === 1){
-coerced109 = true;
 }
 else {
-const err341 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err341 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6202,15 +6147,203 @@ vErrors.push(err341);
 errors++;
 }
 }
+}
+else {
+const err342 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err342];
+}
+else {
+vErrors.push(err342);
+}
+errors++;
+}
+if(data41.catalog !== undefined){
+let data153 = data41.catalog;
+if(typeof data153 !== "string"){
+let dataType108 = typeof data153;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "number" || dataType108 == "boolean"){
+coerced108 = "" + data153;
+}
+else if(data153 === null){
+coerced108 = "";
+}
+else {
+const err343 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err343];
+}
+else {
+vErrors.push(err343);
+}
+errors++;
+}
+}
+if(coerced108 !== undefined){
+data153 = coerced108;
+if(data41 !== undefined){
+data41["catalog"] = coerced108;
+}
+}
+}
+if(typeof data153 === "string"){
+if(!pattern18.test(data153)){
+const err344 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+if(vErrors === null){
+vErrors = [err344];
+}
+else {
+vErrors.push(err344);
+}
+errors++;
+}
+}
+}
+let data154 = data41.allow_unlisted_models;
+if(typeof data154 !== "boolean"){
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(data154 === "false" || data154 === 0 || data154 === null){
+coerced109 = false;
+}
+else if(data154 === "true" || data154 === 1){
+coerced109 = true;
+}
+else {
+const err345 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err345];
+}
+else {
+vErrors.push(err345);
+}
+errors++;
+}
+}
 if(coerced109 !== undefined){
-data158 = coerced109;
-if(data157 !== undefined){
-data157["enabled"] = coerced109;
+data154 = coerced109;
+if(data41 !== undefined){
+data41["allow_unlisted_models"] = coerced109;
 }
 }
 }
-if(data157.to !== undefined){
-let data159 = data157.to;
+}
+else {
+const err346 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err346];
+}
+else {
+vErrors.push(err346);
+}
+errors++;
+}
+}
+}
+else {
+const err347 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err347];
+}
+else {
+vErrors.push(err347);
+}
+errors++;
+}
+let data155 = data.combos;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+for(const key34 in data155){
+const _errs341 = errors;
+if(typeof key34 === "string"){
+if(!pattern3.test(key34)){
+const err348 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key34};
+if(vErrors === null){
+vErrors = [err348];
+}
+else {
+vErrors.push(err348);
+}
+errors++;
+}
+}
+var valid49 = _errs341 === errors;
+if(!valid49){
+const err349 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key34},message:"property name must be valid"};
+if(vErrors === null){
+vErrors = [err349];
+}
+else {
+vErrors.push(err349);
+}
+errors++;
+}
+}
+for(const key35 in data155){
+let data156 = data155[key35];
+if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
+if(data156.strategy === undefined){
+const err350 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+if(vErrors === null){
+vErrors = [err350];
+}
+else {
+vErrors.push(err350);
+}
+errors++;
+}
+if(data156.models === undefined){
+const err351 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+if(vErrors === null){
+vErrors = [err351];
+}
+else {
+vErrors.push(err351);
+}
+errors++;
+}
+for(const key36 in data156){
+if(!((((((key36 === "strategy") || (key36 === "models")) || (key36 === "judge")) || (key36 === "quorum")) || (key36 === "grace_ms")) || (key36 === "timeout_ms"))){
+const err352 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err352];
+}
+else {
+vErrors.push(err352);
+}
+errors++;
+}
+}
+if(data156.strategy !== undefined){
+let data157 = data156.strategy;
+if(!((((data157 === "fallback") || (data157 === "round-robin")) || (data157 === "fusion")) || (data157 === "capacity"))){
+const err353 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err353];
+}
+else {
+vErrors.push(err353);
+}
+errors++;
+}
+}
+if(data156.models !== undefined){
+let data158 = data156.models;
+if(Array.isArray(data158)){
+if(data158.length < 1){
+const err354 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err354];
+}
+else {
+vErrors.push(err354);
+}
+errors++;
+}
+const len6 = data158.length;
+for(let i8=0; i8<len6; i8++){
+let data159 = data158[i8];
 if(typeof data159 !== "string"){
 let dataType110 = typeof data159;
 let coerced110 = undefined;
@@ -6222,228 +6355,7 @@ else if(data159 === null){
 coerced110 = "";
 }
 else {
-const err342 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err342];
-}
-else {
-vErrors.push(err342);
-}
-errors++;
-}
-}
-if(coerced110 !== undefined){
-data159 = coerced110;
-if(data157 !== undefined){
-data157["to"] = coerced110;
-}
-}
-}
-if(typeof data159 === "string"){
-if(func3(data159) > 256){
-const err343 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
-if(vErrors === null){
-vErrors = [err343];
-}
-else {
-vErrors.push(err343);
-}
-errors++;
-}
-}
-}
-}
-else {
-const err344 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err344];
-}
-else {
-vErrors.push(err344);
-}
-errors++;
-}
-}
-else {
-const err345 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err345];
-}
-else {
-vErrors.push(err345);
-}
-errors++;
-}
-let data160 = data.alerts;
-if(data160 && typeof data160 == "object" && !Array.isArray(data160)){
-if(data160.kinds === undefined){
-data160.kinds = {};
-}
-if(data160.thresholds === undefined){
-data160.thresholds = {};
-}
-if(data160.channels === undefined){
-data160.channels = {};
-}
-for(const key35 in data160){
-if(!(((key35 === "kinds") || (key35 === "thresholds")) || (key35 === "channels"))){
-const err346 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key35},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err346];
-}
-else {
-vErrors.push(err346);
-}
-errors++;
-}
-}
-let data161 = data160.kinds;
-if(data161 && typeof data161 == "object" && !Array.isArray(data161)){
-for(const key36 in data161){
-const _errs354 = errors;
-if(!(((((((key36 === "quota_warning") || (key36 === "quota_exhausted")) || (key36 === "quota_reset")) || (key36 === "daily_budget")) || (key36 === "monthly_budget")) || (key36 === "cost_anomaly")) || (key36 === "exhaustion_pattern"))){
-const err347 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key36};
-if(vErrors === null){
-vErrors = [err347];
-}
-else {
-vErrors.push(err347);
-}
-errors++;
-}
-var valid53 = _errs354 === errors;
-if(!valid53){
-const err348 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key36},message:"property name must be valid"};
-if(vErrors === null){
-vErrors = [err348];
-}
-else {
-vErrors.push(err348);
-}
-errors++;
-}
-}
-for(const key37 in data161){
-let data162 = data161[key37];
-if(typeof data162 !== "boolean"){
-let coerced111 = undefined;
-if(!(coerced111 !== undefined)){
-if(data162 === "false" || data162 === 0 || data162 === null){
-coerced111 = false;
-}
-else if(data162 === "true" || data162 === 1){
-coerced111 = true;
-}
-else {
-const err349 = {instancePath:instancePath+"/alerts/kinds/" + key37.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
-if(vErrors === null){
-vErrors = [err349];
-}
-else {
-vErrors.push(err349);
-}
-errors++;
-}
-}
-if(coerced111 !== undefined){
-data162 = coerced111;
-if(data161 !== undefined){
-data161[key37] = coerced111;
-}
-}
-}
-}
-}
-else {
-const err350 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err350];
-}
-else {
-vErrors.push(err350);
-}
-errors++;
-}
-let data163 = data160.thresholds;
-if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
-if(data163.quota === undefined){
-data163.quota = [80,90];
-}
-if(data163.daily === undefined){
-data163.daily = [80,100];
-}
-if(data163.monthly === undefined){
-data163.monthly = [50,80,100];
-}
-if(data163.anomaly_multiple === undefined){
-data163.anomaly_multiple = 2;
-}
-for(const key38 in data163){
-if(!((((key38 === "quota") || (key38 === "daily")) || (key38 === "monthly")) || (key38 === "anomaly_multiple"))){
-const err351 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
-if(vErrors === null){
-vErrors = [err351];
-}
-else {
-vErrors.push(err351);
-}
-errors++;
-}
-}
-let data164 = data163.quota;
-if(Array.isArray(data164)){
-if(data164.length > 20){
-const err352 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
-if(vErrors === null){
-vErrors = [err352];
-}
-else {
-vErrors.push(err352);
-}
-errors++;
-}
-if(data164.length < 1){
-const err353 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
-if(vErrors === null){
-vErrors = [err353];
-}
-else {
-vErrors.push(err353);
-}
-errors++;
-}
-const len7 = data164.length;
-for(let i9=0; i9<len7; i9++){
-let data165 = data164[i9];
-if(!((typeof data165 == "number") && (isFinite(data165)))){
-let dataType112 = typeof data165;
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(dataType112 == "boolean" || data165 === null
-              || (dataType112 == "string" && data165 && data165 == +data165)){
-coerced112 = +data165;
-}
-else {
-const err354 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
-if(vErrors === null){
-vErrors = [err354];
-}
-else {
-vErrors.push(err354);
-}
-errors++;
-}
-}
-if(coerced112 !== undefined){
-data165 = coerced112;
-if(data164 !== undefined){
-data164[i9] = coerced112;
-}
-}
-}
-if((typeof data165 == "number") && (isFinite(data165))){
-if(data165 >= 100 || isNaN(data165)){
-const err355 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+const err355 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err355];
 }
@@ -6452,8 +6364,18 @@ vErrors.push(err355);
 }
 errors++;
 }
-if(data165 <= 0 || isNaN(data165)){
-const err356 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced110 !== undefined){
+data159 = coerced110;
+if(data158 !== undefined){
+data158[i8] = coerced110;
+}
+}
+}
+}
+}
+else {
+const err356 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err356];
 }
@@ -6463,19 +6385,20 @@ vErrors.push(err356);
 errors++;
 }
 }
+if(data156.judge !== undefined){
+let data160 = data156.judge;
+if(typeof data160 !== "string"){
+let dataType111 = typeof data160;
+let coerced111 = undefined;
+if(!(coerced111 !== undefined)){
+if(dataType111 == "number" || dataType111 == "boolean"){
+coerced111 = "" + data160;
 }
-let i10 = data164.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data164[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
+else if(data160 === null){
+coerced111 = "";
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err357 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+else {
+const err357 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err357];
 }
@@ -6483,14 +6406,28 @@ else {
 vErrors.push(err357);
 }
 errors++;
-break;
-}
-indices1[item1] = i10;
 }
 }
+if(coerced111 !== undefined){
+data160 = coerced111;
+if(data156 !== undefined){
+data156["judge"] = coerced111;
+}
+}
+}
+}
+if(data156.quorum !== undefined){
+let data161 = data156.quorum;
+if(!(((typeof data161 == "number") && (!(data161 % 1) && !isNaN(data161))) && (isFinite(data161)))){
+let dataType112 = typeof data161;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 === "boolean" || data161 === null
+              || (dataType112 === "string" && data161 && data161 == +data161 && !(data161 % 1))){
+coerced112 = +data161;
 }
 else {
-const err358 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err358 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err358];
 }
@@ -6499,10 +6436,17 @@ vErrors.push(err358);
 }
 errors++;
 }
-let data166 = data163.daily;
-if(Array.isArray(data166)){
-if(data166.length > 20){
-const err359 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+}
+if(coerced112 !== undefined){
+data161 = coerced112;
+if(data156 !== undefined){
+data156["quorum"] = coerced112;
+}
+}
+}
+if((typeof data161 == "number") && (isFinite(data161))){
+if(data161 < 1 || isNaN(data161)){
+const err359 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err359];
 }
@@ -6511,8 +6455,20 @@ vErrors.push(err359);
 }
 errors++;
 }
-if(data166.length < 1){
-const err360 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+if(data156.grace_ms !== undefined){
+let data162 = data156.grace_ms;
+if(!((typeof data162 == "number") && (isFinite(data162)))){
+let dataType113 = typeof data162;
+let coerced113 = undefined;
+if(!(coerced113 !== undefined)){
+if(dataType113 == "boolean" || data162 === null
+              || (dataType113 == "string" && data162 && data162 == +data162)){
+coerced113 = +data162;
+}
+else {
+const err360 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err360];
 }
@@ -6521,19 +6477,17 @@ vErrors.push(err360);
 }
 errors++;
 }
-const len8 = data166.length;
-for(let i11=0; i11<len8; i11++){
-let data167 = data166[i11];
-if(!((typeof data167 == "number") && (isFinite(data167)))){
-let dataType113 = typeof data167;
-let coerced113 = undefined;
-if(!(coerced113 !== undefined)){
-if(dataType113 == "boolean" || data167 === null
-              || (dataType113 == "string" && data167 && data167 == +data167)){
-coerced113 = +data167;
 }
-else {
-const err361 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(coerced113 !== undefined){
+data162 = coerced113;
+if(data156 !== undefined){
+data156["grace_ms"] = coerced113;
+}
+}
+}
+if((typeof data162 == "number") && (isFinite(data162))){
+if(data162 < 0 || isNaN(data162)){
+const err361 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err361];
 }
@@ -6543,16 +6497,19 @@ vErrors.push(err361);
 errors++;
 }
 }
-if(coerced113 !== undefined){
-data167 = coerced113;
-if(data166 !== undefined){
-data166[i11] = coerced113;
 }
+if(data156.timeout_ms !== undefined){
+let data163 = data156.timeout_ms;
+if(!((typeof data163 == "number") && (isFinite(data163)))){
+let dataType114 = typeof data163;
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(dataType114 == "boolean" || data163 === null
+              || (dataType114 == "string" && data163 && data163 == +data163)){
+coerced114 = +data163;
 }
-}
-if((typeof data167 == "number") && (isFinite(data167))){
-if(data167 > 1000 || isNaN(data167)){
-const err362 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err362 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err362];
 }
@@ -6561,8 +6518,17 @@ vErrors.push(err362);
 }
 errors++;
 }
-if(data167 <= 0 || isNaN(data167)){
-const err363 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced114 !== undefined){
+data163 = coerced114;
+if(data156 !== undefined){
+data156["timeout_ms"] = coerced114;
+}
+}
+}
+if((typeof data163 == "number") && (isFinite(data163))){
+if(data163 < 0 || isNaN(data163)){
+const err363 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err363];
 }
@@ -6571,20 +6537,8 @@ vErrors.push(err363);
 }
 errors++;
 }
-}
-}
-let i12 = data166.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data166[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
-}
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err364 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(data163 <= 0 || isNaN(data163)){
+const err364 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err364];
 }
@@ -6592,14 +6546,12 @@ else {
 vErrors.push(err364);
 }
 errors++;
-break;
 }
-indices2[item2] = i12;
 }
 }
 }
 else {
-const err365 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err365 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err365];
 }
@@ -6608,10 +6560,10 @@ vErrors.push(err365);
 }
 errors++;
 }
-let data168 = data163.monthly;
-if(Array.isArray(data168)){
-if(data168.length > 20){
-const err366 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+}
+}
+else {
+const err366 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err366];
 }
@@ -6620,8 +6572,14 @@ vErrors.push(err366);
 }
 errors++;
 }
-if(data168.length < 1){
-const err367 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+let data164 = data.routing;
+if(data164 && typeof data164 == "object" && !Array.isArray(data164)){
+if(data164.cooldown === undefined){
+data164.cooldown = {};
+}
+for(const key37 in data164){
+if(!(key37 === "cooldown")){
+const err367 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key37},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err367];
 }
@@ -6630,19 +6588,21 @@ vErrors.push(err367);
 }
 errors++;
 }
-const len9 = data168.length;
-for(let i13=0; i13<len9; i13++){
-let data169 = data168[i13];
-if(!((typeof data169 == "number") && (isFinite(data169)))){
-let dataType114 = typeof data169;
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(dataType114 == "boolean" || data169 === null
-              || (dataType114 == "string" && data169 && data169 == +data169)){
-coerced114 = +data169;
 }
-else {
-const err368 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data165 = data164.cooldown;
+if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
+if(data165.initial_s === undefined){
+data165.initial_s = 5;
+}
+if(data165.max_s === undefined){
+data165.max_s = 300;
+}
+if(data165.multiplier === undefined){
+data165.multiplier = 2;
+}
+for(const key38 in data165){
+if(!(((key38 === "initial_s") || (key38 === "max_s")) || (key38 === "multiplier"))){
+const err368 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err368];
 }
@@ -6652,16 +6612,17 @@ vErrors.push(err368);
 errors++;
 }
 }
-if(coerced114 !== undefined){
-data169 = coerced114;
-if(data168 !== undefined){
-data168[i13] = coerced114;
+let data166 = data165.initial_s;
+if(!((typeof data166 == "number") && (isFinite(data166)))){
+let dataType115 = typeof data166;
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(dataType115 == "boolean" || data166 === null
+              || (dataType115 == "string" && data166 && data166 == +data166)){
+coerced115 = +data166;
 }
-}
-}
-if((typeof data169 == "number") && (isFinite(data169))){
-if(data169 > 1000 || isNaN(data169)){
-const err369 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err369 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err369];
 }
@@ -6670,8 +6631,17 @@ vErrors.push(err369);
 }
 errors++;
 }
-if(data169 <= 0 || isNaN(data169)){
-const err370 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced115 !== undefined){
+data166 = coerced115;
+if(data165 !== undefined){
+data165["initial_s"] = coerced115;
+}
+}
+}
+if((typeof data166 == "number") && (isFinite(data166))){
+if(data166 > 86400 || isNaN(data166)){
+const err370 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err370];
 }
@@ -6680,20 +6650,8 @@ vErrors.push(err370);
 }
 errors++;
 }
-}
-}
-let i14 = data168.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data168[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err371 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+if(data166 < 0 || isNaN(data166)){
+const err371 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err371];
 }
@@ -6701,14 +6659,9 @@ else {
 vErrors.push(err371);
 }
 errors++;
-break;
 }
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err372 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data166 <= 0 || isNaN(data166)){
+const err372 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err372];
 }
@@ -6717,17 +6670,18 @@ vErrors.push(err372);
 }
 errors++;
 }
-let data170 = data163.anomaly_multiple;
-if(!((typeof data170 == "number") && (isFinite(data170)))){
-let dataType115 = typeof data170;
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(dataType115 == "boolean" || data170 === null
-              || (dataType115 == "string" && data170 && data170 == +data170)){
-coerced115 = +data170;
+}
+let data167 = data165.max_s;
+if(!((typeof data167 == "number") && (isFinite(data167)))){
+let dataType116 = typeof data167;
+let coerced116 = undefined;
+if(!(coerced116 !== undefined)){
+if(dataType116 == "boolean" || data167 === null
+              || (dataType116 == "string" && data167 && data167 == +data167)){
+coerced116 = +data167;
 }
 else {
-const err373 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err373 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err373];
 }
@@ -6737,16 +6691,16 @@ vErrors.push(err373);
 errors++;
 }
 }
-if(coerced115 !== undefined){
-data170 = coerced115;
-if(data163 !== undefined){
-data163["anomaly_multiple"] = coerced115;
+if(coerced116 !== undefined){
+data167 = coerced116;
+if(data165 !== undefined){
+data165["max_s"] = coerced116;
 }
 }
 }
-if((typeof data170 == "number") && (isFinite(data170))){
-if(data170 > 1000 || isNaN(data170)){
-const err374 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if((typeof data167 == "number") && (isFinite(data167))){
+if(data167 > 86400 || isNaN(data167)){
+const err374 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err374];
 }
@@ -6755,8 +6709,8 @@ vErrors.push(err374);
 }
 errors++;
 }
-if(data170 <= 1 || isNaN(data170)){
-const err375 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+if(data167 < 0 || isNaN(data167)){
+const err375 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err375];
 }
@@ -6765,10 +6719,8 @@ vErrors.push(err375);
 }
 errors++;
 }
-}
-}
-else {
-const err376 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data167 <= 0 || isNaN(data167)){
+const err376 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err376];
 }
@@ -6777,14 +6729,18 @@ vErrors.push(err376);
 }
 errors++;
 }
-let data171 = data160.channels;
-if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
-if(data171.dashboard === undefined){
-data171.dashboard = true;
 }
-for(const key39 in data171){
-if(!(((key39 === "dashboard") || (key39 === "email")) || (key39 === "webhook"))){
-const err377 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+let data168 = data165.multiplier;
+if(!((typeof data168 == "number") && (isFinite(data168)))){
+let dataType117 = typeof data168;
+let coerced117 = undefined;
+if(!(coerced117 !== undefined)){
+if(dataType117 == "boolean" || data168 === null
+              || (dataType117 == "string" && data168 && data168 == +data168)){
+coerced117 = +data168;
+}
+else {
+const err377 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err377];
 }
@@ -6794,18 +6750,16 @@ vErrors.push(err377);
 errors++;
 }
 }
-let data172 = data171.dashboard;
-if(typeof data172 !== "boolean"){
-let coerced116 = undefined;
-if(!(coerced116 !== undefined)){
-if(data172 === "false" || data172 === 0 || data172 === null){
-coerced116 = false;
+if(coerced117 !== undefined){
+data168 = coerced117;
+if(data165 !== undefined){
+data165["multiplier"] = coerced117;
 }
-else if(data172 === "true" || data172 === 1){
-coerced116 = true;
 }
-else {
-const err378 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if((typeof data168 == "number") && (isFinite(data168))){
+if(data168 < 1 || isNaN(data168)){
+const err378 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6815,21 +6769,9 @@ vErrors.push(err378);
 errors++;
 }
 }
-if(coerced116 !== undefined){
-data172 = coerced116;
-if(data171 !== undefined){
-data171["dashboard"] = coerced116;
 }
-}
-}
-if(data171.email !== undefined){
-let data173 = data171.email;
-if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
-if(data173.enabled === undefined){
-data173.enabled = true;
-}
-if(data173.smtp_url === undefined){
-const err379 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+else {
+const err379 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err379];
 }
@@ -6838,8 +6780,9 @@ vErrors.push(err379);
 }
 errors++;
 }
-if(data173.from === undefined){
-const err380 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+else {
+const err380 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err380];
 }
@@ -6848,8 +6791,14 @@ vErrors.push(err380);
 }
 errors++;
 }
-if(data173.to === undefined){
-const err381 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+let data169 = data.budgets;
+if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
+if(data169.auto_switch === undefined){
+data169.auto_switch = {};
+}
+for(const key39 in data169){
+if(!((((key39 === "daily_usd") || (key39 === "monthly_usd")) || (key39 === "timezone")) || (key39 === "auto_switch"))){
+const err381 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err381];
 }
@@ -6858,9 +6807,19 @@ vErrors.push(err381);
 }
 errors++;
 }
-for(const key40 in data173){
-if(!((((key40 === "enabled") || (key40 === "smtp_url")) || (key40 === "from")) || (key40 === "to"))){
-const err382 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+}
+if(data169.daily_usd !== undefined){
+let data170 = data169.daily_usd;
+if(!((typeof data170 == "number") && (isFinite(data170)))){
+let dataType118 = typeof data170;
+let coerced118 = undefined;
+if(!(coerced118 !== undefined)){
+if(dataType118 == "boolean" || data170 === null
+              || (dataType118 == "string" && data170 && data170 == +data170)){
+coerced118 = +data170;
+}
+else {
+const err382 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err382];
 }
@@ -6870,18 +6829,16 @@ vErrors.push(err382);
 errors++;
 }
 }
-let data174 = data173.enabled;
-if(typeof data174 !== "boolean"){
-let coerced117 = undefined;
-if(!(coerced117 !== undefined)){
-if(data174 === "false" || data174 === 0 || data174 === null){
-coerced117 = false;
+if(coerced118 !== undefined){
+data170 = coerced118;
+if(data169 !== undefined){
+data169["daily_usd"] = coerced118;
 }
-else if(data174 === "true" || data174 === 1){
-coerced117 = true;
 }
-else {
-const err383 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if((typeof data170 == "number") && (isFinite(data170))){
+if(data170 < 0 || isNaN(data170)){
+const err383 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err383];
 }
@@ -6891,27 +6848,19 @@ vErrors.push(err383);
 errors++;
 }
 }
-if(coerced117 !== undefined){
-data174 = coerced117;
-if(data173 !== undefined){
-data173["enabled"] = coerced117;
 }
-}
-}
-if(data173.smtp_url !== undefined){
-let data175 = data173.smtp_url;
-if(typeof data175 !== "string"){
-let dataType118 = typeof data175;
-let coerced118 = undefined;
-if(!(coerced118 !== undefined)){
-if(dataType118 == "number" || dataType118 == "boolean"){
-coerced118 = "" + data175;
-}
-else if(data175 === null){
-coerced118 = "";
+if(data169.monthly_usd !== undefined){
+let data171 = data169.monthly_usd;
+if(!((typeof data171 == "number") && (isFinite(data171)))){
+let dataType119 = typeof data171;
+let coerced119 = undefined;
+if(!(coerced119 !== undefined)){
+if(dataType119 == "boolean" || data171 === null
+              || (dataType119 == "string" && data171 && data171 == +data171)){
+coerced119 = +data171;
 }
 else {
-const err384 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err384 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err384];
 }
@@ -6921,28 +6870,16 @@ vErrors.push(err384);
 errors++;
 }
 }
-if(coerced118 !== undefined){
-data175 = coerced118;
-if(data173 !== undefined){
-data173["smtp_url"] = coerced118;
+if(coerced119 !== undefined){
+data171 = coerced119;
+if(data169 !== undefined){
+data169["monthly_usd"] = coerced119;
 }
 }
 }
-}
-if(data173.from !== undefined){
-let data176 = data173.from;
-if(typeof data176 !== "string"){
-let dataType119 = typeof data176;
-let coerced119 = undefined;
-if(!(coerced119 !== undefined)){
-if(dataType119 == "number" || dataType119 == "boolean"){
-coerced119 = "" + data176;
-}
-else if(data176 === null){
-coerced119 = "";
-}
-else {
-const err385 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data171 == "number") && (isFinite(data171))){
+if(data171 < 0 || isNaN(data171)){
+const err385 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err385];
 }
@@ -6952,19 +6889,21 @@ vErrors.push(err385);
 errors++;
 }
 }
-if(coerced119 !== undefined){
-data176 = coerced119;
-if(data173 !== undefined){
-data173["from"] = coerced119;
 }
+if(data169.timezone !== undefined){
+let data172 = data169.timezone;
+if(typeof data172 !== "string"){
+let dataType120 = typeof data172;
+let coerced120 = undefined;
+if(!(coerced120 !== undefined)){
+if(dataType120 == "number" || dataType120 == "boolean"){
+coerced120 = "" + data172;
 }
+else if(data172 === null){
+coerced120 = "";
 }
-}
-if(data173.to !== undefined){
-let data177 = data173.to;
-if(Array.isArray(data177)){
-if(data177.length < 1){
-const err386 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+else {
+const err386 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err386];
 }
@@ -6973,21 +6912,17 @@ vErrors.push(err386);
 }
 errors++;
 }
-const len10 = data177.length;
-for(let i15=0; i15<len10; i15++){
-let data178 = data177[i15];
-if(typeof data178 !== "string"){
-let dataType120 = typeof data178;
-let coerced120 = undefined;
-if(!(coerced120 !== undefined)){
-if(dataType120 == "number" || dataType120 == "boolean"){
-coerced120 = "" + data178;
 }
-else if(data178 === null){
-coerced120 = "";
+if(coerced120 !== undefined){
+data172 = coerced120;
+if(data169 !== undefined){
+data169["timezone"] = coerced120;
 }
-else {
-const err387 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(typeof data172 === "string"){
+if(func3(data172) > 64){
+const err387 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err387];
 }
@@ -6997,17 +6932,15 @@ vErrors.push(err387);
 errors++;
 }
 }
-if(coerced120 !== undefined){
-data178 = coerced120;
-if(data177 !== undefined){
-data177[i15] = coerced120;
 }
+let data173 = data169.auto_switch;
+if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
+if(data173.enabled === undefined){
+data173.enabled = false;
 }
-}
-}
-}
-else {
-const err388 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+for(const key40 in data173){
+if(!((key40 === "enabled") || (key40 === "to"))){
+const err388 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err388];
 }
@@ -7017,9 +6950,18 @@ vErrors.push(err388);
 errors++;
 }
 }
+let data174 = data173.enabled;
+if(typeof data174 !== "boolean"){
+let coerced121 = undefined;
+if(!(coerced121 !== undefined)){
+if(data174 === "false" || data174 === 0 || data174 === null){
+coerced121 = false;
+}
+else if(data174 === "true" || data174 === 1){
+coerced121 = true;
 }
 else {
-const err389 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err389 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err389];
 }
@@ -7029,14 +6971,27 @@ vErrors.push(err389);
 errors++;
 }
 }
-if(data171.webhook !== undefined){
-let data179 = data171.webhook;
-if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
-if(data179.enabled === undefined){
-data179.enabled = true;
+if(coerced121 !== undefined){
+data174 = coerced121;
+if(data173 !== undefined){
+data173["enabled"] = coerced121;
 }
-if(data179.url === undefined){
-const err390 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+if(data173.to !== undefined){
+let data175 = data173.to;
+if(typeof data175 !== "string"){
+let dataType122 = typeof data175;
+let coerced122 = undefined;
+if(!(coerced122 !== undefined)){
+if(dataType122 == "number" || dataType122 == "boolean"){
+coerced122 = "" + data175;
+}
+else if(data175 === null){
+coerced122 = "";
+}
+else {
+const err390 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err390];
 }
@@ -7045,9 +7000,17 @@ vErrors.push(err390);
 }
 errors++;
 }
-for(const key41 in data179){
-if(!(((key41 === "enabled") || (key41 === "url")) || (key41 === "secret"))){
-const err391 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+if(coerced122 !== undefined){
+data175 = coerced122;
+if(data173 !== undefined){
+data173["to"] = coerced122;
+}
+}
+}
+if(typeof data175 === "string"){
+if(func3(data175) > 256){
+const err391 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err391];
 }
@@ -7057,18 +7020,10 @@ vErrors.push(err391);
 errors++;
 }
 }
-let data180 = data179.enabled;
-if(typeof data180 !== "boolean"){
-let coerced121 = undefined;
-if(!(coerced121 !== undefined)){
-if(data180 === "false" || data180 === 0 || data180 === null){
-coerced121 = false;
 }
-else if(data180 === "true" || data180 === 1){
-coerced121 = true;
 }
 else {
-const err392 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err392 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err392];
 }
@@ -7078,27 +7033,8 @@ vErrors.push(err392);
 errors++;
 }
 }
-if(coerced121 !== undefined){
-data180 = coerced121;
-if(data179 !== undefined){
-data179["enabled"] = coerced121;
-}
-}
-}
-if(data179.url !== undefined){
-let data181 = data179.url;
-if(typeof data181 !== "string"){
-let dataType122 = typeof data181;
-let coerced122 = undefined;
-if(!(coerced122 !== undefined)){
-if(dataType122 == "number" || dataType122 == "boolean"){
-coerced122 = "" + data181;
-}
-else if(data181 === null){
-coerced122 = "";
-}
 else {
-const err393 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err393 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err393];
 }
@@ -7107,17 +7043,20 @@ vErrors.push(err393);
 }
 errors++;
 }
+let data176 = data.alerts;
+if(data176 && typeof data176 == "object" && !Array.isArray(data176)){
+if(data176.kinds === undefined){
+data176.kinds = {};
 }
-if(coerced122 !== undefined){
-data181 = coerced122;
-if(data179 !== undefined){
-data179["url"] = coerced122;
+if(data176.thresholds === undefined){
+data176.thresholds = {};
 }
+if(data176.channels === undefined){
+data176.channels = {};
 }
-}
-if(typeof data181 === "string"){
-if(!pattern18.test(data181)){
-const err394 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+for(const key41 in data176){
+if(!(((key41 === "kinds") || (key41 === "thresholds")) || (key41 === "channels"))){
+const err394 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err394];
 }
@@ -7127,21 +7066,12 @@ vErrors.push(err394);
 errors++;
 }
 }
-}
-if(data179.secret !== undefined){
-let data182 = data179.secret;
-if(typeof data182 !== "string"){
-let dataType123 = typeof data182;
-let coerced123 = undefined;
-if(!(coerced123 !== undefined)){
-if(dataType123 == "number" || dataType123 == "boolean"){
-coerced123 = "" + data182;
-}
-else if(data182 === null){
-coerced123 = "";
-}
-else {
-const err395 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data177 = data176.kinds;
+if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
+for(const key42 in data177){
+const _errs392 = errors;
+if(!(((((((key42 === "quota_warning") || (key42 === "quota_exhausted")) || (key42 === "quota_reset")) || (key42 === "daily_budget")) || (key42 === "monthly_budget")) || (key42 === "cost_anomaly")) || (key42 === "exhaustion_pattern"))){
+const err395 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key42};
 if(vErrors === null){
 vErrors = [err395];
 }
@@ -7150,18 +7080,9 @@ vErrors.push(err395);
 }
 errors++;
 }
-}
-if(coerced123 !== undefined){
-data182 = coerced123;
-if(data179 !== undefined){
-data179["secret"] = coerced123;
-}
-}
-}
-}
-}
-else {
-const err396 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid59 = _errs392 === errors;
+if(!valid59){
+const err396 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key42},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err396];
 }
@@ -7171,9 +7092,19 @@ vErrors.push(err396);
 errors++;
 }
 }
+for(const key43 in data177){
+let data178 = data177[key43];
+if(typeof data178 !== "boolean"){
+let coerced123 = undefined;
+if(!(coerced123 !== undefined)){
+if(data178 === "false" || data178 === 0 || data178 === null){
+coerced123 = false;
+}
+else if(data178 === "true" || data178 === 1){
+coerced123 = true;
 }
 else {
-const err397 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err397 = {instancePath:instancePath+"/alerts/kinds/" + key43.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err397];
 }
@@ -7183,8 +7114,17 @@ vErrors.push(err397);
 errors++;
 }
 }
+if(coerced123 !== undefined){
+data178 = coerced123;
+if(data177 !== undefined){
+data177[key43] = coerced123;
+}
+}
+}
+}
+}
 else {
-const err398 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err398 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err398];
 }
@@ -7193,14 +7133,843 @@ vErrors.push(err398);
 }
 errors++;
 }
+let data179 = data176.thresholds;
+if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
+if(data179.quota === undefined){
+data179.quota = [80,90];
 }
-else {
-const err399 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data179.daily === undefined){
+data179.daily = [80,100];
+}
+if(data179.monthly === undefined){
+data179.monthly = [50,80,100];
+}
+if(data179.anomaly_multiple === undefined){
+data179.anomaly_multiple = 2;
+}
+for(const key44 in data179){
+if(!((((key44 === "quota") || (key44 === "daily")) || (key44 === "monthly")) || (key44 === "anomaly_multiple"))){
+const err399 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key44},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err399];
 }
 else {
 vErrors.push(err399);
+}
+errors++;
+}
+}
+let data180 = data179.quota;
+if(Array.isArray(data180)){
+if(data180.length > 20){
+const err400 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err400];
+}
+else {
+vErrors.push(err400);
+}
+errors++;
+}
+if(data180.length < 1){
+const err401 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err401];
+}
+else {
+vErrors.push(err401);
+}
+errors++;
+}
+const len7 = data180.length;
+for(let i9=0; i9<len7; i9++){
+let data181 = data180[i9];
+if(!((typeof data181 == "number") && (isFinite(data181)))){
+let dataType124 = typeof data181;
+let coerced124 = undefined;
+if(!(coerced124 !== undefined)){
+if(dataType124 == "boolean" || data181 === null
+              || (dataType124 == "string" && data181 && data181 == +data181)){
+coerced124 = +data181;
+}
+else {
+const err402 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err402];
+}
+else {
+vErrors.push(err402);
+}
+errors++;
+}
+}
+if(coerced124 !== undefined){
+data181 = coerced124;
+if(data180 !== undefined){
+data180[i9] = coerced124;
+}
+}
+}
+if((typeof data181 == "number") && (isFinite(data181))){
+if(data181 >= 100 || isNaN(data181)){
+const err403 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+if(vErrors === null){
+vErrors = [err403];
+}
+else {
+vErrors.push(err403);
+}
+errors++;
+}
+if(data181 <= 0 || isNaN(data181)){
+const err404 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err404];
+}
+else {
+vErrors.push(err404);
+}
+errors++;
+}
+}
+}
+let i10 = data180.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data180[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err405 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err405];
+}
+else {
+vErrors.push(err405);
+}
+errors++;
+break;
+}
+indices1[item1] = i10;
+}
+}
+}
+else {
+const err406 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err406];
+}
+else {
+vErrors.push(err406);
+}
+errors++;
+}
+let data182 = data179.daily;
+if(Array.isArray(data182)){
+if(data182.length > 20){
+const err407 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err407];
+}
+else {
+vErrors.push(err407);
+}
+errors++;
+}
+if(data182.length < 1){
+const err408 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err408];
+}
+else {
+vErrors.push(err408);
+}
+errors++;
+}
+const len8 = data182.length;
+for(let i11=0; i11<len8; i11++){
+let data183 = data182[i11];
+if(!((typeof data183 == "number") && (isFinite(data183)))){
+let dataType125 = typeof data183;
+let coerced125 = undefined;
+if(!(coerced125 !== undefined)){
+if(dataType125 == "boolean" || data183 === null
+              || (dataType125 == "string" && data183 && data183 == +data183)){
+coerced125 = +data183;
+}
+else {
+const err409 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err409];
+}
+else {
+vErrors.push(err409);
+}
+errors++;
+}
+}
+if(coerced125 !== undefined){
+data183 = coerced125;
+if(data182 !== undefined){
+data182[i11] = coerced125;
+}
+}
+}
+if((typeof data183 == "number") && (isFinite(data183))){
+if(data183 > 1000 || isNaN(data183)){
+const err410 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err410];
+}
+else {
+vErrors.push(err410);
+}
+errors++;
+}
+if(data183 <= 0 || isNaN(data183)){
+const err411 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err411];
+}
+else {
+vErrors.push(err411);
+}
+errors++;
+}
+}
+}
+let i12 = data182.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data182[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err412 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err412];
+}
+else {
+vErrors.push(err412);
+}
+errors++;
+break;
+}
+indices2[item2] = i12;
+}
+}
+}
+else {
+const err413 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err413];
+}
+else {
+vErrors.push(err413);
+}
+errors++;
+}
+let data184 = data179.monthly;
+if(Array.isArray(data184)){
+if(data184.length > 20){
+const err414 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err414];
+}
+else {
+vErrors.push(err414);
+}
+errors++;
+}
+if(data184.length < 1){
+const err415 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err415];
+}
+else {
+vErrors.push(err415);
+}
+errors++;
+}
+const len9 = data184.length;
+for(let i13=0; i13<len9; i13++){
+let data185 = data184[i13];
+if(!((typeof data185 == "number") && (isFinite(data185)))){
+let dataType126 = typeof data185;
+let coerced126 = undefined;
+if(!(coerced126 !== undefined)){
+if(dataType126 == "boolean" || data185 === null
+              || (dataType126 == "string" && data185 && data185 == +data185)){
+coerced126 = +data185;
+}
+else {
+const err416 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err416];
+}
+else {
+vErrors.push(err416);
+}
+errors++;
+}
+}
+if(coerced126 !== undefined){
+data185 = coerced126;
+if(data184 !== undefined){
+data184[i13] = coerced126;
+}
+}
+}
+if((typeof data185 == "number") && (isFinite(data185))){
+if(data185 > 1000 || isNaN(data185)){
+const err417 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err417];
+}
+else {
+vErrors.push(err417);
+}
+errors++;
+}
+if(data185 <= 0 || isNaN(data185)){
+const err418 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err418];
+}
+else {
+vErrors.push(err418);
+}
+errors++;
+}
+}
+}
+let i14 = data184.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data184[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err419 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+if(vErrors === null){
+vErrors = [err419];
+}
+else {
+vErrors.push(err419);
+}
+errors++;
+break;
+}
+indices3[item3] = i14;
+}
+}
+}
+else {
+const err420 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err420];
+}
+else {
+vErrors.push(err420);
+}
+errors++;
+}
+let data186 = data179.anomaly_multiple;
+if(!((typeof data186 == "number") && (isFinite(data186)))){
+let dataType127 = typeof data186;
+let coerced127 = undefined;
+if(!(coerced127 !== undefined)){
+if(dataType127 == "boolean" || data186 === null
+              || (dataType127 == "string" && data186 && data186 == +data186)){
+coerced127 = +data186;
+}
+else {
+const err421 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err421];
+}
+else {
+vErrors.push(err421);
+}
+errors++;
+}
+}
+if(coerced127 !== undefined){
+data186 = coerced127;
+if(data179 !== undefined){
+data179["anomaly_multiple"] = coerced127;
+}
+}
+}
+if((typeof data186 == "number") && (isFinite(data186))){
+if(data186 > 1000 || isNaN(data186)){
+const err422 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err422];
+}
+else {
+vErrors.push(err422);
+}
+errors++;
+}
+if(data186 <= 1 || isNaN(data186)){
+const err423 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+if(vErrors === null){
+vErrors = [err423];
+}
+else {
+vErrors.push(err423);
+}
+errors++;
+}
+}
+}
+else {
+const err424 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err424];
+}
+else {
+vErrors.push(err424);
+}
+errors++;
+}
+let data187 = data176.channels;
+if(data187 && typeof data187 == "object" && !Array.isArray(data187)){
+if(data187.dashboard === undefined){
+data187.dashboard = true;
+}
+for(const key45 in data187){
+if(!(((key45 === "dashboard") || (key45 === "email")) || (key45 === "webhook"))){
+const err425 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key45},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err425];
+}
+else {
+vErrors.push(err425);
+}
+errors++;
+}
+}
+let data188 = data187.dashboard;
+if(typeof data188 !== "boolean"){
+let coerced128 = undefined;
+if(!(coerced128 !== undefined)){
+if(data188 === "false" || data188 === 0 || data188 === null){
+coerced128 = false;
+}
+else if(data188 === "true" || data188 === 1){
+coerced128 = true;
+}
+else {
+const err426 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err426];
+}
+else {
+vErrors.push(err426);
+}
+errors++;
+}
+}
+if(coerced128 !== undefined){
+data188 = coerced128;
+if(data187 !== undefined){
+data187["dashboard"] = coerced128;
+}
+}
+}
+if(data187.email !== undefined){
+let data189 = data187.email;
+if(data189 && typeof data189 == "object" && !Array.isArray(data189)){
+if(data189.enabled === undefined){
+data189.enabled = true;
+}
+if(data189.smtp_url === undefined){
+const err427 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+if(vErrors === null){
+vErrors = [err427];
+}
+else {
+vErrors.push(err427);
+}
+errors++;
+}
+if(data189.from === undefined){
+const err428 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err428];
+}
+else {
+vErrors.push(err428);
+}
+errors++;
+}
+if(data189.to === undefined){
+const err429 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(vErrors === null){
+vErrors = [err429];
+}
+else {
+vErrors.push(err429);
+}
+errors++;
+}
+for(const key46 in data189){
+if(!((((key46 === "enabled") || (key46 === "smtp_url")) || (key46 === "from")) || (key46 === "to"))){
+const err430 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key46},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err430];
+}
+else {
+vErrors.push(err430);
+}
+errors++;
+}
+}
+let data190 = data189.enabled;
+if(typeof data190 !== "boolean"){
+let coerced129 = undefined;
+if(!(coerced129 !== undefined)){
+if(data190 === "false" || data190 === 0 || data190 === null){
+coerced129 = false;
+}
+else if(data190 === "true" || data190 === 1){
+coerced129 = true;
+}
+else {
+const err431 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err431];
+}
+else {
+vErrors.push(err431);
+}
+errors++;
+}
+}
+if(coerced129 !== undefined){
+data190 = coerced129;
+if(data189 !== undefined){
+data189["enabled"] = coerced129;
+}
+}
+}
+if(data189.smtp_url !== undefined){
+let data191 = data189.smtp_url;
+if(typeof data191 !== "string"){
+let dataType130 = typeof data191;
+let coerced130 = undefined;
+if(!(coerced130 !== undefined)){
+if(dataType130 == "number" || dataType130 == "boolean"){
+coerced130 = "" + data191;
+}
+else if(data191 === null){
+coerced130 = "";
+}
+else {
+const err432 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err432];
+}
+else {
+vErrors.push(err432);
+}
+errors++;
+}
+}
+if(coerced130 !== undefined){
+data191 = coerced130;
+if(data189 !== undefined){
+data189["smtp_url"] = coerced130;
+}
+}
+}
+}
+if(data189.from !== undefined){
+let data192 = data189.from;
+if(typeof data192 !== "string"){
+let dataType131 = typeof data192;
+let coerced131 = undefined;
+if(!(coerced131 !== undefined)){
+if(dataType131 == "number" || dataType131 == "boolean"){
+coerced131 = "" + data192;
+}
+else if(data192 === null){
+coerced131 = "";
+}
+else {
+const err433 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err433];
+}
+else {
+vErrors.push(err433);
+}
+errors++;
+}
+}
+if(coerced131 !== undefined){
+data192 = coerced131;
+if(data189 !== undefined){
+data189["from"] = coerced131;
+}
+}
+}
+}
+if(data189.to !== undefined){
+let data193 = data189.to;
+if(Array.isArray(data193)){
+if(data193.length < 1){
+const err434 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err434];
+}
+else {
+vErrors.push(err434);
+}
+errors++;
+}
+const len10 = data193.length;
+for(let i15=0; i15<len10; i15++){
+let data194 = data193[i15];
+if(typeof data194 !== "string"){
+let dataType132 = typeof data194;
+let coerced132 = undefined;
+if(!(coerced132 !== undefined)){
+if(dataType132 == "number" || dataType132 == "boolean"){
+coerced132 = "" + data194;
+}
+else if(data194 === null){
+coerced132 = "";
+}
+else {
+const err435 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err435];
+}
+else {
+vErrors.push(err435);
+}
+errors++;
+}
+}
+if(coerced132 !== undefined){
+data194 = coerced132;
+if(data193 !== undefined){
+data193[i15] = coerced132;
+}
+}
+}
+}
+}
+else {
+const err436 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err436];
+}
+else {
+vErrors.push(err436);
+}
+errors++;
+}
+}
+}
+else {
+const err437 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err437];
+}
+else {
+vErrors.push(err437);
+}
+errors++;
+}
+}
+if(data187.webhook !== undefined){
+let data195 = data187.webhook;
+if(data195 && typeof data195 == "object" && !Array.isArray(data195)){
+if(data195.enabled === undefined){
+data195.enabled = true;
+}
+if(data195.url === undefined){
+const err438 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err438];
+}
+else {
+vErrors.push(err438);
+}
+errors++;
+}
+for(const key47 in data195){
+if(!(((key47 === "enabled") || (key47 === "url")) || (key47 === "secret"))){
+const err439 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key47},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err439];
+}
+else {
+vErrors.push(err439);
+}
+errors++;
+}
+}
+let data196 = data195.enabled;
+if(typeof data196 !== "boolean"){
+let coerced133 = undefined;
+if(!(coerced133 !== undefined)){
+if(data196 === "false" || data196 === 0 || data196 === null){
+coerced133 = false;
+}
+else if(data196 === "true" || data196 === 1){
+coerced133 = true;
+}
+else {
+const err440 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err440];
+}
+else {
+vErrors.push(err440);
+}
+errors++;
+}
+}
+if(coerced133 !== undefined){
+data196 = coerced133;
+if(data195 !== undefined){
+data195["enabled"] = coerced133;
+}
+}
+}
+if(data195.url !== undefined){
+let data197 = data195.url;
+if(typeof data197 !== "string"){
+let dataType134 = typeof data197;
+let coerced134 = undefined;
+if(!(coerced134 !== undefined)){
+if(dataType134 == "number" || dataType134 == "boolean"){
+coerced134 = "" + data197;
+}
+else if(data197 === null){
+coerced134 = "";
+}
+else {
+const err441 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err441];
+}
+else {
+vErrors.push(err441);
+}
+errors++;
+}
+}
+if(coerced134 !== undefined){
+data197 = coerced134;
+if(data195 !== undefined){
+data195["url"] = coerced134;
+}
+}
+}
+if(typeof data197 === "string"){
+if(!pattern20.test(data197)){
+const err442 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err442];
+}
+else {
+vErrors.push(err442);
+}
+errors++;
+}
+}
+}
+if(data195.secret !== undefined){
+let data198 = data195.secret;
+if(typeof data198 !== "string"){
+let dataType135 = typeof data198;
+let coerced135 = undefined;
+if(!(coerced135 !== undefined)){
+if(dataType135 == "number" || dataType135 == "boolean"){
+coerced135 = "" + data198;
+}
+else if(data198 === null){
+coerced135 = "";
+}
+else {
+const err443 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err443];
+}
+else {
+vErrors.push(err443);
+}
+errors++;
+}
+}
+if(coerced135 !== undefined){
+data198 = coerced135;
+if(data195 !== undefined){
+data195["secret"] = coerced135;
+}
+}
+}
+}
+}
+else {
+const err444 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err444];
+}
+else {
+vErrors.push(err444);
+}
+errors++;
+}
+}
+}
+else {
+const err445 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err445];
+}
+else {
+vErrors.push(err445);
+}
+errors++;
+}
+}
+else {
+const err446 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err446];
+}
+else {
+vErrors.push(err446);
+}
+errors++;
+}
+}
+else {
+const err447 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err447];
+}
+else {
+vErrors.push(err447);
 }
 errors++;
 }

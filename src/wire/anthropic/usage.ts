@@ -9,7 +9,7 @@
 // Searches of the server-side web_search tool are billed per search: `server_tool_use.web_search_requests` is kept as
 // webSearches (not tokens).
 
-import { larger, searchCount, tokenCount, withHourWrites, type Usage } from '../../ledger/types.js';
+import { atTier, larger, searchCount, tokenCount, withHourWrites, type Usage } from '../../ledger/types.js';
 import { isObj } from './json.js';
 
 const n = tokenCount;
@@ -33,7 +33,7 @@ export function anthropicUsage(raw: unknown): Usage | null {
   };
   const hour = cacheWrite === null || !isObj(raw.cache_creation) ? usage : withHourWrites(usage, n(raw.cache_creation.ephemeral_1h_input_tokens));
   const searches = isObj(raw.server_tool_use) ? searchCount(raw.server_tool_use.web_search_requests) : null;
-  return searches === null ? hour : { ...hour, webSearches: searches };
+  return atTier(searches === null ? hour : { ...hour, webSearches: searches }, raw.service_tier);
 }
 
 /**
@@ -55,7 +55,9 @@ export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | 
   };
   const withHour = withHourWrites(merged, larger(earlier.cacheWrite1h ?? null, later.cacheWrite1h ?? null));
   const searches = larger(earlier.webSearches ?? null, later.webSearches ?? null);
-  return searches === null ? withHour : { ...withHour, webSearches: searches };
+  const counted = searches === null ? withHour : { ...withHour, webSearches: searches };
+  const tier = later.serviceTier ?? earlier.serviceTier;
+  return tier === undefined ? counted : { ...counted, serviceTier: tier };
 }
 
 export interface AnthropicUsageJson {

@@ -120,7 +120,7 @@ export function parseResponse(json: unknown): CanonicalResponse {
     model: str(json.model) ?? '',
     content,
     stopReason: stopReasonOf(str(json.status), incomplete, sawCall, sawRefusal),
-    usage: responsesUsage(json.usage, json.output),
+    usage: responsesUsage(json.usage, json.output, json.service_tier),
     ...(logprobs.length > 0 ? { logprobs } : {}),
   };
 }

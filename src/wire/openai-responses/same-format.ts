@@ -73,7 +73,7 @@ export const responsesSameFormat: SameFormat = {
     return [];
   },
   stripExcluded,
-  usageOf: (json) => (isObj(json) ? responsesUsage(json.usage, json.output) : null),
+  usageOf: (json) => (isObj(json) ? responsesUsage(json.usage, json.output, json.service_tier) : null),
   // As the translated path ends a Responses stream that cannot finish: response.failed (numbered after the events
   // that went by), then one data: [DONE].
   terminalError(code, message, seen) {

@@ -278,7 +278,7 @@ export class ResponsesStreamParser implements StreamParser {
       if (isObj(item)) this.#itemDone(o, item, out);
     });
     this.#closeAll(out);
-    const usage = responsesUsage(resp.usage, resp.output);
+    const usage = responsesUsage(resp.usage, resp.output, resp.service_tier);
     if (usage !== null) out.push({ type: 'usage', usage });
     const status = str(resp.status) ?? (type === 'response.incomplete' ? 'incomplete' : type === 'response.failed' ? 'failed' : 'completed');
     if (status === 'failed' || status === 'cancelled') {

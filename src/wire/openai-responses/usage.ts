@@ -4,13 +4,16 @@
 // reported by this API: cacheWrite is always null. The built-in web_search tool is billed per call, not per token:
 // the answer's `web_search_call` output items are counted as webSearches (the usage object has no count of them).
 
-import { searchCount, tokenCount, type Usage } from '../../ledger/types.js';
+import { atTier, searchCount, tokenCount, type Usage } from '../../ledger/types.js';
 import { isObj } from './shared.js';
 
 const n = tokenCount;
 
-/** The usage of a response; `output`, the response's output items, gives its web searches (webSearches). */
-export function responsesUsage(raw: unknown, items?: unknown): Usage | null {
+/**
+ * The usage of a response; `items`, the response's output items, gives its web searches (webSearches), `tier` its
+ * `service_tier` (flex and priority are priced apart).
+ */
+export function responsesUsage(raw: unknown, items?: unknown, tier?: unknown): Usage | null {
   if (!isObj(raw)) return null;
   const input = n(raw.input_tokens);
   const output = n(raw.output_tokens);
@@ -25,7 +28,7 @@ export function responsesUsage(raw: unknown, items?: unknown): Usage | null {
     reasoning,
   };
   const searches = webSearchCalls(items);
-  return searches === null ? usage : { ...usage, webSearches: searches };
+  return atTier(searches === null ? usage : { ...usage, webSearches: searches }, tier);
 }
 
 /** How many `web_search_call` items an output holds; null when none (or past what is believed: searchCount). */

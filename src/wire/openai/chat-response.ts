@@ -164,7 +164,7 @@ export function parseChatResponse(json: unknown): CanonicalResponse {
     id,
     model: typeof json.model === 'string' ? json.model : '',
     ...first!,
-    usage: openaiUsage(json.usage),
+    usage: openaiUsage(json.usage, json.service_tier),
     ...(rest.length > 0 ? { moreChoices: rest } : {}),
   };
 }

@@ -94,7 +94,7 @@ export class OpenAIChatStreamParser implements StreamParser {
         out.push(stopSequence !== undefined ? { type: 'finish', stopReason, stopSequence } : { type: 'finish', stopReason });
       }
     }
-    const usage = openaiUsage(json.usage);
+    const usage = openaiUsage(json.usage, json.service_tier);
     if (usage !== null && (this.#usage === null || !sameUsage(usage, this.#usage))) {
       this.#usage = usage;
       out.push({ type: 'usage', usage });

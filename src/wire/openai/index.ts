@@ -46,7 +46,8 @@ export const openaiAdapter: ChatAdapter = {
   },
 
   usageFromResponse(json: unknown): ReturnType<ChatAdapter['usageFromResponse']> {
-    return openaiUsage((json as { usage?: unknown } | null)?.usage);
+    const j = json as { usage?: unknown; service_tier?: unknown } | null;
+    return openaiUsage(j?.usage, j?.service_tier);
   },
 
   answerText(json: unknown): AnswerText {
@@ -62,7 +63,7 @@ export const openaiAdapter: ChatAdapter = {
   },
 
   inspectChunk(json: unknown): StreamChunkInfo {
-    const c = (json ?? {}) as { choices?: unknown; usage?: unknown };
+    const c = (json ?? {}) as { choices?: unknown; usage?: unknown; service_tier?: unknown };
     const choices = Array.isArray(c.choices) ? (c.choices as ({ delta?: Record<string, unknown> } | null)[]) : [];
     let deltas = 0;
     let output = '';
@@ -75,7 +76,7 @@ export const openaiAdapter: ChatAdapter = {
         reasoning += reasoningOf(d);
       }
     }
-    const usage = openaiUsage(c.usage);
+    const usage = openaiUsage(c.usage, c.service_tier);
     return { usage, deltas, output, reasoning, usageOnly: usage !== null && choices.length === 0 };
   },
 };

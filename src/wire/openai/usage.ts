@@ -6,11 +6,12 @@
 // - reasoning OUTSIDE completion_tokens (xAI: "counted separately from completion_tokens, but in total_tokens"): told
 //   by total_tokens, which is then prompt + completion + reasoning; otherwise OpenAI's rule.
 
-import { tokenCount, type Usage } from '../../ledger/types.js';
+import { atTier, tokenCount, type Usage } from '../../ledger/types.js';
 
 const n = tokenCount;
 
-export function openaiUsage(raw: unknown): Usage | null {
+/** The usage of a completion or a chunk; `tier`, its `service_tier` (flex and priority are priced apart). */
+export function openaiUsage(raw: unknown, tier?: unknown): Usage | null {
   if (raw === null || typeof raw !== 'object') return null;
   const u = raw as Record<string, unknown>;
   const prompt = n(u.prompt_tokens);
@@ -20,13 +21,13 @@ export function openaiUsage(raw: unknown): Usage | null {
   const cd = (u.completion_tokens_details ?? {}) as Record<string, unknown>;
   const cached = n(pd.cached_tokens) ?? n(u.prompt_cache_hit_tokens) ?? n(u.cached_tokens);
   const reasoning = n(cd.reasoning_tokens);
-  return {
+  return atTier({
     input: prompt === null ? null : Math.max(0, prompt - (cached ?? 0)),
     cached,
     cacheWrite: null,
     output: completion === null ? null : reasoningApart(u, prompt, completion, reasoning) ? completion : Math.max(0, completion - (reasoning ?? 0)),
     reasoning,
-  };
+  }, tier);
 }
 
 /** Whether the reasoning tokens are outside completion_tokens (xAI): total_tokens counts them on top of it. */

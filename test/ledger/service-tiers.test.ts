@@ -1,0 +1,98 @@
+// A call the provider serves at another service tier is billed at that tier's prices: OpenAI's `flex` at half the
+// standard price ("Batch API rates"), `priority` dearer; the answer says which (`service_tier`). Recorded at the
+// standard price, a flex call was counted at twice its bill. Here: the tier read from each format, the price (flex's
+// default, configured tiers, the standard tier), and calls through the gateway (fast path, passthrough, translated,
+// streamed and not) recorded with their tier and cost.
+
+import t from 'tap';
+import { listenLoopback } from '../helpers/loopback.js';
+import { startApp } from '../helpers/app.js';
+import { computeCost } from '../../src/ledger/cost.js';
+import { serviceTierOf, type Usage } from '../../src/ledger/types.js';
+import { openaiUsage } from '../../src/wire/openai/usage.js';
+import { responsesUsage } from '../../src/wire/openai-responses/usage.js';
+import { anthropicUsage, mergeUsage } from '../../src/wire/anthropic/usage.js';
+import { parseConfig } from '../../src/config/load.js';
+import { waitFor } from '../helpers/wait.js';
+
+t.test('the tier as each format reports it; the standard tier and odd values are none', async (t) => {
+  t.equal(serviceTierOf('FLEX'), 'flex');
+  for (const v of ['default', 'standard', 'auto', '', 'x'.repeat(40), '../a', 3, null]) t.equal(serviceTierOf(v), undefined, String(v));
+  t.equal(openaiUsage({ prompt_tokens: 10, completion_tokens: 2 }, 'flex')?.serviceTier, 'flex');
+  t.notOk('serviceTier' in openaiUsage({ prompt_tokens: 10, completion_tokens: 2 }, 'default')!);
+  t.equal(responsesUsage({ input_tokens: 10, output_tokens: 2 }, [], 'priority')?.serviceTier, 'priority');
+  t.equal(anthropicUsage({ input_tokens: 10, output_tokens: 2, service_tier: 'priority' })?.serviceTier, 'priority');
+  t.notOk('serviceTier' in anthropicUsage({ input_tokens: 10, output_tokens: 2, service_tier: 'standard' })!);
+  t.equal(mergeUsage(anthropicUsage({ input_tokens: 10, output_tokens: 1, service_tier: 'priority' }), anthropicUsage({ output_tokens: 5 }))?.serviceTier, 'priority', "message_delta keeps message_start's tier");
+});
+
+t.test('the price: flex at half for the OpenAI formats unless configured; configured tiers; else the standard price', async (t) => {
+  const cfg = parseConfig({
+    providers: {
+      oai: {
+        group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', price: { input: 2, output: 8, cached: 0.5 },
+        models: { m: { kind: 'llm' }, tiered: { kind: 'llm', price: { service_tiers: { flex: { input: 1.5 }, priority: { input: 3.5, output: 14 } } } } },
+      },
+      ant: { group: 'paid', format: 'anthropic', base_url: 'http://127.0.0.1:1', price: { input: 3, output: 15 }, models: { m: { kind: 'llm' } } },
+    },
+  });
+  const u: Usage = { input: 1000, cached: 200, cacheWrite: null, output: 100, reasoning: null };
+  const standard = (1000 * 2 + 200 * 0.5 + 100 * 8) / 1e6; // 0.0029
+  t.equal(computeCost(cfg.providers.oai!, 'm', u).cost, standard);
+  t.equal(computeCost(cfg.providers.oai!, 'm', { ...u, serviceTier: 'flex' }).cost, standard / 2, 'flex: every price halved');
+  t.equal(computeCost(cfg.providers.oai!, 'm', { ...u, serviceTier: 'priority' }).cost, standard, 'priority not configured: the standard price');
+  t.equal(computeCost(cfg.providers.oai!, 'tiered', { ...u, serviceTier: 'flex' }).cost, (1000 * 1.5 + 200 * 0.5 + 100 * 8) / 1e6, "a configured tier's prices, the rest the base's");
+  t.equal(computeCost(cfg.providers.oai!, 'tiered', { ...u, serviceTier: 'priority' }).cost, (1000 * 3.5 + 200 * 0.5 + 100 * 14) / 1e6);
+  t.equal(computeCost(cfg.providers.ant!, 'm', { ...u, serviceTier: 'flex' }).cost, (1000 * 3 + 200 * 3 + 100 * 15) / 1e6, 'no flex default for Anthropic');
+  t.throws(() => parseConfig({ providers: { x: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', price: { input: 1, output: 1, service_tiers: { 'Bad Name': {} } } } } }), 'tier names are checked');
+});
+
+t.test('through the gateway: the tier recorded and priced, fast path, passthrough and translated', async (t) => {
+  const usage = { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 };
+  const up = await listenLoopback(t, async (req, res) => {
+    let raw = '';
+    for await (const c of req) raw += String(c);
+    const body = JSON.parse(raw) as { model: string; stream?: boolean };
+    if (req.url!.endsWith('/responses')) {
+      const r = { id: 'resp_1', object: 'response', created_at: 1, status: 'completed', model: body.model, service_tier: 'flex', usage: { input_tokens: 1000, output_tokens: 100, total_tokens: 1100 },
+        output: [{ type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'ok', annotations: [] }] }] };
+      if (body.stream !== true) return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(r));
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      return void res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: r })}\n\n`);
+    }
+    const base = { id: 'chatcmpl-1', created: 1, model: body.model, service_tier: 'flex' };
+    if (body.stream !== true) {
+      return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage }));
+    }
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] })}\n\n`);
+    res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+    res.end('data: [DONE]\n\n');
+  }, (err, res) => res.writeHead(500).end(String(err)));
+  const at = (format: string) => ({ group: 'paid', format, base_url: `http://127.0.0.1:${up.port}/v1`, auth: { type: 'api_key', key: 'k' }, price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } });
+  const gw = await startApp(t, { providers: { oai: at('openai'), resp: at('openai-responses') } });
+  const FLEX = (1000 * 2 + 100 * 8) / 1e6 / 2; // 0.0014
+  const post = async (path: string, body: unknown) => {
+    const r = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
+    return { status: r.status, text: await r.text() };
+  };
+  const chat = { model: 'oai/m', messages: [{ role: 'user', content: 'hi' }] };
+  const calls: [string, unknown][] = [
+    ['/v1/chat/completions', chat], ['/v1/chat/completions', { ...chat, stream: true, stream_options: { include_usage: true } }],
+    ['/v1/responses', { model: 'resp/m', input: 'hi' }], ['/v1/responses', { model: 'resp/m', input: 'hi', stream: true }],
+    ['/v1/messages', { model: 'oai/m', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/messages', { model: 'oai/m', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }],
+  ];
+  for (const [path, body] of calls) t.equal((await post(path, body)).status, 200, path);
+  let rows: Record<string, unknown>[] = [];
+  await waitFor(async () => (rows = await gw.rows()).length === calls.length);
+  for (const r of rows) {
+    const name = `${String(r.endpoint)} ${r.stream ? 'streamed' : 'whole'}`;
+    t.equal(r.service_tier, 'flex', `${name}: the tier`);
+    t.equal(Number(r.cost), FLEX, `${name}: half the standard price`);
+  }
+  const spans = gw.spans.getFinishedSpans().filter((s) => s.attributes['tollgate.service_tier'] === 'flex' && s.attributes['tollgate.cost_usd'] === FLEX);
+  t.ok(spans.length >= calls.length, 'the spans say so');
+  const logs = (await (await fetch(`${gw.url}/api/usage/request-logs`)).json()) as { data: { service_tier: string | null; cost: number }[] };
+  t.ok(logs.data.length === calls.length && logs.data.every((e) => e.service_tier === 'flex' && e.cost === FLEX), 'the request log says so');
+});
