@@ -4,6 +4,8 @@
 // jobs that read the store (keep-alive, alerts) start once it is (`tollgate.storeReady`). main.ts runs it; tests and
 // benchmarks call it directly.
 
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { join } from 'node:path';
 import type { TracerProvider } from '@opentelemetry/api';
@@ -23,6 +25,7 @@ import { Dispatcher } from './providers/transport.js';
 import { dataPlaneEndpoint, proxyRoutes } from './pipeline/routes.js';
 import { answerRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
+import { Drain } from './pipeline/drain.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
@@ -111,6 +114,8 @@ declare module 'fastify' {
  * second at most. Its load takes the event loop for about 250 ms (docs/benchmarks.md, "Where the start goes").
  */
 const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
+/** How long a stop waits for the records of the requests that ended with the drain (the onClose hook). */
+const RECORDS_WAIT_MS = 5000;
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -130,7 +135,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     },
     // Per-request access logs would double the I/O of the request path; the usage row is the access log.
     logController: new LogController({ disableRequestLogging: true }),
-    return503OnClosing: true,
+    return503OnClosing: false,
     // The client IP (rate limits, logs) is the socket address unless the peer is a trusted proxy (restart to change).
     trustProxy: cfg.server.trust_proxy.length === 0 ? false : [...cfg.server.trust_proxy],
     // Malformed URLs and bytes the HTTP parser refuses are answered in the one error shape too (http-errors.ts).
@@ -305,29 +310,24 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   });
   await installGate(app, { config: holder, metrics });
 
-  // Draining: close() waits for in-flight requests; a connection that finishes one must then close rather than
-  // sit in keep-alive (fastify's keepAliveTimeout is 72 s), so every response sent while closing says so.
-  let closing = false;
-  // While draining, responses in flight are counted; once none is left, every remaining connection (keep-alive
-  // ones that Node does not always see as idle) is closed, so close() never waits out a keep-alive timeout.
-  let inFlight = 0;
+  // Draining (src/pipeline/drain.ts): close() waits for in-flight requests, up to server.shutdown_timeout_s; a
+  // connection that finishes one then closes rather than sit in keep-alive (fastify's keepAliveTimeout is 72 s), so
+  // every response sent while closing says so. A request that comes on an open connection while draining is served
+  // (fastify's bare 503 for it had no row and not the error shape).
+  const drain = new Drain();
   app.addHook('onRequest', (req, reply, done) => {
-    inFlight++;
-    reply.raw.once('close', () => inFlight--);
+    drain.track(reply.raw);
     done(badQuery(req.url) ?? undefined);
   });
-  let sweeper: NodeJS.Timeout | null = null;
   app.addHook('preClose', (done) => {
-    closing = true;
-    sweeper = setInterval(() => (inFlight === 0 ? app.server.closeAllConnections() : app.server.closeIdleConnections()), 100);
-    sweeper.unref();
+    drain.begin(app.server, () => holder.current.server.shutdown_timeout_s);
     done();
   });
   app.addHook('onSend', (_req, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
+    if (drain.closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => closing };
+  const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => drain.closing };
   app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, err, dataPlaneEndpoint(req)));
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
@@ -365,7 +365,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done();
   });
   app.addHook('onClose', async () => {
-    if (sweeper !== null) clearInterval(sweeper);
+    drain.end();
     idleGc.close();
     closed = true;
     // An opening still under way stops retrying; the jobs it was about to start are not started.
@@ -373,6 +373,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await storeReady.catch(() => undefined);
     // Before the dispatcher and the writer: a ping in flight needs the one and records into the other.
     await keepalive.close();
+    // The requests the drain let end (or cut at its deadline) publish their records after their connections closed:
+    // waited for, a few seconds at most, or one would be left as its begin marker and replayed as `interrupted`.
+    for (const until = performance.now() + RECORDS_WAIT_MS; spool.inFlight > 0 && performance.now() < until;) await sleep(10);
     await alerting.close();
     await dispatcher.close();
     try {

@@ -237,6 +237,8 @@ export const CONFIG_SCHEMA = closed({
       idle_gc_s: num({ default: 10 }),
       // Seconds a client has to send a whole request (its headers and body); 0: no limit (restart to change).
       request_timeout_s: num({ default: 120 }),
+      // How long a clean stop waits for the requests in flight before it closes their connections (src/pipeline/drain.ts).
+      shutdown_timeout_s: num({ default: 25 }),
     },
     { default: {} },
   ),

@@ -176,6 +176,7 @@ export interface Config {
     readonly idle_gc_s: number;
     /** Seconds a client has to send a whole request (headers and body); 0: no limit. Read at start. */
     readonly request_timeout_s: number;
+    readonly shutdown_timeout_s: number;
   };
   readonly storage: {
     readonly clickhouse_url: string;

@@ -1,6 +1,7 @@
 // Answering a client that may already be gone: header values made safe, event streams opened and closed, writes
 // that respect back-pressure, and the aborted outcome of a client that left.
 
+import { cutAtStop } from './drain.js';
 import { validateHeaderValue, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { TollgateError } from '../core/errors.js';
@@ -16,7 +17,8 @@ export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-af
 export function markAborted(outcome: Outcome, reply: FastifyReply): void {
   outcome.status = 'aborted';
   if (!reply.raw.headersSent) outcome.httpStatus = CLIENT_CLOSED;
-  outcome.errorType = 'client_closed';
+  // Cut by the stop's deadline (drain.ts), not left by the client.
+  outcome.errorType = cutAtStop.has(reply.raw) ? 'shutdown' : 'client_closed';
   // Tell fastify the response is ours so it does not try to send one.
   if (!reply.sent) reply.hijack();
 }

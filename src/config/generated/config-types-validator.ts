@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"},"shutdown_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -250,9 +250,10 @@ vErrors.push(err17);
 errors++;
 }
 }
-}
-else {
-const err18 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data0.shutdown_timeout_s !== undefined){
+let data19 = data0.shutdown_timeout_s;
+if(!((typeof data19 == "number") && (isFinite(data19)))){
+const err18 = {instancePath:instancePath+"/server/shutdown_timeout_s",schemaPath:"#/properties/server/properties/shutdown_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err18];
 }
@@ -262,12 +263,9 @@ vErrors.push(err18);
 errors++;
 }
 }
-if(data.storage !== undefined){
-let data19 = data.storage;
-if(data19 && typeof data19 == "object" && !Array.isArray(data19)){
-if(data19.clickhouse_url !== undefined){
-if(typeof data19.clickhouse_url !== "string"){
-const err19 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err19 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err19];
 }
@@ -277,9 +275,12 @@ vErrors.push(err19);
 errors++;
 }
 }
-if(data19.cluster !== undefined){
-if(typeof data19.cluster !== "string"){
-const err20 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.storage !== undefined){
+let data20 = data.storage;
+if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
+if(data20.clickhouse_url !== undefined){
+if(typeof data20.clickhouse_url !== "string"){
+const err20 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err20];
 }
@@ -289,9 +290,9 @@ vErrors.push(err20);
 errors++;
 }
 }
-if(data19.sharded !== undefined){
-if(typeof data19.sharded !== "boolean"){
-const err21 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data20.cluster !== undefined){
+if(typeof data20.cluster !== "string"){
+const err21 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err21];
 }
@@ -301,9 +302,9 @@ vErrors.push(err21);
 errors++;
 }
 }
-if(data19.database !== undefined){
-if(typeof data19.database !== "string"){
-const err22 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.sharded !== undefined){
+if(typeof data20.sharded !== "boolean"){
+const err22 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -313,9 +314,9 @@ vErrors.push(err22);
 errors++;
 }
 }
-if(data19.data_dir !== undefined){
-if(typeof data19.data_dir !== "string"){
-const err23 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.database !== undefined){
+if(typeof data20.database !== "string"){
+const err23 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -325,9 +326,9 @@ vErrors.push(err23);
 errors++;
 }
 }
-if(data19.username !== undefined){
-if(typeof data19.username !== "string"){
-const err24 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.data_dir !== undefined){
+if(typeof data20.data_dir !== "string"){
+const err24 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err24];
 }
@@ -337,9 +338,9 @@ vErrors.push(err24);
 errors++;
 }
 }
-if(data19.password !== undefined){
-if(typeof data19.password !== "string"){
-const err25 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.username !== undefined){
+if(typeof data20.username !== "string"){
+const err25 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err25];
 }
@@ -349,10 +350,9 @@ vErrors.push(err25);
 errors++;
 }
 }
-if(data19.request_timeout_ms !== undefined){
-let data27 = data19.request_timeout_ms;
-if(!(((typeof data27 == "number") && (!(data27 % 1) && !isNaN(data27))) && (isFinite(data27)))){
-const err26 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20.password !== undefined){
+if(typeof data20.password !== "string"){
+const err26 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err26];
 }
@@ -362,13 +362,10 @@ vErrors.push(err26);
 errors++;
 }
 }
-if(data19.batch !== undefined){
-let data28 = data19.batch;
-if(data28 && typeof data28 == "object" && !Array.isArray(data28)){
-if(data28.max_rows !== undefined){
-let data29 = data28.max_rows;
-if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
-const err27 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data20.request_timeout_ms !== undefined){
+let data28 = data20.request_timeout_ms;
+if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
+const err27 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err27];
 }
@@ -378,10 +375,13 @@ vErrors.push(err27);
 errors++;
 }
 }
-if(data28.flush_ms !== undefined){
-let data30 = data28.flush_ms;
+if(data20.batch !== undefined){
+let data29 = data20.batch;
+if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
+if(data29.max_rows !== undefined){
+let data30 = data29.max_rows;
 if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-const err28 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err28 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err28];
 }
@@ -391,10 +391,10 @@ vErrors.push(err28);
 errors++;
 }
 }
-if(data28.queue_max !== undefined){
-let data31 = data28.queue_max;
+if(data29.flush_ms !== undefined){
+let data31 = data29.flush_ms;
 if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
-const err29 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err29 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err29];
 }
@@ -404,9 +404,10 @@ vErrors.push(err29);
 errors++;
 }
 }
-}
-else {
-const err30 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data29.queue_max !== undefined){
+let data32 = data29.queue_max;
+if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
+const err30 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err30];
 }
@@ -416,13 +417,9 @@ vErrors.push(err30);
 errors++;
 }
 }
-if(data19.spool !== undefined){
-let data32 = data19.spool;
-if(data32 && typeof data32 == "object" && !Array.isArray(data32)){
-if(data32.commit_ms !== undefined){
-let data33 = data32.commit_ms;
-if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
-const err31 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err31 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err31];
 }
@@ -432,9 +429,13 @@ vErrors.push(err31);
 errors++;
 }
 }
-if(data32.dir !== undefined){
-if(typeof data32.dir !== "string"){
-const err32 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data20.spool !== undefined){
+let data33 = data20.spool;
+if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
+if(data33.commit_ms !== undefined){
+let data34 = data33.commit_ms;
+if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
+const err32 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err32];
 }
@@ -444,13 +445,9 @@ vErrors.push(err32);
 errors++;
 }
 }
-if(data32.max_bytes !== undefined){
-let data35 = data32.max_bytes;
-const _errs72 = errors;
-let valid11 = false;
-const _errs73 = errors;
-if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
-const err33 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data33.dir !== undefined){
+if(typeof data33.dir !== "string"){
+const err33 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err33];
 }
@@ -459,12 +456,14 @@ vErrors.push(err33);
 }
 errors++;
 }
-var _valid0 = _errs73 === errors;
-valid11 = valid11 || _valid0;
-if(!valid11){
+}
+if(data33.max_bytes !== undefined){
+let data36 = data33.max_bytes;
+const _errs74 = errors;
+let valid11 = false;
 const _errs75 = errors;
-if(typeof data35 !== "string"){
-const err34 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
+const err34 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err34];
 }
@@ -475,9 +474,10 @@ errors++;
 }
 var _valid0 = _errs75 === errors;
 valid11 = valid11 || _valid0;
-}
 if(!valid11){
-const err35 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+const _errs77 = errors;
+if(typeof data36 !== "string"){
+const err35 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err35];
 }
@@ -486,11 +486,24 @@ vErrors.push(err35);
 }
 errors++;
 }
+var _valid0 = _errs77 === errors;
+valid11 = valid11 || _valid0;
+}
+if(!valid11){
+const err36 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if(vErrors === null){
+vErrors = [err36];
+}
 else {
-errors = _errs72;
+vErrors.push(err36);
+}
+errors++;
+}
+else {
+errors = _errs74;
 if(vErrors !== null){
-if(_errs72){
-vErrors.length = _errs72;
+if(_errs74){
+vErrors.length = _errs74;
 }
 else {
 vErrors = null;
@@ -500,19 +513,7 @@ vErrors = null;
 }
 }
 else {
-const err36 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err36];
-}
-else {
-vErrors.push(err36);
-}
-errors++;
-}
-}
-}
-else {
-const err37 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err37 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err37];
 }
@@ -522,12 +523,9 @@ vErrors.push(err37);
 errors++;
 }
 }
-if(data.telemetry !== undefined){
-let data36 = data.telemetry;
-if(data36 && typeof data36 == "object" && !Array.isArray(data36)){
-if(data36.otlp_endpoint !== undefined){
-if(typeof data36.otlp_endpoint !== "string"){
-const err38 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err38 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err38];
 }
@@ -537,9 +535,12 @@ vErrors.push(err38);
 errors++;
 }
 }
-if(data36.service_name !== undefined){
-if(typeof data36.service_name !== "string"){
-const err39 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.telemetry !== undefined){
+let data37 = data.telemetry;
+if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
+if(data37.otlp_endpoint !== undefined){
+if(typeof data37.otlp_endpoint !== "string"){
+const err39 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err39];
 }
@@ -549,9 +550,9 @@ vErrors.push(err39);
 errors++;
 }
 }
-}
-else {
-const err40 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data37.service_name !== undefined){
+if(typeof data37.service_name !== "string"){
+const err40 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err40];
 }
@@ -561,15 +562,9 @@ vErrors.push(err40);
 errors++;
 }
 }
-if(data.providers !== undefined){
-let data39 = data.providers;
-if(data39 && typeof data39 == "object" && !Array.isArray(data39)){
-for(const key0 in data39){
-let data40 = data39[key0];
-if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
-if(data40.name !== undefined){
-if(typeof data40.name !== "string"){
-const err41 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err41 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -579,9 +574,15 @@ vErrors.push(err41);
 errors++;
 }
 }
-if(data40.base_url !== undefined){
-if(typeof data40.base_url !== "string"){
-const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.providers !== undefined){
+let data40 = data.providers;
+if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
+for(const key0 in data40){
+let data41 = data40[key0];
+if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
+if(data41.name !== undefined){
+if(typeof data41.name !== "string"){
+const err42 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -591,12 +592,9 @@ vErrors.push(err42);
 errors++;
 }
 }
-if(data40.auth !== undefined){
-let data43 = data40.auth;
-if(data43 && typeof data43 == "object" && !Array.isArray(data43)){
-if(data43.key !== undefined){
-if(typeof data43.key !== "string"){
-const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.base_url !== undefined){
+if(typeof data41.base_url !== "string"){
+const err43 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -606,9 +604,12 @@ vErrors.push(err43);
 errors++;
 }
 }
-if(data43.header !== undefined){
-if(typeof data43.header !== "string"){
-const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.auth !== undefined){
+let data44 = data41.auth;
+if(data44 && typeof data44 == "object" && !Array.isArray(data44)){
+if(data44.key !== undefined){
+if(typeof data44.key !== "string"){
+const err44 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err44];
 }
@@ -618,16 +619,9 @@ vErrors.push(err44);
 errors++;
 }
 }
-if(data43.keys !== undefined){
-let data46 = data43.keys;
-if(Array.isArray(data46)){
-const len2 = data46.length;
-for(let i2=0; i2<len2; i2++){
-let data47 = data46[i2];
-if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
-if(data47.name !== undefined){
-if(typeof data47.name !== "string"){
-const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data44.header !== undefined){
+if(typeof data44.header !== "string"){
+const err45 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -637,9 +631,16 @@ vErrors.push(err45);
 errors++;
 }
 }
-if(data47.key !== undefined){
-if(typeof data47.key !== "string"){
-const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data44.keys !== undefined){
+let data47 = data44.keys;
+if(Array.isArray(data47)){
+const len2 = data47.length;
+for(let i2=0; i2<len2; i2++){
+let data48 = data47[i2];
+if(data48 && typeof data48 == "object" && !Array.isArray(data48)){
+if(data48.name !== undefined){
+if(typeof data48.name !== "string"){
+const err46 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -649,9 +650,9 @@ vErrors.push(err46);
 errors++;
 }
 }
-if(data47.base_url !== undefined){
-if(typeof data47.base_url !== "string"){
-const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data48.key !== undefined){
+if(typeof data48.key !== "string"){
+const err47 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -661,9 +662,9 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(data47.keepalive !== undefined){
-if(typeof data47.keepalive !== "boolean"){
-const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data48.base_url !== undefined){
+if(typeof data48.base_url !== "string"){
+const err48 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -673,9 +674,9 @@ vErrors.push(err48);
 errors++;
 }
 }
-}
-else {
-const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data48.keepalive !== undefined){
+if(typeof data48.keepalive !== "boolean"){
+const err49 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -687,7 +688,7 @@ errors++;
 }
 }
 else {
-const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err50 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i2,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -697,12 +698,9 @@ vErrors.push(err50);
 errors++;
 }
 }
-if(data43.oauth !== undefined){
-let data52 = data43.oauth;
-if(data52 && typeof data52 == "object" && !Array.isArray(data52)){
-if(data52.device_authorization_url !== undefined){
-if(typeof data52.device_authorization_url !== "string"){
-const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err51 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -712,9 +710,12 @@ vErrors.push(err51);
 errors++;
 }
 }
-if(data52.authorization_url !== undefined){
-if(typeof data52.authorization_url !== "string"){
-const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data44.oauth !== undefined){
+let data53 = data44.oauth;
+if(data53 && typeof data53 == "object" && !Array.isArray(data53)){
+if(data53.device_authorization_url !== undefined){
+if(typeof data53.device_authorization_url !== "string"){
+const err52 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err52];
 }
@@ -724,9 +725,9 @@ vErrors.push(err52);
 errors++;
 }
 }
-if(data52.token_url !== undefined){
-if(typeof data52.token_url !== "string"){
-const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.authorization_url !== undefined){
+if(typeof data53.authorization_url !== "string"){
+const err53 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -736,9 +737,9 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(data52.client_id !== undefined){
-if(typeof data52.client_id !== "string"){
-const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.token_url !== undefined){
+if(typeof data53.token_url !== "string"){
+const err54 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -748,9 +749,9 @@ vErrors.push(err54);
 errors++;
 }
 }
-if(data52.client_secret !== undefined){
-if(typeof data52.client_secret !== "string"){
-const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.client_id !== undefined){
+if(typeof data53.client_id !== "string"){
+const err55 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -760,9 +761,9 @@ vErrors.push(err55);
 errors++;
 }
 }
-if(data52.scope !== undefined){
-if(typeof data52.scope !== "string"){
-const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.client_secret !== undefined){
+if(typeof data53.client_secret !== "string"){
+const err56 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -772,9 +773,9 @@ vErrors.push(err56);
 errors++;
 }
 }
-if(data52.redirect_uri !== undefined){
-if(typeof data52.redirect_uri !== "string"){
-const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.scope !== undefined){
+if(typeof data53.scope !== "string"){
+const err57 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -784,12 +785,9 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(data52.authorization_params !== undefined){
-let data60 = data52.authorization_params;
-if(data60 && typeof data60 == "object" && !Array.isArray(data60)){
-for(const key1 in data60){
-if(typeof data60[key1] !== "string"){
-const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data53.redirect_uri !== undefined){
+if(typeof data53.redirect_uri !== "string"){
+const err58 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -799,9 +797,12 @@ vErrors.push(err58);
 errors++;
 }
 }
-}
-else {
-const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data53.authorization_params !== undefined){
+let data61 = data53.authorization_params;
+if(data61 && typeof data61 == "object" && !Array.isArray(data61)){
+for(const key1 in data61){
+if(typeof data61[key1] !== "string"){
+const err59 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key1.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -813,7 +814,7 @@ errors++;
 }
 }
 else {
-const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err60 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -825,7 +826,7 @@ errors++;
 }
 }
 else {
-const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err61 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -835,12 +836,9 @@ vErrors.push(err61);
 errors++;
 }
 }
-if(data40.keepalive !== undefined){
-let data62 = data40.keepalive;
-if(data62 && typeof data62 == "object" && !Array.isArray(data62)){
-if(data62.enabled !== undefined){
-if(typeof data62.enabled !== "boolean"){
-const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err62 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -850,9 +848,12 @@ vErrors.push(err62);
 errors++;
 }
 }
-if(data62.model !== undefined){
-if(typeof data62.model !== "string"){
-const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.keepalive !== undefined){
+let data63 = data41.keepalive;
+if(data63 && typeof data63 == "object" && !Array.isArray(data63)){
+if(data63.enabled !== undefined){
+if(typeof data63.enabled !== "boolean"){
+const err63 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -862,9 +863,9 @@ vErrors.push(err63);
 errors++;
 }
 }
-if(data62.window !== undefined){
-if(typeof data62.window !== "string"){
-const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data63.model !== undefined){
+if(typeof data63.model !== "string"){
+const err64 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -874,9 +875,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-}
-else {
-const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data63.window !== undefined){
+if(typeof data63.window !== "string"){
+const err65 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -886,12 +887,9 @@ vErrors.push(err65);
 errors++;
 }
 }
-if(data40.headers !== undefined){
-let data66 = data40.headers;
-if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
-for(const key2 in data66){
-if(typeof data66[key2] !== "string"){
-const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err66 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -901,9 +899,12 @@ vErrors.push(err66);
 errors++;
 }
 }
-}
-else {
-const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data41.headers !== undefined){
+let data67 = data41.headers;
+if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
+for(const key2 in data67){
+if(typeof data67[key2] !== "string"){
+const err67 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key2.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -913,13 +914,9 @@ vErrors.push(err67);
 errors++;
 }
 }
-if(data40.timeouts !== undefined){
-let data68 = data40.timeouts;
-if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
-if(data68.connect_s !== undefined){
-let data69 = data68.connect_s;
-if(!((typeof data69 == "number") && (isFinite(data69)))){
-const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err68 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -929,10 +926,13 @@ vErrors.push(err68);
 errors++;
 }
 }
-if(data68.stall_s !== undefined){
-let data70 = data68.stall_s;
+if(data41.timeouts !== undefined){
+let data69 = data41.timeouts;
+if(data69 && typeof data69 == "object" && !Array.isArray(data69)){
+if(data69.connect_s !== undefined){
+let data70 = data69.connect_s;
 if(!((typeof data70 == "number") && (isFinite(data70)))){
-const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err69 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -942,10 +942,10 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(data68.request_s !== undefined){
-let data71 = data68.request_s;
+if(data69.stall_s !== undefined){
+let data71 = data69.stall_s;
 if(!((typeof data71 == "number") && (isFinite(data71)))){
-const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err70 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -955,9 +955,10 @@ vErrors.push(err70);
 errors++;
 }
 }
-}
-else {
-const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data69.request_s !== undefined){
+let data72 = data69.request_s;
+if(!((typeof data72 == "number") && (isFinite(data72)))){
+const err71 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -967,10 +968,9 @@ vErrors.push(err71);
 errors++;
 }
 }
-if(data40.connections !== undefined){
-let data72 = data40.connections;
-if(!(((typeof data72 == "number") && (!(data72 % 1) && !isNaN(data72))) && (isFinite(data72)))){
-const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err72 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -980,13 +980,10 @@ vErrors.push(err72);
 errors++;
 }
 }
-if(data40.price !== undefined){
-let data73 = data40.price;
-if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
-if(data73.input !== undefined){
-let data74 = data73.input;
-if(!((typeof data74 == "number") && (isFinite(data74)))){
-const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.connections !== undefined){
+let data73 = data41.connections;
+if(!(((typeof data73 == "number") && (!(data73 % 1) && !isNaN(data73))) && (isFinite(data73)))){
+const err73 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -996,10 +993,13 @@ vErrors.push(err73);
 errors++;
 }
 }
-if(data73.output !== undefined){
-let data75 = data73.output;
+if(data41.price !== undefined){
+let data74 = data41.price;
+if(data74 && typeof data74 == "object" && !Array.isArray(data74)){
+if(data74.input !== undefined){
+let data75 = data74.input;
 if(!((typeof data75 == "number") && (isFinite(data75)))){
-const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err74 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1009,10 +1009,10 @@ vErrors.push(err74);
 errors++;
 }
 }
-if(data73.cached !== undefined){
-let data76 = data73.cached;
+if(data74.output !== undefined){
+let data76 = data74.output;
 if(!((typeof data76 == "number") && (isFinite(data76)))){
-const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err75 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1022,10 +1022,10 @@ vErrors.push(err75);
 errors++;
 }
 }
-if(data73.cache_write !== undefined){
-let data77 = data73.cache_write;
+if(data74.cached !== undefined){
+let data77 = data74.cached;
 if(!((typeof data77 == "number") && (isFinite(data77)))){
-const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err76 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1035,10 +1035,10 @@ vErrors.push(err76);
 errors++;
 }
 }
-if(data73.cache_write_1h !== undefined){
-let data78 = data73.cache_write_1h;
+if(data74.cache_write !== undefined){
+let data78 = data74.cache_write;
 if(!((typeof data78 == "number") && (isFinite(data78)))){
-const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err77 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err77];
 }
@@ -1048,10 +1048,10 @@ vErrors.push(err77);
 errors++;
 }
 }
-if(data73.reasoning !== undefined){
-let data79 = data73.reasoning;
+if(data74.cache_write_1h !== undefined){
+let data79 = data74.cache_write_1h;
 if(!((typeof data79 == "number") && (isFinite(data79)))){
-const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err78 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1061,10 +1061,10 @@ vErrors.push(err78);
 errors++;
 }
 }
-if(data73.web_search_per_1k !== undefined){
-let data80 = data73.web_search_per_1k;
+if(data74.reasoning !== undefined){
+let data80 = data74.reasoning;
 if(!((typeof data80 == "number") && (isFinite(data80)))){
-const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err79 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1074,17 +1074,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data73.tiers !== undefined){
-let data81 = data73.tiers;
-if(Array.isArray(data81)){
-const len3 = data81.length;
-for(let i3=0; i3<len3; i3++){
-let data82 = data81[i3];
-if(data82 && typeof data82 == "object" && !Array.isArray(data82)){
-if(data82.above_input_tokens !== undefined){
-let data83 = data82.above_input_tokens;
-if(!(((typeof data83 == "number") && (!(data83 % 1) && !isNaN(data83))) && (isFinite(data83)))){
-const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data74.web_search_per_1k !== undefined){
+let data81 = data74.web_search_per_1k;
+if(!((typeof data81 == "number") && (isFinite(data81)))){
+const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1094,10 +1087,17 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data82.input !== undefined){
-let data84 = data82.input;
-if(!((typeof data84 == "number") && (isFinite(data84)))){
-const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data74.tiers !== undefined){
+let data82 = data74.tiers;
+if(Array.isArray(data82)){
+const len3 = data82.length;
+for(let i3=0; i3<len3; i3++){
+let data83 = data82[i3];
+if(data83 && typeof data83 == "object" && !Array.isArray(data83)){
+if(data83.above_input_tokens !== undefined){
+let data84 = data83.above_input_tokens;
+if(!(((typeof data84 == "number") && (!(data84 % 1) && !isNaN(data84))) && (isFinite(data84)))){
+const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1107,10 +1107,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data82.output !== undefined){
-let data85 = data82.output;
+if(data83.input !== undefined){
+let data85 = data83.input;
 if(!((typeof data85 == "number") && (isFinite(data85)))){
-const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1120,10 +1120,10 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data82.cached !== undefined){
-let data86 = data82.cached;
+if(data83.output !== undefined){
+let data86 = data83.output;
 if(!((typeof data86 == "number") && (isFinite(data86)))){
-const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1133,10 +1133,10 @@ vErrors.push(err83);
 errors++;
 }
 }
-if(data82.cache_write !== undefined){
-let data87 = data82.cache_write;
+if(data83.cached !== undefined){
+let data87 = data83.cached;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
-const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1146,10 +1146,10 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data82.cache_write_1h !== undefined){
-let data88 = data82.cache_write_1h;
+if(data83.cache_write !== undefined){
+let data88 = data83.cache_write;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
-const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1159,10 +1159,10 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data82.reasoning !== undefined){
-let data89 = data82.reasoning;
+if(data83.cache_write_1h !== undefined){
+let data89 = data83.cache_write_1h;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
-const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1172,9 +1172,10 @@ vErrors.push(err86);
 errors++;
 }
 }
-}
-else {
-const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data83.reasoning !== undefined){
+let data90 = data83.reasoning;
+if(!((typeof data90 == "number") && (isFinite(data90)))){
+const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1186,7 +1187,7 @@ errors++;
 }
 }
 else {
-const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1196,16 +1197,9 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(data73.service_tiers !== undefined){
-let data90 = data73.service_tiers;
-if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
-for(const key3 in data90){
-let data91 = data90[key3];
-if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
-if(data91.input !== undefined){
-let data92 = data91.input;
-if(!((typeof data92 == "number") && (isFinite(data92)))){
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1215,10 +1209,16 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data91.output !== undefined){
-let data93 = data91.output;
+if(data74.service_tiers !== undefined){
+let data91 = data74.service_tiers;
+if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
+for(const key3 in data91){
+let data92 = data91[key3];
+if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
+if(data92.input !== undefined){
+let data93 = data92.input;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1228,10 +1228,10 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data91.cached !== undefined){
-let data94 = data91.cached;
+if(data92.output !== undefined){
+let data94 = data92.output;
 if(!((typeof data94 == "number") && (isFinite(data94)))){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1241,10 +1241,10 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data91.cache_write !== undefined){
-let data95 = data91.cache_write;
+if(data92.cached !== undefined){
+let data95 = data92.cached;
 if(!((typeof data95 == "number") && (isFinite(data95)))){
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1254,10 +1254,10 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data91.cache_write_1h !== undefined){
-let data96 = data91.cache_write_1h;
+if(data92.cache_write !== undefined){
+let data96 = data92.cache_write;
 if(!((typeof data96 == "number") && (isFinite(data96)))){
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1267,10 +1267,10 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data91.reasoning !== undefined){
-let data97 = data91.reasoning;
+if(data92.cache_write_1h !== undefined){
+let data97 = data92.cache_write_1h;
 if(!((typeof data97 == "number") && (isFinite(data97)))){
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1280,9 +1280,10 @@ vErrors.push(err94);
 errors++;
 }
 }
-}
-else {
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data92.reasoning !== undefined){
+let data98 = data92.reasoning;
+if(!((typeof data98 == "number") && (isFinite(data98)))){
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1294,7 +1295,7 @@ errors++;
 }
 }
 else {
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1306,7 +1307,7 @@ errors++;
 }
 }
 else {
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1316,13 +1317,9 @@ vErrors.push(err97);
 errors++;
 }
 }
-if(data40.quota !== undefined){
-let data98 = data40.quota;
-if(data98 && typeof data98 == "object" && !Array.isArray(data98)){
-if(data98.limit !== undefined){
-let data99 = data98.limit;
-if(!((typeof data99 == "number") && (isFinite(data99)))){
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1332,10 +1329,13 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data98.monthly_limit !== undefined){
-let data100 = data98.monthly_limit;
+if(data41.quota !== undefined){
+let data99 = data41.quota;
+if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
+if(data99.limit !== undefined){
+let data100 = data99.limit;
 if(!((typeof data100 == "number") && (isFinite(data100)))){
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1345,9 +1345,10 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data98.window !== undefined){
-if(typeof data98.window !== "string"){
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data99.monthly_limit !== undefined){
+let data101 = data99.monthly_limit;
+if(!((typeof data101 == "number") && (isFinite(data101)))){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1357,9 +1358,9 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data98.reset_time !== undefined){
-if(typeof data98.reset_time !== "string"){
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data99.window !== undefined){
+if(typeof data99.window !== "string"){
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1369,10 +1370,9 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data98.anchor_day !== undefined){
-let data103 = data98.anchor_day;
-if(!(((typeof data103 == "number") && (!(data103 % 1) && !isNaN(data103))) && (isFinite(data103)))){
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data99.reset_time !== undefined){
+if(typeof data99.reset_time !== "string"){
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1382,12 +1382,10 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data98.source !== undefined){
-let data104 = data98.source;
-if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
-if(data104.url !== undefined){
-if(typeof data104.url !== "string"){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data99.anchor_day !== undefined){
+let data104 = data99.anchor_day;
+if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1397,12 +1395,12 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data104.headers !== undefined){
-let data106 = data104.headers;
-if(data106 && typeof data106 == "object" && !Array.isArray(data106)){
-for(const key4 in data106){
-if(typeof data106[key4] !== "string"){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data99.source !== undefined){
+let data105 = data99.source;
+if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
+if(data105.url !== undefined){
+if(typeof data105.url !== "string"){
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1412,9 +1410,12 @@ vErrors.push(err104);
 errors++;
 }
 }
-}
-else {
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data105.headers !== undefined){
+let data107 = data105.headers;
+if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
+for(const key4 in data107){
+if(typeof data107[key4] !== "string"){
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1424,10 +1425,9 @@ vErrors.push(err105);
 errors++;
 }
 }
-if(data104.refresh_s !== undefined){
-let data108 = data104.refresh_s;
-if(!((typeof data108 == "number") && (isFinite(data108)))){
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1437,9 +1437,10 @@ vErrors.push(err106);
 errors++;
 }
 }
-}
-else {
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data105.refresh_s !== undefined){
+let data109 = data105.refresh_s;
+if(!((typeof data109 == "number") && (isFinite(data109)))){
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1451,7 +1452,7 @@ errors++;
 }
 }
 else {
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1461,13 +1462,9 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data40.mock !== undefined){
-let data109 = data40.mock;
-if(data109 && typeof data109 == "object" && !Array.isArray(data109)){
-if(data109.chunks !== undefined){
-let data110 = data109.chunks;
-if(!(((typeof data110 == "number") && (!(data110 % 1) && !isNaN(data110))) && (isFinite(data110)))){
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1477,10 +1474,13 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data109.latency_ms !== undefined){
-let data111 = data109.latency_ms;
-if(!((typeof data111 == "number") && (isFinite(data111)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.mock !== undefined){
+let data110 = data41.mock;
+if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
+if(data110.chunks !== undefined){
+let data111 = data110.chunks;
+if(!(((typeof data111 == "number") && (!(data111 % 1) && !isNaN(data111))) && (isFinite(data111)))){
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1490,10 +1490,10 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data109.chunk_delay_ms !== undefined){
-let data112 = data109.chunk_delay_ms;
+if(data110.latency_ms !== undefined){
+let data112 = data110.latency_ms;
 if(!((typeof data112 == "number") && (isFinite(data112)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1503,10 +1503,10 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data109.input_tokens !== undefined){
-let data113 = data109.input_tokens;
-if(!(((typeof data113 == "number") && (!(data113 % 1) && !isNaN(data113))) && (isFinite(data113)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data110.chunk_delay_ms !== undefined){
+let data113 = data110.chunk_delay_ms;
+if(!((typeof data113 == "number") && (isFinite(data113)))){
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1516,9 +1516,10 @@ vErrors.push(err112);
 errors++;
 }
 }
-}
-else {
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data110.input_tokens !== undefined){
+let data114 = data110.input_tokens;
+if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1528,15 +1529,9 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(data40.models !== undefined){
-let data114 = data40.models;
-if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
-for(const key5 in data114){
-let data115 = data114[key5];
-if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
-if(data115.capabilities !== undefined){
-if(!(Array.isArray(data115.capabilities))){
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+else {
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1546,10 +1541,15 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data115.max_output_tokens !== undefined){
-let data117 = data115.max_output_tokens;
-if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41.models !== undefined){
+let data115 = data41.models;
+if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
+for(const key5 in data115){
+let data116 = data115[key5];
+if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
+if(data116.capabilities !== undefined){
+if(!(Array.isArray(data116.capabilities))){
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1559,13 +1559,10 @@ vErrors.push(err115);
 errors++;
 }
 }
-if(data115.price !== undefined){
-let data118 = data115.price;
-if(data118 && typeof data118 == "object" && !Array.isArray(data118)){
-if(data118.input !== undefined){
-let data119 = data118.input;
-if(!((typeof data119 == "number") && (isFinite(data119)))){
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data116.max_output_tokens !== undefined){
+let data118 = data116.max_output_tokens;
+if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1575,10 +1572,13 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data118.output !== undefined){
-let data120 = data118.output;
+if(data116.price !== undefined){
+let data119 = data116.price;
+if(data119 && typeof data119 == "object" && !Array.isArray(data119)){
+if(data119.input !== undefined){
+let data120 = data119.input;
 if(!((typeof data120 == "number") && (isFinite(data120)))){
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1588,10 +1588,10 @@ vErrors.push(err117);
 errors++;
 }
 }
-if(data118.cached !== undefined){
-let data121 = data118.cached;
+if(data119.output !== undefined){
+let data121 = data119.output;
 if(!((typeof data121 == "number") && (isFinite(data121)))){
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1601,10 +1601,10 @@ vErrors.push(err118);
 errors++;
 }
 }
-if(data118.cache_write !== undefined){
-let data122 = data118.cache_write;
+if(data119.cached !== undefined){
+let data122 = data119.cached;
 if(!((typeof data122 == "number") && (isFinite(data122)))){
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1614,10 +1614,10 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data118.cache_write_1h !== undefined){
-let data123 = data118.cache_write_1h;
+if(data119.cache_write !== undefined){
+let data123 = data119.cache_write;
 if(!((typeof data123 == "number") && (isFinite(data123)))){
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1627,10 +1627,10 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data118.reasoning !== undefined){
-let data124 = data118.reasoning;
+if(data119.cache_write_1h !== undefined){
+let data124 = data119.cache_write_1h;
 if(!((typeof data124 == "number") && (isFinite(data124)))){
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1640,10 +1640,10 @@ vErrors.push(err121);
 errors++;
 }
 }
-if(data118.web_search_per_1k !== undefined){
-let data125 = data118.web_search_per_1k;
+if(data119.reasoning !== undefined){
+let data125 = data119.reasoning;
 if(!((typeof data125 == "number") && (isFinite(data125)))){
-const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1653,17 +1653,10 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data118.tiers !== undefined){
-let data126 = data118.tiers;
-if(Array.isArray(data126)){
-const len4 = data126.length;
-for(let i4=0; i4<len4; i4++){
-let data127 = data126[i4];
-if(data127 && typeof data127 == "object" && !Array.isArray(data127)){
-if(data127.above_input_tokens !== undefined){
-let data128 = data127.above_input_tokens;
-if(!(((typeof data128 == "number") && (!(data128 % 1) && !isNaN(data128))) && (isFinite(data128)))){
-const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data119.web_search_per_1k !== undefined){
+let data126 = data119.web_search_per_1k;
+if(!((typeof data126 == "number") && (isFinite(data126)))){
+const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1673,10 +1666,17 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data127.input !== undefined){
-let data129 = data127.input;
-if(!((typeof data129 == "number") && (isFinite(data129)))){
-const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data119.tiers !== undefined){
+let data127 = data119.tiers;
+if(Array.isArray(data127)){
+const len4 = data127.length;
+for(let i4=0; i4<len4; i4++){
+let data128 = data127[i4];
+if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
+if(data128.above_input_tokens !== undefined){
+let data129 = data128.above_input_tokens;
+if(!(((typeof data129 == "number") && (!(data129 % 1) && !isNaN(data129))) && (isFinite(data129)))){
+const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1686,10 +1686,10 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data127.output !== undefined){
-let data130 = data127.output;
+if(data128.input !== undefined){
+let data130 = data128.input;
 if(!((typeof data130 == "number") && (isFinite(data130)))){
-const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1699,10 +1699,10 @@ vErrors.push(err125);
 errors++;
 }
 }
-if(data127.cached !== undefined){
-let data131 = data127.cached;
+if(data128.output !== undefined){
+let data131 = data128.output;
 if(!((typeof data131 == "number") && (isFinite(data131)))){
-const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1712,10 +1712,10 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data127.cache_write !== undefined){
-let data132 = data127.cache_write;
+if(data128.cached !== undefined){
+let data132 = data128.cached;
 if(!((typeof data132 == "number") && (isFinite(data132)))){
-const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1725,10 +1725,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data127.cache_write_1h !== undefined){
-let data133 = data127.cache_write_1h;
+if(data128.cache_write !== undefined){
+let data133 = data128.cache_write;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
-const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1738,10 +1738,10 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data127.reasoning !== undefined){
-let data134 = data127.reasoning;
+if(data128.cache_write_1h !== undefined){
+let data134 = data128.cache_write_1h;
 if(!((typeof data134 == "number") && (isFinite(data134)))){
-const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1751,9 +1751,10 @@ vErrors.push(err129);
 errors++;
 }
 }
-}
-else {
-const err130 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data128.reasoning !== undefined){
+let data135 = data128.reasoning;
+if(!((typeof data135 == "number") && (isFinite(data135)))){
+const err130 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1765,7 +1766,7 @@ errors++;
 }
 }
 else {
-const err131 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err131 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1775,16 +1776,9 @@ vErrors.push(err131);
 errors++;
 }
 }
-if(data118.service_tiers !== undefined){
-let data135 = data118.service_tiers;
-if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
-for(const key6 in data135){
-let data136 = data135[key6];
-if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
-if(data136.input !== undefined){
-let data137 = data136.input;
-if(!((typeof data137 == "number") && (isFinite(data137)))){
-const err132 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err132 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1794,10 +1788,16 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data136.output !== undefined){
-let data138 = data136.output;
+if(data119.service_tiers !== undefined){
+let data136 = data119.service_tiers;
+if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
+for(const key6 in data136){
+let data137 = data136[key6];
+if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
+if(data137.input !== undefined){
+let data138 = data137.input;
 if(!((typeof data138 == "number") && (isFinite(data138)))){
-const err133 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err133 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1807,10 +1807,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data136.cached !== undefined){
-let data139 = data136.cached;
+if(data137.output !== undefined){
+let data139 = data137.output;
 if(!((typeof data139 == "number") && (isFinite(data139)))){
-const err134 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1820,10 +1820,10 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data136.cache_write !== undefined){
-let data140 = data136.cache_write;
+if(data137.cached !== undefined){
+let data140 = data137.cached;
 if(!((typeof data140 == "number") && (isFinite(data140)))){
-const err135 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err135 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1833,10 +1833,10 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data136.cache_write_1h !== undefined){
-let data141 = data136.cache_write_1h;
+if(data137.cache_write !== undefined){
+let data141 = data137.cache_write;
 if(!((typeof data141 == "number") && (isFinite(data141)))){
-const err136 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err136 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1846,10 +1846,10 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data136.reasoning !== undefined){
-let data142 = data136.reasoning;
+if(data137.cache_write_1h !== undefined){
+let data142 = data137.cache_write_1h;
 if(!((typeof data142 == "number") && (isFinite(data142)))){
-const err137 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err137 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1859,9 +1859,10 @@ vErrors.push(err137);
 errors++;
 }
 }
-}
-else {
-const err138 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data137.reasoning !== undefined){
+let data143 = data137.reasoning;
+if(!((typeof data143 == "number") && (isFinite(data143)))){
+const err138 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1873,7 +1874,7 @@ errors++;
 }
 }
 else {
-const err139 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err139 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1885,7 +1886,7 @@ errors++;
 }
 }
 else {
-const err140 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err140 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1897,7 +1898,7 @@ errors++;
 }
 }
 else {
-const err141 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err141 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1909,7 +1910,7 @@ errors++;
 }
 }
 else {
-const err142 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err142 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1919,9 +1920,9 @@ vErrors.push(err142);
 errors++;
 }
 }
-if(data40.catalog !== undefined){
-if(typeof data40.catalog !== "string"){
-const err143 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err143 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1931,9 +1932,9 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data40.allow_unlisted_models !== undefined){
-if(typeof data40.allow_unlisted_models !== "boolean"){
-const err144 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data41.catalog !== undefined){
+if(typeof data41.catalog !== "string"){
+const err144 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1943,9 +1944,9 @@ vErrors.push(err144);
 errors++;
 }
 }
-}
-else {
-const err145 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data41.allow_unlisted_models !== undefined){
+if(typeof data41.allow_unlisted_models !== "boolean"){
+const err145 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1957,7 +1958,7 @@ errors++;
 }
 }
 else {
-const err146 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err146 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1967,19 +1968,9 @@ vErrors.push(err146);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data145 = data.combos;
-if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
-for(const key7 in data145){
-let data146 = data145[key7];
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(data146.models !== undefined){
-let data147 = data146.models;
-if(Array.isArray(data147)){
-const len5 = data147.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data147[i5] !== "string"){
-const err147 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err147 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1989,9 +1980,19 @@ vErrors.push(err147);
 errors++;
 }
 }
-}
-else {
-const err148 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.combos !== undefined){
+let data146 = data.combos;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+for(const key7 in data146){
+let data147 = data146[key7];
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+if(data147.models !== undefined){
+let data148 = data147.models;
+if(Array.isArray(data148)){
+const len5 = data148.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data148[i5] !== "string"){
+const err148 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2001,9 +2002,9 @@ vErrors.push(err148);
 errors++;
 }
 }
-if(data146.judge !== undefined){
-if(typeof data146.judge !== "string"){
-const err149 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err149 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2013,10 +2014,9 @@ vErrors.push(err149);
 errors++;
 }
 }
-if(data146.quorum !== undefined){
-let data150 = data146.quorum;
-if(!(((typeof data150 == "number") && (!(data150 % 1) && !isNaN(data150))) && (isFinite(data150)))){
-const err150 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data147.judge !== undefined){
+if(typeof data147.judge !== "string"){
+const err150 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2026,10 +2026,10 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data146.grace_ms !== undefined){
-let data151 = data146.grace_ms;
-if(!((typeof data151 == "number") && (isFinite(data151)))){
-const err151 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data147.quorum !== undefined){
+let data151 = data147.quorum;
+if(!(((typeof data151 == "number") && (!(data151 % 1) && !isNaN(data151))) && (isFinite(data151)))){
+const err151 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2039,10 +2039,10 @@ vErrors.push(err151);
 errors++;
 }
 }
-if(data146.timeout_ms !== undefined){
-let data152 = data146.timeout_ms;
+if(data147.grace_ms !== undefined){
+let data152 = data147.grace_ms;
 if(!((typeof data152 == "number") && (isFinite(data152)))){
-const err152 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err152 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2052,9 +2052,10 @@ vErrors.push(err152);
 errors++;
 }
 }
-}
-else {
-const err153 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data147.timeout_ms !== undefined){
+let data153 = data147.timeout_ms;
+if(!((typeof data153 == "number") && (isFinite(data153)))){
+const err153 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2066,7 +2067,7 @@ errors++;
 }
 }
 else {
-const err154 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err154 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2076,16 +2077,9 @@ vErrors.push(err154);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data153 = data.routing;
-if(data153 && typeof data153 == "object" && !Array.isArray(data153)){
-if(data153.cooldown !== undefined){
-let data154 = data153.cooldown;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.initial_s !== undefined){
-let data155 = data154.initial_s;
-if(!((typeof data155 == "number") && (isFinite(data155)))){
-const err155 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err155 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2095,10 +2089,16 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data154.max_s !== undefined){
-let data156 = data154.max_s;
+if(data.routing !== undefined){
+let data154 = data.routing;
+if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
+if(data154.cooldown !== undefined){
+let data155 = data154.cooldown;
+if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
+if(data155.initial_s !== undefined){
+let data156 = data155.initial_s;
 if(!((typeof data156 == "number") && (isFinite(data156)))){
-const err156 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err156 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2108,10 +2108,10 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data154.multiplier !== undefined){
-let data157 = data154.multiplier;
+if(data155.max_s !== undefined){
+let data157 = data155.max_s;
 if(!((typeof data157 == "number") && (isFinite(data157)))){
-const err157 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err157 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2121,9 +2121,10 @@ vErrors.push(err157);
 errors++;
 }
 }
-}
-else {
-const err158 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data155.multiplier !== undefined){
+let data158 = data155.multiplier;
+if(!((typeof data158 == "number") && (isFinite(data158)))){
+const err158 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2135,7 +2136,7 @@ errors++;
 }
 }
 else {
-const err159 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err159 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2145,13 +2146,9 @@ vErrors.push(err159);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data158 = data.budgets;
-if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
-if(data158.daily_usd !== undefined){
-let data159 = data158.daily_usd;
-if(!((typeof data159 == "number") && (isFinite(data159)))){
-const err160 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err160 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2161,10 +2158,13 @@ vErrors.push(err160);
 errors++;
 }
 }
-if(data158.monthly_usd !== undefined){
-let data160 = data158.monthly_usd;
+if(data.budgets !== undefined){
+let data159 = data.budgets;
+if(data159 && typeof data159 == "object" && !Array.isArray(data159)){
+if(data159.daily_usd !== undefined){
+let data160 = data159.daily_usd;
 if(!((typeof data160 == "number") && (isFinite(data160)))){
-const err161 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err161 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2174,9 +2174,10 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data158.timezone !== undefined){
-if(typeof data158.timezone !== "string"){
-const err162 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data159.monthly_usd !== undefined){
+let data161 = data159.monthly_usd;
+if(!((typeof data161 == "number") && (isFinite(data161)))){
+const err162 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2186,12 +2187,9 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data158.auto_switch !== undefined){
-let data162 = data158.auto_switch;
-if(data162 && typeof data162 == "object" && !Array.isArray(data162)){
-if(data162.enabled !== undefined){
-if(typeof data162.enabled !== "boolean"){
-const err163 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data159.timezone !== undefined){
+if(typeof data159.timezone !== "string"){
+const err163 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2201,9 +2199,12 @@ vErrors.push(err163);
 errors++;
 }
 }
-if(data162.to !== undefined){
-if(typeof data162.to !== "string"){
-const err164 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data159.auto_switch !== undefined){
+let data163 = data159.auto_switch;
+if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
+if(data163.enabled !== undefined){
+if(typeof data163.enabled !== "boolean"){
+const err164 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2213,9 +2214,9 @@ vErrors.push(err164);
 errors++;
 }
 }
-}
-else {
-const err165 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data163.to !== undefined){
+if(typeof data163.to !== "string"){
+const err165 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2227,7 +2228,7 @@ errors++;
 }
 }
 else {
-const err166 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err166 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -2237,15 +2238,9 @@ vErrors.push(err166);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data165 = data.alerts;
-if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
-if(data165.kinds !== undefined){
-let data166 = data165.kinds;
-if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
-for(const key8 in data166){
-if(typeof data166[key8] !== "boolean"){
-const err167 = {instancePath:instancePath+"/alerts/kinds/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err167 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2255,9 +2250,15 @@ vErrors.push(err167);
 errors++;
 }
 }
-}
-else {
-const err168 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.alerts !== undefined){
+let data166 = data.alerts;
+if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
+if(data166.kinds !== undefined){
+let data167 = data166.kinds;
+if(data167 && typeof data167 == "object" && !Array.isArray(data167)){
+for(const key8 in data167){
+if(typeof data167[key8] !== "boolean"){
+const err168 = {instancePath:instancePath+"/alerts/kinds/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -2267,17 +2268,9 @@ vErrors.push(err168);
 errors++;
 }
 }
-if(data165.thresholds !== undefined){
-let data168 = data165.thresholds;
-if(data168 && typeof data168 == "object" && !Array.isArray(data168)){
-if(data168.quota !== undefined){
-let data169 = data168.quota;
-if(Array.isArray(data169)){
-const len6 = data169.length;
-for(let i6=0; i6<len6; i6++){
-let data170 = data169[i6];
-if(!((typeof data170 == "number") && (isFinite(data170)))){
-const err169 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err169 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -2287,9 +2280,17 @@ vErrors.push(err169);
 errors++;
 }
 }
-}
-else {
-const err170 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data166.thresholds !== undefined){
+let data169 = data166.thresholds;
+if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
+if(data169.quota !== undefined){
+let data170 = data169.quota;
+if(Array.isArray(data170)){
+const len6 = data170.length;
+for(let i6=0; i6<len6; i6++){
+let data171 = data170[i6];
+if(!((typeof data171 == "number") && (isFinite(data171)))){
+const err170 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -2299,14 +2300,9 @@ vErrors.push(err170);
 errors++;
 }
 }
-if(data168.daily !== undefined){
-let data171 = data168.daily;
-if(Array.isArray(data171)){
-const len7 = data171.length;
-for(let i7=0; i7<len7; i7++){
-let data172 = data171[i7];
-if(!((typeof data172 == "number") && (isFinite(data172)))){
-const err171 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err171 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2316,9 +2312,14 @@ vErrors.push(err171);
 errors++;
 }
 }
-}
-else {
-const err172 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data169.daily !== undefined){
+let data172 = data169.daily;
+if(Array.isArray(data172)){
+const len7 = data172.length;
+for(let i7=0; i7<len7; i7++){
+let data173 = data172[i7];
+if(!((typeof data173 == "number") && (isFinite(data173)))){
+const err172 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2328,14 +2329,9 @@ vErrors.push(err172);
 errors++;
 }
 }
-if(data168.monthly !== undefined){
-let data173 = data168.monthly;
-if(Array.isArray(data173)){
-const len8 = data173.length;
-for(let i8=0; i8<len8; i8++){
-let data174 = data173[i8];
-if(!((typeof data174 == "number") && (isFinite(data174)))){
-const err173 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err173 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2345,9 +2341,14 @@ vErrors.push(err173);
 errors++;
 }
 }
-}
-else {
-const err174 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data169.monthly !== undefined){
+let data174 = data169.monthly;
+if(Array.isArray(data174)){
+const len8 = data174.length;
+for(let i8=0; i8<len8; i8++){
+let data175 = data174[i8];
+if(!((typeof data175 == "number") && (isFinite(data175)))){
+const err174 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2357,10 +2358,9 @@ vErrors.push(err174);
 errors++;
 }
 }
-if(data168.anomaly_multiple !== undefined){
-let data175 = data168.anomaly_multiple;
-if(!((typeof data175 == "number") && (isFinite(data175)))){
-const err175 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err175 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2370,9 +2370,10 @@ vErrors.push(err175);
 errors++;
 }
 }
-}
-else {
-const err176 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data169.anomaly_multiple !== undefined){
+let data176 = data169.anomaly_multiple;
+if(!((typeof data176 == "number") && (isFinite(data176)))){
+const err176 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2382,12 +2383,9 @@ vErrors.push(err176);
 errors++;
 }
 }
-if(data165.channels !== undefined){
-let data176 = data165.channels;
-if(data176 && typeof data176 == "object" && !Array.isArray(data176)){
-if(data176.dashboard !== undefined){
-if(typeof data176.dashboard !== "boolean"){
-const err177 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err177 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2397,12 +2395,12 @@ vErrors.push(err177);
 errors++;
 }
 }
-if(data176.email !== undefined){
-let data178 = data176.email;
-if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
-if(data178.enabled !== undefined){
-if(typeof data178.enabled !== "boolean"){
-const err178 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data166.channels !== undefined){
+let data177 = data166.channels;
+if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
+if(data177.dashboard !== undefined){
+if(typeof data177.dashboard !== "boolean"){
+const err178 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2412,9 +2410,12 @@ vErrors.push(err178);
 errors++;
 }
 }
-if(data178.smtp_url !== undefined){
-if(typeof data178.smtp_url !== "string"){
-const err179 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data177.email !== undefined){
+let data179 = data177.email;
+if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
+if(data179.enabled !== undefined){
+if(typeof data179.enabled !== "boolean"){
+const err179 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2424,9 +2425,9 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data178.from !== undefined){
-if(typeof data178.from !== "string"){
-const err180 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data179.smtp_url !== undefined){
+if(typeof data179.smtp_url !== "string"){
+const err180 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2436,13 +2437,9 @@ vErrors.push(err180);
 errors++;
 }
 }
-if(data178.to !== undefined){
-let data182 = data178.to;
-if(Array.isArray(data182)){
-const len9 = data182.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data182[i9] !== "string"){
-const err181 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data179.from !== undefined){
+if(typeof data179.from !== "string"){
+const err181 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2452,9 +2449,13 @@ vErrors.push(err181);
 errors++;
 }
 }
-}
-else {
-const err182 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data179.to !== undefined){
+let data183 = data179.to;
+if(Array.isArray(data183)){
+const len9 = data183.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data183[i9] !== "string"){
+const err182 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2466,7 +2467,7 @@ errors++;
 }
 }
 else {
-const err183 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err183 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2476,12 +2477,9 @@ vErrors.push(err183);
 errors++;
 }
 }
-if(data176.webhook !== undefined){
-let data184 = data176.webhook;
-if(data184 && typeof data184 == "object" && !Array.isArray(data184)){
-if(data184.enabled !== undefined){
-if(typeof data184.enabled !== "boolean"){
-const err184 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err184 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2491,9 +2489,12 @@ vErrors.push(err184);
 errors++;
 }
 }
-if(data184.url !== undefined){
-if(typeof data184.url !== "string"){
-const err185 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data177.webhook !== undefined){
+let data185 = data177.webhook;
+if(data185 && typeof data185 == "object" && !Array.isArray(data185)){
+if(data185.enabled !== undefined){
+if(typeof data185.enabled !== "boolean"){
+const err185 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2503,9 +2504,9 @@ vErrors.push(err185);
 errors++;
 }
 }
-if(data184.secret !== undefined){
-if(typeof data184.secret !== "string"){
-const err186 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data185.url !== undefined){
+if(typeof data185.url !== "string"){
+const err186 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2515,9 +2516,9 @@ vErrors.push(err186);
 errors++;
 }
 }
-}
-else {
-const err187 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data185.secret !== undefined){
+if(typeof data185.secret !== "string"){
+const err187 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2529,7 +2530,7 @@ errors++;
 }
 }
 else {
-const err188 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err188 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2541,7 +2542,7 @@ errors++;
 }
 }
 else {
-const err189 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err189 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2553,12 +2554,24 @@ errors++;
 }
 }
 else {
-const err190 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err190 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err190];
 }
 else {
 vErrors.push(err190);
+}
+errors++;
+}
+}
+}
+else {
+const err191 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
 }
 errors++;
 }

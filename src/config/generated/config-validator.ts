@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120},"shutdown_timeout_s":{"type":"number","minimum":0,"default":25}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -98,6 +98,9 @@ data0.idle_gc_s = 10;
 }
 if(data0.request_timeout_s === undefined){
 data0.request_timeout_s = 120;
+}
+if(data0.shutdown_timeout_s === undefined){
+data0.shutdown_timeout_s = 25;
 }
 for(const key1 in data0){
 if(!(func2.call(schema11.properties.server.properties, key1))){
@@ -825,9 +828,17 @@ vErrors.push(err40);
 errors++;
 }
 }
+let data20 = data0.shutdown_timeout_s;
+if(!((typeof data20 == "number") && (isFinite(data20)))){
+let dataType14 = typeof data20;
+let coerced14 = undefined;
+if(!(coerced14 !== undefined)){
+if(dataType14 == "boolean" || data20 === null
+              || (dataType14 == "string" && data20 && data20 == +data20)){
+coerced14 = +data20;
 }
 else {
-const err41 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err41 = {instancePath:instancePath+"/server/shutdown_timeout_s",schemaPath:"#/properties/server/properties/shutdown_timeout_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err41];
 }
@@ -836,41 +847,17 @@ vErrors.push(err41);
 }
 errors++;
 }
-let data20 = data.storage;
-if(data20 && typeof data20 == "object" && !Array.isArray(data20)){
-if(data20.clickhouse_url === undefined){
-data20.clickhouse_url = "";
 }
-if(data20.cluster === undefined){
-data20.cluster = "";
+if(coerced14 !== undefined){
+data20 = coerced14;
+if(data0 !== undefined){
+data0["shutdown_timeout_s"] = coerced14;
 }
-if(data20.sharded === undefined){
-data20.sharded = false;
 }
-if(data20.database === undefined){
-data20.database = "tollgate";
 }
-if(data20.data_dir === undefined){
-data20.data_dir = "./data";
-}
-if(data20.username === undefined){
-data20.username = "default";
-}
-if(data20.password === undefined){
-data20.password = "";
-}
-if(data20.request_timeout_ms === undefined){
-data20.request_timeout_ms = 30000;
-}
-if(data20.batch === undefined){
-data20.batch = {};
-}
-if(data20.spool === undefined){
-data20.spool = {};
-}
-for(const key4 in data20){
-if(!(func2.call(schema11.properties.storage.properties, key4))){
-const err42 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if((typeof data20 == "number") && (isFinite(data20))){
+if(data20 < 0 || isNaN(data20)){
+const err42 = {instancePath:instancePath+"/server/shutdown_timeout_s",schemaPath:"#/properties/server/properties/shutdown_timeout_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err42];
 }
@@ -880,19 +867,9 @@ vErrors.push(err42);
 errors++;
 }
 }
-let data21 = data20.clickhouse_url;
-if(typeof data21 !== "string"){
-let dataType14 = typeof data21;
-let coerced14 = undefined;
-if(!(coerced14 !== undefined)){
-if(dataType14 == "number" || dataType14 == "boolean"){
-coerced14 = "" + data21;
-}
-else if(data21 === null){
-coerced14 = "";
 }
 else {
-const err43 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err43 = {instancePath:instancePath+"/server",schemaPath:"#/properties/server/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err43];
 }
@@ -901,15 +878,51 @@ vErrors.push(err43);
 }
 errors++;
 }
+let data21 = data.storage;
+if(data21 && typeof data21 == "object" && !Array.isArray(data21)){
+if(data21.clickhouse_url === undefined){
+data21.clickhouse_url = "";
 }
-if(coerced14 !== undefined){
-data21 = coerced14;
-if(data20 !== undefined){
-data20["clickhouse_url"] = coerced14;
+if(data21.cluster === undefined){
+data21.cluster = "";
+}
+if(data21.sharded === undefined){
+data21.sharded = false;
+}
+if(data21.database === undefined){
+data21.database = "tollgate";
+}
+if(data21.data_dir === undefined){
+data21.data_dir = "./data";
+}
+if(data21.username === undefined){
+data21.username = "default";
+}
+if(data21.password === undefined){
+data21.password = "";
+}
+if(data21.request_timeout_ms === undefined){
+data21.request_timeout_ms = 30000;
+}
+if(data21.batch === undefined){
+data21.batch = {};
+}
+if(data21.spool === undefined){
+data21.spool = {};
+}
+for(const key4 in data21){
+if(!(func2.call(schema11.properties.storage.properties, key4))){
+const err44 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key4},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
+}
+errors++;
 }
 }
-}
-let data22 = data20.cluster;
+let data22 = data21.clickhouse_url;
 if(typeof data22 !== "string"){
 let dataType15 = typeof data22;
 let coerced15 = undefined;
@@ -921,26 +934,7 @@ else if(data22 === null){
 coerced15 = "";
 }
 else {
-const err44 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err44];
-}
-else {
-vErrors.push(err44);
-}
-errors++;
-}
-}
-if(coerced15 !== undefined){
-data22 = coerced15;
-if(data20 !== undefined){
-data20["cluster"] = coerced15;
-}
-}
-}
-if(typeof data22 === "string"){
-if(!pattern1.test(data22)){
-const err45 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
+const err45 = {instancePath:instancePath+"/storage/clickhouse_url",schemaPath:"#/properties/storage/properties/clickhouse_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err45];
 }
@@ -950,18 +944,26 @@ vErrors.push(err45);
 errors++;
 }
 }
-let data23 = data20.sharded;
-if(typeof data23 !== "boolean"){
+if(coerced15 !== undefined){
+data22 = coerced15;
+if(data21 !== undefined){
+data21["clickhouse_url"] = coerced15;
+}
+}
+}
+let data23 = data21.cluster;
+if(typeof data23 !== "string"){
+let dataType16 = typeof data23;
 let coerced16 = undefined;
 if(!(coerced16 !== undefined)){
-if(data23 === "false" || data23 === 0 || data23 === null){
-coerced16 = false;
+if(dataType16 == "number" || dataType16 == "boolean"){
+coerced16 = "" + data23;
 }
-else if(data23 === "true" || data23 === 1){
-coerced16 = true;
+else if(data23 === null){
+coerced16 = "";
 }
 else {
-const err46 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err46 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err46];
 }
@@ -973,24 +975,14 @@ errors++;
 }
 if(coerced16 !== undefined){
 data23 = coerced16;
-if(data20 !== undefined){
-data20["sharded"] = coerced16;
+if(data21 !== undefined){
+data21["cluster"] = coerced16;
 }
 }
 }
-let data24 = data20.database;
-if(typeof data24 !== "string"){
-let dataType17 = typeof data24;
-let coerced17 = undefined;
-if(!(coerced17 !== undefined)){
-if(dataType17 == "number" || dataType17 == "boolean"){
-coerced17 = "" + data24;
-}
-else if(data24 === null){
-coerced17 = "";
-}
-else {
-const err47 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof data23 === "string"){
+if(!pattern1.test(data23)){
+const err47 = {instancePath:instancePath+"/storage/cluster",schemaPath:"#/properties/storage/properties/cluster/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z_][A-Za-z0-9_]*)?$"},message:"must match pattern \""+"^([A-Za-z_][A-Za-z0-9_]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err47];
 }
@@ -1000,16 +992,18 @@ vErrors.push(err47);
 errors++;
 }
 }
-if(coerced17 !== undefined){
-data24 = coerced17;
-if(data20 !== undefined){
-data20["database"] = coerced17;
+let data24 = data21.sharded;
+if(typeof data24 !== "boolean"){
+let coerced17 = undefined;
+if(!(coerced17 !== undefined)){
+if(data24 === "false" || data24 === 0 || data24 === null){
+coerced17 = false;
 }
+else if(data24 === "true" || data24 === 1){
+coerced17 = true;
 }
-}
-if(typeof data24 === "string"){
-if(!pattern2.test(data24)){
-const err48 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
+else {
+const err48 = {instancePath:instancePath+"/storage/sharded",schemaPath:"#/properties/storage/properties/sharded/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err48];
 }
@@ -1019,7 +1013,14 @@ vErrors.push(err48);
 errors++;
 }
 }
-let data25 = data20.data_dir;
+if(coerced17 !== undefined){
+data24 = coerced17;
+if(data21 !== undefined){
+data21["sharded"] = coerced17;
+}
+}
+}
+let data25 = data21.database;
 if(typeof data25 !== "string"){
 let dataType18 = typeof data25;
 let coerced18 = undefined;
@@ -1031,7 +1032,7 @@ else if(data25 === null){
 coerced18 = "";
 }
 else {
-const err49 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err49 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err49];
 }
@@ -1043,14 +1044,14 @@ errors++;
 }
 if(coerced18 !== undefined){
 data25 = coerced18;
-if(data20 !== undefined){
-data20["data_dir"] = coerced18;
+if(data21 !== undefined){
+data21["database"] = coerced18;
 }
 }
 }
 if(typeof data25 === "string"){
-if(func3(data25) < 1){
-const err50 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern2.test(data25)){
+const err50 = {instancePath:instancePath+"/storage/database",schemaPath:"#/properties/storage/properties/database/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z_][A-Za-z0-9_]*$"},message:"must match pattern \""+"^[A-Za-z_][A-Za-z0-9_]*$"+"\""};
 if(vErrors === null){
 vErrors = [err50];
 }
@@ -1060,7 +1061,7 @@ vErrors.push(err50);
 errors++;
 }
 }
-let data26 = data20.username;
+let data26 = data21.data_dir;
 if(typeof data26 !== "string"){
 let dataType19 = typeof data26;
 let coerced19 = undefined;
@@ -1072,7 +1073,7 @@ else if(data26 === null){
 coerced19 = "";
 }
 else {
-const err51 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err51 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err51];
 }
@@ -1084,12 +1085,24 @@ errors++;
 }
 if(coerced19 !== undefined){
 data26 = coerced19;
-if(data20 !== undefined){
-data20["username"] = coerced19;
+if(data21 !== undefined){
+data21["data_dir"] = coerced19;
 }
 }
 }
-let data27 = data20.password;
+if(typeof data26 === "string"){
+if(func3(data26) < 1){
+const err52 = {instancePath:instancePath+"/storage/data_dir",schemaPath:"#/properties/storage/properties/data_dir/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err52];
+}
+else {
+vErrors.push(err52);
+}
+errors++;
+}
+}
+let data27 = data21.username;
 if(typeof data27 !== "string"){
 let dataType20 = typeof data27;
 let coerced20 = undefined;
@@ -1101,34 +1114,7 @@ else if(data27 === null){
 coerced20 = "";
 }
 else {
-const err52 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err52];
-}
-else {
-vErrors.push(err52);
-}
-errors++;
-}
-}
-if(coerced20 !== undefined){
-data27 = coerced20;
-if(data20 !== undefined){
-data20["password"] = coerced20;
-}
-}
-}
-let data28 = data20.request_timeout_ms;
-if(!(((typeof data28 == "number") && (!(data28 % 1) && !isNaN(data28))) && (isFinite(data28)))){
-let dataType21 = typeof data28;
-let coerced21 = undefined;
-if(!(coerced21 !== undefined)){
-if(dataType21 === "boolean" || data28 === null
-              || (dataType21 === "string" && data28 && data28 == +data28 && !(data28 % 1))){
-coerced21 = +data28;
-}
-else {
-const err53 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err53 = {instancePath:instancePath+"/storage/username",schemaPath:"#/properties/storage/properties/username/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err53];
 }
@@ -1138,16 +1124,26 @@ vErrors.push(err53);
 errors++;
 }
 }
-if(coerced21 !== undefined){
-data28 = coerced21;
-if(data20 !== undefined){
-data20["request_timeout_ms"] = coerced21;
+if(coerced20 !== undefined){
+data27 = coerced20;
+if(data21 !== undefined){
+data21["username"] = coerced20;
 }
 }
 }
-if((typeof data28 == "number") && (isFinite(data28))){
-if(data28 > 600000 || isNaN(data28)){
-const err54 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
+let data28 = data21.password;
+if(typeof data28 !== "string"){
+let dataType21 = typeof data28;
+let coerced21 = undefined;
+if(!(coerced21 !== undefined)){
+if(dataType21 == "number" || dataType21 == "boolean"){
+coerced21 = "" + data28;
+}
+else if(data28 === null){
+coerced21 = "";
+}
+else {
+const err54 = {instancePath:instancePath+"/storage/password",schemaPath:"#/properties/storage/properties/password/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err54];
 }
@@ -1156,8 +1152,25 @@ vErrors.push(err54);
 }
 errors++;
 }
-if(data28 < 100 || isNaN(data28)){
-const err55 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
+}
+if(coerced21 !== undefined){
+data28 = coerced21;
+if(data21 !== undefined){
+data21["password"] = coerced21;
+}
+}
+}
+let data29 = data21.request_timeout_ms;
+if(!(((typeof data29 == "number") && (!(data29 % 1) && !isNaN(data29))) && (isFinite(data29)))){
+let dataType22 = typeof data29;
+let coerced22 = undefined;
+if(!(coerced22 !== undefined)){
+if(dataType22 === "boolean" || data29 === null
+              || (dataType22 === "string" && data29 && data29 == +data29 && !(data29 % 1))){
+coerced22 = +data29;
+}
+else {
+const err55 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err55];
 }
@@ -1167,20 +1180,16 @@ vErrors.push(err55);
 errors++;
 }
 }
-let data29 = data20.batch;
-if(data29 && typeof data29 == "object" && !Array.isArray(data29)){
-if(data29.max_rows === undefined){
-data29.max_rows = 10000;
+if(coerced22 !== undefined){
+data29 = coerced22;
+if(data21 !== undefined){
+data21["request_timeout_ms"] = coerced22;
 }
-if(data29.flush_ms === undefined){
-data29.flush_ms = 2000;
 }
-if(data29.queue_max === undefined){
-data29.queue_max = 100000;
 }
-for(const key5 in data29){
-if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
-const err56 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
+if((typeof data29 == "number") && (isFinite(data29))){
+if(data29 > 600000 || isNaN(data29)){
+const err56 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 600000},message:"must be <= 600000"};
 if(vErrors === null){
 vErrors = [err56];
 }
@@ -1189,18 +1198,8 @@ vErrors.push(err56);
 }
 errors++;
 }
-}
-let data30 = data29.max_rows;
-if(!(((typeof data30 == "number") && (!(data30 % 1) && !isNaN(data30))) && (isFinite(data30)))){
-let dataType22 = typeof data30;
-let coerced22 = undefined;
-if(!(coerced22 !== undefined)){
-if(dataType22 === "boolean" || data30 === null
-              || (dataType22 === "string" && data30 && data30 == +data30 && !(data30 % 1))){
-coerced22 = +data30;
-}
-else {
-const err57 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data29 < 100 || isNaN(data29)){
+const err57 = {instancePath:instancePath+"/storage/request_timeout_ms",schemaPath:"#/properties/storage/properties/request_timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 100},message:"must be >= 100"};
 if(vErrors === null){
 vErrors = [err57];
 }
@@ -1210,16 +1209,20 @@ vErrors.push(err57);
 errors++;
 }
 }
-if(coerced22 !== undefined){
-data30 = coerced22;
-if(data29 !== undefined){
-data29["max_rows"] = coerced22;
+let data30 = data21.batch;
+if(data30 && typeof data30 == "object" && !Array.isArray(data30)){
+if(data30.max_rows === undefined){
+data30.max_rows = 10000;
 }
+if(data30.flush_ms === undefined){
+data30.flush_ms = 2000;
 }
+if(data30.queue_max === undefined){
+data30.queue_max = 100000;
 }
-if((typeof data30 == "number") && (isFinite(data30))){
-if(data30 < 1 || isNaN(data30)){
-const err58 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key5 in data30){
+if(!(((key5 === "max_rows") || (key5 === "flush_ms")) || (key5 === "queue_max"))){
+const err58 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key5},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err58];
 }
@@ -1229,7 +1232,7 @@ vErrors.push(err58);
 errors++;
 }
 }
-let data31 = data29.flush_ms;
+let data31 = data30.max_rows;
 if(!(((typeof data31 == "number") && (!(data31 % 1) && !isNaN(data31))) && (isFinite(data31)))){
 let dataType23 = typeof data31;
 let coerced23 = undefined;
@@ -1239,7 +1242,7 @@ if(dataType23 === "boolean" || data31 === null
 coerced23 = +data31;
 }
 else {
-const err59 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err59 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err59];
 }
@@ -1251,14 +1254,14 @@ errors++;
 }
 if(coerced23 !== undefined){
 data31 = coerced23;
-if(data29 !== undefined){
-data29["flush_ms"] = coerced23;
+if(data30 !== undefined){
+data30["max_rows"] = coerced23;
 }
 }
 }
 if((typeof data31 == "number") && (isFinite(data31))){
-if(data31 < 10 || isNaN(data31)){
-const err60 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
+if(data31 < 1 || isNaN(data31)){
+const err60 = {instancePath:instancePath+"/storage/batch/max_rows",schemaPath:"#/properties/storage/properties/batch/properties/max_rows/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err60];
 }
@@ -1268,7 +1271,7 @@ vErrors.push(err60);
 errors++;
 }
 }
-let data32 = data29.queue_max;
+let data32 = data30.flush_ms;
 if(!(((typeof data32 == "number") && (!(data32 % 1) && !isNaN(data32))) && (isFinite(data32)))){
 let dataType24 = typeof data32;
 let coerced24 = undefined;
@@ -1278,7 +1281,7 @@ if(dataType24 === "boolean" || data32 === null
 coerced24 = +data32;
 }
 else {
-const err61 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err61 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err61];
 }
@@ -1290,14 +1293,14 @@ errors++;
 }
 if(coerced24 !== undefined){
 data32 = coerced24;
-if(data29 !== undefined){
-data29["queue_max"] = coerced24;
+if(data30 !== undefined){
+data30["flush_ms"] = coerced24;
 }
 }
 }
 if((typeof data32 == "number") && (isFinite(data32))){
-if(data32 < 1 || isNaN(data32)){
-const err62 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data32 < 10 || isNaN(data32)){
+const err62 = {instancePath:instancePath+"/storage/batch/flush_ms",schemaPath:"#/properties/storage/properties/batch/properties/flush_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 10},message:"must be >= 10"};
 if(vErrors === null){
 vErrors = [err62];
 }
@@ -1307,9 +1310,17 @@ vErrors.push(err62);
 errors++;
 }
 }
+let data33 = data30.queue_max;
+if(!(((typeof data33 == "number") && (!(data33 % 1) && !isNaN(data33))) && (isFinite(data33)))){
+let dataType25 = typeof data33;
+let coerced25 = undefined;
+if(!(coerced25 !== undefined)){
+if(dataType25 === "boolean" || data33 === null
+              || (dataType25 === "string" && data33 && data33 == +data33 && !(data33 % 1))){
+coerced25 = +data33;
 }
 else {
-const err63 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err63 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err63];
 }
@@ -1318,20 +1329,17 @@ vErrors.push(err63);
 }
 errors++;
 }
-let data33 = data20.spool;
-if(data33 && typeof data33 == "object" && !Array.isArray(data33)){
-if(data33.commit_ms === undefined){
-data33.commit_ms = 50;
 }
-if(data33.dir === undefined){
-data33.dir = "";
+if(coerced25 !== undefined){
+data33 = coerced25;
+if(data30 !== undefined){
+data30["queue_max"] = coerced25;
 }
-if(data33.max_bytes === undefined){
-data33.max_bytes = 1073741824;
 }
-for(const key6 in data33){
-if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
-const err64 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
+}
+if((typeof data33 == "number") && (isFinite(data33))){
+if(data33 < 1 || isNaN(data33)){
+const err64 = {instancePath:instancePath+"/storage/batch/queue_max",schemaPath:"#/properties/storage/properties/batch/properties/queue_max/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err64];
 }
@@ -1341,17 +1349,9 @@ vErrors.push(err64);
 errors++;
 }
 }
-let data34 = data33.commit_ms;
-if(!(((typeof data34 == "number") && (!(data34 % 1) && !isNaN(data34))) && (isFinite(data34)))){
-let dataType25 = typeof data34;
-let coerced25 = undefined;
-if(!(coerced25 !== undefined)){
-if(dataType25 === "boolean" || data34 === null
-              || (dataType25 === "string" && data34 && data34 == +data34 && !(data34 % 1))){
-coerced25 = +data34;
 }
 else {
-const err65 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err65 = {instancePath:instancePath+"/storage/batch",schemaPath:"#/properties/storage/properties/batch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err65];
 }
@@ -1360,17 +1360,20 @@ vErrors.push(err65);
 }
 errors++;
 }
+let data34 = data21.spool;
+if(data34 && typeof data34 == "object" && !Array.isArray(data34)){
+if(data34.commit_ms === undefined){
+data34.commit_ms = 50;
 }
-if(coerced25 !== undefined){
-data34 = coerced25;
-if(data33 !== undefined){
-data33["commit_ms"] = coerced25;
+if(data34.dir === undefined){
+data34.dir = "";
 }
+if(data34.max_bytes === undefined){
+data34.max_bytes = 1073741824;
 }
-}
-if((typeof data34 == "number") && (isFinite(data34))){
-if(data34 > 60000 || isNaN(data34)){
-const err66 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
+for(const key6 in data34){
+if(!(((key6 === "commit_ms") || (key6 === "dir")) || (key6 === "max_bytes"))){
+const err66 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key6},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err66];
 }
@@ -1379,8 +1382,18 @@ vErrors.push(err66);
 }
 errors++;
 }
-if(data34 < 1 || isNaN(data34)){
-const err67 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data35 = data34.commit_ms;
+if(!(((typeof data35 == "number") && (!(data35 % 1) && !isNaN(data35))) && (isFinite(data35)))){
+let dataType26 = typeof data35;
+let coerced26 = undefined;
+if(!(coerced26 !== undefined)){
+if(dataType26 === "boolean" || data35 === null
+              || (dataType26 === "string" && data35 && data35 == +data35 && !(data35 % 1))){
+coerced26 = +data35;
+}
+else {
+const err67 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err67];
 }
@@ -1390,19 +1403,16 @@ vErrors.push(err67);
 errors++;
 }
 }
-let data35 = data33.dir;
-if(typeof data35 !== "string"){
-let dataType26 = typeof data35;
-let coerced26 = undefined;
-if(!(coerced26 !== undefined)){
-if(dataType26 == "number" || dataType26 == "boolean"){
-coerced26 = "" + data35;
+if(coerced26 !== undefined){
+data35 = coerced26;
+if(data34 !== undefined){
+data34["commit_ms"] = coerced26;
 }
-else if(data35 === null){
-coerced26 = "";
 }
-else {
-const err68 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data35 == "number") && (isFinite(data35))){
+if(data35 > 60000 || isNaN(data35)){
+const err68 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/maximum",keyword:"maximum",params:{comparison: "<=", limit: 60000},message:"must be <= 60000"};
 if(vErrors === null){
 vErrors = [err68];
 }
@@ -1411,28 +1421,8 @@ vErrors.push(err68);
 }
 errors++;
 }
-}
-if(coerced26 !== undefined){
-data35 = coerced26;
-if(data33 !== undefined){
-data33["dir"] = coerced26;
-}
-}
-}
-let data36 = data33.max_bytes;
-const _errs80 = errors;
-let valid12 = false;
-const _errs81 = errors;
-if(!(((typeof data36 == "number") && (!(data36 % 1) && !isNaN(data36))) && (isFinite(data36)))){
-let dataType27 = typeof data36;
-let coerced27 = undefined;
-if(!(coerced27 !== undefined)){
-if(dataType27 === "boolean" || data36 === null
-              || (dataType27 === "string" && data36 && data36 == +data36 && !(data36 % 1))){
-coerced27 = +data36;
-}
-else {
-const err69 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data35 < 1 || isNaN(data35)){
+const err69 = {instancePath:instancePath+"/storage/spool/commit_ms",schemaPath:"#/properties/storage/properties/spool/properties/commit_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err69];
 }
@@ -1442,16 +1432,19 @@ vErrors.push(err69);
 errors++;
 }
 }
-if(coerced27 !== undefined){
-data36 = coerced27;
-if(data33 !== undefined){
-data33["max_bytes"] = coerced27;
+let data36 = data34.dir;
+if(typeof data36 !== "string"){
+let dataType27 = typeof data36;
+let coerced27 = undefined;
+if(!(coerced27 !== undefined)){
+if(dataType27 == "number" || dataType27 == "boolean"){
+coerced27 = "" + data36;
 }
+else if(data36 === null){
+coerced27 = "";
 }
-}
-if((typeof data36 == "number") && (isFinite(data36))){
-if(data36 < 1 || isNaN(data36)){
-const err70 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err70 = {instancePath:instancePath+"/storage/spool/dir",schemaPath:"#/properties/storage/properties/spool/properties/dir/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err70];
 }
@@ -1461,22 +1454,27 @@ vErrors.push(err70);
 errors++;
 }
 }
-var _valid0 = _errs81 === errors;
-valid12 = valid12 || _valid0;
-if(!valid12){
+if(coerced27 !== undefined){
+data36 = coerced27;
+if(data34 !== undefined){
+data34["dir"] = coerced27;
+}
+}
+}
+let data37 = data34.max_bytes;
+const _errs82 = errors;
+let valid12 = false;
 const _errs83 = errors;
-if(typeof data36 !== "string"){
-let dataType28 = typeof data36;
+if(!(((typeof data37 == "number") && (!(data37 % 1) && !isNaN(data37))) && (isFinite(data37)))){
+let dataType28 = typeof data37;
 let coerced28 = undefined;
 if(!(coerced28 !== undefined)){
-if(dataType28 == "number" || dataType28 == "boolean"){
-coerced28 = "" + data36;
-}
-else if(data36 === null){
-coerced28 = "";
+if(dataType28 === "boolean" || data37 === null
+              || (dataType28 === "string" && data37 && data37 == +data37 && !(data37 % 1))){
+coerced28 = +data37;
 }
 else {
-const err71 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err71 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err71];
 }
@@ -1487,17 +1485,15 @@ errors++;
 }
 }
 if(coerced28 !== undefined){
-data36 = coerced28;
-if(data33 !== undefined){
-data33["max_bytes"] = coerced28;
+data37 = coerced28;
+if(data34 !== undefined){
+data34["max_bytes"] = coerced28;
 }
 }
 }
-var _valid0 = _errs83 === errors;
-valid12 = valid12 || _valid0;
-}
-if(!valid12){
-const err72 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
+if((typeof data37 == "number") && (isFinite(data37))){
+if(data37 < 1 || isNaN(data37)){
+const err72 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/0/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err72];
 }
@@ -1506,20 +1502,23 @@ vErrors.push(err72);
 }
 errors++;
 }
-else {
-errors = _errs80;
-if(vErrors !== null){
-if(_errs80){
-vErrors.length = _errs80;
+}
+var _valid0 = _errs83 === errors;
+valid12 = valid12 || _valid0;
+if(!valid12){
+const _errs85 = errors;
+if(typeof data37 !== "string"){
+let dataType29 = typeof data37;
+let coerced29 = undefined;
+if(!(coerced29 !== undefined)){
+if(dataType29 == "number" || dataType29 == "boolean"){
+coerced29 = "" + data37;
+}
+else if(data37 === null){
+coerced29 = "";
 }
 else {
-vErrors = null;
-}
-}
-}
-}
-else {
-const err73 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err73 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf/1/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err73];
 }
@@ -1529,8 +1528,18 @@ vErrors.push(err73);
 errors++;
 }
 }
-else {
-const err74 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced29 !== undefined){
+data37 = coerced29;
+if(data34 !== undefined){
+data34["max_bytes"] = coerced29;
+}
+}
+}
+var _valid0 = _errs85 === errors;
+valid12 = valid12 || _valid0;
+}
+if(!valid12){
+const err74 = {instancePath:instancePath+"/storage/spool/max_bytes",schemaPath:"#/properties/storage/properties/spool/properties/max_bytes/anyOf",keyword:"anyOf",params:{},message:"must match a schema in anyOf"};
 if(vErrors === null){
 vErrors = [err74];
 }
@@ -1539,17 +1548,20 @@ vErrors.push(err74);
 }
 errors++;
 }
-let data37 = data.telemetry;
-if(data37 && typeof data37 == "object" && !Array.isArray(data37)){
-if(data37.otlp_endpoint === undefined){
-data37.otlp_endpoint = "";
+else {
+errors = _errs82;
+if(vErrors !== null){
+if(_errs82){
+vErrors.length = _errs82;
 }
-if(data37.service_name === undefined){
-data37.service_name = "tollgate";
+else {
+vErrors = null;
 }
-for(const key7 in data37){
-if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
-const err75 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+}
+}
+}
+else {
+const err75 = {instancePath:instancePath+"/storage/spool",schemaPath:"#/properties/storage/properties/spool/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err75];
 }
@@ -1559,19 +1571,8 @@ vErrors.push(err75);
 errors++;
 }
 }
-let data38 = data37.otlp_endpoint;
-if(typeof data38 !== "string"){
-let dataType29 = typeof data38;
-let coerced29 = undefined;
-if(!(coerced29 !== undefined)){
-if(dataType29 == "number" || dataType29 == "boolean"){
-coerced29 = "" + data38;
-}
-else if(data38 === null){
-coerced29 = "";
-}
 else {
-const err76 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err76 = {instancePath:instancePath+"/storage",schemaPath:"#/properties/storage/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err76];
 }
@@ -1580,15 +1581,27 @@ vErrors.push(err76);
 }
 errors++;
 }
+let data38 = data.telemetry;
+if(data38 && typeof data38 == "object" && !Array.isArray(data38)){
+if(data38.otlp_endpoint === undefined){
+data38.otlp_endpoint = "";
 }
-if(coerced29 !== undefined){
-data38 = coerced29;
-if(data37 !== undefined){
-data37["otlp_endpoint"] = coerced29;
+if(data38.service_name === undefined){
+data38.service_name = "tollgate";
+}
+for(const key7 in data38){
+if(!((key7 === "otlp_endpoint") || (key7 === "service_name"))){
+const err77 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key7},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err77];
+}
+else {
+vErrors.push(err77);
+}
+errors++;
 }
 }
-}
-let data39 = data37.service_name;
+let data39 = data38.otlp_endpoint;
 if(typeof data39 !== "string"){
 let dataType30 = typeof data39;
 let coerced30 = undefined;
@@ -1600,26 +1613,7 @@ else if(data39 === null){
 coerced30 = "";
 }
 else {
-const err77 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err77];
-}
-else {
-vErrors.push(err77);
-}
-errors++;
-}
-}
-if(coerced30 !== undefined){
-data39 = coerced30;
-if(data37 !== undefined){
-data37["service_name"] = coerced30;
-}
-}
-}
-if(typeof data39 === "string"){
-if(func3(data39) < 1){
-const err78 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+const err78 = {instancePath:instancePath+"/telemetry/otlp_endpoint",schemaPath:"#/properties/telemetry/properties/otlp_endpoint/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err78];
 }
@@ -1629,9 +1623,26 @@ vErrors.push(err78);
 errors++;
 }
 }
+if(coerced30 !== undefined){
+data39 = coerced30;
+if(data38 !== undefined){
+data38["otlp_endpoint"] = coerced30;
+}
+}
+}
+let data40 = data38.service_name;
+if(typeof data40 !== "string"){
+let dataType31 = typeof data40;
+let coerced31 = undefined;
+if(!(coerced31 !== undefined)){
+if(dataType31 == "number" || dataType31 == "boolean"){
+coerced31 = "" + data40;
+}
+else if(data40 === null){
+coerced31 = "";
 }
 else {
-const err79 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err79 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err79];
 }
@@ -1640,13 +1651,17 @@ vErrors.push(err79);
 }
 errors++;
 }
-let data40 = data.providers;
-if(data40 && typeof data40 == "object" && !Array.isArray(data40)){
-for(const key8 in data40){
-const _errs94 = errors;
-if(typeof key8 === "string"){
-if(!pattern3.test(key8)){
-const err80 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
+}
+if(coerced31 !== undefined){
+data40 = coerced31;
+if(data38 !== undefined){
+data38["service_name"] = coerced31;
+}
+}
+}
+if(typeof data40 === "string"){
+if(func3(data40) < 1){
+const err80 = {instancePath:instancePath+"/telemetry/service_name",schemaPath:"#/properties/telemetry/properties/service_name/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1656,9 +1671,9 @@ vErrors.push(err80);
 errors++;
 }
 }
-var valid14 = _errs94 === errors;
-if(!valid14){
-const err81 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
+}
+else {
+const err81 = {instancePath:instancePath+"/telemetry",schemaPath:"#/properties/telemetry/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1667,36 +1682,13 @@ vErrors.push(err81);
 }
 errors++;
 }
-}
-for(const key9 in data40){
-let data41 = data40[key9];
+let data41 = data.providers;
 if(data41 && typeof data41 == "object" && !Array.isArray(data41)){
-if(data41.auth === undefined){
-data41.auth = {"type":"none"};
-}
-if(data41.keepalive === undefined){
-data41.keepalive = {};
-}
-if(data41.headers === undefined){
-data41.headers = {};
-}
-if(data41.timeouts === undefined){
-data41.timeouts = {};
-}
-if(data41.connections === undefined){
-data41.connections = 128;
-}
-if(data41.mock === undefined){
-data41.mock = {};
-}
-if(data41.models === undefined){
-data41.models = {};
-}
-if(data41.allow_unlisted_models === undefined){
-data41.allow_unlisted_models = false;
-}
-if(data41.group === undefined){
-const err82 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
+for(const key8 in data41){
+const _errs96 = errors;
+if(typeof key8 === "string"){
+if(!pattern3.test(key8)){
+const err82 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key8};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1705,8 +1697,10 @@ vErrors.push(err82);
 }
 errors++;
 }
-if(data41.format === undefined){
-const err83 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
+}
+var valid14 = _errs96 === errors;
+if(!valid14){
+const err83 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/propertyNames",keyword:"propertyNames",params:{propertyName: key8},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1715,9 +1709,36 @@ vErrors.push(err83);
 }
 errors++;
 }
-for(const key10 in data41){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
-const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
+}
+for(const key9 in data41){
+let data42 = data41[key9];
+if(data42 && typeof data42 == "object" && !Array.isArray(data42)){
+if(data42.auth === undefined){
+data42.auth = {"type":"none"};
+}
+if(data42.keepalive === undefined){
+data42.keepalive = {};
+}
+if(data42.headers === undefined){
+data42.headers = {};
+}
+if(data42.timeouts === undefined){
+data42.timeouts = {};
+}
+if(data42.connections === undefined){
+data42.connections = 128;
+}
+if(data42.mock === undefined){
+data42.mock = {};
+}
+if(data42.models === undefined){
+data42.models = {};
+}
+if(data42.allow_unlisted_models === undefined){
+data42.allow_unlisted_models = false;
+}
+if(data42.group === undefined){
+const err84 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "group"},message:"must have required property '"+"group"+"'"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1726,21 +1747,8 @@ vErrors.push(err84);
 }
 errors++;
 }
-}
-if(data41.name !== undefined){
-let data42 = data41.name;
-if(typeof data42 !== "string"){
-let dataType31 = typeof data42;
-let coerced31 = undefined;
-if(!(coerced31 !== undefined)){
-if(dataType31 == "number" || dataType31 == "boolean"){
-coerced31 = "" + data42;
-}
-else if(data42 === null){
-coerced31 = "";
-}
-else {
-const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data42.format === undefined){
+const err85 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/required",keyword:"required",params:{missingProperty: "format"},message:"must have required property '"+"format"+"'"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1749,19 +1757,9 @@ vErrors.push(err85);
 }
 errors++;
 }
-}
-if(coerced31 !== undefined){
-data42 = coerced31;
-if(data41 !== undefined){
-data41["name"] = coerced31;
-}
-}
-}
-}
-if(data41.group !== undefined){
-let data43 = data41.group;
-if(!(((data43 === "subscription") || (data43 === "paid")) || (data43 === "free"))){
-const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
+for(const key10 in data42){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties, key10))){
+const err86 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key10},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1771,10 +1769,20 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(data41.format !== undefined){
-let data44 = data41.format;
-if(!(((((data44 === "openai") || (data44 === "openai-responses")) || (data44 === "anthropic")) || (data44 === "gemini")) || (data44 === "mock"))){
-const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
+if(data42.name !== undefined){
+let data43 = data42.name;
+if(typeof data43 !== "string"){
+let dataType32 = typeof data43;
+let coerced32 = undefined;
+if(!(coerced32 !== undefined)){
+if(dataType32 == "number" || dataType32 == "boolean"){
+coerced32 = "" + data43;
+}
+else if(data43 === null){
+coerced32 = "";
+}
+else {
+const err87 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1784,20 +1792,18 @@ vErrors.push(err87);
 errors++;
 }
 }
-if(data41.base_url !== undefined){
-let data45 = data41.base_url;
-if(typeof data45 !== "string"){
-let dataType32 = typeof data45;
-let coerced32 = undefined;
-if(!(coerced32 !== undefined)){
-if(dataType32 == "number" || dataType32 == "boolean"){
-coerced32 = "" + data45;
+if(coerced32 !== undefined){
+data43 = coerced32;
+if(data42 !== undefined){
+data42["name"] = coerced32;
 }
-else if(data45 === null){
-coerced32 = "";
 }
-else {
-const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(data42.group !== undefined){
+let data44 = data42.group;
+if(!(((data44 === "subscription") || (data44 === "paid")) || (data44 === "free"))){
+const err88 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/group",schemaPath:"#/properties/providers/additionalProperties/properties/group/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.group.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1807,16 +1813,10 @@ vErrors.push(err88);
 errors++;
 }
 }
-if(coerced32 !== undefined){
-data45 = coerced32;
-if(data41 !== undefined){
-data41["base_url"] = coerced32;
-}
-}
-}
-if(typeof data45 === "string"){
-if(!pattern4.test(data45)){
-const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data42.format !== undefined){
+let data45 = data42.format;
+if(!(((((data45 === "openai") || (data45 === "openai-responses")) || (data45 === "anthropic")) || (data45 === "gemini")) || (data45 === "mock"))){
+const err89 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/format",schemaPath:"#/properties/providers/additionalProperties/properties/format/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.format.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1826,11 +1826,20 @@ vErrors.push(err89);
 errors++;
 }
 }
+if(data42.base_url !== undefined){
+let data46 = data42.base_url;
+if(typeof data46 !== "string"){
+let dataType33 = typeof data46;
+let coerced33 = undefined;
+if(!(coerced33 !== undefined)){
+if(dataType33 == "number" || dataType33 == "boolean"){
+coerced33 = "" + data46;
 }
-let data46 = data41.auth;
-if(data46 && typeof data46 == "object" && !Array.isArray(data46)){
-if(data46.type === undefined){
-const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+else if(data46 === null){
+coerced33 = "";
+}
+else {
+const err90 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1839,9 +1848,17 @@ vErrors.push(err90);
 }
 errors++;
 }
-for(const key11 in data46){
-if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
-const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
+}
+if(coerced33 !== undefined){
+data46 = coerced33;
+if(data42 !== undefined){
+data42["base_url"] = coerced33;
+}
+}
+}
+if(typeof data46 === "string"){
+if(!pattern4.test(data46)){
+const err91 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1851,10 +1868,11 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data46.type !== undefined){
-let data47 = data46.type;
-if(!(((data47 === "api_key") || (data47 === "none")) || (data47 === "oauth"))){
-const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+}
+let data47 = data42.auth;
+if(data47 && typeof data47 == "object" && !Array.isArray(data47)){
+if(data47.type === undefined){
+const err92 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1863,21 +1881,9 @@ vErrors.push(err92);
 }
 errors++;
 }
-}
-if(data46.key !== undefined){
-let data48 = data46.key;
-if(typeof data48 !== "string"){
-let dataType33 = typeof data48;
-let coerced33 = undefined;
-if(!(coerced33 !== undefined)){
-if(dataType33 == "number" || dataType33 == "boolean"){
-coerced33 = "" + data48;
-}
-else if(data48 === null){
-coerced33 = "";
-}
-else {
-const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key11 in data47){
+if(!(((((key11 === "type") || (key11 === "key")) || (key11 === "header")) || (key11 === "keys")) || (key11 === "oauth"))){
+const err93 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key11},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1887,16 +1893,21 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(coerced33 !== undefined){
-data48 = coerced33;
-if(data46 !== undefined){
-data46["key"] = coerced33;
+if(data47.type !== undefined){
+let data48 = data47.type;
+if(!(((data48 === "api_key") || (data48 === "none")) || (data48 === "oauth"))){
+const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/type",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/type/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.type.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err94];
+}
+else {
+vErrors.push(err94);
+}
+errors++;
 }
 }
-}
-}
-if(data46.header !== undefined){
-let data49 = data46.header;
+if(data47.key !== undefined){
+let data49 = data47.key;
 if(typeof data49 !== "string"){
 let dataType34 = typeof data49;
 let coerced34 = undefined;
@@ -1908,26 +1919,7 @@ else if(data49 === null){
 coerced34 = "";
 }
 else {
-const err94 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err94];
-}
-else {
-vErrors.push(err94);
-}
-errors++;
-}
-}
-if(coerced34 !== undefined){
-data49 = coerced34;
-if(data46 !== undefined){
-data46["header"] = coerced34;
-}
-}
-}
-if(typeof data49 === "string"){
-if(!pattern5.test(data49)){
-const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
+const err95 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1937,12 +1929,28 @@ vErrors.push(err95);
 errors++;
 }
 }
+if(coerced34 !== undefined){
+data49 = coerced34;
+if(data47 !== undefined){
+data47["key"] = coerced34;
 }
-if(data46.keys !== undefined){
-let data50 = data46.keys;
-if(Array.isArray(data50)){
-if(data50.length < 1){
-const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+}
+if(data47.header !== undefined){
+let data50 = data47.header;
+if(typeof data50 !== "string"){
+let dataType35 = typeof data50;
+let coerced35 = undefined;
+if(!(coerced35 !== undefined)){
+if(dataType35 == "number" || dataType35 == "boolean"){
+coerced35 = "" + data50;
+}
+else if(data50 === null){
+coerced35 = "";
+}
+else {
+const err96 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1951,12 +1959,17 @@ vErrors.push(err96);
 }
 errors++;
 }
-const len2 = data50.length;
-for(let i3=0; i3<len2; i3++){
-let data51 = data50[i3];
-if(data51 && typeof data51 == "object" && !Array.isArray(data51)){
-if(data51.name === undefined){
-const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
+}
+if(coerced35 !== undefined){
+data50 = coerced35;
+if(data47 !== undefined){
+data47["header"] = coerced35;
+}
+}
+}
+if(typeof data50 === "string"){
+if(!pattern5.test(data50)){
+const err97 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/header",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/header/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9-]+$"},message:"must match pattern \""+"^[A-Za-z0-9-]+$"+"\""};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1965,8 +1978,13 @@ vErrors.push(err97);
 }
 errors++;
 }
-if(data51.key === undefined){
-const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
+}
+}
+if(data47.keys !== undefined){
+let data51 = data47.keys;
+if(Array.isArray(data51)){
+if(data51.length < 1){
+const err98 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1975,9 +1993,12 @@ vErrors.push(err98);
 }
 errors++;
 }
-for(const key12 in data51){
-if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
-const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
+const len2 = data51.length;
+for(let i3=0; i3<len2; i3++){
+let data52 = data51[i3];
+if(data52 && typeof data52 == "object" && !Array.isArray(data52)){
+if(data52.name === undefined){
+const err99 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "name"},message:"must have required property '"+"name"+"'"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1986,21 +2007,8 @@ vErrors.push(err99);
 }
 errors++;
 }
-}
-if(data51.name !== undefined){
-let data52 = data51.name;
-if(typeof data52 !== "string"){
-let dataType35 = typeof data52;
-let coerced35 = undefined;
-if(!(coerced35 !== undefined)){
-if(dataType35 == "number" || dataType35 == "boolean"){
-coerced35 = "" + data52;
-}
-else if(data52 === null){
-coerced35 = "";
-}
-else {
-const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data52.key === undefined){
+const err100 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/required",keyword:"required",params:{missingProperty: "key"},message:"must have required property '"+"key"+"'"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -2009,17 +2017,9 @@ vErrors.push(err100);
 }
 errors++;
 }
-}
-if(coerced35 !== undefined){
-data52 = coerced35;
-if(data51 !== undefined){
-data51["name"] = coerced35;
-}
-}
-}
-if(typeof data52 === "string"){
-if(!pattern3.test(data52)){
-const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
+for(const key12 in data52){
+if(!((((key12 === "name") || (key12 === "key")) || (key12 === "base_url")) || (key12 === "keepalive"))){
+const err101 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key12},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -2029,9 +2029,8 @@ vErrors.push(err101);
 errors++;
 }
 }
-}
-if(data51.key !== undefined){
-let data53 = data51.key;
+if(data52.name !== undefined){
+let data53 = data52.name;
 if(typeof data53 !== "string"){
 let dataType36 = typeof data53;
 let coerced36 = undefined;
@@ -2043,7 +2042,7 @@ else if(data53 === null){
 coerced36 = "";
 }
 else {
-const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err102 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -2055,14 +2054,14 @@ errors++;
 }
 if(coerced36 !== undefined){
 data53 = coerced36;
-if(data51 !== undefined){
-data51["key"] = coerced36;
+if(data52 !== undefined){
+data52["name"] = coerced36;
 }
 }
 }
 if(typeof data53 === "string"){
-if(func3(data53) < 1){
-const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern3.test(data53)){
+const err103 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/name",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/name/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\""};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -2073,8 +2072,8 @@ errors++;
 }
 }
 }
-if(data51.base_url !== undefined){
-let data54 = data51.base_url;
+if(data52.key !== undefined){
+let data54 = data52.key;
 if(typeof data54 !== "string"){
 let dataType37 = typeof data54;
 let coerced37 = undefined;
@@ -2086,7 +2085,7 @@ else if(data54 === null){
 coerced37 = "";
 }
 else {
-const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err104 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -2098,14 +2097,14 @@ errors++;
 }
 if(coerced37 !== undefined){
 data54 = coerced37;
-if(data51 !== undefined){
-data51["base_url"] = coerced37;
+if(data52 !== undefined){
+data52["key"] = coerced37;
 }
 }
 }
 if(typeof data54 === "string"){
-if(!pattern4.test(data54)){
-const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(func3(data54) < 1){
+const err105 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/key",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/key/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -2116,19 +2115,20 @@ errors++;
 }
 }
 }
-if(data51.keepalive !== undefined){
-let data55 = data51.keepalive;
-if(typeof data55 !== "boolean"){
+if(data52.base_url !== undefined){
+let data55 = data52.base_url;
+if(typeof data55 !== "string"){
+let dataType38 = typeof data55;
 let coerced38 = undefined;
 if(!(coerced38 !== undefined)){
-if(data55 === "false" || data55 === 0 || data55 === null){
-coerced38 = false;
+if(dataType38 == "number" || dataType38 == "boolean"){
+coerced38 = "" + data55;
 }
-else if(data55 === "true" || data55 === 1){
-coerced38 = true;
+else if(data55 === null){
+coerced38 = "";
 }
 else {
-const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err106 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -2140,15 +2140,14 @@ errors++;
 }
 if(coerced38 !== undefined){
 data55 = coerced38;
-if(data51 !== undefined){
-data51["keepalive"] = coerced38;
+if(data52 !== undefined){
+data52["base_url"] = coerced38;
 }
 }
 }
-}
-}
-else {
-const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data55 === "string"){
+if(!pattern4.test(data55)){
+const err107 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/base_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/base_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -2159,8 +2158,19 @@ errors++;
 }
 }
 }
+if(data52.keepalive !== undefined){
+let data56 = data52.keepalive;
+if(typeof data56 !== "boolean"){
+let coerced39 = undefined;
+if(!(coerced39 !== undefined)){
+if(data56 === "false" || data56 === 0 || data56 === null){
+coerced39 = false;
+}
+else if(data56 === "true" || data56 === 1){
+coerced39 = true;
+}
 else {
-const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err108 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/properties/keepalive/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -2170,17 +2180,17 @@ vErrors.push(err108);
 errors++;
 }
 }
-if(data46.oauth !== undefined){
-let data56 = data46.oauth;
-if(data56 && typeof data56 == "object" && !Array.isArray(data56)){
-if(data56.flow === undefined){
-data56.flow = "device_code";
+if(coerced39 !== undefined){
+data56 = coerced39;
+if(data52 !== undefined){
+data52["keepalive"] = coerced39;
 }
-if(data56.authorization_params === undefined){
-data56.authorization_params = {};
 }
-if(data56.token_url === undefined){
-const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
+}
+}
+}
+else {
+const err109 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -2189,8 +2199,10 @@ vErrors.push(err109);
 }
 errors++;
 }
-if(data56.client_id === undefined){
-const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
+}
+}
+else {
+const err110 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/keys",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/keys/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -2199,9 +2211,18 @@ vErrors.push(err110);
 }
 errors++;
 }
-for(const key13 in data56){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
-const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
+}
+if(data47.oauth !== undefined){
+let data57 = data47.oauth;
+if(data57 && typeof data57 == "object" && !Array.isArray(data57)){
+if(data57.flow === undefined){
+data57.flow = "device_code";
+}
+if(data57.authorization_params === undefined){
+data57.authorization_params = {};
+}
+if(data57.token_url === undefined){
+const err111 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "token_url"},message:"must have required property '"+"token_url"+"'"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -2210,10 +2231,8 @@ vErrors.push(err111);
 }
 errors++;
 }
-}
-let data57 = data56.flow;
-if(!((data57 === "device_code") || (data57 === "pkce"))){
-const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
+if(data57.client_id === undefined){
+const err112 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/required",keyword:"required",params:{missingProperty: "client_id"},message:"must have required property '"+"client_id"+"'"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -2222,20 +2241,9 @@ vErrors.push(err112);
 }
 errors++;
 }
-if(data56.device_authorization_url !== undefined){
-let data58 = data56.device_authorization_url;
-if(typeof data58 !== "string"){
-let dataType39 = typeof data58;
-let coerced39 = undefined;
-if(!(coerced39 !== undefined)){
-if(dataType39 == "number" || dataType39 == "boolean"){
-coerced39 = "" + data58;
-}
-else if(data58 === null){
-coerced39 = "";
-}
-else {
-const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key13 in data57){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties, key13))){
+const err113 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key13},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -2245,16 +2253,9 @@ vErrors.push(err113);
 errors++;
 }
 }
-if(coerced39 !== undefined){
-data58 = coerced39;
-if(data56 !== undefined){
-data56["device_authorization_url"] = coerced39;
-}
-}
-}
-if(typeof data58 === "string"){
-if(!pattern4.test(data58)){
-const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+let data58 = data57.flow;
+if(!((data58 === "device_code") || (data58 === "pkce"))){
+const err114 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/flow",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/flow/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.auth.properties.oauth.properties.flow.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -2263,10 +2264,8 @@ vErrors.push(err114);
 }
 errors++;
 }
-}
-}
-if(data56.authorization_url !== undefined){
-let data59 = data56.authorization_url;
+if(data57.device_authorization_url !== undefined){
+let data59 = data57.device_authorization_url;
 if(typeof data59 !== "string"){
 let dataType40 = typeof data59;
 let coerced40 = undefined;
@@ -2278,7 +2277,7 @@ else if(data59 === null){
 coerced40 = "";
 }
 else {
-const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err115 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -2290,14 +2289,14 @@ errors++;
 }
 if(coerced40 !== undefined){
 data59 = coerced40;
-if(data56 !== undefined){
-data56["authorization_url"] = coerced40;
+if(data57 !== undefined){
+data57["device_authorization_url"] = coerced40;
 }
 }
 }
 if(typeof data59 === "string"){
 if(!pattern4.test(data59)){
-const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err116 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/device_authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/device_authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -2308,8 +2307,8 @@ errors++;
 }
 }
 }
-if(data56.token_url !== undefined){
-let data60 = data56.token_url;
+if(data57.authorization_url !== undefined){
+let data60 = data57.authorization_url;
 if(typeof data60 !== "string"){
 let dataType41 = typeof data60;
 let coerced41 = undefined;
@@ -2321,7 +2320,7 @@ else if(data60 === null){
 coerced41 = "";
 }
 else {
-const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err117 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -2333,14 +2332,14 @@ errors++;
 }
 if(coerced41 !== undefined){
 data60 = coerced41;
-if(data56 !== undefined){
-data56["token_url"] = coerced41;
+if(data57 !== undefined){
+data57["authorization_url"] = coerced41;
 }
 }
 }
 if(typeof data60 === "string"){
 if(!pattern4.test(data60)){
-const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err118 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -2351,8 +2350,8 @@ errors++;
 }
 }
 }
-if(data56.client_id !== undefined){
-let data61 = data56.client_id;
+if(data57.token_url !== undefined){
+let data61 = data57.token_url;
 if(typeof data61 !== "string"){
 let dataType42 = typeof data61;
 let coerced42 = undefined;
@@ -2364,7 +2363,7 @@ else if(data61 === null){
 coerced42 = "";
 }
 else {
-const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err119 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -2376,14 +2375,14 @@ errors++;
 }
 if(coerced42 !== undefined){
 data61 = coerced42;
-if(data56 !== undefined){
-data56["client_id"] = coerced42;
+if(data57 !== undefined){
+data57["token_url"] = coerced42;
 }
 }
 }
 if(typeof data61 === "string"){
-if(func3(data61) < 1){
-const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(!pattern4.test(data61)){
+const err120 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/token_url",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/token_url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -2394,8 +2393,8 @@ errors++;
 }
 }
 }
-if(data56.client_secret !== undefined){
-let data62 = data56.client_secret;
+if(data57.client_id !== undefined){
+let data62 = data57.client_id;
 if(typeof data62 !== "string"){
 let dataType43 = typeof data62;
 let coerced43 = undefined;
@@ -2407,7 +2406,7 @@ else if(data62 === null){
 coerced43 = "";
 }
 else {
-const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err121 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -2419,14 +2418,26 @@ errors++;
 }
 if(coerced43 !== undefined){
 data62 = coerced43;
-if(data56 !== undefined){
-data56["client_secret"] = coerced43;
+if(data57 !== undefined){
+data57["client_id"] = coerced43;
 }
 }
 }
+if(typeof data62 === "string"){
+if(func3(data62) < 1){
+const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_id",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err122];
 }
-if(data56.scope !== undefined){
-let data63 = data56.scope;
+else {
+vErrors.push(err122);
+}
+errors++;
+}
+}
+}
+if(data57.client_secret !== undefined){
+let data63 = data57.client_secret;
 if(typeof data63 !== "string"){
 let dataType44 = typeof data63;
 let coerced44 = undefined;
@@ -2438,26 +2449,26 @@ else if(data63 === null){
 coerced44 = "";
 }
 else {
-const err122 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/client_secret",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/client_secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
-vErrors = [err122];
+vErrors = [err123];
 }
 else {
-vErrors.push(err122);
+vErrors.push(err123);
 }
 errors++;
 }
 }
 if(coerced44 !== undefined){
 data63 = coerced44;
-if(data56 !== undefined){
-data56["scope"] = coerced44;
+if(data57 !== undefined){
+data57["client_secret"] = coerced44;
 }
 }
 }
 }
-if(data56.redirect_uri !== undefined){
-let data64 = data56.redirect_uri;
+if(data57.scope !== undefined){
+let data64 = data57.scope;
 if(typeof data64 !== "string"){
 let dataType45 = typeof data64;
 let coerced45 = undefined;
@@ -2469,26 +2480,7 @@ else if(data64 === null){
 coerced45 = "";
 }
 else {
-const err123 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err123];
-}
-else {
-vErrors.push(err123);
-}
-errors++;
-}
-}
-if(coerced45 !== undefined){
-data64 = coerced45;
-if(data56 !== undefined){
-data56["redirect_uri"] = coerced45;
-}
-}
-}
-if(typeof data64 === "string"){
-if(!pattern4.test(data64)){
-const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+const err124 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/scope",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/scope/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -2498,23 +2490,28 @@ vErrors.push(err124);
 errors++;
 }
 }
+if(coerced45 !== undefined){
+data64 = coerced45;
+if(data57 !== undefined){
+data57["scope"] = coerced45;
 }
-let data65 = data56.authorization_params;
-if(data65 && typeof data65 == "object" && !Array.isArray(data65)){
-for(const key14 in data65){
-let data66 = data65[key14];
-if(typeof data66 !== "string"){
-let dataType46 = typeof data66;
+}
+}
+}
+if(data57.redirect_uri !== undefined){
+let data65 = data57.redirect_uri;
+if(typeof data65 !== "string"){
+let dataType46 = typeof data65;
 let coerced46 = undefined;
 if(!(coerced46 !== undefined)){
 if(dataType46 == "number" || dataType46 == "boolean"){
-coerced46 = "" + data66;
+coerced46 = "" + data65;
 }
-else if(data66 === null){
+else if(data65 === null){
 coerced46 = "";
 }
 else {
-const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err125 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -2525,16 +2522,15 @@ errors++;
 }
 }
 if(coerced46 !== undefined){
-data66 = coerced46;
-if(data65 !== undefined){
-data65[key14] = coerced46;
+data65 = coerced46;
+if(data57 !== undefined){
+data57["redirect_uri"] = coerced46;
 }
 }
 }
-}
-}
-else {
-const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data65 === "string"){
+if(!pattern4.test(data65)){
+const err126 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/redirect_uri",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/redirect_uri/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -2544,8 +2540,23 @@ vErrors.push(err126);
 errors++;
 }
 }
+}
+let data66 = data57.authorization_params;
+if(data66 && typeof data66 == "object" && !Array.isArray(data66)){
+for(const key14 in data66){
+let data67 = data66[key14];
+if(typeof data67 !== "string"){
+let dataType47 = typeof data67;
+let coerced47 = undefined;
+if(!(coerced47 !== undefined)){
+if(dataType47 == "number" || dataType47 == "boolean"){
+coerced47 = "" + data67;
+}
+else if(data67 === null){
+coerced47 = "";
+}
 else {
-const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err127 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params/" + key14.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -2555,9 +2566,17 @@ vErrors.push(err127);
 errors++;
 }
 }
+if(coerced47 !== undefined){
+data67 = coerced47;
+if(data66 !== undefined){
+data66[key14] = coerced47;
+}
+}
+}
+}
 }
 else {
-const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err128 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth/authorization_params",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/properties/authorization_params/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -2566,17 +2585,9 @@ vErrors.push(err128);
 }
 errors++;
 }
-let data67 = data41.keepalive;
-if(data67 && typeof data67 == "object" && !Array.isArray(data67)){
-if(data67.enabled === undefined){
-data67.enabled = false;
 }
-if(data67.window === undefined){
-data67.window = "5h";
-}
-for(const key15 in data67){
-if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
-const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
+else {
+const err129 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth/oauth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/properties/oauth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -2586,18 +2597,9 @@ vErrors.push(err129);
 errors++;
 }
 }
-let data68 = data67.enabled;
-if(typeof data68 !== "boolean"){
-let coerced47 = undefined;
-if(!(coerced47 !== undefined)){
-if(data68 === "false" || data68 === 0 || data68 === null){
-coerced47 = false;
-}
-else if(data68 === "true" || data68 === 1){
-coerced47 = true;
 }
 else {
-const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err130 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/auth",schemaPath:"#/properties/providers/additionalProperties/properties/auth/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -2606,28 +2608,17 @@ vErrors.push(err130);
 }
 errors++;
 }
+let data68 = data42.keepalive;
+if(data68 && typeof data68 == "object" && !Array.isArray(data68)){
+if(data68.enabled === undefined){
+data68.enabled = false;
 }
-if(coerced47 !== undefined){
-data68 = coerced47;
-if(data67 !== undefined){
-data67["enabled"] = coerced47;
+if(data68.window === undefined){
+data68.window = "5h";
 }
-}
-}
-if(data67.model !== undefined){
-let data69 = data67.model;
-if(typeof data69 !== "string"){
-let dataType48 = typeof data69;
-let coerced48 = undefined;
-if(!(coerced48 !== undefined)){
-if(dataType48 == "number" || dataType48 == "boolean"){
-coerced48 = "" + data69;
-}
-else if(data69 === null){
-coerced48 = "";
-}
-else {
-const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key15 in data68){
+if(!(((key15 === "enabled") || (key15 === "model")) || (key15 === "window"))){
+const err131 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key15},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -2637,15 +2628,36 @@ vErrors.push(err131);
 errors++;
 }
 }
+let data69 = data68.enabled;
+if(typeof data69 !== "boolean"){
+let coerced48 = undefined;
+if(!(coerced48 !== undefined)){
+if(data69 === "false" || data69 === 0 || data69 === null){
+coerced48 = false;
+}
+else if(data69 === "true" || data69 === 1){
+coerced48 = true;
+}
+else {
+const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/enabled",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err132];
+}
+else {
+vErrors.push(err132);
+}
+errors++;
+}
+}
 if(coerced48 !== undefined){
 data69 = coerced48;
-if(data67 !== undefined){
-data67["model"] = coerced48;
+if(data68 !== undefined){
+data68["enabled"] = coerced48;
 }
 }
 }
-}
-let data70 = data67.window;
+if(data68.model !== undefined){
+let data70 = data68.model;
 if(typeof data70 !== "string"){
 let dataType49 = typeof data70;
 let coerced49 = undefined;
@@ -2657,26 +2669,7 @@ else if(data70 === null){
 coerced49 = "";
 }
 else {
-const err132 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err132];
-}
-else {
-vErrors.push(err132);
-}
-errors++;
-}
-}
-if(coerced49 !== undefined){
-data70 = coerced49;
-if(data67 !== undefined){
-data67["window"] = coerced49;
-}
-}
-}
-if(typeof data70 === "string"){
-if(!pattern12.test(data70)){
-const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+const err133 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/model",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/model/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -2686,9 +2679,27 @@ vErrors.push(err133);
 errors++;
 }
 }
+if(coerced49 !== undefined){
+data70 = coerced49;
+if(data68 !== undefined){
+data68["model"] = coerced49;
+}
+}
+}
+}
+let data71 = data68.window;
+if(typeof data71 !== "string"){
+let dataType50 = typeof data71;
+let coerced50 = undefined;
+if(!(coerced50 !== undefined)){
+if(dataType50 == "number" || dataType50 == "boolean"){
+coerced50 = "" + data71;
+}
+else if(data71 === null){
+coerced50 = "";
 }
 else {
-const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err134 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -2697,22 +2708,17 @@ vErrors.push(err134);
 }
 errors++;
 }
-let data71 = data41.headers;
-if(data71 && typeof data71 == "object" && !Array.isArray(data71)){
-for(const key16 in data71){
-let data72 = data71[key16];
-if(typeof data72 !== "string"){
-let dataType50 = typeof data72;
-let coerced50 = undefined;
-if(!(coerced50 !== undefined)){
-if(dataType50 == "number" || dataType50 == "boolean"){
-coerced50 = "" + data72;
 }
-else if(data72 === null){
-coerced50 = "";
+if(coerced50 !== undefined){
+data71 = coerced50;
+if(data68 !== undefined){
+data68["window"] = coerced50;
 }
-else {
-const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+}
+if(typeof data71 === "string"){
+if(!pattern12.test(data71)){
+const err135 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive/window",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -2722,17 +2728,9 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(coerced50 !== undefined){
-data72 = coerced50;
-if(data71 !== undefined){
-data71[key16] = coerced50;
-}
-}
-}
-}
 }
 else {
-const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err136 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/keepalive",schemaPath:"#/properties/providers/additionalProperties/properties/keepalive/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -2741,20 +2739,22 @@ vErrors.push(err136);
 }
 errors++;
 }
-let data73 = data41.timeouts;
-if(data73 && typeof data73 == "object" && !Array.isArray(data73)){
-if(data73.connect_s === undefined){
-data73.connect_s = 10;
+let data72 = data42.headers;
+if(data72 && typeof data72 == "object" && !Array.isArray(data72)){
+for(const key16 in data72){
+let data73 = data72[key16];
+if(typeof data73 !== "string"){
+let dataType51 = typeof data73;
+let coerced51 = undefined;
+if(!(coerced51 !== undefined)){
+if(dataType51 == "number" || dataType51 == "boolean"){
+coerced51 = "" + data73;
 }
-if(data73.stall_s === undefined){
-data73.stall_s = 30;
+else if(data73 === null){
+coerced51 = "";
 }
-if(data73.request_s === undefined){
-data73.request_s = 600;
-}
-for(const key17 in data73){
-if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
-const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
+else {
+const err137 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers/" + key16.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -2764,17 +2764,17 @@ vErrors.push(err137);
 errors++;
 }
 }
-let data74 = data73.connect_s;
-if(!((typeof data74 == "number") && (isFinite(data74)))){
-let dataType51 = typeof data74;
-let coerced51 = undefined;
-if(!(coerced51 !== undefined)){
-if(dataType51 == "boolean" || data74 === null
-              || (dataType51 == "string" && data74 && data74 == +data74)){
-coerced51 = +data74;
+if(coerced51 !== undefined){
+data73 = coerced51;
+if(data72 !== undefined){
+data72[key16] = coerced51;
+}
+}
+}
+}
 }
 else {
-const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err138 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/headers",schemaPath:"#/properties/providers/additionalProperties/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -2783,17 +2783,20 @@ vErrors.push(err138);
 }
 errors++;
 }
+let data74 = data42.timeouts;
+if(data74 && typeof data74 == "object" && !Array.isArray(data74)){
+if(data74.connect_s === undefined){
+data74.connect_s = 10;
 }
-if(coerced51 !== undefined){
-data74 = coerced51;
-if(data73 !== undefined){
-data73["connect_s"] = coerced51;
+if(data74.stall_s === undefined){
+data74.stall_s = 30;
 }
+if(data74.request_s === undefined){
+data74.request_s = 600;
 }
-}
-if((typeof data74 == "number") && (isFinite(data74))){
-if(data74 < 0 || isNaN(data74)){
-const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key17 in data74){
+if(!(((key17 === "connect_s") || (key17 === "stall_s")) || (key17 === "request_s"))){
+const err139 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key17},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -2802,18 +2805,8 @@ vErrors.push(err139);
 }
 errors++;
 }
-if(data74 <= 0 || isNaN(data74)){
-const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err140];
 }
-else {
-vErrors.push(err140);
-}
-errors++;
-}
-}
-let data75 = data73.stall_s;
+let data75 = data74.connect_s;
 if(!((typeof data75 == "number") && (isFinite(data75)))){
 let dataType52 = typeof data75;
 let coerced52 = undefined;
@@ -2823,7 +2816,26 @@ if(dataType52 == "boolean" || data75 === null
 coerced52 = +data75;
 }
 else {
-const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err140 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err140];
+}
+else {
+vErrors.push(err140);
+}
+errors++;
+}
+}
+if(coerced52 !== undefined){
+data75 = coerced52;
+if(data74 !== undefined){
+data74["connect_s"] = coerced52;
+}
+}
+}
+if((typeof data75 == "number") && (isFinite(data75))){
+if(data75 < 0 || isNaN(data75)){
+const err141 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -2832,17 +2844,8 @@ vErrors.push(err141);
 }
 errors++;
 }
-}
-if(coerced52 !== undefined){
-data75 = coerced52;
-if(data73 !== undefined){
-data73["stall_s"] = coerced52;
-}
-}
-}
-if((typeof data75 == "number") && (isFinite(data75))){
-if(data75 < 0 || isNaN(data75)){
-const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data75 <= 0 || isNaN(data75)){
+const err142 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/connect_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/connect_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -2851,18 +2854,8 @@ vErrors.push(err142);
 }
 errors++;
 }
-if(data75 <= 0 || isNaN(data75)){
-const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err143];
 }
-else {
-vErrors.push(err143);
-}
-errors++;
-}
-}
-let data76 = data73.request_s;
+let data76 = data74.stall_s;
 if(!((typeof data76 == "number") && (isFinite(data76)))){
 let dataType53 = typeof data76;
 let coerced53 = undefined;
@@ -2872,7 +2865,26 @@ if(dataType53 == "boolean" || data76 === null
 coerced53 = +data76;
 }
 else {
-const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err143 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err143];
+}
+else {
+vErrors.push(err143);
+}
+errors++;
+}
+}
+if(coerced53 !== undefined){
+data76 = coerced53;
+if(data74 !== undefined){
+data74["stall_s"] = coerced53;
+}
+}
+}
+if((typeof data76 == "number") && (isFinite(data76))){
+if(data76 < 0 || isNaN(data76)){
+const err144 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -2881,17 +2893,8 @@ vErrors.push(err144);
 }
 errors++;
 }
-}
-if(coerced53 !== undefined){
-data76 = coerced53;
-if(data73 !== undefined){
-data73["request_s"] = coerced53;
-}
-}
-}
-if((typeof data76 == "number") && (isFinite(data76))){
-if(data76 < 0 || isNaN(data76)){
-const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data76 <= 0 || isNaN(data76)){
+const err145 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/stall_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/stall_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -2900,8 +2903,18 @@ vErrors.push(err145);
 }
 errors++;
 }
-if(data76 <= 0 || isNaN(data76)){
-const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+let data77 = data74.request_s;
+if(!((typeof data77 == "number") && (isFinite(data77)))){
+let dataType54 = typeof data77;
+let coerced54 = undefined;
+if(!(coerced54 !== undefined)){
+if(dataType54 == "boolean" || data77 === null
+              || (dataType54 == "string" && data77 && data77 == +data77)){
+coerced54 = +data77;
+}
+else {
+const err146 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -2911,9 +2924,16 @@ vErrors.push(err146);
 errors++;
 }
 }
+if(coerced54 !== undefined){
+data77 = coerced54;
+if(data74 !== undefined){
+data74["request_s"] = coerced54;
 }
-else {
-const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data77 == "number") && (isFinite(data77))){
+if(data77 < 0 || isNaN(data77)){
+const err147 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -2922,17 +2942,8 @@ vErrors.push(err147);
 }
 errors++;
 }
-let data77 = data41.connections;
-if(!(((typeof data77 == "number") && (!(data77 % 1) && !isNaN(data77))) && (isFinite(data77)))){
-let dataType54 = typeof data77;
-let coerced54 = undefined;
-if(!(coerced54 !== undefined)){
-if(dataType54 === "boolean" || data77 === null
-              || (dataType54 === "string" && data77 && data77 == +data77 && !(data77 % 1))){
-coerced54 = +data77;
-}
-else {
-const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data77 <= 0 || isNaN(data77)){
+const err148 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts/request_s",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/properties/request_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2942,16 +2953,9 @@ vErrors.push(err148);
 errors++;
 }
 }
-if(coerced54 !== undefined){
-data77 = coerced54;
-if(data41 !== undefined){
-data41["connections"] = coerced54;
 }
-}
-}
-if((typeof data77 == "number") && (isFinite(data77))){
-if(data77 > 4096 || isNaN(data77)){
-const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
+else {
+const err149 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeouts",schemaPath:"#/properties/providers/additionalProperties/properties/timeouts/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2960,8 +2964,17 @@ vErrors.push(err149);
 }
 errors++;
 }
-if(data77 < 1 || isNaN(data77)){
-const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+let data78 = data42.connections;
+if(!(((typeof data78 == "number") && (!(data78 % 1) && !isNaN(data78))) && (isFinite(data78)))){
+let dataType55 = typeof data78;
+let coerced55 = undefined;
+if(!(coerced55 !== undefined)){
+if(dataType55 === "boolean" || data78 === null
+              || (dataType55 === "string" && data78 && data78 == +data78 && !(data78 % 1))){
+coerced55 = +data78;
+}
+else {
+const err150 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2971,11 +2984,16 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data41.price !== undefined){
-let data78 = data41.price;
-if(data78 && typeof data78 == "object" && !Array.isArray(data78)){
-if(data78.input === undefined){
-const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
+if(coerced55 !== undefined){
+data78 = coerced55;
+if(data42 !== undefined){
+data42["connections"] = coerced55;
+}
+}
+}
+if((typeof data78 == "number") && (isFinite(data78))){
+if(data78 > 4096 || isNaN(data78)){
+const err151 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/maximum",keyword:"maximum",params:{comparison: "<=", limit: 4096},message:"must be <= 4096"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2984,8 +3002,8 @@ vErrors.push(err151);
 }
 errors++;
 }
-if(data78.output === undefined){
-const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
+if(data78 < 1 || isNaN(data78)){
+const err152 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/connections",schemaPath:"#/properties/providers/additionalProperties/properties/connections/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2994,9 +3012,12 @@ vErrors.push(err152);
 }
 errors++;
 }
-for(const key18 in data78){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.price.properties, key18))){
-const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
+}
+if(data42.price !== undefined){
+let data79 = data42.price;
+if(data79 && typeof data79 == "object" && !Array.isArray(data79)){
+if(data79.input === undefined){
+const err153 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "input"},message:"must have required property '"+"input"+"'"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -3005,19 +3026,8 @@ vErrors.push(err153);
 }
 errors++;
 }
-}
-if(data78.input !== undefined){
-let data79 = data78.input;
-if(!((typeof data79 == "number") && (isFinite(data79)))){
-let dataType55 = typeof data79;
-let coerced55 = undefined;
-if(!(coerced55 !== undefined)){
-if(dataType55 == "boolean" || data79 === null
-              || (dataType55 == "string" && data79 && data79 == +data79)){
-coerced55 = +data79;
-}
-else {
-const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data79.output === undefined){
+const err154 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/required",keyword:"required",params:{missingProperty: "output"},message:"must have required property '"+"output"+"'"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -3026,17 +3036,9 @@ vErrors.push(err154);
 }
 errors++;
 }
-}
-if(coerced55 !== undefined){
-data79 = coerced55;
-if(data78 !== undefined){
-data78["input"] = coerced55;
-}
-}
-}
-if((typeof data79 == "number") && (isFinite(data79))){
-if(data79 > 9999 || isNaN(data79)){
-const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+for(const key18 in data79){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.price.properties, key18))){
+const err155 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key18},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -3045,20 +3047,9 @@ vErrors.push(err155);
 }
 errors++;
 }
-if(data79 < 0 || isNaN(data79)){
-const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err156];
 }
-else {
-vErrors.push(err156);
-}
-errors++;
-}
-}
-}
-if(data78.output !== undefined){
-let data80 = data78.output;
+if(data79.input !== undefined){
+let data80 = data79.input;
 if(!((typeof data80 == "number") && (isFinite(data80)))){
 let dataType56 = typeof data80;
 let coerced56 = undefined;
@@ -3068,7 +3059,26 @@ if(dataType56 == "boolean" || data80 === null
 coerced56 = +data80;
 }
 else {
-const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err156 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err156];
+}
+else {
+vErrors.push(err156);
+}
+errors++;
+}
+}
+if(coerced56 !== undefined){
+data80 = coerced56;
+if(data79 !== undefined){
+data79["input"] = coerced56;
+}
+}
+}
+if((typeof data80 == "number") && (isFinite(data80))){
+if(data80 > 9999 || isNaN(data80)){
+const err157 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -3077,17 +3087,8 @@ vErrors.push(err157);
 }
 errors++;
 }
-}
-if(coerced56 !== undefined){
-data80 = coerced56;
-if(data78 !== undefined){
-data78["output"] = coerced56;
-}
-}
-}
-if((typeof data80 == "number") && (isFinite(data80))){
-if(data80 > 9999 || isNaN(data80)){
-const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data80 < 0 || isNaN(data80)){
+const err158 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -3096,20 +3097,10 @@ vErrors.push(err158);
 }
 errors++;
 }
-if(data80 < 0 || isNaN(data80)){
-const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err159];
-}
-else {
-vErrors.push(err159);
-}
-errors++;
 }
 }
-}
-if(data78.cached !== undefined){
-let data81 = data78.cached;
+if(data79.output !== undefined){
+let data81 = data79.output;
 if(!((typeof data81 == "number") && (isFinite(data81)))){
 let dataType57 = typeof data81;
 let coerced57 = undefined;
@@ -3119,7 +3110,26 @@ if(dataType57 == "boolean" || data81 === null
 coerced57 = +data81;
 }
 else {
-const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err159 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err159];
+}
+else {
+vErrors.push(err159);
+}
+errors++;
+}
+}
+if(coerced57 !== undefined){
+data81 = coerced57;
+if(data79 !== undefined){
+data79["output"] = coerced57;
+}
+}
+}
+if((typeof data81 == "number") && (isFinite(data81))){
+if(data81 > 9999 || isNaN(data81)){
+const err160 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -3128,17 +3138,8 @@ vErrors.push(err160);
 }
 errors++;
 }
-}
-if(coerced57 !== undefined){
-data81 = coerced57;
-if(data78 !== undefined){
-data78["cached"] = coerced57;
-}
-}
-}
-if((typeof data81 == "number") && (isFinite(data81))){
-if(data81 > 9999 || isNaN(data81)){
-const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data81 < 0 || isNaN(data81)){
+const err161 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -3147,20 +3148,10 @@ vErrors.push(err161);
 }
 errors++;
 }
-if(data81 < 0 || isNaN(data81)){
-const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err162];
-}
-else {
-vErrors.push(err162);
-}
-errors++;
 }
 }
-}
-if(data78.cache_write !== undefined){
-let data82 = data78.cache_write;
+if(data79.cached !== undefined){
+let data82 = data79.cached;
 if(!((typeof data82 == "number") && (isFinite(data82)))){
 let dataType58 = typeof data82;
 let coerced58 = undefined;
@@ -3170,7 +3161,26 @@ if(dataType58 == "boolean" || data82 === null
 coerced58 = +data82;
 }
 else {
-const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err162 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err162];
+}
+else {
+vErrors.push(err162);
+}
+errors++;
+}
+}
+if(coerced58 !== undefined){
+data82 = coerced58;
+if(data79 !== undefined){
+data79["cached"] = coerced58;
+}
+}
+}
+if((typeof data82 == "number") && (isFinite(data82))){
+if(data82 > 9999 || isNaN(data82)){
+const err163 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -3179,17 +3189,8 @@ vErrors.push(err163);
 }
 errors++;
 }
-}
-if(coerced58 !== undefined){
-data82 = coerced58;
-if(data78 !== undefined){
-data78["cache_write"] = coerced58;
-}
-}
-}
-if((typeof data82 == "number") && (isFinite(data82))){
-if(data82 > 9999 || isNaN(data82)){
-const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data82 < 0 || isNaN(data82)){
+const err164 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -3198,20 +3199,10 @@ vErrors.push(err164);
 }
 errors++;
 }
-if(data82 < 0 || isNaN(data82)){
-const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err165];
-}
-else {
-vErrors.push(err165);
-}
-errors++;
 }
 }
-}
-if(data78.cache_write_1h !== undefined){
-let data83 = data78.cache_write_1h;
+if(data79.cache_write !== undefined){
+let data83 = data79.cache_write;
 if(!((typeof data83 == "number") && (isFinite(data83)))){
 let dataType59 = typeof data83;
 let coerced59 = undefined;
@@ -3221,7 +3212,26 @@ if(dataType59 == "boolean" || data83 === null
 coerced59 = +data83;
 }
 else {
-const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err165 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err165];
+}
+else {
+vErrors.push(err165);
+}
+errors++;
+}
+}
+if(coerced59 !== undefined){
+data83 = coerced59;
+if(data79 !== undefined){
+data79["cache_write"] = coerced59;
+}
+}
+}
+if((typeof data83 == "number") && (isFinite(data83))){
+if(data83 > 9999 || isNaN(data83)){
+const err166 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -3230,17 +3240,8 @@ vErrors.push(err166);
 }
 errors++;
 }
-}
-if(coerced59 !== undefined){
-data83 = coerced59;
-if(data78 !== undefined){
-data78["cache_write_1h"] = coerced59;
-}
-}
-}
-if((typeof data83 == "number") && (isFinite(data83))){
-if(data83 > 9999 || isNaN(data83)){
-const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data83 < 0 || isNaN(data83)){
+const err167 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -3249,20 +3250,10 @@ vErrors.push(err167);
 }
 errors++;
 }
-if(data83 < 0 || isNaN(data83)){
-const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err168];
-}
-else {
-vErrors.push(err168);
-}
-errors++;
 }
 }
-}
-if(data78.reasoning !== undefined){
-let data84 = data78.reasoning;
+if(data79.cache_write_1h !== undefined){
+let data84 = data79.cache_write_1h;
 if(!((typeof data84 == "number") && (isFinite(data84)))){
 let dataType60 = typeof data84;
 let coerced60 = undefined;
@@ -3272,7 +3263,26 @@ if(dataType60 == "boolean" || data84 === null
 coerced60 = +data84;
 }
 else {
-const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err168 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err168];
+}
+else {
+vErrors.push(err168);
+}
+errors++;
+}
+}
+if(coerced60 !== undefined){
+data84 = coerced60;
+if(data79 !== undefined){
+data79["cache_write_1h"] = coerced60;
+}
+}
+}
+if((typeof data84 == "number") && (isFinite(data84))){
+if(data84 > 9999 || isNaN(data84)){
+const err169 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -3281,17 +3291,8 @@ vErrors.push(err169);
 }
 errors++;
 }
-}
-if(coerced60 !== undefined){
-data84 = coerced60;
-if(data78 !== undefined){
-data78["reasoning"] = coerced60;
-}
-}
-}
-if((typeof data84 == "number") && (isFinite(data84))){
-if(data84 > 9999 || isNaN(data84)){
-const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data84 < 0 || isNaN(data84)){
+const err170 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -3300,20 +3301,10 @@ vErrors.push(err170);
 }
 errors++;
 }
-if(data84 < 0 || isNaN(data84)){
-const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err171];
-}
-else {
-vErrors.push(err171);
-}
-errors++;
 }
 }
-}
-if(data78.web_search_per_1k !== undefined){
-let data85 = data78.web_search_per_1k;
+if(data79.reasoning !== undefined){
+let data85 = data79.reasoning;
 if(!((typeof data85 == "number") && (isFinite(data85)))){
 let dataType61 = typeof data85;
 let coerced61 = undefined;
@@ -3323,7 +3314,26 @@ if(dataType61 == "boolean" || data85 === null
 coerced61 = +data85;
 }
 else {
-const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err171 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err171];
+}
+else {
+vErrors.push(err171);
+}
+errors++;
+}
+}
+if(coerced61 !== undefined){
+data85 = coerced61;
+if(data79 !== undefined){
+data79["reasoning"] = coerced61;
+}
+}
+}
+if((typeof data85 == "number") && (isFinite(data85))){
+if(data85 > 9999 || isNaN(data85)){
+const err172 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -3332,17 +3342,8 @@ vErrors.push(err172);
 }
 errors++;
 }
-}
-if(coerced61 !== undefined){
-data85 = coerced61;
-if(data78 !== undefined){
-data78["web_search_per_1k"] = coerced61;
-}
-}
-}
-if((typeof data85 == "number") && (isFinite(data85))){
-if(data85 > 999 || isNaN(data85)){
-const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
+if(data85 < 0 || isNaN(data85)){
+const err173 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -3351,8 +3352,20 @@ vErrors.push(err173);
 }
 errors++;
 }
-if(data85 < 0 || isNaN(data85)){
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data79.web_search_per_1k !== undefined){
+let data86 = data79.web_search_per_1k;
+if(!((typeof data86 == "number") && (isFinite(data86)))){
+let dataType62 = typeof data86;
+let coerced62 = undefined;
+if(!(coerced62 !== undefined)){
+if(dataType62 == "boolean" || data86 === null
+              || (dataType62 == "string" && data86 && data86 == +data86)){
+coerced62 = +data86;
+}
+else {
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3362,12 +3375,16 @@ vErrors.push(err174);
 errors++;
 }
 }
+if(coerced62 !== undefined){
+data86 = coerced62;
+if(data79 !== undefined){
+data79["web_search_per_1k"] = coerced62;
 }
-if(data78.tiers !== undefined){
-let data86 = data78.tiers;
-if(Array.isArray(data86)){
-if(data86.length > 16){
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+}
+}
+if((typeof data86 == "number") && (isFinite(data86))){
+if(data86 > 999 || isNaN(data86)){
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3376,12 +3393,8 @@ vErrors.push(err175);
 }
 errors++;
 }
-const len3 = data86.length;
-for(let i4=0; i4<len3; i4++){
-let data87 = data86[i4];
-if(data87 && typeof data87 == "object" && !Array.isArray(data87)){
-if(data87.above_input_tokens === undefined){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+if(data86 < 0 || isNaN(data86)){
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3390,9 +3403,13 @@ vErrors.push(err176);
 }
 errors++;
 }
-for(const key19 in data87){
-if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+}
+}
+if(data79.tiers !== undefined){
+let data87 = data79.tiers;
+if(Array.isArray(data87)){
+if(data87.length > 16){
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3401,19 +3418,12 @@ vErrors.push(err177);
 }
 errors++;
 }
-}
-if(data87.above_input_tokens !== undefined){
-let data88 = data87.above_input_tokens;
-if(!(((typeof data88 == "number") && (!(data88 % 1) && !isNaN(data88))) && (isFinite(data88)))){
-let dataType62 = typeof data88;
-let coerced62 = undefined;
-if(!(coerced62 !== undefined)){
-if(dataType62 === "boolean" || data88 === null
-              || (dataType62 === "string" && data88 && data88 == +data88 && !(data88 % 1))){
-coerced62 = +data88;
-}
-else {
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len3 = data87.length;
+for(let i4=0; i4<len3; i4++){
+let data88 = data87[i4];
+if(data88 && typeof data88 == "object" && !Array.isArray(data88)){
+if(data88.above_input_tokens === undefined){
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3422,17 +3432,9 @@ vErrors.push(err178);
 }
 errors++;
 }
-}
-if(coerced62 !== undefined){
-data88 = coerced62;
-if(data87 !== undefined){
-data87["above_input_tokens"] = coerced62;
-}
-}
-}
-if((typeof data88 == "number") && (isFinite(data88))){
-if(data88 < 1 || isNaN(data88)){
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key19 in data88){
+if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3442,19 +3444,18 @@ vErrors.push(err179);
 errors++;
 }
 }
-}
-if(data87.input !== undefined){
-let data89 = data87.input;
-if(!((typeof data89 == "number") && (isFinite(data89)))){
+if(data88.above_input_tokens !== undefined){
+let data89 = data88.above_input_tokens;
+if(!(((typeof data89 == "number") && (!(data89 % 1) && !isNaN(data89))) && (isFinite(data89)))){
 let dataType63 = typeof data89;
 let coerced63 = undefined;
 if(!(coerced63 !== undefined)){
-if(dataType63 == "boolean" || data89 === null
-              || (dataType63 == "string" && data89 && data89 == +data89)){
+if(dataType63 === "boolean" || data89 === null
+              || (dataType63 === "string" && data89 && data89 == +data89 && !(data89 % 1))){
 coerced63 = +data89;
 }
 else {
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3466,14 +3467,14 @@ errors++;
 }
 if(coerced63 !== undefined){
 data89 = coerced63;
-if(data87 !== undefined){
-data87["input"] = coerced63;
+if(data88 !== undefined){
+data88["above_input_tokens"] = coerced63;
 }
 }
 }
 if((typeof data89 == "number") && (isFinite(data89))){
-if(data89 > 9999 || isNaN(data89)){
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data89 < 1 || isNaN(data89)){
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3482,20 +3483,10 @@ vErrors.push(err181);
 }
 errors++;
 }
-if(data89 < 0 || isNaN(data89)){
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err182];
-}
-else {
-vErrors.push(err182);
-}
-errors++;
 }
 }
-}
-if(data87.output !== undefined){
-let data90 = data87.output;
+if(data88.input !== undefined){
+let data90 = data88.input;
 if(!((typeof data90 == "number") && (isFinite(data90)))){
 let dataType64 = typeof data90;
 let coerced64 = undefined;
@@ -3505,7 +3496,26 @@ if(dataType64 == "boolean" || data90 === null
 coerced64 = +data90;
 }
 else {
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err182];
+}
+else {
+vErrors.push(err182);
+}
+errors++;
+}
+}
+if(coerced64 !== undefined){
+data90 = coerced64;
+if(data88 !== undefined){
+data88["input"] = coerced64;
+}
+}
+}
+if((typeof data90 == "number") && (isFinite(data90))){
+if(data90 > 9999 || isNaN(data90)){
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3514,17 +3524,8 @@ vErrors.push(err183);
 }
 errors++;
 }
-}
-if(coerced64 !== undefined){
-data90 = coerced64;
-if(data87 !== undefined){
-data87["output"] = coerced64;
-}
-}
-}
-if((typeof data90 == "number") && (isFinite(data90))){
-if(data90 > 9999 || isNaN(data90)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data90 < 0 || isNaN(data90)){
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3533,20 +3534,10 @@ vErrors.push(err184);
 }
 errors++;
 }
-if(data90 < 0 || isNaN(data90)){
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err185];
-}
-else {
-vErrors.push(err185);
-}
-errors++;
 }
 }
-}
-if(data87.cached !== undefined){
-let data91 = data87.cached;
+if(data88.output !== undefined){
+let data91 = data88.output;
 if(!((typeof data91 == "number") && (isFinite(data91)))){
 let dataType65 = typeof data91;
 let coerced65 = undefined;
@@ -3556,7 +3547,26 @@ if(dataType65 == "boolean" || data91 === null
 coerced65 = +data91;
 }
 else {
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err185];
+}
+else {
+vErrors.push(err185);
+}
+errors++;
+}
+}
+if(coerced65 !== undefined){
+data91 = coerced65;
+if(data88 !== undefined){
+data88["output"] = coerced65;
+}
+}
+}
+if((typeof data91 == "number") && (isFinite(data91))){
+if(data91 > 9999 || isNaN(data91)){
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3565,17 +3575,8 @@ vErrors.push(err186);
 }
 errors++;
 }
-}
-if(coerced65 !== undefined){
-data91 = coerced65;
-if(data87 !== undefined){
-data87["cached"] = coerced65;
-}
-}
-}
-if((typeof data91 == "number") && (isFinite(data91))){
-if(data91 > 9999 || isNaN(data91)){
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data91 < 0 || isNaN(data91)){
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3584,20 +3585,10 @@ vErrors.push(err187);
 }
 errors++;
 }
-if(data91 < 0 || isNaN(data91)){
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err188];
-}
-else {
-vErrors.push(err188);
-}
-errors++;
 }
 }
-}
-if(data87.cache_write !== undefined){
-let data92 = data87.cache_write;
+if(data88.cached !== undefined){
+let data92 = data88.cached;
 if(!((typeof data92 == "number") && (isFinite(data92)))){
 let dataType66 = typeof data92;
 let coerced66 = undefined;
@@ -3607,7 +3598,26 @@ if(dataType66 == "boolean" || data92 === null
 coerced66 = +data92;
 }
 else {
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err188];
+}
+else {
+vErrors.push(err188);
+}
+errors++;
+}
+}
+if(coerced66 !== undefined){
+data92 = coerced66;
+if(data88 !== undefined){
+data88["cached"] = coerced66;
+}
+}
+}
+if((typeof data92 == "number") && (isFinite(data92))){
+if(data92 > 9999 || isNaN(data92)){
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3616,17 +3626,8 @@ vErrors.push(err189);
 }
 errors++;
 }
-}
-if(coerced66 !== undefined){
-data92 = coerced66;
-if(data87 !== undefined){
-data87["cache_write"] = coerced66;
-}
-}
-}
-if((typeof data92 == "number") && (isFinite(data92))){
-if(data92 > 9999 || isNaN(data92)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data92 < 0 || isNaN(data92)){
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3635,20 +3636,10 @@ vErrors.push(err190);
 }
 errors++;
 }
-if(data92 < 0 || isNaN(data92)){
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err191];
-}
-else {
-vErrors.push(err191);
-}
-errors++;
 }
 }
-}
-if(data87.cache_write_1h !== undefined){
-let data93 = data87.cache_write_1h;
+if(data88.cache_write !== undefined){
+let data93 = data88.cache_write;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
 let dataType67 = typeof data93;
 let coerced67 = undefined;
@@ -3658,7 +3649,26 @@ if(dataType67 == "boolean" || data93 === null
 coerced67 = +data93;
 }
 else {
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err191];
+}
+else {
+vErrors.push(err191);
+}
+errors++;
+}
+}
+if(coerced67 !== undefined){
+data93 = coerced67;
+if(data88 !== undefined){
+data88["cache_write"] = coerced67;
+}
+}
+}
+if((typeof data93 == "number") && (isFinite(data93))){
+if(data93 > 9999 || isNaN(data93)){
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3667,17 +3677,8 @@ vErrors.push(err192);
 }
 errors++;
 }
-}
-if(coerced67 !== undefined){
-data93 = coerced67;
-if(data87 !== undefined){
-data87["cache_write_1h"] = coerced67;
-}
-}
-}
-if((typeof data93 == "number") && (isFinite(data93))){
-if(data93 > 9999 || isNaN(data93)){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data93 < 0 || isNaN(data93)){
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3686,20 +3687,10 @@ vErrors.push(err193);
 }
 errors++;
 }
-if(data93 < 0 || isNaN(data93)){
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err194];
-}
-else {
-vErrors.push(err194);
-}
-errors++;
 }
 }
-}
-if(data87.reasoning !== undefined){
-let data94 = data87.reasoning;
+if(data88.cache_write_1h !== undefined){
+let data94 = data88.cache_write_1h;
 if(!((typeof data94 == "number") && (isFinite(data94)))){
 let dataType68 = typeof data94;
 let coerced68 = undefined;
@@ -3709,7 +3700,26 @@ if(dataType68 == "boolean" || data94 === null
 coerced68 = +data94;
 }
 else {
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+if(coerced68 !== undefined){
+data94 = coerced68;
+if(data88 !== undefined){
+data88["cache_write_1h"] = coerced68;
+}
+}
+}
+if((typeof data94 == "number") && (isFinite(data94))){
+if(data94 > 9999 || isNaN(data94)){
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3718,17 +3728,8 @@ vErrors.push(err195);
 }
 errors++;
 }
-}
-if(coerced68 !== undefined){
-data94 = coerced68;
-if(data87 !== undefined){
-data87["reasoning"] = coerced68;
-}
-}
-}
-if((typeof data94 == "number") && (isFinite(data94))){
-if(data94 > 9999 || isNaN(data94)){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data94 < 0 || isNaN(data94)){
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3737,8 +3738,20 @@ vErrors.push(err196);
 }
 errors++;
 }
-if(data94 < 0 || isNaN(data94)){
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data88.reasoning !== undefined){
+let data95 = data88.reasoning;
+if(!((typeof data95 == "number") && (isFinite(data95)))){
+let dataType69 = typeof data95;
+let coerced69 = undefined;
+if(!(coerced69 !== undefined)){
+if(dataType69 == "boolean" || data95 === null
+              || (dataType69 == "string" && data95 && data95 == +data95)){
+coerced69 = +data95;
+}
+else {
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3748,10 +3761,16 @@ vErrors.push(err197);
 errors++;
 }
 }
+if(coerced69 !== undefined){
+data95 = coerced69;
+if(data88 !== undefined){
+data88["reasoning"] = coerced69;
 }
 }
-else {
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data95 == "number") && (isFinite(data95))){
+if(data95 > 9999 || isNaN(data95)){
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3760,10 +3779,8 @@ vErrors.push(err198);
 }
 errors++;
 }
-}
-}
-else {
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data95 < 0 || isNaN(data95)){
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3773,11 +3790,10 @@ vErrors.push(err199);
 errors++;
 }
 }
-if(data78.service_tiers !== undefined){
-let data95 = data78.service_tiers;
-if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
-if(Object.keys(data95).length > 8){
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3786,11 +3802,10 @@ vErrors.push(err200);
 }
 errors++;
 }
-for(const key20 in data95){
-const _errs212 = errors;
-if(typeof key20 === "string"){
-if(!pattern13.test(key20)){
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key20};
+}
+}
+else {
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3800,9 +3815,11 @@ vErrors.push(err201);
 errors++;
 }
 }
-var valid30 = _errs212 === errors;
-if(!valid30){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key20},message:"property name must be valid"};
+if(data79.service_tiers !== undefined){
+let data96 = data79.service_tiers;
+if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
+if(Object.keys(data96).length > 8){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3811,13 +3828,11 @@ vErrors.push(err202);
 }
 errors++;
 }
-}
-for(const key21 in data95){
-let data96 = data95[key21];
-if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
-for(const key22 in data96){
-if(!((((((key22 === "input") || (key22 === "output")) || (key22 === "cached")) || (key22 === "cache_write")) || (key22 === "cache_write_1h")) || (key22 === "reasoning"))){
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
+for(const key20 in data96){
+const _errs214 = errors;
+if(typeof key20 === "string"){
+if(!pattern13.test(key20)){
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key20};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3827,18 +3842,9 @@ vErrors.push(err203);
 errors++;
 }
 }
-if(data96.input !== undefined){
-let data97 = data96.input;
-if(!((typeof data97 == "number") && (isFinite(data97)))){
-let dataType69 = typeof data97;
-let coerced69 = undefined;
-if(!(coerced69 !== undefined)){
-if(dataType69 == "boolean" || data97 === null
-              || (dataType69 == "string" && data97 && data97 == +data97)){
-coerced69 = +data97;
-}
-else {
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+var valid30 = _errs214 === errors;
+if(!valid30){
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key20},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3848,16 +3854,12 @@ vErrors.push(err204);
 errors++;
 }
 }
-if(coerced69 !== undefined){
-data97 = coerced69;
-if(data96 !== undefined){
-data96["input"] = coerced69;
-}
-}
-}
-if((typeof data97 == "number") && (isFinite(data97))){
-if(data97 > 9999 || isNaN(data97)){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+for(const key21 in data96){
+let data97 = data96[key21];
+if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
+for(const key22 in data97){
+if(!((((((key22 === "input") || (key22 === "output")) || (key22 === "cached")) || (key22 === "cache_write")) || (key22 === "cache_write_1h")) || (key22 === "reasoning"))){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3866,20 +3868,9 @@ vErrors.push(err205);
 }
 errors++;
 }
-if(data97 < 0 || isNaN(data97)){
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err206];
 }
-else {
-vErrors.push(err206);
-}
-errors++;
-}
-}
-}
-if(data96.output !== undefined){
-let data98 = data96.output;
+if(data97.input !== undefined){
+let data98 = data97.input;
 if(!((typeof data98 == "number") && (isFinite(data98)))){
 let dataType70 = typeof data98;
 let coerced70 = undefined;
@@ -3889,7 +3880,26 @@ if(dataType70 == "boolean" || data98 === null
 coerced70 = +data98;
 }
 else {
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err206];
+}
+else {
+vErrors.push(err206);
+}
+errors++;
+}
+}
+if(coerced70 !== undefined){
+data98 = coerced70;
+if(data97 !== undefined){
+data97["input"] = coerced70;
+}
+}
+}
+if((typeof data98 == "number") && (isFinite(data98))){
+if(data98 > 9999 || isNaN(data98)){
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3898,17 +3908,8 @@ vErrors.push(err207);
 }
 errors++;
 }
-}
-if(coerced70 !== undefined){
-data98 = coerced70;
-if(data96 !== undefined){
-data96["output"] = coerced70;
-}
-}
-}
-if((typeof data98 == "number") && (isFinite(data98))){
-if(data98 > 9999 || isNaN(data98)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data98 < 0 || isNaN(data98)){
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -3917,20 +3918,10 @@ vErrors.push(err208);
 }
 errors++;
 }
-if(data98 < 0 || isNaN(data98)){
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err209];
-}
-else {
-vErrors.push(err209);
-}
-errors++;
 }
 }
-}
-if(data96.cached !== undefined){
-let data99 = data96.cached;
+if(data97.output !== undefined){
+let data99 = data97.output;
 if(!((typeof data99 == "number") && (isFinite(data99)))){
 let dataType71 = typeof data99;
 let coerced71 = undefined;
@@ -3940,7 +3931,26 @@ if(dataType71 == "boolean" || data99 === null
 coerced71 = +data99;
 }
 else {
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err209];
+}
+else {
+vErrors.push(err209);
+}
+errors++;
+}
+}
+if(coerced71 !== undefined){
+data99 = coerced71;
+if(data97 !== undefined){
+data97["output"] = coerced71;
+}
+}
+}
+if((typeof data99 == "number") && (isFinite(data99))){
+if(data99 > 9999 || isNaN(data99)){
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -3949,17 +3959,8 @@ vErrors.push(err210);
 }
 errors++;
 }
-}
-if(coerced71 !== undefined){
-data99 = coerced71;
-if(data96 !== undefined){
-data96["cached"] = coerced71;
-}
-}
-}
-if((typeof data99 == "number") && (isFinite(data99))){
-if(data99 > 9999 || isNaN(data99)){
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data99 < 0 || isNaN(data99)){
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -3968,20 +3969,10 @@ vErrors.push(err211);
 }
 errors++;
 }
-if(data99 < 0 || isNaN(data99)){
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err212];
-}
-else {
-vErrors.push(err212);
-}
-errors++;
 }
 }
-}
-if(data96.cache_write !== undefined){
-let data100 = data96.cache_write;
+if(data97.cached !== undefined){
+let data100 = data97.cached;
 if(!((typeof data100 == "number") && (isFinite(data100)))){
 let dataType72 = typeof data100;
 let coerced72 = undefined;
@@ -3991,7 +3982,26 @@ if(dataType72 == "boolean" || data100 === null
 coerced72 = +data100;
 }
 else {
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err212];
+}
+else {
+vErrors.push(err212);
+}
+errors++;
+}
+}
+if(coerced72 !== undefined){
+data100 = coerced72;
+if(data97 !== undefined){
+data97["cached"] = coerced72;
+}
+}
+}
+if((typeof data100 == "number") && (isFinite(data100))){
+if(data100 > 9999 || isNaN(data100)){
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4000,17 +4010,8 @@ vErrors.push(err213);
 }
 errors++;
 }
-}
-if(coerced72 !== undefined){
-data100 = coerced72;
-if(data96 !== undefined){
-data96["cache_write"] = coerced72;
-}
-}
-}
-if((typeof data100 == "number") && (isFinite(data100))){
-if(data100 > 9999 || isNaN(data100)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data100 < 0 || isNaN(data100)){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4019,20 +4020,10 @@ vErrors.push(err214);
 }
 errors++;
 }
-if(data100 < 0 || isNaN(data100)){
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err215];
-}
-else {
-vErrors.push(err215);
-}
-errors++;
 }
 }
-}
-if(data96.cache_write_1h !== undefined){
-let data101 = data96.cache_write_1h;
+if(data97.cache_write !== undefined){
+let data101 = data97.cache_write;
 if(!((typeof data101 == "number") && (isFinite(data101)))){
 let dataType73 = typeof data101;
 let coerced73 = undefined;
@@ -4042,7 +4033,26 @@ if(dataType73 == "boolean" || data101 === null
 coerced73 = +data101;
 }
 else {
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err215];
+}
+else {
+vErrors.push(err215);
+}
+errors++;
+}
+}
+if(coerced73 !== undefined){
+data101 = coerced73;
+if(data97 !== undefined){
+data97["cache_write"] = coerced73;
+}
+}
+}
+if((typeof data101 == "number") && (isFinite(data101))){
+if(data101 > 9999 || isNaN(data101)){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4051,17 +4061,8 @@ vErrors.push(err216);
 }
 errors++;
 }
-}
-if(coerced73 !== undefined){
-data101 = coerced73;
-if(data96 !== undefined){
-data96["cache_write_1h"] = coerced73;
-}
-}
-}
-if((typeof data101 == "number") && (isFinite(data101))){
-if(data101 > 9999 || isNaN(data101)){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data101 < 0 || isNaN(data101)){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4070,20 +4071,10 @@ vErrors.push(err217);
 }
 errors++;
 }
-if(data101 < 0 || isNaN(data101)){
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err218];
-}
-else {
-vErrors.push(err218);
-}
-errors++;
 }
 }
-}
-if(data96.reasoning !== undefined){
-let data102 = data96.reasoning;
+if(data97.cache_write_1h !== undefined){
+let data102 = data97.cache_write_1h;
 if(!((typeof data102 == "number") && (isFinite(data102)))){
 let dataType74 = typeof data102;
 let coerced74 = undefined;
@@ -4093,7 +4084,26 @@ if(dataType74 == "boolean" || data102 === null
 coerced74 = +data102;
 }
 else {
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err218];
+}
+else {
+vErrors.push(err218);
+}
+errors++;
+}
+}
+if(coerced74 !== undefined){
+data102 = coerced74;
+if(data97 !== undefined){
+data97["cache_write_1h"] = coerced74;
+}
+}
+}
+if((typeof data102 == "number") && (isFinite(data102))){
+if(data102 > 9999 || isNaN(data102)){
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4102,17 +4112,8 @@ vErrors.push(err219);
 }
 errors++;
 }
-}
-if(coerced74 !== undefined){
-data102 = coerced74;
-if(data96 !== undefined){
-data96["reasoning"] = coerced74;
-}
-}
-}
-if((typeof data102 == "number") && (isFinite(data102))){
-if(data102 > 9999 || isNaN(data102)){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data102 < 0 || isNaN(data102)){
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4121,8 +4122,20 @@ vErrors.push(err220);
 }
 errors++;
 }
-if(data102 < 0 || isNaN(data102)){
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data97.reasoning !== undefined){
+let data103 = data97.reasoning;
+if(!((typeof data103 == "number") && (isFinite(data103)))){
+let dataType75 = typeof data103;
+let coerced75 = undefined;
+if(!(coerced75 !== undefined)){
+if(dataType75 == "boolean" || data103 === null
+              || (dataType75 == "string" && data103 && data103 == +data103)){
+coerced75 = +data103;
+}
+else {
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4132,10 +4145,16 @@ vErrors.push(err221);
 errors++;
 }
 }
+if(coerced75 !== undefined){
+data103 = coerced75;
+if(data97 !== undefined){
+data97["reasoning"] = coerced75;
 }
 }
-else {
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data103 == "number") && (isFinite(data103))){
+if(data103 > 9999 || isNaN(data103)){
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4144,10 +4163,8 @@ vErrors.push(err222);
 }
 errors++;
 }
-}
-}
-else {
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data103 < 0 || isNaN(data103)){
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4158,8 +4175,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4169,11 +4187,9 @@ vErrors.push(err224);
 errors++;
 }
 }
-if(data41.quota !== undefined){
-let data103 = data41.quota;
-if(data103 && typeof data103 == "object" && !Array.isArray(data103)){
-if(data103.kind === undefined){
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+else {
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4182,9 +4198,10 @@ vErrors.push(err225);
 }
 errors++;
 }
-for(const key23 in data103){
-if(!((((((((key23 === "kind") || (key23 === "limit")) || (key23 === "monthly_limit")) || (key23 === "window")) || (key23 === "reset_time")) || (key23 === "anchor_day")) || (key23 === "unit")) || (key23 === "source"))){
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+}
+}
+else {
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4194,10 +4211,11 @@ vErrors.push(err226);
 errors++;
 }
 }
-if(data103.kind !== undefined){
-let data104 = data103.kind;
-if(!(((((((data104 === "rolling_hours") || (data104 === "daily_requests")) || (data104 === "monthly")) || (data104 === "daily_tokens")) || (data104 === "rolling_tokens")) || (data104 === "monthly_tokens")) || (data104 === "unlimited"))){
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data42.quota !== undefined){
+let data104 = data42.quota;
+if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
+if(data104.kind === undefined){
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4206,19 +4224,9 @@ vErrors.push(err227);
 }
 errors++;
 }
-}
-if(data103.limit !== undefined){
-let data105 = data103.limit;
-if(!((typeof data105 == "number") && (isFinite(data105)))){
-let dataType75 = typeof data105;
-let coerced75 = undefined;
-if(!(coerced75 !== undefined)){
-if(dataType75 == "boolean" || data105 === null
-              || (dataType75 == "string" && data105 && data105 == +data105)){
-coerced75 = +data105;
-}
-else {
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key23 in data104){
+if(!((((((((key23 === "kind") || (key23 === "limit")) || (key23 === "monthly_limit")) || (key23 === "window")) || (key23 === "reset_time")) || (key23 === "anchor_day")) || (key23 === "unit")) || (key23 === "source"))){
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4228,16 +4236,10 @@ vErrors.push(err228);
 errors++;
 }
 }
-if(coerced75 !== undefined){
-data105 = coerced75;
-if(data103 !== undefined){
-data103["limit"] = coerced75;
-}
-}
-}
-if((typeof data105 == "number") && (isFinite(data105))){
-if(data105 < 0 || isNaN(data105)){
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data104.kind !== undefined){
+let data105 = data104.kind;
+if(!(((((((data105 === "rolling_hours") || (data105 === "daily_requests")) || (data105 === "monthly")) || (data105 === "daily_tokens")) || (data105 === "rolling_tokens")) || (data105 === "monthly_tokens")) || (data105 === "unlimited"))){
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4247,9 +4249,8 @@ vErrors.push(err229);
 errors++;
 }
 }
-}
-if(data103.monthly_limit !== undefined){
-let data106 = data103.monthly_limit;
+if(data104.limit !== undefined){
+let data106 = data104.limit;
 if(!((typeof data106 == "number") && (isFinite(data106)))){
 let dataType76 = typeof data106;
 let coerced76 = undefined;
@@ -4259,7 +4260,7 @@ if(dataType76 == "boolean" || data106 === null
 coerced76 = +data106;
 }
 else {
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4271,14 +4272,14 @@ errors++;
 }
 if(coerced76 !== undefined){
 data106 = coerced76;
-if(data103 !== undefined){
-data103["monthly_limit"] = coerced76;
+if(data104 !== undefined){
+data104["limit"] = coerced76;
 }
 }
 }
 if((typeof data106 == "number") && (isFinite(data106))){
 if(data106 < 0 || isNaN(data106)){
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4289,20 +4290,18 @@ errors++;
 }
 }
 }
-if(data103.window !== undefined){
-let data107 = data103.window;
-if(typeof data107 !== "string"){
+if(data104.monthly_limit !== undefined){
+let data107 = data104.monthly_limit;
+if(!((typeof data107 == "number") && (isFinite(data107)))){
 let dataType77 = typeof data107;
 let coerced77 = undefined;
 if(!(coerced77 !== undefined)){
-if(dataType77 == "number" || dataType77 == "boolean"){
-coerced77 = "" + data107;
-}
-else if(data107 === null){
-coerced77 = "";
+if(dataType77 == "boolean" || data107 === null
+              || (dataType77 == "string" && data107 && data107 == +data107)){
+coerced77 = +data107;
 }
 else {
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4314,14 +4313,14 @@ errors++;
 }
 if(coerced77 !== undefined){
 data107 = coerced77;
-if(data103 !== undefined){
-data103["window"] = coerced77;
+if(data104 !== undefined){
+data104["monthly_limit"] = coerced77;
 }
 }
 }
-if(typeof data107 === "string"){
-if(!pattern12.test(data107)){
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if((typeof data107 == "number") && (isFinite(data107))){
+if(data107 < 0 || isNaN(data107)){
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4332,8 +4331,8 @@ errors++;
 }
 }
 }
-if(data103.reset_time !== undefined){
-let data108 = data103.reset_time;
+if(data104.window !== undefined){
+let data108 = data104.window;
 if(typeof data108 !== "string"){
 let dataType78 = typeof data108;
 let coerced78 = undefined;
@@ -4345,7 +4344,7 @@ else if(data108 === null){
 coerced78 = "";
 }
 else {
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4357,14 +4356,14 @@ errors++;
 }
 if(coerced78 !== undefined){
 data108 = coerced78;
-if(data103 !== undefined){
-data103["reset_time"] = coerced78;
+if(data104 !== undefined){
+data104["window"] = coerced78;
 }
 }
 }
 if(typeof data108 === "string"){
-if(!pattern15.test(data108)){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if(!pattern12.test(data108)){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4375,18 +4374,20 @@ errors++;
 }
 }
 }
-if(data103.anchor_day !== undefined){
-let data109 = data103.anchor_day;
-if(!(((typeof data109 == "number") && (!(data109 % 1) && !isNaN(data109))) && (isFinite(data109)))){
+if(data104.reset_time !== undefined){
+let data109 = data104.reset_time;
+if(typeof data109 !== "string"){
 let dataType79 = typeof data109;
 let coerced79 = undefined;
 if(!(coerced79 !== undefined)){
-if(dataType79 === "boolean" || data109 === null
-              || (dataType79 === "string" && data109 && data109 == +data109 && !(data109 % 1))){
-coerced79 = +data109;
+if(dataType79 == "number" || dataType79 == "boolean"){
+coerced79 = "" + data109;
+}
+else if(data109 === null){
+coerced79 = "";
 }
 else {
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4398,14 +4399,14 @@ errors++;
 }
 if(coerced79 !== undefined){
 data109 = coerced79;
-if(data103 !== undefined){
-data103["anchor_day"] = coerced79;
+if(data104 !== undefined){
+data104["reset_time"] = coerced79;
 }
 }
 }
-if((typeof data109 == "number") && (isFinite(data109))){
-if(data109 > 31 || isNaN(data109)){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+if(typeof data109 === "string"){
+if(!pattern15.test(data109)){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4414,8 +4415,20 @@ vErrors.push(err237);
 }
 errors++;
 }
-if(data109 < 1 || isNaN(data109)){
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+}
+if(data104.anchor_day !== undefined){
+let data110 = data104.anchor_day;
+if(!(((typeof data110 == "number") && (!(data110 % 1) && !isNaN(data110))) && (isFinite(data110)))){
+let dataType80 = typeof data110;
+let coerced80 = undefined;
+if(!(coerced80 !== undefined)){
+if(dataType80 === "boolean" || data110 === null
+              || (dataType80 === "string" && data110 && data110 == +data110 && !(data110 % 1))){
+coerced80 = +data110;
+}
+else {
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4425,11 +4438,16 @@ vErrors.push(err238);
 errors++;
 }
 }
+if(coerced80 !== undefined){
+data110 = coerced80;
+if(data104 !== undefined){
+data104["anchor_day"] = coerced80;
 }
-if(data103.unit !== undefined){
-let data110 = data103.unit;
-if(!(((data110 === "hours") || (data110 === "tokens")) || (data110 === "requests"))){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+}
+}
+if((typeof data110 == "number") && (isFinite(data110))){
+if(data110 > 31 || isNaN(data110)){
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4438,18 +4456,8 @@ vErrors.push(err239);
 }
 errors++;
 }
-}
-if(data103.source !== undefined){
-let data111 = data103.source;
-if(data111 && typeof data111 == "object" && !Array.isArray(data111)){
-if(data111.headers === undefined){
-data111.headers = {};
-}
-if(data111.refresh_s === undefined){
-data111.refresh_s = 180;
-}
-if(data111.url === undefined){
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(data110 < 1 || isNaN(data110)){
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4458,9 +4466,12 @@ vErrors.push(err240);
 }
 errors++;
 }
-for(const key24 in data111){
-if(!(((key24 === "url") || (key24 === "headers")) || (key24 === "refresh_s"))){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key24},message:"must NOT have additional properties"};
+}
+}
+if(data104.unit !== undefined){
+let data111 = data104.unit;
+if(!(((data111 === "hours") || (data111 === "tokens")) || (data111 === "requests"))){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4470,20 +4481,17 @@ vErrors.push(err241);
 errors++;
 }
 }
-if(data111.url !== undefined){
-let data112 = data111.url;
-if(typeof data112 !== "string"){
-let dataType80 = typeof data112;
-let coerced80 = undefined;
-if(!(coerced80 !== undefined)){
-if(dataType80 == "number" || dataType80 == "boolean"){
-coerced80 = "" + data112;
+if(data104.source !== undefined){
+let data112 = data104.source;
+if(data112 && typeof data112 == "object" && !Array.isArray(data112)){
+if(data112.headers === undefined){
+data112.headers = {};
 }
-else if(data112 === null){
-coerced80 = "";
+if(data112.refresh_s === undefined){
+data112.refresh_s = 180;
 }
-else {
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data112.url === undefined){
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4492,17 +4500,9 @@ vErrors.push(err242);
 }
 errors++;
 }
-}
-if(coerced80 !== undefined){
-data112 = coerced80;
-if(data111 !== undefined){
-data111["url"] = coerced80;
-}
-}
-}
-if(typeof data112 === "string"){
-if(!pattern4.test(data112)){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+for(const key24 in data112){
+if(!(((key24 === "url") || (key24 === "headers")) || (key24 === "refresh_s"))){
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key24},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4512,23 +4512,20 @@ vErrors.push(err243);
 errors++;
 }
 }
-}
-let data113 = data111.headers;
-if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
-for(const key25 in data113){
-let data114 = data113[key25];
-if(typeof data114 !== "string"){
-let dataType81 = typeof data114;
+if(data112.url !== undefined){
+let data113 = data112.url;
+if(typeof data113 !== "string"){
+let dataType81 = typeof data113;
 let coerced81 = undefined;
 if(!(coerced81 !== undefined)){
 if(dataType81 == "number" || dataType81 == "boolean"){
-coerced81 = "" + data114;
+coerced81 = "" + data113;
 }
-else if(data114 === null){
+else if(data113 === null){
 coerced81 = "";
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key25.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4539,16 +4536,15 @@ errors++;
 }
 }
 if(coerced81 !== undefined){
-data114 = coerced81;
-if(data113 !== undefined){
-data113[key25] = coerced81;
+data113 = coerced81;
+if(data112 !== undefined){
+data112["url"] = coerced81;
 }
 }
 }
-}
-}
-else {
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data113 === "string"){
+if(!pattern4.test(data113)){
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4557,17 +4553,24 @@ vErrors.push(err245);
 }
 errors++;
 }
-let data115 = data111.refresh_s;
-if(!((typeof data115 == "number") && (isFinite(data115)))){
+}
+}
+let data114 = data112.headers;
+if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
+for(const key25 in data114){
+let data115 = data114[key25];
+if(typeof data115 !== "string"){
 let dataType82 = typeof data115;
 let coerced82 = undefined;
 if(!(coerced82 !== undefined)){
-if(dataType82 == "boolean" || data115 === null
-              || (dataType82 == "string" && data115 && data115 == +data115)){
-coerced82 = +data115;
+if(dataType82 == "number" || dataType82 == "boolean"){
+coerced82 = "" + data115;
+}
+else if(data115 === null){
+coerced82 = "";
 }
 else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key25.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4579,14 +4582,15 @@ errors++;
 }
 if(coerced82 !== undefined){
 data115 = coerced82;
-if(data111 !== undefined){
-data111["refresh_s"] = coerced82;
+if(data114 !== undefined){
+data114[key25] = coerced82;
 }
 }
 }
-if((typeof data115 == "number") && (isFinite(data115))){
-if(data115 < 180 || isNaN(data115)){
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+}
+}
+else {
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4595,10 +4599,17 @@ vErrors.push(err247);
 }
 errors++;
 }
-}
+let data116 = data112.refresh_s;
+if(!((typeof data116 == "number") && (isFinite(data116)))){
+let dataType83 = typeof data116;
+let coerced83 = undefined;
+if(!(coerced83 !== undefined)){
+if(dataType83 == "boolean" || data116 === null
+              || (dataType83 == "string" && data116 && data116 == +data116)){
+coerced83 = +data116;
 }
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4608,9 +4619,16 @@ vErrors.push(err248);
 errors++;
 }
 }
+if(coerced83 !== undefined){
+data116 = coerced83;
+if(data112 !== undefined){
+data112["refresh_s"] = coerced83;
 }
-else {
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data116 == "number") && (isFinite(data116))){
+if(data116 < 180 || isNaN(data116)){
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4620,20 +4638,9 @@ vErrors.push(err249);
 errors++;
 }
 }
-let data116 = data41.mock;
-if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
-if(data116.chunks === undefined){
-data116.chunks = 8;
 }
-if(data116.latency_ms === undefined){
-data116.latency_ms = 20;
-}
-if(data116.chunk_delay_ms === undefined){
-data116.chunk_delay_ms = 5;
-}
-for(const key26 in data116){
-if(!((((key26 === "chunks") || (key26 === "latency_ms")) || (key26 === "chunk_delay_ms")) || (key26 === "input_tokens"))){
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+else {
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4643,17 +4650,9 @@ vErrors.push(err250);
 errors++;
 }
 }
-let data117 = data116.chunks;
-if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
-let dataType83 = typeof data117;
-let coerced83 = undefined;
-if(!(coerced83 !== undefined)){
-if(dataType83 === "boolean" || data117 === null
-              || (dataType83 === "string" && data117 && data117 == +data117 && !(data117 % 1))){
-coerced83 = +data117;
 }
 else {
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4663,16 +4662,20 @@ vErrors.push(err251);
 errors++;
 }
 }
-if(coerced83 !== undefined){
-data117 = coerced83;
-if(data116 !== undefined){
-data116["chunks"] = coerced83;
+let data117 = data42.mock;
+if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
+if(data117.chunks === undefined){
+data117.chunks = 8;
 }
+if(data117.latency_ms === undefined){
+data117.latency_ms = 20;
 }
+if(data117.chunk_delay_ms === undefined){
+data117.chunk_delay_ms = 5;
 }
-if((typeof data117 == "number") && (isFinite(data117))){
-if(data117 > 10000 || isNaN(data117)){
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+for(const key26 in data117){
+if(!((((key26 === "chunks") || (key26 === "latency_ms")) || (key26 === "chunk_delay_ms")) || (key26 === "input_tokens"))){
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4681,8 +4684,18 @@ vErrors.push(err252);
 }
 errors++;
 }
-if(data117 < 1 || isNaN(data117)){
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+let data118 = data117.chunks;
+if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
+let dataType84 = typeof data118;
+let coerced84 = undefined;
+if(!(coerced84 !== undefined)){
+if(dataType84 === "boolean" || data118 === null
+              || (dataType84 === "string" && data118 && data118 == +data118 && !(data118 % 1))){
+coerced84 = +data118;
+}
+else {
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4692,17 +4705,16 @@ vErrors.push(err253);
 errors++;
 }
 }
-let data118 = data116.latency_ms;
-if(!((typeof data118 == "number") && (isFinite(data118)))){
-let dataType84 = typeof data118;
-let coerced84 = undefined;
-if(!(coerced84 !== undefined)){
-if(dataType84 == "boolean" || data118 === null
-              || (dataType84 == "string" && data118 && data118 == +data118)){
-coerced84 = +data118;
+if(coerced84 !== undefined){
+data118 = coerced84;
+if(data117 !== undefined){
+data117["chunks"] = coerced84;
 }
-else {
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data118 == "number") && (isFinite(data118))){
+if(data118 > 10000 || isNaN(data118)){
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4711,17 +4723,8 @@ vErrors.push(err254);
 }
 errors++;
 }
-}
-if(coerced84 !== undefined){
-data118 = coerced84;
-if(data116 !== undefined){
-data116["latency_ms"] = coerced84;
-}
-}
-}
-if((typeof data118 == "number") && (isFinite(data118))){
-if(data118 < 0 || isNaN(data118)){
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data118 < 1 || isNaN(data118)){
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4731,7 +4734,7 @@ vErrors.push(err255);
 errors++;
 }
 }
-let data119 = data116.chunk_delay_ms;
+let data119 = data117.latency_ms;
 if(!((typeof data119 == "number") && (isFinite(data119)))){
 let dataType85 = typeof data119;
 let coerced85 = undefined;
@@ -4741,7 +4744,7 @@ if(dataType85 == "boolean" || data119 === null
 coerced85 = +data119;
 }
 else {
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4753,14 +4756,14 @@ errors++;
 }
 if(coerced85 !== undefined){
 data119 = coerced85;
-if(data116 !== undefined){
-data116["chunk_delay_ms"] = coerced85;
+if(data117 !== undefined){
+data117["latency_ms"] = coerced85;
 }
 }
 }
 if((typeof data119 == "number") && (isFinite(data119))){
 if(data119 < 0 || isNaN(data119)){
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4770,18 +4773,17 @@ vErrors.push(err257);
 errors++;
 }
 }
-if(data116.input_tokens !== undefined){
-let data120 = data116.input_tokens;
-if(!(((typeof data120 == "number") && (!(data120 % 1) && !isNaN(data120))) && (isFinite(data120)))){
+let data120 = data117.chunk_delay_ms;
+if(!((typeof data120 == "number") && (isFinite(data120)))){
 let dataType86 = typeof data120;
 let coerced86 = undefined;
 if(!(coerced86 !== undefined)){
-if(dataType86 === "boolean" || data120 === null
-              || (dataType86 === "string" && data120 && data120 == +data120 && !(data120 % 1))){
+if(dataType86 == "boolean" || data120 === null
+              || (dataType86 == "string" && data120 && data120 == +data120)){
 coerced86 = +data120;
 }
 else {
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4793,14 +4795,14 @@ errors++;
 }
 if(coerced86 !== undefined){
 data120 = coerced86;
-if(data116 !== undefined){
-data116["input_tokens"] = coerced86;
+if(data117 !== undefined){
+data117["chunk_delay_ms"] = coerced86;
 }
 }
 }
 if((typeof data120 == "number") && (isFinite(data120))){
 if(data120 < 0 || isNaN(data120)){
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4810,10 +4812,18 @@ vErrors.push(err259);
 errors++;
 }
 }
-}
+if(data117.input_tokens !== undefined){
+let data121 = data117.input_tokens;
+if(!(((typeof data121 == "number") && (!(data121 % 1) && !isNaN(data121))) && (isFinite(data121)))){
+let dataType87 = typeof data121;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 === "boolean" || data121 === null
+              || (dataType87 === "string" && data121 && data121 == +data121 && !(data121 % 1))){
+coerced87 = +data121;
 }
 else {
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4822,20 +4832,17 @@ vErrors.push(err260);
 }
 errors++;
 }
-let data121 = data41.models;
-if(data121 && typeof data121 == "object" && !Array.isArray(data121)){
-for(const key27 in data121){
-let data122 = data121[key27];
-if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
-if(data122.kind === undefined){
-data122.kind = "llm";
 }
-if(data122.capabilities === undefined){
-data122.capabilities = [];
+if(coerced87 !== undefined){
+data121 = coerced87;
+if(data117 !== undefined){
+data117["input_tokens"] = coerced87;
 }
-for(const key28 in data122){
-if(!(((((key28 === "kind") || (key28 === "capabilities")) || (key28 === "max_output_tokens")) || (key28 === "thinking")) || (key28 === "price"))){
-const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
+}
+}
+if((typeof data121 == "number") && (isFinite(data121))){
+if(data121 < 0 || isNaN(data121)){
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4845,9 +4852,10 @@ vErrors.push(err261);
 errors++;
 }
 }
-let data123 = data122.kind;
-if(!(((data123 === "llm") || (data123 === "image")) || (data123 === "embedding"))){
-const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+}
+else {
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4856,13 +4864,20 @@ vErrors.push(err262);
 }
 errors++;
 }
-let data124 = data122.capabilities;
-if(Array.isArray(data124)){
-const len4 = data124.length;
-for(let i5=0; i5<len4; i5++){
-let data125 = data124[i5];
-if(!((((((data125 === "vision") || (data125 === "pdf")) || (data125 === "audio")) || (data125 === "tools")) || (data125 === "reasoning")) || (data125 === "structured_output"))){
-const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+let data122 = data42.models;
+if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
+for(const key27 in data122){
+let data123 = data122[key27];
+if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
+if(data123.kind === undefined){
+data123.kind = "llm";
+}
+if(data123.capabilities === undefined){
+data123.capabilities = [];
+}
+for(const key28 in data123){
+if(!(((((key28 === "kind") || (key28 === "capabilities")) || (key28 === "max_output_tokens")) || (key28 === "thinking")) || (key28 === "price"))){
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4872,19 +4887,46 @@ vErrors.push(err263);
 errors++;
 }
 }
-let i6 = data124.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data124[i6], data124[j1])){
-const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+let data124 = data123.kind;
+if(!(((data124 === "llm") || (data124 === "image")) || (data124 === "embedding"))){
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err264];
 }
 else {
 vErrors.push(err264);
+}
+errors++;
+}
+let data125 = data123.capabilities;
+if(Array.isArray(data125)){
+const len4 = data125.length;
+for(let i5=0; i5<len4; i5++){
+let data126 = data125[i5];
+if(!((((((data126 === "vision") || (data126 === "pdf")) || (data126 === "audio")) || (data126 === "tools")) || (data126 === "reasoning")) || (data126 === "structured_output"))){
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err265];
+}
+else {
+vErrors.push(err265);
+}
+errors++;
+}
+}
+let i6 = data125.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data125[i6], data125[j1])){
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+if(vErrors === null){
+vErrors = [err266];
+}
+else {
+vErrors.push(err266);
 }
 errors++;
 break outer0;
@@ -4894,46 +4936,7 @@ break outer0;
 }
 }
 else {
-const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err265];
-}
-else {
-vErrors.push(err265);
-}
-errors++;
-}
-if(data122.max_output_tokens !== undefined){
-let data126 = data122.max_output_tokens;
-if(!(((typeof data126 == "number") && (!(data126 % 1) && !isNaN(data126))) && (isFinite(data126)))){
-let dataType87 = typeof data126;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 === "boolean" || data126 === null
-              || (dataType87 === "string" && data126 && data126 == +data126 && !(data126 % 1))){
-coerced87 = +data126;
-}
-else {
-const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
-if(vErrors === null){
-vErrors = [err266];
-}
-else {
-vErrors.push(err266);
-}
-errors++;
-}
-}
-if(coerced87 !== undefined){
-data126 = coerced87;
-if(data122 !== undefined){
-data122["max_output_tokens"] = coerced87;
-}
-}
-}
-if((typeof data126 == "number") && (isFinite(data126))){
-if(data126 < 1 || isNaN(data126)){
-const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -4942,12 +4945,18 @@ vErrors.push(err267);
 }
 errors++;
 }
+if(data123.max_output_tokens !== undefined){
+let data127 = data123.max_output_tokens;
+if(!(((typeof data127 == "number") && (!(data127 % 1) && !isNaN(data127))) && (isFinite(data127)))){
+let dataType88 = typeof data127;
+let coerced88 = undefined;
+if(!(coerced88 !== undefined)){
+if(dataType88 === "boolean" || data127 === null
+              || (dataType88 === "string" && data127 && data127 == +data127 && !(data127 % 1))){
+coerced88 = +data127;
 }
-}
-if(data122.thinking !== undefined){
-let data127 = data122.thinking;
-if(!((((((((((data127 === "openai") || (data127 === "anthropic-budget")) || (data127 === "anthropic-adaptive")) || (data127 === "gemini-budget")) || (data127 === "gemini-level")) || (data127 === "zai")) || (data127 === "qwen")) || (data127 === "deepseek")) || (data127 === "kimi")) || (data127 === "minimax"))){
-const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+else {
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -4957,12 +4966,16 @@ vErrors.push(err268);
 errors++;
 }
 }
-if(data122.price !== undefined){
-let data128 = data122.price;
-if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
-for(const key29 in data128){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties, key29))){
-const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key29},message:"must NOT have additional properties"};
+if(coerced88 !== undefined){
+data127 = coerced88;
+if(data123 !== undefined){
+data123["max_output_tokens"] = coerced88;
+}
+}
+}
+if((typeof data127 == "number") && (isFinite(data127))){
+if(data127 < 1 || isNaN(data127)){
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -4972,18 +4985,11 @@ vErrors.push(err269);
 errors++;
 }
 }
-if(data128.input !== undefined){
-let data129 = data128.input;
-if(!((typeof data129 == "number") && (isFinite(data129)))){
-let dataType88 = typeof data129;
-let coerced88 = undefined;
-if(!(coerced88 !== undefined)){
-if(dataType88 == "boolean" || data129 === null
-              || (dataType88 == "string" && data129 && data129 == +data129)){
-coerced88 = +data129;
 }
-else {
-const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data123.thinking !== undefined){
+let data128 = data123.thinking;
+if(!((((((((((data128 === "openai") || (data128 === "anthropic-budget")) || (data128 === "anthropic-adaptive")) || (data128 === "gemini-budget")) || (data128 === "gemini-level")) || (data128 === "zai")) || (data128 === "qwen")) || (data128 === "deepseek")) || (data128 === "kimi")) || (data128 === "minimax"))){
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -4993,16 +4999,12 @@ vErrors.push(err270);
 errors++;
 }
 }
-if(coerced88 !== undefined){
-data129 = coerced88;
-if(data128 !== undefined){
-data128["input"] = coerced88;
-}
-}
-}
-if((typeof data129 == "number") && (isFinite(data129))){
-if(data129 > 9999 || isNaN(data129)){
-const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data123.price !== undefined){
+let data129 = data123.price;
+if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
+for(const key29 in data129){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties, key29))){
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key29},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5011,20 +5013,9 @@ vErrors.push(err271);
 }
 errors++;
 }
-if(data129 < 0 || isNaN(data129)){
-const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err272];
 }
-else {
-vErrors.push(err272);
-}
-errors++;
-}
-}
-}
-if(data128.output !== undefined){
-let data130 = data128.output;
+if(data129.input !== undefined){
+let data130 = data129.input;
 if(!((typeof data130 == "number") && (isFinite(data130)))){
 let dataType89 = typeof data130;
 let coerced89 = undefined;
@@ -5034,7 +5025,26 @@ if(dataType89 == "boolean" || data130 === null
 coerced89 = +data130;
 }
 else {
-const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err272];
+}
+else {
+vErrors.push(err272);
+}
+errors++;
+}
+}
+if(coerced89 !== undefined){
+data130 = coerced89;
+if(data129 !== undefined){
+data129["input"] = coerced89;
+}
+}
+}
+if((typeof data130 == "number") && (isFinite(data130))){
+if(data130 > 9999 || isNaN(data130)){
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5043,17 +5053,8 @@ vErrors.push(err273);
 }
 errors++;
 }
-}
-if(coerced89 !== undefined){
-data130 = coerced89;
-if(data128 !== undefined){
-data128["output"] = coerced89;
-}
-}
-}
-if((typeof data130 == "number") && (isFinite(data130))){
-if(data130 > 9999 || isNaN(data130)){
-const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data130 < 0 || isNaN(data130)){
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5062,20 +5063,10 @@ vErrors.push(err274);
 }
 errors++;
 }
-if(data130 < 0 || isNaN(data130)){
-const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err275];
-}
-else {
-vErrors.push(err275);
-}
-errors++;
 }
 }
-}
-if(data128.cached !== undefined){
-let data131 = data128.cached;
+if(data129.output !== undefined){
+let data131 = data129.output;
 if(!((typeof data131 == "number") && (isFinite(data131)))){
 let dataType90 = typeof data131;
 let coerced90 = undefined;
@@ -5085,7 +5076,26 @@ if(dataType90 == "boolean" || data131 === null
 coerced90 = +data131;
 }
 else {
-const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err275];
+}
+else {
+vErrors.push(err275);
+}
+errors++;
+}
+}
+if(coerced90 !== undefined){
+data131 = coerced90;
+if(data129 !== undefined){
+data129["output"] = coerced90;
+}
+}
+}
+if((typeof data131 == "number") && (isFinite(data131))){
+if(data131 > 9999 || isNaN(data131)){
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5094,17 +5104,8 @@ vErrors.push(err276);
 }
 errors++;
 }
-}
-if(coerced90 !== undefined){
-data131 = coerced90;
-if(data128 !== undefined){
-data128["cached"] = coerced90;
-}
-}
-}
-if((typeof data131 == "number") && (isFinite(data131))){
-if(data131 > 9999 || isNaN(data131)){
-const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data131 < 0 || isNaN(data131)){
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5113,20 +5114,10 @@ vErrors.push(err277);
 }
 errors++;
 }
-if(data131 < 0 || isNaN(data131)){
-const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err278];
-}
-else {
-vErrors.push(err278);
-}
-errors++;
 }
 }
-}
-if(data128.cache_write !== undefined){
-let data132 = data128.cache_write;
+if(data129.cached !== undefined){
+let data132 = data129.cached;
 if(!((typeof data132 == "number") && (isFinite(data132)))){
 let dataType91 = typeof data132;
 let coerced91 = undefined;
@@ -5136,7 +5127,26 @@ if(dataType91 == "boolean" || data132 === null
 coerced91 = +data132;
 }
 else {
-const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err278];
+}
+else {
+vErrors.push(err278);
+}
+errors++;
+}
+}
+if(coerced91 !== undefined){
+data132 = coerced91;
+if(data129 !== undefined){
+data129["cached"] = coerced91;
+}
+}
+}
+if((typeof data132 == "number") && (isFinite(data132))){
+if(data132 > 9999 || isNaN(data132)){
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5145,17 +5155,8 @@ vErrors.push(err279);
 }
 errors++;
 }
-}
-if(coerced91 !== undefined){
-data132 = coerced91;
-if(data128 !== undefined){
-data128["cache_write"] = coerced91;
-}
-}
-}
-if((typeof data132 == "number") && (isFinite(data132))){
-if(data132 > 9999 || isNaN(data132)){
-const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data132 < 0 || isNaN(data132)){
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5164,20 +5165,10 @@ vErrors.push(err280);
 }
 errors++;
 }
-if(data132 < 0 || isNaN(data132)){
-const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err281];
-}
-else {
-vErrors.push(err281);
-}
-errors++;
 }
 }
-}
-if(data128.cache_write_1h !== undefined){
-let data133 = data128.cache_write_1h;
+if(data129.cache_write !== undefined){
+let data133 = data129.cache_write;
 if(!((typeof data133 == "number") && (isFinite(data133)))){
 let dataType92 = typeof data133;
 let coerced92 = undefined;
@@ -5187,7 +5178,26 @@ if(dataType92 == "boolean" || data133 === null
 coerced92 = +data133;
 }
 else {
-const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err281];
+}
+else {
+vErrors.push(err281);
+}
+errors++;
+}
+}
+if(coerced92 !== undefined){
+data133 = coerced92;
+if(data129 !== undefined){
+data129["cache_write"] = coerced92;
+}
+}
+}
+if((typeof data133 == "number") && (isFinite(data133))){
+if(data133 > 9999 || isNaN(data133)){
+const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5196,17 +5206,8 @@ vErrors.push(err282);
 }
 errors++;
 }
-}
-if(coerced92 !== undefined){
-data133 = coerced92;
-if(data128 !== undefined){
-data128["cache_write_1h"] = coerced92;
-}
-}
-}
-if((typeof data133 == "number") && (isFinite(data133))){
-if(data133 > 9999 || isNaN(data133)){
-const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data133 < 0 || isNaN(data133)){
+const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5215,20 +5216,10 @@ vErrors.push(err283);
 }
 errors++;
 }
-if(data133 < 0 || isNaN(data133)){
-const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err284];
-}
-else {
-vErrors.push(err284);
-}
-errors++;
 }
 }
-}
-if(data128.reasoning !== undefined){
-let data134 = data128.reasoning;
+if(data129.cache_write_1h !== undefined){
+let data134 = data129.cache_write_1h;
 if(!((typeof data134 == "number") && (isFinite(data134)))){
 let dataType93 = typeof data134;
 let coerced93 = undefined;
@@ -5238,7 +5229,26 @@ if(dataType93 == "boolean" || data134 === null
 coerced93 = +data134;
 }
 else {
-const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err284];
+}
+else {
+vErrors.push(err284);
+}
+errors++;
+}
+}
+if(coerced93 !== undefined){
+data134 = coerced93;
+if(data129 !== undefined){
+data129["cache_write_1h"] = coerced93;
+}
+}
+}
+if((typeof data134 == "number") && (isFinite(data134))){
+if(data134 > 9999 || isNaN(data134)){
+const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5247,17 +5257,8 @@ vErrors.push(err285);
 }
 errors++;
 }
-}
-if(coerced93 !== undefined){
-data134 = coerced93;
-if(data128 !== undefined){
-data128["reasoning"] = coerced93;
-}
-}
-}
-if((typeof data134 == "number") && (isFinite(data134))){
-if(data134 > 9999 || isNaN(data134)){
-const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data134 < 0 || isNaN(data134)){
+const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5266,20 +5267,10 @@ vErrors.push(err286);
 }
 errors++;
 }
-if(data134 < 0 || isNaN(data134)){
-const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err287];
-}
-else {
-vErrors.push(err287);
-}
-errors++;
 }
 }
-}
-if(data128.web_search_per_1k !== undefined){
-let data135 = data128.web_search_per_1k;
+if(data129.reasoning !== undefined){
+let data135 = data129.reasoning;
 if(!((typeof data135 == "number") && (isFinite(data135)))){
 let dataType94 = typeof data135;
 let coerced94 = undefined;
@@ -5289,7 +5280,26 @@ if(dataType94 == "boolean" || data135 === null
 coerced94 = +data135;
 }
 else {
-const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err287];
+}
+else {
+vErrors.push(err287);
+}
+errors++;
+}
+}
+if(coerced94 !== undefined){
+data135 = coerced94;
+if(data129 !== undefined){
+data129["reasoning"] = coerced94;
+}
+}
+}
+if((typeof data135 == "number") && (isFinite(data135))){
+if(data135 > 9999 || isNaN(data135)){
+const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5298,17 +5308,8 @@ vErrors.push(err288);
 }
 errors++;
 }
-}
-if(coerced94 !== undefined){
-data135 = coerced94;
-if(data128 !== undefined){
-data128["web_search_per_1k"] = coerced94;
-}
-}
-}
-if((typeof data135 == "number") && (isFinite(data135))){
-if(data135 > 999 || isNaN(data135)){
-const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
+if(data135 < 0 || isNaN(data135)){
+const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5317,8 +5318,20 @@ vErrors.push(err289);
 }
 errors++;
 }
-if(data135 < 0 || isNaN(data135)){
-const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data129.web_search_per_1k !== undefined){
+let data136 = data129.web_search_per_1k;
+if(!((typeof data136 == "number") && (isFinite(data136)))){
+let dataType95 = typeof data136;
+let coerced95 = undefined;
+if(!(coerced95 !== undefined)){
+if(dataType95 == "boolean" || data136 === null
+              || (dataType95 == "string" && data136 && data136 == +data136)){
+coerced95 = +data136;
+}
+else {
+const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5328,12 +5341,16 @@ vErrors.push(err290);
 errors++;
 }
 }
+if(coerced95 !== undefined){
+data136 = coerced95;
+if(data129 !== undefined){
+data129["web_search_per_1k"] = coerced95;
 }
-if(data128.tiers !== undefined){
-let data136 = data128.tiers;
-if(Array.isArray(data136)){
-if(data136.length > 16){
-const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+}
+}
+if((typeof data136 == "number") && (isFinite(data136))){
+if(data136 > 999 || isNaN(data136)){
+const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5342,12 +5359,8 @@ vErrors.push(err291);
 }
 errors++;
 }
-const len5 = data136.length;
-for(let i7=0; i7<len5; i7++){
-let data137 = data136[i7];
-if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
-if(data137.above_input_tokens === undefined){
-const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+if(data136 < 0 || isNaN(data136)){
+const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5356,9 +5369,13 @@ vErrors.push(err292);
 }
 errors++;
 }
-for(const key30 in data137){
-if(!(((((((key30 === "above_input_tokens") || (key30 === "input")) || (key30 === "output")) || (key30 === "cached")) || (key30 === "cache_write")) || (key30 === "cache_write_1h")) || (key30 === "reasoning"))){
-const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+}
+}
+if(data129.tiers !== undefined){
+let data137 = data129.tiers;
+if(Array.isArray(data137)){
+if(data137.length > 16){
+const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5367,19 +5384,12 @@ vErrors.push(err293);
 }
 errors++;
 }
-}
-if(data137.above_input_tokens !== undefined){
-let data138 = data137.above_input_tokens;
-if(!(((typeof data138 == "number") && (!(data138 % 1) && !isNaN(data138))) && (isFinite(data138)))){
-let dataType95 = typeof data138;
-let coerced95 = undefined;
-if(!(coerced95 !== undefined)){
-if(dataType95 === "boolean" || data138 === null
-              || (dataType95 === "string" && data138 && data138 == +data138 && !(data138 % 1))){
-coerced95 = +data138;
-}
-else {
-const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const len5 = data137.length;
+for(let i7=0; i7<len5; i7++){
+let data138 = data137[i7];
+if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
+if(data138.above_input_tokens === undefined){
+const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5388,17 +5398,9 @@ vErrors.push(err294);
 }
 errors++;
 }
-}
-if(coerced95 !== undefined){
-data138 = coerced95;
-if(data137 !== undefined){
-data137["above_input_tokens"] = coerced95;
-}
-}
-}
-if((typeof data138 == "number") && (isFinite(data138))){
-if(data138 < 1 || isNaN(data138)){
-const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+for(const key30 in data138){
+if(!(((((((key30 === "above_input_tokens") || (key30 === "input")) || (key30 === "output")) || (key30 === "cached")) || (key30 === "cache_write")) || (key30 === "cache_write_1h")) || (key30 === "reasoning"))){
+const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5408,19 +5410,18 @@ vErrors.push(err295);
 errors++;
 }
 }
-}
-if(data137.input !== undefined){
-let data139 = data137.input;
-if(!((typeof data139 == "number") && (isFinite(data139)))){
+if(data138.above_input_tokens !== undefined){
+let data139 = data138.above_input_tokens;
+if(!(((typeof data139 == "number") && (!(data139 % 1) && !isNaN(data139))) && (isFinite(data139)))){
 let dataType96 = typeof data139;
 let coerced96 = undefined;
 if(!(coerced96 !== undefined)){
-if(dataType96 == "boolean" || data139 === null
-              || (dataType96 == "string" && data139 && data139 == +data139)){
+if(dataType96 === "boolean" || data139 === null
+              || (dataType96 === "string" && data139 && data139 == +data139 && !(data139 % 1))){
 coerced96 = +data139;
 }
 else {
-const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5432,14 +5433,14 @@ errors++;
 }
 if(coerced96 !== undefined){
 data139 = coerced96;
-if(data137 !== undefined){
-data137["input"] = coerced96;
+if(data138 !== undefined){
+data138["above_input_tokens"] = coerced96;
 }
 }
 }
 if((typeof data139 == "number") && (isFinite(data139))){
-if(data139 > 9999 || isNaN(data139)){
-const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data139 < 1 || isNaN(data139)){
+const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5448,20 +5449,10 @@ vErrors.push(err297);
 }
 errors++;
 }
-if(data139 < 0 || isNaN(data139)){
-const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err298];
-}
-else {
-vErrors.push(err298);
-}
-errors++;
 }
 }
-}
-if(data137.output !== undefined){
-let data140 = data137.output;
+if(data138.input !== undefined){
+let data140 = data138.input;
 if(!((typeof data140 == "number") && (isFinite(data140)))){
 let dataType97 = typeof data140;
 let coerced97 = undefined;
@@ -5471,7 +5462,26 @@ if(dataType97 == "boolean" || data140 === null
 coerced97 = +data140;
 }
 else {
-const err299 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err298];
+}
+else {
+vErrors.push(err298);
+}
+errors++;
+}
+}
+if(coerced97 !== undefined){
+data140 = coerced97;
+if(data138 !== undefined){
+data138["input"] = coerced97;
+}
+}
+}
+if((typeof data140 == "number") && (isFinite(data140))){
+if(data140 > 9999 || isNaN(data140)){
+const err299 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5480,17 +5490,8 @@ vErrors.push(err299);
 }
 errors++;
 }
-}
-if(coerced97 !== undefined){
-data140 = coerced97;
-if(data137 !== undefined){
-data137["output"] = coerced97;
-}
-}
-}
-if((typeof data140 == "number") && (isFinite(data140))){
-if(data140 > 9999 || isNaN(data140)){
-const err300 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data140 < 0 || isNaN(data140)){
+const err300 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5499,20 +5500,10 @@ vErrors.push(err300);
 }
 errors++;
 }
-if(data140 < 0 || isNaN(data140)){
-const err301 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err301];
-}
-else {
-vErrors.push(err301);
-}
-errors++;
 }
 }
-}
-if(data137.cached !== undefined){
-let data141 = data137.cached;
+if(data138.output !== undefined){
+let data141 = data138.output;
 if(!((typeof data141 == "number") && (isFinite(data141)))){
 let dataType98 = typeof data141;
 let coerced98 = undefined;
@@ -5522,7 +5513,26 @@ if(dataType98 == "boolean" || data141 === null
 coerced98 = +data141;
 }
 else {
-const err302 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err301 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err301];
+}
+else {
+vErrors.push(err301);
+}
+errors++;
+}
+}
+if(coerced98 !== undefined){
+data141 = coerced98;
+if(data138 !== undefined){
+data138["output"] = coerced98;
+}
+}
+}
+if((typeof data141 == "number") && (isFinite(data141))){
+if(data141 > 9999 || isNaN(data141)){
+const err302 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5531,17 +5541,8 @@ vErrors.push(err302);
 }
 errors++;
 }
-}
-if(coerced98 !== undefined){
-data141 = coerced98;
-if(data137 !== undefined){
-data137["cached"] = coerced98;
-}
-}
-}
-if((typeof data141 == "number") && (isFinite(data141))){
-if(data141 > 9999 || isNaN(data141)){
-const err303 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data141 < 0 || isNaN(data141)){
+const err303 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5550,20 +5551,10 @@ vErrors.push(err303);
 }
 errors++;
 }
-if(data141 < 0 || isNaN(data141)){
-const err304 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err304];
-}
-else {
-vErrors.push(err304);
-}
-errors++;
 }
 }
-}
-if(data137.cache_write !== undefined){
-let data142 = data137.cache_write;
+if(data138.cached !== undefined){
+let data142 = data138.cached;
 if(!((typeof data142 == "number") && (isFinite(data142)))){
 let dataType99 = typeof data142;
 let coerced99 = undefined;
@@ -5573,7 +5564,26 @@ if(dataType99 == "boolean" || data142 === null
 coerced99 = +data142;
 }
 else {
-const err305 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err304 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err304];
+}
+else {
+vErrors.push(err304);
+}
+errors++;
+}
+}
+if(coerced99 !== undefined){
+data142 = coerced99;
+if(data138 !== undefined){
+data138["cached"] = coerced99;
+}
+}
+}
+if((typeof data142 == "number") && (isFinite(data142))){
+if(data142 > 9999 || isNaN(data142)){
+const err305 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5582,17 +5592,8 @@ vErrors.push(err305);
 }
 errors++;
 }
-}
-if(coerced99 !== undefined){
-data142 = coerced99;
-if(data137 !== undefined){
-data137["cache_write"] = coerced99;
-}
-}
-}
-if((typeof data142 == "number") && (isFinite(data142))){
-if(data142 > 9999 || isNaN(data142)){
-const err306 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data142 < 0 || isNaN(data142)){
+const err306 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5601,20 +5602,10 @@ vErrors.push(err306);
 }
 errors++;
 }
-if(data142 < 0 || isNaN(data142)){
-const err307 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err307];
-}
-else {
-vErrors.push(err307);
-}
-errors++;
 }
 }
-}
-if(data137.cache_write_1h !== undefined){
-let data143 = data137.cache_write_1h;
+if(data138.cache_write !== undefined){
+let data143 = data138.cache_write;
 if(!((typeof data143 == "number") && (isFinite(data143)))){
 let dataType100 = typeof data143;
 let coerced100 = undefined;
@@ -5624,7 +5615,26 @@ if(dataType100 == "boolean" || data143 === null
 coerced100 = +data143;
 }
 else {
-const err308 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err307 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err307];
+}
+else {
+vErrors.push(err307);
+}
+errors++;
+}
+}
+if(coerced100 !== undefined){
+data143 = coerced100;
+if(data138 !== undefined){
+data138["cache_write"] = coerced100;
+}
+}
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 > 9999 || isNaN(data143)){
+const err308 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5633,17 +5643,8 @@ vErrors.push(err308);
 }
 errors++;
 }
-}
-if(coerced100 !== undefined){
-data143 = coerced100;
-if(data137 !== undefined){
-data137["cache_write_1h"] = coerced100;
-}
-}
-}
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 > 9999 || isNaN(data143)){
-const err309 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data143 < 0 || isNaN(data143)){
+const err309 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5652,20 +5653,10 @@ vErrors.push(err309);
 }
 errors++;
 }
-if(data143 < 0 || isNaN(data143)){
-const err310 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err310];
-}
-else {
-vErrors.push(err310);
-}
-errors++;
 }
 }
-}
-if(data137.reasoning !== undefined){
-let data144 = data137.reasoning;
+if(data138.cache_write_1h !== undefined){
+let data144 = data138.cache_write_1h;
 if(!((typeof data144 == "number") && (isFinite(data144)))){
 let dataType101 = typeof data144;
 let coerced101 = undefined;
@@ -5675,7 +5666,26 @@ if(dataType101 == "boolean" || data144 === null
 coerced101 = +data144;
 }
 else {
-const err311 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err310 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err310];
+}
+else {
+vErrors.push(err310);
+}
+errors++;
+}
+}
+if(coerced101 !== undefined){
+data144 = coerced101;
+if(data138 !== undefined){
+data138["cache_write_1h"] = coerced101;
+}
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 > 9999 || isNaN(data144)){
+const err311 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5684,17 +5694,8 @@ vErrors.push(err311);
 }
 errors++;
 }
-}
-if(coerced101 !== undefined){
-data144 = coerced101;
-if(data137 !== undefined){
-data137["reasoning"] = coerced101;
-}
-}
-}
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 > 9999 || isNaN(data144)){
-const err312 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data144 < 0 || isNaN(data144)){
+const err312 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5703,8 +5704,20 @@ vErrors.push(err312);
 }
 errors++;
 }
-if(data144 < 0 || isNaN(data144)){
-const err313 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data138.reasoning !== undefined){
+let data145 = data138.reasoning;
+if(!((typeof data145 == "number") && (isFinite(data145)))){
+let dataType102 = typeof data145;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "boolean" || data145 === null
+              || (dataType102 == "string" && data145 && data145 == +data145)){
+coerced102 = +data145;
+}
+else {
+const err313 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5714,10 +5727,16 @@ vErrors.push(err313);
 errors++;
 }
 }
+if(coerced102 !== undefined){
+data145 = coerced102;
+if(data138 !== undefined){
+data138["reasoning"] = coerced102;
 }
 }
-else {
-const err314 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data145 == "number") && (isFinite(data145))){
+if(data145 > 9999 || isNaN(data145)){
+const err314 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5726,10 +5745,8 @@ vErrors.push(err314);
 }
 errors++;
 }
-}
-}
-else {
-const err315 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data145 < 0 || isNaN(data145)){
+const err315 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5739,11 +5756,10 @@ vErrors.push(err315);
 errors++;
 }
 }
-if(data128.service_tiers !== undefined){
-let data145 = data128.service_tiers;
-if(data145 && typeof data145 == "object" && !Array.isArray(data145)){
-if(Object.keys(data145).length > 8){
-const err316 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
+}
+}
+else {
+const err316 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5752,11 +5768,10 @@ vErrors.push(err316);
 }
 errors++;
 }
-for(const key31 in data145){
-const _errs318 = errors;
-if(typeof key31 === "string"){
-if(!pattern13.test(key31)){
-const err317 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key31};
+}
+}
+else {
+const err317 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5766,9 +5781,11 @@ vErrors.push(err317);
 errors++;
 }
 }
-var valid46 = _errs318 === errors;
-if(!valid46){
-const err318 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key31},message:"property name must be valid"};
+if(data129.service_tiers !== undefined){
+let data146 = data129.service_tiers;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+if(Object.keys(data146).length > 8){
+const err318 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5777,13 +5794,11 @@ vErrors.push(err318);
 }
 errors++;
 }
-}
-for(const key32 in data145){
-let data146 = data145[key32];
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-for(const key33 in data146){
-if(!((((((key33 === "input") || (key33 === "output")) || (key33 === "cached")) || (key33 === "cache_write")) || (key33 === "cache_write_1h")) || (key33 === "reasoning"))){
-const err319 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+for(const key31 in data146){
+const _errs320 = errors;
+if(typeof key31 === "string"){
+if(!pattern13.test(key31)){
+const err319 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key31};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5793,18 +5808,9 @@ vErrors.push(err319);
 errors++;
 }
 }
-if(data146.input !== undefined){
-let data147 = data146.input;
-if(!((typeof data147 == "number") && (isFinite(data147)))){
-let dataType102 = typeof data147;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "boolean" || data147 === null
-              || (dataType102 == "string" && data147 && data147 == +data147)){
-coerced102 = +data147;
-}
-else {
-const err320 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+var valid46 = _errs320 === errors;
+if(!valid46){
+const err320 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key31},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -5814,16 +5820,12 @@ vErrors.push(err320);
 errors++;
 }
 }
-if(coerced102 !== undefined){
-data147 = coerced102;
-if(data146 !== undefined){
-data146["input"] = coerced102;
-}
-}
-}
-if((typeof data147 == "number") && (isFinite(data147))){
-if(data147 > 9999 || isNaN(data147)){
-const err321 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+for(const key32 in data146){
+let data147 = data146[key32];
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+for(const key33 in data147){
+if(!((((((key33 === "input") || (key33 === "output")) || (key33 === "cached")) || (key33 === "cache_write")) || (key33 === "cache_write_1h")) || (key33 === "reasoning"))){
+const err321 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err321];
 }
@@ -5832,20 +5834,9 @@ vErrors.push(err321);
 }
 errors++;
 }
-if(data147 < 0 || isNaN(data147)){
-const err322 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err322];
 }
-else {
-vErrors.push(err322);
-}
-errors++;
-}
-}
-}
-if(data146.output !== undefined){
-let data148 = data146.output;
+if(data147.input !== undefined){
+let data148 = data147.input;
 if(!((typeof data148 == "number") && (isFinite(data148)))){
 let dataType103 = typeof data148;
 let coerced103 = undefined;
@@ -5855,7 +5846,26 @@ if(dataType103 == "boolean" || data148 === null
 coerced103 = +data148;
 }
 else {
-const err323 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err322 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err322];
+}
+else {
+vErrors.push(err322);
+}
+errors++;
+}
+}
+if(coerced103 !== undefined){
+data148 = coerced103;
+if(data147 !== undefined){
+data147["input"] = coerced103;
+}
+}
+}
+if((typeof data148 == "number") && (isFinite(data148))){
+if(data148 > 9999 || isNaN(data148)){
+const err323 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -5864,17 +5874,8 @@ vErrors.push(err323);
 }
 errors++;
 }
-}
-if(coerced103 !== undefined){
-data148 = coerced103;
-if(data146 !== undefined){
-data146["output"] = coerced103;
-}
-}
-}
-if((typeof data148 == "number") && (isFinite(data148))){
-if(data148 > 9999 || isNaN(data148)){
-const err324 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data148 < 0 || isNaN(data148)){
+const err324 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -5883,20 +5884,10 @@ vErrors.push(err324);
 }
 errors++;
 }
-if(data148 < 0 || isNaN(data148)){
-const err325 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err325];
-}
-else {
-vErrors.push(err325);
-}
-errors++;
 }
 }
-}
-if(data146.cached !== undefined){
-let data149 = data146.cached;
+if(data147.output !== undefined){
+let data149 = data147.output;
 if(!((typeof data149 == "number") && (isFinite(data149)))){
 let dataType104 = typeof data149;
 let coerced104 = undefined;
@@ -5906,7 +5897,26 @@ if(dataType104 == "boolean" || data149 === null
 coerced104 = +data149;
 }
 else {
-const err326 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err325 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err325];
+}
+else {
+vErrors.push(err325);
+}
+errors++;
+}
+}
+if(coerced104 !== undefined){
+data149 = coerced104;
+if(data147 !== undefined){
+data147["output"] = coerced104;
+}
+}
+}
+if((typeof data149 == "number") && (isFinite(data149))){
+if(data149 > 9999 || isNaN(data149)){
+const err326 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -5915,17 +5925,8 @@ vErrors.push(err326);
 }
 errors++;
 }
-}
-if(coerced104 !== undefined){
-data149 = coerced104;
-if(data146 !== undefined){
-data146["cached"] = coerced104;
-}
-}
-}
-if((typeof data149 == "number") && (isFinite(data149))){
-if(data149 > 9999 || isNaN(data149)){
-const err327 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data149 < 0 || isNaN(data149)){
+const err327 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -5934,20 +5935,10 @@ vErrors.push(err327);
 }
 errors++;
 }
-if(data149 < 0 || isNaN(data149)){
-const err328 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err328];
-}
-else {
-vErrors.push(err328);
-}
-errors++;
 }
 }
-}
-if(data146.cache_write !== undefined){
-let data150 = data146.cache_write;
+if(data147.cached !== undefined){
+let data150 = data147.cached;
 if(!((typeof data150 == "number") && (isFinite(data150)))){
 let dataType105 = typeof data150;
 let coerced105 = undefined;
@@ -5957,7 +5948,26 @@ if(dataType105 == "boolean" || data150 === null
 coerced105 = +data150;
 }
 else {
-const err329 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err328 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err328];
+}
+else {
+vErrors.push(err328);
+}
+errors++;
+}
+}
+if(coerced105 !== undefined){
+data150 = coerced105;
+if(data147 !== undefined){
+data147["cached"] = coerced105;
+}
+}
+}
+if((typeof data150 == "number") && (isFinite(data150))){
+if(data150 > 9999 || isNaN(data150)){
+const err329 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -5966,17 +5976,8 @@ vErrors.push(err329);
 }
 errors++;
 }
-}
-if(coerced105 !== undefined){
-data150 = coerced105;
-if(data146 !== undefined){
-data146["cache_write"] = coerced105;
-}
-}
-}
-if((typeof data150 == "number") && (isFinite(data150))){
-if(data150 > 9999 || isNaN(data150)){
-const err330 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data150 < 0 || isNaN(data150)){
+const err330 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -5985,20 +5986,10 @@ vErrors.push(err330);
 }
 errors++;
 }
-if(data150 < 0 || isNaN(data150)){
-const err331 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err331];
-}
-else {
-vErrors.push(err331);
-}
-errors++;
 }
 }
-}
-if(data146.cache_write_1h !== undefined){
-let data151 = data146.cache_write_1h;
+if(data147.cache_write !== undefined){
+let data151 = data147.cache_write;
 if(!((typeof data151 == "number") && (isFinite(data151)))){
 let dataType106 = typeof data151;
 let coerced106 = undefined;
@@ -6008,7 +5999,26 @@ if(dataType106 == "boolean" || data151 === null
 coerced106 = +data151;
 }
 else {
-const err332 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err331 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err331];
+}
+else {
+vErrors.push(err331);
+}
+errors++;
+}
+}
+if(coerced106 !== undefined){
+data151 = coerced106;
+if(data147 !== undefined){
+data147["cache_write"] = coerced106;
+}
+}
+}
+if((typeof data151 == "number") && (isFinite(data151))){
+if(data151 > 9999 || isNaN(data151)){
+const err332 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6017,17 +6027,8 @@ vErrors.push(err332);
 }
 errors++;
 }
-}
-if(coerced106 !== undefined){
-data151 = coerced106;
-if(data146 !== undefined){
-data146["cache_write_1h"] = coerced106;
-}
-}
-}
-if((typeof data151 == "number") && (isFinite(data151))){
-if(data151 > 9999 || isNaN(data151)){
-const err333 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data151 < 0 || isNaN(data151)){
+const err333 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6036,20 +6037,10 @@ vErrors.push(err333);
 }
 errors++;
 }
-if(data151 < 0 || isNaN(data151)){
-const err334 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err334];
-}
-else {
-vErrors.push(err334);
-}
-errors++;
 }
 }
-}
-if(data146.reasoning !== undefined){
-let data152 = data146.reasoning;
+if(data147.cache_write_1h !== undefined){
+let data152 = data147.cache_write_1h;
 if(!((typeof data152 == "number") && (isFinite(data152)))){
 let dataType107 = typeof data152;
 let coerced107 = undefined;
@@ -6059,7 +6050,26 @@ if(dataType107 == "boolean" || data152 === null
 coerced107 = +data152;
 }
 else {
-const err335 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err334 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err334];
+}
+else {
+vErrors.push(err334);
+}
+errors++;
+}
+}
+if(coerced107 !== undefined){
+data152 = coerced107;
+if(data147 !== undefined){
+data147["cache_write_1h"] = coerced107;
+}
+}
+}
+if((typeof data152 == "number") && (isFinite(data152))){
+if(data152 > 9999 || isNaN(data152)){
+const err335 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6068,17 +6078,8 @@ vErrors.push(err335);
 }
 errors++;
 }
-}
-if(coerced107 !== undefined){
-data152 = coerced107;
-if(data146 !== undefined){
-data146["reasoning"] = coerced107;
-}
-}
-}
-if((typeof data152 == "number") && (isFinite(data152))){
-if(data152 > 9999 || isNaN(data152)){
-const err336 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data152 < 0 || isNaN(data152)){
+const err336 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6087,8 +6088,20 @@ vErrors.push(err336);
 }
 errors++;
 }
-if(data152 < 0 || isNaN(data152)){
-const err337 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data147.reasoning !== undefined){
+let data153 = data147.reasoning;
+if(!((typeof data153 == "number") && (isFinite(data153)))){
+let dataType108 = typeof data153;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "boolean" || data153 === null
+              || (dataType108 == "string" && data153 && data153 == +data153)){
+coerced108 = +data153;
+}
+else {
+const err337 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6098,10 +6111,16 @@ vErrors.push(err337);
 errors++;
 }
 }
+if(coerced108 !== undefined){
+data153 = coerced108;
+if(data147 !== undefined){
+data147["reasoning"] = coerced108;
 }
 }
-else {
-const err338 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data153 == "number") && (isFinite(data153))){
+if(data153 > 9999 || isNaN(data153)){
+const err338 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6110,10 +6129,8 @@ vErrors.push(err338);
 }
 errors++;
 }
-}
-}
-else {
-const err339 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data153 < 0 || isNaN(data153)){
+const err339 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6124,8 +6141,9 @@ errors++;
 }
 }
 }
+}
 else {
-const err340 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err340 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6137,7 +6155,7 @@ errors++;
 }
 }
 else {
-const err341 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err341 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6149,7 +6167,7 @@ errors++;
 }
 }
 else {
-const err342 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err342 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6158,20 +6176,10 @@ vErrors.push(err342);
 }
 errors++;
 }
-if(data41.catalog !== undefined){
-let data153 = data41.catalog;
-if(typeof data153 !== "string"){
-let dataType108 = typeof data153;
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(dataType108 == "number" || dataType108 == "boolean"){
-coerced108 = "" + data153;
 }
-else if(data153 === null){
-coerced108 = "";
 }
 else {
-const err343 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err343 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6181,16 +6189,9 @@ vErrors.push(err343);
 errors++;
 }
 }
-if(coerced108 !== undefined){
-data153 = coerced108;
-if(data41 !== undefined){
-data41["catalog"] = coerced108;
 }
-}
-}
-if(typeof data153 === "string"){
-if(!pattern18.test(data153)){
-const err344 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err344 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6199,20 +6200,20 @@ vErrors.push(err344);
 }
 errors++;
 }
-}
-}
-let data154 = data41.allow_unlisted_models;
-if(typeof data154 !== "boolean"){
+if(data42.catalog !== undefined){
+let data154 = data42.catalog;
+if(typeof data154 !== "string"){
+let dataType109 = typeof data154;
 let coerced109 = undefined;
 if(!(coerced109 !== undefined)){
-if(data154 === "false" || data154 === 0 || data154 === null){
-coerced109 = false;
+if(dataType109 == "number" || dataType109 == "boolean"){
+coerced109 = "" + data154;
 }
-else if(data154 === "true" || data154 === 1){
-coerced109 = true;
+else if(data154 === null){
+coerced109 = "";
 }
 else {
-const err345 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err345 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6224,14 +6225,14 @@ errors++;
 }
 if(coerced109 !== undefined){
 data154 = coerced109;
-if(data41 !== undefined){
-data41["allow_unlisted_models"] = coerced109;
+if(data42 !== undefined){
+data42["catalog"] = coerced109;
 }
 }
 }
-}
-else {
-const err346 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data154 === "string"){
+if(!pattern18.test(data154)){
+const err346 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6242,8 +6243,18 @@ errors++;
 }
 }
 }
+let data155 = data42.allow_unlisted_models;
+if(typeof data155 !== "boolean"){
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(data155 === "false" || data155 === 0 || data155 === null){
+coerced110 = false;
+}
+else if(data155 === "true" || data155 === 1){
+coerced110 = true;
+}
 else {
-const err347 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err347 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6252,13 +6263,17 @@ vErrors.push(err347);
 }
 errors++;
 }
-let data155 = data.combos;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-for(const key34 in data155){
-const _errs341 = errors;
-if(typeof key34 === "string"){
-if(!pattern3.test(key34)){
-const err348 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key34};
+}
+if(coerced110 !== undefined){
+data155 = coerced110;
+if(data42 !== undefined){
+data42["allow_unlisted_models"] = coerced110;
+}
+}
+}
+}
+else {
+const err348 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6268,9 +6283,9 @@ vErrors.push(err348);
 errors++;
 }
 }
-var valid49 = _errs341 === errors;
-if(!valid49){
-const err349 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key34},message:"property name must be valid"};
+}
+else {
+const err349 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6279,12 +6294,13 @@ vErrors.push(err349);
 }
 errors++;
 }
-}
-for(const key35 in data155){
-let data156 = data155[key35];
+let data156 = data.combos;
 if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
-if(data156.strategy === undefined){
-const err350 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+for(const key34 in data156){
+const _errs343 = errors;
+if(typeof key34 === "string"){
+if(!pattern3.test(key34)){
+const err350 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key34};
 if(vErrors === null){
 vErrors = [err350];
 }
@@ -6293,8 +6309,10 @@ vErrors.push(err350);
 }
 errors++;
 }
-if(data156.models === undefined){
-const err351 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+var valid49 = _errs343 === errors;
+if(!valid49){
+const err351 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key34},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err351];
 }
@@ -6303,9 +6321,12 @@ vErrors.push(err351);
 }
 errors++;
 }
-for(const key36 in data156){
-if(!((((((key36 === "strategy") || (key36 === "models")) || (key36 === "judge")) || (key36 === "quorum")) || (key36 === "grace_ms")) || (key36 === "timeout_ms"))){
-const err352 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+}
+for(const key35 in data156){
+let data157 = data156[key35];
+if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
+if(data157.strategy === undefined){
+const err352 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err352];
 }
@@ -6314,11 +6335,8 @@ vErrors.push(err352);
 }
 errors++;
 }
-}
-if(data156.strategy !== undefined){
-let data157 = data156.strategy;
-if(!((((data157 === "fallback") || (data157 === "round-robin")) || (data157 === "fusion")) || (data157 === "capacity"))){
-const err353 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+if(data157.models === undefined){
+const err353 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err353];
 }
@@ -6327,12 +6345,9 @@ vErrors.push(err353);
 }
 errors++;
 }
-}
-if(data156.models !== undefined){
-let data158 = data156.models;
-if(Array.isArray(data158)){
-if(data158.length < 1){
-const err354 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+for(const key36 in data157){
+if(!((((((key36 === "strategy") || (key36 === "models")) || (key36 === "judge")) || (key36 === "quorum")) || (key36 === "grace_ms")) || (key36 === "timeout_ms"))){
+const err354 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err354];
 }
@@ -6341,21 +6356,11 @@ vErrors.push(err354);
 }
 errors++;
 }
-const len6 = data158.length;
-for(let i8=0; i8<len6; i8++){
-let data159 = data158[i8];
-if(typeof data159 !== "string"){
-let dataType110 = typeof data159;
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(dataType110 == "number" || dataType110 == "boolean"){
-coerced110 = "" + data159;
 }
-else if(data159 === null){
-coerced110 = "";
-}
-else {
-const err355 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data157.strategy !== undefined){
+let data158 = data157.strategy;
+if(!((((data158 === "fallback") || (data158 === "round-robin")) || (data158 === "fusion")) || (data158 === "capacity"))){
+const err355 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err355];
 }
@@ -6365,17 +6370,11 @@ vErrors.push(err355);
 errors++;
 }
 }
-if(coerced110 !== undefined){
-data159 = coerced110;
-if(data158 !== undefined){
-data158[i8] = coerced110;
-}
-}
-}
-}
-}
-else {
-const err356 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data157.models !== undefined){
+let data159 = data157.models;
+if(Array.isArray(data159)){
+if(data159.length < 1){
+const err356 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err356];
 }
@@ -6384,9 +6383,9 @@ vErrors.push(err356);
 }
 errors++;
 }
-}
-if(data156.judge !== undefined){
-let data160 = data156.judge;
+const len6 = data159.length;
+for(let i8=0; i8<len6; i8++){
+let data160 = data159[i8];
 if(typeof data160 !== "string"){
 let dataType111 = typeof data160;
 let coerced111 = undefined;
@@ -6398,7 +6397,7 @@ else if(data160 === null){
 coerced111 = "";
 }
 else {
-const err357 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err357 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err357];
 }
@@ -6410,24 +6409,15 @@ errors++;
 }
 if(coerced111 !== undefined){
 data160 = coerced111;
-if(data156 !== undefined){
-data156["judge"] = coerced111;
+if(data159 !== undefined){
+data159[i8] = coerced111;
 }
 }
 }
 }
-if(data156.quorum !== undefined){
-let data161 = data156.quorum;
-if(!(((typeof data161 == "number") && (!(data161 % 1) && !isNaN(data161))) && (isFinite(data161)))){
-let dataType112 = typeof data161;
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(dataType112 === "boolean" || data161 === null
-              || (dataType112 === "string" && data161 && data161 == +data161 && !(data161 % 1))){
-coerced112 = +data161;
 }
 else {
-const err358 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err358 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err358];
 }
@@ -6437,16 +6427,20 @@ vErrors.push(err358);
 errors++;
 }
 }
-if(coerced112 !== undefined){
-data161 = coerced112;
-if(data156 !== undefined){
-data156["quorum"] = coerced112;
+if(data157.judge !== undefined){
+let data161 = data157.judge;
+if(typeof data161 !== "string"){
+let dataType112 = typeof data161;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 == "number" || dataType112 == "boolean"){
+coerced112 = "" + data161;
 }
+else if(data161 === null){
+coerced112 = "";
 }
-}
-if((typeof data161 == "number") && (isFinite(data161))){
-if(data161 < 1 || isNaN(data161)){
-const err359 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err359 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err359];
 }
@@ -6456,19 +6450,26 @@ vErrors.push(err359);
 errors++;
 }
 }
+if(coerced112 !== undefined){
+data161 = coerced112;
+if(data157 !== undefined){
+data157["judge"] = coerced112;
 }
-if(data156.grace_ms !== undefined){
-let data162 = data156.grace_ms;
-if(!((typeof data162 == "number") && (isFinite(data162)))){
+}
+}
+}
+if(data157.quorum !== undefined){
+let data162 = data157.quorum;
+if(!(((typeof data162 == "number") && (!(data162 % 1) && !isNaN(data162))) && (isFinite(data162)))){
 let dataType113 = typeof data162;
 let coerced113 = undefined;
 if(!(coerced113 !== undefined)){
-if(dataType113 == "boolean" || data162 === null
-              || (dataType113 == "string" && data162 && data162 == +data162)){
+if(dataType113 === "boolean" || data162 === null
+              || (dataType113 === "string" && data162 && data162 == +data162 && !(data162 % 1))){
 coerced113 = +data162;
 }
 else {
-const err360 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err360 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err360];
 }
@@ -6480,14 +6481,14 @@ errors++;
 }
 if(coerced113 !== undefined){
 data162 = coerced113;
-if(data156 !== undefined){
-data156["grace_ms"] = coerced113;
+if(data157 !== undefined){
+data157["quorum"] = coerced113;
 }
 }
 }
 if((typeof data162 == "number") && (isFinite(data162))){
-if(data162 < 0 || isNaN(data162)){
-const err361 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data162 < 1 || isNaN(data162)){
+const err361 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err361];
 }
@@ -6498,8 +6499,8 @@ errors++;
 }
 }
 }
-if(data156.timeout_ms !== undefined){
-let data163 = data156.timeout_ms;
+if(data157.grace_ms !== undefined){
+let data163 = data157.grace_ms;
 if(!((typeof data163 == "number") && (isFinite(data163)))){
 let dataType114 = typeof data163;
 let coerced114 = undefined;
@@ -6509,7 +6510,7 @@ if(dataType114 == "boolean" || data163 === null
 coerced114 = +data163;
 }
 else {
-const err362 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err362 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err362];
 }
@@ -6521,14 +6522,14 @@ errors++;
 }
 if(coerced114 !== undefined){
 data163 = coerced114;
-if(data156 !== undefined){
-data156["timeout_ms"] = coerced114;
+if(data157 !== undefined){
+data157["grace_ms"] = coerced114;
 }
 }
 }
 if((typeof data163 == "number") && (isFinite(data163))){
 if(data163 < 0 || isNaN(data163)){
-const err363 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err363 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err363];
 }
@@ -6537,8 +6538,20 @@ vErrors.push(err363);
 }
 errors++;
 }
-if(data163 <= 0 || isNaN(data163)){
-const err364 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+if(data157.timeout_ms !== undefined){
+let data164 = data157.timeout_ms;
+if(!((typeof data164 == "number") && (isFinite(data164)))){
+let dataType115 = typeof data164;
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(dataType115 == "boolean" || data164 === null
+              || (dataType115 == "string" && data164 && data164 == +data164)){
+coerced115 = +data164;
+}
+else {
+const err364 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err364];
 }
@@ -6548,10 +6561,16 @@ vErrors.push(err364);
 errors++;
 }
 }
+if(coerced115 !== undefined){
+data164 = coerced115;
+if(data157 !== undefined){
+data157["timeout_ms"] = coerced115;
 }
 }
-else {
-const err365 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+if((typeof data164 == "number") && (isFinite(data164))){
+if(data164 < 0 || isNaN(data164)){
+const err365 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err365];
 }
@@ -6560,10 +6579,8 @@ vErrors.push(err365);
 }
 errors++;
 }
-}
-}
-else {
-const err366 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data164 <= 0 || isNaN(data164)){
+const err366 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err366];
 }
@@ -6572,14 +6589,11 @@ vErrors.push(err366);
 }
 errors++;
 }
-let data164 = data.routing;
-if(data164 && typeof data164 == "object" && !Array.isArray(data164)){
-if(data164.cooldown === undefined){
-data164.cooldown = {};
 }
-for(const key37 in data164){
-if(!(key37 === "cooldown")){
-const err367 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key37},message:"must NOT have additional properties"};
+}
+}
+else {
+const err367 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err367];
 }
@@ -6589,20 +6603,9 @@ vErrors.push(err367);
 errors++;
 }
 }
-let data165 = data164.cooldown;
-if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
-if(data165.initial_s === undefined){
-data165.initial_s = 5;
 }
-if(data165.max_s === undefined){
-data165.max_s = 300;
-}
-if(data165.multiplier === undefined){
-data165.multiplier = 2;
-}
-for(const key38 in data165){
-if(!(((key38 === "initial_s") || (key38 === "max_s")) || (key38 === "multiplier"))){
-const err368 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err368 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err368];
 }
@@ -6611,18 +6614,14 @@ vErrors.push(err368);
 }
 errors++;
 }
+let data165 = data.routing;
+if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
+if(data165.cooldown === undefined){
+data165.cooldown = {};
 }
-let data166 = data165.initial_s;
-if(!((typeof data166 == "number") && (isFinite(data166)))){
-let dataType115 = typeof data166;
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(dataType115 == "boolean" || data166 === null
-              || (dataType115 == "string" && data166 && data166 == +data166)){
-coerced115 = +data166;
-}
-else {
-const err369 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key37 in data165){
+if(!(key37 === "cooldown")){
+const err369 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key37},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err369];
 }
@@ -6632,16 +6631,20 @@ vErrors.push(err369);
 errors++;
 }
 }
-if(coerced115 !== undefined){
-data166 = coerced115;
-if(data165 !== undefined){
-data165["initial_s"] = coerced115;
+let data166 = data165.cooldown;
+if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
+if(data166.initial_s === undefined){
+data166.initial_s = 5;
 }
+if(data166.max_s === undefined){
+data166.max_s = 300;
 }
+if(data166.multiplier === undefined){
+data166.multiplier = 2;
 }
-if((typeof data166 == "number") && (isFinite(data166))){
-if(data166 > 86400 || isNaN(data166)){
-const err370 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+for(const key38 in data166){
+if(!(((key38 === "initial_s") || (key38 === "max_s")) || (key38 === "multiplier"))){
+const err370 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err370];
 }
@@ -6650,28 +6653,8 @@ vErrors.push(err370);
 }
 errors++;
 }
-if(data166 < 0 || isNaN(data166)){
-const err371 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err371];
 }
-else {
-vErrors.push(err371);
-}
-errors++;
-}
-if(data166 <= 0 || isNaN(data166)){
-const err372 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err372];
-}
-else {
-vErrors.push(err372);
-}
-errors++;
-}
-}
-let data167 = data165.max_s;
+let data167 = data166.initial_s;
 if(!((typeof data167 == "number") && (isFinite(data167)))){
 let dataType116 = typeof data167;
 let coerced116 = undefined;
@@ -6681,7 +6664,36 @@ if(dataType116 == "boolean" || data167 === null
 coerced116 = +data167;
 }
 else {
-const err373 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err371 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err371];
+}
+else {
+vErrors.push(err371);
+}
+errors++;
+}
+}
+if(coerced116 !== undefined){
+data167 = coerced116;
+if(data166 !== undefined){
+data166["initial_s"] = coerced116;
+}
+}
+}
+if((typeof data167 == "number") && (isFinite(data167))){
+if(data167 > 86400 || isNaN(data167)){
+const err372 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(vErrors === null){
+vErrors = [err372];
+}
+else {
+vErrors.push(err372);
+}
+errors++;
+}
+if(data167 < 0 || isNaN(data167)){
+const err373 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err373];
 }
@@ -6690,17 +6702,8 @@ vErrors.push(err373);
 }
 errors++;
 }
-}
-if(coerced116 !== undefined){
-data167 = coerced116;
-if(data165 !== undefined){
-data165["max_s"] = coerced116;
-}
-}
-}
-if((typeof data167 == "number") && (isFinite(data167))){
-if(data167 > 86400 || isNaN(data167)){
-const err374 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(data167 <= 0 || isNaN(data167)){
+const err374 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err374];
 }
@@ -6709,28 +6712,8 @@ vErrors.push(err374);
 }
 errors++;
 }
-if(data167 < 0 || isNaN(data167)){
-const err375 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
-if(vErrors === null){
-vErrors = [err375];
 }
-else {
-vErrors.push(err375);
-}
-errors++;
-}
-if(data167 <= 0 || isNaN(data167)){
-const err376 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err376];
-}
-else {
-vErrors.push(err376);
-}
-errors++;
-}
-}
-let data168 = data165.multiplier;
+let data168 = data166.max_s;
 if(!((typeof data168 == "number") && (isFinite(data168)))){
 let dataType117 = typeof data168;
 let coerced117 = undefined;
@@ -6740,7 +6723,36 @@ if(dataType117 == "boolean" || data168 === null
 coerced117 = +data168;
 }
 else {
-const err377 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err375 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err375];
+}
+else {
+vErrors.push(err375);
+}
+errors++;
+}
+}
+if(coerced117 !== undefined){
+data168 = coerced117;
+if(data166 !== undefined){
+data166["max_s"] = coerced117;
+}
+}
+}
+if((typeof data168 == "number") && (isFinite(data168))){
+if(data168 > 86400 || isNaN(data168)){
+const err376 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(vErrors === null){
+vErrors = [err376];
+}
+else {
+vErrors.push(err376);
+}
+errors++;
+}
+if(data168 < 0 || isNaN(data168)){
+const err377 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err377];
 }
@@ -6749,17 +6761,8 @@ vErrors.push(err377);
 }
 errors++;
 }
-}
-if(coerced117 !== undefined){
-data168 = coerced117;
-if(data165 !== undefined){
-data165["multiplier"] = coerced117;
-}
-}
-}
-if((typeof data168 == "number") && (isFinite(data168))){
-if(data168 < 1 || isNaN(data168)){
-const err378 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(data168 <= 0 || isNaN(data168)){
+const err378 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6769,9 +6772,17 @@ vErrors.push(err378);
 errors++;
 }
 }
+let data169 = data166.multiplier;
+if(!((typeof data169 == "number") && (isFinite(data169)))){
+let dataType118 = typeof data169;
+let coerced118 = undefined;
+if(!(coerced118 !== undefined)){
+if(dataType118 == "boolean" || data169 === null
+              || (dataType118 == "string" && data169 && data169 == +data169)){
+coerced118 = +data169;
 }
 else {
-const err379 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err379 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err379];
 }
@@ -6781,8 +6792,16 @@ vErrors.push(err379);
 errors++;
 }
 }
-else {
-const err380 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced118 !== undefined){
+data169 = coerced118;
+if(data166 !== undefined){
+data166["multiplier"] = coerced118;
+}
+}
+}
+if((typeof data169 == "number") && (isFinite(data169))){
+if(data169 < 1 || isNaN(data169)){
+const err380 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err380];
 }
@@ -6791,14 +6810,10 @@ vErrors.push(err380);
 }
 errors++;
 }
-let data169 = data.budgets;
-if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
-if(data169.auto_switch === undefined){
-data169.auto_switch = {};
 }
-for(const key39 in data169){
-if(!((((key39 === "daily_usd") || (key39 === "monthly_usd")) || (key39 === "timezone")) || (key39 === "auto_switch"))){
-const err381 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+}
+else {
+const err381 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err381];
 }
@@ -6808,18 +6823,8 @@ vErrors.push(err381);
 errors++;
 }
 }
-if(data169.daily_usd !== undefined){
-let data170 = data169.daily_usd;
-if(!((typeof data170 == "number") && (isFinite(data170)))){
-let dataType118 = typeof data170;
-let coerced118 = undefined;
-if(!(coerced118 !== undefined)){
-if(dataType118 == "boolean" || data170 === null
-              || (dataType118 == "string" && data170 && data170 == +data170)){
-coerced118 = +data170;
-}
 else {
-const err382 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err382 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err382];
 }
@@ -6828,17 +6833,14 @@ vErrors.push(err382);
 }
 errors++;
 }
+let data170 = data.budgets;
+if(data170 && typeof data170 == "object" && !Array.isArray(data170)){
+if(data170.auto_switch === undefined){
+data170.auto_switch = {};
 }
-if(coerced118 !== undefined){
-data170 = coerced118;
-if(data169 !== undefined){
-data169["daily_usd"] = coerced118;
-}
-}
-}
-if((typeof data170 == "number") && (isFinite(data170))){
-if(data170 < 0 || isNaN(data170)){
-const err383 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key39 in data170){
+if(!((((key39 === "daily_usd") || (key39 === "monthly_usd")) || (key39 === "timezone")) || (key39 === "auto_switch"))){
+const err383 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err383];
 }
@@ -6848,9 +6850,8 @@ vErrors.push(err383);
 errors++;
 }
 }
-}
-if(data169.monthly_usd !== undefined){
-let data171 = data169.monthly_usd;
+if(data170.daily_usd !== undefined){
+let data171 = data170.daily_usd;
 if(!((typeof data171 == "number") && (isFinite(data171)))){
 let dataType119 = typeof data171;
 let coerced119 = undefined;
@@ -6860,7 +6861,7 @@ if(dataType119 == "boolean" || data171 === null
 coerced119 = +data171;
 }
 else {
-const err384 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err384 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err384];
 }
@@ -6872,14 +6873,14 @@ errors++;
 }
 if(coerced119 !== undefined){
 data171 = coerced119;
-if(data169 !== undefined){
-data169["monthly_usd"] = coerced119;
+if(data170 !== undefined){
+data170["daily_usd"] = coerced119;
 }
 }
 }
 if((typeof data171 == "number") && (isFinite(data171))){
 if(data171 < 0 || isNaN(data171)){
-const err385 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err385 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err385];
 }
@@ -6890,20 +6891,18 @@ errors++;
 }
 }
 }
-if(data169.timezone !== undefined){
-let data172 = data169.timezone;
-if(typeof data172 !== "string"){
+if(data170.monthly_usd !== undefined){
+let data172 = data170.monthly_usd;
+if(!((typeof data172 == "number") && (isFinite(data172)))){
 let dataType120 = typeof data172;
 let coerced120 = undefined;
 if(!(coerced120 !== undefined)){
-if(dataType120 == "number" || dataType120 == "boolean"){
-coerced120 = "" + data172;
-}
-else if(data172 === null){
-coerced120 = "";
+if(dataType120 == "boolean" || data172 === null
+              || (dataType120 == "string" && data172 && data172 == +data172)){
+coerced120 = +data172;
 }
 else {
-const err386 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err386 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err386];
 }
@@ -6915,14 +6914,14 @@ errors++;
 }
 if(coerced120 !== undefined){
 data172 = coerced120;
-if(data169 !== undefined){
-data169["timezone"] = coerced120;
+if(data170 !== undefined){
+data170["monthly_usd"] = coerced120;
 }
 }
 }
-if(typeof data172 === "string"){
-if(func3(data172) > 64){
-const err387 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if((typeof data172 == "number") && (isFinite(data172))){
+if(data172 < 0 || isNaN(data172)){
+const err387 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err387];
 }
@@ -6933,14 +6932,20 @@ errors++;
 }
 }
 }
-let data173 = data169.auto_switch;
-if(data173 && typeof data173 == "object" && !Array.isArray(data173)){
-if(data173.enabled === undefined){
-data173.enabled = false;
+if(data170.timezone !== undefined){
+let data173 = data170.timezone;
+if(typeof data173 !== "string"){
+let dataType121 = typeof data173;
+let coerced121 = undefined;
+if(!(coerced121 !== undefined)){
+if(dataType121 == "number" || dataType121 == "boolean"){
+coerced121 = "" + data173;
 }
-for(const key40 in data173){
-if(!((key40 === "enabled") || (key40 === "to"))){
-const err388 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+else if(data173 === null){
+coerced121 = "";
+}
+else {
+const err388 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err388];
 }
@@ -6950,18 +6955,16 @@ vErrors.push(err388);
 errors++;
 }
 }
-let data174 = data173.enabled;
-if(typeof data174 !== "boolean"){
-let coerced121 = undefined;
-if(!(coerced121 !== undefined)){
-if(data174 === "false" || data174 === 0 || data174 === null){
-coerced121 = false;
+if(coerced121 !== undefined){
+data173 = coerced121;
+if(data170 !== undefined){
+data170["timezone"] = coerced121;
 }
-else if(data174 === "true" || data174 === 1){
-coerced121 = true;
 }
-else {
-const err389 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if(typeof data173 === "string"){
+if(func3(data173) > 64){
+const err389 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err389];
 }
@@ -6971,27 +6974,15 @@ vErrors.push(err389);
 errors++;
 }
 }
-if(coerced121 !== undefined){
-data174 = coerced121;
-if(data173 !== undefined){
-data173["enabled"] = coerced121;
 }
+let data174 = data170.auto_switch;
+if(data174 && typeof data174 == "object" && !Array.isArray(data174)){
+if(data174.enabled === undefined){
+data174.enabled = false;
 }
-}
-if(data173.to !== undefined){
-let data175 = data173.to;
-if(typeof data175 !== "string"){
-let dataType122 = typeof data175;
-let coerced122 = undefined;
-if(!(coerced122 !== undefined)){
-if(dataType122 == "number" || dataType122 == "boolean"){
-coerced122 = "" + data175;
-}
-else if(data175 === null){
-coerced122 = "";
-}
-else {
-const err390 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key40 in data174){
+if(!((key40 === "enabled") || (key40 === "to"))){
+const err390 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err390];
 }
@@ -7001,16 +6992,18 @@ vErrors.push(err390);
 errors++;
 }
 }
-if(coerced122 !== undefined){
-data175 = coerced122;
-if(data173 !== undefined){
-data173["to"] = coerced122;
+let data175 = data174.enabled;
+if(typeof data175 !== "boolean"){
+let coerced122 = undefined;
+if(!(coerced122 !== undefined)){
+if(data175 === "false" || data175 === 0 || data175 === null){
+coerced122 = false;
 }
+else if(data175 === "true" || data175 === 1){
+coerced122 = true;
 }
-}
-if(typeof data175 === "string"){
-if(func3(data175) > 256){
-const err391 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err391 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err391];
 }
@@ -7020,10 +7013,27 @@ vErrors.push(err391);
 errors++;
 }
 }
+if(coerced122 !== undefined){
+data175 = coerced122;
+if(data174 !== undefined){
+data174["enabled"] = coerced122;
 }
+}
+}
+if(data174.to !== undefined){
+let data176 = data174.to;
+if(typeof data176 !== "string"){
+let dataType123 = typeof data176;
+let coerced123 = undefined;
+if(!(coerced123 !== undefined)){
+if(dataType123 == "number" || dataType123 == "boolean"){
+coerced123 = "" + data176;
+}
+else if(data176 === null){
+coerced123 = "";
 }
 else {
-const err392 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err392 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err392];
 }
@@ -7033,8 +7043,16 @@ vErrors.push(err392);
 errors++;
 }
 }
-else {
-const err393 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced123 !== undefined){
+data176 = coerced123;
+if(data174 !== undefined){
+data174["to"] = coerced123;
+}
+}
+}
+if(typeof data176 === "string"){
+if(func3(data176) > 256){
+const err393 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err393];
 }
@@ -7043,20 +7061,11 @@ vErrors.push(err393);
 }
 errors++;
 }
-let data176 = data.alerts;
-if(data176 && typeof data176 == "object" && !Array.isArray(data176)){
-if(data176.kinds === undefined){
-data176.kinds = {};
 }
-if(data176.thresholds === undefined){
-data176.thresholds = {};
 }
-if(data176.channels === undefined){
-data176.channels = {};
 }
-for(const key41 in data176){
-if(!(((key41 === "kinds") || (key41 === "thresholds")) || (key41 === "channels"))){
-const err394 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+else {
+const err394 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err394];
 }
@@ -7066,12 +7075,8 @@ vErrors.push(err394);
 errors++;
 }
 }
-let data177 = data176.kinds;
-if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
-for(const key42 in data177){
-const _errs392 = errors;
-if(!(((((((key42 === "quota_warning") || (key42 === "quota_exhausted")) || (key42 === "quota_reset")) || (key42 === "daily_budget")) || (key42 === "monthly_budget")) || (key42 === "cost_anomaly")) || (key42 === "exhaustion_pattern"))){
-const err395 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key42};
+else {
+const err395 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err395];
 }
@@ -7080,9 +7085,20 @@ vErrors.push(err395);
 }
 errors++;
 }
-var valid59 = _errs392 === errors;
-if(!valid59){
-const err396 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key42},message:"property name must be valid"};
+let data177 = data.alerts;
+if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
+if(data177.kinds === undefined){
+data177.kinds = {};
+}
+if(data177.thresholds === undefined){
+data177.thresholds = {};
+}
+if(data177.channels === undefined){
+data177.channels = {};
+}
+for(const key41 in data177){
+if(!(((key41 === "kinds") || (key41 === "thresholds")) || (key41 === "channels"))){
+const err396 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err396];
 }
@@ -7092,19 +7108,12 @@ vErrors.push(err396);
 errors++;
 }
 }
-for(const key43 in data177){
-let data178 = data177[key43];
-if(typeof data178 !== "boolean"){
-let coerced123 = undefined;
-if(!(coerced123 !== undefined)){
-if(data178 === "false" || data178 === 0 || data178 === null){
-coerced123 = false;
-}
-else if(data178 === "true" || data178 === 1){
-coerced123 = true;
-}
-else {
-const err397 = {instancePath:instancePath+"/alerts/kinds/" + key43.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data178 = data177.kinds;
+if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
+for(const key42 in data178){
+const _errs394 = errors;
+if(!(((((((key42 === "quota_warning") || (key42 === "quota_exhausted")) || (key42 === "quota_reset")) || (key42 === "daily_budget")) || (key42 === "monthly_budget")) || (key42 === "cost_anomaly")) || (key42 === "exhaustion_pattern"))){
+const err397 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key42};
 if(vErrors === null){
 vErrors = [err397];
 }
@@ -7113,18 +7122,9 @@ vErrors.push(err397);
 }
 errors++;
 }
-}
-if(coerced123 !== undefined){
-data178 = coerced123;
-if(data177 !== undefined){
-data177[key43] = coerced123;
-}
-}
-}
-}
-}
-else {
-const err398 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+var valid59 = _errs394 === errors;
+if(!valid59){
+const err398 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key42},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err398];
 }
@@ -7133,23 +7133,20 @@ vErrors.push(err398);
 }
 errors++;
 }
-let data179 = data176.thresholds;
-if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
-if(data179.quota === undefined){
-data179.quota = [80,90];
 }
-if(data179.daily === undefined){
-data179.daily = [80,100];
+for(const key43 in data178){
+let data179 = data178[key43];
+if(typeof data179 !== "boolean"){
+let coerced124 = undefined;
+if(!(coerced124 !== undefined)){
+if(data179 === "false" || data179 === 0 || data179 === null){
+coerced124 = false;
 }
-if(data179.monthly === undefined){
-data179.monthly = [50,80,100];
+else if(data179 === "true" || data179 === 1){
+coerced124 = true;
 }
-if(data179.anomaly_multiple === undefined){
-data179.anomaly_multiple = 2;
-}
-for(const key44 in data179){
-if(!((((key44 === "quota") || (key44 === "daily")) || (key44 === "monthly")) || (key44 === "anomaly_multiple"))){
-const err399 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key44},message:"must NOT have additional properties"};
+else {
+const err399 = {instancePath:instancePath+"/alerts/kinds/" + key43.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err399];
 }
@@ -7159,10 +7156,17 @@ vErrors.push(err399);
 errors++;
 }
 }
-let data180 = data179.quota;
-if(Array.isArray(data180)){
-if(data180.length > 20){
-const err400 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(coerced124 !== undefined){
+data179 = coerced124;
+if(data178 !== undefined){
+data178[key43] = coerced124;
+}
+}
+}
+}
+}
+else {
+const err400 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err400];
 }
@@ -7171,8 +7175,23 @@ vErrors.push(err400);
 }
 errors++;
 }
-if(data180.length < 1){
-const err401 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+let data180 = data177.thresholds;
+if(data180 && typeof data180 == "object" && !Array.isArray(data180)){
+if(data180.quota === undefined){
+data180.quota = [80,90];
+}
+if(data180.daily === undefined){
+data180.daily = [80,100];
+}
+if(data180.monthly === undefined){
+data180.monthly = [50,80,100];
+}
+if(data180.anomaly_multiple === undefined){
+data180.anomaly_multiple = 2;
+}
+for(const key44 in data180){
+if(!((((key44 === "quota") || (key44 === "daily")) || (key44 === "monthly")) || (key44 === "anomaly_multiple"))){
+const err401 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key44},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err401];
 }
@@ -7181,19 +7200,11 @@ vErrors.push(err401);
 }
 errors++;
 }
-const len7 = data180.length;
-for(let i9=0; i9<len7; i9++){
-let data181 = data180[i9];
-if(!((typeof data181 == "number") && (isFinite(data181)))){
-let dataType124 = typeof data181;
-let coerced124 = undefined;
-if(!(coerced124 !== undefined)){
-if(dataType124 == "boolean" || data181 === null
-              || (dataType124 == "string" && data181 && data181 == +data181)){
-coerced124 = +data181;
 }
-else {
-const err402 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data181 = data180.quota;
+if(Array.isArray(data181)){
+if(data181.length > 20){
+const err402 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err402];
 }
@@ -7202,17 +7213,8 @@ vErrors.push(err402);
 }
 errors++;
 }
-}
-if(coerced124 !== undefined){
-data181 = coerced124;
-if(data180 !== undefined){
-data180[i9] = coerced124;
-}
-}
-}
-if((typeof data181 == "number") && (isFinite(data181))){
-if(data181 >= 100 || isNaN(data181)){
-const err403 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+if(data181.length < 1){
+const err403 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err403];
 }
@@ -7221,8 +7223,19 @@ vErrors.push(err403);
 }
 errors++;
 }
-if(data181 <= 0 || isNaN(data181)){
-const err404 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len7 = data181.length;
+for(let i9=0; i9<len7; i9++){
+let data182 = data181[i9];
+if(!((typeof data182 == "number") && (isFinite(data182)))){
+let dataType125 = typeof data182;
+let coerced125 = undefined;
+if(!(coerced125 !== undefined)){
+if(dataType125 == "boolean" || data182 === null
+              || (dataType125 == "string" && data182 && data182 == +data182)){
+coerced125 = +data182;
+}
+else {
+const err404 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err404];
 }
@@ -7232,24 +7245,53 @@ vErrors.push(err404);
 errors++;
 }
 }
+if(coerced125 !== undefined){
+data182 = coerced125;
+if(data181 !== undefined){
+data181[i9] = coerced125;
 }
-let i10 = data180.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data180[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
 }
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err405 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+}
+if((typeof data182 == "number") && (isFinite(data182))){
+if(data182 >= 100 || isNaN(data182)){
+const err405 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err405];
 }
 else {
 vErrors.push(err405);
+}
+errors++;
+}
+if(data182 <= 0 || isNaN(data182)){
+const err406 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err406];
+}
+else {
+vErrors.push(err406);
+}
+errors++;
+}
+}
+}
+let i10 = data181.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data181[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
+}
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err407 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+if(vErrors === null){
+vErrors = [err407];
+}
+else {
+vErrors.push(err407);
 }
 errors++;
 break;
@@ -7259,29 +7301,7 @@ indices1[item1] = i10;
 }
 }
 else {
-const err406 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err406];
-}
-else {
-vErrors.push(err406);
-}
-errors++;
-}
-let data182 = data179.daily;
-if(Array.isArray(data182)){
-if(data182.length > 20){
-const err407 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
-if(vErrors === null){
-vErrors = [err407];
-}
-else {
-vErrors.push(err407);
-}
-errors++;
-}
-if(data182.length < 1){
-const err408 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err408 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err408];
 }
@@ -7290,19 +7310,10 @@ vErrors.push(err408);
 }
 errors++;
 }
-const len8 = data182.length;
-for(let i11=0; i11<len8; i11++){
-let data183 = data182[i11];
-if(!((typeof data183 == "number") && (isFinite(data183)))){
-let dataType125 = typeof data183;
-let coerced125 = undefined;
-if(!(coerced125 !== undefined)){
-if(dataType125 == "boolean" || data183 === null
-              || (dataType125 == "string" && data183 && data183 == +data183)){
-coerced125 = +data183;
-}
-else {
-const err409 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data183 = data180.daily;
+if(Array.isArray(data183)){
+if(data183.length > 20){
+const err409 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err409];
 }
@@ -7311,17 +7322,8 @@ vErrors.push(err409);
 }
 errors++;
 }
-}
-if(coerced125 !== undefined){
-data183 = coerced125;
-if(data182 !== undefined){
-data182[i11] = coerced125;
-}
-}
-}
-if((typeof data183 == "number") && (isFinite(data183))){
-if(data183 > 1000 || isNaN(data183)){
-const err410 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(data183.length < 1){
+const err410 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err410];
 }
@@ -7330,8 +7332,19 @@ vErrors.push(err410);
 }
 errors++;
 }
-if(data183 <= 0 || isNaN(data183)){
-const err411 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+const len8 = data183.length;
+for(let i11=0; i11<len8; i11++){
+let data184 = data183[i11];
+if(!((typeof data184 == "number") && (isFinite(data184)))){
+let dataType126 = typeof data184;
+let coerced126 = undefined;
+if(!(coerced126 !== undefined)){
+if(dataType126 == "boolean" || data184 === null
+              || (dataType126 == "string" && data184 && data184 == +data184)){
+coerced126 = +data184;
+}
+else {
+const err411 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err411];
 }
@@ -7341,24 +7354,53 @@ vErrors.push(err411);
 errors++;
 }
 }
+if(coerced126 !== undefined){
+data184 = coerced126;
+if(data183 !== undefined){
+data183[i11] = coerced126;
 }
-let i12 = data182.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data182[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
 }
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err412 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+}
+if((typeof data184 == "number") && (isFinite(data184))){
+if(data184 > 1000 || isNaN(data184)){
+const err412 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err412];
 }
 else {
 vErrors.push(err412);
+}
+errors++;
+}
+if(data184 <= 0 || isNaN(data184)){
+const err413 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err413];
+}
+else {
+vErrors.push(err413);
+}
+errors++;
+}
+}
+}
+let i12 = data183.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data183[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err414 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err414];
+}
+else {
+vErrors.push(err414);
 }
 errors++;
 break;
@@ -7368,29 +7410,7 @@ indices2[item2] = i12;
 }
 }
 else {
-const err413 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err413];
-}
-else {
-vErrors.push(err413);
-}
-errors++;
-}
-let data184 = data179.monthly;
-if(Array.isArray(data184)){
-if(data184.length > 20){
-const err414 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
-if(vErrors === null){
-vErrors = [err414];
-}
-else {
-vErrors.push(err414);
-}
-errors++;
-}
-if(data184.length < 1){
-const err415 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err415 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err415];
 }
@@ -7399,19 +7419,10 @@ vErrors.push(err415);
 }
 errors++;
 }
-const len9 = data184.length;
-for(let i13=0; i13<len9; i13++){
-let data185 = data184[i13];
-if(!((typeof data185 == "number") && (isFinite(data185)))){
-let dataType126 = typeof data185;
-let coerced126 = undefined;
-if(!(coerced126 !== undefined)){
-if(dataType126 == "boolean" || data185 === null
-              || (dataType126 == "string" && data185 && data185 == +data185)){
-coerced126 = +data185;
-}
-else {
-const err416 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data185 = data180.monthly;
+if(Array.isArray(data185)){
+if(data185.length > 20){
+const err416 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err416];
 }
@@ -7420,17 +7431,8 @@ vErrors.push(err416);
 }
 errors++;
 }
-}
-if(coerced126 !== undefined){
-data185 = coerced126;
-if(data184 !== undefined){
-data184[i13] = coerced126;
-}
-}
-}
-if((typeof data185 == "number") && (isFinite(data185))){
-if(data185 > 1000 || isNaN(data185)){
-const err417 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(data185.length < 1){
+const err417 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err417];
 }
@@ -7439,54 +7441,9 @@ vErrors.push(err417);
 }
 errors++;
 }
-if(data185 <= 0 || isNaN(data185)){
-const err418 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
-if(vErrors === null){
-vErrors = [err418];
-}
-else {
-vErrors.push(err418);
-}
-errors++;
-}
-}
-}
-let i14 = data184.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data184[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
-}
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err419 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
-if(vErrors === null){
-vErrors = [err419];
-}
-else {
-vErrors.push(err419);
-}
-errors++;
-break;
-}
-indices3[item3] = i14;
-}
-}
-}
-else {
-const err420 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
-if(vErrors === null){
-vErrors = [err420];
-}
-else {
-vErrors.push(err420);
-}
-errors++;
-}
-let data186 = data179.anomaly_multiple;
+const len9 = data185.length;
+for(let i13=0; i13<len9; i13++){
+let data186 = data185[i13];
 if(!((typeof data186 == "number") && (isFinite(data186)))){
 let dataType127 = typeof data186;
 let coerced127 = undefined;
@@ -7496,7 +7453,58 @@ if(dataType127 == "boolean" || data186 === null
 coerced127 = +data186;
 }
 else {
-const err421 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err418 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err418];
+}
+else {
+vErrors.push(err418);
+}
+errors++;
+}
+}
+if(coerced127 !== undefined){
+data186 = coerced127;
+if(data185 !== undefined){
+data185[i13] = coerced127;
+}
+}
+}
+if((typeof data186 == "number") && (isFinite(data186))){
+if(data186 > 1000 || isNaN(data186)){
+const err419 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err419];
+}
+else {
+vErrors.push(err419);
+}
+errors++;
+}
+if(data186 <= 0 || isNaN(data186)){
+const err420 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err420];
+}
+else {
+vErrors.push(err420);
+}
+errors++;
+}
+}
+}
+let i14 = data185.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data185[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err421 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
 if(vErrors === null){
 vErrors = [err421];
 }
@@ -7504,18 +7512,14 @@ else {
 vErrors.push(err421);
 }
 errors++;
+break;
 }
-}
-if(coerced127 !== undefined){
-data186 = coerced127;
-if(data179 !== undefined){
-data179["anomaly_multiple"] = coerced127;
+indices3[item3] = i14;
 }
 }
 }
-if((typeof data186 == "number") && (isFinite(data186))){
-if(data186 > 1000 || isNaN(data186)){
-const err422 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err422 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err422];
 }
@@ -7524,8 +7528,17 @@ vErrors.push(err422);
 }
 errors++;
 }
-if(data186 <= 1 || isNaN(data186)){
-const err423 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+let data187 = data180.anomaly_multiple;
+if(!((typeof data187 == "number") && (isFinite(data187)))){
+let dataType128 = typeof data187;
+let coerced128 = undefined;
+if(!(coerced128 !== undefined)){
+if(dataType128 == "boolean" || data187 === null
+              || (dataType128 == "string" && data187 && data187 == +data187)){
+coerced128 = +data187;
+}
+else {
+const err423 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err423];
 }
@@ -7535,9 +7548,16 @@ vErrors.push(err423);
 errors++;
 }
 }
+if(coerced128 !== undefined){
+data187 = coerced128;
+if(data180 !== undefined){
+data180["anomaly_multiple"] = coerced128;
 }
-else {
-const err424 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data187 == "number") && (isFinite(data187))){
+if(data187 > 1000 || isNaN(data187)){
+const err424 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err424];
 }
@@ -7546,14 +7566,8 @@ vErrors.push(err424);
 }
 errors++;
 }
-let data187 = data176.channels;
-if(data187 && typeof data187 == "object" && !Array.isArray(data187)){
-if(data187.dashboard === undefined){
-data187.dashboard = true;
-}
-for(const key45 in data187){
-if(!(((key45 === "dashboard") || (key45 === "email")) || (key45 === "webhook"))){
-const err425 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key45},message:"must NOT have additional properties"};
+if(data187 <= 1 || isNaN(data187)){
+const err425 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
 if(vErrors === null){
 vErrors = [err425];
 }
@@ -7563,18 +7577,9 @@ vErrors.push(err425);
 errors++;
 }
 }
-let data188 = data187.dashboard;
-if(typeof data188 !== "boolean"){
-let coerced128 = undefined;
-if(!(coerced128 !== undefined)){
-if(data188 === "false" || data188 === 0 || data188 === null){
-coerced128 = false;
-}
-else if(data188 === "true" || data188 === 1){
-coerced128 = true;
 }
 else {
-const err426 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err426 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err426];
 }
@@ -7583,22 +7588,14 @@ vErrors.push(err426);
 }
 errors++;
 }
+let data188 = data177.channels;
+if(data188 && typeof data188 == "object" && !Array.isArray(data188)){
+if(data188.dashboard === undefined){
+data188.dashboard = true;
 }
-if(coerced128 !== undefined){
-data188 = coerced128;
-if(data187 !== undefined){
-data187["dashboard"] = coerced128;
-}
-}
-}
-if(data187.email !== undefined){
-let data189 = data187.email;
-if(data189 && typeof data189 == "object" && !Array.isArray(data189)){
-if(data189.enabled === undefined){
-data189.enabled = true;
-}
-if(data189.smtp_url === undefined){
-const err427 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+for(const key45 in data188){
+if(!(((key45 === "dashboard") || (key45 === "email")) || (key45 === "webhook"))){
+const err427 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key45},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err427];
 }
@@ -7607,8 +7604,19 @@ vErrors.push(err427);
 }
 errors++;
 }
-if(data189.from === undefined){
-const err428 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+let data189 = data188.dashboard;
+if(typeof data189 !== "boolean"){
+let coerced129 = undefined;
+if(!(coerced129 !== undefined)){
+if(data189 === "false" || data189 === 0 || data189 === null){
+coerced129 = false;
+}
+else if(data189 === "true" || data189 === 1){
+coerced129 = true;
+}
+else {
+const err428 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err428];
 }
@@ -7617,8 +7625,22 @@ vErrors.push(err428);
 }
 errors++;
 }
-if(data189.to === undefined){
-const err429 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+if(coerced129 !== undefined){
+data189 = coerced129;
+if(data188 !== undefined){
+data188["dashboard"] = coerced129;
+}
+}
+}
+if(data188.email !== undefined){
+let data190 = data188.email;
+if(data190 && typeof data190 == "object" && !Array.isArray(data190)){
+if(data190.enabled === undefined){
+data190.enabled = true;
+}
+if(data190.smtp_url === undefined){
+const err429 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
 if(vErrors === null){
 vErrors = [err429];
 }
@@ -7627,9 +7649,8 @@ vErrors.push(err429);
 }
 errors++;
 }
-for(const key46 in data189){
-if(!((((key46 === "enabled") || (key46 === "smtp_url")) || (key46 === "from")) || (key46 === "to"))){
-const err430 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key46},message:"must NOT have additional properties"};
+if(data190.from === undefined){
+const err430 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
 if(vErrors === null){
 vErrors = [err430];
 }
@@ -7638,19 +7659,8 @@ vErrors.push(err430);
 }
 errors++;
 }
-}
-let data190 = data189.enabled;
-if(typeof data190 !== "boolean"){
-let coerced129 = undefined;
-if(!(coerced129 !== undefined)){
-if(data190 === "false" || data190 === 0 || data190 === null){
-coerced129 = false;
-}
-else if(data190 === "true" || data190 === 1){
-coerced129 = true;
-}
-else {
-const err431 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data190.to === undefined){
+const err431 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
 if(vErrors === null){
 vErrors = [err431];
 }
@@ -7659,28 +7669,9 @@ vErrors.push(err431);
 }
 errors++;
 }
-}
-if(coerced129 !== undefined){
-data190 = coerced129;
-if(data189 !== undefined){
-data189["enabled"] = coerced129;
-}
-}
-}
-if(data189.smtp_url !== undefined){
-let data191 = data189.smtp_url;
-if(typeof data191 !== "string"){
-let dataType130 = typeof data191;
-let coerced130 = undefined;
-if(!(coerced130 !== undefined)){
-if(dataType130 == "number" || dataType130 == "boolean"){
-coerced130 = "" + data191;
-}
-else if(data191 === null){
-coerced130 = "";
-}
-else {
-const err432 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key46 in data190){
+if(!((((key46 === "enabled") || (key46 === "smtp_url")) || (key46 === "from")) || (key46 === "to"))){
+const err432 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key46},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err432];
 }
@@ -7690,16 +7681,36 @@ vErrors.push(err432);
 errors++;
 }
 }
+let data191 = data190.enabled;
+if(typeof data191 !== "boolean"){
+let coerced130 = undefined;
+if(!(coerced130 !== undefined)){
+if(data191 === "false" || data191 === 0 || data191 === null){
+coerced130 = false;
+}
+else if(data191 === "true" || data191 === 1){
+coerced130 = true;
+}
+else {
+const err433 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err433];
+}
+else {
+vErrors.push(err433);
+}
+errors++;
+}
+}
 if(coerced130 !== undefined){
 data191 = coerced130;
-if(data189 !== undefined){
-data189["smtp_url"] = coerced130;
+if(data190 !== undefined){
+data190["enabled"] = coerced130;
 }
 }
 }
-}
-if(data189.from !== undefined){
-let data192 = data189.from;
+if(data190.smtp_url !== undefined){
+let data192 = data190.smtp_url;
 if(typeof data192 !== "string"){
 let dataType131 = typeof data192;
 let coerced131 = undefined;
@@ -7711,29 +7722,7 @@ else if(data192 === null){
 coerced131 = "";
 }
 else {
-const err433 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
-if(vErrors === null){
-vErrors = [err433];
-}
-else {
-vErrors.push(err433);
-}
-errors++;
-}
-}
-if(coerced131 !== undefined){
-data192 = coerced131;
-if(data189 !== undefined){
-data189["from"] = coerced131;
-}
-}
-}
-}
-if(data189.to !== undefined){
-let data193 = data189.to;
-if(Array.isArray(data193)){
-if(data193.length < 1){
-const err434 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+const err434 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err434];
 }
@@ -7742,21 +7731,29 @@ vErrors.push(err434);
 }
 errors++;
 }
-const len10 = data193.length;
-for(let i15=0; i15<len10; i15++){
-let data194 = data193[i15];
-if(typeof data194 !== "string"){
-let dataType132 = typeof data194;
+}
+if(coerced131 !== undefined){
+data192 = coerced131;
+if(data190 !== undefined){
+data190["smtp_url"] = coerced131;
+}
+}
+}
+}
+if(data190.from !== undefined){
+let data193 = data190.from;
+if(typeof data193 !== "string"){
+let dataType132 = typeof data193;
 let coerced132 = undefined;
 if(!(coerced132 !== undefined)){
 if(dataType132 == "number" || dataType132 == "boolean"){
-coerced132 = "" + data194;
+coerced132 = "" + data193;
 }
-else if(data194 === null){
+else if(data193 === null){
 coerced132 = "";
 }
 else {
-const err435 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err435 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err435];
 }
@@ -7767,16 +7764,18 @@ errors++;
 }
 }
 if(coerced132 !== undefined){
-data194 = coerced132;
-if(data193 !== undefined){
-data193[i15] = coerced132;
+data193 = coerced132;
+if(data190 !== undefined){
+data190["from"] = coerced132;
 }
 }
 }
 }
-}
-else {
-const err436 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data190.to !== undefined){
+let data194 = data190.to;
+if(Array.isArray(data194)){
+if(data194.length < 1){
+const err436 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err436];
 }
@@ -7785,10 +7784,21 @@ vErrors.push(err436);
 }
 errors++;
 }
+const len10 = data194.length;
+for(let i15=0; i15<len10; i15++){
+let data195 = data194[i15];
+if(typeof data195 !== "string"){
+let dataType133 = typeof data195;
+let coerced133 = undefined;
+if(!(coerced133 !== undefined)){
+if(dataType133 == "number" || dataType133 == "boolean"){
+coerced133 = "" + data195;
 }
+else if(data195 === null){
+coerced133 = "";
 }
 else {
-const err437 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err437 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err437];
 }
@@ -7798,14 +7808,17 @@ vErrors.push(err437);
 errors++;
 }
 }
-if(data187.webhook !== undefined){
-let data195 = data187.webhook;
-if(data195 && typeof data195 == "object" && !Array.isArray(data195)){
-if(data195.enabled === undefined){
-data195.enabled = true;
+if(coerced133 !== undefined){
+data195 = coerced133;
+if(data194 !== undefined){
+data194[i15] = coerced133;
 }
-if(data195.url === undefined){
-const err438 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+}
+}
+}
+}
+else {
+const err438 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err438];
 }
@@ -7814,9 +7827,10 @@ vErrors.push(err438);
 }
 errors++;
 }
-for(const key47 in data195){
-if(!(((key47 === "enabled") || (key47 === "url")) || (key47 === "secret"))){
-const err439 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key47},message:"must NOT have additional properties"};
+}
+}
+else {
+const err439 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err439];
 }
@@ -7826,18 +7840,14 @@ vErrors.push(err439);
 errors++;
 }
 }
-let data196 = data195.enabled;
-if(typeof data196 !== "boolean"){
-let coerced133 = undefined;
-if(!(coerced133 !== undefined)){
-if(data196 === "false" || data196 === 0 || data196 === null){
-coerced133 = false;
+if(data188.webhook !== undefined){
+let data196 = data188.webhook;
+if(data196 && typeof data196 == "object" && !Array.isArray(data196)){
+if(data196.enabled === undefined){
+data196.enabled = true;
 }
-else if(data196 === "true" || data196 === 1){
-coerced133 = true;
-}
-else {
-const err440 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data196.url === undefined){
+const err440 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err440];
 }
@@ -7846,28 +7856,9 @@ vErrors.push(err440);
 }
 errors++;
 }
-}
-if(coerced133 !== undefined){
-data196 = coerced133;
-if(data195 !== undefined){
-data195["enabled"] = coerced133;
-}
-}
-}
-if(data195.url !== undefined){
-let data197 = data195.url;
-if(typeof data197 !== "string"){
-let dataType134 = typeof data197;
-let coerced134 = undefined;
-if(!(coerced134 !== undefined)){
-if(dataType134 == "number" || dataType134 == "boolean"){
-coerced134 = "" + data197;
-}
-else if(data197 === null){
-coerced134 = "";
-}
-else {
-const err441 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key47 in data196){
+if(!(((key47 === "enabled") || (key47 === "url")) || (key47 === "secret"))){
+const err441 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key47},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err441];
 }
@@ -7877,16 +7868,18 @@ vErrors.push(err441);
 errors++;
 }
 }
-if(coerced134 !== undefined){
-data197 = coerced134;
-if(data195 !== undefined){
-data195["url"] = coerced134;
+let data197 = data196.enabled;
+if(typeof data197 !== "boolean"){
+let coerced134 = undefined;
+if(!(coerced134 !== undefined)){
+if(data197 === "false" || data197 === 0 || data197 === null){
+coerced134 = false;
 }
+else if(data197 === "true" || data197 === 1){
+coerced134 = true;
 }
-}
-if(typeof data197 === "string"){
-if(!pattern20.test(data197)){
-const err442 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err442 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err442];
 }
@@ -7896,9 +7889,15 @@ vErrors.push(err442);
 errors++;
 }
 }
+if(coerced134 !== undefined){
+data197 = coerced134;
+if(data196 !== undefined){
+data196["enabled"] = coerced134;
 }
-if(data195.secret !== undefined){
-let data198 = data195.secret;
+}
+}
+if(data196.url !== undefined){
+let data198 = data196.url;
 if(typeof data198 !== "string"){
 let dataType135 = typeof data198;
 let coerced135 = undefined;
@@ -7910,7 +7909,7 @@ else if(data198 === null){
 coerced135 = "";
 }
 else {
-const err443 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err443 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err443];
 }
@@ -7922,15 +7921,14 @@ errors++;
 }
 if(coerced135 !== undefined){
 data198 = coerced135;
-if(data195 !== undefined){
-data195["secret"] = coerced135;
+if(data196 !== undefined){
+data196["url"] = coerced135;
 }
 }
 }
-}
-}
-else {
-const err444 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(typeof data198 === "string"){
+if(!pattern20.test(data198)){
+const err444 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
 if(vErrors === null){
 vErrors = [err444];
 }
@@ -7941,8 +7939,20 @@ errors++;
 }
 }
 }
+if(data196.secret !== undefined){
+let data199 = data196.secret;
+if(typeof data199 !== "string"){
+let dataType136 = typeof data199;
+let coerced136 = undefined;
+if(!(coerced136 !== undefined)){
+if(dataType136 == "number" || dataType136 == "boolean"){
+coerced136 = "" + data199;
+}
+else if(data199 === null){
+coerced136 = "";
+}
 else {
-const err445 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err445 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err445];
 }
@@ -7952,8 +7962,17 @@ vErrors.push(err445);
 errors++;
 }
 }
+if(coerced136 !== undefined){
+data199 = coerced136;
+if(data196 !== undefined){
+data196["secret"] = coerced136;
+}
+}
+}
+}
+}
 else {
-const err446 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err446 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err446];
 }
@@ -7963,13 +7982,36 @@ vErrors.push(err446);
 errors++;
 }
 }
+}
 else {
-const err447 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err447 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err447];
 }
 else {
 vErrors.push(err447);
+}
+errors++;
+}
+}
+else {
+const err448 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err448];
+}
+else {
+vErrors.push(err448);
+}
+errors++;
+}
+}
+else {
+const err449 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err449];
+}
+else {
+vErrors.push(err449);
 }
 errors++;
 }

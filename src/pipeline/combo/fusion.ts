@@ -183,6 +183,9 @@ interface PanelResults {
 
 export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
   const { name, config: combo, outcome: requestOutcome } = run;
+  // The judge is resolved now, from the config the members were (a request in flight keeps the config it started
+  // with): resolved after the panel, an edit made meanwhile priced it anew or, removing it, refused the request.
+  const judge = member(exchange.ctx.config.current, combo.judge ?? combo.models[0]!);
   const fannedOut = performance.now();
   const panel = await askPanel(exchange, run, members);
   requestOutcome.upstreamMs = performance.now() - fannedOut;
@@ -210,7 +213,6 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
     sendFailure(exchange.reply, f, exchange.requestId);
     return;
   }
-  const judge = member(exchange.ctx.config.current, combo.judge ?? combo.models[0]!);
   const request = fitRequest(judgeRequest(exchange.parsed, candidates, exchange.stream), judge.route, { model: exchange.parsed.model, thinking: judge.thinking, stream: exchange.stream });
   const panelMs = requestOutcome.upstreamMs;
   // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.

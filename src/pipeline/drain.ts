@@ -1,0 +1,52 @@
+// A clean stop (SIGTERM, app.close()): the requests in flight finish, each connection closes after its answer, and the
+// stop is bounded. fastify's close waits for every request; one client that stops reading a stream (its socket full,
+// never closed) held it for ever, until a supervisor's SIGKILL recorded that request `interrupted` with none of the
+// tokens it had been sent. Past `server.shutdown_timeout_s` the connections still open are closed: their requests
+// end as aborts with what was streamed so far, recorded with error type `shutdown` (cutAtStop), and the stop goes on.
+
+import type { Server, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+
+/** The answers the stop's deadline cut (markAborted records them as `shutdown`, not as a client that left). */
+export const cutAtStop = new WeakSet<ServerResponse>();
+
+export class Drain {
+  readonly #open = new Set<ServerResponse>();
+  #since: number | null = null;
+  #sweeper: NodeJS.Timeout | null = null;
+
+  /** Whether the stop has begun: answers then say `connection: close`. */
+  get closing(): boolean {
+    return this.#since !== null;
+  }
+
+  /** A request has begun: its answer is in flight until its response closes. */
+  track(raw: ServerResponse): void {
+    this.#open.add(raw);
+    raw.once('close', () => this.#open.delete(raw));
+  }
+
+  /**
+   * The stop has begun: every tenth of a second, idle connections are closed (all of them once nothing is in flight,
+   * since Node does not always see a keep-alive one as idle), and past `deadlineS` (0: none) every one still open.
+   */
+  begin(server: Server, deadlineS: () => number): void {
+    this.#since = performance.now();
+    this.#sweeper = setInterval(() => this.#sweep(server, deadlineS()), 100);
+    this.#sweeper.unref();
+  }
+
+  end(): void {
+    if (this.#sweeper !== null) clearInterval(this.#sweeper);
+    this.#sweeper = null;
+  }
+
+  #sweep(server: Server, deadlineS: number): void {
+    if (this.#open.size === 0) return server.closeAllConnections();
+    if (deadlineS > 0 && performance.now() - this.#since! >= deadlineS * 1000) {
+      for (const raw of this.#open) cutAtStop.add(raw);
+      return server.closeAllConnections();
+    }
+    server.closeIdleConnections();
+  }
+}
