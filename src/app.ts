@@ -217,6 +217,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     error: (err, attempt) => log.debug({ err, attempt }, 'usage insert failed; retrying'),
     state: (up, err) => {
       if (up) log.info({ spooled: spool.rows }, 'storage is back: spooled usage rows are being written');
+      // At a stop (the store closing, or not open yet) the rows stay for the next start: no outage to raise.
+      else if (closed) log.info({ spooled: spool.rows }, 'stopping: usage rows the store did not take stay in the spool for the next start');
       else log.error({ err, spooled: spool.rows }, 'storage down: usage rows are kept in the spool and retried with backoff');
     },
   });
