@@ -25,6 +25,15 @@ export function isoDate(ms: number): string {
   return new Date(ms).toISOString().slice(0, 10);
 }
 
+/**
+ * Where a read of window `w` ends (exclusive): a window that ends now takes the request started this very millisecond
+ * (`to + 1`); yesterday ends at today's midnight, exclusive, so a request started at 00:00:00.000 is today's only (read
+ * to `to + 1`, it was in yesterday's figures and today's both).
+ */
+export function readEnd(w: Window): number {
+  return w.period === 'yesterday' ? w.to : w.to + 1;
+}
+
 export function periodWindow(period: Period, now: number): Window {
   const today = startOfUtcDay(now);
   const d = new Date(today);

@@ -6,7 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../../config/watch.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { periodWindow } from '../../ledger/periods.js';
+import { periodWindow, readEnd } from '../../ledger/periods.js';
 import { QueryReader, iso, money, pct } from './params.js';
 import { readPeriod } from './usage.js';
 import { own } from '../../core/own.js';
@@ -39,7 +39,7 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
     // Client requests (kind combo) and their attempts in one read, told apart by kind.
     // On the real clock a window that ends now reads its current hour from the rollup (aggregate's openEnd).
     const groups = await aggregate(store, {
-      from: w.from, to: w.to + 1, by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] },
+      from: w.from, to: readEnd(w), by: ['kind', 'combo', 'model', 'status'], filters: { ...filters, kinds: ['combo', 'attempt'] },
       openEnd: live && period !== 'yesterday', sums: ['rows', 'tokens', 'cost'],
     });
     const clients = groups.filter((g) => g.kind === 'combo');

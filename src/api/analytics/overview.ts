@@ -4,7 +4,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { aggregateWindows, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { periodWindow, type Period } from '../../ledger/periods.js';
+import { periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } from './params.js';
 
 export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];
@@ -63,7 +63,7 @@ export const overviewRoutes: FastifyPluginAsync<{ store: Store; now: () => numbe
     const windows = OVERVIEW_PERIODS.map((p) => periodWindow(p, t));
     // The three periods in one read (they all end now; each starts at a UTC midnight).
     const groups = await aggregateWindows(store, {
-      windows: windows.map((w) => ({ from: w.from, to: w.to + 1 })), by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) }, openEnd: live,
+      windows: windows.map((w) => ({ from: w.from, to: readEnd(w) })), by: ['kind', 'status', 'model'], filters: { kinds: reportKinds(keepalive) }, openEnd: live,
       sums: ['rows', 'tokens', 'cost', 'durationMs'],
     });
     const out: Record<string, ReturnType<typeof stats>> = {};

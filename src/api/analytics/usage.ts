@@ -5,7 +5,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { TollgateError } from '../../core/errors.js';
 import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
-import { PERIODS, isPeriod, periodWindow, type Period } from '../../ledger/periods.js';
+import { PERIODS, isPeriod, periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
 
 /** `period` (default `today`); an unknown one is a 400 TOLLGATE_ERR_INVALID_PERIOD that lists the accepted ones. */
@@ -34,7 +34,7 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     // One pass over the window: client rows give summary.requests, upstream-call rows give tokens, cost and byModel
     // (a combo request's attempts count under the model each went to; byModel[].requests counts upstream calls).
     const groups = await aggregate(store, {
-      from: w.from, to: w.to + 1, by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
+      from: w.from, to: readEnd(w), by: ['kind', 'model'], filters: { ...filters, kinds: reportKinds(keepalive) }, openEnd: live && period !== 'yesterday',
       sums: ['rows', 'tokens', 'cost', 'unpriced'],
     });
     const usage = new Set<string>(usageKinds(keepalive));
