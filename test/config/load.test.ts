@@ -73,7 +73,7 @@ t.test('defaults are applied to a file that only names its providers', async (t)
   const cfg = parseConfigText('providers: {}\n', {});
   t.same(cfg.server, {
     host: '127.0.0.1', port: 4000, api_keys: [], body_limit_bytes: 134217728, upstream_answer_limit_bytes: 67108864, trust_proxy: [],
-    rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 }, metrics_auth: false, json_max_depth: 128, public_url: '', idle_gc_s: 10, request_timeout_s: 120,
+    rate_limit: { requests_per_minute: 0, auth_failures_per_minute: 10 }, metrics_auth: false, json_max_depth: 128, public_url: '', idle_gc_s: 10, request_timeout_s: 120, shutdown_timeout_s: 25,
   });
   t.same(cfg.storage, {
     clickhouse_url: '',
