@@ -26,6 +26,9 @@ interface Unstored {
 
 type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
 
+/** The most a time zone is ahead of UTC (UTC+14:00): how much earlier than UTC's a budget's local day or month starts. */
+const KEPT_BEFORE_MS = 14 * 3_600_000;
+
 export class UnstoredCalls {
   readonly #calls = new Map<string, Unstored>();
   #published = 0;
@@ -71,13 +74,15 @@ export class UnstoredCalls {
 
   /**
    * The calls as groups like the read's (one per provider and model): each in its provider's windows as its row will
-   * be. A call older than `oldest` (every window and this month) counts nowhere any more and is forgotten (a row the
-   * store refused, or one dropped from a full spool, is never reported stored). Calls of providers `spans` lacks: none.
+   * be. A call older than `oldest` (every window and this UTC month) by more than a time zone can be ahead of UTC
+   * (KEPT_BEFORE_MS) counts nowhere any more and is forgotten (a row the store refused, or one dropped from a full
+   * spool, is never reported stored); within it, the budget's local day and month, which the list also feeds, may
+   * still count it (a zone east of UTC starts its month before UTC's). Calls of providers `spans` lacks: none.
    */
   groups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
     const out = new Map<string, Group>();
     for (const [id, u] of this.#calls) {
-      if (u.at < oldest) {
+      if (u.at < oldest - KEPT_BEFORE_MS) {
         this.#calls.delete(id);
         continue;
       }

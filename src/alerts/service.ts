@@ -13,7 +13,7 @@ import type { Store } from '../store/client.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import type { BudgetService, BudgetState } from '../accounting/budget.js';
 import { ANOMALY_MIN_DAYS, ROLLING_WINDOW, evaluate, keyOf, type Candidate, type CostHistory, type FiredAlert } from './evaluator.js';
-import { dayBounds } from '../core/tz.js';
+import { dayBounds, localDay } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
 import { DAY_MS } from '../core/windows.js';
@@ -194,7 +194,10 @@ export class AlertService {
     const billed = { kinds: BILLED_KINDS };
     const key = `${tz}\u0000${today.date}`;
     if (this.#history?.key !== key) {
-      const days = await aggregate(this.#store, { from: today.from - 7 * DAY_MS, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
+      // From the start of the 7th local day back, not 7 x 24 h back: a span with a 23-hour day (spring forward) reached
+      // an hour into an 8th day, which counted as a day with usage and lowered the average (a false anomaly).
+      const weekAgo = new Date(Date.parse(`${today.date}T00:00:00Z`) - 7 * DAY_MS).toISOString().slice(0, 10);
+      const days = await aggregate(this.#store, { from: localDay(tz, weekAgo).from, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
       this.#history = { key, days: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })) };
     }
     const previousDays = this.#history.days;

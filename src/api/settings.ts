@@ -36,11 +36,16 @@ export interface SettingsOptions {
   readonly configFile?: string;
 }
 
-const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'reasoning'] as const;
+const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'cache_write_1h', 'reasoning', 'web_search_per_1k'] as const;
 // null removes a key: every leaf allows it.
 const numberOrNull = { type: ['number', 'null'] };
 const booleanOrNull = { type: ['boolean', 'null'] };
-const priceBody = { type: ['object', 'null'], additionalProperties: false, properties: Object.fromEntries(PRICE_KEYS.map((k) => [k, numberOrNull])) };
+// A service tier's prices (docs/recording.md, "Service tiers"); names and bounds are checked by the config's schema.
+const tierPrices = { type: ['object', 'null'], additionalProperties: numberOrNull, maxProperties: 8 };
+const priceBody = {
+  type: ['object', 'null'], additionalProperties: false,
+  properties: { ...Object.fromEntries(PRICE_KEYS.map((k) => [k, numberOrNull])), service_tiers: { type: ['object', 'null'], additionalProperties: tierPrices, maxProperties: 8 } },
+};
 // Bounded before anything else is read of it (the config schema's bound; docs/config.md): a long list is refused
 // without being checked item by item, edited into the file or validated by the loader.
 const percentList = { type: 'array', maxItems: ALERT_THRESHOLDS_MAX_ITEMS, items: { type: 'number' } };

@@ -118,7 +118,9 @@ function withDefaults(provider: ProviderConfig, found: Price, u: Usage): Price {
   const searchDefault = WEB_SEARCH_PER_1K[provider.format];
   if (u.webSearches && price.web_search_per_1k === undefined && searchDefault !== undefined) price = { ...price, web_search_per_1k: searchDefault };
   if (u.serviceTier === 'flex' && FLEX_AT_HALF.has(provider.format) && (price.service_tiers === undefined || !Object.hasOwn(price.service_tiers, 'flex'))) {
-    price = { ...price, service_tiers: { ...price.service_tiers, flex: halved(price) } };
+    // Half of what the call would pay at the standard tier: its long-context tier's prices when its prompt has one.
+    const standard = price.tiers === undefined || price.tiers.length === 0 ? price : longContext(price, price.tiers, u);
+    price = { ...price, service_tiers: { ...price.service_tiers, flex: halved(standard) } };
   }
   return price;
 }

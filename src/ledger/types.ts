@@ -72,7 +72,10 @@ export function addUsage(a: Usage, b: Usage): Usage {
   };
   const hour = add(a.cacheWrite1h ?? null, b.cacheWrite1h ?? null);
   const searches = add(a.webSearches ?? null, b.webSearches ?? null);
-  return hour === null && searches === null ? sum : { ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }) };
+  // The tier of the later call that reported one (a combo's: the member that answered); each call's cost was its own.
+  const tier = b.serviceTier ?? a.serviceTier;
+  if (hour === null && searches === null && tier === undefined) return sum;
+  return { ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }), ...(tier === undefined ? {} : { serviceTier: tier }) };
 }
 
 /**

@@ -18,6 +18,7 @@ import { closeEventStream, markAborted, openEventStream, write } from './reply.j
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { atTier } from '../ledger/types.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
@@ -170,6 +171,8 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   let finished = false;
   let respId: string | null = null;
   let respModel: string | null = null;
+  // The service tier a chunk said (OpenAI repeats it on every chunk; a vendor may say it on some only).
+  let tier: unknown;
   const reasons: string[] = [];
 
   /** One typed event in, the text to forward out ('' to forward nothing). */
@@ -190,9 +193,10 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       outcome.errorType = 'upstream_stream_error';
       return formatFrame(f.data, f.event, f.id);
     }
+    if (typeof json.service_tier === 'string') tier = json.service_tier;
     const info = adapter.inspectChunk(json);
     if (info.usage) {
-      outcome.usage = info.usage;
+      outcome.usage = info.usage.serviceTier === undefined && tier !== undefined ? atTier(info.usage, tier) : info.usage;
       outcome.usageSource = 'reported';
     }
     if (info.deltas > 0) {

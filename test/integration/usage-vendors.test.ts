@@ -134,6 +134,12 @@ t.test('OpenAI-compatible vendors: top-level cache hits, reasoning outside compl
   t.strictSame([d.input_tokens, d.cache_read_input_tokens], [200, 800], 'an Anthropic client of DeepSeek: the cache read apart');
 });
 
+t.test('a top-level cache count past prompt_tokens is believed for the whole prompt, not more', async (t) => {
+  const { openaiUsage } = await import('../../src/wire/openai/usage.js');
+  t.match(openaiUsage({ prompt_tokens: 100, completion_tokens: 10, prompt_cache_hit_tokens: 5000 }), { input: 0, cached: 100, output: 10 });
+  t.match(openaiUsage({ prompt_tokens: 100, completion_tokens: 10, prompt_tokens_details: { cached_tokens: 150 } }), { input: 0, cached: 100 });
+});
+
 t.test('a fallback combo streaming to a Chat client falls back when its first member fails right after starting', async (t) => {
   const r = await post('/v1/chat/completions', { model: 'fb', messages: [{ role: 'user', content: 'hi' }], stream: true });
   t.equal(r.status, 200);

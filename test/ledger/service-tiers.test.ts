@@ -45,6 +45,11 @@ t.test('the price: flex at half for the OpenAI formats unless configured; config
   t.equal(computeCost(cfg.providers.oai!, 'tiered', { ...u, serviceTier: 'priority' }).cost, (1000 * 3.5 + 200 * 0.5 + 100 * 14) / 1e6);
   t.equal(computeCost(cfg.providers.ant!, 'm', { ...u, serviceTier: 'flex' }).cost, (1000 * 3 + 200 * 3 + 100 * 15) / 1e6, 'no flex default for Anthropic');
   t.throws(() => parseConfig({ providers: { x: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', price: { input: 1, output: 1, service_tiers: { 'Bad Name': {} } } } } }), 'tier names are checked');
+  // A long prompt on a model with a long-context tier: flex is half of the long-context price, not of the base.
+  const long = parseConfig({ providers: { l: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', price: { input: 2, output: 8, tiers: [{ above_input_tokens: 1000, input: 4, output: 16 }] }, models: { m: { kind: 'llm' } } } } });
+  const big: Usage = { input: 2000, cached: null, cacheWrite: null, output: 100, reasoning: null };
+  t.equal(computeCost(long.providers.l!, 'm', big).cost, (2000 * 4 + 100 * 16) / 1e6, 'standard: the long-context price');
+  t.equal(computeCost(long.providers.l!, 'm', { ...big, serviceTier: 'flex' }).cost, (2000 * 4 + 100 * 16) / 1e6 / 2, 'flex: half of it');
 });
 
 t.test('through the gateway: the tier recorded and priced, fast path, passthrough and translated', async (t) => {
@@ -60,17 +65,20 @@ t.test('through the gateway: the tier recorded and priced, fast path, passthroug
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       return void res.end(`event: response.completed\ndata: ${JSON.stringify({ type: 'response.completed', sequence_number: 0, response: r })}\n\n`);
     }
+    if (body.model === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'boom', type: 'server_error' } }));
     const base = { id: 'chatcmpl-1', created: 1, model: body.model, service_tier: 'flex' };
+    // `some-chunks` says its tier on the content chunk only, not on the usage chunk (a vendor may do so).
+    const last = body.model === 'some-chunks' ? { id: 'chatcmpl-1', created: 1, model: body.model } : base;
     if (body.stream !== true) {
       return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage }));
     }
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }] })}\n\n`);
-    res.write(`data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+    res.write(`data: ${JSON.stringify({ ...last, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
     res.end('data: [DONE]\n\n');
   }, (err, res) => res.writeHead(500).end(String(err)));
-  const at = (format: string) => ({ group: 'paid', format, base_url: `http://127.0.0.1:${up.port}/v1`, auth: { type: 'api_key', key: 'k' }, price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } });
-  const gw = await startApp(t, { providers: { oai: at('openai'), resp: at('openai-responses') } });
+  const at = (format: string) => ({ group: 'paid', format, base_url: `http://127.0.0.1:${up.port}/v1`, auth: { type: 'api_key', key: 'k' }, price: { input: 2, output: 8 }, models: { m: { kind: 'llm' }, 'some-chunks': { kind: 'llm' }, fail: { kind: 'llm' } } });
+  const gw = await startApp(t, { providers: { oai: at('openai'), resp: at('openai-responses') }, combos: { fb: { strategy: 'fallback', models: ['oai/fail', 'oai/m'] } } });
   const FLEX = (1000 * 2 + 100 * 8) / 1e6 / 2; // 0.0014
   const post = async (path: string, body: unknown) => {
     const r = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
@@ -82,6 +90,8 @@ t.test('through the gateway: the tier recorded and priced, fast path, passthroug
     ['/v1/responses', { model: 'resp/m', input: 'hi' }], ['/v1/responses', { model: 'resp/m', input: 'hi', stream: true }],
     ['/v1/messages', { model: 'oai/m', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] }],
     ['/v1/messages', { model: 'oai/m', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/v1/chat/completions', { ...chat, model: 'oai/some-chunks', stream: true, stream_options: { include_usage: true } }],
+    ['/v1/messages', { model: 'oai/some-chunks', max_tokens: 20, stream: true, messages: [{ role: 'user', content: 'hi' }] }],
   ];
   for (const [path, body] of calls) t.equal((await post(path, body)).status, 200, path);
   let rows: Record<string, unknown>[] = [];
@@ -95,4 +105,11 @@ t.test('through the gateway: the tier recorded and priced, fast path, passthroug
   t.ok(spans.length >= calls.length, 'the spans say so');
   const logs = (await (await fetch(`${gw.url}/api/usage/request-logs`)).json()) as { data: { service_tier: string | null; cost: number }[] };
   t.ok(logs.data.length === calls.length && logs.data.every((e) => e.service_tier === 'flex' && e.cost === FLEX), 'the request log says so');
+
+  // A fallback combo whose second member answered at flex: the client's row names the tier its cost was priced at.
+  t.equal((await post('/v1/chat/completions', { ...chat, model: 'fb' })).status, 200);
+  let combo: Record<string, unknown> | undefined;
+  await waitFor(async () => (combo = (await gw.rows("kind = 'combo'"))[0]) !== undefined);
+  t.match(combo, { service_tier: 'flex', status: 'success' }, "the combo row: the answering member's tier");
+  t.equal(Number(combo!.cost), FLEX, 'its cost the sum of its attempts (the failed one cost nothing)');
 });

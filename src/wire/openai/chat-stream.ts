@@ -46,6 +46,8 @@ export class OpenAIChatStreamParser implements StreamParser {
   #refusal = false;
   #finished = false;
   #usage: Usage | null = null;
+  /** The service tier a chunk said (OpenAI repeats it on every chunk; a vendor may say it on some only). */
+  #tier: unknown;
 
   get terminated(): boolean {
     return this.#terminated;
@@ -94,7 +96,8 @@ export class OpenAIChatStreamParser implements StreamParser {
         out.push(stopSequence !== undefined ? { type: 'finish', stopReason, stopSequence } : { type: 'finish', stopReason });
       }
     }
-    const usage = openaiUsage(json.usage, json.service_tier);
+    if (typeof json.service_tier === 'string') this.#tier = json.service_tier;
+    const usage = openaiUsage(json.usage, this.#tier);
     if (usage !== null && (this.#usage === null || !sameUsage(usage, this.#usage))) {
       this.#usage = usage;
       out.push({ type: 'usage', usage });

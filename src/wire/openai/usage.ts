@@ -19,13 +19,18 @@ export function openaiUsage(raw: unknown, tier?: unknown): Usage | null {
   if (prompt === null && completion === null) return null;
   const pd = (u.prompt_tokens_details ?? {}) as Record<string, unknown>;
   const cd = (u.completion_tokens_details ?? {}) as Record<string, unknown>;
-  const cached = n(pd.cached_tokens) ?? n(u.prompt_cache_hit_tokens) ?? n(u.cached_tokens);
-  const reasoning = n(cd.reasoning_tokens);
+  const hits = n(pd.cached_tokens) ?? n(u.prompt_cache_hit_tokens) ?? n(u.cached_tokens);
+  // A part of prompt_tokens: never more than the whole (a vendor's count past it is believed for the whole).
+  const cached = hits === null || prompt === null ? hits : Math.min(hits, prompt);
+  const thought = n(cd.reasoning_tokens);
+  const apart = completion !== null && reasoningApart(u, prompt, completion, thought);
+  // Inside completion_tokens (OpenAI's rule): never more than it either.
+  const reasoning = thought === null || completion === null || apart ? thought : Math.min(thought, completion);
   return atTier({
     input: prompt === null ? null : Math.max(0, prompt - (cached ?? 0)),
     cached,
     cacheWrite: null,
-    output: completion === null ? null : reasoningApart(u, prompt, completion, reasoning) ? completion : Math.max(0, completion - (reasoning ?? 0)),
+    output: completion === null ? null : apart ? completion : completion - (reasoning ?? 0),
     reasoning,
   }, tier);
 }
