@@ -186,6 +186,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   })();
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
+  metrics.declareConfigured(cfg);
+  holder.onChange((next) => metrics.declareConfigured(next));
   const leftovers = spool.leftovers();
   if (leftovers.rows + leftovers.interrupted > 0) {
     metrics.rowsRecovered.inc(leftovers.rows + leftovers.interrupted);

@@ -2,6 +2,7 @@
 // so /metrics agrees with the ClickHouse rows. Label values come from the config: a model that is not configured
 // is labelled '_other'.
 
+import type { Config } from '../config/types.js';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { CounterFamily, HistogramFamily, type CounterChild, type HistogramChild } from './families.js';
 import { BUCKETS as USAGE_BUCKETS, type Bucket } from '../ledger/types.js';
@@ -22,6 +23,9 @@ export interface RecordingState {
 }
 
 export const DROP_REASONS = ['spool_full', 'rejected', 'missing'] as const;
+
+/** The outcomes a request or an upstream call is counted under (declareConfigured makes each at 0). */
+const OUTCOMES = ['success', 'failure', 'aborted'] as const;
 
 /** Why the gate answered 429: over `requests_per_minute`, or over `auth_failures_per_minute`. */
 export const RATE_LIMIT_REASONS = ['requests', 'auth_failures'] as const;
@@ -144,6 +148,33 @@ export class Metrics {
     };
     this.#seriesCache.set(key, found);
     return found;
+  }
+
+  /**
+   * The series of what the config names exist from the start, at 0, as the alerting series do: each listed model's
+   * requests by outcome and tokens by type (its cost and list cost come with its series), each combo's requests by
+   * outcome and its listed members' attempts. A series made at its first event is first scraped with that event
+   * already in it, which increase() and rate() never count: after every start a dashboard missed each model's first
+   * requests (all of a quiet one's). Called at start and on every reload; a model removed keeps its series.
+   */
+  declareConfigured(cfg: Config): void {
+    for (const [id, p] of Object.entries(cfg.providers)) {
+      for (const modelId of Object.keys(p.models)) {
+        const s = this.#series(id, `${id}/${modelId}`, modelId, p.group);
+        for (const status of OUTCOMES) s.request(status);
+        for (const b of USAGE_BUCKETS) s.tokens(b);
+      }
+    }
+    for (const [combo, c] of Object.entries(cfg.combos)) {
+      for (const status of OUTCOMES) this.#comboRequests.inc({ combo, status }, 0);
+      for (const member of [...c.models, ...(c.judge === undefined ? [] : [c.judge])]) {
+        const slash = member.indexOf('/');
+        const provider = member.slice(0, slash);
+        const modelId = member.slice(slash + 1);
+        if (slash < 1 || !Object.hasOwn(cfg.providers, provider) || !Object.hasOwn(cfg.providers[provider]!.models, modelId)) continue;
+        for (const status of OUTCOMES) this.#comboAttempts.inc({ combo, provider, model: member, status }, 0);
+      }
+    }
   }
 
   /** A cooldown started on a connection (`<provider>#<name>`). */

@@ -121,6 +121,8 @@ export class RequestTrace {
     // Without an SDK the span records nothing: its attributes are not even computed.
     if (this.#span.isRecording()) {
       this.#span.setAttributes(recordAttributes(r));
+      // A combo request's span names the provider of the member that answered (its row's), as a direct one's does.
+      if (r.kind === 'combo' && r.provider !== '') this.#span.setAttribute(ATTR.providerName, r.provider);
       if (this.#dropped.length > 0) this.#span.setAttribute(ATTR.droppedParams, [...this.#dropped]);
     }
     if (r.status !== 'success') this.#span.setStatus({ code: SpanStatusCode.ERROR, message: r.errorType });

@@ -287,6 +287,8 @@ t.test('the app emits what this test relies on', async (t) => {
   const kinds = gw.spans.getFinishedSpans().map((s) => `${s.kind}:${s.name}`).sort();
   // SpanKind: 1 SERVER, 2 CLIENT. Three direct requests (one call each), one combo request with two attempts.
   t.same(kinds, ['1:chat anth/claude-haiku-4-5', '1:chat demo/echo-1', '1:chat demo/echo-1', '1:chat duo', '2:POST', '2:POST', '2:POST', '2:POST', '2:POST']);
+  const combo = gw.spans.getFinishedSpans().find((s) => s.name === 'chat duo');
+  t.equal(combo?.attributes['gen_ai.provider.name'], 'demo', "the combo's span names the provider that answered, as telemetry.md says of every request span");
 });
 
 t.test('every metric family the app emits has a row with its type and labels', async (t) => {
