@@ -43,22 +43,21 @@ t.test('the 7 previous local days, a spring-forward day among them: no false ano
   const cfg = parseConfig({ providers: { p: provider }, storage: { data_dir: '/tmp/unused' }, budgets: { timezone: TZ } }, {});
   const sent: Alert[] = [];
   const notify: Notify = { notify: (a) => void sent.push(a), test: async () => [], close: async () => undefined };
-  const svc = new AlertService({
-    store, config: () => cfg, quota: new QuotaService(store, () => cfg, { now: () => NOW }), budget: new BudgetService(store, () => cfg, { now: () => NOW }), notify,
-    events: { fired: () => undefined, delivery: () => undefined, error: (e) => t.fail(String(e)) },
-  }, { now: () => NOW });
-  t.teardown(() => svc.close());
-  await svc.start(600_000);
+  /** One evaluation at NOW by a fresh service (its first, at start). */
+  const evaluate = async () => {
+    const svc = new AlertService({
+      store, config: () => cfg, quota: new QuotaService(store, () => cfg, { now: () => NOW }), budget: new BudgetService(store, () => cfg, { now: () => NOW }), notify,
+      events: { fired: () => undefined, delivery: () => undefined, error: (e) => t.fail(String(e)) },
+    }, { now: () => NOW });
+    t.teardown(() => svc.close());
+    await svc.start(600_000);
+  };
+  await evaluate();
   t.same(sent.filter((a) => a.kind === 'cost_anomaly').map((a) => a.message), [], 'no cost_anomaly: $1.95 is under twice the $1.00 average');
 
   // The same evaluation with today at $2.05: over twice the average, it fires, naming 7 days.
   await store.insert('requests', [row(today.from + 2 * H, 0.1)], 'anomaly-dst-2');
-  const svc2 = new AlertService({
-    store, config: () => cfg, quota: new QuotaService(store, () => cfg, { now: () => NOW }), budget: new BudgetService(store, () => cfg, { now: () => NOW }), notify,
-    events: { fired: () => undefined, delivery: () => undefined, error: (e) => t.fail(String(e)) },
-  }, { now: () => NOW });
-  t.teardown(() => svc2.close());
-  await svc2.start(600_000);
+  await evaluate();
   const fired = sent.filter((a) => a.kind === 'cost_anomaly');
   t.equal(fired.length, 1, 'fires over twice the average');
   t.match(fired[0]?.message, /over the previous 7 days/);
