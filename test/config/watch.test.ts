@@ -122,22 +122,25 @@ t.test('an edit saved by rename (how many editors save) is applied', async (t) =
   t.same(models(), ['echo-4']);
 });
 
+/** Write `text` to the file, wait until `applied` says the edit is in force, and return the warnings it logged. */
+async function warningsOfEdit(text: string, applied: () => boolean): Promise<Entry[]> {
+  const before = log.entries.filter((e) => e.level === 'warn').length;
+  writeFileSync(file, text);
+  await waitFor(applied, 2000);
+  return log.entries.filter((e) => e.level === 'warn').slice(before);
+}
+
 t.test('an edit of start-only settings is applied and flagged as needing a restart', async (t) => {
-  const warnsBefore = log.entries.filter((e) => e.level === 'warn').length;
-  writeFileSync(file, yaml(['echo-4']).replace('port: 4000', 'port: 4999').replace('data_dir: ./data', 'data_dir: ./data2'));
-  await waitFor(() => holder.current.server.port === 4999, 2000);
-  const warns = log.entries.filter((e) => e.level === 'warn');
-  t.equal(warns.length, warnsBefore + 1, 'one warning');
+  const warns = await warningsOfEdit(yaml(['echo-4']).replace('port: 4000', 'port: 4999').replace('data_dir: ./data', 'data_dir: ./data2'), () => holder.current.server.port === 4999);
+  t.equal(warns.length, 1, 'one warning');
   t.same(warns.at(-1)?.obj.sections, ['server.port', 'storage'], 'names the sections that need a restart');
   t.match(warns.at(-1)?.msg, /restart/);
 });
 
 t.test("the request timeout is start-only too: its edit is flagged (Node's requestTimeout is set when the server is made)", async (t) => {
-  const warnsBefore = log.entries.filter((e) => e.level === 'warn').length;
-  writeFileSync(file, yaml(['echo-4']).replace('port: 4000', 'port: 4999\n  request_timeout_s: 5').replace('data_dir: ./data', 'data_dir: ./data2'));
-  await waitFor(() => holder.current.server.request_timeout_s === 5, 2000);
-  const warns = log.entries.filter((e) => e.level === 'warn');
-  t.equal(warns.length, warnsBefore + 1, 'one warning');
+  const text = yaml(['echo-4']).replace('port: 4000', 'port: 4999\n  request_timeout_s: 5').replace('data_dir: ./data', 'data_dir: ./data2');
+  const warns = await warningsOfEdit(text, () => holder.current.server.request_timeout_s === 5);
+  t.equal(warns.length, 1, 'one warning');
   t.same(warns.at(-1)?.obj.sections, ['server.request_timeout_s']);
 });
 
