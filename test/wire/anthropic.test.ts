@@ -338,6 +338,31 @@ t.test('anthropicThinking: the shared table of docs/thinking.md, and the clamp',
   t.strictSame(anthropicThinking({ kind: 'level', level: 'none' }, { maxTokens: 64000, family: 'anthropic-adaptive' }), { thinking: { type: 'disabled' } });
 });
 
+t.test('buildRequest: no thinking when the last assistant turn calls a tool without a thinking block first', async (t) => {
+  const think: CanonicalRequest = { ...base, maxTokens: 20000, thinking: { kind: 'level', level: 'high' }, tools: [{ name: 'f', parameters: { type: 'object' } }] };
+  const call = { type: 'tool_call' as const, id: 'toolu_1', name: 'f', arguments: '{}' };
+  const result = { role: 'user' as const, content: [{ type: 'tool_result' as const, callId: 'toolu_1', name: 'f', content: [{ type: 'text' as const, text: 'ok' }] }] };
+  const loop = (assistant: CanonicalRequest['messages'][number]['content']): CanonicalRequest => ({ ...think, messages: [...base.messages, { role: 'assistant', content: assistant }, result] });
+  // A Chat / Responses / Gemini client's history: the call, with no Anthropic-signed thinking to give back.
+  const unsigned = anthropicCodec.buildRequest(loop([{ type: 'reasoning', text: 'need f' }, call]), target(SONNET));
+  const body = wireJson(unsigned.body) as Record<string, unknown>;
+  t.notOk('thinking' in body, 'thinking not sent: the API refuses a final tool-calling assistant turn that does not start with a thinking block');
+  t.ok(unsigned.dropped.includes('thinking'), 'and listed as dropped');
+  t.notOk('thinking' in built(loop([{ type: 'reasoning', text: 'g', signature: 'sig-g', origin: 'gemini' }, call])), "another family's signed reasoning is not a thinking block either");
+  // Anthropic's own signed thinking first: sent back, and thinking stays on.
+  const signed = built(loop([{ type: 'reasoning', text: 'need f', signature: 'sig-a', origin: 'anthropic' }, call]));
+  t.strictSame(signed.thinking, { type: 'enabled', budget_tokens: 19999 }, 'signed thinking before the call: thinking on');
+  t.strictSame((signed.messages as { content: { type: string }[] }[])[1]!.content.map((b) => b.type), ['thinking', 'tool_use']);
+  const redacted = built(loop([{ type: 'reasoning', text: '', redacted: true, opaque: 'xyz', origin: 'anthropic' }, call]));
+  t.ok('thinking' in redacted, 'a redacted_thinking block first counts too');
+  // Only the last assistant turn matters: an earlier unsigned call, then a plain answer and a new question.
+  const earlier = built({ ...think, messages: [...base.messages, { role: 'assistant', content: [call] }, result, { role: 'assistant', content: [{ type: 'text', text: 'done' }] }, { role: 'user', content: [{ type: 'text', text: 'next' }] }] });
+  t.ok('thinking' in earlier, 'a finished tool loop earlier in the history: thinking on');
+  t.strictSame(built(loop([call]), target(SONNET)).thinking, undefined);
+  const off = built({ ...loop([call]), thinking: { kind: 'level', level: 'none' } });
+  t.strictSame(off.thinking, { type: 'disabled' }, 'thinking asked off: still sent as disabled');
+});
+
 t.test('buildRequest: thinking only for reasoning models, and what thinking removes', async (t) => {
   const think: CanonicalRequest = { ...base, maxTokens: 20000, thinking: { kind: 'level', level: 'high' }, temperature: 0.5, topP: 0.9, topK: 5 };
   const on = built(think, target(SONNET));

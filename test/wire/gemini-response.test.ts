@@ -26,8 +26,8 @@ t.test('parseResponse: thought summary, text and functionCall; cached and though
     content: [
       { type: 'reasoning', text: THOUGHT },
       { type: 'text', text: "I'll look up the current weather in Paris for you." },
-      // No id from Gemini: call_<n>. The part's thoughtSignature rides on the tool_call, tagged as Gemini's own.
-      { type: 'tool_call', id: 'call_0', name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}', signature: FC_SIG, origin: 'gemini' },
+      // No id from Gemini: call_<responseId>_<n>. The part's thoughtSignature rides on the tool_call, tagged as Gemini's own.
+      { type: 'tool_call', id: 'call_mZ3FaJ7XLMGd1dkP8qKxgAo_0', name: 'get_weather', arguments: '{"location":"Paris, France","unit":"celsius"}', signature: FC_SIG, origin: 'gemini' },
     ],
     stopReason: 'tool_calls',
     // promptTokenCount 2154 includes cachedContentTokenCount 2031: input 2154 - 2031 = 123.
@@ -190,10 +190,13 @@ t.test('parseResponse: finish reasons, blocked prompts and odd bodies', async (t
       { content: { parts: [{ text: 'second candidate' }] } },
     ],
   });
+  // No responseId: the made-up id takes 12 random hex digits in its place.
+  const made = (odd.content[2] as { id: string }).id;
+  t.match(made, /^call_[0-9a-f]{12}_1$/, 'a call without id and an answer without responseId: call_<random>_<n>');
   t.strictSame(odd.content, [
     { type: 'reasoning', text: '', signature: 'thought-sig', origin: 'gemini' },
     { type: 'tool_call', id: 'fc-7', name: 'f', arguments: '{}' },
-    { type: 'tool_call', id: 'call_1', name: 'g', arguments: '{"n":1}' },
+    { type: 'tool_call', id: made, name: 'g', arguments: '{"n":1}' },
   ], 'empty text dropped, a signature-only thought kept, media/code parts skipped, Gemini ids kept, only the first candidate');
   t.strictSame({ id: odd.id, model: odd.model, usage: odd.usage }, { id: '', model: '', usage: null });
 

@@ -74,7 +74,7 @@ const EXPECTED: CanonicalEvent[] = [
   { type: 'usage', usage: { ...base, output: 12 } },
   { type: 'block_stop', index: 1 },
   // The functionCall part's thoughtSignature travels with the call (Gemini 3 wants it back on the next turn).
-  { type: 'tool_call_start', index: 2, id: 'call_0', name: 'get_weather', signature: FC_SIG, origin: 'gemini' },
+  { type: 'tool_call_start', index: 2, id: 'call_mZ3FaJ7XLMGd1dkP8qKxgAo_0', name: 'get_weather', signature: FC_SIG, origin: 'gemini' },
   { type: 'tool_call_delta', index: 2, arguments: '{"location":"Paris, France","unit":"celsius"}' },
   { type: 'block_stop', index: 2 },
   { type: 'usage', usage: { ...base, output: 38 } },
@@ -108,8 +108,8 @@ t.test('stream parser: blocks, signatures, errors and odd chunks', async (t) => 
   const frame = (json: unknown) => ({ event: null, id: null, data: JSON.stringify(json) });
   const chunk = (parts: unknown[]) => frame({ candidates: [{ content: { role: 'model', parts }, index: 0 }] });
   const p = geminiCodec.createStreamParser();
-  t.strictSame(p.frame(chunk([{ text: 'A' }, { text: 'B' }])), [
-    { type: 'start', id: '', model: '' },
+  t.strictSame(p.frame(frame({ responseId: 'r/1', candidates: [{ content: { role: 'model', parts: [{ text: 'A' }, { text: 'B' }] }, index: 0 }] })), [
+    { type: 'start', id: 'r/1', model: '' },
     { type: 'text_start', index: 0 },
     { type: 'text_delta', index: 0, text: 'A' },
     { type: 'text_delta', index: 0, text: 'B' },
@@ -119,10 +119,10 @@ t.test('stream parser: blocks, signatures, errors and odd chunks', async (t) => 
     { type: 'tool_call_start', index: 1, id: 'fc-1', name: 'f' },
     { type: 'tool_call_delta', index: 1, arguments: '{"x":1}' },
     { type: 'block_stop', index: 1 },
-    { type: 'tool_call_start', index: 2, id: 'call_1', name: 'g' },
+    { type: 'tool_call_start', index: 2, id: 'call_r1_1', name: 'g' },
     { type: 'tool_call_delta', index: 2, arguments: '{}' },
     { type: 'block_stop', index: 2 },
-  ], 'each call is a whole block; a call without id is call_<n>, n counting calls');
+  ], 'each call is a whole block; a call without id is call_<responseId>_<n> (the id\'s other characters left out), n counting calls');
   t.strictSame(p.frame(chunk([{ text: 'C', thoughtSignature: 'dropped' }, { text: '', thoughtSignature: 'also-dropped' }, { text: 'T', thought: true }, { text: '', thought: true, thoughtSignature: 'sig-1' }])), [
     { type: 'text_start', index: 3 },
     { type: 'text_delta', index: 3, text: 'C' },

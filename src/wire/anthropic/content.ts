@@ -279,3 +279,19 @@ export function renderAnswerBlock(p: Part): Json | null {
       return null;
   }
 }
+
+/**
+ * Whether the last assistant turn of `messages` (built Anthropic turns) calls a tool without starting with a thinking
+ * block: with thinking on, the API refuses it ("a final assistant message must start with a thinking block"), and a
+ * history from another family (a Chat, Responses or Gemini client) has no signed thinking to give back.
+ */
+export function unsignedToolTurn(messages: readonly Json[]): boolean {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role !== 'assistant') continue;
+    const blocks = Array.isArray(m.content) ? m.content.filter(isObj) : [];
+    if (!blocks.some((b) => b.type === 'tool_use')) return false;
+    return blocks[0]!.type !== 'thinking' && blocks[0]!.type !== 'redacted_thinking';
+  }
+  return false;
+}

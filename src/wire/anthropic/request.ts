@@ -24,7 +24,7 @@ import { TollgateError } from '../../core/errors.js';
 import type { BuiltinTool, CanonicalRequest, Message, Part, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
 import { anyPart, BuildNotes, cacheControlJson, noteChoices, parseCacheControl, unknownKeys, withoutForeignFiles } from '../fields.js';
 import type { BuiltRequest, Target } from '../codec.js';
-import { buildBlock, parseBlocks, type AnthropicRole, type BlockContext } from './content.js';
+import { buildBlock, parseBlocks, unsignedToolTurn, type AnthropicRole, type BlockContext } from './content.js';
 import { invalid, isObj, str, type Json } from './json.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -284,8 +284,9 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
  * - max_tokens: the request's, else the model's max_output_tokens, else DEFAULT_MAX_TOKENS; never above the model's
  *   max_output_tokens when that is configured.
  * - thinking (see anthropicThinking) only when the model config lists `reasoning`, and not when tool_choice forces a
- *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on). A
- *   level that is not sent (no `reasoning`, an unlisted model, a forced tool, max_tokens leaving no room for the
+ *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on), nor
+ *   when the last assistant turn calls a tool without a thinking block first (unsignedToolTurn). A level that is not
+ *   sent (no `reasoning`, an unlisted model, a forced tool or such a turn, max_tokens leaving no room for the
  *   smallest budget) is listed as dropped. With thinking on, temperature (unless 1) and top_k are removed and
  *   top_p is kept only within [0.95, 1], as the API requires (each listed as dropped).
  * - response format: json_schema goes to output_config.format, and a tool's `strict` is sent, only when the model
@@ -313,7 +314,7 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   const body: Json = { model: target.modelId, max_tokens: maxTokens };
   const system = buildSystem(req.system);
   if (system !== undefined) body.system = system;
-  body.messages = buildMessages(req.messages);
+  const messages = (body.messages = buildMessages(req.messages));
   if (anyPart(req, (p) => p.type === 'audio')) notes.drop('audio');
   // Anthropic has no detail level: low or high is lost (auto is what every image gets).
   if (anyPart(req, (p) => p.type === 'image' && (p.detail === 'low' || p.detail === 'high'))) notes.drop('imageDetail');
@@ -349,7 +350,8 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
 
   const forced = answerTool || (toolBlocks.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool' || req.toolChoice?.type === 'builtin'));
   const reasoning = req.thinking !== undefined && model?.capabilities.includes('reasoning') === true;
-  const think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens, family: anthropicFamily(model), model }) : null;
+  let think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens, family: anthropicFamily(model), model }) : null;
+  if (think !== null && think.thinking.type !== 'disabled' && unsignedToolTurn(messages)) think = null;
   // A level not sent (a model without `reasoning` or unlisted, a forced tool, no room for a budget) is listed.
   if (req.thinking !== undefined && think === null) notes.drop('thinking');
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.

@@ -8,7 +8,7 @@ import type { CanonicalEvent, StopReason } from '../canonical.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
 import { countsUsage, geminiCounts, laterCounts, renderGeminiUsage, type GeminiCounts } from './usage.js';
 import type { Usage } from '../../ledger/types.js';
-import { argsObject, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
+import { argsObject, callIdBase, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
 
 // ---------------------------------------------------------------------------------------------- parser (upstream)
 
@@ -25,6 +25,8 @@ export class GeminiStreamParser implements StreamParser {
   #open: { kind: 'text' | 'reasoning'; index: number } | null = null;
   #next = 0;
   #calls = 0;
+  /** What the answer's made-up call ids are made of (callIdBase of its first chunk). */
+  #idBase = '';
   #lastUsage = '';
   /** The counts so far: each the largest any chunk reported (laterCounts). */
   #counted: GeminiCounts | null = null;
@@ -53,6 +55,7 @@ export class GeminiStreamParser implements StreamParser {
     }
     if (!this.#started) {
       this.#started = true;
+      this.#idBase = callIdBase(json.responseId);
       out.push({ type: 'start', id: typeof json.responseId === 'string' ? json.responseId : '', model: typeof json.modelVersion === 'string' ? json.modelVersion : '' });
     }
     const cand = Array.isArray(json.candidates) && isObj(json.candidates[0]) ? json.candidates[0] : null;
@@ -106,7 +109,7 @@ export class GeminiStreamParser implements StreamParser {
       const fc = p.functionCall;
       this.#close(out);
       const index = this.#next++;
-      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(this.#calls);
+      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(this.#calls, this.#idBase);
       this.#calls++;
       const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
       out.push(sig === undefined ? { type: 'tool_call_start', index, id, name: fc.name as string } : { type: 'tool_call_start', index, id, name: fc.name as string, signature: sig, origin: 'gemini' });

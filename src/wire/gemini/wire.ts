@@ -1,6 +1,7 @@
 // Shared pieces of the `gemini` wire format (generativelanguage v1beta, camelCase JSON as @google/genai sends it):
 // the JSON shapes, part <-> canonical part mapping and finish reasons. Pure; no I/O.
 
+import { randomBytes } from 'node:crypto';
 import { TollgateError } from '../../core/errors.js';
 import type { MediaSource, Part, StopReason } from '../canonical.js';
 import { own } from '../../core/own.js';
@@ -41,8 +42,21 @@ export function argsObject(args: string): Json {
   }
 }
 
-/** Gemini's own id when it sent one, else `call_<n>` with n counting the function calls of the answer from 0. */
-export const syntheticCallId = (n: number): string => `call_${n}`;
+/**
+ * The id of a function call Gemini sent without one: `call_<n>` in a request (n counting the request's calls, so unique
+ * in it), `call_<answer>_<n>` in an answer (`answer`: callIdBase of it), so the calls of two answers never share an id
+ * in a client's history (an Anthropic upstream refuses a history with duplicate tool_use ids).
+ */
+export const syntheticCallId = (n: number, answer?: string): string => (answer === undefined ? `call_${n}` : `call_${answer}_${n}`);
+
+/**
+ * What an answer's made-up call ids are made of: its `responseId` (letters, digits, `_` and `-` kept, at most 32), or a
+ * random 12 hex digits when it has none.
+ */
+export function callIdBase(responseId: unknown): string {
+  const own = typeof responseId === 'string' ? responseId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 32) : '';
+  return own !== '' ? own : randomBytes(6).toString('hex');
+}
 
 /** A Gemini media part -> canonical image / audio / file, by MIME type (video and anything else is a file). */
 export function mediaPart(mimeType: string, source: MediaSource): Part {
@@ -96,9 +110,10 @@ export function fileDataSource(uri: string, mime: string | undefined): MediaSour
  * The parts of a model answer -> canonical text / reasoning / tool_call parts. `thought: true` text is reasoning and
  * keeps its thoughtSignature; a thoughtSignature on a text or functionCall part has no canonical place yet and is
  * dropped. Empty text, inline media, code execution and other part kinds are not part of a canonical answer.
- * `callIndex` is the number of function calls already seen (for synthetic ids); returns the parts and the new count.
+ * `idBase` (callIdBase) and `callIndex`, the number of function calls already seen, make the synthetic ids; returns
+ * the parts and the new count.
  */
-export function answerParts(raw: unknown, callIndex = 0): { parts: Part[]; calls: number } {
+export function answerParts(raw: unknown, idBase: string, callIndex = 0): { parts: Part[]; calls: number } {
   const parts: Part[] = [];
   let calls = callIndex;
   if (!Array.isArray(raw)) return { parts, calls };
@@ -113,7 +128,7 @@ export function answerParts(raw: unknown, callIndex = 0): { parts: Part[]; calls
       }
     } else if (isObj(p.functionCall) && typeof p.functionCall.name === 'string') {
       const fc = p.functionCall;
-      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(calls);
+      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(calls, idBase);
       parts.push(toolCallPart(id, fc.name as string, JSON.stringify(isObj(fc.args) ? fc.args : {}), sig));
       calls++;
     }
