@@ -6,7 +6,8 @@
 //
 // An answer in a `content-encoding` (the gateway asks for none; a misbehaving upstream or a proxy in between sends one
 // anyway) is decoded as it is read (decodedBody), so every path sees plain bytes and the limit counts decoded bytes:
-// a gzip bomb is stopped at the limit like any large answer.
+// a gzip bomb is stopped at the limit like any large answer. A coding it cannot decode fails the call as a protocol
+// error, except on an error status, whose status and headers still count (transport.ts, undecodedError).
 
 import { performance } from 'node:perf_hooks';
 import { pipeline, type Readable, type Transform } from 'node:stream';
@@ -86,6 +87,16 @@ const DECODERS: Readonly<Record<string, () => Transform>> = {
   gzip: createGunzip, 'x-gzip': createGunzip, deflate: createInflate, br: createBrotliDecompress,
 };
 
+/** The codings `encoding` lists, in the order they were applied (`identity` is none). */
+function codingsOf(encoding: string | readonly string[]): string[] {
+  return (typeof encoding === 'string' ? encoding : encoding.join(',')).split(',').map((p) => p.trim().toLowerCase()).filter((c) => c !== '' && c !== 'identity');
+}
+
+/** The first coding `encoding` lists that the gateway cannot decode (`zstd`, `compress`...), or null. */
+export function undecodable(encoding: string | readonly string[]): string | null {
+  return codingsOf(encoding).find((c) => !Object.hasOwn(DECODERS, c))?.slice(0, 40) ?? null;
+}
+
 /**
  * `body` decoded from the codings its `content-encoding` lists (in the order they were applied; `identity` is none):
  * a stream of the decoded bytes, which the caller reads (or discards) in place of `body`. Destroying it destroys
@@ -94,16 +105,12 @@ const DECODERS: Readonly<Record<string, () => Transform>> = {
  * A coding the gateway cannot decode (`zstd`, `compress`...) is refused at once, `body` discarded.
  */
 export function decodedBody(body: Readable, encoding: string | readonly string[]): Readable {
-  const codings: string[] = [];
-  for (const part of (typeof encoding === 'string' ? encoding : encoding.join(',')).split(',')) {
-    const c = part.trim().toLowerCase();
-    if (c === '' || c === 'identity') continue;
-    if (!Object.hasOwn(DECODERS, c)) {
-      discard(body);
-      throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered in content-encoding '${c.slice(0, 40)}', which the gateway does not decode (it asks for none)`);
-    }
-    codings.push(c);
+  const unknown = undecodable(encoding);
+  if (unknown !== null) {
+    discard(body);
+    throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered in content-encoding '${unknown}', which the gateway does not decode (it asks for none)`);
   }
+  const codings = codingsOf(encoding);
   if (codings.length === 0) return body;
   // The last coding applied is undone first.
   const stages = codings.reverse().map((c) => DECODERS[c]!());

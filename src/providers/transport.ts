@@ -8,7 +8,7 @@ import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { jsonBody } from '../wire/json-stream.js';
 import { mockTransport } from './mock.js';
-import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, decodedBody, readWithin, textWithin, utf8Text } from './answer-body.js';
+import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, decodedBody, discard, readWithin, textWithin, undecodable, utf8Text } from './answer-body.js';
 import { performance } from 'node:perf_hooks';
 import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
@@ -86,6 +86,20 @@ function decoded(status: number, headers: UpstreamResponse['headers'], body: Rea
     text: () => byDeadline(body, read.deadline, async () => utf8Text(await readWithin(body, read.limit, null))),
     bytes: () => byDeadline(body, read.deadline, () => readWithin(body, read.limit, null)),
   };
+}
+
+/**
+ * An error answer (status >= 400) in a coding the gateway cannot decode: its status and headers still say what
+ * happened (a 429 and its Retry-After: a combo moves on, the connection cools, the client gets the 429), and only its
+ * body, discarded, is replaced by a JSON error naming the coding. Refused as a protocol failure, the client got a 502
+ * and the Retry-After was lost.
+ */
+function undecodedError(status: number, headers: UpstreamResponse['headers'], body: Readable, coding: string): UpstreamResponse {
+  discard(body);
+  const { 'content-encoding': _encoding, 'content-length': _length, ...plain } = headers;
+  const message = `the upstream provider answered ${status} in content-encoding '${coding}', which the gateway does not decode (it asks for none): its error body is left out`;
+  const bytes = Buffer.from(JSON.stringify({ error: { type: 'upstream_error', message } }));
+  return { status, headers: { ...plain, 'content-type': 'application/json' }, body: Readable.from([bytes]), text: async () => bytes.toString('utf8'), bytes: async () => bytes };
 }
 
 /** Transports that answer in process, by provider format; every other format goes over HTTP. */
@@ -178,6 +192,8 @@ export class Dispatcher implements Transport {
       const deadline = sentAt + requestMs;
       // The gateway asks for no encoding; an answer in one anyway (a proxy in between) is decoded here, for every path.
       const encoding = res.headers['content-encoding'];
+      const unknown = encoding !== undefined && res.statusCode >= 400 ? undecodable(encoding) : null;
+      if (unknown !== null) return undecodedError(res.statusCode, res.headers, body, unknown);
       if (encoding !== undefined) return decoded(res.statusCode, res.headers, decodedBody(body, encoding), { limit, deadline });
       const declared = declaredLength(res.headers);
       return {

@@ -83,7 +83,12 @@ export class Metrics {
       labelNames: ['reason'], registers,
     });
     for (const reason of RATE_LIMIT_REASONS) this.rateLimited.inc({ reason }, 0);
-    this.#comboRequests = new Counter({ name: METRIC.comboRequests, help: 'Client requests to a combo by outcome.', labelNames: ['combo', 'status'], registers });
+    // A combo request's provider and model are its record's (the member that answered, as in tollgate_requests_total), so
+    // a rule can take the combo requests out of tollgate_requests_total by provider (TollgateProviderFailing).
+    this.#comboRequests = new Counter({
+      name: METRIC.comboRequests, help: 'Client requests to a combo by outcome, and the member that answered (its last one tried).',
+      labelNames: ['combo', 'provider', 'model', 'status'], registers,
+    });
     this.#comboAttempts = new Counter({
       name: METRIC.comboAttempts, help: 'Upstream attempts made for combo requests (fallback tries, fusion members, the judge).',
       labelNames: ['combo', 'provider', 'model', 'status'], registers,
@@ -166,13 +171,15 @@ export class Metrics {
       }
     }
     for (const [combo, c] of Object.entries(cfg.combos)) {
-      for (const status of OUTCOMES) this.#comboRequests.inc({ combo, status }, 0);
       for (const member of [...c.models, ...(c.judge === undefined ? [] : [c.judge])]) {
         const slash = member.indexOf('/');
         const provider = member.slice(0, slash);
         const modelId = member.slice(slash + 1);
         if (slash < 1 || !Object.hasOwn(cfg.providers, provider) || !Object.hasOwn(cfg.providers[provider]!.models, modelId)) continue;
-        for (const status of OUTCOMES) this.#comboAttempts.inc({ combo, provider, model: member, status }, 0);
+        for (const status of OUTCOMES) {
+          this.#comboRequests.inc({ combo, provider, model: member, status }, 0);
+          this.#comboAttempts.inc({ combo, provider, model: member, status }, 0);
+        }
       }
     }
   }
@@ -205,7 +212,7 @@ export class Metrics {
     const modelId = r.modelKnown ? r.model.slice(provider.length + 1) : OTHER;
     const s = this.#series(provider, model, modelId, r.providerGroup || OTHER);
     if (r.kind === 'attempt') this.#comboAttempts.inc({ combo: r.combo, provider, model, status: r.status });
-    if (r.kind === 'combo') this.#comboRequests.inc({ combo: r.combo, status: r.status });
+    if (r.kind === 'combo') this.#comboRequests.inc({ combo: r.combo, provider, model, status: r.status });
     if (r.autoSwitched && r.kind !== 'attempt') this.#autoSwitched.inc();
     if (carriesUsage(r.kind)) this.#usage(s, r);
     if (!isClientRequest(r.kind)) return;

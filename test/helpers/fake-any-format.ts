@@ -12,6 +12,8 @@
 //             a 429 whose JSON error body is gzip-encoded, with a retry-after
 //   bomb      200 MB of zeros gzip-compressed (about 200 KB), as a JSON answer: a gzip bomb
 //   zstd      `content-encoding: zstd` (bytes the gateway cannot decode)
+//   error-zstd
+//             a 429 in `content-encoding: zstd`, with a retry-after
 //   bad-gzip  `content-encoding: gzip` with bytes that are not gzip
 
 import { once } from 'node:events';
@@ -142,6 +144,10 @@ export async function startFakeAnyFormat(t: { teardown(fn: () => unknown): void 
         return;
       case 'zstd':
         res.writeHead(200, { 'content-type': type, 'content-encoding': 'zstd' });
+        res.end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]));
+        return;
+      case 'error-zstd':
+        res.writeHead(429, { 'content-type': 'application/json', 'content-encoding': 'zstd', 'retry-after': '30' });
         res.end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0, 0]));
         return;
       case 'bad-gzip':

@@ -128,6 +128,8 @@ t.test('fallback: 500 then 429 with Retry-After, then an answer; one row per att
 t.test('the metrics count the client request once and the tokens and cost of every attempt', async (t) => {
   const text = await gw.metrics();
   t.equal(metricValue(text, 'tollgate_combo_requests_total', { combo: 'smart', status: 'success' }), 2);
+  // Under the member that answered, as tollgate_requests_total counts them (TollgateProviderFailing subtracts them).
+  t.equal(metricValue(text, 'tollgate_combo_requests_total', { combo: 'smart', provider: 'c', model: 'c/m', status: 'success' }), 2, 'labelled with the member that answered');
   t.equal(metricValue(text, 'tollgate_combo_attempts_total', { combo: 'smart' }), 4, '3 + 1 attempts');
   t.equal(metricValue(text, 'tollgate_combo_attempts_total', { combo: 'smart', provider: 'b', status: 'failure' }), 1);
   t.equal(metricValue(text, 'tollgate_requests_total', {}), 2, 'two client requests, whatever their attempts');

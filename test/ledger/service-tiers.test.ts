@@ -13,6 +13,9 @@ import { openaiUsage } from '../../src/wire/openai/usage.js';
 import { responsesUsage } from '../../src/wire/openai-responses/usage.js';
 import { anthropicUsage, mergeUsage } from '../../src/wire/anthropic/usage.js';
 import { parseConfig } from '../../src/config/load.js';
+import { codecFor } from '../../src/wire/registry.js';
+import type { SseFrame } from '../../src/wire/sse.js';
+import type { CanonicalEvent } from '../../src/wire/canonical.js';
 import { waitFor } from '../helpers/wait.js';
 
 t.test('the tier as each format reports it; the standard tier and odd values are none', async (t) => {
@@ -24,6 +27,30 @@ t.test('the tier as each format reports it; the standard tier and odd values are
   t.equal(anthropicUsage({ input_tokens: 10, output_tokens: 2, service_tier: 'priority' })?.serviceTier, 'priority');
   t.notOk('serviceTier' in anthropicUsage({ input_tokens: 10, output_tokens: 2, service_tier: 'standard' })!);
   t.equal(mergeUsage(anthropicUsage({ input_tokens: 10, output_tokens: 1, service_tier: 'priority' }), anthropicUsage({ output_tokens: 5 }))?.serviceTier, 'priority', "message_delta keeps message_start's tier");
+  const standard = mergeUsage(anthropicUsage({ input_tokens: 10, output_tokens: 1, service_tier: 'priority' }), anthropicUsage({ output_tokens: 5, service_tier: 'standard' }), 'standard');
+  t.notOk(standard !== null && 'serviceTier' in standard, "message_delta's standard tier replaces message_start's priority");
+});
+
+t.test('every stream: the last tier named wins, the standard tier included', async (t) => {
+  const frame = (data: unknown, event?: string): SseFrame => ({ event: event ?? null, data: JSON.stringify(data), id: null }) as SseFrame;
+  const lastTier = (format: 'anthropic' | 'openai' | 'openai-responses', frames: SseFrame[]): string | undefined => {
+    const parser = codecFor(format).createStreamParser();
+    const usages = frames.flatMap((f) => parser.frame(f)).filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage');
+    return usages.at(-1)?.usage.serviceTier;
+  };
+  // Anthropic: message_start's usage, then message_delta's.
+  const start = (tier: string) => frame({ type: 'message_start', message: { id: 'msg_1', model: 'm', usage: { input_tokens: 10, output_tokens: 1, service_tier: tier } } }, 'message_start');
+  const delta = (tier: string) => frame({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5, service_tier: tier } }, 'message_delta');
+  t.equal(lastTier('anthropic', [start('priority'), delta('standard')]), undefined, 'Anthropic: priority, then standard');
+  t.equal(lastTier('anthropic', [start('standard'), delta('priority')]), 'priority', 'Anthropic: standard, then priority');
+  // OpenAI Chat: a vendor that repeats the same usage on every chunk, its tier changing.
+  const chunk = (tier: string) => frame({ id: 'c', object: 'chat.completion.chunk', model: 'm', service_tier: tier, choices: [], usage: { prompt_tokens: 10, completion_tokens: 2 } });
+  t.equal(lastTier('openai', [chunk('priority'), chunk('default')]), undefined, 'Chat: priority, then default');
+  t.equal(lastTier('openai', [chunk('default'), chunk('flex')]), 'flex', 'Chat: default, then flex');
+  // Responses: the tier and the usage come together, in the terminal event.
+  const done = (tier: string) => frame({ type: 'response.completed', sequence_number: 1, response: { id: 'r', status: 'completed', model: 'm', output: [], service_tier: tier, usage: { input_tokens: 10, output_tokens: 2 } } }, 'response.completed');
+  t.equal(lastTier('openai-responses', [done('priority')]), 'priority', 'Responses: the terminal event says it');
+  t.equal(lastTier('openai-responses', [done('default')]), undefined, 'Responses: default is standard');
 });
 
 t.test('the price: flex at half for the OpenAI formats unless configured; configured tiers; else the standard price', async (t) => {

@@ -32,6 +32,8 @@ upstream.setResponseHeaders({ 'x-ratelimit-limit-tokens': '1000', 'x-ratelimit-r
 const gw = await startApp(t, {
   providers: { demo: { ...DEMO_PROVIDER, quota: { kind: 'daily_tokens', limit: 1_000_000 } }, fake: fakeProvider(upstream.baseUrl) },
   budgets: { daily_usd: 10, monthly_usd: 100 },
+  // A combo: its requests' and attempts' series (TollgateProviderFailing reads them) exist from the start.
+  combos: { duo: { strategy: 'fallback', models: ['fake/gpt-4o', 'demo/echo-1'] } },
 });
 // One streamed and one unary request so every family has samples, and one through the HTTP upstream.
 for (const [model, stream] of [['demo/echo-1', false], ['demo/echo-1', true], ['fake/gpt-4o', false]] as const) {

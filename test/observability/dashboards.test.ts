@@ -215,7 +215,8 @@ const unary = await chat('demo/echo-1', false);
 const streamed = await chat('demo/echo-1', true);
 flaky.next(UPSTREAM_500);
 const failed = await chat('flaky/m', false); // a direct request is sent even while its provider cools down
-const statuses = { combo, comboStreamed, unary, streamed, failed };
+const refused = await chat('nowhere/x', false); // refused before routing: a row with provider _other, no upstream call
+const statuses = { combo, comboStreamed, unary, streamed, failed, refused };
 await gw.flush();
 const count = async (sql: string) => Number((await store.query<{ n: string }>(`SELECT count() AS n FROM ${sql}`))[0]!.n);
 await waitFor(async () => (await count(store.t('alerts'))) > 0 && (await count(store.t('alert_deliveries'))) > 0, 15_000);
@@ -232,7 +233,7 @@ await waitFor(async () => {
 // ------------------------------------------------------------------------------------------------ the checks
 
 t.test('the traffic: combo requests (a failed attempt, a skipped member), unary, streamed, a failure', async (t) => {
-  t.same(statuses, { combo: 200, comboStreamed: 200, unary: 200, streamed: 200, failed: 500 });
+  t.same(statuses, { combo: 200, comboStreamed: 200, unary: 200, streamed: 200, failed: 500, refused: 404 });
   const attempts = await store.query<{ status: string; n: string }>(
     `SELECT status, count() AS n FROM ${store.t('requests')} FINAL WHERE kind = 'attempt' GROUP BY status ORDER BY status`);
   t.same(attempts.map((r) => [r.status, Number(r.n)]), [['failure', 1], ['success', 2]], 'the first combo request fell back; the second skipped the cooling member');
@@ -376,6 +377,27 @@ t.test('every ClickHouse query runs against the real schema', async (t) => {
   t.ok(hourly >= 5, `${hourly} queries of the hourly rollup`);
   t.throws(() => forClickHouse('SELECT 1 WHERE $__timeFilterz(ts)', new Map(), 0, 0), /unknown macro/, 'an unknown macro is an error');
   t.throws(() => forClickHouse('SELECT 1 WHERE x = $nope', new Map(), 0, 0), /unknown variable/, 'so is an unknown variable');
+});
+
+// A request refused before routing (bad JSON, an unknown model) is a `request` row with provider `_other` that made no
+// upstream call: the panels of upstream calls and spend per provider counted it as one (a failed call, in
+// `upstream_calls`), under a provider `_other`.
+t.test('the panels of upstream calls leave out requests refused before routing (provider _other)', async (t) => {
+  const other = await store.query<{ n: string }>(`SELECT count() AS n FROM ${store.t('requests')} FINAL WHERE kind = 'request' AND provider = '_other'`);
+  t.equal(Number(other[0]!.n), 1, 'the traffic has one such row');
+  let n = 0;
+  for (const { d } of dashboards) {
+    for (const { where, x } of targetsOf(d, CH_DS)) {
+      const sql = x.rawSql ?? '';
+      // Upstream calls (and pings): the kinds without the client's `combo` rows.
+      if (!/kind IN \('request', 'attempt'/.test(sql)) continue;
+      n++;
+      const now = Date.now();
+      const rows = await store.query<Record<string, unknown>>(forClickHouse(sql, variableValues(d), now - 86_400_000, now));
+      t.same(rows.filter((r) => r.provider === '_other' || r.model === '_other'), [], `${where}: no row for _other`);
+    }
+  }
+  t.ok(n >= 4, `${n} panels of upstream calls`);
 });
 
 t.test('docs/observability.md answers for every dashboard and panel', async (t) => {

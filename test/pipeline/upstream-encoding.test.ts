@@ -4,17 +4,20 @@
 // Responses, Gemini) and the translated path. The client gets the decoded bytes and no content-encoding; the row has
 // the upstream's usage. server.upstream_answer_limit_bytes counts the decoded bytes, so a gzip bomb (200 MB of zeros
 // in about 200 KB) is refused as TOLLGATE_ERR_UPSTREAM_TOO_LARGE without the process growing by hundreds of MB. A
-// coding the gateway cannot decode (zstd) or bytes that do not decode are a 502 TOLLGATE_ERR_UPSTREAM_PROTOCOL.
+// coding the gateway cannot decode (zstd) or bytes that do not decode are a 502 TOLLGATE_ERR_UPSTREAM_PROTOCOL, except
+// on an error status: a 429 in zstd reaches the client as a 429 with its Retry-After, its body replaced by a message
+// naming the coding (before, a 502, and the Retry-After lost: a combo never knew the member was rate limited).
 // Before, the passthrough relayed a gzip stream as binary garbage and every path failed a gzip JSON answer as "not JSON".
 
 import t from 'tap';
 import { startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeAnyFormat } from '../helpers/fake-any-format.js';
+import { metricValue } from '../helpers/prom.js';
 
 // Above the bomb's compressed size (about 200 KB), far below its decoded 200 MB: only a count of decoded bytes stops it.
 const LIMIT = 1024 * 1024;
 const up = await startFakeAnyFormat(t);
-const MODES = ['ok', 'gzip', 'br', 'deflate', 'x-gzip', 'gzip-br', 'identity', 'error-gzip', 'bomb', 'zstd', 'bad-gzip'];
+const MODES = ['ok', 'gzip', 'br', 'deflate', 'x-gzip', 'gzip-br', 'identity', 'error-gzip', 'error-zstd', 'bomb', 'zstd', 'bad-gzip'];
 const providers: Record<string, unknown> = {};
 for (const mode of MODES) {
   providers[`oa-${mode}`] = fakeProvider(up.port, mode, 'openai');
@@ -22,7 +25,10 @@ for (const mode of MODES) {
   providers[`an-${mode}`] = fakeProvider(up.port, mode, 'anthropic');
   providers[`gm-${mode}`] = fakeProvider(up.port, mode, 'gemini');
 }
-const gw = await startApp(t, { server: { upstream_answer_limit_bytes: LIMIT }, providers });
+// A fallback combo whose first member answers a 429 in zstd: the status and the Retry-After drive it as any 429's.
+providers['cb-error-zstd'] = fakeProvider(up.port, 'error-zstd', 'openai');
+const combos = { 'zstd-first': { strategy: 'fallback', models: ['cb-error-zstd/m', 'oa-ok/m'] } };
+const gw = await startApp(t, { server: { upstream_answer_limit_bytes: LIMIT }, providers, combos });
 
 interface Answer { status: number; type: string | null; encoding: string | null; text: string; id: string | null; retryAfter: string | null }
 
@@ -84,6 +90,17 @@ for (const p of PATHS) {
     t.match(await rowOf(a.id), { status: 'failure', http_status: 429 });
   });
 
+  for (const stream of [false, true]) {
+    t.test(`${p.name}, ${stream ? 'streamed' : 'whole'}: a 429 in content-encoding zstd is a 429 with its Retry-After, its body naming the coding`, async (t) => {
+      const a = await p.call(`${p.prefix}-error-zstd/m`, stream);
+      t.equal(a.status, 429, "the upstream's status");
+      t.equal(a.retryAfter, '30', 'its Retry-After');
+      t.equal(a.encoding, null, 'no content-encoding to the client');
+      t.match(a.text, /answered 429 in content-encoding 'zstd', which the gateway does not decode/);
+      t.match(await rowOf(a.id), { status: 'failure', http_status: 429, error_type: '429' });
+    });
+  }
+
   t.test(`${p.name}: a gzip bomb is refused at the limit of decoded bytes, the process not growing by hundreds of MB`, async (t) => {
     global.gc?.();
     const before = process.memoryUsage().rss;
@@ -121,6 +138,17 @@ t.test('a gzip-encoded stream that does not decode ends the started stream with 
   t.equal(a.status, 200);
   t.match(a.text, /event: error/);
   t.match(await rowOf(a.id), { status: 'failure', error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL' });
+});
+
+t.test('a combo member answering a 429 in zstd: the next member answers, the 429 and its Retry-After cool the first', async (t) => {
+  const a = await PATHS[0]!.call('zstd-first', false);
+  t.equal(a.status, 200);
+  await gw.flush();
+  const attempts = await gw.rows(`kind = 'attempt' AND combo = 'zstd-first'`);
+  t.match(attempts.sort((x, y) => Number(x.attempt) - Number(y.attempt)), [{ provider: 'cb-error-zstd', http_status: 429, error_type: '429' }, { provider: 'oa-ok', status: 'success' }]);
+  const text = await gw.metrics();
+  t.equal(metricValue(text, 'tollgate_cooldowns_total', { provider: 'cb-error-zstd', reason: '429' }), 1, 'cooled for its 429');
+  t.ok(metricValue(text, 'tollgate_provider_cooldown_seconds', { provider: 'cb-error-zstd' }) > 25, 'for at least its Retry-After (30 s)');
 });
 
 t.test('the gateway is still healthy after all of it (no crash from a destroyed body)', async (t) => {

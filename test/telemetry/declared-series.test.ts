@@ -19,7 +19,7 @@ t.test('before any request: each listed model and combo has its series at 0', as
   const text = await gw.metrics();
   for (const status of ['success', 'failure', 'aborted']) {
     t.same(metricSamples(text, 'tollgate_requests_total', { provider: 'demo', model: 'demo/echo-1', status }), [0], `requests ${status}`);
-    t.same(metricSamples(text, 'tollgate_combo_requests_total', { combo: 'duo', status }), [0], `combo requests ${status}`);
+    t.same(metricSamples(text, 'tollgate_combo_requests_total', { combo: 'duo', provider: 'demo', model: 'demo/echo-1', status }), [0], `combo requests ${status}, by the member that may answer`);
     t.same(metricSamples(text, 'tollgate_combo_attempts_total', { combo: 'duo', provider: 'demo', model: 'demo/echo-1', status }), [0], `a listed member's attempts ${status}`);
   }
   for (const type of ['input', 'cached', 'cache_write', 'output', 'reasoning']) {

@@ -251,6 +251,20 @@ t.test('parser: message_delta input counts replace message_start ones', async (t
   t.strictSame(ev2, [{ type: 'usage', usage: { input: 12, cached: 3, cacheWrite: null, output: 9, reasoning: null } }], 'a later cumulative output replaces, input kept');
 });
 
+t.test("parser: message_delta's service tier replaces message_start's, the standard tier included", async (t) => {
+  const f = (data: unknown): SseFrame => ({ event: (data as { type: string }).type, data: JSON.stringify(data), id: null });
+  const start = (tier: string) => f({ type: 'message_start', message: { id: 'msg_1', model: 'm', usage: { input_tokens: 10, output_tokens: 1, service_tier: tier } } });
+  const delta = (usage: object) => f({ type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 5, ...usage } });
+  const tierAfter = (...frames: SseFrame[]): string | undefined => {
+    const parser = anthropicCodec.createStreamParser();
+    const usages = frames.flatMap((x) => parser.frame(x)).filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage');
+    return usages.at(-1)!.usage.serviceTier;
+  };
+  t.equal(tierAfter(start('priority'), delta({ service_tier: 'standard' })), undefined, 'priority, then standard: standard (the later report wins)');
+  t.equal(tierAfter(start('standard'), delta({ service_tier: 'priority' })), 'priority', 'standard, then priority: priority');
+  t.equal(tierAfter(start('priority'), delta({})), 'priority', 'a message_delta naming no tier keeps the earlier one');
+});
+
 t.test('parser: server-tool and redacted blocks are skipped and indexes renumbered; a call without arguments is {}', async (t) => {
   const f = (data: Record<string, unknown>): SseFrame => ({ event: String(data.type), data: JSON.stringify(data), id: null });
   const { events } = parseFrames([

@@ -160,7 +160,7 @@ export class AnthropicStreamParser implements StreamParser {
     }
     const later = anthropicUsage(rawUsage);
     if (later !== null) {
-      this.#usage = mergeUsage(this.#usage, later);
+      this.#usage = mergeUsage(this.#usage, later, isObj(rawUsage) ? rawUsage.service_tier : undefined);
       out.push({ type: 'usage', usage: this.#usage! });
     }
     return out;

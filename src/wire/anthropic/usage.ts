@@ -39,9 +39,11 @@ export function anthropicUsage(raw: unknown): Usage | null {
 /**
  * A later report over an earlier one, bucket by bucket: the input side the larger of the two (message_delta's counts
  * are cumulative: one lower than message_start's is not believed), what the later one omits stays; the output side
- * the later report's, whole.
+ * the later report's, whole. The service tier is the later report's when it names one (`laterTier`, its raw
+ * `service_tier`), the standard tier included: message_start's `priority` then message_delta's `standard` is a call
+ * served (and billed) at standard; a later report that names none keeps the earlier one's.
  */
-export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | null {
+export function mergeUsage(earlier: Usage | null, later: Usage | null, laterTier?: unknown): Usage | null {
   if (earlier === null) return later;
   if (later === null) return earlier;
   // Output and reasoning come from the same report (output_tokens and its details): never mix two reports there.
@@ -56,7 +58,7 @@ export function mergeUsage(earlier: Usage | null, later: Usage | null): Usage | 
   const withHour = withHourWrites(merged, larger(earlier.cacheWrite1h ?? null, later.cacheWrite1h ?? null));
   const searches = larger(earlier.webSearches ?? null, later.webSearches ?? null);
   const counted = searches === null ? withHour : { ...withHour, webSearches: searches };
-  const tier = later.serviceTier ?? earlier.serviceTier;
+  const tier = typeof laterTier === 'string' ? later.serviceTier : (later.serviceTier ?? earlier.serviceTier);
   return tier === undefined ? counted : { ...counted, serviceTier: tier };
 }
 

@@ -14,7 +14,8 @@ type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 const sameUsage = (a: Usage, b: Usage): boolean =>
-  a.input === b.input && a.cached === b.cached && a.cacheWrite === b.cacheWrite && a.output === b.output && a.reasoning === b.reasoning;
+  a.input === b.input && a.cached === b.cached && a.cacheWrite === b.cacheWrite && a.output === b.output && a.reasoning === b.reasoning &&
+  a.serviceTier === b.serviceTier;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Parser
