@@ -116,8 +116,8 @@ function rowOf(startedAt, endedAt, stream, n, usd, ttftMs) {
     request_id: randomUUID(), kind: 'request', parent_id: null, combo: '', attempt: 0, connection: 'default', auto_switched: false,
     ts: startedAt, end_ts: endedAt, endpoint: '/v1/chat/completions', provider: PROVIDER, provider_group: 'paid', model: MODEL,
     requested_model: MODEL, api_key_name: '_anonymous', stream, status: 'success', http_status: 200, error_type: '',
-    input_tokens: n.input, cached_tokens: n.cached, cache_write_tokens: 0, cache_write_1h_tokens: null, output_tokens: n.output,
-    reasoning_tokens: n.reasoning, web_search_requests: null,
+    input_tokens: n.input, audio_input_tokens: 0, cached_tokens: n.cached, cache_write_tokens: 0, cache_write_1h_tokens: null,
+    output_tokens: n.output, audio_output_tokens: 0, reasoning_tokens: n.reasoning, web_search_requests: null,
     total_tokens: n.input + n.output, usage_source: n.reported ? 'reported' : 'none', cost: usd, list_cost: usd, price_source: 'config', service_tier: '',
     duration_ms: endedAt - startedAt, ttft_ms: ttftMs, upstream_ms: endedAt - startedAt, trace_id: '',
   };

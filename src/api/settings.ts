@@ -36,7 +36,7 @@ export interface SettingsOptions {
   readonly configFile?: string;
 }
 
-const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'cache_write_1h', 'reasoning', 'web_search_per_1k'] as const;
+const PRICE_KEYS = ['input', 'output', 'cached', 'cache_write', 'cache_write_1h', 'reasoning', 'input_audio', 'output_audio', 'web_search_per_1k'] as const;
 // null removes a key: every leaf allows it.
 const numberOrNull = { type: ['number', 'null'] };
 const booleanOrNull = { type: ['boolean', 'null'] };

@@ -72,15 +72,26 @@ const DEFAULT_BASE_URL: Readonly<Record<string, string>> = {
 
 const positive = (n: number | undefined): number | null => (typeof n === 'number' && Number.isFinite(n) && n > 0 ? n : null);
 
-function priceOf(m: RawModel): Price | null {
+/**
+ * Audio input prices the catalog does not carry (models.dev has no audio cost), by catalog provider and model: the
+ * Gemini API's published prices of its models that bill audio input above text, image and video
+ * (https://ai.google.dev/gemini-api/docs/pricing; docs/catalog.md). Every other model's audio is at its input price.
+ */
+const AUDIO_INPUT: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  google: { 'gemini-2.5-flash': 1, 'gemini-2.5-flash-preview-05-20': 1, 'gemini-2.5-flash-preview-04-17': 1, 'gemini-2.0-flash': 0.7 },
+};
+
+function priceOf(provider: string, m: RawModel): Price | null {
   const c = m.cost;
   if (c === undefined || typeof c.input !== 'number' || typeof c.output !== 'number') return null;
+  const audio = Object.hasOwn(AUDIO_INPUT, provider) && Object.hasOwn(AUDIO_INPUT[provider]!, m.id) ? AUDIO_INPUT[provider]![m.id] : undefined;
   return {
     input: c.input,
     output: c.output,
     ...(typeof c.cache_read === 'number' ? { cached: c.cache_read } : {}),
     ...(typeof c.cache_write === 'number' ? { cache_write: c.cache_write } : {}),
     ...(typeof c.reasoning === 'number' ? { reasoning: c.reasoning } : {}),
+    ...(audio === undefined ? {} : { input_audio: audio }),
   };
 }
 
@@ -100,7 +111,7 @@ function modelOf(provider: string, m: RawModel): CatalogModel {
     provider,
     id: m.id,
     name: m.name ?? m.id,
-    price: priceOf(m),
+    price: priceOf(provider, m),
     contextTokens: positive(m.limit?.context),
     maxOutputTokens: positive(m.limit?.output),
     capabilities: Object.freeze(capabilitiesOf(m)),

@@ -31,7 +31,7 @@ const usd = () => num({ maximum: MAX_PRICE_PER_MTOK });
 // searches cost at most 100 x 999 / 1000 = 99.9 USD, which its token buckets' most leaves room for in the `cost` column.
 const searchUsd = () => num({ maximum: 999 });
 const priceTier = closed(
-  { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd() },
+  { above_input_tokens: { type: 'integer', minimum: 1 }, input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), input_audio: usd(), output_audio: usd() },
   { required: ['above_input_tokens'] },
 );
 const tiers = { type: 'array', items: priceTier, maxItems: 16 };
@@ -41,14 +41,14 @@ const tiers = { type: 'array', items: priceTier, maxItems: 16 };
 const serviceTiers = {
   type: 'object',
   propertyNames: { pattern: '^[a-z][a-z0-9_-]{0,31}$' },
-  additionalProperties: closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd() }),
+  additionalProperties: closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), input_audio: usd(), output_audio: usd() }),
   maxProperties: 8,
 };
 const price = closed(
-  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers },
+  { input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), input_audio: usd(), output_audio: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers },
   { required: ['input', 'output'] },
 );
-const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers });
+const partialPrice = closed({ input: usd(), output: usd(), cached: usd(), cache_write: usd(), cache_write_1h: usd(), reasoning: usd(), input_audio: usd(), output_audio: usd(), web_search_per_1k: searchUsd(), tiers, service_tiers: serviceTiers });
 
 const model = closed({
   kind: { enum: ['llm', 'image', 'embedding'], default: 'llm' },

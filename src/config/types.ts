@@ -13,6 +13,10 @@ export interface Price {
   /** Cache writes that last an hour (Anthropic's `ttl: '1h'`); default twice `input` (src/ledger/cost.ts). */
   readonly cache_write_1h?: number;
   readonly reasoning?: number;
+  /** Audio input tokens (a part of input: OpenAI Chat's, Gemini's); default `input` (src/ledger/cost.ts). */
+  readonly input_audio?: number;
+  /** Audio output tokens (a part of output); default `output`. */
+  readonly output_audio?: number;
   /** USD per 1,000 web searches the provider runs and bills per search (Anthropic's server tool; default 10 there). */
   readonly web_search_per_1k?: number;
   /** Prices for long prompts (docs/catalog.md, "Price tiers"): the highest tier the prompt is above applies. */
@@ -22,7 +26,7 @@ export interface Price {
 }
 
 /** The prices a service tier sets; the fields it leaves out keep the price they would have. */
-export type ServiceTierPrice = Partial<Pick<Price, 'input' | 'output' | 'cached' | 'cache_write' | 'cache_write_1h' | 'reasoning'>>;
+export type ServiceTierPrice = Partial<Pick<Price, 'input' | 'output' | 'cached' | 'cache_write' | 'cache_write_1h' | 'reasoning' | 'input_audio' | 'output_audio'>>;
 
 /** The prices that apply once a request's prompt (input, cache reads and writes) has more than `above_input_tokens`. */
 export interface PriceTier {
@@ -33,6 +37,8 @@ export interface PriceTier {
   readonly cache_write?: number;
   readonly cache_write_1h?: number;
   readonly reasoning?: number;
+  readonly input_audio?: number;
+  readonly output_audio?: number;
 }
 
 export interface ModelConfig {

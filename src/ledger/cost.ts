@@ -76,19 +76,25 @@ export function hourWritePrice(p: Price): number {
 
 /**
  * Cached reads and cache writes fall back to the input price, reasoning to the output price; cache writes that last
- * an hour are priced apart (hourWritePrice); tiers apply (priceFor).
+ * an hour are priced apart (hourWritePrice), and so are the audio parts of input and output (`input_audio`,
+ * `output_audio`, falling back to the input and output prices; a part is never priced past its whole); tiers apply
+ * (priceFor).
  */
 export function listCostPico(u: Usage, price: Price): number {
   const p = priceFor(price, u);
   const hour = u.cacheWrite1h ?? 0;
   const searches = u.webSearches ?? 0;
+  const audioIn = u.audioInput === undefined || u.input === null ? 0 : Math.min(u.audioInput, u.input);
+  const audioOut = u.audioOutput === undefined || u.output === null ? 0 : Math.min(u.audioOutput, u.output);
   return (
     (searches === 0 ? 0 : pico(searches, (p.web_search_per_1k ?? 0) * 1000)) +
-    pico(u.input, p.input) +
+    pico(u.input === null ? null : u.input - audioIn, p.input) +
+    (audioIn === 0 ? 0 : pico(audioIn, p.input_audio ?? p.input)) +
     pico(u.cached, p.cached ?? p.input) +
     pico(u.cacheWrite === null ? null : u.cacheWrite - hour, p.cache_write ?? p.input) +
     pico(hour, hour === 0 ? 0 : hourWritePrice(p)) +
-    pico(u.output, p.output) +
+    pico(u.output === null ? null : u.output - audioOut, p.output) +
+    (audioOut === 0 ? 0 : pico(audioOut, p.output_audio ?? p.output)) +
     pico(u.reasoning, p.reasoning ?? p.output)
   );
 }
@@ -109,6 +115,7 @@ function halved(p: Price): ServiceTierPrice {
   return {
     input: half(p.input), output: half(p.output), cached: half(p.cached ?? p.input), cache_write: half(p.cache_write ?? p.input),
     cache_write_1h: half(hourWritePrice(p)), reasoning: half(p.reasoning ?? p.output),
+    input_audio: half(p.input_audio ?? p.input), output_audio: half(p.output_audio ?? p.output),
   };
 }
 

@@ -25,6 +25,15 @@ export interface Usage {
   /** Reasoning (thinking) tokens. */
   readonly reasoning: number | null;
   /**
+   * Of `input`, the audio tokens (OpenAI Chat's `prompt_tokens_details.audio_tokens`, Gemini's `AUDIO` prompt tokens
+   * not read from its cache), billed at their own rate (`price.input_audio`, src/ledger/cost.ts). Of `output`
+   * (`completion_tokens_details.audio_tokens`, Gemini's `AUDIO` candidates tokens), `audioOutput`
+   * (`price.output_audio`). Parts, not buckets: totals do not add them again. Kept only when more than 0 (withAudio):
+   * absent, none.
+   */
+  readonly audioInput?: number;
+  readonly audioOutput?: number;
+  /**
    * The service tier the provider says it served the call at, when it is not its standard one (OpenAI's `flex` or
    * `priority`, Anthropic's `priority`): it sets the call's prices (`price.service_tiers`, src/ledger/cost.ts).
    * Absent: the standard tier.
@@ -74,8 +83,13 @@ export function addUsage(a: Usage, b: Usage): Usage {
   const searches = add(a.webSearches ?? null, b.webSearches ?? null);
   // The tier of the later call that reported one (a combo's: the member that answered); each call's cost was its own.
   const tier = b.serviceTier ?? a.serviceTier;
-  if (hour === null && searches === null && tier === undefined) return sum;
-  return { ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }), ...(tier === undefined ? {} : { serviceTier: tier }) };
+  const audioIn = (a.audioInput ?? 0) + (b.audioInput ?? 0);
+  const audioOut = (a.audioOutput ?? 0) + (b.audioOutput ?? 0);
+  if (hour === null && searches === null && tier === undefined && audioIn === 0 && audioOut === 0) return sum;
+  return {
+    ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }), ...(tier === undefined ? {} : { serviceTier: tier }),
+    ...(audioIn === 0 ? {} : { audioInput: audioIn }), ...(audioOut === 0 ? {} : { audioOutput: audioOut }),
+  };
 }
 
 /**
@@ -134,4 +148,15 @@ export function larger(a: number | null, b: number | null): number | null {
 export function withHourWrites(u: Usage, hour: number | null): Usage {
   if (hour === null) return u;
   return { ...u, cacheWrite1h: Math.min(hour, u.cacheWrite ?? 0) };
+}
+
+/**
+ * `u` with its audio parts (`audioInput` of `input`, `audioOutput` of `output`): each kept only when more than 0, and
+ * never more than its whole (a report that says so is believed for the whole); `u` itself when there are none.
+ */
+export function withAudio(u: Usage, audioIn: number | null, audioOut: number | null): Usage {
+  const i = audioIn === null ? 0 : Math.min(audioIn, u.input ?? 0);
+  const o = audioOut === null ? 0 : Math.min(audioOut, u.output ?? 0);
+  if (i === 0 && o === 0) return u;
+  return { ...u, ...(i === 0 ? {} : { audioInput: i }), ...(o === 0 ? {} : { audioOutput: o }) };
 }

@@ -57,6 +57,9 @@ export interface LogRow {
   readonly web_search_requests: number | null;
   /** The service tier the provider served the call at, '' for its standard one; the full record only. */
   readonly service_tier: string;
+  /** Of input_tokens and of output_tokens, the audio tokens (0: none); the full record only. */
+  readonly audio_input_tokens: number;
+  readonly audio_output_tokens: number;
   readonly output_tokens: number | null;
   readonly reasoning_tokens: number | null;
   readonly total_tokens: number;
@@ -89,7 +92,7 @@ const COMPACT_FIELDS = `toString(request_id) AS id, kind, combo, toUnixTimestamp
   total_tokens, toString(cost) AS cost_usd, price_source, duration_ms`;
 const FIELDS = `${COMPACT_FIELDS}, ifNull(toString(parent_id), '') AS parent, attempt, toUnixTimestamp64Milli(end_ts) AS end_ms, endpoint,
   connection, auto_switched, api_key_name, error_type, usage_source, toString(list_cost) AS list_cost_usd, ttft_ms,
-  upstream_ms, trace_id, cache_write_1h_tokens, web_search_requests, service_tier`;
+  upstream_ms, trace_id, cache_write_1h_tokens, web_search_requests, service_tier, audio_input_tokens, audio_output_tokens`;
 
 /**
  * How far back each successive read of a page reaches: a busy gateway fills a page from the last minutes, which (the
@@ -127,6 +130,7 @@ function toLogRow(r: Raw): LogRow {
     auto_switched: b(r.auto_switched), api_key_name: String(r.api_key_name), error_type: String(r.error_type),
     usage_source: String(r.usage_source), list_cost: n(r.list_cost_usd), ttft_ms: nn(r.ttft_ms), upstream_ms: nn(r.upstream_ms),
     trace_id: String(r.trace_id ?? ''), cache_write_1h_tokens: nn(r.cache_write_1h_tokens), web_search_requests: nn(r.web_search_requests), service_tier: String(r.service_tier ?? ''),
+    audio_input_tokens: n(r.audio_input_tokens ?? 0), audio_output_tokens: n(r.audio_output_tokens ?? 0),
   });
 }
 

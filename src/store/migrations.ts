@@ -283,6 +283,16 @@ export const MIGRATIONS: readonly Migration[] = [
     name: 'service tier',
     statements: (db) => [`ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS service_tier LowCardinality(String) DEFAULT '' AFTER price_source`],
   },
+  {
+    // The audio parts of input_tokens and output_tokens (OpenAI's audio models, Gemini's AUDIO modality), priced at
+    // their own rates (price.input_audio, output_audio): a row's cost can be worked out from its tokens. 0: none.
+    version: 27,
+    name: 'audio tokens',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS audio_input_tokens UInt32 DEFAULT 0 AFTER input_tokens`,
+      `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS audio_output_tokens UInt32 DEFAULT 0 AFTER output_tokens`,
+    ],
+  },
 ];
 
 /** A `done` probe: the view exists (and its query names `naming`, when given). */

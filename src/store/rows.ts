@@ -11,7 +11,8 @@ export type RequestRow = Record<string, string | number | boolean | null>;
 export const REQUEST_COLUMNS: readonly string[] = [
   'request_id', 'kind', 'parent_id', 'combo', 'attempt', 'connection', 'auto_switched', 'ts', 'end_ts', 'endpoint', 'provider',
   'provider_group', 'model', 'requested_model', 'api_key_name', 'stream', 'status', 'http_status', 'error_type', 'input_tokens',
-  'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'reasoning_tokens', 'web_search_requests', 'total_tokens', 'usage_source', 'cost', 'list_cost',
+  'audio_input_tokens', 'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'audio_output_tokens', 'reasoning_tokens',
+  'web_search_requests', 'total_tokens', 'usage_source', 'cost', 'list_cost',
   'price_source', 'service_tier', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
 ];
 
@@ -47,10 +48,12 @@ export function toRow(r: UsageRecord): RequestRow {
     http_status: r.httpStatus,
     error_type: r.errorType,
     input_tokens: r.usage.input,
+    audio_input_tokens: r.usage.audioInput ?? 0,
     cached_tokens: r.usage.cached,
     cache_write_tokens: r.usage.cacheWrite,
     cache_write_1h_tokens: r.usage.cacheWrite1h ?? null,
     output_tokens: r.usage.output,
+    audio_output_tokens: r.usage.audioOutput ?? 0,
     reasoning_tokens: r.usage.reasoning,
     web_search_requests: r.usage.webSearches ?? null,
     total_tokens: r.totalTokens,

@@ -81,6 +81,8 @@ export const ATTR = {
   cachedTokens: 'tollgate.usage.cached_tokens',
   cacheWriteTokens: 'tollgate.usage.cache_write_tokens',
   cacheWrite1hTokens: 'tollgate.usage.cache_write_1h_tokens',
+  audioInputTokens: 'tollgate.usage.audio_input_tokens',
+  audioOutputTokens: 'tollgate.usage.audio_output_tokens',
   webSearches: 'tollgate.usage.web_search_requests',
   serviceTier: 'tollgate.service_tier',
   outputNonReasoning: 'tollgate.usage.output_tokens',

@@ -176,6 +176,8 @@ export function recordAttributes(r: UsageRecord): Attributes {
   put(ATTR.cacheWriteTokens, r.usage.cacheWrite);
   if (r.usage.cacheWrite1h !== undefined) put(ATTR.cacheWrite1hTokens, r.usage.cacheWrite1h);
   if (r.usage.webSearches !== undefined) put(ATTR.webSearches, r.usage.webSearches);
+  if (r.usage.audioInput !== undefined) a[ATTR.audioInputTokens] = r.usage.audioInput;
+  if (r.usage.audioOutput !== undefined) a[ATTR.audioOutputTokens] = r.usage.audioOutput;
   if (r.usage.serviceTier !== undefined) a[ATTR.serviceTier] = r.usage.serviceTier;
   put(ATTR.outputNonReasoning, r.usage.output);
   put(ATTR.reasoningTokens, r.usage.reasoning);

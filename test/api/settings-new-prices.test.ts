@@ -30,6 +30,17 @@ t.test('cache_write_1h, web_search_per_1k and service_tiers are written and in f
   t.notOk(gw.holder.current.providers.demo!.price?.service_tiers?.flex);
 });
 
+t.test('input_audio and output_audio, on the provider, a model and a service tier', async (t) => {
+  const r = await put({ price: { input_audio: 40, output_audio: 80, service_tiers: { priority: { input_audio: 70 } } }, models: { 'echo-1': { input_audio: 10 } } });
+  t.equal(r.status, 200, JSON.stringify(r.body));
+  const demo = gw.holder.current.providers.demo!;
+  t.match(demo.price, { input_audio: 40, output_audio: 80, service_tiers: { priority: { input_audio: 70 } } }, 'in force');
+  t.match(demo.models['echo-1']!.price, { input_audio: 10 }, "the model's");
+  t.equal((await put({ price: { input_audio: 10_000 } })).status, 400, 'at most 9,999, as input');
+  t.equal((await put({ price: { input_audio: null, output_audio: null, service_tiers: { priority: null } }, models: { 'echo-1': { input_audio: null } } })).status, 200, 'removed by null');
+  t.equal(gw.holder.current.providers.demo!.price?.input_audio, undefined);
+});
+
 t.test("the config's bounds hold", async (t) => {
   t.equal((await put({ price: { web_search_per_1k: 1000 } })).status, 400, 'web_search_per_1k at most 999');
   t.equal((await put({ price: { service_tiers: { 'Bad Name': { input: 1 } } } })).status, 400, 'a tier name the config refuses');

@@ -73,7 +73,7 @@ function Details({ row, onClose }) {
       <dt>Endpoint</dt><dd>${row.endpoint} · ${row.stream ? 'stream' : 'unary'}</dd>
       <dt>Status</dt><dd><${StatusBadge} row=${row} /> upstream HTTP ${row.http_status}${row.error_type ? html` · <${Name} text=${row.error_type} />` : ''}</dd>
       <dt>Usage source</dt><dd>${u.source}</dd>
-      <dt>Tokens</dt><dd>input ${int(u.input)} · cached ${int(u.cached)} · cache write ${int(u.cache_write)}${u.cache_write_1h ? ` (${int(u.cache_write_1h)} for an hour)` : ''} · output ${int(u.output)} · reasoning ${int(u.reasoning)}</dd>
+      <dt>Tokens</dt><dd>input ${int(u.input)}${u.audio_input ? ` (${int(u.audio_input)} audio)` : ''} · cached ${int(u.cached)} · cache write ${int(u.cache_write)}${u.cache_write_1h ? ` (${int(u.cache_write_1h)} for an hour)` : ''} · output ${int(u.output)}${u.audio_output ? ` (${int(u.audio_output)} audio)` : ''} · reasoning ${int(u.reasoning)}</dd>
       ${u.web_searches ? html`<dt>Web searches</dt><dd>${int(u.web_searches)} (billed per search)</dd>` : null}
       <dt>Cost</dt><dd class="cost"><${Cost} value=${row.cost} /> (list <${Cost} value=${row.list_cost} why=${UNKNOWN_LIST} />)${row.price_source ? html` · price from <${Name} text=${row.price_source} />` : ''}${row.service_tier ? html` · served at the <${Name} text=${row.service_tier} /> tier` : ''}</dd>
       <dt>Timing</dt><dd>${seconds(row.duration_s)} total · first token ${seconds(row.ttft_s)} · upstream ${seconds(row.upstream_s)}</dd>

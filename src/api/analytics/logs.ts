@@ -71,7 +71,10 @@ function details(r: LogRow) {
     end_timestamp: iso(r.end_ts), endpoint: r.endpoint, provider_group: r.provider_group === '' ? null : r.provider_group,
     connection: r.connection === '' ? null : r.connection, api_key_name: r.api_key_name, auto_switched: r.auto_switched,
     error_type: r.error_type === '' ? null : r.error_type,
-    usage: { input: r.input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, cache_write_1h: r.cache_write_1h_tokens, output: r.output_tokens, reasoning: r.reasoning_tokens, web_searches: r.web_search_requests, source: r.usage_source },
+    usage: {
+      input: r.input_tokens, audio_input: r.audio_input_tokens, cached: r.cached_tokens, cache_write: r.cache_write_tokens, cache_write_1h: r.cache_write_1h_tokens,
+      output: r.output_tokens, audio_output: r.audio_output_tokens, reasoning: r.reasoning_tokens, web_searches: r.web_search_requests, source: r.usage_source,
+    },
     list_cost: unpriced(r) ? null : money(r.list_cost), price_source: r.price_source === '' ? null : r.price_source,
     service_tier: r.service_tier === '' ? null : r.service_tier,
     ttft_s: seconds(r.ttft_ms), upstream_s: seconds(r.upstream_ms),

@@ -3,7 +3,7 @@
 // The config validator, no coercion: types as written; Ajv options: {"allErrors":true,"strict":true}.
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"},"shutdown_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
+const schema11 = {"type":"object","properties":{"server":{"type":"object","properties":{"host":{"type":"string"},"port":{"type":"integer"},"api_keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"role":{}}}},"body_limit_bytes":{"type":"integer"},"upstream_answer_limit_bytes":{"type":"integer"},"trust_proxy":{"type":"array","items":{"type":"string"}},"rate_limit":{"type":"object","properties":{"requests_per_minute":{"type":"integer"},"auth_failures_per_minute":{"type":"integer"}}},"metrics_auth":{"type":"boolean"},"public_url":{"type":"string"},"json_max_depth":{"type":"integer"},"idle_gc_s":{"type":"number"},"request_timeout_s":{"type":"number"},"shutdown_timeout_s":{"type":"number"}}},"storage":{"type":"object","properties":{"clickhouse_url":{"type":"string"},"cluster":{"type":"string"},"sharded":{"type":"boolean"},"database":{"type":"string"},"data_dir":{"type":"string"},"username":{"type":"string"},"password":{"type":"string"},"request_timeout_ms":{"type":"integer"},"batch":{"type":"object","properties":{"max_rows":{"type":"integer"},"flush_ms":{"type":"integer"},"queue_max":{"type":"integer"}}},"spool":{"type":"object","properties":{"commit_ms":{"type":"integer"},"dir":{"type":"string"},"max_bytes":{"anyOf":[{"type":"integer"},{"type":"string"}]}}}}},"telemetry":{"type":"object","properties":{"otlp_endpoint":{"type":"string"},"service_name":{"type":"string"}}},"providers":{"type":"object","additionalProperties":{"type":"object","properties":{"name":{"type":"string"},"group":{},"format":{},"base_url":{"type":"string"},"auth":{"type":"object","properties":{"type":{},"key":{"type":"string"},"header":{"type":"string"},"keys":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"key":{"type":"string"},"base_url":{"type":"string"},"keepalive":{"type":"boolean"}}}},"oauth":{"type":"object","properties":{"flow":{},"device_authorization_url":{"type":"string"},"authorization_url":{"type":"string"},"token_url":{"type":"string"},"client_id":{"type":"string"},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"}}}}}},"keepalive":{"type":"object","properties":{"enabled":{"type":"boolean"},"model":{"type":"string"},"window":{"type":"string"}}},"headers":{"type":"object","additionalProperties":{"type":"string"}},"timeouts":{"type":"object","properties":{"connect_s":{"type":"number"},"stall_s":{"type":"number"},"request_s":{"type":"number"}}},"connections":{"type":"integer"},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"}}}}}},"quota":{"type":"object","properties":{"kind":{},"limit":{"type":"number"},"monthly_limit":{"type":"number"},"window":{"type":"string"},"reset_time":{"type":"string"},"anchor_day":{"type":"integer"},"unit":{},"source":{"type":"object","properties":{"url":{"type":"string"},"headers":{"type":"object","additionalProperties":{"type":"string"}},"refresh_s":{"type":"number"}}}}},"mock":{"type":"object","properties":{"chunks":{"type":"integer"},"latency_ms":{"type":"number"},"chunk_delay_ms":{"type":"number"},"input_tokens":{"type":"integer"}}},"models":{"type":"object","additionalProperties":{"type":"object","properties":{"kind":{},"capabilities":{"type":"array","items":{}},"max_output_tokens":{"type":"integer"},"thinking":{},"price":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"},"web_search_per_1k":{"type":"number"},"tiers":{"type":"array","items":{"type":"object","properties":{"above_input_tokens":{"type":"integer"},"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"}}}},"service_tiers":{"type":"object","additionalProperties":{"type":"object","properties":{"input":{"type":"number"},"output":{"type":"number"},"cached":{"type":"number"},"cache_write":{"type":"number"},"cache_write_1h":{"type":"number"},"reasoning":{"type":"number"},"input_audio":{"type":"number"},"output_audio":{"type":"number"}}}}}}}}},"catalog":{"type":"string"},"allow_unlisted_models":{"type":"boolean"}}}},"combos":{"type":"object","additionalProperties":{"type":"object","properties":{"strategy":{},"models":{"type":"array","items":{"type":"string"}},"judge":{"type":"string"},"quorum":{"type":"integer"},"grace_ms":{"type":"number"},"timeout_ms":{"type":"number"}}}},"routing":{"type":"object","properties":{"cooldown":{"type":"object","properties":{"initial_s":{"type":"number"},"max_s":{"type":"number"},"multiplier":{"type":"number"}}}}},"budgets":{"type":"object","properties":{"daily_usd":{"type":"number"},"monthly_usd":{"type":"number"},"timezone":{"type":"string"},"auto_switch":{"type":"object","properties":{"enabled":{"type":"boolean"},"to":{"type":"string"}}}}},"alerts":{"type":"object","properties":{"kinds":{"type":"object","additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","properties":{"quota":{"type":"array","items":{"type":"number"}},"daily":{"type":"array","items":{"type":"number"}},"monthly":{"type":"array","items":{"type":"number"}},"anomaly_multiple":{"type":"number"}}},"channels":{"type":"object","properties":{"dashboard":{"type":"boolean"},"email":{"type":"object","properties":{"enabled":{"type":"boolean"},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"}}}},"webhook":{"type":"object","properties":{"enabled":{"type":"boolean"},"url":{"type":"string"},"secret":{"type":"string"}}}}}}}}};
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1074,10 +1074,10 @@ vErrors.push(err79);
 errors++;
 }
 }
-if(data74.web_search_per_1k !== undefined){
-let data81 = data74.web_search_per_1k;
+if(data74.input_audio !== undefined){
+let data81 = data74.input_audio;
 if(!((typeof data81 == "number") && (isFinite(data81)))){
-const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err80 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err80];
 }
@@ -1087,17 +1087,10 @@ vErrors.push(err80);
 errors++;
 }
 }
-if(data74.tiers !== undefined){
-let data82 = data74.tiers;
-if(Array.isArray(data82)){
-const len3 = data82.length;
-for(let i3=0; i3<len3; i3++){
-let data83 = data82[i3];
-if(data83 && typeof data83 == "object" && !Array.isArray(data83)){
-if(data83.above_input_tokens !== undefined){
-let data84 = data83.above_input_tokens;
-if(!(((typeof data84 == "number") && (!(data84 % 1) && !isNaN(data84))) && (isFinite(data84)))){
-const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data74.output_audio !== undefined){
+let data82 = data74.output_audio;
+if(!((typeof data82 == "number") && (isFinite(data82)))){
+const err81 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err81];
 }
@@ -1107,10 +1100,10 @@ vErrors.push(err81);
 errors++;
 }
 }
-if(data83.input !== undefined){
-let data85 = data83.input;
-if(!((typeof data85 == "number") && (isFinite(data85)))){
-const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data74.web_search_per_1k !== undefined){
+let data83 = data74.web_search_per_1k;
+if(!((typeof data83 == "number") && (isFinite(data83)))){
+const err82 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err82];
 }
@@ -1120,10 +1113,17 @@ vErrors.push(err82);
 errors++;
 }
 }
-if(data83.output !== undefined){
-let data86 = data83.output;
-if(!((typeof data86 == "number") && (isFinite(data86)))){
-const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data74.tiers !== undefined){
+let data84 = data74.tiers;
+if(Array.isArray(data84)){
+const len3 = data84.length;
+for(let i3=0; i3<len3; i3++){
+let data85 = data84[i3];
+if(data85 && typeof data85 == "object" && !Array.isArray(data85)){
+if(data85.above_input_tokens !== undefined){
+let data86 = data85.above_input_tokens;
+if(!(((typeof data86 == "number") && (!(data86 % 1) && !isNaN(data86))) && (isFinite(data86)))){
+const err83 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err83];
 }
@@ -1133,10 +1133,10 @@ vErrors.push(err83);
 errors++;
 }
 }
-if(data83.cached !== undefined){
-let data87 = data83.cached;
+if(data85.input !== undefined){
+let data87 = data85.input;
 if(!((typeof data87 == "number") && (isFinite(data87)))){
-const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err84 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err84];
 }
@@ -1146,10 +1146,10 @@ vErrors.push(err84);
 errors++;
 }
 }
-if(data83.cache_write !== undefined){
-let data88 = data83.cache_write;
+if(data85.output !== undefined){
+let data88 = data85.output;
 if(!((typeof data88 == "number") && (isFinite(data88)))){
-const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err85 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err85];
 }
@@ -1159,10 +1159,10 @@ vErrors.push(err85);
 errors++;
 }
 }
-if(data83.cache_write_1h !== undefined){
-let data89 = data83.cache_write_1h;
+if(data85.cached !== undefined){
+let data89 = data85.cached;
 if(!((typeof data89 == "number") && (isFinite(data89)))){
-const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err86 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err86];
 }
@@ -1172,10 +1172,10 @@ vErrors.push(err86);
 errors++;
 }
 }
-if(data83.reasoning !== undefined){
-let data90 = data83.reasoning;
+if(data85.cache_write !== undefined){
+let data90 = data85.cache_write;
 if(!((typeof data90 == "number") && (isFinite(data90)))){
-const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err87 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err87];
 }
@@ -1185,9 +1185,10 @@ vErrors.push(err87);
 errors++;
 }
 }
-}
-else {
-const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data85.cache_write_1h !== undefined){
+let data91 = data85.cache_write_1h;
+if(!((typeof data91 == "number") && (isFinite(data91)))){
+const err88 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err88];
 }
@@ -1197,9 +1198,10 @@ vErrors.push(err88);
 errors++;
 }
 }
-}
-else {
-const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data85.reasoning !== undefined){
+let data92 = data85.reasoning;
+if(!((typeof data92 == "number") && (isFinite(data92)))){
+const err89 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err89];
 }
@@ -1209,16 +1211,10 @@ vErrors.push(err89);
 errors++;
 }
 }
-if(data74.service_tiers !== undefined){
-let data91 = data74.service_tiers;
-if(data91 && typeof data91 == "object" && !Array.isArray(data91)){
-for(const key3 in data91){
-let data92 = data91[key3];
-if(data92 && typeof data92 == "object" && !Array.isArray(data92)){
-if(data92.input !== undefined){
-let data93 = data92.input;
+if(data85.input_audio !== undefined){
+let data93 = data85.input_audio;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
-const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err90 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err90];
 }
@@ -1228,10 +1224,10 @@ vErrors.push(err90);
 errors++;
 }
 }
-if(data92.output !== undefined){
-let data94 = data92.output;
+if(data85.output_audio !== undefined){
+let data94 = data85.output_audio;
 if(!((typeof data94 == "number") && (isFinite(data94)))){
-const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err91 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err91];
 }
@@ -1241,10 +1237,9 @@ vErrors.push(err91);
 errors++;
 }
 }
-if(data92.cached !== undefined){
-let data95 = data92.cached;
-if(!((typeof data95 == "number") && (isFinite(data95)))){
-const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err92 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i3,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err92];
 }
@@ -1254,10 +1249,9 @@ vErrors.push(err92);
 errors++;
 }
 }
-if(data92.cache_write !== undefined){
-let data96 = data92.cache_write;
-if(!((typeof data96 == "number") && (isFinite(data96)))){
-const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err93 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err93];
 }
@@ -1267,10 +1261,16 @@ vErrors.push(err93);
 errors++;
 }
 }
-if(data92.cache_write_1h !== undefined){
-let data97 = data92.cache_write_1h;
+if(data74.service_tiers !== undefined){
+let data95 = data74.service_tiers;
+if(data95 && typeof data95 == "object" && !Array.isArray(data95)){
+for(const key3 in data95){
+let data96 = data95[key3];
+if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
+if(data96.input !== undefined){
+let data97 = data96.input;
 if(!((typeof data97 == "number") && (isFinite(data97)))){
-const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err94 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err94];
 }
@@ -1280,10 +1280,10 @@ vErrors.push(err94);
 errors++;
 }
 }
-if(data92.reasoning !== undefined){
-let data98 = data92.reasoning;
+if(data96.output !== undefined){
+let data98 = data96.output;
 if(!((typeof data98 == "number") && (isFinite(data98)))){
-const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err95 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err95];
 }
@@ -1293,9 +1293,10 @@ vErrors.push(err95);
 errors++;
 }
 }
-}
-else {
-const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data96.cached !== undefined){
+let data99 = data96.cached;
+if(!((typeof data99 == "number") && (isFinite(data99)))){
+const err96 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err96];
 }
@@ -1305,9 +1306,10 @@ vErrors.push(err96);
 errors++;
 }
 }
-}
-else {
-const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data96.cache_write !== undefined){
+let data100 = data96.cache_write;
+if(!((typeof data100 == "number") && (isFinite(data100)))){
+const err97 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err97];
 }
@@ -1317,9 +1319,10 @@ vErrors.push(err97);
 errors++;
 }
 }
-}
-else {
-const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data96.cache_write_1h !== undefined){
+let data101 = data96.cache_write_1h;
+if(!((typeof data101 == "number") && (isFinite(data101)))){
+const err98 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err98];
 }
@@ -1329,13 +1332,10 @@ vErrors.push(err98);
 errors++;
 }
 }
-if(data41.quota !== undefined){
-let data99 = data41.quota;
-if(data99 && typeof data99 == "object" && !Array.isArray(data99)){
-if(data99.limit !== undefined){
-let data100 = data99.limit;
-if(!((typeof data100 == "number") && (isFinite(data100)))){
-const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data96.reasoning !== undefined){
+let data102 = data96.reasoning;
+if(!((typeof data102 == "number") && (isFinite(data102)))){
+const err99 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err99];
 }
@@ -1345,10 +1345,10 @@ vErrors.push(err99);
 errors++;
 }
 }
-if(data99.monthly_limit !== undefined){
-let data101 = data99.monthly_limit;
-if(!((typeof data101 == "number") && (isFinite(data101)))){
-const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data96.input_audio !== undefined){
+let data103 = data96.input_audio;
+if(!((typeof data103 == "number") && (isFinite(data103)))){
+const err100 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err100];
 }
@@ -1358,9 +1358,10 @@ vErrors.push(err100);
 errors++;
 }
 }
-if(data99.window !== undefined){
-if(typeof data99.window !== "string"){
-const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data96.output_audio !== undefined){
+let data104 = data96.output_audio;
+if(!((typeof data104 == "number") && (isFinite(data104)))){
+const err101 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err101];
 }
@@ -1370,9 +1371,9 @@ vErrors.push(err101);
 errors++;
 }
 }
-if(data99.reset_time !== undefined){
-if(typeof data99.reset_time !== "string"){
-const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err102 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key3.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err102];
 }
@@ -1382,10 +1383,9 @@ vErrors.push(err102);
 errors++;
 }
 }
-if(data99.anchor_day !== undefined){
-let data104 = data99.anchor_day;
-if(!(((typeof data104 == "number") && (!(data104 % 1) && !isNaN(data104))) && (isFinite(data104)))){
-const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err103 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err103];
 }
@@ -1395,12 +1395,9 @@ vErrors.push(err103);
 errors++;
 }
 }
-if(data99.source !== undefined){
-let data105 = data99.source;
-if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
-if(data105.url !== undefined){
-if(typeof data105.url !== "string"){
-const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err104 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err104];
 }
@@ -1410,12 +1407,13 @@ vErrors.push(err104);
 errors++;
 }
 }
-if(data105.headers !== undefined){
-let data107 = data105.headers;
-if(data107 && typeof data107 == "object" && !Array.isArray(data107)){
-for(const key4 in data107){
-if(typeof data107[key4] !== "string"){
-const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data41.quota !== undefined){
+let data105 = data41.quota;
+if(data105 && typeof data105 == "object" && !Array.isArray(data105)){
+if(data105.limit !== undefined){
+let data106 = data105.limit;
+if(!((typeof data106 == "number") && (isFinite(data106)))){
+const err105 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err105];
 }
@@ -1425,9 +1423,10 @@ vErrors.push(err105);
 errors++;
 }
 }
-}
-else {
-const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data105.monthly_limit !== undefined){
+let data107 = data105.monthly_limit;
+if(!((typeof data107 == "number") && (isFinite(data107)))){
+const err106 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err106];
 }
@@ -1437,10 +1436,9 @@ vErrors.push(err106);
 errors++;
 }
 }
-if(data105.refresh_s !== undefined){
-let data109 = data105.refresh_s;
-if(!((typeof data109 == "number") && (isFinite(data109)))){
-const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data105.window !== undefined){
+if(typeof data105.window !== "string"){
+const err107 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err107];
 }
@@ -1450,9 +1448,9 @@ vErrors.push(err107);
 errors++;
 }
 }
-}
-else {
-const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data105.reset_time !== undefined){
+if(typeof data105.reset_time !== "string"){
+const err108 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err108];
 }
@@ -1462,9 +1460,10 @@ vErrors.push(err108);
 errors++;
 }
 }
-}
-else {
-const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data105.anchor_day !== undefined){
+let data110 = data105.anchor_day;
+if(!(((typeof data110 == "number") && (!(data110 % 1) && !isNaN(data110))) && (isFinite(data110)))){
+const err109 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err109];
 }
@@ -1474,13 +1473,12 @@ vErrors.push(err109);
 errors++;
 }
 }
-if(data41.mock !== undefined){
-let data110 = data41.mock;
-if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
-if(data110.chunks !== undefined){
-let data111 = data110.chunks;
-if(!(((typeof data111 == "number") && (!(data111 % 1) && !isNaN(data111))) && (isFinite(data111)))){
-const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data105.source !== undefined){
+let data111 = data105.source;
+if(data111 && typeof data111 == "object" && !Array.isArray(data111)){
+if(data111.url !== undefined){
+if(typeof data111.url !== "string"){
+const err110 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err110];
 }
@@ -1490,10 +1488,12 @@ vErrors.push(err110);
 errors++;
 }
 }
-if(data110.latency_ms !== undefined){
-let data112 = data110.latency_ms;
-if(!((typeof data112 == "number") && (isFinite(data112)))){
-const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data111.headers !== undefined){
+let data113 = data111.headers;
+if(data113 && typeof data113 == "object" && !Array.isArray(data113)){
+for(const key4 in data113){
+if(typeof data113[key4] !== "string"){
+const err111 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key4.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err111];
 }
@@ -1503,10 +1503,9 @@ vErrors.push(err111);
 errors++;
 }
 }
-if(data110.chunk_delay_ms !== undefined){
-let data113 = data110.chunk_delay_ms;
-if(!((typeof data113 == "number") && (isFinite(data113)))){
-const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err112 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err112];
 }
@@ -1516,10 +1515,10 @@ vErrors.push(err112);
 errors++;
 }
 }
-if(data110.input_tokens !== undefined){
-let data114 = data110.input_tokens;
-if(!(((typeof data114 == "number") && (!(data114 % 1) && !isNaN(data114))) && (isFinite(data114)))){
-const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data111.refresh_s !== undefined){
+let data115 = data111.refresh_s;
+if(!((typeof data115 == "number") && (isFinite(data115)))){
+const err113 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err113];
 }
@@ -1531,7 +1530,7 @@ errors++;
 }
 }
 else {
-const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err114 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err114];
 }
@@ -1541,15 +1540,9 @@ vErrors.push(err114);
 errors++;
 }
 }
-if(data41.models !== undefined){
-let data115 = data41.models;
-if(data115 && typeof data115 == "object" && !Array.isArray(data115)){
-for(const key5 in data115){
-let data116 = data115[key5];
-if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
-if(data116.capabilities !== undefined){
-if(!(Array.isArray(data116.capabilities))){
-const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+else {
+const err115 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err115];
 }
@@ -1559,10 +1552,13 @@ vErrors.push(err115);
 errors++;
 }
 }
-if(data116.max_output_tokens !== undefined){
-let data118 = data116.max_output_tokens;
-if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
-const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data41.mock !== undefined){
+let data116 = data41.mock;
+if(data116 && typeof data116 == "object" && !Array.isArray(data116)){
+if(data116.chunks !== undefined){
+let data117 = data116.chunks;
+if(!(((typeof data117 == "number") && (!(data117 % 1) && !isNaN(data117))) && (isFinite(data117)))){
+const err116 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err116];
 }
@@ -1572,13 +1568,10 @@ vErrors.push(err116);
 errors++;
 }
 }
-if(data116.price !== undefined){
-let data119 = data116.price;
-if(data119 && typeof data119 == "object" && !Array.isArray(data119)){
-if(data119.input !== undefined){
-let data120 = data119.input;
-if(!((typeof data120 == "number") && (isFinite(data120)))){
-const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data116.latency_ms !== undefined){
+let data118 = data116.latency_ms;
+if(!((typeof data118 == "number") && (isFinite(data118)))){
+const err117 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err117];
 }
@@ -1588,10 +1581,10 @@ vErrors.push(err117);
 errors++;
 }
 }
-if(data119.output !== undefined){
-let data121 = data119.output;
-if(!((typeof data121 == "number") && (isFinite(data121)))){
-const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data116.chunk_delay_ms !== undefined){
+let data119 = data116.chunk_delay_ms;
+if(!((typeof data119 == "number") && (isFinite(data119)))){
+const err118 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err118];
 }
@@ -1601,10 +1594,10 @@ vErrors.push(err118);
 errors++;
 }
 }
-if(data119.cached !== undefined){
-let data122 = data119.cached;
-if(!((typeof data122 == "number") && (isFinite(data122)))){
-const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data116.input_tokens !== undefined){
+let data120 = data116.input_tokens;
+if(!(((typeof data120 == "number") && (!(data120 % 1) && !isNaN(data120))) && (isFinite(data120)))){
+const err119 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err119];
 }
@@ -1614,10 +1607,9 @@ vErrors.push(err119);
 errors++;
 }
 }
-if(data119.cache_write !== undefined){
-let data123 = data119.cache_write;
-if(!((typeof data123 == "number") && (isFinite(data123)))){
-const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err120 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err120];
 }
@@ -1627,10 +1619,15 @@ vErrors.push(err120);
 errors++;
 }
 }
-if(data119.cache_write_1h !== undefined){
-let data124 = data119.cache_write_1h;
-if(!((typeof data124 == "number") && (isFinite(data124)))){
-const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.models !== undefined){
+let data121 = data41.models;
+if(data121 && typeof data121 == "object" && !Array.isArray(data121)){
+for(const key5 in data121){
+let data122 = data121[key5];
+if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
+if(data122.capabilities !== undefined){
+if(!(Array.isArray(data122.capabilities))){
+const err121 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err121];
 }
@@ -1640,10 +1637,10 @@ vErrors.push(err121);
 errors++;
 }
 }
-if(data119.reasoning !== undefined){
-let data125 = data119.reasoning;
-if(!((typeof data125 == "number") && (isFinite(data125)))){
-const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data122.max_output_tokens !== undefined){
+let data124 = data122.max_output_tokens;
+if(!(((typeof data124 == "number") && (!(data124 % 1) && !isNaN(data124))) && (isFinite(data124)))){
+const err122 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err122];
 }
@@ -1653,10 +1650,13 @@ vErrors.push(err122);
 errors++;
 }
 }
-if(data119.web_search_per_1k !== undefined){
-let data126 = data119.web_search_per_1k;
+if(data122.price !== undefined){
+let data125 = data122.price;
+if(data125 && typeof data125 == "object" && !Array.isArray(data125)){
+if(data125.input !== undefined){
+let data126 = data125.input;
 if(!((typeof data126 == "number") && (isFinite(data126)))){
-const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err123 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err123];
 }
@@ -1666,17 +1666,10 @@ vErrors.push(err123);
 errors++;
 }
 }
-if(data119.tiers !== undefined){
-let data127 = data119.tiers;
-if(Array.isArray(data127)){
-const len4 = data127.length;
-for(let i4=0; i4<len4; i4++){
-let data128 = data127[i4];
-if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
-if(data128.above_input_tokens !== undefined){
-let data129 = data128.above_input_tokens;
-if(!(((typeof data129 == "number") && (!(data129 % 1) && !isNaN(data129))) && (isFinite(data129)))){
-const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data125.output !== undefined){
+let data127 = data125.output;
+if(!((typeof data127 == "number") && (isFinite(data127)))){
+const err124 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err124];
 }
@@ -1686,10 +1679,10 @@ vErrors.push(err124);
 errors++;
 }
 }
-if(data128.input !== undefined){
-let data130 = data128.input;
-if(!((typeof data130 == "number") && (isFinite(data130)))){
-const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.cached !== undefined){
+let data128 = data125.cached;
+if(!((typeof data128 == "number") && (isFinite(data128)))){
+const err125 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err125];
 }
@@ -1699,10 +1692,10 @@ vErrors.push(err125);
 errors++;
 }
 }
-if(data128.output !== undefined){
-let data131 = data128.output;
-if(!((typeof data131 == "number") && (isFinite(data131)))){
-const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.cache_write !== undefined){
+let data129 = data125.cache_write;
+if(!((typeof data129 == "number") && (isFinite(data129)))){
+const err126 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err126];
 }
@@ -1712,10 +1705,10 @@ vErrors.push(err126);
 errors++;
 }
 }
-if(data128.cached !== undefined){
-let data132 = data128.cached;
-if(!((typeof data132 == "number") && (isFinite(data132)))){
-const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.cache_write_1h !== undefined){
+let data130 = data125.cache_write_1h;
+if(!((typeof data130 == "number") && (isFinite(data130)))){
+const err127 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err127];
 }
@@ -1725,10 +1718,10 @@ vErrors.push(err127);
 errors++;
 }
 }
-if(data128.cache_write !== undefined){
-let data133 = data128.cache_write;
-if(!((typeof data133 == "number") && (isFinite(data133)))){
-const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.reasoning !== undefined){
+let data131 = data125.reasoning;
+if(!((typeof data131 == "number") && (isFinite(data131)))){
+const err128 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err128];
 }
@@ -1738,10 +1731,10 @@ vErrors.push(err128);
 errors++;
 }
 }
-if(data128.cache_write_1h !== undefined){
-let data134 = data128.cache_write_1h;
-if(!((typeof data134 == "number") && (isFinite(data134)))){
-const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.input_audio !== undefined){
+let data132 = data125.input_audio;
+if(!((typeof data132 == "number") && (isFinite(data132)))){
+const err129 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err129];
 }
@@ -1751,10 +1744,10 @@ vErrors.push(err129);
 errors++;
 }
 }
-if(data128.reasoning !== undefined){
-let data135 = data128.reasoning;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-const err130 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data125.output_audio !== undefined){
+let data133 = data125.output_audio;
+if(!((typeof data133 == "number") && (isFinite(data133)))){
+const err130 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err130];
 }
@@ -1764,9 +1757,10 @@ vErrors.push(err130);
 errors++;
 }
 }
-}
-else {
-const err131 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data125.web_search_per_1k !== undefined){
+let data134 = data125.web_search_per_1k;
+if(!((typeof data134 == "number") && (isFinite(data134)))){
+const err131 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err131];
 }
@@ -1776,9 +1770,17 @@ vErrors.push(err131);
 errors++;
 }
 }
-}
-else {
-const err132 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data125.tiers !== undefined){
+let data135 = data125.tiers;
+if(Array.isArray(data135)){
+const len4 = data135.length;
+for(let i4=0; i4<len4; i4++){
+let data136 = data135[i4];
+if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
+if(data136.above_input_tokens !== undefined){
+let data137 = data136.above_input_tokens;
+if(!(((typeof data137 == "number") && (!(data137 % 1) && !isNaN(data137))) && (isFinite(data137)))){
+const err132 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err132];
 }
@@ -1788,16 +1790,10 @@ vErrors.push(err132);
 errors++;
 }
 }
-if(data119.service_tiers !== undefined){
-let data136 = data119.service_tiers;
-if(data136 && typeof data136 == "object" && !Array.isArray(data136)){
-for(const key6 in data136){
-let data137 = data136[key6];
-if(data137 && typeof data137 == "object" && !Array.isArray(data137)){
-if(data137.input !== undefined){
-let data138 = data137.input;
+if(data136.input !== undefined){
+let data138 = data136.input;
 if(!((typeof data138 == "number") && (isFinite(data138)))){
-const err133 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err133 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err133];
 }
@@ -1807,10 +1803,10 @@ vErrors.push(err133);
 errors++;
 }
 }
-if(data137.output !== undefined){
-let data139 = data137.output;
+if(data136.output !== undefined){
+let data139 = data136.output;
 if(!((typeof data139 == "number") && (isFinite(data139)))){
-const err134 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err134 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err134];
 }
@@ -1820,10 +1816,10 @@ vErrors.push(err134);
 errors++;
 }
 }
-if(data137.cached !== undefined){
-let data140 = data137.cached;
+if(data136.cached !== undefined){
+let data140 = data136.cached;
 if(!((typeof data140 == "number") && (isFinite(data140)))){
-const err135 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err135 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err135];
 }
@@ -1833,10 +1829,10 @@ vErrors.push(err135);
 errors++;
 }
 }
-if(data137.cache_write !== undefined){
-let data141 = data137.cache_write;
+if(data136.cache_write !== undefined){
+let data141 = data136.cache_write;
 if(!((typeof data141 == "number") && (isFinite(data141)))){
-const err136 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err136 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err136];
 }
@@ -1846,10 +1842,10 @@ vErrors.push(err136);
 errors++;
 }
 }
-if(data137.cache_write_1h !== undefined){
-let data142 = data137.cache_write_1h;
+if(data136.cache_write_1h !== undefined){
+let data142 = data136.cache_write_1h;
 if(!((typeof data142 == "number") && (isFinite(data142)))){
-const err137 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err137 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err137];
 }
@@ -1859,10 +1855,10 @@ vErrors.push(err137);
 errors++;
 }
 }
-if(data137.reasoning !== undefined){
-let data143 = data137.reasoning;
+if(data136.reasoning !== undefined){
+let data143 = data136.reasoning;
 if(!((typeof data143 == "number") && (isFinite(data143)))){
-const err138 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err138 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err138];
 }
@@ -1872,9 +1868,10 @@ vErrors.push(err138);
 errors++;
 }
 }
-}
-else {
-const err139 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data136.input_audio !== undefined){
+let data144 = data136.input_audio;
+if(!((typeof data144 == "number") && (isFinite(data144)))){
+const err139 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err139];
 }
@@ -1884,9 +1881,10 @@ vErrors.push(err139);
 errors++;
 }
 }
-}
-else {
-const err140 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data136.output_audio !== undefined){
+let data145 = data136.output_audio;
+if(!((typeof data145 == "number") && (isFinite(data145)))){
+const err140 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err140];
 }
@@ -1898,7 +1896,7 @@ errors++;
 }
 }
 else {
-const err141 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err141 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err141];
 }
@@ -1910,7 +1908,7 @@ errors++;
 }
 }
 else {
-const err142 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err142 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err142];
 }
@@ -1920,9 +1918,16 @@ vErrors.push(err142);
 errors++;
 }
 }
-}
-else {
-const err143 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data125.service_tiers !== undefined){
+let data146 = data125.service_tiers;
+if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
+for(const key6 in data146){
+let data147 = data146[key6];
+if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
+if(data147.input !== undefined){
+let data148 = data147.input;
+if(!((typeof data148 == "number") && (isFinite(data148)))){
+const err143 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err143];
 }
@@ -1932,9 +1937,10 @@ vErrors.push(err143);
 errors++;
 }
 }
-if(data41.catalog !== undefined){
-if(typeof data41.catalog !== "string"){
-const err144 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data147.output !== undefined){
+let data149 = data147.output;
+if(!((typeof data149 == "number") && (isFinite(data149)))){
+const err144 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err144];
 }
@@ -1944,9 +1950,10 @@ vErrors.push(err144);
 errors++;
 }
 }
-if(data41.allow_unlisted_models !== undefined){
-if(typeof data41.allow_unlisted_models !== "boolean"){
-const err145 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data147.cached !== undefined){
+let data150 = data147.cached;
+if(!((typeof data150 == "number") && (isFinite(data150)))){
+const err145 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err145];
 }
@@ -1956,9 +1963,10 @@ vErrors.push(err145);
 errors++;
 }
 }
-}
-else {
-const err146 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data147.cache_write !== undefined){
+let data151 = data147.cache_write;
+if(!((typeof data151 == "number") && (isFinite(data151)))){
+const err146 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err146];
 }
@@ -1968,9 +1976,10 @@ vErrors.push(err146);
 errors++;
 }
 }
-}
-else {
-const err147 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data147.cache_write_1h !== undefined){
+let data152 = data147.cache_write_1h;
+if(!((typeof data152 == "number") && (isFinite(data152)))){
+const err147 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err147];
 }
@@ -1980,19 +1989,10 @@ vErrors.push(err147);
 errors++;
 }
 }
-if(data.combos !== undefined){
-let data146 = data.combos;
-if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-for(const key7 in data146){
-let data147 = data146[key7];
-if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
-if(data147.models !== undefined){
-let data148 = data147.models;
-if(Array.isArray(data148)){
-const len5 = data148.length;
-for(let i5=0; i5<len5; i5++){
-if(typeof data148[i5] !== "string"){
-const err148 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data147.reasoning !== undefined){
+let data153 = data147.reasoning;
+if(!((typeof data153 == "number") && (isFinite(data153)))){
+const err148 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err148];
 }
@@ -2002,9 +2002,10 @@ vErrors.push(err148);
 errors++;
 }
 }
-}
-else {
-const err149 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data147.input_audio !== undefined){
+let data154 = data147.input_audio;
+if(!((typeof data154 == "number") && (isFinite(data154)))){
+const err149 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err149];
 }
@@ -2014,9 +2015,10 @@ vErrors.push(err149);
 errors++;
 }
 }
-if(data147.judge !== undefined){
-if(typeof data147.judge !== "string"){
-const err150 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data147.output_audio !== undefined){
+let data155 = data147.output_audio;
+if(!((typeof data155 == "number") && (isFinite(data155)))){
+const err150 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err150];
 }
@@ -2026,10 +2028,9 @@ vErrors.push(err150);
 errors++;
 }
 }
-if(data147.quorum !== undefined){
-let data151 = data147.quorum;
-if(!(((typeof data151 == "number") && (!(data151 % 1) && !isNaN(data151))) && (isFinite(data151)))){
-const err151 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+else {
+const err151 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key6.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err151];
 }
@@ -2039,10 +2040,9 @@ vErrors.push(err151);
 errors++;
 }
 }
-if(data147.grace_ms !== undefined){
-let data152 = data147.grace_ms;
-if(!((typeof data152 == "number") && (isFinite(data152)))){
-const err152 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err152 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err152];
 }
@@ -2052,10 +2052,9 @@ vErrors.push(err152);
 errors++;
 }
 }
-if(data147.timeout_ms !== undefined){
-let data153 = data147.timeout_ms;
-if(!((typeof data153 == "number") && (isFinite(data153)))){
-const err153 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err153 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err153];
 }
@@ -2067,7 +2066,7 @@ errors++;
 }
 }
 else {
-const err154 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err154 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key5.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err154];
 }
@@ -2079,7 +2078,7 @@ errors++;
 }
 }
 else {
-const err155 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err155 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err155];
 }
@@ -2089,16 +2088,9 @@ vErrors.push(err155);
 errors++;
 }
 }
-if(data.routing !== undefined){
-let data154 = data.routing;
-if(data154 && typeof data154 == "object" && !Array.isArray(data154)){
-if(data154.cooldown !== undefined){
-let data155 = data154.cooldown;
-if(data155 && typeof data155 == "object" && !Array.isArray(data155)){
-if(data155.initial_s !== undefined){
-let data156 = data155.initial_s;
-if(!((typeof data156 == "number") && (isFinite(data156)))){
-const err156 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.catalog !== undefined){
+if(typeof data41.catalog !== "string"){
+const err156 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err156];
 }
@@ -2108,10 +2100,9 @@ vErrors.push(err156);
 errors++;
 }
 }
-if(data155.max_s !== undefined){
-let data157 = data155.max_s;
-if(!((typeof data157 == "number") && (isFinite(data157)))){
-const err157 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data41.allow_unlisted_models !== undefined){
+if(typeof data41.allow_unlisted_models !== "boolean"){
+const err157 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err157];
 }
@@ -2121,10 +2112,9 @@ vErrors.push(err157);
 errors++;
 }
 }
-if(data155.multiplier !== undefined){
-let data158 = data155.multiplier;
-if(!((typeof data158 == "number") && (isFinite(data158)))){
-const err158 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err158 = {instancePath:instancePath+"/providers/" + key0.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err158];
 }
@@ -2136,7 +2126,7 @@ errors++;
 }
 }
 else {
-const err159 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err159 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err159];
 }
@@ -2146,9 +2136,19 @@ vErrors.push(err159);
 errors++;
 }
 }
-}
-else {
-const err160 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.combos !== undefined){
+let data158 = data.combos;
+if(data158 && typeof data158 == "object" && !Array.isArray(data158)){
+for(const key7 in data158){
+let data159 = data158[key7];
+if(data159 && typeof data159 == "object" && !Array.isArray(data159)){
+if(data159.models !== undefined){
+let data160 = data159.models;
+if(Array.isArray(data160)){
+const len5 = data160.length;
+for(let i5=0; i5<len5; i5++){
+if(typeof data160[i5] !== "string"){
+const err160 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i5,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err160];
 }
@@ -2158,13 +2158,9 @@ vErrors.push(err160);
 errors++;
 }
 }
-if(data.budgets !== undefined){
-let data159 = data.budgets;
-if(data159 && typeof data159 == "object" && !Array.isArray(data159)){
-if(data159.daily_usd !== undefined){
-let data160 = data159.daily_usd;
-if(!((typeof data160 == "number") && (isFinite(data160)))){
-const err161 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err161 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err161];
 }
@@ -2174,10 +2170,9 @@ vErrors.push(err161);
 errors++;
 }
 }
-if(data159.monthly_usd !== undefined){
-let data161 = data159.monthly_usd;
-if(!((typeof data161 == "number") && (isFinite(data161)))){
-const err162 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data159.judge !== undefined){
+if(typeof data159.judge !== "string"){
+const err162 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err162];
 }
@@ -2187,9 +2182,10 @@ vErrors.push(err162);
 errors++;
 }
 }
-if(data159.timezone !== undefined){
-if(typeof data159.timezone !== "string"){
-const err163 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data159.quorum !== undefined){
+let data163 = data159.quorum;
+if(!(((typeof data163 == "number") && (!(data163 % 1) && !isNaN(data163))) && (isFinite(data163)))){
+const err163 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err163];
 }
@@ -2199,12 +2195,10 @@ vErrors.push(err163);
 errors++;
 }
 }
-if(data159.auto_switch !== undefined){
-let data163 = data159.auto_switch;
-if(data163 && typeof data163 == "object" && !Array.isArray(data163)){
-if(data163.enabled !== undefined){
-if(typeof data163.enabled !== "boolean"){
-const err164 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data159.grace_ms !== undefined){
+let data164 = data159.grace_ms;
+if(!((typeof data164 == "number") && (isFinite(data164)))){
+const err164 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err164];
 }
@@ -2214,9 +2208,10 @@ vErrors.push(err164);
 errors++;
 }
 }
-if(data163.to !== undefined){
-if(typeof data163.to !== "string"){
-const err165 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data159.timeout_ms !== undefined){
+let data165 = data159.timeout_ms;
+if(!((typeof data165 == "number") && (isFinite(data165)))){
+const err165 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err165];
 }
@@ -2228,7 +2223,7 @@ errors++;
 }
 }
 else {
-const err166 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err166 = {instancePath:instancePath+"/combos/" + key7.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err166];
 }
@@ -2240,7 +2235,7 @@ errors++;
 }
 }
 else {
-const err167 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err167 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err167];
 }
@@ -2250,15 +2245,16 @@ vErrors.push(err167);
 errors++;
 }
 }
-if(data.alerts !== undefined){
-let data166 = data.alerts;
+if(data.routing !== undefined){
+let data166 = data.routing;
 if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
-if(data166.kinds !== undefined){
-let data167 = data166.kinds;
+if(data166.cooldown !== undefined){
+let data167 = data166.cooldown;
 if(data167 && typeof data167 == "object" && !Array.isArray(data167)){
-for(const key8 in data167){
-if(typeof data167[key8] !== "boolean"){
-const err168 = {instancePath:instancePath+"/alerts/kinds/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data167.initial_s !== undefined){
+let data168 = data167.initial_s;
+if(!((typeof data168 == "number") && (isFinite(data168)))){
+const err168 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err168];
 }
@@ -2268,9 +2264,10 @@ vErrors.push(err168);
 errors++;
 }
 }
-}
-else {
-const err169 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data167.max_s !== undefined){
+let data169 = data167.max_s;
+if(!((typeof data169 == "number") && (isFinite(data169)))){
+const err169 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err169];
 }
@@ -2280,17 +2277,10 @@ vErrors.push(err169);
 errors++;
 }
 }
-if(data166.thresholds !== undefined){
-let data169 = data166.thresholds;
-if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
-if(data169.quota !== undefined){
-let data170 = data169.quota;
-if(Array.isArray(data170)){
-const len6 = data170.length;
-for(let i6=0; i6<len6; i6++){
-let data171 = data170[i6];
-if(!((typeof data171 == "number") && (isFinite(data171)))){
-const err170 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data167.multiplier !== undefined){
+let data170 = data167.multiplier;
+if(!((typeof data170 == "number") && (isFinite(data170)))){
+const err170 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err170];
 }
@@ -2302,7 +2292,7 @@ errors++;
 }
 }
 else {
-const err171 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err171 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err171];
 }
@@ -2312,14 +2302,9 @@ vErrors.push(err171);
 errors++;
 }
 }
-if(data169.daily !== undefined){
-let data172 = data169.daily;
-if(Array.isArray(data172)){
-const len7 = data172.length;
-for(let i7=0; i7<len7; i7++){
-let data173 = data172[i7];
-if(!((typeof data173 == "number") && (isFinite(data173)))){
-const err172 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+else {
+const err172 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err172];
 }
@@ -2329,9 +2314,13 @@ vErrors.push(err172);
 errors++;
 }
 }
-}
-else {
-const err173 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data.budgets !== undefined){
+let data171 = data.budgets;
+if(data171 && typeof data171 == "object" && !Array.isArray(data171)){
+if(data171.daily_usd !== undefined){
+let data172 = data171.daily_usd;
+if(!((typeof data172 == "number") && (isFinite(data172)))){
+const err173 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err173];
 }
@@ -2341,14 +2330,10 @@ vErrors.push(err173);
 errors++;
 }
 }
-if(data169.monthly !== undefined){
-let data174 = data169.monthly;
-if(Array.isArray(data174)){
-const len8 = data174.length;
-for(let i8=0; i8<len8; i8++){
-let data175 = data174[i8];
-if(!((typeof data175 == "number") && (isFinite(data175)))){
-const err174 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data171.monthly_usd !== undefined){
+let data173 = data171.monthly_usd;
+if(!((typeof data173 == "number") && (isFinite(data173)))){
+const err174 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -2358,9 +2343,9 @@ vErrors.push(err174);
 errors++;
 }
 }
-}
-else {
-const err175 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data171.timezone !== undefined){
+if(typeof data171.timezone !== "string"){
+const err175 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -2370,10 +2355,12 @@ vErrors.push(err175);
 errors++;
 }
 }
-if(data169.anomaly_multiple !== undefined){
-let data176 = data169.anomaly_multiple;
-if(!((typeof data176 == "number") && (isFinite(data176)))){
-const err176 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data171.auto_switch !== undefined){
+let data175 = data171.auto_switch;
+if(data175 && typeof data175 == "object" && !Array.isArray(data175)){
+if(data175.enabled !== undefined){
+if(typeof data175.enabled !== "boolean"){
+const err176 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -2383,9 +2370,9 @@ vErrors.push(err176);
 errors++;
 }
 }
-}
-else {
-const err177 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data175.to !== undefined){
+if(typeof data175.to !== "string"){
+const err177 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -2395,12 +2382,9 @@ vErrors.push(err177);
 errors++;
 }
 }
-if(data166.channels !== undefined){
-let data177 = data166.channels;
-if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
-if(data177.dashboard !== undefined){
-if(typeof data177.dashboard !== "boolean"){
-const err178 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err178 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -2410,12 +2394,9 @@ vErrors.push(err178);
 errors++;
 }
 }
-if(data177.email !== undefined){
-let data179 = data177.email;
-if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
-if(data179.enabled !== undefined){
-if(typeof data179.enabled !== "boolean"){
-const err179 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err179 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -2425,9 +2406,15 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data179.smtp_url !== undefined){
-if(typeof data179.smtp_url !== "string"){
-const err180 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.alerts !== undefined){
+let data178 = data.alerts;
+if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
+if(data178.kinds !== undefined){
+let data179 = data178.kinds;
+if(data179 && typeof data179 == "object" && !Array.isArray(data179)){
+for(const key8 in data179){
+if(typeof data179[key8] !== "boolean"){
+const err180 = {instancePath:instancePath+"/alerts/kinds/" + key8.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -2437,9 +2424,9 @@ vErrors.push(err180);
 errors++;
 }
 }
-if(data179.from !== undefined){
-if(typeof data179.from !== "string"){
-const err181 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err181 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -2449,13 +2436,17 @@ vErrors.push(err181);
 errors++;
 }
 }
-if(data179.to !== undefined){
-let data183 = data179.to;
-if(Array.isArray(data183)){
-const len9 = data183.length;
-for(let i9=0; i9<len9; i9++){
-if(typeof data183[i9] !== "string"){
-const err182 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data178.thresholds !== undefined){
+let data181 = data178.thresholds;
+if(data181 && typeof data181 == "object" && !Array.isArray(data181)){
+if(data181.quota !== undefined){
+let data182 = data181.quota;
+if(Array.isArray(data182)){
+const len6 = data182.length;
+for(let i6=0; i6<len6; i6++){
+let data183 = data182[i6];
+if(!((typeof data183 == "number") && (isFinite(data183)))){
+const err182 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i6,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -2467,7 +2458,7 @@ errors++;
 }
 }
 else {
-const err183 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err183 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -2477,9 +2468,14 @@ vErrors.push(err183);
 errors++;
 }
 }
-}
-else {
-const err184 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data181.daily !== undefined){
+let data184 = data181.daily;
+if(Array.isArray(data184)){
+const len7 = data184.length;
+for(let i7=0; i7<len7; i7++){
+let data185 = data184[i7];
+if(!((typeof data185 == "number") && (isFinite(data185)))){
+const err184 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i7,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -2489,12 +2485,9 @@ vErrors.push(err184);
 errors++;
 }
 }
-if(data177.webhook !== undefined){
-let data185 = data177.webhook;
-if(data185 && typeof data185 == "object" && !Array.isArray(data185)){
-if(data185.enabled !== undefined){
-if(typeof data185.enabled !== "boolean"){
-const err185 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+else {
+const err185 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -2504,9 +2497,14 @@ vErrors.push(err185);
 errors++;
 }
 }
-if(data185.url !== undefined){
-if(typeof data185.url !== "string"){
-const err186 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data181.monthly !== undefined){
+let data186 = data181.monthly;
+if(Array.isArray(data186)){
+const len8 = data186.length;
+for(let i8=0; i8<len8; i8++){
+let data187 = data186[i8];
+if(!((typeof data187 == "number") && (isFinite(data187)))){
+const err186 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i8,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -2516,9 +2514,9 @@ vErrors.push(err186);
 errors++;
 }
 }
-if(data185.secret !== undefined){
-if(typeof data185.secret !== "string"){
-const err187 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+else {
+const err187 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -2528,9 +2526,10 @@ vErrors.push(err187);
 errors++;
 }
 }
-}
-else {
-const err188 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data181.anomaly_multiple !== undefined){
+let data188 = data181.anomaly_multiple;
+if(!((typeof data188 == "number") && (isFinite(data188)))){
+const err188 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -2542,7 +2541,7 @@ errors++;
 }
 }
 else {
-const err189 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err189 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -2552,9 +2551,12 @@ vErrors.push(err189);
 errors++;
 }
 }
-}
-else {
-const err190 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data178.channels !== undefined){
+let data189 = data178.channels;
+if(data189 && typeof data189 == "object" && !Array.isArray(data189)){
+if(data189.dashboard !== undefined){
+if(typeof data189.dashboard !== "boolean"){
+const err190 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -2564,14 +2566,168 @@ vErrors.push(err190);
 errors++;
 }
 }
-}
-else {
-const err191 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data189.email !== undefined){
+let data191 = data189.email;
+if(data191 && typeof data191 == "object" && !Array.isArray(data191)){
+if(data191.enabled !== undefined){
+if(typeof data191.enabled !== "boolean"){
+const err191 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err191];
 }
 else {
 vErrors.push(err191);
+}
+errors++;
+}
+}
+if(data191.smtp_url !== undefined){
+if(typeof data191.smtp_url !== "string"){
+const err192 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err192];
+}
+else {
+vErrors.push(err192);
+}
+errors++;
+}
+}
+if(data191.from !== undefined){
+if(typeof data191.from !== "string"){
+const err193 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err193];
+}
+else {
+vErrors.push(err193);
+}
+errors++;
+}
+}
+if(data191.to !== undefined){
+let data195 = data191.to;
+if(Array.isArray(data195)){
+const len9 = data195.length;
+for(let i9=0; i9<len9; i9++){
+if(typeof data195[i9] !== "string"){
+const err194 = {instancePath:instancePath+"/alerts/channels/email/to/" + i9,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err194];
+}
+else {
+vErrors.push(err194);
+}
+errors++;
+}
+}
+}
+else {
+const err195 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err195];
+}
+else {
+vErrors.push(err195);
+}
+errors++;
+}
+}
+}
+else {
+const err196 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err196];
+}
+else {
+vErrors.push(err196);
+}
+errors++;
+}
+}
+if(data189.webhook !== undefined){
+let data197 = data189.webhook;
+if(data197 && typeof data197 == "object" && !Array.isArray(data197)){
+if(data197.enabled !== undefined){
+if(typeof data197.enabled !== "boolean"){
+const err197 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err197];
+}
+else {
+vErrors.push(err197);
+}
+errors++;
+}
+}
+if(data197.url !== undefined){
+if(typeof data197.url !== "string"){
+const err198 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err198];
+}
+else {
+vErrors.push(err198);
+}
+errors++;
+}
+}
+if(data197.secret !== undefined){
+if(typeof data197.secret !== "string"){
+const err199 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err199];
+}
+else {
+vErrors.push(err199);
+}
+errors++;
+}
+}
+}
+else {
+const err200 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err200];
+}
+else {
+vErrors.push(err200);
+}
+errors++;
+}
+}
+}
+else {
+const err201 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err201];
+}
+else {
+vErrors.push(err201);
+}
+errors++;
+}
+}
+}
+else {
+const err202 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err202];
+}
+else {
+vErrors.push(err202);
+}
+errors++;
+}
+}
+}
+else {
+const err203 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err203];
+}
+else {
+vErrors.push(err203);
 }
 errors++;
 }

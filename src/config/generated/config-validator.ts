@@ -5,7 +5,7 @@ import runtime_ucs2length from 'ajv/dist/runtime/ucs2length.js';
 import runtime_equal from 'ajv/dist/runtime/equal.js';
 export const validate = validate10;
 export default validate10;
-const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120},"shutdown_timeout_s":{"type":"number","minimum":0,"default":25}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
+const schema11 = {"type":"object","additionalProperties":false,"properties":{"server":{"type":"object","additionalProperties":false,"properties":{"host":{"type":"string","minLength":1,"default":"127.0.0.1"},"port":{"type":"integer","minimum":0,"maximum":65535,"default":4000},"api_keys":{"type":"array","default":[],"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","minLength":1},"key":{"type":"string","minLength":1},"role":{"enum":["admin","user"]}},"required":["name","key"]}},"body_limit_bytes":{"type":"integer","minimum":1,"default":134217728},"upstream_answer_limit_bytes":{"type":"integer","minimum":1024,"default":67108864},"trust_proxy":{"type":"array","items":{"type":"string","minLength":1},"uniqueItems":true,"default":[]},"rate_limit":{"type":"object","additionalProperties":false,"properties":{"requests_per_minute":{"type":"integer","minimum":0,"default":0},"auth_failures_per_minute":{"type":"integer","minimum":1,"default":10}},"default":{}},"metrics_auth":{"type":"boolean","default":false},"public_url":{"type":"string","pattern":"^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$","default":""},"json_max_depth":{"type":"integer","minimum":8,"maximum":10000,"default":128},"idle_gc_s":{"type":"number","minimum":0,"default":10},"request_timeout_s":{"type":"number","minimum":0,"default":120},"shutdown_timeout_s":{"type":"number","minimum":0,"default":25}},"default":{}},"storage":{"type":"object","additionalProperties":false,"properties":{"clickhouse_url":{"type":"string","default":""},"cluster":{"type":"string","pattern":"^([A-Za-z_][A-Za-z0-9_]*)?$","default":""},"sharded":{"type":"boolean","default":false},"database":{"type":"string","pattern":"^[A-Za-z_][A-Za-z0-9_]*$","default":"tollgate"},"data_dir":{"type":"string","minLength":1,"default":"./data"},"username":{"type":"string","default":"default"},"password":{"type":"string","default":""},"request_timeout_ms":{"type":"integer","minimum":100,"maximum":600000,"default":30000},"batch":{"type":"object","additionalProperties":false,"properties":{"max_rows":{"type":"integer","minimum":1,"default":10000},"flush_ms":{"type":"integer","minimum":10,"default":2000},"queue_max":{"type":"integer","minimum":1,"default":100000}},"default":{}},"spool":{"type":"object","additionalProperties":false,"properties":{"commit_ms":{"type":"integer","minimum":1,"maximum":60000,"default":50},"dir":{"type":"string","default":""},"max_bytes":{"anyOf":[{"type":"integer","minimum":1},{"type":"string"}],"default":1073741824}},"default":{}}},"default":{}},"telemetry":{"type":"object","additionalProperties":false,"properties":{"otlp_endpoint":{"type":"string","default":""},"service_name":{"type":"string","minLength":1,"default":"tollgate"}},"default":{}},"providers":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string"},"group":{"enum":["subscription","paid","free"]},"format":{"enum":["openai","openai-responses","anthropic","gemini","mock"]},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"auth":{"type":"object","additionalProperties":false,"properties":{"type":{"enum":["api_key","none","oauth"]},"key":{"type":"string"},"header":{"type":"string","pattern":"^[A-Za-z0-9-]+$"},"keys":{"type":"array","minItems":1,"items":{"type":"object","additionalProperties":false,"properties":{"name":{"type":"string","pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"key":{"type":"string","minLength":1},"base_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"keepalive":{"type":"boolean"}},"required":["name","key"]}},"oauth":{"type":"object","additionalProperties":false,"properties":{"flow":{"enum":["device_code","pkce"],"default":"device_code"},"device_authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"token_url":{"type":"string","pattern":"^https?://[^\\s]+$"},"client_id":{"type":"string","minLength":1},"client_secret":{"type":"string"},"scope":{"type":"string"},"redirect_uri":{"type":"string","pattern":"^https?://[^\\s]+$"},"authorization_params":{"type":"object","additionalProperties":{"type":"string"},"default":{}}},"required":["token_url","client_id"]}},"required":["type"],"default":{"type":"none"}},"keepalive":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"model":{"type":"string"},"window":{"type":"string","pattern":"^[0-9]+[smhd]$","default":"5h"}},"default":{}},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"timeouts":{"type":"object","additionalProperties":false,"properties":{"connect_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":10},"stall_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":30},"request_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"default":600}},"default":{}},"connections":{"type":"integer","minimum":1,"maximum":4096,"default":128},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}},"required":["input","output"]},"quota":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["rolling_hours","daily_requests","monthly","daily_tokens","rolling_tokens","monthly_tokens","unlimited"]},"limit":{"type":"number","minimum":0},"monthly_limit":{"type":"number","minimum":0},"window":{"type":"string","pattern":"^[0-9]+[smhd]$"},"reset_time":{"type":"string","pattern":"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},"anchor_day":{"type":"integer","minimum":1,"maximum":31},"unit":{"enum":["hours","tokens","requests"]},"source":{"type":"object","additionalProperties":false,"properties":{"url":{"type":"string","pattern":"^https?://[^\\s]+$"},"headers":{"type":"object","additionalProperties":{"type":"string"},"default":{}},"refresh_s":{"type":"number","minimum":180,"default":180}},"required":["url"]}},"required":["kind"]},"mock":{"type":"object","additionalProperties":false,"properties":{"chunks":{"type":"integer","minimum":1,"maximum":10000,"default":8},"latency_ms":{"type":"number","minimum":0,"default":20},"chunk_delay_ms":{"type":"number","minimum":0,"default":5},"input_tokens":{"type":"integer","minimum":0}},"default":{}},"models":{"type":"object","additionalProperties":{"type":"object","additionalProperties":false,"properties":{"kind":{"enum":["llm","image","embedding"],"default":"llm"},"capabilities":{"type":"array","items":{"enum":["vision","pdf","audio","tools","reasoning","structured_output"]},"uniqueItems":true,"default":[]},"max_output_tokens":{"type":"integer","minimum":1},"thinking":{"enum":["openai","anthropic-budget","anthropic-adaptive","gemini-budget","gemini-level","zai","qwen","deepseek","kimi","minimax"]},"price":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999},"web_search_per_1k":{"type":"number","minimum":0,"maximum":999},"tiers":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"above_input_tokens":{"type":"integer","minimum":1},"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999}},"required":["above_input_tokens"]},"maxItems":16},"service_tiers":{"type":"object","propertyNames":{"pattern":"^[a-z][a-z0-9_-]{0,31}$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"input":{"type":"number","minimum":0,"maximum":9999},"output":{"type":"number","minimum":0,"maximum":9999},"cached":{"type":"number","minimum":0,"maximum":9999},"cache_write":{"type":"number","minimum":0,"maximum":9999},"cache_write_1h":{"type":"number","minimum":0,"maximum":9999},"reasoning":{"type":"number","minimum":0,"maximum":9999},"input_audio":{"type":"number","minimum":0,"maximum":9999},"output_audio":{"type":"number","minimum":0,"maximum":9999}}},"maxProperties":8}}}}},"default":{}},"catalog":{"type":"string","pattern":"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},"allow_unlisted_models":{"type":"boolean","default":false}},"required":["group","format"]}},"combos":{"type":"object","default":{},"propertyNames":{"pattern":"^[A-Za-z0-9][A-Za-z0-9._-]*$"},"additionalProperties":{"type":"object","additionalProperties":false,"properties":{"strategy":{"enum":["fallback","round-robin","fusion","capacity"]},"models":{"type":"array","items":{"type":"string"},"minItems":1},"judge":{"type":"string"},"quorum":{"type":"integer","minimum":1},"grace_ms":{"type":"number","minimum":0},"timeout_ms":{"type":"number","minimum":0,"exclusiveMinimum":0}},"required":["strategy","models"]}},"routing":{"type":"object","additionalProperties":false,"properties":{"cooldown":{"type":"object","additionalProperties":false,"properties":{"initial_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":5},"max_s":{"type":"number","minimum":0,"exclusiveMinimum":0,"maximum":86400,"default":300},"multiplier":{"type":"number","minimum":1,"default":2}},"default":{}}},"default":{}},"budgets":{"type":"object","additionalProperties":false,"properties":{"daily_usd":{"type":"number","minimum":0},"monthly_usd":{"type":"number","minimum":0},"timezone":{"type":"string","maxLength":64},"auto_switch":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":false},"to":{"type":"string","maxLength":256}},"default":{}}},"default":{}},"alerts":{"type":"object","additionalProperties":false,"properties":{"kinds":{"type":"object","default":{},"propertyNames":{"enum":["quota_warning","quota_exhausted","quota_reset","daily_budget","monthly_budget","cost_anomaly","exhaustion_pattern"]},"additionalProperties":{"type":"boolean"}},"thresholds":{"type":"object","additionalProperties":false,"properties":{"quota":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":100},"default":[80,90]},"daily":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[80,100]},"monthly":{"type":"array","minItems":1,"maxItems":20,"uniqueItems":true,"items":{"type":"number","exclusiveMinimum":0,"maximum":1000},"default":[50,80,100]},"anomaly_multiple":{"type":"number","exclusiveMinimum":1,"maximum":1000,"default":2}},"default":{}},"channels":{"type":"object","additionalProperties":false,"properties":{"dashboard":{"type":"boolean","default":true},"email":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"smtp_url":{"type":"string"},"from":{"type":"string"},"to":{"type":"array","items":{"type":"string"},"minItems":1}},"required":["smtp_url","from","to"]},"webhook":{"type":"object","additionalProperties":false,"properties":{"enabled":{"type":"boolean","default":true},"url":{"type":"string","pattern":"^https?://"},"secret":{"type":"string"}},"required":["url"]}},"default":{}}},"default":{}}}};
 const func2 = Object.prototype.hasOwnProperty;
 const func3 = runtime_ucs2length.default;
 const func0 = runtime_equal.default;
@@ -3354,8 +3354,8 @@ errors++;
 }
 }
 }
-if(data79.web_search_per_1k !== undefined){
-let data86 = data79.web_search_per_1k;
+if(data79.input_audio !== undefined){
+let data86 = data79.input_audio;
 if(!((typeof data86 == "number") && (isFinite(data86)))){
 let dataType62 = typeof data86;
 let coerced62 = undefined;
@@ -3365,7 +3365,7 @@ if(dataType62 == "boolean" || data86 === null
 coerced62 = +data86;
 }
 else {
-const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err174 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err174];
 }
@@ -3378,13 +3378,13 @@ errors++;
 if(coerced62 !== undefined){
 data86 = coerced62;
 if(data79 !== undefined){
-data79["web_search_per_1k"] = coerced62;
+data79["input_audio"] = coerced62;
 }
 }
 }
 if((typeof data86 == "number") && (isFinite(data86))){
-if(data86 > 999 || isNaN(data86)){
-const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
+if(data86 > 9999 || isNaN(data86)){
+const err175 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err175];
 }
@@ -3394,7 +3394,7 @@ vErrors.push(err175);
 errors++;
 }
 if(data86 < 0 || isNaN(data86)){
-const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err176 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err176];
 }
@@ -3405,11 +3405,18 @@ errors++;
 }
 }
 }
-if(data79.tiers !== undefined){
-let data87 = data79.tiers;
-if(Array.isArray(data87)){
-if(data87.length > 16){
-const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data79.output_audio !== undefined){
+let data87 = data79.output_audio;
+if(!((typeof data87 == "number") && (isFinite(data87)))){
+let dataType63 = typeof data87;
+let coerced63 = undefined;
+if(!(coerced63 !== undefined)){
+if(dataType63 == "boolean" || data87 === null
+              || (dataType63 == "string" && data87 && data87 == +data87)){
+coerced63 = +data87;
+}
+else {
+const err177 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err177];
 }
@@ -3418,12 +3425,17 @@ vErrors.push(err177);
 }
 errors++;
 }
-const len3 = data87.length;
-for(let i4=0; i4<len3; i4++){
-let data88 = data87[i4];
-if(data88 && typeof data88 == "object" && !Array.isArray(data88)){
-if(data88.above_input_tokens === undefined){
-const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced63 !== undefined){
+data87 = coerced63;
+if(data79 !== undefined){
+data79["output_audio"] = coerced63;
+}
+}
+}
+if((typeof data87 == "number") && (isFinite(data87))){
+if(data87 > 9999 || isNaN(data87)){
+const err178 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err178];
 }
@@ -3432,9 +3444,8 @@ vErrors.push(err178);
 }
 errors++;
 }
-for(const key19 in data88){
-if(!(((((((key19 === "above_input_tokens") || (key19 === "input")) || (key19 === "output")) || (key19 === "cached")) || (key19 === "cache_write")) || (key19 === "cache_write_1h")) || (key19 === "reasoning"))){
-const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
+if(data87 < 0 || isNaN(data87)){
+const err179 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err179];
 }
@@ -3444,18 +3455,19 @@ vErrors.push(err179);
 errors++;
 }
 }
-if(data88.above_input_tokens !== undefined){
-let data89 = data88.above_input_tokens;
-if(!(((typeof data89 == "number") && (!(data89 % 1) && !isNaN(data89))) && (isFinite(data89)))){
-let dataType63 = typeof data89;
-let coerced63 = undefined;
-if(!(coerced63 !== undefined)){
-if(dataType63 === "boolean" || data89 === null
-              || (dataType63 === "string" && data89 && data89 == +data89 && !(data89 % 1))){
-coerced63 = +data89;
+}
+if(data79.web_search_per_1k !== undefined){
+let data88 = data79.web_search_per_1k;
+if(!((typeof data88 == "number") && (isFinite(data88)))){
+let dataType64 = typeof data88;
+let coerced64 = undefined;
+if(!(coerced64 !== undefined)){
+if(dataType64 == "boolean" || data88 === null
+              || (dataType64 == "string" && data88 && data88 == +data88)){
+coerced64 = +data88;
 }
 else {
-const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err180 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err180];
 }
@@ -3465,16 +3477,16 @@ vErrors.push(err180);
 errors++;
 }
 }
-if(coerced63 !== undefined){
-data89 = coerced63;
-if(data88 !== undefined){
-data88["above_input_tokens"] = coerced63;
+if(coerced64 !== undefined){
+data88 = coerced64;
+if(data79 !== undefined){
+data79["web_search_per_1k"] = coerced64;
 }
 }
 }
-if((typeof data89 == "number") && (isFinite(data89))){
-if(data89 < 1 || isNaN(data89)){
-const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data88 == "number") && (isFinite(data88))){
+if(data88 > 999 || isNaN(data88)){
+const err181 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err181];
 }
@@ -3483,20 +3495,8 @@ vErrors.push(err181);
 }
 errors++;
 }
-}
-}
-if(data88.input !== undefined){
-let data90 = data88.input;
-if(!((typeof data90 == "number") && (isFinite(data90)))){
-let dataType64 = typeof data90;
-let coerced64 = undefined;
-if(!(coerced64 !== undefined)){
-if(dataType64 == "boolean" || data90 === null
-              || (dataType64 == "string" && data90 && data90 == +data90)){
-coerced64 = +data90;
-}
-else {
-const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data88 < 0 || isNaN(data88)){
+const err182 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err182];
 }
@@ -3506,16 +3506,12 @@ vErrors.push(err182);
 errors++;
 }
 }
-if(coerced64 !== undefined){
-data90 = coerced64;
-if(data88 !== undefined){
-data88["input"] = coerced64;
 }
-}
-}
-if((typeof data90 == "number") && (isFinite(data90))){
-if(data90 > 9999 || isNaN(data90)){
-const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data79.tiers !== undefined){
+let data89 = data79.tiers;
+if(Array.isArray(data89)){
+if(data89.length > 16){
+const err183 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err183];
 }
@@ -3524,8 +3520,12 @@ vErrors.push(err183);
 }
 errors++;
 }
-if(data90 < 0 || isNaN(data90)){
-const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const len3 = data89.length;
+for(let i4=0; i4<len3; i4++){
+let data90 = data89[i4];
+if(data90 && typeof data90 == "object" && !Array.isArray(data90)){
+if(data90.above_input_tokens === undefined){
+const err184 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err184];
 }
@@ -3534,20 +3534,9 @@ vErrors.push(err184);
 }
 errors++;
 }
-}
-}
-if(data88.output !== undefined){
-let data91 = data88.output;
-if(!((typeof data91 == "number") && (isFinite(data91)))){
-let dataType65 = typeof data91;
-let coerced65 = undefined;
-if(!(coerced65 !== undefined)){
-if(dataType65 == "boolean" || data91 === null
-              || (dataType65 == "string" && data91 && data91 == +data91)){
-coerced65 = +data91;
-}
-else {
-const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key19 in data90){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.price.properties.tiers.items.properties, key19))){
+const err185 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key19},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err185];
 }
@@ -3557,16 +3546,18 @@ vErrors.push(err185);
 errors++;
 }
 }
-if(coerced65 !== undefined){
-data91 = coerced65;
-if(data88 !== undefined){
-data88["output"] = coerced65;
+if(data90.above_input_tokens !== undefined){
+let data91 = data90.above_input_tokens;
+if(!(((typeof data91 == "number") && (!(data91 % 1) && !isNaN(data91))) && (isFinite(data91)))){
+let dataType65 = typeof data91;
+let coerced65 = undefined;
+if(!(coerced65 !== undefined)){
+if(dataType65 === "boolean" || data91 === null
+              || (dataType65 === "string" && data91 && data91 == +data91 && !(data91 % 1))){
+coerced65 = +data91;
 }
-}
-}
-if((typeof data91 == "number") && (isFinite(data91))){
-if(data91 > 9999 || isNaN(data91)){
-const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err186 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err186];
 }
@@ -3575,8 +3566,17 @@ vErrors.push(err186);
 }
 errors++;
 }
-if(data91 < 0 || isNaN(data91)){
-const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced65 !== undefined){
+data91 = coerced65;
+if(data90 !== undefined){
+data90["above_input_tokens"] = coerced65;
+}
+}
+}
+if((typeof data91 == "number") && (isFinite(data91))){
+if(data91 < 1 || isNaN(data91)){
+const err187 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err187];
 }
@@ -3587,8 +3587,8 @@ errors++;
 }
 }
 }
-if(data88.cached !== undefined){
-let data92 = data88.cached;
+if(data90.input !== undefined){
+let data92 = data90.input;
 if(!((typeof data92 == "number") && (isFinite(data92)))){
 let dataType66 = typeof data92;
 let coerced66 = undefined;
@@ -3598,7 +3598,7 @@ if(dataType66 == "boolean" || data92 === null
 coerced66 = +data92;
 }
 else {
-const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err188 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err188];
 }
@@ -3610,14 +3610,14 @@ errors++;
 }
 if(coerced66 !== undefined){
 data92 = coerced66;
-if(data88 !== undefined){
-data88["cached"] = coerced66;
+if(data90 !== undefined){
+data90["input"] = coerced66;
 }
 }
 }
 if((typeof data92 == "number") && (isFinite(data92))){
 if(data92 > 9999 || isNaN(data92)){
-const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err189 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err189];
 }
@@ -3627,7 +3627,7 @@ vErrors.push(err189);
 errors++;
 }
 if(data92 < 0 || isNaN(data92)){
-const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err190 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err190];
 }
@@ -3638,8 +3638,8 @@ errors++;
 }
 }
 }
-if(data88.cache_write !== undefined){
-let data93 = data88.cache_write;
+if(data90.output !== undefined){
+let data93 = data90.output;
 if(!((typeof data93 == "number") && (isFinite(data93)))){
 let dataType67 = typeof data93;
 let coerced67 = undefined;
@@ -3649,7 +3649,7 @@ if(dataType67 == "boolean" || data93 === null
 coerced67 = +data93;
 }
 else {
-const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err191 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err191];
 }
@@ -3661,14 +3661,14 @@ errors++;
 }
 if(coerced67 !== undefined){
 data93 = coerced67;
-if(data88 !== undefined){
-data88["cache_write"] = coerced67;
+if(data90 !== undefined){
+data90["output"] = coerced67;
 }
 }
 }
 if((typeof data93 == "number") && (isFinite(data93))){
 if(data93 > 9999 || isNaN(data93)){
-const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err192 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err192];
 }
@@ -3678,7 +3678,7 @@ vErrors.push(err192);
 errors++;
 }
 if(data93 < 0 || isNaN(data93)){
-const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err193 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err193];
 }
@@ -3689,8 +3689,8 @@ errors++;
 }
 }
 }
-if(data88.cache_write_1h !== undefined){
-let data94 = data88.cache_write_1h;
+if(data90.cached !== undefined){
+let data94 = data90.cached;
 if(!((typeof data94 == "number") && (isFinite(data94)))){
 let dataType68 = typeof data94;
 let coerced68 = undefined;
@@ -3700,7 +3700,7 @@ if(dataType68 == "boolean" || data94 === null
 coerced68 = +data94;
 }
 else {
-const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err194 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err194];
 }
@@ -3712,14 +3712,14 @@ errors++;
 }
 if(coerced68 !== undefined){
 data94 = coerced68;
-if(data88 !== undefined){
-data88["cache_write_1h"] = coerced68;
+if(data90 !== undefined){
+data90["cached"] = coerced68;
 }
 }
 }
 if((typeof data94 == "number") && (isFinite(data94))){
 if(data94 > 9999 || isNaN(data94)){
-const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err195 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err195];
 }
@@ -3729,7 +3729,7 @@ vErrors.push(err195);
 errors++;
 }
 if(data94 < 0 || isNaN(data94)){
-const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err196 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err196];
 }
@@ -3740,8 +3740,8 @@ errors++;
 }
 }
 }
-if(data88.reasoning !== undefined){
-let data95 = data88.reasoning;
+if(data90.cache_write !== undefined){
+let data95 = data90.cache_write;
 if(!((typeof data95 == "number") && (isFinite(data95)))){
 let dataType69 = typeof data95;
 let coerced69 = undefined;
@@ -3751,7 +3751,7 @@ if(dataType69 == "boolean" || data95 === null
 coerced69 = +data95;
 }
 else {
-const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err197 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err197];
 }
@@ -3763,14 +3763,14 @@ errors++;
 }
 if(coerced69 !== undefined){
 data95 = coerced69;
-if(data88 !== undefined){
-data88["reasoning"] = coerced69;
+if(data90 !== undefined){
+data90["cache_write"] = coerced69;
 }
 }
 }
 if((typeof data95 == "number") && (isFinite(data95))){
 if(data95 > 9999 || isNaN(data95)){
-const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err198 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err198];
 }
@@ -3780,7 +3780,7 @@ vErrors.push(err198);
 errors++;
 }
 if(data95 < 0 || isNaN(data95)){
-const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err199 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err199];
 }
@@ -3791,9 +3791,18 @@ errors++;
 }
 }
 }
+if(data90.cache_write_1h !== undefined){
+let data96 = data90.cache_write_1h;
+if(!((typeof data96 == "number") && (isFinite(data96)))){
+let dataType70 = typeof data96;
+let coerced70 = undefined;
+if(!(coerced70 !== undefined)){
+if(dataType70 == "boolean" || data96 === null
+              || (dataType70 == "string" && data96 && data96 == +data96)){
+coerced70 = +data96;
 }
 else {
-const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err200 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err200];
 }
@@ -3803,9 +3812,16 @@ vErrors.push(err200);
 errors++;
 }
 }
+if(coerced70 !== undefined){
+data96 = coerced70;
+if(data90 !== undefined){
+data90["cache_write_1h"] = coerced70;
 }
-else {
-const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data96 == "number") && (isFinite(data96))){
+if(data96 > 9999 || isNaN(data96)){
+const err201 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err201];
 }
@@ -3814,12 +3830,8 @@ vErrors.push(err201);
 }
 errors++;
 }
-}
-if(data79.service_tiers !== undefined){
-let data96 = data79.service_tiers;
-if(data96 && typeof data96 == "object" && !Array.isArray(data96)){
-if(Object.keys(data96).length > 8){
-const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
+if(data96 < 0 || isNaN(data96)){
+const err202 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err202];
 }
@@ -3828,11 +3840,20 @@ vErrors.push(err202);
 }
 errors++;
 }
-for(const key20 in data96){
-const _errs214 = errors;
-if(typeof key20 === "string"){
-if(!pattern13.test(key20)){
-const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key20};
+}
+}
+if(data90.reasoning !== undefined){
+let data97 = data90.reasoning;
+if(!((typeof data97 == "number") && (isFinite(data97)))){
+let dataType71 = typeof data97;
+let coerced71 = undefined;
+if(!(coerced71 !== undefined)){
+if(dataType71 == "boolean" || data97 === null
+              || (dataType71 == "string" && data97 && data97 == +data97)){
+coerced71 = +data97;
+}
+else {
+const err203 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err203];
 }
@@ -3842,9 +3863,16 @@ vErrors.push(err203);
 errors++;
 }
 }
-var valid30 = _errs214 === errors;
-if(!valid30){
-const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key20},message:"property name must be valid"};
+if(coerced71 !== undefined){
+data97 = coerced71;
+if(data90 !== undefined){
+data90["reasoning"] = coerced71;
+}
+}
+}
+if((typeof data97 == "number") && (isFinite(data97))){
+if(data97 > 9999 || isNaN(data97)){
+const err204 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err204];
 }
@@ -3853,13 +3881,8 @@ vErrors.push(err204);
 }
 errors++;
 }
-}
-for(const key21 in data96){
-let data97 = data96[key21];
-if(data97 && typeof data97 == "object" && !Array.isArray(data97)){
-for(const key22 in data97){
-if(!((((((key22 === "input") || (key22 === "output")) || (key22 === "cached")) || (key22 === "cache_write")) || (key22 === "cache_write_1h")) || (key22 === "reasoning"))){
-const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
+if(data97 < 0 || isNaN(data97)){
+const err205 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err205];
 }
@@ -3869,18 +3892,19 @@ vErrors.push(err205);
 errors++;
 }
 }
-if(data97.input !== undefined){
-let data98 = data97.input;
+}
+if(data90.input_audio !== undefined){
+let data98 = data90.input_audio;
 if(!((typeof data98 == "number") && (isFinite(data98)))){
-let dataType70 = typeof data98;
-let coerced70 = undefined;
-if(!(coerced70 !== undefined)){
-if(dataType70 == "boolean" || data98 === null
-              || (dataType70 == "string" && data98 && data98 == +data98)){
-coerced70 = +data98;
+let dataType72 = typeof data98;
+let coerced72 = undefined;
+if(!(coerced72 !== undefined)){
+if(dataType72 == "boolean" || data98 === null
+              || (dataType72 == "string" && data98 && data98 == +data98)){
+coerced72 = +data98;
 }
 else {
-const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err206 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err206];
 }
@@ -3890,16 +3914,16 @@ vErrors.push(err206);
 errors++;
 }
 }
-if(coerced70 !== undefined){
-data98 = coerced70;
-if(data97 !== undefined){
-data97["input"] = coerced70;
+if(coerced72 !== undefined){
+data98 = coerced72;
+if(data90 !== undefined){
+data90["input_audio"] = coerced72;
 }
 }
 }
 if((typeof data98 == "number") && (isFinite(data98))){
 if(data98 > 9999 || isNaN(data98)){
-const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err207 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err207];
 }
@@ -3909,7 +3933,7 @@ vErrors.push(err207);
 errors++;
 }
 if(data98 < 0 || isNaN(data98)){
-const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err208 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err208];
 }
@@ -3920,18 +3944,18 @@ errors++;
 }
 }
 }
-if(data97.output !== undefined){
-let data99 = data97.output;
+if(data90.output_audio !== undefined){
+let data99 = data90.output_audio;
 if(!((typeof data99 == "number") && (isFinite(data99)))){
-let dataType71 = typeof data99;
-let coerced71 = undefined;
-if(!(coerced71 !== undefined)){
-if(dataType71 == "boolean" || data99 === null
-              || (dataType71 == "string" && data99 && data99 == +data99)){
-coerced71 = +data99;
+let dataType73 = typeof data99;
+let coerced73 = undefined;
+if(!(coerced73 !== undefined)){
+if(dataType73 == "boolean" || data99 === null
+              || (dataType73 == "string" && data99 && data99 == +data99)){
+coerced73 = +data99;
 }
 else {
-const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err209 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err209];
 }
@@ -3941,16 +3965,16 @@ vErrors.push(err209);
 errors++;
 }
 }
-if(coerced71 !== undefined){
-data99 = coerced71;
-if(data97 !== undefined){
-data97["output"] = coerced71;
+if(coerced73 !== undefined){
+data99 = coerced73;
+if(data90 !== undefined){
+data90["output_audio"] = coerced73;
 }
 }
 }
 if((typeof data99 == "number") && (isFinite(data99))){
 if(data99 > 9999 || isNaN(data99)){
-const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err210 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err210];
 }
@@ -3960,7 +3984,7 @@ vErrors.push(err210);
 errors++;
 }
 if(data99 < 0 || isNaN(data99)){
-const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err211 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err211];
 }
@@ -3971,18 +3995,9 @@ errors++;
 }
 }
 }
-if(data97.cached !== undefined){
-let data100 = data97.cached;
-if(!((typeof data100 == "number") && (isFinite(data100)))){
-let dataType72 = typeof data100;
-let coerced72 = undefined;
-if(!(coerced72 !== undefined)){
-if(dataType72 == "boolean" || data100 === null
-              || (dataType72 == "string" && data100 && data100 == +data100)){
-coerced72 = +data100;
 }
 else {
-const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err212 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i4,schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err212];
 }
@@ -3992,16 +4007,9 @@ vErrors.push(err212);
 errors++;
 }
 }
-if(coerced72 !== undefined){
-data100 = coerced72;
-if(data97 !== undefined){
-data97["cached"] = coerced72;
 }
-}
-}
-if((typeof data100 == "number") && (isFinite(data100))){
-if(data100 > 9999 || isNaN(data100)){
-const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err213 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err213];
 }
@@ -4010,8 +4018,12 @@ vErrors.push(err213);
 }
 errors++;
 }
-if(data100 < 0 || isNaN(data100)){
-const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data79.service_tiers !== undefined){
+let data100 = data79.service_tiers;
+if(data100 && typeof data100 == "object" && !Array.isArray(data100)){
+if(Object.keys(data100).length > 8){
+const err214 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err214];
 }
@@ -4020,20 +4032,11 @@ vErrors.push(err214);
 }
 errors++;
 }
-}
-}
-if(data97.cache_write !== undefined){
-let data101 = data97.cache_write;
-if(!((typeof data101 == "number") && (isFinite(data101)))){
-let dataType73 = typeof data101;
-let coerced73 = undefined;
-if(!(coerced73 !== undefined)){
-if(dataType73 == "boolean" || data101 === null
-              || (dataType73 == "string" && data101 && data101 == +data101)){
-coerced73 = +data101;
-}
-else {
-const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key20 in data100){
+const _errs222 = errors;
+if(typeof key20 === "string"){
+if(!pattern13.test(key20)){
+const err215 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key20};
 if(vErrors === null){
 vErrors = [err215];
 }
@@ -4043,16 +4046,9 @@ vErrors.push(err215);
 errors++;
 }
 }
-if(coerced73 !== undefined){
-data101 = coerced73;
-if(data97 !== undefined){
-data97["cache_write"] = coerced73;
-}
-}
-}
-if((typeof data101 == "number") && (isFinite(data101))){
-if(data101 > 9999 || isNaN(data101)){
-const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+var valid30 = _errs222 === errors;
+if(!valid30){
+const err216 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key20},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err216];
 }
@@ -4061,8 +4057,13 @@ vErrors.push(err216);
 }
 errors++;
 }
-if(data101 < 0 || isNaN(data101)){
-const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+for(const key21 in data100){
+let data101 = data100[key21];
+if(data101 && typeof data101 == "object" && !Array.isArray(data101)){
+for(const key22 in data101){
+if(!((((((((key22 === "input") || (key22 === "output")) || (key22 === "cached")) || (key22 === "cache_write")) || (key22 === "cache_write_1h")) || (key22 === "reasoning")) || (key22 === "input_audio")) || (key22 === "output_audio"))){
+const err217 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key22},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err217];
 }
@@ -4072,9 +4073,8 @@ vErrors.push(err217);
 errors++;
 }
 }
-}
-if(data97.cache_write_1h !== undefined){
-let data102 = data97.cache_write_1h;
+if(data101.input !== undefined){
+let data102 = data101.input;
 if(!((typeof data102 == "number") && (isFinite(data102)))){
 let dataType74 = typeof data102;
 let coerced74 = undefined;
@@ -4084,7 +4084,7 @@ if(dataType74 == "boolean" || data102 === null
 coerced74 = +data102;
 }
 else {
-const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err218 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err218];
 }
@@ -4096,14 +4096,14 @@ errors++;
 }
 if(coerced74 !== undefined){
 data102 = coerced74;
-if(data97 !== undefined){
-data97["cache_write_1h"] = coerced74;
+if(data101 !== undefined){
+data101["input"] = coerced74;
 }
 }
 }
 if((typeof data102 == "number") && (isFinite(data102))){
 if(data102 > 9999 || isNaN(data102)){
-const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err219 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err219];
 }
@@ -4113,7 +4113,7 @@ vErrors.push(err219);
 errors++;
 }
 if(data102 < 0 || isNaN(data102)){
-const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err220 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err220];
 }
@@ -4124,8 +4124,8 @@ errors++;
 }
 }
 }
-if(data97.reasoning !== undefined){
-let data103 = data97.reasoning;
+if(data101.output !== undefined){
+let data103 = data101.output;
 if(!((typeof data103 == "number") && (isFinite(data103)))){
 let dataType75 = typeof data103;
 let coerced75 = undefined;
@@ -4135,7 +4135,7 @@ if(dataType75 == "boolean" || data103 === null
 coerced75 = +data103;
 }
 else {
-const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err221 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err221];
 }
@@ -4147,14 +4147,14 @@ errors++;
 }
 if(coerced75 !== undefined){
 data103 = coerced75;
-if(data97 !== undefined){
-data97["reasoning"] = coerced75;
+if(data101 !== undefined){
+data101["output"] = coerced75;
 }
 }
 }
 if((typeof data103 == "number") && (isFinite(data103))){
 if(data103 > 9999 || isNaN(data103)){
-const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err222 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err222];
 }
@@ -4164,7 +4164,7 @@ vErrors.push(err222);
 errors++;
 }
 if(data103 < 0 || isNaN(data103)){
-const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err223 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err223];
 }
@@ -4175,9 +4175,18 @@ errors++;
 }
 }
 }
+if(data101.cached !== undefined){
+let data104 = data101.cached;
+if(!((typeof data104 == "number") && (isFinite(data104)))){
+let dataType76 = typeof data104;
+let coerced76 = undefined;
+if(!(coerced76 !== undefined)){
+if(dataType76 == "boolean" || data104 === null
+              || (dataType76 == "string" && data104 && data104 == +data104)){
+coerced76 = +data104;
 }
 else {
-const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err224 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err224];
 }
@@ -4187,9 +4196,16 @@ vErrors.push(err224);
 errors++;
 }
 }
+if(coerced76 !== undefined){
+data104 = coerced76;
+if(data101 !== undefined){
+data101["cached"] = coerced76;
 }
-else {
-const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data104 == "number") && (isFinite(data104))){
+if(data104 > 9999 || isNaN(data104)){
+const err225 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err225];
 }
@@ -4198,10 +4214,8 @@ vErrors.push(err225);
 }
 errors++;
 }
-}
-}
-else {
-const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data104 < 0 || isNaN(data104)){
+const err226 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err226];
 }
@@ -4211,11 +4225,19 @@ vErrors.push(err226);
 errors++;
 }
 }
-if(data42.quota !== undefined){
-let data104 = data42.quota;
-if(data104 && typeof data104 == "object" && !Array.isArray(data104)){
-if(data104.kind === undefined){
-const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
+}
+if(data101.cache_write !== undefined){
+let data105 = data101.cache_write;
+if(!((typeof data105 == "number") && (isFinite(data105)))){
+let dataType77 = typeof data105;
+let coerced77 = undefined;
+if(!(coerced77 !== undefined)){
+if(dataType77 == "boolean" || data105 === null
+              || (dataType77 == "string" && data105 && data105 == +data105)){
+coerced77 = +data105;
+}
+else {
+const err227 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err227];
 }
@@ -4224,9 +4246,17 @@ vErrors.push(err227);
 }
 errors++;
 }
-for(const key23 in data104){
-if(!((((((((key23 === "kind") || (key23 === "limit")) || (key23 === "monthly_limit")) || (key23 === "window")) || (key23 === "reset_time")) || (key23 === "anchor_day")) || (key23 === "unit")) || (key23 === "source"))){
-const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
+}
+if(coerced77 !== undefined){
+data105 = coerced77;
+if(data101 !== undefined){
+data101["cache_write"] = coerced77;
+}
+}
+}
+if((typeof data105 == "number") && (isFinite(data105))){
+if(data105 > 9999 || isNaN(data105)){
+const err228 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err228];
 }
@@ -4235,11 +4265,8 @@ vErrors.push(err228);
 }
 errors++;
 }
-}
-if(data104.kind !== undefined){
-let data105 = data104.kind;
-if(!(((((((data105 === "rolling_hours") || (data105 === "daily_requests")) || (data105 === "monthly")) || (data105 === "daily_tokens")) || (data105 === "rolling_tokens")) || (data105 === "monthly_tokens")) || (data105 === "unlimited"))){
-const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
+if(data105 < 0 || isNaN(data105)){
+const err229 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err229];
 }
@@ -4249,18 +4276,19 @@ vErrors.push(err229);
 errors++;
 }
 }
-if(data104.limit !== undefined){
-let data106 = data104.limit;
+}
+if(data101.cache_write_1h !== undefined){
+let data106 = data101.cache_write_1h;
 if(!((typeof data106 == "number") && (isFinite(data106)))){
-let dataType76 = typeof data106;
-let coerced76 = undefined;
-if(!(coerced76 !== undefined)){
-if(dataType76 == "boolean" || data106 === null
-              || (dataType76 == "string" && data106 && data106 == +data106)){
-coerced76 = +data106;
+let dataType78 = typeof data106;
+let coerced78 = undefined;
+if(!(coerced78 !== undefined)){
+if(dataType78 == "boolean" || data106 === null
+              || (dataType78 == "string" && data106 && data106 == +data106)){
+coerced78 = +data106;
 }
 else {
-const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err230 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err230];
 }
@@ -4270,16 +4298,16 @@ vErrors.push(err230);
 errors++;
 }
 }
-if(coerced76 !== undefined){
-data106 = coerced76;
-if(data104 !== undefined){
-data104["limit"] = coerced76;
+if(coerced78 !== undefined){
+data106 = coerced78;
+if(data101 !== undefined){
+data101["cache_write_1h"] = coerced78;
 }
 }
 }
 if((typeof data106 == "number") && (isFinite(data106))){
-if(data106 < 0 || isNaN(data106)){
-const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data106 > 9999 || isNaN(data106)){
+const err231 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err231];
 }
@@ -4288,20 +4316,8 @@ vErrors.push(err231);
 }
 errors++;
 }
-}
-}
-if(data104.monthly_limit !== undefined){
-let data107 = data104.monthly_limit;
-if(!((typeof data107 == "number") && (isFinite(data107)))){
-let dataType77 = typeof data107;
-let coerced77 = undefined;
-if(!(coerced77 !== undefined)){
-if(dataType77 == "boolean" || data107 === null
-              || (dataType77 == "string" && data107 && data107 == +data107)){
-coerced77 = +data107;
-}
-else {
-const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data106 < 0 || isNaN(data106)){
+const err232 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err232];
 }
@@ -4311,16 +4327,19 @@ vErrors.push(err232);
 errors++;
 }
 }
-if(coerced77 !== undefined){
-data107 = coerced77;
-if(data104 !== undefined){
-data104["monthly_limit"] = coerced77;
 }
+if(data101.reasoning !== undefined){
+let data107 = data101.reasoning;
+if(!((typeof data107 == "number") && (isFinite(data107)))){
+let dataType79 = typeof data107;
+let coerced79 = undefined;
+if(!(coerced79 !== undefined)){
+if(dataType79 == "boolean" || data107 === null
+              || (dataType79 == "string" && data107 && data107 == +data107)){
+coerced79 = +data107;
 }
-}
-if((typeof data107 == "number") && (isFinite(data107))){
-if(data107 < 0 || isNaN(data107)){
-const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err233 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err233];
 }
@@ -4330,21 +4349,16 @@ vErrors.push(err233);
 errors++;
 }
 }
+if(coerced79 !== undefined){
+data107 = coerced79;
+if(data101 !== undefined){
+data101["reasoning"] = coerced79;
 }
-if(data104.window !== undefined){
-let data108 = data104.window;
-if(typeof data108 !== "string"){
-let dataType78 = typeof data108;
-let coerced78 = undefined;
-if(!(coerced78 !== undefined)){
-if(dataType78 == "number" || dataType78 == "boolean"){
-coerced78 = "" + data108;
 }
-else if(data108 === null){
-coerced78 = "";
 }
-else {
-const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if((typeof data107 == "number") && (isFinite(data107))){
+if(data107 > 9999 || isNaN(data107)){
+const err234 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err234];
 }
@@ -4353,17 +4367,8 @@ vErrors.push(err234);
 }
 errors++;
 }
-}
-if(coerced78 !== undefined){
-data108 = coerced78;
-if(data104 !== undefined){
-data104["window"] = coerced78;
-}
-}
-}
-if(typeof data108 === "string"){
-if(!pattern12.test(data108)){
-const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
+if(data107 < 0 || isNaN(data107)){
+const err235 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err235];
 }
@@ -4374,20 +4379,18 @@ errors++;
 }
 }
 }
-if(data104.reset_time !== undefined){
-let data109 = data104.reset_time;
-if(typeof data109 !== "string"){
-let dataType79 = typeof data109;
-let coerced79 = undefined;
-if(!(coerced79 !== undefined)){
-if(dataType79 == "number" || dataType79 == "boolean"){
-coerced79 = "" + data109;
-}
-else if(data109 === null){
-coerced79 = "";
+if(data101.input_audio !== undefined){
+let data108 = data101.input_audio;
+if(!((typeof data108 == "number") && (isFinite(data108)))){
+let dataType80 = typeof data108;
+let coerced80 = undefined;
+if(!(coerced80 !== undefined)){
+if(dataType80 == "boolean" || data108 === null
+              || (dataType80 == "string" && data108 && data108 == +data108)){
+coerced80 = +data108;
 }
 else {
-const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err236 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err236];
 }
@@ -4397,16 +4400,16 @@ vErrors.push(err236);
 errors++;
 }
 }
-if(coerced79 !== undefined){
-data109 = coerced79;
-if(data104 !== undefined){
-data104["reset_time"] = coerced79;
+if(coerced80 !== undefined){
+data108 = coerced80;
+if(data101 !== undefined){
+data101["input_audio"] = coerced80;
 }
 }
 }
-if(typeof data109 === "string"){
-if(!pattern15.test(data109)){
-const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
+if((typeof data108 == "number") && (isFinite(data108))){
+if(data108 > 9999 || isNaN(data108)){
+const err237 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err237];
 }
@@ -4415,20 +4418,8 @@ vErrors.push(err237);
 }
 errors++;
 }
-}
-}
-if(data104.anchor_day !== undefined){
-let data110 = data104.anchor_day;
-if(!(((typeof data110 == "number") && (!(data110 % 1) && !isNaN(data110))) && (isFinite(data110)))){
-let dataType80 = typeof data110;
-let coerced80 = undefined;
-if(!(coerced80 !== undefined)){
-if(dataType80 === "boolean" || data110 === null
-              || (dataType80 === "string" && data110 && data110 == +data110 && !(data110 % 1))){
-coerced80 = +data110;
-}
-else {
-const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data108 < 0 || isNaN(data108)){
+const err238 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err238];
 }
@@ -4438,16 +4429,19 @@ vErrors.push(err238);
 errors++;
 }
 }
-if(coerced80 !== undefined){
-data110 = coerced80;
-if(data104 !== undefined){
-data104["anchor_day"] = coerced80;
 }
+if(data101.output_audio !== undefined){
+let data109 = data101.output_audio;
+if(!((typeof data109 == "number") && (isFinite(data109)))){
+let dataType81 = typeof data109;
+let coerced81 = undefined;
+if(!(coerced81 !== undefined)){
+if(dataType81 == "boolean" || data109 === null
+              || (dataType81 == "string" && data109 && data109 == +data109)){
+coerced81 = +data109;
 }
-}
-if((typeof data110 == "number") && (isFinite(data110))){
-if(data110 > 31 || isNaN(data110)){
-const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
+else {
+const err239 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err239];
 }
@@ -4456,8 +4450,17 @@ vErrors.push(err239);
 }
 errors++;
 }
-if(data110 < 1 || isNaN(data110)){
-const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced81 !== undefined){
+data109 = coerced81;
+if(data101 !== undefined){
+data101["output_audio"] = coerced81;
+}
+}
+}
+if((typeof data109 == "number") && (isFinite(data109))){
+if(data109 > 9999 || isNaN(data109)){
+const err240 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err240];
 }
@@ -4466,12 +4469,8 @@ vErrors.push(err240);
 }
 errors++;
 }
-}
-}
-if(data104.unit !== undefined){
-let data111 = data104.unit;
-if(!(((data111 === "hours") || (data111 === "tokens")) || (data111 === "requests"))){
-const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
+if(data109 < 0 || isNaN(data109)){
+const err241 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err241];
 }
@@ -4481,17 +4480,10 @@ vErrors.push(err241);
 errors++;
 }
 }
-if(data104.source !== undefined){
-let data112 = data104.source;
-if(data112 && typeof data112 == "object" && !Array.isArray(data112)){
-if(data112.headers === undefined){
-data112.headers = {};
 }
-if(data112.refresh_s === undefined){
-data112.refresh_s = 180;
 }
-if(data112.url === undefined){
-const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+else {
+const err242 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key21.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err242];
 }
@@ -4500,9 +4492,10 @@ vErrors.push(err242);
 }
 errors++;
 }
-for(const key24 in data112){
-if(!(((key24 === "url") || (key24 === "headers")) || (key24 === "refresh_s"))){
-const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key24},message:"must NOT have additional properties"};
+}
+}
+else {
+const err243 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err243];
 }
@@ -4512,20 +4505,9 @@ vErrors.push(err243);
 errors++;
 }
 }
-if(data112.url !== undefined){
-let data113 = data112.url;
-if(typeof data113 !== "string"){
-let dataType81 = typeof data113;
-let coerced81 = undefined;
-if(!(coerced81 !== undefined)){
-if(dataType81 == "number" || dataType81 == "boolean"){
-coerced81 = "" + data113;
-}
-else if(data113 === null){
-coerced81 = "";
 }
 else {
-const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err244 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err244];
 }
@@ -4535,16 +4517,11 @@ vErrors.push(err244);
 errors++;
 }
 }
-if(coerced81 !== undefined){
-data113 = coerced81;
-if(data112 !== undefined){
-data112["url"] = coerced81;
-}
-}
-}
-if(typeof data113 === "string"){
-if(!pattern4.test(data113)){
-const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
+if(data42.quota !== undefined){
+let data110 = data42.quota;
+if(data110 && typeof data110 == "object" && !Array.isArray(data110)){
+if(data110.kind === undefined){
+const err245 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/required",keyword:"required",params:{missingProperty: "kind"},message:"must have required property '"+"kind"+"'"};
 if(vErrors === null){
 vErrors = [err245];
 }
@@ -4553,24 +4530,9 @@ vErrors.push(err245);
 }
 errors++;
 }
-}
-}
-let data114 = data112.headers;
-if(data114 && typeof data114 == "object" && !Array.isArray(data114)){
-for(const key25 in data114){
-let data115 = data114[key25];
-if(typeof data115 !== "string"){
-let dataType82 = typeof data115;
-let coerced82 = undefined;
-if(!(coerced82 !== undefined)){
-if(dataType82 == "number" || dataType82 == "boolean"){
-coerced82 = "" + data115;
-}
-else if(data115 === null){
-coerced82 = "";
-}
-else {
-const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key25.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key23 in data110){
+if(!((((((((key23 === "kind") || (key23 === "limit")) || (key23 === "monthly_limit")) || (key23 === "window")) || (key23 === "reset_time")) || (key23 === "anchor_day")) || (key23 === "unit")) || (key23 === "source"))){
+const err246 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key23},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err246];
 }
@@ -4580,17 +4542,10 @@ vErrors.push(err246);
 errors++;
 }
 }
-if(coerced82 !== undefined){
-data115 = coerced82;
-if(data114 !== undefined){
-data114[key25] = coerced82;
-}
-}
-}
-}
-}
-else {
-const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data110.kind !== undefined){
+let data111 = data110.kind;
+if(!(((((((data111 === "rolling_hours") || (data111 === "daily_requests")) || (data111 === "monthly")) || (data111 === "daily_tokens")) || (data111 === "rolling_tokens")) || (data111 === "monthly_tokens")) || (data111 === "unlimited"))){
+const err247 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/kind",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err247];
 }
@@ -4599,17 +4554,19 @@ vErrors.push(err247);
 }
 errors++;
 }
-let data116 = data112.refresh_s;
-if(!((typeof data116 == "number") && (isFinite(data116)))){
-let dataType83 = typeof data116;
-let coerced83 = undefined;
-if(!(coerced83 !== undefined)){
-if(dataType83 == "boolean" || data116 === null
-              || (dataType83 == "string" && data116 && data116 == +data116)){
-coerced83 = +data116;
+}
+if(data110.limit !== undefined){
+let data112 = data110.limit;
+if(!((typeof data112 == "number") && (isFinite(data112)))){
+let dataType82 = typeof data112;
+let coerced82 = undefined;
+if(!(coerced82 !== undefined)){
+if(dataType82 == "boolean" || data112 === null
+              || (dataType82 == "string" && data112 && data112 == +data112)){
+coerced82 = +data112;
 }
 else {
-const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err248 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err248];
 }
@@ -4619,16 +4576,16 @@ vErrors.push(err248);
 errors++;
 }
 }
-if(coerced83 !== undefined){
-data116 = coerced83;
-if(data112 !== undefined){
-data112["refresh_s"] = coerced83;
+if(coerced82 !== undefined){
+data112 = coerced82;
+if(data110 !== undefined){
+data110["limit"] = coerced82;
 }
 }
 }
-if((typeof data116 == "number") && (isFinite(data116))){
-if(data116 < 180 || isNaN(data116)){
-const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
+if((typeof data112 == "number") && (isFinite(data112))){
+if(data112 < 0 || isNaN(data112)){
+const err249 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err249];
 }
@@ -4639,8 +4596,18 @@ errors++;
 }
 }
 }
+if(data110.monthly_limit !== undefined){
+let data113 = data110.monthly_limit;
+if(!((typeof data113 == "number") && (isFinite(data113)))){
+let dataType83 = typeof data113;
+let coerced83 = undefined;
+if(!(coerced83 !== undefined)){
+if(dataType83 == "boolean" || data113 === null
+              || (dataType83 == "string" && data113 && data113 == +data113)){
+coerced83 = +data113;
+}
 else {
-const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err250 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err250];
 }
@@ -4650,9 +4617,16 @@ vErrors.push(err250);
 errors++;
 }
 }
+if(coerced83 !== undefined){
+data113 = coerced83;
+if(data110 !== undefined){
+data110["monthly_limit"] = coerced83;
 }
-else {
-const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data113 == "number") && (isFinite(data113))){
+if(data113 < 0 || isNaN(data113)){
+const err251 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/monthly_limit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/monthly_limit/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err251];
 }
@@ -4662,20 +4636,21 @@ vErrors.push(err251);
 errors++;
 }
 }
-let data117 = data42.mock;
-if(data117 && typeof data117 == "object" && !Array.isArray(data117)){
-if(data117.chunks === undefined){
-data117.chunks = 8;
 }
-if(data117.latency_ms === undefined){
-data117.latency_ms = 20;
+if(data110.window !== undefined){
+let data114 = data110.window;
+if(typeof data114 !== "string"){
+let dataType84 = typeof data114;
+let coerced84 = undefined;
+if(!(coerced84 !== undefined)){
+if(dataType84 == "number" || dataType84 == "boolean"){
+coerced84 = "" + data114;
 }
-if(data117.chunk_delay_ms === undefined){
-data117.chunk_delay_ms = 5;
+else if(data114 === null){
+coerced84 = "";
 }
-for(const key26 in data117){
-if(!((((key26 === "chunks") || (key26 === "latency_ms")) || (key26 === "chunk_delay_ms")) || (key26 === "input_tokens"))){
-const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
+else {
+const err252 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err252];
 }
@@ -4685,17 +4660,16 @@ vErrors.push(err252);
 errors++;
 }
 }
-let data118 = data117.chunks;
-if(!(((typeof data118 == "number") && (!(data118 % 1) && !isNaN(data118))) && (isFinite(data118)))){
-let dataType84 = typeof data118;
-let coerced84 = undefined;
-if(!(coerced84 !== undefined)){
-if(dataType84 === "boolean" || data118 === null
-              || (dataType84 === "string" && data118 && data118 == +data118 && !(data118 % 1))){
-coerced84 = +data118;
+if(coerced84 !== undefined){
+data114 = coerced84;
+if(data110 !== undefined){
+data110["window"] = coerced84;
 }
-else {
-const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+}
+}
+if(typeof data114 === "string"){
+if(!pattern12.test(data114)){
+const err253 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/window",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/window/pattern",keyword:"pattern",params:{pattern: "^[0-9]+[smhd]$"},message:"must match pattern \""+"^[0-9]+[smhd]$"+"\""};
 if(vErrors === null){
 vErrors = [err253];
 }
@@ -4705,16 +4679,21 @@ vErrors.push(err253);
 errors++;
 }
 }
-if(coerced84 !== undefined){
-data118 = coerced84;
-if(data117 !== undefined){
-data117["chunks"] = coerced84;
 }
+if(data110.reset_time !== undefined){
+let data115 = data110.reset_time;
+if(typeof data115 !== "string"){
+let dataType85 = typeof data115;
+let coerced85 = undefined;
+if(!(coerced85 !== undefined)){
+if(dataType85 == "number" || dataType85 == "boolean"){
+coerced85 = "" + data115;
 }
+else if(data115 === null){
+coerced85 = "";
 }
-if((typeof data118 == "number") && (isFinite(data118))){
-if(data118 > 10000 || isNaN(data118)){
-const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
+else {
+const err254 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err254];
 }
@@ -4723,8 +4702,17 @@ vErrors.push(err254);
 }
 errors++;
 }
-if(data118 < 1 || isNaN(data118)){
-const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+}
+if(coerced85 !== undefined){
+data115 = coerced85;
+if(data110 !== undefined){
+data110["reset_time"] = coerced85;
+}
+}
+}
+if(typeof data115 === "string"){
+if(!pattern15.test(data115)){
+const err255 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/reset_time",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/reset_time/pattern",keyword:"pattern",params:{pattern: "^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"},message:"must match pattern \""+"^[0-2][0-9]:[0-5][0-9]([+-][0-2][0-9]:[0-5][0-9]|Z)$"+"\""};
 if(vErrors === null){
 vErrors = [err255];
 }
@@ -4734,17 +4722,19 @@ vErrors.push(err255);
 errors++;
 }
 }
-let data119 = data117.latency_ms;
-if(!((typeof data119 == "number") && (isFinite(data119)))){
-let dataType85 = typeof data119;
-let coerced85 = undefined;
-if(!(coerced85 !== undefined)){
-if(dataType85 == "boolean" || data119 === null
-              || (dataType85 == "string" && data119 && data119 == +data119)){
-coerced85 = +data119;
+}
+if(data110.anchor_day !== undefined){
+let data116 = data110.anchor_day;
+if(!(((typeof data116 == "number") && (!(data116 % 1) && !isNaN(data116))) && (isFinite(data116)))){
+let dataType86 = typeof data116;
+let coerced86 = undefined;
+if(!(coerced86 !== undefined)){
+if(dataType86 === "boolean" || data116 === null
+              || (dataType86 === "string" && data116 && data116 == +data116 && !(data116 % 1))){
+coerced86 = +data116;
 }
 else {
-const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err256 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err256];
 }
@@ -4754,16 +4744,16 @@ vErrors.push(err256);
 errors++;
 }
 }
-if(coerced85 !== undefined){
-data119 = coerced85;
-if(data117 !== undefined){
-data117["latency_ms"] = coerced85;
+if(coerced86 !== undefined){
+data116 = coerced86;
+if(data110 !== undefined){
+data110["anchor_day"] = coerced86;
 }
 }
 }
-if((typeof data119 == "number") && (isFinite(data119))){
-if(data119 < 0 || isNaN(data119)){
-const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data116 == "number") && (isFinite(data116))){
+if(data116 > 31 || isNaN(data116)){
+const err257 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/maximum",keyword:"maximum",params:{comparison: "<=", limit: 31},message:"must be <= 31"};
 if(vErrors === null){
 vErrors = [err257];
 }
@@ -4772,18 +4762,8 @@ vErrors.push(err257);
 }
 errors++;
 }
-}
-let data120 = data117.chunk_delay_ms;
-if(!((typeof data120 == "number") && (isFinite(data120)))){
-let dataType86 = typeof data120;
-let coerced86 = undefined;
-if(!(coerced86 !== undefined)){
-if(dataType86 == "boolean" || data120 === null
-              || (dataType86 == "string" && data120 && data120 == +data120)){
-coerced86 = +data120;
-}
-else {
-const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data116 < 1 || isNaN(data116)){
+const err258 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/anchor_day",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/anchor_day/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err258];
 }
@@ -4793,16 +4773,11 @@ vErrors.push(err258);
 errors++;
 }
 }
-if(coerced86 !== undefined){
-data120 = coerced86;
-if(data117 !== undefined){
-data117["chunk_delay_ms"] = coerced86;
 }
-}
-}
-if((typeof data120 == "number") && (isFinite(data120))){
-if(data120 < 0 || isNaN(data120)){
-const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data110.unit !== undefined){
+let data117 = data110.unit;
+if(!(((data117 === "hours") || (data117 === "tokens")) || (data117 === "requests"))){
+const err259 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/unit",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/unit/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.quota.properties.unit.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err259];
 }
@@ -4812,18 +4787,17 @@ vErrors.push(err259);
 errors++;
 }
 }
-if(data117.input_tokens !== undefined){
-let data121 = data117.input_tokens;
-if(!(((typeof data121 == "number") && (!(data121 % 1) && !isNaN(data121))) && (isFinite(data121)))){
-let dataType87 = typeof data121;
-let coerced87 = undefined;
-if(!(coerced87 !== undefined)){
-if(dataType87 === "boolean" || data121 === null
-              || (dataType87 === "string" && data121 && data121 == +data121 && !(data121 % 1))){
-coerced87 = +data121;
+if(data110.source !== undefined){
+let data118 = data110.source;
+if(data118 && typeof data118 == "object" && !Array.isArray(data118)){
+if(data118.headers === undefined){
+data118.headers = {};
 }
-else {
-const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data118.refresh_s === undefined){
+data118.refresh_s = 180;
+}
+if(data118.url === undefined){
+const err260 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
 if(vErrors === null){
 vErrors = [err260];
 }
@@ -4832,17 +4806,9 @@ vErrors.push(err260);
 }
 errors++;
 }
-}
-if(coerced87 !== undefined){
-data121 = coerced87;
-if(data117 !== undefined){
-data117["input_tokens"] = coerced87;
-}
-}
-}
-if((typeof data121 == "number") && (isFinite(data121))){
-if(data121 < 0 || isNaN(data121)){
-const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+for(const key24 in data118){
+if(!(((key24 === "url") || (key24 === "headers")) || (key24 === "refresh_s"))){
+const err261 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key24},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err261];
 }
@@ -4852,10 +4818,20 @@ vErrors.push(err261);
 errors++;
 }
 }
+if(data118.url !== undefined){
+let data119 = data118.url;
+if(typeof data119 !== "string"){
+let dataType87 = typeof data119;
+let coerced87 = undefined;
+if(!(coerced87 !== undefined)){
+if(dataType87 == "number" || dataType87 == "boolean"){
+coerced87 = "" + data119;
 }
+else if(data119 === null){
+coerced87 = "";
 }
 else {
-const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err262 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err262];
 }
@@ -4864,20 +4840,17 @@ vErrors.push(err262);
 }
 errors++;
 }
-let data122 = data42.models;
-if(data122 && typeof data122 == "object" && !Array.isArray(data122)){
-for(const key27 in data122){
-let data123 = data122[key27];
-if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
-if(data123.kind === undefined){
-data123.kind = "llm";
 }
-if(data123.capabilities === undefined){
-data123.capabilities = [];
+if(coerced87 !== undefined){
+data119 = coerced87;
+if(data118 !== undefined){
+data118["url"] = coerced87;
 }
-for(const key28 in data123){
-if(!(((((key28 === "kind") || (key28 === "capabilities")) || (key28 === "max_output_tokens")) || (key28 === "thinking")) || (key28 === "price"))){
-const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
+}
+}
+if(typeof data119 === "string"){
+if(!pattern4.test(data119)){
+const err263 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/url",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://[^\\s]+$"},message:"must match pattern \""+"^https?://[^\\s]+$"+"\""};
 if(vErrors === null){
 vErrors = [err263];
 }
@@ -4887,9 +4860,23 @@ vErrors.push(err263);
 errors++;
 }
 }
-let data124 = data123.kind;
-if(!(((data124 === "llm") || (data124 === "image")) || (data124 === "embedding"))){
-const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
+}
+let data120 = data118.headers;
+if(data120 && typeof data120 == "object" && !Array.isArray(data120)){
+for(const key25 in data120){
+let data121 = data120[key25];
+if(typeof data121 !== "string"){
+let dataType88 = typeof data121;
+let coerced88 = undefined;
+if(!(coerced88 !== undefined)){
+if(dataType88 == "number" || dataType88 == "boolean"){
+coerced88 = "" + data121;
+}
+else if(data121 === null){
+coerced88 = "";
+}
+else {
+const err264 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers/" + key25.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/additionalProperties/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err264];
 }
@@ -4898,13 +4885,18 @@ vErrors.push(err264);
 }
 errors++;
 }
-let data125 = data123.capabilities;
-if(Array.isArray(data125)){
-const len4 = data125.length;
-for(let i5=0; i5<len4; i5++){
-let data126 = data125[i5];
-if(!((((((data126 === "vision") || (data126 === "pdf")) || (data126 === "audio")) || (data126 === "tools")) || (data126 === "reasoning")) || (data126 === "structured_output"))){
-const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
+}
+if(coerced88 !== undefined){
+data121 = coerced88;
+if(data120 !== undefined){
+data120[key25] = coerced88;
+}
+}
+}
+}
+}
+else {
+const err265 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/headers",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/headers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err265];
 }
@@ -4913,15 +4905,17 @@ vErrors.push(err265);
 }
 errors++;
 }
+let data122 = data118.refresh_s;
+if(!((typeof data122 == "number") && (isFinite(data122)))){
+let dataType89 = typeof data122;
+let coerced89 = undefined;
+if(!(coerced89 !== undefined)){
+if(dataType89 == "boolean" || data122 === null
+              || (dataType89 == "string" && data122 && data122 == +data122)){
+coerced89 = +data122;
 }
-let i6 = data125.length;
-let j1;
-if(i6 > 1){
-outer0:
-for(;i6--;){
-for(j1 = i6; j1--;){
-if(func0(data125[i6], data125[j1])){
-const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
+else {
+const err266 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err266];
 }
@@ -4929,14 +4923,18 @@ else {
 vErrors.push(err266);
 }
 errors++;
-break outer0;
+}
+}
+if(coerced89 !== undefined){
+data122 = coerced89;
+if(data118 !== undefined){
+data118["refresh_s"] = coerced89;
 }
 }
 }
-}
-}
-else {
-const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if((typeof data122 == "number") && (isFinite(data122))){
+if(data122 < 180 || isNaN(data122)){
+const err267 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source/refresh_s",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/properties/refresh_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 180},message:"must be >= 180"};
 if(vErrors === null){
 vErrors = [err267];
 }
@@ -4945,18 +4943,10 @@ vErrors.push(err267);
 }
 errors++;
 }
-if(data123.max_output_tokens !== undefined){
-let data127 = data123.max_output_tokens;
-if(!(((typeof data127 == "number") && (!(data127 % 1) && !isNaN(data127))) && (isFinite(data127)))){
-let dataType88 = typeof data127;
-let coerced88 = undefined;
-if(!(coerced88 !== undefined)){
-if(dataType88 === "boolean" || data127 === null
-              || (dataType88 === "string" && data127 && data127 == +data127 && !(data127 % 1))){
-coerced88 = +data127;
+}
 }
 else {
-const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err268 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota/source",schemaPath:"#/properties/providers/additionalProperties/properties/quota/properties/source/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err268];
 }
@@ -4966,16 +4956,9 @@ vErrors.push(err268);
 errors++;
 }
 }
-if(coerced88 !== undefined){
-data127 = coerced88;
-if(data123 !== undefined){
-data123["max_output_tokens"] = coerced88;
 }
-}
-}
-if((typeof data127 == "number") && (isFinite(data127))){
-if(data127 < 1 || isNaN(data127)){
-const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err269 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/quota",schemaPath:"#/properties/providers/additionalProperties/properties/quota/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err269];
 }
@@ -4985,11 +4968,20 @@ vErrors.push(err269);
 errors++;
 }
 }
+let data123 = data42.mock;
+if(data123 && typeof data123 == "object" && !Array.isArray(data123)){
+if(data123.chunks === undefined){
+data123.chunks = 8;
 }
-if(data123.thinking !== undefined){
-let data128 = data123.thinking;
-if(!((((((((((data128 === "openai") || (data128 === "anthropic-budget")) || (data128 === "anthropic-adaptive")) || (data128 === "gemini-budget")) || (data128 === "gemini-level")) || (data128 === "zai")) || (data128 === "qwen")) || (data128 === "deepseek")) || (data128 === "kimi")) || (data128 === "minimax"))){
-const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
+if(data123.latency_ms === undefined){
+data123.latency_ms = 20;
+}
+if(data123.chunk_delay_ms === undefined){
+data123.chunk_delay_ms = 5;
+}
+for(const key26 in data123){
+if(!((((key26 === "chunks") || (key26 === "latency_ms")) || (key26 === "chunk_delay_ms")) || (key26 === "input_tokens"))){
+const err270 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key26},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err270];
 }
@@ -4999,12 +4991,17 @@ vErrors.push(err270);
 errors++;
 }
 }
-if(data123.price !== undefined){
-let data129 = data123.price;
-if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
-for(const key29 in data129){
-if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties, key29))){
-const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key29},message:"must NOT have additional properties"};
+let data124 = data123.chunks;
+if(!(((typeof data124 == "number") && (!(data124 % 1) && !isNaN(data124))) && (isFinite(data124)))){
+let dataType90 = typeof data124;
+let coerced90 = undefined;
+if(!(coerced90 !== undefined)){
+if(dataType90 === "boolean" || data124 === null
+              || (dataType90 === "string" && data124 && data124 == +data124 && !(data124 % 1))){
+coerced90 = +data124;
+}
+else {
+const err271 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err271];
 }
@@ -5014,18 +5011,16 @@ vErrors.push(err271);
 errors++;
 }
 }
-if(data129.input !== undefined){
-let data130 = data129.input;
-if(!((typeof data130 == "number") && (isFinite(data130)))){
-let dataType89 = typeof data130;
-let coerced89 = undefined;
-if(!(coerced89 !== undefined)){
-if(dataType89 == "boolean" || data130 === null
-              || (dataType89 == "string" && data130 && data130 == +data130)){
-coerced89 = +data130;
+if(coerced90 !== undefined){
+data124 = coerced90;
+if(data123 !== undefined){
+data123["chunks"] = coerced90;
 }
-else {
-const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data124 == "number") && (isFinite(data124))){
+if(data124 > 10000 || isNaN(data124)){
+const err272 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 10000},message:"must be <= 10000"};
 if(vErrors === null){
 vErrors = [err272];
 }
@@ -5034,17 +5029,8 @@ vErrors.push(err272);
 }
 errors++;
 }
-}
-if(coerced89 !== undefined){
-data130 = coerced89;
-if(data129 !== undefined){
-data129["input"] = coerced89;
-}
-}
-}
-if((typeof data130 == "number") && (isFinite(data130))){
-if(data130 > 9999 || isNaN(data130)){
-const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data124 < 1 || isNaN(data124)){
+const err273 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunks",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err273];
 }
@@ -5053,8 +5039,18 @@ vErrors.push(err273);
 }
 errors++;
 }
-if(data130 < 0 || isNaN(data130)){
-const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+let data125 = data123.latency_ms;
+if(!((typeof data125 == "number") && (isFinite(data125)))){
+let dataType91 = typeof data125;
+let coerced91 = undefined;
+if(!(coerced91 !== undefined)){
+if(dataType91 == "boolean" || data125 === null
+              || (dataType91 == "string" && data125 && data125 == +data125)){
+coerced91 = +data125;
+}
+else {
+const err274 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err274];
 }
@@ -5064,19 +5060,16 @@ vErrors.push(err274);
 errors++;
 }
 }
+if(coerced91 !== undefined){
+data125 = coerced91;
+if(data123 !== undefined){
+data123["latency_ms"] = coerced91;
 }
-if(data129.output !== undefined){
-let data131 = data129.output;
-if(!((typeof data131 == "number") && (isFinite(data131)))){
-let dataType90 = typeof data131;
-let coerced90 = undefined;
-if(!(coerced90 !== undefined)){
-if(dataType90 == "boolean" || data131 === null
-              || (dataType90 == "string" && data131 && data131 == +data131)){
-coerced90 = +data131;
 }
-else {
-const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data125 == "number") && (isFinite(data125))){
+if(data125 < 0 || isNaN(data125)){
+const err275 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/latency_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/latency_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err275];
 }
@@ -5086,16 +5079,17 @@ vErrors.push(err275);
 errors++;
 }
 }
-if(coerced90 !== undefined){
-data131 = coerced90;
-if(data129 !== undefined){
-data129["output"] = coerced90;
+let data126 = data123.chunk_delay_ms;
+if(!((typeof data126 == "number") && (isFinite(data126)))){
+let dataType92 = typeof data126;
+let coerced92 = undefined;
+if(!(coerced92 !== undefined)){
+if(dataType92 == "boolean" || data126 === null
+              || (dataType92 == "string" && data126 && data126 == +data126)){
+coerced92 = +data126;
 }
-}
-}
-if((typeof data131 == "number") && (isFinite(data131))){
-if(data131 > 9999 || isNaN(data131)){
-const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err276 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err276];
 }
@@ -5104,8 +5098,17 @@ vErrors.push(err276);
 }
 errors++;
 }
-if(data131 < 0 || isNaN(data131)){
-const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced92 !== undefined){
+data126 = coerced92;
+if(data123 !== undefined){
+data123["chunk_delay_ms"] = coerced92;
+}
+}
+}
+if((typeof data126 == "number") && (isFinite(data126))){
+if(data126 < 0 || isNaN(data126)){
+const err277 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/chunk_delay_ms",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/chunk_delay_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err277];
 }
@@ -5115,19 +5118,18 @@ vErrors.push(err277);
 errors++;
 }
 }
-}
-if(data129.cached !== undefined){
-let data132 = data129.cached;
-if(!((typeof data132 == "number") && (isFinite(data132)))){
-let dataType91 = typeof data132;
-let coerced91 = undefined;
-if(!(coerced91 !== undefined)){
-if(dataType91 == "boolean" || data132 === null
-              || (dataType91 == "string" && data132 && data132 == +data132)){
-coerced91 = +data132;
+if(data123.input_tokens !== undefined){
+let data127 = data123.input_tokens;
+if(!(((typeof data127 == "number") && (!(data127 % 1) && !isNaN(data127))) && (isFinite(data127)))){
+let dataType93 = typeof data127;
+let coerced93 = undefined;
+if(!(coerced93 !== undefined)){
+if(dataType93 === "boolean" || data127 === null
+              || (dataType93 === "string" && data127 && data127 == +data127 && !(data127 % 1))){
+coerced93 = +data127;
 }
 else {
-const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err278 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err278];
 }
@@ -5137,16 +5139,16 @@ vErrors.push(err278);
 errors++;
 }
 }
-if(coerced91 !== undefined){
-data132 = coerced91;
-if(data129 !== undefined){
-data129["cached"] = coerced91;
+if(coerced93 !== undefined){
+data127 = coerced93;
+if(data123 !== undefined){
+data123["input_tokens"] = coerced93;
 }
 }
 }
-if((typeof data132 == "number") && (isFinite(data132))){
-if(data132 > 9999 || isNaN(data132)){
-const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if((typeof data127 == "number") && (isFinite(data127))){
+if(data127 < 0 || isNaN(data127)){
+const err279 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock/input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/mock/properties/input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err279];
 }
@@ -5155,8 +5157,11 @@ vErrors.push(err279);
 }
 errors++;
 }
-if(data132 < 0 || isNaN(data132)){
-const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+}
+else {
+const err280 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/mock",schemaPath:"#/properties/providers/additionalProperties/properties/mock/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err280];
 }
@@ -5165,20 +5170,20 @@ vErrors.push(err280);
 }
 errors++;
 }
+let data128 = data42.models;
+if(data128 && typeof data128 == "object" && !Array.isArray(data128)){
+for(const key27 in data128){
+let data129 = data128[key27];
+if(data129 && typeof data129 == "object" && !Array.isArray(data129)){
+if(data129.kind === undefined){
+data129.kind = "llm";
 }
+if(data129.capabilities === undefined){
+data129.capabilities = [];
 }
-if(data129.cache_write !== undefined){
-let data133 = data129.cache_write;
-if(!((typeof data133 == "number") && (isFinite(data133)))){
-let dataType92 = typeof data133;
-let coerced92 = undefined;
-if(!(coerced92 !== undefined)){
-if(dataType92 == "boolean" || data133 === null
-              || (dataType92 == "string" && data133 && data133 == +data133)){
-coerced92 = +data133;
-}
-else {
-const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+for(const key28 in data129){
+if(!(((((key28 === "kind") || (key28 === "capabilities")) || (key28 === "max_output_tokens")) || (key28 === "thinking")) || (key28 === "price"))){
+const err281 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key28},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err281];
 }
@@ -5188,16 +5193,9 @@ vErrors.push(err281);
 errors++;
 }
 }
-if(coerced92 !== undefined){
-data133 = coerced92;
-if(data129 !== undefined){
-data129["cache_write"] = coerced92;
-}
-}
-}
-if((typeof data133 == "number") && (isFinite(data133))){
-if(data133 > 9999 || isNaN(data133)){
-const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+let data130 = data129.kind;
+if(!(((data130 === "llm") || (data130 === "image")) || (data130 === "embedding"))){
+const err282 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/kind",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/kind/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.kind.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err282];
 }
@@ -5206,8 +5204,13 @@ vErrors.push(err282);
 }
 errors++;
 }
-if(data133 < 0 || isNaN(data133)){
-const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+let data131 = data129.capabilities;
+if(Array.isArray(data131)){
+const len4 = data131.length;
+for(let i5=0; i5<len4; i5++){
+let data132 = data131[i5];
+if(!((((((data132 === "vision") || (data132 === "pdf")) || (data132 === "audio")) || (data132 === "tools")) || (data132 === "reasoning")) || (data132 === "structured_output"))){
+const err283 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities/" + i5,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/items/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.capabilities.items.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err283];
 }
@@ -5217,19 +5220,14 @@ vErrors.push(err283);
 errors++;
 }
 }
-}
-if(data129.cache_write_1h !== undefined){
-let data134 = data129.cache_write_1h;
-if(!((typeof data134 == "number") && (isFinite(data134)))){
-let dataType93 = typeof data134;
-let coerced93 = undefined;
-if(!(coerced93 !== undefined)){
-if(dataType93 == "boolean" || data134 === null
-              || (dataType93 == "string" && data134 && data134 == +data134)){
-coerced93 = +data134;
-}
-else {
-const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let i6 = data131.length;
+let j1;
+if(i6 > 1){
+outer0:
+for(;i6--;){
+for(j1 = i6; j1--;){
+if(func0(data131[i6], data131[j1])){
+const err284 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/uniqueItems",keyword:"uniqueItems",params:{i: i6, j: j1},message:"must NOT have duplicate items (items ## "+j1+" and "+i6+" are identical)"};
 if(vErrors === null){
 vErrors = [err284];
 }
@@ -5237,18 +5235,14 @@ else {
 vErrors.push(err284);
 }
 errors++;
-}
-}
-if(coerced93 !== undefined){
-data134 = coerced93;
-if(data129 !== undefined){
-data129["cache_write_1h"] = coerced93;
+break outer0;
 }
 }
 }
-if((typeof data134 == "number") && (isFinite(data134))){
-if(data134 > 9999 || isNaN(data134)){
-const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+}
+}
+else {
+const err285 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/capabilities",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/capabilities/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err285];
 }
@@ -5257,8 +5251,18 @@ vErrors.push(err285);
 }
 errors++;
 }
-if(data134 < 0 || isNaN(data134)){
-const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data129.max_output_tokens !== undefined){
+let data133 = data129.max_output_tokens;
+if(!(((typeof data133 == "number") && (!(data133 % 1) && !isNaN(data133))) && (isFinite(data133)))){
+let dataType94 = typeof data133;
+let coerced94 = undefined;
+if(!(coerced94 !== undefined)){
+if(dataType94 === "boolean" || data133 === null
+              || (dataType94 === "string" && data133 && data133 == +data133 && !(data133 % 1))){
+coerced94 = +data133;
+}
+else {
+const err286 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err286];
 }
@@ -5268,19 +5272,16 @@ vErrors.push(err286);
 errors++;
 }
 }
+if(coerced94 !== undefined){
+data133 = coerced94;
+if(data129 !== undefined){
+data129["max_output_tokens"] = coerced94;
 }
-if(data129.reasoning !== undefined){
-let data135 = data129.reasoning;
-if(!((typeof data135 == "number") && (isFinite(data135)))){
-let dataType94 = typeof data135;
-let coerced94 = undefined;
-if(!(coerced94 !== undefined)){
-if(dataType94 == "boolean" || data135 === null
-              || (dataType94 == "string" && data135 && data135 == +data135)){
-coerced94 = +data135;
 }
-else {
-const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data133 == "number") && (isFinite(data133))){
+if(data133 < 1 || isNaN(data133)){
+const err287 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/max_output_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/max_output_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err287];
 }
@@ -5290,16 +5291,11 @@ vErrors.push(err287);
 errors++;
 }
 }
-if(coerced94 !== undefined){
-data135 = coerced94;
-if(data129 !== undefined){
-data129["reasoning"] = coerced94;
 }
-}
-}
-if((typeof data135 == "number") && (isFinite(data135))){
-if(data135 > 9999 || isNaN(data135)){
-const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+if(data129.thinking !== undefined){
+let data134 = data129.thinking;
+if(!((((((((((data134 === "openai") || (data134 === "anthropic-budget")) || (data134 === "anthropic-adaptive")) || (data134 === "gemini-budget")) || (data134 === "gemini-level")) || (data134 === "zai")) || (data134 === "qwen")) || (data134 === "deepseek")) || (data134 === "kimi")) || (data134 === "minimax"))){
+const err288 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/thinking",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/thinking/enum",keyword:"enum",params:{allowedValues: schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.thinking.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err288];
 }
@@ -5308,8 +5304,13 @@ vErrors.push(err288);
 }
 errors++;
 }
-if(data135 < 0 || isNaN(data135)){
-const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(data129.price !== undefined){
+let data135 = data129.price;
+if(data135 && typeof data135 == "object" && !Array.isArray(data135)){
+for(const key29 in data135){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties, key29))){
+const err289 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key29},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err289];
 }
@@ -5319,9 +5320,8 @@ vErrors.push(err289);
 errors++;
 }
 }
-}
-if(data129.web_search_per_1k !== undefined){
-let data136 = data129.web_search_per_1k;
+if(data135.input !== undefined){
+let data136 = data135.input;
 if(!((typeof data136 == "number") && (isFinite(data136)))){
 let dataType95 = typeof data136;
 let coerced95 = undefined;
@@ -5331,7 +5331,7 @@ if(dataType95 == "boolean" || data136 === null
 coerced95 = +data136;
 }
 else {
-const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err290 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err290];
 }
@@ -5343,14 +5343,14 @@ errors++;
 }
 if(coerced95 !== undefined){
 data136 = coerced95;
-if(data129 !== undefined){
-data129["web_search_per_1k"] = coerced95;
+if(data135 !== undefined){
+data135["input"] = coerced95;
 }
 }
 }
 if((typeof data136 == "number") && (isFinite(data136))){
-if(data136 > 999 || isNaN(data136)){
-const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
+if(data136 > 9999 || isNaN(data136)){
+const err291 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err291];
 }
@@ -5360,7 +5360,7 @@ vErrors.push(err291);
 errors++;
 }
 if(data136 < 0 || isNaN(data136)){
-const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err292 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err292];
 }
@@ -5371,11 +5371,18 @@ errors++;
 }
 }
 }
-if(data129.tiers !== undefined){
-let data137 = data129.tiers;
-if(Array.isArray(data137)){
-if(data137.length > 16){
-const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
+if(data135.output !== undefined){
+let data137 = data135.output;
+if(!((typeof data137 == "number") && (isFinite(data137)))){
+let dataType96 = typeof data137;
+let coerced96 = undefined;
+if(!(coerced96 !== undefined)){
+if(dataType96 == "boolean" || data137 === null
+              || (dataType96 == "string" && data137 && data137 == +data137)){
+coerced96 = +data137;
+}
+else {
+const err293 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err293];
 }
@@ -5384,12 +5391,17 @@ vErrors.push(err293);
 }
 errors++;
 }
-const len5 = data137.length;
-for(let i7=0; i7<len5; i7++){
-let data138 = data137[i7];
-if(data138 && typeof data138 == "object" && !Array.isArray(data138)){
-if(data138.above_input_tokens === undefined){
-const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
+}
+if(coerced96 !== undefined){
+data137 = coerced96;
+if(data135 !== undefined){
+data135["output"] = coerced96;
+}
+}
+}
+if((typeof data137 == "number") && (isFinite(data137))){
+if(data137 > 9999 || isNaN(data137)){
+const err294 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err294];
 }
@@ -5398,9 +5410,8 @@ vErrors.push(err294);
 }
 errors++;
 }
-for(const key30 in data138){
-if(!(((((((key30 === "above_input_tokens") || (key30 === "input")) || (key30 === "output")) || (key30 === "cached")) || (key30 === "cache_write")) || (key30 === "cache_write_1h")) || (key30 === "reasoning"))){
-const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
+if(data137 < 0 || isNaN(data137)){
+const err295 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err295];
 }
@@ -5410,18 +5421,19 @@ vErrors.push(err295);
 errors++;
 }
 }
-if(data138.above_input_tokens !== undefined){
-let data139 = data138.above_input_tokens;
-if(!(((typeof data139 == "number") && (!(data139 % 1) && !isNaN(data139))) && (isFinite(data139)))){
-let dataType96 = typeof data139;
-let coerced96 = undefined;
-if(!(coerced96 !== undefined)){
-if(dataType96 === "boolean" || data139 === null
-              || (dataType96 === "string" && data139 && data139 == +data139 && !(data139 % 1))){
-coerced96 = +data139;
+}
+if(data135.cached !== undefined){
+let data138 = data135.cached;
+if(!((typeof data138 == "number") && (isFinite(data138)))){
+let dataType97 = typeof data138;
+let coerced97 = undefined;
+if(!(coerced97 !== undefined)){
+if(dataType97 == "boolean" || data138 === null
+              || (dataType97 == "string" && data138 && data138 == +data138)){
+coerced97 = +data138;
 }
 else {
-const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+const err296 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err296];
 }
@@ -5431,16 +5443,16 @@ vErrors.push(err296);
 errors++;
 }
 }
-if(coerced96 !== undefined){
-data139 = coerced96;
-if(data138 !== undefined){
-data138["above_input_tokens"] = coerced96;
+if(coerced97 !== undefined){
+data138 = coerced97;
+if(data135 !== undefined){
+data135["cached"] = coerced97;
 }
 }
 }
-if((typeof data139 == "number") && (isFinite(data139))){
-if(data139 < 1 || isNaN(data139)){
-const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if((typeof data138 == "number") && (isFinite(data138))){
+if(data138 > 9999 || isNaN(data138)){
+const err297 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err297];
 }
@@ -5449,20 +5461,8 @@ vErrors.push(err297);
 }
 errors++;
 }
-}
-}
-if(data138.input !== undefined){
-let data140 = data138.input;
-if(!((typeof data140 == "number") && (isFinite(data140)))){
-let dataType97 = typeof data140;
-let coerced97 = undefined;
-if(!(coerced97 !== undefined)){
-if(dataType97 == "boolean" || data140 === null
-              || (dataType97 == "string" && data140 && data140 == +data140)){
-coerced97 = +data140;
-}
-else {
-const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data138 < 0 || isNaN(data138)){
+const err298 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err298];
 }
@@ -5472,16 +5472,19 @@ vErrors.push(err298);
 errors++;
 }
 }
-if(coerced97 !== undefined){
-data140 = coerced97;
-if(data138 !== undefined){
-data138["input"] = coerced97;
 }
+if(data135.cache_write !== undefined){
+let data139 = data135.cache_write;
+if(!((typeof data139 == "number") && (isFinite(data139)))){
+let dataType98 = typeof data139;
+let coerced98 = undefined;
+if(!(coerced98 !== undefined)){
+if(dataType98 == "boolean" || data139 === null
+              || (dataType98 == "string" && data139 && data139 == +data139)){
+coerced98 = +data139;
 }
-}
-if((typeof data140 == "number") && (isFinite(data140))){
-if(data140 > 9999 || isNaN(data140)){
-const err299 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err299 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err299];
 }
@@ -5490,8 +5493,17 @@ vErrors.push(err299);
 }
 errors++;
 }
-if(data140 < 0 || isNaN(data140)){
-const err300 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced98 !== undefined){
+data139 = coerced98;
+if(data135 !== undefined){
+data135["cache_write"] = coerced98;
+}
+}
+}
+if((typeof data139 == "number") && (isFinite(data139))){
+if(data139 > 9999 || isNaN(data139)){
+const err300 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err300];
 }
@@ -5500,20 +5512,8 @@ vErrors.push(err300);
 }
 errors++;
 }
-}
-}
-if(data138.output !== undefined){
-let data141 = data138.output;
-if(!((typeof data141 == "number") && (isFinite(data141)))){
-let dataType98 = typeof data141;
-let coerced98 = undefined;
-if(!(coerced98 !== undefined)){
-if(dataType98 == "boolean" || data141 === null
-              || (dataType98 == "string" && data141 && data141 == +data141)){
-coerced98 = +data141;
-}
-else {
-const err301 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data139 < 0 || isNaN(data139)){
+const err301 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err301];
 }
@@ -5523,16 +5523,19 @@ vErrors.push(err301);
 errors++;
 }
 }
-if(coerced98 !== undefined){
-data141 = coerced98;
-if(data138 !== undefined){
-data138["output"] = coerced98;
 }
+if(data135.cache_write_1h !== undefined){
+let data140 = data135.cache_write_1h;
+if(!((typeof data140 == "number") && (isFinite(data140)))){
+let dataType99 = typeof data140;
+let coerced99 = undefined;
+if(!(coerced99 !== undefined)){
+if(dataType99 == "boolean" || data140 === null
+              || (dataType99 == "string" && data140 && data140 == +data140)){
+coerced99 = +data140;
 }
-}
-if((typeof data141 == "number") && (isFinite(data141))){
-if(data141 > 9999 || isNaN(data141)){
-const err302 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err302 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err302];
 }
@@ -5541,8 +5544,17 @@ vErrors.push(err302);
 }
 errors++;
 }
-if(data141 < 0 || isNaN(data141)){
-const err303 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced99 !== undefined){
+data140 = coerced99;
+if(data135 !== undefined){
+data135["cache_write_1h"] = coerced99;
+}
+}
+}
+if((typeof data140 == "number") && (isFinite(data140))){
+if(data140 > 9999 || isNaN(data140)){
+const err303 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err303];
 }
@@ -5551,20 +5563,8 @@ vErrors.push(err303);
 }
 errors++;
 }
-}
-}
-if(data138.cached !== undefined){
-let data142 = data138.cached;
-if(!((typeof data142 == "number") && (isFinite(data142)))){
-let dataType99 = typeof data142;
-let coerced99 = undefined;
-if(!(coerced99 !== undefined)){
-if(dataType99 == "boolean" || data142 === null
-              || (dataType99 == "string" && data142 && data142 == +data142)){
-coerced99 = +data142;
-}
-else {
-const err304 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data140 < 0 || isNaN(data140)){
+const err304 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err304];
 }
@@ -5574,16 +5574,19 @@ vErrors.push(err304);
 errors++;
 }
 }
-if(coerced99 !== undefined){
-data142 = coerced99;
-if(data138 !== undefined){
-data138["cached"] = coerced99;
 }
+if(data135.reasoning !== undefined){
+let data141 = data135.reasoning;
+if(!((typeof data141 == "number") && (isFinite(data141)))){
+let dataType100 = typeof data141;
+let coerced100 = undefined;
+if(!(coerced100 !== undefined)){
+if(dataType100 == "boolean" || data141 === null
+              || (dataType100 == "string" && data141 && data141 == +data141)){
+coerced100 = +data141;
 }
-}
-if((typeof data142 == "number") && (isFinite(data142))){
-if(data142 > 9999 || isNaN(data142)){
-const err305 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err305 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err305];
 }
@@ -5592,8 +5595,17 @@ vErrors.push(err305);
 }
 errors++;
 }
-if(data142 < 0 || isNaN(data142)){
-const err306 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced100 !== undefined){
+data141 = coerced100;
+if(data135 !== undefined){
+data135["reasoning"] = coerced100;
+}
+}
+}
+if((typeof data141 == "number") && (isFinite(data141))){
+if(data141 > 9999 || isNaN(data141)){
+const err306 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err306];
 }
@@ -5602,20 +5614,8 @@ vErrors.push(err306);
 }
 errors++;
 }
-}
-}
-if(data138.cache_write !== undefined){
-let data143 = data138.cache_write;
-if(!((typeof data143 == "number") && (isFinite(data143)))){
-let dataType100 = typeof data143;
-let coerced100 = undefined;
-if(!(coerced100 !== undefined)){
-if(dataType100 == "boolean" || data143 === null
-              || (dataType100 == "string" && data143 && data143 == +data143)){
-coerced100 = +data143;
-}
-else {
-const err307 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data141 < 0 || isNaN(data141)){
+const err307 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err307];
 }
@@ -5625,16 +5625,19 @@ vErrors.push(err307);
 errors++;
 }
 }
-if(coerced100 !== undefined){
-data143 = coerced100;
-if(data138 !== undefined){
-data138["cache_write"] = coerced100;
 }
+if(data135.input_audio !== undefined){
+let data142 = data135.input_audio;
+if(!((typeof data142 == "number") && (isFinite(data142)))){
+let dataType101 = typeof data142;
+let coerced101 = undefined;
+if(!(coerced101 !== undefined)){
+if(dataType101 == "boolean" || data142 === null
+              || (dataType101 == "string" && data142 && data142 == +data142)){
+coerced101 = +data142;
 }
-}
-if((typeof data143 == "number") && (isFinite(data143))){
-if(data143 > 9999 || isNaN(data143)){
-const err308 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err308 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err308];
 }
@@ -5643,8 +5646,17 @@ vErrors.push(err308);
 }
 errors++;
 }
-if(data143 < 0 || isNaN(data143)){
-const err309 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced101 !== undefined){
+data142 = coerced101;
+if(data135 !== undefined){
+data135["input_audio"] = coerced101;
+}
+}
+}
+if((typeof data142 == "number") && (isFinite(data142))){
+if(data142 > 9999 || isNaN(data142)){
+const err309 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err309];
 }
@@ -5653,20 +5665,8 @@ vErrors.push(err309);
 }
 errors++;
 }
-}
-}
-if(data138.cache_write_1h !== undefined){
-let data144 = data138.cache_write_1h;
-if(!((typeof data144 == "number") && (isFinite(data144)))){
-let dataType101 = typeof data144;
-let coerced101 = undefined;
-if(!(coerced101 !== undefined)){
-if(dataType101 == "boolean" || data144 === null
-              || (dataType101 == "string" && data144 && data144 == +data144)){
-coerced101 = +data144;
-}
-else {
-const err310 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data142 < 0 || isNaN(data142)){
+const err310 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err310];
 }
@@ -5676,16 +5676,19 @@ vErrors.push(err310);
 errors++;
 }
 }
-if(coerced101 !== undefined){
-data144 = coerced101;
-if(data138 !== undefined){
-data138["cache_write_1h"] = coerced101;
 }
+if(data135.output_audio !== undefined){
+let data143 = data135.output_audio;
+if(!((typeof data143 == "number") && (isFinite(data143)))){
+let dataType102 = typeof data143;
+let coerced102 = undefined;
+if(!(coerced102 !== undefined)){
+if(dataType102 == "boolean" || data143 === null
+              || (dataType102 == "string" && data143 && data143 == +data143)){
+coerced102 = +data143;
 }
-}
-if((typeof data144 == "number") && (isFinite(data144))){
-if(data144 > 9999 || isNaN(data144)){
-const err311 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err311 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err311];
 }
@@ -5694,8 +5697,17 @@ vErrors.push(err311);
 }
 errors++;
 }
-if(data144 < 0 || isNaN(data144)){
-const err312 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced102 !== undefined){
+data143 = coerced102;
+if(data135 !== undefined){
+data135["output_audio"] = coerced102;
+}
+}
+}
+if((typeof data143 == "number") && (isFinite(data143))){
+if(data143 > 9999 || isNaN(data143)){
+const err312 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err312];
 }
@@ -5704,20 +5716,8 @@ vErrors.push(err312);
 }
 errors++;
 }
-}
-}
-if(data138.reasoning !== undefined){
-let data145 = data138.reasoning;
-if(!((typeof data145 == "number") && (isFinite(data145)))){
-let dataType102 = typeof data145;
-let coerced102 = undefined;
-if(!(coerced102 !== undefined)){
-if(dataType102 == "boolean" || data145 === null
-              || (dataType102 == "string" && data145 && data145 == +data145)){
-coerced102 = +data145;
-}
-else {
-const err313 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data143 < 0 || isNaN(data143)){
+const err313 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err313];
 }
@@ -5727,16 +5727,19 @@ vErrors.push(err313);
 errors++;
 }
 }
-if(coerced102 !== undefined){
-data145 = coerced102;
-if(data138 !== undefined){
-data138["reasoning"] = coerced102;
 }
+if(data135.web_search_per_1k !== undefined){
+let data144 = data135.web_search_per_1k;
+if(!((typeof data144 == "number") && (isFinite(data144)))){
+let dataType103 = typeof data144;
+let coerced103 = undefined;
+if(!(coerced103 !== undefined)){
+if(dataType103 == "boolean" || data144 === null
+              || (dataType103 == "string" && data144 && data144 == +data144)){
+coerced103 = +data144;
 }
-}
-if((typeof data145 == "number") && (isFinite(data145))){
-if(data145 > 9999 || isNaN(data145)){
-const err314 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+else {
+const err314 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err314];
 }
@@ -5745,8 +5748,17 @@ vErrors.push(err314);
 }
 errors++;
 }
-if(data145 < 0 || isNaN(data145)){
-const err315 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+if(coerced103 !== undefined){
+data144 = coerced103;
+if(data135 !== undefined){
+data135["web_search_per_1k"] = coerced103;
+}
+}
+}
+if((typeof data144 == "number") && (isFinite(data144))){
+if(data144 > 999 || isNaN(data144)){
+const err315 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/maximum",keyword:"maximum",params:{comparison: "<=", limit: 999},message:"must be <= 999"};
 if(vErrors === null){
 vErrors = [err315];
 }
@@ -5755,11 +5767,8 @@ vErrors.push(err315);
 }
 errors++;
 }
-}
-}
-}
-else {
-const err316 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data144 < 0 || isNaN(data144)){
+const err316 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/web_search_per_1k",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/web_search_per_1k/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err316];
 }
@@ -5770,8 +5779,11 @@ errors++;
 }
 }
 }
-else {
-const err317 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(data135.tiers !== undefined){
+let data145 = data135.tiers;
+if(Array.isArray(data145)){
+if(data145.length > 16){
+const err317 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/maxItems",keyword:"maxItems",params:{limit: 16},message:"must NOT have more than 16 items"};
 if(vErrors === null){
 vErrors = [err317];
 }
@@ -5780,12 +5792,12 @@ vErrors.push(err317);
 }
 errors++;
 }
-}
-if(data129.service_tiers !== undefined){
-let data146 = data129.service_tiers;
+const len5 = data145.length;
+for(let i7=0; i7<len5; i7++){
+let data146 = data145[i7];
 if(data146 && typeof data146 == "object" && !Array.isArray(data146)){
-if(Object.keys(data146).length > 8){
-const err318 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
+if(data146.above_input_tokens === undefined){
+const err318 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/required",keyword:"required",params:{missingProperty: "above_input_tokens"},message:"must have required property '"+"above_input_tokens"+"'"};
 if(vErrors === null){
 vErrors = [err318];
 }
@@ -5794,11 +5806,9 @@ vErrors.push(err318);
 }
 errors++;
 }
-for(const key31 in data146){
-const _errs320 = errors;
-if(typeof key31 === "string"){
-if(!pattern13.test(key31)){
-const err319 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key31};
+for(const key30 in data146){
+if(!(func2.call(schema11.properties.providers.additionalProperties.properties.models.additionalProperties.properties.price.properties.tiers.items.properties, key30))){
+const err319 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key30},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err319];
 }
@@ -5808,9 +5818,18 @@ vErrors.push(err319);
 errors++;
 }
 }
-var valid46 = _errs320 === errors;
-if(!valid46){
-const err320 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key31},message:"property name must be valid"};
+if(data146.above_input_tokens !== undefined){
+let data147 = data146.above_input_tokens;
+if(!(((typeof data147 == "number") && (!(data147 % 1) && !isNaN(data147))) && (isFinite(data147)))){
+let dataType104 = typeof data147;
+let coerced104 = undefined;
+if(!(coerced104 !== undefined)){
+if(dataType104 === "boolean" || data147 === null
+              || (dataType104 === "string" && data147 && data147 == +data147 && !(data147 % 1))){
+coerced104 = +data147;
+}
+else {
+const err320 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err320];
 }
@@ -5820,12 +5839,16 @@ vErrors.push(err320);
 errors++;
 }
 }
-for(const key32 in data146){
-let data147 = data146[key32];
-if(data147 && typeof data147 == "object" && !Array.isArray(data147)){
-for(const key33 in data147){
-if(!((((((key33 === "input") || (key33 === "output")) || (key33 === "cached")) || (key33 === "cache_write")) || (key33 === "cache_write_1h")) || (key33 === "reasoning"))){
-const err321 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
+if(coerced104 !== undefined){
+data147 = coerced104;
+if(data146 !== undefined){
+data146["above_input_tokens"] = coerced104;
+}
+}
+}
+if((typeof data147 == "number") && (isFinite(data147))){
+if(data147 < 1 || isNaN(data147)){
+const err321 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/above_input_tokens",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/above_input_tokens/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err321];
 }
@@ -5835,18 +5858,19 @@ vErrors.push(err321);
 errors++;
 }
 }
-if(data147.input !== undefined){
-let data148 = data147.input;
+}
+if(data146.input !== undefined){
+let data148 = data146.input;
 if(!((typeof data148 == "number") && (isFinite(data148)))){
-let dataType103 = typeof data148;
-let coerced103 = undefined;
-if(!(coerced103 !== undefined)){
-if(dataType103 == "boolean" || data148 === null
-              || (dataType103 == "string" && data148 && data148 == +data148)){
-coerced103 = +data148;
+let dataType105 = typeof data148;
+let coerced105 = undefined;
+if(!(coerced105 !== undefined)){
+if(dataType105 == "boolean" || data148 === null
+              || (dataType105 == "string" && data148 && data148 == +data148)){
+coerced105 = +data148;
 }
 else {
-const err322 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err322 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err322];
 }
@@ -5856,16 +5880,16 @@ vErrors.push(err322);
 errors++;
 }
 }
-if(coerced103 !== undefined){
-data148 = coerced103;
-if(data147 !== undefined){
-data147["input"] = coerced103;
+if(coerced105 !== undefined){
+data148 = coerced105;
+if(data146 !== undefined){
+data146["input"] = coerced105;
 }
 }
 }
 if((typeof data148 == "number") && (isFinite(data148))){
 if(data148 > 9999 || isNaN(data148)){
-const err323 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err323 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err323];
 }
@@ -5875,7 +5899,7 @@ vErrors.push(err323);
 errors++;
 }
 if(data148 < 0 || isNaN(data148)){
-const err324 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err324 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err324];
 }
@@ -5886,18 +5910,18 @@ errors++;
 }
 }
 }
-if(data147.output !== undefined){
-let data149 = data147.output;
+if(data146.output !== undefined){
+let data149 = data146.output;
 if(!((typeof data149 == "number") && (isFinite(data149)))){
-let dataType104 = typeof data149;
-let coerced104 = undefined;
-if(!(coerced104 !== undefined)){
-if(dataType104 == "boolean" || data149 === null
-              || (dataType104 == "string" && data149 && data149 == +data149)){
-coerced104 = +data149;
+let dataType106 = typeof data149;
+let coerced106 = undefined;
+if(!(coerced106 !== undefined)){
+if(dataType106 == "boolean" || data149 === null
+              || (dataType106 == "string" && data149 && data149 == +data149)){
+coerced106 = +data149;
 }
 else {
-const err325 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err325 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err325];
 }
@@ -5907,16 +5931,16 @@ vErrors.push(err325);
 errors++;
 }
 }
-if(coerced104 !== undefined){
-data149 = coerced104;
-if(data147 !== undefined){
-data147["output"] = coerced104;
+if(coerced106 !== undefined){
+data149 = coerced106;
+if(data146 !== undefined){
+data146["output"] = coerced106;
 }
 }
 }
 if((typeof data149 == "number") && (isFinite(data149))){
 if(data149 > 9999 || isNaN(data149)){
-const err326 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err326 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err326];
 }
@@ -5926,7 +5950,7 @@ vErrors.push(err326);
 errors++;
 }
 if(data149 < 0 || isNaN(data149)){
-const err327 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err327 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err327];
 }
@@ -5937,18 +5961,18 @@ errors++;
 }
 }
 }
-if(data147.cached !== undefined){
-let data150 = data147.cached;
+if(data146.cached !== undefined){
+let data150 = data146.cached;
 if(!((typeof data150 == "number") && (isFinite(data150)))){
-let dataType105 = typeof data150;
-let coerced105 = undefined;
-if(!(coerced105 !== undefined)){
-if(dataType105 == "boolean" || data150 === null
-              || (dataType105 == "string" && data150 && data150 == +data150)){
-coerced105 = +data150;
+let dataType107 = typeof data150;
+let coerced107 = undefined;
+if(!(coerced107 !== undefined)){
+if(dataType107 == "boolean" || data150 === null
+              || (dataType107 == "string" && data150 && data150 == +data150)){
+coerced107 = +data150;
 }
 else {
-const err328 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err328 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err328];
 }
@@ -5958,16 +5982,16 @@ vErrors.push(err328);
 errors++;
 }
 }
-if(coerced105 !== undefined){
-data150 = coerced105;
-if(data147 !== undefined){
-data147["cached"] = coerced105;
+if(coerced107 !== undefined){
+data150 = coerced107;
+if(data146 !== undefined){
+data146["cached"] = coerced107;
 }
 }
 }
 if((typeof data150 == "number") && (isFinite(data150))){
 if(data150 > 9999 || isNaN(data150)){
-const err329 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err329 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err329];
 }
@@ -5977,7 +6001,7 @@ vErrors.push(err329);
 errors++;
 }
 if(data150 < 0 || isNaN(data150)){
-const err330 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err330 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err330];
 }
@@ -5988,18 +6012,18 @@ errors++;
 }
 }
 }
-if(data147.cache_write !== undefined){
-let data151 = data147.cache_write;
+if(data146.cache_write !== undefined){
+let data151 = data146.cache_write;
 if(!((typeof data151 == "number") && (isFinite(data151)))){
-let dataType106 = typeof data151;
-let coerced106 = undefined;
-if(!(coerced106 !== undefined)){
-if(dataType106 == "boolean" || data151 === null
-              || (dataType106 == "string" && data151 && data151 == +data151)){
-coerced106 = +data151;
+let dataType108 = typeof data151;
+let coerced108 = undefined;
+if(!(coerced108 !== undefined)){
+if(dataType108 == "boolean" || data151 === null
+              || (dataType108 == "string" && data151 && data151 == +data151)){
+coerced108 = +data151;
 }
 else {
-const err331 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err331 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err331];
 }
@@ -6009,16 +6033,16 @@ vErrors.push(err331);
 errors++;
 }
 }
-if(coerced106 !== undefined){
-data151 = coerced106;
-if(data147 !== undefined){
-data147["cache_write"] = coerced106;
+if(coerced108 !== undefined){
+data151 = coerced108;
+if(data146 !== undefined){
+data146["cache_write"] = coerced108;
 }
 }
 }
 if((typeof data151 == "number") && (isFinite(data151))){
 if(data151 > 9999 || isNaN(data151)){
-const err332 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err332 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err332];
 }
@@ -6028,7 +6052,7 @@ vErrors.push(err332);
 errors++;
 }
 if(data151 < 0 || isNaN(data151)){
-const err333 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err333 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err333];
 }
@@ -6039,18 +6063,18 @@ errors++;
 }
 }
 }
-if(data147.cache_write_1h !== undefined){
-let data152 = data147.cache_write_1h;
+if(data146.cache_write_1h !== undefined){
+let data152 = data146.cache_write_1h;
 if(!((typeof data152 == "number") && (isFinite(data152)))){
-let dataType107 = typeof data152;
-let coerced107 = undefined;
-if(!(coerced107 !== undefined)){
-if(dataType107 == "boolean" || data152 === null
-              || (dataType107 == "string" && data152 && data152 == +data152)){
-coerced107 = +data152;
+let dataType109 = typeof data152;
+let coerced109 = undefined;
+if(!(coerced109 !== undefined)){
+if(dataType109 == "boolean" || data152 === null
+              || (dataType109 == "string" && data152 && data152 == +data152)){
+coerced109 = +data152;
 }
 else {
-const err334 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err334 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err334];
 }
@@ -6060,16 +6084,16 @@ vErrors.push(err334);
 errors++;
 }
 }
-if(coerced107 !== undefined){
-data152 = coerced107;
-if(data147 !== undefined){
-data147["cache_write_1h"] = coerced107;
+if(coerced109 !== undefined){
+data152 = coerced109;
+if(data146 !== undefined){
+data146["cache_write_1h"] = coerced109;
 }
 }
 }
 if((typeof data152 == "number") && (isFinite(data152))){
 if(data152 > 9999 || isNaN(data152)){
-const err335 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err335 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err335];
 }
@@ -6079,7 +6103,7 @@ vErrors.push(err335);
 errors++;
 }
 if(data152 < 0 || isNaN(data152)){
-const err336 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err336 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err336];
 }
@@ -6090,18 +6114,18 @@ errors++;
 }
 }
 }
-if(data147.reasoning !== undefined){
-let data153 = data147.reasoning;
+if(data146.reasoning !== undefined){
+let data153 = data146.reasoning;
 if(!((typeof data153 == "number") && (isFinite(data153)))){
-let dataType108 = typeof data153;
-let coerced108 = undefined;
-if(!(coerced108 !== undefined)){
-if(dataType108 == "boolean" || data153 === null
-              || (dataType108 == "string" && data153 && data153 == +data153)){
-coerced108 = +data153;
+let dataType110 = typeof data153;
+let coerced110 = undefined;
+if(!(coerced110 !== undefined)){
+if(dataType110 == "boolean" || data153 === null
+              || (dataType110 == "string" && data153 && data153 == +data153)){
+coerced110 = +data153;
 }
 else {
-const err337 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err337 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err337];
 }
@@ -6111,16 +6135,16 @@ vErrors.push(err337);
 errors++;
 }
 }
-if(coerced108 !== undefined){
-data153 = coerced108;
-if(data147 !== undefined){
-data147["reasoning"] = coerced108;
+if(coerced110 !== undefined){
+data153 = coerced110;
+if(data146 !== undefined){
+data146["reasoning"] = coerced110;
 }
 }
 }
 if((typeof data153 == "number") && (isFinite(data153))){
 if(data153 > 9999 || isNaN(data153)){
-const err338 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
+const err338 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err338];
 }
@@ -6130,7 +6154,7 @@ vErrors.push(err338);
 errors++;
 }
 if(data153 < 0 || isNaN(data153)){
-const err339 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+const err339 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err339];
 }
@@ -6141,9 +6165,18 @@ errors++;
 }
 }
 }
+if(data146.input_audio !== undefined){
+let data154 = data146.input_audio;
+if(!((typeof data154 == "number") && (isFinite(data154)))){
+let dataType111 = typeof data154;
+let coerced111 = undefined;
+if(!(coerced111 !== undefined)){
+if(dataType111 == "boolean" || data154 === null
+              || (dataType111 == "string" && data154 && data154 == +data154)){
+coerced111 = +data154;
 }
 else {
-const err340 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err340 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err340];
 }
@@ -6153,9 +6186,16 @@ vErrors.push(err340);
 errors++;
 }
 }
+if(coerced111 !== undefined){
+data154 = coerced111;
+if(data146 !== undefined){
+data146["input_audio"] = coerced111;
 }
-else {
-const err341 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data154 == "number") && (isFinite(data154))){
+if(data154 > 9999 || isNaN(data154)){
+const err341 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err341];
 }
@@ -6164,10 +6204,8 @@ vErrors.push(err341);
 }
 errors++;
 }
-}
-}
-else {
-const err342 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data154 < 0 || isNaN(data154)){
+const err342 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err342];
 }
@@ -6178,8 +6216,18 @@ errors++;
 }
 }
 }
+if(data146.output_audio !== undefined){
+let data155 = data146.output_audio;
+if(!((typeof data155 == "number") && (isFinite(data155)))){
+let dataType112 = typeof data155;
+let coerced112 = undefined;
+if(!(coerced112 !== undefined)){
+if(dataType112 == "boolean" || data155 === null
+              || (dataType112 == "string" && data155 && data155 == +data155)){
+coerced112 = +data155;
+}
 else {
-const err343 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err343 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err343];
 }
@@ -6189,9 +6237,16 @@ vErrors.push(err343);
 errors++;
 }
 }
+if(coerced112 !== undefined){
+data155 = coerced112;
+if(data146 !== undefined){
+data146["output_audio"] = coerced112;
 }
-else {
-const err344 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data155 == "number") && (isFinite(data155))){
+if(data155 > 9999 || isNaN(data155)){
+const err344 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err344];
 }
@@ -6200,20 +6255,8 @@ vErrors.push(err344);
 }
 errors++;
 }
-if(data42.catalog !== undefined){
-let data154 = data42.catalog;
-if(typeof data154 !== "string"){
-let dataType109 = typeof data154;
-let coerced109 = undefined;
-if(!(coerced109 !== undefined)){
-if(dataType109 == "number" || dataType109 == "boolean"){
-coerced109 = "" + data154;
-}
-else if(data154 === null){
-coerced109 = "";
-}
-else {
-const err345 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data155 < 0 || isNaN(data155)){
+const err345 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err345];
 }
@@ -6223,16 +6266,10 @@ vErrors.push(err345);
 errors++;
 }
 }
-if(coerced109 !== undefined){
-data154 = coerced109;
-if(data42 !== undefined){
-data42["catalog"] = coerced109;
 }
 }
-}
-if(typeof data154 === "string"){
-if(!pattern18.test(data154)){
-const err346 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
+else {
+const err346 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers/" + i7,schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err346];
 }
@@ -6243,18 +6280,8 @@ errors++;
 }
 }
 }
-let data155 = data42.allow_unlisted_models;
-if(typeof data155 !== "boolean"){
-let coerced110 = undefined;
-if(!(coerced110 !== undefined)){
-if(data155 === "false" || data155 === 0 || data155 === null){
-coerced110 = false;
-}
-else if(data155 === "true" || data155 === 1){
-coerced110 = true;
-}
 else {
-const err347 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err347 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/tiers/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err347];
 }
@@ -6264,16 +6291,11 @@ vErrors.push(err347);
 errors++;
 }
 }
-if(coerced110 !== undefined){
-data155 = coerced110;
-if(data42 !== undefined){
-data42["allow_unlisted_models"] = coerced110;
-}
-}
-}
-}
-else {
-const err348 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data135.service_tiers !== undefined){
+let data156 = data135.service_tiers;
+if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
+if(Object.keys(data156).length > 8){
+const err348 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/maxProperties",keyword:"maxProperties",params:{limit: 8},message:"must NOT have more than 8 properties"};
 if(vErrors === null){
 vErrors = [err348];
 }
@@ -6282,10 +6304,11 @@ vErrors.push(err348);
 }
 errors++;
 }
-}
-}
-else {
-const err349 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
+for(const key31 in data156){
+const _errs340 = errors;
+if(typeof key31 === "string"){
+if(!pattern13.test(key31)){
+const err349 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[a-z][a-z0-9_-]{0,31}$"},message:"must match pattern \""+"^[a-z][a-z0-9_-]{0,31}$"+"\"",propertyName:key31};
 if(vErrors === null){
 vErrors = [err349];
 }
@@ -6294,13 +6317,10 @@ vErrors.push(err349);
 }
 errors++;
 }
-let data156 = data.combos;
-if(data156 && typeof data156 == "object" && !Array.isArray(data156)){
-for(const key34 in data156){
-const _errs343 = errors;
-if(typeof key34 === "string"){
-if(!pattern3.test(key34)){
-const err350 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key34};
+}
+var valid46 = _errs340 === errors;
+if(!valid46){
+const err350 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/propertyNames",keyword:"propertyNames",params:{propertyName: key31},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err350];
 }
@@ -6310,9 +6330,12 @@ vErrors.push(err350);
 errors++;
 }
 }
-var valid49 = _errs343 === errors;
-if(!valid49){
-const err351 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key34},message:"property name must be valid"};
+for(const key32 in data156){
+let data157 = data156[key32];
+if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
+for(const key33 in data157){
+if(!((((((((key33 === "input") || (key33 === "output")) || (key33 === "cached")) || (key33 === "cache_write")) || (key33 === "cache_write_1h")) || (key33 === "reasoning")) || (key33 === "input_audio")) || (key33 === "output_audio"))){
+const err351 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key33},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err351];
 }
@@ -6322,11 +6345,18 @@ vErrors.push(err351);
 errors++;
 }
 }
-for(const key35 in data156){
-let data157 = data156[key35];
-if(data157 && typeof data157 == "object" && !Array.isArray(data157)){
-if(data157.strategy === undefined){
-const err352 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
+if(data157.input !== undefined){
+let data158 = data157.input;
+if(!((typeof data158 == "number") && (isFinite(data158)))){
+let dataType113 = typeof data158;
+let coerced113 = undefined;
+if(!(coerced113 !== undefined)){
+if(dataType113 == "boolean" || data158 === null
+              || (dataType113 == "string" && data158 && data158 == +data158)){
+coerced113 = +data158;
+}
+else {
+const err352 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err352];
 }
@@ -6335,8 +6365,17 @@ vErrors.push(err352);
 }
 errors++;
 }
-if(data157.models === undefined){
-const err353 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
+}
+if(coerced113 !== undefined){
+data158 = coerced113;
+if(data157 !== undefined){
+data157["input"] = coerced113;
+}
+}
+}
+if((typeof data158 == "number") && (isFinite(data158))){
+if(data158 > 9999 || isNaN(data158)){
+const err353 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err353];
 }
@@ -6345,9 +6384,8 @@ vErrors.push(err353);
 }
 errors++;
 }
-for(const key36 in data157){
-if(!((((((key36 === "strategy") || (key36 === "models")) || (key36 === "judge")) || (key36 === "quorum")) || (key36 === "grace_ms")) || (key36 === "timeout_ms"))){
-const err354 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
+if(data158 < 0 || isNaN(data158)){
+const err354 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err354];
 }
@@ -6357,10 +6395,19 @@ vErrors.push(err354);
 errors++;
 }
 }
-if(data157.strategy !== undefined){
-let data158 = data157.strategy;
-if(!((((data158 === "fallback") || (data158 === "round-robin")) || (data158 === "fusion")) || (data158 === "capacity"))){
-const err355 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
+}
+if(data157.output !== undefined){
+let data159 = data157.output;
+if(!((typeof data159 == "number") && (isFinite(data159)))){
+let dataType114 = typeof data159;
+let coerced114 = undefined;
+if(!(coerced114 !== undefined)){
+if(dataType114 == "boolean" || data159 === null
+              || (dataType114 == "string" && data159 && data159 == +data159)){
+coerced114 = +data159;
+}
+else {
+const err355 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err355];
 }
@@ -6370,11 +6417,16 @@ vErrors.push(err355);
 errors++;
 }
 }
-if(data157.models !== undefined){
-let data159 = data157.models;
-if(Array.isArray(data159)){
-if(data159.length < 1){
-const err356 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(coerced114 !== undefined){
+data159 = coerced114;
+if(data157 !== undefined){
+data157["output"] = coerced114;
+}
+}
+}
+if((typeof data159 == "number") && (isFinite(data159))){
+if(data159 > 9999 || isNaN(data159)){
+const err356 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err356];
 }
@@ -6383,21 +6435,8 @@ vErrors.push(err356);
 }
 errors++;
 }
-const len6 = data159.length;
-for(let i8=0; i8<len6; i8++){
-let data160 = data159[i8];
-if(typeof data160 !== "string"){
-let dataType111 = typeof data160;
-let coerced111 = undefined;
-if(!(coerced111 !== undefined)){
-if(dataType111 == "number" || dataType111 == "boolean"){
-coerced111 = "" + data160;
-}
-else if(data160 === null){
-coerced111 = "";
-}
-else {
-const err357 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data159 < 0 || isNaN(data159)){
+const err357 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err357];
 }
@@ -6407,17 +6446,19 @@ vErrors.push(err357);
 errors++;
 }
 }
-if(coerced111 !== undefined){
-data160 = coerced111;
-if(data159 !== undefined){
-data159[i8] = coerced111;
 }
-}
-}
-}
+if(data157.cached !== undefined){
+let data160 = data157.cached;
+if(!((typeof data160 == "number") && (isFinite(data160)))){
+let dataType115 = typeof data160;
+let coerced115 = undefined;
+if(!(coerced115 !== undefined)){
+if(dataType115 == "boolean" || data160 === null
+              || (dataType115 == "string" && data160 && data160 == +data160)){
+coerced115 = +data160;
 }
 else {
-const err358 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err358 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err358];
 }
@@ -6427,20 +6468,16 @@ vErrors.push(err358);
 errors++;
 }
 }
-if(data157.judge !== undefined){
-let data161 = data157.judge;
-if(typeof data161 !== "string"){
-let dataType112 = typeof data161;
-let coerced112 = undefined;
-if(!(coerced112 !== undefined)){
-if(dataType112 == "number" || dataType112 == "boolean"){
-coerced112 = "" + data161;
+if(coerced115 !== undefined){
+data160 = coerced115;
+if(data157 !== undefined){
+data157["cached"] = coerced115;
 }
-else if(data161 === null){
-coerced112 = "";
 }
-else {
-const err359 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
+}
+if((typeof data160 == "number") && (isFinite(data160))){
+if(data160 > 9999 || isNaN(data160)){
+const err359 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err359];
 }
@@ -6449,27 +6486,8 @@ vErrors.push(err359);
 }
 errors++;
 }
-}
-if(coerced112 !== undefined){
-data161 = coerced112;
-if(data157 !== undefined){
-data157["judge"] = coerced112;
-}
-}
-}
-}
-if(data157.quorum !== undefined){
-let data162 = data157.quorum;
-if(!(((typeof data162 == "number") && (!(data162 % 1) && !isNaN(data162))) && (isFinite(data162)))){
-let dataType113 = typeof data162;
-let coerced113 = undefined;
-if(!(coerced113 !== undefined)){
-if(dataType113 === "boolean" || data162 === null
-              || (dataType113 === "string" && data162 && data162 == +data162 && !(data162 % 1))){
-coerced113 = +data162;
-}
-else {
-const err360 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(data160 < 0 || isNaN(data160)){
+const err360 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cached",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cached/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err360];
 }
@@ -6479,16 +6497,19 @@ vErrors.push(err360);
 errors++;
 }
 }
-if(coerced113 !== undefined){
-data162 = coerced113;
-if(data157 !== undefined){
-data157["quorum"] = coerced113;
 }
+if(data157.cache_write !== undefined){
+let data161 = data157.cache_write;
+if(!((typeof data161 == "number") && (isFinite(data161)))){
+let dataType116 = typeof data161;
+let coerced116 = undefined;
+if(!(coerced116 !== undefined)){
+if(dataType116 == "boolean" || data161 === null
+              || (dataType116 == "string" && data161 && data161 == +data161)){
+coerced116 = +data161;
 }
-}
-if((typeof data162 == "number") && (isFinite(data162))){
-if(data162 < 1 || isNaN(data162)){
-const err361 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err361 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err361];
 }
@@ -6498,19 +6519,16 @@ vErrors.push(err361);
 errors++;
 }
 }
+if(coerced116 !== undefined){
+data161 = coerced116;
+if(data157 !== undefined){
+data157["cache_write"] = coerced116;
 }
-if(data157.grace_ms !== undefined){
-let data163 = data157.grace_ms;
-if(!((typeof data163 == "number") && (isFinite(data163)))){
-let dataType114 = typeof data163;
-let coerced114 = undefined;
-if(!(coerced114 !== undefined)){
-if(dataType114 == "boolean" || data163 === null
-              || (dataType114 == "string" && data163 && data163 == +data163)){
-coerced114 = +data163;
 }
-else {
-const err362 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+if((typeof data161 == "number") && (isFinite(data161))){
+if(data161 > 9999 || isNaN(data161)){
+const err362 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err362];
 }
@@ -6519,17 +6537,8 @@ vErrors.push(err362);
 }
 errors++;
 }
-}
-if(coerced114 !== undefined){
-data163 = coerced114;
-if(data157 !== undefined){
-data157["grace_ms"] = coerced114;
-}
-}
-}
-if((typeof data163 == "number") && (isFinite(data163))){
-if(data163 < 0 || isNaN(data163)){
-const err363 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(data161 < 0 || isNaN(data161)){
+const err363 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err363];
 }
@@ -6540,18 +6549,18 @@ errors++;
 }
 }
 }
-if(data157.timeout_ms !== undefined){
-let data164 = data157.timeout_ms;
-if(!((typeof data164 == "number") && (isFinite(data164)))){
-let dataType115 = typeof data164;
-let coerced115 = undefined;
-if(!(coerced115 !== undefined)){
-if(dataType115 == "boolean" || data164 === null
-              || (dataType115 == "string" && data164 && data164 == +data164)){
-coerced115 = +data164;
+if(data157.cache_write_1h !== undefined){
+let data162 = data157.cache_write_1h;
+if(!((typeof data162 == "number") && (isFinite(data162)))){
+let dataType117 = typeof data162;
+let coerced117 = undefined;
+if(!(coerced117 !== undefined)){
+if(dataType117 == "boolean" || data162 === null
+              || (dataType117 == "string" && data162 && data162 == +data162)){
+coerced117 = +data162;
 }
 else {
-const err364 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err364 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err364];
 }
@@ -6561,16 +6570,16 @@ vErrors.push(err364);
 errors++;
 }
 }
-if(coerced115 !== undefined){
-data164 = coerced115;
+if(coerced117 !== undefined){
+data162 = coerced117;
 if(data157 !== undefined){
-data157["timeout_ms"] = coerced115;
+data157["cache_write_1h"] = coerced117;
 }
 }
 }
-if((typeof data164 == "number") && (isFinite(data164))){
-if(data164 < 0 || isNaN(data164)){
-const err365 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if((typeof data162 == "number") && (isFinite(data162))){
+if(data162 > 9999 || isNaN(data162)){
+const err365 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err365];
 }
@@ -6579,8 +6588,8 @@ vErrors.push(err365);
 }
 errors++;
 }
-if(data164 <= 0 || isNaN(data164)){
-const err366 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data162 < 0 || isNaN(data162)){
+const err366 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/cache_write_1h",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/cache_write_1h/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err366];
 }
@@ -6591,9 +6600,18 @@ errors++;
 }
 }
 }
+if(data157.reasoning !== undefined){
+let data163 = data157.reasoning;
+if(!((typeof data163 == "number") && (isFinite(data163)))){
+let dataType118 = typeof data163;
+let coerced118 = undefined;
+if(!(coerced118 !== undefined)){
+if(dataType118 == "boolean" || data163 === null
+              || (dataType118 == "string" && data163 && data163 == +data163)){
+coerced118 = +data163;
 }
 else {
-const err367 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err367 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err367];
 }
@@ -6603,9 +6621,16 @@ vErrors.push(err367);
 errors++;
 }
 }
+if(coerced118 !== undefined){
+data163 = coerced118;
+if(data157 !== undefined){
+data157["reasoning"] = coerced118;
 }
-else {
-const err368 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
+}
+}
+if((typeof data163 == "number") && (isFinite(data163))){
+if(data163 > 9999 || isNaN(data163)){
+const err368 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err368];
 }
@@ -6614,14 +6639,8 @@ vErrors.push(err368);
 }
 errors++;
 }
-let data165 = data.routing;
-if(data165 && typeof data165 == "object" && !Array.isArray(data165)){
-if(data165.cooldown === undefined){
-data165.cooldown = {};
-}
-for(const key37 in data165){
-if(!(key37 === "cooldown")){
-const err369 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key37},message:"must NOT have additional properties"};
+if(data163 < 0 || isNaN(data163)){
+const err369 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/reasoning",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/reasoning/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err369];
 }
@@ -6631,20 +6650,19 @@ vErrors.push(err369);
 errors++;
 }
 }
-let data166 = data165.cooldown;
-if(data166 && typeof data166 == "object" && !Array.isArray(data166)){
-if(data166.initial_s === undefined){
-data166.initial_s = 5;
 }
-if(data166.max_s === undefined){
-data166.max_s = 300;
+if(data157.input_audio !== undefined){
+let data164 = data157.input_audio;
+if(!((typeof data164 == "number") && (isFinite(data164)))){
+let dataType119 = typeof data164;
+let coerced119 = undefined;
+if(!(coerced119 !== undefined)){
+if(dataType119 == "boolean" || data164 === null
+              || (dataType119 == "string" && data164 && data164 == +data164)){
+coerced119 = +data164;
 }
-if(data166.multiplier === undefined){
-data166.multiplier = 2;
-}
-for(const key38 in data166){
-if(!(((key38 === "initial_s") || (key38 === "max_s")) || (key38 === "multiplier"))){
-const err370 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
+else {
+const err370 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err370];
 }
@@ -6654,17 +6672,16 @@ vErrors.push(err370);
 errors++;
 }
 }
-let data167 = data166.initial_s;
-if(!((typeof data167 == "number") && (isFinite(data167)))){
-let dataType116 = typeof data167;
-let coerced116 = undefined;
-if(!(coerced116 !== undefined)){
-if(dataType116 == "boolean" || data167 === null
-              || (dataType116 == "string" && data167 && data167 == +data167)){
-coerced116 = +data167;
+if(coerced119 !== undefined){
+data164 = coerced119;
+if(data157 !== undefined){
+data157["input_audio"] = coerced119;
 }
-else {
-const err371 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+}
+}
+if((typeof data164 == "number") && (isFinite(data164))){
+if(data164 > 9999 || isNaN(data164)){
+const err371 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err371];
 }
@@ -6673,17 +6690,8 @@ vErrors.push(err371);
 }
 errors++;
 }
-}
-if(coerced116 !== undefined){
-data167 = coerced116;
-if(data166 !== undefined){
-data166["initial_s"] = coerced116;
-}
-}
-}
-if((typeof data167 == "number") && (isFinite(data167))){
-if(data167 > 86400 || isNaN(data167)){
-const err372 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+if(data164 < 0 || isNaN(data164)){
+const err372 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/input_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/input_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err372];
 }
@@ -6692,8 +6700,20 @@ vErrors.push(err372);
 }
 errors++;
 }
-if(data167 < 0 || isNaN(data167)){
-const err373 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+if(data157.output_audio !== undefined){
+let data165 = data157.output_audio;
+if(!((typeof data165 == "number") && (isFinite(data165)))){
+let dataType120 = typeof data165;
+let coerced120 = undefined;
+if(!(coerced120 !== undefined)){
+if(dataType120 == "boolean" || data165 === null
+              || (dataType120 == "string" && data165 && data165 == +data165)){
+coerced120 = +data165;
+}
+else {
+const err373 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err373];
 }
@@ -6702,8 +6722,17 @@ vErrors.push(err373);
 }
 errors++;
 }
-if(data167 <= 0 || isNaN(data167)){
-const err374 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(coerced120 !== undefined){
+data165 = coerced120;
+if(data157 !== undefined){
+data157["output_audio"] = coerced120;
+}
+}
+}
+if((typeof data165 == "number") && (isFinite(data165))){
+if(data165 > 9999 || isNaN(data165)){
+const err374 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9999},message:"must be <= 9999"};
 if(vErrors === null){
 vErrors = [err374];
 }
@@ -6712,18 +6741,8 @@ vErrors.push(err374);
 }
 errors++;
 }
-}
-let data168 = data166.max_s;
-if(!((typeof data168 == "number") && (isFinite(data168)))){
-let dataType117 = typeof data168;
-let coerced117 = undefined;
-if(!(coerced117 !== undefined)){
-if(dataType117 == "boolean" || data168 === null
-              || (dataType117 == "string" && data168 && data168 == +data168)){
-coerced117 = +data168;
-}
-else {
-const err375 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(data165 < 0 || isNaN(data165)){
+const err375 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1")+"/output_audio",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/properties/output_audio/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err375];
 }
@@ -6733,16 +6752,10 @@ vErrors.push(err375);
 errors++;
 }
 }
-if(coerced117 !== undefined){
-data168 = coerced117;
-if(data166 !== undefined){
-data166["max_s"] = coerced117;
 }
 }
-}
-if((typeof data168 == "number") && (isFinite(data168))){
-if(data168 > 86400 || isNaN(data168)){
-const err376 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
+else {
+const err376 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers/" + key32.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err376];
 }
@@ -6751,8 +6764,10 @@ vErrors.push(err376);
 }
 errors++;
 }
-if(data168 < 0 || isNaN(data168)){
-const err377 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+}
+}
+else {
+const err377 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price/service_tiers",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/properties/service_tiers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err377];
 }
@@ -6761,8 +6776,10 @@ vErrors.push(err377);
 }
 errors++;
 }
-if(data168 <= 0 || isNaN(data168)){
-const err378 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+}
+else {
+const err378 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1")+"/price",schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/properties/price/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err378];
 }
@@ -6772,17 +6789,9 @@ vErrors.push(err378);
 errors++;
 }
 }
-let data169 = data166.multiplier;
-if(!((typeof data169 == "number") && (isFinite(data169)))){
-let dataType118 = typeof data169;
-let coerced118 = undefined;
-if(!(coerced118 !== undefined)){
-if(dataType118 == "boolean" || data169 === null
-              || (dataType118 == "string" && data169 && data169 == +data169)){
-coerced118 = +data169;
 }
 else {
-const err379 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err379 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + key27.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/properties/models/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err379];
 }
@@ -6792,16 +6801,9 @@ vErrors.push(err379);
 errors++;
 }
 }
-if(coerced118 !== undefined){
-data169 = coerced118;
-if(data166 !== undefined){
-data166["multiplier"] = coerced118;
 }
-}
-}
-if((typeof data169 == "number") && (isFinite(data169))){
-if(data169 < 1 || isNaN(data169)){
-const err380 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+else {
+const err380 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/providers/additionalProperties/properties/models/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err380];
 }
@@ -6810,10 +6812,20 @@ vErrors.push(err380);
 }
 errors++;
 }
+if(data42.catalog !== undefined){
+let data166 = data42.catalog;
+if(typeof data166 !== "string"){
+let dataType121 = typeof data166;
+let coerced121 = undefined;
+if(!(coerced121 !== undefined)){
+if(dataType121 == "number" || dataType121 == "boolean"){
+coerced121 = "" + data166;
 }
+else if(data166 === null){
+coerced121 = "";
 }
 else {
-const err381 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err381 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err381];
 }
@@ -6823,8 +6835,16 @@ vErrors.push(err381);
 errors++;
 }
 }
-else {
-const err382 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced121 !== undefined){
+data166 = coerced121;
+if(data42 !== undefined){
+data42["catalog"] = coerced121;
+}
+}
+}
+if(typeof data166 === "string"){
+if(!pattern18.test(data166)){
+const err382 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/catalog",schemaPath:"#/properties/providers/additionalProperties/properties/catalog/pattern",keyword:"pattern",params:{pattern: "^([A-Za-z0-9][A-Za-z0-9._-]*)?$"},message:"must match pattern \""+"^([A-Za-z0-9][A-Za-z0-9._-]*)?$"+"\""};
 if(vErrors === null){
 vErrors = [err382];
 }
@@ -6833,14 +6853,20 @@ vErrors.push(err382);
 }
 errors++;
 }
-let data170 = data.budgets;
-if(data170 && typeof data170 == "object" && !Array.isArray(data170)){
-if(data170.auto_switch === undefined){
-data170.auto_switch = {};
 }
-for(const key39 in data170){
-if(!((((key39 === "daily_usd") || (key39 === "monthly_usd")) || (key39 === "timezone")) || (key39 === "auto_switch"))){
-const err383 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
+}
+let data167 = data42.allow_unlisted_models;
+if(typeof data167 !== "boolean"){
+let coerced122 = undefined;
+if(!(coerced122 !== undefined)){
+if(data167 === "false" || data167 === 0 || data167 === null){
+coerced122 = false;
+}
+else if(data167 === "true" || data167 === 1){
+coerced122 = true;
+}
+else {
+const err383 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1")+"/allow_unlisted_models",schemaPath:"#/properties/providers/additionalProperties/properties/allow_unlisted_models/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err383];
 }
@@ -6850,18 +6876,16 @@ vErrors.push(err383);
 errors++;
 }
 }
-if(data170.daily_usd !== undefined){
-let data171 = data170.daily_usd;
-if(!((typeof data171 == "number") && (isFinite(data171)))){
-let dataType119 = typeof data171;
-let coerced119 = undefined;
-if(!(coerced119 !== undefined)){
-if(dataType119 == "boolean" || data171 === null
-              || (dataType119 == "string" && data171 && data171 == +data171)){
-coerced119 = +data171;
+if(coerced122 !== undefined){
+data167 = coerced122;
+if(data42 !== undefined){
+data42["allow_unlisted_models"] = coerced122;
+}
+}
+}
 }
 else {
-const err384 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err384 = {instancePath:instancePath+"/providers/" + key9.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/providers/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err384];
 }
@@ -6871,16 +6895,9 @@ vErrors.push(err384);
 errors++;
 }
 }
-if(coerced119 !== undefined){
-data171 = coerced119;
-if(data170 !== undefined){
-data170["daily_usd"] = coerced119;
 }
-}
-}
-if((typeof data171 == "number") && (isFinite(data171))){
-if(data171 < 0 || isNaN(data171)){
-const err385 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+else {
+const err385 = {instancePath:instancePath+"/providers",schemaPath:"#/properties/providers/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err385];
 }
@@ -6889,20 +6906,13 @@ vErrors.push(err385);
 }
 errors++;
 }
-}
-}
-if(data170.monthly_usd !== undefined){
-let data172 = data170.monthly_usd;
-if(!((typeof data172 == "number") && (isFinite(data172)))){
-let dataType120 = typeof data172;
-let coerced120 = undefined;
-if(!(coerced120 !== undefined)){
-if(dataType120 == "boolean" || data172 === null
-              || (dataType120 == "string" && data172 && data172 == +data172)){
-coerced120 = +data172;
-}
-else {
-const err386 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
+let data168 = data.combos;
+if(data168 && typeof data168 == "object" && !Array.isArray(data168)){
+for(const key34 in data168){
+const _errs367 = errors;
+if(typeof key34 === "string"){
+if(!pattern3.test(key34)){
+const err386 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9][A-Za-z0-9._-]*$"},message:"must match pattern \""+"^[A-Za-z0-9][A-Za-z0-9._-]*$"+"\"",propertyName:key34};
 if(vErrors === null){
 vErrors = [err386];
 }
@@ -6912,16 +6922,9 @@ vErrors.push(err386);
 errors++;
 }
 }
-if(coerced120 !== undefined){
-data172 = coerced120;
-if(data170 !== undefined){
-data170["monthly_usd"] = coerced120;
-}
-}
-}
-if((typeof data172 == "number") && (isFinite(data172))){
-if(data172 < 0 || isNaN(data172)){
-const err387 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+var valid49 = _errs367 === errors;
+if(!valid49){
+const err387 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/propertyNames",keyword:"propertyNames",params:{propertyName: key34},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err387];
 }
@@ -6931,21 +6934,11 @@ vErrors.push(err387);
 errors++;
 }
 }
-}
-if(data170.timezone !== undefined){
-let data173 = data170.timezone;
-if(typeof data173 !== "string"){
-let dataType121 = typeof data173;
-let coerced121 = undefined;
-if(!(coerced121 !== undefined)){
-if(dataType121 == "number" || dataType121 == "boolean"){
-coerced121 = "" + data173;
-}
-else if(data173 === null){
-coerced121 = "";
-}
-else {
-const err388 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
+for(const key35 in data168){
+let data169 = data168[key35];
+if(data169 && typeof data169 == "object" && !Array.isArray(data169)){
+if(data169.strategy === undefined){
+const err388 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "strategy"},message:"must have required property '"+"strategy"+"'"};
 if(vErrors === null){
 vErrors = [err388];
 }
@@ -6954,17 +6947,8 @@ vErrors.push(err388);
 }
 errors++;
 }
-}
-if(coerced121 !== undefined){
-data173 = coerced121;
-if(data170 !== undefined){
-data170["timezone"] = coerced121;
-}
-}
-}
-if(typeof data173 === "string"){
-if(func3(data173) > 64){
-const err389 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(data169.models === undefined){
+const err389 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/required",keyword:"required",params:{missingProperty: "models"},message:"must have required property '"+"models"+"'"};
 if(vErrors === null){
 vErrors = [err389];
 }
@@ -6973,16 +6957,9 @@ vErrors.push(err389);
 }
 errors++;
 }
-}
-}
-let data174 = data170.auto_switch;
-if(data174 && typeof data174 == "object" && !Array.isArray(data174)){
-if(data174.enabled === undefined){
-data174.enabled = false;
-}
-for(const key40 in data174){
-if(!((key40 === "enabled") || (key40 === "to"))){
-const err390 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
+for(const key36 in data169){
+if(!((((((key36 === "strategy") || (key36 === "models")) || (key36 === "judge")) || (key36 === "quorum")) || (key36 === "grace_ms")) || (key36 === "timeout_ms"))){
+const err390 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key36},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err390];
 }
@@ -6992,18 +6969,10 @@ vErrors.push(err390);
 errors++;
 }
 }
-let data175 = data174.enabled;
-if(typeof data175 !== "boolean"){
-let coerced122 = undefined;
-if(!(coerced122 !== undefined)){
-if(data175 === "false" || data175 === 0 || data175 === null){
-coerced122 = false;
-}
-else if(data175 === "true" || data175 === 1){
-coerced122 = true;
-}
-else {
-const err391 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data169.strategy !== undefined){
+let data170 = data169.strategy;
+if(!((((data170 === "fallback") || (data170 === "round-robin")) || (data170 === "fusion")) || (data170 === "capacity"))){
+const err391 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/strategy",schemaPath:"#/properties/combos/additionalProperties/properties/strategy/enum",keyword:"enum",params:{allowedValues: schema11.properties.combos.additionalProperties.properties.strategy.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err391];
 }
@@ -7013,27 +6982,11 @@ vErrors.push(err391);
 errors++;
 }
 }
-if(coerced122 !== undefined){
-data175 = coerced122;
-if(data174 !== undefined){
-data174["enabled"] = coerced122;
-}
-}
-}
-if(data174.to !== undefined){
-let data176 = data174.to;
-if(typeof data176 !== "string"){
-let dataType123 = typeof data176;
-let coerced123 = undefined;
-if(!(coerced123 !== undefined)){
-if(dataType123 == "number" || dataType123 == "boolean"){
-coerced123 = "" + data176;
-}
-else if(data176 === null){
-coerced123 = "";
-}
-else {
-const err392 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data169.models !== undefined){
+let data171 = data169.models;
+if(Array.isArray(data171)){
+if(data171.length < 1){
+const err392 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err392];
 }
@@ -7042,17 +6995,21 @@ vErrors.push(err392);
 }
 errors++;
 }
+const len6 = data171.length;
+for(let i8=0; i8<len6; i8++){
+let data172 = data171[i8];
+if(typeof data172 !== "string"){
+let dataType123 = typeof data172;
+let coerced123 = undefined;
+if(!(coerced123 !== undefined)){
+if(dataType123 == "number" || dataType123 == "boolean"){
+coerced123 = "" + data172;
 }
-if(coerced123 !== undefined){
-data176 = coerced123;
-if(data174 !== undefined){
-data174["to"] = coerced123;
+else if(data172 === null){
+coerced123 = "";
 }
-}
-}
-if(typeof data176 === "string"){
-if(func3(data176) > 256){
-const err393 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+else {
+const err393 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models/" + i8,schemaPath:"#/properties/combos/additionalProperties/properties/models/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err393];
 }
@@ -7062,10 +7019,17 @@ vErrors.push(err393);
 errors++;
 }
 }
+if(coerced123 !== undefined){
+data172 = coerced123;
+if(data171 !== undefined){
+data171[i8] = coerced123;
+}
+}
+}
 }
 }
 else {
-const err394 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err394 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/models",schemaPath:"#/properties/combos/additionalProperties/properties/models/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err394];
 }
@@ -7075,8 +7039,20 @@ vErrors.push(err394);
 errors++;
 }
 }
+if(data169.judge !== undefined){
+let data173 = data169.judge;
+if(typeof data173 !== "string"){
+let dataType124 = typeof data173;
+let coerced124 = undefined;
+if(!(coerced124 !== undefined)){
+if(dataType124 == "number" || dataType124 == "boolean"){
+coerced124 = "" + data173;
+}
+else if(data173 === null){
+coerced124 = "";
+}
 else {
-const err395 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err395 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/judge",schemaPath:"#/properties/combos/additionalProperties/properties/judge/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err395];
 }
@@ -7085,20 +7061,27 @@ vErrors.push(err395);
 }
 errors++;
 }
-let data177 = data.alerts;
-if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
-if(data177.kinds === undefined){
-data177.kinds = {};
 }
-if(data177.thresholds === undefined){
-data177.thresholds = {};
+if(coerced124 !== undefined){
+data173 = coerced124;
+if(data169 !== undefined){
+data169["judge"] = coerced124;
 }
-if(data177.channels === undefined){
-data177.channels = {};
 }
-for(const key41 in data177){
-if(!(((key41 === "kinds") || (key41 === "thresholds")) || (key41 === "channels"))){
-const err396 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
+}
+}
+if(data169.quorum !== undefined){
+let data174 = data169.quorum;
+if(!(((typeof data174 == "number") && (!(data174 % 1) && !isNaN(data174))) && (isFinite(data174)))){
+let dataType125 = typeof data174;
+let coerced125 = undefined;
+if(!(coerced125 !== undefined)){
+if(dataType125 === "boolean" || data174 === null
+              || (dataType125 === "string" && data174 && data174 == +data174 && !(data174 % 1))){
+coerced125 = +data174;
+}
+else {
+const err396 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err396];
 }
@@ -7108,12 +7091,16 @@ vErrors.push(err396);
 errors++;
 }
 }
-let data178 = data177.kinds;
-if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
-for(const key42 in data178){
-const _errs394 = errors;
-if(!(((((((key42 === "quota_warning") || (key42 === "quota_exhausted")) || (key42 === "quota_reset")) || (key42 === "daily_budget")) || (key42 === "monthly_budget")) || (key42 === "cost_anomaly")) || (key42 === "exhaustion_pattern"))){
-const err397 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key42};
+if(coerced125 !== undefined){
+data174 = coerced125;
+if(data169 !== undefined){
+data169["quorum"] = coerced125;
+}
+}
+}
+if((typeof data174 == "number") && (isFinite(data174))){
+if(data174 < 1 || isNaN(data174)){
+const err397 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/quorum",schemaPath:"#/properties/combos/additionalProperties/properties/quorum/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err397];
 }
@@ -7122,9 +7109,20 @@ vErrors.push(err397);
 }
 errors++;
 }
-var valid59 = _errs394 === errors;
-if(!valid59){
-const err398 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key42},message:"property name must be valid"};
+}
+}
+if(data169.grace_ms !== undefined){
+let data175 = data169.grace_ms;
+if(!((typeof data175 == "number") && (isFinite(data175)))){
+let dataType126 = typeof data175;
+let coerced126 = undefined;
+if(!(coerced126 !== undefined)){
+if(dataType126 == "boolean" || data175 === null
+              || (dataType126 == "string" && data175 && data175 == +data175)){
+coerced126 = +data175;
+}
+else {
+const err398 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err398];
 }
@@ -7134,19 +7132,16 @@ vErrors.push(err398);
 errors++;
 }
 }
-for(const key43 in data178){
-let data179 = data178[key43];
-if(typeof data179 !== "boolean"){
-let coerced124 = undefined;
-if(!(coerced124 !== undefined)){
-if(data179 === "false" || data179 === 0 || data179 === null){
-coerced124 = false;
+if(coerced126 !== undefined){
+data175 = coerced126;
+if(data169 !== undefined){
+data169["grace_ms"] = coerced126;
 }
-else if(data179 === "true" || data179 === 1){
-coerced124 = true;
 }
-else {
-const err399 = {instancePath:instancePath+"/alerts/kinds/" + key43.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+}
+if((typeof data175 == "number") && (isFinite(data175))){
+if(data175 < 0 || isNaN(data175)){
+const err399 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/grace_ms",schemaPath:"#/properties/combos/additionalProperties/properties/grace_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err399];
 }
@@ -7156,17 +7151,19 @@ vErrors.push(err399);
 errors++;
 }
 }
-if(coerced124 !== undefined){
-data179 = coerced124;
-if(data178 !== undefined){
-data178[key43] = coerced124;
 }
-}
-}
-}
+if(data169.timeout_ms !== undefined){
+let data176 = data169.timeout_ms;
+if(!((typeof data176 == "number") && (isFinite(data176)))){
+let dataType127 = typeof data176;
+let coerced127 = undefined;
+if(!(coerced127 !== undefined)){
+if(dataType127 == "boolean" || data176 === null
+              || (dataType127 == "string" && data176 && data176 == +data176)){
+coerced127 = +data176;
 }
 else {
-const err400 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err400 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err400];
 }
@@ -7175,23 +7172,17 @@ vErrors.push(err400);
 }
 errors++;
 }
-let data180 = data177.thresholds;
-if(data180 && typeof data180 == "object" && !Array.isArray(data180)){
-if(data180.quota === undefined){
-data180.quota = [80,90];
 }
-if(data180.daily === undefined){
-data180.daily = [80,100];
+if(coerced127 !== undefined){
+data176 = coerced127;
+if(data169 !== undefined){
+data169["timeout_ms"] = coerced127;
 }
-if(data180.monthly === undefined){
-data180.monthly = [50,80,100];
 }
-if(data180.anomaly_multiple === undefined){
-data180.anomaly_multiple = 2;
 }
-for(const key44 in data180){
-if(!((((key44 === "quota") || (key44 === "daily")) || (key44 === "monthly")) || (key44 === "anomaly_multiple"))){
-const err401 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key44},message:"must NOT have additional properties"};
+if((typeof data176 == "number") && (isFinite(data176))){
+if(data176 < 0 || isNaN(data176)){
+const err401 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err401];
 }
@@ -7200,11 +7191,8 @@ vErrors.push(err401);
 }
 errors++;
 }
-}
-let data181 = data180.quota;
-if(Array.isArray(data181)){
-if(data181.length > 20){
-const err402 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(data176 <= 0 || isNaN(data176)){
+const err402 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1")+"/timeout_ms",schemaPath:"#/properties/combos/additionalProperties/properties/timeout_ms/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err402];
 }
@@ -7213,8 +7201,11 @@ vErrors.push(err402);
 }
 errors++;
 }
-if(data181.length < 1){
-const err403 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+}
+else {
+const err403 = {instancePath:instancePath+"/combos/" + key35.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/combos/additionalProperties/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err403];
 }
@@ -7223,19 +7214,10 @@ vErrors.push(err403);
 }
 errors++;
 }
-const len7 = data181.length;
-for(let i9=0; i9<len7; i9++){
-let data182 = data181[i9];
-if(!((typeof data182 == "number") && (isFinite(data182)))){
-let dataType125 = typeof data182;
-let coerced125 = undefined;
-if(!(coerced125 !== undefined)){
-if(dataType125 == "boolean" || data182 === null
-              || (dataType125 == "string" && data182 && data182 == +data182)){
-coerced125 = +data182;
+}
 }
 else {
-const err404 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err404 = {instancePath:instancePath+"/combos",schemaPath:"#/properties/combos/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err404];
 }
@@ -7244,17 +7226,14 @@ vErrors.push(err404);
 }
 errors++;
 }
+let data177 = data.routing;
+if(data177 && typeof data177 == "object" && !Array.isArray(data177)){
+if(data177.cooldown === undefined){
+data177.cooldown = {};
 }
-if(coerced125 !== undefined){
-data182 = coerced125;
-if(data181 !== undefined){
-data181[i9] = coerced125;
-}
-}
-}
-if((typeof data182 == "number") && (isFinite(data182))){
-if(data182 >= 100 || isNaN(data182)){
-const err405 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
+for(const key37 in data177){
+if(!(key37 === "cooldown")){
+const err405 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key37},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err405];
 }
@@ -7263,8 +7242,21 @@ vErrors.push(err405);
 }
 errors++;
 }
-if(data182 <= 0 || isNaN(data182)){
-const err406 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+let data178 = data177.cooldown;
+if(data178 && typeof data178 == "object" && !Array.isArray(data178)){
+if(data178.initial_s === undefined){
+data178.initial_s = 5;
+}
+if(data178.max_s === undefined){
+data178.max_s = 300;
+}
+if(data178.multiplier === undefined){
+data178.multiplier = 2;
+}
+for(const key38 in data178){
+if(!(((key38 === "initial_s") || (key38 === "max_s")) || (key38 === "multiplier"))){
+const err406 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key38},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err406];
 }
@@ -7274,19 +7266,17 @@ vErrors.push(err406);
 errors++;
 }
 }
+let data179 = data178.initial_s;
+if(!((typeof data179 == "number") && (isFinite(data179)))){
+let dataType128 = typeof data179;
+let coerced128 = undefined;
+if(!(coerced128 !== undefined)){
+if(dataType128 == "boolean" || data179 === null
+              || (dataType128 == "string" && data179 && data179 == +data179)){
+coerced128 = +data179;
 }
-let i10 = data181.length;
-let j2;
-if(i10 > 1){
-const indices1 = {};
-for(;i10--;){
-let item1 = data181[i10];
-if(!((typeof item1 == "number") && (isFinite(item1)))){
-continue;
-}
-if(typeof indices1[item1] == "number"){
-j2 = indices1[item1];
-const err407 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
+else {
+const err407 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err407];
 }
@@ -7294,14 +7284,18 @@ else {
 vErrors.push(err407);
 }
 errors++;
-break;
-}
-indices1[item1] = i10;
 }
 }
+if(coerced128 !== undefined){
+data179 = coerced128;
+if(data178 !== undefined){
+data178["initial_s"] = coerced128;
 }
-else {
-const err408 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
+}
+}
+if((typeof data179 == "number") && (isFinite(data179))){
+if(data179 > 86400 || isNaN(data179)){
+const err408 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err408];
 }
@@ -7310,10 +7304,8 @@ vErrors.push(err408);
 }
 errors++;
 }
-let data183 = data180.daily;
-if(Array.isArray(data183)){
-if(data183.length > 20){
-const err409 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(data179 < 0 || isNaN(data179)){
+const err409 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err409];
 }
@@ -7322,8 +7314,8 @@ vErrors.push(err409);
 }
 errors++;
 }
-if(data183.length < 1){
-const err410 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(data179 <= 0 || isNaN(data179)){
+const err410 = {instancePath:instancePath+"/routing/cooldown/initial_s",schemaPath:"#/properties/routing/properties/cooldown/properties/initial_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err410];
 }
@@ -7332,19 +7324,18 @@ vErrors.push(err410);
 }
 errors++;
 }
-const len8 = data183.length;
-for(let i11=0; i11<len8; i11++){
-let data184 = data183[i11];
-if(!((typeof data184 == "number") && (isFinite(data184)))){
-let dataType126 = typeof data184;
-let coerced126 = undefined;
-if(!(coerced126 !== undefined)){
-if(dataType126 == "boolean" || data184 === null
-              || (dataType126 == "string" && data184 && data184 == +data184)){
-coerced126 = +data184;
+}
+let data180 = data178.max_s;
+if(!((typeof data180 == "number") && (isFinite(data180)))){
+let dataType129 = typeof data180;
+let coerced129 = undefined;
+if(!(coerced129 !== undefined)){
+if(dataType129 == "boolean" || data180 === null
+              || (dataType129 == "string" && data180 && data180 == +data180)){
+coerced129 = +data180;
 }
 else {
-const err411 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err411 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err411];
 }
@@ -7354,16 +7345,16 @@ vErrors.push(err411);
 errors++;
 }
 }
-if(coerced126 !== undefined){
-data184 = coerced126;
-if(data183 !== undefined){
-data183[i11] = coerced126;
+if(coerced129 !== undefined){
+data180 = coerced129;
+if(data178 !== undefined){
+data178["max_s"] = coerced129;
 }
 }
 }
-if((typeof data184 == "number") && (isFinite(data184))){
-if(data184 > 1000 || isNaN(data184)){
-const err412 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if((typeof data180 == "number") && (isFinite(data180))){
+if(data180 > 86400 || isNaN(data180)){
+const err412 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/maximum",keyword:"maximum",params:{comparison: "<=", limit: 86400},message:"must be <= 86400"};
 if(vErrors === null){
 vErrors = [err412];
 }
@@ -7372,8 +7363,8 @@ vErrors.push(err412);
 }
 errors++;
 }
-if(data184 <= 0 || isNaN(data184)){
-const err413 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(data180 < 0 || isNaN(data180)){
+const err413 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err413];
 }
@@ -7382,20 +7373,8 @@ vErrors.push(err413);
 }
 errors++;
 }
-}
-}
-let i12 = data183.length;
-let j3;
-if(i12 > 1){
-const indices2 = {};
-for(;i12--;){
-let item2 = data183[i12];
-if(!((typeof item2 == "number") && (isFinite(item2)))){
-continue;
-}
-if(typeof indices2[item2] == "number"){
-j3 = indices2[item2];
-const err414 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(data180 <= 0 || isNaN(data180)){
+const err414 = {instancePath:instancePath+"/routing/cooldown/max_s",schemaPath:"#/properties/routing/properties/cooldown/properties/max_s/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err414];
 }
@@ -7403,14 +7382,19 @@ else {
 vErrors.push(err414);
 }
 errors++;
-break;
-}
-indices2[item2] = i12;
 }
 }
+let data181 = data178.multiplier;
+if(!((typeof data181 == "number") && (isFinite(data181)))){
+let dataType130 = typeof data181;
+let coerced130 = undefined;
+if(!(coerced130 !== undefined)){
+if(dataType130 == "boolean" || data181 === null
+              || (dataType130 == "string" && data181 && data181 == +data181)){
+coerced130 = +data181;
 }
 else {
-const err415 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err415 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err415];
 }
@@ -7419,10 +7403,17 @@ vErrors.push(err415);
 }
 errors++;
 }
-let data185 = data180.monthly;
-if(Array.isArray(data185)){
-if(data185.length > 20){
-const err416 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+}
+if(coerced130 !== undefined){
+data181 = coerced130;
+if(data178 !== undefined){
+data178["multiplier"] = coerced130;
+}
+}
+}
+if((typeof data181 == "number") && (isFinite(data181))){
+if(data181 < 1 || isNaN(data181)){
+const err416 = {instancePath:instancePath+"/routing/cooldown/multiplier",schemaPath:"#/properties/routing/properties/cooldown/properties/multiplier/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
 if(vErrors === null){
 vErrors = [err416];
 }
@@ -7431,8 +7422,10 @@ vErrors.push(err416);
 }
 errors++;
 }
-if(data185.length < 1){
-const err417 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+}
+else {
+const err417 = {instancePath:instancePath+"/routing/cooldown",schemaPath:"#/properties/routing/properties/cooldown/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err417];
 }
@@ -7441,19 +7434,9 @@ vErrors.push(err417);
 }
 errors++;
 }
-const len9 = data185.length;
-for(let i13=0; i13<len9; i13++){
-let data186 = data185[i13];
-if(!((typeof data186 == "number") && (isFinite(data186)))){
-let dataType127 = typeof data186;
-let coerced127 = undefined;
-if(!(coerced127 !== undefined)){
-if(dataType127 == "boolean" || data186 === null
-              || (dataType127 == "string" && data186 && data186 == +data186)){
-coerced127 = +data186;
 }
 else {
-const err418 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+const err418 = {instancePath:instancePath+"/routing",schemaPath:"#/properties/routing/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err418];
 }
@@ -7462,17 +7445,14 @@ vErrors.push(err418);
 }
 errors++;
 }
+let data182 = data.budgets;
+if(data182 && typeof data182 == "object" && !Array.isArray(data182)){
+if(data182.auto_switch === undefined){
+data182.auto_switch = {};
 }
-if(coerced127 !== undefined){
-data186 = coerced127;
-if(data185 !== undefined){
-data185[i13] = coerced127;
-}
-}
-}
-if((typeof data186 == "number") && (isFinite(data186))){
-if(data186 > 1000 || isNaN(data186)){
-const err419 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+for(const key39 in data182){
+if(!((((key39 === "daily_usd") || (key39 === "monthly_usd")) || (key39 === "timezone")) || (key39 === "auto_switch"))){
+const err419 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key39},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err419];
 }
@@ -7481,8 +7461,19 @@ vErrors.push(err419);
 }
 errors++;
 }
-if(data186 <= 0 || isNaN(data186)){
-const err420 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+}
+if(data182.daily_usd !== undefined){
+let data183 = data182.daily_usd;
+if(!((typeof data183 == "number") && (isFinite(data183)))){
+let dataType131 = typeof data183;
+let coerced131 = undefined;
+if(!(coerced131 !== undefined)){
+if(dataType131 == "boolean" || data183 === null
+              || (dataType131 == "string" && data183 && data183 == +data183)){
+coerced131 = +data183;
+}
+else {
+const err420 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err420];
 }
@@ -7492,19 +7483,16 @@ vErrors.push(err420);
 errors++;
 }
 }
+if(coerced131 !== undefined){
+data183 = coerced131;
+if(data182 !== undefined){
+data182["daily_usd"] = coerced131;
 }
-let i14 = data185.length;
-let j4;
-if(i14 > 1){
-const indices3 = {};
-for(;i14--;){
-let item3 = data185[i14];
-if(!((typeof item3 == "number") && (isFinite(item3)))){
-continue;
 }
-if(typeof indices3[item3] == "number"){
-j4 = indices3[item3];
-const err421 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+}
+if((typeof data183 == "number") && (isFinite(data183))){
+if(data183 < 0 || isNaN(data183)){
+const err421 = {instancePath:instancePath+"/budgets/daily_usd",schemaPath:"#/properties/budgets/properties/daily_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err421];
 }
@@ -7512,14 +7500,21 @@ else {
 vErrors.push(err421);
 }
 errors++;
-break;
-}
-indices3[item3] = i14;
 }
 }
+}
+if(data182.monthly_usd !== undefined){
+let data184 = data182.monthly_usd;
+if(!((typeof data184 == "number") && (isFinite(data184)))){
+let dataType132 = typeof data184;
+let coerced132 = undefined;
+if(!(coerced132 !== undefined)){
+if(dataType132 == "boolean" || data184 === null
+              || (dataType132 == "string" && data184 && data184 == +data184)){
+coerced132 = +data184;
 }
 else {
-const err422 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err422 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err422];
 }
@@ -7528,17 +7523,17 @@ vErrors.push(err422);
 }
 errors++;
 }
-let data187 = data180.anomaly_multiple;
-if(!((typeof data187 == "number") && (isFinite(data187)))){
-let dataType128 = typeof data187;
-let coerced128 = undefined;
-if(!(coerced128 !== undefined)){
-if(dataType128 == "boolean" || data187 === null
-              || (dataType128 == "string" && data187 && data187 == +data187)){
-coerced128 = +data187;
 }
-else {
-const err423 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(coerced132 !== undefined){
+data184 = coerced132;
+if(data182 !== undefined){
+data182["monthly_usd"] = coerced132;
+}
+}
+}
+if((typeof data184 == "number") && (isFinite(data184))){
+if(data184 < 0 || isNaN(data184)){
+const err423 = {instancePath:instancePath+"/budgets/monthly_usd",schemaPath:"#/properties/budgets/properties/monthly_usd/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
 if(vErrors === null){
 vErrors = [err423];
 }
@@ -7548,16 +7543,21 @@ vErrors.push(err423);
 errors++;
 }
 }
-if(coerced128 !== undefined){
-data187 = coerced128;
-if(data180 !== undefined){
-data180["anomaly_multiple"] = coerced128;
 }
+if(data182.timezone !== undefined){
+let data185 = data182.timezone;
+if(typeof data185 !== "string"){
+let dataType133 = typeof data185;
+let coerced133 = undefined;
+if(!(coerced133 !== undefined)){
+if(dataType133 == "number" || dataType133 == "boolean"){
+coerced133 = "" + data185;
 }
+else if(data185 === null){
+coerced133 = "";
 }
-if((typeof data187 == "number") && (isFinite(data187))){
-if(data187 > 1000 || isNaN(data187)){
-const err424 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+else {
+const err424 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err424];
 }
@@ -7566,8 +7566,17 @@ vErrors.push(err424);
 }
 errors++;
 }
-if(data187 <= 1 || isNaN(data187)){
-const err425 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+}
+if(coerced133 !== undefined){
+data185 = coerced133;
+if(data182 !== undefined){
+data182["timezone"] = coerced133;
+}
+}
+}
+if(typeof data185 === "string"){
+if(func3(data185) > 64){
+const err425 = {instancePath:instancePath+"/budgets/timezone",schemaPath:"#/properties/budgets/properties/timezone/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
 if(vErrors === null){
 vErrors = [err425];
 }
@@ -7578,8 +7587,14 @@ errors++;
 }
 }
 }
-else {
-const err426 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+let data186 = data182.auto_switch;
+if(data186 && typeof data186 == "object" && !Array.isArray(data186)){
+if(data186.enabled === undefined){
+data186.enabled = false;
+}
+for(const key40 in data186){
+if(!((key40 === "enabled") || (key40 === "to"))){
+const err426 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key40},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err426];
 }
@@ -7588,14 +7603,19 @@ vErrors.push(err426);
 }
 errors++;
 }
-let data188 = data177.channels;
-if(data188 && typeof data188 == "object" && !Array.isArray(data188)){
-if(data188.dashboard === undefined){
-data188.dashboard = true;
 }
-for(const key45 in data188){
-if(!(((key45 === "dashboard") || (key45 === "email")) || (key45 === "webhook"))){
-const err427 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key45},message:"must NOT have additional properties"};
+let data187 = data186.enabled;
+if(typeof data187 !== "boolean"){
+let coerced134 = undefined;
+if(!(coerced134 !== undefined)){
+if(data187 === "false" || data187 === 0 || data187 === null){
+coerced134 = false;
+}
+else if(data187 === "true" || data187 === 1){
+coerced134 = true;
+}
+else {
+const err427 = {instancePath:instancePath+"/budgets/auto_switch/enabled",schemaPath:"#/properties/budgets/properties/auto_switch/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err427];
 }
@@ -7605,18 +7625,27 @@ vErrors.push(err427);
 errors++;
 }
 }
-let data189 = data188.dashboard;
-if(typeof data189 !== "boolean"){
-let coerced129 = undefined;
-if(!(coerced129 !== undefined)){
-if(data189 === "false" || data189 === 0 || data189 === null){
-coerced129 = false;
+if(coerced134 !== undefined){
+data187 = coerced134;
+if(data186 !== undefined){
+data186["enabled"] = coerced134;
 }
-else if(data189 === "true" || data189 === 1){
-coerced129 = true;
+}
+}
+if(data186.to !== undefined){
+let data188 = data186.to;
+if(typeof data188 !== "string"){
+let dataType135 = typeof data188;
+let coerced135 = undefined;
+if(!(coerced135 !== undefined)){
+if(dataType135 == "number" || dataType135 == "boolean"){
+coerced135 = "" + data188;
+}
+else if(data188 === null){
+coerced135 = "";
 }
 else {
-const err428 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+const err428 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err428];
 }
@@ -7626,21 +7655,16 @@ vErrors.push(err428);
 errors++;
 }
 }
-if(coerced129 !== undefined){
-data189 = coerced129;
-if(data188 !== undefined){
-data188["dashboard"] = coerced129;
+if(coerced135 !== undefined){
+data188 = coerced135;
+if(data186 !== undefined){
+data186["to"] = coerced135;
 }
 }
 }
-if(data188.email !== undefined){
-let data190 = data188.email;
-if(data190 && typeof data190 == "object" && !Array.isArray(data190)){
-if(data190.enabled === undefined){
-data190.enabled = true;
-}
-if(data190.smtp_url === undefined){
-const err429 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+if(typeof data188 === "string"){
+if(func3(data188) > 256){
+const err429 = {instancePath:instancePath+"/budgets/auto_switch/to",schemaPath:"#/properties/budgets/properties/auto_switch/properties/to/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err429];
 }
@@ -7649,8 +7673,11 @@ vErrors.push(err429);
 }
 errors++;
 }
-if(data190.from === undefined){
-const err430 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+}
+}
+}
+else {
+const err430 = {instancePath:instancePath+"/budgets/auto_switch",schemaPath:"#/properties/budgets/properties/auto_switch/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err430];
 }
@@ -7659,8 +7686,9 @@ vErrors.push(err430);
 }
 errors++;
 }
-if(data190.to === undefined){
-const err431 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+}
+else {
+const err431 = {instancePath:instancePath+"/budgets",schemaPath:"#/properties/budgets/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err431];
 }
@@ -7669,9 +7697,20 @@ vErrors.push(err431);
 }
 errors++;
 }
-for(const key46 in data190){
-if(!((((key46 === "enabled") || (key46 === "smtp_url")) || (key46 === "from")) || (key46 === "to"))){
-const err432 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key46},message:"must NOT have additional properties"};
+let data189 = data.alerts;
+if(data189 && typeof data189 == "object" && !Array.isArray(data189)){
+if(data189.kinds === undefined){
+data189.kinds = {};
+}
+if(data189.thresholds === undefined){
+data189.thresholds = {};
+}
+if(data189.channels === undefined){
+data189.channels = {};
+}
+for(const key41 in data189){
+if(!(((key41 === "kinds") || (key41 === "thresholds")) || (key41 === "channels"))){
+const err432 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key41},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err432];
 }
@@ -7681,18 +7720,12 @@ vErrors.push(err432);
 errors++;
 }
 }
-let data191 = data190.enabled;
-if(typeof data191 !== "boolean"){
-let coerced130 = undefined;
-if(!(coerced130 !== undefined)){
-if(data191 === "false" || data191 === 0 || data191 === null){
-coerced130 = false;
-}
-else if(data191 === "true" || data191 === 1){
-coerced130 = true;
-}
-else {
-const err433 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+let data190 = data189.kinds;
+if(data190 && typeof data190 == "object" && !Array.isArray(data190)){
+for(const key42 in data190){
+const _errs418 = errors;
+if(!(((((((key42 === "quota_warning") || (key42 === "quota_exhausted")) || (key42 === "quota_reset")) || (key42 === "daily_budget")) || (key42 === "monthly_budget")) || (key42 === "cost_anomaly")) || (key42 === "exhaustion_pattern"))){
+const err433 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames/enum",keyword:"enum",params:{allowedValues: schema11.properties.alerts.properties.kinds.propertyNames.enum},message:"must be equal to one of the allowed values",propertyName:key42};
 if(vErrors === null){
 vErrors = [err433];
 }
@@ -7701,28 +7734,9 @@ vErrors.push(err433);
 }
 errors++;
 }
-}
-if(coerced130 !== undefined){
-data191 = coerced130;
-if(data190 !== undefined){
-data190["enabled"] = coerced130;
-}
-}
-}
-if(data190.smtp_url !== undefined){
-let data192 = data190.smtp_url;
-if(typeof data192 !== "string"){
-let dataType131 = typeof data192;
-let coerced131 = undefined;
-if(!(coerced131 !== undefined)){
-if(dataType131 == "number" || dataType131 == "boolean"){
-coerced131 = "" + data192;
-}
-else if(data192 === null){
-coerced131 = "";
-}
-else {
-const err434 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+var valid59 = _errs418 === errors;
+if(!valid59){
+const err434 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/propertyNames",keyword:"propertyNames",params:{propertyName: key42},message:"property name must be valid"};
 if(vErrors === null){
 vErrors = [err434];
 }
@@ -7732,28 +7746,19 @@ vErrors.push(err434);
 errors++;
 }
 }
-if(coerced131 !== undefined){
-data192 = coerced131;
-if(data190 !== undefined){
-data190["smtp_url"] = coerced131;
+for(const key43 in data190){
+let data191 = data190[key43];
+if(typeof data191 !== "boolean"){
+let coerced136 = undefined;
+if(!(coerced136 !== undefined)){
+if(data191 === "false" || data191 === 0 || data191 === null){
+coerced136 = false;
 }
-}
-}
-}
-if(data190.from !== undefined){
-let data193 = data190.from;
-if(typeof data193 !== "string"){
-let dataType132 = typeof data193;
-let coerced132 = undefined;
-if(!(coerced132 !== undefined)){
-if(dataType132 == "number" || dataType132 == "boolean"){
-coerced132 = "" + data193;
-}
-else if(data193 === null){
-coerced132 = "";
+else if(data191 === "true" || data191 === 1){
+coerced136 = true;
 }
 else {
-const err435 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+const err435 = {instancePath:instancePath+"/alerts/kinds/" + key43.replace(/~/g, "~0").replace(/\//g, "~1"),schemaPath:"#/properties/alerts/properties/kinds/additionalProperties/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
 if(vErrors === null){
 vErrors = [err435];
 }
@@ -7763,19 +7768,17 @@ vErrors.push(err435);
 errors++;
 }
 }
-if(coerced132 !== undefined){
-data193 = coerced132;
+if(coerced136 !== undefined){
+data191 = coerced136;
 if(data190 !== undefined){
-data190["from"] = coerced132;
+data190[key43] = coerced136;
 }
 }
 }
 }
-if(data190.to !== undefined){
-let data194 = data190.to;
-if(Array.isArray(data194)){
-if(data194.length < 1){
-const err436 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+}
+else {
+const err436 = {instancePath:instancePath+"/alerts/kinds",schemaPath:"#/properties/alerts/properties/kinds/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err436];
 }
@@ -7784,21 +7787,23 @@ vErrors.push(err436);
 }
 errors++;
 }
-const len10 = data194.length;
-for(let i15=0; i15<len10; i15++){
-let data195 = data194[i15];
-if(typeof data195 !== "string"){
-let dataType133 = typeof data195;
-let coerced133 = undefined;
-if(!(coerced133 !== undefined)){
-if(dataType133 == "number" || dataType133 == "boolean"){
-coerced133 = "" + data195;
+let data192 = data189.thresholds;
+if(data192 && typeof data192 == "object" && !Array.isArray(data192)){
+if(data192.quota === undefined){
+data192.quota = [80,90];
 }
-else if(data195 === null){
-coerced133 = "";
+if(data192.daily === undefined){
+data192.daily = [80,100];
 }
-else {
-const err437 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data192.monthly === undefined){
+data192.monthly = [50,80,100];
+}
+if(data192.anomaly_multiple === undefined){
+data192.anomaly_multiple = 2;
+}
+for(const key44 in data192){
+if(!((((key44 === "quota") || (key44 === "daily")) || (key44 === "monthly")) || (key44 === "anomaly_multiple"))){
+const err437 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key44},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err437];
 }
@@ -7808,17 +7813,10 @@ vErrors.push(err437);
 errors++;
 }
 }
-if(coerced133 !== undefined){
-data195 = coerced133;
-if(data194 !== undefined){
-data194[i15] = coerced133;
-}
-}
-}
-}
-}
-else {
-const err438 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+let data193 = data192.quota;
+if(Array.isArray(data193)){
+if(data193.length > 20){
+const err438 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err438];
 }
@@ -7827,10 +7825,8 @@ vErrors.push(err438);
 }
 errors++;
 }
-}
-}
-else {
-const err439 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data193.length < 1){
+const err439 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err439];
 }
@@ -7839,15 +7835,19 @@ vErrors.push(err439);
 }
 errors++;
 }
+const len7 = data193.length;
+for(let i9=0; i9<len7; i9++){
+let data194 = data193[i9];
+if(!((typeof data194 == "number") && (isFinite(data194)))){
+let dataType137 = typeof data194;
+let coerced137 = undefined;
+if(!(coerced137 !== undefined)){
+if(dataType137 == "boolean" || data194 === null
+              || (dataType137 == "string" && data194 && data194 == +data194)){
+coerced137 = +data194;
 }
-if(data188.webhook !== undefined){
-let data196 = data188.webhook;
-if(data196 && typeof data196 == "object" && !Array.isArray(data196)){
-if(data196.enabled === undefined){
-data196.enabled = true;
-}
-if(data196.url === undefined){
-const err440 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+else {
+const err440 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err440];
 }
@@ -7856,9 +7856,17 @@ vErrors.push(err440);
 }
 errors++;
 }
-for(const key47 in data196){
-if(!(((key47 === "enabled") || (key47 === "url")) || (key47 === "secret"))){
-const err441 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key47},message:"must NOT have additional properties"};
+}
+if(coerced137 !== undefined){
+data194 = coerced137;
+if(data193 !== undefined){
+data193[i9] = coerced137;
+}
+}
+}
+if((typeof data194 == "number") && (isFinite(data194))){
+if(data194 >= 100 || isNaN(data194)){
+const err441 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMaximum",keyword:"exclusiveMaximum",params:{comparison: "<", limit: 100},message:"must be < 100"};
 if(vErrors === null){
 vErrors = [err441];
 }
@@ -7867,19 +7875,8 @@ vErrors.push(err441);
 }
 errors++;
 }
-}
-let data197 = data196.enabled;
-if(typeof data197 !== "boolean"){
-let coerced134 = undefined;
-if(!(coerced134 !== undefined)){
-if(data197 === "false" || data197 === 0 || data197 === null){
-coerced134 = false;
-}
-else if(data197 === "true" || data197 === 1){
-coerced134 = true;
-}
-else {
-const err442 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(data194 <= 0 || isNaN(data194)){
+const err442 = {instancePath:instancePath+"/alerts/thresholds/quota/" + i9,schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err442];
 }
@@ -7889,27 +7886,19 @@ vErrors.push(err442);
 errors++;
 }
 }
-if(coerced134 !== undefined){
-data197 = coerced134;
-if(data196 !== undefined){
-data196["enabled"] = coerced134;
 }
+let i10 = data193.length;
+let j2;
+if(i10 > 1){
+const indices1 = {};
+for(;i10--;){
+let item1 = data193[i10];
+if(!((typeof item1 == "number") && (isFinite(item1)))){
+continue;
 }
-}
-if(data196.url !== undefined){
-let data198 = data196.url;
-if(typeof data198 !== "string"){
-let dataType135 = typeof data198;
-let coerced135 = undefined;
-if(!(coerced135 !== undefined)){
-if(dataType135 == "number" || dataType135 == "boolean"){
-coerced135 = "" + data198;
-}
-else if(data198 === null){
-coerced135 = "";
-}
-else {
-const err443 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(typeof indices1[item1] == "number"){
+j2 = indices1[item1];
+const err443 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/uniqueItems",keyword:"uniqueItems",params:{i: i10, j: j2},message:"must NOT have duplicate items (items ## "+j2+" and "+i10+" are identical)"};
 if(vErrors === null){
 vErrors = [err443];
 }
@@ -7917,18 +7906,14 @@ else {
 vErrors.push(err443);
 }
 errors++;
+break;
 }
-}
-if(coerced135 !== undefined){
-data198 = coerced135;
-if(data196 !== undefined){
-data196["url"] = coerced135;
+indices1[item1] = i10;
 }
 }
 }
-if(typeof data198 === "string"){
-if(!pattern20.test(data198)){
-const err444 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+else {
+const err444 = {instancePath:instancePath+"/alerts/thresholds/quota",schemaPath:"#/properties/alerts/properties/thresholds/properties/quota/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err444];
 }
@@ -7937,22 +7922,10 @@ vErrors.push(err444);
 }
 errors++;
 }
-}
-}
-if(data196.secret !== undefined){
-let data199 = data196.secret;
-if(typeof data199 !== "string"){
-let dataType136 = typeof data199;
-let coerced136 = undefined;
-if(!(coerced136 !== undefined)){
-if(dataType136 == "number" || dataType136 == "boolean"){
-coerced136 = "" + data199;
-}
-else if(data199 === null){
-coerced136 = "";
-}
-else {
-const err445 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+let data195 = data192.daily;
+if(Array.isArray(data195)){
+if(data195.length > 20){
+const err445 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
 if(vErrors === null){
 vErrors = [err445];
 }
@@ -7961,18 +7934,8 @@ vErrors.push(err445);
 }
 errors++;
 }
-}
-if(coerced136 !== undefined){
-data199 = coerced136;
-if(data196 !== undefined){
-data196["secret"] = coerced136;
-}
-}
-}
-}
-}
-else {
-const err446 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data195.length < 1){
+const err446 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
 if(vErrors === null){
 vErrors = [err446];
 }
@@ -7981,10 +7944,19 @@ vErrors.push(err446);
 }
 errors++;
 }
-}
+const len8 = data195.length;
+for(let i11=0; i11<len8; i11++){
+let data196 = data195[i11];
+if(!((typeof data196 == "number") && (isFinite(data196)))){
+let dataType138 = typeof data196;
+let coerced138 = undefined;
+if(!(coerced138 !== undefined)){
+if(dataType138 == "boolean" || data196 === null
+              || (dataType138 == "string" && data196 && data196 == +data196)){
+coerced138 = +data196;
 }
 else {
-const err447 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+const err447 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
 if(vErrors === null){
 vErrors = [err447];
 }
@@ -7994,8 +7966,16 @@ vErrors.push(err447);
 errors++;
 }
 }
-else {
-const err448 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(coerced138 !== undefined){
+data196 = coerced138;
+if(data195 !== undefined){
+data195[i11] = coerced138;
+}
+}
+}
+if((typeof data196 == "number") && (isFinite(data196))){
+if(data196 > 1000 || isNaN(data196)){
+const err448 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
 if(vErrors === null){
 vErrors = [err448];
 }
@@ -8004,14 +7984,646 @@ vErrors.push(err448);
 }
 errors++;
 }
-}
-else {
-const err449 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data196 <= 0 || isNaN(data196)){
+const err449 = {instancePath:instancePath+"/alerts/thresholds/daily/" + i11,schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
 if(vErrors === null){
 vErrors = [err449];
 }
 else {
 vErrors.push(err449);
+}
+errors++;
+}
+}
+}
+let i12 = data195.length;
+let j3;
+if(i12 > 1){
+const indices2 = {};
+for(;i12--;){
+let item2 = data195[i12];
+if(!((typeof item2 == "number") && (isFinite(item2)))){
+continue;
+}
+if(typeof indices2[item2] == "number"){
+j3 = indices2[item2];
+const err450 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/uniqueItems",keyword:"uniqueItems",params:{i: i12, j: j3},message:"must NOT have duplicate items (items ## "+j3+" and "+i12+" are identical)"};
+if(vErrors === null){
+vErrors = [err450];
+}
+else {
+vErrors.push(err450);
+}
+errors++;
+break;
+}
+indices2[item2] = i12;
+}
+}
+}
+else {
+const err451 = {instancePath:instancePath+"/alerts/thresholds/daily",schemaPath:"#/properties/alerts/properties/thresholds/properties/daily/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err451];
+}
+else {
+vErrors.push(err451);
+}
+errors++;
+}
+let data197 = data192.monthly;
+if(Array.isArray(data197)){
+if(data197.length > 20){
+const err452 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/maxItems",keyword:"maxItems",params:{limit: 20},message:"must NOT have more than 20 items"};
+if(vErrors === null){
+vErrors = [err452];
+}
+else {
+vErrors.push(err452);
+}
+errors++;
+}
+if(data197.length < 1){
+const err453 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err453];
+}
+else {
+vErrors.push(err453);
+}
+errors++;
+}
+const len9 = data197.length;
+for(let i13=0; i13<len9; i13++){
+let data198 = data197[i13];
+if(!((typeof data198 == "number") && (isFinite(data198)))){
+let dataType139 = typeof data198;
+let coerced139 = undefined;
+if(!(coerced139 !== undefined)){
+if(dataType139 == "boolean" || data198 === null
+              || (dataType139 == "string" && data198 && data198 == +data198)){
+coerced139 = +data198;
+}
+else {
+const err454 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err454];
+}
+else {
+vErrors.push(err454);
+}
+errors++;
+}
+}
+if(coerced139 !== undefined){
+data198 = coerced139;
+if(data197 !== undefined){
+data197[i13] = coerced139;
+}
+}
+}
+if((typeof data198 == "number") && (isFinite(data198))){
+if(data198 > 1000 || isNaN(data198)){
+const err455 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err455];
+}
+else {
+vErrors.push(err455);
+}
+errors++;
+}
+if(data198 <= 0 || isNaN(data198)){
+const err456 = {instancePath:instancePath+"/alerts/thresholds/monthly/" + i13,schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/items/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 0},message:"must be > 0"};
+if(vErrors === null){
+vErrors = [err456];
+}
+else {
+vErrors.push(err456);
+}
+errors++;
+}
+}
+}
+let i14 = data197.length;
+let j4;
+if(i14 > 1){
+const indices3 = {};
+for(;i14--;){
+let item3 = data197[i14];
+if(!((typeof item3 == "number") && (isFinite(item3)))){
+continue;
+}
+if(typeof indices3[item3] == "number"){
+j4 = indices3[item3];
+const err457 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/uniqueItems",keyword:"uniqueItems",params:{i: i14, j: j4},message:"must NOT have duplicate items (items ## "+j4+" and "+i14+" are identical)"};
+if(vErrors === null){
+vErrors = [err457];
+}
+else {
+vErrors.push(err457);
+}
+errors++;
+break;
+}
+indices3[item3] = i14;
+}
+}
+}
+else {
+const err458 = {instancePath:instancePath+"/alerts/thresholds/monthly",schemaPath:"#/properties/alerts/properties/thresholds/properties/monthly/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err458];
+}
+else {
+vErrors.push(err458);
+}
+errors++;
+}
+let data199 = data192.anomaly_multiple;
+if(!((typeof data199 == "number") && (isFinite(data199)))){
+let dataType140 = typeof data199;
+let coerced140 = undefined;
+if(!(coerced140 !== undefined)){
+if(dataType140 == "boolean" || data199 === null
+              || (dataType140 == "string" && data199 && data199 == +data199)){
+coerced140 = +data199;
+}
+else {
+const err459 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/type",keyword:"type",params:{type: "number"},message:"must be number"};
+if(vErrors === null){
+vErrors = [err459];
+}
+else {
+vErrors.push(err459);
+}
+errors++;
+}
+}
+if(coerced140 !== undefined){
+data199 = coerced140;
+if(data192 !== undefined){
+data192["anomaly_multiple"] = coerced140;
+}
+}
+}
+if((typeof data199 == "number") && (isFinite(data199))){
+if(data199 > 1000 || isNaN(data199)){
+const err460 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/maximum",keyword:"maximum",params:{comparison: "<=", limit: 1000},message:"must be <= 1000"};
+if(vErrors === null){
+vErrors = [err460];
+}
+else {
+vErrors.push(err460);
+}
+errors++;
+}
+if(data199 <= 1 || isNaN(data199)){
+const err461 = {instancePath:instancePath+"/alerts/thresholds/anomaly_multiple",schemaPath:"#/properties/alerts/properties/thresholds/properties/anomaly_multiple/exclusiveMinimum",keyword:"exclusiveMinimum",params:{comparison: ">", limit: 1},message:"must be > 1"};
+if(vErrors === null){
+vErrors = [err461];
+}
+else {
+vErrors.push(err461);
+}
+errors++;
+}
+}
+}
+else {
+const err462 = {instancePath:instancePath+"/alerts/thresholds",schemaPath:"#/properties/alerts/properties/thresholds/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err462];
+}
+else {
+vErrors.push(err462);
+}
+errors++;
+}
+let data200 = data189.channels;
+if(data200 && typeof data200 == "object" && !Array.isArray(data200)){
+if(data200.dashboard === undefined){
+data200.dashboard = true;
+}
+for(const key45 in data200){
+if(!(((key45 === "dashboard") || (key45 === "email")) || (key45 === "webhook"))){
+const err463 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key45},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err463];
+}
+else {
+vErrors.push(err463);
+}
+errors++;
+}
+}
+let data201 = data200.dashboard;
+if(typeof data201 !== "boolean"){
+let coerced141 = undefined;
+if(!(coerced141 !== undefined)){
+if(data201 === "false" || data201 === 0 || data201 === null){
+coerced141 = false;
+}
+else if(data201 === "true" || data201 === 1){
+coerced141 = true;
+}
+else {
+const err464 = {instancePath:instancePath+"/alerts/channels/dashboard",schemaPath:"#/properties/alerts/properties/channels/properties/dashboard/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err464];
+}
+else {
+vErrors.push(err464);
+}
+errors++;
+}
+}
+if(coerced141 !== undefined){
+data201 = coerced141;
+if(data200 !== undefined){
+data200["dashboard"] = coerced141;
+}
+}
+}
+if(data200.email !== undefined){
+let data202 = data200.email;
+if(data202 && typeof data202 == "object" && !Array.isArray(data202)){
+if(data202.enabled === undefined){
+data202.enabled = true;
+}
+if(data202.smtp_url === undefined){
+const err465 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "smtp_url"},message:"must have required property '"+"smtp_url"+"'"};
+if(vErrors === null){
+vErrors = [err465];
+}
+else {
+vErrors.push(err465);
+}
+errors++;
+}
+if(data202.from === undefined){
+const err466 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "from"},message:"must have required property '"+"from"+"'"};
+if(vErrors === null){
+vErrors = [err466];
+}
+else {
+vErrors.push(err466);
+}
+errors++;
+}
+if(data202.to === undefined){
+const err467 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/required",keyword:"required",params:{missingProperty: "to"},message:"must have required property '"+"to"+"'"};
+if(vErrors === null){
+vErrors = [err467];
+}
+else {
+vErrors.push(err467);
+}
+errors++;
+}
+for(const key46 in data202){
+if(!((((key46 === "enabled") || (key46 === "smtp_url")) || (key46 === "from")) || (key46 === "to"))){
+const err468 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key46},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err468];
+}
+else {
+vErrors.push(err468);
+}
+errors++;
+}
+}
+let data203 = data202.enabled;
+if(typeof data203 !== "boolean"){
+let coerced142 = undefined;
+if(!(coerced142 !== undefined)){
+if(data203 === "false" || data203 === 0 || data203 === null){
+coerced142 = false;
+}
+else if(data203 === "true" || data203 === 1){
+coerced142 = true;
+}
+else {
+const err469 = {instancePath:instancePath+"/alerts/channels/email/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err469];
+}
+else {
+vErrors.push(err469);
+}
+errors++;
+}
+}
+if(coerced142 !== undefined){
+data203 = coerced142;
+if(data202 !== undefined){
+data202["enabled"] = coerced142;
+}
+}
+}
+if(data202.smtp_url !== undefined){
+let data204 = data202.smtp_url;
+if(typeof data204 !== "string"){
+let dataType143 = typeof data204;
+let coerced143 = undefined;
+if(!(coerced143 !== undefined)){
+if(dataType143 == "number" || dataType143 == "boolean"){
+coerced143 = "" + data204;
+}
+else if(data204 === null){
+coerced143 = "";
+}
+else {
+const err470 = {instancePath:instancePath+"/alerts/channels/email/smtp_url",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/smtp_url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err470];
+}
+else {
+vErrors.push(err470);
+}
+errors++;
+}
+}
+if(coerced143 !== undefined){
+data204 = coerced143;
+if(data202 !== undefined){
+data202["smtp_url"] = coerced143;
+}
+}
+}
+}
+if(data202.from !== undefined){
+let data205 = data202.from;
+if(typeof data205 !== "string"){
+let dataType144 = typeof data205;
+let coerced144 = undefined;
+if(!(coerced144 !== undefined)){
+if(dataType144 == "number" || dataType144 == "boolean"){
+coerced144 = "" + data205;
+}
+else if(data205 === null){
+coerced144 = "";
+}
+else {
+const err471 = {instancePath:instancePath+"/alerts/channels/email/from",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/from/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err471];
+}
+else {
+vErrors.push(err471);
+}
+errors++;
+}
+}
+if(coerced144 !== undefined){
+data205 = coerced144;
+if(data202 !== undefined){
+data202["from"] = coerced144;
+}
+}
+}
+}
+if(data202.to !== undefined){
+let data206 = data202.to;
+if(Array.isArray(data206)){
+if(data206.length < 1){
+const err472 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/minItems",keyword:"minItems",params:{limit: 1},message:"must NOT have fewer than 1 items"};
+if(vErrors === null){
+vErrors = [err472];
+}
+else {
+vErrors.push(err472);
+}
+errors++;
+}
+const len10 = data206.length;
+for(let i15=0; i15<len10; i15++){
+let data207 = data206[i15];
+if(typeof data207 !== "string"){
+let dataType145 = typeof data207;
+let coerced145 = undefined;
+if(!(coerced145 !== undefined)){
+if(dataType145 == "number" || dataType145 == "boolean"){
+coerced145 = "" + data207;
+}
+else if(data207 === null){
+coerced145 = "";
+}
+else {
+const err473 = {instancePath:instancePath+"/alerts/channels/email/to/" + i15,schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/items/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err473];
+}
+else {
+vErrors.push(err473);
+}
+errors++;
+}
+}
+if(coerced145 !== undefined){
+data207 = coerced145;
+if(data206 !== undefined){
+data206[i15] = coerced145;
+}
+}
+}
+}
+}
+else {
+const err474 = {instancePath:instancePath+"/alerts/channels/email/to",schemaPath:"#/properties/alerts/properties/channels/properties/email/properties/to/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err474];
+}
+else {
+vErrors.push(err474);
+}
+errors++;
+}
+}
+}
+else {
+const err475 = {instancePath:instancePath+"/alerts/channels/email",schemaPath:"#/properties/alerts/properties/channels/properties/email/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err475];
+}
+else {
+vErrors.push(err475);
+}
+errors++;
+}
+}
+if(data200.webhook !== undefined){
+let data208 = data200.webhook;
+if(data208 && typeof data208 == "object" && !Array.isArray(data208)){
+if(data208.enabled === undefined){
+data208.enabled = true;
+}
+if(data208.url === undefined){
+const err476 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/required",keyword:"required",params:{missingProperty: "url"},message:"must have required property '"+"url"+"'"};
+if(vErrors === null){
+vErrors = [err476];
+}
+else {
+vErrors.push(err476);
+}
+errors++;
+}
+for(const key47 in data208){
+if(!(((key47 === "enabled") || (key47 === "url")) || (key47 === "secret"))){
+const err477 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key47},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err477];
+}
+else {
+vErrors.push(err477);
+}
+errors++;
+}
+}
+let data209 = data208.enabled;
+if(typeof data209 !== "boolean"){
+let coerced146 = undefined;
+if(!(coerced146 !== undefined)){
+if(data209 === "false" || data209 === 0 || data209 === null){
+coerced146 = false;
+}
+else if(data209 === "true" || data209 === 1){
+coerced146 = true;
+}
+else {
+const err478 = {instancePath:instancePath+"/alerts/channels/webhook/enabled",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/enabled/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err478];
+}
+else {
+vErrors.push(err478);
+}
+errors++;
+}
+}
+if(coerced146 !== undefined){
+data209 = coerced146;
+if(data208 !== undefined){
+data208["enabled"] = coerced146;
+}
+}
+}
+if(data208.url !== undefined){
+let data210 = data208.url;
+if(typeof data210 !== "string"){
+let dataType147 = typeof data210;
+let coerced147 = undefined;
+if(!(coerced147 !== undefined)){
+if(dataType147 == "number" || dataType147 == "boolean"){
+coerced147 = "" + data210;
+}
+else if(data210 === null){
+coerced147 = "";
+}
+else {
+const err479 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err479];
+}
+else {
+vErrors.push(err479);
+}
+errors++;
+}
+}
+if(coerced147 !== undefined){
+data210 = coerced147;
+if(data208 !== undefined){
+data208["url"] = coerced147;
+}
+}
+}
+if(typeof data210 === "string"){
+if(!pattern20.test(data210)){
+const err480 = {instancePath:instancePath+"/alerts/channels/webhook/url",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/url/pattern",keyword:"pattern",params:{pattern: "^https?://"},message:"must match pattern \""+"^https?://"+"\""};
+if(vErrors === null){
+vErrors = [err480];
+}
+else {
+vErrors.push(err480);
+}
+errors++;
+}
+}
+}
+if(data208.secret !== undefined){
+let data211 = data208.secret;
+if(typeof data211 !== "string"){
+let dataType148 = typeof data211;
+let coerced148 = undefined;
+if(!(coerced148 !== undefined)){
+if(dataType148 == "number" || dataType148 == "boolean"){
+coerced148 = "" + data211;
+}
+else if(data211 === null){
+coerced148 = "";
+}
+else {
+const err481 = {instancePath:instancePath+"/alerts/channels/webhook/secret",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/properties/secret/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err481];
+}
+else {
+vErrors.push(err481);
+}
+errors++;
+}
+}
+if(coerced148 !== undefined){
+data211 = coerced148;
+if(data208 !== undefined){
+data208["secret"] = coerced148;
+}
+}
+}
+}
+}
+else {
+const err482 = {instancePath:instancePath+"/alerts/channels/webhook",schemaPath:"#/properties/alerts/properties/channels/properties/webhook/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err482];
+}
+else {
+vErrors.push(err482);
+}
+errors++;
+}
+}
+}
+else {
+const err483 = {instancePath:instancePath+"/alerts/channels",schemaPath:"#/properties/alerts/properties/channels/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err483];
+}
+else {
+vErrors.push(err483);
+}
+errors++;
+}
+}
+else {
+const err484 = {instancePath:instancePath+"/alerts",schemaPath:"#/properties/alerts/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err484];
+}
+else {
+vErrors.push(err484);
+}
+errors++;
+}
+}
+else {
+const err485 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err485];
+}
+else {
+vErrors.push(err485);
 }
 errors++;
 }

@@ -8,8 +8,14 @@
 //
 // Gemini's JSON omits zero-valued fields (proto3), so an absent count may mean 0; it is still null here: the
 // provider did not report it.
+//
+// Audio is billed at its own rate (Gemini 2.5 Flash: $1.00 per 1M input tokens against $0.30 for text, image and
+// video). Its counts are by modality: promptTokensDetails (of promptTokenCount), cacheTokensDetails (of the cached
+// count), candidatesTokensDetails (of candidatesTokenCount), each `[{modality, tokenCount}]`. The audio part of input
+// is the prompt's AUDIO tokens less the cache's (cached audio stays in the cached bucket, at the cached price), of
+// output the candidates' AUDIO tokens (Usage.audioInput, audioOutput).
 
-import { larger, tokenCount, type Usage } from '../../ledger/types.js';
+import { larger, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
 import { isObj } from './wire.js';
 
 const n = tokenCount;
@@ -21,13 +27,27 @@ export interface GeminiCounts {
   readonly candidates: number | null;
   readonly thoughts: number | null;
   readonly toolUse: number | null;
+  /** The AUDIO tokens of promptTokenCount, of cachedContentTokenCount and of candidatesTokenCount (null: none said). */
+  readonly promptAudio: number | null;
+  readonly cachedAudio: number | null;
+  readonly candidatesAudio: number | null;
 }
 
 /** A usageMetadata's counts; null when it reports none of prompt, candidates, thoughts or tool-use prompt. */
 export function geminiCounts(raw: unknown): GeminiCounts | null {
   if (!isObj(raw)) return null;
-  const c = { prompt: n(raw.promptTokenCount), cached: n(raw.cachedContentTokenCount), candidates: n(raw.candidatesTokenCount), thoughts: n(raw.thoughtsTokenCount), toolUse: n(raw.toolUsePromptTokenCount) };
+  const c = {
+    prompt: n(raw.promptTokenCount), cached: n(raw.cachedContentTokenCount), candidates: n(raw.candidatesTokenCount), thoughts: n(raw.thoughtsTokenCount), toolUse: n(raw.toolUsePromptTokenCount),
+    promptAudio: audioOf(raw.promptTokensDetails), cachedAudio: audioOf(raw.cacheTokensDetails), candidatesAudio: audioOf(raw.candidatesTokensDetails),
+  };
   return c.prompt === null && c.candidates === null && c.thoughts === null && c.toolUse === null ? null : c;
+}
+
+/** The AUDIO entry's tokenCount of a `[{modality, tokenCount}]` list; null when there is none (or no list). */
+function audioOf(details: unknown): number | null {
+  if (!Array.isArray(details)) return null;
+  for (const d of details as unknown[]) if (isObj(d) && d.modality === 'AUDIO') return n(d.tokenCount);
+  return null;
 }
 
 /**
@@ -41,13 +61,19 @@ export function laterCounts(earlier: GeminiCounts | null, later: GeminiCounts): 
   return {
     prompt: larger(earlier.prompt, later.prompt), cached: larger(earlier.cached, later.cached), candidates: larger(earlier.candidates, later.candidates),
     thoughts: larger(earlier.thoughts, later.thoughts), toolUse: larger(earlier.toolUse, later.toolUse),
+    promptAudio: larger(earlier.promptAudio, later.promptAudio), cachedAudio: larger(earlier.cachedAudio, later.cachedAudio),
+    candidatesAudio: larger(earlier.candidatesAudio, later.candidatesAudio),
   };
 }
 
 /** The five buckets of a usageMetadata's counts (the rules at the top of this file). */
 export function countsUsage(c: GeminiCounts): Usage {
   const input = c.prompt === null && c.toolUse === null ? null : Math.max(0, (c.prompt ?? 0) - (c.cached ?? 0)) + (c.toolUse ?? 0);
-  return { input, cached: c.cached, cacheWrite: null, output: c.candidates, reasoning: c.thoughts };
+  const usage: Usage = { input, cached: c.cached, cacheWrite: null, output: c.candidates, reasoning: c.thoughts };
+  if (c.promptAudio === null && c.candidatesAudio === null) return usage;
+  // Of the prompt's audio, what the cache did not hold (never below 0; withAudio bounds it by the input).
+  const audioIn = c.promptAudio === null ? null : Math.max(0, c.promptAudio - Math.min(c.cachedAudio ?? 0, c.cached ?? 0));
+  return withAudio(usage, audioIn, c.candidatesAudio);
 }
 
 export function geminiUsage(raw: unknown): Usage | null {

@@ -63,15 +63,23 @@ export function reasoningOf(m: Json): string {
 /**
  * Canonical usage -> Chat Completions usage: prompt_tokens = input + cached + cache write (OpenAI has no cache-write
  * bucket; those tokens were read as input), completion_tokens = output + reasoning. The details objects are sent
- * only for buckets that were reported, so openaiUsage reads back the same buckets (cache write folds into input).
+ * only for buckets that were reported, and the audio parts (`audio_tokens`) only when there are some, so openaiUsage
+ * reads back the same buckets (cache write folds into input).
  */
 export function renderUsage(u: Usage): Json {
   const prompt = (u.input ?? 0) + (u.cached ?? 0) + (u.cacheWrite ?? 0);
   const completion = (u.output ?? 0) + (u.reasoning ?? 0);
   const out: Json = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
-  if (u.cached !== null) out.prompt_tokens_details = { cached_tokens: u.cached };
-  if (u.reasoning !== null) out.completion_tokens_details = { reasoning_tokens: u.reasoning };
+  if (u.cached !== null || u.audioInput !== undefined) out.prompt_tokens_details = details('cached_tokens', u.cached, u.audioInput);
+  if (u.reasoning !== null || u.audioOutput !== undefined) out.completion_tokens_details = details('reasoning_tokens', u.reasoning, u.audioOutput);
   return out;
+}
+
+/** A `*_tokens_details` object: its reported count (cached or reasoning) and its audio part, each when known. */
+function details(key: string, count: number | null, audio: number | undefined): Json {
+  const d: Json = count === null ? {} : { [key]: count };
+  if (audio !== undefined) d.audio_tokens = audio;
+  return d;
 }
 
 /** The vLLM-style `stop_reason` of a choice: the stop string that ended the answer, when it says so. */

@@ -15,7 +15,7 @@ const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' 
 
 const sameUsage = (a: Usage, b: Usage): boolean =>
   a.input === b.input && a.cached === b.cached && a.cacheWrite === b.cacheWrite && a.output === b.output && a.reasoning === b.reasoning &&
-  a.serviceTier === b.serviceTier;
+  a.serviceTier === b.serviceTier && a.audioInput === b.audioInput && a.audioOutput === b.audioOutput;
 
 // ---------------------------------------------------------------------------------------------------------------
 // Parser

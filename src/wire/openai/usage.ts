@@ -5,8 +5,11 @@
 //   top-level `cached_tokens`; both inside prompt_tokens as OpenAI's. `prompt_tokens_details.cached_tokens` wins.
 // - reasoning OUTSIDE completion_tokens (xAI: "counted separately from completion_tokens, but in total_tokens"): told
 //   by total_tokens, which is then prompt + completion + reasoning; otherwise OpenAI's rule.
+// Audio (gpt-4o-audio-preview): `prompt_tokens_details.audio_tokens` inside prompt_tokens and
+// `completion_tokens_details.audio_tokens` inside completion_tokens, billed at their own rates: kept as the audio parts
+// of input and output (withAudio; a cached prompt's audio is taken as cached first only past the uncached input).
 
-import { atTier, tokenCount, type Usage } from '../../ledger/types.js';
+import { atTier, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
 
 const n = tokenCount;
 
@@ -26,13 +29,14 @@ export function openaiUsage(raw: unknown, tier?: unknown): Usage | null {
   const apart = completion !== null && reasoningApart(u, prompt, completion, thought);
   // Inside completion_tokens (OpenAI's rule): never more than it either.
   const reasoning = thought === null || completion === null || apart ? thought : Math.min(thought, completion);
-  return atTier({
+  const usage: Usage = {
     input: prompt === null ? null : Math.max(0, prompt - (cached ?? 0)),
     cached,
     cacheWrite: null,
     output: completion === null ? null : apart ? completion : completion - (reasoning ?? 0),
     reasoning,
-  }, tier);
+  };
+  return atTier(withAudio(usage, n(pd.audio_tokens), n(cd.audio_tokens)), tier);
 }
 
 /** Whether the reasoning tokens are outside completion_tokens (xAI): total_tokens counts them on top of it. */
