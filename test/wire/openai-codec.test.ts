@@ -239,6 +239,18 @@ t.test('parseRequest: every field of a full Chat Completions body', async (t) =>
   t.equal(chatIncludeUsage(null), false);
 });
 
+t.test("parseRequest: tool_choice allowed_tools cuts the tool list to the named functions", async (t) => {
+  const fn = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object', properties: {} } } });
+  const allowed = (mode: string, names: string[]) => ({ type: 'allowed_tools', allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) } });
+  const auto = openaiCodec.parseRequest(minimal({ tools: [fn('a'), fn('b'), fn('c')], tool_choice: allowed('auto', ['a', 'c']) }));
+  t.same(auto.tools?.map((x) => x.name), ['a', 'c'], 'only the allowed functions reach the provider');
+  t.same(auto.toolChoice, { type: 'auto' });
+  const required = openaiCodec.parseRequest(minimal({ tools: [fn('a'), fn('b')], tool_choice: allowed('required', ['b']) }));
+  t.same(required.tools?.map((x) => x.name), ['b']);
+  t.same(required.toolChoice, { type: 'required' }, 'mode required: a call is required');
+  t.throws(() => openaiCodec.parseRequest(minimal({ tool_choice: { type: 'custom', custom: { name: 'x' } } })), /tool_choice/, 'another object is still refused');
+});
+
 t.test('parseRequest: small shapes', async (t) => {
   t.strictSame(openaiCodec.parseRequest(minimal()), { model: 'm', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], stream: false });
   t.strictSame(

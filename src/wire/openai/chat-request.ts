@@ -235,7 +235,20 @@ function parseTools(v: unknown): ToolDefinition[] {
 function parseToolChoice(v: unknown): ToolChoice {
   if (v === 'auto' || v === 'none' || v === 'required') return { type: v };
   if (isObject(v) && v.type === 'function' && isObject(v.function)) return { type: 'tool', name: reqString(v.function.name, 'tool_choice.function.name') };
-  throw invalid('tool_choice', "'tool_choice' must be auto, none, required or {type: 'function', function: {name}}");
+  if (isObject(v) && v.type === 'allowed_tools' && isObject(v.allowed_tools)) return v.allowed_tools.mode === 'required' ? { type: 'required' } : { type: 'auto' };
+  throw invalid('tool_choice', "'tool_choice' must be auto, none, required, {type: 'function', function: {name}} or {type: 'allowed_tools', allowed_tools: {mode, tools}}");
+}
+
+/**
+ * `allowed_tools` (tool_choice `{type: 'allowed_tools', allowed_tools: {mode, tools: [{type: 'function', function:
+ * {name}}]}}`): the model may call only the named functions; carried as the tool list cut to them (the Responses
+ * parser does the same), `mode` as auto or required.
+ */
+function allowedTools(v: unknown, tools: readonly ToolDefinition[]): ToolDefinition[] {
+  if (!isObject(v) || v.type !== 'allowed_tools' || !isObject(v.allowed_tools)) return [...tools];
+  const listed = Array.isArray(v.allowed_tools.tools) ? v.allowed_tools.tools : [];
+  const names = new Set(listed.flatMap((t) => (isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : [])));
+  return tools.filter((t) => names.has(t.name));
 }
 
 function parseResponseFormat(v: unknown): ResponseFormat {
@@ -305,7 +318,10 @@ export function parseChatRequest(body: unknown): CanonicalRequest {
   const req: { -readonly [K in keyof CanonicalRequest]: CanonicalRequest[K] } = { model, system, messages, stream: body.stream === true };
 
   if (!absent(body.tools)) req.tools = parseTools(body.tools);
-  if (!absent(body.tool_choice)) req.toolChoice = parseToolChoice(body.tool_choice);
+  if (!absent(body.tool_choice)) {
+    req.toolChoice = parseToolChoice(body.tool_choice);
+    if (req.tools !== undefined) req.tools = allowedTools(body.tool_choice, req.tools);
+  }
   if (typeof body.parallel_tool_calls === 'boolean') req.parallelToolCalls = body.parallel_tool_calls;
   else if (!absent(body.parallel_tool_calls)) throw invalid('parallel_tool_calls', "'parallel_tool_calls' must be a boolean");
   // max_completion_tokens replaced max_tokens; when both are sent it is the one OpenAI honours.
