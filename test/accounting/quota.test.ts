@@ -281,7 +281,13 @@ t.test('a batch the writer stores makes /api/quota read again within its cache s
     const res = await fetch(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'free/m', messages: [{ role: 'user', content: 'count me' }] }) });
     const tokens = ((await res.json()) as { usage: { total_tokens: number } }).usage.total_tokens;
     await gw.flush(); // the writer stores it (and says so: `written`)
-    const after = await free();
+    // A read that comes while the evaluator's look (poked by the same `written`) is computing gets the snapshot before
+    // it, by design (docs/quota.md): read again until the new figures come, still within the cache's second.
+    let after = await free();
+    while (after !== before + tokens && performance.now() - t0 < 900) {
+      await new Promise((r) => setTimeout(r, 25));
+      after = await free();
+    }
     if (performance.now() - t0 < 900 || attempt === 3) {
       t.ok(tokens > 0);
       t.equal(after, before + tokens, `the request's ${tokens} tokens (attempt ${attempt}, ${Math.round(performance.now() - t0)} ms after the first read)`);
