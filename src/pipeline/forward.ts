@@ -80,7 +80,7 @@ export const DROPPED_PARAMS_HEADER = 'x-tollgate-dropped-params';
 export function buildUpstream(exchange: Exchange, outbound: WireCodec, canonical: CanonicalRequest, route: Route): BuiltRequest {
   const built = buildFor(outbound, route, canonical);
   if (built.refused !== undefined) {
-    const param = exchange.inbound.codec.paramNames[built.refused.field];
+    const param = canonical.fieldNames?.[built.refused.field] ?? exchange.inbound.codec.paramNames[built.refused.field];
     throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `'${param}' ${built.refused.reason}`, { param });
   }
   return built;
@@ -93,7 +93,7 @@ export function buildUpstream(exchange: Exchange, outbound: WireCodec, canonical
  */
 export function droppedParams(names: WireCodec['paramNames'], canonical: CanonicalRequest, dropped: readonly CanonicalField[]): string[] {
   const out = new Set<string>(canonical.unmapped ?? []);
-  for (const f of [...(canonical.removed ?? []), ...dropped]) out.add(names[f]);
+  for (const f of [...(canonical.removed ?? []), ...dropped]) out.add(canonical.fieldNames?.[f] ?? names[f]);
   return [...out].sort();
 }
 

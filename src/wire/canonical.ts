@@ -156,6 +156,11 @@ export interface CanonicalRequest {
   readonly unmapped?: readonly string[];
   /** Fields removed on the way to a target (capability stripping, a fusion panel), listed like the target's drops. */
   readonly removed?: readonly CanonicalField[];
+  /**
+   * The client's own name for a field, where it is not the one its codec names the field by (`WireCodec.paramNames`):
+   * a Gemini client's `generationConfig.responseSchema` rather than `responseJsonSchema`.
+   */
+  readonly fieldNames?: Readonly<Partial<Record<CanonicalField, string>>>;
 }
 
 export type StopReason = 'end' | 'max_tokens' | 'tool_calls' | 'stop_sequence' | 'content_filter' | 'refusal' | 'error';

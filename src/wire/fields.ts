@@ -65,13 +65,44 @@ const FILES_API: Readonly<Record<Origin, string>> = { openai: 'openai', 'openai-
 
 const foreignFile = (s: MediaSource, target: Origin): boolean => s.kind === 'file_id' && s.origin !== undefined && FILES_API[s.origin] !== FILES_API[target];
 
+/** The media type a source states (a data: URL's too), lower case; undefined when it states none (a plain URL, a bare file id). */
+function statedType(s: MediaSource): string | undefined {
+  if (s.kind === 'url') return /^data:([^;,]+)[;,]/.exec(s.url)?.[1]?.toLowerCase();
+  return s.mediaType?.toLowerCase();
+}
+
+const pdfTextOrImage = (type: string): boolean => type === 'application/pdf' || type.startsWith('text/') || type.startsWith('image/');
+
 /**
- * The request without the media parts that name another family's file (an OpenAI file id, a Gemini Files API or
- * gs:// URI, an Anthropic file id): the target cannot read it, and sending it would draw a 400. Each is dropped and
- * listed by its kind (image, file, audio). A file id without an origin is left to the build.
+ * The file types (of a `file` part) each target format takes. Anthropic documents are PDFs (base64) or plain text (a
+ * text source); OpenAI Chat file parts are PDFs only (the Chat build sends a text file as text); both get an image
+ * given as a file as an image. Responses' input_file takes documents, text, code and spreadsheets, not video or
+ * audio. Gemini takes any.
+ */
+const TAKES_FILE: Readonly<Record<Origin, (type: string) => boolean>> = {
+  anthropic: pdfTextOrImage,
+  openai: pdfTextOrImage,
+  'openai-responses': (type) => !type.startsWith('video/') && !type.startsWith('audio/'),
+  gemini: () => true,
+};
+
+/** A file part whose stated type the target format does not take (a Gemini client's video to Anthropic). */
+function unreadableFile(p: Part, target: Origin): boolean {
+  if (p.type !== 'file') return false;
+  const type = statedType(p.source);
+  return type !== undefined && !TAKES_FILE[target](type);
+}
+
+/**
+ * The request without the media parts the target cannot read: those that name another family's file (an OpenAI
+ * file id, a Gemini Files API or gs:// URI, an Anthropic file id), and files of a type the target format does not
+ * take (TAKES_FILE: a video or an audio file to Anthropic, OpenAI Chat or Responses). Sending either would draw a
+ * 400. Each is dropped and listed by its kind (image, file, audio). A file id without an origin, and a file whose
+ * type is not stated (a plain URL), are left to the build.
  */
 export function withoutForeignFiles(req: CanonicalRequest, target: Origin, notes: BuildNotes): CanonicalRequest {
-  const foreign = (p: Part): p is Extract<Part, { type: 'image' | 'file' | 'audio' }> => (p.type === 'image' || p.type === 'file' || p.type === 'audio') && foreignFile(p.source, target);
+  const foreign = (p: Part): p is Extract<Part, { type: 'image' | 'file' | 'audio' }> =>
+    (p.type === 'image' || p.type === 'file' || p.type === 'audio') && (foreignFile(p.source, target) || unreadableFile(p, target));
   if (!anyPart(req, foreign)) return req;
   const keep = (parts: readonly Part[]): Part[] =>
     parts.flatMap((p): Part[] => {

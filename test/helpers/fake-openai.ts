@@ -41,9 +41,10 @@ export type Behaviour =
    * The model calls the first function tool of the request (`name` overrides it; a request without tools is a 400):
    * `args` (DEFAULT_TOOL_ARGS) as the JSON arguments string, streamed in `argChunks` fragments (default 4). `more`:
    * further calls of the same tool in the same turn (parallel tool calls), one per entry, with those arguments; their
-   * ids are `toolCallIdFor(n)` with `_2`, `_3`, ... appended.
+   * ids are `toolCallIdFor(n)` with `_2`, `_3`, ... appended. `unindexed`: streamed as Gemini's OpenAI-compatible
+   * endpoint, Ollama and Xinference stream calls: each whole (id, type, name, arguments) in one delta, without `index`.
    */
-  | { kind: 'tool'; name?: string; args?: Record<string, unknown>; argChunks?: number; usage?: FakeUsage; omitUsage?: boolean; more?: Record<string, unknown>[] }
+  | { kind: 'tool'; name?: string; args?: Record<string, unknown>; argChunks?: number; usage?: FakeUsage; omitUsage?: boolean; more?: Record<string, unknown>[]; unindexed?: boolean }
   /** Stream `chunks` content chunks, then an `{"error": ...}` payload (as OpenAI reports a failure mid-stream), then end. */
   | { kind: 'stream-error'; chunks: number; code?: string; message?: string }
   /** DeepSeek-style: `reasoning_content` (one delta per entry of `reasoning`), then the text answer. */
@@ -214,7 +215,11 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const choice = (delta: Record<string, unknown>, finish: string | null = null) => ({ ...base, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], ...u });
     // The deltas after the role chunk (each one counts for waitForChunks).
     let deltas: Record<string, unknown>[];
-    if (call) {
+    if (call && b.kind === 'tool' && b.unindexed === true) {
+      const whole = (c: (typeof calls)[number]) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.args } });
+      await send(choice({ role: 'assistant', tool_calls: [whole(call)] }));
+      deltas = calls.slice(1).map((c) => ({ tool_calls: [whole(c)] }));
+    } else if (call) {
       // As OpenAI streams a call: the role and the call's head (index, id, type, name, empty arguments) together,
       // then the arguments in fragments.
       await send(choice({ role: 'assistant', content: null, tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }], refusal: null }));

@@ -483,3 +483,25 @@ t.test('reasoning sent back: an Anthropic history with a thinking block reaches 
   t.same(JSON.parse((msgs[1]!.tool_calls as { function: { arguments: string } }[])[0]!.function.arguments), args, 'the call arguments as JSON');
   t.match(msgs[2], { role: 'tool', tool_call_id: 'call_prev', content: '{"temperature":21}' }, 'the result as a tool message');
 });
+
+// ------------------------------------------------------------------------------------------------ vendor streams
+
+t.test('parallel calls streamed without index (Gemini OpenAI-compat, Ollama): separate calls translated, bytes relayed on the fast path', async (t) => {
+  const second = { city: 'Rome', unit: 'celsius' };
+  up.next({ kind: 'tool', unindexed: true, more: [second] });
+  const tools = [{ name: TOOL.name, description: TOOL.description, input_schema: TOOL.schema as Anthropic.Tool.InputSchema }];
+  const m = await anthropicClient.messages.stream({ model: PLAIN, max_tokens: MAX_TOKENS, tools, messages: [{ role: 'user', content: ASK_TOOL }] }).finalMessage();
+  const uses = m.content.flatMap((b) => (b.type === 'tool_use' ? [[b.id, b.name, b.input]] : []));
+  const n = up.received.length; // the fake numbers its ids by the requests it has received
+  t.strictSame(uses, [[toolCallIdFor(n), TOOL.name, DEFAULT_TOOL_ARGS], [`${toolCallIdFor(n)}_2`, TOOL.name, second]], 'two tool_use blocks, each with its id and input');
+  t.equal(m.stop_reason, 'tool_use');
+
+  up.next({ kind: 'tool', unindexed: true, more: [second] });
+  const r = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: PLAIN, stream: true, messages: [{ role: 'user', content: ASK_TOOL }], tools: [{ type: 'function', function: { name: TOOL.name, parameters: TOOL.schema } }] }),
+  });
+  const deltas = (await r.text()).split('\n').filter((l) => l.startsWith('data: {')).flatMap((l) => (JSON.parse(l.slice(6)) as { choices: { delta: { tool_calls?: unknown[] } }[] }).choices.flatMap((c) => c.delta.tool_calls ?? []));
+  t.equal(deltas.length, 2, 'the fast path relays the two deltas');
+  t.notOk(deltas.some((d) => 'index' in (d as object)), 'as they came: no index added');
+});

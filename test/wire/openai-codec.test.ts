@@ -737,6 +737,37 @@ t.test('stream parser: vendor shapes and odd input', async (t) => {
   t.same(fold(n2).content, [{ type: 'text', text: 'mine' }], 'only choice 0');
 });
 
+t.test('stream parser: tool_calls without index (Gemini OpenAI-compat, Ollama, Xinference) are separate calls by id', async (t) => {
+  const p = new OpenAIChatStreamParser();
+  const events = [
+    ...p.frame(chunkFrame({ role: 'assistant', tool_calls: [{ id: 'call_A', type: 'function', function: { name: 'a', arguments: '{"x":1}' } }] })),
+    ...p.frame(chunkFrame({ tool_calls: [{ id: 'call_B', type: 'function', function: { name: 'b', arguments: '{"y"' } }] })),
+    ...p.frame(chunkFrame({ tool_calls: [{ function: { arguments: ':2}' } }] })),
+    ...p.frame(chunkFrame({ tool_calls: [{ id: 'call_B', function: { arguments: '' } }] })),
+    ...p.frame({ ...chunkFrame({}), data: JSON.stringify({ id: 'chatcmpl-x', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }) }),
+  ];
+  t.strictSame(events, [
+    { type: 'start', id: 'chatcmpl-x', model: 'm' },
+    { type: 'tool_call_start', index: 0, id: 'call_A', name: 'a' },
+    { type: 'tool_call_delta', index: 0, arguments: '{"x":1}' },
+    { type: 'block_stop', index: 0 },
+    { type: 'tool_call_start', index: 1, id: 'call_B', name: 'b' },
+    { type: 'tool_call_delta', index: 1, arguments: '{"y"' },
+    { type: 'tool_call_delta', index: 1, arguments: ':2}' },
+    { type: 'block_stop', index: 1 },
+    { type: 'finish', stopReason: 'tool_calls' },
+  ], 'a new id starts a new call; a delta without id (or with the same id) continues the latest one');
+  const calls = fold(events).content.map((c) => (c.type === 'tool_call' ? [c.id, c.name, JSON.parse(c.arguments)] : null));
+  t.strictSame(calls, [['call_A', 'a', { x: 1 }], ['call_B', 'b', { y: 2 }]], 'two calls, each with valid JSON arguments');
+
+  const indexed = new OpenAIChatStreamParser();
+  const mixed = [
+    ...indexed.frame(chunkFrame({ tool_calls: [{ index: 0, id: 'call_1', function: { name: 'f', arguments: '{"a"' } }] })),
+    ...indexed.frame(chunkFrame({ tool_calls: [{ function: { arguments: ':1}' } }] })),
+  ];
+  t.strictSame(mixed.slice(-1), [{ type: 'tool_call_delta', index: 0, arguments: ':1}' }], 'an indexed call is continued by a delta without index or id');
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rendering streams
 // ---------------------------------------------------------------------------------------------------------------

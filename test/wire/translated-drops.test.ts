@@ -3,8 +3,9 @@
 // the client's codec, builds the upstream request with the target's codec, and checks both the body the upstream
 // would receive and the dropped list the client is given (droppedParams, the x-tollgate-dropped-params value).
 // Covers a thinking level the target cannot express, Anthropic content blocks (search_result, tool errors, document
-// citations and context, container_upload), Chat-only fields (strict tools, image detail, assistant audio) and
-// file ids another provider family holds.
+// citations and context, container_upload), Chat-only fields (strict tools, image detail, assistant audio), file
+// ids another provider family holds, media by type (a tool result's images to Gemini, files of a type the target
+// does not take) and Gemini's allowedFunctionNames and response formats (text/x.enum, the key a format is listed by).
 
 import t from 'tap';
 import { parseConfig } from '../../src/config/load.js';
@@ -283,4 +284,114 @@ t.test("a file id another provider family holds is dropped and listed, never sen
   const toAnth = send('anthropic', anthFile, 'anth', 'claude-plain');
   t.strictSame((toAnth.json.messages as Json[])[0], { role: 'user', content: [{ type: 'document', source: { type: 'file', file_id: 'file_011abc' } }, { type: 'text', text: 'sum' }] });
   t.strictSame(toAnth.listed, []);
+});
+
+// ---------------------------------------------------------------------------------------------------- media by type
+
+t.test('images in a tool result reach Gemini as inline parts right after the functionResponse', async (t) => {
+  const screenshot = anthropic({
+    messages: [
+      { role: 'user', content: 'look' },
+      { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'screenshot', input: {} }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }] }] },
+    ],
+  });
+  const gem = send('anthropic', screenshot, 'gem', 'gemini-2.5-flash');
+  t.strictSame((gem.json.contents as Json[]).at(-1), {
+    role: 'user', parts: [{ functionResponse: { id: 't1', name: 'screenshot', response: { output: '' } } }, { inlineData: { mimeType: 'image/png', data: PNG } }],
+  }, 'an image-only result (a computer-use screenshot)');
+  t.strictSame(gem.listed, []);
+
+  const output = responses({
+    input: [
+      { role: 'user', content: 'look' },
+      { type: 'function_call', call_id: 'call_1', name: 'screenshot', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: [{ type: 'input_text', text: 'here' }, { type: 'input_image', image_url: `data:image/png;base64,${PNG}` }, { type: 'input_file', file_data: 'data:application/pdf;base64,JVBERi0=' }] },
+    ],
+  });
+  const fromResponses = send('responses', output, 'gem', 'gemini-2.5-flash');
+  t.strictSame((fromResponses.json.contents as Json[]).at(-1), {
+    role: 'user',
+    parts: [
+      { functionResponse: { id: 'call_1', name: 'screenshot', response: { output: 'here' } } },
+      { inlineData: { mimeType: 'image/png', data: PNG } },
+      { inlineData: { mimeType: 'application/pdf', data: 'JVBERi0=' } },
+    ],
+  }, 'the text in the response, the image and the PDF after it, in the same user turn');
+  t.strictSame(fromResponses.listed, []);
+});
+
+const inline = (mimeType: string, data: string): Json => ({ inlineData: { mimeType, data } });
+const userParts = (...parts: Json[]): Json => gemini({ contents: [{ role: 'user', parts: [...parts, { text: 'describe' }] }] });
+
+t.test('a file of a type the target does not take (video) is dropped and listed; a PDF or a text file is carried', async (t) => {
+  const video = userParts(inline('video/mp4', 'AAAA'));
+  const anth = send('gemini', video, 'anth', 'claude-plain');
+  t.strictSame(anth.json.messages, [{ role: 'user', content: [{ type: 'text', text: 'describe' }] }], 'no base64 document of a video for Anthropic');
+  t.strictSame(anth.listed, ['inlineData.file']);
+  const oai = send('gemini', video, 'oai', 'gpt-4o');
+  t.strictSame(oai.json.messages, [{ role: 'user', content: 'describe' }], 'no file part of a video for Chat (its files are PDFs)');
+  t.strictSame(oai.listed, ['inlineData.file']);
+  const resp = send('gemini', video, 'resp', 'gpt-4.1');
+  t.notMatch(JSON.stringify(resp.json.input), 'video/mp4', 'no input_file of a video for Responses');
+  t.strictSame(resp.listed, ['inlineData.file']);
+  const gem = send('gemini', video, 'gem', 'gemini-2.5-flash');
+  t.strictSame((gem.json.contents as Json[])[0], { role: 'user', parts: [inline('video/mp4', 'AAAA'), { text: 'describe' }] }, 'Gemini takes it');
+  t.strictSame(gem.listed, []);
+
+  const docs = userParts(inline('application/pdf', 'JVBERi0='), inline('text/plain', Buffer.from('hello doc').toString('base64')));
+  const anthDocs = send('gemini', docs, 'anth', 'claude-plain');
+  t.strictSame((anthDocs.json.messages as Json[])[0], {
+    role: 'user',
+    content: [
+      { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' } },
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'hello doc' } },
+      { type: 'text', text: 'describe' },
+    ],
+  }, 'Anthropic: the PDF as a base64 document, the text file as a text document');
+  t.strictSame(anthDocs.listed, []);
+  const oaiDocs = send('gemini', docs, 'oai', 'gpt-4o');
+  t.strictSame((oaiDocs.json.messages as Json[])[0], {
+    role: 'user',
+    content: [{ type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=' } }, { type: 'text', text: 'hello doc' }, { type: 'text', text: 'describe' }],
+  }, 'Chat: the PDF as a file part, the text file as its text');
+  t.strictSame(oaiDocs.listed, []);
+  const respDocs = send('gemini', docs, 'resp', 'gpt-4.1');
+  t.match(JSON.stringify(respDocs.json.input), 'data:text/plain;base64', 'Responses takes a text file as input_file');
+  t.strictSame(respDocs.listed, []);
+
+  const textDoc = anthropic({ messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'hello doc' }, title: 'notes.txt' }, { type: 'text', text: 'sum' }] }] });
+  t.strictSame(send('anthropic', textDoc, 'oai', 'gpt-4o').json.messages, [{ role: 'user', content: [{ type: 'text', text: 'hello doc' }, { type: 'text', text: 'sum' }] }], "an Anthropic text document reaches Chat as text, not a file_data Chat refuses");
+});
+
+// ---------------------------------------------------------------------------------------------------- Gemini config
+
+const FNS = ['a', 'b', 'c'].map((name) => ({ name, parameters: { type: 'OBJECT', properties: {} } }));
+const toolNames = (tools: unknown): unknown[] => (tools as Json[]).map((x) => x.name ?? (x.function as Json | undefined)?.name);
+
+t.test('Gemini ANY with allowedFunctionNames [a, b] of a, b, c: only a and b are sent, and one of them is required', async (t) => {
+  const body = gemini({ tools: [{ functionDeclarations: FNS }], toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['a', 'b'] } } });
+  const oai = send('gemini', body, 'oai', 'gpt-4o');
+  t.strictSame([toolNames(oai.json.tools), oai.json.tool_choice], [['a', 'b'], 'required']);
+  const anth = send('gemini', body, 'anth', 'claude-plain');
+  t.strictSame([toolNames(anth.json.tools), anth.json.tool_choice], [['a', 'b'], { type: 'any' }]);
+  const resp = send('gemini', body, 'resp', 'gpt-4.1');
+  t.strictSame([toolNames(resp.json.tools), resp.json.tool_choice], [['a', 'b'], 'required']);
+  t.strictSame([oai.listed, anth.listed, resp.listed], [[], [], []]);
+  const one = send('gemini', gemini({ tools: [{ functionDeclarations: FNS }], toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['b'] } } }), 'oai', 'gpt-4o');
+  t.strictSame([toolNames(one.json.tools), one.json.tool_choice], [['a', 'b', 'c'], { type: 'function', function: { name: 'b' } }], 'one name: that tool forced');
+});
+
+t.test('Gemini text/x.enum is a text answer, its schema listed; a dropped response format is listed under the key the client set', async (t) => {
+  const enumBody = gemini({ generationConfig: { responseMimeType: 'text/x.enum', responseSchema: { type: 'STRING', enum: ['yes', 'no'] } } });
+  const oai = send('gemini', enumBody, 'oai', 'gpt-4o');
+  t.notMatch(JSON.stringify(oai.json.response_format ?? {}), 'json_schema', 'no json_schema with a string root');
+  t.strictSame(oai.listed, ['generationConfig.responseSchema']);
+
+  const tools = [{ functionDeclarations: FNS }];
+  const schema = { type: 'OBJECT', properties: { a: { type: 'STRING' } } };
+  const named = (generationConfig: Json) => send('gemini', gemini({ tools, generationConfig }), 'anth', 'claude-plain').listed;
+  t.strictSame(named({ responseMimeType: 'application/json', responseSchema: schema }), ['generationConfig.responseSchema'], 'responseSchema');
+  t.strictSame(named({ responseMimeType: 'application/json', responseJsonSchema: { type: 'object' } }), ['generationConfig.responseJsonSchema'], 'responseJsonSchema');
+  t.strictSame(named({ responseMimeType: 'application/json' }), ['generationConfig.responseMimeType'], 'the JSON MIME type alone');
 });

@@ -15,6 +15,8 @@
 //
 // Building skips what Anthropic cannot take in that place: empty text blocks (rejected by the API), audio,
 // images/files in an assistant turn, reasoning in a user turn and reasoning without a signature (another family's).
+// A file part becomes a document only as a PDF or text (an image file becomes an image block): the build removed
+// and listed files of any other stated type beforehand (withoutForeignFiles, src/wire/fields.ts).
 // Tool calls always go to an assistant turn and tool results to a user turn. Tool ids are kept, with characters
 // outside Anthropic's id pattern [a-zA-Z0-9_-] replaced by '_' (the same way for the call and its result, so they
 // still pair).

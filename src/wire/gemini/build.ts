@@ -143,6 +143,8 @@ function userParts(content: readonly Part[], messages: readonly Message[], at: n
         break;
       case 'tool_result':
         out.push({ functionResponse: { id: p.callId, name: p.name ?? callName(p.callId, messages, at), response: toolResponse(p) } });
+        // The result's images and files (a screenshot, a PDF) follow it in the same turn, as inline parts.
+        for (const c of p.content) if (c.type === 'image' || c.type === 'file' || c.type === 'audio') out.push(mediaToGemini(c.source, c.type));
         break;
     }
   }
@@ -163,7 +165,8 @@ function callName(callId: string, messages: readonly Message[], at: number): str
 
 /**
  * A tool result -> functionResponse.response (an object). The text parts are joined; text that is a JSON object is
- * sent as that object, any other text as {output: text}, an error as {error: text}. Non-text parts are dropped.
+ * sent as that object, any other text as {output: text}, an error as {error: text}. Media parts are not part of it:
+ * userParts sends them as inline parts right after the functionResponse.
  */
 function toolResponse(p: Extract<Part, { type: 'tool_result' }>): Json {
   const text = p.content.flatMap((c) => (c.type === 'text' ? [c.text] : [])).join('\n');

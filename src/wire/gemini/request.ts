@@ -5,9 +5,11 @@
 // both in.
 //
 // Carried besides the conversation: candidateCount (n), responseLogprobs / logprobs, googleSearch (and the older
-// googleSearchRetrieval) as the built-in web search. Listed as dropped (`unmapped`): other built-in tools
+// googleSearchRetrieval) as the built-in web search; allowedFunctionNames (ANY naming several, VALIDATED) keeps
+// only the declarations it names. text/x.enum is a text answer. Listed as dropped (`unmapped`): other built-in tools
 // (`tools.codeExecution`, `tools.urlContext`, ...), top-level keys not read here (safetySettings, cachedContent,
-// ...) and generationConfig keys not read here (responseModalities, speechConfig, mediaResolution, ...).
+// ...), generationConfig keys not read here (responseModalities, speechConfig, mediaResolution, ...) and the
+// schema of a text/x.enum answer.
 
 import type { BuiltinTool, CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
 import { unknownKeys } from '../fields.js';
@@ -20,8 +22,8 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
 
   const messages = parseContents(body.contents);
   const system = parseSystem(body.systemInstruction);
-  const { functions: tools, builtin, unmapped } = parseTools(body.tools);
-  const toolChoice = parseToolChoice(body.toolConfig);
+  const { functions: declared, builtin, unmapped } = parseTools(body.tools);
+  const { choice: toolChoice, tools } = parseToolChoice(body.toolConfig, declared);
   const gen = body.generationConfig;
   if (gen !== undefined && gen !== null && !isObj(gen)) throw invalid('generationConfig must be an object', 'generationConfig');
   const g = (gen ?? {}) as Json;
@@ -48,8 +50,11 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
     if (!Array.isArray(g.stopSequences) || !g.stopSequences.every((s) => typeof s === 'string')) throw invalid('stopSequences must be an array of strings', 'generationConfig.stopSequences');
     req.stop = g.stopSequences as string[];
   }
-  const responseFormat = parseResponseFormat(g);
-  if (responseFormat !== undefined) req.responseFormat = responseFormat;
+  const format = parseResponseFormat(g);
+  if (format.format !== undefined) req.responseFormat = format.format;
+  // The codec lists a dropped format as generationConfig.responseJsonSchema (GEMINI_PARAM_NAMES); another key the client's own.
+  if (format.key !== undefined && format.key !== 'responseJsonSchema') req.fieldNames = { responseFormat: `generationConfig.${format.key}` };
+  if (format.ignored !== undefined) unmapped.push(`generationConfig.${format.ignored}`);
   if (g.thinkingConfig !== undefined && g.thinkingConfig !== null) {
     if (!isObj(g.thinkingConfig)) throw invalid('thinkingConfig must be an object', 'generationConfig.thinkingConfig');
     const thinking = parseThinking(g.thinkingConfig);
@@ -227,36 +232,51 @@ function parseTools(raw: unknown): { functions?: ToolDefinition[]; builtin: Buil
   return out.length > 0 ? { functions: out, builtin, unmapped } : { builtin, unmapped };
 }
 
-/** AUTO -> auto, NONE -> none, ANY -> required, or the one tool when allowedFunctionNames names exactly one. */
-function parseToolChoice(raw: unknown): ToolChoice | undefined {
-  if (raw === undefined || raw === null) return undefined;
+/**
+ * AUTO -> auto, NONE -> none, ANY -> required, or the one tool when allowedFunctionNames names exactly one. With
+ * VALIDATED, or ANY naming several, allowedFunctionNames keeps only the declarations it names (as a Responses
+ * allowed_tools does): ANY over [a, b] of a, b, c is required over a and b.
+ */
+function parseToolChoice(raw: unknown, declared: ToolDefinition[] | undefined): { choice?: ToolChoice; tools?: ToolDefinition[] } {
+  if (raw === undefined || raw === null) return { tools: declared };
   if (!isObj(raw)) throw invalid('toolConfig must be an object', 'toolConfig');
   const fcc = raw.functionCallingConfig;
-  if (fcc === undefined || fcc === null) return undefined;
+  if (fcc === undefined || fcc === null) return { tools: declared };
   if (!isObj(fcc)) throw invalid('functionCallingConfig must be an object', 'toolConfig.functionCallingConfig');
   const names = Array.isArray(fcc.allowedFunctionNames) ? fcc.allowedFunctionNames.filter((n): n is string => typeof n === 'string') : [];
+  const allowed = declared?.filter((t) => names.includes(t.name));
+  // Names that match no declaration leave the declarations as they are (the provider says what it makes of them).
+  const tools = allowed !== undefined && allowed.length > 0 ? allowed : declared;
   switch (fcc.mode) {
     case undefined:
     case 'MODE_UNSPECIFIED':
     case 'AUTO':
+      return fcc.mode === undefined ? { tools: declared } : { choice: { type: 'auto' }, tools: declared };
     case 'VALIDATED':
-      return fcc.mode === undefined ? undefined : { type: 'auto' };
+      return { choice: { type: 'auto' }, tools };
     case 'NONE':
-      return { type: 'none' };
+      return { choice: { type: 'none' }, tools: declared };
     case 'ANY':
-      return names.length === 1 ? { type: 'tool', name: names[0]! } : { type: 'required' };
+      // One name is a forced tool: the other declarations stay (they cannot be called).
+      return names.length === 1 ? { choice: { type: 'tool', name: names[0]! }, tools: declared } : { choice: { type: 'required' }, tools };
     default:
       throw invalid('functionCallingConfig.mode must be AUTO, ANY, NONE or VALIDATED', 'toolConfig.functionCallingConfig.mode');
   }
 }
 
-/** responseJsonSchema / responseSchema -> json_schema (named 'response': Gemini has no name); application/json -> json_object. */
-function parseResponseFormat(g: Json): ResponseFormat | undefined {
-  if (isObj(g.responseJsonSchema)) return { type: 'json_schema', name: 'response', schema: g.responseJsonSchema };
-  if (isObj(g.responseSchema)) return { type: 'json_schema', name: 'response', schema: jsonSchemaFromGemini(g.responseSchema) };
-  if (g.responseMimeType === 'application/json') return { type: 'json_object' };
-  if (g.responseMimeType === 'text/plain') return { type: 'text' };
-  return undefined;
+/**
+ * responseJsonSchema / responseSchema -> json_schema (named 'response': Gemini has no name); application/json ->
+ * json_object; text/plain and text/x.enum -> text (an enum's schema has no place in another format's text answer:
+ * listed as `ignored`). `key`: the generationConfig key the format is listed under when dropped, the one the client set.
+ */
+function parseResponseFormat(g: Json): { format?: ResponseFormat; key?: string; ignored?: string } {
+  const schemaKey = isObj(g.responseJsonSchema) ? 'responseJsonSchema' : isObj(g.responseSchema) ? 'responseSchema' : undefined;
+  if (g.responseMimeType === 'text/x.enum') return { format: { type: 'text' }, key: 'responseMimeType', ...(schemaKey === undefined ? {} : { ignored: schemaKey }) };
+  if (isObj(g.responseJsonSchema)) return { format: { type: 'json_schema', name: 'response', schema: g.responseJsonSchema }, key: 'responseJsonSchema' };
+  if (isObj(g.responseSchema)) return { format: { type: 'json_schema', name: 'response', schema: jsonSchemaFromGemini(g.responseSchema) }, key: 'responseSchema' };
+  if (g.responseMimeType === 'application/json') return { format: { type: 'json_object' }, key: 'responseMimeType' };
+  if (g.responseMimeType === 'text/plain') return { format: { type: 'text' }, key: 'responseMimeType' };
+  return {};
 }
 
 const LEVELS = new Set(['minimal', 'low', 'medium', 'high']);

@@ -15,7 +15,8 @@
 //   built-in web search as a `web_search` tool (`web_search_preview` with tool_choice when forced).
 // - Not supported by the Responses API, so removed and listed (spec item 9, BuildNotes): top_k, stop, seed,
 //   presence/frequency penalty, logit_bias, prediction, cache_control markers, audio parts, a tool result's error
-//   flag, another family's files. n > 1 is refused (a Responses answer is one answer).
+//   flag, another family's files, video and audio files (input_file takes documents, text and spreadsheets).
+//   n > 1 is refused (a Responses answer is one answer).
 //
 // Thinking: the level goes through the shared `openai` family mapping (applyThinking in src/wire/thinking.ts,
 // table in docs/thinking.md) and is sent as `reasoning.effort`: named levels pass through (auto: no effort), a

@@ -40,6 +40,13 @@ function chatUserPart(p: Part): Json | null {
     }
     case 'file': {
       const s = p.source;
+      if (s.kind === 'base64') {
+        // Chat file parts are PDFs (withoutForeignFiles removed the types nothing here can send): a text file goes
+        // as its text, as OpenAI advises, and an image file as an image.
+        const type = s.mediaType.toLowerCase();
+        if (type.startsWith('text/')) return { type: 'text', text: Buffer.from(s.data, 'base64').toString('utf8') };
+        if (type.startsWith('image/')) return { type: 'image_url', image_url: { url: dataUrl(s.mediaType, s.data) } };
+      }
       const file: Json = {};
       if (s.kind === 'base64') file.file_data = dataUrl(s.mediaType, s.data);
       else if (s.kind === 'file_id') file.file_id = s.id;
@@ -142,10 +149,11 @@ function thinkingFields(req: CanonicalRequest, target: Target, family: ThinkingF
  * service_tier (OpenAI's values; Anthropic's standard_only is dropped), user, metadata.
  * Dropped and listed (BuildNotes): top_k (not a Chat Completions parameter), cache_control markers, built-in web
  * search (a forced one is refused), parts Chat Completions cannot carry (image file ids, audio other than base64
- * wav/mp3, file URLs, non-text tool results, another family's files), a tool result's error flag, a thinking level
- * the model cannot take (listed without `reasoning`, or no room for a budget). Dropped without a listing: reasoning
- * except for families that read it back, tool_choice / parallel_tool_calls without tools (OpenAI rejects them; with
- * no tool they say nothing).
+ * wav/mp3, file URLs, files other than PDF, text or image, non-text tool results, another family's files), a tool
+ * result's error flag, a thinking level the model cannot take (listed without `reasoning`, or no room for a
+ * budget). Dropped without a listing: reasoning except for families that read it back, tool_choice /
+ * parallel_tool_calls without tools (OpenAI rejects them; with no tool they say nothing). A text file is sent as
+ * text, an image file as an image_url.
  */
 export function buildChatRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();

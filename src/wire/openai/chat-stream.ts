@@ -32,7 +32,9 @@ interface ToolCall {
 
 /**
  * Upstream chunks -> canonical events. Only choice 0 is read. Each run of reasoning, of text, and each tool call
- * (by its `index`) is a block with its own index; a new block closes the one before. A tool call starts once its
+ * (by its `index`) is a block with its own index; a new block closes the one before. A tool call delta without an
+ * `index` (Gemini's OpenAI-compatible endpoint, Ollama, Xinference send each call whole that way) continues the
+ * latest call, unless it carries an `id` other than that call's: then it is a new call. A tool call starts once its
  * name is known (arguments that came first are sent right after the start). `[DONE]` terminates; data that is not
  * JSON is ignored; a `{"error": ...}` payload becomes an error event. Usage is sent when a chunk reports it; a
  * repeat of the same numbers is not sent again, and different numbers replace the earlier ones (never summed).
@@ -44,6 +46,10 @@ export class OpenAIChatStreamParser implements StreamParser {
   /** The open block (text, reasoning or the latest tool call), if any. */
   #open: { kind: 'text' | 'reasoning' | 'tool'; index: number } | null = null;
   readonly #tools = new Map<number, ToolCall>();
+  /** The key of the latest tool call a delta touched (the call a delta without `index` continues). */
+  #lastTool: number | null = null;
+  /** The key of the next call begun by a delta without `index`: below -1 (the legacy function_call's), never an upstream index. */
+  #nextUnindexed = -2;
   #refusal = false;
   #finished = false;
   #usage: Usage | null = null;
@@ -131,13 +137,14 @@ export class OpenAIChatStreamParser implements StreamParser {
 
   #tool(out: CanonicalEvent[], raw: unknown, json: Json): void {
     if (!isObject(raw)) return;
-    const key = typeof raw.index === 'number' ? raw.index : 0;
+    const key = typeof raw.index === 'number' ? raw.index : this.#unindexedKey(raw.id);
     const fn = isObject(raw.function) ? raw.function : {};
     let call = this.#tools.get(key);
     if (call === undefined) {
       call = { id: '', name: '', pending: '', block: null };
       this.#tools.set(key, call);
     }
+    this.#lastTool = key;
     if (call.id === '' && typeof raw.id === 'string') call.id = raw.id;
     if (call.name === '' && typeof fn.name === 'string') call.name = fn.name;
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
@@ -148,6 +155,14 @@ export class OpenAIChatStreamParser implements StreamParser {
       // A fragment for a call that is no longer the open block (never seen from OpenAI) still goes to its index.
       out.push({ type: 'tool_call_delta', index: call.block, arguments: args });
     }
+  }
+
+  /** The call a delta without `index` belongs to: the latest call, or a new one when the delta names another id. */
+  #unindexedKey(id: unknown): number {
+    const latest = this.#lastTool === null ? undefined : this.#tools.get(this.#lastTool);
+    const other = typeof id === 'string' && id !== '' && latest !== undefined && latest.id !== '' && latest.id !== id;
+    if (latest !== undefined && !other) return this.#lastTool!;
+    return this.#nextUnindexed--;
   }
 
   #startTool(out: CanonicalEvent[], call: ToolCall, json: Json): void {
