@@ -45,8 +45,8 @@ export function classifyTransportError(err: unknown): TollgateError {
   if (err instanceof TollgateError) return err;
   const code = (err as { code?: unknown })?.code;
   if (typeof code !== 'string') return new TollgateError('TOLLGATE_ERR_INTERNAL', 'internal error', { cause: err });
-  // zlib's (Z_DATA_ERROR, Z_BUF_ERROR: cut short) and brotli's (ERR__ERROR_FORMAT_...): an encoded answer that does not decode.
-  if (code.startsWith('Z_') || code.startsWith('ERR__ERROR_')) {
+  // An encoded answer that does not decode (undecodableBytes).
+  if (undecodableBytes(err)) {
     return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider's encoded answer does not decode (${code})`, { cause: err });
   }
   switch (code) {
@@ -80,13 +80,30 @@ export type UpstreamResponseListener = (e: UpstreamResponseEvent) => void;
  * describe the encoded bytes), so nothing downstream relays or believes them.
  */
 function decoded(status: number, headers: UpstreamResponse['headers'], body: Readable, read: { limit: number; deadline: number }): UpstreamResponse {
-  const { 'content-encoding': _encoding, 'content-length': _length, ...plain } = headers;
-  return {
-    status, headers: plain, body,
-    text: () => byDeadline(body, read.deadline, async () => utf8Text(await readWithin(body, read.limit, null))),
-    bytes: () => byDeadline(body, read.deadline, () => readWithin(body, read.limit, null)),
+  const { 'content-encoding': encoding, 'content-length': _length, ...plain } = headers;
+  const bytes = (): Promise<Buffer> => byDeadline(body, read.deadline, () => readWithin(body, read.limit, null));
+  if (status < 400) return { status, headers: plain, body, text: async () => utf8Text(await bytes()), bytes };
+  // An error answer whose bytes do not decode (a gzip cut short) still counts as its status, as one in a coding the
+  // gateway does not decode does (undecodedError): only its body is replaced by a message.
+  const readable = async (): Promise<Buffer> => {
+    try {
+      return await bytes();
+    } catch (err) {
+      if (!undecodableBytes(err)) throw err;
+      return errorMessage(`the upstream provider answered ${status} in content-encoding '${String(encoding).slice(0, 40)}', whose bytes do not decode: its error body is left out`);
+    }
   };
+  return { status, headers: plain, body, text: async () => utf8Text(await readable()), bytes: readable };
 }
+
+/** zlib's (Z_DATA_ERROR, Z_BUF_ERROR: cut short) and brotli's (ERR__ERROR_FORMAT_...) errors: encoded bytes that do not decode. */
+function undecodableBytes(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR__ERROR_'));
+}
+
+/** The body an error answer's unreadable one is replaced with. */
+const errorMessage = (message: string): Buffer => Buffer.from(JSON.stringify({ error: { type: 'upstream_error', message } }));
 
 /**
  * An error answer (status >= 400) in a coding the gateway cannot decode: its status and headers still say what
@@ -97,8 +114,7 @@ function decoded(status: number, headers: UpstreamResponse['headers'], body: Rea
 function undecodedError(status: number, headers: UpstreamResponse['headers'], body: Readable, coding: string): UpstreamResponse {
   discard(body);
   const { 'content-encoding': _encoding, 'content-length': _length, ...plain } = headers;
-  const message = `the upstream provider answered ${status} in content-encoding '${coding}', which the gateway does not decode (it asks for none): its error body is left out`;
-  const bytes = Buffer.from(JSON.stringify({ error: { type: 'upstream_error', message } }));
+  const bytes = errorMessage(`the upstream provider answered ${status} in content-encoding '${coding}', which the gateway does not decode (it asks for none): its error body is left out`);
   return { status, headers: { ...plain, 'content-type': 'application/json' }, body: Readable.from([bytes]), text: async () => bytes.toString('utf8'), bytes: async () => bytes };
 }
 

@@ -15,6 +15,8 @@
 //   error-zstd
 //             a 429 in `content-encoding: zstd`, with a retry-after
 //   bad-gzip  `content-encoding: gzip` with bytes that are not gzip
+//   error-bad-gzip
+//             a 429 in `content-encoding: gzip` whose bytes are not gzip, with a retry-after
 
 import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -152,6 +154,10 @@ export async function startFakeAnyFormat(t: { teardown(fn: () => unknown): void 
         return;
       case 'bad-gzip':
         res.writeHead(200, { 'content-type': type, 'content-encoding': 'gzip' });
+        res.end('this is not gzip at all');
+        return;
+      case 'error-bad-gzip':
+        res.writeHead(429, { 'content-type': 'application/json', 'content-encoding': 'gzip', 'retry-after': '30' });
         res.end('this is not gzip at all');
         return;
       default: {

@@ -17,7 +17,7 @@ import { metricValue } from '../helpers/prom.js';
 // Above the bomb's compressed size (about 200 KB), far below its decoded 200 MB: only a count of decoded bytes stops it.
 const LIMIT = 1024 * 1024;
 const up = await startFakeAnyFormat(t);
-const MODES = ['ok', 'gzip', 'br', 'deflate', 'x-gzip', 'gzip-br', 'identity', 'error-gzip', 'error-zstd', 'bomb', 'zstd', 'bad-gzip'];
+const MODES = ['ok', 'gzip', 'br', 'deflate', 'x-gzip', 'gzip-br', 'identity', 'error-gzip', 'error-zstd', 'error-bad-gzip', 'bomb', 'zstd', 'bad-gzip'];
 const providers: Record<string, unknown> = {};
 for (const mode of MODES) {
   providers[`oa-${mode}`] = fakeProvider(up.port, mode, 'openai');
@@ -97,6 +97,16 @@ for (const p of PATHS) {
       t.equal(a.retryAfter, '30', 'its Retry-After');
       t.equal(a.encoding, null, 'no content-encoding to the client');
       t.match(a.text, /answered 429 in content-encoding 'zstd', which the gateway does not decode/);
+      t.match(await rowOf(a.id), { status: 'failure', http_status: 429, error_type: '429' });
+    });
+  }
+
+  for (const stream of [false, true]) {
+    t.test(`${p.name}, ${stream ? 'streamed' : 'whole'}: a 429 in gzip whose bytes do not decode is a 429 with its Retry-After`, async (t) => {
+      const a = await p.call(`${p.prefix}-error-bad-gzip/m`, stream);
+      t.equal(a.status, 429, "the upstream's status");
+      t.equal(a.retryAfter, '30', 'its Retry-After');
+      t.match(a.text, /answered 429 in content-encoding 'gzip', whose bytes do not decode/);
       t.match(await rowOf(a.id), { status: 'failure', http_status: 429, error_type: '429' });
     });
   }

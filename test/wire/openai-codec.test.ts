@@ -768,6 +768,31 @@ t.test('stream parser: tool_calls without index (Gemini OpenAI-compat, Ollama, X
   t.strictSame(mixed.slice(-1), [{ type: 'tool_call_delta', index: 0, arguments: ':1}' }], 'an indexed call is continued by a delta without index or id');
 });
 
+t.test('stream parser: tool_calls without index, the other shapes vendors send', async (t) => {
+  const callsOf = (deltas: Json[][]) => {
+    const p = new OpenAIChatStreamParser();
+    const events = deltas.flatMap((tc) => p.frame(chunkFrame({ tool_calls: tc })));
+    events.push(...p.frame({ ...chunkFrame({}), data: JSON.stringify({ id: 'chatcmpl-x', choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] }) }));
+    return fold(events).content.map((c) => (c.type === 'tool_call' ? [c.id, c.name, c.arguments] : null));
+  };
+  t.strictSame(callsOf([
+    [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }],
+    [{ index: 0, function: { arguments: '{"city":' } }],
+    [{ index: 0, function: { arguments: '"Paris"}' } }],
+  ]), [['call_1', 'get_weather', '{"city":"Paris"}']], 'an index on the later fragments only: one call (the first free index is the one they name)');
+  t.strictSame(callsOf([
+    [{ id: '', type: 'function', function: { name: 'a', arguments: '{"x":1}' } }],
+    [{ id: '', type: 'function', function: { name: 'b', arguments: '{"y":2}' } }],
+  ]), [['', 'a', '{"x":1}'], ['', 'b', '{"y":2}']], 'whole calls with empty ids, one a chunk: two calls');
+  t.strictSame(callsOf([
+    [{ type: 'function', function: { name: 'a', arguments: '{"x":1}' } }, { type: 'function', function: { name: 'a', arguments: '{"x":2}' } }],
+  ]), [['', 'a', '{"x":1}'], ['', 'a', '{"x":2}']], 'two whole calls of one function in one chunk, no ids: two calls');
+  t.strictSame(callsOf([
+    [{ type: 'function', function: { name: 'a', arguments: '{"x":' } }],
+    [{ type: 'function', function: { name: 'a', arguments: '1}' } }],
+  ]), [['', 'a', '{"x":1}']], 'a name repeated on every fragment of one call (its arguments not whole yet): one call');
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Rendering streams
 // ---------------------------------------------------------------------------------------------------------------

@@ -27,14 +27,39 @@ interface ToolCall {
   name: string;
   /** Arguments received before the start could be sent. */
   pending: string;
+  /** Every argument fragment so far (whether they make a whole JSON value tells a new call without `index`). */
+  args: string;
   block: number | null;
+}
+
+/**
+ * Whether a tool call delta without `index` begins another call than `latest`: it carries another `id`, or it names a
+ * function when `latest` has a name already and either another name or whole arguments (a vendor that sends each call
+ * whole, often with no id: Gemini's OpenAI-compatible endpoint behind a proxy, Ollama). A name repeated on every
+ * fragment of one call (arguments not whole yet) continues it.
+ */
+function startsAnother(latest: ToolCall, id: unknown, name: unknown): boolean {
+  if (typeof id === 'string' && id !== '' && latest.id !== '' && id !== latest.id) return true;
+  if (typeof name !== 'string' || name === '' || latest.name === '') return false;
+  return name !== latest.name || wholeJson(latest.args);
+}
+
+function wholeJson(text: string): boolean {
+  if (text.trim() === '') return false;
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
  * Upstream chunks -> canonical events. Only choice 0 is read. Each run of reasoning, of text, and each tool call
  * (by its `index`) is a block with its own index; a new block closes the one before. A tool call delta without an
  * `index` (Gemini's OpenAI-compatible endpoint, Ollama, Xinference send each call whole that way) continues the
- * latest call, unless it carries an `id` other than that call's: then it is a new call. A tool call starts once its
+ * latest call unless it begins another (startsAnother); a new call takes the first index no call has, so an `index`
+ * sent on the call's later fragments finds it. A tool call starts once its
  * name is known (arguments that came first are sent right after the start). `[DONE]` terminates; data that is not
  * JSON is ignored; a `{"error": ...}` payload becomes an error event. Usage is sent when a chunk reports it; a
  * repeat of the same numbers is not sent again, and different numbers replace the earlier ones (never summed).
@@ -48,8 +73,6 @@ export class OpenAIChatStreamParser implements StreamParser {
   readonly #tools = new Map<number, ToolCall>();
   /** The key of the latest tool call a delta touched (the call a delta without `index` continues). */
   #lastTool: number | null = null;
-  /** The key of the next call begun by a delta without `index`: below -1 (the legacy function_call's), never an upstream index. */
-  #nextUnindexed = -2;
   #refusal = false;
   #finished = false;
   #usage: Usage | null = null;
@@ -137,17 +160,18 @@ export class OpenAIChatStreamParser implements StreamParser {
 
   #tool(out: CanonicalEvent[], raw: unknown, json: Json): void {
     if (!isObject(raw)) return;
-    const key = typeof raw.index === 'number' ? raw.index : this.#unindexedKey(raw.id);
     const fn = isObject(raw.function) ? raw.function : {};
+    const key = typeof raw.index === 'number' ? raw.index : this.#unindexedKey(raw.id, fn.name);
     let call = this.#tools.get(key);
     if (call === undefined) {
-      call = { id: '', name: '', pending: '', block: null };
+      call = { id: '', name: '', pending: '', args: '', block: null };
       this.#tools.set(key, call);
     }
     this.#lastTool = key;
     if (call.id === '' && typeof raw.id === 'string') call.id = raw.id;
     if (call.name === '' && typeof fn.name === 'string') call.name = fn.name;
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
+    call.args += args;
     if (call.block === null) {
       call.pending += args;
       if (call.name !== '') this.#startTool(out, call, json);
@@ -157,12 +181,13 @@ export class OpenAIChatStreamParser implements StreamParser {
     }
   }
 
-  /** The call a delta without `index` belongs to: the latest call, or a new one when the delta names another id. */
-  #unindexedKey(id: unknown): number {
+  /** The call a delta without `index` belongs to: the latest call, or a new one (the first free index) when it begins another. */
+  #unindexedKey(id: unknown, name: unknown): number {
     const latest = this.#lastTool === null ? undefined : this.#tools.get(this.#lastTool);
-    const other = typeof id === 'string' && id !== '' && latest !== undefined && latest.id !== '' && latest.id !== id;
-    if (latest !== undefined && !other) return this.#lastTool!;
-    return this.#nextUnindexed--;
+    if (latest !== undefined && !startsAnother(latest, id, name)) return this.#lastTool!;
+    let key = 0;
+    while (this.#tools.has(key)) key++;
+    return key;
   }
 
   #startTool(out: CanonicalEvent[], call: ToolCall, json: Json): void {
