@@ -193,6 +193,10 @@ t.test('parseResponse: finish reasons, blocked prompts and odd bodies', async (t
   // No responseId: the made-up id takes 12 random hex digits in its place.
   const made = (odd.content[2] as { id: string }).id;
   t.match(made, /^call_[0-9a-f]{12}_1$/, 'a call without id and an answer without responseId: call_<random>_<n>');
+  const long = geminiCodec.parseResponse({ responseId: `${'R'.repeat(5000)}/+=`, candidates: [{ content: { parts: Array.from({ length: 120 }, () => ({ functionCall: { name: 'f', args: {} } })) }, finishReason: 'STOP' }] });
+  const ids = long.content.map((p) => (p as { id: string }).id);
+  t.equal(ids.at(-1), `call_${'R'.repeat(24)}_119`, 'a long responseId: its first 24 characters');
+  t.ok(ids.every((id) => id.length <= 40), "every id within OpenAI's 40 characters, the 120th call's too");
   t.strictSame(odd.content, [
     { type: 'reasoning', text: '', signature: 'thought-sig', origin: 'gemini' },
     { type: 'tool_call', id: 'fc-7', name: 'f', arguments: '{}' },

@@ -239,6 +239,18 @@ t.test('parseRequest: every field of a full Chat Completions body', async (t) =>
   t.equal(chatIncludeUsage(null), false);
 });
 
+t.test('parseRequest: a file_data data URL that is not base64 is its text', async (t) => {
+  const fileOf = (file_data: string) => {
+    const r = openaiCodec.parseRequest(minimal({ messages: [{ role: 'user', content: [{ type: 'file', file: { file_data } }] }] }));
+    return r.messages[0]!.content[0];
+  };
+  t.strictSame(fileOf('data:,hello'), { type: 'file', source: { kind: 'base64', mediaType: 'text/plain', data: Buffer.from('hello').toString('base64') } }, 'no type: text/plain, the text as base64 (not the URL taken as a PDF\'s bytes)');
+  t.strictSame(fileOf('data:text/csv;charset=utf-8,a%2Cb%0A1%2C2'), { type: 'file', source: { kind: 'base64', mediaType: 'text/csv', data: Buffer.from('a,b\n1,2').toString('base64') } }, 'percent-decoded, typed as it says');
+  t.strictSame(fileOf('data:application/pdf;base64,JVBERi0='), { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: 'JVBERi0=' } }, 'a base64 data URL as before');
+  t.strictSame(fileOf('JVBERi0='), { type: 'file', source: { kind: 'base64', mediaType: 'application/pdf', data: 'JVBERi0=' } }, 'bare base64: a PDF, as before');
+  t.throws(() => fileOf('data:,%E0%A4%A'), /does not percent-decode/, 'text that does not decode: a 400 naming it');
+});
+
 t.test("parseRequest: tool_choice allowed_tools cuts the tool list to the named functions", async (t) => {
   const fn = (name: string) => ({ type: 'function', function: { name, parameters: { type: 'object', properties: {} } } });
   const allowed = (mode: string, names: string[]) => ({ type: 'allowed_tools', allowed_tools: { mode, tools: names.map((name) => ({ type: 'function', function: { name } })) } });

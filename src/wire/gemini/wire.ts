@@ -50,11 +50,12 @@ export function argsObject(args: string): Json {
 export const syntheticCallId = (n: number, answer?: string): string => (answer === undefined ? `call_${n}` : `call_${answer}_${n}`);
 
 /**
- * What an answer's made-up call ids are made of: its `responseId` (letters, digits, `_` and `-` kept, at most 32), or a
- * random 12 hex digits when it has none.
+ * What an answer's made-up call ids are made of: its `responseId` (letters, digits, `_` and `-` kept, at most 24, so
+ * that `call_<base>_<n>` stays within the 40 characters OpenAI takes for a tool call's id), or a random 12 hex digits
+ * when it has none.
  */
 export function callIdBase(responseId: unknown): string {
-  const own = typeof responseId === 'string' ? responseId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 32) : '';
+  const own = typeof responseId === 'string' ? responseId.replace(/[^A-Za-z0-9_-]/g, '').slice(0, 24) : '';
   return own !== '' ? own : randomBytes(6).toString('hex');
 }
 

@@ -55,6 +55,23 @@ export function parseDataUrl(url: string): { mediaType: string; data: string } |
   return { mediaType: m[1] || 'application/octet-stream', data: m[3]! };
 }
 
+/**
+ * A data URL that is not base64 (`data:,hello`, `data:text/plain,a%20b`): its percent-decoded text, as base64, typed
+ * as it says (text/plain when it says nothing); null when `url` is no data URL. Taken as base64 as it was, its whole
+ * URL reached the provider as a PDF's bytes.
+ */
+function textDataUrl(url: string, param: string): { mediaType: string; data: string } | null {
+  const m = /^data:([^;,]*)(?:;[^,]*)?,(.*)$/s.exec(url);
+  if (!m) return null;
+  let text: string;
+  try {
+    text = decodeURIComponent(m[2]!);
+  } catch {
+    throw invalid(param, `'${param}' is a data URL whose text does not percent-decode`);
+  }
+  return { mediaType: m[1] || 'text/plain', data: Buffer.from(text, 'utf8').toString('base64') };
+}
+
 const AUDIO_MEDIA: Readonly<Record<string, string>> = { wav: 'audio/wav', mp3: 'audio/mpeg' };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -117,7 +134,7 @@ function userPartOf(p: Json, at: string): Part {
       let source: MediaSource;
       if (fileData !== undefined) {
         // A data URL; bare base64 is taken as a PDF, the only file type Chat Completions reads.
-        const d = parseDataUrl(fileData);
+        const d = parseDataUrl(fileData) ?? textDataUrl(fileData, `${at}.file.file_data`);
         source = d ? { kind: 'base64', mediaType: d.mediaType, data: d.data } : { kind: 'base64', mediaType: 'application/pdf', data: fileData };
       } else if (fileId !== undefined) {
         source = { kind: 'file_id', id: fileId, origin: 'openai' };
