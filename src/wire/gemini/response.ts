@@ -5,15 +5,14 @@
 import { TollgateError } from '../../core/errors.js';
 import type { CanonicalChoice, CanonicalResponse, StopReason, TokenLogprob } from '../canonical.js';
 import { geminiUsage, renderGeminiUsage } from './usage.js';
-import { answerParts, answerToGemini, callIdBase, finishReasonFor, isObj, stopReasonFrom, type Json } from './wire.js';
+import { answerParts, answerToGemini, finishReasonFor, isObj, stopReasonFrom, type Json } from './wire.js';
 
 export function parseGeminiResponse(json: unknown): CanonicalResponse {
   if (!isObj(json)) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'Gemini response is not a JSON object');
   const cands = Array.isArray(json.candidates) ? json.candidates.filter(isObj) : [];
   // Candidates in `index` order (proto3 JSON omits index 0).
   const ordered = [...cands].sort((a, b) => (typeof a.index === 'number' ? a.index : 0) - (typeof b.index === 'number' ? b.index : 0));
-  const idBase = callIdBase(json.responseId);
-  const [first, ...rest] = (ordered.length > 0 ? ordered : [null]).map((c) => parseCandidate(json, c, idBase));
+  const [first, ...rest] = (ordered.length > 0 ? ordered : [null]).map((c) => parseCandidate(json, c));
   return {
     id: typeof json.responseId === 'string' ? json.responseId : '',
     model: typeof json.modelVersion === 'string' ? json.modelVersion : '',
@@ -24,8 +23,8 @@ export function parseGeminiResponse(json: unknown): CanonicalResponse {
 }
 
 /** One candidate (null: none, a blocked prompt) -> a canonical answer. */
-function parseCandidate(json: Json, cand: Json | null, idBase: string): CanonicalChoice {
-  const { parts } = answerParts(isObj(cand?.content) ? cand.content.parts : undefined, idBase);
+function parseCandidate(json: Json, cand: Json | null): CanonicalChoice {
+  const { parts } = answerParts(isObj(cand?.content) ? cand.content.parts : undefined, json.responseId);
   const logprobs = parseLogprobsResult(cand?.logprobsResult);
   return {
     content: parts,

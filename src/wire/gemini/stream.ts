@@ -25,8 +25,9 @@ export class GeminiStreamParser implements StreamParser {
   #open: { kind: 'text' | 'reasoning'; index: number } | null = null;
   #next = 0;
   #calls = 0;
-  /** What the answer's made-up call ids are made of (callIdBase of its first chunk). */
-  #idBase = '';
+  /** The first chunk's `responseId`, and what the answer's made-up call ids are made of (callIdBase, at the first). */
+  #responseId: unknown;
+  #idBase: string | undefined;
   #lastUsage = '';
   /** The counts so far: each the largest any chunk reported (laterCounts). */
   #counted: GeminiCounts | null = null;
@@ -55,7 +56,7 @@ export class GeminiStreamParser implements StreamParser {
     }
     if (!this.#started) {
       this.#started = true;
-      this.#idBase = callIdBase(json.responseId);
+      this.#responseId = json.responseId;
       out.push({ type: 'start', id: typeof json.responseId === 'string' ? json.responseId : '', model: typeof json.modelVersion === 'string' ? json.modelVersion : '' });
     }
     const cand = Array.isArray(json.candidates) && isObj(json.candidates[0]) ? json.candidates[0] : null;
@@ -109,7 +110,7 @@ export class GeminiStreamParser implements StreamParser {
       const fc = p.functionCall;
       this.#close(out);
       const index = this.#next++;
-      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(this.#calls, this.#idBase);
+      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(this.#calls, (this.#idBase ??= callIdBase(this.#responseId)));
       this.#calls++;
       const sig = typeof p.thoughtSignature === 'string' && p.thoughtSignature !== '' ? p.thoughtSignature : undefined;
       out.push(sig === undefined ? { type: 'tool_call_start', index, id, name: fc.name as string } : { type: 'tool_call_start', index, id, name: fc.name as string, signature: sig, origin: 'gemini' });

@@ -111,12 +111,13 @@ export function fileDataSource(uri: string, mime: string | undefined): MediaSour
  * The parts of a model answer -> canonical text / reasoning / tool_call parts. `thought: true` text is reasoning and
  * keeps its thoughtSignature; a thoughtSignature on a text or functionCall part has no canonical place yet and is
  * dropped. Empty text, inline media, code execution and other part kinds are not part of a canonical answer.
- * `idBase` (callIdBase) and `callIndex`, the number of function calls already seen, make the synthetic ids; returns
- * the parts and the new count.
+ * The answer's `responseId` (callIdBase, worked out at the first call without an id) and `callIndex`, the number of
+ * function calls already seen, make the synthetic ids; returns the parts and the new count.
  */
-export function answerParts(raw: unknown, idBase: string, callIndex = 0): { parts: Part[]; calls: number } {
+export function answerParts(raw: unknown, responseId: unknown, callIndex = 0): { parts: Part[]; calls: number } {
   const parts: Part[] = [];
   let calls = callIndex;
+  let idBase: string | undefined;
   if (!Array.isArray(raw)) return { parts, calls };
   for (const p of raw) {
     if (!isObj(p)) continue;
@@ -129,7 +130,7 @@ export function answerParts(raw: unknown, idBase: string, callIndex = 0): { part
       }
     } else if (isObj(p.functionCall) && typeof p.functionCall.name === 'string') {
       const fc = p.functionCall;
-      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(calls, idBase);
+      const id = typeof fc.id === 'string' && fc.id !== '' ? fc.id : syntheticCallId(calls, (idBase ??= callIdBase(responseId)));
       parts.push(toolCallPart(id, fc.name as string, JSON.stringify(isObj(fc.args) ? fc.args : {}), sig));
       calls++;
     }

@@ -257,15 +257,14 @@ function parseToolChoice(v: unknown): ToolChoice {
 }
 
 /**
- * `allowed_tools` (tool_choice `{type: 'allowed_tools', allowed_tools: {mode, tools: [{type: 'function', function:
- * {name}}]}}`): the model may call only the named functions; carried as the tool list cut to them (the Responses
- * parser does the same), `mode` as auto or required.
+ * The functions an `allowed_tools` tool_choice names (`{type: 'allowed_tools', allowed_tools: {mode, tools: [{type:
+ * 'function', function: {name}}]}}`), null for another choice: the model may call only those, carried as the tool
+ * list cut to them (the Responses parser does the same), `mode` as auto or required (parseToolChoice).
  */
-function allowedTools(v: unknown, tools: readonly ToolDefinition[]): ToolDefinition[] {
-  if (!isObject(v) || v.type !== 'allowed_tools' || !isObject(v.allowed_tools)) return [...tools];
+function allowedNames(v: unknown): Set<string> | null {
+  if (!isObject(v) || v.type !== 'allowed_tools' || !isObject(v.allowed_tools)) return null;
   const listed = Array.isArray(v.allowed_tools.tools) ? v.allowed_tools.tools : [];
-  const names = new Set(listed.flatMap((t) => (isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : [])));
-  return tools.filter((t) => names.has(t.name));
+  return new Set(listed.flatMap((t) => (isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : [])));
 }
 
 function parseResponseFormat(v: unknown): ResponseFormat {
@@ -337,7 +336,8 @@ export function parseChatRequest(body: unknown): CanonicalRequest {
   if (!absent(body.tools)) req.tools = parseTools(body.tools);
   if (!absent(body.tool_choice)) {
     req.toolChoice = parseToolChoice(body.tool_choice);
-    if (req.tools !== undefined) req.tools = allowedTools(body.tool_choice, req.tools);
+    const allowed = allowedNames(body.tool_choice);
+    if (allowed !== null && req.tools !== undefined) req.tools = req.tools.filter((t) => allowed.has(t.name));
   }
   if (typeof body.parallel_tool_calls === 'boolean') req.parallelToolCalls = body.parallel_tool_calls;
   else if (!absent(body.parallel_tool_calls)) throw invalid('parallel_tool_calls', "'parallel_tool_calls' must be a boolean");
