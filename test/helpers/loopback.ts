@@ -64,3 +64,27 @@ export class ChunkCounter {
     return new Promise<void>((resolve) => (this.#sent >= n ? resolve() : this.#waiters.push({ n, resolve })));
   }
 }
+
+// A hand-written fake upstream's pieces (test/integration/usage-vendors.test.ts, test/ledger/audio-tokens.test.ts).
+
+/** A request's JSON body. */
+export async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  let s = '';
+  for await (const c of req) s += String(c);
+  return JSON.parse(s) as Record<string, unknown>;
+}
+
+/** A 200 JSON answer. */
+export function answerJson(res: ServerResponse, body: unknown): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+}
+
+/** A 200 event stream: each event a `data:` frame of its JSON, `{event, data}` a named one, a string sent as it is. */
+export function answerSse(res: ServerResponse, events: readonly (Record<string, unknown> | string)[]): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const e of events) res.write(typeof e === 'string' ? e : 'event' in e ? `event: ${String(e.event)}\ndata: ${JSON.stringify(e.data)}\n\n` : `data: ${JSON.stringify(e)}\n\n`);
+  res.end();
+}
+
+/** A Gemini candidate answering `text` (with its finish reason, when given). */
+export const geminiCandidate = (text: string, finishReason?: string) => ({ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) });

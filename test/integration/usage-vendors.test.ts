@@ -9,27 +9,11 @@
 // Each: the row, and the usage the client sees, against the hand computation; streamed and not.
 
 import t from 'tap';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { listenLoopback } from '../helpers/loopback.js';
+import { answerJson as json, answerSse as sse, geminiCandidate as cand, listenLoopback, readJson as read } from '../helpers/loopback.js';
 import { startApp } from '../helpers/app.js';
-
-const read = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
-  let s = '';
-  for await (const c of req) s += String(c);
-  return JSON.parse(s) as Record<string, unknown>;
-};
-const json = (res: ServerResponse, body: unknown): void => {
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-};
-const sse = (res: ServerResponse, events: (Record<string, unknown> | string)[]): void => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const e of events) res.write(typeof e === 'string' ? e : 'event' in e ? `event: ${String(e.event)}\ndata: ${JSON.stringify(e.data)}\n\n` : `data: ${JSON.stringify(e)}\n\n`);
-  res.end();
-};
 
 // Gemini: the final usage, and the chunk before it as the API sends it (promptTokenCount and totalTokenCount only).
 const FINAL = { promptTokenCount: 1000, cachedContentTokenCount: 400, candidatesTokenCount: 200, thoughtsTokenCount: 100, totalTokenCount: 1300 };
-const cand = (text: string, finishReason?: string) => ({ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) });
 // OpenAI-compatible vendors' usage, by model name.
 const VENDOR_USAGE: Record<string, Record<string, unknown>> = {
   deepseek: { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 },

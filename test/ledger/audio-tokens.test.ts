@@ -7,7 +7,6 @@
 // parts and the cost worked out by hand: the row, the span and the request log.
 
 import t from 'tap';
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { openaiUsage } from '../../src/wire/openai/usage.js';
 import { renderUsage } from '../../src/wire/openai/chat-response.js';
 import { countsUsage, geminiCounts, geminiUsage, laterCounts } from '../../src/wire/gemini/usage.js';
@@ -15,7 +14,7 @@ import { computeCost, listCostPico } from '../../src/ledger/cost.js';
 import { addUsage, totalTokens, type Usage } from '../../src/ledger/types.js';
 import type { Price, ProviderConfig } from '../../src/config/types.js';
 import { catalogPrice } from '../../src/config/catalog-prices.js';
-import { listenLoopback } from '../helpers/loopback.js';
+import { answerJson as json, answerSse as sse, geminiCandidate as cand, listenLoopback, readJson as read } from '../helpers/loopback.js';
 import { startApp } from '../helpers/app.js';
 
 const AUDIO_PREVIEW: Price = { input: 2.5, output: 10, input_audio: 40, output_audio: 80 };
@@ -108,21 +107,6 @@ t.test('the catalog: Gemini models that bill audio input apart', async (t) => {
 });
 
 // --- Through the gateway --------------------------------------------------------------------------------------
-
-const read = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
-  let s = '';
-  for await (const c of req) s += String(c);
-  return JSON.parse(s) as Record<string, unknown>;
-};
-const sse = (res: ServerResponse, events: (Record<string, unknown> | string)[]): void => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const e of events) res.write(typeof e === 'string' ? e : `data: ${JSON.stringify(e)}\n\n`);
-  res.end();
-};
-const json = (res: ServerResponse, body: unknown): void => {
-  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-};
-const cand = (text: string, finishReason?: string) => ({ content: { role: 'model', parts: [{ text }] }, index: 0, ...(finishReason ? { finishReason } : {}) });
 
 t.test('through the gateway: row, span and request log with the audio parts and their prices', async (t) => {
   const up = await listenLoopback(t, async (req, res) => {
