@@ -16,6 +16,7 @@ import { ANOMALY_MIN_DAYS, ROLLING_WINDOW, evaluate, keyOf, type Candidate, type
 import { dayBounds, localDay } from '../core/tz.js';
 import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './types.js';
 import { BILLED_KINDS } from '../ledger/record.js';
+import { isoDate } from '../ledger/periods.js';
 import { DAY_MS } from '../core/windows.js';
 import type { WriteFence } from '../store/writer.js';
 
@@ -196,7 +197,7 @@ export class AlertService {
     if (this.#history?.key !== key) {
       // From the start of the 7th local day back, not 7 x 24 h back: a span with a 23-hour day (spring forward) reached
       // an hour into an 8th day, which counted as a day with usage and lowered the average (a false anomaly).
-      const weekAgo = new Date(Date.parse(`${today.date}T00:00:00Z`) - 7 * DAY_MS).toISOString().slice(0, 10);
+      const weekAgo = isoDate(Date.parse(`${today.date}T00:00:00Z`) - 7 * DAY_MS);
       const days = await aggregate(this.#store, { from: localDay(tz, weekAgo).from, to: today.from, by: ['day'], tz, filters: billed, sums: ['cost'] });
       this.#history = { key, days: days.filter((d) => d.day !== today.date).map((d) => ({ date: d.day!, cost: d.cost })) };
     }

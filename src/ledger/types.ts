@@ -72,24 +72,26 @@ export function knowsOutput(u: Usage): boolean {
 /** The usage of several upstream calls together (a combo request's): a bucket is null only if null in every one. */
 export function addUsage(a: Usage, b: Usage): Usage {
   const add = (x: number | null, y: number | null) => (x === null ? y : y === null ? x : x + y);
-  const sum: Usage = {
+  const sum: { -readonly [K in keyof Usage]: Usage[K] } = {
     input: add(a.input, b.input),
     cached: add(a.cached, b.cached),
     cacheWrite: add(a.cacheWrite, b.cacheWrite),
     output: add(a.output, b.output),
     reasoning: add(a.reasoning, b.reasoning),
   };
+  // The parts and counts most calls lack: present only when either call had them.
   const hour = add(a.cacheWrite1h ?? null, b.cacheWrite1h ?? null);
+  if (hour !== null) sum.cacheWrite1h = hour;
   const searches = add(a.webSearches ?? null, b.webSearches ?? null);
+  if (searches !== null) sum.webSearches = searches;
+  const audioIn = (a.audioInput ?? 0) + (b.audioInput ?? 0);
+  if (audioIn !== 0) sum.audioInput = audioIn;
+  const audioOut = (a.audioOutput ?? 0) + (b.audioOutput ?? 0);
+  if (audioOut !== 0) sum.audioOutput = audioOut;
   // The tier of the later call that reported one (a combo's: the member that answered); each call's cost was its own.
   const tier = b.serviceTier ?? a.serviceTier;
-  const audioIn = (a.audioInput ?? 0) + (b.audioInput ?? 0);
-  const audioOut = (a.audioOutput ?? 0) + (b.audioOutput ?? 0);
-  if (hour === null && searches === null && tier === undefined && audioIn === 0 && audioOut === 0) return sum;
-  return {
-    ...sum, ...(hour === null ? {} : { cacheWrite1h: hour }), ...(searches === null ? {} : { webSearches: searches }), ...(tier === undefined ? {} : { serviceTier: tier }),
-    ...(audioIn === 0 ? {} : { audioInput: audioIn }), ...(audioOut === 0 ? {} : { audioOutput: audioOut }),
-  };
+  if (tier !== undefined) sum.serviceTier = tier;
+  return sum;
 }
 
 /**

@@ -196,7 +196,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (typeof json.service_tier === 'string') tier = json.service_tier;
     const info = adapter.inspectChunk(json);
     if (info.usage) {
-      outcome.usage = info.usage.serviceTier === undefined && tier !== undefined ? atTier(info.usage, tier) : info.usage;
+      outcome.usage = tier === undefined ? info.usage : atTier(info.usage, tier);
       outcome.usageSource = 'reported';
     }
     if (info.deltas > 0) {

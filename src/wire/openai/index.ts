@@ -63,7 +63,7 @@ export const openaiAdapter: ChatAdapter = {
   },
 
   inspectChunk(json: unknown): StreamChunkInfo {
-    const c = (json ?? {}) as { choices?: unknown; usage?: unknown; service_tier?: unknown };
+    const c = (json ?? {}) as { choices?: unknown; usage?: unknown };
     const choices = Array.isArray(c.choices) ? (c.choices as ({ delta?: Record<string, unknown> } | null)[]) : [];
     let deltas = 0;
     let output = '';
@@ -76,7 +76,8 @@ export const openaiAdapter: ChatAdapter = {
         reasoning += reasoningOf(d);
       }
     }
-    const usage = openaiUsage(c.usage, c.service_tier);
+    // The chunk's tier is the stream's to keep (a vendor may say it on some chunks only): the relay applies it.
+    const usage = openaiUsage(c.usage);
     return { usage, deltas, output, reasoning, usageOnly: usage !== null && choices.length === 0 };
   },
 };
