@@ -211,7 +211,8 @@ export type CanonicalEvent =
   | { readonly type: 'reasoning_signature'; readonly index: number; readonly signature: string; readonly origin?: Origin }
   /** `signature`/`origin`: opaque data the producing family attached to the call (Gemini's thought signature). */
   | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string; readonly signature?: string; readonly origin?: Origin }
-  | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string }
+  /** `signature`/`origin`: the call's opaque data, when it came after the call started (a Chat upstream's later fragment). */
+  | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string; readonly signature?: string; readonly origin?: Origin }
   | { readonly type: 'block_stop'; readonly index: number }
   /** Usage as reported so far; a later usage event replaces an earlier one (never added to it). */
   | { readonly type: 'usage'; readonly usage: Usage }

@@ -167,6 +167,11 @@ export interface ConformanceProfile {
   readonly familyParts: readonly Part[];
   /** The opaque strings in familyParts: they must never be sent to, or shown to a client of, another family. */
   readonly secrets: readonly string[];
+  /**
+   * Secrets a client of another family is shown on purpose, by that family: its format has a place that sends them
+   * back to this family (a Gemini call signature as a Chat call's `extra_content`, docs/translation.md).
+   */
+  readonly shownTo?: Partial<Record<Origin, readonly string[]>>;
   /** Why the body buildRequest makes is (or is not) a client request parseRequest accepts. */
   readonly clientRequest: string;
   /** Extra checks on the built upstream request (e.g. Gemini: model and stream live in the URL). */
@@ -466,7 +471,10 @@ export function eventsOf(res: CanonicalResponse): CanonicalEvent[] {
       out.push({ type: 'block_stop', index: i });
     } else if (p.type === 'tool_call') {
       const i = index++;
-      out.push({ type: 'tool_call_start', index: i, id: p.id, name: p.name }, ...pieces(p.arguments, 4).map((a): CanonicalEvent => ({ type: 'tool_call_delta', index: i, arguments: a })), { type: 'block_stop', index: i });
+      const start: CanonicalEvent = p.signature === undefined || p.origin === undefined
+        ? { type: 'tool_call_start', index: i, id: p.id, name: p.name }
+        : { type: 'tool_call_start', index: i, id: p.id, name: p.name, signature: p.signature, origin: p.origin };
+      out.push(start, ...pieces(p.arguments, 4).map((a): CanonicalEvent => ({ type: 'tool_call_delta', index: i, arguments: a })), { type: 'block_stop', index: i });
     }
   }
   out.push({ type: 'finish', stopReason: res.stopReason });

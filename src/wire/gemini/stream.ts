@@ -175,6 +175,7 @@ export class GeminiStreamRenderer implements StreamRenderer {
       case 'tool_call_delta': {
         const c = this.#calls.get(e.index);
         if (c) c.args += e.arguments;
+        if (c && e.origin === 'gemini' && e.signature !== undefined) c.signature = e.signature;
         return '';
       }
       case 'block_stop':

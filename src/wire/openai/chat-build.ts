@@ -7,6 +7,7 @@ import { BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '.
 import { applyThinking, isThinkingFamily, thinkingLost, type ThinkingFamily } from '../thinking.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { openaiAdapter } from './index.js';
+import { isGoogleOpenAIEndpoint, signCalls } from './google.js';
 import { own } from '../../core/own.js';
 
 type Json = Record<string, unknown>;
@@ -67,13 +68,16 @@ function toolMessage(p: Extract<Part, { type: 'tool_result' }>, notes: BuildNote
   return { role: 'tool', tool_call_id: p.callId, content: texts.join('') };
 }
 
-function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null, notes: BuildNotes): Json[] {
+/** `google`: the provider is Google's OpenAI-compatible endpoint, which reads Gemini's thought signatures (google.ts). */
+function chatMessages(req: CanonicalRequest, family: ThinkingFamily | null, notes: BuildNotes, google: boolean): Json[] {
   const out: Json[] = [];
   for (const p of req.system) if (p.type === 'text') out.push({ role: 'system', content: p.text });
   for (const m of req.messages) {
     if (m.role === 'assistant') {
       const text = m.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
-      const calls = m.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
+      const parts = m.content.filter((p) => p.type === 'tool_call');
+      const calls: Json[] = parts.map((p) => ({ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }));
+      if (google) signCalls(calls, parts);
       const msg: Json = { role: 'assistant', content: text === '' && calls.length > 0 ? null : text };
       if (calls.length > 0) msg.tool_calls = calls;
       if (family !== null && SENDS_REASONING_BACK.has(family)) {
@@ -153,13 +157,16 @@ function thinkingFields(req: CanonicalRequest, target: Target, family: ThinkingF
  * result's error flag, a thinking level the model cannot take (listed without `reasoning`, or no room for a
  * budget). Dropped without a listing: reasoning except for families that read it back, tool_choice /
  * parallel_tool_calls without tools (OpenAI rejects them; with no tool they say nothing). A text file is sent as
- * text, an image file as an image_url.
+ * text, an image file as an image_url. Gemini's thought signatures on tool calls go as `extra_content` to Google's
+ * OpenAI-compatible endpoint only (by the base_url's host: google.ts), where the first call of a turn without one gets
+ * Google's placeholder; any other provider gets no `extra_content`.
  */
 export function buildChatRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
   const req = withoutForeignFiles(asked, 'openai', notes);
   const family = familyOf(target);
-  const body: Json & { model: string; messages: unknown[] } = { model: target.modelId, messages: chatMessages(req, family, notes) };
+  const google = isGoogleOpenAIEndpoint(target.provider.base_url);
+  const body: Json & { model: string; messages: unknown[] } = { model: target.modelId, messages: chatMessages(req, family, notes, google) };
   noteChoices(req, notes, 'an OpenAI Chat', true);
   if (req.n !== undefined && req.n > 1) body.n = req.n;
   if (hasCacheControl(req)) notes.drop('cacheControl');

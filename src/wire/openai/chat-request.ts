@@ -9,6 +9,7 @@ import type {
 import { parseCacheControl, unknownKeys } from '../fields.js';
 import { parseThinkingLevel, parseThinkingSuffix } from '../thinking.js';
 import { own } from '../../core/own.js';
+import { signedBy } from './google.js';
 
 type Json = Record<string, unknown>;
 
@@ -177,7 +178,7 @@ function assistantMessage(m: Json, at: string, names: Map<string, string>): Mess
       const id = reqString(tc.id, `${tat}.id`);
       const name = reqString(tc.function.name, `${tat}.function.name`);
       names.set(id, name);
-      content.push({ type: 'tool_call', id, name, arguments: reqString(tc.function.arguments, `${tat}.function.arguments`) });
+      content.push({ type: 'tool_call', id, name, arguments: reqString(tc.function.arguments, `${tat}.function.arguments`), ...signedBy(tc) });
     });
   }
   return { role: 'assistant', content };

@@ -5,6 +5,7 @@ import { TollgateError } from '../../core/errors.js';
 import type { CanonicalChoice, CanonicalResponse, Part, StopReason, TokenLogprob } from '../canonical.js';
 import type { Usage } from '../../ledger/types.js';
 import { openaiUsage } from './usage.js';
+import { extraOf, signedBy } from './google.js';
 
 type Json = Record<string, unknown>;
 
@@ -135,6 +136,7 @@ function parseChoice(choice: Json, id: string): CanonicalChoice {
         id: typeof tc.id === 'string' ? tc.id : '',
         name: typeof f.name === 'string' ? f.name : '',
         arguments: typeof f.arguments === 'string' ? f.arguments : '',
+        ...signedBy(tc),
       });
     }
   }
@@ -157,7 +159,8 @@ function parseChoice(choice: Json, id: string): CanonicalChoice {
  * A whole upstream `chat.completion` -> canonical. choices[0] is the answer; later choices (n > 1) are
  * `moreChoices`. Content order: reasoning, text (and a refusal as text, with stop reason `refusal`), tool calls.
  * A legacy `function_call` becomes a tool call whose id is `<response id>-function_call`. Token logprobs are read
- * from `logprobs.content`.
+ * from `logprobs.content`. A tool call's `extra_content.google.thought_signature` (Google's OpenAI-compatible
+ * endpoint) is its Gemini signature.
  */
 export function parseChatResponse(json: unknown): CanonicalResponse {
   const fail = (what: string) => new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream answer is not a chat completion: ${what}`);
@@ -181,7 +184,7 @@ export function parseChatResponse(json: unknown): CanonicalResponse {
 function renderChoice(c: CanonicalChoice, index: number): Json {
   const text = c.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
   const reasoning = c.content.flatMap((p) => (p.type === 'reasoning' && !p.redacted ? [p.text] : [])).join('');
-  const calls = c.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments } }] : []));
+  const calls = c.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments }, ...extraOf(p) }] : []));
   const refusal = c.stopReason === 'refusal';
   const message: Json = {
     role: 'assistant',
@@ -197,7 +200,9 @@ function renderChoice(c: CanonicalChoice, index: number): Json {
  * Canonical -> the client's `chat.completion`. `model` is the name the client asked for; `created` (Unix seconds)
  * comes from the caller, codecs having no clock (0 when not given). Text parts are joined into `content`
  * (into `refusal` when the stop reason is `refusal`); reasoning is sent as `reasoning_content`, the field
- * OpenAI-compatible clients read; signatures and opaque reasoning are dropped. Each of `moreChoices` is one more
+ * OpenAI-compatible clients read; signatures and opaque reasoning are dropped, except a tool call's Gemini signature,
+ * sent as `extra_content.google.thought_signature` as Google's OpenAI-compatible endpoint sends it (a Chat client
+ * can then send it back to Gemini). Each of `moreChoices` is one more
  * choice; token logprobs go in each choice's `logprobs.content`.
  */
 export function renderChatResponse(res: CanonicalResponse, model: string, created = 0): Json {

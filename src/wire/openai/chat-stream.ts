@@ -8,6 +8,7 @@ import type { Usage } from '../../ledger/types.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
 import { finishReasonOf, reasoningOf, renderUsage, stopReasonOf, stopSequenceOf } from './chat-response.js';
 import { openaiUsage } from './usage.js';
+import { googleExtra, googleSignatureOf } from './google.js';
 
 type Json = Record<string, unknown>;
 
@@ -30,6 +31,8 @@ interface ToolCall {
   /** Every argument fragment so far (whether they make a whole JSON value tells a new call without `index`). */
   args: string;
   block: number | null;
+  /** Gemini's thought signature (Google's `extra_content`), from whichever fragment carried it. */
+  signature?: string;
 }
 
 /**
@@ -63,6 +66,8 @@ function wholeJson(text: string): boolean {
  * name is known (arguments that came first are sent right after the start). `[DONE]` terminates; data that is not
  * JSON is ignored; a `{"error": ...}` payload becomes an error event. Usage is sent when a chunk reports it; a
  * repeat of the same numbers is not sent again, and different numbers replace the earlier ones (never summed).
+ * A call's `extra_content.google.thought_signature` (Google's endpoint) is its Gemini signature: on its
+ * tool_call_start, or on a tool_call_delta when it comes on a fragment after the start.
  */
 export class OpenAIChatStreamParser implements StreamParser {
   #terminated = false;
@@ -172,12 +177,15 @@ export class OpenAIChatStreamParser implements StreamParser {
     if (call.name === '' && typeof fn.name === 'string') call.name = fn.name;
     const args = typeof fn.arguments === 'string' ? fn.arguments : '';
     call.args += args;
+    // Google's OpenAI-compatible endpoint sends it with the call's name; a later fragment's goes on its delta.
+    const sig = call.signature === undefined ? googleSignatureOf(raw) : undefined;
+    if (sig !== undefined) call.signature = sig;
     if (call.block === null) {
       call.pending += args;
       if (call.name !== '') this.#startTool(out, call, json);
-    } else if (args !== '') {
+    } else if (args !== '' || sig !== undefined) {
       // A fragment for a call that is no longer the open block (never seen from OpenAI) still goes to its index.
-      out.push({ type: 'tool_call_delta', index: call.block, arguments: args });
+      out.push(sig === undefined ? { type: 'tool_call_delta', index: call.block, arguments: args } : { type: 'tool_call_delta', index: call.block, arguments: args, signature: sig, origin: 'gemini' });
     }
   }
 
@@ -195,7 +203,8 @@ export class OpenAIChatStreamParser implements StreamParser {
     this.#closeOpen(out);
     call.block = this.#next++;
     this.#open = { kind: 'tool', index: call.block };
-    out.push({ type: 'tool_call_start', index: call.block, id: call.id, name: call.name });
+    const sig = call.signature;
+    out.push(sig === undefined ? { type: 'tool_call_start', index: call.block, id: call.id, name: call.name } : { type: 'tool_call_start', index: call.block, id: call.id, name: call.name, signature: sig, origin: 'gemini' });
     if (call.pending !== '') out.push({ type: 'tool_call_delta', index: call.block, arguments: call.pending });
     call.pending = '';
   }
@@ -227,7 +236,9 @@ export interface OpenAIChatRendererOptions {
  * Canonical events -> `chat.completion.chunk` SSE for a client: a role chunk first (with the first output, not at the
  * upstream's start), one chunk per delta, a finish
  * chunk; end() adds the usage chunk (`choices: []`) when asked for and reported, then `data: [DONE]`. error()
- * sends one `{"error": ...}` event and nothing after it (no [DONE]). Reasoning goes out as `reasoning_content`.
+ * sends one `{"error": ...}` event and nothing after it (no [DONE]). Reasoning goes out as `reasoning_content`. A
+ * call's Gemini signature goes out as `extra_content.google.thought_signature` on its first delta, as Google sends it
+ * (one that came after the call started, on the delta that brought it).
  */
 export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRendererOptions): StreamRenderer {
   const created = opts.created ?? 0;
@@ -266,11 +277,14 @@ export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRenderer
         case 'tool_call_start': {
           const i = toolIndex.size;
           toolIndex.set(e.index, i);
-          return withRole(chunk({ tool_calls: [{ index: i, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }] }));
+          const extra = e.origin === 'gemini' && e.signature !== undefined ? googleExtra(e.signature) : {};
+          return withRole(chunk({ tool_calls: [{ index: i, id: e.id, type: 'function', function: { name: e.name, arguments: '' }, ...extra }] }));
         }
         case 'tool_call_delta': {
           const i = toolIndex.get(e.index);
-          return i === undefined || e.arguments === '' ? '' : chunk({ tool_calls: [{ index: i, function: { arguments: e.arguments } }] });
+          const extra = e.origin === 'gemini' && e.signature !== undefined ? googleExtra(e.signature) : null;
+          if (i === undefined || (e.arguments === '' && extra === null)) return '';
+          return chunk({ tool_calls: [{ index: i, function: { arguments: e.arguments }, ...extra }] });
         }
         case 'usage':
           usage = e.usage;
