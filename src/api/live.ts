@@ -2,7 +2,8 @@
 // list; it is sent on connect, whenever a request arrives or leaves, and every LIVE_TICK_MS while anything is in
 // flight (tokens and duration move), to a client that keeps up (one that does not gets the list as it is once it has
 // read the last). With nothing in flight a `: heartbeat` comment every HEARTBEAT_MS keeps
-// proxies from closing the stream. The streams end when the app closes.
+// proxies from closing the stream. The streams end when the app closes, and a stream ends when a config reload removes,
+// rotates or re-roles the key it was opened with (the gate's holdWhileKeyValid).
 //
 // HEAD /api/live (fastify adds HEAD to every GET route) answers the stream's status and headers and ends at once: it
 // subscribes to nothing. Before, it ran the GET handler, whose writes Node drops for HEAD, so nothing was ever
@@ -65,9 +66,12 @@ export const liveRoutes: FastifyPluginAsync<{ live: LiveRequests }> = async (app
     const end = (): void => {
       clearInterval(tick);
       unsubscribe();
+      release();
       open.delete(end);
       if (!raw.writableEnded) raw.end();
     };
+    // A reload that revokes, rotates or re-roles the stream's key ends it (src/gate/index.ts).
+    const release = app.holdWhileKeyValid(req, end);
     open.add(end);
     req.raw.once('close', end);
     raw.once('close', end);

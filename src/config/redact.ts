@@ -13,7 +13,7 @@ import { Document, isAlias, isMap, isScalar, isSeq, parseDocument, type Node, ty
 
 const SECRET_KEYS: ReadonlySet<string> = new Set(['key', 'api_key', 'password', 'secret', 'client_secret', 'token']);
 /** A header or query parameter name that names a credential (over-redacting a name like `x-idempotency-key` is cheap). */
-const CREDENTIAL_NAME = /key|token|secret|passw(or)?d|pwd|auth|signature|credential|cookie|session|(^|[-_.])sig($|[-_.])/i;
+export const CREDENTIAL_NAME = /key|token|secret|passw(or)?d|pwd|auth|signature|credential|cookie|session|(^|[-_.])sig($|[-_.])/i;
 const PLAIN_REF = /\$\{[A-Za-z_][A-Za-z0-9_]*\}/g;
 
 /** True when `s` is nothing but `${VAR}` references, possibly after an auth scheme word. */

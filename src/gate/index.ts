@@ -50,6 +50,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The name of the key the request was let in with ('anonymous' with no keys configured, '' on public routes). */
     apiKeyName: string;
+    /** The key the request was let in with; null on public routes and with no keys configured. */
+    apiKey: KeyIdentity | null;
+  }
+  interface FastifyInstance {
+    /**
+     * Keep a long-lived answer (GET /api/live) open only while the key `req` was let in with still lets it in: `end` is
+     * called when a reload removes that key, rotates it or changes its role (or configures keys where there were
+     * none). Returns the release to call when the answer ends otherwise.
+     */
+    holdWhileKeyValid(req: FastifyRequest, end: () => void): () => void;
   }
 }
 
@@ -72,9 +82,18 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
     const key = keys.byName(h.keyName);
     return key !== null && key.role === 'admin' && key.binding === h.binding;
   };
+  // Answers held open by a key (GET /api/live's stream): ended once their key no longer lets them in, as the reauth
+  // tokens are voided (a revoked key must not keep receiving what it read).
+  const held = new Map<() => void, KeyIdentity | null>();
   holder.onChange((next) => {
     keys = new KeyRing(next.server.api_keys);
     reauth.keepOnly(holds);
+    if (keys.open) return;
+    for (const [end, key] of held) if (key === null || keys.byName(key.name)?.binding !== key.binding) end();
+  });
+  app.decorate('holdWhileKeyValid', (req: FastifyRequest, end: () => void): (() => void) => {
+    held.set(end, req.apiKey);
+    return () => void held.delete(end);
   });
   // The key that asked for a token, from the gate's hook to the reauth route's handler.
   const askedBy = new WeakMap<FastifyRequest, KeyIdentity>();
@@ -82,6 +101,7 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
   const accessOfRequest = (req: FastifyRequest): Access => accessOf(req.routeOptions.url, holder.current);
 
   app.decorateRequest('apiKeyName', '');
+  app.decorateRequest('apiKey', null);
 
   // The plugin's store and 429, not its global hook: that hook ran on every route, awaited a key and an allow list
   // for each request and found the limit off (0, the default) or the route public, which cost about 5 % of a proxied
@@ -98,8 +118,11 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
       new TollgateError('TOLLGATE_ERR_RATE_LIMITED', `more than ${c.max} requests per minute from this client (server.rate_limit.requests_per_minute); retry in ${c.after}`),
   });
   const requestLimit = app.rateLimit();
-  // Its own store (options given: a child of the plugin's store).
-  const authFailures = app.createRateLimit({ max: () => limits().auth_failures_per_minute, timeWindow: WINDOW_MS });
+  // Its own store, a child of the plugin's, which does not inherit the plugin's `cache`: stated again here (the child
+  // store reads it, LocalStore.child; the options' type does not list it), else the child remembers toad-cache's
+  // default of 5,000 clients, and a blocked one is forgotten once 5,000 others have failed.
+  const failureLimit = { max: () => limits().auth_failures_per_minute, timeWindow: WINDOW_MS, cache: TRACKED_CLIENTS };
+  const authFailures = app.createRateLimit(failureLimit);
   // Who was refused within the window: the store is read for them only (src/gate/failing.ts).
   const failing = new FailingClients(WINDOW_MS, TRACKED_CLIENTS);
 
@@ -125,6 +148,7 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
     else {
       const key = await keyOf(req, reply, access);
       req.apiKeyName = key.name;
+      req.apiKey = key;
       if (req.routeOptions.url === REAUTH_ROUTE) askedBy.set(req, key);
     }
     // The request limit counts the requests let in (a refused key counts against auth_failures_per_minute instead),

@@ -19,6 +19,7 @@ import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
 import { discard } from '../providers/answer-body.js';
 import type { Outcome } from './outcome.js';
 import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders } from './reply.js';
+import { CREDENTIAL_NAME } from '../config/redact.js';
 
 export interface CallOptions {
   /** Aborts the call (the client went away, a fusion deadline, shutdown). */
@@ -175,22 +176,42 @@ export async function readUpstreamError(call: UpstreamCall, outcome: Outcome): P
 const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-goog-api-key', 'api-key']);
 
 /**
- * An upstream's error body as the client may see it: every credential the call sent (the provider's key, an OAuth
- * token) replaced by `[REDACTED]`. An upstream that quotes the key it was given ("Incorrect API key provided: Bearer
- * sk-...", a self-hosted server echoing its headers) would otherwise hand it to any client, a `user` key's included.
+ * An upstream's error body as the client may see it: every credential the call sent replaced by `[REDACTED]`: the
+ * provider's key or OAuth token in its usual headers or `auth.header`, any header the provider's `headers` add whose
+ * name names a credential (`X-Functions-Key`, `Ocp-Apim-Subscription-Key`: the rule the config export redacts by,
+ * src/config/redact.ts). Each in the forms an answer may quote it: as sent, JSON-escaped (`\/` for `/` included, as PHP writes it)
+ * and percent-encoded. An upstream that quotes the key it was given ("Incorrect API key provided: Bearer sk-...", a
+ * self-hosted server echoing its headers) would otherwise hand it to any client, a `user` key's included.
  */
 export function relayedText(call: UpstreamCall, text: string): string {
   if (call.sent === undefined) return text;
   const custom = call.sent.authHeader?.toLowerCase();
   let out = text;
-  for (const [name, value] of Object.entries(call.sent.request.headers)) {
-    const n = name.toLowerCase();
-    if (!CREDENTIAL_HEADERS.has(n) && n !== custom) continue;
-    const secret = value.replace(/^(Bearer|Basic)\s+/i, '');
+  for (const secret of sentSecrets(call.sent.request, custom)) {
     // A short value is no secret worth the name (and would match ordinary words).
-    if (secret.length >= 8 && out.includes(secret)) out = out.split(secret).join('[REDACTED]');
+    if (secret.length < 8) continue;
+    for (const form of quotedForms(secret)) if (out.includes(form)) out = out.split(form).join('[REDACTED]');
   }
   return out;
+}
+
+/**
+ * The credentials a request carried: its credential headers' values, without an auth scheme word. (Its path carries
+ * none: a base_url's query is not sent, src/wire/endpoint.ts, and of a client's query only Gemini's `alt` is.)
+ */
+function sentSecrets(request: UpstreamRequest, custom: string | undefined): string[] {
+  const out: string[] = [];
+  for (const [name, value] of Object.entries(request.headers)) {
+    const n = name.toLowerCase();
+    if (CREDENTIAL_HEADERS.has(n) || n === custom || CREDENTIAL_NAME.test(n)) out.push(value.replace(/^(Bearer|Basic|Token)\s+/i, ''));
+  }
+  return out;
+}
+
+/** A secret as an answer may quote it: as it is, JSON-escaped (with and without `/` escaped) and percent-encoded. */
+function quotedForms(secret: string): Set<string> {
+  const json = JSON.stringify(secret).slice(1, -1);
+  return new Set([secret, json, json.replaceAll('/', '\\/'), encodeURIComponent(secret)]);
 }
 
 /**

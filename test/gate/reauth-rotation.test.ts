@@ -96,3 +96,49 @@ t.test("a key's binding: the same while the key is, different after a rotation o
   t.equal(tokens.holder(kept.token)?.keyName ?? null, 'ops', 'kept');
   t.equal(tokens.holder(dropped.token)?.keyName ?? null, null, 'voided');
 });
+
+// GET /api/live's stream, opened with a key, outlived the key: a reload that removed or rotated it left the stream
+// sending every request in flight (ids, models, key names, cost so far) until the process restarted. It ends now, as
+// the key's reauth tokens are voided; a stream whose key the reload left alone stays open.
+t.test('a reload that revokes, rotates or re-roles a key ends the /api/live streams opened with it', async (t) => {
+  t.teardown(() => gw.holder.replace(initial));
+  /** Open /api/live with `key`; resolves `ended` when the gateway ends the stream. */
+  const open = async (key: string) => {
+    const ctl = new AbortController();
+    t.teardown(() => ctl.abort());
+    const res = await fetch(`${gw.url}/api/live`, { headers: { authorization: `Bearer ${key}` }, signal: ctl.signal });
+    t.equal(res.status, 200, 'the stream opens');
+    let done = false;
+    const ended = (async () => {
+      try {
+        for await (const _ of res.body!);
+        done = true;
+      } catch {
+        // aborted by the test
+      }
+    })();
+    return { ended, isEnded: () => done };
+  };
+  const settle = () => new Promise((r) => setTimeout(r, 150));
+  /** Whether `ended` came within 3 s (a stream that is never ended fails here, not at the suite's timeout). */
+  const endsSoon = (s: { ended: Promise<void> }) => Promise.race([s.ended.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 3_000))]);
+
+  const ops = await open(OLD);
+  const other = await open(OTHER);
+  // A reload that leaves both keys alone (one more key): both streams stay.
+  reloadKeys([{ name: 'ops', key: OLD, role: 'admin' }, { name: 'other', key: OTHER, role: 'admin' }, { name: 'ci', key: 'k-ci-0123456789abcdef', role: 'user' }]);
+  await settle();
+  t.notOk(ops.isEnded() || other.isEnded(), 'a reload that changes neither key ends neither stream');
+
+  reloadKeys([{ name: 'ops', key: NEW, role: 'admin' }, { name: 'other', key: OTHER, role: 'admin' }]);
+  t.ok(await endsSoon(ops), "the rotated key's stream ended");
+  await settle();
+  t.notOk(other.isEnded(), "the other key's stream is still open");
+
+  reloadKeys([{ name: 'ops', key: NEW, role: 'admin' }, { name: 'other', key: OTHER, role: 'user' }]);
+  t.ok(await endsSoon(other), "a role change ends the key's stream too (the client may open it again with what the key now allows)");
+  const again = await open(OTHER);
+  reloadKeys([{ name: 'ops', key: NEW, role: 'admin' }]);
+  t.ok(await endsSoon(again), "a removed key's stream ended");
+  t.equal((await send(gw.url, 'GET', '/api/live', { headers: { authorization: `Bearer ${OTHER}` } })).status, 401, 'and the key is refused');
+});

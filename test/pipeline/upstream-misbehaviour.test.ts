@@ -16,6 +16,8 @@ import { listenLoopback } from '../helpers/loopback.js';
 
 const KEY = 'sk-upstream-SECRET-0123456789';
 const ANT_KEY = 'sk-ant-upstream-SECRET-987654321';
+const FN_KEY = 'FNKEYq1w2e3r4t5y6u7i8o9p';
+const SLASH_KEY = 'SLKEY/ab12cd34/ef56+gh78';
 
 const chatAnswer = JSON.stringify({
   id: 'c1', object: 'chat.completion', created: 1, model: 'm',
@@ -31,6 +33,12 @@ const upstream = await listenLoopback(t, async (req: IncomingMessage, res: Serve
       res.writeHead(401, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ error: { message: `Incorrect API key provided: ${auth}. Also: ${auth.replace(/^Bearer /, '')}`, type: 'invalid_request_error' } }));
       return;
+    case 'headers': {
+      // A self-hosted server echoing the headers it was sent, JSON-encoded as PHP's json_encode writes it (`/` as `\/`).
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: { message: 'unauthorized', received: req.headers } }).replaceAll('/', '\\/'));
+      return;
+    }
     case 'redirect':
       res.writeHead(302, { location: 'http://example.invalid/elsewhere', 'content-type': 'text/plain' });
       res.end('moved');
@@ -63,6 +71,9 @@ const gw = await startApp(t, {
     echo: oa('echo'), redirect: oa('redirect'), odd: oa('odd'), json: oa('json'), nul: oa('null'), good: oa('good'),
     antecho: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/echo`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
     err200: oa('err200'),
+    // A credential in the provider's own headers (auth none), and a key holding '/': both echoed back by 'headers'.
+    fnkey: { group: 'paid', format: 'openai', base_url: `http://127.0.0.1:${upstream.port}/headers/v1`, auth: { type: 'none' }, headers: { 'X-Functions-Key': FN_KEY }, models: { m: {} } },
+    slash: { ...oa('headers'), auth: { type: 'api_key', key: SLASH_KEY } },
     anterr200: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/err200`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
   },
   combos: { fb: { strategy: 'fallback', models: ['redirect/m', 'odd/m', 'good/m'] }, fb2: { strategy: 'fallback', models: ['err200/m', 'good/m'] } },
@@ -89,6 +100,21 @@ t.test("an error body that quotes the provider's key reaches the client without 
     t.equal(a.status, 401, `${name}: the upstream's status`);
     t.notMatch(a.text, key.slice(3), `${name}: no part of the key`);
     t.match(a.text, /Incorrect API key provided: (Bearer )?\[REDACTED\]\. Also: \[REDACTED\]/, `${name}: the rest of the message as it came`);
+  }
+});
+
+t.test("a credential in the provider's headers, and a key the upstream quotes JSON-escaped, reach the client as [REDACTED]", async (t) => {
+  for (const [model, key] of [['fnkey/m', FN_KEY], ['slash/m', SLASH_KEY]] as const) {
+    for (const [name, call] of [['the fast path', () => chat(model)], ['the translated path', () => messages(model)]] as const) {
+      const a = await call();
+      t.equal(a.status, 401, `${model}, ${name}: the upstream's status`);
+      const body = JSON.parse(a.text) as { error: { received: Record<string, string> } };
+      t.notMatch(a.text, key.slice(5, 13), `${model}, ${name}: no part of the key, in any form`);
+      t.notMatch(JSON.stringify(body), key.slice(5), `${model}, ${name}: nor once the JSON is read`);
+      const echoed = model === 'fnkey/m' ? body.error.received['x-functions-key'] : body.error.received.authorization;
+      t.match(echoed, /\[REDACTED\]$/, `${model}, ${name}: the header's value replaced`);
+      t.equal(body.error.received['content-type'], 'application/json', `${model}, ${name}: the other headers as they came`);
+    }
   }
 });
 
