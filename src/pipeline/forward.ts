@@ -10,6 +10,7 @@ import type { BuiltRequest, StreamParser, StreamRenderer, WireCodec } from '../w
 import type { UpstreamFailure } from '../routing/failures.js';
 import type { Route } from '../routing/resolve.js';
 import { AnswerToolEvents, unwrapAnswerTool } from '../wire/answer-tool.js';
+import { customToolNames, markCustomCalls, markCustomEvent } from '../wire/custom-tool.js';
 import type { CanonicalEvent, CanonicalField, CanonicalRequest, CanonicalResponse } from '../wire/canonical.js';
 import { fitCapabilities } from '../wire/capabilities.js';
 import { AnswerText, answerOf } from '../wire/estimate.js';
@@ -195,7 +196,8 @@ export async function forward(exchange: Exchange, f: Forwarding): Promise<Upstre
     if (canonical.stream) return await relayStream(exchange, { ...f, route, outbound, built, call, clientGone });
     const text = await call.res.text();
     outcome.upstreamMs = call.elapsedMs();
-    const answer = readAnswer(outbound, text, outcome, { call, answerTool: built.answerTool });
+    // Calls of the tools the client declared custom come back to it as custom tool calls (wire/custom-tool.ts).
+    const answer = markCustomCalls(readAnswer(outbound, text, outcome, { call, answerTool: built.answerTool }), customToolNames(exchange.parsed));
     exchange.trace.setResponse(answer.id, answer.model, [finishReasonOf(answer.stopReason)]);
     call.span?.end(call.res.status, null);
     reply.code(200).header('content-type', 'application/json').send(JSON.stringify(exchange.inbound.codec.renderResponse(answer, route.model)));
@@ -224,7 +226,7 @@ async function relayStream(
   const answer = new AnswerText();
   const relay = new EventRelay({
     ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,
-    parser: answerToolParser(f.outbound.createStreamParser(), f.built.answerTool), renderer: rendererFor(exchange, f.route.model),
+    parser: answerToolParser(f.outbound.createStreamParser(), f.built.answerTool, customToolNames(exchange.parsed)), renderer: rendererFor(exchange, f.route.model),
   });
   const failed = await relay.run(call.res);
   outcome.upstreamMs = call.elapsedMs();
@@ -234,11 +236,14 @@ async function relayStream(
   return failed;
 }
 
-/** The provider's stream parser, with the calls of a response-format tool (`answerTool`) turned into text. */
-function answerToolParser(inner: StreamParser, answerTool: string | undefined): StreamParser {
-  if (answerTool === undefined) return inner;
-  const events = new AnswerToolEvents(answerTool);
-  const map = (es: CanonicalEvent[]): CanonicalEvent[] => es.flatMap((e) => events.map(e) ?? []);
+/**
+ * The provider's stream parser, with the calls of a response-format tool (`answerTool`) turned into text and the
+ * calls of the client's custom tools (`custom`) marked custom.
+ */
+function answerToolParser(inner: StreamParser, answerTool: string | undefined, custom: ReadonlySet<string>): StreamParser {
+  if (answerTool === undefined && custom.size === 0) return inner;
+  const events = answerTool === undefined ? null : new AnswerToolEvents(answerTool);
+  const map = (es: CanonicalEvent[]): CanonicalEvent[] => es.flatMap((e) => (events === null ? e : events.map(e)) ?? []).map((e) => markCustomEvent(e, custom));
   return {
     frame: (f) => map(inner.frame(f)),
     end: () => map(inner.end()),

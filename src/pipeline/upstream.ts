@@ -10,6 +10,7 @@ import { TollgateError, errorBody } from '../core/errors.js';
 import type { BuiltRequest, Target, WireCodec } from '../wire/codec.js';
 import type { CanonicalRequest } from '../wire/canonical.js';
 import type { UpstreamRequest } from '../wire/types.js';
+import { dropsGrammar } from '../wire/custom-tool.js';
 import { errorFailure, httpFailure, type UpstreamFailure } from '../routing/failures.js';
 import type { Route } from '../routing/resolve.js';
 import type { RequestTrace, UpstreamSpan } from '../telemetry/tracing.js';
@@ -102,7 +103,9 @@ export interface CallOnceOptions extends CallOptions {
 /** The request `codec` builds for the route's model; the caller refuses it if the codec did (BuiltRequest.refused). */
 export function buildFor(codec: WireCodec, route: Route, canonical: CanonicalRequest): BuiltRequest {
   const target: Target = { providerId: route.providerId, provider: route.provider, modelId: route.modelId, model: route.modelConfig };
-  return codec.buildRequest(canonical, target);
+  const built = codec.buildRequest(canonical, target);
+  // A custom tool's grammar goes only to OpenAI's APIs; elsewhere its definition is a description (wire/custom-tool.ts).
+  return dropsGrammar(canonical, codec.format) ? { ...built, dropped: [...built.dropped, 'toolGrammar'] } : built;
 }
 
 /** An upstream call made for a client that is watched: `clientGone` aborts when it leaves; `release` stops watching. */

@@ -42,10 +42,13 @@ export type Part =
       readonly type: 'reasoning'; readonly text: string; readonly signature?: string; readonly opaque?: string; readonly redacted?: boolean;
       readonly origin?: Origin;
     }
-  /** A call the model made. `arguments` is JSON text. `signature`: Gemini's thought signature on the call part. */
+  /**
+   * A call the model made. `arguments` is JSON text. `signature`: Gemini's thought signature on the call part.
+   * `custom`: a call of an OpenAI custom tool (ToolDefinition.custom), its arguments `{"input": "<the text>"}`.
+   */
   | {
       readonly type: 'tool_call'; readonly id: string; readonly name: string; readonly arguments: string; readonly signature?: string; readonly origin?: Origin;
-      readonly cacheControl?: CacheControl;
+      readonly cacheControl?: CacheControl; readonly custom?: boolean;
     }
   /** The result the client sends back for a call. */
   | {
@@ -67,6 +70,17 @@ export interface ToolDefinition {
   readonly parameters: Readonly<Record<string, unknown>>;
   readonly strict?: boolean;
   readonly cacheControl?: CacheControl;
+  /**
+   * An OpenAI custom (freeform) tool: its input is one string. `parameters` is the function form it takes elsewhere
+   * (one required string `input`, src/wire/custom-tool.ts); `grammar` constrains the input where OpenAI carries it.
+   */
+  readonly custom?: { readonly grammar?: CustomGrammar };
+}
+
+/** The grammar of a custom tool's input (OpenAI's `format` of type grammar). */
+export interface CustomGrammar {
+  readonly syntax: 'lark' | 'regex';
+  readonly definition: string;
 }
 
 /**
@@ -106,7 +120,9 @@ export type CanonicalField =
   | 'logprobs' | 'topLogprobs' | 'n' | 'responseFormat' | 'thinking' | 'tools' | 'toolChoice' | 'parallelToolCalls'
   | 'webSearch' | 'cacheControl' | 'promptCacheKey' | 'serviceTier' | 'user' | 'metadata' | 'prediction' | 'image' | 'file' | 'audio'
   /** A tool result's error flag, a tool's strict schema mode, an image's detail level (low / high). */
-  | 'toolError' | 'toolStrict' | 'imageDetail';
+  | 'toolError' | 'toolStrict' | 'imageDetail'
+  /** A custom tool's grammar (its input format), which only OpenAI enforces. */
+  | 'toolGrammar';
 
 export interface CanonicalRequest {
   /** The model as the client named it, thinking suffix removed. */
@@ -210,7 +226,11 @@ export type CanonicalEvent =
   /** Opaque reasoning data of the family `origin`; a client of another family never receives it. */
   | { readonly type: 'reasoning_signature'; readonly index: number; readonly signature: string; readonly origin?: Origin }
   /** `signature`/`origin`: opaque data the producing family attached to the call (Gemini's thought signature). */
-  | { readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string; readonly signature?: string; readonly origin?: Origin }
+  /** `custom`: a call of a custom tool (its arguments are `{"input": ...}`, as on the tool_call part). */
+  | {
+      readonly type: 'tool_call_start'; readonly index: number; readonly id: string; readonly name: string; readonly signature?: string; readonly origin?: Origin;
+      readonly custom?: boolean;
+    }
   /** `signature`/`origin`: the call's opaque data, when it came after the call started (a Chat upstream's later fragment). */
   | { readonly type: 'tool_call_delta'; readonly index: number; readonly arguments: string; readonly signature?: string; readonly origin?: Origin }
   | { readonly type: 'block_stop'; readonly index: number }

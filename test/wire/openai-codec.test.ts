@@ -260,7 +260,7 @@ t.test("parseRequest: tool_choice allowed_tools cuts the tool list to the named 
   const required = openaiCodec.parseRequest(minimal({ tools: [fn('a'), fn('b')], tool_choice: allowed('required', ['b']) }));
   t.same(required.tools?.map((x) => x.name), ['b']);
   t.same(required.toolChoice, { type: 'required' }, 'mode required: a call is required');
-  t.throws(() => openaiCodec.parseRequest(minimal({ tool_choice: { type: 'custom', custom: { name: 'x' } } })), /tool_choice/, 'another object is still refused');
+  t.throws(() => openaiCodec.parseRequest(minimal({ tool_choice: { type: 'mcp', server_label: 'x' } })), /tool_choice/, 'another object is still refused');
 });
 
 t.test('parseRequest: small shapes', async (t) => {
@@ -317,10 +317,12 @@ t.test('parseRequest: malformed bodies name the field at fault', async (t) => {
     [minimal({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x', detail: 'ultra' } }] }] }), 'messages[0].content[0].image_url.detail'],
     [minimal({ messages: [{ role: 'user', content: [{ type: 'file', file: {} }] }] }), 'messages[0].content[0].file'],
     [minimal({ messages: [{ role: 'tool', content: 'x' }] }), 'messages[0].tool_call_id'],
-    [minimal({ messages: [{ role: 'assistant', tool_calls: [{ type: 'custom', custom: {} }] }] }), 'messages[0].tool_calls[0]'],
+    [minimal({ messages: [{ role: 'assistant', tool_calls: [{ type: 'mcp', mcp: {} }] }] }), 'messages[0].tool_calls[0]'],
+    [minimal({ messages: [{ role: 'assistant', tool_calls: [{ id: 'c', type: 'custom', custom: { name: 'x' } }] }] }), 'messages[0].tool_calls[0].custom.input'],
     [minimal({ messages: [{ role: 'assistant', content: 7 }] }), 'messages[0].content'],
     [minimal({ tools: {} }), 'tools'],
-    [minimal({ tools: [{ type: 'custom', custom: { name: 'x' } }] }), 'tools[0]'],
+    [minimal({ tools: [{ type: 'mcp', server_label: 'x' }] }), 'tools[0]'],
+    [minimal({ tools: [{ type: 'custom', custom: {} }] }), 'tools[0].custom.name'],
     [minimal({ tools: [{ type: 'function', function: { name: 'f', parameters: 'none' } }] }), 'tools[0].function.parameters'],
     [minimal({ tool_choice: 'any' }), 'tool_choice'],
     [minimal({ parallel_tool_calls: 'no' }), 'parallel_tool_calls'],

@@ -15,7 +15,7 @@ export const ANTHROPIC_PARAM_NAMES: WireCodec['paramNames'] = {
   parallelToolCalls: 'tool_choice.disable_parallel_tool_use', webSearch: 'tools.web_search', cacheControl: 'cache_control',
   promptCacheKey: 'prompt_cache_key', serviceTier: 'service_tier', user: 'metadata.user_id', metadata: 'metadata', prediction: 'prediction',
   image: 'image', file: 'document', audio: 'audio',
-  toolError: 'messages.content.is_error', toolStrict: 'tools.strict', imageDetail: 'image.detail',
+  toolError: 'messages.content.is_error', toolStrict: 'tools.strict', imageDetail: 'image.detail', toolGrammar: 'tools.custom.format',
 };
 
 export const anthropicCodec: WireCodec = {

@@ -18,7 +18,7 @@ export const GEMINI_PARAM_NAMES: WireCodec['paramNames'] = {
   thinking: 'generationConfig.thinkingConfig', tools: 'tools', toolChoice: 'toolConfig', parallelToolCalls: 'parallel_tool_calls',
   webSearch: 'tools.googleSearch', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key', serviceTier: 'service_tier', user: 'user',
   metadata: 'metadata', prediction: 'prediction', image: 'inlineData.image', file: 'inlineData.file', audio: 'inlineData.audio',
-  toolError: 'functionResponse.response.error', toolStrict: 'tools.functionDeclarations.strict', imageDetail: 'mediaResolution',
+  toolError: 'functionResponse.response.error', toolStrict: 'tools.functionDeclarations.strict', imageDetail: 'mediaResolution', toolGrammar: 'tools.custom.format',
 };
 
 export const geminiCodec: WireCodec = {

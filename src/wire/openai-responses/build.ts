@@ -4,8 +4,9 @@
 // - System parts -> `instructions` (text parts joined by a blank line).
 // - Messages -> input items: user content as input_text / input_image / input_file; tool results as
 //   function_call_output (a string when the result is one text part, else a content array); assistant text as an
-//   output message; tool calls as function_call items. Item ids are never sent (with store: false the API would
-//   look them up and fail). Audio parts are dropped: Responses input content has no audio part.
+//   output message; tool calls as function_call items. Custom tools (ToolDefinition.custom), their calls and
+//   results go as custom tools, custom_tool_call and custom_tool_call_output items (src/wire/custom-tool.ts). Item
+//   ids are never sent (with store: false the API would look them up and fail). Audio parts are dropped: Responses input content has no audio part.
 // - Reasoning parts go back as reasoning items only when they carry this family's encrypted content and the target
 //   model lists the `reasoning` capability; any other reasoning part is dropped.
 // - Function tools always carry an explicit `strict`: omitted, the Responses API would normalise the schema into
@@ -28,12 +29,19 @@
 //   turn without server-side storage; non-reasoning models reject it); reasoning items are sent back; and
 //   temperature / top_p are removed unless the effort is 'none' (reasoning models reject them otherwise).
 
-import type { CanonicalRequest, Message, Part } from '../canonical.js';
+import type { CanonicalRequest, Message, Part, ToolDefinition } from '../canonical.js';
 import { BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
 import { applyThinking, thinkingLost } from '../thinking.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
+import { customFormatJson, customInput } from '../custom-tool.js';
 import { dataUrl, envelopeOf, type Json } from './shared.js';
+
+/** A custom tool (ToolDefinition.custom) as the Responses API takes it. */
+const customToolJson = (t: ToolDefinition): Json =>
+  ({ type: 'custom', name: t.name, ...(t.description === undefined ? {} : { description: t.description }), format: customFormatJson(t, 'responses') });
+
+const isCustom = (req: CanonicalRequest, name: string): boolean => (req.tools ?? []).some((t) => t.name === name && t.custom !== undefined);
 
 function contentPart(p: Part): Json | null {
   switch (p.type) {
@@ -64,7 +72,7 @@ function toolOutput(content: readonly Part[], notes: BuildNotes): string | Json[
   });
 }
 
-function userItems(m: Message, items: Json[], notes: BuildNotes): void {
+function userItems(m: Message, items: Json[], notes: BuildNotes, customCalls: ReadonlySet<string>): void {
   let buf: Json[] = [];
   const flush = (): void => {
     if (buf.length > 0) items.push({ role: 'user', content: buf });
@@ -73,7 +81,7 @@ function userItems(m: Message, items: Json[], notes: BuildNotes): void {
   for (const p of m.content) {
     if (p.type === 'tool_result') {
       flush();
-      items.push({ type: 'function_call_output', call_id: p.callId, output: toolOutput(p.content, notes) });
+      items.push({ type: customCalls.has(p.callId) ? 'custom_tool_call_output' : 'function_call_output', call_id: p.callId, output: toolOutput(p.content, notes) });
       if (p.isError === true) notes.drop('toolError'); // function_call_output has no error flag
     } else {
       const c = contentPart(p);
@@ -94,7 +102,7 @@ function assistantItems(m: Message, items: Json[], reasoningModel: boolean): voi
     if (p.type === 'text') buf.push({ type: 'output_text', text: p.text });
     else if (p.type === 'tool_call') {
       flush();
-      items.push({ type: 'function_call', call_id: p.id, name: p.name, arguments: p.arguments });
+      items.push(p.custom === true ? { type: 'custom_tool_call', call_id: p.id, name: p.name, input: customInput(p.arguments) } : { type: 'function_call', call_id: p.id, name: p.name, arguments: p.arguments });
     } else if (p.type === 'reasoning') {
       const env = envelopeOf(p);
       if (!env || !reasoningModel) continue;
@@ -114,8 +122,9 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   if (thinkingLost(req.thinking, effort === undefined ? {} : { effort }, { reasons })) notes.drop('thinking');
   const reasoningModel = target.model !== null ? target.model.capabilities.includes('reasoning') : effort !== undefined || req.includeReasoning === true;
   const input: Json[] = [];
+  const customCalls = new Set(req.messages.flatMap((m) => m.content.flatMap((p) => (p.type === 'tool_call' && p.custom === true ? [p.id] : []))));
   for (const m of req.messages) {
-    if (m.role === 'user') userItems(m, input, notes);
+    if (m.role === 'user') userItems(m, input, notes, customCalls);
     else assistantItems(m, input, reasoningModel);
   }
 
@@ -127,7 +136,7 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   const c = req.toolChoice;
   // Forcing web search takes the preview tool: the hosted-tool choice names only `web_search_preview`.
   const search = (req.builtinTools ?? []).map(() => ({ type: c?.type === 'builtin' ? 'web_search_preview' : 'web_search' }));
-  const functions = (req.tools ?? []).map((t) => ({
+  const functions = (req.tools ?? []).map((t) => t.custom !== undefined ? customToolJson(t) : ({
     type: 'function',
     name: t.name,
     ...(t.description === undefined ? {} : { description: t.description }),
@@ -136,7 +145,7 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   }));
   if (functions.length + search.length > 0) {
     out.tools = [...functions, ...search];
-    if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: 'function', name: c.name } : c.type === 'builtin' ? { type: 'web_search_preview' } : c.type;
+    if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: isCustom(req, c.name) ? 'custom' : 'function', name: c.name } : c.type === 'builtin' ? { type: 'web_search_preview' } : c.type;
     if (req.parallelToolCalls !== undefined) out.parallel_tool_calls = req.parallelToolCalls;
   }
   if (req.maxTokens !== undefined) out.max_output_tokens = req.maxTokens;

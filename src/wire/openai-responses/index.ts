@@ -25,7 +25,7 @@ export const RESPONSES_PARAM_NAMES: WireCodec['paramNames'] = {
   topLogprobs: 'top_logprobs', n: 'n', responseFormat: 'text.format', thinking: 'reasoning', tools: 'tools', toolChoice: 'tool_choice',
   parallelToolCalls: 'parallel_tool_calls', webSearch: 'tools.web_search', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key',
   serviceTier: 'service_tier', user: 'user', metadata: 'metadata', prediction: 'prediction', image: 'input_image', file: 'input_file', audio: 'input_audio',
-  toolError: 'input.is_error', toolStrict: 'tools.strict', imageDetail: 'input.content.detail',
+  toolError: 'input.is_error', toolStrict: 'tools.strict', imageDetail: 'input.content.detail', toolGrammar: 'tools.custom.format',
 };
 
 export const responsesCodec: WireCodec = {

@@ -7,6 +7,8 @@
 //   per reasoning block: output_item.added (reasoning), reasoning_summary_part.added, reasoning_summary_text.delta...,
 //                        reasoning_summary_text.done, reasoning_summary_part.done, output_item.done
 //   per tool call:       output_item.added (function_call), function_call_arguments.delta..., .done, output_item.done
+//   per custom tool call (a call marked custom): output_item.added (custom_tool_call, input ''), one
+//                        custom_tool_call_input.delta (the `input` of the whole arguments) and .done, output_item.done
 //   end():               response.completed (or response.incomplete for max_tokens / content_filter) carrying the
 //                        whole response and the last usage seen. Usage may arrive after the finish event (an OpenAI
 //                        Chat upstream sends it after the finish chunk), hence the terminal event waits for end().
@@ -20,13 +22,14 @@ import { formatFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
 import type { Usage } from '../../ledger/types.js';
 import type { StreamRenderer } from '../codec.js';
-import { functionCallItem, messageItem, outputText, reasoningItem, responseObject, statusOf, summaryText } from './response.js';
+import { customInput } from '../custom-tool.js';
+import { customCallItem, functionCallItem, messageItem, outputText, reasoningItem, responseObject, statusOf, summaryText } from './response.js';
 import { decodeEnvelope, idStem, itemId, type Json, responseId } from './shared.js';
 
 type Open =
   | { readonly kind: 'text'; readonly o: number; readonly id: string; text: string }
   | { readonly kind: 'reasoning'; readonly o: number; readonly id: string; text: string; partOpen: boolean; encrypted?: string }
-  | { readonly kind: 'tool'; readonly o: number; readonly id: string; readonly callId: string; readonly name: string; text: string };
+  | { readonly kind: 'tool'; readonly o: number; readonly id: string; readonly callId: string; readonly name: string; text: string; readonly custom: boolean };
 
 export class ResponsesStreamRenderer implements StreamRenderer {
   readonly #model: string;
@@ -84,8 +87,9 @@ export class ResponsesStreamRenderer implements StreamRenderer {
         const s = this.#ensureCreated();
         if (this.#open.has(e.index)) return s;
         const o = this.#output.length;
-        const item = functionCallItem(e.id, e.name, '', 'in_progress');
-        this.#open.set(e.index, { kind: 'tool', o, id: item.id as string, callId: e.id, name: e.name, text: '' });
+        const custom = e.custom === true;
+        const item = custom ? customCallItem(e.id, e.name, '', 'in_progress') : functionCallItem(e.id, e.name, '', 'in_progress');
+        this.#open.set(e.index, { kind: 'tool', o, id: item.id as string, callId: e.id, name: e.name, text: '', custom });
         this.#output.push(item);
         return s + this.#frame('response.output_item.added', { output_index: o, item });
       }
@@ -93,6 +97,8 @@ export class ResponsesStreamRenderer implements StreamRenderer {
         const b = this.#open.get(e.index);
         if (b?.kind !== 'tool' || e.arguments === '') return '';
         b.text += e.arguments;
+        // A custom call's input is the `input` of its whole arguments: sent once they are (at its close).
+        if (b.custom) return '';
         return this.#frame('response.function_call_arguments.delta', { item_id: b.id, output_index: b.o, delta: e.arguments });
       }
       case 'block_stop':
@@ -175,6 +181,10 @@ export class ResponsesStreamRenderer implements StreamRenderer {
         s += this.#frame('response.reasoning_summary_text.done', { item_id: b.id, output_index: b.o, summary_index: 0, text: b.text });
         s += this.#frame('response.reasoning_summary_part.done', { item_id: b.id, output_index: b.o, summary_index: 0, part: summaryText(b.text) });
       }
+    } else if (b.custom) {
+      const input = customInput(b.text);
+      if (input !== '') s += this.#frame('response.custom_tool_call_input.delta', { item_id: b.id, output_index: b.o, delta: input });
+      s += this.#frame('response.custom_tool_call_input.done', { item_id: b.id, output_index: b.o, input });
     } else {
       s += this.#frame('response.function_call_arguments.done', { item_id: b.id, output_index: b.o, name: b.name, arguments: b.text });
     }
@@ -186,6 +196,6 @@ export class ResponsesStreamRenderer implements StreamRenderer {
   #item(b: Open, status: 'completed' | 'incomplete'): Json {
     if (b.kind === 'text') return messageItem(b.id, [outputText(b.text)], status);
     if (b.kind === 'reasoning') return reasoningItem(b.id, b.partOpen ? b.text : '', b.encrypted);
-    return functionCallItem(b.callId, b.name, b.text, status);
+    return b.custom ? customCallItem(b.callId, b.name, customInput(b.text), status) : functionCallItem(b.callId, b.name, b.text, status);
   }
 }

@@ -4,14 +4,16 @@
 // - `instructions` and `system` / `developer` messages -> `system`, in order (a mid-conversation developer message
 //   loses its position: the canonical model has one system block).
 // - `input` string -> one user message. Array items: messages (with or without `type: 'message'`), assistant
-//   output messages, `function_call`, `function_call_output`, `reasoning`. Consecutive assistant-side items
-//   (reasoning, assistant messages, function calls) form one assistant message; consecutive function_call_output
+//   output messages, `function_call`, `function_call_output`, `reasoning`, and `custom_tool_call` /
+//   `custom_tool_call_output` as a call (arguments `{"input": ...}`, marked custom) and its result. Consecutive
+//   assistant-side items (reasoning, assistant messages, function calls) form one assistant message; consecutive function_call_output
 //   items form one user message of tool results. Built-in tool items (web_search_call, ...) are skipped.
 // - Stateful features cannot be honoured by a stateless gateway and are rejected with a clear message:
 //   `previous_response_id`, `conversation`, and `item_reference` input items. `store` is dropped (the gateway
 //   always sends `store: false` upstream).
-// - `tools`: function tools, and web search (`web_search`, `web_search_preview` and their dated forms) as the
-//   built-in web search; any other hosted tool (file_search, mcp, code_interpreter, ...) is listed as dropped
+// - `tools`: function tools, custom tools (as a function of one string `input`, src/wire/custom-tool.ts; a
+//   `tool_choice` of type custom forces it), and web search (`web_search`, `web_search_preview` and their dated
+//   forms) as the built-in web search; any other hosted tool (file_search, mcp, code_interpreter, ...) is listed as dropped
 //   (`tools.<type>`). A tool whose `parameters` is null takes the empty object schema. `tool_choice` of
 //   allowed_tools keeps only the named function tools (same effect, minus the prompt cache benefit); a hosted-tool
 //   choice forcing web search forces the built-in web search; forcing another hosted tool is a 400 (the answer
@@ -27,6 +29,7 @@
 
 import type { CanonicalRequest, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition } from '../canonical.js';
 import type { BuiltinTool } from '../canonical.js';
+import { customCallPart, customTool, parseCustomFormat } from '../custom-tool.js';
 import { unknownKeys } from '../fields.js';
 import { parseThinkingSuffix } from '../thinking.js';
 import { TollgateError } from '../../core/errors.js';
@@ -159,8 +162,17 @@ function parseInput(input: unknown, conv: Conversation): void {
         conv.callNames.set(item.call_id, item.name);
         break;
       }
-      case 'function_call_output': {
-        if (typeof item.call_id !== 'string') invalid('function_call_output needs a string `call_id`', `${path}.call_id`);
+      case 'custom_tool_call': {
+        if (typeof item.call_id !== 'string') invalid('custom_tool_call needs a string `call_id`', `${path}.call_id`);
+        if (typeof item.name !== 'string') invalid('custom_tool_call needs a string `name`', `${path}.name`);
+        if (typeof item.input !== 'string') invalid('custom_tool_call needs a string `input`', `${path}.input`);
+        conv.assistant([customCallPart(item.call_id, item.name, item.input)]);
+        conv.callNames.set(item.call_id, item.name);
+        break;
+      }
+      case 'function_call_output':
+      case 'custom_tool_call_output': {
+        if (typeof item.call_id !== 'string') invalid(`${String(type)} needs a string \`call_id\``, `${path}.call_id`);
         // function_call_output carries no name; the call it answers does (Gemini needs it on the result).
         const name = conv.callNames.get(item.call_id);
         const content = parseContent(item.output, `${path}.output`);
@@ -202,6 +214,11 @@ function parseTools(body: Json): ParsedTools {
       if (builtin.length === 0) builtin.push({ type: 'web_search' });
       return;
     }
+    if (t.type === 'custom') {
+      if (typeof t.name !== 'string' || t.name === '') invalid('a custom tool needs a `name`', `tools[${i}].name`);
+      tools.push(customTool(t.name, str(t.description), parseCustomFormat(t.format, `tools[${i}].format`, invalid)));
+      return;
+    }
     if (t.type !== 'function') {
       unmapped.push(`tools.${String(t.type)}`);
       return;
@@ -220,12 +237,12 @@ function parseToolChoice(raw: unknown, tools: ToolDefinition[] | undefined): { c
   if (raw === undefined || raw === null) return { tools };
   if (raw === 'auto' || raw === 'none' || raw === 'required') return { choice: { type: raw }, tools };
   if (!isObj(raw)) invalid('`tool_choice` must be auto, none, required or an object', 'tool_choice');
-  if (raw.type === 'function') {
-    if (typeof raw.name !== 'string') invalid('a function tool_choice needs a `name`', 'tool_choice.name');
+  if (raw.type === 'function' || raw.type === 'custom') {
+    if (typeof raw.name !== 'string') invalid(`a ${raw.type} tool_choice needs a \`name\``, 'tool_choice.name');
     return { choice: { type: 'tool', name: raw.name }, tools };
   }
   if (raw.type === 'allowed_tools') {
-    const names = new Set(arr(raw.tools).flatMap((t) => (isObj(t) && t.type === 'function' && typeof t.name === 'string' ? [t.name] : [])));
+    const names = new Set(arr(raw.tools).flatMap((t) => (isObj(t) && (t.type === 'function' || t.type === 'custom') && typeof t.name === 'string' ? [t.name] : [])));
     return { choice: { type: raw.mode === 'required' ? 'required' : 'auto' }, tools: tools?.filter((t) => names.has(t.name)) };
   }
   if (isWebSearch(raw.type)) return { choice: { type: 'builtin', tool: 'web_search' }, tools };

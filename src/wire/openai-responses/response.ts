@@ -1,7 +1,8 @@
 // Whole (non-streamed) answers: an upstream Responses object -> CanonicalResponse, and a CanonicalResponse -> the
 // Responses object a client's `openai` SDK reads (`output_text` is not sent: the SDK computes it from `output`).
 //
-// Stop reasons: completed with a function call -> tool_calls; completed with a refusal part -> refusal; incomplete
+// A custom_tool_call item is a tool_call marked custom, its arguments `{"input": ...}`, and renders back as one.
+// Stop reasons: completed with a function (or custom tool) call -> tool_calls; completed with a refusal part -> refusal; incomplete
 // for max_output_tokens -> max_tokens, for content_filter -> content_filter; failed / cancelled -> error; else end.
 // Rendering goes the other way; `stop_sequence` renders as completed (the Responses API has no stop sequences)
 // and `refusal` renders the answer's text parts as refusal parts.
@@ -10,6 +11,7 @@
 
 import { TollgateError } from '../../core/errors.js';
 import type { CanonicalResponse, Part, StopReason, TokenLogprob } from '../canonical.js';
+import { customCallPart, customInput } from '../custom-tool.js';
 import { parseChatLogprobs } from '../openai/chat-response.js';
 import type { Usage } from '../../ledger/types.js';
 import { arr, callItemId, envelopeOf, idStem, isObj, itemId, type Json, reasoningPart, responseId, str } from './shared.js';
@@ -112,6 +114,9 @@ export function parseResponse(json: unknown): CanonicalResponse {
     } else if (item.type === 'function_call') {
       content.push({ type: 'tool_call', id: str(item.call_id) ?? '', name: str(item.name) ?? '', arguments: str(item.arguments) ?? '' });
       sawCall = true;
+    } else if (item.type === 'custom_tool_call') {
+      content.push(customCallPart(str(item.call_id) ?? '', str(item.name) ?? '', str(item.input) ?? ''));
+      sawCall = true;
     }
   }
   const incomplete = isObj(json.incomplete_details) ? str(json.incomplete_details.reason) : undefined;
@@ -152,6 +157,16 @@ export const functionCallItem = (callId: string, name: string, args: string, sta
   name,
 });
 
+/** A call of a custom tool (its input the `input` of the canonical arguments, src/wire/custom-tool.ts). */
+export const customCallItem = (callId: string, name: string, input: string, status: 'in_progress' | 'completed' | 'incomplete'): Json => ({
+  id: `ctc_${callId.replace(/^call_/, '')}`,
+  type: 'custom_tool_call',
+  status,
+  call_id: callId,
+  name,
+  input,
+});
+
 /**
  * Canonical content -> output items: consecutive text parts share one message; reasoning and calls are items. The
  * answer's token logprobs go on its first output_text part (the canonical answer does not say which part they cover).
@@ -179,7 +194,7 @@ function outputItems(content: readonly Part[], stem: string, refusal: boolean, l
       items.push(reasoningItem(env?.id ?? itemId('rs', stem, items.length), p.text, env?.encryptedContent));
     } else if (p.type === 'tool_call') {
       flush();
-      items.push(functionCallItem(p.id, p.name, p.arguments, 'completed'));
+      items.push(p.custom === true ? customCallItem(p.id, p.name, customInput(p.arguments), 'completed') : functionCallItem(p.id, p.name, p.arguments, 'completed'));
     }
   }
   flush();

@@ -1,7 +1,8 @@
 // Upstream Responses SSE -> canonical events.
 //
 // - Block indexes follow output order: each output_text / refusal part of a message (output_index, content_index),
-//   each reasoning item and each function_call item is one canonical block, numbered when it first appears.
+//   each reasoning item and each function_call item is one canonical block, numbered when it first appears. A
+//   custom_tool_call item is a call marked custom whose arguments (`{"input": ...}`) come in one delta at its end.
 // - A reasoning item's summary parts form one reasoning block, separated by a blank line (as in parseResponse).
 //   Its encrypted content, when the item carries some, travels as a `reasoning_signature` holding this family's
 //   envelope (see shared.ts), just before the block stops. A reasoning item with no summary and no encrypted
@@ -47,6 +48,8 @@ export class ResponsesStreamParser implements StreamParser {
   readonly #texts = new Map<string, Block>();
   readonly #reasoning = new Map<number, ReasoningBlock>();
   readonly #calls = new Map<number, Block>();
+  /** A custom tool call's input so far, by output index: its arguments (`{"input": ...}`) are sent whole when it is done. */
+  readonly #customInputs = new Map<number, string>();
   #sawCall = false;
   #sawRefusal = false;
 
@@ -79,7 +82,7 @@ export class ResponsesStreamParser implements StreamParser {
         if (isObj(data.response)) this.#start(data.response, out);
         break;
       case 'response.output_item.added':
-        if (isObj(data.item) && data.item.type === 'function_call') this.#openCall(o, data.item, out);
+        if (isObj(data.item) && (data.item.type === 'function_call' || data.item.type === 'custom_tool_call')) this.#openCall(o, data.item, out);
         break;
       case 'response.output_item.done':
         if (isObj(data.item)) this.#itemDone(o, data.item, out);
@@ -129,6 +132,12 @@ export class ResponsesStreamParser implements StreamParser {
         if (b?.open) this.#callDelta(b, remainder(b.text, str(data.arguments) ?? ''), out);
         break;
       }
+      case 'response.custom_tool_call_input.delta':
+        this.#customInputs.set(o, (this.#customInputs.get(o) ?? '') + (str(data.delta) ?? ''));
+        break;
+      case 'response.custom_tool_call_input.done':
+        this.#customInputs.set(o, str(data.input) ?? this.#customInputs.get(o) ?? '');
+        break;
       case 'error': {
         const e = isObj(data.error) ? data.error : data;
         const code = str(e.code);
@@ -217,7 +226,8 @@ export class ResponsesStreamParser implements StreamParser {
       b = { index: this.#next++, text: '', open: true };
       this.#calls.set(o, b);
       this.#sawCall = true;
-      out.push({ type: 'tool_call_start', index: b.index, id: str(item.call_id) ?? '', name: str(item.name) ?? '' });
+      const custom = item.type === 'custom_tool_call' ? { custom: true } : {};
+      out.push({ type: 'tool_call_start', index: b.index, id: str(item.call_id) ?? '', name: str(item.name) ?? '', ...custom });
       this.#callDelta(b, str(item.arguments) ?? '', out);
     }
     return b;
@@ -262,6 +272,12 @@ export class ResponsesStreamParser implements StreamParser {
       if (existing && !existing.open) return;
       const b = existing ?? this.#openCall(o, item, out);
       this.#callDelta(b, remainder(b.text, str(item.arguments) ?? ''), out);
+      this.#stop(b, out);
+    } else if (item.type === 'custom_tool_call') {
+      const existing = this.#calls.get(o);
+      if (existing && !existing.open) return;
+      const b = existing ?? this.#openCall(o, item, out);
+      this.#callDelta(b, JSON.stringify({ input: str(item.input) ?? this.#customInputs.get(o) ?? '' }), out);
       this.#stop(b, out);
     }
   }

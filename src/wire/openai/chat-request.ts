@@ -1,53 +1,13 @@
 // A client's Chat Completions body -> the canonical request (inbound), field by field as the `openai` SDK sends
 // them. Malformed fields are TOLLGATE_ERR_INVALID_REQUEST naming the field; what the canonical model has no place
-// for is dropped (parseChatRequest's comment lists what).
+// for is dropped (parseChatRequest's comment lists what). Tools, tool_choice and tool calls: chat-tools.ts.
 
-import { TollgateError } from '../../core/errors.js';
-import type {
-  CanonicalRequest, MediaSource, Message, Part, ResponseFormat, ThinkingLevel, ToolChoice, ToolDefinition,
-} from '../canonical.js';
+import type { CanonicalRequest, MediaSource, Message, Part, ResponseFormat, ThinkingLevel } from '../canonical.js';
 import { parseCacheControl, unknownKeys } from '../fields.js';
 import { parseThinkingLevel, parseThinkingSuffix } from '../thinking.js';
 import { own } from '../../core/own.js';
-import { signedBy } from './google.js';
-
-type Json = Record<string, unknown>;
-
-// ---------------------------------------------------------------------------------------------------------------
-// Validation helpers: every malformed field is a TOLLGATE_ERR_INVALID_REQUEST naming its path in `param`.
-// ---------------------------------------------------------------------------------------------------------------
-
-function invalid(param: string, message: string): TollgateError {
-  return new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', message, { param });
-}
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
-/** null and undefined both mean "not given" in the OpenAI API. */
-const absent = (v: unknown): v is null | undefined => v === null || v === undefined;
-
-function optNumber(b: Json, key: string): number | undefined {
-  const v = b[key];
-  if (absent(v)) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw invalid(key, `'${key}' must be a number`);
-  return v;
-}
-
-function optInt(b: Json, key: string, min: number): number | undefined {
-  const v = optNumber(b, key);
-  if (v !== undefined && (!Number.isInteger(v) || v < min)) throw invalid(key, `'${key}' must be an integer >= ${min}`);
-  return v;
-}
-
-function optString(v: unknown, param: string): string | undefined {
-  if (absent(v)) return undefined;
-  if (typeof v !== 'string') throw invalid(param, `'${param}' must be a string`);
-  return v;
-}
-
-function reqString(v: unknown, param: string): string {
-  if (typeof v !== 'string') throw invalid(param, `'${param}' must be a string`);
-  return v;
-}
+import { absent, invalid, isObject, optInt, optNumber, optString, reqString, type Json } from './chat-validate.js';
+import { allowedNames, parseToolCall, parseTools, parseToolChoice } from './chat-tools.js';
 
 /** `data:<media type>[;params];base64,<data>` -> its parts; null for anything else. */
 export function parseDataUrl(url: string): { mediaType: string; data: string } | null {
@@ -173,12 +133,9 @@ function assistantMessage(m: Json, at: string, names: Map<string, string>): Mess
   if (!absent(m.tool_calls)) {
     if (!Array.isArray(m.tool_calls)) throw invalid(`${at}.tool_calls`, `'${at}.tool_calls' must be an array`);
     m.tool_calls.forEach((tc, i) => {
-      const tat = `${at}.tool_calls[${i}]`;
-      if (!isObject(tc) || tc.type !== 'function' || !isObject(tc.function)) throw invalid(tat, `'${tat}' must be a function tool call`);
-      const id = reqString(tc.id, `${tat}.id`);
-      const name = reqString(tc.function.name, `${tat}.function.name`);
-      names.set(id, name);
-      content.push({ type: 'tool_call', id, name, arguments: reqString(tc.function.arguments, `${tat}.function.arguments`), ...signedBy(tc) });
+      const call = parseToolCall(tc, `${at}.tool_calls[${i}]`);
+      names.set(call.id, call.name);
+      content.push(call);
     });
   }
   return { role: 'assistant', content };
@@ -230,42 +187,6 @@ function parseMessages(raw: unknown[]): { system: Part[]; messages: Message[] } 
     }
   });
   return { system, messages };
-}
-
-function parseTools(v: unknown): ToolDefinition[] {
-  if (!Array.isArray(v)) throw invalid('tools', "'tools' must be an array");
-  return v.map((t, i) => {
-    const at = `tools[${i}]`;
-    if (!isObject(t) || t.type !== 'function' || !isObject(t.function)) throw invalid(at, `'${at}' must be a function tool`);
-    const f = t.function;
-    const name = reqString(f.name, `${at}.function.name`);
-    const description = optString(f.description, `${at}.function.description`);
-    // Omitted parameters mean "no arguments" in the OpenAI API.
-    const parameters = absent(f.parameters) ? { type: 'object', properties: {} } : f.parameters;
-    if (!isObject(parameters)) throw invalid(`${at}.function.parameters`, `'${at}.function.parameters' must be a JSON Schema object`);
-    const def: { -readonly [K in keyof ToolDefinition]: ToolDefinition[K] } = { name, parameters };
-    if (description !== undefined) def.description = description;
-    if (typeof f.strict === 'boolean') def.strict = f.strict;
-    return def;
-  });
-}
-
-function parseToolChoice(v: unknown): ToolChoice {
-  if (v === 'auto' || v === 'none' || v === 'required') return { type: v };
-  if (isObject(v) && v.type === 'function' && isObject(v.function)) return { type: 'tool', name: reqString(v.function.name, 'tool_choice.function.name') };
-  if (isObject(v) && v.type === 'allowed_tools' && isObject(v.allowed_tools)) return v.allowed_tools.mode === 'required' ? { type: 'required' } : { type: 'auto' };
-  throw invalid('tool_choice', "'tool_choice' must be auto, none, required, {type: 'function', function: {name}} or {type: 'allowed_tools', allowed_tools: {mode, tools}}");
-}
-
-/**
- * The functions an `allowed_tools` tool_choice names (`{type: 'allowed_tools', allowed_tools: {mode, tools: [{type:
- * 'function', function: {name}}]}}`), null for another choice: the model may call only those, carried as the tool
- * list cut to them (the Responses parser does the same), `mode` as auto or required (parseToolChoice).
- */
-function allowedNames(v: unknown): Set<string> | null {
-  if (!isObject(v) || v.type !== 'allowed_tools' || !isObject(v.allowed_tools)) return null;
-  const listed = Array.isArray(v.allowed_tools.tools) ? v.allowed_tools.tools : [];
-  return new Set(listed.flatMap((t) => (isObject(t) && isObject(t.function) && typeof t.function.name === 'string' ? [t.function.name] : [])));
 }
 
 function parseResponseFormat(v: unknown): ResponseFormat {

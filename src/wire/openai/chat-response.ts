@@ -4,6 +4,7 @@
 import { TollgateError } from '../../core/errors.js';
 import type { CanonicalChoice, CanonicalResponse, Part, StopReason, TokenLogprob } from '../canonical.js';
 import type { Usage } from '../../ledger/types.js';
+import { chatCustomCall } from './chat-tools.js';
 import { openaiUsage } from './usage.js';
 import { extraOf, signedBy } from './google.js';
 
@@ -184,7 +185,7 @@ export function parseChatResponse(json: unknown): CanonicalResponse {
 function renderChoice(c: CanonicalChoice, index: number): Json {
   const text = c.content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('');
   const reasoning = c.content.flatMap((p) => (p.type === 'reasoning' && !p.redacted ? [p.text] : [])).join('');
-  const calls = c.content.flatMap((p) => (p.type === 'tool_call' ? [{ id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments }, ...extraOf(p) }] : []));
+  const calls = c.content.flatMap((p) => (p.type !== 'tool_call' ? [] : [p.custom === true ? chatCustomCall(p.id, p.name, p.arguments) : { id: p.id, type: 'function', function: { name: p.name, arguments: p.arguments }, ...extraOf(p) }]));
   const refusal = c.stopReason === 'refusal';
   const message: Json = {
     role: 'assistant',

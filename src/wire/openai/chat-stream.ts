@@ -6,6 +6,7 @@ import { formatFrame, type SseFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
 import type { Usage } from '../../ledger/types.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
+import { chatCustomCall } from './chat-tools.js';
 import { finishReasonOf, reasoningOf, renderUsage, stopReasonOf, stopSequenceOf } from './chat-response.js';
 import { openaiUsage } from './usage.js';
 import { googleExtra, googleSignatureOf } from './google.js';
@@ -238,7 +239,8 @@ export interface OpenAIChatRendererOptions {
  * chunk; end() adds the usage chunk (`choices: []`) when asked for and reported, then `data: [DONE]`. error()
  * sends one `{"error": ...}` event and nothing after it (no [DONE]). Reasoning goes out as `reasoning_content`. A
  * call's Gemini signature goes out as `extra_content.google.thought_signature` on its first delta, as Google sends it
- * (one that came after the call started, on the delta that brought it).
+ * (one that came after the call started, on the delta that brought it). A call marked custom goes out whole at its
+ * block_stop, as `{type: 'custom', custom: {name, input}}`.
  */
 export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRendererOptions): StreamRenderer {
   const created = opts.created ?? 0;
@@ -248,6 +250,8 @@ export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRenderer
   let usage: Usage | null = null;
   /** Canonical block index -> the tool call's position in the answer (its Chat Completions `index`). */
   const toolIndex = new Map<number, number>();
+  /** Calls of custom tools by block index: sent whole at their block_stop, the input being their arguments' `input`. */
+  const customCalls = new Map<number, { i: number; id: string; name: string; args: string }>();
 
   const chunk = (delta: Json, finish: string | null = null): string => {
     const c: Json = { id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }] };
@@ -277,14 +281,27 @@ export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRenderer
         case 'tool_call_start': {
           const i = toolIndex.size;
           toolIndex.set(e.index, i);
+          if (e.custom === true) {
+            customCalls.set(e.index, { i, id: e.id, name: e.name, args: '' });
+            return '';
+          }
           const extra = e.origin === 'gemini' && e.signature !== undefined ? googleExtra(e.signature) : {};
           return withRole(chunk({ tool_calls: [{ index: i, id: e.id, type: 'function', function: { name: e.name, arguments: '' }, ...extra }] }));
         }
         case 'tool_call_delta': {
+          const custom = customCalls.get(e.index);
+          if (custom !== undefined) {
+            custom.args += e.arguments;
+            return '';
+          }
           const i = toolIndex.get(e.index);
           const extra = e.origin === 'gemini' && e.signature !== undefined ? googleExtra(e.signature) : null;
           if (i === undefined || (e.arguments === '' && extra === null)) return '';
           return chunk({ tool_calls: [{ index: i, function: { arguments: e.arguments }, ...extra }] });
+        }
+        case 'block_stop': {
+          const c = customCalls.get(e.index);
+          return c === undefined ? '' : withRole(chunk({ tool_calls: [{ index: c.i, ...chatCustomCall(c.id, c.name, c.args) }] }));
         }
         case 'usage':
           usage = e.usage;
@@ -294,7 +311,7 @@ export function createOpenAIChatRenderer(model: string, opts: OpenAIChatRenderer
         case 'error':
           return renderer.error(e.code ?? 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', e.message);
         default:
-          // text_start, reasoning_start, reasoning_signature, block_stop: nothing to say in this format
+          // text_start, reasoning_start, reasoning_signature: nothing to say in this format
           return '';
       }
     },

@@ -28,7 +28,7 @@ export const CHAT_PARAM_NAMES: WireCodec['paramNames'] = {
   topLogprobs: 'top_logprobs', n: 'n', responseFormat: 'response_format', thinking: 'reasoning_effort', tools: 'tools', toolChoice: 'tool_choice',
   parallelToolCalls: 'parallel_tool_calls', webSearch: 'web_search_options', cacheControl: 'cache_control', promptCacheKey: 'prompt_cache_key',
   serviceTier: 'service_tier', user: 'user', metadata: 'metadata', prediction: 'prediction', image: 'image_url', file: 'file', audio: 'input_audio',
-  toolError: 'messages.is_error', toolStrict: 'tools.function.strict', imageDetail: 'messages.content.image_url.detail',
+  toolError: 'messages.is_error', toolStrict: 'tools.function.strict', imageDetail: 'messages.content.image_url.detail', toolGrammar: 'tools.custom.format',
 };
 
 export const openaiCodec: WireCodec = {
