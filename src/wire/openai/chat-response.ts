@@ -7,10 +7,7 @@ import type { Usage } from '../../ledger/types.js';
 import { chatCustomCall } from './chat-tools.js';
 import { openaiUsage } from './usage.js';
 import { extraOf, signedBy } from './google.js';
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isObject, type Json } from './chat-validate.js';
 
 /** Chat Completions finish_reason -> canonical. Vendor extras: `sensitive` (GLM), `insufficient_system_resource`
  * (DeepSeek) and `network_error` (GLM) end an answer early; anything else unknown (or null) is a normal end. */

@@ -10,10 +10,7 @@ import { chatCustomCall } from './chat-tools.js';
 import { finishReasonOf, reasoningOf, renderUsage, stopReasonOf, stopSequenceOf } from './chat-response.js';
 import { openaiUsage } from './usage.js';
 import { googleExtra, googleSignatureOf } from './google.js';
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isObject, type Json } from './chat-validate.js';
 
 const sameUsage = (a: Usage, b: Usage): boolean =>
   a.input === b.input && a.cached === b.cached && a.cacheWrite === b.cacheWrite && a.output === b.output && a.reasoning === b.reasoning &&

@@ -7,10 +7,7 @@
 
 import type { Part } from '../canonical.js';
 import { FOREIGN_CALL_SIGNATURE } from '../gemini/build.js';
-
-type Json = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Json => v !== null && typeof v === 'object' && !Array.isArray(v);
+import { isObject, type Json } from './chat-validate.js';
 
 /**
  * The thought signature on a Chat tool call (or streamed tool call fragment): `extra_content.google.thought_signature`
