@@ -88,8 +88,10 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
   holder.onChange((next) => {
     keys = new KeyRing(next.server.api_keys);
     reauth.keepOnly(holds);
-    if (keys.open) return;
-    for (const [end, key] of held) if (key === null || keys.byName(key.name)?.binding !== key.binding) end();
+    // With no keys left, a stream opened with one ends too (it may have come in under a name open mode refuses).
+    for (const [end, key] of held) {
+      if (keys.open ? key !== null : key === null || keys.byName(key.name)?.binding !== key.binding) end();
+    }
   });
   app.decorate('holdWhileKeyValid', (req: FastifyRequest, end: () => void): (() => void) => {
     held.set(end, req.apiKey);

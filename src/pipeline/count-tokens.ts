@@ -73,7 +73,8 @@ async function answerCount(reply: FastifyReply, count: (signal: ClientAbort) => 
   try {
     const call = await count(client.signal);
     const { res } = call;
-    const text = res.status >= 200 && res.status < 300 ? await res.text() : relayedText(call, await res.text());
+    // Any answer's text, not only an error's: a counter that quotes its headers in a 200 would hand the key on too.
+    const text = relayedText(call, await res.text());
     const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);
     await reply.code(res.status).headers(headers).send(text);
   } catch (err) {

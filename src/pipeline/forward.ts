@@ -21,7 +21,7 @@ import type { GatewayContext } from './context.js';
 import { settleEstimate, type Outcome } from './outcome.js';
 import { EventRelay, type FailureHandling } from './relay.js';
 import { markAborted, percentEncoded } from './reply.js';
-import { buildFor, callForClient, failWith, notEventStream, notJson, readUpstreamError, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
+import { buildFor, callForClient, failWith, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
 
 /** How one inbound endpoint speaks: its codec, its usage-row endpoint name, and where model and stream come from. */
 export interface InboundSpec {
@@ -226,6 +226,7 @@ async function relayStream(
   const answer = new AnswerText();
   const relay = new EventRelay({
     ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,
+    redact: (text) => relayedText(call, text),
     parser: answerToolParser(f.outbound.createStreamParser(), f.built.answerTool, customToolNames(exchange.parsed)), renderer: rendererFor(exchange, f.route.model),
   });
   const failed = await relay.run(call.res);
@@ -264,7 +265,13 @@ export function readAnswer(outbound: WireCodec, text: string, outcome: Outcome, 
   } catch {
     throw notJson(from.call);
   }
-  const parsed = outbound.parseResponse(json);
+  let parsed: CanonicalResponse;
+  try {
+    parsed = outbound.parseResponse(json);
+  } catch (err) {
+    // An error object in a 200 ("Anthropic answered with an error: ..."): the upstream's words, its credentials out.
+    throw err instanceof TollgateError ? new TollgateError(err.code, relayedText(from.call, err.message), { cause: err.cause }) : err;
+  }
   const answer = from.answerTool === undefined ? parsed : unwrapAnswerTool(parsed, from.answerTool);
   if (answer.usage) {
     outcome.usage = answer.usage;

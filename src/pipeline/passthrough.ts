@@ -27,7 +27,7 @@ import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure } from './upstream.js';
 import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
@@ -144,7 +144,7 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
     const type = String(res.headers['content-type'] ?? '');
     if (spec.eventStream || type.startsWith('text/event-stream')) {
       const answer = new AnswerText();
-      await relaySameFormat({ request, format: f, res, clientGone, answer });
+      await relaySameFormat({ request, format: f, res, clientGone, answer, redact: (text) => relayedText(call, text) });
       outcome.upstreamMs = call.elapsedMs();
       call.span?.end(res.status, outcome.status === 'failure' ? outcome.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
@@ -215,6 +215,15 @@ interface SameFormatStream {
   readonly res: UpstreamResponse;
   readonly clientGone: ClientAbort;
   readonly answer: AnswerText;
+  /** The upstream's own words as the client may see them: the call's credentials out (relayedText). */
+  readonly redact: (text: string) => string;
+}
+
+/** A chunk's text with the call's credentials out, or the chunk itself when it quotes none (its bytes untouched). */
+function redacted(bytes: Uint8Array, redact: (text: string) => string): Uint8Array | string {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+  const out = redact(text);
+  return out === text ? bytes : out;
 }
 
 /**
@@ -231,23 +240,32 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
   let reading = true;
   const facts = new StreamFacts(outcome, s.answer, request.t0);
   const onEvent = (e: CanonicalEvent): void => facts.observe(e);
-  // Reading never changes what the client gets: a frame the parser cannot read stops the reading, not the bytes.
+  // Reading never changes what the client gets (a frame the parser cannot read stops the reading, not the bytes), but
+  // for a chunk that ends an error event: its text goes with the call's credentials out (relayedText), as an error
+  // body does. (A secret cut across that chunk and the one before it is out of reach: the first part was sent.)
   let events = 0;
-  const read = (frames: readonly SseFrame[]): void => {
+  const read = (frames: readonly SseFrame[]): boolean => {
     events += frames.length;
-    if (!reading) return;
+    if (!reading) return false;
+    let error = false;
     try {
-      for (const fr of frames) for (const e of parser.frame(fr)) onEvent(e);
+      for (const fr of frames) {
+        for (const e of parser.frame(fr)) {
+          if (e.type === 'error') error = true;
+          onEvent(e);
+        }
+      }
     } catch {
       reading = false;
       outcome.status = 'failure';
       outcome.errorType = 'TOLLGATE_ERR_UPSTREAM_PROTOCOL';
     }
+    return error;
   };
   try {
     for await (const chunk of s.res.body) {
-      read(sse.push(chunk as Uint8Array));
-      await write(raw, chunk as Uint8Array);
+      const bytes = chunk as Uint8Array;
+      await write(raw, read(sse.push(bytes)) ? redacted(bytes, s.redact) : bytes);
     }
     read(sse.end());
     if (reading) for (const e of parser.end()) onEvent(e);

@@ -43,6 +43,8 @@ export interface RelayOptions {
   /** performance.now() when the request (or the attempt) started: the time to first token is measured from it. */
   readonly t0: number;
   readonly failures: FailureHandling;
+  /** The upstream's own words (an error event's message) as the client may see them: the call's credentials out (relayedText). */
+  readonly redact: (text: string) => string;
 }
 
 const REPORTED_ERROR = 'the upstream provider reported an error';
@@ -122,7 +124,7 @@ export class EventRelay {
   #render(e: CanonicalEvent): string {
     this.#facts.observe(e);
     if (e.type === 'error') {
-      this.#upstreamError = { message: e.message, code: e.code ?? '' };
+      this.#upstreamError = { message: this.#opts.redact(e.message), code: e.code ?? '' };
       return '';
     }
     return this.#opts.renderer.event(e);
@@ -153,7 +155,7 @@ export class EventRelay {
       discard(res.body);
       return errorFailure(e);
     }
-    await this.#emit(this.#opts.renderer.error(e.code, e.message));
+    await this.#emit(this.#opts.renderer.error(e.code, this.#opts.redact(e.message)));
     return null;
   }
 }

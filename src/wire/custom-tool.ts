@@ -32,9 +32,10 @@ export function parseCustomFormat(raw: unknown, path: string, invalid: (message:
   const f = isObj(raw) ? raw : invalid('a custom tool `format` must be an object', path);
   if (f.type === 'text') return undefined;
   if (f.type !== 'grammar') return invalid('a custom tool `format.type` must be text or grammar', `${path}.type`);
-  const g = isObj(f.grammar) ? f.grammar : f;
-  if (g.syntax !== 'lark' && g.syntax !== 'regex') return invalid('a grammar `syntax` must be lark or regex', `${path}.syntax`);
-  if (typeof g.definition !== 'string') return invalid('a grammar needs a string `definition`', `${path}.definition`);
+  // Chat nests the grammar (`format.grammar`), Responses does not: the path names the field where the client put it.
+  const [g, at] = isObj(f.grammar) ? [f.grammar, `${path}.grammar`] : [f, path];
+  if (g.syntax !== 'lark' && g.syntax !== 'regex') return invalid('a grammar `syntax` must be lark or regex', `${at}.syntax`);
+  if (typeof g.definition !== 'string') return invalid('a grammar needs a string `definition`', `${at}.definition`);
   return { syntax: g.syntax, definition: g.definition };
 }
 

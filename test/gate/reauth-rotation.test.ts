@@ -141,4 +141,9 @@ t.test('a reload that revokes, rotates or re-roles a key ends the /api/live stre
   reloadKeys([{ name: 'ops', key: NEW, role: 'admin' }]);
   t.ok(await endsSoon(again), "a removed key's stream ended");
   t.equal((await send(gw.url, 'GET', '/api/live', { headers: { authorization: `Bearer ${OTHER}` } })).status, 401, 'and the key is refused');
+
+  // A reload that removes every key (open mode) ends the streams opened with one too.
+  const last = await open(NEW);
+  reloadKeys([]);
+  t.ok(await endsSoon(last), 'no keys left: the stream opened with a key ended');
 });

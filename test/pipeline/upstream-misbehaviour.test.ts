@@ -39,6 +39,26 @@ const upstream = await listenLoopback(t, async (req: IncomingMessage, res: Serve
       res.end(JSON.stringify({ error: { message: 'unauthorized', received: req.headers } }).replaceAll('/', '\\/'));
       return;
     }
+    case 'sseerr':
+      // A 200 stream whose error event quotes the key it was sent (OpenAI Chat's in-band error shape).
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ error: { message: `invalid key: ${auth}`, type: 'invalid_request_error' } })}\n\n`);
+      return;
+    case 'antsseerr':
+      // The same from an Anthropic upstream: `event: error` after the stream began.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: `invalid x-api-key: ${auth}` } })}\n\n`);
+      return;
+    case 'ant200err':
+      // A 200 whose body is an Anthropic error object quoting the key.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ type: 'error', error: { type: 'authentication_error', message: `invalid x-api-key: ${auth}` } }));
+      return;
+    case 'antcount':
+      // A token counter that answers 200 and quotes the headers it was sent.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ input_tokens: 3, received: req.headers }));
+      return;
     case 'redirect':
       res.writeHead(302, { location: 'http://example.invalid/elsewhere', 'content-type': 'text/plain' });
       res.end('moved');
@@ -74,6 +94,8 @@ const gw = await startApp(t, {
     // A credential in the provider's own headers (auth none), and a key holding '/': both echoed back by 'headers'.
     fnkey: { group: 'paid', format: 'openai', base_url: `http://127.0.0.1:${upstream.port}/headers/v1`, auth: { type: 'none' }, headers: { 'X-Functions-Key': FN_KEY }, models: { m: {} } },
     slash: { ...oa('headers'), auth: { type: 'api_key', key: SLASH_KEY } },
+    sseerr: oa('sseerr'),
+    ...Object.fromEntries(['antsseerr', 'ant200err', 'antcount'].map((m) => [m, { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/${m}`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } }])),
     anterr200: { group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${upstream.port}/err200`, auth: { type: 'api_key', key: ANT_KEY }, models: { m: {} } },
   },
   combos: { fb: { strategy: 'fallback', models: ['redirect/m', 'odd/m', 'good/m'] }, fb2: { strategy: 'fallback', models: ['err200/m', 'good/m'] } },
@@ -115,6 +137,23 @@ t.test("a credential in the provider's headers, and a key the upstream quotes JS
       t.match(echoed, /\[REDACTED\]$/, `${model}, ${name}: the header's value replaced`);
       t.equal(body.error.received['content-type'], 'application/json', `${model}, ${name}: the other headers as they came`);
     }
+  }
+});
+
+// An error the upstream reports inside a 200 (a stream's error event, an error object as the whole answer, a counter's
+// answer) reached the client with the key in it on every path but the fast path's whole answer.
+t.test('an error the upstream reports inside a 200 reaches the client without the key, on every path', async (t) => {
+  const cases: [string, () => Promise<{ status: number; text: string }>, string][] = [
+    ['the fast path, streamed', () => chat('sseerr/m', true), KEY],
+    ['the translated path, streamed (Anthropic client, Chat upstream)', () => post('/v1/messages', { model: 'sseerr/m', stream: true, max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] }), KEY],
+    ['the Anthropic passthrough, streamed', () => post('/v1/messages', { model: 'antsseerr/m', stream: true, max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] }), ANT_KEY],
+    ['the translated path, a whole error object (Chat client, Anthropic upstream)', () => chat('ant200err/m'), ANT_KEY],
+    ['count_tokens, a 200 quoting its headers', () => post('/v1/messages/count_tokens', { model: 'antcount/m', messages: [{ role: 'user', content: 'hello' }] }), ANT_KEY],
+  ];
+  for (const [name, call, key] of cases) {
+    const a = await call();
+    t.notMatch(a.text, key.slice(3), `${name}: no part of the key`);
+    t.match(a.text, /\[REDACTED\]/, `${name}: the key's place marked (${a.status})`);
   }
 });
 

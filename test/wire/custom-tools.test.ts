@@ -87,7 +87,8 @@ t.test('parse: malformed custom tools are 400s naming the field; other Chat tool
   t.equal(param(() => responsesCodec.parseRequest(respBody({ tools: [{ type: 'custom' }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].name');
   t.equal(param(() => responsesCodec.parseRequest(respBody({ tools: [{ ...RESP_TOOL, format: { type: 'grammar', syntax: 'ebnf', definition: 'x' } }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].format.syntax');
   t.equal(param(() => openaiCodec.parseRequest(chatBody({ tools: [{ type: 'custom', custom: { description: 'x' } }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].custom.name');
-  t.equal(param(() => openaiCodec.parseRequest(chatBody({ tools: [{ type: 'custom', custom: { name: 'x', format: { type: 'grammar', grammar: { syntax: 'lark' } } } }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].custom.format.definition');
+  t.equal(param(() => openaiCodec.parseRequest(chatBody({ tools: [{ type: 'custom', custom: { name: 'x', format: { type: 'grammar', grammar: { syntax: 'lark' } } } }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].custom.format.grammar.definition');
+  t.equal(param(() => openaiCodec.parseRequest(chatBody({ tools: [{ type: 'custom', custom: { name: 'x', format: { type: 'grammar', grammar: { syntax: 'ebnf', definition: 'x' } } } }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0].custom.format.grammar.syntax', "a Chat grammar's field is named where the client put it");
   t.equal(param(() => openaiCodec.parseRequest(chatBody({ tools: [{ type: 'mcp' }] }))), 'TOLLGATE_ERR_INVALID_REQUEST tools[0]');
 });
 
