@@ -48,6 +48,8 @@ export function autoSwitch(cfg: Config, requested: string, budget: BudgetGate): 
   const to = cfg.budgets.auto_switch?.to;
   if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || spendsNothing(cfg, requested)) return { model: requested, switched: false };
   if (!switchTargetExists(cfg, to)) return { model: requested, switched: false };
+  // A name nothing is configured under is the client's mistake, answered 404 whatever the budget, not another model.
+  if (!switchTargetExists(cfg, requested)) return { model: requested, switched: false };
   if (!budget.dailyExceeded()) return { model: requested, switched: false };
   return { model: to, switched: true };
 }

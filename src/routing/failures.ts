@@ -43,5 +43,8 @@ export function httpFailure(status: number, headers: Readonly<Record<string, str
 
 export function errorFailure(e: TollgateError): UpstreamFailure {
   const upstream = e.code.startsWith('TOLLGATE_ERR_UPSTREAM_') || e.code === 'TOLLGATE_ERR_PROVIDER_AUTH';
-  return { status: e.status, body: null, headers: {}, error: e, retryable: upstream, cool: upstream, quotaExhausted: false, retryAfterMs: null, reason: e.code };
+  // A parameter this member's format cannot carry (n > 1 to Anthropic...) is the member's limit, not the request's
+  // fault: the next member may carry it. Nothing is wrong with the provider, so it does not cool.
+  const memberLimit = e.code === 'TOLLGATE_ERR_NOT_SUPPORTED';
+  return { status: e.status, body: null, headers: {}, error: e, retryable: upstream || memberLimit, cool: upstream, quotaExhausted: false, retryAfterMs: null, reason: e.code };
 }

@@ -38,6 +38,10 @@ t.test('the step: rewrites only when told the budget is exceeded, the switch is 
   t.same(autoSwitch(toCombo, 'paid/echo-1', exceeded), { model: 'freebies', switched: true }, 'to a combo');
   const dangling = testConfig({ ...raw, budgets: { auto_switch: { enabled: true, to: 'nowhere/model' } } }, tempDir(t));
   t.same(autoSwitch(dangling, 'paid/echo-1', exceeded), { model: 'paid/echo-1', switched: false }, 'a target that names nothing switches nothing');
+  // A name nothing is configured under is the client's mistake: its 404, not the target's answer (before: switched).
+  t.same(autoSwitch(cfg, 'nope/gpt-9', exceeded), { model: 'nope/gpt-9', switched: false }, 'an unknown provider is not switched');
+  t.same(autoSwitch(cfg, 'paid/no-such-model', exceeded), { model: 'paid/no-such-model', switched: false }, 'an unlisted model of a known provider is not switched');
+  t.same(autoSwitch(cfg, 'typo-combo', exceeded), { model: 'typo-combo', switched: false }, 'an unknown combo is not switched');
 });
 
 t.test('through the gateway: the free model answers, with the header, the row and the metric marked', async (t) => {
