@@ -33,7 +33,7 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
     );
   }
   const route = await ctx.router.connect(resolved);
-  await answerCount(reply, (signal) =>
+  await answerCount(reply, () => ctx.router.tokenRefused(route), (signal) =>
     ctx.upstream.callOnce(route, canonical, {
       codec: anthropicCodec, stream: false, signal,
       reshape: (built) => {
@@ -64,15 +64,19 @@ export async function handleGeminiCountTokens(ctx: GatewayContext, model: string
   if (isObj(body.generateContentRequest)) body.generateContentRequest.model = `models/${route.modelId.replace(/^models\//, '')}`;
   const path = geminiSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: 'countTokens', alt: '' });
   const request: UpstreamRequest = { path, headers: upstreamHeaders(geminiSameFormat, req, route, false), body };
-  await answerCount(reply, (signal) => ctx.upstream.send(route, request, { stream: false, signal }));
+  await answerCount(reply, () => ctx.router.tokenRefused(route), (signal) => ctx.upstream.send(route, request, { stream: false, signal }));
 }
 
-/** Make the counting call and answer the client with what came back (status, body, retry headers). */
-async function answerCount(reply: FastifyReply, count: (signal: ClientAbort) => Promise<UpstreamCall>): Promise<void> {
+/**
+ * Make the counting call and answer the client with what came back (status, body, retry headers). A 401 is told to
+ * the router (`refused`): an OAuth token the upstream refused is refreshed before its next use, as after a message.
+ */
+async function answerCount(reply: FastifyReply, refused: () => void, count: (signal: ClientAbort) => Promise<UpstreamCall>): Promise<void> {
   const client = watchClient(reply);
   try {
     const call = await count(client.signal);
     const { res } = call;
+    if (res.status === 401) refused();
     // Any answer's text, not only an error's: a counter that quotes its headers in a 200 would hand the key on too.
     const text = relayedText(call, await res.text());
     const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);

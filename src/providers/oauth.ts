@@ -117,12 +117,17 @@ function httpUrl(v: unknown): string | undefined {
   }
 }
 
-/** `error: description` of an OAuth error body, or null when the body is not one. */
-export function oauthErrorOf(body: Readonly<Record<string, unknown>>): { code: string; text: string } | null {
+/**
+ * `error: description` of an OAuth error body, or null when the body is not one. `sent`: the secrets the request
+ * carried (a refresh token, a code and its verifier, a device code, the client secret), replaced by `[REDACTED]`
+ * where the description quotes them ("Invalid refresh token: ...") before the text reaches a client or a log.
+ */
+export function oauthErrorOf(body: Readonly<Record<string, unknown>>, sent: readonly (string | undefined)[] = []): { code: string; text: string } | null {
   if (typeof body.error !== 'string' || body.error === '') return null;
   const code = printable(body.error, 100);
-  const desc = typeof body.error_description === 'string' && body.error_description !== '' ? `: ${printable(body.error_description)}` : '';
-  return { code, text: `${code}${desc}` };
+  let desc = typeof body.error_description === 'string' && body.error_description !== '' ? body.error_description : '';
+  for (const secret of sent) if (secret !== undefined && secret.length >= 8) desc = desc.split(secret).join('[REDACTED]');
+  return { code, text: desc === '' ? code : `${code}: ${printable(desc)}` };
 }
 
 /** The failure a reply that is not a usable answer stands for; `what` names the endpoint. */
@@ -163,7 +168,7 @@ export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortS
   if (url === undefined) throw new OAuthError('auth.oauth.device_authorization_url is not set (the device_code flow needs it)');
   const reply = await postForm(url, { client_id: s.client_id, client_secret: s.client_secret, scope: s.scope }, signal);
   if (reply.kind !== 'json') throw failure(reply, 'device authorization endpoint', url);
-  const refused = oauthErrorOf(reply.body);
+  const refused = oauthErrorOf(reply.body, [s.client_secret]);
   if (refused !== null) throw new OAuthError(`device authorization endpoint ${url} refused the request (${refused.text})`, { oauthError: refused.code });
   if (reply.status < 200 || reply.status > 299) throw failure(reply, 'device authorization endpoint', url);
   const b = reply.body;
@@ -213,7 +218,7 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
       { grant_type: DEVICE_CODE_GRANT, device_code: da.device_code, client_id: s.client_id, client_secret: s.client_secret },
       opts.signal,
     );
-    const refused = reply.kind === 'json' ? oauthErrorOf(reply.body) : null;
+    const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [da.device_code, s.client_secret]) : null;
     if (refused === null && (reply.kind === 'unreachable' || reply.status >= 500)) {
       interval = Math.max(interval * 2, 1);
       continue;
@@ -250,7 +255,7 @@ export async function refreshTokens(
     { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: s.client_id, client_secret: s.client_secret },
     opts.signal,
   );
-  const refused = reply.kind === 'json' ? oauthErrorOf(reply.body) : null;
+  const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [refreshToken, s.client_secret]) : null;
   if (refused !== null) {
     // RFC 6749 §4.1.2.1 codes that some token endpoints also send for an outage
     const transient = refused.code === 'temporarily_unavailable' || refused.code === 'server_error';
@@ -317,7 +322,12 @@ export class OAuthSession {
   #load(): Promise<OAuthTokens | null> {
     this.#loading ??= this.#store
       .load(this.#providerId)
-      .then((t) => (this.#tokens = t))
+      .then((t) => {
+        // Tokens read from the file are not the ones a 401 marked (a new `tollgate connect` wrote them, or the
+        // session was dropped): they are used as they are, not refreshed first.
+        this.#stale = false;
+        return (this.#tokens = t);
+      })
       .finally(() => (this.#loading = null));
     return this.#loading;
   }

@@ -74,14 +74,16 @@ export function codeFromCallback(input: string, expectedState: string, opts: { a
     if (opts.allowBareCode === true && /^[\x21-\x7e]{1,2048}$/.test(text)) return text;
     throw new OAuthError('what came back is not an authorization response (expected the address you were sent to, or its code)');
   }
+  // The state first, an error response's too (RFC 6749 §4.1.2.1: it carries the request's state): a redirect that does
+  // not carry it is not the authorization server's answer to this sign-in, whatever it says.
+  const state = params.get('state');
+  if (state === null || !sameState(state, expectedState)) {
+    throw new OAuthError('the authorization response carries another state than the request sent: refused (RFC 6749 §10.12); start the sign-in again', { oauthError: 'state_mismatch' });
+  }
   const error = params.get('error');
   if (error !== null) {
     const desc = params.get('error_description');
     throw new OAuthError(`authorization was refused (${printable(error, 100)}${desc ? `: ${printable(desc)}` : ''})`, { oauthError: printable(error, 100) });
-  }
-  const state = params.get('state');
-  if (state === null || !sameState(state, expectedState)) {
-    throw new OAuthError('the authorization response carries another state than the request sent: refused (RFC 6749 §10.12); start the sign-in again', { oauthError: 'state_mismatch' });
   }
   const code = params.get('code');
   if (code === null || code === '') throw new OAuthError('the authorization response carries no code');
@@ -103,7 +105,7 @@ export async function exchangeCode(
     },
     opts.signal,
   );
-  const refused = reply.kind === 'json' ? oauthErrorOf(reply.body) : null;
+  const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [grant.code, grant.verifier, s.client_secret]) : null;
   if (refused !== null) throw new OAuthError(`token endpoint ${url} refused the authorization code (${refused.text})`, { oauthError: refused.code });
   if (reply.kind !== 'json' || reply.status < 200 || reply.status > 299) throw failure(reply, 'token endpoint', url);
   return tokensFrom(reply.body, (opts.now ?? Date.now)(), url);

@@ -139,13 +139,20 @@ export class Router {
       this.cooldowns.succeed(c.id);
       return;
     }
-    if (failure.status === 401 && route.provider.auth.type === 'oauth') this.#tokens.get(route.providerId)?.source.invalidate(route.provider.auth.key);
+    if (failure.status === 401) this.tokenRefused(route);
     if (failure.cool) this.cooldowns.fail(c.id, { reason: failure.reason, retryAfterMs: failure.retryAfterMs, quotaExhausted: failure.quotaExhausted });
+  }
+
+  /** The upstream answered 401 to the route's token: an OAuth session refreshes before its next use. */
+  tokenRefused(route: Route): void {
+    if (route.provider.auth.type === 'oauth') this.#tokens.get(route.providerId)?.source.invalidate(route.provider.auth.key);
   }
 
   #tokenSource(providerId: string, settings: OAuthSettings): TokenSource {
     const found = this.#tokens.get(providerId);
-    if (found && found.settings === settings) return found.source;
+    // By value: every reload parses the config anew, and a session dropped for an equal copy of its settings lost
+    // its 401 mark and the tokens it held only in memory (a refresh whose save failed).
+    if (found && (found.settings === settings || JSON.stringify(found.settings) === JSON.stringify(settings))) return found.source;
     const source = this.#tokenSources(providerId, settings);
     this.#tokens.set(providerId, { settings, source });
     return source;
