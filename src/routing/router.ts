@@ -152,7 +152,11 @@ export class Router {
     const found = this.#tokens.get(providerId);
     // By value: every reload parses the config anew, and a session dropped for an equal copy of its settings lost
     // its 401 mark and the tokens it held only in memory (a refresh whose save failed).
-    if (found && (found.settings === settings || JSON.stringify(found.settings) === JSON.stringify(settings))) return found.source;
+    if (found?.settings === settings) return found.source;
+    if (found && JSON.stringify(found.settings) === JSON.stringify(settings)) {
+      found.settings = settings; // the reload's copy: the next request matches by identity again
+      return found.source;
+    }
     const source = this.#tokenSources(providerId, settings);
     this.#tokens.set(providerId, { settings, source });
     return source;
