@@ -17,7 +17,7 @@ import { settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { atTier } from '../ledger/types.js';
 import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
@@ -103,7 +103,7 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
       const refused = notEventStream(call, outcome);
       if (refused !== null) throw refused;
       const answer = new AnswerText();
-      await relayChatStream({ request, adapter, res, wantsUsage: clientWantsUsage(body), clientGone, answer, redact: (text) => relayedText(call, text) });
+      await relayChatStream({ request, adapter, res, wantsUsage: clientWantsUsage(body), clientGone, answer, call });
       outcome.upstreamMs = call.elapsedMs();
       call.span?.end(res.status, outcome.status === 'failure' ? outcome.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
@@ -158,8 +158,8 @@ interface ChatStream {
   readonly clientGone: ClientAbort;
   /** Where the answer's text is kept, for an estimate when the upstream reports no usage. */
   readonly answer: AnswerText;
-  /** The upstream's own words (an error chunk) as the client may see them: the call's credentials out (relayedText). */
-  readonly redact: (text: string) => string;
+  /** The call: an error chunk, the upstream's own words, goes with its credentials out (relayedText). */
+  readonly call: UpstreamCall;
 }
 
 /** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
@@ -193,7 +193,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (json.error !== undefined) {
       outcome.status = 'failure';
       outcome.errorType = 'upstream_stream_error';
-      return formatFrame(s.redact(f.data), f.event, f.id);
+      return formatFrame(relayedText(s.call, f.data), f.event, f.id);
     }
     if (typeof json.service_tier === 'string') tier = json.service_tier;
     const info = adapter.inspectChunk(json);

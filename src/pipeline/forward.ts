@@ -226,7 +226,7 @@ async function relayStream(
   const answer = new AnswerText();
   const relay = new EventRelay({
     ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,
-    redact: (text) => relayedText(call, text),
+    call,
     parser: answerToolParser(f.outbound.createStreamParser(), f.built.answerTool, customToolNames(exchange.parsed)), renderer: rendererFor(exchange, f.route.model),
   });
   const failed = await relay.run(call.res);

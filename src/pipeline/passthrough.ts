@@ -27,7 +27,7 @@ import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure } from './upstream.js';
+import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
@@ -144,7 +144,7 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
     const type = String(res.headers['content-type'] ?? '');
     if (spec.eventStream || type.startsWith('text/event-stream')) {
       const answer = new AnswerText();
-      await relaySameFormat({ request, format: f, res, clientGone, answer, redact: (text) => relayedText(call, text) });
+      await relaySameFormat({ request, format: f, res, clientGone, answer, call });
       outcome.upstreamMs = call.elapsedMs();
       call.span?.end(res.status, outcome.status === 'failure' ? outcome.errorType : null);
       // After the client has its whole stream: what the upstream did not report is estimated.
@@ -215,14 +215,14 @@ interface SameFormatStream {
   readonly res: UpstreamResponse;
   readonly clientGone: ClientAbort;
   readonly answer: AnswerText;
-  /** The upstream's own words as the client may see them: the call's credentials out (relayedText). */
-  readonly redact: (text: string) => string;
+  /** The call: a chunk that ends an error event goes with its credentials out (relayedText). */
+  readonly call: UpstreamCall;
 }
 
 /** A chunk's text with the call's credentials out, or the chunk itself when it quotes none (its bytes untouched). */
-function redacted(bytes: Uint8Array, redact: (text: string) => string): Uint8Array | string {
+function redacted(bytes: Uint8Array, call: UpstreamCall): Uint8Array | string {
   const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
-  const out = redact(text);
+  const out = relayedText(call, text);
   return out === text ? bytes : out;
 }
 
@@ -265,7 +265,7 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
   try {
     for await (const chunk of s.res.body) {
       const bytes = chunk as Uint8Array;
-      await write(raw, read(sse.push(bytes)) ? redacted(bytes, s.redact) : bytes);
+      await write(raw, read(sse.push(bytes)) ? redacted(bytes, s.call) : bytes);
     }
     read(sse.end());
     if (reading) for (const e of parser.end()) onEvent(e);

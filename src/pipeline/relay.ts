@@ -23,7 +23,7 @@ import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
 import { StreamFacts, type Outcome } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
-import { streamFailure } from './upstream.js';
+import { relayedText, streamFailure, type UpstreamCall } from './upstream.js';
 
 /** What a failure does: told to the client ('answer'), or returned before the first byte ('return', a combo attempt). */
 export type FailureHandling = 'answer' | 'return';
@@ -43,8 +43,8 @@ export interface RelayOptions {
   /** performance.now() when the request (or the attempt) started: the time to first token is measured from it. */
   readonly t0: number;
   readonly failures: FailureHandling;
-  /** The upstream's own words (an error event's message) as the client may see them: the call's credentials out (relayedText). */
-  readonly redact: (text: string) => string;
+  /** The call: the upstream's own words (an error event's message) go to the client with its credentials out (relayedText). */
+  readonly call: UpstreamCall;
 }
 
 const REPORTED_ERROR = 'the upstream provider reported an error';
@@ -124,7 +124,7 @@ export class EventRelay {
   #render(e: CanonicalEvent): string {
     this.#facts.observe(e);
     if (e.type === 'error') {
-      this.#upstreamError = { message: this.#opts.redact(e.message), code: e.code ?? '' };
+      this.#upstreamError = { message: relayedText(this.#opts.call, e.message), code: e.code ?? '' };
       return '';
     }
     return this.#opts.renderer.event(e);
@@ -155,7 +155,7 @@ export class EventRelay {
       discard(res.body);
       return errorFailure(e);
     }
-    await this.#emit(this.#opts.renderer.error(e.code, this.#opts.redact(e.message)));
+    await this.#emit(this.#opts.renderer.error(e.code, relayedText(this.#opts.call, e.message)));
     return null;
   }
 }

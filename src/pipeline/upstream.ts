@@ -21,6 +21,7 @@ import { discard } from '../providers/answer-body.js';
 import type { Outcome } from './outcome.js';
 import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders } from './reply.js';
 import { CREDENTIAL_NAME } from '../config/redact.js';
+import { withoutSecrets } from '../core/secrets.js';
 
 export interface CallOptions {
   /** Aborts the call (the client went away, a fusion deadline, shutdown). */
@@ -187,15 +188,7 @@ const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api
  * self-hosted server echoing its headers) would otherwise hand it to any client, a `user` key's included.
  */
 export function relayedText(call: UpstreamCall, text: string): string {
-  if (call.sent === undefined) return text;
-  const custom = call.sent.authHeader?.toLowerCase();
-  let out = text;
-  for (const secret of sentSecrets(call.sent.request, custom)) {
-    // A short value is no secret worth the name (and would match ordinary words).
-    if (secret.length < 8) continue;
-    for (const form of quotedForms(secret)) if (out.includes(form)) out = out.split(form).join('[REDACTED]');
-  }
-  return out;
+  return call.sent === undefined ? text : withoutSecrets(text, sentSecrets(call.sent.request, call.sent.authHeader?.toLowerCase()));
 }
 
 /**
@@ -209,12 +202,6 @@ function sentSecrets(request: UpstreamRequest, custom: string | undefined): stri
     if (CREDENTIAL_HEADERS.has(n) || n === custom || CREDENTIAL_NAME.test(n)) out.push(value.replace(/^(Bearer|Basic|Token)\s+/i, ''));
   }
   return out;
-}
-
-/** A secret as an answer may quote it: as it is, JSON-escaped (with and without `/` escaped) and percent-encoded. */
-function quotedForms(secret: string): Set<string> {
-  const json = JSON.stringify(secret).slice(1, -1);
-  return new Set([secret, json, json.replaceAll('/', '\\/'), encodeURIComponent(secret)]);
 }
 
 /**

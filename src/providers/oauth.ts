@@ -8,6 +8,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
+import { withoutSecrets } from '../core/secrets.js';
 import type { CredentialStore, OAuthTokens } from './credentials.js';
 
 export interface DeviceAuthorization {
@@ -125,8 +126,7 @@ function httpUrl(v: unknown): string | undefined {
 export function oauthErrorOf(body: Readonly<Record<string, unknown>>, sent: readonly (string | undefined)[] = []): { code: string; text: string } | null {
   if (typeof body.error !== 'string' || body.error === '') return null;
   const code = printable(body.error, 100);
-  let desc = typeof body.error_description === 'string' && body.error_description !== '' ? body.error_description : '';
-  for (const secret of sent) if (secret !== undefined && secret.length >= 8) desc = desc.split(secret).join('[REDACTED]');
+  const desc = typeof body.error_description === 'string' && body.error_description !== '' ? withoutSecrets(body.error_description, sent) : '';
   return { code, text: desc === '' ? code : `${code}: ${printable(desc)}` };
 }
 
