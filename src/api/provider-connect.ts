@@ -14,14 +14,16 @@
 // (a wrong, expired or used code: the client's input) is a 400 too and keeps it, for MAX_EXCHANGES refusals at
 // most; an unreachable or failing (5xx) endpoint is a 502 and keeps it. It ends on success, on an `error` in the
 // callback (the provider ended the authorization), and on any other failure of the endpoint (a 502: the client
-// registration or the provider is at fault, so the same sign-in cannot succeed).
+// registration or the provider is at fault, so the same sign-in cannot succeed). The credentials directory is made
+// writable before the browser is sent away and before the code is sent; a save that fails after the exchange keeps
+// the tokens with the sign-in, so the same callback posted again saves them (the code is spent).
 
 import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import type { OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { own } from '../core/own.js';
-import { CredentialStore } from '../providers/credentials.js';
+import { CredentialStore, type OAuthTokens } from '../providers/credentials.js';
 import { OAuthError, printable } from '../providers/oauth.js';
 import { authorizationRequest, exchangeCode } from '../providers/pkce.js';
 
@@ -42,6 +44,26 @@ interface Pending {
   refused: number;
   /** An exchange is under way: a second complete of the same sign-in waits for its answer elsewhere. */
   busy: boolean;
+  /** The tokens of an exchange whose save failed: a second complete saves them (the code is spent). */
+  tokens?: OAuthTokens;
+}
+
+/** A disk error of the credentials directory, named without a path or token (the file system's code only). */
+function unsaved(err: unknown): TollgateError {
+  if (err instanceof TollgateError) return err;
+  const code = (err as NodeJS.ErrnoException | null)?.code ?? 'error';
+  return new TollgateError('TOLLGATE_ERR_INTERNAL', `the tokens could not be saved under storage.data_dir/credentials (${code}); fix the directory, then post the same callback again within 10 minutes`, { cause: err });
+}
+
+/** The credentials directory (and, without TOLLGATE_SECRET_KEY, its key) made and writable, or a clear 500. */
+async function writable(config: ConfigHolder): Promise<void> {
+  try {
+    await new CredentialStore(config.current.storage.data_dir).init();
+  } catch (err) {
+    if (err instanceof TollgateError) throw err;
+    const code = (err as NodeJS.ErrnoException | null)?.code ?? 'error';
+    throw new TollgateError('TOLLGATE_ERR_INTERNAL', `storage.data_dir/credentials cannot be written (${code}): fix the directory, then start the sign-in`, { cause: err });
+  }
 }
 
 const bad = (message: string, param?: string) => new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', message, param === undefined ? {} : { param });
@@ -112,6 +134,7 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     if (!httpUrl(redirect)) throw bad('redirect_uri must be an http(s) URL', 'redirect_uri');
     sweep();
     if (pending.size >= MAX_PENDING) throw new TollgateError('TOLLGATE_ERR_RATE_LIMITED', 'too many sign-ins in progress; finish one or wait 10 minutes');
+    await writable(config); // before the user authorises: an unwritable data_dir must not cost them a sign-in
     const ar = authorizationRequest(settings, redirect);
     const expiresAt = now() + PENDING_MS;
     pending.set(ar.state, { providerId: req.params.id, verifier: ar.verifier, redirectUri: ar.redirectUri, expiresAt, refused: 0, busy: false });
@@ -132,10 +155,11 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     const code = a.code?.trim() ?? '';
     if (code === '') throw bad(`${a.field === 'code' ? 'code is empty' : 'callback_url carries no code'}: give the address the browser was sent back to, or its code`, a.field);
     if (!CODE.test(code)) throw bad('the code must be 1 to 2048 printable ASCII characters (RFC 6749 appendix A.11)', a.field);
+    let tokens = p.tokens;
+    if (tokens === undefined) await writable(config); // the code is not spent yet: the sign-in stays
     p.busy = true;
-    let tokens;
     try {
-      tokens = await exchangeCode(settings, { code, verifier: p.verifier, redirectUri: p.redirectUri });
+      tokens ??= await exchangeCode(settings, { code, verifier: p.verifier, redirectUri: p.redirectUri });
     } catch (err) {
       if (!(err instanceof OAuthError)) {
         pending.delete(a.state);
@@ -152,8 +176,14 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     } finally {
       p.busy = false;
     }
+    try {
+      await new CredentialStore(config.current.storage.data_dir).save(req.params.id, tokens);
+    } catch (err) {
+      // The code is spent: keep what it bought, so that the same complete saves it once the disk is fixed.
+      p.tokens = tokens;
+      throw unsaved(err);
+    }
     pending.delete(a.state); // once
-    await new CredentialStore(config.current.storage.data_dir).save(req.params.id, tokens);
     return {
       provider: req.params.id,
       connected: true,

@@ -127,3 +127,39 @@ t.test('the provider\'s failures: unreachable is a 502 that keeps the sign-in; a
   t.match(r.json.error, { code: 'TOLLGATE_ERR_PROVIDER_AUTH', message: /invalid_client/ });
   refused(t, await complete({ callback_url: `${CALLBACK}?code=c1&state=${stranger.state}` }, 'stranger'), 'state', 'that sign-in is over');
 });
+
+t.test('the disk: an unwritable credentials directory refuses the start; a save that fails keeps the tokens for a retry', async (t) => {
+  const { mkdirSync, rmSync, writeFileSync, existsSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const creds = join(dataDir, 'credentials');
+  // a file where the directory must be: the start is refused before the user is sent to authorise
+  rmSync(creds, { recursive: true, force: true });
+  writeFileSync(creds, 'not a directory');
+  try {
+    const r = await post('/api/settings/providers/acme/connect', { redirect_uri: CALLBACK });
+    t.equal(r.status, 500, 'an unwritable data_dir is the gateway\'s fault, said before the sign-in starts');
+    t.same(Object.keys(r.json.error ?? {}).sort(), ['code', 'message', 'param', 'request_id', 'type'], 'the one error shape');
+    t.match(r.json.error?.message, /storage\.data_dir\/credentials cannot be written \(E[A-Z]+\)/);
+    t.notMatch(r.json.error?.message, dataDir, 'no file path in the answer');
+  } finally {
+    rmSync(creds, { force: true });
+  }
+
+  // the save fails after the exchange (the file's place is taken by a directory): the code is spent, the tokens kept
+  const { url } = await start();
+  const back = await as.authorize(url);
+  mkdirSync(join(creds, 'acme.json.enc', 'in-the-way'), { recursive: true });
+  const exchanged = as.grants.length;
+  const failed = await complete({ callback_url: back });
+  t.equal(failed.status, 500, 'the failed save is a 500 in the one shape');
+  t.match(failed.json.error, { code: 'TOLLGATE_ERR_INTERNAL', message: /could not be saved .*post the same callback again/ });
+  t.equal(as.grants.length, exchanged + 1, 'the code was exchanged once');
+  rmSync(join(creds, 'acme.json.enc'), { recursive: true, force: true });
+  const again = await complete({ callback_url: back });
+  t.match(again, { status: 200, json: { provider: 'acme', connected: true } }, 'the same callback completes once the disk is fixed');
+  t.equal(as.grants.length, exchanged + 1, 'without a second exchange (the code was spent)');
+  const tokens = await new CredentialStore(dataDir).load('acme');
+  t.ok(tokens !== null && as.isValidAccessToken(tokens.access_token), 'the tokens the first exchange bought are stored');
+  t.ok(existsSync(join(creds, 'acme.json.enc')));
+  refused(t, await complete({ callback_url: back }), 'state', 'and the sign-in is over');
+});
