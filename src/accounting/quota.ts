@@ -158,6 +158,19 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
+  /**
+   * For a provider `exhausted` says is used up: epoch ms when its used-up quota resets (the later reset when the
+   * day's and the month's are both used up), from the same snapshot; null when it is not used up or no reset is known.
+   */
+  resetsAt(providerId: string): number | null {
+    const e = this.#last.get(providerId);
+    if (e?.exhausted !== true) return null;
+    const month = e.secondary?.exhausted === true ? e.secondary.nextReset : null;
+    const own = e.quota.limit !== null && e.quota.used >= e.quota.limit;
+    const at = [own || month === null ? e.reset.nextReset : null, month].map((r) => (r === null ? Number.NaN : Date.parse(r))).filter(Number.isFinite);
+    return at.length === 0 ? null : Math.max(...at);
+  }
+
   /** A record was published: counted in the quota's figures until its row is stored (the gateway feeds a shared list: app.ts). */
   published(r: UsageRecord): void {
     if (QUOTA_KINDS_COUNTED.includes(r.kind)) this.#unstored.add(r);

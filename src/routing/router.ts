@@ -37,6 +37,8 @@ export interface ProviderCooldown {
 /** Whether a provider's quota is used up (computed from the record by the quota engine). */
 export interface QuotaGate {
   exhausted(providerId: string): boolean;
+  /** Epoch ms when a used-up provider's quota resets; null when unknown (absent: never known). */
+  resetsAt?(providerId: string): number | null;
 }
 
 /** The gates a router asks; a gate not given never closes (tests of routing alone). */

@@ -45,9 +45,17 @@ export function usableMembers(exchange: Exchange, name: string, members: readonl
   const { router } = exchange.ctx;
   const usable = members.filter((m) => !router.isCooling(m.route.providerId) && !router.quota.exhausted(m.route.providerId));
   if (usable.length > 0) return usable;
-  const until = Math.min(...members.map((m) => router.provider(m.route.providerId).until).filter((u) => u > 0));
+  // When the first member is usable again: the later of its provider's cooldown and its used-up quota's reset.
+  const until = Math.min(...members.map((m) => usableAgainAt(router, m.route.providerId)));
   if (Number.isFinite(until)) exchange.reply.header('retry-after', String(Math.max(1, Math.ceil((until - Date.now()) / 1000))));
   throw new TollgateError('TOLLGATE_ERR_NO_MEMBER_AVAILABLE', `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
+}
+
+function usableAgainAt(router: Exchange['ctx']['router'], providerId: string): number {
+  const cooling = router.isCooling(providerId) ? router.provider(providerId).until : 0;
+  const quota = router.quota.exhausted(providerId) ? (router.quota.resetsAt?.(providerId) ?? Number.POSITIVE_INFINITY) : 0;
+  const at = Math.max(cooling, quota);
+  return at > 0 ? at : Number.POSITIVE_INFINITY;
 }
 
 /** Fold one attempt's record into the client request's outcome (usage and cost are sums). */
