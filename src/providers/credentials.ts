@@ -7,7 +7,7 @@
 // fsync, rename; files are 0600, the credentials directory 0700. No message ever contains a token.
 
 import { createCipheriv, createDecipheriv, randomBytes, scrypt } from 'node:crypto';
-import { chmod, link, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { chmod, link, mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { TollgateError } from '../core/errors.js';
 
@@ -214,6 +214,8 @@ export class CredentialStore {
         if (err.code !== 'EEXIST') throw err;
       });
       text = await readFile(path, 'utf8');
+    } else {
+      await tighten(path);
     }
     const key = Buffer.from(text.trim(), 'base64');
     if (key.length !== KEY_BYTES) {
@@ -225,6 +227,12 @@ export class CredentialStore {
     this.#fileKey = key; // only a key that exists is remembered: a missing one may be created later
     return key;
   }
+}
+
+/** A key file others may read (copied in, restored from a backup) is made the owner's alone; best effort. */
+async function tighten(path: string): Promise<void> {
+  const st = await stat(path).catch(() => null);
+  if (st !== null && (st.mode & 0o077) !== 0) await chmod(path, 0o600).catch(() => undefined);
 }
 
 function aad(providerId: string): Buffer {

@@ -348,6 +348,7 @@ export class KeepAlive {
       const text = await res.text();
       upstreamMs = call.elapsedMs();
       httpStatus = res.status;
+      if (res.status === 401) this.#router.tokenRefused(route); // an OAuth token refreshes before its next use
       if (res.status < 200 || res.status >= 300) {
         errorType = String(res.status);
       } else {

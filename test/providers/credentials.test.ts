@@ -175,3 +175,13 @@ t.test('a key file that is not 32 bytes of base64 is reported', async (t) => {
   const e = await authError(t, new CredentialStore(dir, {}).save('acme', TOKENS));
   t.match(e.message, /secret\.key does not hold a 32-byte base64 key; remove it/);
 });
+
+t.test('an existing key file others may read is made the owner\'s alone when it is read', async (t) => {
+  const dir = tempDir(t);
+  await new CredentialStore(dir, {}).save('acme', TOKENS);
+  const { chmodSync } = await import('node:fs');
+  const key = join(dir, 'secret.key');
+  chmodSync(key, 0o644); // copied in, or restored from a backup, with a looser mode
+  t.same(await new CredentialStore(dir, {}).load('acme'), TOKENS, 'still read');
+  t.equal(mode(key), 0o600, 'and tightened to 0600');
+});
