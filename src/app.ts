@@ -197,9 +197,11 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     );
   }
   const b = cfg.storage.batch;
-  // The embedded engine only: a leftover segment already in the table is not replayed and its rollups are made whole
-  // (docs/recording.md); a ClickHouse server drops a replay from the table and its views alike.
-  const landed = store.embedded ? { settleLanded: (ids: readonly string[], rows: RowLines) => settleLanded(store, ids, startSpan(rows)) } : {};
+  // A leftover segment already in the table is not replayed and its rollups are made whole (docs/recording.md). On
+  // both paths: the embedded engine forgets the views' deduplication when it restarts, and a server remembers only
+  // the last blocks of every replica together (non_replicated_deduplication_window), which a replica down a while
+  // (its insert landed, its answer lost) outlives.
+  const landed = { settleLanded: (ids: readonly string[], rows: RowLines) => settleLanded(store, ids, startSpan(rows)) };
   // A request left in flight whose row is in the store already (it went there from memory while the disk was full, its
   // marker left on the disk) is not recorded as interrupted over it.
   const storedOf = (ids: readonly string[], rows: readonly RequestRow[]) => storedRequests(store, ids, rowsSpan(rows));

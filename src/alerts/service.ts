@@ -220,12 +220,14 @@ export class AlertService {
     // another replica from sending it too (docs/scaling.md): the same alert from a second replica is the same
     // deduplication token, so ClickHouse drops its insert, and the row read back names the replica that owns it.
     await this.#store.insert('alerts', [{ ...toRow(alert, !dashboard), claimed_by: this.#instance }], `alert-${alert.id}`);
-    this.#fired.push({ id: alert.id, kind: alert.kind, subject: alert.subject, threshold: alert.threshold, window: alert.window, firedAt: now });
-    this.#fired = this.#fired.filter((f) => f.firedAt >= now - MEMORY_MS);
     const [owner] = await this.#store.query<{ claimed_by: string }>(
       `SELECT claimed_by FROM ${this.#store.t('alerts')} WHERE id = {id:UUID} ORDER BY fired_at, version LIMIT 1`,
       { id: alert.id },
     );
+    // Fired once the owner is known: a read that fails leaves the alert to the next evaluation, whose insert of the
+    // same token is dropped and whose read names this replica again (it would never be sent otherwise).
+    this.#fired.push({ id: alert.id, kind: alert.kind, subject: alert.subject, threshold: alert.threshold, window: alert.window, firedAt: now });
+    this.#fired = this.#fired.filter((f) => f.firedAt >= now - MEMORY_MS);
     if (owner !== undefined && owner.claimed_by !== this.#instance) return; // another replica fired it first
     this.#events.fired(alert.kind);
     if (dashboard) this.#events.delivery(alert, { channel: 'dashboard', delivered: true, attempts: 1, error: '' });

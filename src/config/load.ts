@@ -132,6 +132,26 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 const REMOTE_FORMATS = new Set(['openai', 'openai-responses', 'anthropic', 'gemini']);
 
+/**
+ * What is wrong with a ClickHouse server's URL, never quoting it (it may hold a password): not an http(s) URL, or a
+ * path, which the client would take as the database (every statement then names a database that is not
+ * storage.database, and the store never opens).
+ */
+function clickhouseUrlIssue(url: string): string | null {
+  if (url === '') return null;
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'is not a URL: give the HTTP URL of a ClickHouse server (http://clickhouse:8123)';
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `must be an http:// or https:// URL (ClickHouse's HTTP interface), not ${u.protocol}//`;
+  if (u.pathname !== '' && u.pathname !== '/') {
+    return 'must not have a path: the database is storage.database; for a server behind a reverse proxy at a path, give the path as ?pathname=/the/path';
+  }
+  return null;
+}
+
 /** Checks that span keys. They run on the tree even when the schema found problems, so one run reports all. */
 function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -139,6 +159,8 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   if (storage.sharded === true && (storage.cluster === '' || storage.cluster === undefined || storage.clickhouse_url === '' || storage.clickhouse_url === undefined)) {
     issues.push({ path: 'storage.sharded', message: 'needs storage.cluster and storage.clickhouse_url: the sharded layout is for a ClickHouse cluster' });
   }
+  const chUrl = typeof storage.clickhouse_url === 'string' ? clickhouseUrlIssue(storage.clickhouse_url) : null;
+  if (chUrl !== null) issues.push({ path: 'storage.clickhouse_url', message: chUrl });
   const server = isObject(tree.server) ? tree.server : {};
   const keys = Array.isArray(server.api_keys) ? server.api_keys : [];
   if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host) && keys.length === 0) {

@@ -351,3 +351,22 @@ t.test('storage.sharded needs a cluster on a server', async (t) => {
   const cfg = parseConfig({ storage: { sharded: true, cluster: 'prod', clickhouse_url: 'http://ch:8123' } }, {});
   t.equal(cfg.storage.sharded, true);
 });
+
+t.test('storage.clickhouse_url: an http(s) URL without a path, refused without quoting it', async (t) => {
+  for (const ok of ['http://ch:8123', 'https://ch.example.com:8443/', 'http://user:pw@ch:8123', 'http://ch:8123/?pathname=/clickhouse']) {
+    t.equal(parseConfig({ storage: { clickhouse_url: ok } }, {}).storage.clickhouse_url, ok, `${ok} is taken`);
+  }
+  const cases: [string, RegExp][] = [
+    ['http://user:s3cret-pw@ch:8123/clickhouse', /must not have a path: the database is storage\.database.*\?pathname=/],
+    ['http://ch:8123/tollgate', /must not have a path/],
+    ['ch:8123', /must be an http:\/\/ or https:\/\/ URL/],
+    ['tcp://ch:9000', /must be an http:\/\/ or https:\/\/ URL/],
+    ['not a url at all s3cret-pw', /is not a URL/],
+  ];
+  for (const [url, why] of cases) {
+    const issues = issuesOf(t, () => parseConfig({ storage: { clickhouse_url: url } }, {}));
+    t.same(issues.map((i) => i.path), ['storage.clickhouse_url'], `${url.replace(/s3cret-pw/, '***')}: refused`);
+    t.match(issues[0]?.message, why);
+    t.notMatch(issues[0]?.message, /s3cret-pw/, 'the message never quotes the URL');
+  }
+});
