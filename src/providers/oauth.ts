@@ -50,6 +50,15 @@ const SLOW_DOWN_S = 5;
 const REQUEST_TIMEOUT_MS = 15_000;
 /** Tokens that expire within this are refreshed before use. */
 export const REFRESH_MARGIN_MS = 60_000;
+/** How long requests wait for the refresh of a token still good (a hanging endpoint: not its 15 s each). */
+export const EARLY_REFRESH_WAIT_MS = 2000;
+
+/** `p`'s value, or null when it takes longer than `ms` (at once when `ms` <= 0). */
+function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  if (ms <= 0) return Promise.resolve(null);
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]).finally(() => clearTimeout(timer));
+}
 
 export type Reply =
   | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>> }
@@ -276,8 +285,8 @@ function notConnected(providerId: string, reason?: string): TollgateError {
 /**
  * The current access token of one OAuth provider. Tokens are read from the store on first use and kept in memory;
  * a token that expires within 60 s (or one `invalidate`d after an upstream 401) is refreshed first, once for all
- * concurrent callers, and the new tokens are saved. When the refresh cannot reach the server and the token has not
- * really expired, the token is used and the refresh is tried again on the next call. When the server refuses the
+ * concurrent callers (for at most 2 s while it is still good), and the new tokens are saved. When the refresh cannot
+ * reach the server and the token has not really expired, the token is used and the refresh tried again next call. When the server refuses the
  * refresh token, newer tokens in the file (saved by another process, or a new `tollgate connect`) are used instead.
  */
 export class OAuthSession {
@@ -288,6 +297,8 @@ export class OAuthSession {
   #tokens: OAuthTokens | null = null;
   #loading: Promise<OAuthTokens | null> | null = null;
   #refreshing: Promise<OAuthTokens> | null = null;
+  /** When the refresh under way began (epoch ms). */
+  #refreshStarted = 0;
   #stale = false;
 
   constructor(providerId: string, settings: OAuthSettings, store: CredentialStore, now: () => number = Date.now) {
@@ -301,7 +312,11 @@ export class OAuthSession {
     const tokens = this.#tokens ?? (await this.#load());
     if (tokens === null) throw notConnected(this.#providerId);
     if (!this.#stale && !this.#expiresSoon(tokens)) return tokens.access_token;
-    return (await this.#refresh(tokens)).access_token;
+    const refreshed = this.#refresh(tokens);
+    // A token still good past the wait is used once the refresh has taken that long (it goes on for later calls).
+    const good = !this.#stale && tokens.expires_at !== null && tokens.expires_at - this.#now() > EARLY_REFRESH_WAIT_MS;
+    if (!good) return (await refreshed).access_token;
+    return ((await within(refreshed, this.#refreshStarted + EARLY_REFRESH_WAIT_MS - this.#now())) ?? tokens).access_token;
   }
 
   /**
@@ -333,7 +348,11 @@ export class OAuthSession {
   }
 
   #refresh(current: OAuthTokens): Promise<OAuthTokens> {
-    this.#refreshing ??= this.#doRefresh(current).finally(() => (this.#refreshing = null));
+    if (this.#refreshing === null) {
+      this.#refreshStarted = this.#now();
+      this.#refreshing = this.#doRefresh(current).finally(() => (this.#refreshing = null));
+      this.#refreshing.catch(() => undefined); // a caller that stopped waiting (above) leaves no unhandled rejection
+    }
     return this.#refreshing;
   }
 
