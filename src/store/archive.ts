@@ -154,6 +154,9 @@ function byteLimit(limit: number): Transform {
   });
 }
 
+/** The largest manifest.json or config.yaml an archive may hold (an export's are a few KiB). */
+const MAX_TEXT_ENTRY = 4 * 1024 ** 2;
+
 /** The files of an uploaded archive, unpacked into a work directory, and its checked manifest. */
 export interface Unpacked {
   readonly manifest: Manifest;
@@ -168,10 +171,14 @@ export interface Unpacked {
 export async function unpack(body: Readable, dir: string, limit: number): Promise<Unpacked> {
   const files = new Map<string, string>();
   const seen = new Set<string>();
-  const target = (name: string): string => {
+  const target = (name: string, size: number): string => {
     if (seen.has(name)) throw new ArchiveError(`the archive holds the entry '${shown(name)}' twice`);
     seen.add(name);
-    if (name === 'manifest.json' || name === 'config.yaml') return join(dir, name);
+    if (name === 'manifest.json' || name === 'config.yaml') {
+      // read whole and parsed on the event loop: bounded by what its header declares, before a byte is written
+      if (size > MAX_TEXT_ENTRY) throw new ArchiveError(`${name} is larger than ${MAX_TEXT_ENTRY / 1024 ** 2} MiB: not an archive this gateway wrote`);
+      return join(dir, name);
+    }
     const m = TABLE_ENTRY.exec(name);
     if (m === null) throw new ArchiveError(`unexpected entry '${shown(name)}' in the archive`);
     const path = join(dir, `table-${m[1]!}.native`);

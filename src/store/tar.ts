@@ -62,6 +62,11 @@ export async function* writeTar(entries: Iterable<TarEntry>, mtime = Date.now())
   yield Buffer.alloc(2 * BLOCK);
 }
 
+/** Zero padding a tar writer may add after the end marker (its records: GNU tar's 10 KiB, or `-b` up to this). */
+const MAX_TRAILING = 1024 ** 2;
+
+const isZero = (b: Uint8Array): boolean => b.every((x) => x === 0);
+
 function parseSize(field: Buffer): number {
   if ((field[0]! & 0x80) !== 0) {
     let v = 0n;
@@ -95,6 +100,7 @@ export async function readTar(source: AsyncIterable<Uint8Array>, target: (name: 
   let left = 0; // body bytes of the current entry still to come
   let skip = 0; // padding bytes still to come
   let ended = false;
+  let trailing = 0; // bytes after the end marker
   let failed: Error | null = null;
   const finish = async () => {
     if (out === null) return;
@@ -106,6 +112,13 @@ export async function readTar(source: AsyncIterable<Uint8Array>, target: (name: 
   };
   try {
     for await (const chunk of source) {
+      if (ended) {
+        // Past the end marker only a writer's padding may follow: checked as it streams, never kept.
+        trailing += chunk.length;
+        if (!isZero(chunk)) throw new Error('tar: the archive has data after its end marker');
+        if (trailing > MAX_TRAILING) throw new Error(`tar: more than ${MAX_TRAILING / 1024 ** 2} MiB of padding after the end marker`);
+        continue;
+      }
       pending = pending.length === 0 ? Buffer.from(chunk) : Buffer.concat([pending, chunk]);
       while (pending.length > 0 && !ended) {
         if (left > 0) {
@@ -122,8 +135,11 @@ export async function readTar(source: AsyncIterable<Uint8Array>, target: (name: 
           if (pending.length < BLOCK) break;
           const h = pending.subarray(0, BLOCK);
           pending = pending.subarray(BLOCK);
-          if (h.every((b) => b === 0)) {
+          if (isZero(h)) {
             ended = true;
+            trailing = pending.length;
+            if (!isZero(pending)) throw new Error('tar: the archive has data after its end marker');
+            pending = Buffer.alloc(0);
             break;
           }
           const { name, size, type } = parseHeader(h);

@@ -66,6 +66,11 @@ const CASES: [string, Buffer, RegExp][] = [
   ['tables empty', gzipSync(tar([['manifest.json', manifest({ tables: {} })]])), /manifest\.json: tables is empty: the archive holds no table/],
   ['an undescribed file named like a prototype key', gzipSync(tar([['manifest.json', manifest()], ['tables/requests.native', 'x'], ['tables/constructor.native', 'x']])), /tables\/constructor\.native is not described/],
   ['a column the store lacks', gzipSync(tar([['manifest.json', manifest({ tables: { requests: { file: 'tables/requests.native', rows: 1, columns: [{ name: 'nope', type: 'String' }] } } })], ['tables/requests.native', 'x']])), /^archive: table requests has no column nope in this store/],
+  // what the reader keeps in memory or parses on the event loop is bounded (a review of the admin surface: 64 MiB of
+  // zeros after the end marker, a 67 KB upload, took 151 s; a 100 MB manifest of `[],` stalled the loop 32 s)
+  ['data after the end marker', gzipSync(Buffer.concat([tar([['manifest.json', manifest()]]), Buffer.from('x')])), /^archive: not a readable archive: tar: the archive has data after its end marker$/],
+  ['8 MiB of zeros after the end marker', gzipSync(Buffer.concat([tar([['manifest.json', manifest()]]), Buffer.alloc(8 * 1024 ** 2)])), /^archive: not a readable archive: tar: more than 1 MiB of padding after the end marker$/],
+  ['a 5 MiB manifest', gzipSync(tar([['manifest.json', `[${'[],'.repeat((5 * 1024 ** 2) / 3)}[]]`]])), /^archive: manifest\.json is larger than 4 MiB: not an archive this gateway wrote$/],
   ['a table file the engine cannot read', gzipSync(tar([['manifest.json', manifest()], ['tables/requests.native', 'garbage garbage']])), /^archive: table requests cannot be loaded: its file tables\/requests\.native is not a valid ClickHouse Native export of the columns the manifest lists$/],
 ];
 
@@ -91,4 +96,14 @@ t.test('what the gateway saw is kept in the error\'s detail (for the log), not i
   t.ok(engine instanceof ArchiveError);
   t.ok(((engine as ArchiveError).detail ?? '').length > 0, `detail: ${(engine as ArchiveError).detail}`);
   t.notOk((engine as ArchiveError).message.includes(dir), 'the message has no path');
+});
+
+t.test('a tar writer\'s zero padding after the end marker (a whole 10 KiB record) is read as the end', async (t) => {
+  const { readTar } = await import('../../src/store/tar.js');
+  const dir = tempDir(t);
+  const body = Buffer.concat([tar([['manifest.json', manifest()]]), Buffer.alloc(10240 - 1024 - 1024)]);
+  const { join } = await import('node:path');
+  // in pieces, as a socket gives it: the end marker and the padding split across chunks
+  const chunks = (async function* () { for (let i = 0; i < body.length; i += 700) yield body.subarray(i, i + 700); })();
+  t.same(await readTar(chunks, (name) => join(dir, name)), ['manifest.json']);
 });
