@@ -230,7 +230,7 @@ export const CONFIG_SCHEMA = closed({
       ),
       metrics_auth: { type: 'boolean', default: false },
       // The address this instance is reached at from outside (a tunnel, a reverse proxy); GET /api/tunnel checks it.
-      public_url: { type: 'string', pattern: '^(https?://[^\\s/?#]+(/[^\\s?#]*)?)?$', default: '' },
+      public_url: { type: 'string', pattern: '^(https?://[^\\s/?#@]+(/[^\\s?#]*)?)?$', default: '' },
       // JSON bodies deeper than this are refused with 400 before any handler sees them.
       json_max_depth: { type: 'integer', minimum: 8, maximum: 10000, default: 128 },
       // Seconds without a proxied request, after some, before one full garbage collection (src/core/idle-gc.ts); 0: off.

@@ -370,3 +370,12 @@ t.test('storage.clickhouse_url: an http(s) URL without a path, refused without q
     t.notMatch(issues[0]?.message, /s3cret-pw/, 'the message never quotes the URL');
   }
 });
+
+t.test('server.public_url takes no credentials (GET /api/tunnel shows it to every key)', async (t) => {
+  t.equal(parseConfig({ server: { public_url: 'https://gw.example.com/tollgate' } }, {}).server.public_url, 'https://gw.example.com/tollgate');
+  for (const url of ['https://user:s3cret@gw.example.com', 'https://s3cret@gw.example.com/x']) {
+    const issues = issuesOf(t, () => parseConfig({ server: { public_url: url } }, {}));
+    t.same(issues.map((i) => i.path), ['server.public_url']);
+    t.notMatch(issues[0]?.message, /s3cret/, 'the message never quotes the value');
+  }
+});
