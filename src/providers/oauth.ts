@@ -286,8 +286,8 @@ function notConnected(providerId: string, reason?: string): TollgateError {
  * The current access token of one OAuth provider. Tokens are read from the store on first use and kept in memory;
  * a token that expires within 60 s (or one `invalidate`d after an upstream 401) is refreshed first, once for all
  * concurrent callers (for at most 2 s while it is still good), and the new tokens are saved. When the refresh cannot
- * reach the server and the token has not really expired, the token is used and the refresh tried again next call. When the server refuses the
- * refresh token, newer tokens in the file (saved by another process, or a new `tollgate connect`) are used instead.
+ * reach the server and the token has not expired, the token is used and the refresh tried again next call. When the
+ * server refuses the refresh token, newer tokens in the file (another process's, a new `tollgate connect`) win.
  */
 export class OAuthSession {
   readonly #providerId: string;
