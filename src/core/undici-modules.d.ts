@@ -11,3 +11,8 @@ declare module 'undici/lib/api/api-request.js' {
   const requestModule: (this: Dispatcher, opts: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>;
   export default requestModule;
 }
+
+declare module 'undici/lib/core/symbols.js' {
+  const symbols: { readonly kBusy: symbol };
+  export default symbols;
+}

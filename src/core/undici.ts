@@ -10,6 +10,7 @@
 import type { Dispatcher, Pool as UndiciPool } from 'undici';
 import PoolModule from 'undici/lib/dispatcher/pool.js';
 import requestModule from 'undici/lib/api/api-request.js';
+import symbols from 'undici/lib/core/symbols.js';
 
 export type Pool = UndiciPool;
 export const Pool = PoolModule;
@@ -17,6 +18,14 @@ export const Pool = PoolModule;
 /** `pool.request(opts)` as the index would give it (the index adds `request` to every dispatcher's prototype). */
 export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
   return requestModule.call(pool, opts);
+}
+
+/**
+ * Whether a request dispatched to `pool` now would wait in its queue: every connection busy at its last dispatch,
+ * none freed since (the pool's own flag, read in O(1): `pool.stats` walks every connection six times).
+ */
+export function poolBusy(pool: Pool): boolean {
+  return (pool as unknown as Record<symbol, boolean>)[symbols.kBusy] === true;
 }
 
 /** The whole package, loaded on the first call. */

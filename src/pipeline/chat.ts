@@ -14,7 +14,7 @@ import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { settleEstimate } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
+import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
@@ -166,7 +166,7 @@ interface ChatStream {
 async function relayChatStream(s: ChatStream): Promise<void> {
   const { request, adapter, wantsUsage, answer } = s;
   const { reply, outcome, t0 } = request;
-  const raw = openEventStream(reply);
+  const raw = openEventStream(reply, stallOf(request.outcome.route));
   // Comments (an upstream's keep-alives while it thinks) go on to the client, so its idle timers see them too.
   const parser = new SseParser({ comments: true });
   let sawDone = false;

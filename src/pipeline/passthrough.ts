@@ -24,7 +24,7 @@ import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 import { StreamFacts, settleEstimate } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
+import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import { SseParser, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
@@ -234,7 +234,7 @@ function redacted(bytes: Uint8Array, call: UpstreamCall): Uint8Array | string {
 async function relaySameFormat(s: SameFormatStream): Promise<void> {
   const { request, format: f } = s;
   const { reply, outcome } = request;
-  const raw = openEventStream(reply);
+  const raw = openEventStream(reply, stallOf(request.outcome.route));
   const sse = new SseParser();
   const parser = f.codec.createStreamParser();
   let reading = true;

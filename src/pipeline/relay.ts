@@ -22,7 +22,7 @@ import { discard } from '../providers/answer-body.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
 import { StreamFacts, type Outcome } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, write } from './reply.js';
+import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import { relayedText, streamFailure, type UpstreamCall } from './upstream.js';
 
 /** What a failure does: told to the client ('answer'), or returned before the first byte ('return', a combo attempt). */
@@ -62,7 +62,7 @@ export class EventRelay {
   constructor(opts: RelayOptions) {
     this.#opts = opts;
     this.#facts = new StreamFacts(opts.outcome, opts.answer, opts.t0);
-    this.#client = opts.failures === 'answer' ? openEventStream(opts.reply) : null;
+    this.#client = opts.failures === 'answer' ? openEventStream(opts.reply, stallOf(opts.outcome.route)) : null;
   }
 
   /**
@@ -138,7 +138,7 @@ export class EventRelay {
   }
 
   #emit(s: string): Promise<void> | void {
-    return write((this.#client ??= openEventStream(this.#opts.reply)), s);
+    return write((this.#client ??= openEventStream(this.#opts.reply, stallOf(this.#opts.outcome.route))), s);
   }
 
   /** The stream broke: a client that left is an abort; anything else a failure, returned or told to the client. */

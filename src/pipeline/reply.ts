@@ -7,18 +7,24 @@ import type { FastifyReply } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
 import type { Outcome } from './outcome.js';
+import type { Route } from '../routing/resolve.js';
 
 /** The status recorded for a client that went away before a response started (nginx's convention). */
 export const CLIENT_CLOSED = 499;
 // Not x-request-id: the client's x-request-id is the id of its usage row, never the upstream's.
 export const FORWARDED_ERROR_HEADERS = ['content-type', 'retry-after', 'retry-after-ms'];
 
+/** The longest an event stream's write may wait for its client to read (the route's stall_s), by response. */
+const clientStallMs = new WeakMap<ServerResponse, number>();
+/** Streams ended because their client stopped reading for that long (recorded `client_stalled`). */
+const stalledClients = new WeakSet<ServerResponse>();
+
 /** The client went away: the outcome is `aborted`, and nobody is left to answer. */
 export function markAborted(outcome: Outcome, reply: FastifyReply): void {
   outcome.status = 'aborted';
   if (!reply.raw.headersSent) outcome.httpStatus = CLIENT_CLOSED;
-  // Cut by the stop's deadline (drain.ts), not left by the client.
-  outcome.errorType = cutAtStop.has(reply.raw) ? 'shutdown' : 'client_closed';
+  // Cut by the stop's deadline (drain.ts), or by the client not reading, rather than left by the client.
+  outcome.errorType = cutAtStop.has(reply.raw) ? 'shutdown' : stalledClients.has(reply.raw) ? 'client_stalled' : 'client_closed';
   // Tell fastify the response is ours so it does not try to send one.
   if (!reply.sent) reply.hijack();
 }
@@ -55,12 +61,22 @@ export function percentEncoded(s: string, reserved = ''): string {
   return out;
 }
 
-/** Write and respect back-pressure; resolves early if the client goes away. */
+/**
+ * Write and respect back-pressure; resolves early if the client goes away. A client of an event stream that reads
+ * nothing for the stream's stall time is let go (the response destroyed: the upstream call is released, and the row
+ * says `client_stalled`): a stream the client stopped reading must not hold a provider's connection for ever.
+ */
 export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
   if (raw.destroyed) return;
   if (raw.write(s)) return;
+  const stallMs = clientStallMs.get(raw);
   return new Promise((resolve) => {
+    const timer = stallMs === undefined ? undefined : setTimeout(() => {
+      stalledClients.add(raw);
+      raw.destroy();
+    }, stallMs);
     const done = () => {
+      clearTimeout(timer);
       raw.off('drain', done);
       raw.off('close', done);
       resolve();
@@ -70,8 +86,11 @@ export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void
   });
 }
 
-/** Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). */
-export function openEventStream(reply: FastifyReply): ServerResponse {
+/**
+ * Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). `stallMs`:
+ * how long a write may wait for the client to read (the route's `timeouts.stall_s`, as `stallOf` gives it).
+ */
+export function openEventStream(reply: FastifyReply, stallMs: number): ServerResponse {
   // The headers set on the reply so far (x-request-id, the auto-switch marks) go with the stream's.
   const headers: OutgoingHttpHeaders = {
     ...(reply.getHeaders() as OutgoingHttpHeaders),
@@ -96,7 +115,13 @@ export function openEventStream(reply: FastifyReply): ServerResponse {
     throw new TollgateError('TOLLGATE_ERR_INTERNAL', `the response header '${bad}' has a value that cannot be sent`, { cause: err });
   }
   reply.hijack();
+  clientStallMs.set(raw, stallMs);
   return raw;
+}
+
+/** A route's stall time in ms (a request with no route yet: the default's 30 s). */
+export function stallOf(route: Route | null): number {
+  return (route?.provider.timeouts.stall_s ?? 30) * 1000;
 }
 
 /** End the stream; while the server is shutting down (`closing`), close the connection too, rather than leave it in keep-alive. */

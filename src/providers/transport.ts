@@ -2,7 +2,7 @@
 // config edit changes the provider's origin or limits; the old pool finishes its in-flight requests and closes.
 // The `mock` format is another Transport (mock.ts), answered in process.
 
-import { Pool, poolRequest } from '../core/undici.js';
+import { Pool, poolBusy, poolRequest } from '../core/undici.js';
 import { Readable } from 'node:stream';
 import type { ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
@@ -10,10 +10,46 @@ import { jsonBody } from '../wire/json-stream.js';
 import { mockTransport } from './mock.js';
 import { DEFAULT_ANSWER_LIMIT, byDeadline, declaredLength, decodedBody, discard, readWithin, textWithin, undecodable, utf8Text } from './answer-body.js';
 import { performance } from 'node:perf_hooks';
-import type { SendOptions, Transport, UpstreamResponse } from './upstream.js';
+import { ClientAbort, type SendOptions, type Transport, type UpstreamResponse } from './upstream.js';
 import type { UpstreamRequest } from '../wire/types.js';
 
 import { connectionsOf } from '../config/connections.js';
+
+/**
+ * The signal of a request sent to a pool with no connection free: it follows the client's, and also aborts when the
+ * response has not started `ms` after the send (`expired` then says why). undici keeps an aborted request in the
+ * pool's queue until a connection takes it (and then drops it unsent), so `race` ends the wait at the abort itself.
+ */
+class QueueDeadline extends ClientAbort {
+  expired = false;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(client: ClientAbort, ms: number) {
+    super();
+    if (client.aborted) this.abort();
+    else client.once('abort', () => this.abort());
+    this.#timer = setTimeout(() => {
+      this.expired = true;
+      this.abort();
+    }, ms);
+  }
+
+  /** `call`, or a rejection as soon as this aborts (the call's own late rejection is then dropped). */
+  race<T>(call: Promise<T>): Promise<T> {
+    call.catch(() => undefined);
+    if (this.aborted) return Promise.reject(new Error('aborted while queued'));
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(new Error('aborted while queued'));
+      this.once('abort', onAbort);
+      call.then(resolve, reject).finally(() => this.off('abort', onAbort));
+    });
+  }
+
+  /** The response started (or the call ended): no deadline any more; the client's abort still follows. */
+  started(): void {
+    clearTimeout(this.#timer);
+  }
+}
 
 interface PoolEntry {
   readonly key: string;
@@ -191,17 +227,24 @@ export class Dispatcher implements Transport {
     if (local !== undefined) return local.send(id, p, req, opts);
     const stallMs = p.timeouts.stall_s * 1000;
     const requestMs = p.timeouts.request_s * 1000;
+    const headersMs = opts.stream ? stallMs : requestMs;
     const sentAt = performance.now();
+    const pool = this.#pool(id, p);
+    // undici's headersTimeout starts once the request is on a connection: one queued behind `connections` busy ones
+    // (clients that stopped reading their streams, a provider that holds every call) gets its deadline here.
+    const queued = poolBusy(pool) ? new QueueDeadline(opts.signal, headersMs) : null;
     try {
-      const res = await poolRequest(this.#pool(id, p), {
+      const call = poolRequest(pool, {
         method: 'POST',
         path: req.path,
         headers: opts.extraHeaders ? { ...req.headers, ...opts.extraHeaders } : req.headers,
         body: requestBody(req.body),
-        signal: opts.signal,
-        headersTimeout: opts.stream ? stallMs : requestMs,
+        signal: queued ?? opts.signal,
+        headersTimeout: headersMs,
         bodyTimeout: stallMs,
       });
+      const res = await (queued === null ? call : queued.race(call));
+      queued?.started();
       const body = res.body;
       this.#notify(id, res.statusCode, res.headers);
       const limit = this.#answerLimit();
@@ -223,6 +266,10 @@ export class Dispatcher implements Transport {
         bytes: () => byDeadline(body, deadline, () => readWithin(body, limit, declared)),
       };
     } catch (err) {
+      queued?.started();
+      if (queued?.expired === true && !opts.signal.aborted) {
+        throw new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', `the upstream provider did not start its response in time: all ${p.connections} of its connections (\`connections\`) stayed busy for ${headersMs / 1000} s`, { cause: err });
+      }
       throw opts.signal.aborted ? err : classifyTransportError(err);
     }
   }

@@ -13,7 +13,7 @@ let seen: { code: string; hijacked: boolean; odd: boolean } | null = null;
 app.get('/sse', async (req, reply) => {
   reply.header('x-odd', (req.query as { v: string }).v);
   try {
-    const raw = openEventStream(reply);
+    const raw = openEventStream(reply, 30_000);
     raw.end('data: ok\n\n');
   } catch (err) {
     // As the gateway's error path does: answer with the error, if the reply is still fastify's to send.
