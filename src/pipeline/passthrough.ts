@@ -25,7 +25,7 @@ import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
-import { SseParser, type SseFrame } from '../wire/sse.js';
+import { SseParser, WholeFrames, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { listDropped } from './forward.js';
@@ -227,7 +227,7 @@ function redacted(bytes: Uint8Array, call: UpstreamCall): Uint8Array | string {
 }
 
 /**
- * Upstream SSE to the client unchanged, chunk by chunk as received; the same bytes are framed and read by the
+ * Upstream SSE to the client unchanged, as received up to each read's last whole frame; the same bytes are framed and read by the
  * codec's stream parser for usage, the first output and the finish. A stream the upstream breaks off gets the
  * format's terminal error appended, so the client's SDK raises rather than taking a cut answer as whole.
  */
@@ -241,8 +241,8 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
   const facts = new StreamFacts(outcome, s.answer, request.t0);
   const onEvent = (e: CanonicalEvent): void => facts.observe(e);
   // Reading never changes what the client gets (a frame the parser cannot read stops the reading, not the bytes), but
-  // for a chunk that ends an error event: its text goes with the call's credentials out (relayedText), as an error
-  // body does. (A secret cut across that chunk and the one before it is out of reach: the first part was sent.)
+  // for bytes that end an error event: their text goes with the call's credentials out (relayedText), as an error
+  // body does; the bytes go whole frames at a time, so the error event is all in them.
   let events = 0;
   const read = (frames: readonly SseFrame[]): boolean => {
     events += frames.length;
@@ -262,16 +262,23 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
     }
     return error;
   };
+  // Forwarded up to the last whole frame: a stream cut mid-frame leaves the client on a frame boundary, where the
+  // terminal error follows (an SDK would otherwise parse the cut frame and the error glued to it as one).
+  const whole = new WholeFrames();
   try {
     for await (const chunk of s.res.body) {
-      const bytes = chunk as Uint8Array;
-      await write(raw, read(sse.push(bytes)) ? redacted(bytes, s.call) : bytes);
+      const error = read(sse.push(chunk as Uint8Array));
+      const out = whole.push(chunk as Uint8Array);
+      if (out !== null) await write(raw, error ? redacted(out, s.call) : out);
     }
-    read(sse.end());
+    const error = read(sse.end());
     if (reading) for (const e of parser.end()) onEvent(e);
     if (reading && !parser.terminated && outcome.status === 'success') {
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
+    // The stream finished: its last bytes (a final frame without its blank line) go as they came.
+    const rest = whole.rest();
+    if (rest.length > 0) await write(raw, error ? redacted(rest, s.call) : rest);
   } catch (err) {
     if (s.clientGone.aborted) {
       markAborted(outcome, reply);

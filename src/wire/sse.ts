@@ -132,6 +132,65 @@ function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
   return { event, data: data.join('\n'), id };
 }
 
+const SEPARATORS = [Buffer.from('\n\n'), Buffer.from('\r\n\r\n'), Buffer.from('\r\r')];
+
+/** Where the last blank line in `b` ends (its bytes after the separator), or -1: the frame ends SseParser finds too. */
+function lastFrameEnd(b: Buffer): number {
+  let end = -1;
+  for (const sep of SEPARATORS) {
+    const i = b.lastIndexOf(sep);
+    if (i !== -1 && i + sep.length > end) end = i + sep.length;
+    if (sep === SEPARATORS[0] && b.indexOf(13) === -1) break; // no \r: only the \n form can be there
+  }
+  return end;
+}
+
+/**
+ * An event stream's bytes cut at frame ends, for a relay that forwards them as they are: `push` gives what ends with a
+ * whole frame (null when the chunk ends none), and keeps the unfinished frame's bytes for later, so a stream that
+ * breaks off mid-frame leaves the client on a frame boundary, where a terminal error can follow. Each byte is copied
+ * at most once (a frame in many chunks is joined when it ends); what is kept is bounded by SseParser's frame limit.
+ */
+export class WholeFrames {
+  #held: Buffer[] = [];
+  /** The held bytes' last three (a blank line can span at most four bytes, so three of them held at most). */
+  #tail: Buffer = Buffer.alloc(0);
+
+  push(chunk: Uint8Array): Buffer | null {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    let end = lastFrameEnd(b);
+    if (end === -1 && this.#tail.length > 0) {
+      // a blank line across the seam (over several small chunks, too): the held bytes' last three and this chunk's first
+      const across = lastFrameEnd(Buffer.concat([this.#tail, b.subarray(0, 3)]));
+      if (across > this.#tail.length) end = across - this.#tail.length;
+    }
+    if (end === -1) {
+      this.#held.push(b);
+      this.#tail = lastThree(this.#tail, b);
+      return null;
+    }
+    const out = this.#held.length === 0 ? b.subarray(0, end) : Buffer.concat([...this.#held, b.subarray(0, end)]);
+    const rest = b.subarray(end);
+    this.#held = rest.length > 0 ? [rest] : [];
+    this.#tail = lastThree(Buffer.alloc(0), rest);
+    return out;
+  }
+
+  /** The bytes after the last frame end (a final frame without its blank line, or a cut one). */
+  rest(): Buffer {
+    const rest = Buffer.concat(this.#held);
+    this.#held = [];
+    this.#tail = Buffer.alloc(0);
+    return rest;
+  }
+}
+
+function lastThree(before: Buffer, b: Buffer): Buffer {
+  if (b.length >= 3) return b.subarray(b.length - 3);
+  const both = Buffer.concat([before, b]);
+  return both.subarray(Math.max(0, both.length - 3));
+}
+
 /** Serialise one frame for the client (with the upstream's event id, when a same-format relay keeps it). */
 export function formatFrame(data: string, event: string | null = null, id: string | null = null): string {
   if (event === null && id === null && !data.includes('\n')) return `data: ${data}\n\n`;

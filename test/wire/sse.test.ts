@@ -4,7 +4,7 @@
 
 import t from 'tap';
 import fc from 'fast-check';
-import { MAX_FRAME_CHARS, SseParser, formatFrame, type SseFrame } from '../../src/wire/sse.js';
+import { MAX_FRAME_CHARS, SseParser, WholeFrames, formatFrame, type SseFrame } from '../../src/wire/sse.js';
 
 const enc = new TextEncoder();
 
@@ -263,4 +263,42 @@ t.test('a frame in many chunks is taken whole once its blank line comes, and one
   t.same(r.push(enc.encode('data: a\n')), [], 'half a blank line');
   t.same(r.push(enc.encode('\ndata: b\r')).map((f) => f.data), ['a'], 'a blank line split over two chunks is seen');
   t.same(r.push(enc.encode('\r')).map((f) => f.data), ['b'], 'and a \\r\\r one');
+});
+
+t.test('WholeFrames: any chunking gives the bytes back, each part ending where SseParser ends a frame', async (t) => {
+  const frame = fc.tuple(
+    fc.array(fc.oneof(fc.constant('data: {"a":"é☃"}'), fc.constant('event: x'), fc.constant(': ping'), fc.string({ maxLength: 12 }).map((s) => `data: ${s.replace(/[\r\n]/g, '')}`)), { minLength: 1, maxLength: 3 }),
+    fc.constantFrom('\n', '\r\n', '\r'),
+  ).map(([lines, eol]) => lines.join(eol) + eol + eol);
+  fc.assert(
+    fc.property(fc.array(frame, { maxLength: 6 }), fc.string({ maxLength: 20 }).map((s) => s.replace(/[\r\n]/g, '')), fc.array(fc.nat(), { maxLength: 12 }), (frames, cut, splits) => {
+      const bytes = Buffer.from(frames.join('') + cut, 'utf8');
+      const points = [...new Set(splits.map((n) => n % (bytes.length + 1)))].sort((a, b) => a - b);
+      const chunks: Buffer[] = [];
+      let at = 0;
+      for (const p of [...points, bytes.length]) {
+        chunks.push(bytes.subarray(at, p));
+        at = p;
+      }
+      const w = new WholeFrames();
+      const parser = new SseParser();
+      const parts: Buffer[] = [];
+      let parsedFrames = 0;
+      for (const c of chunks) {
+        parsedFrames += parser.push(c).length;
+        const out = w.push(c);
+        if (out !== null) {
+          parts.push(out);
+          // what went out so far is exactly what the parser has ended frames in: parsing it alone gives the same frames
+          const again = new SseParser();
+          t.equal(again.push(Buffer.concat(parts)).length, parsedFrames);
+        }
+      }
+      const rest = w.rest();
+      t.same(Buffer.concat([...parts, rest]), bytes, 'nothing lost or reordered');
+      t.equal(Buffer.concat(parts).length, Buffer.byteLength(frames.join(''), 'utf8'), 'the parts end at the last whole frame; the cut one is the rest');
+      t.same(rest, Buffer.from(cut, 'utf8'));
+    }),
+    { numRuns: 300 },
+  );
 });
