@@ -10,7 +10,7 @@
 
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfigFile } from './config/load.js';
-import { ConfigHolder, watchConfigFile } from './config/watch.js';
+import { ConfigHolder, reloadConfigFile, watchConfigFile } from './config/watch.js';
 import { startTelemetry } from './telemetry/otel.js';
 
 const USAGE = `usage: tollgate [--config FILE]
@@ -62,7 +62,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
     const [flag, inline] = a.startsWith('--') && eq !== -1 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
     const value = (): string => {
       const v = inline ?? argv[++i];
-      if (v === undefined) throw new Error(`${flag} needs a value\n${USAGE}`);
+      if (v === undefined || v === '') throw new Error(`${flag} needs a value\n${USAGE}`);
       return v;
     };
     if (a === '--help' || a === '-h') command = 'help';
@@ -96,7 +96,7 @@ export function parseArgs(argv: readonly string[], env: NodeJS.ProcessEnv = proc
   const key = opts.key ?? (remote() && env.TOLLGATE_API_KEY ? env.TOLLGATE_API_KEY : undefined);
   return {
     command,
-    file: file ?? env.TOLLGATE_CONFIG ?? './config.yaml',
+    file: file ?? (env.TOLLGATE_CONFIG || undefined) ?? './config.yaml', // empty is unset, as PORT
     ...(provider === undefined ? {} : { provider }),
     ...(add === undefined ? {} : { add }),
     ...(opts.out === undefined ? {} : { out: opts.out }),
@@ -177,13 +177,15 @@ async function main(): Promise<void> {
   const { build } = await import('./app.js');
   const holder = new ConfigHolder(config);
   const app = await build({ config: holder, configFile: args.file }).catch(fail);
-  const stopWatching = watchConfigFile(
-    args.file, holder, app.log, () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' }), 500, loadedStat,
-  );
+  const rejected = () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' });
+  const stopWatching = watchConfigFile(args.file, holder, app.log, rejected, 500, loadedStat);
   try {
     await app.listen({ host: config.server.host, port: config.server.port });
   } catch (err) {
     app.log.error({ err }, 'cannot listen');
+    // one line on stderr as every other failed start says it (the log line above goes to stdout)
+    const why = (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? 'address already in use' : (err as Error).message.split('\n')[0];
+    process.stderr.write(`cannot listen on ${config.server.host}:${config.server.port}: ${why}\n`);
     await app.close();
     process.exit(1);
   }
@@ -210,6 +212,13 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // As nginx and Prometheus take it: read the config file now (it is also watched). Without a handler a SIGHUP (a
+  // closed terminal, an operator expecting a reload) killed the process with no drain, as kill -9 would.
+  process.on('SIGHUP', () => {
+    if (stopping) return;
+    app.log.info({ signal: 'SIGHUP', file: args.file }, 're-reading the config file');
+    reloadConfigFile(args.file, holder, app.log, rejected);
+  });
 }
 
 await main();

@@ -61,14 +61,22 @@ export async function exportArchive(target: GatewayTarget, opts: { out?: string 
   if (res.statusCode !== 200) throw await failure('export', res.statusCode, res.body);
   const suggested = /filename="([^"/\\]+)"/.exec(String(res.headers['content-disposition'] ?? ''))?.[1] ?? 'tollgate-export.tar.gz';
   const file = opts.out ?? suggested;
-  // Written under a temporary name and renamed at the end: an interrupted export leaves no archive that looks whole.
-  const partial = `${file}.partial`;
+  // Written under a temporary name of this process's and renamed at the end: an interrupted export leaves no archive
+  // that looks whole, and (removed on Ctrl-C, named apart otherwise) nothing that stops the next export.
+  const partial = `${file}.${process.pid}.partial`;
+  const interrupted = (signal: NodeJS.Signals) => {
+    rmSync(partial, { force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
   try {
     await pipeline(res.body, createWriteStream(partial, { flags: 'wx' }));
     renameSync(partial, file);
   } catch (err) {
     rmSync(partial, { force: true });
     throw err;
+  } finally {
+    process.off('SIGINT', interrupted).off('SIGTERM', interrupted);
   }
   log.write(`exported to ${file} (${statSync(file).size} bytes)\n`);
   return file;

@@ -56,7 +56,7 @@ export function providerBlock(o: AddProviderOptions): { prefix: string; block: R
   const env = cp.env[0] ?? `${prefix.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`;
   return {
     prefix,
-    models: wanted.slice(),
+    models: [...new Set(wanted)],
     block: {
       name: cp.name,
       group: o.group ?? 'paid',

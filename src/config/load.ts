@@ -1,10 +1,11 @@
 // YAML -> resolve ${ENV} -> validate against the closed schema (defaults applied) -> semantic checks -> freeze.
 // Every problem is reported with the dotted path it belongs to and what was expected.
 
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
+import { duplicateKeys, unquoted } from './text-checks.js';
 import { quotaConfigOf } from './quota-kinds.js';
 import { parseTimeZone } from '../core/tz.js';
 import validateCoerced from './generated/config-validator.js';
@@ -55,22 +56,25 @@ type Env = Readonly<Record<string, string | undefined>>;
 const ENV_REF = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /** Replace `${VAR}` and `${VAR:-default}` in every string of the tree; an unset VAR without default is an issue. */
-export function resolveEnv(node: unknown, env: Env, path: string, issues: ConfigIssue[]): unknown {
+export function resolveEnv(node: unknown, env: Env, path: string, issues: ConfigIssue[], substituted?: Map<string, string>): unknown {
   if (typeof node === 'string') {
     return node.replace(ENV_REF, (_m, name: string, fallback: string | undefined) => {
       const value = env[name];
-      if (value !== undefined && value !== '') return value;
+      if (value !== undefined && value !== '') {
+        substituted?.set(value, name);
+        return value;
+      }
       if (fallback !== undefined) return fallback;
       issues.push({ path, message: `environment variable ${name} is not set (use \${${name}:-default} for a default)` });
       return '';
     });
   }
-  if (Array.isArray(node)) return node.map((v, i) => resolveEnv(v, env, `${path}[${i}]`, issues));
+  if (Array.isArray(node)) return node.map((v, i) => resolveEnv(v, env, `${path}[${i}]`, issues, substituted));
   if (node !== null && typeof node === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(node)) {
       // defineProperty, not assignment: a `__proto__` key stays an own (and so an unknown) key
-      Object.defineProperty(out, k, { value: resolveEnv(v, env, path ? `${path}.${k}` : k, issues), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, k, { value: resolveEnv(v, env, path ? `${path}.${k}` : k, issues, substituted), enumerable: true, writable: true, configurable: true });
     }
     return out;
   }
@@ -282,7 +286,8 @@ function deepFreeze<T>(o: T): T {
 /** Validate an already-parsed YAML tree. Throws ConfigError listing every issue. */
 export function parseConfig(raw: unknown, env: Env = process.env, source = '(inline)'): Config {
   const issues: ConfigIssue[] = [];
-  const tree = resolveEnv(raw ?? {}, env, '', issues) as Record<string, unknown>;
+  const substituted = new Map<string, string>();
+  const tree = resolveEnv(raw ?? {}, env, '', issues, substituted) as Record<string, unknown>;
   issues.push(...uncoercibleTypes(tree));
   const valid = validate(tree);
   // An unset ${VAR} is the one thing to say about its path (not also that the empty string it left is too short).
@@ -308,7 +313,7 @@ export function parseConfig(raw: unknown, env: Env = process.env, source = '(inl
   }
   const taken = new Set(issues.map((i) => i.path));
   issues.push(...semanticIssues(tree).filter((i) => !taken.has(i.path)));
-  if (issues.length > 0) throw new ConfigError(source, dedupe(issues));
+  if (issues.length > 0) throw new ConfigError(source, dedupe(issues.map((i) => unquoted(i, substituted))));
   applyCatalog(tree);
   return deepFreeze(tree as unknown as Config);
 }
@@ -333,26 +338,40 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 
 /** Parse YAML text; syntax errors become issues with a line number. */
 export function parseConfigText(text: string, env: Env = process.env, source = '(inline)'): Config {
+  if (text.length > MAX_CONFIG_CHARS) throw new ConfigError(source, [{ path: '(file)', message: `is larger than ${MAX_CONFIG_CHARS / 1024 ** 2} MiB; a config file is a few KiB` }]);
   const lines = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      source,
-      doc.errors.map((e) => ({ path: `line ${lines.linePos(e.pos[0]).line}`, message: `YAML syntax: ${e.message.split('\n')[0]}` })),
-    );
+  // yaml's own duplicate-key check compares each key with every earlier one of its mapping (a file of many keys took
+  // seconds, on the event loop at a reload); duplicateKeys() does it with a set.
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines, uniqueKeys: false });
+  const errors = [...doc.errors.map((e) => ({ pos: e.pos[0], message: e.message.split('\n')[0]! })), ...duplicateKeys(doc)];
+  if (errors.length > 0) {
+    throw new ConfigError(source, errors.map((e) => ({ path: `line ${lines.linePos(e.pos).line}`, message: `YAML syntax: ${e.message}` })));
   }
   // An empty document is almost always a file caught half-written (or truncated by mistake): never apply it.
   if (doc.contents === null) throw new ConfigError(source, [{ path: '(file)', message: 'is empty; expected a YAML mapping' }]);
-  return parseConfig(doc.toJS(), env, source);
+  let tree: unknown;
+  try {
+    tree = doc.toJS(); // aliases expanded: yaml refuses a billion laughs here, with an error of its own
+  } catch (err) {
+    throw new ConfigError(source, [{ path: '(file)', message: `YAML: ${(err as Error).message.split('\n')[0]}` }]);
+  }
+  return parseConfig(tree, env, source);
 }
 
-/** The text of a config file; a file that cannot be read is a ConfigError. */
+/** The largest config file read (characters): bigger is a mistake (a log, /dev/zero), not a config. */
+const MAX_CONFIG_CHARS = 4 * 1024 ** 2;
+
+/** The text of a config file; a file that cannot be read (or is not a regular file: a FIFO, /dev/zero) is a ConfigError. */
 export function readConfigText(file: string): string {
+  let problem: string | null;
   try {
-    return readFileSync(file, 'utf8');
+    const st = statSync(file);
+    problem = !st.isFile() && !st.isDirectory() ? 'is not a regular file' : st.size > MAX_CONFIG_CHARS ? `is larger than ${MAX_CONFIG_CHARS / 1024 ** 2} MiB; a config file is a few KiB` : null;
+    if (problem === null) return readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(file, [{ path: '(file)', message: `cannot read: ${(err as Error).message}` }]);
+    problem = `cannot read: ${(err as Error).message}`;
   }
+  throw new ConfigError(file, [{ path: '(file)', message: problem }]);
 }
 
 export function loadConfigFile(file: string, env: Env = process.env): Config {

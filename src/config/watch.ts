@@ -66,21 +66,26 @@ export function applyConfig(holder: ConfigHolder, next: Config, edit: { file: st
  * stat taken before `holder`'s config was read from it: an edit made since (while the app was starting) is applied
  * at once instead of being lost until the next edit.
  */
+/** Read the file and apply it when it changed (an edit, or SIGHUP: main.ts); a bad one is logged and not applied. */
+export function reloadConfigFile(file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined): void {
+  try {
+    const text = readConfigText(file);
+    // Written by the settings API, which applied it already.
+    if (text === holder.fileText) return;
+    applyConfig(holder, parseConfigText(text, process.env, file), { file, text, log });
+  } catch (err) {
+    const issues = err instanceof ConfigError ? err.issues : [{ path: '(file)', message: (err as Error).message }];
+    log.error({ file, issues }, 'config edit rejected; the previous config keeps serving');
+    onRejected();
+  }
+}
+
 export function watchConfigFile(
   file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined, intervalMs = 500, loaded?: Stats,
 ): () => void {
   const onChange = (curr: Stats, prev: Stats): void => {
     if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
-    try {
-      const text = readConfigText(file);
-      // Written by the settings API, which applied it already.
-      if (text === holder.fileText) return;
-      applyConfig(holder, parseConfigText(text, process.env, file), { file, text, log });
-    } catch (err) {
-      const issues = err instanceof ConfigError ? err.issues : [{ path: '(file)', message: (err as Error).message }];
-      log.error({ file, issues }, 'config edit rejected; the previous config keeps serving');
-      onRejected();
-    }
+    reloadConfigFile(file, holder, log, onRejected);
   };
   watchFile(file, { interval: intervalMs, persistent: false }, onChange);
   if (loaded) {

@@ -278,7 +278,13 @@ export function openStore(storage: Pick<Config['storage'], 'clickhouse_url' | 'd
     return new Store(connect, storage.database, false, { pingTimeoutMs: Math.min(2000, requestTimeout), sharded });
   }
   const path = resolve(storage.data_dir);
-  mkdirSync(path, { recursive: true });
+  try {
+    mkdirSync(path, { recursive: true });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'it, or a directory above it, is a file' : (err as Error).message;
+    throw new Error(`storage.data_dir ${path} cannot be used (${why}): point storage.data_dir at a directory the gateway may write`, { cause: err });
+  }
   return new Store(async () => {
     const [{ createClient }, connection] = await Promise.all([import('@clickhouse/client'), embeddedConnection(path)]);
     return createClient({ connection: connection as ClientConnection });

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { demoProvidersYaml } from '../helpers/app.js';
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, spawnCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
@@ -41,7 +41,7 @@ t.test('export writes the archive; import of it finds everything already present
   t.equal(exported.code, 0, exported.stderr);
   t.match(exported.stdout, `exported to ${out}`);
   t.same(execFileSync('tar', ['-tzf', out], { encoding: 'utf8' }).trim().split('\n'), ['manifest.json', 'config.yaml', 'tables/alert_deliveries.native', 'tables/alerts.native', 'tables/requests.native']);
-  t.notOk(existsSync(`${out}.partial`), 'no partial file left');
+  t.same(readdirSync(dir).filter((f) => f.endsWith('.partial')), [], 'no partial file left');
   const imported = await runCli(t, ['import', out, '--url', `http://127.0.0.1:${port}`, '--key', KEY], { cwd: dir });
   t.equal(imported.code, 0, imported.stderr);
   t.match(imported.stdout, /requests: 0 imported, 1 already present/);
@@ -58,4 +58,32 @@ t.test('without the admin key: exit 1 and the reason', async (t) => {
   t.equal(wrong.code, 1);
   t.match(wrong.stderr, /re-authentication failed: HTTP 401/);
   t.equal(server.running(), true, 'the gateway is still up');
+});
+
+t.test('Ctrl-C during an export leaves no partial file, and the next export to the same name works', async (t) => {
+  const { createServer } = await import('node:http');
+  // a stand-in gateway whose export is slow (a big store): reauth answers a token, the archive trickles
+  let slow = true;
+  const srv = createServer((req, res) => {
+    if (req.url === '/api/admin/reauth') return void res.end('{"token":"t"}');
+    res.writeHead(200, { 'content-type': 'application/gzip' });
+    if (!slow) return void res.end(Buffer.alloc(10));
+    const iv = setInterval(() => res.write(Buffer.alloc(1024)), 50);
+    res.on('close', () => clearInterval(iv));
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => new Promise<void>((r) => { srv.closeAllConnections(); srv.close(() => r()); }));
+  const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+  const work = tempDir(t);
+  const out = join(work, 'backup.tar.gz');
+  const p = spawnCli(t, ['export', '--url', url, '--out', out], { cwd: work });
+  await waitFor(() => readdirSync(work).some((f) => f.endsWith('.partial')), 10_000);
+  p.child.kill('SIGINT');
+  const { code } = await p.exited;
+  t.equal(code, 130, 'exit 130, as a shell reports Ctrl-C');
+  t.same(readdirSync(work), [], 'the partial file is removed');
+  slow = false;
+  const again = await runCli(t, ['export', '--url', url, '--out', out], { cwd: work });
+  t.equal(again.code, 0, again.stderr);
+  t.same(readdirSync(work), ['backup.tar.gz']);
 });

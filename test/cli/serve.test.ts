@@ -52,6 +52,16 @@ providers:
 ${(opts.models ?? ['echo-1']).map((m) => `      ${m}: { kind: llm }`).join('\n')}
 ${opts.extra ?? ''}`;
 
+/** A gateway started by the CLI on a fresh directory and port, with the demo config (not yet waited for). */
+async function served(t: Parameters<typeof tempDir>[0]): Promise<{ dir: string; port: number; file: string; dataDir: string; p: Proc }> {
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'tollgate.yaml');
+  const dataDir = join(dir, 'data');
+  writeFileSync(file, config({ port, dataDir }));
+  return { dir, port, file, dataDir, p: start(t, ['--config', file], { cwd: dir }) };
+}
+
 t.test('serving an invalid config exits 1 before listening', async (t) => {
   const dir = tempDir(t);
   const port = await freePort();
@@ -183,12 +193,7 @@ t.test('a valid config serves on PORT, reloads its file, and exits 0 on SIGTERM'
 });
 
 t.test('an edit made while the server is starting is not lost', async (t) => {
-  const dir = tempDir(t);
-  const port = await freePort();
-  const file = join(dir, 'tollgate.yaml');
-  const dataDir = join(dir, 'data');
-  writeFileSync(file, config({ port, dataDir }));
-  const p = start(t, ['--config', file], { cwd: dir });
+  const { port, file, dataDir, p } = await served(t);
   // the store's directory is created after the file was loaded and before the server listens: edit right then
   await waitFor(() => existsSync(dataDir) || !p.running(), 30_000);
   writeFileSync(file, config({ port, dataDir, models: ['echo-1', 'late-1'] }));
@@ -210,4 +215,45 @@ t.test('with no --config, ./config.yaml in the working directory is served', asy
   t.equal(await health(port), 200, `serving on the port from the file (stderr: ${p.out.stderr})`);
   p.child.kill('SIGTERM');
   t.same(await p.exited, { code: 0, signal: null });
+});
+
+t.test('SIGHUP re-reads the config file and keeps serving; a port in use is one line on stderr', async (t) => {
+  const { port, file, dataDir, p } = await served(t);
+  await waitFor(async () => !p.running() || (await health(port)) === 200, 30_000);
+  const ids = async () => ((await (await fetch(`http://127.0.0.1:${port}/v1/models`)).json()) as { data: { id: string }[] }).data.map((m) => m.id);
+  p.child.kill('SIGHUP'); // with nothing changed: a no-op, and (before) the end of the process
+  await new Promise((r) => setTimeout(r, 300));
+  t.ok(p.running(), 'SIGHUP does not stop the gateway');
+  t.equal(await health(port), 200);
+  t.match(p.out.stdout, /re-reading the config file/);
+  // a second instance on the same port (its own data directory): refused with one line on stderr
+  const dir2 = tempDir(t);
+  const file2 = join(dir2, 'tollgate.yaml');
+  writeFileSync(file2, config({ port, dataDir: join(dir2, 'data') }));
+  const second = start(t, ['--config', file2], { cwd: dir2 });
+  const { code } = await second.exited;
+  t.equal(code, 1, 'the second instance exits 1');
+  t.equal(second.out.stderr.trim(), `cannot listen on 127.0.0.1:${port}: address already in use`, 'saying why in one line on stderr');
+  // an edit, then SIGHUP at once: applied without waiting for the file's poll
+  writeFileSync(file, config({ port, dataDir, models: ['echo-1', 'echo-2'] }));
+  p.child.kill('SIGHUP');
+  await waitFor(async () => (await ids()).includes('demo/echo-2'), 2000);
+  t.same(await ids(), ['demo/echo-1', 'demo/echo-2'], 'the edit is served');
+  p.child.kill('SIGTERM');
+  t.equal((await p.exited).code, 0);
+});
+
+t.test('a data_dir that is a file, and an empty --config, are one line saying which setting', async (t) => {
+  const dir = tempDir(t);
+  const port = await freePort();
+  writeFileSync(join(dir, 'afile'), '');
+  const file = join(dir, 'tollgate.yaml');
+  writeFileSync(file, config({ port, dataDir: join(dir, 'afile') }));
+  const p = start(t, ['--config', file], { cwd: dir });
+  const { code } = await p.exited;
+  t.equal(code, 1);
+  t.match(p.out.stderr.trim(), /^storage\.data_dir .*afile cannot be used \(it, or a directory above it, is a file\): point storage\.data_dir at a directory/);
+  const empty = start(t, ['--config', ''], { cwd: dir });
+  t.equal((await empty.exited).code, 1);
+  t.match(empty.out.stderr, /^--config needs a value/);
 });

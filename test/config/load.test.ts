@@ -379,3 +379,31 @@ t.test('server.public_url takes no credentials (GET /api/tunnel shows it to ever
     t.notMatch(issues[0]?.message, /s3cret/, 'the message never quotes the value');
   }
 });
+
+t.test('a config file that is not one is a one-line ConfigError, never a crash or a hang', async (t) => {
+  // a billion laughs: yaml refuses to expand it; that is a ConfigError now, not an uncaught ReferenceError
+  const laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
+  for (const c of 'bcdefghi') laughs.push(`${c}: &${c} [${Array(9).fill(`*${String.fromCharCode(c.charCodeAt(0) - 1)}`).join(',')}]`);
+  const bomb = issuesOf(t, () => parseConfigText(`${laughs.join('\n')}\n`, {}));
+  t.same(bomb.map((i) => i.path), ['(file)']);
+  t.match(bomb[0]?.message, /^YAML: .*alias/i);
+  const dir = tempDir(t);
+  const big = join(dir, 'big.yaml');
+  writeFileSync(big, `# ${'x'.repeat(5 * 1024 * 1024)}\n`);
+  t.match(issuesOf(t, () => loadConfigFile(big, {}))[0], { path: '(file)', message: /is larger than 4 MiB/ }, 'over 4 MiB: refused before it is read');
+  const { execFileSync } = await import('node:child_process');
+  const fifo = join(dir, 'fifo.yaml');
+  execFileSync('mkfifo', [fifo]);
+  t.match(issuesOf(t, () => loadConfigFile(fifo, {}))[0], { path: '(file)', message: 'is not a regular file' }, 'a FIFO: refused, not read for ever');
+  t.match(issuesOf(t, () => loadConfigFile('/dev/zero', {}))[0], { path: '(file)', message: 'is not a regular file' }, '/dev/zero too');
+  // duplicates are still found with yaml's own check off, in every mapping, at the second key's line
+  const dup = issuesOf(t, () => parseConfigText('server:\n  port: 1\ncombos:\n  a: { strategy: fallback, models: [x/y] }\n  b: { strategy: fallback, models: [x/y], models: [x/z] }\n', {}));
+  t.same(dup.map((i) => [i.path, i.message]), [['line 5', 'YAML syntax: Map keys must be unique']]);
+});
+
+t.test('a value taken from an environment variable is never quoted in an error: the variable is named', async (t) => {
+  const issues = issuesOf(t, () => parseConfigText('budgets:\n  timezone: "${TG_KEY}"\nserver:\n  host: "${TG_HOST}"\n', { TG_KEY: 'sk-PROVSECRET-0123456789', TG_HOST: 'sk-OTHERSECRET-abcdef.example' }));
+  const text = JSON.stringify(issues);
+  t.notMatch(text, /PROVSECRET|OTHERSECRET/, 'no value of a variable');
+  t.match(text, /\$\{TG_KEY\}/, 'the variable named instead');
+});

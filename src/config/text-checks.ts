@@ -1,0 +1,32 @@
+// Checks on a config file's text that the schema cannot make: a key twice in one mapping (yaml's own check compares
+// each key with every earlier one, quadratic in a mapping's keys: a file of many keys took seconds, on the event
+// loop at a reload), and messages that would print a value taken from an environment variable.
+
+import { isScalar, visit, type Document } from 'yaml';
+
+/** A key twice in one mapping, as yaml reports it (its message, at the second key): one set a mapping. */
+export function duplicateKeys(doc: Document): { pos: number; message: string }[] {
+  const found: { pos: number; message: string }[] = [];
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Set<unknown>();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key) && pair.key !== null) continue; // a complex key: not compared, as before
+        const key = isScalar(pair.key) ? pair.key.value : null;
+        if (seen.has(key)) found.push({ pos: isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0, message: 'Map keys must be unique' });
+        seen.add(key);
+      }
+    },
+  });
+  return found;
+}
+
+/**
+ * An issue whose message quotes a value that came from an environment variable names the variable instead: a
+ * variable may hold a secret, and a mistaken reference (a key's variable as a time zone) must not print it.
+ */
+export function unquoted<I extends { readonly message: string }>(issue: I, substituted: ReadonlyMap<string, string>): I {
+  let message = issue.message;
+  for (const [value, name] of substituted) if (value.length >= 4 && message.includes(value)) message = message.split(value).join(`\${${name}}`);
+  return message === issue.message ? issue : { ...issue, message };
+}
