@@ -3,8 +3,8 @@
 // reached the OS; the file is fsync'ed every `commit_ms`, so a machine crash loses at most that window. The batch
 // writer inserts the sealed segments in order (an earlier process's first), deleting each once ClickHouse took it.
 //
-// Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be now>}`) is written
-// too, and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
+// Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be then>}`) is written
+// too, with the turn's write (its row taken then, after the handler's synchronous start: routed), and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
 // segment, so the newest segment always holds a marker for every request in flight. A marker whose request has no
 // row in any segment left at the next start is a request the process died in the middle of: it becomes a row with
 // status `interrupted` (the snapshot's status) and goes to the store like any other.
@@ -60,6 +60,8 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #idOf: RowId<Row>;
   /** Requests in flight: their id and how to snapshot their row now. */
   readonly #inFlight = new Map<string, () => Row>();
+  /** Requests begun in this turn, whose marker the turn's write adds (none when their row came first). */
+  #unmarked: string[] = [];
   /** Rows of requests an earlier process died in the middle of, found at open: their count, and them until taken. */
   readonly #interrupted: number;
   readonly #recovered: Row[];
@@ -151,11 +153,15 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     return true;
   }
 
-  /** A request began: write its marker now and keep it (refreshed) in every new segment until its row comes. */
+  /**
+   * A request began: its marker goes out with this turn's write and is kept (refreshed) in every new segment until its
+   * row comes. Its snapshot is taken at that write, after the handler's synchronous start (the route resolved, the
+   * stream flag read): a request cut by a kill is recorded with its provider and model, not as `_other`.
+   */
   begin(id: string, snapshot: () => Row): void {
     if (this.#closed) return;
     this.#inFlight.set(id, snapshot);
-    this.#mark(snapshot());
+    this.#unmarked.push(id);
     this.#scheduleWrite();
   }
 
@@ -198,9 +204,17 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     }
   }
 
-  /** One write(2) for every row appended in this turn. */
+  /** One write(2) for every row appended, and every request begun, in this turn. */
   #writeOut(): void {
     this.#scheduled = false;
+    if (this.#unmarked.length > 0) {
+      const ids = this.#unmarked;
+      this.#unmarked = [];
+      for (const id of ids) {
+        const snapshot = this.#inFlight.get(id);
+        if (snapshot !== undefined) this.#mark(snapshot());
+      }
+    }
     const file = this.#file;
     let written: string[] | null = null;
     if (this.#pending.length > 0) {

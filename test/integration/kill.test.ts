@@ -102,9 +102,10 @@ await last.exited;
 
 const store = openStore({ clickhouse_url: storage.clickhouse_url ?? '', database: 'tollgate', data_dir: dataDir, username: 'default', password: '' });
 t.teardown(() => store.close());
-const rows = new Map(
-  (await store.query<{ id: string; status: string }>(`SELECT toString(request_id) AS id, status FROM ${store.t('requests')} FINAL`)).map((r) => [r.id, r.status]),
+const all = await store.query<{ id: string; status: string; provider: string; model: string; requested_model: string }>(
+  `SELECT toString(request_id) AS id, status, provider, model, requested_model FROM ${store.t('requests')} FINAL`,
 );
+const rows = new Map(all.map((r) => [r.id, r.status]));
 const [dupes] = await store.query<{ n: string; ids: string }>(`SELECT count() AS n, uniqExact(request_id) AS ids FROM ${store.t('requests')}`);
 
 t.test('every acknowledged request is in the record, after each kill', async (t) => {
@@ -121,6 +122,9 @@ t.test('requests in flight at the kill are recorded as interrupted', async (t) =
   t.notOk(statuses.includes('missing'), 'each cut request is a row');
   t.ok(statuses.filter((s) => s === 'interrupted').length > 0, `interrupted rows: ${statuses.filter((s) => s === 'interrupted').length} of ${cut.length}`);
   t.ok(recovered > 0, `the restarts reported ${recovered} recovered rows`);
+  // the marker is made after the handler's synchronous start: an interrupted request names what it was routed to
+  const interrupted = all.filter((r) => r.status === 'interrupted');
+  t.same([...new Set(interrupted.map((r) => `${r.provider} ${r.model} ${r.requested_model}`))], ['demo demo/echo-1 demo/echo-1'], 'each interrupted row has its provider and model');
 });
 
 t.test('nothing is counted twice', async (t) => {
