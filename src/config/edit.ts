@@ -206,8 +206,11 @@ export function writeConfigFile(file: string, text: string, env: Readonly<Record
   let temp: string | null = null;
   try {
     const target = realpathSync(file);
+    const mode = statSync(target).mode & 0o777;
+    // The rename would replace a file nobody may write (root and the directory's owner can): it is left as it is.
+    if ((mode & 0o222) === 0) throw new Error(`it is read-only (mode 0${mode.toString(8)}): make it writable to change it here`);
     temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
-    writeFileSync(temp, text, { mode: statSync(target).mode & 0o777 });
+    writeFileSync(temp, text, { mode });
     renameSync(temp, target);
   } catch (err) {
     if (temp !== null) {

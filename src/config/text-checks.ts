@@ -27,6 +27,16 @@ export function duplicateKeys(doc: Document): { pos: number; message: string }[]
  */
 export function unquoted<I extends { readonly message: string }>(issue: I, substituted: ReadonlyMap<string, string>): I {
   let message = issue.message;
-  for (const [value, name] of substituted) if (value.length >= 4 && message.includes(value)) message = message.split(value).join(`\${${name}}`);
+  for (const [value, name] of substituted) {
+    if (value.length < 4) continue;
+    // the value, or the longest start of it a message quotes (messages shorten long values: `value.slice(0, 64)`)
+    for (let n = value.length; n >= Math.min(8, value.length); n--) {
+      const part = value.slice(0, n);
+      if (message.includes(part)) {
+        message = message.split(part).join(`\${${name}}`);
+        break;
+      }
+    }
+  }
   return message === issue.message ? issue : { ...issue, message };
 }

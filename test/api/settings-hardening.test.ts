@@ -65,7 +65,8 @@ t.test('a file whose own ${VAR} value is invalid: the answer does not quote the 
   writeFileSync(file, edited);
   const r = await call('PUT', '/api/settings/budgets', { daily_usd: 3 });
   t.equal(r.status, 409, 'the file does not load as it is: not the request\'s fault');
-  t.match(r.body.error, { code: 'TOLLGATE_ERR_CONFIG_CONFLICT', message: /budgets\.timezone: is not valid/ });
+  t.match(r.body.error, { code: 'TOLLGATE_ERR_CONFIG_CONFLICT', message: /budgets\.timezone: / });
+  t.match(r.body.error.message, /\$\{TG_HARDENING_SECRET\}/, 'the variable named instead of its value');
   t.notOk(r.text.includes(SECRET.slice(0, 12)), 'no part of the value of the variable');
   t.equal(readFileSync(file, 'utf8'), edited, 'file untouched');
 });
@@ -152,4 +153,16 @@ t.test('an edit through a YAML alias changes only the entry it is for', async (t
   t.same(r1.body.prices.demo2.price, { input: 1, output: 2 }, 'demo2 keeps its price (running)');
   t.same(price('demo2'), { input: 1, output: 2 }, 'and in the file');
   t.same(price('demo'), { input: 7, output: 2 });
+});
+
+t.test('a config file nobody may write (mode 0444) is left as it is: a 409 saying so', async (t) => {
+  const { chmodSync, statSync } = await import('node:fs');
+  chmodSync(file, 0o444);
+  t.teardown(() => chmodSync(file, 0o600));
+  const r = await call('PUT', '/api/settings/budgets', { monthly_usd: 5 });
+  t.equal(r.status, 409);
+  t.match(r.body.error, { code: 'TOLLGATE_ERR_CONFIG_CONFLICT', message: /read-only \(mode 0444\)/ });
+  t.equal(readFileSync(file, 'utf8'), TEXT, 'the file untouched');
+  t.equal(statSync(file).mode & 0o777, 0o444, 'and still read-only (the rename would have replaced it, as root)');
+  t.equal(gw.holder.current.budgets.monthly_usd, undefined, 'the running settings unchanged');
 });

@@ -406,4 +406,7 @@ t.test('a value taken from an environment variable is never quoted in an error: 
   const text = JSON.stringify(issues);
   t.notMatch(text, /PROVSECRET|OTHERSECRET/, 'no value of a variable');
   t.match(text, /\$\{TG_KEY\}/, 'the variable named instead');
+  // a message that shortens a long value quotes only its start: that start is not shown either
+  const long = issuesOf(t, () => parseConfigText('budgets:\n  timezone: "${TG_LONG}"\n', { TG_LONG: `sk-LONGSECRET-${'x'.repeat(200)}` }));
+  t.notMatch(JSON.stringify(long), /LONGSECRET/, `a long value's start (${JSON.stringify(long)})`);
 });
