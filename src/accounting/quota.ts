@@ -3,7 +3,7 @@
 // the budget counts them), merged with the provider's usage source where one is configured, with today's and this
 // month's cost, the connection's cooldowns, and a flag when the provider sits at 0% while its requests fail (a
 // connection problem: a refused key, the provider down, OAuth to reconnect). Snapshots are cached briefly (replicas
-// read the same ClickHouse, so they agree); `exhausted()` answers the routing step from the latest one.
+// read the same ClickHouse, so they agree); `exhausted()` and `resetsAt()` answer routing from the latest one.
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
@@ -12,7 +12,7 @@ import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOut
 import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
-import { evaluateQuota, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
+import { evaluateQuota, exhaustedUntil, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, settledWithin, type WriteFence } from '../store/writer.js';
@@ -104,10 +104,7 @@ export class QuotaService {
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
   readonly #edges = new EdgeCache();
 
-  /**
-   * `unstored`: the calls not stored yet, when another keeps the list (the budget, fed by the ledger: app.ts); its own
-   * otherwise, fed by `published`.
-   */
+  /** `unstored`: the calls not stored yet, when another keeps the list (the budget's: app.ts); else its own (`published`). */
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; settleWaitMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
     this.#unstored = opts.unstored ?? new UnstoredCalls();
     this.#ownsList = opts.unstored === undefined;
@@ -148,9 +145,9 @@ export class QuotaService {
   }
 
   /**
-   * Whether the provider's quota was used up in the latest snapshot. A snapshot older than the cache starts a new one
-   * in the background (the router does not wait for it): a replica with no traffic of its own computed none since
-   * the evaluator's last look (up to 15 s), and another replica's calls would go on reaching a provider they used up.
+   * Whether the provider's quota was used up in the latest snapshot. One older than the cache starts a new one in the
+   * background (not waited for): a replica without traffic of its own computed none since the evaluator's last look
+   * (up to 15 s), and other replicas' calls would go on reaching a provider they used up.
    */
   exhausted(providerId: string): boolean {
     const snap = this.#snapshot;
@@ -158,17 +155,9 @@ export class QuotaService {
     return this.#last.get(providerId)?.exhausted === true;
   }
 
-  /**
-   * For a provider `exhausted` says is used up: epoch ms when its used-up quota resets (the later reset when the
-   * day's and the month's are both used up), from the same snapshot; null when it is not used up or no reset is known.
-   */
+  // QuotaGate.resetsAt (routing/router.ts): exhaustedUntil of a provider `exhausted` says is used up.
   resetsAt(providerId: string): number | null {
-    const e = this.#last.get(providerId);
-    if (e?.exhausted !== true) return null;
-    const month = e.secondary?.exhausted === true ? e.secondary.nextReset : null;
-    const own = e.quota.limit !== null && e.quota.used >= e.quota.limit;
-    const at = [own || month === null ? e.reset.nextReset : null, month].map((r) => (r === null ? Number.NaN : Date.parse(r))).filter(Number.isFinite);
-    return at.length === 0 ? null : Math.max(...at);
+    return this.#last.get(providerId)?.exhausted === true ? exhaustedUntil(this.#last.get(providerId)!) : null;
   }
 
   /** A record was published: counted in the quota's figures until its row is stored (the gateway feeds a shared list: app.ts). */

@@ -276,3 +276,14 @@ export function evaluateQuota(plan: QuotaPlan, sums: QuotaSums, now: number): Qu
 
 /** A sum of request durations in milliseconds as the hours `QuotaSums.used` takes for the 'hours' unit. */
 export const msToHours = (ms: number): number => ms / HOUR_MS;
+
+/**
+ * For a used-up quota: epoch ms when it resets (the later reset when a daily_requests quota's day and month are both
+ * used up); null when no reset is known.
+ */
+export function exhaustedUntil(e: QuotaEvaluation): number | null {
+  const month = e.secondary?.exhausted === true ? e.secondary.nextReset : null;
+  const own = e.quota.limit !== null && e.quota.used >= e.quota.limit;
+  const at = [own || month === null ? e.reset.nextReset : null, month].map((r) => (r === null ? Number.NaN : Date.parse(r))).filter(Number.isFinite);
+  return at.length === 0 ? null : Math.max(...at);
+}

@@ -1,24 +1,18 @@
-// The spool (DESIGN.md decision 2): every finished row is appended to a segment file under `<data_dir>/spool` as soon
-// as it exists, one write(2) per event-loop turn for the rows of that turn, so a killed process loses nothing that
-// reached the OS; the file is fsync'ed every `commit_ms`, so a machine crash loses at most that window. The batch
-// writer inserts the sealed segments in order (an earlier process's first), deleting each once ClickHouse took it.
+// The spool (DESIGN.md decision 2; docs/recording.md, "The spool"): every finished row is appended to a segment file
+// under `<data_dir>/spool` as soon as it exists, one write(2) per event-loop turn, so a killed process loses nothing
+// that reached the OS; the file is fsync'ed every `commit_ms`. The batch writer inserts the sealed segments in order
+// (an earlier process's first), deleting each once ClickHouse took it.
 //
-// Requests in flight: when a request begins, a begin marker (`{"$begin": <its row as it would be then>}`) is written
-// too, with the turn's write (its row taken then, after the handler's synchronous start: routed), and each seal copies the markers of requests still in flight, refreshed (the usage known so far), into the new
-// segment, so the newest segment always holds a marker for every request in flight. A marker whose request has no
-// row in any segment left at the next start is a request the process died in the middle of: it becomes a row with
-// status `interrupted` (the snapshot's status) and goes to the store like any other.
+// Requests in flight: a begin marker (`{"$begin": <its row as it would be then>}`) goes out with the turn's write (its
+// row taken then, after the handler's synchronous start: routed), and each seal copies the markers of requests still
+// in flight, refreshed, into the new segment, so the newest segment holds a marker for every request in flight. A
+// marker with no row in any segment left at the next start is recorded as a row with status `interrupted`.
 //
-// A disk that refuses writes (full, read-only, failing): what it refused waits in memory (src/store/spool-file.ts),
-// and at the next seal it becomes a memory segment, inserted and acknowledged like any other, so the rows still reach
-// a store that works (the server path, or a close that drains). Only a process that dies meanwhile loses them: they
-// never reached a disk. The write is tried again every 250 ms, each time in a new segment file (a remounted disk is
-// reached by path, not through the old descriptor); the first that succeeds clears the failure. Every file gets its
-// header before its first row or marker, also when the header itself was what the disk refused.
-//
-// The newest segments also keep in memory the lines of the rows written whole to their file (KEEP_LINES), so the
-// insert does not read back on the event loop what was written a second before (12-20 ms for a 3 MB segment here).
-// A segment the disk refused a write into, an earlier process's, and a backlog's older ones are read from disk.
+// A disk that refuses writes (full, read-only, failing): what it refused waits in memory (spool-file.ts) and at the
+// next seal becomes a memory segment, inserted like any other (only a process that dies meanwhile loses it). The write
+// is tried again every 250 ms, each time in a new segment file (a remounted disk is reached by path); every file gets
+// its header before its first row or marker. The newest segments keep in memory the lines of the rows written whole
+// (KEEP_LINES), so the insert does not read back on the event loop what was written a second before.
 
 import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -153,11 +147,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
     return true;
   }
 
-  /**
-   * A request began: its marker goes out with this turn's write and is kept (refreshed) in every new segment until its
-   * row comes. Its snapshot is taken at that write, after the handler's synchronous start (the route resolved, the
-   * stream flag read): a request cut by a kill is recorded with its provider and model, not as `_other`.
-   */
+  /** A request began: its marker goes with this turn's write (snapshot taken then: routed) and every new segment's. */
   begin(id: string, snapshot: () => Row): void {
     if (this.#closed) return;
     this.#inFlight.set(id, snapshot);
@@ -207,14 +197,9 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   /** One write(2) for every row appended, and every request begun, in this turn. */
   #writeOut(): void {
     this.#scheduled = false;
-    if (this.#unmarked.length > 0) {
-      const ids = this.#unmarked;
-      this.#unmarked = [];
-      for (const id of ids) {
-        const snapshot = this.#inFlight.get(id);
-        if (snapshot !== undefined) this.#mark(snapshot());
-      }
-    }
+    const begun = this.#unmarked;
+    if (begun.length > 0) this.#unmarked = [];
+    for (const id of begun) if (this.#inFlight.has(id)) this.#mark(this.#inFlight.get(id)!()); // ended already: no marker
     const file = this.#file;
     let written: string[] | null = null;
     if (this.#pending.length > 0) {
