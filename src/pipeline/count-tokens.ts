@@ -11,20 +11,24 @@ import { TollgateError } from '../core/errors.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort } from '../providers/upstream.js';
 import { anthropicCodec } from '../wire/anthropic/index.js';
-import { resolveModel } from '../routing/resolve.js';
+import { resolveModel, type Route } from '../routing/resolve.js';
+import { comboOf } from '../routing/combos.js';
+import { anthropicSameFormat } from '../wire/anthropic/same-format.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders } from './reply.js';
-import { upstreamHeaders } from './passthrough.js';
+import { rewriteBody, upstreamHeaders } from './passthrough.js';
 import { relayedText, watchClient, type UpstreamCall } from './upstream.js';
 
 export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
 
 export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   const body = req.body as Record<string, unknown> | null;
-  // The same body as /v1/messages without max_tokens; parsed with a placeholder so validation is shared.
+  // The same body as /v1/messages without max_tokens; parsed with a placeholder so validation is shared. What is
+  // counted is the client's body itself (its thinking, MCP servers, tools' options, citations: all change the count).
   const canonical = anthropicCodec.parseRequest(body !== null && typeof body === 'object' ? { ...body, max_tokens: 1, stream: false } : body);
-  const resolved = resolveModel(ctx.config.current, parseThinkingSuffix(canonical.model).model);
+  const named = parseThinkingSuffix(canonical.model);
+  const resolved = countTarget(ctx, named.model, 'count_tokens');
   if (resolved.provider.format !== 'anthropic') {
     throw new TollgateError(
       'TOLLGATE_ERR_NOT_SUPPORTED',
@@ -33,16 +37,21 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
     );
   }
   const route = await ctx.router.connect(resolved);
-  await answerCount(reply, () => ctx.router.tokenRefused(route), (signal) =>
-    ctx.upstream.callOnce(route, canonical, {
-      codec: anthropicCodec, stream: false, signal,
-      reshape: (built) => {
-        // Fields of a message request the counter does not take.
-        const { max_tokens: _maxTokens, stream: _stream, service_tier: _tier, ...body } = built.body;
-        return { path: `${built.path}/count_tokens`, headers: built.headers, body };
-      },
-    }),
-  );
+  const sent: Json = { ...(body as Json) };
+  rewriteBody(anthropicSameFormat, sent, route, named.thinking);
+  // Fields of a message request the counter does not take.
+  for (const field of ['max_tokens', 'stream', 'service_tier']) delete sent[field];
+  const path = `${anthropicSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: '', alt: '' })}/count_tokens`;
+  const request: UpstreamRequest = { path, headers: upstreamHeaders(anthropicSameFormat, req, route, false), body: sent };
+  await answerCount(reply, () => ctx.router.tokenRefused(route), (signal) => ctx.upstream.send(route, request, { stream: false, signal }));
+}
+
+/** A counter's target: a configured `<provider>/<model>`; a combo is not counted (which member would be called?). */
+function countTarget(ctx: GatewayContext, model: string, what: string): Route {
+  if (comboOf(ctx.config.current, model) !== undefined) {
+    throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `${what} is not answered for a combo ('${model.slice(0, 100)}'): name one of its members`, { param: 'model' });
+  }
+  return resolveModel(ctx.config.current, model);
 }
 
 /**
@@ -51,7 +60,7 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
  */
 export async function handleGeminiCountTokens(ctx: GatewayContext, model: string, req: FastifyRequest, reply: FastifyReply): Promise<void> {
   if (!isObj(req.body)) throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'request body must be a JSON object');
-  const resolved = resolveModel(ctx.config.current, parseThinkingSuffix(model).model);
+  const resolved = countTarget(ctx, parseThinkingSuffix(model).model, 'countTokens');
   if (resolved.provider.format !== 'gemini') {
     throw new TollgateError(
       'TOLLGATE_ERR_NOT_SUPPORTED',

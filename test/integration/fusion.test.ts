@@ -125,7 +125,22 @@ t.test('past the quorum, the grace period cuts a slow member off (recorded as ab
   t.match(judged, 'Bravo fast');
   t.notMatch(judged, 'Charlie never');
   const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
-  t.same(attempts.map((r) => [r.provider, r.status, r.error_type]), [['a', 'success', ''], ['b', 'success', ''], ['c', 'aborted', 'fusion_cut_off'], ['j', 'success', '']]);
+  t.same(attempts.map((r) => [r.provider, r.status, r.error_type, r.http_status]), [['a', 'success', '', 200], ['b', 'success', '', 200], ['c', 'aborted', 'fusion_cut_off', 504], ['j', 'success', '', 200]],
+    'the member cut off before its upstream answered: 504, not the 200 it never got');
+});
+
+t.test('empty answers do not make the quorum: the panel waits for an answer with text', async (t) => {
+  // (a review of fusion: two empty answers counted as the quorum of 2, the grace period cut the third member off, and
+  // with no candidate the client got a 504 although the time limit was far off)
+  fakes.a.next({ kind: 'ok', words: [''] });
+  fakes.b.next({ kind: 'ok', words: [''] });
+  fakes.c.next({ kind: 'ok', words: ['Charlie says 4'], delayMs: 600 });
+  fakes.j.next({ kind: 'ok', words: VERDICT });
+  const res = await client.chat.completions.create({ model: 'quick', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(res.choices[0]?.message.content, VERDICT.join(''), 'the judge answers');
+  t.match(JSON.stringify(fakes.j.received.at(-1)!.body), 'Charlie says 4', 'from the one answer with text');
+  const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  t.same(attempts.map((r) => [r.provider, r.status]), [['a', 'success'], ['b', 'success'], ['c', 'success'], ['j', 'success']]);
 });
 
 t.test('a client that leaves during the panel: the client row names the member that answered; the others are aborts, not cut-offs', async (t) => {
@@ -152,8 +167,8 @@ t.test('a client that leaves during the panel: the client row names the member t
     return attempts.length === 3;
   }, 10_000);
   t.match(parent, { provider: 'b', model: 'b/m', status: 'aborted', http_status: 499, error_type: 'client_closed' }, 'the member that answered');
-  t.same(attempts.sort((x, y) => Number(x.attempt) - Number(y.attempt)).map((r) => [r.provider, r.status, r.error_type]),
-    [['a', 'aborted', 'client_closed'], ['b', 'success', ''], ['c', 'aborted', 'client_closed']], 'the others: the client left');
+  t.same(attempts.sort((x, y) => Number(x.attempt) - Number(y.attempt)).map((r) => [r.provider, r.status, r.error_type, r.http_status]),
+    [['a', 'aborted', 'client_closed', 499], ['b', 'success', '', 200], ['c', 'aborted', 'client_closed', 499]], 'the others: the client left (499: no answer had come)');
 });
 
 t.test('when no member answers, the client gets the last failure', async (t) => {

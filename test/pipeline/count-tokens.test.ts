@@ -34,10 +34,11 @@ const gw = await startApp(t, {
     anth: {
       name: 'Anthropic (fake)', group: 'paid', format: 'anthropic', base_url: `http://127.0.0.1:${port}`,
       auth: { type: 'api_key', key: 'sk-ant-fake' }, price: { input: 3, output: 15 },
-      models: { 'claude-test': { kind: 'llm', capabilities: ['tools'] } },
+      models: { 'claude-test': { kind: 'llm', capabilities: ['tools'] }, 'claude-full': { kind: 'llm' } },
     },
     demo: DEMO_PROVIDER,
   },
+  combos: { fb: { strategy: 'fallback', models: ['anth/claude-test'] } },
 });
 const client = new Anthropic({ baseURL: gw.url, apiKey: 'unused', maxRetries: 0 });
 
@@ -59,4 +60,37 @@ t.test('a target that cannot count is a clear 400, not a guess', async (t) => {
   const err = await client.messages.countTokens({ model: 'demo/echo-1', messages: [{ role: 'user', content: 'x' }] }).catch((e: unknown) => e);
   t.ok(err instanceof Anthropic.BadRequestError);
   t.match(JSON.stringify((err as InstanceType<typeof Anthropic.BadRequestError>).error), /TOLLGATE_ERR_NOT_SUPPORTED/);
+});
+
+t.test('what is counted is the body the client sent: thinking, MCP servers, tool options, citations, beta headers', async (t) => {
+  // (a review of token counting: the body was rebuilt from the canonical request, which carries none of these, so
+  // the count understated what the message would be billed)
+  const body = {
+    model: 'anth/claude-full',
+    thinking: { type: 'enabled', budget_tokens: 2048 },
+    mcp_servers: [{ type: 'url', url: 'https://mcp.example.com/sse', name: 'example' }],
+    tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }],
+    messages: [{ role: 'user', content: [
+      { type: 'document', source: { type: 'text', media_type: 'text/plain', data: 'The grass is green.' }, citations: { enabled: true } },
+      { type: 'text', text: 'What colour is the grass?' },
+    ] }],
+  };
+  const res = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-beta': 'mcp-client-2025-04-04', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body),
+  });
+  t.equal(res.status, 200, await res.text());
+  const sent = received.at(-1)!;
+  t.same(sent.body, { ...body, model: 'claude-full' }, 'the client\'s body, the model named as the provider knows it');
+  t.equal(sent.headers['anthropic-beta'], 'mcp-client-2025-04-04', 'the client\'s beta header');
+});
+
+t.test('a combo is not counted: a 400 saying so, not a 404 that calls it unknown', async (t) => {
+  for (const [path, payload] of [
+    ['/v1/messages/count_tokens', { model: 'fb', messages: [{ role: 'user', content: 'x' }] }],
+    ['/v1beta/models/fb:countTokens', { contents: [{ role: 'user', parts: [{ text: 'x' }] }] }],
+  ] as const) {
+    const res = await fetch(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payload) });
+    t.equal(res.status, 400, path);
+    t.match(await res.json(), { error: { code: 'TOLLGATE_ERR_NOT_SUPPORTED', param: 'model', message: /not answered for a combo/ } }, path);
+  }
 });

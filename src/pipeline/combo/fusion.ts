@@ -19,6 +19,7 @@ import { ClientAbort } from '../../providers/upstream.js';
 import { settleEstimate, type Outcome } from '../outcome.js';
 import { buildUpstream, droppedParams, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
 import { failWith, readUpstreamError, sendFailure } from '../upstream.js';
+import { CLIENT_CLOSED } from '../reply.js';
 
 /** Defaults of a fusion combo's waits: 2 s of grace after the quorum, 120 s in all. */
 export const FUSION_GRACE_MS = 2000;
@@ -95,6 +96,9 @@ interface PanelCall {
   readonly drops: PanelDrops;
 }
 
+/** An answer's text ('' when it has none: no candidate). */
+const textOf = (a: CanonicalResponse): string => a.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+
 /** One panel member's whole answer (non-streamed), or its failure. */
 async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): Promise<UpstreamFailure | null> {
   const route = await exchange.ctx.router.connect(panel.member.route);
@@ -103,10 +107,12 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
   const built = buildUpstream(exchange, outbound, panel.request, route);
   panel.drops.set(outcome, droppedParams(exchange.inbound.codec.paramNames, panel.request, built.dropped));
   const sentAt = performance.now();
+  let answered: number | null = null; // the upstream's status, once it came
   try {
     const call = await exchange.ctx.upstream.callOnce(route, panel.request, {
       codec: outbound, built, stream: false, signal: panel.cut, trace: exchange.trace, onSpan: (span) => (outcome.span = span),
     });
+    answered = call.res.status;
     const failed = await readUpstreamError(call, outcome);
     if (failed !== null) return failed;
     const text = await call.res.text();
@@ -122,6 +128,8 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
       // Cut off by the deadline, or by the client leaving (an abort like any other then).
       outcome.status = 'aborted';
       outcome.errorType = panel.clientGone() ? 'client_closed' : 'fusion_cut_off';
+      // what the call came to: the upstream's status when it had come, else the client's 499 or the deadline's 504
+      outcome.httpStatus = answered ?? (panel.clientGone() ? CLIENT_CLOSED : 504);
       outcome.span?.end(null, outcome.errorType);
       return errorFailure(new TollgateError('TOLLGATE_ERR_UPSTREAM_TIMEOUT', 'the panel member did not answer within the fusion time limit'));
     }
@@ -152,7 +160,8 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
   const onSettled = () => {
     settled++;
     if (settled === members.length) wake();
-    else if (!grace && answers.size >= quorum) {
+    // only answers with text count: an empty one is no candidate for the judge
+    else if (!grace && [...answers.values()].filter((a) => textOf(a) !== '').length >= quorum) {
       grace = true;
       timers.push(setTimeout(wake, combo.grace_ms ?? FUSION_GRACE_MS));
     }
@@ -201,8 +210,8 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   }
   const candidates = panel.attempts.flatMap((r) => {
     const a = panel.answers.get(r.outcome);
-    const text = a?.content.map((p) => (p.type === 'text' ? p.text : '')).join('') ?? '';
-    return a && text ? [{ model: r.record.model, text }] : [];
+    const text = a === undefined ? '' : textOf(a);
+    return text ? [{ model: r.record.model, text }] : [];
   });
   if (candidates.length === 0) {
     const last = [...panel.attempts].reverse().find((r) => r.failure !== null);
