@@ -16,7 +16,7 @@ import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody } from './core/errors.js';
 import { registerJsonBody } from './core/json-body.js';
 import { lazyCompilersFactory } from './core/lazy-validator.js';
-import { badQuery, clientErrorHandler, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
+import { badQuery, clientErrorHandler, continueWithinLimit, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -146,6 +146,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   });
   const log: FastifyBaseLogger = app.log;
   serveUnknownExpectations(app.server);
+  continueWithinLimit(app.server, cfg.server.body_limit_bytes);
 
   // Nothing is loaded or connected here: the store opens (and migrates) in the background, see storeReady below.
   const base = openStore(cfg.storage);

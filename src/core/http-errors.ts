@@ -43,6 +43,12 @@ export function parserError(err: { code?: string }): TollgateError {
 }
 
 /**
+ * Sockets whose request `server.request_timeout_s` cut (answered 400 here): the request's own error handler records
+ * the 400 it got, not a client that left (pipeline/request.ts, answerRefusal).
+ */
+export const timedOutSockets = new WeakSet<Socket>();
+
+/**
  * fastify's `clientErrorHandler` option (Node's 'clientError' event): answer on the socket, then close it. A reset
  * connection, or one that can no longer be written to, is only destroyed.
  */
@@ -51,6 +57,7 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
     socket.destroy();
     return;
   }
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOutSockets.add(socket);
   const e = parserError(err);
   this.log.info({ code: e.code, cause: err.code }, e.message);
   const body = JSON.stringify(errorBody(e, null));
@@ -72,4 +79,20 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
  */
 export function serveUnknownExpectations(server: Server): void {
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+}
+
+/**
+ * `Expect: 100-continue` with a body the gateway would refuse by its declared length: the 413 at once, instead of
+ * Node's automatic `100 Continue` that tells the client to upload it first. Any other such request continues.
+ */
+export function continueWithinLimit(server: Server, limit: number): void {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    if (Number(req.headers['content-length']) > limit) {
+      const e = new TollgateError('TOLLGATE_ERR_BODY_TOO_LARGE', 'request body is larger than the configured limit');
+      res.writeHead(e.status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(errorBody(e, null)));
+      return;
+    }
+    res.writeContinue();
+    server.emit('request', req, res);
+  });
 }

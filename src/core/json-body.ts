@@ -139,6 +139,12 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
 /** Register the parser for application/json (and its parameters, e.g. charset) on `app`. */
 export function registerJsonBody(app: FastifyInstance, opts: JsonBodyOptions): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', async (_req: FastifyRequest, payload: IncomingMessage) =>
-    parseJsonBody(await collect(payload, opts.limit), opts.maxDepth()));
+  app.addContentTypeParser('application/json', async (_req: FastifyRequest, payload: IncomingMessage) => {
+    // A compressed body is not decoded (no client of the gateway's sends one): said as such, not as invalid JSON.
+    const encoding = payload.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity' && encoding.trim() !== '') {
+      throw new TollgateError('TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', `a request body in content-encoding '${encoding.slice(0, 40)}' is not accepted: send it uncompressed`);
+    }
+    return parseJsonBody(await collect(payload, opts.limit), opts.maxDepth());
+  });
 }

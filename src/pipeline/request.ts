@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
+import { timedOutSockets } from '../core/http-errors.js';
 import type { UsageRecord } from '../ledger/record.js';
 import { uuidv7 } from '../ledger/uuidv7.js';
 import type { Target } from '../routing/auto-switch.js';
@@ -171,6 +172,12 @@ const GATE_REFUSALS: ReadonlySet<string> = new Set(['TOLLGATE_ERR_UNAUTHORIZED',
  * that leaves later is), logged at info, and not answered: nobody is there.
  */
 export function answerRefusal(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, err: unknown, endpoint: string | undefined): FastifyReply | undefined {
+  if (clientLeft(err, req) && req.raw.socket !== null && timedOutSockets.has(req.raw.socket)) {
+    // Cut by server.request_timeout_s, and answered 400 on the socket already (core/http-errors.ts): the row says so.
+    if (endpoint !== undefined) recordRejected(ctx, req, endpoint, { status: 'failure', httpStatus: 400, errorType: 'TOLLGATE_ERR_BAD_REQUEST' });
+    reply.hijack();
+    return undefined;
+  }
   if (clientLeft(err, req)) {
     req.log.info({ code: 'client_closed', path: req.url.split('?')[0] }, 'the client went away before its request arrived');
     if (endpoint !== undefined) recordRejected(ctx, req, endpoint, { status: 'aborted', httpStatus: CLIENT_CLOSED, errorType: 'client_closed' });

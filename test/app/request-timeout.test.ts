@@ -30,6 +30,14 @@ t.test('a body that never comes: answered "not received in time" and the socket 
   const took = Date.now() - started;
   t.match(answer, /^HTTP\/1\.1 400 [\s\S]*"code":"TOLLGATE_ERR_BAD_REQUEST","message":"the request was not received in time"/, 'answered in the error shape');
   t.ok(answeredAt > 0 && took < 10_000, `answered after ${answeredAt} ms and closed after ${took} ms: within seconds of the 1 s limit, not held`);
+  // the record says what the client was told (a review of limits: it said a client that left, 499 client_closed)
+  let rows: Record<string, unknown>[] = [];
+  for (let i = 0; i < 50 && rows.length === 0; i++) {
+    rows = await gw.rows("endpoint = 'chat.completions'");
+    if (rows.length === 0) await new Promise((r) => setTimeout(r, 100));
+  }
+  t.match(rows, [{ status: 'failure', http_status: 400, error_type: 'TOLLGATE_ERR_BAD_REQUEST' }], 'the row: the 400 it was answered');
+  t.match(await gw.metrics(), /tollgate_requests_total\{[^}]*status="failure"[^}]*\} 1/, 'counted as a failure');
 });
 
 t.test('an answer slower than the limit is not cut', async (t) => {
