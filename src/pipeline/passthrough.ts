@@ -227,9 +227,9 @@ function redacted(bytes: Uint8Array, call: UpstreamCall): Uint8Array | string {
 }
 
 /**
- * Upstream SSE to the client unchanged, as received up to each read's last whole frame; the same bytes are framed and read by the
- * codec's stream parser for usage, the first output and the finish. A stream the upstream breaks off gets the
- * format's terminal error appended, so the client's SDK raises rather than taking a cut answer as whole.
+ * Upstream SSE to the client unchanged, as received up to each read's last whole frame; the same bytes are framed
+ * and read by the codec's stream parser for usage, the first output and the finish. A stream the upstream breaks off
+ * gets the format's terminal error appended, so the client's SDK raises rather than taking a cut answer as whole.
  */
 async function relaySameFormat(s: SameFormatStream): Promise<void> {
   const { request, format: f } = s;
