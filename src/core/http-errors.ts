@@ -82,12 +82,14 @@ export function serveUnknownExpectations(server: Server): void {
 }
 
 /**
- * `Expect: 100-continue` with a body the gateway would refuse by its declared length: the 413 at once, instead of
- * Node's automatic `100 Continue` that tells the client to upload it first. Any other such request continues.
+ * `Expect: 100-continue` with a JSON body the gateway would refuse by its declared length (the JSON parser's limit):
+ * the 413 at once, instead of Node's automatic `100 Continue` that tells the client to upload it first. Any other
+ * such request continues (an archive import streams its body under a limit of its own).
  */
 export function continueWithinLimit(server: Server, limit: number): void {
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
-    if (Number(req.headers['content-length']) > limit) {
+    const json = /^application\/json\b/i.test(req.headers['content-type'] ?? '');
+    if (json && Number(req.headers['content-length']) > limit) {
       const e = new TollgateError('TOLLGATE_ERR_BODY_TOO_LARGE', 'request body is larger than the configured limit');
       res.writeHead(e.status, { 'content-type': 'application/json', connection: 'close' }).end(JSON.stringify(errorBody(e, null)));
       return;

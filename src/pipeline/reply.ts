@@ -64,13 +64,29 @@ export function percentEncoded(s: string, reserved = ''): string {
 /**
  * Write and respect back-pressure; resolves early if the client goes away. A client of an event stream that reads
  * nothing for the stream's stall time is let go (the response destroyed: the upstream call is released, and the row
- * says `client_stalled`): a stream the client stopped reading must not hold a provider's connection for ever.
+ * says `client_stalled`): a stream the client stopped reading must not hold a provider's connection for ever. The
+ * relay is told by a rejection (what came after did not reach the client). A large write goes in pieces, so that a
+ * client reading slowly shows its progress (each piece's drain) and is not taken for one that stopped.
  */
 export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
   if (raw.destroyed) return;
-  if (raw.write(s)) return;
+  if (s.length <= PIECE) return raw.write(s) ? undefined : drained(raw);
+  return inPieces(raw, typeof s === 'string' ? Buffer.from(s) : s);
+}
+
+/** The size of a write's pieces: a slow reader drains one within the stall time. */
+const PIECE = 64 * 1024;
+
+async function inPieces(raw: ServerResponse, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length && !raw.destroyed; at += PIECE) {
+    if (!raw.write(bytes.subarray(at, at + PIECE))) await drained(raw);
+  }
+}
+
+/** The response drained (or closed: a client gone); rejected when the client read nothing for its stall time. */
+function drained(raw: ServerResponse): Promise<void> {
   const stallMs = clientStallMs.get(raw);
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const timer = stallMs === undefined ? undefined : setTimeout(() => {
       stalledClients.add(raw);
       raw.destroy();
@@ -79,7 +95,8 @@ export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void
       clearTimeout(timer);
       raw.off('drain', done);
       raw.off('close', done);
-      resolve();
+      if (stalledClients.has(raw)) reject(new Error('the client read nothing for the stream\'s stall time'));
+      else resolve();
     };
     raw.on('drain', done);
     raw.on('close', done);

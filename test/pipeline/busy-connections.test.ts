@@ -16,7 +16,7 @@ t.setTimeout(60_000);
 
 interface Call { res: ServerResponse; closed: boolean }
 const calls: Call[] = [];
-let mode: 'flood' | 'trickle' = 'flood';
+let mode: 'flood' | 'trickle' | 'one-frame' = 'flood';
 const WORD = JSON.stringify('w'.repeat(4000));
 const upstream = createServer((req, res) => {
   req.resume();
@@ -26,6 +26,13 @@ const upstream = createServer((req, res) => {
     res.on('close', () => (call.closed = true));
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     const chunk = `data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":${WORD}},"finish_reason":null}]}\n\n`;
+    if (mode === 'one-frame') {
+      // one 6 MB frame (a large delta: a base64 image), the usage and the end, all at once: the upstream is done at once
+      const big = JSON.stringify('x'.repeat(6_000_000));
+      res.write(`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":${big}},"finish_reason":null}]}\n\n`);
+      res.end('data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}\n\ndata: [DONE]\n\n');
+      return;
+    }
     if (mode === 'trickle') {
       // a stream that moves, slowly, for ever: it holds its connection without stalling
       const timer = setInterval(() => res.write(chunk), 200);
@@ -51,6 +58,8 @@ const base = `http://127.0.0.1:${(upstream.address() as { port: number }).port}/
 const gw = await startApp(t, {
   providers: {
     oa: { group: 'paid', format: 'openai', base_url: base, auth: { type: 'api_key', key: 'sk-test-0123456789' }, price: { input: 1, output: 1 }, connections: 2, timeouts: { stall_s: 1 }, models: { m: { kind: 'llm' } } },
+    // the slow reader's: TCP shows a reader's progress in steps (the window reopens after a good part of it is read)
+    slow: { group: 'paid', format: 'openai', base_url: base, auth: { type: 'api_key', key: 'sk-test-0123456789' }, price: { input: 1, output: 1 }, timeouts: { stall_s: 3 }, models: { m: { kind: 'llm' } } },
   },
 });
 const port = Number(new URL(gw.url).port);
@@ -107,4 +116,30 @@ t.test('a request queued behind busy connections gets a 504 after stall_s, not a
   const [row] = await gw.rows('http_status = 504');
   t.match(row, { status: 'failure', error_type: 'TOLLGATE_ERR_UPSTREAM_TIMEOUT', provider: 'oa' }, 'its row');
   holders.forEach((h) => h.abort());
+});
+
+t.test('a client that reads slowly is not cut; one that reads nothing is recorded as let go, though the upstream had finished', async (t) => {
+  // (a review of the evening's fixes: the stall was counted from the write, not from the client's last read, so a
+  // client reading 1 MB/s got 5.4 of 6 MB and the row said success; a let-go stream whose upstream had finished kept
+  // its success row too)
+  mode = 'one-frame';
+  const slowBody = body.replace('oa/m', 'slow/m');
+  const slow = connect(port, '127.0.0.1', () => slow.write(`POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: ${Buffer.byteLength(slowBody)}\r\n\r\n${slowBody}`));
+  t.teardown(() => slow.destroy());
+  let received = 0;
+  slow.pause();
+  const reading = setInterval(() => {
+    for (let chunk = slow.read(); chunk !== null && received < 1e9; chunk = slow.read()) received += (chunk as Buffer).length;
+  }, 50);
+  // at most ~64 KB a read every 50 ms: about 1.3 MB/s, so the 6 MB frame takes longer than the 3 s stall_s
+  const closed = new Promise((r) => slow.once('close', r));
+  const still = nonReader();
+  await closed;
+  clearInterval(reading);
+  t.ok(received > 6_000_000, `the slow reader got the whole answer (${received} bytes)`);
+  still.destroy();
+  let rows: Record<string, unknown>[] = [];
+  await waitFor(async () => (rows = await gw.rows("api_key_name = 'anonymous' AND model IN ('slow/m', 'oa/m') AND ts > now() - INTERVAL 30 SECOND")).length >= 2, 10_000);
+  const statuses = rows.slice(-2).map((r) => `${String(r.status)}/${String(r.error_type)}`).sort();
+  t.same(statuses, ['aborted/client_stalled', 'success/'], `the slow reader's row a success, the non-reader's let go (${statuses.join(', ')})`);
 });
