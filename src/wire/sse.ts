@@ -132,9 +132,11 @@ function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
   return { event, data: data.join('\n'), id };
 }
 
-const SEPARATORS = [Buffer.from('\n\n'), Buffer.from('\r\n\r\n'), Buffer.from('\r\r')];
+// SseParser's frame ends, and the two mixed ones (`\r\n` then `\n`, `\n` then `\r\n`): valid blank lines it does not
+// end a frame at, whose bytes must still go on rather than wait for the stream's end.
+const SEPARATORS = [Buffer.from('\n\n'), Buffer.from('\r\n\r\n'), Buffer.from('\r\r'), Buffer.from('\r\n\n'), Buffer.from('\n\r\n')];
 
-/** Where the last blank line in `b` ends (its bytes after the separator), or -1: the frame ends SseParser finds too. */
+/** Where the last blank line in `b` ends (its bytes after the separator), or -1. */
 function lastFrameEnd(b: Buffer): number {
   let end = -1;
   for (const sep of SEPARATORS) {

@@ -302,3 +302,11 @@ t.test('WholeFrames: any chunking gives the bytes back, each part ending where S
     { numRuns: 300 },
   );
 });
+
+t.test('WholeFrames: a blank line of mixed line ends goes on at once (not held to the stream\'s end)', async (t) => {
+  for (const sep of ['\r\n\n', '\n\r\n']) {
+    const w = new WholeFrames();
+    t.equal(w.push(Buffer.from(`data: {"a":1}${sep}data: {"b"`))?.toString(), `data: {"a":1}${sep}`, JSON.stringify(sep));
+    t.equal(w.rest().toString(), 'data: {"b"');
+  }
+});
