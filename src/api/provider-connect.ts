@@ -48,22 +48,17 @@ interface Pending {
   tokens?: OAuthTokens;
 }
 
-/** A disk error of the credentials directory, named without a path or token (the file system's code only). */
-function unsaved(err: unknown): TollgateError {
+/** A disk error of the credentials directory as a 500 naming the file system's code only (no path, no token). */
+function diskFailure(err: unknown, what: (code: string) => string): TollgateError {
   if (err instanceof TollgateError) return err;
-  const code = (err as NodeJS.ErrnoException | null)?.code ?? 'error';
-  return new TollgateError('TOLLGATE_ERR_INTERNAL', `the tokens could not be saved under storage.data_dir/credentials (${code}); fix the directory, then post the same callback again within 10 minutes`, { cause: err });
+  return new TollgateError('TOLLGATE_ERR_INTERNAL', what((err as NodeJS.ErrnoException | null)?.code ?? 'error'), { cause: err });
 }
 
 /** The credentials directory (and, without TOLLGATE_SECRET_KEY, its key) made and writable, or a clear 500. */
 async function writable(config: ConfigHolder): Promise<void> {
-  try {
-    await new CredentialStore(config.current.storage.data_dir).init();
-  } catch (err) {
-    if (err instanceof TollgateError) throw err;
-    const code = (err as NodeJS.ErrnoException | null)?.code ?? 'error';
-    throw new TollgateError('TOLLGATE_ERR_INTERNAL', `storage.data_dir/credentials cannot be written (${code}): fix the directory, then start the sign-in`, { cause: err });
-  }
+  await new CredentialStore(config.current.storage.data_dir).init().catch((err: unknown) => {
+    throw diskFailure(err, (code) => `storage.data_dir/credentials cannot be written (${code}): fix the directory, then start the sign-in`);
+  });
 }
 
 const bad = (message: string, param?: string) => new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', message, param === undefined ? {} : { param });
@@ -181,7 +176,7 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     } catch (err) {
       // The code is spent: keep what it bought, so that the same complete saves it once the disk is fixed.
       p.tokens = tokens;
-      throw unsaved(err);
+      throw diskFailure(err, (code) => `the tokens could not be saved under storage.data_dir/credentials (${code}); fix the directory, then post the same callback again within 10 minutes`);
     }
     pending.delete(a.state); // once
     return {
