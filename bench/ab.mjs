@@ -12,7 +12,8 @@
 //   AB_DIR_A, AB_DIR_B     the two copies (default: this checkout)
 //   AB_ENV_A, AB_ENV_B     environment of that side's process, `K=V,K2=V2` (e.g. AB_ENV_B=BENCH_NO_RECORD=marker)
 //   AB_ARGS_A, AB_ARGS_B   node flags of that side's process (e.g. AB_ARGS_B=--max-semi-space-size=64)
-//   AB_TARGET              the bench target both sides run: tollgate (default), floor
+//   AB_TARGET              the bench target both sides run: tollgate (default), floor, passthrough
+//   AB_TARGET_A, AB_TARGET_B  one side's target (e.g. AB_TARGET_A=passthrough: Tollgate's CPU against the bare proxy's)
 //   AB_SCENARIO            json (default) or sse
 //   AB_ROUNDS, AB_SECONDS  measured windows and their length (10 x 5 s), after a 3 s warm-up
 //   AB_CONCURRENCY         both sides together (32)
@@ -35,7 +36,10 @@ import { median } from './lib/stats.mjs';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const env = process.env;
 const target = env.AB_TARGET ?? 'tollgate';
-if (!['tollgate', 'floor'].includes(target)) throw new Error(`AB_TARGET: '${target}' is not tollgate or floor`);
+const targets = { A: env.AB_TARGET_A ?? target, B: env.AB_TARGET_B ?? target };
+for (const t of Object.values(targets)) {
+  if (!['tollgate', 'floor', 'passthrough'].includes(t)) throw new Error(`AB_TARGET: '${t}' is not tollgate, floor or passthrough`);
+}
 const scenario = env.AB_SCENARIO ?? 'json';
 if (!['json', 'sse'].includes(scenario)) throw new Error(`AB_SCENARIO: '${scenario}' is not json or sse`);
 const rounds = Number(env.AB_ROUNDS ?? 10);
@@ -81,7 +85,8 @@ async function side(label) {
   const vars = pairs(env[`AB_ENV_${label}`]);
   const saved = vars.map(([k]) => [k, env[k]]);
   for (const [k, v] of vars) env[k] = v; // the child gets this process's environment at its start
-  const child = startChild(label, join(dir, 'bench', `${target}.mjs`), [up.url, data], {
+  const kind = targets[label];
+  const child = startChild(label, join(dir, 'bench', `${kind}.mjs`), kind === 'passthrough' ? [up.url] : [up.url, data], {
     execArgv: (env[`AB_ARGS_${label}`] ?? '').split(' ').filter(Boolean), cwd: tmpdir(),
   });
   const info = await child.ready.finally(() => {
@@ -156,8 +161,8 @@ async function pass(first) {
 const orders = Number(env.AB_ORDERS ?? 1);
 if (![1, 2].includes(orders)) throw new Error(`AB_ORDERS: '${env.AB_ORDERS}' is not 1 or 2`);
 try {
-  console.log(`A: ${resolve(env.AB_DIR_A ?? join(HERE, '..'))}${env.AB_ENV_A ? ` ${env.AB_ENV_A}` : ''}${env.AB_ARGS_A ? ` ${env.AB_ARGS_A}` : ''}`);
-  console.log(`B: ${resolve(env.AB_DIR_B ?? join(HERE, '..'))}${env.AB_ENV_B ? ` ${env.AB_ENV_B}` : ''}${env.AB_ARGS_B ? ` ${env.AB_ARGS_B}` : ''}`);
+  console.log(`A: ${targets.A} ${resolve(env.AB_DIR_A ?? join(HERE, '..'))}${env.AB_ENV_A ? ` ${env.AB_ENV_A}` : ''}${env.AB_ARGS_A ? ` ${env.AB_ARGS_A}` : ''}`);
+  console.log(`B: ${targets.B} ${resolve(env.AB_DIR_B ?? join(HERE, '..'))}${env.AB_ENV_B ? ` ${env.AB_ENV_B}` : ''}${env.AB_ARGS_B ? ` ${env.AB_ARGS_B}` : ''}`);
   console.log(`${target}, ${scenario}, c=${concurrency} in all (half each), ${rounds} windows of ${seconds} s after 3 s of warm-up`);
   const passes = [await pass('A')];
   if (orders === 2) passes.push(await pass('B'));
