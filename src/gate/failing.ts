@@ -7,6 +7,24 @@
 
 import { normalizeIP } from '@fastify/rate-limit';
 
+/** An X-Forwarded-For entry with a port, or an IPv6 one in brackets: its address is the IPv4 or the bracketed part. */
+const WITH_PORT = /^(?:\[([0-9A-Fa-f:.]+)\](?::\d{1,5})?|(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5})$/;
+
+/**
+ * X-Forwarded-For with every entry's port taken off (`203.0.113.7:4711` -> `203.0.113.7`, `[2001:db8::1]:443` ->
+ * `2001:db8::1`): some proxies append the client's address with its port (Azure's application gateway does), which
+ * made each connection a client of its own for both limits, and an address with a port is never a trusted proxy.
+ * The header as it is when no entry has one.
+ */
+export function withoutPorts(xff: string): string {
+  if (!xff.includes(':')) return xff;
+  return xff.split(',').map((part) => {
+    const entry = part.trim();
+    const m = WITH_PORT.exec(entry);
+    return m === null ? entry : (m[1] ?? m[2])!;
+  }).join(', ');
+}
+
 /** The limiter's key for a client IP: IPv4 as it is (what normalizeIP gives for it), IPv6 by normalizeIP. */
 export function clientKey(ip: string): string {
   return ip.includes(':') ? normalizeIP(ip) : ip;

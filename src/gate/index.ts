@@ -13,7 +13,7 @@
 // request addressed to a name that is not loopback (DNS rebinding); keys or not, a write marked cross-origin. 403.
 //
 // Two per-client-IP limits sit in front (req.ip: the socket address, or the right-most untrusted X-Forwarded-For
-// entry when the peer is in server.trust_proxy): `auth_failures_per_minute` wrong or missing keys, after which the
+// entry when the peer is in server.trust_proxy, an entry's port taken off): `auth_failures_per_minute` wrong or missing keys, after which the
 // IP gets 429 on everything but the public list until its window ends, and `requests_per_minute` on every
 // non-public route (0 = off). Both are @fastify/rate-limit stores; a 429 is counted in tollgate_rate_limited_total.
 
@@ -25,7 +25,7 @@ import { TollgateError } from '../core/errors.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import { ANONYMOUS, KeyRing, presentedKey, type KeyIdentity } from './keys.js';
 import { REAUTH_TTL_MS, ReauthTokens, type ReauthHolder } from './reauth.js';
-import { FailingClients, clientKey } from './failing.js';
+import { FailingClients, clientKey, withoutPorts } from './failing.js';
 import { browserRefusal } from './origin.js';
 
 export type Access = 'public' | 'key' | 'admin' | 'reauth';
@@ -141,7 +141,12 @@ export async function installGate(app: FastifyInstance, opts: GateOptions): Prom
     return new TollgateError('TOLLGATE_ERR_RATE_LIMITED', `too many requests with a wrong or missing key from this client (server.rate_limit.auth_failures_per_minute is ${max}); retry in ${retryS} s`);
   };
 
+  // trust_proxy is read at start only (a restart applies it), like fastify's own trustProxy.
+  const behindProxy = holder.current.server.trust_proxy.length > 0;
   app.addHook('onRequest', async (req, reply) => {
+    // req.ip is read from the header each time: an entry's port taken off here is off for both limits.
+    const xff = req.headers['x-forwarded-for'];
+    if (behindProxy && typeof xff === 'string') req.headers['x-forwarded-for'] = withoutPorts(xff);
     const foreign = browserRefusal(req, keys.open);
     if (foreign !== null) throw foreign;
     const access = accessOfRequest(req);

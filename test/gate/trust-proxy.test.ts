@@ -44,3 +44,30 @@ t.test('a blocked client stays blocked while 6,000 other clients each send a wro
   const right = await g.app.inject({ method: 'GET', url: '/v1/models', remoteAddress: '127.0.0.1', headers: { authorization: `Bearer ${KEY}`, 'x-forwarded-for': '203.0.113.9' } });
   t.equal(right.statusCode, 429, 'even with the right key, until the window ends');
 });
+
+// Some proxies append the client's address with its port (Azure's application gateway: `203.0.113.9:50001`): taken as
+// it was, each connection was a client of its own for both limits, and a trusted proxy written with a port was no
+// longer recognised as one.
+t.test('an X-Forwarded-For entry with a port is its address: one client for both limits', async (t) => {
+  const g = await startApp(t, {
+    server: {
+      api_keys: [{ name: 'a', key: KEY }], trust_proxy: ['127.0.0.1', '10.0.0.0/8'],
+      rate_limit: { auth_failures_per_minute: 2, requests_per_minute: 3 },
+    },
+    providers: { demo: DEMO_PROVIDER },
+  });
+  const get = (xff: string, key = 'guess-0000000000000000') =>
+    send(g.url, 'GET', '/v1/models', { headers: { authorization: `Bearer ${key}`, 'x-forwarded-for': xff } });
+  t.equal((await get('203.0.113.9:50001, 10.1.2.3:443')).status, 401);
+  t.equal((await get('203.0.113.9:50002, 10.1.2.3:8443')).status, 401);
+  t.equal((await get('203.0.113.9:50003')).status, 429, 'the same address on another port is the same client');
+  t.equal((await get('203.0.113.9', KEY)).status, 429, 'and without a port too');
+
+  t.equal((await get('[2001:db8::7]:50001', 'guess-1')).status, 401);
+  t.equal((await get('[2001:db8::7]:50002', 'guess-2')).status, 401);
+  t.equal((await get('2001:db8::7', 'guess-3')).status, 429, 'IPv6 in brackets with a port: the address');
+
+  const served: number[] = [];
+  for (let port = 40000; port < 40004; port++) served.push((await get(`198.51.100.4:${port}`, KEY)).status);
+  t.same(served, [200, 200, 200, 429], 'requests_per_minute counts one client across its ports');
+});
