@@ -11,7 +11,7 @@
 import { statSync } from 'node:fs';
 import { ConfigError, loadConfigFile } from './config/load.js';
 import { ConfigHolder, reloadConfigFile, watchConfigFile } from './config/watch.js';
-import { startTelemetry } from './telemetry/otel.js';
+import { SPANS_AT_STOP_MS, startTelemetry } from './telemetry/otel.js';
 
 const USAGE = `usage: tollgate [--config FILE]
        tollgate check-config [FILE]
@@ -197,7 +197,7 @@ async function main(): Promise<void> {
     stopping = true;
     stopWatching();
     await app.close().catch(() => undefined);
-    await telemetry.shutdown().catch(() => undefined);
+    await telemetry.shutdown(SPANS_AT_STOP_MS);
     process.stderr.write(`cannot open the store: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}\n`);
     process.exit(1);
   });
@@ -205,9 +205,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.log.info({ signal }, 'shutting down: draining requests and usage rows');
+    const startedAt = Date.now();
     stopWatching();
     await app.close();
-    await telemetry.shutdown().catch(() => undefined);
+    // Spans get what is left of the stop's bound, at least SPANS_AT_STOP_MS; with no bound (0), what they take.
+    const boundMs = holder.current.server.shutdown_timeout_s * 1000;
+    await telemetry.shutdown(boundMs === 0 ? undefined : Math.max(SPANS_AT_STOP_MS, boundMs - (Date.now() - startedAt)));
     process.exit(0);
   };
   process.on('SIGINT', () => void stop('SIGINT'));

@@ -19,7 +19,28 @@ const NO_CONTEXT_MANAGER = null as unknown as ContextManager;
 
 export interface TelemetryHandle {
   readonly exporting: boolean;
-  shutdown(): Promise<void>;
+  /**
+   * Export what is queued and stop; given `withinMs`, resolved by then whatever the collector does (what it has not
+   * taken by then is lost: the rows and metrics are the record, spans its third part). Never rejects.
+   */
+  shutdown(withinMs?: number): Promise<void>;
+}
+
+/**
+ * The least a stop gives queued spans, whatever is left of `server.shutdown_timeout_s` after the drain: a collector
+ * that answers takes them in milliseconds; one that hangs held a stop up to the OTLP exporter's own 10 s past its
+ * bound.
+ */
+export const SPANS_AT_STOP_MS = 2_000;
+
+/** `done`, or `ms` passed: whichever comes first. */
+async function within(done: Promise<unknown>, ms: number | undefined): Promise<void> {
+  const settled = done.then(() => undefined, () => undefined);
+  if (ms === undefined || !Number.isFinite(ms)) return settled;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))));
+  await Promise.race([settled, late]);
+  clearTimeout(timer);
 }
 
 /** `http://host:4318` -> `http://host:4318/v1/traces`; a URL that already names the path is kept. */
@@ -46,5 +67,5 @@ export async function startTelemetry(cfg: Config, env: NodeJS.ProcessEnv = proce
     contextManager: NO_CONTEXT_MANAGER,
   });
   sdk.start();
-  return { exporting: true, shutdown: () => sdk.shutdown() };
+  return { exporting: true, shutdown: (withinMs) => within(sdk.shutdown(), withinMs) };
 }

@@ -257,3 +257,40 @@ t.test('a data_dir that is a file, and an empty --config, are one line saying wh
   t.equal((await empty.exited).code, 1);
   t.match(empty.out.stderr, /^--config needs a value/);
 });
+
+// A collector that takes the connection and never answers held a clean stop about 10 s past shutdown_timeout_s (the
+// OTLP exporter's own timeout on the spans queued at the stop). Spans get what is left of the bound, at least 2 s.
+t.test('a clean stop with a hanging OTLP collector ends within shutdown_timeout_s and the spans\' 2 s', async (t) => {
+  const { createServer } = await import('node:http');
+  let posts = 0;
+  const collector = createServer((req) => {
+    posts++;
+    req.resume(); // read the batch, never answer
+  });
+  await new Promise<void>((r) => collector.listen(0, '127.0.0.1', r));
+  t.teardown(() => {
+    collector.closeAllConnections();
+    collector.close();
+  });
+  const otlp = `http://127.0.0.1:${(collector.address() as { port: number }).port}`;
+  const dir = tempDir(t);
+  const port = await freePort();
+  const file = join(dir, 'otlp.yaml');
+  const text = config({ port, dataDir: join(dir, 'data'), extra: `telemetry: { otlp_endpoint: ${JSON.stringify(otlp)} }\n` });
+  writeFileSync(file, text.replace('  port:', '  shutdown_timeout_s: 1\n  port:'));
+  const p = start(t, ['--config', file], { cwd: dir });
+  await waitFor(async () => (await health(port)) === 200, 30_000);
+  const res = await fetch(`http://127.0.0.1:${port}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'demo/echo-1', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  t.equal(res.status, 200);
+  await res.text();
+  const stopAt = Date.now();
+  p.child.kill('SIGTERM');
+  const { code } = await p.exited;
+  const tookMs = Date.now() - stopAt;
+  t.equal(code, 0, 'a clean exit');
+  t.ok(posts >= 1, `the queued spans were sent to the collector (${posts} export requests)`);
+  t.ok(tookMs < 5_000, `the stop took ${tookMs} ms: the 1 s bound and at most 2 s for the spans`);
+});
