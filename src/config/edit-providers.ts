@@ -6,6 +6,7 @@ import { isMap, isScalar, parseDocument, type Document, type YAMLMap } from 'yam
 import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
+import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
 
 export interface AddProviderOptions {
   /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
@@ -84,8 +85,9 @@ function providersMap(doc: Document): YAMLMap {
 
 /** `text` with a provider block for a catalog provider added under `providers:`; everything else is kept as it was. */
 export function addProvider(text: string, o: AddProviderOptions): { text: string; prefix: string; models: string[] } {
-  const doc = parseDocument(text);
-  if (doc.errors.length > 0) throw new ConfigEditError(`the config file is not valid YAML: ${doc.errors[0]!.message.split('\n')[0]}`);
+  const doc = parseDocument(text, KEYS_UNCHECKED);
+  const err = doc.errors[0] ?? duplicateKeys(doc)[0];
+  if (err !== undefined) throw new ConfigEditError(`the config file is not valid YAML: ${err.message.split('\n')[0]}`);
   const { prefix, block, models } = providerBlock(o);
   const providers = providersMap(doc);
   if (providers.has(prefix)) throw new ConfigEditError(`provider '${prefix}' is already configured; pick another prefix with --as`);

@@ -16,6 +16,7 @@ import {
   CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
 } from 'yaml';
 import { parseConfigText } from './load.js';
+import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
 import type { Config } from './types.js';
 
 export type SettingPath = readonly (string | number)[];
@@ -55,8 +56,8 @@ export function readConfigFile(file: string): ConfigFileState {
 /** Why `text` cannot be edited (not clean YAML, not a mapping, too many aliases to expand), or null. */
 export function editProblem(text: string): string | null {
   const lines = new LineCounter();
-  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines });
-  const err = doc.errors[0];
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines, ...KEYS_UNCHECKED });
+  const err = doc.errors[0] ?? duplicateKeys(doc).map((d) => ({ pos: [d.pos], message: d.message }))[0];
   if (err !== undefined) return `line ${lines.linePos(err.pos[0]).line}: YAML syntax: ${err.message.split('\n')[0]}`;
   if (!isMap(doc.contents)) return 'it is not a YAML mapping';
   try {
@@ -84,7 +85,7 @@ export function envFedPaths(text: string): string[] {
       node.items.forEach((item, i) => walk(item, `${path}[${i}]`));
     }
   };
-  walk(parseDocument(text).contents, '');
+  walk(parseDocument(text, KEYS_UNCHECKED).contents, '');
   return out;
 }
 
@@ -106,7 +107,7 @@ export function envConflict(text: string, edits: readonly SettingEdit[]): string
 function replaceScalar(text: string, path: SettingPath, value: unknown): string | null {
   if (value === undefined || (value !== null && typeof value === 'object')) return null;
   const tokens = [...new Parser().parse(text)];
-  const [doc] = [...new Composer({ keepSourceTokens: true }).compose(tokens)];
+  const [doc] = [...new Composer({ keepSourceTokens: true, ...KEYS_UNCHECKED }).compose(tokens)];
   const node = doc?.getIn(path, true);
   if (!isScalar(node) || node.srcToken === undefined || doc!.errors.length > 0) return null;
   if (typeof value === 'string') CST.setScalarValue(node.srcToken, value);
@@ -127,7 +128,7 @@ function ownCopy(node: Node): Node {
  * Every entry keeps its value; `text` is returned as it is when no edit meets an alias or a shared anchor.
  */
 function unshare(text: string, edits: readonly SettingEdit[]): string {
-  const doc: Document = parseDocument(text);
+  const doc: Document = parseDocument(text, KEYS_UNCHECKED);
   let changed = false;
   const spread = (target: Node): void => {
     const anchor = target.anchor;
@@ -159,7 +160,7 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
 export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
   text = unshare(text, edits);
   const structural: SettingEdit[] = [];
-  const present = parseDocument(text);
+  const present = parseDocument(text, KEYS_UNCHECKED);
   for (const e of edits) {
     if (e.value === undefined && !present.hasIn(e.path)) continue; // removing what is not there
     const replaced = replaceScalar(text, e.path, e.value);
@@ -167,7 +168,7 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
     else text = replaced;
   }
   if (structural.length === 0) return text;
-  const doc = parseDocument(text);
+  const doc = parseDocument(text, KEYS_UNCHECKED);
   for (const e of structural) {
     if (e.value === undefined) {
       if (!doc.hasIn(e.path)) continue;

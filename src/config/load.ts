@@ -5,7 +5,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import { duplicateKeys, unquoted } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, unquoted } from './text-checks.js';
 import { quotaConfigOf } from './quota-kinds.js';
 import { parseTimeZone } from '../core/tz.js';
 import validateCoerced from './generated/config-validator.js';
@@ -342,7 +342,7 @@ export function parseConfigText(text: string, env: Env = process.env, source = '
   const lines = new LineCounter();
   // yaml's own duplicate-key check compares each key with every earlier one of its mapping (a file of many keys took
   // seconds, on the event loop at a reload); duplicateKeys() does it with a set.
-  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines, uniqueKeys: false });
+  const doc = parseDocument(text, { prettyErrors: false, lineCounter: lines, ...KEYS_UNCHECKED });
   const errors = [...doc.errors.map((e) => ({ pos: e.pos[0], message: e.message.split('\n')[0]! })), ...duplicateKeys(doc)];
   if (errors.length > 0) {
     throw new ConfigError(source, errors.map((e) => ({ path: `line ${lines.linePos(e.pos).line}`, message: `YAML syntax: ${e.message}` })));

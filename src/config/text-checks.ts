@@ -4,6 +4,12 @@
 
 import { isScalar, visit, type Document } from 'yaml';
 
+/**
+ * yaml's parse options with its own duplicate-key check off: every parse of a config file's text uses them, and a
+ * parse that may meet a file not yet checked looks for duplicates with `duplicateKeys`.
+ */
+export const KEYS_UNCHECKED = { uniqueKeys: false } as const;
+
 /** A key twice in one mapping, as yaml reports it (its message, at the second key): one set a mapping. */
 export function duplicateKeys(doc: Document): { pos: number; message: string }[] {
   const found: { pos: number; message: string }[] = [];
