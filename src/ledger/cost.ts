@@ -119,8 +119,17 @@ function halved(p: Price): ServiceTierPrice {
   };
 }
 
+/**
+ * The vendor whose published rule a format's defaults are (the catalog's id for it). A provider linked to another
+ * vendor's catalog (Groq, xAI, OpenRouter, DeepSeek...) speaks the format but bills its own way (Groq's flex is at its
+ * on-demand price): it takes no default, its price says. A provider linked to no catalog takes them.
+ */
+const DEFAULTS_OF: Partial<Record<ProviderConfig['format'], string>> = { anthropic: 'anthropic', openai: 'openai', 'openai-responses': 'openai' };
+
 /** The price as a call needs it: the defaults of its format for what the price leaves out (searches, flex). */
 function withDefaults(provider: ProviderConfig, found: Price, u: Usage): Price {
+  const catalog = provider.catalog ?? '';
+  if (catalog !== '' && catalog !== DEFAULTS_OF[provider.format]) return found;
   let price = found;
   const searchDefault = WEB_SEARCH_PER_1K[provider.format];
   if (u.webSearches && price.web_search_per_1k === undefined && searchDefault !== undefined) price = { ...price, web_search_per_1k: searchDefault };

@@ -79,6 +79,34 @@ t.test('the price: flex at half for the OpenAI formats unless configured; config
   t.equal(computeCost(long.providers.l!, 'm', { ...big, serviceTier: 'flex' }).cost, (2000 * 4 + 100 * 16) / 1e6 / 2, 'flex: half of it');
 });
 
+// The format's defaults (flex at half, $10 a search) are OpenAI's and Anthropic's published rules: a provider linked
+// to another vendor's catalog speaks the format and bills its own way (Groq: "Pricing matches the on-demand tier"
+// for flex). Before, every `openai` provider's flex call was recorded at half, `tollgate providers add groq`'s too.
+t.test("the format's defaults apply to its own vendor and to providers linked to no catalog, not to another vendor's", async (t) => {
+  const cfg = parseConfig({
+    providers: {
+      groq: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', auth: { type: 'api_key', key: 'k' }, models: { 'llama-3.3-70b-versatile': { kind: 'llm' } } },
+      own: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', catalog: 'groq', price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } },
+      oai: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1', catalog: 'openai', price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } },
+      plain: { group: 'paid', format: 'openai-responses', base_url: 'http://127.0.0.1:1', catalog: '', price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } },
+      ds: { group: 'paid', format: 'anthropic', base_url: 'http://127.0.0.1:1', catalog: 'deepseek', price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } },
+      ant: { group: 'paid', format: 'anthropic', base_url: 'http://127.0.0.1:1', catalog: 'anthropic', price: { input: 2, output: 8 }, models: { m: { kind: 'llm' } } },
+    },
+  }, { GROQ_API_KEY: 'k' });
+  t.equal(cfg.providers.groq!.catalog, 'groq', 'the prefix names the catalog');
+  const million: Usage = { input: 1_000_000, cached: null, cacheWrite: null, output: 1_000_000, reasoning: null };
+  const groq = computeCost(cfg.providers.groq!, 'llama-3.3-70b-versatile', { ...million, serviceTier: 'flex' });
+  t.match(groq.priceSource, /^catalog@/);
+  t.equal(groq.cost, computeCost(cfg.providers.groq!, 'llama-3.3-70b-versatile', million).cost, "Groq's flex: its on-demand price");
+  t.equal(computeCost(cfg.providers.own!, 'm', { ...million, serviceTier: 'flex' }).cost, 10, "linked to Groq's catalog, YAML prices: no default");
+  t.equal(computeCost(cfg.providers.oai!, 'm', { ...million, serviceTier: 'flex' }).cost, 5, "OpenAI's catalog: flex at half");
+  t.equal(computeCost(cfg.providers.plain!, 'm', { ...million, serviceTier: 'flex' }).cost, 5, 'no catalog: the format default');
+  const searches: Usage = { input: 0, cached: null, cacheWrite: null, output: 0, reasoning: null, webSearches: 3 };
+  t.equal(computeCost(cfg.providers.ant!, 'm', searches).cost, 0.03, "Anthropic's $10 a thousand searches");
+  t.equal(computeCost(cfg.providers.plain!, 'm', searches).cost, 0.03, "OpenAI's, with no catalog");
+  t.equal(computeCost(cfg.providers.ds!, 'm', searches).cost, 0, "an Anthropic-format vendor's searches: its price says (none here)");
+});
+
 t.test('through the gateway: the tier recorded and priced, fast path, passthrough and translated', async (t) => {
   const usage = { prompt_tokens: 1000, completion_tokens: 100, total_tokens: 1100 };
   const up = await listenLoopback(t, async (req, res) => {
