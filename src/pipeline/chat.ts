@@ -100,8 +100,8 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
       return failed;
     }
     if (stream) {
-      const refused = notEventStream(call, outcome);
-      if (refused !== null) throw refused;
+      const refused = notEventStream(call, outcome, (json) => adapter.usageFromResponse(json));
+      if (refused !== null) throw await refused;
       const answer = new AnswerText();
       await relayChatStream({ request, adapter, res, wantsUsage: clientWantsUsage(body), clientGone, answer, call });
       outcome.upstreamMs = call.elapsedMs();

@@ -221,8 +221,8 @@ async function relayStream(
   exchange: Exchange, f: Forwarding & { readonly route: Route; readonly outbound: WireCodec; readonly built: BuiltRequest; readonly call: UpstreamCall; readonly clientGone: ClientAbort },
 ): Promise<UpstreamFailure | null> {
   const { call, outcome } = f;
-  const refused = notEventStream(call, outcome);
-  if (refused !== null) throw refused;
+  const refused = notEventStream(call, outcome, (json) => f.outbound.parseResponse(json).usage);
+  if (refused !== null) throw await refused;
   const answer = new AnswerText();
   const relay = new EventRelay({
     ctx: exchange.ctx, reply: exchange.reply, outcome, trace: exchange.trace, answer, clientGone: f.clientGone, t0: f.t0, failures: f.failures,

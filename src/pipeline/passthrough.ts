@@ -139,8 +139,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
       return failed;
     }
     // A stream request answered with JSON (or a proxy's HTML page) is refused before any byte, as on every path.
-    const refused = spec.eventStream ? notEventStream(call, outcome) : null;
-    if (refused !== null) throw refused;
+    const refused = spec.eventStream ? notEventStream(call, outcome, (json) => answerFacts(f, json).usage) : null;
+    if (refused !== null) throw await refused;
     const type = String(res.headers['content-type'] ?? '');
     if (spec.eventStream || type.startsWith('text/event-stream')) {
       const answer = new AnswerText();

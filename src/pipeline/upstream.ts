@@ -19,6 +19,7 @@ import { classifyTransportError } from '../providers/transport.js';
 import { ClientAbort, type UpstreamResponse } from '../providers/upstream.js';
 import { discard } from '../providers/answer-body.js';
 import type { Outcome } from './outcome.js';
+import type { Usage } from '../ledger/types.js';
 import { FORWARDED_ERROR_HEADERS, markAborted, pickHeaders } from './reply.js';
 import { CREDENTIAL_NAME } from '../config/redact.js';
 import { withoutSecrets } from '../core/secrets.js';
@@ -231,17 +232,36 @@ export function streamFailure(reason: string): UpstreamFailure {
 
 /**
  * A 200 to a stream request that is not an event stream (an HTML page from a proxy in between, a JSON body): refused
- * before any byte reaches the client, a 502 in the gateway's error shape (its span ended so), its body discarded (the
- * connection closed, not left held unread). No content type: taken as a stream, and read. Null when it is one. Every
- * stream path asks it: the fast path, the translated path (each combo attempt) and the same-format passthrough.
+ * before any byte reaches the client, a 502 in the gateway's error shape (its span ended so). No content type: taken
+ * as a stream, and read. Null when it is one. Every stream path asks it: the fast path, the translated path (each
+ * combo attempt) and the same-format passthrough.
+ *
+ * A JSON body is a whole answer from a server that ignored `stream: true`, and the provider bills it: it is read
+ * (within the answer limit) and the usage it reports (`usageOf`, the path's format) is the attempt's, so its row
+ * holds what was billed. Any other body is discarded (the connection closed, not left held unread).
  */
-export function notEventStream(call: UpstreamCall, outcome: Outcome): TollgateError | null {
+export function notEventStream(call: UpstreamCall, outcome: Outcome, usageOf: (json: unknown) => Usage | null): Promise<TollgateError> | null {
   const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
   if (type.startsWith('text/event-stream')) return null;
-  discard(call.res.body);
+  return refuseNotEventStream(call, outcome, type.split(';')[0]!.trim(), usageOf);
+}
+
+async function refuseNotEventStream(call: UpstreamCall, outcome: Outcome, type: string, usageOf: (json: unknown) => Usage | null): Promise<TollgateError> {
+  let counted = false;
+  if (type === 'application/json' || type.endsWith('+json')) {
+    try {
+      const usage = usageOf(JSON.parse((await call.res.bytes()).toString('utf8')));
+      if (usage !== null) {
+        outcome.usage = usage;
+        outcome.usageSource = 'reported';
+        counted = true;
+      }
+    } catch {} // not JSON, no answer, past the limit: nothing to count, refused all the same
+  } else discard(call.res.body);
   outcome.upstreamMs = call.elapsedMs();
   call.span?.end(call.res.status, 'not_event_stream');
-  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type.split(';')[0]}, not an event stream`);
+  const billed = counted ? ' (its usage is recorded: the provider bills it)' : '';
+  return new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider answered a stream request with ${type}, not an event stream${billed}`);
 }
 
 /**

@@ -3,7 +3,8 @@
 // saying so. Before, the passthrough relayed the JSON to a client whose SDK expected an event stream, recorded as a
 // billed success (the fast path and the translated path already refused it). The one exception is a request that
 // legitimately expects JSON: Gemini's streamGenerateContent without alt=sse answers one JSON array of chunks, served
-// and recorded with its usage. A fallback combo (translated, attempt by attempt) moves on past such a member.
+// and recorded with its usage. A fallback combo (translated, attempt by attempt) moves on past such a member. The
+// refused JSON answer is billed by the provider: its usage is the failed row's (before, $0 was recorded).
 
 import t from 'tap';
 import { startApp } from '../helpers/app.js';
@@ -17,9 +18,11 @@ const gw = await startApp(t, {
     'an-json': fakeProvider(up.port, 'json', 'anthropic'),
     'gm-json': fakeProvider(up.port, 'json', 'gemini'),
     'an-ok': fakeProvider(up.port, 'ok', 'anthropic'),
+    // The combo's own (a provider refused above cools down, and a combo passes over a cooling member).
+    'an-json-c': fakeProvider(up.port, 'json', 'anthropic'),
     'gm-ok': fakeProvider(up.port, 'ok', 'gemini'),
   },
-  combos: { fb: { strategy: 'fallback', models: ['an-json/m', 'an-ok/m'] } },
+  combos: { fb: { strategy: 'fallback', models: ['an-json-c/m', 'an-ok/m'] } },
 });
 
 interface Answer { status: number; type: string | null; text: string; id: string | null }
@@ -45,6 +48,8 @@ const refusals: [string, () => Promise<Answer>, string][] = [
   ['OpenAI Responses passthrough', () => responses('rs-json/m'), 'rs-json'],
   ['Anthropic Messages passthrough', () => messages('an-json/m'), 'an-json'],
   ['Gemini passthrough, streamGenerateContent?alt=sse', () => gemini('gm-json/m', 'sse'), 'gm-json'],
+  ['translated, a Chat client to Anthropic', () => chat('an-json/m'), 'an-json'],
+  ['translated, a Messages client to OpenAI Chat', () => messages('oa-json/m'), 'oa-json'],
 ];
 
 for (const [name, call, provider] of refusals) {
@@ -55,7 +60,12 @@ for (const [name, call, provider] of refusals) {
     t.match(JSON.parse(a.text), {
       error: { code: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', type: 'upstream_error', message: /answered a stream request with application\/json, not an event stream/, request_id: a.id },
     });
-    t.match(await rowOf(a.id), { status: 'failure', http_status: 502, error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', provider, stream: true });
+    // The whole answer is what the provider billed: its usage is the row's (before, none: $0 recorded).
+    t.match(await rowOf(a.id), {
+      status: 'failure', http_status: 502, error_type: 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', provider, stream: true,
+      input_tokens: 11, output_tokens: 3, usage_source: 'reported', cost: '0.000014',
+    });
+    t.match(JSON.parse(a.text), { error: { message: /its usage is recorded/ } });
     const span = gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === a.id);
     t.equal(span?.attributes['error.type'], 'TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the span says why');
   });
@@ -95,4 +105,10 @@ t.test('a fallback combo moves on past a member that answers a stream request wi
   t.match(a.type, /^text\/event-stream/);
   t.match(a.text, /event: message_stop/);
   t.match(await rowOf(a.id), { status: 'success', provider: 'an-ok', combo: 'fb' });
+  await gw.flush();
+  const rows = await gw.rows(`request_id = '${a.id}' OR parent_id = '${a.id}'`);
+  const refused = rows.find((r) => r.provider === 'an-json-c');
+  t.match(refused, { kind: 'attempt', status: 'failure', input_tokens: 11, output_tokens: 3, usage_source: 'reported' }, "the refused member's billed usage, its own attempt");
+  const combo = rows.find((r) => r.kind === 'combo');
+  t.equal(Number(combo?.cost), 0.000028, 'the combo costs both members');
 });
