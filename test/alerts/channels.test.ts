@@ -315,3 +315,26 @@ t.test('a throwing onResult hook or channel never escapes notify', async (t) => 
   await n.drain();
   t.same(warnings, ['alert delivery failed', 'alert onResult hook threw']);
 });
+
+// A receiver that echoes the hook's token in another form than the URL's (the path JSON-escaped with `\/`, as PHP
+// writes it; the query's value alone; percent-decoded): each was quoted in the recorded error, which the alert list
+// shows every key and the log keeps. Now each path segment and query value is cut out in every such form.
+t.test('webhook: the path and query never reach the recorded error, however the answer echoes them', async (t) => {
+  const { listenLoopback } = await import('../helpers/loopback.js');
+  const hook = await listenLoopback(t, async (req, res) => {
+    const url = new URL(req.url!, 'http://x');
+    res.writeHead(401, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({
+      error: `unknown hook ${url.pathname}`, detail: `invalid token ${url.searchParams.get('token')}`,
+      decoded: decodeURIComponent(url.pathname), bare: url.pathname.split('/').at(-1),
+    }).replaceAll('/', '\\/'));
+  }, (_err, res) => res.writeHead(500).end());
+  const url = `http://127.0.0.1:${hook.port}/hooks/T0001/B0002/XSECRET%20PATHTOKEN?token=QSECRETVALUE`;
+  const { n, results } = notifier(t, [webhookChannel({ url })], { retries: 0, backoffMs: 10 });
+  n.notify(alert());
+  await n.drain();
+  const error = results[0]![1].error;
+  t.match(error, /^webhook: HTTP 401 /);
+  for (const secret of ['XSECRET', 'PATHTOKEN', 'QSECRETVALUE', 'T0001\\/B0002']) t.notMatch(error, secret, `${secret} is not in: ${error}`);
+  t.match(error, /\[REDACTED\]/, 'where they stood is marked');
+});

@@ -12,6 +12,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { Agent } from 'undici';
 import { undici } from '../../core/undici.js';
+import { withoutSecrets } from '../../core/secrets.js';
 import type { Alert, Channel } from '../types.js';
 
 export interface WebhookChannelConfig {
@@ -84,6 +85,15 @@ export function verifySignature(
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
+/** `x` percent-decoded, or as it is when it does not decode. */
+function decoded(x: string): string {
+  try {
+    return decodeURIComponent(x);
+  } catch {
+    return x;
+  }
+}
+
 export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOptions = {}): Channel {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const now = opts.now ?? Date.now;
@@ -101,8 +111,12 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   let agent: Agent | undefined;
   // close() aborts a send still in flight (the notifier has given up on it by then).
   const closing = new AbortController();
-  // An error page may echo the request path or query (a 404 naming it): cut them out of the recorded snippet.
+  // An error page may echo the request path or query (a 404 naming it): cut them out of the recorded snippet, whole,
+  // and then each path segment and query value that may be a token, in the forms an answer may quote them (JSON with
+  // `\/`, percent-encoded or decoded): a receiver that names only the token, or escapes the path, quoted it before.
   const secrets = [url.pathname + url.search, url.search, url.pathname].filter((x) => x.length > 1);
+  const pieces = [...secrets, ...url.pathname.split('/'), ...[...url.searchParams.values()]].flatMap((x) => [x, decoded(x)]);
+  const tokens = [...new Set(pieces)].sort((a, b) => b.length - a.length);
 
   return {
     name: 'webhook',
@@ -136,6 +150,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
       if (status < 200 || status >= 300) {
         let snippet = answer;
         for (const x of secrets) snippet = snippet.split(x).join('***');
+        snippet = withoutSecrets(snippet, tokens);
         snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
         throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
       }
