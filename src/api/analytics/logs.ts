@@ -88,21 +88,36 @@ function attemptView(a: LogRow) {
 
 const dash = (v: number | null): string => (v === null ? '-' : String(v));
 
+/** What a name may hold as it is in a text line: anything else (a space, a line end, an escape code) is quoted. */
+const PLAIN = /^[\w.:/@+=~-]+$/;
+/** Characters JSON leaves as they are that a terminal or a reader would act on: DEL, C1 controls, bidi controls. */
+const UNSEEN = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * A client-chosen name (a model, a combo, an error type) as one field of a text line: as it is when plain, else a
+ * JSON string with every control and bidi character escaped, so a name can neither start a forged line, add fields
+ * nor send escape codes to the terminal that shows the log.
+ */
+function field(v: string): string {
+  if (PLAIN.test(v)) return v;
+  return JSON.stringify(v).replace(UNSEEN, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 function textLine(e: ReturnType<typeof compact>): string {
   const status = e.detail_status === e.status ? e.status : `${e.status}(${e.detail_status})`;
   return [
-    `#${e.number}`, e.timestamp, status, String(e.http_status), e.model, ...(e.combo === null ? [] : [`combo=${e.combo}`]),
+    `#${e.number}`, e.timestamp, status, String(e.http_status), field(e.model), ...(e.combo === null ? [] : [`combo=${field(e.combo)}`]),
     `in=${dash(e.input_tokens)}`, `out=${dash(e.output_tokens)}`, `cached=${dash(e.cached_tokens)}`, `total=${e.total_tokens}`,
-    `cost=${dash(e.cost)}`, `${dash(e.duration_s)}s`, e.stream ? 'stream' : 'unary', `id=${e.request_id}`,
+    `cost=${dash(e.cost)}`, `${dash(e.duration_s)}s`, e.stream ? 'stream' : 'unary', `id=${field(e.request_id)}`,
   ].join(' ');
 }
 
 function attemptLine(a: ReturnType<typeof attemptView>): string {
   const status = a.detail_status === a.status ? a.status : `${a.status}(${a.detail_status})`;
   return [
-    `  attempt ${a.attempt}`, a.timestamp, status, String(a.http_status), a.model, `in=${dash(a.input_tokens)}`, `out=${dash(a.output_tokens)}`,
+    `  attempt ${a.attempt}`, a.timestamp, status, String(a.http_status), field(a.model), `in=${dash(a.input_tokens)}`, `out=${dash(a.output_tokens)}`,
     `cached=${dash(a.cached_tokens)}`, `total=${a.total_tokens}`, `cost=${dash(a.cost)}`, `${dash(a.duration_s)}s`,
-    ...(a.error_type === null ? [] : [`error=${a.error_type}`]), `id=${a.request_id}`,
+    ...(a.error_type === null ? [] : [`error=${field(a.error_type)}`]), `id=${field(a.request_id)}`,
   ].join(' ');
 }
 
