@@ -11,6 +11,7 @@ import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
 import { UnstoredCalls } from './unstored.js';
+import { MoneySum } from '../store/decimal.js';
 
 const round = (v: number): number => Number(v.toFixed(12));
 
@@ -171,7 +172,7 @@ export class BudgetService implements BudgetGate {
       const groups = await aggregateWindows(this.#store, {
         windows: froms.map((from) => ({ from, to: now + 1 })), filters: { kinds: BILLED_KINDS }, openEnd: this.#realClock, sums: ['cost'],
       });
-      const stored = groups.map((g) => g.reduce((sum, x) => sum + x.cost, 0));
+      const stored = groups.map((g) => MoneySum.of(g.map((x) => x.cost)));
       froms.forEach((from, i) => this.#storedFigures.set(from, stored[i]!));
       for (const k of this.#storedFigures.keys()) if (k < now - 40 * 86_400_000) this.#storedFigures.delete(k);
       return stored;

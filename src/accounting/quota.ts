@@ -18,12 +18,12 @@ import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, settledWithin, type WriteFence } from '../store/writer.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
+import { MoneySum, addMoney } from '../store/decimal.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
 /** Look-back for the connection-problem flag. */
 const RECENT_MS = 15 * 60_000;
-const round12 = (v: number): number => Number(v.toFixed(12));
 
 /** What one read of the store gives: the stored figures, and what adding the calls not stored yet to them needs. */
 interface Basis {
@@ -302,8 +302,8 @@ export class QuotaService {
       const total = sumOf(mine);
       const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
       const cost = {
-        today: round12(mine.reduce((c, g) => c + g.todayCost, 0)),
-        month: round12(mine.reduce((c, g) => c + g.monthCost, 0)),
+        today: MoneySum.of(mine.map((g) => g.todayCost)),
+        month: MoneySum.of(mine.map((g) => g.monthCost)),
         currency: 'USD' as const,
       };
       const models = plan.unit === 'hours' ? byModel(mine.filter((g) => g.rows > 0)) : undefined;
@@ -372,7 +372,7 @@ function sumOf(groups: readonly Totals[]): Totals {
   for (const g of groups) {
     t.rows += g.rows;
     t.tokens += g.tokens;
-    t.cost += g.cost;
+    t.cost = addMoney(t.cost, g.cost);
     t.durationMs += g.durationMs;
     if (g.oldest !== null && (oldest === null || g.oldest < oldest)) oldest = g.oldest;
   }

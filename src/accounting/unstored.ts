@@ -6,6 +6,7 @@
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import type { RequestRow } from '../store/rows.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
+import { addMoney } from '../store/decimal.js';
 
 /** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
 export interface Span {
@@ -98,13 +99,13 @@ export class UnstoredCalls {
       if (u.at >= w.from && u.at < w.to) {
         g.rows++;
         g.tokens += u.tokens;
-        g.cost += u.cost;
+        g.cost = addMoney(g.cost, u.cost);
         g.durationMs += u.durationMs;
         if (g.oldest === null || u.at < g.oldest) g.oldest = u.at;
       }
       if (w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to) g.secondaryRows++;
-      if (u.at >= today) g.todayCost += u.cost;
-      if (u.at >= month) g.monthCost += u.cost;
+      if (u.at >= today) g.todayCost = addMoney(g.todayCost, u.cost);
+      if (u.at >= month) g.monthCost = addMoney(g.monthCost, u.cost);
     }
     return [...out.values()];
   }

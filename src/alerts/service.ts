@@ -19,6 +19,7 @@ import { BILLED_KINDS } from '../ledger/record.js';
 import { isoDate } from '../ledger/periods.js';
 import { DAY_MS } from '../core/windows.js';
 import type { WriteFence } from '../store/writer.js';
+import { MoneySum } from '../store/decimal.js';
 
 /** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
 const MEMORY_MS = 35 * DAY_MS;
@@ -208,7 +209,7 @@ export class AlertService {
     const byProvider = suspicious ? await aggregate(this.#store, { from: today.from, to: now + 1, by: ['provider'], filters: billed, sums: ['cost'] }) : [];
     return {
       previousDays,
-      today: suspicious ? byProvider.reduce((a, g) => a + g.cost, 0) : budget.daily.spent,
+      today: suspicious ? MoneySum.of(byProvider.map((g) => g.cost)) : budget.daily.spent,
       todayByProvider: byProvider.map((g) => ({ provider: g.provider!, cost: g.cost })),
     };
   }

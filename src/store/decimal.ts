@@ -28,3 +28,49 @@ export function unitsText(units: bigint): string {
 
 /** The number nearest to an integer count of 10^-12 (as `Number` of its decimal text: one rounding). */
 export const unitsNumber = (units: bigint): number => Number(unitsText(units));
+
+/** `x` as an integer count of 10^-12, read from its shortest decimal text (the text it was read from, when that had 15 significant digits or fewer). */
+export function numberUnits(x: number): bigint {
+  if (!Number.isFinite(x)) throw new Error(`not a finite amount: ${x}`);
+  const s = String(x);
+  const e = s.indexOf('e');
+  if (e === -1) return decimalUnits(s);
+  // 3e-7, -1.25e-10, 1e+21: the mantissa's digits with the point moved.
+  const neg = s.startsWith('-');
+  const [int, frac = ''] = s.slice(neg ? 1 : 0, e).split('.') as [string, string?];
+  const digits = int + frac;
+  const point = int.length + Number(s.slice(e + 1));
+  const text =
+    point <= 0 ? `0.${'0'.repeat(-point)}${digits}` : point >= digits.length ? digits + '0'.repeat(point - digits.length) : `${digits.slice(0, point)}.${digits.slice(point)}`;
+  return decimalUnits(neg ? `-${text}` : text);
+}
+
+/**
+ * A sum of amounts (USD read from the store's exact Decimal sums, each a number) made exactly: added as integers of
+ * 10^-12 and turned into a number once, so 12344.8 + 0.5 is 12345.3, not 12345.300000000001 as floats add it.
+ */
+export class MoneySum {
+  #units = 0n;
+  /** An amount not read (NaN, a sum the query did not ask for) makes the sum NaN, as float addition would. */
+  #unknown = false;
+
+  add(x: number): this {
+    if (Number.isFinite(x)) this.#units += numberUnits(x);
+    else this.#unknown = true;
+    return this;
+  }
+
+  get value(): number {
+    return this.#unknown ? NaN : unitsNumber(this.#units);
+  }
+
+  static of(values: Iterable<number>): number {
+    const s = new MoneySum();
+    for (const v of values) s.add(v);
+    return s.value;
+  }
+}
+
+/** `a + b` for two amounts, made exactly (see MoneySum). */
+export const addMoney = (a: number, b: number): number =>
+  Number.isFinite(a) && Number.isFinite(b) ? unitsNumber(numberUnits(a) + numberUnits(b)) : a + b;

@@ -10,6 +10,7 @@ import { periodWindow, readEnd } from '../../ledger/periods.js';
 import { QueryReader, iso, money, pct } from './params.js';
 import { readPeriod } from './usage.js';
 import { own } from '../../core/own.js';
+import { MoneySum, addMoney } from '../../store/decimal.js';
 
 interface ModelStats {
   model: string;
@@ -66,13 +67,13 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
       m.attempts += g.rows;
       if (g.status !== 'success') m.failures += g.rows;
       m.tokens += g.tokens;
-      m.cost += g.cost;
+      m.cost = addMoney(m.cost, g.cost);
       c.models.set(g.model!, m);
     }
     const list = [...combos.entries()].map(([name, c]) => {
       const models = [...c.models.values()];
       const tokens = models.reduce((s, m) => s + m.tokens, 0);
-      const cost = models.reduce((s, m) => s + m.cost, 0);
+      const cost = MoneySum.of(models.map((m) => m.cost));
       return {
         combo: name,
         strategy: own(config.current.combos, name)?.strategy ?? null,

@@ -10,6 +10,7 @@ import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
 import { DAY_MS } from '../../core/windows.js';
+import { addMoney } from '../../store/decimal.js';
 
 export const GROUPS: readonly ProviderGroup[] = ['subscription', 'paid', 'free'];
 
@@ -27,8 +28,8 @@ const zero = (): Spend => ({ requests: 0, tokens: 0, cost: 0, list_cost: 0 });
 const add = (s: Spend, g: Group): void => {
   s.requests += g.rows;
   s.tokens += g.tokens;
-  s.cost += g.cost;
-  s.list_cost += g.listCost;
+  s.cost = addMoney(s.cost, g.cost);
+  s.list_cost = addMoney(s.list_cost, g.listCost);
 };
 const rounded = (s: Spend): Spend => ({ ...s, cost: money(s.cost), list_cost: money(s.list_cost) });
 /** USD per 1M tokens; null when no token was used. */

@@ -7,6 +7,7 @@ import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../core/tz.js';
+import { MoneySum, addMoney } from '../../store/decimal.js';
 
 interface Entry {
   hour: string;
@@ -31,7 +32,7 @@ const fold = (groups: readonly Group[], keepalive: boolean) => {
     if (client.has(g.kind!)) requests += g.rows;
     if (usage.has(g.kind!)) {
       tokens += g.tokens;
-      cost += g.cost;
+      cost = addMoney(cost, g.cost);
     }
   }
   return { requests, tokens, cost: money(cost) };
@@ -81,7 +82,7 @@ export const hourlyRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHold
     const totals = {
       requests: entries.reduce((s, e) => s + e.requests, 0),
       tokens: entries.reduce((s, e) => s + e.tokens, 0),
-      cost: money(entries.reduce((s, e) => s + e.cost, 0)),
+      cost: money(MoneySum.of(entries.map((e) => e.cost))),
     };
     return { tz, date, from: iso(from), to: iso(to), hours: entries.length, totals, peak, low, entries };
   });

@@ -6,6 +6,7 @@ import { aggregateWindows, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } from './params.js';
+import { addMoney } from '../../store/decimal.js';
 
 export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];
 
@@ -28,7 +29,7 @@ function stats(w: { from: number; to: number }, groups: readonly Group[], keepal
     }
     if (usage.has(g.kind!)) {
       tokens += g.tokens;
-      cost += g.cost;
+      cost = addMoney(cost, g.cost);
       const m = models.get(g.model!) ?? { tokens: 0, calls: 0 };
       m.tokens += g.tokens;
       m.calls += g.rows;

@@ -8,6 +8,7 @@ import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
 import { DAY_MS } from '../../core/windows.js';
+import { addMoney } from '../../store/decimal.js';
 
 export const PROJECTION_DAYS = 7;
 const MONTH_DAYS = 30;
@@ -46,14 +47,14 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
       }
       if (!usage.has(g.kind!)) continue;
       tokens += g.tokens;
-      cost += g.cost;
+      cost = addMoney(cost, g.cost);
       if (day !== undefined) {
         day.tokens += g.tokens;
-        day.cost += g.cost;
+        day.cost = addMoney(day.cost, g.cost);
       }
       const p = providers.get(g.provider!) ?? { tokens: 0, cost: 0 };
       p.tokens += g.tokens;
-      p.cost += g.cost;
+      p.cost = addMoney(p.cost, g.cost);
       providers.set(g.provider!, p);
     }
     return {

@@ -7,6 +7,7 @@ import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { PERIODS, isPeriod, periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
+import { MoneySum, addMoney } from '../../store/decimal.js';
 
 /** `period` (default `today`); an unknown one is a 400 TOLLGATE_ERR_INVALID_PERIOD that lists the accepted ones. */
 export function readPeriod(q: QueryReader): Period {
@@ -49,7 +50,7 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
       const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: 0, unpriced: 0 };
       m.requests += g.rows;
       m.tokens += g.tokens;
-      m.cost += g.cost;
+      m.cost = addMoney(m.cost, g.cost);
       m.unpriced += g.unpriced;
       models.set(g.model!, m);
     }
@@ -59,7 +60,7 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     const summary = {
       requests,
       tokens: byModel.reduce((s, m) => s + m.tokens, 0),
-      cost: money(byModel.reduce((s, m) => s + m.cost, 0)),
+      cost: money(MoneySum.of(byModel.map((m) => m.cost))),
       ...unknownCost([...models.values()].reduce((s, m) => s + m.unpriced, 0)),
     };
     return { period, date: w.date, from: iso(w.from), to: iso(w.to), filters: filtersEcho(filters), summary, byModel };
