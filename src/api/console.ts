@@ -49,18 +49,19 @@ let sendModule: Promise<Send> | undefined;
 const loadSend = (): Promise<Send> => (sendModule ??= import('@fastify/send').then((m) => m.default as unknown as Send));
 
 /**
- * Send `name` from `root`: cached for an hour (`cache`), or revalidated every time (the page, whose file names stay
- * the same from one build to the next). A file that vanished since the start is a 404.
+ * Send `name` from `root`, revalidated on every load (`no-cache` with its ETag: a 304 while unchanged). The built
+ * files keep their names from one build to the next, so a browser that cached `app.js` for an hour went on running the
+ * old console after an upgrade, a fix to it included. A file that vanished since the start is a 404.
  */
-async function sendFile(req: FastifyRequest, reply: FastifyReply, root: string, name: string, cache: boolean): Promise<FastifyReply> {
+async function sendFile(req: FastifyRequest, reply: FastifyReply, root: string, name: string): Promise<FastifyReply> {
   const send = await loadSend();
   const r = await send(req.raw, `/${encodeURIComponent(name)}`, {
-    root, index: false, dotfiles: 'deny', etag: true, lastModified: true, cacheControl: cache, maxAge: cache ? '1h' : 0,
+    root, index: false, dotfiles: 'deny', etag: true, lastModified: true, cacheControl: false,
   });
   if (r.type === 'file') {
     reply.code(r.statusCode).headers(r.headers);
     secure(reply);
-    if (!cache) reply.header('cache-control', 'no-cache');
+    reply.header('cache-control', 'no-cache');
     return reply.send(r.stream);
   }
   if (r.type === 'error' && r.statusCode !== 404) {
@@ -87,7 +88,7 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opt
       reply.callNotFound();
       return reply;
     }
-    return sendFile(req, reply, root, name, true);
+    return sendFile(req, reply, root, name);
   });
 
   // Whether to ask for a key, without spending one of the client's wrong-key attempts on finding out (a 401 from any
@@ -105,6 +106,6 @@ export const consoleRoutes: FastifyPluginAsync<ConsoleOptions> = async (app, opt
       reply.header('cache-control', 'no-cache');
       return reply.type('text/plain; charset=utf-8').code(503).send(`the console is not built: run npm run build (it writes ${root})\n`);
     }
-    return sendFile(req, reply, root, 'index.html', false);
+    return sendFile(req, reply, root, 'index.html');
   });
 };
