@@ -139,12 +139,27 @@ t.test('the browser sent back to the console: the Providers page takes the callb
   const href = String(await card.getByRole('link', { name: /sign-in page of Acme/ }).getAttribute('href'));
   const callback = await as.authorize(href);
   await providersPage(w, callback.slice(origin.length)); // the redirect lands on `/?code=…&state=…`
+  t.equal(w.page.url(), `${origin}/#/providers`, 'the code left the address bar as the console loaded');
+  // Another page and back through the console's own links (each a history entry, the query kept by a hash change):
+  // before, every entry pushed before the exchange kept the code.
+  const nav = w.page.getByRole('navigation', { name: 'Pages' });
+  await nav.getByRole('link', { name: 'Activity' }).click();
+  await w.page.locator('h1.page-title').filter({ hasText: 'Activity' }).waitFor();
+  await nav.getByRole('link', { name: 'Providers' }).click();
+  await w.page.locator('h1.page-title').filter({ hasText: 'Providers' }).waitFor();
   const field = w.page.locator('article[data-provider=acme]').getByLabel('Authorization code or callback URL');
   t.equal(await field.inputValue(), callback, 'the address is already in the field');
   await field.press('Enter');
   await w.page.locator('article[data-provider=acme]').getByRole('status').waitFor();
   t.equal(as.grants.filter((g) => g.grant_type === 'authorization_code' && g.answer === 'issued').length, 2, 'a second code exchanged');
   t.equal(w.page.url(), `${origin}/#/providers`, 'the used code is gone from the address bar');
+  const entries: string[] = [w.page.url()];
+  for (let i = 0; i < 2; i++) {
+    await w.page.evaluate(() => new Promise((r) => { addEventListener('hashchange', r, { once: true }); history.back(); }));
+    entries.push(w.page.url());
+  }
+  t.same(entries, [`${origin}/#/providers`, `${origin}/#/activity`, `${origin}/#/providers`], 'the entries since the landing, newest first');
+  t.notMatch(entries.join(' '), /code=/, 'no history entry keeps the code');
   clean(t, w);
 });
 

@@ -65,11 +65,20 @@ function QuotaBlock({ e }) {
 /** The address the provider sends the browser back to: the console itself (its `/` answers the page). */
 const consoleCallback = () => `${location.origin}/`;
 
-/** The callback the browser came back with, when this page was opened by the provider's redirect. */
-const arrivedCallback = () => {
+/**
+ * The callback the browser came back with, when the provider's redirect opened the console (`/?code=…&state=…`):
+ * taken once, as the console loads, and the query taken out of the address bar at once (the Providers page shown), so
+ * no entry of the tab's history keeps the code: taken out only once exchanged, as before, every page visited meanwhile
+ * pushed an entry that carried it. Held here until it is exchanged.
+ */
+let landed = (() => {
   const q = new URLSearchParams(location.search);
-  return q.has('state') && (q.has('code') || q.has('error')) ? location.href : '';
-};
+  if (!(q.has('state') && (q.has('code') || q.has('error')))) return '';
+  const href = location.href;
+  history.replaceState(null, '', `${location.pathname}#/providers`);
+  return href;
+})();
+const arrivedCallback = () => landed;
 
 function Connect({ provider, onConnected }) {
   const [start, setStart] = useState(null);
@@ -99,8 +108,7 @@ function Connect({ provider, onConnected }) {
       setOutcome({ ok: true, text: `Connected: ${provider.name} has a token${done.expires_at ? ` until ${time(done.expires_at)}` : ''}${done.refreshable ? ', refreshed before it expires' : ''}.` });
       setStart(null);
       setAnswer('');
-      // The used code leaves the address bar (and the tab's history) once it is exchanged.
-      if (arrivedCallback() !== '') history.replaceState(null, '', `${location.pathname}#/providers`);
+      landed = ''; // used: not offered again
       onConnected();
     } catch (err) {
       setOutcome({ ok: false, text: err.message });
