@@ -155,7 +155,7 @@ t.test('the browser sent back to the console: the Providers page takes the callb
   t.equal(w.page.url(), `${origin}/#/providers`, 'the used code is gone from the address bar');
   const entries: string[] = [w.page.url()];
   for (let i = 0; i < 2; i++) {
-    await w.page.evaluate(() => new Promise((r) => { addEventListener('hashchange', r, { once: true }); history.back(); }));
+    await w.page.evaluate("new Promise((r) => { addEventListener('hashchange', r, { once: true }); history.back(); })");
     entries.push(w.page.url());
   }
   t.same(entries, [`${origin}/#/providers`, `${origin}/#/activity`, `${origin}/#/providers`], 'the entries since the landing, newest first');
