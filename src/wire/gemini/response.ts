@@ -4,7 +4,7 @@
 
 import { TollgateError } from '../../core/errors.js';
 import type { CanonicalChoice, CanonicalResponse, StopReason, TokenLogprob } from '../canonical.js';
-import { geminiUsage, renderGeminiUsage } from './usage.js';
+import { geminiUsage, groundingSearches, renderGeminiUsage, withGrounding } from './usage.js';
 import { answerParts, answerToGemini, finishReasonFor, isObj, stopReasonFrom, type Json } from './wire.js';
 
 export function parseGeminiResponse(json: unknown): CanonicalResponse {
@@ -17,7 +17,7 @@ export function parseGeminiResponse(json: unknown): CanonicalResponse {
     id: typeof json.responseId === 'string' ? json.responseId : '',
     model: typeof json.modelVersion === 'string' ? json.modelVersion : '',
     ...first!,
-    usage: geminiUsage(json.usageMetadata),
+    usage: withGrounding(geminiUsage(json.usageMetadata), groundingSearches(json)),
     ...(rest.length > 0 ? { moreChoices: rest } : {}),
   };
 }

@@ -12,7 +12,8 @@ import { endpointPath } from '../endpoint.js';
 import { capabilityOfMime, deleteNested, filterInPlace, isObj, objectAt, removeKeys, type Json, type SameFormat } from '../same-format.js';
 import { geminiCodec } from './index.js';
 import { GeminiStreamRenderer } from './stream.js';
-import { geminiUsage } from './usage.js';
+import { geminiUsage, groundingSearches, withGrounding } from './usage.js';
+import { larger } from '../../ledger/types.js';
 
 /** The name a removed media part is listed under, as the codec lists it: `inlineData.image`, `fileData.file`... */
 const LISTED: Readonly<Record<string, string>> = { vision: 'image', pdf: 'file', audio: 'audio' };
@@ -87,10 +88,12 @@ export const geminiSameFormat: SameFormat = {
   usageOf(json) {
     // streamGenerateContent without alt=sse answers a JSON array of chunks; the last report is the answer's.
     const chunks = Array.isArray(json) ? json : [json];
+    // The grounding's queries may come on another chunk than the last report: the most any chunk names.
+    const searches = chunks.reduce<number | null>((most, c) => larger(most, groundingSearches(c)), null);
     for (let i = chunks.length - 1; i >= 0; i--) {
       const c: unknown = chunks[i];
       const u = isObj(c) ? geminiUsage(c.usageMetadata) : null;
-      if (u !== null) return u;
+      if (u !== null) return withGrounding(u, searches);
     }
     return null;
   },

@@ -6,7 +6,7 @@ import { ERRORS, TollgateError, type ErrorCode } from '../../core/errors.js';
 import { formatFrame, type SseFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
-import { countsUsage, geminiCounts, laterCounts, renderGeminiUsage, type GeminiCounts } from './usage.js';
+import { countsUsage, geminiCounts, groundingSearches, laterCounts, renderGeminiUsage, withGrounding, type GeminiCounts } from './usage.js';
 import type { Usage } from '../../ledger/types.js';
 import { argsObject, callIdBase, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
 
@@ -31,6 +31,8 @@ export class GeminiStreamParser implements StreamParser {
   #lastUsage = '';
   /** The counts so far: each the largest any chunk reported (laterCounts). */
   #counted: GeminiCounts | null = null;
+  /** The most grounding queries a chunk named (groundingSearches); null until one did. */
+  #searches: number | null = null;
   #terminated = false;
 
   get terminated(): boolean {
@@ -64,9 +66,12 @@ export class GeminiStreamParser implements StreamParser {
     for (const p of parts) if (isObj(p)) this.#part(p, out);
 
     const reported = geminiCounts(json.usageMetadata);
-    if (reported !== null) {
+    const searches = groundingSearches(json);
+    if (searches !== null) this.#searches = Math.max(this.#searches ?? 0, searches);
+    if (reported !== null || (searches !== null && this.#counted !== null)) {
       // Cumulative: a chunk that reports less than an earlier one is not believed, count by count (laterCounts).
-      const usage = countsUsage((this.#counted = laterCounts(this.#counted, reported)));
+      if (reported !== null) this.#counted = laterCounts(this.#counted, reported);
+      const usage = withGrounding(countsUsage(this.#counted!), this.#searches)!;
       const key = JSON.stringify(usage);
       if (key !== this.#lastUsage) {
         this.#lastUsage = key;

@@ -15,7 +15,7 @@
 // is the prompt's AUDIO tokens less the cache's (cached audio stays in the cached bucket, at the cached price), of
 // output the candidates' AUDIO tokens (Usage.audioInput, audioOutput).
 
-import { larger, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
+import { larger, searchCount, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
 import { isObj } from './wire.js';
 
 const n = tokenCount;
@@ -79,6 +79,28 @@ export function countsUsage(c: GeminiCounts): Usage {
 export function geminiUsage(raw: unknown): Usage | null {
   const c = geminiCounts(raw);
   return c === null ? null : countsUsage(c);
+}
+
+/**
+ * The Google Search queries an answer ran for its grounding (`candidates[].groundingMetadata.webSearchQueries`, the
+ * distinct queries over the candidates), as the row's web searches: Google bills grounding per query (Gemini 3) or per
+ * grounded prompt (Gemini 2.x), priced at `web_search_per_1k`, which has no default for Gemini (docs/recording.md).
+ * Null when the answer names no query (not grounded, or not said), or more than MAX_CALL_SEARCHES.
+ */
+export function groundingSearches(json: unknown): number | null {
+  if (!isObj(json) || !Array.isArray(json.candidates)) return null;
+  const queries = new Set<string>();
+  for (const c of json.candidates as unknown[]) {
+    const g = isObj(c) && isObj(c.groundingMetadata) ? c.groundingMetadata.webSearchQueries : undefined;
+    if (Array.isArray(g)) for (const q of g as unknown[]) if (typeof q === 'string') queries.add(q);
+  }
+  return queries.size === 0 ? null : searchCount(queries.size);
+}
+
+/** `usage` with the answer's grounding searches (the larger of those it holds and `searches`), when there are any. */
+export function withGrounding(usage: Usage | null, searches: number | null): Usage | null {
+  if (usage === null || searches === null) return usage;
+  return { ...usage, webSearches: Math.max(usage.webSearches ?? 0, searches) };
 }
 
 /**
