@@ -46,14 +46,21 @@ export function neededCapabilities(req: CanonicalRequest): Set<'vision' | 'pdf'>
   return need;
 }
 
-/** Members in the order this request tries them. `turn` is the combo's request counter (round-robin). */
+/** `members` rotated by `turn` (the combo's request counter): round-robin's order. */
+export function rotated<T>(members: readonly T[], turn: number): T[] {
+  const k = members.length === 0 ? 0 : turn % members.length;
+  return [...members.slice(k), ...members.slice(0, k)];
+}
+
+/**
+ * Members in the order this request tries them. `turn` is the combo's request counter: round-robin rotates by it
+ * (runCombo rotates the members usable now instead, passing 0 here).
+ */
 export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequest, turn: number): Member[] {
   const members = combo.models.map((spec) => member(cfg, spec));
   switch (combo.strategy) {
-    case 'round-robin': {
-      const k = turn % members.length;
-      return [...members.slice(k), ...members.slice(0, k)];
-    }
+    case 'round-robin':
+      return rotated(members, turn);
     case 'capacity': {
       const need = neededCapabilities(req);
       if (need.size === 0) return members;

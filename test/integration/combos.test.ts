@@ -289,6 +289,17 @@ t.test('round-robin rotates the first member per request, falling back on failur
   t.equal(attempts[0]!.provider, next, `the rotation's next member (${next}) went first`);
 });
 
+// A member cooling down is passed over, and its turns are shared by the others: rotated before the cooling one was
+// passed over, its turns all went to the member after it (b served three of four requests, c one).
+t.test('round-robin: the members usable now take turns while one cools down', async (t) => {
+  resetCooldowns();
+  router.cooldowns.fail('a#default', { reason: '503', retryAfterMs: 60_000 });
+  t.teardown(resetCooldowns);
+  const before = counts();
+  for (let i = 0; i < 4; i++) await client.chat.completions.create(ask('rr'));
+  t.same(delta(before), { a: 0, b: 2, c: 2 }, 'b and c alike, a passed over');
+});
+
 t.test('capacity: a request with an image goes first to the model that takes images', async (t) => {
   resetCooldowns();
   let before = counts();

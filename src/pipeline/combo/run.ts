@@ -4,7 +4,7 @@
 // attempts' usage and cost. A member whose provider is cooling down is skipped; a failure before any byte reached
 // the client moves on to the next member; when none is left the client gets the last failure as it came.
 
-import { orderMembers } from '../../routing/combos.js';
+import { orderMembers, rotated } from '../../routing/combos.js';
 import { runFusion } from './fusion.js';
 import { takeFinalAttempt, attempt, usableMembers, type AttemptResult, type ComboRun } from './attempt.js';
 import { fitRequest, type Exchange } from '../forward.js';
@@ -12,8 +12,12 @@ import { sendFailure } from '../upstream.js';
 
 export async function runCombo(exchange: Exchange, combo: ComboRun): Promise<void> {
   exchange.trace.routedCombo(combo.name);
-  const members = orderMembers(exchange.ctx.config.current, combo.config, exchange.parsed, exchange.ctx.router.nextTurn(combo.name));
-  const usable = usableMembers(exchange, combo.name, members);
+  const turn = exchange.ctx.router.nextTurn(combo.name);
+  const roundRobin = combo.config.strategy === 'round-robin';
+  const members = orderMembers(exchange.ctx.config.current, combo.config, exchange.parsed, roundRobin ? 0 : turn);
+  // Round-robin takes turns among the members usable now: rotated before the cooling ones were passed over, a cooling
+  // member's turns went to the member after it, which then served two requests in three of a three-member combo.
+  const usable = roundRobin ? rotated(usableMembers(exchange, combo.name, members), turn) : usableMembers(exchange, combo.name, members);
   if (combo.config.strategy === 'fusion') return runFusion(exchange, combo, usable);
   let last: AttemptResult | null = null;
   for (const [i, member] of usable.entries()) {
