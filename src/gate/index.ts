@@ -13,9 +13,10 @@
 // request addressed to a name that is not loopback (DNS rebinding); keys or not, a write marked cross-origin. 403.
 //
 // Two per-client-IP limits sit in front (req.ip: the socket address, or the right-most untrusted X-Forwarded-For
-// entry when the peer is in server.trust_proxy, an entry's port taken off): `auth_failures_per_minute` wrong or missing keys, after which the
-// IP gets 429 on everything but the public list until its window ends, and `requests_per_minute` on every
-// non-public route (0 = off). Both are @fastify/rate-limit stores; a 429 is counted in tollgate_rate_limited_total.
+// entry when the peer is in server.trust_proxy, an entry's port taken off): `auth_failures_per_minute` wrong or
+// missing keys, after which the IP gets 429 on everything but the public list until its window ends, and
+// `requests_per_minute` on every non-public route (0 = off). Both are @fastify/rate-limit stores; a 429 is counted in
+// tollgate_rate_limited_total.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import rateLimit from '@fastify/rate-limit';

@@ -243,10 +243,11 @@ export function streamFailure(reason: string): UpstreamFailure {
 export function notEventStream(call: UpstreamCall, outcome: Outcome, usageOf: (json: unknown) => Usage | null): Promise<TollgateError> | null {
   const type = String(call.res.headers['content-type'] ?? 'text/event-stream');
   if (type.startsWith('text/event-stream')) return null;
-  return refuseNotEventStream(call, outcome, type.split(';')[0]!.trim(), usageOf);
+  return refuseNotEventStream(call, outcome, usageOf);
 }
 
-async function refuseNotEventStream(call: UpstreamCall, outcome: Outcome, type: string, usageOf: (json: unknown) => Usage | null): Promise<TollgateError> {
+async function refuseNotEventStream(call: UpstreamCall, outcome: Outcome, usageOf: (json: unknown) => Usage | null): Promise<TollgateError> {
+  const type = String(call.res.headers['content-type']).split(';')[0]!.trim();
   let counted = false;
   if (type === 'application/json' || type.endsWith('+json')) {
     try {
