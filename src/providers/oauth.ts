@@ -9,6 +9,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { withoutSecrets } from '../core/secrets.js';
+import { within } from '../core/within.js';
 import type { CredentialStore, OAuthTokens } from './credentials.js';
 
 export interface DeviceAuthorization {
@@ -52,13 +53,6 @@ const REQUEST_TIMEOUT_MS = 15_000;
 export const REFRESH_MARGIN_MS = 60_000;
 /** How long requests wait for the refresh of a token still good (a hanging endpoint: not its 15 s each). */
 export const EARLY_REFRESH_WAIT_MS = 2000;
-
-/** `p`'s value, or null when it takes longer than `ms` (at once when `ms` <= 0). */
-function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
-  if (ms <= 0) return Promise.resolve(null);
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]).finally(() => clearTimeout(timer));
-}
 
 export type Reply =
   | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>> }

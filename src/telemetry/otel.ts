@@ -7,6 +7,7 @@ import type { ContextManager, MeterProvider } from '@opentelemetry/api';
 import type { BufferConfig } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config/types.js';
 import { spanExportStats } from './span-stats.js';
+import { within } from '../core/within.js';
 
 /**
  * No context manager: the gateway hands each span its parent itself (src/telemetry/tracing.ts) and reads no active
@@ -33,16 +34,6 @@ export interface TelemetryHandle {
  */
 export const SPANS_AT_STOP_MS = 2_000;
 
-/** `done`, or `ms` passed: whichever comes first. */
-async function within(done: Promise<unknown>, ms: number | undefined): Promise<void> {
-  const settled = done.then(() => undefined, () => undefined);
-  if (ms === undefined || !Number.isFinite(ms)) return settled;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(0, ms))));
-  await Promise.race([settled, late]);
-  clearTimeout(timer);
-}
-
 /** `http://host:4318` -> `http://host:4318/v1/traces`; a URL that already names the path is kept. */
 export function tracesUrl(endpoint: string): string {
   const base = endpoint.replace(/\/+$/, '');
@@ -67,5 +58,11 @@ export async function startTelemetry(cfg: Config, env: NodeJS.ProcessEnv = proce
     contextManager: NO_CONTEXT_MANAGER,
   });
   sdk.start();
-  return { exporting: true, shutdown: (withinMs) => within(sdk.shutdown(), withinMs) };
+  return {
+    exporting: true,
+    shutdown: async (withinMs) => {
+      const done = sdk.shutdown().catch(() => undefined);
+      await (withinMs === undefined ? done : within(done, withinMs));
+    },
+  };
 }

@@ -1,0 +1,9 @@
+// A promise given a deadline: the value when it comes in time, null once `ms` have passed (the promise itself goes on;
+// a rejection in time is passed on). Used where a wait on something outside (a token endpoint, an OTLP collector)
+// must not hold the gateway past a bound.
+
+export function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
+  if (ms <= 0) return Promise.resolve(null);
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]).finally(() => clearTimeout(timer));
+}
