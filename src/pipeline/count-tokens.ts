@@ -18,6 +18,7 @@ import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
 import { FORWARDED_ERROR_HEADERS, pickHeaders } from './reply.js';
 import { rewriteBody, upstreamHeaders } from './passthrough.js';
+import { DROPPED_PARAMS_HEADER, droppedHeader } from './forward.js';
 import { relayedText, watchClient, type UpstreamCall } from './upstream.js';
 
 export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
@@ -38,7 +39,9 @@ export async function handleCountTokens(ctx: GatewayContext, req: FastifyRequest
   }
   const route = await ctx.router.connect(resolved);
   const sent: Json = { ...(body as Json) };
-  rewriteBody(anthropicSameFormat, sent, route, named.thinking);
+  // What the message path would drop for this model is dropped here too, and listed the same way.
+  const removed = rewriteBody(anthropicSameFormat, sent, route, named.thinking);
+  if (removed.length > 0) reply.header(DROPPED_PARAMS_HEADER, droppedHeader(removed));
   // Fields of a message request the counter does not take.
   for (const field of ['max_tokens', 'stream', 'service_tier']) delete sent[field];
   const path = `${anthropicSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: '', alt: '' })}/count_tokens`;

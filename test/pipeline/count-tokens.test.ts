@@ -94,3 +94,20 @@ t.test('a combo is not counted: a 400 saying so, not a 404 that calls it unknown
     t.match(await res.json(), { error: { code: 'TOLLGATE_ERR_NOT_SUPPORTED', param: 'model', message: /not answered for a combo/ } }, path);
   }
 });
+
+// What the message path drops for a model that cannot take it (its `capabilities` leave out `reasoning`) the counter
+// drops too, and says so with the same header: before, the count's answer named nothing it had left out.
+t.test('a parameter the model cannot take is dropped from the count as from the message, and listed', async (t) => {
+  const body = { model: 'anth/claude-test', thinking: { type: 'enabled', budget_tokens: 2048 }, messages: [{ role: 'user', content: 'x' }] };
+  const res = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body),
+  });
+  t.equal(res.status, 200);
+  t.notOk('thinking' in received.at(-1)!.body, 'not sent to the counter');
+  t.equal(res.headers.get('x-tollgate-dropped-params'), 'thinking', 'and listed as the message path lists it');
+  const full = await fetch(`${gw.url}/v1/messages/count_tokens`, {
+    method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ ...body, model: 'anth/claude-full' }),
+  });
+  t.equal(full.status, 200);
+  t.equal(full.headers.get('x-tollgate-dropped-params'), null, 'nothing dropped: no header');
+});
