@@ -73,7 +73,8 @@ export async function handleGeminiCountTokens(ctx: GatewayContext, model: string
   }
   const route = await ctx.router.connect(resolved);
   const body: Json = req.body;
-  if (isObj(body.generateContentRequest)) body.generateContentRequest.model = `models/${route.modelId.replace(/^models\//, '')}`;
+  const id = route.modelId;
+  if (isObj(body.generateContentRequest)) body.generateContentRequest.model = id.startsWith('tunedModels/') ? id : `models/${id.replace(/^models\//, '')}`;
   const path = geminiSameFormat.upstreamPath(route.provider, route.modelId, { stream: false, action: 'countTokens', alt: '' });
   const request: UpstreamRequest = { path, headers: upstreamHeaders(geminiSameFormat, req, route, false), body };
   await answerCount(reply, () => ctx.router.tokenRefused(route), (signal) => ctx.upstream.send(route, request, { stream: false, signal }));

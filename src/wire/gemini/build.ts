@@ -14,7 +14,7 @@ import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.j
 import { anyPart, BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
 import { applyThinking, thinkingLost } from '../thinking.js';
 import { endpointPath } from '../endpoint.js';
-import { answerToGemini, argsObject, isObj, mediaToGemini, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
+import { answerToGemini, argsObject, isObj, mediaToGemini, modelPath, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
 
 function authHeaders(target: Target): Record<string, string> {
   const a = target.provider.auth;
@@ -27,8 +27,7 @@ export function buildGeminiRequest(asked: CanonicalRequest, target: Target): Bui
   const notes = new BuildNotes();
   const req = withoutForeignFiles(asked, 'gemini', notes);
   noteChoices(req, notes, 'a Gemini', true);
-  const model = target.modelId.replace(/^models\//, '');
-  const path = endpointPath(target.provider, `/models/${model}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
+  const path = endpointPath(target.provider, `${modelPath(target.modelId)}${req.stream ? ':streamGenerateContent?alt=sse' : ':generateContent'}`, '/v1beta');
 
   // Gemini 3 (the gemini-level family) rejects a function call in history without its thought signature; a call
   // another family produced gets the placeholder Google documents for that case.

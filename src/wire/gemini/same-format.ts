@@ -14,6 +14,7 @@ import { geminiCodec } from './index.js';
 import { GeminiStreamRenderer } from './stream.js';
 import { geminiUsage, groundingSearches, withGrounding } from './usage.js';
 import { larger } from '../../ledger/types.js';
+import { modelPath } from './wire.js';
 
 /** The name a removed media part is listed under, as the codec lists it: `inlineData.image`, `fileData.file`... */
 const LISTED: Readonly<Record<string, string>> = { vision: 'image', pdf: 'file', audio: 'audio' };
@@ -54,7 +55,7 @@ export const geminiSameFormat: SameFormat = {
   expectsEventStream: (call) => call.stream && call.alt === 'sse',
   upstreamPath(p, modelId, call) {
     const query = call.alt === '' ? '' : `?alt=${encodeURIComponent(call.alt)}`;
-    return endpointPath(p, `/models/${modelId.replace(/^models\//, '')}:${call.action}${query}`, '/v1beta');
+    return endpointPath(p, `${modelPath(modelId)}:${call.action}${query}`, '/v1beta');
   },
   defaultHeaders: {},
   authHeaders(p) {

@@ -10,6 +10,18 @@ export type Json = Record<string, unknown>;
 
 export const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * The path of model `modelId` at a Gemini API: `/models/<id>` (a leading `models/` taken off), or `/tunedModels/<id>`
+ * for a tuned model, the id one encoded path segment (`@` kept, as Vertex versions write it). Put in the URL as it
+ * came, an unlisted id (`allow_unlisted_models`) holding `:`, `?` or `/..` called another method or resource of the
+ * API with the provider's key (`gemini-2.5-flash:batchEmbedContents?` became a batch embedding call).
+ */
+export function modelPath(modelId: string): string {
+  const tuned = modelId.startsWith('tunedModels/');
+  const id = tuned ? modelId.slice('tunedModels/'.length) : modelId.replace(/^models\//, '');
+  return `/${tuned ? 'tunedModels' : 'models'}/${encodeURIComponent(id).replace(/%40/g, '@')}`;
+}
+
 export interface GeminiPart {
   text?: string;
   thought?: boolean;
