@@ -337,4 +337,16 @@ t.test('webhook: the path and query never reach the recorded error, however the 
   t.match(error, /^webhook: HTTP 401 /);
   for (const secret of ['XSECRET', 'PATHTOKEN', 'QSECRETVALUE', 'T0001\\/B0002']) t.notMatch(error, secret, `${secret} is not in: ${error}`);
   t.match(error, /\[REDACTED\]/, 'where they stood is marked');
+
+  // A value with `+` (base64 tokens), and a token that is the bare query: echoed as they are in the URL.
+  for (const [query, token] of [['token=Zx9+Qk2v/Lm8+Tr4Wp7Y=', 'Zx9+Qk2v/Lm8+Tr4Wp7Y='], ['Zx9xQk2vLm8xTr4Wp7Y', 'Zx9xQk2vLm8xTr4Wp7Y']] as const) {
+    const echo = await listenLoopback(t, async (req, res) => {
+      res.writeHead(401).end(`unknown token ${req.url!.split('?')[1]!.replace(/^token=/, '')}`);
+    }, (_err, res) => res.writeHead(500).end());
+    const { n: n2, results: r2 } = notifier(t, [webhookChannel({ url: `http://127.0.0.1:${echo.port}/hook?${query}` })], { retries: 0, backoffMs: 10 });
+    n2.notify(alert());
+    await n2.drain();
+    t.equal(r2[0]![1].error, 'webhook: HTTP 401 unknown token [REDACTED]', `?${query}: the token cut out`);
+    t.notMatch(r2[0]![1].error, token);
+  }
 });
