@@ -94,14 +94,18 @@ export class SseParser {
   }
 }
 
-/** Where the first frame at or after `from` ends (its blank line: \n\n, \r\n\r\n or \r\r), or -1. */
+/**
+ * Where the first frame at or after `from` ends (its blank line: \n\n, \r\n\r\n, \r\r, or a line end of one kind and
+ * a blank line of another, \r\n\n and \n\r\n, the ends WholeFrames cuts at), or -1. A stream whose events ended
+ * `\n\r\n` was read as one frame, its joined data no JSON: a Chat client lost the whole answer.
+ */
 function frameEnd(buf: string, from: number): { index: number; next: number } | -1 {
   const lf = buf.indexOf('\n\n', from);
   // Providers end lines with \n: look for the \r forms only when the text has a \r at all.
   const cr = buf.indexOf('\r', from);
   if (cr === -1) return lf === -1 ? -1 : { index: lf, next: lf + 2 };
   let best: { index: number; next: number } | -1 = lf === -1 ? -1 : { index: lf, next: lf + 2 };
-  for (const sep of ['\r\n\r\n', '\r\r']) {
+  for (const sep of ['\r\n\r\n', '\r\r', '\r\n\n', '\n\r\n']) {
     const i = buf.indexOf(sep, from);
     if (i !== -1 && (best === -1 || i < best.index)) best = { index: i, next: i + sep.length };
   }
@@ -132,8 +136,7 @@ function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
   return { event, data: data.join('\n'), id };
 }
 
-// SseParser's frame ends, and the two mixed ones (`\r\n` then `\n`, `\n` then `\r\n`): valid blank lines it does not
-// end a frame at, whose bytes must still go on rather than wait for the stream's end.
+// SseParser's frame ends, the two mixed ones (`\r\n` then `\n`, `\n` then `\r\n`) included.
 const SEPARATORS = [Buffer.from('\n\n'), Buffer.from('\r\n\r\n'), Buffer.from('\r\r'), Buffer.from('\r\n\n'), Buffer.from('\n\r\n')];
 
 /** Where the last blank line in `b` ends (its bytes after the separator), or -1. */
