@@ -129,11 +129,28 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
   }
   const text = bytes.toString('utf8');
   release(bytes);
+  let value: unknown;
   try {
-    return secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
+    value = secureJson.parse(text, undefined, { protoAction: 'error', constructorAction: 'error' });
   } catch {
     throw new errorCodes.FST_ERR_CTP_INVALID_JSON_BODY();
   }
+  // Only a text that may hold one (an exponent of three digits or more, or a run of 309 digits) is walked.
+  if (MAYBE_HUGE.test(text) && hasInfinity(value)) {
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'a number in the body is too large to represent (it would be sent on as null, which the provider would take as unset)');
+  }
+  return value;
+}
+
+/** A number literal that may overflow to Infinity (1e400, or 309 digits and more): a cheap test on the text. */
+const MAYBE_HUGE = /[eE]\+?\d{3}|\d{309}/;
+
+/** Whether `v` holds a number JSON cannot write back (Infinity: JSON.stringify writes null). */
+function hasInfinity(v: unknown): boolean {
+  if (typeof v === 'number') return !Number.isFinite(v);
+  if (v === null || typeof v !== 'object') return false;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) if (hasInfinity(x)) return true;
+  return false;
 }
 
 /** Register the parser for application/json (and its parameters, e.g. charset) on `app`. */

@@ -142,3 +142,18 @@ t.test('a body that is not as long as its content-length says is a 400 BAD_REQUE
   t.match(e, { code: 'TOLLGATE_ERR_BAD_REQUEST', status: 400, message: /content-length/ });
   t.match(toTollgateError(new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE()), { code: 'TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', status: 415 });
 });
+
+// A number JSON cannot write back (1e400 is Infinity, which JSON.stringify writes as null) was sent on as null: a
+// request the provider would refuse (`temperature: 1e400`) reached it as one that takes the default.
+t.test('a number too large to represent is a 400, not sent on as null; large but finite ones and such text are served', async (t) => {
+  for (const n of ['1e400', '-1E+999', '9'.repeat(400)]) {
+    t.throws(() => parseJsonBody(Buffer.from(`{"temperature":${n},"a":[1]}`), 64), { code: 'TOLLGATE_ERR_INVALID_REQUEST' }, n);
+    const res = await errorOf(await post(`{"model":"demo/echo-1","temperature":${n},"messages":[{"role":"user","content":"hi"}]}`));
+    t.equal(res.status, 400, `${n}: a 400`);
+    t.match(res.body.error, { code: 'TOLLGATE_ERR_INVALID_REQUEST', message: /too large to represent/ });
+  }
+  t.same(parseJsonBody(Buffer.from('{"a":1e300,"b":"e999 and 1e400 as text","c":[1.5e-400]}'), 64), { a: 1e300, b: 'e999 and 1e400 as text', c: [0] }, 'finite numbers and text pass');
+  const ok = await post('{"model":"demo/echo-1","messages":[{"role":"user","content":"1e400 as text"}]}');
+  t.equal(ok.statusCode, 200, 'the same characters in a string are text');
+  await ok.body.dump();
+});

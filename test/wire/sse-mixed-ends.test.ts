@@ -12,11 +12,12 @@ import { SseParser } from '../../src/wire/sse.js';
 t.test('the parser ends a frame at a mixed blank line, whole and in any chunking', async (t) => {
   for (const sep of ['\n\r\n', '\r\n\n']) {
     const text = `data: {"a":1}${sep}event: x\ndata: {"b":2}${sep}`;
-    const whole = new SseParser().push(text, true);
+    const parser = new SseParser();
+    const whole = [...parser.push(Buffer.from(text)), ...parser.end()];
     t.same(whole.map((f) => [f.event, f.data]), [[null, '{"a":1}'], ['x', '{"b":2}']], JSON.stringify(sep));
     for (let cut = 1; cut < text.length; cut++) {
       const p = new SseParser();
-      const frames = [...p.push(text.slice(0, cut)), ...p.push(text.slice(cut), true)];
+      const frames = [...p.push(Buffer.from(text.slice(0, cut))), ...p.push(Buffer.from(text.slice(cut))), ...p.end()];
       if (frames.map((f) => f.data).join('|') !== '{"a":1}|{"b":2}') t.fail(`${JSON.stringify(sep)} cut at ${cut}: ${JSON.stringify(frames)}`);
     }
   }
