@@ -145,11 +145,18 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
 /** A number literal that may overflow to Infinity (1e400, or 309 digits and more): a cheap test on the text. */
 const MAYBE_HUGE = /[eE]\+?\d{3}|\d{309}/;
 
-/** Whether `v` holds a number JSON cannot write back (Infinity: JSON.stringify writes null). */
+/** Whether `v` holds a number JSON cannot write back (Infinity: JSON.stringify writes null). A loop, not recursion:
+ * a body may nest as deep as server.json_max_depth allows (10,000). */
 function hasInfinity(v: unknown): boolean {
-  if (typeof v === 'number') return !Number.isFinite(v);
-  if (v === null || typeof v !== 'object') return false;
-  for (const x of Array.isArray(v) ? v : Object.values(v)) if (hasInfinity(x)) return true;
+  const todo: unknown[] = [v];
+  while (todo.length > 0) {
+    const x = todo.pop();
+    if (typeof x === 'number') {
+      if (!Number.isFinite(x)) return true;
+    } else if (x !== null && typeof x === 'object') {
+      for (const y of Array.isArray(x) ? x : Object.values(x)) todo.push(y);
+    }
+  }
   return false;
 }
 

@@ -153,6 +153,8 @@ t.test('a number too large to represent is a 400, not sent on as null; large but
     t.match(res.body.error, { code: 'TOLLGATE_ERR_INVALID_REQUEST', message: /too large to represent/ });
   }
   t.same(parseJsonBody(Buffer.from('{"a":1e300,"b":"e999 and 1e400 as text","c":[1.5e-400]}'), 64), { a: 1e300, b: 'e999 and 1e400 as text', c: [0] }, 'finite numbers and text pass');
+  const deep = `${'['.repeat(10_000)}1e400${']'.repeat(10_000)}`;
+  t.throws(() => parseJsonBody(Buffer.from(deep), 10_000), { code: 'TOLLGATE_ERR_INVALID_REQUEST' }, 'found at the deepest nesting allowed (no stack overflow)');
   const ok = await post('{"model":"demo/echo-1","messages":[{"role":"user","content":"1e400 as text"}]}');
   t.equal(ok.statusCode, 200, 'the same characters in a string are text');
   await ok.body.dump();
