@@ -15,11 +15,10 @@
 // - A failed ping is retried once after min(60 s, window); if the retry fails too, the next try is a window later,
 //   then again a retry, and so on: at most two pings per window, never a tight loop. A connection that is cooling
 //   down is pinged when its cooldown ends.
-// - At start, the window of each connection with keep-alive on is recovered by replaying the rule over its calls of
-//   the last 24 h (two windows, for a window longer than 12 h; from a multiple of the window: `replayFrom`) read
-//   from ClickHouse. The first call of that span is taken to open a window, although a window opened before the
-//   span may have covered it: an approximation that matters only for a connection used around the clock, and
-//   corrects itself after one window.
+// - At start, each connection's window is recovered by replaying the rule over its calls of the last 24 h (two
+//   windows, for a window longer than 12 h; from a multiple of the window: `replayFrom`) read from ClickHouse. The
+//   span's first call is taken to open a window, though one opened before the span may have covered it: it matters
+//   only for a connection used around the clock, and corrects itself after one window.
 //
 // Records are seen as the Ledger publishes them, so a long request is seen after shorter ones that started later;
 // `advance` lets an earlier start that opened the window take it over. OAuth connections are pinged with the
@@ -35,7 +34,6 @@ import { ClientAbort } from '../providers/upstream.js';
 import { claim } from '../store/claims.js';
 import { upstreamCallsSince } from '../store/keepalive.js';
 import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, replayFrom, UnstoredCalls, type Window } from './keepalive-window.js';
-
 import type { Store } from '../store/client.js';
 import { computeCost } from '../ledger/cost.js';
 import type { Ledger } from '../ledger/ledger.js';
@@ -51,22 +49,12 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Records published while start() replays the store; more than this many are not expected before listen(). */
 const MAX_BUFFERED = 10_000;
 
-/** Start times of a connection's upstream calls since `from` that open windows, oldest first (duplicates are harmless). */
-export async function recentCalls(store: Store, providerId: string, connection: string, from: number): Promise<number[]> {
-  const calls = await upstreamCallsSince(store, providerId, connection, from);
-  return calls.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection })).map((r) => r.t);
-}
-
 export interface KeepAliveDeps {
   readonly config: Config;
   readonly ledger: Ledger;
   readonly upstream: Upstream;
   readonly router: Router;
   readonly store: Store;
-}
-
-export interface KeepAliveLog {
-  warn(obj: object, msg: string): void;
 }
 
 export interface KeepAliveOptions {
@@ -77,7 +65,7 @@ export interface KeepAliveOptions {
   readonly retryMs?: number;
   /** How long close() lets a ping in flight finish before aborting it (default 5 s). */
   readonly closeGraceMs?: number;
-  readonly log?: KeepAliveLog;
+  readonly log?: { warn(obj: object, msg: string): void };
 }
 
 /** The schedule of one connection with keep-alive on. */
@@ -99,13 +87,15 @@ export class KeepAlive {
   readonly #delayMs: number | undefined;
   readonly #retryMs: number;
   readonly #closeGraceMs: number;
-  readonly #log: KeepAliveLog;
+  readonly #log: NonNullable<KeepAliveOptions['log']>;
   #cfg!: Config;
   /** Every connection of the current config, by id, and each provider's window length. */
   #connections = new Map<string, Connection>();
   #windowMs = new Map<string, number>();
   readonly #windows = new Map<string, Window>();
   readonly #slots = new Map<string, Slot>();
+  /** Slots of connections turned off by a config edit while their ping was in flight, until it ends. */
+  readonly #parked = new Map<string, Slot>();
   readonly #pending = new Set<Promise<void>>();
   readonly #aborts = new Set<ClientAbort>();
   /** Records published before start() finished, applied after the replay. */
@@ -139,7 +129,7 @@ export class KeepAlive {
       const windowMs = c && this.#windowMs.get(c.providerId);
       if (!c || windowMs === undefined) continue;
       try {
-        const w = await this.#recordWindow(id, c, windowMs, now);
+        const { window: w } = await this.#recordWindow(id, c, windowMs, now);
         if (w !== null) this.#windows.set(id, w);
       } catch (err) {
         this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not read the open window; it starts with the next request');
@@ -174,10 +164,13 @@ export class KeepAlive {
       if (this.#enabled(connections.get(id))) continue;
       if (slot.timer) clearTimeout(slot.timer);
       this.#slots.delete(id); // a ping in flight finishes (close() still waits for it)
+      if (slot.inflight) this.#parked.set(id, slot);
     }
     for (const c of connections.values()) {
       if (!this.#enabled(c) || this.#slots.has(c.id)) continue;
-      this.#slots.set(c.id, { timer: null, inflight: false, failures: 0, notBefore: 0 });
+      // Enabled again while its ping is still in flight: the same slot, so no second ping for the window.
+      this.#slots.set(c.id, this.#parked.get(c.id) ?? { timer: null, inflight: false, failures: 0, notBefore: 0 });
+      this.#parked.delete(c.id);
     }
     for (const [id, slot] of this.#slots) this.#arm(id, slot);
   }
@@ -268,17 +261,12 @@ export class KeepAlive {
         this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not check the window in the store; pinging');
         return true;
       });
-      if (!mine) {
-        // Another replica's call opened the window, or another replica pings it: this one waits for the next.
-        slot.inflight = false;
-        if (this.#slots.get(id) === slot) this.#arm(id, slot);
-        return;
-      }
+      // Another replica's call opened the window, or another replica pings it: this one waits for the next.
+      if (!mine) return this.#landed(id, slot);
       const ok = await this.#ping(c).catch((err: unknown) => {
         this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: ping not recorded');
         return false;
       });
-      slot.inflight = false;
       const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
       const retry = Math.min(this.#retryMs, windowMs);
       const now = this.#now();
@@ -291,10 +279,17 @@ export class KeepAlive {
         // A failure is retried once; a failed retry waits a window.
         slot.notBefore = now + (slot.failures % 2 === 1 ? retry : windowMs);
       }
-      if (this.#slots.get(id) === slot) this.#arm(id, slot);
+      this.#landed(id, slot);
     })();
     this.#pending.add(run);
     void run.finally(() => this.#pending.delete(run));
+  }
+
+  /** A claim or ping of `slot` over: it is armed for the next, unless a config edit turned it off meanwhile. */
+  #landed(id: string, slot: Slot): void {
+    slot.inflight = false;
+    if (this.#parked.get(id) === slot) this.#parked.delete(id);
+    if (this.#slots.get(id) === slot) this.#arm(id, slot);
   }
 
   /**
@@ -309,20 +304,25 @@ export class KeepAlive {
   async #claim(id: string, c: Connection): Promise<boolean> {
     const windowMs = this.#windowMs.get(c.providerId) ?? MIN_WINDOW_MS;
     const now = this.#now();
-    const shared = await this.#recordWindow(id, c, windowMs, now);
+    const { window: shared, pings } = await this.#recordWindow(id, c, windowMs, now);
     if (shared !== null) this.#windows.set(id, shared);
     const w = this.#windows.get(id)!;
     if (w.end > now) return false; // a window that is still open needs no ping
-    if (await claim(this.#store, `ping:${id}:${w.end}`, this.#instance, now)) return true;
+    // Keyed by the end, the windows passed since it, and the pings recorded since it: a ping that failed or was cut
+    // opens no window, and a key of the end alone stayed won by that process, so a restart never pinged again.
+    const tries = pings.filter((t) => t >= w.end).length;
+    if (await claim(this.#store, `ping:${id}:${w.end}:${Math.floor((now - w.end) / windowMs)}:${tries}`, this.#instance, now)) return true;
     // Another replica pings this window: it will open the next one, as this replica's record shows once written.
     this.#windows.set(id, advance(w, now, windowMs));
     return false;
   }
 
-  /** The connection's window by the record (every replica's calls) and this replica's calls not stored yet. */
-  async #recordWindow(id: string, c: Connection, windowMs: number, now: number): Promise<Window | null> {
+  /** The connection's window by the record (every replica's calls, this one's not stored yet) and its pings' starts. */
+  async #recordWindow(id: string, c: Connection, windowMs: number, now: number): Promise<{ window: Window | null; pings: number[] }> {
     const from = replayFrom(now, windowMs);
-    return replay(this.#unstored.merge(id, await recentCalls(this.#store, c.providerId, c.name, from), from), windowMs);
+    const rows = await upstreamCallsSince(this.#store, c.providerId, c.name, from);
+    const calls = rows.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection: c.name })).map((r) => r.t);
+    return { window: replay(this.#unstored.merge(id, calls, from), windowMs), pings: rows.filter((r) => r.kind === 'keepalive').map((r) => r.t) };
   }
 
   /** Send one ping on `c` and publish its record; true when it succeeded. */
