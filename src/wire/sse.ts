@@ -22,9 +22,11 @@ export class SseParser {
   #started = false;
   #buf = '';
   /**
-   * The last characters of the text so far (as many as a blank line can span less one): a blank line split over two
-   * chunks is still seen by looking at this and the new text alone.
+   * Where the next search for a frame end starts in #buf: the text before it ends no frame (it was looked through),
+   * less the three characters a blank line may have begun with. A frame in many chunks costs its length once.
    */
+  #resume = 0;
+  /** The text's last three characters: with the next chunk's text, where a blank line split between chunks shows. */
   #tail = '';
   /** The comment lines read and not yet taken (null: comments are dropped). */
   readonly #comments: string[] | null;
@@ -49,10 +51,12 @@ export class SseParser {
   push(chunk: Uint8Array): SseFrame[] {
     const text = this.#decoder.write(chunk);
     this.#text(text);
-    // The new text (flat: found early when it holds frames, as it mostly does), and the few characters across the seam.
-    const seam = this.#tail === '' ? '' : this.#tail + text.slice(0, 3);
-    const ends = text.indexOf('\n\n') !== -1 || text.indexOf('\r') !== -1 || seam.indexOf('\n\n') !== -1 || seam.indexOf('\r') !== -1;
-    this.#tail = text.length >= 3 ? text.slice(-3) : (this.#tail + text).slice(-3);
+    // The new text alone (and the few characters before it) says whether a frame ended: the buffer, a long frame's
+    // many chunks joined, is not touched (nor flattened) until one has.
+    const look = this.#tail + text;
+    this.#tail = look.length > 3 ? look.slice(-3) : look;
+    BLANK_LINE.lastIndex = 0;
+    const ends = look.indexOf('\n\n') !== -1 || (look.indexOf('\r') !== -1 && BLANK_LINE.test(look));
     const frames = ends ? this.#drain(false) : [];
     if (this.#buf.length > MAX_FRAME_CHARS) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider sent an event stream frame longer than ${MAX_FRAME_CHARS / 1024 / 1024} MiB`);
     return frames;
@@ -76,18 +80,23 @@ export class SseParser {
     const frames: SseFrame[] = [];
     const buf = this.#buf;
     let from = 0;
-    // One pass with a cursor; the rest of the buffer is cut once at the end (not once per frame).
+    let search = Math.min(this.#resume, buf.length);
+    // Providers end lines with \n: the \r forms are looked for only when the text not yet looked through has a \r.
+    const cr = buf.indexOf('\r', search) !== -1;
     for (;;) {
-      const end = frameEnd(buf, from);
+      const end = frameEnd(buf, search, cr);
       if (end === -1) break;
       const f = parseFrame(buf.slice(from, end.index), this.#comments);
       if (f) frames.push(f);
-      from = end.next;
+      from = search = end.next;
     }
     this.#buf = from === 0 ? buf : buf.slice(from);
+    this.#resume = Math.max(0, this.#buf.length - 3);
     if (final && this.#buf.trim() !== '') {
       const f = parseFrame(this.#buf, this.#comments);
       this.#buf = '';
+      this.#resume = 0;
+      this.#tail = '';
       if (f) frames.push(f);
     }
     return frames;
@@ -95,21 +104,23 @@ export class SseParser {
 }
 
 /**
- * Where the first frame at or after `from` ends (its blank line: \n\n, \r\n\r\n, \r\r, or a line end of one kind and
- * a blank line of another, \r\n\n and \n\r\n, the ends WholeFrames cuts at), or -1. A stream whose events ended
- * `\n\r\n` was read as one frame, its joined data no JSON: a Chat client lost the whole answer.
+ * A blank line: a line end (`\r\n`, `\n`, or a `\r` not followed by `\n`) and then another, the second of any kind:
+ * `\n\n`, `\r\n\r\n`, `\r\r`, and the mixed ones (`\n\r\n`, `\r\n\n`, `\n\r`, `\r\n\r`), as the SSE format's `cr lf
+ * / cr / lf` line ends allow. One search from where the last one ended: linear in the text, where an indexOf for each
+ * form over the rest of the buffer, for each frame, grew with the buffer (a CRLF stream in many chunks).
  */
-function frameEnd(buf: string, from: number): { index: number; next: number } | -1 {
-  const lf = buf.indexOf('\n\n', from);
-  // Providers end lines with \n: look for the \r forms only when the text has a \r at all.
-  const cr = buf.indexOf('\r', from);
-  if (cr === -1) return lf === -1 ? -1 : { index: lf, next: lf + 2 };
-  let best: { index: number; next: number } | -1 = lf === -1 ? -1 : { index: lf, next: lf + 2 };
-  for (const sep of ['\r\n\r\n', '\r\r', '\r\n\n', '\n\r\n']) {
-    const i = buf.indexOf(sep, from);
-    if (i !== -1 && (best === -1 || i < best.index)) best = { index: i, next: i + sep.length };
+const BLANK_LINE = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)/g;
+
+/** Where the first frame ends at or after `from` (its blank line), or -1; `cr`: the text may hold a \r. */
+function frameEnd(buf: string, from: number, cr: boolean): { index: number; next: number } | -1 {
+  if (!cr) {
+    const lf = buf.indexOf('\n\n', from);
+    return lf === -1 ? -1 : { index: lf, next: lf + 2 };
   }
-  return best;
+  BLANK_LINE.lastIndex = from;
+  const m = BLANK_LINE.exec(buf);
+  if (m === null || heldCr(buf, m.index + m[0].length, buf.length)) return -1;
+  return { index: m.index, next: m.index + m[0].length };
 }
 
 function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
@@ -136,19 +147,31 @@ function parseFrame(raw: string, comments: string[] | null): SseFrame | null {
   return { event, data: data.join('\n'), id };
 }
 
-// SseParser's frame ends, the two mixed ones (`\r\n` then `\n`, `\n` then `\r\n`) included.
-const SEPARATORS = [Buffer.from('\n\n'), Buffer.from('\r\n\r\n'), Buffer.from('\r\r'), Buffer.from('\r\n\n'), Buffer.from('\n\r\n')];
+// SseParser's frame ends (BLANK_LINE), mixed ones included.
+const SEPARATORS = ['\n\n', '\r\n\r\n', '\r\r', '\r\n\n', '\n\r\n', '\n\r', '\r\n\r'].map((x) => Buffer.from(x));
 
 /** Where the last blank line in `b` ends (its bytes after the separator), or -1. */
-function lastFrameEnd(b: Buffer): number {
+function lastFrameEnd(b: Buffer, dataEnd = b.length): number {
   let end = -1;
   for (const sep of SEPARATORS) {
-    const i = b.lastIndexOf(sep);
+    let i = b.lastIndexOf(sep);
+    // One that ends the data so far in `\n\r` is held: a `\n` may follow, which ends the blank line (heldCr).
+    if (i !== -1 && heldCr(b, i + sep.length, dataEnd)) i = i === 0 ? -1 : b.lastIndexOf(sep, i - 1);
     if (i !== -1 && i + sep.length > end) end = i + sep.length;
     if (sep === SEPARATORS[0] && b.indexOf(13) === -1) break; // no \r: only the \n form can be there
   }
   return end;
 }
+
+/**
+ * A blank line that ends at the end of the data so far with a `\r` right after a `\n` (`\r\n\r`, `\n\r`) is not taken
+ * yet: most likely the `\r\n` of a CRLF stream split between reads, whose `\n` belongs to it. (`\r\r` is taken.)
+ */
+function heldCr(b: { readonly length: number; at(i: number): unknown }, end: number, dataEnd: number): boolean {
+  return end === dataEnd && end >= 2 && isCr(b.at(end - 1)) && isLf(b.at(end - 2));
+}
+const isCr = (c: unknown): boolean => c === 13 || c === '\r';
+const isLf = (c: unknown): boolean => c === 10 || c === '\n';
 
 /**
  * An event stream's bytes cut at frame ends, for a relay that forwards them as they are: `push` gives what ends with a
@@ -166,7 +189,8 @@ export class WholeFrames {
     let end = lastFrameEnd(b);
     if (end === -1 && this.#tail.length > 0) {
       // a blank line across the seam (over several small chunks, too): the held bytes' last three and this chunk's first
-      const across = lastFrameEnd(Buffer.concat([this.#tail, b.subarray(0, 3)]));
+      const seam = Buffer.concat([this.#tail, b.subarray(0, 3)]);
+      const across = lastFrameEnd(seam, b.length <= 3 ? seam.length : seam.length + 1);
       if (across > this.#tail.length) end = across - this.#tail.length;
     }
     if (end === -1) {

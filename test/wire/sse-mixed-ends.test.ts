@@ -10,7 +10,7 @@ import { startApp } from '../helpers/app.js';
 import { SseParser } from '../../src/wire/sse.js';
 
 t.test('the parser ends a frame at a mixed blank line, whole and in any chunking', async (t) => {
-  for (const sep of ['\n\r\n', '\r\n\n']) {
+  for (const sep of ['\n\r\n', '\r\n\n', '\n\r', '\r\n\r']) {
     const text = `data: {"a":1}${sep}event: x\ndata: {"b":2}${sep}`;
     const parser = new SseParser();
     const whole = [...parser.push(Buffer.from(text)), ...parser.end()];
