@@ -349,4 +349,13 @@ t.test('webhook: the path and query never reach the recorded error, however the 
     t.equal(r2[0]![1].error, 'webhook: HTTP 401 unknown token [REDACTED]', `?${query}: the token cut out`);
     t.notMatch(r2[0]![1].error, token);
   }
+
+  // A parameter's name is no secret: an answer that names it keeps it (only the values are cut out).
+  const named = await listenLoopback(t, async (_req, res) => {
+    res.writeHead(401).end('the signature parameter is expired (Zx81kQmP0aa9); renew the access_token Q1w2e3r4t5y6');
+  }, (_err, res) => res.writeHead(500).end());
+  const { n: n3, results: r3 } = notifier(t, [webhookChannel({ url: `http://127.0.0.1:${named.port}/hook?signature=Zx81kQmP0aa9&access_token=Q1w2e3r4t5y6` })], { retries: 0, backoffMs: 10 });
+  n3.notify(alert());
+  await n3.drain();
+  t.equal(r3[0]![1].error, 'webhook: HTTP 401 the signature parameter is expired ([REDACTED]); renew the access_token [REDACTED]');
 });

@@ -15,6 +15,7 @@ t.test('modelPath: one encoded segment under models/ or tunedModels/', async (t)
   t.equal(modelPath('gemini-1.5-pro@001'), '/models/gemini-1.5-pro@001', '@ kept');
   t.equal(modelPath('gemini-2.5-flash:batchEmbedContents?'), '/models/gemini-2.5-flash%3AbatchEmbedContents%3F');
   t.equal(modelPath('../files?x=#y'), '/models/..%2Ffiles%3Fx%3D%23y');
+  t.throws(() => modelPath('gem\ud800'), { code: 'TOLLGATE_ERR_INVALID_REQUEST' }, 'a lone surrogate: the client\'s error, not a 500');
 });
 
 t.test('through the gateway: the upstream gets the routed method on the encoded id, passthrough and translated', async (t) => {
@@ -51,4 +52,10 @@ t.test('through the gateway: the upstream gets the routed method on the encoded 
   });
   t.equal(tuned.status, 200);
   t.equal(got.at(-1), '/v1beta/tunedModels/my-tuned:generateContent', 'a tuned model under its own collection');
+  const lone = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: '{"model":"ge/gem\\ud800","messages":[{"role":"user","content":"hi"}]}',
+  });
+  t.equal(lone.status, 400, 'a lone surrogate in the id: 400');
+  t.match(await lone.json(), { error: { code: 'TOLLGATE_ERR_INVALID_REQUEST', param: 'model' } });
 });

@@ -115,8 +115,9 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // and then each path segment and query value that may be a token, in the forms an answer may quote them (JSON with
   // `\/`, percent-encoded or decoded): a receiver that names only the token, or escapes the path, quoted it before.
   const secrets = [url.pathname + url.search, url.search, url.pathname].filter((x) => x.length > 1);
-  // The query's parts raw too (`searchParams` reads `+` as a space, and gives a bare `?TOKEN` as a key): keys and values.
-  const rawQuery = url.search.slice(1).split('&').flatMap((kv) => (kv.includes('=') ? [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] : [kv]));
+  // The query's values as written too (`searchParams` reads `+` as a space), and a bare `?TOKEN` (a key with no value);
+  // a parameter's name is kept, so an answer that names it still says which one it means.
+  const rawQuery = url.search.slice(1).split('&').map((kv) => (kv.includes('=') ? kv.slice(kv.indexOf('=') + 1) : kv));
   const pieces = [...secrets, ...url.pathname.split('/'), ...rawQuery, ...url.searchParams.values()].flatMap((x) => [x, decoded(x)]);
   const tokens = [...new Set(pieces)].sort((a, b) => b.length - a.length);
 

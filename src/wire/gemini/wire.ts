@@ -19,7 +19,14 @@ export const isObj = (v: unknown): v is Json => typeof v === 'object' && v !== n
 export function modelPath(modelId: string): string {
   const tuned = modelId.startsWith('tunedModels/');
   const id = tuned ? modelId.slice('tunedModels/'.length) : modelId.replace(/^models\//, '');
-  return `/${tuned ? 'tunedModels' : 'models'}/${encodeURIComponent(id).replace(/%40/g, '@')}`;
+  let segment: string;
+  try {
+    segment = encodeURIComponent(id).replace(/%40/g, '@');
+  } catch {
+    // A lone surrogate (URIError): the client's model id, not a fault of the gateway's.
+    throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'the model id is not valid text (it holds a lone surrogate)', { param: 'model' });
+  }
+  return `/${tuned ? 'tunedModels' : 'models'}/${segment}`;
 }
 
 export interface GeminiPart {
