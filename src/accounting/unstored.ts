@@ -6,7 +6,7 @@
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import type { RequestRow } from '../store/rows.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
-import { addMoney } from '../store/decimal.js';
+import { numberUnits, unitsNumber } from '../store/decimal.js';
 
 /** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
 export interface Span {
@@ -21,7 +21,8 @@ interface Unstored {
   /** Its row's `ts`: the request's start. */
   readonly at: number;
   readonly tokens: number;
-  readonly cost: number;
+  /** Its cost in 10^-12 USD, so sums of many are exact and cost no conversion each (src/store/decimal.ts). */
+  readonly cost: bigint;
   readonly durationMs: number;
 }
 
@@ -42,7 +43,7 @@ export class UnstoredCalls {
   /** A call ended (its record was published): counted until its row is stored. */
   add(r: UsageRecord): void {
     // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
-    this.#calls.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: Number(r.cost.cost.toFixed(12)), durationMs: r.latency.totalMs });
+    this.#calls.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: units(r.cost.cost), durationMs: r.latency.totalMs });
     this.#published++;
   }
 
@@ -55,7 +56,7 @@ export class UnstoredCalls {
     const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms } = row;
     if (typeof id !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof ts !== 'number') return;
     if (!BILLED_KINDS.includes(kind as RecordKind)) return;
-    this.#calls.set(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: Number(cost) || 0, durationMs: Number(ms) || 0 });
+    this.#calls.set(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: units(Number(cost)), durationMs: Number(ms) || 0 });
     this.#published++;
   }
 
@@ -66,11 +67,11 @@ export class UnstoredCalls {
 
   /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
   costSince(froms: readonly number[]): number[] {
-    const out = froms.map(() => 0);
+    const out = froms.map(() => 0n);
     for (const u of this.#calls.values()) {
       for (let i = 0; i < froms.length; i++) if (u.at >= froms[i]!) out[i]! += u.cost;
     }
-    return out;
+    return out.map(unitsNumber);
   }
 
   /**
@@ -82,6 +83,8 @@ export class UnstoredCalls {
    */
   groups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
     const out = new Map<string, Group>();
+    // Each group's costs (this window, today, this month) in 10^-12 USD, made numbers once at the end.
+    const sums = new Map<Group, [bigint, bigint, bigint]>();
     for (const [id, u] of this.#calls) {
       if (u.at < oldest - KEPT_BEFORE_MS) {
         this.#calls.delete(id);
@@ -95,18 +98,24 @@ export class UnstoredCalls {
         // recentRows: the connection-problem flag reads stored rows only (`recentOutcomes`).
         g = { provider: u.provider, model: u.model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
         out.set(key, g);
+        sums.set(g, [0n, 0n, 0n]);
       }
+      const s = sums.get(g)!;
       if (u.at >= w.from && u.at < w.to) {
         g.rows++;
         g.tokens += u.tokens;
-        g.cost = addMoney(g.cost, u.cost);
+        s[0] += u.cost;
         g.durationMs += u.durationMs;
         if (g.oldest === null || u.at < g.oldest) g.oldest = u.at;
       }
       if (w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to) g.secondaryRows++;
-      if (u.at >= today) g.todayCost = addMoney(g.todayCost, u.cost);
-      if (u.at >= month) g.monthCost = addMoney(g.monthCost, u.cost);
+      if (u.at >= today) s[1] += u.cost;
+      if (u.at >= month) s[2] += u.cost;
     }
+    for (const [g, [cost, today, month]] of sums) Object.assign(g, { cost: unitsNumber(cost), todayCost: unitsNumber(today), monthCost: unitsNumber(month) });
     return [...out.values()];
   }
 }
+
+/** A call's cost in 10^-12 USD; 0 for one that is not a finite number (a row the spool could not say it for). */
+const units = (usd: number): bigint => (Number.isFinite(usd) ? numberUnits(usd) : 0n);
