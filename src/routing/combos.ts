@@ -2,7 +2,7 @@
 // pure: it resolves the members and orders them for one request; the proxy runs the attempts.
 //
 // - fallback:    config order.
-// - round-robin: config order rotated by one per request.
+// - round-robin: config order rotated by one per request, over the members usable now (pipeline/combo/run.ts).
 // - capacity:    a request with images (or PDFs) goes first to members whose capabilities include vision (pdf), in
 //                config order, then to the others (which only see it once no capable member is left).
 // - fusion:      every member in parallel; the judge synthesises (pipeline/combo/fusion.ts).
@@ -53,14 +53,12 @@ export function rotated<T>(members: readonly T[], turn: number): T[] {
 }
 
 /**
- * Members in the order this request tries them. `turn` is the combo's request counter: round-robin rotates by it
- * (runCombo rotates the members usable now instead, passing 0 here).
+ * Members in the order this request tries them: config order, the capable ones first for `capacity`. Round-robin's
+ * rotation is over the members usable now (runCombo: `rotated`), so that a cooling one's turns are shared.
  */
-export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequest, turn: number): Member[] {
+export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequest): Member[] {
   const members = combo.models.map((spec) => member(cfg, spec));
   switch (combo.strategy) {
-    case 'round-robin':
-      return rotated(members, turn);
     case 'capacity': {
       const need = neededCapabilities(req);
       if (need.size === 0) return members;

@@ -12,12 +12,10 @@ import { sendFailure } from '../upstream.js';
 
 export async function runCombo(exchange: Exchange, combo: ComboRun): Promise<void> {
   exchange.trace.routedCombo(combo.name);
-  const turn = exchange.ctx.router.nextTurn(combo.name);
-  const roundRobin = combo.config.strategy === 'round-robin';
-  const members = orderMembers(exchange.ctx.config.current, combo.config, exchange.parsed, roundRobin ? 0 : turn);
+  const now = usableMembers(exchange, combo.name, orderMembers(exchange.ctx.config.current, combo.config, exchange.parsed));
   // Round-robin takes turns among the members usable now: rotated before the cooling ones were passed over, a cooling
   // member's turns went to the member after it, which then served two requests in three of a three-member combo.
-  const usable = roundRobin ? rotated(usableMembers(exchange, combo.name, members), turn) : usableMembers(exchange, combo.name, members);
+  const usable = combo.config.strategy === 'round-robin' ? rotated(now, exchange.ctx.router.nextTurn(combo.name)) : now;
   if (combo.config.strategy === 'fusion') return runFusion(exchange, combo, usable);
   let last: AttemptResult | null = null;
   for (const [i, member] of usable.entries()) {
