@@ -53,10 +53,9 @@ export class SseParser {
     this.#text(text);
     // The new text alone (and the few characters before it) says whether a frame ended: the buffer, a long frame's
     // many chunks joined, is not touched (nor flattened) until one has.
-    const look = this.#tail + text;
-    this.#tail = look.length > 3 ? look.slice(-3) : look;
-    BLANK_LINE.lastIndex = 0;
-    const ends = look.indexOf('\n\n') !== -1 || (look.indexOf('\r') !== -1 && BLANK_LINE.test(look));
+    // The text and the seam are looked at apart: the two joined would copy each chunk once more.
+    const ends = hasBlankLine(text) || (this.#tail !== '' && hasBlankLine(this.#tail + text.slice(0, 3)));
+    this.#tail = text.length >= 3 ? text.slice(-3) : (this.#tail + text).slice(-3);
     const frames = ends ? this.#drain(false) : [];
     if (this.#buf.length > MAX_FRAME_CHARS) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider sent an event stream frame longer than ${MAX_FRAME_CHARS / 1024 / 1024} MiB`);
     return frames;
@@ -110,6 +109,14 @@ export class SseParser {
  * form over the rest of the buffer, for each frame, grew with the buffer (a CRLF stream in many chunks).
  */
 const BLANK_LINE = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)/g;
+
+/** Whether `s` holds a blank line. */
+function hasBlankLine(s: string): boolean {
+  if (s.indexOf('\n\n') !== -1) return true;
+  if (s.indexOf('\r') === -1) return false;
+  BLANK_LINE.lastIndex = 0;
+  return BLANK_LINE.test(s);
+}
 
 /** Where the first frame ends at or after `from` (its blank line), or -1; `cr`: the text may hold a \r. */
 function frameEnd(buf: string, from: number, cr: boolean): { index: number; next: number } | -1 {
