@@ -9,7 +9,7 @@ import { listenLoopback } from '../helpers/loopback.js';
 import { startApp } from '../helpers/app.js';
 import { groundingSearches, geminiUsage, withGrounding } from '../../src/wire/gemini/usage.js';
 import { parseGeminiResponse } from '../../src/wire/gemini/response.js';
-import { codecFor } from '../../src/wire/registry.js';
+import { codecFor, sameFormatFor } from '../../src/wire/registry.js';
 import type { CanonicalEvent } from '../../src/wire/canonical.js';
 import type { SseFrame } from '../../src/wire/sse.js';
 
@@ -44,6 +44,31 @@ t.test('the queries counted: distinct, over the candidates, bounded', async (t) 
   const lateUsage = lateEvents.filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage').at(-1)?.usage;
   t.equal(lateUsage?.webSearches, 1, 'named on a chunk after the last usage report: the usage said again');
   t.equal(lateUsage?.input, 130, 'with the counts it had');
+
+  // A stream may name its queries over several chunks, each a part, or each the list so far: the distinct ones over
+  // them all. Before, the most any one chunk named (2 here, of 3 run).
+  const spread = codecFor('gemini').createStreamParser();
+  const spreadUsage = [
+    frame({ candidates: [grounded(['weather paris', 'paris forecast'])], usageMetadata: { promptTokenCount: 100, totalTokenCount: 100 } }),
+    frame({ candidates: [grounded(['paris rain'])] }),
+    frame({ candidates: [grounded(['paris forecast', 'paris rain'])], usageMetadata: USAGE }),
+  ].flatMap((f) => spread.frame(f)).filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage').at(-1)?.usage;
+  t.equal(spreadUsage?.webSearches, 3, 'over the chunks: the distinct queries of them all');
+  const cumulative = codecFor('gemini').createStreamParser();
+  const cumulativeUsage = [
+    frame({ candidates: [grounded(['a'])], usageMetadata: { promptTokenCount: 100, totalTokenCount: 100 } }),
+    frame({ candidates: [grounded(['a', 'b'])], usageMetadata: USAGE }),
+  ].flatMap((f) => cumulative.frame(f)).filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage').at(-1)?.usage;
+  t.equal(cumulativeUsage?.webSearches, 2, 'each chunk the list so far: not counted twice');
+  const many = codecFor('gemini').createStreamParser();
+  const manyUsage = Array.from({ length: 3 }, (_, i) => frame({ candidates: [grounded(Array.from({ length: 40 }, (_, j) => `q${i}-${j}`))], usageMetadata: USAGE }))
+    .flatMap((f) => many.frame(f)).filter((e): e is Extract<CanonicalEvent, { type: 'usage' }> => e.type === 'usage').at(-1)?.usage;
+  t.notOk(manyUsage !== undefined && 'webSearches' in manyUsage, 'more than 100 over the chunks: not believed');
+  const array = sameFormatFor('gemini')?.usageOf([
+    { candidates: [grounded(['x', 'y'])] },
+    { candidates: [grounded(['z'])], usageMetadata: USAGE },
+  ]);
+  t.equal(array?.webSearches, 3, 'a JSON array of chunks: the distinct queries over them');
 });
 
 t.test('through the gateway: passthrough whole, streamed and as an array; translated; priced at web_search_per_1k', async (t) => {

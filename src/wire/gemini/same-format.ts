@@ -12,8 +12,7 @@ import { endpointPath } from '../endpoint.js';
 import { capabilityOfMime, deleteNested, filterInPlace, isObj, objectAt, removeKeys, type Json, type SameFormat } from '../same-format.js';
 import { geminiCodec } from './index.js';
 import { GeminiStreamRenderer } from './stream.js';
-import { geminiUsage, groundingSearches, withGrounding } from './usage.js';
-import { larger } from '../../ledger/types.js';
+import { GroundingQueries, geminiUsage, withGrounding } from './usage.js';
 import { modelPath } from './wire.js';
 
 /** The name a removed media part is listed under, as the codec lists it: `inlineData.image`, `fileData.file`... */
@@ -89,12 +88,13 @@ export const geminiSameFormat: SameFormat = {
   usageOf(json) {
     // streamGenerateContent without alt=sse answers a JSON array of chunks; the last report is the answer's.
     const chunks = Array.isArray(json) ? json : [json];
-    // The grounding's queries may come on another chunk than the last report: the most any chunk names.
-    const searches = chunks.reduce<number | null>((most, c) => larger(most, groundingSearches(c)), null);
+    // The grounding's queries may come on other chunks than the last report: the distinct ones over them all.
+    const grounding = new GroundingQueries();
+    for (const c of chunks) grounding.add(c);
     for (let i = chunks.length - 1; i >= 0; i--) {
       const c: unknown = chunks[i];
       const u = isObj(c) ? geminiUsage(c.usageMetadata) : null;
-      if (u !== null) return withGrounding(u, searches);
+      if (u !== null) return withGrounding(u, grounding.count);
     }
     return null;
   },

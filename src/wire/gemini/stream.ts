@@ -6,7 +6,7 @@ import { ERRORS, TollgateError, type ErrorCode } from '../../core/errors.js';
 import { formatFrame, type SseFrame } from '../sse.js';
 import type { CanonicalEvent, StopReason } from '../canonical.js';
 import type { StreamParser, StreamRenderer } from '../codec.js';
-import { countsUsage, geminiCounts, groundingSearches, laterCounts, renderGeminiUsage, withGrounding, type GeminiCounts } from './usage.js';
+import { GroundingQueries, countsUsage, geminiCounts, laterCounts, renderGeminiUsage, withGrounding, type GeminiCounts } from './usage.js';
 import type { Usage } from '../../ledger/types.js';
 import { argsObject, callIdBase, finishReasonFor, isObj, stopReasonFrom, syntheticCallId, type GeminiPart, type Json } from './wire.js';
 
@@ -31,8 +31,8 @@ export class GeminiStreamParser implements StreamParser {
   #lastUsage = '';
   /** The counts so far: each the largest any chunk reported (laterCounts). */
   #counted: GeminiCounts | null = null;
-  /** The most grounding queries a chunk named (groundingSearches); null until one did. */
-  #searches: number | null = null;
+  /** The grounding queries the chunks named, distinct over them all. */
+  readonly #grounding = new GroundingQueries();
   #terminated = false;
 
   get terminated(): boolean {
@@ -66,12 +66,11 @@ export class GeminiStreamParser implements StreamParser {
     for (const p of parts) if (isObj(p)) this.#part(p, out);
 
     const reported = geminiCounts(json.usageMetadata);
-    const searches = groundingSearches(json);
-    if (searches !== null) this.#searches = Math.max(this.#searches ?? 0, searches);
-    if (reported !== null || (searches !== null && this.#counted !== null)) {
+    const named = this.#grounding.add(json);
+    if (reported !== null || (named && this.#counted !== null)) {
       // Cumulative: a chunk that reports less than an earlier one is not believed, count by count (laterCounts).
       if (reported !== null) this.#counted = laterCounts(this.#counted, reported);
-      const usage = withGrounding(countsUsage(this.#counted!), this.#searches)!;
+      const usage = withGrounding(countsUsage(this.#counted!), this.#grounding.count)!;
       const key = JSON.stringify(usage);
       if (key !== this.#lastUsage) {
         this.#lastUsage = key;

@@ -15,7 +15,7 @@
 // is the prompt's AUDIO tokens less the cache's (cached audio stays in the cached bucket, at the cached price), of
 // output the candidates' AUDIO tokens (Usage.audioInput, audioOutput).
 
-import { larger, searchCount, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
+import { MAX_CALL_SEARCHES, larger, searchCount, tokenCount, withAudio, type Usage } from '../../ledger/types.js';
 import { isObj } from './wire.js';
 
 const n = tokenCount;
@@ -83,18 +83,41 @@ export function geminiUsage(raw: unknown): Usage | null {
 
 /**
  * The Google Search queries an answer ran for its grounding (`candidates[].groundingMetadata.webSearchQueries`, the
- * distinct queries over the candidates), as the row's web searches: Google bills grounding per query (Gemini 3) or per
- * grounded prompt (Gemini 2.x), priced at `web_search_per_1k`, which has no default for Gemini (docs/recording.md).
- * Null when the answer names no query (not grounded, or not said), or more than MAX_CALL_SEARCHES.
+ * distinct queries over the candidates and, for a stream or a JSON array of chunks, over its chunks: one chunk may name
+ * them all, or each a part), as the row's web searches: Google bills grounding per query (Gemini 3) or per grounded
+ * prompt (Gemini 2.x), priced at `web_search_per_1k`, which has no default for Gemini (docs/recording.md).
  */
-export function groundingSearches(json: unknown): number | null {
-  if (!isObj(json) || !Array.isArray(json.candidates)) return null;
-  const queries = new Set<string>();
-  for (const c of json.candidates as unknown[]) {
-    const g = isObj(c) && isObj(c.groundingMetadata) ? c.groundingMetadata.webSearchQueries : undefined;
-    if (Array.isArray(g)) for (const q of g as unknown[]) if (typeof q === 'string') queries.add(q);
+export class GroundingQueries {
+  readonly #seen = new Set<string>();
+
+  /** Adds the queries `json` (an answer or a chunk) names; whether it named any. */
+  add(json: unknown): boolean {
+    if (!isObj(json) || !Array.isArray(json.candidates)) return false;
+    let named = false;
+    for (const c of json.candidates as unknown[]) {
+      const g = isObj(c) && isObj(c.groundingMetadata) ? c.groundingMetadata.webSearchQueries : undefined;
+      if (!Array.isArray(g)) continue;
+      for (const q of g as unknown[]) {
+        if (typeof q !== 'string') continue;
+        named = true;
+        // Past the most a call is believed to run, the count is null whatever follows: no need to keep more.
+        if (this.#seen.size <= MAX_CALL_SEARCHES) this.#seen.add(q);
+      }
+    }
+    return named;
   }
-  return queries.size === 0 ? null : searchCount(queries.size);
+
+  /** How many: null when none was named, or more than MAX_CALL_SEARCHES (not believed). */
+  get count(): number | null {
+    return this.#seen.size === 0 ? null : searchCount(this.#seen.size);
+  }
+}
+
+/** The grounding queries one answer names (GroundingQueries). */
+export function groundingSearches(json: unknown): number | null {
+  const queries = new GroundingQueries();
+  queries.add(json);
+  return queries.count;
 }
 
 /** `usage` with the answer's grounding searches (the larger of those it holds and `searches`), when there are any. */
