@@ -4,6 +4,7 @@
 import type { ProviderConfig } from '../config/types.js';
 import type { UsageRecord } from '../ledger/record.js';
 import type { CanonicalRequest } from '../wire/canonical.js';
+import type { UpstreamCall } from '../store/keepalive.js';
 import { DAY_MS, parseWindow as windowLength } from '../core/windows.js';
 
 export const MIN_WINDOW_MS = 1000;
@@ -74,6 +75,15 @@ export class UnstoredCalls {
     for (const c of this.#calls.values()) if (c.connection === connection && c.t >= from) own.push(c.t);
     return own.length === 0 ? stored : [...stored, ...own].sort((a, b) => a - b);
   }
+}
+
+/**
+ * A connection's window by the record: its stored calls since `from` (oldest first) with this process's calls not
+ * stored yet, replayed; and the starts of its stored pings.
+ */
+export function windowOfRecord(o: { calls: readonly UpstreamCall[]; unstored: UnstoredCalls; id: string; connection: string; from: number; windowMs: number }): { window: Window | null; pings: number[] } {
+  const opening = o.calls.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection: o.connection })).map((r) => r.t);
+  return { window: replay(o.unstored.merge(o.id, opening, o.from), o.windowMs), pings: o.calls.filter((r) => r.kind === 'keepalive').map((r) => r.t) };
 }
 
 /** The model a connection pings: `keepalive.model`, else the provider's first listed chat model, else its first. */

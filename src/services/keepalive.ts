@@ -6,8 +6,7 @@
 //   `attempt` or a `keepalive` ping, whatever its status, timed by its start (`startedAt`). One exception: a ping
 //   that failed opens no window (the provider most likely did not count it); it is retried instead.
 // - A connection's window opens with the first upstream call made on it while no window is open, and lasts
-//   `keepalive.window` (`30m`, `5h`, `1d`; at least 1 s). Calls inside the window change nothing; once it has
-//   ended, the next call opens the next window.
+//   `keepalive.window` (`30m`, `5h`, `1d`; at least 1 s). Calls inside it change nothing; then the next opens the next.
 // - For a connection with keep-alive on, that next call is a ping, sent PING_DELAY after the window ends (1 s, at
 //   most 5 % of the window: the provider receives a call a little after the gateway started it). A ping is owed
 //   whenever the last window ended without one, so a window that ended while Tollgate was stopped (or pings were
@@ -16,7 +15,7 @@
 //   then again a retry, and so on: at most two pings per window, never a tight loop. A connection that is cooling
 //   down is pinged when its cooldown ends.
 // - At start, each connection's window is recovered by replaying the rule over its calls of the last 24 h (two
-//   windows, for a window longer than 12 h; from a multiple of the window: `replayFrom`) read from ClickHouse. The
+//   windows, for a window longer than 12 h; from a multiple of the window: `replayFrom`), one read for all. The
 //   span's first call is taken to open a window, though one opened before the span may have covered it: it matters
 //   only for a connection used around the clock, and corrects itself after one window.
 //
@@ -32,8 +31,8 @@ import { codecFor } from '../wire/registry.js';
 import type { Upstream } from '../pipeline/upstream.js';
 import { ClientAbort } from '../providers/upstream.js';
 import { claim } from '../store/claims.js';
-import { upstreamCallsSince } from '../store/keepalive.js';
-import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replay, replayFrom, UnstoredCalls, type Window } from './keepalive-window.js';
+import { callsOfConnections } from '../store/keepalive.js';
+import { advance, MIN_WINDOW_MS, opensWindow, parseWindow, pingModel, pingRequest, replayFrom, UnstoredCalls, windowOfRecord, type Window } from './keepalive-window.js';
 import type { Store } from '../store/client.js';
 import { computeCost } from '../ledger/cost.js';
 import type { Ledger } from '../ledger/ledger.js';
@@ -121,19 +120,22 @@ export class KeepAlive {
     deps.ledger.subscribe((r) => this.#observe(r));
   }
 
-  /** Recover each enabled connection's window from the store, then arm the timers. Never throws. */
+  /** Recover the enabled connections' windows from the store (one read for all), then arm the timers. Never throws. */
   async start(): Promise<void> {
     const now = this.#now();
-    for (const id of [...this.#slots.keys()]) {
+    const wanted = [...this.#slots.keys()].flatMap((id) => {
       const c = this.#connections.get(id);
       const windowMs = c && this.#windowMs.get(c.providerId);
-      if (!c || windowMs === undefined) continue;
-      try {
-        const { window: w } = await this.#recordWindow(id, c, windowMs, now);
+      return c && windowMs !== undefined ? [{ id, c, windowMs, from: replayFrom(now, windowMs) }] : [];
+    });
+    try {
+      const calls = await callsOfConnections(this.#store, wanted.map(({ c, from }) => ({ provider: c.providerId, connection: c.name, from })));
+      wanted.forEach(({ id, c, windowMs, from }, i) => {
+        const { window: w } = windowOfRecord({ calls: calls[i]!, unstored: this.#unstored, id, connection: c.name, from, windowMs });
         if (w !== null) this.#windows.set(id, w);
-      } catch (err) {
-        this.#log.warn({ err, provider: c.providerId, connection: c.name }, 'keep-alive: could not read the open window; it starts with the next request');
-      }
+      });
+    } catch (err) {
+      this.#log.warn({ err, connections: wanted.length }, 'keep-alive: could not read the open windows; each starts with its next request');
     }
     const buffered = this.#buffer ?? [];
     this.#buffer = null;
@@ -320,9 +322,8 @@ export class KeepAlive {
   /** The connection's window by the record (every replica's calls, this one's not stored yet) and its pings' starts. */
   async #recordWindow(id: string, c: Connection, windowMs: number, now: number): Promise<{ window: Window | null; pings: number[] }> {
     const from = replayFrom(now, windowMs);
-    const rows = await upstreamCallsSince(this.#store, c.providerId, c.name, from);
-    const calls = rows.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection: c.name })).map((r) => r.t);
-    return { window: replay(this.#unstored.merge(id, calls, from), windowMs), pings: rows.filter((r) => r.kind === 'keepalive').map((r) => r.t) };
+    const [calls] = await callsOfConnections(this.#store, [{ provider: c.providerId, connection: c.name, from }]);
+    return windowOfRecord({ calls: calls!, unstored: this.#unstored, id, connection: c.name, from, windowMs });
   }
 
   /** Send one ping on `c` and publish its record; true when it succeeded. */
