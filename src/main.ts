@@ -9,7 +9,7 @@
 //   tollgate import FILE            such an archive into the running gateway's store, without duplicating rows
 
 import { statSync } from 'node:fs';
-import { ConfigError, loadConfigFile } from './config/load.js';
+import { ConfigError, parseConfigText, readConfigText } from './config/load.js';
 import { ConfigHolder, reloadConfigFile, watchConfigFile } from './config/watch.js';
 import { SPANS_AT_STOP_MS, startTelemetry } from './telemetry/otel.js';
 
@@ -146,10 +146,12 @@ async function main(): Promise<void> {
     return;
   }
   let config;
+  let fileText: string | undefined;
   // taken before reading, so that an edit made while the app starts is seen by the watcher
   const loadedStat = statSync(args.file, { throwIfNoEntry: false });
   try {
-    config = loadConfigFile(args.file);
+    fileText = readConfigText(args.file);
+    config = parseConfigText(fileText, process.env, args.file);
   } catch (err) {
     if (err instanceof ConfigError) fail(err);
     throw err;
@@ -175,7 +177,7 @@ async function main(): Promise<void> {
 
   const telemetry = await startTelemetry(config);
   const { build } = await import('./app.js');
-  const holder = new ConfigHolder(config);
+  const holder = new ConfigHolder(config, { fileText });
   const app = await build({ config: holder, configFile: args.file }).catch(fail);
   const rejected = () => app.tollgate.metrics.configReloads.inc({ result: 'rejected' });
   const stopWatching = watchConfigFile(args.file, holder, app.log, rejected, 500, loadedStat);

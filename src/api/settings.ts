@@ -25,7 +25,7 @@ import {
 import { ConfigError, parseConfigText, type ConfigIssue } from '../config/load.js';
 import { ALERT_THRESHOLDS_MAX_ITEMS, SETTING_STRING_MAX_LENGTH } from '../config/schema.js';
 import type { Config } from '../config/types.js';
-import { applyConfig, type ConfigHolder } from '../config/watch.js';
+import { applyConfig, runningKeyIssues, type ConfigHolder } from '../config/watch.js';
 import { TollgateError } from '../core/errors.js';
 import { lazyCompilersFactory } from '../core/lazy-validator.js';
 import { own } from '../core/own.js';
@@ -228,7 +228,7 @@ export const settingsRoutes: FastifyPluginAsync<SettingsOptions> = async (app, o
     const text = applyEdits(current.text, edits);
     let written;
     try {
-      written = writeConfigFile(file, text);
+      written = writeConfigFile(file, text, { refuse: (next) => runningKeyIssues(config, next) });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       const edited = new Set(edits.map((e) => dottedPath(e.path)));

@@ -3,9 +3,9 @@
 // references standing for values set later) before the file is replaced, atomically; a running gateway picks the
 // edit up by its live reload.
 
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { ConfigError, parseConfigText } from '../config/load.js';
+import { replaceFileText } from '../config/edit.js';
 import { addProvider, ConfigEditError, type AddProviderOptions } from '../config/edit-providers.js';
 
 /** The environment, with a stand-in for each ${VAR} the text names that is not set: the shape is checked, not the secrets. */
@@ -29,9 +29,11 @@ export async function addProviderToFile(file: string, opts: AddProviderOptions, 
     if (err instanceof ConfigError) throw new ConfigEditError(`the file would not be valid with this provider, so it was not changed:\n${err.message}`);
     throw err;
   }
-  const tmp = join(dirname(file), `.${basename(file)}.${process.pid}.tmp`);
-  writeFileSync(tmp, added.text, { mode: statSync(file).mode & 0o777 });
-  renameSync(tmp, file);
+  try {
+    replaceFileText(file, added.text);
+  } catch (err) {
+    throw new ConfigEditError(`${file} was not changed: ${(err as Error).message}`);
+  }
   const key = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}/.exec(added.text.slice(added.text.lastIndexOf(`${added.prefix}:`)))?.[1];
   out.write(`Added provider '${added.prefix}' with ${added.models.length} model${added.models.length === 1 ? '' : 's'} to ${file}${key ? `; its key is read from \${${key}}` : ''}.\n`);
 }

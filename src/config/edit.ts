@@ -10,12 +10,12 @@
 // so that it changes the one entry it is for.
 
 import { createHash } from 'node:crypto';
-import { readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import {
   CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
 } from 'yaml';
-import { parseConfigText } from './load.js';
+import { parseConfigText, type ConfigIssue } from './load.js';
 import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
 import type { Config } from './types.js';
 
@@ -198,20 +198,40 @@ export interface WriteResult {
 }
 
 /**
- * Validate `text` as the config file would be validated at start, then write it to `file` (same mode; through a
- * symlink, to its target). Throws the ConfigError (nothing written) when it is invalid, a ConfigFileError when the
- * file cannot be written.
+ * Validate `text` as the config file would be validated at start (and by `refuse`, issues of the running gateway's:
+ * a ConfigFileError), then write it to `file` (replaceFileText). Throws the ConfigError (nothing written) when it is
+ * invalid, a ConfigFileError when the file cannot be written.
  */
-export function writeConfigFile(file: string, text: string, env: Readonly<Record<string, string | undefined>> = process.env): WriteResult {
-  const config = parseConfigText(text, env, file);
+export function writeConfigFile(file: string, text: string, opts: { env?: Readonly<Record<string, string | undefined>>; refuse?: (c: Config) => readonly ConfigIssue[] } = {}): WriteResult {
+  const config = parseConfigText(text, opts.env ?? process.env, file);
+  const refused = opts.refuse?.(config)[0];
+  if (refused !== undefined) throw new ConfigFileError(`${refused.path}: ${refused.message}`);
+  replaceFileText(file, text);
+  return { config, etag: etagOf(text) };
+}
+
+/**
+ * Replace `file`'s text as an editor's save does: a temporary file beside the file (beside a symlink's target: the
+ * link stays), renamed over it. The file's mode is kept exactly (the umask does not narrow it) and so are its owner
+ * and group where the process may set them (a gateway run as root leaves the operator's file the operator's). A file
+ * nobody may write is refused. Throws a ConfigFileError, with nothing changed, when it cannot be written.
+ */
+export function replaceFileText(file: string, text: string): void {
   let temp: string | null = null;
   try {
     const target = realpathSync(file);
-    const mode = statSync(target).mode & 0o777;
+    const st = statSync(target);
+    const mode = st.mode & 0o777;
     // The rename would replace a file nobody may write (root and the directory's owner can): it is left as it is.
     if ((mode & 0o222) === 0) throw new Error(`it is read-only (mode 0${mode.toString(8)}): make it writable to change it here`);
     temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
     writeFileSync(temp, text, { mode });
+    chmodSync(temp, mode);
+    if (st.uid !== process.getuid?.() || st.gid !== process.getgid?.()) {
+      try {
+        chownSync(temp, st.uid, st.gid);
+      } catch { /* not allowed (not root): the file becomes the writer's, as with any editor's save */ }
+    }
     renameSync(temp, target);
   } catch (err) {
     if (temp !== null) {
@@ -221,5 +241,4 @@ export function writeConfigFile(file: string, text: string, env: Readonly<Record
     }
     throw new ConfigFileError(`it cannot be written (${(err as Error).message})`);
   }
-  return { config, etag: etagOf(text) };
 }

@@ -156,6 +156,26 @@ function clickhouseUrlIssue(url: string): string | null {
   return null;
 }
 
+/**
+ * The keys a listener on `host` needs: one at least, none weak, unless the host is a loopback address. A live edit is
+ * checked against the host the gateway listens on (config/watch.ts): an edit of server.host applies at a restart.
+ */
+export function keyIssues(host: unknown, keys: readonly unknown[]): ConfigIssue[] {
+  if (typeof host !== 'string' || host === '' || isLoopback(host)) return [];
+  const issues: ConfigIssue[] = [];
+  if (keys.length === 0) issues.push({ path: 'server.api_keys', message: `at least one key is required when server.host (${host}) is not a loopback address` });
+  keys.forEach((k: unknown, i) => {
+    const reason = isObject(k) && typeof k.key === 'string' && k.key !== '' ? weakKeyReason(k.key) : null;
+    if (reason !== null) {
+      issues.push({
+        path: `server.api_keys[${i}].key`,
+        message: `${reason}: refused while server.host (${host}) is not a loopback address; generate one with \`openssl rand -hex 32\``,
+      });
+    }
+  });
+  return issues;
+}
+
 /** Checks that span keys. They run on the tree even when the schema found problems, so one run reports all. */
 function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -167,23 +187,7 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   if (chUrl !== null) issues.push({ path: 'storage.clickhouse_url', message: chUrl });
   const server = isObject(tree.server) ? tree.server : {};
   const keys = Array.isArray(server.api_keys) ? server.api_keys : [];
-  if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host) && keys.length === 0) {
-    issues.push({
-      path: 'server.api_keys',
-      message: `at least one key is required when server.host (${server.host}) is not a loopback address`,
-    });
-  }
-  if (typeof server.host === 'string' && server.host !== '' && !isLoopback(server.host)) {
-    keys.forEach((k: unknown, i) => {
-      const reason = isObject(k) && typeof k.key === 'string' && k.key !== '' ? weakKeyReason(k.key) : null;
-      if (reason !== null) {
-        issues.push({
-          path: `server.api_keys[${i}].key`,
-          message: `${reason}: refused while server.host (${server.host}) is not a loopback address; generate one with \`openssl rand -hex 32\``,
-        });
-      }
-    });
-  }
+  issues.push(...keyIssues(server.host, keys));
   const names = new Set<string>();
   keys.forEach((k: unknown, i) => {
     if (!isObject(k) || typeof k.name !== 'string') return;

@@ -3,7 +3,7 @@
 // Sections that only take effect at start (server.host/port, storage, telemetry) are reported as needing a restart.
 
 import { statSync, unwatchFile, watchFile, type Stats } from 'node:fs';
-import { ConfigError, parseConfigText, readConfigText } from './load.js';
+import { ConfigError, keyIssues, parseConfigText, readConfigText, type ConfigIssue } from './load.js';
 import type { Config } from './types.js';
 
 export type ConfigListener = (next: Config, prev: Config) => void;
@@ -19,9 +19,14 @@ export class ConfigHolder {
   #current: Config;
   #fileText: string | null = null;
   readonly #listeners: ConfigListener[] = [];
+  /** The config the process started with: its restart-only settings are the ones in force (the address it listens on). */
+  readonly started: Config;
 
-  constructor(initial: Config) {
+  /** `fileText`: the text of the file `initial` was read from (a reload or SIGHUP finding the same text is no edit). */
+  constructor(initial: Config, opts: { fileText?: string } = {}) {
     this.#current = initial;
+    this.started = initial;
+    this.#fileText = opts.fileText ?? null;
   }
 
   get current(): Config {
@@ -53,8 +58,24 @@ function restartOnlyChanges(next: Config, prev: Config): string[] {
   return RESTART_ONLY.filter((k) => JSON.stringify(pick(next, k)) !== JSON.stringify(pick(prev, k)));
 }
 
-/** Make `next` (read from `file`, whose text is `text`) the running config: the one way a live edit is applied. */
+/**
+ * The keys `next` gives, checked against the address the gateway listens on. The loader checked them against the
+ * file's server.host, which applies at a restart only: an edit of it with the keys removed (or made weak) would
+ * otherwise leave a listener on a public address open to anyone.
+ */
+export function runningKeyIssues(holder: ConfigHolder, next: Config): ConfigIssue[] {
+  const host = holder.started.server.host;
+  if (host === next.server.host) return [];
+  return keyIssues(host, next.server.api_keys).map((i) => ({ ...i, message: `${i.message} (the gateway listens there until it restarts; server.host applies then)` }));
+}
+
+/**
+ * Make `next` (read from `file`, whose text is `text`) the running config: the one way a live edit is applied. Keys
+ * the listening address refuses (runningKeyIssues) are a ConfigError: nothing is applied.
+ */
 export function applyConfig(holder: ConfigHolder, next: Config, edit: { file: string; text: string; log: Logger }): void {
+  const keys = runningKeyIssues(holder, next);
+  if (keys.length > 0) throw new ConfigError(edit.file, keys);
   const restart = restartOnlyChanges(next, holder.current);
   if (restart.length > 0) edit.log.warn({ sections: restart }, 'config edit changes settings that apply only at start; restart to use them');
   holder.replace(next, { fileText: edit.text });
@@ -84,7 +105,9 @@ export function watchConfigFile(
   file: string, holder: ConfigHolder, log: Logger, onRejected: () => void = () => undefined, intervalMs = 500, loaded?: Stats,
 ): () => void {
   const onChange = (curr: Stats, prev: Stats): void => {
-    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size) return;
+    // The change time and the inode too: a save of the same length within a coarse clock's tick (or a copy that kept
+    // the modification time: `cp -p`, `rsync -a`) changes neither of the first two.
+    if (curr.mtimeMs === prev.mtimeMs && curr.size === prev.size && curr.ctimeMs === prev.ctimeMs && curr.ino === prev.ino) return;
     reloadConfigFile(file, holder, log, onRejected);
   };
   watchFile(file, { interval: intervalMs, persistent: false }, onChange);

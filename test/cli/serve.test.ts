@@ -226,6 +226,10 @@ t.test('SIGHUP re-reads the config file and keeps serving; a port in use is one 
   t.ok(p.running(), 'SIGHUP does not stop the gateway');
   t.equal(await health(port), 200);
   t.match(p.out.stdout, /re-reading the config file/);
+  // The same text as at start is no edit (before: the first SIGHUP logged and counted a reload of it).
+  const applied = async () => /tollgate_config_reloads_total\{result="applied"\} (\d+)/.exec(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())?.[1];
+  t.notMatch(p.out.stdout, /config reloaded/, 'an unchanged file: no reload logged');
+  t.equal(await applied(), '0', 'nor counted');
   // a second instance on the same port (its own data directory): refused with one line on stderr
   const dir2 = tempDir(t);
   const file2 = join(dir2, 'tollgate.yaml');
@@ -239,6 +243,7 @@ t.test('SIGHUP re-reads the config file and keeps serving; a port in use is one 
   p.child.kill('SIGHUP');
   await waitFor(async () => (await ids()).includes('demo/echo-2'), 2000);
   t.same(await ids(), ['demo/echo-1', 'demo/echo-2'], 'the edit is served');
+  t.equal(await applied(), '1', 'and counted once (the poll that sees it after SIGHUP finds the text applied)');
   p.child.kill('SIGTERM');
   t.equal((await p.exited).code, 0);
 });

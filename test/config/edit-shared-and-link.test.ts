@@ -52,7 +52,7 @@ t.test('a write through a symlink lands in its target; the link stays a link', a
   writeFileSync(target, text, { mode: 0o640 });
   symlinkSync(target, link);
   const next = applyEdits(readConfigFile(link).text, [{ path: ['budgets', 'daily_usd'], value: 77 }]);
-  const r = writeConfigFile(link, next, {});
+  const r = writeConfigFile(link, next, { env: {} });
   t.equal(r.config.budgets.daily_usd, 77);
   t.ok(lstatSync(link).isSymbolicLink(), 'still a symlink');
   t.equal(readFileSync(target, 'utf8'), text.replace('10', '77'), 'the target has the edit');

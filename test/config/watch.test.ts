@@ -3,7 +3,7 @@
 // the old config keeps serving, and a later valid edit is applied again.
 
 import t from 'tap';
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { renameSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { loadConfigFile, type ConfigIssue } from '../../src/config/load.js';
@@ -73,6 +73,22 @@ t.test('a valid edit is applied within 2 s', async (t) => {
   t.same(Object.keys(before.providers.demo?.models ?? {}), ['echo-1'], 'the old snapshot is unchanged');
   t.ok(log.entries.some((e) => e.level === 'info' && e.msg === 'config reloaded' && e.obj.file === file), 'logged at info');
   t.equal(rejected, 0);
+});
+
+t.test('an edit of the same length with the modification time put back (a coarse clock, `cp -p`) is applied', async (t) => {
+  await waitFor(() => models().includes('echo-2'), 2000);
+  // A whole second, as a coarse clock gives it; the watcher's poll sees it first.
+  const second = Math.floor(Date.now() / 1000) - 5;
+  utimesSync(file, second, second);
+  await sleep(1200);
+  // As a copy that keeps times does it: the new text (as long as the one before) given that time, then put in place.
+  writeFileSync(`${file}.new`, yaml(['echo-1', 'echo-3']));
+  utimesSync(`${file}.new`, second, second);
+  renameSync(`${file}.new`, file);
+  await waitFor(() => models().includes('echo-3'), 3000).catch(() => undefined);
+  t.same(models(), ['echo-1', 'echo-3'], 'applied (before: never, size and modification time being the same)');
+  writeFileSync(file, yaml(['echo-1', 'echo-2']));
+  await waitFor(() => models().includes('echo-2'), 2000);
 });
 
 t.test('an invalid edit is rejected, logged with its issues, and the old config stays', async (t) => {

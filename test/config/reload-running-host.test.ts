@@ -1,0 +1,100 @@
+// A live edit is checked against the gateway as it runs, and a settings write keeps the file as the operator had it:
+// - server.host applies at a restart only, so the keys an edit leaves are checked against the address the gateway
+//   listens on. Before, an edit of server.host to 127.0.0.1 with the keys removed was applied: a gateway listening on
+//   a public address went open to anyone (the open mode's Host check is a header any client sets). The same through
+//   a weak key, and through the settings API once such an edit was on disk (a 409 now, the file untouched).
+// - a settings write keeps the file's mode exactly (the umask narrowed it) and its owner and group (a gateway run as
+//   root made the operator's file root's); `tollgate providers add` writes through a symlink to its target (it
+//   replaced the link with a file) and keeps the same mode.
+
+import t from 'tap';
+import { chmodSync, chownSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { demoProvidersYaml, startApp } from '../helpers/app.js';
+import { reloadConfigFile } from '../../src/config/watch.js';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const KEY = 'a3f1c9d27be04e6f8a1b5c7d9e0f2a4b';
+const dir = tempDir(t);
+const file = join(dir, 'config.yaml');
+// The file says 0.0.0.0 (the test listens on 127.0.0.1: startApp), so the gateway runs as one on a public address.
+const head = (host: string, keys: string) => `server:\n  host: ${host}\n${keys}storage:\n  data_dir: ${join(dir, 'data')}\n  batch: { flush_ms: 50 }\n`;
+const KEYS = `  api_keys:\n    - { name: admin, key: ${KEY}, role: admin }\n`;
+const TEXT = `${head('0.0.0.0', KEYS)}${demoProvidersYaml()}budgets:\n  daily_usd: 10\n`;
+writeFileSync(file, TEXT);
+const gw = await startApp(t, parse(TEXT) as Record<string, unknown>, { dataDir: join(dir, 'data'), configFile: file });
+
+function log() {
+  const lines: { level: string; obj: Record<string, unknown>; msg: string }[] = [];
+  const at = (level: string) => (obj: object, msg: string) => void lines.push({ level, obj: obj as Record<string, unknown>, msg });
+  return { lines, info: at('info'), warn: at('warn'), error: at('error') };
+}
+const status = async (key?: string) => (await fetch(`${gw.url}/api/settings`, { headers: key === undefined ? { host: '127.0.0.1' } : { authorization: `Bearer ${key}` } })).status;
+
+t.test('an edit of server.host with the keys removed or weak is rejected: the listener stays closed', async (t) => {
+  t.equal(await status(), 401, 'no key: refused, before');
+  for (const [what, text] of [
+    ['keys removed', `${head('127.0.0.1', '')}${demoProvidersYaml()}budgets:\n  daily_usd: 20\n`],
+    ['a weak key', `${head('127.0.0.1', '  api_keys:\n    - { name: admin, key: admin, role: admin }\n')}${demoProvidersYaml()}budgets:\n  daily_usd: 20\n`],
+  ] as const) {
+    writeFileSync(file, text);
+    const l = log();
+    let rejected = 0;
+    reloadConfigFile(file, gw.holder, l, () => rejected++);
+    t.equal(rejected, 1, `${what}: rejected`);
+    const err = l.lines.find((x) => x.level === 'error');
+    t.match(JSON.stringify(err?.obj.issues), /server\.api_keys.*0\.0\.0\.0.*listens there until it restarts/, `${what}: the issue names the address it listens on`);
+    t.equal(gw.holder.current.budgets.daily_usd, 10, `${what}: nothing of the edit applied`);
+    t.equal(await status(), 401, `${what}: no key: still refused (Host 127.0.0.1 or not)`);
+    t.equal(await status('admin'), 401, `${what}: the weak key refused`);
+    t.equal(await status(KEY), 200, `${what}: the key in force still works`);
+  }
+
+  // Such a file on disk: a settings write is a 409, and the file is left as it is.
+  const onDisk = readFileSync(file, 'utf8');
+  const put = await fetch(`${gw.url}/api/settings/budgets`, { method: 'PUT', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 30 }) });
+  const body = (await put.json()) as { error: { code: string; message: string } };
+  t.equal(put.status, 409, 'a settings write on top of it: a conflict');
+  t.equal(body.error.code, 'TOLLGATE_ERR_CONFIG_CONFLICT');
+  t.match(body.error.message, /server\.api_keys\[0\]\.key.*0\.0\.0\.0/);
+  t.equal(readFileSync(file, 'utf8'), onDisk, 'the file untouched');
+  t.equal(gw.holder.current.budgets.daily_usd, 10, 'nothing applied');
+
+  // An edit of server.host that keeps strong keys is applied as before (the host itself at the next start).
+  writeFileSync(file, `${head('127.0.0.1', KEYS)}${demoProvidersYaml()}budgets:\n  daily_usd: 40\n`);
+  reloadConfigFile(file, gw.holder, log());
+  t.equal(gw.holder.current.budgets.daily_usd, 40, 'applied');
+  t.equal(await status(), 401, 'and the listener still asks for a key');
+});
+
+t.test('a settings write keeps the mode exactly, and the owner', async (t) => {
+  writeFileSync(file, TEXT);
+  chmodSync(file, 0o666);
+  const root = process.getuid?.() === 0;
+  if (root) chownSync(file, 65534, 65534); // an operator's file, the gateway run as root
+  const before = statSync(file);
+  const umask = process.umask(0o022);
+  t.teardown(() => void process.umask(umask));
+  const put = await fetch(`${gw.url}/api/settings/budgets`, { method: 'PUT', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 50 }) });
+  t.equal(put.status, 200, await put.text());
+  const after = statSync(file);
+  t.equal((after.mode & 0o777).toString(8), '666', 'the mode as it was (the umask would make it 644)');
+  t.same([after.uid, after.gid], [before.uid, before.gid], root ? 'the owner and group as they were (nobody:nogroup, not root)' : 'the owner and group as they were');
+  t.match(readFileSync(file, 'utf8'), /daily_usd: 50/);
+});
+
+t.test('providers add through a symlink: the target gets the provider, the link stays, the mode kept', async (t) => {
+  const d = tempDir(t);
+  const target = join(d, 'real.yaml');
+  const link = join(d, 'config.yaml');
+  writeFileSync(target, `storage:\n  data_dir: ${join(d, 'data')}\n`);
+  chmodSync(target, 0o660);
+  symlinkSync(target, link);
+  const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', link], { cwd: d });
+  t.equal(r.code, 0, r.stderr);
+  t.ok(lstatSync(link).isSymbolicLink(), 'still a link');
+  t.match(readFileSync(target, 'utf8'), /openai:/, 'the target has the provider');
+  t.equal((statSync(target).mode & 0o777).toString(8), '660', 'its mode kept');
+});
