@@ -22,7 +22,7 @@ import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
-import { dataPlaneEndpoint, proxyRoutes } from './pipeline/routes.js';
+import { dataPlaneEndpoint, noRoute, proxyRoutes } from './pipeline/routes.js';
 import { answerRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import { Drain } from './pipeline/drain.js';
@@ -335,7 +335,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
   const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => drain.closing };
-  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, err, dataPlaneEndpoint(req)));
+  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, noRoute(req) ?? err, dataPlaneEndpoint(req)));
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
     return reply.code(e.status).send(errorBody(e, null));

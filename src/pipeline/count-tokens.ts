@@ -16,10 +16,10 @@ import { comboOf } from '../routing/combos.js';
 import { anthropicSameFormat } from '../wire/anthropic/same-format.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
-import { FORWARDED_ERROR_HEADERS, pickHeaders } from './reply.js';
 import { rewriteBody, upstreamHeaders } from './passthrough.js';
 import { DROPPED_PARAMS_HEADER, droppedHeader } from './forward.js';
-import { relayedText, watchClient, type UpstreamCall } from './upstream.js';
+import { errorAnswer, notJson, readUpstreamError, relayedText, watchClient, type UpstreamCall } from './upstream.js';
+import { newOutcome } from './outcome.js';
 
 export const COUNT_TOKENS_ROUTE = '/v1/messages/count_tokens';
 
@@ -81,19 +81,33 @@ export async function handleGeminiCountTokens(ctx: GatewayContext, model: string
 }
 
 /**
- * Make the counting call and answer the client with what came back (status, body, retry headers). A 401 is told to
- * the router (`refused`): an OAuth token the upstream refused is refreshed before its next use, as after a message.
+ * Make the counting call and answer the client with what came back: an error's status, body and retry headers; a
+ * count as JSON. What the message paths refuse is refused here too (docs/errors.md): a redirect, a status past 599,
+ * a 2xx whose body is not JSON (a proxy's login page) or is an error and no count, each a 502 UPSTREAM_PROTOCOL.
+ * A 401 is told to the router (`refused`): an OAuth token the upstream refused is refreshed before its next use.
  */
 async function answerCount(reply: FastifyReply, refused: () => void, count: (signal: ClientAbort) => Promise<UpstreamCall>): Promise<void> {
   const client = watchClient(reply);
   try {
     const call = await count(client.signal);
-    const { res } = call;
-    if (res.status === 401) refused();
+    if (call.res.status === 401) refused();
+    // No row: the outcome is only what readUpstreamError writes to.
+    const failure = await readUpstreamError(call, newOutcome());
+    if (failure !== null) {
+      await reply.code(failure.status).headers(failure.headers).send(failure.body);
+      return;
+    }
     // Any answer's text, not only an error's: a counter that quotes its headers in a 200 would hand the key on too.
-    const text = relayedText(call, await res.text());
-    const headers = res.status >= 200 && res.status < 300 ? { 'content-type': 'application/json' } : pickHeaders(res.headers, FORWARDED_ERROR_HEADERS);
-    await reply.code(res.status).headers(headers).send(text);
+    const text = relayedText(call, await call.res.text());
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      throw notJson(call);
+    }
+    const e = errorAnswer(call, json);
+    if (e !== null) throw e;
+    await reply.code(call.res.status).header('content-type', 'application/json').send(text);
   } catch (err) {
     if (client.signal.aborted) return reply.hijack();
     throw err instanceof TollgateError ? err : classifyTransportError(err);

@@ -185,12 +185,17 @@ export function answerRefusal(ctx: GatewayContext, req: FastifyRequest, reply: F
     reply.raw.destroy();
     return undefined;
   }
-  const e = toTollgateError(err);
-  // The path only: a Gemini client may carry its key in the query string.
-  req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
+  const e = logRefusal(req, err);
   if (endpoint === undefined || GATE_REFUSALS.has(e.code)) return reply.code(e.status).send(errorBody(e, null));
   const id = recordRejected(ctx, req, endpoint, { status: 'failure', httpStatus: e.status, errorType: e.code });
   return reply.code(e.status).header('x-request-id', id).send(errorBody(e, id));
+}
+
+/** A refusal's error, logged at its level (an internal one with its stack); the path only: a Gemini client may carry its key in the query. */
+export function logRefusal(req: FastifyRequest, err: unknown): TollgateError {
+  const e = toTollgateError(err);
+  req.log[e.level]({ err: e.code === 'TOLLGATE_ERR_INTERNAL' ? err : undefined, code: e.code, path: req.url.split('?')[0] }, e.message);
+  return e;
 }
 
 /** The request's socket closed under it while its body was read (Node's `aborted`, ECONNRESET). */

@@ -13,7 +13,7 @@ import { anthropicSameFormat } from '../wire/anthropic/same-format.js';
 import { geminiSameFormat } from '../wire/gemini/same-format.js';
 import { responsesSameFormat } from '../wire/openai-responses/same-format.js';
 import { codecFor } from '../wire/registry.js';
-import { TollgateError, errorBody, toTollgateError } from '../core/errors.js';
+import { TollgateError, errorBody } from '../core/errors.js';
 import { own } from '../core/own.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { Target } from '../routing/auto-switch.js';
@@ -24,6 +24,7 @@ import type { GatewayContext } from './context.js';
 import { COUNT_TOKENS_ROUTE, handleCountTokens, handleGeminiCountTokens } from './count-tokens.js';
 import { bodyModel, bodyTarget, handlePassthrough, type PassthroughInbound } from './passthrough.js';
 import { handleTranslated } from './translated.js';
+import { logRefusal } from './request.js';
 import type { InboundSpec } from './forward.js';
 
 export const MESSAGES_ROUTE = '/v1/messages';
@@ -51,6 +52,17 @@ const DATA_PLANE_ENDPOINTS: Readonly<Record<string, string>> = {
  * model call and leaves no row: a path the Gemini wildcards take that names no generateContent call (countTokens, as
  * /v1/messages/count_tokens; a path without an action, which the handler answers 404 like any path without a route).
  */
+/**
+ * The 404 of a POST under `/v1/` or `/v1beta/` that is no Gemini call (`/v1/embeddings`, `/v1/audio/...`: no route,
+ * docs/api.md), else null. Its body is refused by its content-type parser before its handler runs (a multipart upload
+ * was a 415, a bad JSON body a 400): the error handler answers this instead, as the handler does.
+ */
+export function noRoute(req: FastifyRequest): TollgateError | null {
+  const route = req.routeOptions.url;
+  if ((route !== GEMINI_ROUTE && route !== GEMINI_V1_ROUTE) || geminiPath(wildcard(req)) !== null) return null;
+  return new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${route === GEMINI_ROUTE ? '/v1beta' : '/v1'}/${wildcard(req).slice(0, 200)}`);
+}
+
 export function dataPlaneEndpoint(req: FastifyRequest): string | undefined {
   const route = req.routeOptions.url;
   const endpoint = route === undefined ? undefined : DATA_PLANE_ENDPOINTS[route];
@@ -185,19 +197,21 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
       ? handlePassthrough(ctx, { inbound: RESPONSES_PASS, target: target! }, req, reply)
       : handleTranslated(ctx, { codecs: codecFor, inbound: RESPONSES, target }, req, reply);
   });
-  const gemini = async (req: FastifyRequest, reply: FastifyReply, version: string): Promise<void> => {
+  const gemini = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const p = geminiPath(wildcard(req));
     // Not a Gemini call: the same answer as any path without a route, and no usage row.
-    if (p === null) return refuse(reply, new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for POST ${version}/${wildcard(req).slice(0, 200)}`));
-    // Counting consumes no tokens: no usage row, refused or not (as /v1/messages/count_tokens).
-    if (p.action === 'countTokens') return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, toTollgateError(err)));
+    if (p === null) return refuse(reply, noRoute(req)!);
+    // Counting consumes no tokens: no usage row, refused or not (as /v1/messages/count_tokens), logged as any refusal.
+    if (p.action === 'countTokens') {
+      return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, logRefusal(req, err)));
+    }
     const target = targetOf(p.model);
     return passesThrough(cfg(), 'gemini', target)
       ? handlePassthrough(ctx, { inbound: GEMINI_PASS, target: target! }, req, reply)
       : handleTranslated(ctx, { codecs: codecFor, inbound: GEMINI, target }, req, reply);
   };
-  app.post(GEMINI_ROUTE, (req, reply) => gemini(req, reply, '/v1beta'));
-  app.post(GEMINI_V1_ROUTE, (req, reply) => gemini(req, reply, '/v1'));
+  app.post(GEMINI_ROUTE, gemini);
+  app.post(GEMINI_V1_ROUTE, gemini);
 
   app.get('/v1/models', async () => ({
     object: 'list',

@@ -22,8 +22,8 @@ const requestsTotal = async () => {
 const notCalls: [string, string, number][] = [
   ['Gemini countTokens, bad JSON', '/v1beta/models/demo/echo-1:countTokens', 400],
   ['Gemini countTokens, too large', '/v1beta/models/demo/echo-1:countTokens', 413],
-  ['a path with no Gemini action', '/v1/embeddings', 400],
-  ['another', '/v1beta/whatever', 400],
+  ['a path with no Gemini action', '/v1/embeddings', 404], // no route, whatever the body (docs/api.md)
+  ['another', '/v1beta/whatever', 404],
 ];
 for (const [name, path, status] of notCalls) {
   t.test(`${name}: refused, and nothing recorded`, async (t) => {
