@@ -23,7 +23,7 @@ import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
 import { dataPlaneEndpoint, noRoute, proxyRoutes } from './pipeline/routes.js';
-import { answerRefusal } from './pipeline/request.js';
+import { answerRefusal, isGateRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import { Drain } from './pipeline/drain.js';
 import type { GatewayContext } from './pipeline/context.js';
@@ -335,7 +335,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
   const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => drain.closing };
-  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, noRoute(req) ?? err, dataPlaneEndpoint(req)));
+  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, isGateRefusal(err) ? err : (noRoute(req) ?? err), dataPlaneEndpoint(req)));
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
     return reply.code(e.status).send(errorBody(e, null));

@@ -164,6 +164,11 @@ export function failRequest(request: ClientRequest, err: unknown, opts: { readon
 /** Refusals of the gate itself: not requests to record (an attacker's probes would fill the record). */
 const GATE_REFUSALS: ReadonlySet<string> = new Set(['TOLLGATE_ERR_UNAUTHORIZED', 'TOLLGATE_ERR_REAUTH_REQUIRED', 'TOLLGATE_ERR_FORBIDDEN', 'TOLLGATE_ERR_RATE_LIMITED']);
 
+/** Whether `err` is the gate's refusal: it is answered as it is, before anything the route would say (a 404 included). */
+export function isGateRefusal(err: unknown): boolean {
+  return GATE_REFUSALS.has(toTollgateError(err).code);
+}
+
 /**
  * The app's error handler: an error thrown before a handler answered (malformed JSON, wrong content type, body too
  * large, the gate's refusals, a bug). On a data-plane route (`endpoint`) it is still a client request, so it gets its
