@@ -39,6 +39,8 @@ interface Entry {
   readonly snapshot: () => UsageRecord;
   readonly progress: () => Progress;
   readonly startedAt: number;
+  /** The config when the request began: it is priced at the prices it started with, as its row is (docs/config.md). */
+  readonly config: Config;
 }
 
 export class LiveRequests {
@@ -57,7 +59,7 @@ export class LiveRequests {
     ledger.subscribeBegin((requestId, snapshot, progress) => {
       const first = snapshot();
       if (!isClientRequest(first.kind)) return;
-      this.#entries.set(requestId, { snapshot, progress, startedAt: first.startedAt || this.#now() });
+      this.#entries.set(requestId, { snapshot, progress, startedAt: first.startedAt || this.#now(), config: this.#config() });
       this.#changed();
     });
     ledger.subscribe((r) => {
@@ -90,7 +92,7 @@ export class LiveRequests {
         request_id: id, model: r.model, requested_model: r.requestedModel, provider: r.provider, combo: r.combo === '' ? null : r.combo,
         endpoint: r.endpoint, stream: r.stream, api_key_name: r.apiKeyName, started_at: new Date(e.startedAt).toISOString(),
         duration_s: Number(((now - e.startedAt) / 1000).toFixed(3)), streamed_tokens: p.streamedTokens, estimated_total: p.estimatedTotal,
-        cost_so_far: this.#costSoFar(r, p.streamedTokens),
+        cost_so_far: costSoFar(e.config, r, p.streamedTokens),
       });
     }
     return out.sort((a, b) => a.started_at.localeCompare(b.started_at));
@@ -102,15 +104,16 @@ export class LiveRequests {
     for (const e of this.#entries.values()) n += e.progress().streamedTokens;
     return n;
   }
+}
 
-  #costSoFar(r: UsageRecord, streamed: number): number | null {
-    const slash = r.model.indexOf('/');
-    const provider = slash > 0 ? own(this.#config().providers, r.model.slice(0, slash)) : undefined;
-    if (provider === undefined) return costKnown(r) ? r.cost.cost : null;
-    const usage = { ...r.usage, output: Math.max(streamed, r.usage.output ?? 0) };
-    const cost = computeCost(provider, r.model.slice(slash + 1), usage);
-    return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
-  }
+/** A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. */
+function costSoFar(config: Config, r: UsageRecord, streamed: number): number | null {
+  const slash = r.model.indexOf('/');
+  const provider = slash > 0 ? own(config.providers, r.model.slice(0, slash)) : undefined;
+  if (provider === undefined) return costKnown(r) ? r.cost.cost : null;
+  const usage = { ...r.usage, output: Math.max(streamed, r.usage.output ?? 0) };
+  const cost = computeCost(provider, r.model.slice(slash + 1), usage);
+  return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
 }
 
 /** tollgate_inflight_requests and tollgate_inflight_tokens, read from `live` at scrape time. */

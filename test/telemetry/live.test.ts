@@ -89,3 +89,20 @@ t.test('a paid model no price covers: its cost so far is unknown (null), not $0,
   ledger.begin('s1', () => rec({ requestId: 's1', model: 'sub/m', provider: 'sub', providerGroup: 'subscription' }), () => ({ streamedTokens: 30, estimatedTotal: null }));
   t.match(live.list().find((r) => r.request_id === 's1'), { cost_so_far: 0 }, 'a subscription bills nothing: a known 0');
 });
+
+t.test('a price edited while a request runs: its cost so far stays at the prices it began with, as its row does', async (t) => {
+  const dearer = parseConfig({
+    providers: { openai: { group: 'paid', format: 'openai', base_url: 'http://127.0.0.1:1/v1', price: { input: 200, output: 1000 }, models: { 'gpt-4o': { kind: 'llm' } } } },
+  });
+  let current = config;
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  const live = new LiveRequests(() => current, () => T0);
+  live.attach(ledger);
+  ledger.begin('e1', () => rec({ requestId: 'e1' }), () => ({ streamedTokens: 40, estimatedTotal: null }));
+  current = dearer; // a live edit
+  ledger.begin('e2', () => rec({ requestId: 'e2' }), () => ({ streamedTokens: 40, estimatedTotal: null }));
+  const by = Object.fromEntries(live.list().map((r) => [r.request_id, r.cost_so_far]));
+  // 1000 input x $2 + 40 output x $10 per 1M; before, the new prices: 0.24
+  t.equal(by.e1, 0.0024, 'begun before the edit: the old prices');
+  t.equal(by.e2, 0.24, 'begun after it: the new ones');
+});
