@@ -42,7 +42,7 @@ export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, o
       if (opts.configFile === undefined) return { ...renderConfig(config.current), source: 'effective' as const };
       return { ...redactConfigText(readFileSync(opts.configFile, 'utf8')), source: 'file' as const };
     };
-    const work = workDir(config.current.storage.data_dir, 'export');
+    const work = workDir(config.started.storage.data_dir, 'export');
     let archive: Readable;
     let created: string;
     try {
@@ -67,7 +67,7 @@ export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, o
     if (body === undefined || body === null || typeof (body as Readable).pipe !== 'function') {
       throw new TollgateError('TOLLGATE_ERR_UNSUPPORTED_MEDIA_TYPE', `send the archive from POST /api/admin/export as the body, with content-type ${ARCHIVE_TYPES[0]}`);
     }
-    const work = workDir(config.current.storage.data_dir, 'import');
+    const work = workDir(config.started.storage.data_dir, 'import');
     try {
       return await exclusive(async () => importUnpacked(store, await unpack(body, work.path, limit)));
     } catch (err) {

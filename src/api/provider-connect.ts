@@ -56,7 +56,7 @@ function diskFailure(err: unknown, what: (code: string) => string): TollgateErro
 
 /** The credentials directory (and, without TOLLGATE_SECRET_KEY, its key) made and writable, or a clear 500. */
 async function writable(config: ConfigHolder): Promise<void> {
-  await new CredentialStore(config.current.storage.data_dir).init().catch((err: unknown) => {
+  await new CredentialStore(config.started.storage.data_dir).init().catch((err: unknown) => {
     throw diskFailure(err, (code) => `storage.data_dir/credentials cannot be written (${code}): fix the directory, then start the sign-in`);
   });
 }
@@ -172,7 +172,7 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
       p.busy = false;
     }
     try {
-      await new CredentialStore(config.current.storage.data_dir).save(req.params.id, tokens);
+      await new CredentialStore(config.started.storage.data_dir).save(req.params.id, tokens);
     } catch (err) {
       // The code is spent: keep what it bought, so that the same complete saves it once the disk is fixed.
       p.tokens = tokens;

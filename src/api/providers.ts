@@ -48,7 +48,7 @@ export function providerView(id: string, p: ProviderConfig, store: CredentialSto
 
 export const providerRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async (app, { config }) => {
   app.get('/api/providers', async () => {
-    const store = new CredentialStore(config.current.storage.data_dir);
+    const store = new CredentialStore(config.started.storage.data_dir);
     return {
       catalog: { package: CATALOG_PACKAGE, version: CATALOG_VERSION },
       providers: Object.entries(config.current.providers).map(([id, p]) => providerView(id, p, store)),

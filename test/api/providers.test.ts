@@ -57,6 +57,15 @@ t.test('a stored token shows as token_stored', async (t) => {
   t.equal(body.providers.find((p) => p.id === 'acme')?.auth.token_stored, true);
 });
 
+t.test('after a live edit of storage.data_dir (applied at a restart), the token is still looked for where it is', async (t) => {
+  const { testConfig } = await import('../helpers/app.js');
+  const before = gw.holder.current;
+  gw.holder.replace(testConfig({ ...JSON.parse(JSON.stringify(before)), storage: { data_dir: tempDir(t) } }, tempDir(t)));
+  t.teardown(() => gw.holder.replace(before));
+  const body = JSON.parse((await get(USER)).text) as { providers: { id: string; auth: { token_stored: boolean | null } }[] };
+  t.equal(body.providers.find((p) => p.id === 'acme')?.auth.token_stored, true, 'the directory in force (before: the edited one, where nothing is)');
+});
+
 t.test('no key: 401', async (t) => {
   t.equal((await get()).status, 401);
 });
