@@ -42,8 +42,8 @@ export function createAlerting(deps: {
   metrics.declareAlertKinds([...ALERT_KINDS, 'auto_switch']);
   const budget = new BudgetService(store, () => config.current, { ...(deps.fence === undefined ? {} : { fence: deps.fence }), ...(deps.unstored === undefined ? {} : { unstored: deps.unstored }) });
   const record = (a: Alert, r: DeliveryResult) => {
+    // A failed delivery is logged once, by the notifier.
     metrics.notification(r.channel, r.delivered);
-    if (!r.delivered) log.warn({ alert: a.id, kind: a.kind, channel: r.channel, attempts: r.attempts, error: r.error }, 'alert delivery failed');
     store
       .insert('alert_deliveries', [{ alert_id: a.id, channel: r.channel, delivered: r.delivered, attempts: r.attempts, error: r.error, ts: Date.now() }])
       .catch((err: unknown) => log.error({ err, alert: a.id, channel: r.channel }, 'could not record an alert delivery'));

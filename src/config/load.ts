@@ -2,7 +2,6 @@
 // Every problem is reported with the dotted path it belongs to and what was expected.
 
 import { readFileSync, statSync } from 'node:fs';
-import { isIP } from 'node:net';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
 import { KEYS_UNCHECKED, duplicateKeys, unquoted } from './text-checks.js';
@@ -12,11 +11,10 @@ import validateCoerced from './generated/config-validator.js';
 import validateAsWritten from './generated/config-types-validator.js';
 import { applyCatalog } from './pricing.js';
 import type { Config } from './types.js';
+import { channelUrlIssues, isObject, keyIssues, type ConfigIssue } from './cross-checks.js';
 
-export interface ConfigIssue {
-  readonly path: string;
-  readonly message: string;
-}
+export type { ConfigIssue } from './cross-checks.js';
+export { isLoopback, keyIssues, MIN_KEY_LENGTH, weakKeyReason } from './cross-checks.js';
 
 export class ConfigError extends Error {
   readonly issues: readonly ConfigIssue[];
@@ -111,29 +109,6 @@ function describe(e: ErrorObject): ConfigIssue {
   }
 }
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
-export function isLoopback(host: string): boolean {
-  return LOOPBACK.has(host) || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
-/** Values people leave in place of a key: shipped examples, defaults, words. Compared case-insensitively. */
-const PLACEHOLDER_KEYS = new Set([
-  'change-me', 'changeme', 'change_me', 'changeit', 'password', 'passw0rd', 'admin', 'secret', 'tollgate', 'default',
-  'example', 'test', 'token', 'apikey', 'api-key', 'api_key', 'your-api-key', 'your-key-here', 'replace-me', 'xxx',
-  'sk-xxx', '0000000000000000', '1234567890123456', 'tollgate-api-key', 'tollgate_api_key',
-]);
-export const MIN_KEY_LENGTH = 16;
-
-/** Why `key` must not guard a public address (a known placeholder, or too short), or null when it may. */
-export function weakKeyReason(key: string): string | null {
-  if (PLACEHOLDER_KEYS.has(key.trim().toLowerCase())) return 'is a known placeholder';
-  if (key.length < MIN_KEY_LENGTH) return `is shorter than ${MIN_KEY_LENGTH} characters`;
-  return null;
-}
-
-const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-
 const REMOTE_FORMATS = new Set(['openai', 'openai-responses', 'anthropic', 'gemini']);
 
 /**
@@ -156,26 +131,6 @@ function clickhouseUrlIssue(url: string): string | null {
   return null;
 }
 
-/**
- * The keys a listener on `host` needs: one at least, none weak, unless the host is a loopback address. A live edit is
- * checked against the host the gateway listens on (config/watch.ts): an edit of server.host applies at a restart.
- */
-export function keyIssues(host: unknown, keys: readonly unknown[]): ConfigIssue[] {
-  if (typeof host !== 'string' || host === '' || isLoopback(host)) return [];
-  const issues: ConfigIssue[] = [];
-  if (keys.length === 0) issues.push({ path: 'server.api_keys', message: `at least one key is required when server.host (${host}) is not a loopback address` });
-  keys.forEach((k: unknown, i) => {
-    const reason = isObject(k) && typeof k.key === 'string' && k.key !== '' ? weakKeyReason(k.key) : null;
-    if (reason !== null) {
-      issues.push({
-        path: `server.api_keys[${i}].key`,
-        message: `${reason}: refused while server.host (${host}) is not a loopback address; generate one with \`openssl rand -hex 32\``,
-      });
-    }
-  });
-  return issues;
-}
-
 /** Checks that span keys. They run on the tree even when the schema found problems, so one run reports all. */
 function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
@@ -188,6 +143,7 @@ function semanticIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const server = isObject(tree.server) ? tree.server : {};
   const keys = Array.isArray(server.api_keys) ? server.api_keys : [];
   issues.push(...keyIssues(server.host, keys));
+  issues.push(...channelUrlIssues(tree));
   const names = new Set<string>();
   keys.forEach((k: unknown, i) => {
     if (!isObject(k) || typeof k.name !== 'string') return;

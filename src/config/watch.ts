@@ -42,11 +42,32 @@ export class ConfigHolder {
     return this.#fileText;
   }
 
+  /**
+   * Make `next` current and tell every listener. One that throws does not keep the others from it (a channel that
+   * failed to build kept the gate from the edit's keys: a removed key went on working): every listener is told, then
+   * a ListenersFailed names what failed.
+   */
   replace(next: Config, opts: { fileText?: string } = {}): void {
     const prev = this.#current;
     this.#current = next;
     this.#fileText = opts.fileText ?? null;
-    for (const fn of this.#listeners) fn(next, prev);
+    const failed: unknown[] = [];
+    for (const fn of this.#listeners) {
+      try {
+        fn(next, prev);
+      } catch (err) {
+        failed.push(err);
+      }
+    }
+    if (failed.length > 0) throw new ListenersFailed(failed);
+  }
+}
+
+/** Listeners of a config change that threw (the config was applied, and the other listeners told). */
+export class ListenersFailed extends Error {
+  constructor(readonly errors: readonly unknown[]) {
+    super(`a part of the gateway could not take the config: ${errors.map((e) => (e instanceof Error ? e.message : String(e))).join('; ')}`);
+    this.name = 'ListenersFailed';
   }
 }
 
@@ -78,7 +99,12 @@ export function applyConfig(holder: ConfigHolder, next: Config, edit: { file: st
   if (keys.length > 0) throw new ConfigError(edit.file, keys);
   const restart = restartOnlyChanges(next, holder.current);
   if (restart.length > 0) edit.log.warn({ sections: restart }, 'config edit changes settings that apply only at start; restart to use them');
-  holder.replace(next, { fileText: edit.text });
+  try {
+    holder.replace(next, { fileText: edit.text });
+  } catch (err) {
+    if (!(err instanceof ListenersFailed)) throw err;
+    edit.log.error({ err }, 'config reloaded, but a part of the gateway could not take the edit');
+  }
   edit.log.info({ file: edit.file }, 'config reloaded');
 }
 

@@ -22,7 +22,8 @@ export interface Target {
 
 /**
  * Does `model` (a `<provider>/<model>` or a combo name, suffix allowed) spend nothing? Free and subscription
- * providers bill nothing per request (their rows' cost is 0), so only a paid target is switched.
+ * providers bill nothing per request (their rows' cost is 0), so only a paid target is switched; a combo spends
+ * nothing when its members and its fusion judge do not (a paid judge of free members spent on after the budget).
  */
 function spendsNothing(cfg: Config, model: string): boolean {
   const bare = parseThinkingSuffix(model).model;
@@ -32,7 +33,7 @@ function spendsNothing(cfg: Config, model: string): boolean {
     return group === 'free' || group === 'subscription';
   }
   const combo = own(cfg.combos, bare);
-  return combo !== undefined && combo.models.every((m) => spendsNothing(cfg, m));
+  return combo !== undefined && combo.models.every((m) => spendsNothing(cfg, m)) && (combo.judge === undefined || spendsNothing(cfg, combo.judge));
 }
 
 /** Does the auto-switch target name a configured model or combo? (If not, nothing is switched; app.ts warns.) */

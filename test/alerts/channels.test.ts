@@ -359,3 +359,36 @@ t.test('webhook: the path and query never reach the recorded error, however the 
   await n3.drain();
   t.equal(r3[0]![1].error, 'webhook: HTTP 401 the signature parameter is expired ([REDACTED]); renew the access_token [REDACTED]');
 });
+
+// A webhook URL's user and password were dropped (undici sends none from a URL): a receiver behind Basic
+// authentication refused every delivery, and nothing said why. They are sent as Basic authentication now, and kept
+// out of the recorded error of a receiver that echoes its request's headers.
+t.test('webhook: the URL\'s user and password sent as Basic authentication, and not recorded', async (t) => {
+  const hook = await receiver(t, (n) => (n === 1 ? 204 : 500));
+  const u = new URL(hook.url);
+  const withAuth = `http://hook%40user:pa%3Ass%20w0rd@${u.host}${u.pathname}${u.search}`;
+  const { n, results } = notifier(t, [webhookChannel({ url: withAuth, secret: SECRET })], { retries: 0 });
+  n.notify(alert());
+  await n.drain();
+  t.equal(hook.got[0]?.headers.authorization, `Basic ${Buffer.from('hook@user:pa:ss w0rd').toString('base64')}`, 'decoded, as curl sends them');
+  t.equal(results[0]?.[1].delivered, true);
+  const echoing = await listenEcho(t);
+  const { n: n2, results: r2 } = notifier(t, [webhookChannel({ url: `http://hook:Pw-0123456789@127.0.0.1:${echoing}/h`, secret: SECRET })], { retries: 0 });
+  n2.notify(alert());
+  await n2.drain();
+  const error = r2[0]?.[1].error ?? '';
+  t.match(error, /HTTP 500/);
+  t.notMatch(error, /Pw-0123456789/, 'the password not in the recorded error');
+  t.notMatch(error, new RegExp(Buffer.from('hook:Pw-0123456789').toString('base64')), 'nor the header that carries it');
+});
+
+/** A receiver that answers 500 with the Authorization header it got and the credentials decoded. */
+async function listenEcho(t: T): Promise<number> {
+  const { listenLoopback } = await import('../helpers/loopback.js');
+  const lb = await listenLoopback(t, async (req, res) => {
+    for await (const _ of req);
+    const auth = String(req.headers.authorization ?? '');
+    res.writeHead(500, { 'content-type': 'text/plain' }).end(`denied: ${auth} = ${Buffer.from(auth.replace(/^Basic /, ''), 'base64').toString()}`);
+  }, (_e, res) => res.writeHead(500).end());
+  return lb.port;
+}

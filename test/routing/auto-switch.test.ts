@@ -16,7 +16,12 @@ const raw = {
     free: { ...DEMO_PROVIDER, group: 'free', models: { 'llama-3.3-70b': { kind: 'llm' } } },
     sub: { ...DEMO_PROVIDER, group: 'subscription' },
   },
-  combos: { freebies: { strategy: 'fallback', models: ['free/llama-3.3-70b'] } },
+  combos: {
+    freebies: { strategy: 'fallback', models: ['free/llama-3.3-70b'] },
+    // Free members and a paid judge: the judge spends (before: taken for a free combo, never switched).
+    panel: { strategy: 'fusion', models: ['free/llama-3.3-70b', 'sub/echo-1'], judge: 'paid/echo-1' },
+    freepanel: { strategy: 'fusion', models: ['free/llama-3.3-70b', 'sub/echo-1'], judge: 'sub/echo-1' },
+  },
   budgets: { daily_usd: 1, auto_switch: { enabled: true, to: 'free/llama-3.3-70b' } },
 };
 /** A daily budget one paid request exceeds (the demo model costs about $0.00003 a request). */
@@ -31,6 +36,8 @@ t.test('the step: rewrites only when told the budget is exceeded, the switch is 
   t.same(autoSwitch(cfg, 'paid/echo-1', within), { model: 'paid/echo-1', switched: false }, 'within budget');
   t.same(autoSwitch(cfg, 'free/llama-3.3-70b', exceeded), { model: 'free/llama-3.3-70b', switched: false }, 'already the target');
   t.same(autoSwitch(cfg, 'freebies', exceeded), { model: 'freebies', switched: false }, 'a combo of free members is free');
+  t.same(autoSwitch(cfg, 'panel', exceeded), { model: 'free/llama-3.3-70b', switched: true }, 'free members and a paid judge: it spends, switched');
+  t.same(autoSwitch(cfg, 'freepanel', exceeded), { model: 'freepanel', switched: false }, 'free members and a subscription judge: free');
   t.same(autoSwitch(cfg, 'sub/echo-1', exceeded), { model: 'sub/echo-1', switched: false }, 'a subscription spends nothing per request: not switched');
   const off = testConfig({ ...raw, budgets: { auto_switch: { enabled: false, to: 'free/llama-3.3-70b' } } }, tempDir(t));
   t.same(autoSwitch(off, 'paid/echo-1', exceeded), { model: 'paid/echo-1', switched: false }, 'switch off');

@@ -109,6 +109,13 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // Its own agent, made by the first send (undici is loaded then), so close() can release its sockets; redirects are
   // not followed (a 3xx is a failure).
   let agent: Agent | undefined;
+  // The URL's user and password (`https://user:pass@host/...`) are sent as HTTP Basic authentication, as curl sends
+  // them: undici drops them from a URL (a receiver behind Basic auth refused every delivery, nothing saying why).
+  const basic = url.username === '' && url.password === '' ? null : `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString('base64')}`;
+  // Cut out of an error page that echoes them, as the path's tokens are (below).
+  const userinfo = basic === null ? [] : [basic.slice('Basic '.length), url.password];
+  url.username = '';
+  url.password = '';
   // close() aborts a send still in flight (the notifier has given up on it by then).
   const closing = new AbortController();
   // An error page may echo the request path or query (a 404 naming it): cut them out of the recorded snippet, whole,
@@ -118,7 +125,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // The query's values as written too (`searchParams` reads `+` as a space), and a bare `?TOKEN` (a key with no value);
   // a parameter's name is kept, so an answer that names it still says which one it means.
   const rawQuery = url.search.slice(1).split('&').map((kv) => (kv.includes('=') ? kv.slice(kv.indexOf('=') + 1) : kv));
-  const pieces = [...secrets, ...url.pathname.split('/'), ...rawQuery, ...url.searchParams.values()].flatMap((x) => [x, decoded(x)]);
+  const pieces = [...secrets, ...url.pathname.split('/'), ...rawQuery, ...url.searchParams.values(), ...userinfo].flatMap((x) => [x, decoded(x)]);
   const tokens = [...new Set(pieces)].sort((a, b) => b.length - a.length);
 
   return {
@@ -134,6 +141,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
         [WEBHOOK_HEADERS.timestamp]: String(timestamp),
       };
       if (cfg.secret) headers[WEBHOOK_HEADERS.signature] = signPayload(cfg.secret, timestamp, body);
+      if (basic !== null) headers.authorization = basic;
       const deadline = AbortSignal.timeout(timeoutMs);
       const signal = AbortSignal.any([deadline, closing.signal]);
       let status: number;
