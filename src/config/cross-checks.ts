@@ -66,7 +66,8 @@ export function channelUrlIssues(tree: Record<string, unknown>): ConfigIssue[] {
   for (const [channel, key, schemes, example] of wanted) {
     const c = channels[channel];
     const value = isObject(c) ? c[key] : undefined;
-    if (typeof value !== 'string') continue;
+    // A channel turned off is not built: its URL is checked when it is turned on.
+    if (typeof value !== 'string' || (isObject(c) && c.enabled === false)) continue;
     let scheme: string | null = null;
     try {
       scheme = new URL(value).protocol;

@@ -36,6 +36,8 @@ t.test('the loader refuses a channel URL its channel cannot use, without quoting
     t.notMatch(issue?.message, /Secr3t-pw/, 'the value not quoted');
   }
   t.doesNotThrow(() => parseConfig(email('smtps://u:p@mail.example.com:465')), 'smtps:// passes');
+  const off = { alerts: { channels: { email: { enabled: false, smtp_url: 'mail.example.com:587', from: 'a@example.com', to: ['b@example.com'] } } } };
+  t.doesNotThrow(() => parseConfig(off), 'a channel turned off is not built: its URL is checked when it is turned on');
   t.doesNotThrow(() => parseConfig(webhook('https://hooks.example.com/x')), 'https:// passes');
 
   const dir = tempDir(t);
@@ -69,4 +71,20 @@ t.test('a listener that throws: the others are told all the same, and the reload
   t.equal(rejected, 0, 'not counted as rejected: it was applied');
   t.same(told, ['gate saw 2', 'gate saw 3']);
   t.same(lines.map((l) => l.msg), ['config reloaded, but a part of the gateway could not take the edit', 'config reloaded']);
+});
+
+t.test('the console turning on a channel whose URL its channel cannot use: a 400 naming it, the file untouched', async (t) => {
+  const { startApp } = await import('../helpers/app.js');
+  const { readFileSync } = await import('node:fs');
+  const { parse } = await import('yaml');
+  const dir = tempDir(t);
+  const file = join(dir, 'config.yaml');
+  const text = `server:\n  host: 127.0.0.1\nstorage:\n  data_dir: ${join(dir, 'data')}\nalerts:\n  channels:\n    email: { enabled: false, smtp_url: 'mail.example.com:587', from: a@example.com, to: [b@example.com] }\n`;
+  writeFileSync(file, text);
+  const gw = await startApp(t, parse(text) as Record<string, unknown>, { dataDir: join(dir, 'data'), configFile: file });
+  const res = await fetch(`${gw.url}/api/settings/alerts`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ channels: { email: { enabled: true } } }) });
+  const body = (await res.json()) as { error: { code: string; param: string | null } };
+  t.equal(res.status, 400, 'refused (before: a 500, the file written with the channel on, and the next start failing)');
+  t.equal(body.error.param, 'alerts.channels.email.smtp_url');
+  t.equal(readFileSync(file, 'utf8'), text, 'the file untouched');
 });
