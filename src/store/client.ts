@@ -14,6 +14,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { ClickHouseClient, createClient } from '@clickhouse/client';
 import type { Config } from '../config/types.js';
+import { TollgateError } from '../core/errors.js';
 import { embeddedConnection } from './embedded.js';
 
 type ClientConnection = NonNullable<NonNullable<Parameters<typeof createClient>[0]>['connection']>;
@@ -148,10 +149,18 @@ export class Store {
     });
   }
 
+  /**
+   * A read. A store that cannot be reached is TOLLGATE_ERR_STORE_UNAVAILABLE (503, the reason said): an `/api` read
+   * while ClickHouse was down answered 500 INTERNAL ("a bug"), logged with a stack at every poll of a dashboard.
+   */
   query<T>(query: string, params: QueryParams = {}): Promise<T[]> {
     return this.#run(async (client) => {
-      const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' });
-      return rs.json<T>();
+      try {
+        const rs = await client.query({ query, query_params: params, format: 'JSONEachRow' });
+        return await rs.json<T>();
+      } catch (err) {
+        throw unreachable(err, this.embedded) ?? err;
+      }
     });
   }
 
@@ -241,6 +250,25 @@ export type Settings = Readonly<Record<string, string | number>>;
  * SELECT or FORMAT) or at the end of another statement: settings that apply to that statement only, on a server and
  * on the embedded engine alike. Names are the caller's constants; values are numbers or quoted strings.
  */
+/** Transport failures: the store is not there, or not answering. */
+const NET_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+
+/**
+ * The 503 for an error that says the store cannot be reached, else null: a refused or reset connection, no answer
+ * within `request_timeout_ms`, or (server path) an HTTP error that is not ClickHouse's own exception
+ * (a proxy's 502/503 page, which the client raises as a plain Error). ClickHouse's own exceptions and our bugs stay
+ * what they are. The reason names a code, never the URL.
+ */
+function unreachable(err: unknown, embedded: boolean): TollgateError | null {
+  if (!(err instanceof Error)) return null;
+  const code = (err as { code?: unknown }).code;
+  let why: string | null = null;
+  if (typeof code === 'string' && NET_CODES.has(code)) why = code;
+  else if (err.message === 'Timeout error.' || err.message === 'socket hang up') why = err.message.replace(/\.$/, '').toLowerCase();
+  else if (!embedded && err.constructor === Error && code === undefined) why = 'an HTTP error that is not a ClickHouse exception';
+  return why === null ? null : new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `ClickHouse cannot be read now (${why})`, { cause: err });
+}
+
 export function settingsClause(settings: Settings): string {
   const entries = Object.entries(settings);
   if (entries.length === 0) return '';
