@@ -9,8 +9,8 @@
 // through a YAML alias (or changes a node that aliases name) first gives each entry its own copy of the shared value,
 // so that it changes the one entry it is for.
 
-import { createHash } from 'node:crypto';
-import { chmodSync, chownSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { accessSync, closeSync, constants, fchmodSync, fchownSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import {
   CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
@@ -212,9 +212,12 @@ export function writeConfigFile(file: string, text: string, opts: { env?: Readon
 
 /**
  * Replace `file`'s text as an editor's save does: a temporary file beside the file (beside a symlink's target: the
- * link stays), renamed over it. The file's mode is kept exactly (the umask does not narrow it) and so are its owner
- * and group where the process may set them (a gateway run as root leaves the operator's file the operator's). A file
- * nobody may write is refused. Throws a ConfigFileError, with nothing changed, when it cannot be written.
+ * link stays), renamed over it. The temporary file has a random name and is created exclusively, its mode and owner
+ * set on the open file: a link planted at a predictable name (the pid's) was followed, and as root the write handed
+ * the link's target to the directory's owner. The file's mode is kept exactly (the umask does not narrow it), and its
+ * owner and group where the process may set them (a gateway run as root leaves the operator's file the operator's).
+ * A file this process may not write, or that nobody may (root could), is refused rather than replaced through the
+ * directory. Throws a ConfigFileError, with nothing changed, when it cannot be written.
  */
 export function replaceFileText(file: string, text: string): void {
   let temp: string | null = null;
@@ -222,15 +225,25 @@ export function replaceFileText(file: string, text: string): void {
     const target = realpathSync(file);
     const st = statSync(target);
     const mode = st.mode & 0o777;
-    // The rename would replace a file nobody may write (root and the directory's owner can): it is left as it is.
     if ((mode & 0o222) === 0) throw new Error(`it is read-only (mode 0${mode.toString(8)}): make it writable to change it here`);
-    temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
-    writeFileSync(temp, text, { mode });
-    chmodSync(temp, mode);
-    if (st.uid !== process.getuid?.() || st.gid !== process.getgid?.()) {
-      try {
-        chownSync(temp, st.uid, st.gid);
-      } catch { /* not allowed (not root): the file becomes the writer's, as with any editor's save */ }
+    try {
+      accessSync(target, constants.W_OK);
+    } catch {
+      throw new Error(`the gateway's user (uid ${process.getuid?.() ?? '?'}) may not write it (mode 0${mode.toString(8)}, owner uid ${st.uid})`);
+    }
+    const name = join(dirname(target), `.${basename(target)}.${randomBytes(8).toString('hex')}.tmp`);
+    const fd = openSync(name, 'wx', 0o600);
+    temp = name;
+    try {
+      writeFileSync(fd, text);
+      fchmodSync(fd, mode);
+      if (st.uid !== process.getuid?.() || st.gid !== process.getgid?.()) {
+        try {
+          fchownSync(fd, st.uid, st.gid);
+        } catch { /* not allowed (not root): the file becomes the writer's, as with any editor's save */ }
+      }
+    } finally {
+      closeSync(fd);
     }
     renameSync(temp, target);
   } catch (err) {

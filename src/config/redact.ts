@@ -31,6 +31,14 @@ function urlCarriesSecret(s: string): boolean {
   } catch {
     return false;
   }
+  // A user alone is a token as often as a name (`https://TOKEN@hooks.example.com/...`, which a webhook sends as Basic).
+  if (u.username !== '' && u.password === '') {
+    try {
+      if (!onlyReferences(decodeURIComponent(u.username))) return true;
+    } catch {
+      return true;
+    }
+  }
   if (u.password !== '') {
     let password: string;
     try {

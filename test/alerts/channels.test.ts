@@ -392,3 +392,13 @@ async function listenEcho(t: T): Promise<number> {
   }, (_e, res) => res.writeHead(500).end());
   return lb.port;
 }
+
+t.test('webhook: a token as the URL\'s user alone is sent as Basic authentication and kept out of the recorded error', async (t) => {
+  const echoing = await listenEcho(t);
+  const { n, results } = notifier(t, [webhookChannel({ url: `http://whk_live_SECRETTOKEN123456@127.0.0.1:${echoing}/h`, secret: SECRET })], { retries: 0 });
+  n.notify(alert());
+  await n.drain();
+  const error = results[0]?.[1].error ?? '';
+  t.match(error, /HTTP 500 denied: Basic /, 'sent');
+  t.notMatch(error, /SECRETTOKEN/, 'the token not in the recorded error');
+});

@@ -65,3 +65,13 @@ t.test('a URL password that does not percent-decode does not throw, and is redac
   t.same(result?.redacted, ['alerts.email.smtp_url', 'alerts.other.smtp_url']);
   t.notMatch(result?.text ?? '50%off', /50%off|%E0%A4%A/, 'neither password is left');
 });
+
+// A token as a URL's user alone (`https://TOKEN@host/...`), which a webhook sends as Basic authentication: redacted in
+// the export as a password is (a review of the session's fixes: it left the export in clear).
+t.test('a URL whose user alone is a token is redacted; a user with a password reference is kept', async (t) => {
+  const text = 'alerts:\n  channels:\n    webhook: { url: "https://whk_live_SECRETTOKEN123456@hooks.example.com/h" }\n    email: { smtp_url: "smtp://mailer:${SMTP_PASSWORD}@host:25" }\n    ref: { url: "https://${HOOK_TOKEN}@hooks.example.com/h" }\n';
+  const result = redactConfigText(text);
+  t.same(result.redacted, ['alerts.channels.webhook.url']);
+  t.notMatch(result.text, /SECRETTOKEN/, 'the token is gone');
+  t.match(result.text, /\$\{HOOK_TOKEN\}@hooks/, 'a user that is a reference is kept');
+});

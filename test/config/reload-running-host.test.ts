@@ -8,7 +8,7 @@
 //   replaced the link with a file) and keeps the same mode.
 
 import t from 'tap';
-import { chmodSync, chownSync, lstatSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lstatSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { demoProvidersYaml, startApp } from '../helpers/app.js';
@@ -97,4 +97,41 @@ t.test('providers add through a symlink: the target gets the provider, the link 
   t.ok(lstatSync(link).isSymbolicLink(), 'still a link');
   t.match(readFileSync(target, 'utf8'), /openai:/, 'the target has the provider');
   t.equal((statSync(target).mode & 0o777).toString(8), '660', 'its mode kept');
+});
+
+// A review of the session's fixes: the temporary file's name was the pid's, and the write, the chmod and the chown
+// followed a link planted there: as root, one settings write handed the link's target (any file) to the config
+// directory's owner. The name is random now and the file created exclusively, its mode and owner set on the open file.
+t.test('a link planted at the old temporary name is not followed', async (t) => {
+  writeFileSync(file, TEXT);
+  const victim = join(tempDir(t), 'victim');
+  writeFileSync(victim, 'ROOT ONLY\n', { mode: 0o600 });
+  const planted = join(dir, `.config.yaml.${process.pid}.tmp`);
+  symlinkSync(victim, planted);
+  t.teardown(() => rmSync(planted, { force: true }));
+  const put = await fetch(`${gw.url}/api/settings/budgets`, { method: 'PUT', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: JSON.stringify({ daily_usd: 60 }) });
+  t.equal(put.status, 200, await put.text());
+  t.equal(readFileSync(victim, 'utf8'), 'ROOT ONLY\n', 'the link\'s target untouched');
+  t.equal((statSync(victim).mode & 0o777).toString(8), '600', 'its mode too');
+  t.notOk(lstatSync(file).isSymbolicLink(), 'the config is still a file, not the planted link');
+  t.match(readFileSync(file, 'utf8'), /daily_usd: 60/);
+});
+
+// A config this process may not write (root's 0644, the gateway run as another user) in a directory it may write
+// was replaced through the directory, and became that user's. Refused now, the file untouched. Needs root to make.
+t.test('a config the process may not write is refused, not replaced through the directory', async (t) => {
+  const d = tempDir(t);
+  chmodSync(d, 0o777);
+  const f = join(d, 'config.yaml');
+  const text = `storage:\n  data_dir: ${join(d, 'data')}\n`;
+  writeFileSync(f, text, { mode: 0o644 });
+  const root = process.getuid?.() === 0;
+  t.ok(root, 'run as root, as CI is: the case needs a file of another user');
+  if (!root) return;
+  const { runProcess, MAIN, cleanEnv } = await import('../helpers/cli.js');
+  const r = await runProcess(t, '/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, MAIN, 'providers', 'add', 'openai', '--model', 'gpt-4o', '--config', f], { cwd: d, env: cleanEnv(), timeoutMs: 30_000 });
+  t.equal(r.code, 1, `refused (${r.stderr.trim()})`);
+  t.match(r.stderr, /may not write it/);
+  t.equal(readFileSync(f, 'utf8'), text, 'the file untouched');
+  t.same([statSync(f).uid, (statSync(f).mode & 0o777).toString(8)], [0, '644'], 'still root\'s, 0644');
 });

@@ -113,7 +113,8 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // them: undici drops them from a URL (a receiver behind Basic auth refused every delivery, nothing saying why).
   const basic = url.username === '' && url.password === '' ? null : `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString('base64')}`;
   // Cut out of an error page that echoes them, as the path's tokens are (below).
-  const userinfo = basic === null ? [] : [basic.slice('Basic '.length), url.password];
+  // The user too: `https://TOKEN@host/...` carries its token as the user.
+  const userinfo = basic === null ? [] : [basic.slice('Basic '.length), url.password, url.username];
   url.username = '';
   url.password = '';
   // close() aborts a send still in flight (the notifier has given up on it by then).
