@@ -1,8 +1,7 @@
 // build(options) -> FastifyInstance. Wires the three ledgers to one record stream and registers the plugins in order.
 // The store is opened and migrated in the background once the server listens (or by its first use), so the gateway
 // answers before the store is there: rows wait in the spool, /ready says why it is not ready, and the background
-// jobs that read the store (keep-alive, alerts) start once it is (`tollgate.storeReady`). main.ts runs it; tests and
-// benchmarks call it directly.
+// jobs that read the store (keep-alive, alerts) start once it is (`tollgate.storeReady`). main.ts, tests, benches run it.
 
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,6 +62,8 @@ import { consoleRoutes } from './api/console.js';
 import { TOLLGATE_VERSION } from './store/archive.js';
 import { randomUUID } from 'node:crypto';
 import { IdleGc } from './core/idle-gc.js';
+import { within } from './core/within.js';
+import { everyPeriod } from './core/every.js';
 
 export interface BuildOptions {
   /** A validated config, or a holder whose `current` is replaced by live edits. */
@@ -114,8 +115,8 @@ declare module 'fastify' {
  * second at most. Its load takes the event loop for about 250 ms (docs/benchmarks.md, "Where the start goes").
  */
 const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
-/** How long a stop waits for the records of the requests that ended with the drain (the onClose hook). */
-const RECORDS_WAIT_MS = 5000;
+/** How long a stop waits for the records of the requests that ended with the drain; the least its store steps get. */
+const [RECORDS_WAIT_MS, STORE_STEPS_MS] = [5000, 2000];
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
@@ -206,6 +207,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // A request left in flight whose row is in the store already (it went there from memory while the disk was full, its
   // marker left on the disk) is not recorded as interrupted over it.
   const storedOf = (ids: readonly string[], rows: readonly RequestRow[]) => storedRequests(store, ids, rowsSpan(rows));
+  const logDropped = everyPeriod((rows, reason) => log.error({ rows, reason }, 'usage rows dropped'));
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: b.max_rows, flushMs: b.flush_ms, storedOf, ...landed }, {
     written: (n, ids) => {
       metrics.rowsWritten.inc(n);
@@ -217,7 +219,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     },
     dropped: (n, reason) => {
       metrics.rowsDropped.inc({ reason }, n);
-      log.error({ rows: n, reason }, 'usage rows dropped');
+      logDropped(n, reason);
     },
     error: (err, attempt) => log.debug({ err, attempt }, 'usage insert failed; retrying'),
     state: (up, err) => {
@@ -375,18 +377,20 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     drain.end();
     idleGc.close();
     closed = true;
-    // An opening still under way stops retrying; the jobs it was about to start are not started.
+    // An opening still under way stops retrying. The steps that wait on the store share what is left of the stop's
+    // bound (at least STORE_STEPS_MS): a store that hangs held it for minutes (unstored rows stay on disk).
+    const left = drain.remaining(holder.current.server.shutdown_timeout_s, STORE_STEPS_MS);
     await opening.close();
-    await storeReady.catch(() => undefined);
+    await within(storeReady.catch(() => undefined), left());
     // Before the dispatcher and the writer: a ping in flight needs the one and records into the other.
     await keepalive.close();
     // The requests the drain let end (or cut at its deadline) publish their records after their connections closed:
     // waited for, a few seconds at most, or one would be left as its begin marker and replayed as `interrupted`.
     for (const until = performance.now() + RECORDS_WAIT_MS; spool.inFlight > 0 && performance.now() < until;) await sleep(10);
-    await alerting.close();
+    await within(alerting.close(), left());
     await dispatcher.close();
     try {
-      await writer.close();
+      await writer.close(left());
     } finally {
       spoolLock?.release(); // the spool is closed: another process may take the directory
     }

@@ -4,6 +4,7 @@
 
 export function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
   if (ms <= 0) return Promise.resolve(null);
+  if (!Number.isFinite(ms)) return p; // setTimeout would take Infinity for 1 ms
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]).finally(() => clearTimeout(timer));
 }

@@ -36,6 +36,16 @@ export class Drain {
     this.#sweeper.unref();
   }
 
+  /**
+   * The time left to the steps after the drain, as a function of now: what is left of `boundS` since the stop began
+   * (0: no bound, Infinity), at least `leastMs` from this call.
+   */
+  remaining(boundS: number, leastMs: number): () => number {
+    const now = performance.now();
+    const until = boundS === 0 ? Infinity : now + Math.max(leastMs, boundS * 1000 - (now - (this.#since ?? now)));
+    return () => until - performance.now();
+  }
+
   end(): void {
     if (this.#sweeper !== null) clearInterval(this.#sweeper);
     this.#sweeper = null;

@@ -6,11 +6,12 @@
 // oldest segment an earlier process left is settled first, `settleLanded`). A segment is deleted only after its
 // insert was acknowledged. While the store fails, the writer retries with capped exponential backoff and jitter,
 // forever; rows pile up on disk up to the spool's `maxBytes`, and only past that are new rows dropped and counted.
-// `close` makes one attempt at what is spooled and leaves the rest on disk for the next start.
+// `close` makes one attempt at what is spooled, within its bound, and leaves the rest on disk for the next start.
 
 import type { Store } from './client.js';
 import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
+import { within } from '../core/within.js';
 
 export interface WriterOptions<Row = Record<string, unknown>> {
   readonly maxRows: number;
@@ -384,15 +385,16 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     }
   }
 
-  /** Stop taking rows, try once to write what is spooled, and close the spool; what did not land stays on disk. */
-  async close(): Promise<void> {
+  /** Stop taking rows, try once (for at most `boundMs`) to write what is spooled, and close the spool; the rest stays on disk. */
+  async close(boundMs = Infinity): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#clearTimer();
     this.#wake?.();
-    while (this.#writing !== null) await this.#writing;
-    this.#writing = this.#write();
-    await this.#writing;
+    await within((async () => { // bounded: a store that hangs held a stop for minutes, past any supervisor's grace
+      while (this.#writing !== null) await this.#writing;
+      await (this.#writing = this.#write());
+    })(), boundMs);
     this.#spool.close();
   }
 }
