@@ -377,8 +377,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     drain.end();
     idleGc.close();
     closed = true;
-    // An opening still under way stops retrying. The steps that wait on the store share what is left of the stop's
-    // bound (at least STORE_STEPS_MS): a store that hangs held it for minutes (unstored rows stay on disk).
+    // An opening still under way stops retrying. The store steps get what is left of the stop's bound (a hanging store
+    // held it for minutes; unstored rows stay on disk), the writer STORE_STEPS_MS at least, after a slow webhook too.
     const left = drain.remaining(holder.current.server.shutdown_timeout_s, STORE_STEPS_MS);
     await opening.close();
     await within(storeReady.catch(() => undefined), left());
@@ -390,7 +390,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await within(alerting.close(), left());
     await dispatcher.close();
     try {
-      await writer.close(left());
+      await writer.close(Math.max(STORE_STEPS_MS, left())).finally(logDropped.flush);
     } finally {
       spoolLock?.release(); // the spool is closed: another process may take the directory
     }

@@ -240,7 +240,12 @@ export function replaceFileText(file: string, text: string): void {
       if (st.uid !== process.getuid?.() || st.gid !== process.getgid?.()) {
         try {
           fchownSync(fd, st.uid, st.gid);
-        } catch { /* not allowed (not root): the file becomes the writer's, as with any editor's save */ }
+        } catch {
+          // Not root: the file becomes the writer's, as with any editor's save; its group kept where the writer is in it.
+          try {
+            fchownSync(fd, -1, st.gid);
+          } catch { /* not in the group either */ }
+        }
       }
     } finally {
       closeSync(fd);

@@ -4,9 +4,18 @@
 
 export type CountReport = (n: number, key: string) => void;
 
-export function everyPeriod(report: CountReport, periodMs = 10_000, now: () => number = Date.now): CountReport {
+/** `report` held to once a period a key; `flush` reports what is held now (a stop: nothing is left unsaid). */
+export function everyPeriod(report: CountReport, periodMs = 10_000, now: () => number = Date.now): CountReport & { flush(): void } {
   const keys = new Map<string, { at: number; pending: number; timer: NodeJS.Timeout | null }>();
-  return (n, key) => {
+  const flush = (): void => {
+    for (const [key, k] of keys) {
+      if (k.timer !== null) clearTimeout(k.timer);
+      k.timer = null;
+      if (k.pending > 0) report(k.pending, key);
+      k.pending = 0;
+    }
+  };
+  return Object.assign((n: number, key: string): void => {
     const k = keys.get(key) ?? { at: -Infinity, pending: 0, timer: null };
     keys.set(key, k);
     const t = now();
@@ -23,5 +32,5 @@ export function everyPeriod(report: CountReport, periodMs = 10_000, now: () => n
       k.pending = 0;
       report(pending, key);
     }, Math.max(0, k.at + periodMs - t)).unref();
-  };
+  }, { flush });
 }

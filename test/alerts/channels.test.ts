@@ -402,3 +402,13 @@ t.test('webhook: a token as the URL\'s user alone is sent as Basic authenticatio
   t.match(error, /HTTP 500 denied: Basic /, 'sent');
   t.notMatch(error, /SECRETTOKEN/, 'the token not in the recorded error');
 });
+
+t.test('webhook: a short password in the URL is kept out of the recorded error too', async (t) => {
+  const echoing = await listenEcho(t);
+  const { n, results } = notifier(t, [webhookChannel({ url: `http://ops:hunter2@127.0.0.1:${echoing}/h`, secret: SECRET })], { retries: 0 });
+  n.notify(alert());
+  await n.drain();
+  const error = results[0]?.[1].error ?? '';
+  t.match(error, /HTTP 500 denied/);
+  t.notMatch(error, /hunter2/, 'a 7-character password: scrubbed (the shared redaction leaves strings under 8 alone)');
+});

@@ -135,3 +135,21 @@ t.test('a config the process may not write is refused, not replaced through the 
   t.equal(readFileSync(f, 'utf8'), text, 'the file untouched');
   t.same([statSync(f).uid, (statSync(f).mode & 0o777).toString(8)], [0, '644'], 'still root\'s, 0644');
 });
+
+// A review of the fix above: a gateway user in the file's group (not its owner) took the file over whole: the chown
+// of owner and group failed as one, and the group went with it, so the operator's group lost its access.
+t.test('written by a member of the file\'s group: the group kept', async (t) => {
+  const d = tempDir(t);
+  chmodSync(d, 0o777);
+  const f = join(d, 'config.yaml');
+  writeFileSync(f, `storage:\n  data_dir: ${join(d, 'data')}\n`, { mode: 0o660 });
+  const root = process.getuid?.() === 0;
+  t.ok(root, 'run as root, as CI is: the case needs a file of another user');
+  if (!root) return;
+  chownSync(f, 1000, 4242);
+  chmodSync(f, 0o660);
+  const { runProcess, MAIN, cleanEnv } = await import('../helpers/cli.js');
+  const r = await runProcess(t, '/usr/bin/setpriv', ['--reuid=65534', '--regid=65534', '--groups=4242', process.execPath, MAIN, 'providers', 'add', 'openai', '--model', 'gpt-4o', '--config', f], { cwd: d, env: cleanEnv(), timeoutMs: 30_000 });
+  t.match(readFileSync(f, 'utf8'), /openai:/, `written (${r.stderr.trim().slice(0, 200)})`);
+  t.same([statSync(f).gid, (statSync(f).mode & 0o777).toString(8)], [4242, '660'], 'its group and mode kept (before: nogroup)');
+});

@@ -20,3 +20,13 @@ t.test('the first at once, then one line a period with the count since, per key'
   t.same(lines.at(-1), [3, 'spool_full'], 'a quiet period later: at once again');
   t.equal(lines.reduce((a, [n]) => a + n, 0), 1005, 'every count reported');
 });
+
+t.test('flush: what is held is reported at once (a stop leaves nothing unsaid), and its timer cleared', async (t) => {
+  const lines: [number, string][] = [];
+  const report = everyPeriod((n, key) => void lines.push([n, key]), 60_000);
+  for (let i = 0; i < 500; i++) report(1, 'spool_full');
+  report.flush();
+  t.same(lines, [[1, 'spool_full'], [499, 'spool_full']], 'before: the 499 were never logged');
+  report.flush();
+  t.equal(lines.length, 2, 'nothing twice');
+});

@@ -9,6 +9,7 @@
 
 import type { Transporter } from 'nodemailer';
 import type { Alert, Channel } from '../types.js';
+import { credentials } from './credentials.js';
 
 export interface EmailChannelConfig {
   /** `smtp://` or `smtps://`, optionally with `user:pass@` and nodemailer query options. */
@@ -103,22 +104,6 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
       (await transport?.catch(() => null))?.close();
     },
   };
-}
-
-/** The strings an error message must not carry: the URL itself and its user name and password, raw and decoded. */
-function credentials(url: URL, raw: string): string[] {
-  const out = new Set<string>([raw]);
-  for (const part of [url.username, url.password]) {
-    if (part === '') continue;
-    out.add(part);
-    try {
-      out.add(decodeURIComponent(part));
-    } catch {
-      // not percent-encoded: the raw form is enough
-    }
-  }
-  // Longest first, so a password containing the user name is removed whole.
-  return [...out].filter((s) => s.length >= 3).sort((x, y) => y.length - x.length);
 }
 
 function scrub(msg: string, secrets: readonly string[]): string {

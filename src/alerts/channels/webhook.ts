@@ -14,6 +14,7 @@ import type { Agent } from 'undici';
 import { undici } from '../../core/undici.js';
 import { withoutSecrets } from '../../core/secrets.js';
 import type { Alert, Channel } from '../types.js';
+import { credentials } from './credentials.js';
 
 export interface WebhookChannelConfig {
   readonly url: string;
@@ -112,9 +113,9 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // The URL's user and password (`https://user:pass@host/...`) are sent as HTTP Basic authentication, as curl sends
   // them: undici drops them from a URL (a receiver behind Basic auth refused every delivery, nothing saying why).
   const basic = url.username === '' && url.password === '' ? null : `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString('base64')}`;
-  // Cut out of an error page that echoes them, as the path's tokens are (below).
+  // Cut out of an error page that echoes them, whatever their length (a short password too), and the header's base64.
   // The user too: `https://TOKEN@host/...` carries its token as the user.
-  const userinfo = basic === null ? [] : [basic.slice('Basic '.length), url.password, url.username];
+  const userinfo = basic === null ? [] : [basic.slice('Basic '.length), ...credentials(url, cfg.url)];
   url.username = '';
   url.password = '';
   // close() aborts a send still in flight (the notifier has given up on it by then).
@@ -161,7 +162,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
       }
       if (status < 200 || status >= 300) {
         let snippet = answer;
-        for (const x of secrets) snippet = snippet.split(x).join('***');
+        for (const x of [...userinfo, ...secrets]) snippet = snippet.split(x).join('***');
         snippet = withoutSecrets(snippet, tokens);
         snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
         throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
