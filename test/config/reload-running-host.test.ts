@@ -153,3 +153,27 @@ t.test('written by a member of the file\'s group: the group kept', async (t) => 
   t.match(readFileSync(f, 'utf8'), /openai:/, `written (${r.stderr.trim().slice(0, 200)})`);
   t.same([statSync(f).gid, (statSync(f).mode & 0o777).toString(8)], [4242, '660'], 'its group and mode kept (before: nogroup)');
 });
+
+// A link is followed only to a file its owner owns (or when root made it): a gateway run as root wrote wherever the
+// config directory's owner pointed config.yaml, another user's file (root's /etc/shadow, say) included.
+t.test('a link made by another user than its target\'s owner is not written through', async (t) => {
+  const d = tempDir(t);
+  const victim = join(tempDir(t), 'roots.yaml');
+  const text = `storage:\n  data_dir: ${join(d, 'data')}\n`;
+  writeFileSync(victim, text, { mode: 0o600 });
+  const link = join(d, 'config.yaml');
+  symlinkSync(victim, link);
+  const root = process.getuid?.() === 0;
+  t.ok(root, 'run as root, as CI is: the case needs a link of another user');
+  if (!root) return;
+  const { lchownSync } = await import('node:fs');
+  lchownSync(link, 65534, 65534); // the directory's owner made it
+  const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', link], { cwd: d });
+  t.equal(r.code, 1, 'refused');
+  t.match(r.stderr, /a link \(owner uid 65534\) to a file another user owns \(uid 0\)/);
+  t.equal(readFileSync(victim, 'utf8'), text, 'the other user\'s file untouched');
+  lchownSync(link, 0, 0); // root made it: followed, as a ConfigMap's links are
+  const ok = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', link], { cwd: d });
+  t.equal(ok.code, 0, ok.stderr);
+  t.match(readFileSync(victim, 'utf8'), /openai:/);
+});
