@@ -10,12 +10,13 @@
 // so that it changes the one entry it is for.
 
 import { createHash, randomBytes } from 'node:crypto';
-import { accessSync, closeSync, constants, fchmodSync, fchownSync, lstatSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, fchmodSync, fchownSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, basename, join } from 'node:path';
 import {
   CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
 } from 'yaml';
 import { parseConfigText, type ConfigIssue } from './load.js';
+import { rootWriteProblem } from './root-write.js';
 import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
 import type { Config } from './types.js';
 
@@ -222,15 +223,11 @@ export function writeConfigFile(file: string, text: string, opts: { env?: Readon
 export function replaceFileText(file: string, text: string): void {
   let temp: string | null = null;
   try {
+    // Run as root: only where no other user can steer the write (config/root-write.ts).
+    const steered = process.getuid?.() === 0 ? rootWriteProblem(file) : null;
+    if (steered !== null) throw new Error(`the gateway runs as root and ${steered}: make it root's, or run the gateway as the file's owner`);
     const target = realpathSync(file);
     const st = statSync(target);
-    // The path named is the file replaced, or a link its target's owner (or root) made, as Linux's protected_symlinks
-    // asks in shared directories: a gateway run as root wrote wherever the config directory's owner pointed a link
-    // (or swapped one in during a write), /etc/shadow included.
-    const named = lstatSync(file);
-    if (named.isSymbolicLink() ? named.uid !== st.uid && named.uid !== 0 : named.ino !== st.ino || named.dev !== st.dev) {
-      throw new Error(`it is a link (owner uid ${named.uid}) to a file another user owns (uid ${st.uid}), or it changed while being written`);
-    }
     const mode = st.mode & 0o777;
     if ((mode & 0o222) === 0) throw new Error(`it is read-only (mode 0${mode.toString(8)}): make it writable to change it here`);
     try {

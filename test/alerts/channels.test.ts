@@ -412,3 +412,14 @@ t.test('webhook: a short password in the URL is kept out of the recorded error t
   t.match(error, /HTTP 500 denied/);
   t.notMatch(error, /hunter2/, 'a 7-character password: scrubbed (the shared redaction leaves strings under 8 alone)');
 });
+
+t.test('webhook: with a user in the URL, an echoed short path token is still cut out whole', async (t) => {
+  const hook = await receiver(t, () => 404);
+  const u = new URL(hook.url);
+  const { n, results } = notifier(t, [webhookChannel({ url: `http://hooks:Passw0rdLong@${u.host}/hooks/k7Q2x`, secret: SECRET })], { retries: 0 });
+  n.notify(alert());
+  await n.drain();
+  const error = results[0]?.[1].error ?? '';
+  t.match(error, /HTTP 404/);
+  t.notMatch(error, /k7Q2x/, 'the path (before: the user name cut out first, so the whole path no longer matched)');
+});

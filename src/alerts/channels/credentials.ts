@@ -1,6 +1,6 @@
 // The credentials a channel's URL carries, as an error message must not show them (the email channel's SMTP URL, the
-// webhook's user and password): whatever their length, where the shared redaction (core/secrets.ts) leaves strings
-// under 8 characters alone, for a path's segments.
+// webhook's user and password): from 3 characters, where the shared redaction (core/secrets.ts) leaves strings under
+// 8 characters alone, for a path's segments.
 
 /** The strings an error message must not carry: the URL itself and its user name and password, raw and decoded. */
 export function credentials(url: URL, raw: string): string[] {

@@ -113,7 +113,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // The URL's user and password (`https://user:pass@host/...`) are sent as HTTP Basic authentication, as curl sends
   // them: undici drops them from a URL (a receiver behind Basic auth refused every delivery, nothing saying why).
   const basic = url.username === '' && url.password === '' ? null : `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString('base64')}`;
-  // Cut out of an error page that echoes them, whatever their length (a short password too), and the header's base64.
+  // Cut out of an error page that echoes them from 3 characters (a short password too), and the header's base64.
   // The user too: `https://TOKEN@host/...` carries its token as the user.
   const userinfo = basic === null ? [] : [basic.slice('Basic '.length), ...credentials(url, cfg.url)];
   url.username = '';
@@ -162,7 +162,8 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
       }
       if (status < 200 || status >= 300) {
         let snippet = answer;
-        for (const x of [...userinfo, ...secrets]) snippet = snippet.split(x).join('***');
+        // Longest first: the whole path before the user name that may be in it.
+        for (const x of [...userinfo, ...secrets].sort((a, b) => b.length - a.length)) snippet = snippet.split(x).join('***');
         snippet = withoutSecrets(snippet, tokens);
         snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
         throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
