@@ -208,11 +208,14 @@ t.test('run as root: a user\'s link anywhere on the path, or a user\'s directory
   const userDir = join(base, 'home');
   mkdirSync(userDir, { mode: 0o755 });
   writeFileSync(join(userDir, 'config.yaml'), text(base), { mode: 0o644 });
+  // D: a link root made, in that directory: the user could swap it for a link of its own during the write.
+  symlinkSync(victim, join(userDir, 'root-made.yaml'));
   chownSync(userDir, 65534, 65534);
   for (const [name, path, said, file] of [
     ['A chain', rootLink, /the link .*user-link\.yaml on its path is another user's/, victim],
     ['B directory link', join(dirLink, 'config.yaml'), /the link .*user-dir on its path is another user's/, join(rootDir, 'config.yaml')],
-    ['C user directory', join(userDir, 'config.yaml'), /the directory .*home above it is another user's \(uid 65534\)/, join(userDir, 'config.yaml')],
+    ['C user directory', join(userDir, 'config.yaml'), /the directory .*home on its path is another user's \(uid 65534\)/, join(userDir, 'config.yaml')],
+    ['D root link in a user directory', join(userDir, 'root-made.yaml'), /the directory .*home on its path is another user's/, victim],
   ] as const) {
     const before = readFileSync(file, 'utf8');
     const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', path], { cwd: base });
