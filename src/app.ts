@@ -24,7 +24,7 @@ import { Dispatcher } from './providers/transport.js';
 import { dataPlaneEndpoint, noRoute, proxyRoutes } from './pipeline/routes.js';
 import { answerRefusal, isGateRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
-import { Drain } from './pipeline/drain.js';
+import { Drain, STORE_STEPS_MS } from './pipeline/drain.js';
 import type { GatewayContext } from './pipeline/context.js';
 import { openStore, type Store } from './store/client.js';
 import { StoreOpening } from './store/opening.js';
@@ -115,8 +115,8 @@ declare module 'fastify' {
  * second at most. Its load takes the event loop for about 250 ms (docs/benchmarks.md, "Where the start goes").
  */
 const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
-/** How long a stop waits for the records of the requests that ended with the drain; the least its store steps get. */
-const [RECORDS_WAIT_MS, STORE_STEPS_MS] = [5000, 2000];
+/** How long a stop waits for the records of the requests that ended with the drain (the onClose hook). */
+const RECORDS_WAIT_MS = 5000;
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);

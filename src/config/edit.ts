@@ -241,16 +241,7 @@ export function replaceFileText(file: string, text: string): void {
     try {
       writeFileSync(fd, text);
       fchmodSync(fd, mode);
-      if (st.uid !== process.getuid?.() || st.gid !== process.getgid?.()) {
-        try {
-          fchownSync(fd, st.uid, st.gid);
-        } catch {
-          // Not root: the file becomes the writer's, as with any editor's save; its group kept where the writer is in it.
-          try {
-            fchownSync(fd, -1, st.gid);
-          } catch { /* not in the group either */ }
-        }
-      }
+      keepOwner(fd, st.uid, st.gid);
     } finally {
       closeSync(fd);
     }
@@ -262,5 +253,19 @@ export function replaceFileText(file: string, text: string): void {
       } catch { /* the error that matters is the write's */ }
     }
     throw new ConfigFileError(`it cannot be written (${(err as Error).message})`);
+  }
+}
+
+/**
+ * Give the open file `fd` this owner and group, where the process may: root sets both; another user only a group it is
+ * in (the file then becomes the writer's, as with any editor's save, its group kept).
+ */
+function keepOwner(fd: number, uid: number, gid: number): void {
+  if (uid === process.getuid?.() && gid === process.getgid?.()) return;
+  for (const [u, g] of [[uid, gid], [-1, gid]] as const) {
+    try {
+      fchownSync(fd, u, g);
+      return;
+    } catch { /* not allowed: try the group alone, then leave it */ }
   }
 }

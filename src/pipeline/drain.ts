@@ -7,6 +7,9 @@
 import type { Server, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 
+/** The least time a stop's store steps get (the writer's last insert, after a slow step before it too). */
+export const STORE_STEPS_MS = 2000;
+
 /** The answers the stop's deadline cut (markAborted records them as `shutdown`, not as a client that left). */
 export const cutAtStop = new WeakSet<ServerResponse>();
 
