@@ -7,14 +7,17 @@ export type CountReport = (n: number, key: string) => void;
 /** `report` held to once a period a key; `flush` reports what is held now (a stop: nothing is left unsaid). */
 export function everyPeriod(report: CountReport, periodMs = 10_000, now: () => number = Date.now): CountReport & { flush(): void } {
   const keys = new Map<string, { at: number; pending: number; timer: NodeJS.Timeout | null }>();
-  const flush = (): void => {
-    for (const [key, k] of keys) {
-      if (k.timer !== null) clearTimeout(k.timer);
-      k.timer = null;
-      if (k.pending > 0) report(k.pending, key);
-      k.pending = 0;
-    }
+  /** What `key` holds, reported now (its period starting again), its timer cleared. */
+  const release = (key: string, k: { at: number; pending: number; timer: NodeJS.Timeout | null }): void => {
+    if (k.timer !== null) clearTimeout(k.timer);
+    k.timer = null;
+    if (k.pending === 0) return;
+    k.at = now();
+    const pending = k.pending;
+    k.pending = 0;
+    report(pending, key);
   };
+  const flush = (): void => keys.forEach((k, key) => release(key, k));
   return Object.assign((n: number, key: string): void => {
     const k = keys.get(key) ?? { at: -Infinity, pending: 0, timer: null };
     keys.set(key, k);
@@ -25,12 +28,6 @@ export function everyPeriod(report: CountReport, periodMs = 10_000, now: () => n
       return;
     }
     k.pending += n;
-    k.timer ??= setTimeout(() => {
-      k.timer = null;
-      k.at = now();
-      const pending = k.pending;
-      k.pending = 0;
-      report(pending, key);
-    }, Math.max(0, k.at + periodMs - t)).unref();
+    k.timer ??= setTimeout(() => release(key, k), Math.max(0, k.at + periodMs - t)).unref();
   }, { flush });
 }
