@@ -31,22 +31,15 @@ function urlCarriesSecret(s: string): boolean {
   } catch {
     return false;
   }
-  // A user alone is a token as often as a name (`https://TOKEN@hooks.example.com/...`, which a webhook sends as Basic).
-  if (u.username !== '' && u.password === '') {
+  // The userinfo's secret: its password, or a user alone (a token as often as a name: `https://TOKEN@host/...`, which a
+  // webhook sends as Basic). One that does not percent-decode (`50%off`) is a secret all the same.
+  const secret = u.password !== '' ? u.password : u.username;
+  if (secret !== '') {
     try {
-      if (!onlyReferences(decodeURIComponent(u.username))) return true;
+      if (!onlyReferences(decodeURIComponent(secret))) return true;
     } catch {
       return true;
     }
-  }
-  if (u.password !== '') {
-    let password: string;
-    try {
-      password = decodeURIComponent(u.password);
-    } catch {
-      return true; // `50%off`: not percent-encoding, still a password
-    }
-    if (!onlyReferences(password)) return true;
   }
   for (const [k, v] of u.searchParams) if (CREDENTIAL_NAME.test(k) && !onlyReferences(v)) return true;
   return false;
