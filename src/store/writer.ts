@@ -177,6 +177,8 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       return false;
     }
     if (this.#writing === null) this.#schedule();
+    // An insert runs (or a failing store is retried): a full batch is sealed all the same, for the loop to take in turn.
+    else if (this.#spool.openRows >= this.#opts.maxRows) this.#spool.seal();
     return true;
   }
 
@@ -190,8 +192,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       this.#timer = setTimeout(() => {
         this.#timer = null;
         if (this.#writing === null) this.#writing = this.#write();
-      }, this.#opts.flushMs);
-      this.#timer.unref();
+      }, this.#opts.flushMs).unref();
     }
   }
 
@@ -355,8 +356,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   /** Wait `ms`, or less when `flush` or `close` wants the writer to try again now. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      timer.unref();
+      const timer = setTimeout(done, ms).unref();
       function done(): void {
         clearTimeout(timer);
         resolve();

@@ -270,6 +270,28 @@ t.test('a store that fails is retried forever with capped backoff: nothing dropp
   t.ok(calls.filter((c) => c.rows === 4).every((c) => c.token === firstToken), 'every try of the segment carries its token');
 });
 
+t.test('while a failing store is retried, a full batch is sealed all the same: the backlog is segments of maxRows, each one insert once the store is back', async (t) => {
+  let down = true;
+  const { store: s, calls } = standIn((_call, table, rows, token) => (down ? Promise.reject(new Error('ClickHouse is down')) : store.insert(table, rows, token)));
+  const { log, events: ev } = events();
+  const dir = tempDir(t, 'tollgate-spool-');
+  const w = writer(s, { maxRows: 4, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, ev, dir);
+  for (let i = 0; i < 4; i++) w.enqueue(row('backlog'));
+  await waitFor(() => calls.length >= 2, 5000); // the first batch's insert fails and is retried
+  for (let i = 0; i < 14; i++) {
+    w.enqueue(row('backlog'));
+    await new Promise((r) => setImmediate(r));
+  }
+  const rowsIn = (f: string) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.startsWith('[')).length;
+  const files = segments(dir).map(rowsIn);
+  t.same(files, [4, 4, 4, 4, 2], `the 18 rows are in segments of at most maxRows (4), not one that grows (${files.join(', ')})`);
+  down = false;
+  await w.flush();
+  t.equal(sum(log.written), 18);
+  t.same(await countRows('backlog'), { n: 18, tokens: 90 });
+  t.ok(calls.every((c) => c.rows <= 4), 'every insert, failed or landed, is one batch at most');
+});
+
 t.test('a full spool drops new rows and counts them', async (t) => {
   const { store: s } = standIn(() => Promise.reject(new Error('down')));
   const { log, events: ev } = events();
