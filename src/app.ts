@@ -32,8 +32,8 @@ import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from './store
 import { rowsSpan, settleLanded, startSpan, storedRequests } from './store/rollup-repair.js';
 import type { RowLines } from './store/segment.js';
 import { BatchWriter } from './store/writer.js';
-import { Spool, type SpoolOptions, type SpoolPort } from './store/spool.js';
-import { lockDir, unusableDir } from './store/dir-lock.js';
+import type { SpoolOptions, SpoolPort } from './store/spool.js';
+import { openSpool } from './store/spool-open.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './ledger/ledger.js';
@@ -161,8 +161,9 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
       ready: (ms, applied) => log.info({ ms: Math.round(ms), migrations: applied }, 'storage: store open'),
     },
   });
-  // Every reader and writer of the app waits for the opening (and is refused while it fails).
-  const store = base.gated(opening);
+  // Every reader and writer of the app waits for the opening (and is refused while it fails), and for the spool's
+  // leftovers to be read: the quota and the budget count their rows.
+  const store = base.gated({ wait: () => (spool.leftovers.reading ? spool.leftovers.done.then(() => opening.wait()) : opening.wait()) });
 
   // Rows go to the spool (data_dir/spool unless storage.spool.dir) first; what an earlier process left there is
   // replayed before anything new.
@@ -173,31 +174,12 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // spool (as the spool reads them) and this process's records (the ledger feeds it once: the budget's sink,
   // alerting.published); the writer's `written` clears it.
   const unstored = new UnstoredCalls();
-  // One process per spool directory, taken before the spool reads its leftovers (src/store/dir-lock.ts): a second
-  // gateway on it is refused here, and so is a directory it cannot write (read-only, another user's), each with one
-  // message naming the directory (main.ts prints it and exits 1). Released on close.
-  const spoolLock = opts.spool === undefined ? lockDir(spoolOpts.dir) : null;
-  if (spoolLock?.replaced) log.warn({ dir: spoolOpts.dir, owner: spoolLock.replaced }, 'storage: took over the spool lock of a gateway that is gone');
-  const spool = ((): SpoolPort<RequestRow> => {
-    try {
-      return opts.spool?.(spoolOpts) ?? new Spool<RequestRow>(spoolOpts, (row) => String(row.request_id), (row) => unstored.addRow(row));
-    } catch (err) {
-      spoolLock?.release();
-      throw unusableDir(spoolOpts.dir, err);
-    }
-  })();
+  // One process per spool directory (src/store/dir-lock.ts), released on close; leftovers are read after listening.
+  const { spool, release: releaseSpool } = openSpool({ opts: spoolOpts, port: opts.spool, log, leftover: (row) => unstored.addRow(row), recovered: (n) => metrics.rowsRecovered.inc(n) });
   // The recording gauges read the spool and the writer at scrape time, after both exist.
   const metrics = new Metrics(() => ({ rows: spool.rows, bytes: spool.bytes, oldestMs: spool.oldest, up: writer.up }), { processMetrics: opts.processMetrics });
   metrics.declareConfigured(cfg);
   holder.onChange((next) => metrics.declareConfigured(next));
-  const leftovers = spool.leftovers();
-  if (leftovers.rows + leftovers.interrupted > 0) {
-    metrics.rowsRecovered.inc(leftovers.rows + leftovers.interrupted);
-    log.warn(
-      { rows: leftovers.rows, interrupted: leftovers.interrupted, segments: leftovers.segments },
-      `replaying ${leftovers.rows} usage rows left in the spool by an earlier process, and recording ${leftovers.interrupted} requests it left in flight as interrupted`,
-    );
-  }
   const b = cfg.storage.batch;
   // A leftover segment already in the table is not replayed and its rollups are made whole (docs/recording.md). On
   // both paths: the embedded engine forgets the views' deduplication when it restarts, and a server remembers only
@@ -306,7 +288,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   // The jobs that read the store start once it is open; `closed` keeps a late opening from starting them.
   let closed = false;
   const storeReady = opening.ready.then(async () => {
-    if (closed) return;
+    if (!(await spool.leftovers.done) || closed) return;
     // Recovers open windows from the store (requests served meanwhile were buffered by it).
     await keepalive.start();
     if (closed) return;
@@ -348,7 +330,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota, reported });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: spool.leftovers.reading ? `the spool is reading the ${spool.leftovers.counts().segments} segments an earlier process left` : opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   const configFile = opts.configFile === undefined ? {} : { configFile: opts.configFile };
   await app.register(liveRoutes, { live });
   await app.register(settingsRoutes, { config: holder, ...configFile });
@@ -392,7 +374,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     try {
       await writer.close(Math.max(STORE_STEPS_MS, left())).finally(logDropped.flush);
     } finally {
-      spoolLock?.release(); // the spool is closed: another process may take the directory
+      releaseSpool(); // the spool is closed: another process may take the directory
     }
     await store.close();
   });

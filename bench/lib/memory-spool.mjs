@@ -16,9 +16,8 @@ export class MemorySpool {
     this.#columns = columns;
   }
 
-  leftovers = () => ({ segments: 0, rows: 0, interrupted: 0 });
-
-  takeRecovered = () => [];
+  /** No earlier process's segments: none is ever left in memory. */
+  leftovers = { done: Promise.resolve(true), reading: false, counts: () => ({ segments: 0, rows: 0, interrupted: 0 }), take: () => [] };
 
   get rows() {
     return this.#sealed.reduce((n, s) => n + s.list.length, 0) + this.#open.length;

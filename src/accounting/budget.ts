@@ -6,7 +6,7 @@
 import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
 import { aggregateWindows } from '../store/aggregate.js';
-import { settledWithin, type WriteFence } from '../store/writer.js';
+import type { WriteFence } from '../store/writer.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';
@@ -158,11 +158,16 @@ export class BudgetService implements BudgetGate {
       return withUnconfirmed(shared.costs);
     }
     for (let attempt = 1; ; attempt++) {
-      const started = f?.insertsStarted ?? 0;
-      const clean = f === null || started === f.insertsEnded;
-      const spent = withUnconfirmed(await this.#stored(froms, now));
-      if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
-      await settledWithin(f);
+      // No insert begins while it reads (WriteFence.hold) from the second try: a backlog going in back to back.
+      const release = f === null || attempt === 1 ? null : await f.hold();
+      try {
+        const started = f?.insertsStarted ?? 0;
+        const clean = f === null || started === f.insertsEnded;
+        const spent = withUnconfirmed(await this.#stored(froms, now));
+        if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
+      } finally {
+        release?.();
+      }
     }
   }
 

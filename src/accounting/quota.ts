@@ -15,7 +15,7 @@ import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/recor
 import { evaluateQuota, exhaustedUntil, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
-import { INSERT_WAIT_MS, settledWithin, type WriteFence } from '../store/writer.js';
+import { INSERT_WAIT_MS, type WriteFence } from '../store/writer.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
 import { MoneySum, addMoney } from '../store/decimal.js';
@@ -223,7 +223,8 @@ export class QuotaService {
   }
 
   /**
-   * The read, begun once no insert of this process's runs, and made again (once) if one began beside it: such a read
+   * The read, begun once no insert of this process's runs and none begins while it reads (WriteFence.hold: a backlog
+   * going in back to back left it no moment), and made again (once) if one began beside it all the same: such a read
    * cannot take the calls not stored yet (some may be in what it read), so its figures are the stored ones alone, short
    * of those calls; a quota seen back under 10 % for that moment is a false reset alert, an exhausted provider routed
    * to. An insert beside the second read too leaves it so (that insert's end makes the next snapshot read again), as
@@ -231,9 +232,9 @@ export class QuotaService {
    */
   async #settledRead(): Promise<{ basis: Basis; changes: number }> {
     for (let attempt = 1; ; attempt++) {
-      if (this.#fence !== null) await settledWithin(this.#fence, this.#settleWaitMs);
+      const release = this.#fence === null ? undefined : await this.#fence.hold(this.#settleWaitMs);
       const changes = this.#changes;
-      const basis = await this.#read(this.#now());
+      const basis = await this.#read(this.#now()).finally(release);
       if (basis.exact || attempt === 2) return { basis, changes };
     }
   }

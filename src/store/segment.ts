@@ -7,7 +7,6 @@
 // time and carry a random instance id, so a name is unique and stable: it is the insert deduplication token of its
 // rows, the same on every retry and every replay.
 
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The key of a begin marker's line. */
@@ -267,43 +266,4 @@ export function newSegment(dir: string, instance: string, seq: number): Segment 
   const createdAt = Date.now();
   const name = `${String(createdAt).padStart(13, '0')}-${instance}-${String(seq % 1_000_000).padStart(6, '0')}`;
   return { name, path: join(dir, name + EXT), rows: 0, bytes: 0, createdAt };
-}
-
-/**
- * The segments an earlier process left in `dir`, oldest first (files with no row and no marker removed), their bytes, and the rows of the
- * requests it left in flight: a begin marker whose request has no row in any of them (DESIGN.md decision 2). `onRow`
- * is given each row as it is read.
- */
-export function leftSegments<Row>(dir: string, idOf: (row: Row) => string, onRow?: (row: Row) => void): { segments: Segment[]; bytes: number; interrupted: Row[] } {
-  const begun = new Map<string, Row>();
-  const ended = new Set<string>();
-  const segments: Segment[] = [];
-  let total = 0;
-  for (const file of readdirSync(dir).filter((f) => NAME.test(f)).sort()) {
-    const path = join(dir, file);
-    const bytes = statSync(path).size;
-    if (bytes === 0) {
-      rmSync(path, { force: true });
-      continue;
-    }
-    let rows = 0;
-    let markers = 0;
-    for (const line of lines<Row>(readFileSync(path, 'utf8'))) {
-      if (line.marker) {
-        markers++;
-        begun.set(idOf(line.row), line.row);
-      } else {
-        rows++;
-        ended.add(idOf(line.row));
-        onRow?.(line.row);
-      }
-    }
-    if (rows === 0 && markers === 0) {
-      rmSync(path, { force: true }); // a header alone, or lines never written whole: nothing to replay
-      continue;
-    }
-    segments.push({ name: file.slice(0, -EXT.length), path, rows, bytes, createdAt: Number(NAME.exec(file)![1]) });
-    total += bytes;
-  }
-  return { segments, bytes: total, interrupted: [...begun].filter(([id]) => !ended.has(id)).map(([, row]) => row) };
 }

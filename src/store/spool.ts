@@ -18,7 +18,8 @@ import { appendFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { OpenFile } from './spool-file.js';
-import { countRows, headerLine, leftSegments, newSegment, markerLine, rejectedLines, rowLine, rowLines, type RowLines, type Segment } from './segment.js';
+import { countRows, headerLine, newSegment, markerLine, rejectedLines, rowLine, rowLines, type RowLines, type Segment } from './segment.js';
+import { leftoverFiles, Leftovers } from './leftovers.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -46,7 +47,7 @@ const KEEP_LINES = 2;
 /** What the batch writer needs of a spool: this one on disk, or (benchmarks only, to measure it) one in memory. */
 export type SpoolPort<Row extends Readonly<Record<string, unknown>>> = Pick<
   Spool<Row>,
-  'leftovers' | 'takeRecovered' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'readLines' | 'remove' | 'reject' | 'close'
+  'leftovers' | 'rows' | 'bytes' | 'oldest' | 'openRows' | 'inFlight' | 'failure' | 'append' | 'begin' | 'seal' | 'readLines' | 'remove' | 'reject' | 'close'
 >;
 
 export class Spool<Row extends Readonly<Record<string, unknown>>> {
@@ -56,9 +57,11 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #inFlight = new Map<string, () => Row>();
   /** Requests begun in this turn, whose marker the turn's write adds (none when their row came first). */
   #unmarked: string[] = [];
-  /** Rows of requests an earlier process died in the middle of, found at open: their count, and them until taken. */
-  readonly #interrupted: number;
-  readonly #recovered: Row[];
+  /**
+   * The segments an earlier process left: listed at open, read in the background (leftovers.ts: `done`), their rows
+   * counted, the requests it left in flight found as `interrupted` rows for the writer (`take`).
+   */
+  readonly leftovers: Leftovers<Row>;
   readonly #instance = randomBytes(4).toString('hex');
   readonly #headerLine: string;
   #seq = 0;
@@ -78,37 +81,26 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #commitTimer: NodeJS.Timeout;
 
   /**
-   * Open the spool in `opts.dir`; segments found there (an earlier process's) are sealed, oldest first, and the
-   * requests that process left in flight are kept as `interrupted` rows for the writer (takeRecovered). `leftover` is
-   * given each row of those segments (not the in-flight ones), as they are read.
+   * Open the spool in `opts.dir`; segments found there (an earlier process's) are sealed, oldest first, and read in
+   * the background (`leftovers`); `leftover` is given each row of those segments (not the markers) as it is read.
    */
   constructor(opts: SpoolOptions, idOf: RowId<Row>, leftover?: (row: Row) => void) {
     this.#opts = opts;
     this.#idOf = idOf;
     this.#headerLine = headerLine(opts.columns);
     mkdirSync(opts.dir, { recursive: true });
-    const left = leftSegments<Row>(opts.dir, idOf, leftover);
-    this.#sealed.push(...left.segments);
-    this.#bytes = left.bytes;
+    const left = leftoverFiles(opts.dir);
+    this.#sealed.push(...left);
+    this.#bytes = left.reduce((n, s) => n + s.bytes, 0);
     this.#file = new OpenFile(this.#newSegment());
-    this.#interrupted = left.interrupted.length;
-    this.#recovered = left.interrupted;
+    this.leftovers = new Leftovers<Row>(left, { idOf, onRow: leftover, stopped: () => this.#closed }, (empty) => {
+      for (const seg of empty) this.#sealed.splice(this.#sealed.indexOf(seg), 1);
+      this.#bytes -= empty.reduce((n, s) => n + s.bytes, 0);
+    });
     this.#commitTimer = setInterval(() => {
       if (!this.#closed) this.#file.commit();
     }, opts.commitMs);
     this.#commitTimer.unref();
-  }
-
-  /** Segments (and rows) that an earlier process left, found at open. */
-  readonly leftovers = (): { segments: number; rows: number; interrupted: number } =>
-    ({ segments: this.#sealed.length, rows: this.#sealed.reduce((n, s) => n + s.rows, 0), interrupted: this.#interrupted });
-
-  /**
-   * The interrupted rows found at open, once (then none): the writer appends those the store has no row of. A marker an
-   * earlier version wrote left out its zero, empty, false and null columns: null in its line, each column's default.
-   */
-  takeRecovered(): Row[] {
-    return this.#recovered.splice(0);
   }
 
   /** Rows spooled and not yet deleted (written to the store), the open segment's included. */

@@ -39,31 +39,9 @@ export interface WriterOptions<Row = Record<string, unknown>> {
 
 export type DropReason = 'spool_full' | 'rejected' | 'missing';
 
-// ClickHouse answered and refused the rows themselves: the same rows can never succeed, however often they are sent.
-// NO_SUCH_COLUMN_IN_TABLE and DUPLICATE_COLUMN (both store paths' names for an insert naming a column the table lacks,
-// or one twice) refuse a segment's header, its own data: the table has every column this version writes (its
-// migrations run at open), so only a damaged header, or one a newer version wrote, names another. A store that fails
-// (a connection refused, a timeout, UNKNOWN_TABLE, a disk full, too many parts) is never one of these.
-const ROW_ERRORS = /^(CANNOT_PARSE\w*|INCORRECT_DATA|INCORRECT_JSON\w*|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|ILLEGAL_COLUMN|VALUE_IS_OUT_OF_RANGE\w*|ARGUMENT_OUT_OF_BOUND|TOO_LARGE_STRING_SIZE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD\w*|CANNOT_READ_ALL_DATA|NO_SUCH_COLUMN_IN_TABLE|DUPLICATE_COLUMN)$/;
+import { isRowError } from './row-errors.js';
 
-// ROW_ERRORS by number (test/store/spool-damage.test.ts checks each with the engine's errorCodeToName). The client
-// reads the name out of the message, which for an unparsable row lists its columns' types: it took `UUID` for the
-// name, and one such row, retried as the store failing, held back every row after it for good.
-export const ROW_ERROR_CODES: ReadonlySet<number> = new Set([6, 15, 16, 26, 27, 33, 38, 41, 44, 53, 69, 70, 72, 117, 131, 321, 349, 376]);
-const COLUMN_ERROR_CODES: ReadonlySet<number> = new Set([15, 16]);
-
-/**
- * Did ClickHouse refuse the data (rather than fail to take it)? Both clients carry its error name in `type` and its
- * number in `code`; either says so. With `columns`: did it refuse the columns the insert names (a segment's header),
- * before reading any row? Then no row of it can be put in its columns by name (parseRows' `unmapped`).
- */
-export function isRowError(err: unknown, columns = false): boolean {
-  const e = err as { type?: unknown; code?: unknown } | null;
-  const type = e?.type;
-  if (typeof type === 'string' && (columns ? /^(NO_SUCH_COLUMN_IN_TABLE|DUPLICATE_COLUMN)$/ : ROW_ERRORS).test(type)) return true;
-  // Only ClickHouse's own errors carry a number as a string; a connection's `code` (ECONNREFUSED) is no number.
-  return typeof e?.code === 'string' && (columns ? COLUMN_ERROR_CODES : ROW_ERROR_CODES).has(Number(e.code));
-}
+export { isRowError, ROW_ERROR_CODES } from './row-errors.js';
 
 export interface WriterEvents {
   /** `n` rows were stored (they are visible to readers from now on): their ids. */
@@ -87,6 +65,12 @@ export interface WriteFence {
   readonly insertsEnded: number;
   /** Resolves once no insert is running. */
   settled(): Promise<void>;
+  /**
+   * Hold new inserts off for a read: resolves once no insert runs (`ms` waited at most), with the release; no insert
+   * begins until it is called, or 2 x `ms` from now (a read held up by a store in trouble must not hold the record up).
+   * A backlog going in insert after insert left a reader no moment between two of them.
+   */
+  hold(ms?: number): Promise<() => void>;
 }
 
 /**
@@ -117,14 +101,13 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   #insertsStarted = 0;
   #insertsEnded = 0;
   #inserting: Promise<void> | null = null;
-  /**
-   * The oldest segment an earlier process left (undefined until the first seal lists it; null: none). The writer
-   * inserts in order and deletes each segment once its insert landed, so it is the only one whose insert can have
-   * landed already: a process that died between the insert and the delete.
-   */
+  /** Reads holding new inserts off (hold): each settles at its release or its time. */
+  readonly #holds = new Set<Promise<void>>();
+  // The oldest segment an earlier process left (undefined until the first seal lists it; null: none): segments go in
+  // in order, each deleted once its insert landed, so it is the only one a process that died in between left landed.
   #leftover: string | null | undefined;
-  /** The requests an earlier process left in flight, as interrupted rows, until #settleRecovered appends them. */
-  #recovered: Row[];
+  /** The requests an earlier process left in flight, as interrupted rows, until #settleRecovered appends them (null: not read yet). */
+  #recovered: Row[] | null = null;
 
   constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions<Row>, events: WriterEvents) {
     this.#store = store;
@@ -132,11 +115,8 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     this.#spool = spool;
     this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, idKey: 'request_id', ...opts };
     this.#events = events;
-    // Segments an earlier process left go first, once the interrupted requests it left are in the open one.
-    const left = spool.leftovers();
-    this.#recovered = spool.takeRecovered();
-    this.#leftover = left.segments > 0 ? undefined : null;
-    if (left.segments > 0 || left.interrupted > 0) this.#writing = this.#write();
+    // Segments an earlier process left go first, once read and the interrupted requests it left are in the open one.
+    if (spool.leftovers.counts().segments > 0) this.#writing = this.#write();
   }
 
   get insertsStarted(): number {
@@ -149,6 +129,18 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
 
   settled(): Promise<void> {
     return this.#inserting ?? Promise.resolve();
+  }
+
+  async hold(ms = INSERT_WAIT_MS): Promise<() => void> {
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2 * ms).unref();
+      release = () => (clearTimeout(timer), resolve());
+    });
+    this.#holds.add(held);
+    void held.then(() => this.#holds.delete(held));
+    await settledWithin(this, ms);
+    return release;
   }
 
   /** Rows spooled and not yet in the store. */
@@ -208,6 +200,11 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
    */
   #write(): Promise<void> {
     return (async () => {
+      if (this.#recovered === null) { // the first write: what an earlier process left goes first, once read
+        if (!(await this.#spool.leftovers.done)) return; // a close's bound ran out while they were read: all stays on disk
+        this.#recovered = this.#spool.leftovers.take();
+        this.#leftover = this.#spool.leftovers.counts().segments > 0 ? undefined : null;
+      }
       if (!(await this.#settleRecovered())) return; // closing with the store down: their markers stay on disk
       // The spool's own list of sealed segments: `remove` takes each one off it once its insert landed.
       const segs = this.#spool.seal();
@@ -227,7 +224,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
    * when closing with the store down.
    */
   async #settleRecovered(): Promise<boolean> {
-    const rows = this.#recovered;
+    const rows = this.#recovered ?? [];
     if (rows.length === 0) return true;
     const ask = this.#opts.storedOf;
     const idOf = (r: Row) => String(r[this.#opts.idKey] ?? '');
@@ -264,6 +261,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     // The row ids when the segment had landed before (and is settled), null when it goes in; undefined: not asked yet.
     let landed: string[] | null | undefined = ask === undefined ? null : undefined;
     for (let attempt = 1; ; attempt++) {
+      while (this.#holds.size > 0) await Promise.race(this.#holds); // a read in progress: it sees no insert begin
       this.#insertsStarted++;
       let settle = (): void => undefined;
       this.#inserting = new Promise((resolve) => (settle = resolve));

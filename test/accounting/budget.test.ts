@@ -14,6 +14,7 @@ import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { settledWithin, type WriteFence } from '../../src/store/writer.js';
 
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-budget-' });
 await migrate(store);
@@ -109,7 +110,7 @@ t.test('what this process published and has not stored counts in every window it
 
 t.test("the quota's read sums the budget's windows too: the same figures, taken only while exact", async (t) => {
   // A fence as the batch writer keeps it (src/store/writer.ts, WriteFence): inserts begun and ended.
-  const fence = { insertsStarted: 4, insertsEnded: 4, settled: () => Promise.resolve() };
+  const fence = { insertsStarted: 4, insertsEnded: 4, settled: () => Promise.resolve(), hold: () => Promise.resolve(() => undefined) };
   // The provider the quota knows is not the one the rows name: the budget's spend is every provider's.
   const withProvider = (timezone: string) => parseConfig({ budgets: { daily_usd: 10, monthly_usd: 100, timezone }, providers: { other: DEMO_PROVIDER } }, {});
   let now = NOW;
@@ -194,8 +195,8 @@ t.test("the quota's read sums the budget's windows too: the same figures, taken 
   await loose.refresh(next);
   t.equal(reads.count, 1, 'no fence: a read of its own');
   // An insert that does not end (a store in trouble): between its reads the budget waits a second at most, not for
-  // the insert's end (src/store/writer.ts, settledWithin).
-  const stuck = { insertsStarted: 1, insertsEnded: 0, settled: () => new Promise<void>(() => undefined) };
+  // the insert's end (src/store/writer.ts, WriteFence.hold).
+  const stuck: WriteFence = { insertsStarted: 1, insertsEnded: 0, settled: () => new Promise<void>(() => undefined), hold: (ms) => settledWithin(stuck, ms).then(() => () => undefined) };
   const began = Date.now();
   reads.reset();
   const held = await new BudgetService(store, () => withProvider('UTC'), { now: () => now, fence: stuck }).refresh();

@@ -9,7 +9,7 @@ import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { QuotaService } from '../../src/accounting/quota.js';
-import type { WriteFence } from '../../src/store/writer.js';
+import { settledWithin, type WriteFence } from '../../src/store/writer.js';
 import { countReads, onQueries } from '../helpers/store-reads.js';
 
 const H = 3_600_000;
@@ -48,7 +48,8 @@ function fence(): WriteFence & { begin(): void; end(): void } {
   let started = 0;
   let ended = 0;
   const waiting: (() => void)[] = [];
-  return {
+  const f: WriteFence & { begin(): void; end(): void } = {
+    hold: (ms) => settledWithin(f, ms).then(() => () => undefined),
     get insertsStarted() {
       return started;
     },
@@ -62,6 +63,7 @@ function fence(): WriteFence & { begin(): void; end(): void } {
       if (started === ended) for (const resolve of waiting.splice(0)) resolve();
     },
   };
+  return f;
 }
 
 /** Whether `p` has settled, after the event loop has had `ms` to run. */

@@ -18,6 +18,7 @@ import { BatchWriter } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
 import { tempDir } from './tmp.js';
 import { rec } from './usage-rows.js';
+import { leftoversRead } from './spool.js';
 
 const DIST = pathToFileURL(join(import.meta.dirname, '..', '..', 'dist', 'store')).href;
 
@@ -71,7 +72,7 @@ export async function replayAfterKill(t: Test, landed: Landed): Promise<void> {
   await migrate(store);
   const left = readdirSync(spoolDir); // the first process's files, before this one opens the spool
   const spool = new Spool<RequestRow>({ dir: spoolDir, commitMs: 1000, maxBytes: 1024 ** 3, columns: REQUEST_COLUMNS }, (r) => String(r.request_id));
-  t.same(spool.leftovers(), { segments: 1, rows: 7, interrupted: 0 }, 'the segment the first process left is found');
+  t.same((await leftoversRead(spool)), { segments: 1, rows: 7, interrupted: 0 }, 'the segment the first process left is found');
   const written: number[] = [];
   // As the app makes it: a leftover found in the table has the rollups made whole for its rows.
   const writer = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000, settleLanded: (ids, rows) => settleLanded(store, ids, startSpan(rows)) }, {

@@ -13,6 +13,7 @@ import { BatchWriter } from '../../src/store/writer.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { tempDir } from '../helpers/tmp.js';
 import { rec } from '../helpers/usage-rows.js';
+import { leftoversRead } from '../helpers/spool.js';
 
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-missing-' });
 await migrate(store);
@@ -41,7 +42,7 @@ for (const how of ['flush', 'close'] as const) {
     const files = await leftTwo(dir, tag);
     t.equal(files.length, 2, 'two segments left');
     const spool = open(dir);
-    t.same(spool.leftovers(), { segments: 2, rows: 7, interrupted: 0 });
+    t.same((await leftoversRead(spool)), { segments: 2, rows: 7, interrupted: 0 });
     rmSync(join(dir, files[0]!)); // gone behind the spool's back (a person, a tmp cleaner)
     const errors: unknown[] = [];
     const written: number[] = [];

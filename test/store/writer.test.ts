@@ -21,6 +21,7 @@ import { tempDir } from '../helpers/tmp.js';
 import { newOutcome, recordOf } from '../../src/pipeline/outcome.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { waitFor } from '../helpers/wait.js';
+import { leftoversRead } from '../helpers/spool.js';
 
 const store: Store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-writer-' });
 await migrate(store);
@@ -292,6 +293,35 @@ t.test('while a failing store is retried, a full batch is sealed all the same: t
   t.ok(calls.every((c) => c.rows <= 4), 'every insert, failed or landed, is one batch at most');
 });
 
+t.test('a read holds new inserts off: hold resolves once the insert running ends, and the next begins only at the release (or 2 x ms after)', async (t) => {
+  let ends: (() => void)[] = [];
+  const { store: s, calls } = standIn(() => new Promise<void>((resolve) => ends.push(resolve)));
+  const { events: ev } = events();
+  const w = writer(s, { maxRows: 2, flushMs: 60_000 }, ev);
+  for (let i = 0; i < 6; i++) w.enqueue(row('hold'));
+  await waitFor(() => calls.length === 1, 5000);
+  let held = false;
+  const holding = w.hold(5000).then((release) => ((held = true), release));
+  await new Promise((r) => setTimeout(r, 30));
+  t.equal(held, false, 'not while an insert runs');
+  ends.shift()!();
+  const release = await holding;
+  await new Promise((r) => setTimeout(r, 100));
+  t.equal(calls.length, 1, 'the next insert waits while the read holds them off');
+  t.equal(w.insertsStarted, w.insertsEnded, 'none runs: the read sees every row stored and none going in');
+  release();
+  await waitFor(() => calls.length === 2, 5000);
+  t.pass('and begins once released');
+  const forgotten = await (async () => (ends.shift()!(), w.hold(50)))(); // never released: it lapses after 100 ms
+  void forgotten;
+  await waitFor(() => calls.length === 3, 5000);
+  t.pass('a hold never released lapses');
+  for (const end of ends) end();
+  ends = [];
+  const finish = setInterval(() => ends.splice(0).forEach((end) => end()), 5);
+  t.teardown(() => clearInterval(finish));
+});
+
 t.test('a full spool drops new rows and counts them', async (t) => {
   const { store: s } = standIn(() => Promise.reject(new Error('down')));
   const { log, events: ev } = events();
@@ -334,7 +364,7 @@ t.test('rows a closed writer could not write stay on disk and are replayed by th
   t.equal(segments(dir).length, 1, 'the segment stays');
   t.same(first.log.dropped, []);
   const spool = spoolIn(dir);
-  t.same(spool.leftovers(), { segments: 1, rows: 6, interrupted: 0 }, 'found at open');
+  t.same((await leftoversRead(spool)), { segments: 1, rows: 6, interrupted: 0 }, 'found at open');
   const second = events();
   const w2 = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000 }, second.events);
   await w2.flush();
@@ -412,7 +442,7 @@ t.test('a segment inserted twice (a crash between the insert and the delete) cou
   // The second life finds the segment again (as if the delete never happened) and replays it.
   for (const f of segments(saved)) copyFileSync(join(saved, f), join(dir, f));
   const spool = spoolIn(dir);
-  t.equal(spool.leftovers().rows, 5, 'the segment is back');
+  t.equal((await leftoversRead(spool)).rows, 5, 'the segment is back');
   const b = events();
   const w2 = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000 }, b.events);
   await w2.flush();
@@ -473,7 +503,7 @@ t.test('a request in flight when the process dies comes back as an interrupted r
   t.equal(spool.inFlight, 1);
   await w1.close(); // the store is down: everything stays on disk, as after a kill
   const again = spoolIn(dir);
-  t.same(again.leftovers(), { segments: 2, rows: 1, interrupted: 1 }, 'one row to replay (the sealed segment), one request left in flight (its marker in the open one)');
+  t.same((await leftoversRead(again)), { segments: 2, rows: 1, interrupted: 1 }, 'one row to replay (the sealed segment), one request left in flight (its marker in the open one)');
   const log = events();
   const w2 = new BatchWriter<RequestRow>(store, 'requests', again, { maxRows: 100, flushMs: 60_000 }, log.events);
   await w2.flush();
@@ -484,7 +514,7 @@ t.test('a request in flight when the process dies comes back as an interrupted r
     [done.request_id, 'success', 2],
   ], 'the ended request once, as it ended; the open one as interrupted with the usage known at the last seal');
   await w2.close();
-  t.same(spoolIn(dir).leftovers(), { segments: 0, rows: 0, interrupted: 0 }, 'nothing is left to replay twice');
+  t.same((await leftoversRead(spoolIn(dir))), { segments: 0, rows: 0, interrupted: 0 }, 'nothing is left to replay twice');
 });
 
 t.test('a begin marker holds its row\'s values in the segment\'s columns, and the interrupted row it becomes is that row, column for column, a reported zero a zero', async (t) => {
@@ -506,7 +536,7 @@ t.test('a begin marker holds its row\'s values in the segment\'s columns, and th
   t.ok(markers[0]!.length < 0.6 * JSON.stringify(snapshots[0]).length, `the marker (${markers[0]!.length} bytes) is less than 60 % of its row as an object (${JSON.stringify(snapshots[0]).length})`);
   await w1.close(); // the store is down: the markers stay on disk, as after a kill
   const again = spoolIn(dir);
-  t.same(again.leftovers(), { segments: 1, rows: 0, interrupted: 2 }, 'the segment holding the markers, and the requests it left in flight');
+  t.same((await leftoversRead(again)), { segments: 1, rows: 0, interrupted: 2 }, 'the segment holding the markers, and the requests it left in flight');
   const w2 = new BatchWriter<RequestRow>(store, 'requests', again, { maxRows: 100, flushMs: 60_000 }, events().events);
   await w2.flush();
   await w2.close();

@@ -1,0 +1,150 @@
+// The segments an earlier process left in the spool (DESIGN.md decision 2), read after the gateway listens: a start
+// lists them (a directory read and a stat each), and their lines are read in the background, a segment at a time and
+// yielding to the event loop every few thousand lines, so a large backlog neither holds the listen back (a 1 GiB
+// spool took 39 s before `/health` answered) nor sits in memory whole. What reads the store waits for the reading
+// (app.ts): the quota and the budget count the rows found there.
+
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
+import { EXT, lines, NAME, type Segment } from './segment.js';
+
+/** Lines read between two turns of the event loop. */
+const SLICE = 2000;
+
+/** The segments an earlier process left in `dir`, oldest first, their rows not counted yet (readLeftovers); empty files removed. */
+export function leftoverFiles(dir: string): Segment[] {
+  const segments: Segment[] = [];
+  for (const file of readdirSync(dir).filter((f) => NAME.test(f)).sort()) {
+    const path = join(dir, file);
+    const bytes = statSync(path).size;
+    if (bytes === 0) rmSync(path, { force: true });
+    else segments.push({ name: file.slice(0, -EXT.length), path, rows: 0, bytes, createdAt: Number(NAME.exec(file)![1]) });
+  }
+  return segments;
+}
+
+export interface LeftoverReading<Row> {
+  /** A row's id (what a begin marker and its row share). */
+  readonly idOf: (row: Row) => string;
+  /** Given each row (not the markers) as it is read. */
+  readonly onRow?: (row: Row) => void;
+  /** Stop reading (the spool closed): the segments not read yet keep `rows` 0 and stay on disk for the next start. */
+  readonly stopped: () => boolean;
+}
+
+/**
+ * Read `segs` (leftoverFiles), oldest first: each one's rows counted into its `rows` and given to `onRow`; returns the
+ * segments holding neither row nor marker (a header alone, lines never written whole: removed from disk here, for the
+ * caller to drop) and the rows of the requests left in flight: a begin marker whose request has no row.
+ *
+ * A request's row is never in a segment before its marker's (the spool marks only requests in flight, and each seal
+ * marks them again in the new segment), so a marker is kept only until the segment holding its row has been read:
+ * memory bounded by a segment and the requests in flight, not by the spool. Segments sort by their creation time, so
+ * a clock stepped back while a process ran could put a later segment first: when one process's segments are out of
+ * their order, the markers left at the end are checked against every segment's rows once more.
+ * A segment that cannot be read is left as it is, for the writer (it retries a segment it cannot read, and gives up on
+ * one that is gone).
+ */
+export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverReading<Row>): Promise<{ empty: Segment[]; interrupted: Row[] }> {
+  const begun = new Map<string, Row>();
+  const empty: Segment[] = [];
+  let n = 0;
+  for (const seg of segs) {
+    if (o.stopped()) break;
+    const text = await readText(seg);
+    if (text === null) continue;
+    const ended: string[] = [];
+    let markers = 0;
+    for (const line of lines<Row>(text)) {
+      if (line.marker) {
+        markers++;
+        begun.set(o.idOf(line.row), line.row);
+      } else {
+        ended.push(o.idOf(line.row));
+        o.onRow?.(line.row);
+      }
+      if (++n % SLICE === 0) {
+        await nextTurn();
+        if (o.stopped()) return { empty, interrupted: [] }; // this segment half read: kept as it is
+      }
+    }
+    for (const id of ended) begun.delete(id);
+    seg.rows = ended.length;
+    if (ended.length === 0 && markers === 0) {
+      rmSync(seg.path, { force: true });
+      empty.push(seg);
+    }
+  }
+  if (begun.size > 0 && outOfOrder(segs)) for (const seg of segs) await endedIn(seg, begun, o);
+  return { empty, interrupted: [...begun.values()] };
+}
+
+const readText = (seg: Segment): Promise<string | null> => readFile(seg.path, 'utf8').catch(() => null);
+
+/** Take off `begun` the requests whose row `seg` holds. */
+async function endedIn<Row>(seg: Segment, begun: Map<string, Row>, o: LeftoverReading<Row>): Promise<void> {
+  const text = await readText(seg);
+  if (text === null) return;
+  let n = 0;
+  for (const line of lines<Row>(text)) {
+    if (!line.marker) begun.delete(o.idOf(line.row));
+    if (++n % SLICE === 0) await nextTurn();
+  }
+}
+
+/** Does some process's list of segments, in name order, go back in its sequence (a clock stepped back while it ran)? */
+function outOfOrder(segs: readonly Segment[]): boolean {
+  const last = new Map<string, number>();
+  for (const { name } of segs) {
+    const [, instance = '', seq = ''] = name.split('-');
+    const s = Number(seq);
+    // The sequence wraps at a million segments: from the top of it to its bottom is in order.
+    const prev = last.get(instance);
+    if (prev !== undefined && s <= prev && !(prev > 990_000 && s < 10_000)) return true;
+    last.set(instance, s);
+  }
+  return false;
+}
+
+/** The segments an earlier process left, as the spool holds them while and after they are read (readLeftovers). */
+export class Leftovers<Row> {
+  /** Resolves true once every segment is read, false when reading stopped first (the spool closed). */
+  readonly done: Promise<boolean>;
+  #segs: readonly Segment[];
+  #reading = true;
+  #interrupted = 0;
+  #recovered: Row[] = [];
+
+  /** Read `segs` now, in the background; `removed` is told the segments found empty (off disk already). */
+  constructor(segs: readonly Segment[], o: LeftoverReading<Row>, removed: (empty: readonly Segment[]) => void) {
+    this.#segs = segs;
+    this.done = readLeftovers(segs, o).then(({ empty, interrupted }) => {
+      removed(empty);
+      this.#segs = segs.filter((s) => !empty.includes(s));
+      this.#reading = false;
+      if (o.stopped()) return false;
+      this.#interrupted = interrupted.length;
+      this.#recovered = interrupted;
+      return true;
+    });
+  }
+
+  get reading(): boolean {
+    return this.#reading;
+  }
+
+  /** The segments (rows counted so far) and the requests left in flight (once read). */
+  counts(): { segments: number; rows: number; interrupted: number } {
+    return { segments: this.#segs.length, rows: this.#segs.reduce((n, s) => n + s.rows, 0), interrupted: this.#interrupted };
+  }
+
+  /**
+   * The interrupted rows, once (then none): the writer appends those the store has no row of. A marker an earlier
+   * version wrote left out its zero, empty, false and null columns: null in its line, each column's default.
+   */
+  take(): Row[] {
+    return this.#recovered.splice(0);
+  }
+}
