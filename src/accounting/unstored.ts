@@ -15,24 +15,58 @@ export interface Span {
   readonly secondary?: { readonly from: number; readonly to: number };
 }
 
-interface Unstored {
-  readonly provider: string;
-  readonly model: string;
-  /** Its row's `ts`: the request's start. */
-  readonly at: number;
-  readonly tokens: number;
-  /** Its cost in 10^-12 USD, so sums of many are exact and cost no conversion each (src/store/decimal.ts). */
-  readonly cost: bigint;
-  readonly durationMs: number;
-}
-
 type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
 
 /** The most a time zone is ahead of UTC (UTC+14:00): how much earlier than UTC's a budget's local day or month starts. */
 const KEPT_BEFORE_MS = 14 * 3_600_000;
 
+/**
+ * A sum of costs in 10^-12 USD, exact: added as numbers while the sum stays an integer a double holds exactly (up to
+ * 2^53 units, about 9,007 USD), carried into a bigint past that (a bigint a call cost memory, and an addition many
+ * times the time).
+ */
+class Units {
+  #big = 0n;
+  #small = 0;
+
+  add(x: number): void {
+    const t = this.#small + x;
+    if (t <= Number.MAX_SAFE_INTEGER) this.#small = t;
+    else {
+      this.#big += BigInt(this.#small);
+      this.#small = x;
+    }
+  }
+
+  get usd(): number {
+    return unitsNumber(this.#big + BigInt(this.#small));
+  }
+}
+
+/** Slots a list starts with; it doubles when full. */
+const FIRST_SLOTS = 1024;
+/** The most units a call's cost is kept in as a number (past it, in a bigint of its own). */
+const SAFE_UNITS = BigInt(Number.MAX_SAFE_INTEGER);
+
 export class UnstoredCalls {
-  readonly #calls = new Map<string, Unstored>();
+  /** Each call's slot, by request id: its columns are kept by slot in typed arrays (about 0.1 KB a call, not 0.3). */
+  readonly #slots = new Map<string, number>();
+  #ids: (string | undefined)[] = [];
+  /** Its provider and model (an index into #keys); -1: a free slot. */
+  #key = new Int32Array(FIRST_SLOTS).fill(-1);
+  /** Its row's `ts`: the request's start. */
+  #at = new Float64Array(FIRST_SLOTS);
+  #tokens = new Float64Array(FIRST_SLOTS);
+  /** Its cost in 10^-12 USD, an integer; NaN for one past SAFE_UNITS, kept in #bigCost. */
+  #cost = new Float64Array(FIRST_SLOTS);
+  readonly #bigCost = new Map<number, bigint>();
+  #ms = new Float64Array(FIRST_SLOTS);
+  #free: number[] = [];
+  /** Slots used so far: every slot at or past it is free. */
+  #high = 0;
+  /** The providers and models seen, each once. */
+  readonly #keys: { readonly provider: string; readonly model: string }[] = [];
+  readonly #keyOf = new Map<string, number>();
   #published = 0;
 
   /** Records published so far (a count that only grows). */
@@ -43,35 +77,100 @@ export class UnstoredCalls {
   /** A call ended (its record was published): counted until its row is stored. */
   add(r: UsageRecord): void {
     // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
-    this.#calls.set(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: units(r.cost.cost), durationMs: r.latency.totalMs });
+    this.#put(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: units(r.cost.cost), ms: r.latency.totalMs });
     this.#published++;
   }
 
   /**
-   * A row an earlier process left in the spool (src/store/spool.ts, at open): counted as this process's own calls are
-   * until the writer reports it stored, so a restart while the store refuses inserts does not read as usage given back.
-   * Only billed kinds, as `published` takes them (BILLED_KINDS); a row without the columns it needs is passed over.
+   * A row an earlier process left in the spool (read after the start: src/store/leftovers.ts): counted as this
+   * process's own calls are until the writer reports it stored, so a restart while the store refuses inserts does not
+   * read as usage given back. Only billed kinds, as `published` takes them (BILLED_KINDS); a row without the columns
+   * it needs is passed over.
    */
   addRow(row: RequestRow): void {
     const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms } = row;
     if (typeof id !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof ts !== 'number') return;
     if (!BILLED_KINDS.includes(kind as RecordKind)) return;
-    this.#calls.set(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: units(Number(cost)), durationMs: Number(ms) || 0 });
+    this.#put(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: units(Number(cost)), ms: Number(ms) || 0 });
     this.#published++;
+  }
+
+  #put(id: string, c: { provider: string; model: string; at: number; tokens: number; cost: bigint; ms: number }): void {
+    let slot = this.#slots.get(id);
+    if (slot === undefined) {
+      slot = this.#free.pop() ?? this.#high++;
+      if (slot >= this.#key.length) this.#grow();
+      this.#slots.set(id, slot);
+      this.#ids[slot] = id;
+    }
+    this.#key[slot] = this.#keyIndex(c.provider, c.model);
+    this.#at[slot] = c.at;
+    this.#tokens[slot] = c.tokens;
+    this.#ms[slot] = c.ms;
+    this.#bigCost.delete(slot);
+    this.#cost[slot] = c.cost <= SAFE_UNITS ? Number(c.cost) : Number.NaN;
+    if (c.cost > SAFE_UNITS) this.#bigCost.set(slot, c.cost);
+  }
+
+  #keyIndex(provider: string, model: string): number {
+    const k = `${provider}\u0000${model}`;
+    let i = this.#keyOf.get(k);
+    if (i === undefined) {
+      i = this.#keys.push({ provider, model }) - 1;
+      this.#keyOf.set(k, i);
+    }
+    return i;
+  }
+
+  /** Twice the slots, or FIRST_SLOTS again (`reset`: the list is empty, a drained backlog's memory given back). */
+  #grow(reset = false): void {
+    const n = reset ? FIRST_SLOTS : this.#key.length * 2;
+    const keep = <A extends Float64Array | Int32Array>(from: A, to: A): A => (reset ? to : (to.set(from), to));
+    this.#key = keep(this.#key, new Int32Array(n).fill(-1));
+    this.#at = keep(this.#at, new Float64Array(n));
+    this.#tokens = keep(this.#tokens, new Float64Array(n));
+    this.#cost = keep(this.#cost, new Float64Array(n));
+    this.#ms = keep(this.#ms, new Float64Array(n));
+  }
+
+  #drop(slot: number): void {
+    this.#slots.delete(this.#ids[slot]!);
+    this.#ids[slot] = undefined;
+    this.#key[slot] = -1;
+    this.#bigCost.delete(slot);
+    this.#free.push(slot);
+    if (this.#slots.size > 0 || this.#high <= FIRST_SLOTS) return;
+    this.#ids = [];
+    this.#free = [];
+    this.#high = 0;
+    this.#grow(true);
+  }
+
+  #addCost(sum: Units, slot: number): void {
+    const c = this.#cost[slot]!;
+    if (!Number.isNaN(c)) return sum.add(c);
+    // A cost past 2^53 units (over 9,007 USD a call), in two exact parts.
+    const big = this.#bigCost.get(slot)!;
+    sum.add(Number(big >> 52n) * 2 ** 52);
+    sum.add(Number(big & (2n ** 52n - 1n)));
   }
 
   /** These request ids' rows are stored: a read holds them from now on. */
   stored(ids: readonly string[]): void {
-    for (const id of ids) this.#calls.delete(id);
+    for (const id of ids) {
+      const slot = this.#slots.get(id);
+      if (slot !== undefined) this.#drop(slot);
+    }
   }
 
   /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
   costSince(froms: readonly number[]): number[] {
-    const out = froms.map(() => 0n);
-    for (const u of this.#calls.values()) {
-      for (let i = 0; i < froms.length; i++) if (u.at >= froms[i]!) out[i]! += u.cost;
+    const out = froms.map(() => new Units());
+    for (let slot = 0; slot < this.#high; slot++) {
+      if (this.#key[slot] === -1) continue;
+      for (let i = 0; i < froms.length; i++) if (this.#at[slot]! >= froms[i]!) this.#addCost(out[i]!, slot);
     }
-    return out.map(unitsNumber);
+    return out.map((u) => u.usd);
   }
 
   /**
@@ -82,38 +181,39 @@ export class UnstoredCalls {
    * still count it (a zone east of UTC starts its month before UTC's). Calls of providers `spans` lacks: none.
    */
   groups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
-    const out = new Map<string, Group>();
-    // Each group's costs (this window, today, this month) in 10^-12 USD, made numbers once at the end.
-    const sums = new Map<Group, [bigint, bigint, bigint]>();
-    for (const [id, u] of this.#calls) {
-      if (u.at < oldest - KEPT_BEFORE_MS) {
-        this.#calls.delete(id);
+    // Each provider and model's group, with its costs (this window, today, this month) made numbers once at the end.
+    const out = new Map<number, { g: Group; cost: Units; today: Units; month: Units }>();
+    for (let slot = 0; slot < this.#high; slot++) {
+      const key = this.#key[slot]!;
+      if (key === -1) continue;
+      const at = this.#at[slot]!;
+      if (at < oldest - KEPT_BEFORE_MS) {
+        this.#drop(slot);
         continue;
       }
-      const w = spans.get(u.provider);
+      const { provider, model } = this.#keys[key]!;
+      const w = spans.get(provider);
       if (w === undefined) continue;
-      const key = `${u.provider}\u0000${u.model}`;
-      let g = out.get(key);
-      if (g === undefined) {
+      let sums = out.get(key);
+      if (sums === undefined) {
         // recentRows: the connection-problem flag reads stored rows only (`recentOutcomes`).
-        g = { provider: u.provider, model: u.model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
-        out.set(key, g);
-        sums.set(g, [0n, 0n, 0n]);
+        const g: Group = { provider, model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
+        sums = { g, cost: new Units(), today: new Units(), month: new Units() };
+        out.set(key, sums);
       }
-      const s = sums.get(g)!;
-      if (u.at >= w.from && u.at < w.to) {
+      const g = sums.g;
+      if (at >= w.from && at < w.to) {
         g.rows++;
-        g.tokens += u.tokens;
-        s[0] += u.cost;
-        g.durationMs += u.durationMs;
-        if (g.oldest === null || u.at < g.oldest) g.oldest = u.at;
+        g.tokens += this.#tokens[slot]!;
+        this.#addCost(sums.cost, slot);
+        g.durationMs += this.#ms[slot]!;
+        if (g.oldest === null || at < g.oldest) g.oldest = at;
       }
-      if (w.secondary !== undefined && u.at >= w.secondary.from && u.at < w.secondary.to) g.secondaryRows++;
-      if (u.at >= today) s[1] += u.cost;
-      if (u.at >= month) s[2] += u.cost;
+      if (w.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) g.secondaryRows++;
+      if (at >= today) this.#addCost(sums.today, slot);
+      if (at >= month) this.#addCost(sums.month, slot);
     }
-    for (const [g, [cost, today, month]] of sums) Object.assign(g, { cost: unitsNumber(cost), todayCost: unitsNumber(today), monthCost: unitsNumber(month) });
-    return [...out.values()];
+    return [...out.values()].map(({ g, cost, today: t, month: m }) => Object.assign(g, { cost: cost.usd, todayCost: t.usd, monthCost: m.usd }));
   }
 }
 

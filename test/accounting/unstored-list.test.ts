@@ -1,0 +1,68 @@
+// The list of calls not stored yet (src/accounting/unstored.ts) keeps each call's columns in typed arrays, a slot a
+// call: its sums stay exact to the 10^-12 USD past what a double holds (2^53 units, about 9,007 USD, summed or in one
+// call), a slot freed by a stored row is used again, the arrays grow past their first size and give their memory back
+// once the list is empty.
+
+import t from 'tap';
+import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
+import { uuidv7 } from '../../src/ledger/uuidv7.js';
+import { UnstoredCalls, type Span } from '../../src/accounting/unstored.js';
+
+const DAY = Date.UTC(2026, 11, 1);
+let n = 0;
+function call(o: { cost: number; tokens?: number; model?: string; at?: number }): UsageRecord {
+  const at = o.at ?? DAY + 3_600_000 + n++;
+  const tokens = o.tokens ?? 10;
+  const model = o.model ?? 'p/m';
+  return makeRecord({
+    kind: 'request', requestId: uuidv7(at), startedAt: at, endedAt: at + 100, endpoint: 'chat.completions', provider: model.split('/')[0]!, providerGroup: 'paid',
+    model, requestedModel: model, modelKnown: true, apiKeyName: 'k', stream: false, status: 'success', httpStatus: 200, errorType: '',
+    usage: { input: tokens - 1, cached: null, cacheWrite: null, output: 1, reasoning: null }, usageSource: 'reported', cost: { cost: o.cost, listCost: o.cost },
+    latency: { kind: 'unary', totalMs: 100 }, upstreamMs: 90,
+  });
+}
+const spans = new Map<string, Span>([['p', { from: DAY, to: Number.POSITIVE_INFINITY }], ['q', { from: DAY, to: Number.POSITIVE_INFINITY }]]);
+const groups = (u: UnstoredCalls) => u.groups(spans, DAY, DAY, DAY).map((g) => ({ model: g.model, rows: g.rows, tokens: g.tokens, cost: g.cost, todayCost: g.todayCost }));
+
+t.test('sums past what a double holds stay exact to the 10^-12 USD', async (t) => {
+  const u = new UnstoredCalls();
+  // 5,000 calls of 3.000000000001 USD: 15,000.000000005 in all, past 2^53 units, where a double's sum drifts (each
+  // addition of an odd number of units rounds to an even one: thousands of units off by the end).
+  for (let i = 0; i < 5000; i++) u.add(call({ cost: 3.000000000001 }));
+  t.same(u.costSince([DAY]), [15000.000000005], 'summed past 2^53 units');
+  t.same(groups(u), [{ model: 'p/m', rows: 5000, tokens: 50_000, cost: 15000.000000005, todayCost: 15000.000000005 }]);
+  // One call past 2^53 units on its own, beside a small one.
+  const big = new UnstoredCalls();
+  big.add(call({ cost: 12345.678901234567 }));
+  big.add(call({ cost: 0.000000000001 }));
+  t.same(big.costSince([DAY]), [12345.678901234568], 'one call past 2^53 units, and a unit beside it');
+});
+
+t.test('a stored call leaves the sums; its slot is used again; the arrays grow and start small again once empty', async (t) => {
+  const u = new UnstoredCalls();
+  const calls = Array.from({ length: 3000 }, (_, i) => call({ cost: 0.001, tokens: 2, model: i % 2 === 0 ? 'p/m' : 'q/m' }));
+  for (const c of calls) u.add(c);
+  t.same(groups(u), [{ model: 'p/m', rows: 1500, tokens: 3000, cost: 1.5, todayCost: 1.5 }, { model: 'q/m', rows: 1500, tokens: 3000, cost: 1.5, todayCost: 1.5 }], 'past the first 1,024 slots');
+  u.stored(calls.slice(0, 2000).map((c) => c.requestId));
+  t.same(groups(u), [{ model: 'p/m', rows: 500, tokens: 1000, cost: 0.5, todayCost: 0.5 }, { model: 'q/m', rows: 500, tokens: 1000, cost: 0.5, todayCost: 0.5 }], 'the stored ones gone');
+  const more = Array.from({ length: 10 }, () => call({ cost: 0.01, tokens: 7 }));
+  for (const c of more) u.add(c);
+  t.same(groups(u)[0], { model: 'p/m', rows: 510, tokens: 1070, cost: 0.6, todayCost: 0.6 }, 'new calls in freed slots');
+  u.stored([...calls, ...more].map((c) => c.requestId));
+  t.same(groups(u), [], 'all stored: none left');
+  u.add(call({ cost: 0.25, model: 'q/m' }));
+  t.same(groups(u), [{ model: 'q/m', rows: 1, tokens: 10, cost: 0.25, todayCost: 0.25 }], 'and the list works again from its first slots');
+  t.equal(u.published, 3011, 'every record counted as published');
+});
+
+t.test('the same id again replaces its call; one older than every window is forgotten', async (t) => {
+  const u = new UnstoredCalls();
+  const c = call({ cost: 1 });
+  u.add(c);
+  u.add({ ...c, cost: { cost: 2, listCost: 2 } });
+  t.same(u.costSince([DAY]), [2], 'one call, its last figures');
+  u.add(call({ cost: 5, at: DAY - 30 * 86_400_000 }));
+  t.same(u.costSince([0]), [7], 'the old one counts until a read forgets it');
+  u.groups(spans, DAY, DAY, DAY);
+  t.same(u.costSince([0]), [2], 'forgotten by the read: older than every window by more than a day');
+});
