@@ -1,6 +1,6 @@
 // The segments an earlier process left in the spool (DESIGN.md decision 2), read after the gateway listens: a start
 // lists them (a directory read and a stat each), and their lines are read in the background, a segment at a time and
-// yielding to the event loop every few thousand lines, so a large backlog neither holds the listen back (a 1 GiB
+// yielding to the event loop every few hundred lines, so a large backlog neither holds the listen back (a 1 GiB
 // spool took 39 s before `/health` answered) nor sits in memory whole. What reads the store waits for the reading
 // (app.ts): the quota and the budget count the rows found there.
 
@@ -11,7 +11,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { EXT, lines, NAME, type Segment } from './segment.js';
 
 /** Lines read between two turns of the event loop. */
-const SLICE = 2000;
+const SLICE = 500;
 
 /** The segments an earlier process left in `dir`, oldest first, their rows not counted yet (readLeftovers); empty files removed. */
 export function leftoverFiles(dir: string): Segment[] {

@@ -1,5 +1,5 @@
 // The segments an earlier process left in the spool are listed when the spool opens and read after (leftovers.ts): the
-// open does not wait for their lines, the reading gives the event loop a turn every few thousand lines, a request left
+// open does not wait for their lines, the reading gives the event loop a turn every few hundred lines, a request left
 // in flight is found (a begin marker with no row after it) with only a segment and the requests in flight held at
 // once, and a clock stepped back between two segments does not make a request that ended read as left in flight.
 // Real files in temp directories; no store (the writer's part is in writer.test.ts).
