@@ -39,16 +39,21 @@ export interface LeftoverReading<Row> {
  * segments holding neither row nor marker (a header alone, lines never written whole: removed from disk here, for the
  * caller to drop) and the rows of the requests left in flight: a begin marker whose request has no row.
  *
- * A request's row is never in a segment before its marker's (the spool marks only requests in flight, and each seal
- * marks them again in the new segment), so a marker is kept only until the segment holding its row has been read:
- * memory bounded by a segment and the requests in flight, not by the spool. Segments sort by their creation time, so
- * a clock stepped back while a process ran could put a later segment first: when one process's segments are out of
- * their order, the markers left at the end are checked against every segment's rows once more.
+ * A request's row is never in a segment of its process before its marker's (the spool marks only requests in
+ * flight, and each seal marks them again in the new segment), so a marker is kept only until the segment holding its
+ * row has been read: memory bounded by a segment and the requests in flight, not by the spool. Two exceptions, as
+ * segments sort by their creation time: the interrupted row a later process appended for an earlier one's marker (a
+ * restart that was killed in its turn) sorts before that marker when the earlier process's clock was ahead, so the
+ * ids of `interrupted` rows (few) are kept to the end and end their markers then; and a clock stepped back while one
+ * process ran puts a later segment of its first, seen in the sequence numbers: the markers left at the end are then
+ * checked against every segment's rows once more.
  * A segment that cannot be read is left as it is, for the writer (it retries a segment it cannot read, and gives up on
  * one that is gone).
  */
 export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverReading<Row>): Promise<{ empty: Segment[]; interrupted: Row[] }> {
   const begun = new Map<string, Row>();
+  /** The ids of `interrupted` rows: what a later process appends for an earlier one's marker (writer.ts, settleRecovered). */
+  const recovered = new Set<string>();
   const empty: Segment[] = [];
   let n = 0;
   for (const seg of segs) {
@@ -62,7 +67,9 @@ export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverRe
         markers++;
         begun.set(o.idOf(line.row), line.row);
       } else {
-        ended.push(o.idOf(line.row));
+        const id = o.idOf(line.row);
+        ended.push(id);
+        if ((line.row as Record<string, unknown>).status === 'interrupted') recovered.add(id);
         o.onRow?.(line.row);
       }
       if (++n % SLICE === 0) {
@@ -77,6 +84,7 @@ export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverRe
       empty.push(seg);
     }
   }
+  for (const id of recovered) begun.delete(id);
   if (begun.size > 0 && outOfOrder(segs)) for (const seg of segs) await endedIn(seg, begun, o);
   return { empty, interrupted: [...begun.values()] };
 }

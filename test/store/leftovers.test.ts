@@ -72,6 +72,18 @@ t.test('a clock stepped back: a later segment named before the one holding its m
   t.same(spool.leftovers.take().map(idOf), [b.request_id], 'a ended (its row is in the segment that sorts first); b did not');
 });
 
+t.test("a later process's interrupted row for an earlier one's marker, named before it (that process's clock ahead), ends the request", async (t) => {
+  const dir = tempDir(t, 'tollgate-left-');
+  const [a, b] = [row(), row()];
+  // Process A, its clock an hour ahead, left a's marker and b's; process B, started after with the clock right,
+  // appended a's interrupted row (its recovery) and was killed before inserting A's segment: B's segment sorts first.
+  segment(dir, '1764503600000-aaaa0000-000001', [marker(a), marker(b), line(b)]);
+  segment(dir, '1764500000000-bbbb0000-000001', [line({ ...a, status: 'interrupted', total_tokens: 0 })]);
+  const spool = open(dir);
+  t.teardown(() => spool.close());
+  t.same(await leftoversRead(spool), { segments: 2, rows: 2, interrupted: 0 }, 'no request left in flight: a has its interrupted row, b its row');
+});
+
 t.test('a segment with neither row nor marker is removed once read; a close while reading stops it and leaves the rest on disk', async (t) => {
   const dir = tempDir(t, 'tollgate-left-');
   segment(dir, '1764500000000-dddddddd-000001', ['["cut by a kill']); // a header, and a line never written whole
