@@ -12,6 +12,7 @@ import type { Store } from './client.js';
 import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 import { within } from '../core/within.js';
+import { isRowError } from './row-errors.js';
 
 export interface WriterOptions<Row = Record<string, unknown>> {
   readonly maxRows: number;
@@ -39,8 +40,7 @@ export interface WriterOptions<Row = Record<string, unknown>> {
 
 export type DropReason = 'spool_full' | 'rejected' | 'missing';
 
-import { isRowError } from './row-errors.js';
-
+// Which refusals are the rows' own: in row-errors.ts, exported here too for the writer's callers and tests.
 export { isRowError, ROW_ERROR_CODES } from './row-errors.js';
 
 export interface WriterEvents {
