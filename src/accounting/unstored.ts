@@ -29,13 +29,18 @@ class Units {
   #big = 0n;
   #small = 0;
 
+  /** `x`: an integer number of units, at most 2^53 - 1 either way. */
   add(x: number): void {
     const t = this.#small + x;
-    if (t <= Number.MAX_SAFE_INTEGER) this.#small = t;
+    if (Math.abs(t) <= Number.MAX_SAFE_INTEGER) this.#small = t;
     else {
       this.#big += BigInt(this.#small);
       this.#small = x;
     }
+  }
+
+  addBig(x: bigint): void {
+    this.#big += x;
   }
 
   get usd(): number {
@@ -50,28 +55,37 @@ const SAFE_UNITS = BigInt(Number.MAX_SAFE_INTEGER);
 
 export class UnstoredCalls {
   /** Each call's slot, by request id: its columns are kept by slot in typed arrays (about 0.1 KB a call, not 0.3). */
-  readonly #slots = new Map<string, number>();
+  #slots = new Map<string, number>();
   #ids: (string | undefined)[] = [];
   /** Its provider and model (an index into #keys); -1: a free slot. */
   #key = new Int32Array(FIRST_SLOTS).fill(-1);
   /** Its row's `ts`: the request's start. */
   #at = new Float64Array(FIRST_SLOTS);
   #tokens = new Float64Array(FIRST_SLOTS);
-  /** Its cost in 10^-12 USD, an integer; NaN for one past SAFE_UNITS, kept in #bigCost. */
+  /** Its cost in 10^-12 USD, an integer; NaN for one past SAFE_UNITS either way, kept in #bigCost. */
   #cost = new Float64Array(FIRST_SLOTS);
-  readonly #bigCost = new Map<number, bigint>();
+  #bigCost = new Map<number, bigint>();
   #ms = new Float64Array(FIRST_SLOTS);
   #free: number[] = [];
   /** Slots used so far: every slot at or past it is free. */
   #high = 0;
-  /** The providers and models seen, each once. */
-  readonly #keys: { readonly provider: string; readonly model: string }[] = [];
+  /**
+   * The providers and models of the calls held, each once, with how many calls use it: one no call uses any more is
+   * forgotten (a model name is client input under `allow_unlisted_models`), its index used again.
+   */
+  readonly #keys: ({ readonly provider: string; readonly model: string; uses: number } | undefined)[] = [];
   readonly #keyOf = new Map<string, number>();
+  readonly #freeKeys: number[] = [];
   #published = 0;
 
   /** Records published so far (a count that only grows). */
   get published(): number {
     return this.#published;
+  }
+
+  /** What the list holds: its calls, the slots of its arrays, the providers and models it keeps (tests, diagnostics). */
+  get footprint(): { calls: number; slots: number; keys: number } {
+    return { calls: this.#slots.size, slots: this.#key.length, keys: this.#keyOf.size };
   }
 
   /** A call ended (its record was published): counted until its row is stored. */
@@ -99,60 +113,95 @@ export class UnstoredCalls {
     let slot = this.#slots.get(id);
     if (slot === undefined) {
       slot = this.#free.pop() ?? this.#high++;
-      if (slot >= this.#key.length) this.#grow();
+      if (slot >= this.#key.length) this.#resize(this.#key.length * 2);
       this.#slots.set(id, slot);
       this.#ids[slot] = id;
-    }
-    this.#key[slot] = this.#keyIndex(c.provider, c.model);
+    } else this.#release(this.#key[slot]!);
+    this.#key[slot] = this.#use(c.provider, c.model);
     this.#at[slot] = c.at;
     this.#tokens[slot] = c.tokens;
     this.#ms[slot] = c.ms;
     this.#bigCost.delete(slot);
-    this.#cost[slot] = c.cost <= SAFE_UNITS ? Number(c.cost) : Number.NaN;
-    if (c.cost > SAFE_UNITS) this.#bigCost.set(slot, c.cost);
+    const fits = c.cost <= SAFE_UNITS && c.cost >= -SAFE_UNITS;
+    this.#cost[slot] = fits ? Number(c.cost) : Number.NaN;
+    if (!fits) this.#bigCost.set(slot, c.cost);
   }
 
-  #keyIndex(provider: string, model: string): number {
+  /** The index of a provider and model, one more call using it. */
+  #use(provider: string, model: string): number {
     const k = `${provider}\u0000${model}`;
     let i = this.#keyOf.get(k);
     if (i === undefined) {
-      i = this.#keys.push({ provider, model }) - 1;
+      i = this.#freeKeys.pop() ?? this.#keys.length;
+      this.#keys[i] = { provider, model, uses: 0 };
       this.#keyOf.set(k, i);
     }
+    this.#keys[i]!.uses++;
     return i;
   }
 
-  /** Twice the slots, or FIRST_SLOTS again (`reset`: the list is empty, a drained backlog's memory given back). */
-  #grow(reset = false): void {
-    const n = reset ? FIRST_SLOTS : this.#key.length * 2;
-    const keep = <A extends Float64Array | Int32Array>(from: A, to: A): A => (reset ? to : (to.set(from), to));
-    this.#key = keep(this.#key, new Int32Array(n).fill(-1));
-    this.#at = keep(this.#at, new Float64Array(n));
-    this.#tokens = keep(this.#tokens, new Float64Array(n));
-    this.#cost = keep(this.#cost, new Float64Array(n));
-    this.#ms = keep(this.#ms, new Float64Array(n));
+  /** One call fewer uses key `i`: forgotten when none does. */
+  #release(i: number): void {
+    const key = this.#keys[i]!;
+    if (--key.uses > 0) return;
+    this.#keyOf.delete(`${key.provider}\u0000${key.model}`);
+    this.#keys[i] = undefined;
+    this.#freeKeys.push(i);
   }
 
   #drop(slot: number): void {
     this.#slots.delete(this.#ids[slot]!);
     this.#ids[slot] = undefined;
+    this.#release(this.#key[slot]!);
     this.#key[slot] = -1;
     this.#bigCost.delete(slot);
     this.#free.push(slot);
-    if (this.#slots.size > 0 || this.#high <= FIRST_SLOTS) return;
-    this.#ids = [];
+  }
+
+  /**
+   * After calls were dropped: when a quarter or less of the slots used so far hold a call, the calls move to the first
+   * slots of arrays twice their number (FIRST_SLOTS at least), so a drained backlog's memory is given back, and a read
+   * walks the calls held, not the backlog's slots, while new calls keep coming.
+   */
+  #compact(): void {
+    const live = this.#slots.size;
+    if (this.#high <= FIRST_SLOTS || live * 4 > this.#high) return;
+    const from = { key: this.#key, at: this.#at, tokens: this.#tokens, cost: this.#cost, ms: this.#ms, big: this.#bigCost };
+    const slots = new Map<string, number>();
+    const ids: string[] = [];
+    this.#bigCost = new Map();
+    this.#resize(Math.max(FIRST_SLOTS, 2 ** Math.ceil(Math.log2(Math.max(1, live * 2)))), false);
+    for (const [id, old] of this.#slots) {
+      const slot = ids.push(id) - 1;
+      slots.set(id, slot);
+      this.#key[slot] = from.key[old]!;
+      this.#at[slot] = from.at[old]!;
+      this.#tokens[slot] = from.tokens[old]!;
+      this.#cost[slot] = from.cost[old]!;
+      this.#ms[slot] = from.ms[old]!;
+      const big = from.big.get(old);
+      if (big !== undefined) this.#bigCost.set(slot, big);
+    }
+    this.#slots = slots;
+    this.#ids = ids;
     this.#free = [];
-    this.#high = 0;
-    this.#grow(true);
+    this.#high = ids.length;
+  }
+
+  /** Arrays of `n` slots, the calls held kept in theirs (`keep`), or none (the caller moves them). */
+  #resize(n: number, keep = true): void {
+    const moved = <A extends Float64Array | Int32Array>(from: A, to: A): A => (keep ? (to.set(from), to) : to);
+    this.#key = moved(this.#key, new Int32Array(n).fill(-1));
+    this.#at = moved(this.#at, new Float64Array(n));
+    this.#tokens = moved(this.#tokens, new Float64Array(n));
+    this.#cost = moved(this.#cost, new Float64Array(n));
+    this.#ms = moved(this.#ms, new Float64Array(n));
   }
 
   #addCost(sum: Units, slot: number): void {
     const c = this.#cost[slot]!;
-    if (!Number.isNaN(c)) return sum.add(c);
-    // A cost past 2^53 units (over 9,007 USD a call), in two exact parts.
-    const big = this.#bigCost.get(slot)!;
-    sum.add(Number(big >> 52n) * 2 ** 52);
-    sum.add(Number(big & (2n ** 52n - 1n)));
+    if (Number.isNaN(c)) sum.addBig(this.#bigCost.get(slot)!);
+    else sum.add(c);
   }
 
   /** These request ids' rows are stored: a read holds them from now on. */
@@ -161,6 +210,7 @@ export class UnstoredCalls {
       const slot = this.#slots.get(id);
       if (slot !== undefined) this.#drop(slot);
     }
+    this.#compact();
   }
 
   /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
@@ -213,6 +263,7 @@ export class UnstoredCalls {
       if (at >= today) this.#addCost(sums.today, slot);
       if (at >= month) this.#addCost(sums.month, slot);
     }
+    this.#compact(); // after the walk: it moves the calls to other slots
     return [...out.values()].map(({ g, cost, today: t, month: m }) => Object.assign(g, { cost: cost.usd, todayCost: t.usd, monthCost: m.usd }));
   }
 }

@@ -1,7 +1,8 @@
 // The list of calls not stored yet (src/accounting/unstored.ts) keeps each call's columns in typed arrays, a slot a
 // call: its sums stay exact to the 10^-12 USD past what a double holds (2^53 units, about 9,007 USD, summed or in one
-// call), a slot freed by a stored row is used again, the arrays grow past their first size and give their memory back
-// once the list is empty.
+// call, a negative sum, one past what a double holds as a number at all), a slot freed by a stored row is used again,
+// the arrays grow past their first size and shrink once a quarter of their slots or fewer hold a call (a backlog
+// drained while traffic goes on), and a provider and model no call uses any more is forgotten.
 
 import t from 'tap';
 import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
@@ -65,4 +66,51 @@ t.test('the same id again replaces its call; one older than every window is forg
   t.same(u.costSince([0]), [7], 'the old one counts until a read forgets it');
   u.groups(spans, DAY, DAY, DAY);
   t.same(u.costSince([0]), [2], 'forgotten by the read: older than every window by more than a day');
+});
+
+t.test('costs no double holds: a sum of them exact, negative ones too; one past 1e296 USD does not break the reads', async (t) => {
+  const u = new UnstoredCalls();
+  u.add(call({ cost: 1e20 }));
+  u.add(call({ cost: 0.000000000001 }));
+  t.same(u.costSince([DAY]), [Number('100000000000000000000.000000000001')], '1e20 USD and a unit');
+  const huge = new UnstoredCalls();
+  huge.add(call({ cost: 1e297 }));
+  t.same(huge.costSince([DAY]), [1e297], 'read, not a RangeError');
+  t.same(groups(huge).map((g) => g.cost), [1e297]);
+  const negative = new UnstoredCalls();
+  negative.add(call({ cost: -20000 }));
+  for (let i = 0; i < 3; i++) negative.add(call({ cost: -0.000000000001 }));
+  t.same(negative.costSince([DAY]), [-20000.000000000003], 'a negative sum past -2^53 units, exact');
+});
+
+t.test('a backlog drained while calls keep coming: the arrays shrink, reads walk the calls held, the figures stay right', async (t) => {
+  const u = new UnstoredCalls();
+  const backlog = Array.from({ length: 100_000 }, () => call({ cost: 0.000001, tokens: 3 }));
+  for (const c of backlog) u.add(c);
+  t.equal(u.footprint.slots, 131_072, 'grown to hold the backlog');
+  let pending: UsageRecord[] = [];
+  for (let i = 0; i < backlog.length; i += 1000) {
+    // Each insert takes 1,000 of the backlog and the calls of the last batch; 50 more come while it runs.
+    u.stored([...backlog.slice(i, i + 1000), ...pending].map((c) => c.requestId));
+    pending = Array.from({ length: 50 }, () => call({ cost: 0.000002, tokens: 5 }));
+    for (const c of pending) u.add(c);
+  }
+  t.same(u.footprint, { calls: 50, slots: 1024, keys: 1 }, 'the list never empty, its arrays back to their first size');
+  t.same(groups(u), [{ model: 'p/m', rows: 50, tokens: 250, cost: 0.0001, todayCost: 0.0001 }], 'the 50 calls held');
+});
+
+t.test('a provider and model no call uses any more is forgotten: a client naming a new model each call grows nothing', async (t) => {
+  const u = new UnstoredCalls();
+  for (let i = 0; i < 5000; i += 100) {
+    const batch = Array.from({ length: 100 }, (_, j) => call({ cost: 0.001, model: `p/model-${i + j}` }));
+    for (const c of batch) u.add(c);
+    t.equal(u.footprint.keys, 100, `${i}: one key a model held`);
+    u.stored(batch.map((c) => c.requestId));
+  }
+  t.same(u.footprint, { calls: 0, slots: 1024, keys: 0 }, 'none kept once stored');
+  const c = call({ cost: 1, model: 'q/m' });
+  u.add(c);
+  u.add({ ...c, model: 'q/other' });
+  t.same(u.footprint.keys, 1, 'a call given again under another model lets go of the first');
+  t.same(groups(u).map((g) => g.model), ['q/other']);
 });
