@@ -2,7 +2,7 @@
 // it parses when ClickHouse refuses the data, and what the spool counts are the same lines.
 
 import t from 'tap';
-import { countRows, headerLine, lineId, lines, markerLine, rowLine, rowLines, rowsOf } from '../../src/store/segment.js';
+import { countRows, headerLine, lineId, lines, markerLine, rowLine, rowLines, rowOf, rowsOf } from '../../src/store/segment.js';
 
 const COLUMNS = ['request_id', 'status'];
 const header = headerLine(COLUMNS);
@@ -72,4 +72,16 @@ t.test('a row line is the same whatever the columns are named: the maker of each
   t.equal(rowLine(['x'], { x: 0, y: 1 }), '[0]', 'another set of columns has its own maker');
   t.equal(rowLine(['x'], { x: false }), '[false]', 'a false or zero value is kept (only a missing one or undefined is null)');
   t.equal(rowLine(['x', 'y'], { x: undefined, y: null }), '[null,null]');
+});
+
+t.test('a row line read in its columns: one object literal a set of columns, whatever the names', async (t) => {
+  const odd = ['request_id', 'we"ird\\name', '__proto__', 'x\u2028y', '0', 'constructor', "');process.exit(1);//"];
+  const row = rowOf<Record<string, unknown>>(JSON.stringify(['r', 1, { polluted: true }, 3, 4, 5, 6]), odd)!;
+  t.same(Object.keys(row).sort(), [...odd].sort(), 'every name an own key, as it is');
+  t.equal(Object.getPrototypeOf(row), Object.prototype, 'a column named __proto__ is a column, not the prototype');
+  t.same(Object.getOwnPropertyDescriptor(row, '__proto__')?.value, { polluted: true });
+  t.equal(row["');process.exit(1);//"], 6, 'a name is only ever a string');
+  t.same(rowOf(JSON.stringify(['a', 'b']), ['k', 'k']), { k: 'b' }, 'a name twice: the last value, as before');
+  const cols = ['request_id', 'kind'];
+  t.same([rowOf('["a","request"]', cols), rowOf('["b","combo"]', [...cols])], [{ request_id: 'a', kind: 'request' }, { request_id: 'b', kind: 'combo' }], 'the same names in another array: the same rows');
 });
