@@ -5,9 +5,13 @@
 // drained while traffic goes on), and a provider and model no call uses any more is forgotten.
 
 import t from 'tap';
+import fc from 'fast-check';
 import { makeRecord, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { UnstoredCalls, type Span } from '../../src/accounting/unstored.js';
+import { numberUnits, unitsNumber } from '../../src/store/decimal.js';
+
+const units = (usd: number): bigint => numberUnits(usd);
 
 const DAY = Date.UTC(2026, 11, 1);
 let n = 0;
@@ -39,7 +43,7 @@ t.test('sums past what a double holds stay exact to the 10^-12 USD', async (t) =
   t.same(big.costSince([DAY]), [12345.678901234568], 'one call past 2^53 units, and a unit beside it');
 });
 
-t.test('a stored call leaves the sums; its slot is used again; the arrays grow and start small again once empty', async (t) => {
+t.test('a stored call leaves the sums; its slot is used again; the arrays grow, and shrink once mostly empty', async (t) => {
   const u = new UnstoredCalls();
   const calls = Array.from({ length: 3000 }, (_, i) => call({ cost: 0.001, tokens: 2, model: i % 2 === 0 ? 'p/m' : 'q/m' }));
   for (const c of calls) u.add(c);
@@ -113,4 +117,60 @@ t.test('a provider and model no call uses any more is forgotten: a client naming
   u.add({ ...c, model: 'q/other' });
   t.same(u.footprint.keys, 1, 'a call given again under another model lets go of the first');
   t.same(groups(u).map((g) => g.model), ['q/other']);
+});
+
+t.test('against a plain model, on random operations: every figure exact (fast-check)', async (t) => {
+  // The model: a Map of the calls held, costs as bigint units, summed exactly; the list must give the same groups and
+  // the same costs after any sequence of adds (new ids, ids again under another model), stores and reads.
+  const ids = Array.from({ length: 40 }, (_, i) => uuidv7(DAY + i));
+  const models = ['p/a', 'p/b', 'q/a', 'q/c'];
+  const op = fc.oneof(
+    fc.record({ kind: fc.constant('add' as const), id: fc.nat(39), model: fc.constantFrom(...models), at: fc.integer({ min: -40, max: 40 }), cost: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 20_000, noNaN: true }), fc.constantFrom(1e-12, 4503.599627370497, 9007.199254740993, 1e20)), tokens: fc.nat(10_000) }),
+    fc.record({ kind: fc.constant('store' as const), which: fc.array(fc.nat(39), { maxLength: 30 }) }),
+    fc.record({ kind: fc.constant('bulk' as const), n: fc.integer({ min: 1000, max: 3000 }) }),
+    fc.record({ kind: fc.constant('read' as const) }),
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 40 }), (ops) => {
+      const u = new UnstoredCalls();
+      const model = new Map<string, { model: string; at: number; cost: bigint; tokens: number }>();
+      let bulk = 0;
+      for (const o of ops) {
+        if (o.kind === 'add') {
+          const at = DAY + 3_600_000 + o.at * 60_000;
+          const rec = { ...call({ cost: o.cost, tokens: o.tokens, model: o.model, at }), requestId: ids[o.id]! };
+          u.add(rec);
+          model.set(rec.requestId, { model: o.model, at, cost: units(o.cost), tokens: rec.totalTokens });
+        } else if (o.kind === 'store') {
+          const gone = o.which.map((i) => ids[i]!);
+          u.stored(gone);
+          for (const id of gone) model.delete(id);
+        } else if (o.kind === 'bulk') {
+          // Many calls, then all but a few stored: the arrays grow and compact around the calls held.
+          const many = Array.from({ length: o.n }, (_, i) => ({ ...call({ cost: 0.5, model: 'q/c' }), requestId: `bulk-${bulk}-${i}` }));
+          bulk++;
+          for (const c of many) u.add(c);
+          for (const c of many.slice(0, 3)) model.set(c.requestId, { model: 'q/c', at: c.startedAt, cost: units(0.5), tokens: c.totalTokens });
+          u.stored(many.slice(3).map((c) => c.requestId));
+        } else {
+          u.groups(spans, DAY, DAY, DAY);
+        }
+      }
+      const want = new Map<string, { rows: number; tokens: number; cost: bigint }>();
+      for (const c of model.values()) {
+        const g = want.get(c.model) ?? { rows: 0, tokens: 0, cost: 0n };
+        want.set(c.model, { rows: g.rows + 1, tokens: g.tokens + c.tokens, cost: g.cost + c.cost });
+      }
+      const got = new Map(u.groups(spans, DAY, DAY, DAY).map((g) => [g.model, { rows: g.rows, tokens: g.tokens, cost: g.cost }]));
+      const asNumbers = new Map([...want].map(([k, g]) => [k, { rows: g.rows, tokens: g.tokens, cost: unitsNumber(g.cost) }]));
+      if (JSON.stringify([...got].sort()) !== JSON.stringify([...asNumbers].sort())) throw new Error(`groups ${JSON.stringify([...got])} against ${JSON.stringify([...asNumbers])}`);
+      const all = [...model.values()].reduce((n, c) => n + c.cost, 0n);
+      const since = [...model.values()].filter((c) => c.at >= DAY + 3_600_000).reduce((n, c) => n + c.cost, 0n);
+      const costs = u.costSince([0, DAY + 3_600_000]);
+      if (costs[0] !== unitsNumber(all) || costs[1] !== unitsNumber(since)) throw new Error(`costSince ${costs} against ${unitsNumber(all)}, ${unitsNumber(since)}`);
+      if (u.footprint.calls !== model.size || u.footprint.keys > models.length) throw new Error(`footprint ${JSON.stringify(u.footprint)} holding ${model.size}`);
+    }),
+    { numRuns: 200 },
+  );
+  t.pass('200 random sequences agree with the model');
 });
