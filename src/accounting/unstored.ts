@@ -6,7 +6,7 @@
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import type { RequestRow } from '../store/rows.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
-import { numberUnits, unitsNumber } from '../store/decimal.js';
+import { decimalUnits, numberUnits, unitsNumber } from '../store/decimal.js';
 
 /** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
 export interface Span {
@@ -105,7 +105,7 @@ export class UnstoredCalls {
     const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms } = row;
     if (typeof id !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof ts !== 'number') return;
     if (!BILLED_KINDS.includes(kind as RecordKind)) return;
-    this.#put(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: units(Number(cost)), ms: Number(ms) || 0 });
+    this.#put(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: rowUnits(cost), ms: Number(ms) || 0 });
     this.#published++;
   }
 
@@ -270,3 +270,13 @@ export class UnstoredCalls {
 
 /** A call's cost in 10^-12 USD; 0 for one that is not a finite number (a row the spool could not say it for). */
 const units = (usd: number): bigint => (Number.isFinite(usd) ? numberUnits(usd) : 0n);
+
+/** A row's cost in 10^-12 USD: its Decimal text read as it is (every digit, no double between), else as a number. */
+function rowUnits(cost: unknown): bigint {
+  if (typeof cost !== 'string') return units(Number(cost));
+  try {
+    return decimalUnits(cost);
+  } catch {
+    return units(Number(cost)); // not plain decimal text ('1e-7', damaged): as a number, 0 when none
+  }
+}

@@ -174,3 +174,11 @@ t.test('against a plain model, on random operations: every figure exact (fast-ch
   );
   t.pass('200 random sequences agree with the model');
 });
+
+t.test("a leftover row's cost read from its Decimal text; other text as a number, or 0", async (t) => {
+  const u = new UnstoredCalls();
+  const row = (id: string, cost: unknown) => ({ request_id: id, kind: 'request', provider: 'p', model: 'p/m', ts: DAY + 3_600_000, total_tokens: 5, cost, duration_ms: 10 }) as unknown as Parameters<UnstoredCalls['addRow']>[0];
+  for (const [i, cost] of (['0.000006000000', '1e-7', 'abc', 0.25, null, '-0.5', '+2'] as unknown[]).entries()) u.addRow(row(`r${i}`, cost));
+  t.same(u.costSince([DAY]), [0.000006 + 0.0000001 + 0.25 - 0.5 + 2], 'each read as it says, the damaged one as 0');
+  t.equal(u.published, 7);
+});
