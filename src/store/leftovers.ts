@@ -19,7 +19,7 @@ export function leftoverFiles(dir: string): Segment[] {
   for (const file of readdirSync(dir).filter((f) => NAME.test(f)).sort()) {
     const path = join(dir, file);
     const bytes = statSync(path).size;
-    if (bytes === 0) rmSync(path, { force: true });
+    if (bytes === 0) removeIfCan(path);
     else segments.push({ name: file.slice(0, -EXT.length), path, rows: 0, bytes, createdAt: Number(NAME.exec(file)![1]) });
   }
   return segments;
@@ -80,15 +80,23 @@ export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverRe
     for (const id of ended) begun.delete(id);
     seg.rows = ended.length;
     if (ended.length === 0 && markers === 0) {
-      try {
-        rmSync(seg.path, { force: true });
-        empty.push(seg);
-      } catch {} // one the disk will not delete stays listed: the writer takes it (no row) and deletes it when it can
+      // One the disk will not delete stays listed: the writer takes it (no row) and deletes it when it can.
+      if (removeIfCan(seg.path)) empty.push(seg);
     }
   }
   for (const id of recovered) begun.delete(id);
   if (begun.size > 0 && outOfOrder(segs)) for (const seg of segs) await endedIn(seg, begun, o);
   return { empty, interrupted: [...begun.values()] };
+}
+
+/** Remove a file holding nothing to replay; false when the disk will not (a zero-byte one is then passed over). */
+function removeIfCan(path: string): boolean {
+  try {
+    rmSync(path, { force: true });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const readText = (seg: Segment): Promise<string | null> => readFile(seg.path, 'utf8').catch(() => null);

@@ -126,7 +126,7 @@ const rowMakersByName = new Map<string, RowMaker>();
 function rowMaker(columns: readonly string[]): RowMaker {
   let make = rowMakers.get(columns);
   if (make !== undefined) return make;
-  const name = columns.join('\u0000');
+  const name = JSON.stringify(columns); // each set its own key: no two sets of names join into one
   make = rowMakersByName.get(name);
   if (make === undefined) {
     const fields = columns.map((c, i) => `${c === '__proto__' ? `[${JSON.stringify(c)}]` : JSON.stringify(c)}: v[${i}]`).join(', ');

@@ -5,7 +5,8 @@
 // Real files in temp directories; no store (the writer's part is in writer.test.ts).
 
 import t from 'tap';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REQUEST_COLUMNS, type RequestRow } from '../../src/store/rows.js';
 import { headerLine, markerLine, rowLine } from '../../src/store/segment.js';
@@ -102,4 +103,20 @@ t.test('a segment with neither row nor marker is removed once read; a close whil
   t.ok(again.leftovers.counts().rows < 20_000, `it stopped before the end (${again.leftovers.counts().rows} of 20000 rows read)`);
   t.same(again.leftovers.take(), [], 'and it gives no request as left in flight');
   t.same(readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort(), files, 'every leftover segment is still on disk');
+});
+
+t.test('a leftover file the disk will not delete does not stop the start: a zero-byte one is passed over, an empty one stays listed', async (t) => {
+  const dir = tempDir(t, 'tollgate-left-');
+  const zero = join(dir, '1764500000000-ffff0000-000001.jsonl');
+  const header = join(dir, '1764500000001-ffff0000-000002.jsonl');
+  writeFileSync(zero, '');
+  segment(dir, '1764500000001-ffff0000-000002', []);
+  segment(dir, '1764500000002-ffff0000-000003', [line(row())]);
+  // chattr +i: even root cannot unlink it (the machine's /tmp is ext4).
+  execFileSync('chattr', ['+i', zero, header]);
+  t.teardown(() => execFileSync('chattr', ['-i', zero, header]));
+  const spool = open(dir);
+  t.teardown(() => spool.close());
+  t.same(await leftoversRead(spool), { segments: 2, rows: 1, interrupted: 0 }, 'the header-only one listed (no row), the row counted');
+  t.ok(existsSync(zero) && existsSync(header), 'both still there');
 });

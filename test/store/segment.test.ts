@@ -85,3 +85,10 @@ t.test('a row line read in its columns: one object literal a set of columns, wha
   const cols = ['request_id', 'kind'];
   t.same([rowOf('["a","request"]', cols), rowOf('["b","combo"]', [...cols])], [{ request_id: 'a', kind: 'request' }, { request_id: 'b', kind: 'combo' }], 'the same names in another array: the same rows');
 });
+
+t.test('two sets of names that join alike each make their own rows', async (t) => {
+  t.same(rowOf('["x","y"]', ['a', 'b']), { a: 'x', b: 'y' });
+  t.same(rowOf('["x"]', ['a\u0000b']), { 'a\u0000b': 'x' }, 'one name holding a NUL: not the two names before');
+  t.same(rowOf('[""]', ['']), { '': '' });
+  t.same(rowOf('[]', []), {}, 'no columns: an empty row, not the one-column set before');
+});
