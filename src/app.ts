@@ -330,7 +330,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(analyticsRoutes, { store, config: holder });
   await app.register(quotaRoutes, { config: holder, router, quota, reported });
   await app.register(alertRoutes, { alerts: alerting.alerts, budget: alerting.budget });
-  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: spool.leftovers.reading ? `the spool is reading the ${spool.leftovers.counts().segments} segments an earlier process left (${spool.leftovers.counts().rows} rows so far)` : opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
+  await app.register(healthRoutes, { store, instanceId, state: () => ({ opening: spool.leftovers.reason ?? opening.reason, up: writer.up, lastError: writer.lastError, spooled: spool.rows, spoolFailure: spool.failure }) });
   const configFile = opts.configFile === undefined ? {} : { configFile: opts.configFile };
   await app.register(liveRoutes, { live });
   await app.register(settingsRoutes, { config: holder, ...configFile });

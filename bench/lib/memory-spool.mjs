@@ -17,7 +17,7 @@ export class MemorySpool {
   }
 
   /** No earlier process's segments: none is ever left in memory. */
-  leftovers = { done: Promise.resolve(true), reading: false, counts: () => ({ segments: 0, rows: 0, interrupted: 0 }), take: () => [] };
+  leftovers = { done: Promise.resolve(true), reading: false, reason: null, counts: () => ({ segments: 0, rows: 0, interrupted: 0 }), take: () => [] };
 
   get rows() {
     return this.#sealed.reduce((n, s) => n + s.list.length, 0) + this.#open.length;

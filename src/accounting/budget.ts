@@ -159,15 +159,11 @@ export class BudgetService implements BudgetGate {
     }
     for (let attempt = 1; ; attempt++) {
       // No insert begins while it reads (WriteFence.hold) from the second try: a backlog going in back to back.
-      const release = f === null || attempt === 1 ? null : await f.hold();
-      try {
-        const started = f?.insertsStarted ?? 0;
-        const clean = f === null || started === f.insertsEnded;
-        const spent = withUnconfirmed(await this.#stored(froms, now));
-        if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
-      } finally {
-        release?.();
-      }
+      const release = f === null || attempt === 1 ? undefined : await f.hold();
+      const started = f?.insertsStarted ?? 0;
+      const clean = f === null || started === f.insertsEnded;
+      const spent = withUnconfirmed(await this.#stored(froms, now).finally(release));
+      if (f === null || (clean && f.insertsStarted === started) || attempt === 3) return spent;
     }
   }
 

@@ -55,26 +55,24 @@ export async function readLeftovers<Row>(segs: readonly Segment[], o: LeftoverRe
   /** The ids of `interrupted` rows: what a later process appends for an earlier one's marker (writer.ts, settleRecovered). */
   const recovered = new Set<string>();
   const empty: Segment[] = [];
-  let n = 0;
   for (const seg of segs) {
     if (o.stopped()) break;
     const text = await readText(seg);
     if (text === null) continue;
     const ended: string[] = [];
     let markers = 0;
-    for (const line of lines<Row>(text)) {
-      if (line.marker) {
-        markers++;
-        begun.set(o.idOf(line.row), line.row);
-      } else {
-        const id = o.idOf(line.row);
-        ended.push(id);
-        if ((line.row as Record<string, unknown>).status === 'interrupted') recovered.add(id);
-        o.onRow?.(line.row);
-      }
-      if (++n % SLICE === 0) {
-        await nextTurn();
-        if (o.stopped()) return { empty, interrupted: [] }; // this segment half read: kept as it is
+    for await (const slice of slices<Row>(text)) {
+      if (o.stopped()) return { empty, interrupted: [] }; // this segment half read: kept as it is
+      for (const line of slice) {
+        if (line.marker) {
+          markers++;
+          begun.set(o.idOf(line.row), line.row);
+        } else {
+          const id = o.idOf(line.row);
+          ended.push(id);
+          if ((line.row as Record<string, unknown>).status === 'interrupted') recovered.add(id);
+          o.onRow?.(line.row);
+        }
       }
     }
     for (const id of ended) begun.delete(id);
@@ -101,15 +99,24 @@ function removeIfCan(path: string): boolean {
 
 const readText = (seg: Segment): Promise<string | null> => readFile(seg.path, 'utf8').catch(() => null);
 
+/** A segment's lines (segment.ts `lines`), SLICE at a time, with a turn of the event loop after each slice. */
+async function* slices<Row>(text: string): AsyncGenerator<{ marker: boolean; row: Row }[]> {
+  let slice: { marker: boolean; row: Row }[] = [];
+  for (const line of lines<Row>(text)) {
+    slice.push(line);
+    if (slice.length < SLICE) continue;
+    yield slice;
+    slice = [];
+    await nextTurn();
+  }
+  if (slice.length > 0) yield slice;
+}
+
 /** Take off `begun` the requests whose row `seg` holds. */
 async function endedIn<Row>(seg: Segment, begun: Map<string, Row>, o: LeftoverReading<Row>): Promise<void> {
   const text = await readText(seg);
   if (text === null) return;
-  let n = 0;
-  for (const line of lines<Row>(text)) {
-    if (!line.marker) begun.delete(o.idOf(line.row));
-    if (++n % SLICE === 0) await nextTurn();
-  }
+  for await (const slice of slices<Row>(text)) for (const line of slice) if (!line.marker) begun.delete(o.idOf(line.row));
 }
 
 /** Does some process's list of segments, in name order, go back in its sequence (a clock stepped back while it ran)? */
@@ -151,6 +158,13 @@ export class Leftovers<Row> {
 
   get reading(): boolean {
     return this.#reading;
+  }
+
+  /** Why the store is not to be read yet while they are read (/ready), or null. */
+  get reason(): string | null {
+    if (!this.#reading) return null;
+    const { segments, rows } = this.counts();
+    return `the spool is reading the ${segments} segments an earlier process left (${rows} rows so far)`;
   }
 
   /** The segments (rows counted so far) and the requests left in flight (once read). */
