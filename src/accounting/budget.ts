@@ -6,7 +6,7 @@
 import type { Config } from '../config/types.js';
 import type { BudgetGate } from '../routing/auto-switch.js';
 import { aggregateWindows } from '../store/aggregate.js';
-import type { WriteFence } from '../store/writer.js';
+import type { WriteFence } from '../store/write-fence.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type UsageRecord } from '../ledger/record.js';
 import { dayBounds, monthBounds } from '../core/tz.js';

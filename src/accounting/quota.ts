@@ -15,7 +15,7 @@ import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/recor
 import { evaluateQuota, exhaustedUntil, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
-import { INSERT_WAIT_MS, type WriteFence } from '../store/writer.js';
+import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
 import { MoneySum, addMoney } from '../store/decimal.js';

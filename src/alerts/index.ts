@@ -9,7 +9,7 @@ import type { UnstoredCalls } from '../accounting/unstored.js';
 import type { ReportedQuota } from '../accounting/reported-quota.js';
 import type { QuotaService } from '../accounting/quota.js';
 import type { Store } from '../store/client.js';
-import type { WriteFence } from '../store/writer.js';
+import type { WriteFence } from '../store/write-fence.js';
 import type { Metrics } from '../telemetry/metrics.js';
 import type { UsageRecord } from '../ledger/record.js';
 import { BudgetService } from '../accounting/budget.js';

@@ -18,7 +18,7 @@ import { ALERT_KINDS, type Alert, type AlertKind, type DeliveryResult } from './
 import { BILLED_KINDS } from '../ledger/record.js';
 import { isoDate } from '../ledger/periods.js';
 import { DAY_MS } from '../core/windows.js';
-import type { WriteFence } from '../store/writer.js';
+import { settledWithin, type WriteFence } from '../store/write-fence.js';
 import { MoneySum } from '../store/decimal.js';
 
 /** How far back fired alerts are loaded (quota_reset follows warnings up to 35 days old). */
@@ -158,8 +158,9 @@ export class AlertService {
     const enabled = new Set<AlertKind>(ALERT_KINDS.filter((k) => cfg.alerts.kinds[k] !== false));
     enabled.add('auto_switch');
     // A read that begins while an insert runs cannot serve the budget (SharedSpend): wait for the insert first (one
-    // attempt of it; the embedded engine runs one statement at a time, so the read would have waited for it anyway).
-    await this.#fence?.settled();
+    // attempt of it; the embedded engine runs one statement at a time, so the read would have waited for it anyway), a
+    // second at most: the oldest leftover segment not yet settled while the store fails counts as one (writer.ts).
+    if (this.#fence !== null) await settledWithin(this.#fence);
     // Figures that include every row stored so far: the evaluator looks because some were (src/alerts/index.ts).
     const quota = await this.#quota.entries({ current: true }).catch(async (err: unknown) => {
       await this.#budget.refresh(); // the budget's state (the auto-switch gate) kept current all the same

@@ -13,6 +13,7 @@ import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
 import { within } from '../core/within.js';
 import { isRowError } from './row-errors.js';
+import { INSERT_WAIT_MS, settledWithin, type WriteFence } from './write-fence.js';
 
 export interface WriterOptions<Row = Record<string, unknown>> {
   readonly maxRows: number;
@@ -42,6 +43,7 @@ export type DropReason = 'spool_full' | 'rejected' | 'missing';
 
 // Which refusals are the rows' own: in row-errors.ts, exported here too for the writer's callers and tests.
 export { isRowError, ROW_ERROR_CODES } from './row-errors.js';
+export { INSERT_WAIT_MS, settledWithin, type WriteFence } from './write-fence.js';
 
 export interface WriterEvents {
   /** `n` rows were stored (they are visible to readers from now on): their ids. */
@@ -51,39 +53,6 @@ export interface WriterEvents {
   error(err: unknown, attempt: number): void;
   /** The store stopped (false) or started again (true) accepting inserts: once per change, not once per retry. */
   state(up: boolean, err: unknown): void;
-}
-
-/**
- * Whether an insert ran while something was read: a reader that adds rows not yet written to what it read (the
- * budget: stored spend plus records not yet confirmed written) must know that no insert landed during its read, or it
- * counts those rows twice. An insert counts as ended once its `written` event went out.
- */
-export interface WriteFence {
-  /** Inserts begun so far. */
-  readonly insertsStarted: number;
-  /** Inserts ended so far (landed, their rows reported written, or failed). */
-  readonly insertsEnded: number;
-  /** Resolves once no insert is running. */
-  settled(): Promise<void>;
-  /**
-   * Hold new inserts off for a read: resolves once no insert runs (`ms` waited at most), with the release; no insert
-   * begins until it is called, or 2 x `ms` from now (a read held up by a store in trouble must not hold the record up).
-   * A backlog going in insert after insert left a reader no moment between two of them.
-   */
-  hold(ms?: number): Promise<() => void>;
-}
-
-/**
- * How long a reader waits for an insert to end before it reads anyway: an insert takes tens of milliseconds; one held
- * up by a store in trouble (up to the client's request timeout) must not hold the reads up too.
- */
-export const INSERT_WAIT_MS = 1000;
-
-/** `fence.settled()`, waited for `ms` at most. */
-export async function settledWithin(fence: WriteFence, ms = INSERT_WAIT_MS): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  await Promise.race([fence.settled(), waited]).finally(() => clearTimeout(timer));
 }
 
 export class BatchWriter<Row extends Record<string, unknown>> implements WriteFence {
@@ -108,6 +77,9 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   #leftover: string | null | undefined;
   /** The requests an earlier process left in flight, as interrupted rows, until #settleRecovered appends them (null: not read yet). */
   #recovered: Row[] | null = null;
+  // Until #leftover is settled, an insert of unknown outcome (its rows may be in the store and in the list of calls not
+  // stored yet at once): begun at construction, ended once settled, so a reader adding that list waits or reads inexact.
+  #landing: { readonly done: Promise<void>; readonly end: () => void } | null = null;
 
   constructor(store: Store, table: string, spool: SpoolPort<Row>, opts: WriterOptions<Row>, events: WriterEvents) {
     this.#store = store;
@@ -116,7 +88,12 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     this.#opts = { retryBaseMs: 100, retryMaxMs: 30_000, idKey: 'request_id', ...opts };
     this.#events = events;
     // Segments an earlier process left go first, once read and the interrupted requests it left are in the open one.
-    if (spool.leftovers.counts().segments > 0) this.#writing = this.#write();
+    if (spool.leftovers.counts().segments === 0) return;
+    this.#insertsStarted++;
+    let end = (): void => undefined;
+    const done = new Promise<void>((resolve) => (end = resolve));
+    this.#landing = { done, end: () => ((this.#landing = null), this.#insertsEnded++, end()) };
+    this.#writing = this.#write();
   }
 
   get insertsStarted(): number {
@@ -128,7 +105,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   }
 
   settled(): Promise<void> {
-    return this.#inserting ?? Promise.resolve();
+    return this.#landing?.done ?? this.#inserting ?? Promise.resolve();
   }
 
   async hold(ms = INSERT_WAIT_MS): Promise<() => void> {
@@ -209,6 +186,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
       // The spool's own list of sealed segments: `remove` takes each one off it once its insert landed.
       const segs = this.#spool.seal();
       if (this.#leftover === undefined) this.#leftover = segs[0]?.name ?? null; // the spool lists an earlier process's first
+      if (this.#leftover === null || this.#opts.settleLanded === undefined) this.#landing?.end(); // none to settle
       while (segs.length > 0) {
         if (!(await this.#insert(segs[0]!))) return; // closing with the store down: the rest stays on disk
       }
@@ -261,7 +239,8 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     // The row ids when the segment had landed before (and is settled), null when it goes in; undefined: not asked yet.
     let landed: string[] | null | undefined = ask === undefined ? null : undefined;
     for (let attempt = 1; ; attempt++) {
-      while (this.#holds.size > 0) await Promise.race(this.#holds); // a read in progress: it sees no insert begin
+      // A read in progress sees no insert begin; but the unsettled leftover's is under way already (#landing).
+      while (this.#holds.size > 0 && landed !== undefined) await Promise.race(this.#holds);
       this.#insertsStarted++;
       let settle = (): void => undefined;
       this.#inserting = new Promise((resolve) => (settle = resolve));
@@ -275,6 +254,7 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
         if (landed === undefined) {
           const ids = this.#ids(rows);
           landed = (await ask!(ids, rows)) ? ids : null;
+          this.#landing?.end(); // settled: this attempt, begun, holds readers off until its rows are reported stored
         }
         const ids = landed ?? (await this.#insertSegment(seg, rows, parsed));
         this.#spool.remove(seg);

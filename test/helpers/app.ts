@@ -98,3 +98,16 @@ export function demoProvidersYaml(mock: { chunks: number; latency_ms: number; ch
     models: { echo-1: { kind: llm } }
 `;
 }
+
+/**
+ * A gateway on a real socket, with one `sub` provider whose daily quota is `limit` tokens, on `dataDir`, not waited for
+ * past its listen (a start that reads what an earlier process left in the spool): the app and its URL.
+ */
+export async function listenOn(t: Teardown, dataDir: string, limit = 1e9): Promise<{ app: FastifyInstance; url: string }> {
+  const config = testConfig({ providers: { sub: { ...DEMO_PROVIDER, group: 'subscription', quota: { kind: 'daily_tokens', limit } } } }, dataDir);
+  const app = await build({ config: new ConfigHolder(config), logger: false, processMetrics: false });
+  t.teardown(() => app.close());
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const addr = app.server.address();
+  return { app, url: `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}` };
+}

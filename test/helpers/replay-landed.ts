@@ -7,7 +7,7 @@
 
 import type { Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { openStore } from '../../src/store/client.js';
@@ -32,7 +32,10 @@ const row = (tag: string, i: number): RequestRow => rec({ at: new Date(Date.UTC(
 export type Landed = 'none' | 'whole' | 'table' | 'hourly';
 
 /** The first process: spool `rows`, seal them, insert the segment (`landed`) as the writer does, and die with SIGKILL. */
-async function firstProcess(dataDir: string, spoolDir: string, rows: RequestRow[], landed: Landed): Promise<void> {
+export async function firstProcess(dataDir: string, spoolDir: string, rows: RequestRow[], landed: Landed): Promise<void> {
+  mkdirSync(dataDir, { recursive: true });
+  const rowsFile = join(dataDir, 'first-process-rows.json'); // a file: an environment variable takes 128 KiB at most
+  writeFileSync(rowsFile, JSON.stringify(rows));
   const code = `
     const { openStore } = await import(${JSON.stringify(`${DIST}/client.js`)});
     const { migrate } = await import(${JSON.stringify(`${DIST}/migrations.js`)});
@@ -41,7 +44,7 @@ async function firstProcess(dataDir: string, spoolDir: string, rows: RequestRow[
     const store = openStore({ clickhouse_url: '', database: 'tollgate', data_dir: process.env.DATA_DIR, username: 'default', password: '' });
     await migrate(store);
     const spool = new Spool({ dir: process.env.SPOOL_DIR, commitMs: 1000, maxBytes: 1024 ** 3, columns: REQUEST_COLUMNS }, (r) => String(r.request_id));
-    for (const r of JSON.parse(process.env.ROWS)) spool.append(r);
+    for (const r of JSON.parse((await import('node:fs')).readFileSync(process.env.ROWS_FILE, 'utf8'))) spool.append(r);
     await new Promise((r) => setImmediate(r));
     const [seg] = spool.seal();
     const landed = process.env.LANDED;
@@ -51,7 +54,7 @@ async function firstProcess(dataDir: string, spoolDir: string, rows: RequestRow[
     if (landed !== 'none') await store.insertLines('requests', lines, 'spool-' + seg.name, columns);
     process.kill(process.pid, 'SIGKILL');`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
-    env: { ...process.env, DATA_DIR: dataDir, SPOOL_DIR: spoolDir, ROWS: JSON.stringify(rows), LANDED: landed },
+    env: { ...process.env, DATA_DIR: dataDir, SPOOL_DIR: spoolDir, ROWS_FILE: rowsFile, LANDED: landed },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const signal = await new Promise((resolve) => child.once('exit', (_code, sig) => resolve(sig)));

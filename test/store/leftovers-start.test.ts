@@ -7,11 +7,9 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { build } from '../../src/app.js';
-import { ConfigHolder } from '../../src/config/watch.js';
 import { REQUEST_COLUMNS } from '../../src/store/rows.js';
 import { headerLine, rowLine } from '../../src/store/segment.js';
-import { DEMO_PROVIDER, testConfig } from '../helpers/app.js';
+import { listenOn } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 import { rec } from '../helpers/usage-rows.js';
 
@@ -30,12 +28,7 @@ t.test('a large leftover spool is read after the gateway listens; the quota wait
     const lines = Array.from({ length: PER_SEGMENT }, () => `["${randomUUID()}"${tail}\n`);
     writeFileSync(join(dir, `${base + s}-0feedbad-${String(s + 1).padStart(6, '0')}.jsonl`), headerLine(REQUEST_COLUMNS) + lines.join(''));
   }
-  const config = testConfig({ providers: { sub: { ...DEMO_PROVIDER, group: 'subscription', quota: { kind: 'daily_tokens', limit: 1e9 } } } }, dataDir);
-  const app = await build({ config: new ConfigHolder(config), logger: false, processMetrics: false });
-  t.teardown(() => app.close());
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const addr = app.server.address();
-  const url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+  const { app, url } = await listenOn(t, dataDir);
 
   const ready = await fetch(`${url}/ready`);
   const why = ((await ready.json()) as { error: { message: string } }).error?.message ?? '';
