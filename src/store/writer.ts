@@ -41,9 +41,6 @@ export interface WriterOptions<Row = Record<string, unknown>> {
 
 export type DropReason = 'spool_full' | 'rejected' | 'missing';
 
-// Which refusals are the rows' own: in row-errors.ts, exported here too for the writer's callers and tests.
-export { isRowError, ROW_ERROR_CODES } from './row-errors.js';
-export { INSERT_WAIT_MS, settledWithin, type WriteFence } from './write-fence.js';
 
 export interface WriterEvents {
   /** `n` rows were stored (they are visible to readers from now on): their ids. */

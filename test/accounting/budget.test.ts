@@ -14,7 +14,7 @@ import { migrate } from '../../src/store/migrations.js';
 import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
-import { settledWithin, type WriteFence } from '../../src/store/writer.js';
+import { settledWithin, type WriteFence } from '../../src/store/write-fence.js';
 
 const store = await openTestStore(t, { database: 'tollgate', prefix: 'tollgate-budget-' });
 await migrate(store);

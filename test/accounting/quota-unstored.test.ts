@@ -9,7 +9,7 @@ import { toRow } from '../../src/store/rows.js';
 import { makeRecord, type RecordKind, type UsageRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { QuotaService } from '../../src/accounting/quota.js';
-import { settledWithin, type WriteFence } from '../../src/store/writer.js';
+import { settledWithin, type WriteFence } from '../../src/store/write-fence.js';
 import { countReads, onQueries } from '../helpers/store-reads.js';
 
 const H = 3_600_000;

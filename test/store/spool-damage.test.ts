@@ -1,5 +1,5 @@
 // Spool segments damaged on disk, and a spool directory that will not delete (src/store/segment.ts, spool.ts, the
-// writer's ROW_ERRORS): a leftover segment whose header names a column the table lacks is data, set aside, and
+// writer's ROW_ERRORS, in row-errors.ts): a leftover segment whose header names a column the table lacks is data, set aside, and
 // nothing waits behind it; rows a damaged header or damaged bytes make unreadable are counted and kept in
 // rejected.jsonl, never dropped unseen; a segment whose file cannot be deleted stays counted in the spool's bytes until
 // it is. All on the real embedded ClickHouse, real files in temp directories.
@@ -12,7 +12,8 @@ import { migrate } from '../../src/store/migrations.js';
 import { REQUEST_COLUMNS, type RequestRow } from '../../src/store/rows.js';
 import { headerLine, lines, parseRows, rowLine, rowLines } from '../../src/store/segment.js';
 import { Spool } from '../../src/store/spool.js';
-import { BatchWriter, isRowError, ROW_ERROR_CODES, type WriterEvents } from '../../src/store/writer.js';
+import { BatchWriter, type WriterEvents } from '../../src/store/writer.js';
+import { isRowError, ROW_ERROR_CODES } from '../../src/store/row-errors.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
 import { openTestStore } from '../helpers/store-paths.js';
 import { tempDir } from '../helpers/tmp.js';
