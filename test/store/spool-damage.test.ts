@@ -1,5 +1,5 @@
-// Spool segments damaged on disk, and a spool directory that will not delete (src/store/segment.ts, spool.ts, the
-// writer's ROW_ERRORS, in row-errors.ts): a leftover segment whose header names a column the table lacks is data, set aside, and
+// Spool segments damaged on disk, and a spool directory that will not delete (src/store/segment.ts, spool.ts,
+// row-errors.ts): a leftover segment whose header names a column the table lacks is data, set aside, and
 // nothing waits behind it; rows a damaged header or damaged bytes make unreadable are counted and kept in
 // rejected.jsonl, never dropped unseen; a segment whose file cannot be deleted stays counted in the spool's bytes until
 // it is. All on the real embedded ClickHouse, real files in temp directories.
