@@ -3,6 +3,7 @@
 // write(2), no fsync, no begin markers; rows do not survive the process. Never used outside bench/.
 
 import { rowLine } from '../../dist/store/segment.js';
+import { Leftovers } from '../../dist/store/leftovers.js';
 
 export class MemorySpool {
   #columns;
@@ -16,8 +17,8 @@ export class MemorySpool {
     this.#columns = columns;
   }
 
-  /** No earlier process's segments: none is ever left in memory. */
-  leftovers = { done: Promise.resolve(true), reading: false, reason: null, counts: () => ({ segments: 0, rows: 0, interrupted: 0 }), take: () => [] };
+  /** No earlier process's segments (none is ever left in memory): the disk spool's own reader, given none. */
+  leftovers = new Leftovers([], { idOf: () => '', stopped: () => false }, () => undefined);
 
   get rows() {
     return this.#sealed.reduce((n, s) => n + s.list.length, 0) + this.#open.length;
