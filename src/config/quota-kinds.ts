@@ -152,6 +152,12 @@ export interface QuotaEvaluation {
   };
 }
 
+/**
+ * A rolling window's first counted millisecond: usage at `t` counts while now < t + window, and stops counting at
+ * t + window, the instant `evaluateQuota` names as its reset (it counted there too before: the reset came 1 ms early).
+ */
+const rollingFrom = (now: number, rollingMs: number): number => now - rollingMs + 1;
+
 /** Says what to sum for `q` at `now`, and over which window. */
 export function planQuota(q: QuotaConfig, now: number): QuotaPlan {
   switch (q.kind) {
@@ -159,8 +165,9 @@ export function planQuota(q: QuotaConfig, now: number): QuotaPlan {
       const d = QUOTA_DEFAULTS.rolling_hours;
       const window = q.window ?? d.window;
       const rollingMs = parseWindow(window);
-      // The weekly refresh: usage before the last Monday 00:00 UTC never counts.
-      const from = Math.max(now - rollingMs, lastMonday(now));
+      // The weekly refresh: usage before the last Monday 00:00 UTC never counts. A rolling window is (now - window, now]:
+      // a call exactly `window` old has left it, at the instant its expiry (the reset evaluateQuota gives) names.
+      const from = Math.max(rollingFrom(now, rollingMs), lastMonday(now));
       return {
         kind: q.kind, unit: d.unit, limit: q.limit ?? d.limit, from, to: now,
         reset: { type: 'rolling', window }, nextReset: nextMonday(now), rollingMs,
@@ -171,7 +178,7 @@ export function planQuota(q: QuotaConfig, now: number): QuotaPlan {
       const window = q.window ?? d.window;
       const rollingMs = parseWindow(window);
       return {
-        kind: q.kind, unit: d.unit, limit: q.limit ?? d.limit, from: now - rollingMs, to: now,
+        kind: q.kind, unit: d.unit, limit: q.limit ?? d.limit, from: rollingFrom(now, rollingMs), to: now,
         reset: { type: 'rolling', window }, nextReset: null, rollingMs,
       };
     }

@@ -70,9 +70,11 @@ function row(provider: string, at: number, o: { tokens?: number; ms?: number; mo
 }
 
 await store.insert('requests', [
-  // rolling_hours (5 h window from 07:00Z, but this week only since Monday): 1 h + 30 min in the window; one 2 h call
-  // at 06:59:59 just outside; one on Sunday (before the weekly refresh) never counts.
-  row('hours', NOW - 5 * H - 1000, { ms: 2 * H }), row('hours', NOW - 5 * H, { ms: H, model: 'm' }), row('hours', NOW - M, { ms: 30 * M, model: 'n' }),
+  // rolling_hours (5 h window (07:00Z, 12:00Z], but this week only since Monday): 1 h + 30 min in the window; a 2 h call
+  // at 06:59:59 and one exactly 5 h old (07:00:00.000Z, left at 12:00Z) outside; one on Sunday (before the weekly
+  // refresh) never counts.
+  row('hours', NOW - 5 * H - 1000, { ms: 2 * H }), row('hours', NOW - 5 * H, { ms: 2 * H }), row('hours', NOW - 5 * H + 1, { ms: H, model: 'm' }),
+  row('hours', NOW - M, { ms: 30 * M, model: 'n' }),
   row('hours', Date.UTC(2026, 2, 1, 23), { ms: H }),
   // daily_requests: today (from 00:00Z) a request and an attempt, plus a combo row (not a call); 3 more this month.
   row('reqs', NOW - 11 * H), row('reqs', NOW - H, { kind: 'attempt' }), row('reqs', NOW - H, { kind: 'combo' }), row('reqs', NOW - 13 * H),
@@ -105,7 +107,7 @@ const entries = Object.fromEntries((await service.entries()).map((e) => [e.id, e
 t.test('rolling_hours: durations in the window since the weekly refresh, per model, reset at the oldest + 5 h', async (t) => {
   const e = entries.hours!;
   t.same(e.quota, { used: 1.5, limit: 5, unit: 'hours', percentage: 30, remaining: 3.5 });
-  t.same(e.reset, { type: 'rolling', window: '5h', nextReset: '2026-03-04T12:00:00.000Z', countdown_s: 0 }, 'the 07:00Z call expires now');
+  t.same(e.reset, { type: 'rolling', window: '5h', nextReset: '2026-03-04T12:00:00.001Z', countdown_s: 1 }, 'the 07:00:00.001Z call expires in 1 ms');
   t.same(e.models, [{ model: 'hours/m', used: 1 }, { model: 'hours/n', used: 0.5 }]);
 });
 

@@ -31,12 +31,13 @@ function evaluate(q: QuotaConfig, now: string, used: number, oldest: string | nu
 const WED = '2024-05-15T12:00:00.000Z'; // a Wednesday; the week began Monday 2024-05-13, the next is 2024-05-20
 
 t.test('rolling_hours: plan on a Wednesday', async (t) => {
-  // from = max(now - 5h, last Monday) = max(07:00Z, 05-13T00:00Z) = 07:00Z; the cap is next Monday.
+  // from = max(now - 5h + 1 ms, last Monday) = max(07:00:00.001Z, 05-13T00:00Z): the window is (07:00Z, 12:00Z], a call
+  // at 07:00:00.000Z has left it at 12:00Z, when its expiry says; the cap is next Monday.
   t.strictSame(plan({ kind: 'rolling_hours' }, WED), {
-    kind: 'rolling_hours', unit: 'hours', limit: 5, from: '2024-05-15T07:00:00.000Z', to: WED,
+    kind: 'rolling_hours', unit: 'hours', limit: 5, from: '2024-05-15T07:00:00.001Z', to: WED,
     reset: { type: 'rolling', window: '5h' }, nextReset: '2024-05-20T00:00:00.000Z', rollingMs: 5 * 3_600_000,
   });
-  t.strictSame(plan({ kind: 'rolling_hours', limit: 10, window: '10h' }, WED).from, '2024-05-15T02:00:00.000Z', 'the higher tier');
+  t.strictSame(plan({ kind: 'rolling_hours', limit: 10, window: '10h' }, WED).from, '2024-05-15T02:00:00.001Z', 'the higher tier');
 });
 
 t.test('rolling_hours: evaluated', async (t) => {
@@ -71,10 +72,10 @@ t.test('rolling_hours: the Monday refresh cuts the window', async (t) => {
   t.strictSame(evaluate({ kind: 'rolling_hours' }, mon, 0.5, '2024-05-20T00:30:00.000Z').reset, {
     type: 'rolling', window: '5h', nextReset: '2024-05-20T05:30:00.000Z', countdown_s: 12_600,
   });
-  // Sunday 23:59Z: the window is [18:59Z, 23:59Z); the oldest usage (20:00Z) would expire at 01:00Z Monday, but the
+  // Sunday 23:59Z: the window is (18:59Z, 23:59Z]; the oldest usage (20:00Z) would expire at 01:00Z Monday, but the
   // weekly refresh comes first, 60 s away.
   const sun = '2024-05-19T23:59:00.000Z';
-  t.equal(plan({ kind: 'rolling_hours' }, sun).from, '2024-05-19T18:59:00.000Z');
+  t.equal(plan({ kind: 'rolling_hours' }, sun).from, '2024-05-19T18:59:00.001Z');
   t.strictSame(evaluate({ kind: 'rolling_hours' }, sun, 4, '2024-05-19T20:00:00.000Z'), {
     quota: { used: 4, limit: 5, unit: 'hours', percentage: 80, remaining: 1 },
     reset: { type: 'rolling', window: '5h', nextReset: '2024-05-20T00:00:00.000Z', countdown_s: 60 },
@@ -185,7 +186,7 @@ t.test('daily_tokens: across a leap month end and with a reset on the previous U
 
 t.test('rolling_tokens: the next reset is when the oldest usage expires', async (t) => {
   t.strictSame(plan({ kind: 'rolling_tokens' }, WED), {
-    kind: 'rolling_tokens', unit: 'tokens', limit: 5_000_000, from: '2024-05-15T07:00:00.000Z', to: WED,
+    kind: 'rolling_tokens', unit: 'tokens', limit: 5_000_000, from: '2024-05-15T07:00:00.001Z', to: WED,
     reset: { type: 'rolling', window: '5h' }, nextReset: null, rollingMs: 5 * 3_600_000,
   });
   // Oldest at 09:15:30Z expires at 14:15:30Z: 2 h 15 m 30 s = 8130 s away.
@@ -201,14 +202,14 @@ t.test('rolling_tokens: the next reset is when the oldest usage expires', async 
     used: 6_000_000, limit: 5_000_000, unit: 'tokens', percentage: 120, remaining: 0,
   });
   t.equal(evaluate({ kind: 'rolling_tokens' }, WED, 6_000_000, '2024-05-15T07:00:00.000Z').exhausted, true);
-  // A 1-day window across the leap day: [02-29T06:00Z, 03-01T06:00Z); the oldest (02-29T07:00Z) expires in 3600 s.
+  // A 1-day window across the leap day: (02-29T06:00Z, 03-01T06:00Z]; the oldest (02-29T07:00Z) expires in 3600 s.
   const leap = '2024-03-01T06:00:00.000Z';
-  t.equal(plan({ kind: 'rolling_tokens', window: '1d', limit: 1_000_000 }, leap).from, '2024-02-29T06:00:00.000Z');
+  t.equal(plan({ kind: 'rolling_tokens', window: '1d', limit: 1_000_000 }, leap).from, '2024-02-29T06:00:00.001Z');
   t.strictSame(evaluate({ kind: 'rolling_tokens', window: '1d', limit: 1_000_000 }, leap, 1, '2024-02-29T07:00:00.000Z').reset, {
     type: 'rolling', window: '1d', nextReset: '2024-03-01T07:00:00.000Z', countdown_s: 3600,
   });
-  // No weekly refresh: on Monday 02:00Z the window reaches back to Sunday 21:00Z.
-  t.equal(plan({ kind: 'rolling_tokens' }, '2024-05-20T02:00:00.000Z').from, '2024-05-19T21:00:00.000Z');
+  // No weekly refresh: on Monday 02:00Z the window reaches back to Sunday 21:00Z (not included).
+  t.equal(plan({ kind: 'rolling_tokens' }, '2024-05-20T02:00:00.000Z').from, '2024-05-19T21:00:00.001Z');
 });
 
 t.test('monthly_tokens: anchor days, month ends and leap years', async (t) => {
