@@ -41,6 +41,18 @@ export function parseTimeZone(s: string): string | null {
   }
 }
 
+/**
+ * A valid IANA time zone name as it was given, to echo to whoever named it, or null: `Asia/Kolkata` stays
+ * `Asia/Kolkata` (parseTimeZone gives ICU's canonical `Asia/Calcutta`); a name that is the canonical one in another
+ * case takes its spelling (`europe/paris` is `Europe/Paris`), any other is echoed in the case given. Compute and query
+ * with either: Intl takes any case, and the store hands ClickHouse parseTimeZone's name (which takes none but its own).
+ */
+export function timeZoneAsNamed(s: string): string | null {
+  const zone = parseTimeZone(s);
+  if (zone === null) return null;
+  return zone.toLowerCase() === s.toLowerCase() ? zone : s;
+}
+
 const ymd = (y: number, mo: number, d: number): string =>
   `${String(y).padStart(4, '0')}-${String(mo).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
 

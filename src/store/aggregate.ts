@@ -3,7 +3,7 @@
 // (usage_hourly; both kept by materialized views), the partial hours at either edge from the raw rows (each request
 // once), in one query. Every endpoint that reports usage, cost or quota reads through here, so they agree to the cent.
 
-import { localTime } from '../core/tz.js';
+import { localTime, parseTimeZone } from '../core/tz.js';
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
 import { unpricedSql } from './migrations.js';
@@ -291,7 +291,9 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
   for (const d of by) if (!(DIMS as readonly string[]).includes(d)) throw new Error(`unknown dimension '${d}'`);
   // The whole hours [a, b) come from the rollup; [from, a) and [b, to) from the raw rows.
   // Days from the daily rollup unless a group needs the hour (or a day that is not a UTC day).
-  const tz = q.tz ?? 'UTC';
+  // ClickHouse takes a zone in its own spelling only (not `asia/kolkata`, which Intl and the client's echo take): the
+  // canonical name, which its zone data has too (`Asia/Calcutta` for `Asia/Kolkata`).
+  const tz = q.tz === undefined ? 'UTC' : (parseTimeZone(q.tz) ?? q.tz);
   const hourly = by.some((d) => d === 'hour' || d === 'hour_epoch' || (d === 'day' && tz !== 'UTC'));
   // A zone off the whole hour (+05:30): a rollup hour straddles two of its hours (and, at midnight, two of its days),
   // so no rollup source: every row of the window is read raw ([from, to) as the raw edge), in its own hour in the zone.

@@ -3,6 +3,7 @@
 
 import t from 'tap';
 import { NOW, startFixture } from '../helpers/usage-rows.js';
+import { aggregate } from '../../src/store/aggregate.js';
 
 const fx = await startFixture(t);
 const money = (v: number): number => Number(v.toFixed(12));
@@ -200,6 +201,32 @@ t.test('hourly: a half-hour zone splits UTC hours (Asia/Kolkata, +05:30)', async
   // 05:00 local is 23:30Z-00:30Z: R4 (23:59:59.999) and R3 (00:00); 15:00 local is 09:30Z-10:30Z: C1 R1 C2 C3.
   t.same(used, [['05:00', '+05:30', 2, 100], ['13:00', '+05:30', 1, 60], ['14:00', '+05:30', 1, 1000], ['15:00', '+05:30', 4, 2950]]);
   t.same(h.totals, { requests: 8, tokens: 4110, cost: 0.01246 });
+});
+
+t.test('hourly: the zone is echoed as the client named it; ClickHouse gets a name it takes', async (t) => {
+  const entries = (h: { entries: { hour: string; requests: number; tokens: number; cost: number }[] }) => h.entries.map((e) => [e.hour, e.requests, e.tokens, e.cost]);
+  const kolkata = (await fx.get('/fixed/api/usage/hourly?tz=Asia/Kolkata&date=2026-12-01')).json;
+  t.equal(kolkata.tz, 'Asia/Kolkata', "not ICU's canonical Asia/Calcutta");
+  const lower = await fx.get('/fixed/api/usage/hourly?tz=asia/kolkata&date=2026-12-01');
+  t.equal(lower.status, 200, 'a lower-case name, which ClickHouse refuses, reaches it canonical');
+  t.equal(lower.json.tz, 'asia/kolkata', 'a link name is echoed in the case given');
+  t.same(entries(lower.json), entries(kolkata), 'the same hours');
+  const calcutta = (await fx.get('/fixed/api/usage/hourly?tz=Asia/Calcutta&date=2026-12-01')).json;
+  t.same([calcutta.tz, entries(calcutta)], ['Asia/Calcutta', entries(kolkata)], 'the old name names itself');
+  const paris = (await fx.get('/fixed/api/usage/hourly?tz=europe/PARIS&date=2026-12-01')).json;
+  t.same([paris.tz, paris.hours], ['Europe/Paris', 24], 'the canonical name in another case takes its spelling');
+  t.equal((await fx.get('/fixed/api/usage/hourly?tz=utc&date=2026-12-01')).json.tz, 'UTC');
+  const bad = await fx.get('/fixed/api/usage/hourly?tz=Asia/Nowhere');
+  t.same([bad.status, bad.json.error.code, bad.json.error.param], [400, 'TOLLGATE_ERR_INVALID_QUERY', 'tz']);
+});
+
+t.test('aggregate() hands ClickHouse a zone it takes, whatever the case the config or a caller gave', async (t) => {
+  const store = fx.app.tollgate.store;
+  const day = { from: Date.parse('2026-11-30T18:30:00Z'), to: Date.parse('2026-12-01T18:30:00Z'), by: ['hour_epoch'] as const, sums: ['tokens'] as const };
+  const named = await aggregate(store, { ...day, by: [...day.by], sums: [...day.sums], tz: 'Asia/Kolkata' });
+  const lower = await aggregate(store, { ...day, by: [...day.by], sums: [...day.sums], tz: 'asia/kolkata' });
+  t.same(lower, named, 'the budget day of a budgets.timezone written in lower case (the cost-anomaly alert reads so)');
+  t.ok(named.length > 0);
 });
 
 t.test('hourly: daylight-saving days have 25 and 23 hours', async (t) => {

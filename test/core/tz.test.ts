@@ -3,7 +3,7 @@
 
 import fc from 'fast-check';
 import t from 'tap';
-import { dayBounds, localDate, localDay, localHours, localTime, monthBounds, parseTimeZone, UTC_NAMES } from '../../src/core/tz.js';
+import { dayBounds, localDate, localDay, localHours, localTime, monthBounds, parseTimeZone, timeZoneAsNamed, UTC_NAMES } from '../../src/core/tz.js';
 
 const H = 3_600_000;
 
@@ -31,6 +31,12 @@ t.test('zone names: canonical when known, null otherwise', async (t) => {
   t.equal(parseTimeZone('Europe/Paris'), 'Europe/Paris');
   t.equal(parseTimeZone('Mars/Olympus'), null);
   t.equal(parseTimeZone('../etc/passwd'), null);
+});
+
+t.test('zone names as named: the name given, in the canonical spelling when it is the canonical name', async (t) => {
+  t.same(['Asia/Kolkata', 'asia/kolkata', 'Asia/Calcutta', 'europe/PARIS', 'utc', 'Etc/UTC', 'Mars/Olympus'].map(timeZoneAsNamed),
+    ['Asia/Kolkata', 'asia/kolkata', 'Asia/Calcutta', 'Europe/Paris', 'UTC', 'Etc/UTC', null]);
+  t.equal(parseTimeZone('asia/kolkata'), 'Asia/Calcutta', 'and the name to query with: the canonical one');
 });
 
 t.test('a local day asked again is the same answer (kept), and a copy the caller may change', async (t) => {

@@ -5,7 +5,7 @@
 import { TollgateError } from '../../core/errors.js';
 import type { Filters } from '../../store/aggregate.js';
 import { BILLED_KINDS, USAGE_KINDS, type RecordKind } from '../../ledger/record.js';
-import { parseTimeZone } from '../../core/tz.js';
+import { timeZoneAsNamed } from '../../core/tz.js';
 
 
 /** Client requests: a direct request or a combo request, once each. */
@@ -131,10 +131,11 @@ export class QueryReader {
     return ms;
   }
 
+  /** An IANA zone name, echoed as the client named it (timeZoneAsNamed); the store hands ClickHouse its canonical name. */
   timeZone(name: string): string | undefined {
     const v = this.string(name, 64);
     if (v === undefined) return undefined;
-    const tz = parseTimeZone(v);
+    const tz = timeZoneAsNamed(v);
     if (tz === null) throw invalid(name, `'${name}' must be an IANA time zone name such as Europe/Paris; got ${show(v)}`);
     return tz;
   }
