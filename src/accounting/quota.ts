@@ -18,7 +18,7 @@ import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span } from './unstored.js';
-import { MoneySum, addMoney } from '../store/decimal.js';
+import { MoneySum } from '../store/decimal.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
@@ -369,15 +369,16 @@ type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
 
 function sumOf(groups: readonly Totals[]): Totals {
   let oldest: number | null = null;
-  const t = { rows: 0, tokens: 0, cost: 0, durationMs: 0 };
+  const t = { rows: 0, tokens: 0, durationMs: 0 };
+  const cost = new MoneySum();
   for (const g of groups) {
     t.rows += g.rows;
     t.tokens += g.tokens;
-    t.cost = addMoney(t.cost, g.cost);
+    cost.add(g.cost);
     t.durationMs += g.durationMs;
     if (g.oldest !== null && (oldest === null || g.oldest < oldest)) oldest = g.oldest;
   }
-  return { ...t, oldest };
+  return { ...t, cost: cost.value, oldest };
 }
 
 /** rolling_hours: the hours of each model in the window. */

@@ -6,7 +6,7 @@
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import type { RequestRow } from '../store/rows.js';
 import type { ProviderModelSums } from '../store/quota-windows.js';
-import { decimalUnits, numberUnits, unitsNumber } from '../store/decimal.js';
+import { MoneySum, decimalUnits, numberUnits } from '../store/decimal.js';
 
 /** A provider's windows as the quota reads them: the quota's [from, to), daily_requests' month. */
 export interface Span {
@@ -19,34 +19,6 @@ type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
 
 /** The most a time zone is ahead of UTC (UTC+14:00): how much earlier than UTC's a budget's local day or month starts. */
 const KEPT_BEFORE_MS = 14 * 3_600_000;
-
-/**
- * A sum of costs in 10^-12 USD, exact: added as numbers while the sum stays an integer a double holds exactly (up to
- * 2^53 units, about 9,007 USD), carried into a bigint past that (a bigint a call cost memory, and an addition many
- * times the time).
- */
-class Units {
-  #big = 0n;
-  #small = 0;
-
-  /** `x`: an integer number of units, at most 2^53 - 1 either way. */
-  add(x: number): void {
-    const t = this.#small + x;
-    if (Math.abs(t) <= Number.MAX_SAFE_INTEGER) this.#small = t;
-    else {
-      this.#big += BigInt(this.#small);
-      this.#small = x;
-    }
-  }
-
-  addBig(x: bigint): void {
-    this.#big += x;
-  }
-
-  get usd(): number {
-    return unitsNumber(this.#big + BigInt(this.#small));
-  }
-}
 
 /** Slots a list starts with; it doubles when full. */
 const FIRST_SLOTS = 1024;
@@ -198,10 +170,10 @@ export class UnstoredCalls {
     this.#ms = moved(this.#ms, new Float64Array(n));
   }
 
-  #addCost(sum: Units, slot: number): void {
+  #addCost(sum: MoneySum, slot: number): void {
     const c = this.#cost[slot]!;
-    if (Number.isNaN(c)) sum.addBig(this.#bigCost.get(slot)!);
-    else sum.add(c);
+    if (Number.isNaN(c)) sum.addUnits(this.#bigCost.get(slot)!);
+    else sum.addSmallUnits(c);
   }
 
   /** These request ids' rows are stored: a read holds them from now on. */
@@ -215,12 +187,12 @@ export class UnstoredCalls {
 
   /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
   costSince(froms: readonly number[]): number[] {
-    const out = froms.map(() => new Units());
+    const out = froms.map(() => new MoneySum());
     for (let slot = 0; slot < this.#high; slot++) {
       if (this.#key[slot] === -1) continue;
       for (let i = 0; i < froms.length; i++) if (this.#at[slot]! >= froms[i]!) this.#addCost(out[i]!, slot);
     }
-    return out.map((u) => u.usd);
+    return out.map((u) => u.value);
   }
 
   /**
@@ -232,7 +204,7 @@ export class UnstoredCalls {
    */
   groups(spans: ReadonlyMap<string, Span>, today: number, month: number, oldest: number): ProviderModelSums[] {
     // Each provider and model's group, with its costs (this window, today, this month) made numbers once at the end.
-    const out = new Map<number, { g: Group; cost: Units; today: Units; month: Units }>();
+    const out = new Map<number, { g: Group; cost: MoneySum; today: MoneySum; month: MoneySum }>();
     for (let slot = 0; slot < this.#high; slot++) {
       const key = this.#key[slot]!;
       if (key === -1) continue;
@@ -248,7 +220,7 @@ export class UnstoredCalls {
       if (sums === undefined) {
         // recentRows: the connection-problem flag reads stored rows only (`recentOutcomes`).
         const g: Group = { provider, model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
-        sums = { g, cost: new Units(), today: new Units(), month: new Units() };
+        sums = { g, cost: new MoneySum(), today: new MoneySum(), month: new MoneySum() };
         out.set(key, sums);
       }
       const g = sums.g;
@@ -264,7 +236,7 @@ export class UnstoredCalls {
       if (at >= month) this.#addCost(sums.month, slot);
     }
     this.#compact(); // after the walk: it moves the calls to other slots
-    return [...out.values()].map(({ g, cost, today: t, month: m }) => Object.assign(g, { cost: cost.usd, todayCost: t.usd, monthCost: m.usd }));
+    return [...out.values()].map(({ g, cost, today: t, month: m }) => Object.assign(g, { cost: cost.value, todayCost: t.value, monthCost: m.value }));
   }
 }
 

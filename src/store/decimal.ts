@@ -45,23 +45,50 @@ export function numberUnits(x: number): bigint {
   return decimalUnits(neg ? `-${text}` : text);
 }
 
+/** `x` (USD) as an integer count of 10^-12, or null for an amount not read (NaN) or not finite. */
+export const moneyUnits = (x: number): bigint | null => (Number.isFinite(x) ? numberUnits(x) : null);
+
 /**
- * A sum of amounts (USD read from the store's exact Decimal sums, each a number) made exactly: added as integers of
- * 10^-12 and turned into a number once, so 12344.8 + 0.5 is 12345.3, not 12345.300000000001 as floats add it.
+ * A sum of amounts (USD read from the store's exact Decimal sums, each a number) made exactly: each amount is made an
+ * integer of 10^-12 once, the integers are added, and the total is turned into a number once, so 12344.8 + 0.5 is
+ * 12345.3, not 12345.300000000001 as floats add it. The one exact summer of the read side: the analytics' and the
+ * quota's loops keep one per figure (not `addMoney`, which made the running total decimal text again at each step)
+ * and the calls not stored yet add their costs, kept as integers, to it (src/accounting/unstored.ts). The integers are
+ * added as numbers while the total stays one a double holds exactly (2^53 units, about 9,007 USD), and carried into a
+ * bigint past that (a bigint addition at every step took many times as long).
  */
 export class MoneySum {
-  #units = 0n;
+  #big = 0n;
+  #small = 0;
   /** An amount not read (NaN, a sum the query did not ask for) makes the sum NaN, as float addition would. */
   #unknown = false;
 
+  /** An amount in USD. */
   add(x: number): this {
-    if (Number.isFinite(x)) this.#units += numberUnits(x);
-    else this.#unknown = true;
+    return this.addUnits(moneyUnits(x));
+  }
+
+  /** An amount already made units (`moneyUnits`: one conversion for several sums); null: not read. */
+  addUnits(units: bigint | null): this {
+    if (units === null) this.#unknown = true;
+    else if (units <= SAFE_UNITS && units >= -SAFE_UNITS) this.addSmallUnits(Number(units));
+    else this.#big += units;
+    return this;
+  }
+
+  /** `x`: an integer count of 10^-12, at most 2^53 - 1 either way. */
+  addSmallUnits(x: number): this {
+    const t = this.#small + x;
+    if (Math.abs(t) <= Number.MAX_SAFE_INTEGER) this.#small = t;
+    else {
+      this.#big += BigInt(this.#small);
+      this.#small = x;
+    }
     return this;
   }
 
   get value(): number {
-    return this.#unknown ? NaN : unitsNumber(this.#units);
+    return this.#unknown ? NaN : unitsNumber(this.#big + BigInt(this.#small));
   }
 
   static of(values: Iterable<number>): number {
@@ -71,6 +98,4 @@ export class MoneySum {
   }
 }
 
-/** `a + b` for two amounts, made exactly (see MoneySum). */
-export const addMoney = (a: number, b: number): number =>
-  Number.isFinite(a) && Number.isFinite(b) ? unitsNumber(numberUnits(a) + numberUnits(b)) : a + b;
+const SAFE_UNITS = BigInt(Number.MAX_SAFE_INTEGER);

@@ -10,14 +10,15 @@ import { periodWindow, readEnd } from '../../ledger/periods.js';
 import { QueryReader, iso, money, pct } from './params.js';
 import { readPeriod } from './usage.js';
 import { own } from '../../core/own.js';
-import { MoneySum, addMoney } from '../../store/decimal.js';
+import { MoneySum } from '../../store/decimal.js';
 
 interface ModelStats {
   model: string;
   attempts: number;
   failures: number;
   tokens: number;
-  cost: number;
+  /** Summed exactly; its value once every attempt is in. */
+  cost: MoneySum;
 }
 
 interface ComboStats {
@@ -63,15 +64,15 @@ export const comboRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolde
     }
     for (const g of attempts) {
       const c = combo(g.combo!);
-      const m = c.models.get(g.model!) ?? { model: g.model!, attempts: 0, failures: 0, tokens: 0, cost: 0 };
+      const m = c.models.get(g.model!) ?? { model: g.model!, attempts: 0, failures: 0, tokens: 0, cost: new MoneySum() };
       m.attempts += g.rows;
       if (g.status !== 'success') m.failures += g.rows;
       m.tokens += g.tokens;
-      m.cost = addMoney(m.cost, g.cost);
+      m.cost.add(g.cost);
       c.models.set(g.model!, m);
     }
     const list = [...combos.entries()].map(([name, c]) => {
-      const models = [...c.models.values()];
+      const models = [...c.models.values()].map((m) => ({ ...m, cost: m.cost.value }));
       const tokens = models.reduce((s, m) => s + m.tokens, 0);
       const cost = MoneySum.of(models.map((m) => m.cost));
       return {

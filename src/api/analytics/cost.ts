@@ -10,7 +10,7 @@ import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, invalid, iso, money, parseMonth, pct, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
 import { DAY_MS } from '../../core/windows.js';
-import { addMoney } from '../../store/decimal.js';
+import { MoneySum, moneyUnits } from '../../store/decimal.js';
 
 export const GROUPS: readonly ProviderGroup[] = ['subscription', 'paid', 'free'];
 
@@ -24,12 +24,29 @@ export interface Spend {
 /** The sums a spend reads. */
 const SPEND = ['rows', 'tokens', 'cost', 'listCost'] as const;
 
-const zero = (): Spend => ({ requests: 0, tokens: 0, cost: 0, list_cost: 0 });
-const add = (s: Spend, g: Group): void => {
-  s.requests += g.rows;
-  s.tokens += g.tokens;
-  s.cost = addMoney(s.cost, g.cost);
-  s.list_cost = addMoney(s.list_cost, g.listCost);
+/** A spend being summed: its money exactly (MoneySum), made a Spend once every group is in. */
+class SpendSum {
+  requests = 0;
+  tokens = 0;
+  readonly cost = new MoneySum();
+  readonly listCost = new MoneySum();
+
+  get spend(): Spend {
+    return { requests: this.requests, tokens: this.tokens, cost: this.cost.value, list_cost: this.listCost.value };
+  }
+}
+
+/** A group into each of `sums` (those there are), its costs made units once for all of them. */
+const add = (sums: readonly (SpendSum | undefined)[], g: Group): void => {
+  const cost = moneyUnits(g.cost);
+  const listCost = moneyUnits(g.listCost);
+  for (const s of sums) {
+    if (s === undefined) continue;
+    s.requests += g.rows;
+    s.tokens += g.tokens;
+    s.cost.addUnits(cost);
+    s.listCost.addUnits(listCost);
+  }
 };
 const rounded = (s: Spend): Spend => ({ ...s, cost: money(s.cost), list_cost: money(s.list_cost) });
 /** USD per 1M tokens; null when no token was used. */
@@ -78,17 +95,20 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
     const groups = await aggregate(store, { from, to, by: ['kind', 'provider_group', 'provider'], filters: { kinds }, sums: SPEND });
     const { requests, usage } = split(groups, keepalive);
 
-    const all = zero();
-    const byGroup = new Map<string, Spend>(GROUPS.map((g) => [g, zero()]));
-    const byProvider = new Map<string, Spend & { group: string }>();
+    const allSum = new SpendSum();
+    const groupSums = new Map<string, SpendSum>(GROUPS.map((g) => [g, new SpendSum()]));
+    const providerSums = new Map<string, { group: string; sum: SpendSum }>();
     for (const g of usage) {
-      add(all, g);
-      const grp = byGroup.get(g.provider_group!);
-      if (grp !== undefined) add(grp, g);
-      const p = byProvider.get(g.provider!) ?? { ...zero(), group: g.provider_group! };
-      add(p, g);
-      byProvider.set(g.provider!, p);
+      let p = providerSums.get(g.provider!);
+      if (p === undefined) {
+        p = { group: g.provider_group!, sum: new SpendSum() };
+        providerSums.set(g.provider!, p);
+      }
+      add([allSum, groupSums.get(g.provider_group!), p.sum], g);
     }
+    const all = allSum.spend;
+    const byGroup = new Map([...groupSums].map(([g, s]) => [g, s.spend]));
+    const byProvider = new Map([...providerSums].map(([id, p]) => [id, { ...p.sum.spend, group: p.group }]));
 
     // Month to date: from the 1st of the report's month to the end of the report's window (the whole month for a
     // month report). The projection: a day report's spend x 30; a month report's average per elapsed day x 30.
@@ -96,9 +116,9 @@ export const costRoutes: FastifyPluginAsync<{ store: Store; config: ConfigHolder
     let mtd = { requests, usage: all };
     if (period === 'day') {
       const m = split(await aggregate(store, { from: mFrom, to, by: ['kind'], filters: { kinds }, sums: SPEND }), keepalive);
-      const spend = zero();
-      for (const g of m.usage) add(spend, g);
-      mtd = { requests: m.requests, usage: spend };
+      const spend = new SpendSum();
+      for (const g of m.usage) add([spend], g);
+      mtd = { requests: m.requests, usage: spend.spend };
     }
     const days = period === 'day' ? 1 : t >= to ? Math.round((to - from) / DAY_MS) : t < from ? 0 : Math.floor((today - from) / DAY_MS) + 1;
     const base = period === 'day' ? all : mtd.usage;

@@ -7,7 +7,7 @@ import { aggregate, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { localDate, localDay, localHours, offsetLabel, type LocalHour } from '../../core/tz.js';
-import { MoneySum, addMoney } from '../../store/decimal.js';
+import { MoneySum } from '../../store/decimal.js';
 
 interface Entry {
   hour: string;
@@ -27,15 +27,15 @@ const fold = (groups: readonly Group[], keepalive: boolean) => {
   const client = new Set<string>(CLIENT_KINDS);
   let requests = 0;
   let tokens = 0;
-  let cost = 0;
+  const cost = new MoneySum();
   for (const g of groups) {
     if (client.has(g.kind!)) requests += g.rows;
     if (usage.has(g.kind!)) {
       tokens += g.tokens;
-      cost = addMoney(cost, g.cost);
+      cost.add(g.cost);
     }
   }
-  return { requests, tokens, cost: money(cost) };
+  return { requests, tokens, cost: money(cost.value) };
 };
 
 /**

@@ -6,7 +6,7 @@ import { aggregateWindows, type Group } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, pct, usageKinds } from './params.js';
-import { addMoney } from '../../store/decimal.js';
+import { MoneySum } from '../../store/decimal.js';
 
 export const OVERVIEW_PERIODS: readonly Period[] = ['today', 'week', 'month'];
 
@@ -17,7 +17,7 @@ function stats(w: { from: number; to: number }, groups: readonly Group[], keepal
   let successes = 0;
   let successMs = 0;
   let tokens = 0;
-  let cost = 0;
+  const costSum = new MoneySum();
   const models = new Map<string, { tokens: number; calls: number }>();
   for (const g of groups) {
     if (client.has(g.kind!)) {
@@ -29,7 +29,7 @@ function stats(w: { from: number; to: number }, groups: readonly Group[], keepal
     }
     if (usage.has(g.kind!)) {
       tokens += g.tokens;
-      cost = addMoney(cost, g.cost);
+      costSum.add(g.cost);
       const m = models.get(g.model!) ?? { tokens: 0, calls: 0 };
       m.tokens += g.tokens;
       m.calls += g.rows;
@@ -49,7 +49,7 @@ function stats(w: { from: number; to: number }, groups: readonly Group[], keepal
     to: iso(w.to),
     requests,
     tokens,
-    cost: money(cost),
+    cost: money(costSum.value),
     avg_response_s: successes === 0 ? null : Number((successMs / successes / 1000).toFixed(3)),
     success_rate_pct: requests === 0 ? null : pct(successes, requests),
     top_model: top === null ? null : { model: top.model, tokens: top.tokens, share_pct: pct(top.tokens, tokens) },

@@ -8,7 +8,7 @@ import type { Store } from '../../store/client.js';
 import { CLIENT_KINDS, reportKinds, QueryReader, iso, money, usageKinds } from './params.js';
 import { own } from '../../core/own.js';
 import { DAY_MS } from '../../core/windows.js';
-import { addMoney } from '../../store/decimal.js';
+import { MoneySum, moneyUnits } from '../../store/decimal.js';
 
 export const PROJECTION_DAYS = 7;
 const MONTH_DAYS = 30;
@@ -33,12 +33,13 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
     const client = new Set<string>(CLIENT_KINDS);
     const groups = await aggregate(store, { from, to, by: ['day', 'kind', 'provider'], filters: { kinds: reportKinds(keepalive) }, sums: SUMS });
 
-    const days = new Map<string, { date: string; requests: number; tokens: number; cost: number }>();
-    for (let d = from; d < to; d += DAY_MS) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: 0 });
-    const providers = new Map<string, { tokens: number; cost: number }>();
+    // Money is summed exactly (MoneySum), each group's cost made units once for the three sums it goes to.
+    const days = new Map<string, { date: string; requests: number; tokens: number; cost: MoneySum }>();
+    for (let d = from; d < to; d += DAY_MS) days.set(iso(d).slice(0, 10), { date: iso(d).slice(0, 10), requests: 0, tokens: 0, cost: new MoneySum() });
+    const providers = new Map<string, { tokens: number; cost: MoneySum }>();
     let requests = 0;
     let tokens = 0;
-    let cost = 0;
+    const costSum = new MoneySum();
     for (const g of groups) {
       const day = days.get(g.day!);
       if (client.has(g.kind!)) {
@@ -47,16 +48,19 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
       }
       if (!usage.has(g.kind!)) continue;
       tokens += g.tokens;
-      cost = addMoney(cost, g.cost);
+      const units = moneyUnits(g.cost);
+      costSum.addUnits(units);
       if (day !== undefined) {
         day.tokens += g.tokens;
-        day.cost = addMoney(day.cost, g.cost);
+        day.cost.addUnits(units);
       }
-      const p = providers.get(g.provider!) ?? { tokens: 0, cost: 0 };
+      const p = providers.get(g.provider!) ?? { tokens: 0, cost: new MoneySum() };
       p.tokens += g.tokens;
-      p.cost = addMoney(p.cost, g.cost);
+      p.cost.addUnits(units);
       providers.set(g.provider!, p);
     }
+    const cost = costSum.value;
+    const providerCosts = [...providers.entries()].map(([id, p]) => [id, { tokens: p.tokens, cost: p.cost.value }] as const);
     return {
       basis: 'last_7_full_days',
       days: PROJECTION_DAYS,
@@ -66,8 +70,8 @@ export const projectionRoutes: FastifyPluginAsync<{ store: Store; config: Config
       totals: { requests, tokens, cost: money(cost) },
       daily_average: { requests: Number((requests / PROJECTION_DAYS).toFixed(2)), tokens: Math.round(tokens / PROJECTION_DAYS), cost: money(cost / PROJECTION_DAYS) },
       monthly: { tokens: Math.round((tokens * MONTH_DAYS) / PROJECTION_DAYS), cost: money((cost * MONTH_DAYS) / PROJECTION_DAYS) },
-      daily: [...days.values()].map((d) => ({ ...d, cost: money(d.cost) })),
-      providers: [...providers.entries()]
+      daily: [...days.values()].map((d) => ({ ...d, cost: money(d.cost.value) })),
+      providers: providerCosts
         .map(([id, p]) => ({
           provider: id, name: own(config.current.providers, id)?.name ?? id, group: own(config.current.providers, id)?.group ?? null,
           tokens: p.tokens, cost: money(p.cost), ...avg(p.tokens, p.cost),

@@ -7,7 +7,7 @@ import { aggregate } from '../../store/aggregate.js';
 import type { Store } from '../../store/client.js';
 import { PERIODS, isPeriod, periodWindow, readEnd, type Period } from '../../ledger/periods.js';
 import { CLIENT_KINDS, reportKinds, FILTER_PARAMS, QueryReader, filtersEcho, iso, money, usageKinds } from './params.js';
-import { MoneySum, addMoney } from '../../store/decimal.js';
+import { MoneySum } from '../../store/decimal.js';
 
 /** `period` (default `today`); an unknown one is a 400 TOLLGATE_ERR_INVALID_PERIOD that lists the accepted ones. */
 export function readPeriod(q: QueryReader): Period {
@@ -42,20 +42,20 @@ export const usageRoutes: FastifyPluginAsync<{ store: Store; now?: () => number 
     const client = new Set<string>(CLIENT_KINDS);
     // Rows of paid models with no price anywhere (counted in the same read): their cost is unknown, so the model's
     // (and the summary's) cost is a lower bound, said with `cost_known: false` and `unpriced_requests` (docs/catalog.md).
-    const models = new Map<string, { model: string; requests: number; tokens: number; cost: number; unpriced: number }>();
+    const models = new Map<string, { model: string; requests: number; tokens: number; cost: MoneySum; unpriced: number }>();
     let requests = 0;
     for (const g of groups) {
       if (client.has(g.kind!)) requests += g.rows;
       if (!usage.has(g.kind!)) continue;
-      const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: 0, unpriced: 0 };
+      const m = models.get(g.model!) ?? { model: g.model!, requests: 0, tokens: 0, cost: new MoneySum(), unpriced: 0 };
       m.requests += g.rows;
       m.tokens += g.tokens;
-      m.cost = addMoney(m.cost, g.cost);
+      m.cost.add(g.cost);
       m.unpriced += g.unpriced;
       models.set(g.model!, m);
     }
     const byModel = [...models.values()]
-      .map(({ unpriced, ...m }) => ({ ...m, cost: money(m.cost), ...unknownCost(unpriced) }))
+      .map(({ unpriced, ...m }) => ({ ...m, cost: money(m.cost.value), ...unknownCost(unpriced) }))
       .sort((a, b) => b.tokens - a.tokens || (a.model < b.model ? -1 : a.model > b.model ? 1 : 0));
     const summary = {
       requests,
