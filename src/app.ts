@@ -37,6 +37,7 @@ import { openSpool } from './store/spool-open.js';
 import { Metrics } from './telemetry/metrics.js';
 import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './ledger/ledger.js';
+import { uuidv7 } from './ledger/uuidv7.js';
 import { Router } from './routing/router.js';
 import { CredentialStore } from './providers/credentials.js';
 import { OAuthSession } from './providers/oauth.js';
@@ -141,7 +142,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     trustProxy: cfg.server.trust_proxy.length === 0 ? false : [...cfg.server.trust_proxy],
     // Malformed URLs and bytes the HTTP parser refuses are answered in the one error shape too (http-errors.ts).
     frameworkErrors,
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler({ newRequestId: () => uuidv7() }),
     // Fastify's schema compilers (and Ajv) are loaded by the first route that needs one, not at start.
     schemaController: { compilersFactory: lazyCompilersFactory },
   });

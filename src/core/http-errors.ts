@@ -43,34 +43,46 @@ export function parserError(err: { code?: string }): TollgateError {
 }
 
 /**
- * Sockets whose request `server.request_timeout_s` cut (answered 400 here): the request's own error handler records
- * the 400 it got, not a client that left (pipeline/request.ts, answerRefusal).
+ * Sockets whose request `server.request_timeout_s` cut (answered 400 here), each with the request id that answer
+ * carried (`x-request-id` and the body's `request_id`): the request's own error handler records the 400 it got under
+ * that id, not a client that left (pipeline/request.ts, answerRefusal). Without a row (a route that records none, or
+ * headers that never ended) the id is the one in the log line.
  */
-export const timedOutSockets = new WeakSet<Socket>();
+export const timedOutSockets = new WeakMap<Socket, string>();
+
+export interface ClientErrorOptions {
+  /** A new request id (the ledger's UUIDv7): the id a timed-out request's 400 and its row share. */
+  readonly newRequestId: () => string;
+}
 
 /**
  * fastify's `clientErrorHandler` option (Node's 'clientError' event): answer on the socket, then close it. A reset
- * connection, or one that can no longer be written to, is only destroyed.
+ * connection, or one that can no longer be written to, is only destroyed. The answer is written before any handler
+ * of the request exists, so a request cut by `server.request_timeout_s` is given its request id here.
  */
-export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
-  if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
-    socket.destroy();
-    return;
-  }
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') timedOutSockets.add(socket);
-  const e = parserError(err);
-  this.log.info({ code: e.code, cause: err.code }, e.message);
-  const body = JSON.stringify(errorBody(e, null));
-  const head = [
-    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Bad Request'}`,
-    'content-type: application/json',
-    `content-length: ${Buffer.byteLength(body)}`,
-    'connection: close',
-  ];
-  // end() rather than write() + destroy(): the answer is flushed before the socket goes; a peer that never reads
-  // it does not keep the socket open for long.
-  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
-  setTimeout(() => socket.destroy(), 1000).unref();
+export function clientErrorHandler(opts: ClientErrorOptions): (this: FastifyInstance, err: Error & { code?: string }, socket: Socket) => void {
+  return function answerOnSocket(this: FastifyInstance, err: Error & { code?: string }, socket: Socket): void {
+    if (err.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const requestId = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? opts.newRequestId() : null;
+    if (requestId !== null) timedOutSockets.set(socket, requestId);
+    const e = parserError(err);
+    this.log.info({ code: e.code, cause: err.code, ...(requestId === null ? {} : { requestId }) }, e.message);
+    const body = JSON.stringify(errorBody(e, requestId));
+    const head = [
+      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Bad Request'}`,
+      'content-type: application/json',
+      `content-length: ${Buffer.byteLength(body)}`,
+      ...(requestId === null ? [] : [`x-request-id: ${requestId}`]),
+      'connection: close',
+    ];
+    // end() rather than write() + destroy(): the answer is flushed before the socket goes; a peer that never reads
+    // it does not keep the socket open for long.
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 1000).unref();
+  };
 }
 
 /**

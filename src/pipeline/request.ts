@@ -177,9 +177,11 @@ export function isGateRefusal(err: unknown): boolean {
  * that leaves later is), logged at info, and not answered: nobody is there.
  */
 export function answerRefusal(ctx: GatewayContext, req: FastifyRequest, reply: FastifyReply, err: unknown, endpoint: string | undefined): FastifyReply | undefined {
-  if (clientLeft(err, req) && req.raw.socket !== null && timedOutSockets.has(req.raw.socket)) {
-    // Cut by server.request_timeout_s, and answered 400 on the socket already (core/http-errors.ts): the row says so.
-    if (endpoint !== undefined) recordRejected(ctx, req, endpoint, { status: 'failure', httpStatus: 400, errorType: 'TOLLGATE_ERR_BAD_REQUEST' });
+  const timedOut = req.raw.socket === null ? undefined : timedOutSockets.get(req.raw.socket);
+  if (clientLeft(err, req) && timedOut !== undefined) {
+    // Cut by server.request_timeout_s, and answered 400 on the socket already (core/http-errors.ts): the row says so,
+    // under the request id that answer carried.
+    if (endpoint !== undefined) recordRejected(ctx, req, endpoint, { status: 'failure', httpStatus: 400, errorType: 'TOLLGATE_ERR_BAD_REQUEST', requestId: timedOut });
     reply.hijack();
     return undefined;
   }
@@ -209,11 +211,14 @@ function clientLeft(err: unknown, req: FastifyRequest): boolean {
   return (e?.code === 'ECONNRESET' || e?.message === 'aborted') && (req.raw.destroyed || req.raw.socket?.destroyed !== false);
 }
 
+/** How a request refused or abandoned before its handler ran ended; `requestId` if its answer already carried one. */
+type Rejection = Pick<Outcome, 'status' | 'httpStatus' | 'errorType'> & { readonly requestId?: string };
+
 /** Record a request refused or abandoned before its handler ran. Returns its request id. */
-function recordRejected(ctx: GatewayContext, req: FastifyRequest, endpoint: string, how: Pick<Outcome, 'status' | 'httpStatus' | 'errorType'>): string {
+function recordRejected(ctx: GatewayContext, req: FastifyRequest, endpoint: string, how: Rejection): string {
   const t0 = performance.now();
   const startedAt = Date.now();
-  const requestId = uuidv7(startedAt);
+  const requestId = how.requestId ?? uuidv7(startedAt);
   const trace = ctx.tracing.start(req.headers, endpoint);
   const outcome = newOutcome();
   outcome.status = how.status;

@@ -37,6 +37,11 @@ t.test('a body that never comes: answered "not received in time" and the socket 
     if (rows.length === 0) await new Promise((r) => setTimeout(r, 100));
   }
   t.match(rows, [{ status: 'failure', http_status: 400, error_type: 'TOLLGATE_ERR_BAD_REQUEST' }], 'the row: the 400 it was answered');
+  // the answer carries the row's id, as every data-plane answer does (it is written before the request's handler exists)
+  const headerId = /\r\nx-request-id: ([0-9a-f-]{36})\r\n/i.exec(answer)?.[1];
+  t.equal(headerId, rows[0]?.request_id, 'x-request-id is the row\'s request_id');
+  const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: { request_id: unknown } };
+  t.equal(body.error.request_id, rows[0]?.request_id, 'and so is the error body\'s request_id');
   t.match(await gw.metrics(), /tollgate_requests_total\{[^}]*status="failure"[^}]*\} 1/, 'counted as a failure');
 });
 
