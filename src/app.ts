@@ -22,7 +22,7 @@ import { usageRoutes } from './api/usage.js';
 import { analyticsRoutes } from './api/analytics/index.js';
 import { Dispatcher } from './providers/transport.js';
 import { dataPlaneEndpoint, noRoute, proxyRoutes } from './pipeline/routes.js';
-import { answerRefusal, isGateRefusal } from './pipeline/request.js';
+import { answerRefusal, clientLeft, isGateRefusal } from './pipeline/request.js';
 import { Upstream } from './pipeline/upstream.js';
 import { Drain, STORE_STEPS_MS } from './pipeline/drain.js';
 import type { GatewayContext } from './pipeline/context.js';
@@ -320,7 +320,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done(null, payload);
   });
   const ctx: GatewayContext = { config: holder, upstream, tracing: new Tracing(opts.tracerProvider), ledger, router, closing: () => drain.closing };
-  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, isGateRefusal(err) ? err : (noRoute(req) ?? err), dataPlaneEndpoint(req)));
+  // A path a wildcard took without a route of its own is answered its 404, unless the client left: then it is a hangup.
+  app.setErrorHandler((err, req, reply) => answerRefusal(ctx, req, reply, isGateRefusal(err) || clientLeft(err, req) ? err : (noRoute(req) ?? err), dataPlaneEndpoint(req)));
   app.setNotFoundHandler((req, reply) => {
     const e = new TollgateError('TOLLGATE_ERR_NOT_FOUND', `no route for ${req.method} ${req.url.split('?')[0]}`);
     return reply.code(e.status).send(errorBody(e, null));

@@ -206,7 +206,7 @@ export function logRefusal(req: FastifyRequest, err: unknown): TollgateError {
 }
 
 /** The request's socket closed under it while its body was read (Node's `aborted`, ECONNRESET). */
-function clientLeft(err: unknown, req: FastifyRequest): boolean {
+export function clientLeft(err: unknown, req: FastifyRequest): boolean {
   const e = err as { code?: unknown; message?: unknown } | null;
   return (e?.code === 'ECONNRESET' || e?.message === 'aborted') && (req.raw.destroyed || req.raw.socket?.destroyed !== false);
 }
