@@ -100,6 +100,11 @@ async function writeAtomic(path: string, data: string, how: 'replace' | 'create'
   await dir?.close();
 }
 
+// The files as errors name them: relative to storage.data_dir, never the server's path (an error reaches API clients:
+// a request to an OAuth provider, the console's sign-in). The operator knows data_dir; pathFor gives the whole path.
+const SHOWN_DIR = 'storage.data_dir/credentials';
+const SHOWN_KEY = 'storage.data_dir/secret.key';
+
 export class CredentialStore {
   readonly #dataDir: string;
   readonly #dir: string;
@@ -149,15 +154,15 @@ export class CredentialStore {
     } catch {
       envelope = undefined;
     }
-    if (!isEnvelope(envelope)) throw authError(providerId, `in ${path} are not a credentials file this version understands`);
+    if (!isEnvelope(envelope)) throw authError(providerId, `in ${SHOWN_DIR}/${providerId}.json.enc are not a credentials file this version understands`);
     if (envelope.key === 'env' && this.#secret === undefined) {
       throw authError(providerId, 'were encrypted with TOLLGATE_SECRET_KEY, which is not set');
     }
     if (envelope.key === 'file' && this.#secret !== undefined) {
-      throw authError(providerId, `were encrypted with ${join(this.#dataDir, 'secret.key')}, but TOLLGATE_SECRET_KEY is set`);
+      throw authError(providerId, `were encrypted with ${SHOWN_KEY}, but TOLLGATE_SECRET_KEY is set`);
     }
     const key = envelope.key === 'env' ? await deriveKey(this.#secret!, Buffer.from(envelope.salt!, 'base64')) : await this.#keyFromFile(false);
-    if (key === null) throw authError(providerId, `cannot be decrypted: ${join(this.#dataDir, 'secret.key')} is missing`);
+    if (key === null) throw authError(providerId, `cannot be decrypted: ${SHOWN_KEY} is missing`);
     let plain: string;
     try {
       // the tag length is fixed: a truncated tag must not be accepted
@@ -166,7 +171,7 @@ export class CredentialStore {
       decipher.setAuthTag(Buffer.from(envelope.tag, 'base64'));
       plain = Buffer.concat([decipher.update(Buffer.from(envelope.ciphertext, 'base64')), decipher.final()]).toString('utf8');
     } catch {
-      const which = envelope.key === 'env' ? 'TOLLGATE_SECRET_KEY' : join(this.#dataDir, 'secret.key');
+      const which = envelope.key === 'env' ? 'TOLLGATE_SECRET_KEY' : SHOWN_KEY;
       throw authError(providerId, `cannot be decrypted (a different ${which}, or the file was modified)`);
     }
     let tokens: unknown;
@@ -205,7 +210,7 @@ export class CredentialStore {
     const path = join(this.#dataDir, 'secret.key');
     let text: string | null = await readFile(path, 'utf8').catch((err: NodeJS.ErrnoException) => {
       if (err.code === 'ENOENT') return null;
-      throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `${path} cannot be read (${err.code ?? 'error'})`);
+      throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `${SHOWN_KEY} cannot be read (${err.code ?? 'error'})`, { cause: err });
     });
     if (text === null) {
       if (!create) return null;
@@ -221,7 +226,7 @@ export class CredentialStore {
     if (key.length !== KEY_BYTES) {
       throw new TollgateError(
         'TOLLGATE_ERR_PROVIDER_AUTH',
-        `${path} does not hold a ${KEY_BYTES}-byte base64 key; remove it to have a new one made, then run \`tollgate connect\` again for every OAuth provider`,
+        `${SHOWN_KEY} does not hold a ${KEY_BYTES}-byte base64 key; remove it to have a new one made, then run \`tollgate connect\` again for every OAuth provider`,
       );
     }
     this.#fileKey = key; // only a key that exists is remembered: a missing one may be created later

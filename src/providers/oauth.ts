@@ -385,10 +385,16 @@ export class OAuthSession {
     try {
       await this.#store.save(id, tokens);
     } catch (err) {
-      // the new tokens are in memory and serve this process; the next refresh saves again
-      const reason = err instanceof Error ? err.message : String(err);
-      throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${id}': refreshed tokens could not be saved (${reason})`, { cause: err });
+      // the new tokens are in memory and serve this process; the next refresh saves again. The client is told the
+      // error's code, not its message: Node's file-system errors quote the server's paths (the log has the cause).
+      throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${id}': refreshed tokens could not be saved under storage.data_dir/credentials (${saveFailure(err)})`, { cause: err });
     }
     return tokens;
   }
+}
+
+/** Why a save failed, without a path: a file-system error's code (EACCES, ENOSPC, ...), or the store's own message. */
+function saveFailure(err: unknown): string {
+  if (err instanceof TollgateError) return err.message;
+  return (err as NodeJS.ErrnoException | null)?.code ?? 'error';
 }
