@@ -413,6 +413,29 @@ t.test('webhook: a short password in the URL is kept out of the recorded error t
   t.notMatch(error, /hunter2/, 'a 7-character password: scrubbed (the shared redaction leaves strings under 8 alone)');
 });
 
+// A 1- or 2-character password was passed over (cut out alone from 3 characters: shorter, it would take letters out
+// of every word): a receiver that echoed the credentials it got, or quoted the URL, put it in the recorded error (the
+// alerts API, the log). It is cut out where the userinfo is written, at any length: the `user:pass` pair, `:pass@`,
+// and any quoted URL's userinfo; the rest of the message stays whole.
+t.test('webhook: a 1- or 2-character password is kept out of the recorded error, and the message stays readable', async (t) => {
+  const { listenLoopback } = await import('../helpers/loopback.js');
+  const lb = await listenLoopback(t, async (req, res) => {
+    for await (const _ of req);
+    const creds = Buffer.from(String(req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString();
+    const quoted = `http://${creds.split(':').map(encodeURIComponent).join(':')}@127.0.0.1/`;
+    res.writeHead(500, { 'content-type': 'text/plain' }).end(`max retries exceeded for ${creds}; see ${quoted} or ${JSON.stringify({ url: quoted }).replaceAll('/', '\\/')}`);
+  }, (_e, res) => res.writeHead(500).end());
+  for (const [userinfo, password] of [['ops:x', 'x'], ['ops:q7', 'q7'], [':z9', 'z9'], ['o%3Ap:%7E', '~']] as const) {
+    const { n, results } = notifier(t, [webhookChannel({ url: `http://${userinfo}@127.0.0.1:${lb.port}/h`, secret: SECRET })], { retries: 0 });
+    n.notify(alert());
+    await n.drain();
+    const error = results[0]?.[1].error ?? '';
+    const said = 'webhook: HTTP 500 max retries exceeded for ***; see http://***@127.0.0.1/ or {"url":"http:\\/\\/***@127.0.0.1\\/"}';
+    t.equal(error, said, `${userinfo}: the words kept, the credentials out`);
+    t.notOk([`:${password}`, `:${encodeURIComponent(password)}`].some((p) => error.includes(p)), `${userinfo}: the password nowhere`);
+  }
+});
+
 t.test('webhook: with a user in the URL, an echoed short path token is still cut out whole', async (t) => {
   const hook = await receiver(t, () => 404);
   const u = new URL(hook.url);

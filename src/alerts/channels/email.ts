@@ -9,7 +9,7 @@
 
 import type { Transporter } from 'nodemailer';
 import type { Alert, Channel } from '../types.js';
-import { credentials } from './credentials.js';
+import { credentials, withoutUrlUserinfo } from './credentials.js';
 
 export interface EmailChannelConfig {
   /** `smtp://` or `smtps://`, optionally with `user:pass@` and nodemailer query options. */
@@ -109,7 +109,7 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
 function scrub(msg: string, secrets: readonly string[]): string {
   let out = msg;
   for (const s of secrets) out = out.split(s).join('***');
-  return out.replace(/\s+/g, ' ').trim().slice(0, 500);
+  return withoutUrlUserinfo(out).replace(/\s+/g, ' ').trim().slice(0, 500);
 }
 
 function describe(err: unknown, sendTimeoutMs: number): string {

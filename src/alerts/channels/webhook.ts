@@ -14,7 +14,7 @@ import type { Agent } from 'undici';
 import { undici } from '../../core/undici.js';
 import { withoutSecrets } from '../../core/secrets.js';
 import type { Alert, Channel } from '../types.js';
-import { credentials } from './credentials.js';
+import { credentials, decoded, withoutUrlUserinfo } from './credentials.js';
 
 export interface WebhookChannelConfig {
   readonly url: string;
@@ -86,15 +86,6 @@ export function verifySignature(
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
 
-/** `x` percent-decoded, or as it is when it does not decode. */
-function decoded(x: string): string {
-  try {
-    return decodeURIComponent(x);
-  } catch {
-    return x;
-  }
-}
-
 export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOptions = {}): Channel {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const now = opts.now ?? Date.now;
@@ -113,8 +104,8 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   // The URL's user and password (`https://user:pass@host/...`) are sent as HTTP Basic authentication, as curl sends
   // them: undici drops them from a URL (a receiver behind Basic auth refused every delivery, nothing saying why).
   const basic = url.username === '' && url.password === '' ? null : `Basic ${Buffer.from(`${decoded(url.username)}:${decoded(url.password)}`).toString('base64')}`;
-  // Cut out of an error page that echoes them from 3 characters (a short password too), and the header's base64.
-  // The user too: `https://TOKEN@host/...` carries its token as the user.
+  // Cut out of an error page that echoes them: alone from 3 characters, as the `user:pass` pair at any length
+  // (credentials.ts), and the header's base64. The user too: `https://TOKEN@host/...` carries its token as the user.
   const userinfo = basic === null ? [] : [basic.slice('Basic '.length), ...credentials(url, cfg.url)];
   url.username = '';
   url.password = '';
@@ -164,7 +155,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
         let snippet = answer;
         // Longest first: the whole path before the user name that may be in it.
         for (const x of [...userinfo, ...secrets].sort((a, b) => b.length - a.length)) snippet = snippet.split(x).join('***');
-        snippet = withoutSecrets(snippet, tokens);
+        snippet = withoutUrlUserinfo(withoutSecrets(snippet, tokens));
         snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
         throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
       }
