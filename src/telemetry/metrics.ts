@@ -157,7 +157,8 @@ export class Metrics {
 
   /**
    * The series of what the config names exist from the start, at 0, as the alerting series do: each listed model's
-   * requests by outcome and tokens by type (its cost and list cost come with its series), each combo's requests by
+   * requests by outcome and tokens by type (its cost and list cost come with its series), its GenAI histograms (a
+   * success's duration, token usage in and out, time to first token), each combo's requests by
    * outcome and its listed members' attempts. A series made at its first event is first scraped with that event
    * already in it, which increase() and rate() never count: after every start a dashboard missed each model's first
    * requests (all of a quiet one's). Called at start and on every reload; a model removed keeps its series.
@@ -168,6 +169,13 @@ export class Metrics {
         const s = this.#series(id, `${id}/${modelId}`, modelId, p.group);
         for (const status of OUTCOMES) s.request(status);
         for (const b of USAGE_BUCKETS) s.tokens(b);
+        // The histograms too (buckets, _sum, _count at 0), so histogram_quantile() and rate(_count) have a series to
+        // show 0 on: the duration of a success (error_type ''; a failure's code is known only when it happens), the
+        // tokens in and out, the time to the first token. 70 series a model (docs/observability.md).
+        s.duration('');
+        s.usageIn();
+        s.usageOut();
+        s.ttft();
       }
     }
     for (const [combo, c] of Object.entries(cfg.combos)) {
