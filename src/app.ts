@@ -39,6 +39,7 @@ import { Tracing } from './telemetry/tracing.js';
 import { Ledger } from './ledger/ledger.js';
 import { uuidv7 } from './ledger/uuidv7.js';
 import { Router } from './routing/router.js';
+import { StartHold } from './routing/start-hold.js';
 import { CredentialStore } from './providers/credentials.js';
 import { OAuthSession } from './providers/oauth.js';
 import { switchTargetExists } from './routing/auto-switch.js';
@@ -245,8 +246,14 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   const alerting = createAlerting({ store, config: holder, quota, metrics, log, fence: writer, unstored, reported: () => reported.all((id) => Object.hasOwn(holder.current.providers, id)) });
   // OAuth providers: tokens stored (encrypted) under data_dir by `tollgate connect`, refreshed before they expire.
   const credentials = new CredentialStore(cfg.storage.data_dir);
+  // Until the first evaluation after this start (alerting.evaluated, below), a request whose routing reads the budget's or the
+  // quota's figures waits for them, storage.request_timeout_ms at most from the first one held (routing/start-hold.ts).
+  const hold = new StartHold({
+    boundMs: () => holder.current.storage.request_timeout_ms,
+    expired: (ms, waiting) => log.warn({ ms, waiting }, 'routing: the budget and quota figures are not known yet (the store is not open): requests are routed without them'),
+  });
   const router = new Router(() => holder.current, {
-    gates: { quota, budget: alerting.budget },
+    gates: { quota, budget: alerting.budget, hold },
     onCool: (connectionId, reason) => metrics.cooled(connectionId, reason),
     tokens: (providerId, settings) => new OAuthSession(providerId, settings, credentials),
   });
@@ -296,6 +303,10 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await alerting.start();
   });
   storeReady.catch(() => undefined); // closed before the store opened: nothing to report
+  // The first evaluation has run, or never will (the start failed, or the app closed first): the requests held are
+  // routed. Not storeReady's own end: alerting.start waits for the evaluations a backlog being written asks for too.
+  void alerting.evaluated.then(() => hold.release());
+  storeReady.then(() => hold.release(), () => hold.release());
   app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, storeReady, live, instanceId, routes });
   app.addHook('onRoute', (r) => {
     for (const method of [r.method].flat()) routes.push({ method, url: r.url });

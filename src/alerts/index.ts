@@ -25,6 +25,8 @@ export interface Alerting {
   /** Writer hook: these rows are in ClickHouse now (the budget stops counting them apart; quota alerts look again). */
   written(ids: readonly string[]): void;
   reconfigure(next: Config): void;
+  /** Resolves when the first evaluation has ended (AlertService.evaluated). */
+  readonly evaluated: Promise<void>;
   start(): Promise<void>;
   close(): Promise<void>;
 }
@@ -84,6 +86,7 @@ export function createAlerting(deps: {
       notifier = build(next);
       void old.close().catch(() => undefined);
     },
+    evaluated: alerts.evaluated,
     start: () => alerts.start(),
     close: () => alerts.close(),
   };

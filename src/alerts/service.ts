@@ -78,6 +78,12 @@ export class AlertService {
   #history: { key: string; days: CostHistory['previousDays'] } | null = null;
   /** This process, for alert claims (a replica or a restart is another instance). */
   readonly #instance = randomUUID();
+  #evaluatedOnce: () => void = () => undefined;
+  /**
+   * Resolves when the first evaluation has ended (its figures in the budget's and the quota's state, or its error
+   * reported): what the start's hold on routing waits for (routing/start-hold.ts), not the evaluations that follow.
+   */
+  readonly evaluated = new Promise<void>((resolve) => (this.#evaluatedOnce = resolve));
 
   constructor(
     deps: {
@@ -148,6 +154,7 @@ export class AlertService {
         } catch (err) {
           this.#events.error(err);
         }
+        this.#evaluatedOnce();
       } while (this.#again && !this.#closed);
     })().finally(() => (this.#running = null));
     return this.#running;

@@ -26,6 +26,14 @@ export interface RequestFacts {
   combo: string;
 }
 
+/** When the requests the start held before their handler arrived (held.ts): their clocks start then. */
+const arrivals = new WeakMap<FastifyRequest, { readonly t0: number; readonly startedAt: number }>();
+
+/** `req` arrived now and waits before its handler: its record is timed from now. */
+export function arrivedHeld(req: FastifyRequest): void {
+  arrivals.set(req, { t0: performance.now(), startedAt: Date.now() });
+}
+
 /** A data-plane request being served: what the handler needs, and what it fills in. */
 export class ClientRequest {
   readonly ctx: GatewayContext;
@@ -48,8 +56,10 @@ export class ClientRequest {
     this.req = req;
     this.reply = reply;
     this.endpoint = endpoint;
-    this.t0 = performance.now();
-    this.startedAt = Date.now();
+    // A request the start held before its handler (held.ts) is timed from its arrival, the wait included.
+    const arrival = arrivals.get(req);
+    this.t0 = arrival?.t0 ?? performance.now();
+    this.startedAt = arrival?.startedAt ?? Date.now();
     this.requestId = uuidv7(this.startedAt);
     reply.header('x-request-id', this.requestId);
     this.trace = ctx.tracing.start(req.headers, endpoint);

@@ -25,6 +25,7 @@ import { COUNT_TOKENS_ROUTE, handleCountTokens, handleGeminiCountTokens } from '
 import { bodyModel, bodyTarget, handlePassthrough, type PassthroughInbound } from './passthrough.js';
 import { handleTranslated } from './translated.js';
 import { logRefusal } from './request.js';
+import { waitForFigures, type HeldRequest } from './held.js';
 import type { InboundSpec } from './forward.js';
 
 export const MESSAGES_ROUTE = '/v1/messages';
@@ -94,6 +95,9 @@ export function geminiPath(rest: string): { model: string; action: string } | nu
   const model = rest.slice(0, colon).replace(/^models\//, '');
   return model === '' ? null : { model, action };
 }
+
+/** The body asks for a stream (OpenAI Chat, Anthropic, Responses). */
+const bodyStream = (body: unknown): boolean => (body as { stream?: unknown } | null)?.stream === true;
 
 const wildcard = (req: FastifyRequest): string => (req.params as { '*'?: string })['*'] ?? '';
 
@@ -178,25 +182,32 @@ async function refuse(reply: FastifyReply, e: TollgateError): Promise<void> {
 export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (app, { ctx }) => {
   const cfg = () => ctx.config.current;
   // The budget gate is asked once per request, here; the handler gets the answer (undefined: the request names no
-  // model, and its handler answers that).
+  // model, and its handler answers that). After a start, a request whose answer reads figures not known yet waits.
   const targetOf = (asked: string | undefined): Target | undefined => (asked === undefined ? undefined : ctx.router.target(asked));
-  app.post(CHAT_ROUTE, (req, reply) => {
-    const target = targetOf(bodyModel(req.body));
-    return chatNeedsTranslation(cfg(), req.body, target) ? handleTranslated(ctx, { codecs: codecFor, inbound: CHAT, target }, req, reply) : handleChat(ctx, req, reply);
-  });
-  app.post(MESSAGES_ROUTE, (req, reply) => {
-    const target = targetOf(bodyModel(req.body));
-    return passesThrough(cfg(), 'anthropic', target)
-      ? handlePassthrough(ctx, { inbound: MESSAGES_PASS, target: target! }, req, reply)
-      : handleTranslated(ctx, { codecs: codecFor, inbound: MESSAGES, target }, req, reply);
-  });
+  /**
+   * Hand the request its target: at once, or, when its routing reads a figure the start has not produced yet, once the
+   * start's hold lets it go (held.ts); a client that left meanwhile is recorded there and not routed.
+   */
+  const routed = (held: Omit<HeldRequest, 'asked'> & { readonly asked: string | undefined }, go: (target: Target | undefined) => Promise<void>): Promise<void> => {
+    const { asked } = held;
+    if (asked === undefined || !ctx.router.mustWait(asked)) return go(targetOf(asked));
+    return waitForFigures(ctx, { ...held, asked }).then((stays) => (stays ? go(targetOf(asked)) : undefined));
+  };
+  const onBody = (req: FastifyRequest, reply: FastifyReply, endpoint: string) => ({ req, reply, endpoint, asked: bodyModel(req.body), stream: bodyStream(req.body) });
+  app.post(CHAT_ROUTE, (req, reply) =>
+    routed(onBody(req, reply, CHAT_ENDPOINT), (target) =>
+      chatNeedsTranslation(cfg(), req.body, target) ? handleTranslated(ctx, { codecs: codecFor, inbound: CHAT, target }, req, reply) : handleChat(ctx, req, reply)));
+  app.post(MESSAGES_ROUTE, (req, reply) =>
+    routed(onBody(req, reply, MESSAGES.endpoint), (target) =>
+      passesThrough(cfg(), 'anthropic', target)
+        ? handlePassthrough(ctx, { inbound: MESSAGES_PASS, target: target! }, req, reply)
+        : handleTranslated(ctx, { codecs: codecFor, inbound: MESSAGES, target }, req, reply)));
   app.post(COUNT_TOKENS_ROUTE, (req, reply) => handleCountTokens(ctx, req, reply));
-  app.post(RESPONSES_ROUTE, (req, reply) => {
-    const target = targetOf(bodyModel(req.body));
-    return passesThrough(cfg(), 'openai-responses', target)
-      ? handlePassthrough(ctx, { inbound: RESPONSES_PASS, target: target! }, req, reply)
-      : handleTranslated(ctx, { codecs: codecFor, inbound: RESPONSES, target }, req, reply);
-  });
+  app.post(RESPONSES_ROUTE, (req, reply) =>
+    routed(onBody(req, reply, RESPONSES.endpoint), (target) =>
+      passesThrough(cfg(), 'openai-responses', target)
+        ? handlePassthrough(ctx, { inbound: RESPONSES_PASS, target: target! }, req, reply)
+        : handleTranslated(ctx, { codecs: codecFor, inbound: RESPONSES, target }, req, reply)));
   const gemini = async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const p = geminiPath(wildcard(req));
     // Not a Gemini call: the same answer as any path without a route, and no usage row.
@@ -205,10 +216,10 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
     if (p.action === 'countTokens') {
       return handleGeminiCountTokens(ctx, p.model, req, reply).catch((err: unknown) => refuse(reply, logRefusal(req, err)));
     }
-    const target = targetOf(p.model);
-    return passesThrough(cfg(), 'gemini', target)
-      ? handlePassthrough(ctx, { inbound: GEMINI_PASS, target: target! }, req, reply)
-      : handleTranslated(ctx, { codecs: codecFor, inbound: GEMINI, target }, req, reply);
+    return routed({ req, reply, endpoint: GEMINI.endpoint, asked: p.model, stream: p.action === 'streamGenerateContent' }, (target) =>
+      passesThrough(cfg(), 'gemini', target)
+        ? handlePassthrough(ctx, { inbound: GEMINI_PASS, target: target! }, req, reply)
+        : handleTranslated(ctx, { codecs: codecFor, inbound: GEMINI, target }, req, reply));
   };
   app.post(GEMINI_ROUTE, gemini);
   app.post(GEMINI_V1_ROUTE, gemini);

@@ -45,12 +45,24 @@ export function switchTargetExists(cfg: Config, to: string): boolean {
   return p !== undefined && (p.allow_unlisted_models || Object.hasOwn(p.models, bare.slice(slash + 1)));
 }
 
-export function autoSwitch(cfg: Config, requested: string, budget: BudgetGate): Target {
+/** Would the auto-switch rewrite `requested` once the budget is exceeded? (A paid model or combo, the switch on.) */
+function switchable(cfg: Config, requested: string): boolean {
   const to = cfg.budgets.auto_switch?.to;
-  if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || spendsNothing(cfg, requested)) return { model: requested, switched: false };
-  if (!switchTargetExists(cfg, to)) return { model: requested, switched: false };
+  if (!cfg.budgets.auto_switch?.enabled || !to || requested === to || spendsNothing(cfg, requested)) return false;
   // A name nothing is configured under is the client's mistake, answered 404 whatever the budget, not another model.
-  if (!switchTargetExists(cfg, requested)) return { model: requested, switched: false };
-  if (!budget.dailyExceeded()) return { model: requested, switched: false };
-  return { model: to, switched: true };
+  return switchTargetExists(cfg, to) && switchTargetExists(cfg, requested);
+}
+
+/**
+ * Does the auto-switch's answer for `requested` depend on the budget gate? True when it would switch it and a daily
+ * budget is set (without one the gate never closes): the requests the start holds until the budget's figures are
+ * known (routing/start-hold.ts).
+ */
+export function budgetDecides(cfg: Config, requested: string): boolean {
+  return cfg.budgets.daily_usd !== undefined && switchable(cfg, requested);
+}
+
+export function autoSwitch(cfg: Config, requested: string, budget: BudgetGate): Target {
+  if (!switchable(cfg, requested) || !budget.dailyExceeded()) return { model: requested, switched: false };
+  return { model: cfg.budgets.auto_switch.to!, switched: true };
 }

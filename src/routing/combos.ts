@@ -69,3 +69,18 @@ export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequ
       return members;
   }
 }
+
+/**
+ * Does a request for `model` (a combo name, suffix allowed) ask the quota gate? A combo skips a member whose provider's
+ * quota is used up (pipeline/combo/attempt.ts), so it does when a member's provider has a quota that can be: the
+ * requests the start holds until the quota's figures are known (routing/start-hold.ts).
+ */
+export function quotaDecides(cfg: Config, model: string): boolean {
+  const combo = comboOf(cfg, parseThinkingSuffix(model).model);
+  if (combo === undefined) return false;
+  return combo.models.some((spec) => {
+    const bare = parseThinkingSuffix(spec).model;
+    const quota = own(cfg.providers, bare.slice(0, Math.max(0, bare.indexOf('/'))))?.quota;
+    return quota !== undefined && quota.kind !== 'unlimited';
+  });
+}

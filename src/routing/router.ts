@@ -1,13 +1,16 @@
 // The routing state of one gateway process: connection choice (round-robin over a provider's connections that are
 // not cooling), cooldowns, each combo's round-robin turn, OAuth access tokens, and its two gates, given to its
-// constructor: the budget gate the auto-switch asks (once per request, by `target`) and the quota gate combos ask.
+// constructor: the budget gate the auto-switch asks (once per request, by `target`) and the quota gate combos ask, and
+// the start's hold on both until their first figures are known (`mustWait`, start-hold.ts).
 // Built once by app.ts; read by the pipeline, /api/quota and /metrics.
 
 import type { Config, OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { connectionsOf, withAccessToken, type Connection } from '../config/connections.js';
 import { Cooldowns, type CooldownState } from './cooldown.js';
-import { autoSwitch, NEVER_EXCEEDED, type BudgetGate, type Target } from './auto-switch.js';
+import { autoSwitch, budgetDecides, NEVER_EXCEEDED, type BudgetGate, type Target } from './auto-switch.js';
+import { quotaDecides } from './combos.js';
+import { StartHold } from './start-hold.js';
 import type { UpstreamFailure } from './failures.js';
 import type { Route } from './resolve.js';
 import { own } from '../core/own.js';
@@ -45,7 +48,12 @@ export interface QuotaGate {
 export interface RouterGates {
   readonly budget?: BudgetGate;
   readonly quota?: QuotaGate;
+  /** Held until the two gates' first figures after the start are known (routing/start-hold.ts); none: never held. */
+  readonly hold?: StartHold;
 }
+
+const RELEASED = new StartHold({ boundMs: () => 0 });
+RELEASED.release();
 
 export interface RouterOptions {
   readonly gates?: RouterGates;
@@ -58,6 +66,7 @@ export class Router {
   readonly cooldowns: Cooldowns;
   readonly budget: BudgetGate;
   readonly quota: QuotaGate;
+  readonly hold: StartHold;
   readonly #config: () => Config;
   readonly #turns = new Map<string, number>();
   readonly #picks = new Map<string, number>();
@@ -69,6 +78,7 @@ export class Router {
     this.#config = config;
     this.budget = opts.gates?.budget ?? NEVER_EXCEEDED;
     this.quota = opts.gates?.quota ?? { exhausted: () => false };
+    this.hold = opts.gates?.hold ?? RELEASED;
     this.#now = opts.now ?? Date.now;
     this.#tokenSources = opts.tokens ?? noTokens;
     this.cooldowns = new Cooldowns(config().routing.cooldown, this.#now, opts.onCool);
@@ -85,6 +95,17 @@ export class Router {
    */
   target(asked: string): Target {
     return autoSwitch(this.#config(), asked, this.budget);
+  }
+
+  /**
+   * Must a request for `asked` wait (`hold.wait`) before `target`? Only while the start's hold is on, and only when
+   * its routing reads a figure not known yet: the budget gate (a paid target with the auto-switch on) or the quota
+   * gate (a combo with a member whose provider has a quota). Every other request is routed at once.
+   */
+  mustWait(asked: string): boolean {
+    if (!this.hold.holding) return false;
+    const cfg = this.#config();
+    return budgetDecides(cfg, asked) || quotaDecides(cfg, asked);
   }
 
   /** The combo's turn for this request (0, 1, 2, ...), for round-robin. */

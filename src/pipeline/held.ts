@@ -1,0 +1,42 @@
+// A request held before its handler by the start's hold (routing/start-hold.ts): its routing reads a budget or quota
+// figure the first evaluation after the start has not produced yet. It waits for it (bounded by the hold), timed from
+// its arrival; a client that leaves meanwhile is recorded as one that left before its upstream call (`aborted`, 499
+// `client_closed`, what markAborted records on every path), and nothing is sent upstream.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
+import { parseThinkingSuffix } from '../wire/thinking.js';
+import type { GatewayContext } from './context.js';
+import { markAborted } from './reply.js';
+import { arrivedHeld, serveRequest } from './request.js';
+import { watchClient } from './upstream.js';
+
+export interface HeldRequest {
+  readonly req: FastifyRequest;
+  readonly reply: FastifyReply;
+  /** The usage-row endpoint of the route. */
+  readonly endpoint: string;
+  /** The model or combo the request names, as the client wrote it. */
+  readonly asked: string;
+  readonly stream: boolean;
+}
+
+/** Wait for the start's hold to release. True: route the request now; false: its client left and it is recorded. */
+export async function waitForFigures(ctx: GatewayContext, held: HeldRequest): Promise<boolean> {
+  const { req, reply } = held;
+  arrivedHeld(req);
+  const watch = watchClient(reply);
+  if (reply.raw.destroyed && !reply.raw.writableFinished) watch.signal.abort();
+  const gone = new Promise<void>((resolve) => (watch.signal.aborted ? resolve() : watch.signal.once('abort', resolve)));
+  try {
+    await ctx.router.hold.wait(gone);
+  } finally {
+    watch.release();
+  }
+  if (!watch.signal.aborted) return true;
+  await serveRequest(ctx, req, reply, held.endpoint, async (request) => {
+    request.named(parseThinkingSuffix(held.asked).model.slice(0, MAX_REQUESTED_MODEL), held.stream);
+    markAborted(request.outcome, reply);
+  });
+  return false;
+}
