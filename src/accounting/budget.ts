@@ -147,7 +147,7 @@ export class BudgetService implements BudgetGate {
    * written meanwhile, so they are still exact for this process's traffic); with none, the error goes to the caller.
    */
   async #spent(froms: readonly number[], now: number, shared: SharedSpend | null): Promise<number[]> {
-    const withUnconfirmed = (stored: readonly number[]) => this.#unconfirmed.costSince(froms).map((c, i) => stored[i]! + c);
+    const withUnconfirmed = (stored: readonly number[]) => this.#unconfirmed.costSince(froms, stored);
     // Reads run beside inserts (a server, the embedded store's read connections): a read an insert overlapped may
     // or may not hold that insert's rows, which are still unconfirmed until its `written` event, so it is read again
     // once the insert is over (twice at most; the writer waits its flush interval between inserts), or once a second

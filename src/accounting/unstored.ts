@@ -185,9 +185,12 @@ export class UnstoredCalls {
     this.#compact();
   }
 
-  /** The cost of the calls that started at or after each of `froms` (the budget's windows). */
-  costSince(froms: readonly number[]): number[] {
-    const out = froms.map(() => new MoneySum());
+  /**
+   * `stored[i]` (the store's figure for the window, USD; none: 0) plus the cost of the calls that started at or after each of
+   * `froms` (the budget's windows), in one exact sum each: not the two totals added as floats.
+   */
+  costSince(froms: readonly number[], stored: readonly number[] = []): number[] {
+    const out = froms.map((_, i) => new MoneySum().add(stored[i] ?? 0));
     for (let slot = 0; slot < this.#high; slot++) {
       if (this.#key[slot] === -1) continue;
       for (let i = 0; i < froms.length; i++) if (this.#at[slot]! >= froms[i]!) this.#addCost(out[i]!, slot);
