@@ -12,6 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { errorCodes } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { TollgateError } from './errors.js';
+import { losslessParse, markRawNumbers } from './raw-numbers.js';
 
 export interface JsonBodyOptions {
   /** server.body_limit_bytes: more is 413. */
@@ -137,26 +138,46 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
   }
   // The parsed values are walked (linear in them; a regex on the text to spare the walk was quadratic in a run of
   // digits: a 10 MB body of digit words held the event loop 4.4 s, and missed 1<250 zeros>e99).
-  if (hasInfinity(value)) {
+  const numbers = numbersIn(value);
+  if (numbers === 'infinite') {
     throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'a number in the body is too large to represent (it would be sent on as null, which the provider would take as unset)');
+  }
+  // A number JavaScript changed (past 2^53, -0): the body is parsed again keeping those literals as the client wrote
+  // them (raw-numbers.ts). Only such bodies pay for it; the walk above costs the same as before.
+  if (numbers === 'inexact') {
+    const lossless = losslessParse(text);
+    if (lossless !== null) {
+      const kept = secureJson.parse(lossless.text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+      if (lossless.restore(kept) && typeof kept === 'object' && kept !== null) {
+        markRawNumbers(kept);
+        return kept;
+      }
+    }
   }
   return value;
 }
 
-/** Whether `v` holds a number JSON cannot write back (Infinity: JSON.stringify writes null). A loop, not recursion:
- * a body may nest as deep as server.json_max_depth allows (10,000). */
-function hasInfinity(v: unknown): boolean {
+/**
+ * What `v`'s numbers are: 'infinite' when one is a number JSON cannot write back (Infinity: JSON.stringify writes
+ * null), 'inexact' when one may not be what the client wrote (2^53 or more, or -0), else 'exact'. A loop, not
+ * recursion: a body may nest as deep as server.json_max_depth allows (10,000).
+ */
+function numbersIn(v: unknown): 'infinite' | 'inexact' | 'exact' {
+  let inexact = false;
   const todo: unknown[] = [v];
   while (todo.length > 0) {
     const x = todo.pop();
     if (typeof x === 'number') {
-      if (!Number.isFinite(x)) return true;
+      if (!Number.isFinite(x)) return 'infinite';
+      if (x >= TWO_53 || x <= -TWO_53 || Object.is(x, -0)) inexact = true;
     } else if (x !== null && typeof x === 'object') {
       for (const y of Array.isArray(x) ? x : Object.values(x)) todo.push(y);
     }
   }
-  return false;
+  return inexact ? 'inexact' : 'exact';
 }
+
+const TWO_53 = 2 ** 53;
 
 /** Register the parser for application/json (and its parameters, e.g. charset) on `app`. */
 export function registerJsonBody(app: FastifyInstance, opts: JsonBodyOptions): void {

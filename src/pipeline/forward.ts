@@ -6,6 +6,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { TollgateError } from '../core/errors.js';
+import { holdsRawNumbers, markRawNumbers } from '../core/raw-numbers.js';
 import type { BuiltRequest, StreamParser, StreamRenderer, WireCodec } from '../wire/codec.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import type { Route } from '../routing/resolve.js';
@@ -80,6 +81,8 @@ export const DROPPED_PARAMS_HEADER = 'x-tollgate-dropped-params';
  */
 export function buildUpstream(exchange: Exchange, outbound: WireCodec, canonical: CanonicalRequest, route: Route): BuiltRequest {
   const built = buildFor(outbound, route, canonical);
+  // What the translation carries as the client's own objects (a tool's schema) keeps its numbers as written.
+  if (holdsRawNumbers(exchange.req.body)) markRawNumbers(built.body);
   if (built.refused !== undefined) {
     const param = canonical.fieldNames?.[built.refused.field] ?? exchange.inbound.codec.paramNames[built.refused.field];
     throw new TollgateError('TOLLGATE_ERR_NOT_SUPPORTED', `'${param}' ${built.refused.reason}`, { param });

@@ -6,6 +6,8 @@
 // Long strings are escaped slice by slice with JSON.stringify; a slice never ends between the two halves of a
 // surrogate pair, so a pair is never escaped as two lone surrogates.
 
+import { holdsRawNumbers, rawNumberText } from '../core/raw-numbers.js';
+
 const CHUNK_CHARS = 64 * 1024;
 const SLICE_CHARS = 16 * 1024;
 
@@ -30,8 +32,14 @@ function prepare(holderKey: string, value: unknown): unknown {
 /** True for the values JSON.stringify leaves out of an object (and writes as null in an array). */
 const skipped = (v: unknown): boolean => v === undefined || typeof v === 'function' || typeof v === 'symbol';
 
-/** The bytes of JSON.stringify(value), in chunks of about `chunkChars` characters (64 Ki by default). */
-export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator<Buffer, void, undefined> {
+/** Where a number's own literal may be written instead of JSON.stringify's (raw-numbers.ts); undefined: the usual. */
+export type NumberText = (holder: object, key: string, value: number) => string | undefined;
+
+/**
+ * The bytes of JSON.stringify(value), in chunks of about `chunkChars` characters (64 Ki by default); with
+ * `numberText`, a number it gives a literal for is written as that literal.
+ */
+export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS, numberText?: NumberText): Generator<Buffer, void, undefined> {
   const parts: string[] = [];
   let pending = 0;
   const put = (s: string): void => {
@@ -48,8 +56,8 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
   const stack: Frame[] = [];
   const ancestors = new Set<object>();
 
-  /** Write a prepared (not skipped) value, or open a frame for it. */
-  const open = (v: unknown): void => {
+  /** Write a prepared (not skipped) value at `holder[key]`, or open a frame for it. */
+  const open = (v: unknown, holder: object | null, key: string): void => {
     if (typeof v === 'string') {
       if (v.length <= SLICE_CHARS) put(JSON.stringify(v));
       else {
@@ -57,6 +65,13 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
         stack.push({ kind: 'string', value: v, i: 0 });
       }
       return;
+    }
+    if (typeof v === 'number' && numberText !== undefined && holder !== null) {
+      const literal = numberText(holder, key, v);
+      if (literal !== undefined) {
+        put(literal);
+        return;
+      }
     }
     if (v === null || typeof v !== 'object') {
       // numbers (non-finite -> null, -0 -> 0), booleans, null; a BigInt throws as JSON.stringify does
@@ -76,7 +91,7 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
 
   const top = prepare('', value);
   if (skipped(top)) return;
-  open(top);
+  open(top, null, '');
   while (stack.length > 0) {
     if (pending >= chunkChars) yield take();
     const f = stack[stack.length - 1]!;
@@ -107,9 +122,10 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
       }
       const i = f.i++;
       if (i > 0) put(',');
-      const v = prepare(String(i), f.value[i]);
+      const key = String(i);
+      const v = prepare(key, f.value[i]);
       if (skipped(v)) put('null');
-      else open(v);
+      else open(v, f.value, key);
       continue;
     }
     if (f.i >= f.keys.length) {
@@ -123,7 +139,7 @@ export function* jsonChunks(value: unknown, chunkChars = CHUNK_CHARS): Generator
     if (skipped(v)) continue;
     put(f.wrote ? `,${JSON.stringify(key)}:` : `${JSON.stringify(key)}:`);
     f.wrote = true;
-    open(v);
+    open(v, f.value, key);
   }
   if (pending > 0) yield take();
 }
@@ -176,11 +192,13 @@ function surelySmall(value: unknown, limit: number): boolean {
  * JSON.stringify, which is about twice as fast as the chunked serialiser and gives the same bytes.
  */
 export function jsonBody(value: unknown): Buffer | Iterable<Buffer> {
-  if (surelySmall(value, SMALL_CHARS)) {
+  // A body holding numbers kept as the client wrote them (past 2^53, -0): the chunked serialiser writes them back.
+  const numberText = holdsRawNumbers(value) ? rawNumberText : undefined;
+  if (numberText === undefined && surelySmall(value, SMALL_CHARS)) {
     const text = JSON.stringify(value);
     return text === undefined ? Buffer.alloc(0) : Buffer.from(text, 'utf8');
   }
-  const chunks = jsonChunks(value);
+  const chunks = jsonChunks(value, CHUNK_CHARS, numberText);
   const first = chunks.next();
   if (first.done) return Buffer.alloc(0);
   const second = chunks.next();

@@ -1,11 +1,13 @@
 // The application/json parser (src/core/json-body.ts): the nesting limit (server.json_max_depth) refused before parsing
 // with the one error shape, brackets inside strings not counted, and fastify's checks kept (empty, invalid,
-// prototype poisoning, body limit) on a real socket.
+// prototype poisoning, body limit) on a real socket; integers past 2^53 and -0 kept as written for the serialiser.
 
 import t from 'tap';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
 import { jsonDepth, parseJsonBody } from '../../src/core/json-body.js';
+import { holdsRawNumbers, rawNumberText } from '../../src/core/raw-numbers.js';
+import { jsonBody } from '../../src/wire/json-stream.js';
 import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 
@@ -158,4 +160,32 @@ t.test('a number too large to represent is a 400, not sent on as null; large but
   const ok = await post('{"model":"demo/echo-1","messages":[{"role":"user","content":"1e400 as text"}]}');
   t.equal(ok.statusCode, 200, 'the same characters in a string are text');
   await ok.body.dump();
+});
+
+t.test('numbers JavaScript would change keep their literal for the serialiser; the values stay numbers', async (t) => {
+  const text = '{"seed":9007199254740993,"max_tokens":100000000000000000000,"a":[-0,-0.0,1.5e-400,12345678901234567.5,-0.5],"s":"9007199254740993 -0","n":1.0}';
+  const body = parseJsonBody(Buffer.from(text), 64) as Record<string, unknown>;
+  t.equal(body.seed, 9007199254740992, 'the value is the nearest number: what the checks read');
+  t.equal(typeof body.max_tokens, 'number', 'a max_tokens past 2^53 is still a number');
+  t.equal(body.s, '9007199254740993 -0', 'text is text');
+  t.ok(holdsRawNumbers(body));
+  t.equal(rawNumberText(body, 'seed', 9007199254740992), '9007199254740993');
+  t.equal(rawNumberText(body, 'seed', 5), undefined, 'a value the gateway changed is written anew');
+  const sent = (b: unknown) => Buffer.concat([jsonBody(b)].flatMap((x) => (Buffer.isBuffer(x) ? [x] : [...x]))).toString();
+  t.equal(sent(body), '{"seed":9007199254740993,"max_tokens":100000000000000000000,"a":[-0,-0.0,0,12345678901234567.5,-0.5],"s":"9007199254740993 -0","n":1}', 'written back as the client wrote them (a number too small to represent is 0, as before)');
+  body.max_tokens = 4096;
+  t.match(sent(body), '"max_tokens":4096', 'a clamp wins');
+
+  const plain = parseJsonBody(Buffer.from('{"seed":42,"t":-0.5,"d":"2024-06-01"}'), 64);
+  t.notOk(holdsRawNumbers(plain), 'an ordinary body is parsed as before, unmarked');
+
+  // A client string cannot be taken for a kept number: the placeholder holds this process's random nonce.
+  const forged = parseJsonBody(Buffer.from('{"a":9007199254740993,"b":"\\u0000tollgate-number-00000000000000000000000000000000-0"}'), 64) as Record<string, unknown>;
+  t.equal(typeof forged.b, 'string', 'a look-alike placeholder stays a string');
+  for (const n of [`1${'0'.repeat(400)}`, `-${'9'.repeat(400)}`]) {
+    t.throws(() => parseJsonBody(Buffer.from(`{"seed":9007199254740993,"t":${n}}`), 64), { code: 'TOLLGATE_ERR_INVALID_REQUEST' }, `${n.slice(0, 5)}...: still too large`);
+  }
+  t.throws(() => parseJsonBody(Buffer.from('{"a":01234567890123456789}'), 64), { code: 'FST_ERR_CTP_INVALID_JSON_BODY' }, 'an invalid literal stays invalid');
+  const deep = parseJsonBody(Buffer.from(`${'['.repeat(10_000)}9007199254740993${']'.repeat(10_000)}`), 10_000);
+  t.match(sent(deep), /\[9007199254740993\]/, 'at the deepest nesting allowed');
 });

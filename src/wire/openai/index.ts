@@ -5,6 +5,7 @@ import type { ChatAdapter, ChatBody, StreamChunkInfo, UpstreamRequest } from '..
 import { apiKeyHeaders, endpointPath } from '../endpoint.js';
 import { openaiUsage } from './usage.js';
 import { own } from '../../core/own.js';
+import { carryRawNumbers } from '../../core/raw-numbers.js';
 import { AnswerText } from '../estimate.js';
 
 const nonEmpty = (v: unknown): boolean => typeof v === 'string' && v.length > 0;
@@ -25,6 +26,8 @@ const reasoningOf = (m: Record<string, unknown>): string => str(m.reasoning_cont
 export const openaiAdapter: ChatAdapter = {
   chatRequest(p: ProviderConfig, modelId: string, body: ChatBody, askUsage: boolean): UpstreamRequest {
     const out: Record<string, unknown> = { ...body, model: modelId };
+    // Numbers the client wrote past what JavaScript holds (a seed past 2^53) go on as written (core/raw-numbers.ts).
+    carryRawNumbers(body, out);
     // max_tokens / max_completion_tokens clamped to the model's configured ceiling.
     const ceiling = own(p.models, modelId)?.max_output_tokens;
     if (ceiling !== undefined) {
