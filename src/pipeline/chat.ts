@@ -17,9 +17,9 @@ import { settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
+import { answeredEmpty, callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { atTier } from '../ledger/types.js';
-import { SseParser, formatFrame, type SseFrame } from '../wire/sse.js';
+import { SseParser, formatFrame, type SseBlock } from '../wire/sse.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
 export const ENDPOINT = 'chat.completions';
@@ -99,6 +99,7 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
       sendFailure(reply, failed, '');
       return failed;
     }
+    if (answeredEmpty(call, outcome, reply)) return null;
     if (stream) {
       const refused = notEventStream(call, outcome, (json) => adapter.usageFromResponse(json));
       if (refused !== null) throw await refused;
@@ -129,7 +130,7 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
     }
     request.trace.setResponse(typeof json.id === 'string' ? json.id : null, typeof json.model === 'string' ? json.model : null, finishReasons(json.choices));
     call.span?.end(res.status, null);
-    reply.code(200).header('content-type', 'application/json').send(text);
+    reply.code(res.status).header('content-type', 'application/json').send(text);
     await settleEstimate(outcome, { chat: body }, adapter.answerText(json));
     return null;
   } catch (err) {
@@ -148,6 +149,9 @@ function finishReasons(choices: unknown): string[] {
   return choices.map((c: { finish_reason?: unknown }) => c?.finish_reason).filter((r): r is string => typeof r === 'string');
 }
 
+/** A text that ends with a blank line (any of the SSE line ends): what follows it is a block of its own. */
+const BLOCK_END = /(?:\r\n|\n|\r)(?:\r\n|\n|\r)$/;
+
 /** What the fast path's stream relay needs. */
 interface ChatStream {
   readonly request: ClientRequest;
@@ -162,13 +166,19 @@ interface ChatStream {
   readonly call: UpstreamCall;
 }
 
-/** SSE pass-through: frames go to the client as they arrive; usage and timing are read from the typed chunks. */
+/**
+ * SSE pass-through: the upstream's blocks go to the client as their text came (comments, `retry:`, `id:` and line
+ * ends kept), as each read completes them; usage and timing are read from the typed chunks. The gateway changes a
+ * block only where it must: the usage it asked for and the client did not (the usage-only chunk dropped, or the
+ * `usage` taken out of a chunk that carries more, written in the gateway's form), a second `[DONE]` or a frame that is
+ * not JSON (dropped), an error chunk's text (the call's credentials out); and it appends the `[DONE]` or the terminal
+ * error the upstream did not send.
+ */
 async function relayChatStream(s: ChatStream): Promise<void> {
   const { request, adapter, wantsUsage, answer } = s;
   const { reply, outcome, t0 } = request;
-  const raw = openEventStream(reply, stallOf(request.outcome.route));
-  // Comments (an upstream's keep-alives while it thinks) go on to the client, so its idle timers see them too.
-  const parser = new SseParser({ comments: true });
+  const raw = openEventStream(reply, stallOf(request.outcome.route), s.res.status);
+  const parser = new SseParser();
   let sawDone = false;
   let finished = false;
   let respId: string | null = null;
@@ -177,12 +187,14 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   let tier: unknown;
   const reasons: string[] = [];
 
-  /** One typed event in, the text to forward out ('' to forward nothing). */
-  const onFrame = (f: SseFrame): string => {
+  /** One block in, the text to forward out ('' to forward nothing). */
+  const onBlock = (b: SseBlock): string => {
+    const f = b.frame;
+    if (f === null) return b.raw; // comments (an upstream's keep-alives while it thinks), `retry:`: as they came
     if (f.data === '[DONE]') {
       if (sawDone) return '';
       sawDone = true;
-      return formatFrame('[DONE]');
+      return b.raw;
     }
     let json: Record<string, unknown>;
     try {
@@ -193,7 +205,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (json.error !== undefined) {
       outcome.status = 'failure';
       outcome.errorType = 'upstream_stream_error';
-      return formatFrame(relayedText(s.call, f.data), f.event, f.id);
+      return relayedText(s.call, b.raw);
     }
     if (typeof json.service_tier === 'string') tier = json.service_tier;
     const info = adapter.inspectChunk(json);
@@ -218,27 +230,33 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       delete json.usage;
       return formatFrame(JSON.stringify(json), f.event, f.id);
     }
-    return formatFrame(f.data, f.event, f.id);
+    return b.raw;
+  };
+  // Whether what the client has so far ends mid-block (a final block without its blank line): what the gateway
+  // appends then starts with one, so that it is a frame of its own.
+  let open = false;
+  const send = async (text: string, own = ''): Promise<void> => {
+    const out = text + (own !== '' && (open || (text !== '' && !BLOCK_END.test(text))) ? `\n\n${own}` : own);
+    if (out === '') return;
+    open = !BLOCK_END.test(out);
+    await write(raw, out);
   };
 
   try {
     // Everything one upstream read completes goes to the client in one write.
     for await (const chunk of s.res.body) {
       let out = '';
-      for (const f of parser.push(chunk as Uint8Array)) out += onFrame(f);
-      out = parser.takeComments() + out;
-      if (out) await write(raw, out);
+      for (const b of parser.blocks(chunk as Uint8Array)) out += onBlock(b);
+      if (out) await send(out);
     }
     let tail = '';
-    for (const f of parser.end()) tail += onFrame(f);
-    tail = parser.takeComments() + tail;
+    for (const b of parser.blocks(null)) tail += onBlock(b);
     if (!sawDone && !finished && outcome.status === 'success') {
-      if (tail) await write(raw, tail);
+      await send(tail);
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
     // An upstream error event ended the stream: it is the last event, with no [DONE] (docs/errors.md).
-    if (!sawDone && outcome.status === 'success') tail += formatFrame('[DONE]');
-    if (tail) await write(raw, tail);
+    await send(tail, !sawDone && outcome.status === 'success' ? formatFrame('[DONE]') : '');
   } catch (err) {
     if (s.clientGone.aborted) {
       markAborted(outcome, reply);
@@ -246,7 +264,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       const e = classifyTransportError(err);
       outcome.status = 'failure';
       outcome.errorType = e.code;
-      await write(raw, formatFrame(JSON.stringify(errorBody(e, request.requestId))));
+      await send('', formatFrame(JSON.stringify(errorBody(e, request.requestId))));
     }
   } finally {
     request.trace.setResponse(respId, respModel, reasons);

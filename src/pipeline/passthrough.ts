@@ -27,7 +27,7 @@ import { StreamFacts, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import { SseParser, WholeFrames, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
-import { callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
+import { answeredEmpty, callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { listDropped } from './forward.js';
 
 /** One inbound endpoint served by passthrough: its usage-row name, its format, where model and call come from. */
@@ -138,6 +138,7 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
       sendFailure(reply, failed, request.requestId);
       return failed;
     }
+    if (answeredEmpty(call, outcome, reply)) return null;
     // A stream request answered with JSON (or a proxy's HTML page) is refused before any byte, as on every path.
     const refused = spec.eventStream ? notEventStream(call, outcome, (json) => answerFacts(f, json).usage) : null;
     if (refused !== null) throw await refused;
@@ -168,7 +169,7 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
     }
     request.trace.setResponse(facts.id, facts.model, facts.reasons);
     call.span?.end(res.status, null);
-    reply.code(200).header('content-type', type || 'application/json').send(bytes);
+    reply.code(res.status).header('content-type', type || 'application/json').send(bytes);
     await estimate(request, f, sentBody, facts.answer);
     return null;
   } catch (err) {
@@ -234,7 +235,7 @@ function redacted(bytes: Uint8Array, call: UpstreamCall): Uint8Array | string {
 async function relaySameFormat(s: SameFormatStream): Promise<void> {
   const { request, format: f } = s;
   const { reply, outcome } = request;
-  const raw = openEventStream(reply, stallOf(request.outcome.route));
+  const raw = openEventStream(reply, stallOf(request.outcome.route), s.res.status);
   const sse = new SseParser();
   const parser = f.codec.createStreamParser();
   let reading = true;

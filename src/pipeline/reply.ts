@@ -104,10 +104,11 @@ function drained(raw: ServerResponse): Promise<void> {
 }
 
 /**
- * Take the response over from fastify and start an SSE stream (status 200, the headers the reply carries). `stallMs`:
- * how long a write may wait for the client to read (the route's `timeouts.stall_s`, as `stallOf` gives it).
+ * Take the response over from fastify and start an SSE stream (`status`, 200 unless a same-format relay passes the
+ * upstream's 2xx on; the headers the reply carries). `stallMs`: how long a write may wait for the client to read (the
+ * route's `timeouts.stall_s`, as `stallOf` gives it).
  */
-export function openEventStream(reply: FastifyReply, stallMs: number): ServerResponse {
+export function openEventStream(reply: FastifyReply, stallMs: number, status = 200): ServerResponse {
   // The headers set on the reply so far (x-request-id, the auto-switch marks) go with the stream's.
   const headers: OutgoingHttpHeaders = {
     ...(reply.getHeaders() as OutgoingHttpHeaders),
@@ -119,7 +120,7 @@ export function openEventStream(reply: FastifyReply, stallMs: number): ServerRes
   // the client hanging. Node checks every value as it writes them, so the headers are looked at again only then.
   const raw = reply.raw;
   try {
-    raw.writeHead(200, headers);
+    raw.writeHead(status, headers);
   } catch (err) {
     let bad = '';
     for (const [name, value] of Object.entries(headers)) {

@@ -177,6 +177,22 @@ export async function readUpstreamError(call: UpstreamCall, outcome: Outcome): P
   return httpFailure(res.status, pickHeaders(res.headers, FORWARDED_ERROR_HEADERS), text);
 }
 
+/**
+ * A same-format call's 2xx, as the client will get it: its status is the row's. A 204 or 205 (an answer without a
+ * body, by definition) is answered at once with that status and no body: a success with no usage reported and none
+ * estimated, nothing having been generated (docs/translation.md). True when it was one (the reply is sent).
+ */
+export function answeredEmpty(call: UpstreamCall, outcome: Outcome, reply: FastifyReply): boolean {
+  const { res } = call;
+  outcome.httpStatus = res.status;
+  if (res.status !== 204 && res.status !== 205) return false;
+  discard(res.body);
+  outcome.upstreamMs = call.elapsedMs();
+  call.span?.end(res.status, null);
+  reply.code(res.status).send();
+  return true;
+}
+
 /** Where a call carries its credentials (and a provider's own `auth.header`). */
 const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'x-api-key', 'x-goog-api-key', 'api-key']);
 

@@ -14,6 +14,15 @@ export interface SseFrame {
   readonly id: string | null;
 }
 
+/**
+ * One block of an event stream as it came: its text, the blank line that ended it included (the final block may lack
+ * one), and the frame it dispatches (null for a block of comments, `retry:` or nothing else).
+ */
+export interface SseBlock {
+  readonly raw: string;
+  readonly frame: SseFrame | null;
+}
+
 export class SseParser {
   // Node's StringDecoder, not TextDecoder: on Node 20 TextDecoder goes through ICU (to UTF-16, then copied again to
   // one-byte text), about twice the cost of a chunk's decoding and parsing (docs/benchmarks.md).
@@ -49,6 +58,36 @@ export class SseParser {
    * A frame longer than MAX_FRAME_CHARS is refused (TOLLGATE_ERR_UPSTREAM_PROTOCOL).
    */
   push(chunk: Uint8Array): SseFrame[] {
+    const frames: SseFrame[] = [];
+    this.#read(chunk, frames, null);
+    return frames;
+  }
+
+  /** End of input: a final frame without its blank line still counts. */
+  end(): SseFrame[] {
+    const frames: SseFrame[] = [];
+    this.#read(null, frames, null);
+    return frames;
+  }
+
+  /**
+   * For a relay that forwards the stream's text as it came: every block the bytes complete (`chunk` null: the end of
+   * input, when the text after the last blank line, whitespace too, is the final block), its text with its frame (the
+   * same one parse as push; comments stay in their block's text, not collected).
+   */
+  blocks(chunk: Uint8Array | null): SseBlock[] {
+    const blocks: SseBlock[] = [];
+    this.#read(chunk, null, blocks);
+    return blocks;
+  }
+
+  /** Read `chunk` (null: the end of input) into `frames` or `blocks`. */
+  #read(chunk: Uint8Array | null, frames: SseFrame[] | null, blocks: SseBlock[] | null): void {
+    if (chunk === null) {
+      this.#text(this.#decoder.end());
+      this.#drain(true, frames, blocks);
+      return;
+    }
     const text = this.#decoder.write(chunk);
     this.#text(text);
     // The new text alone (and the few characters before it) says whether a frame ended: the buffer, a long frame's
@@ -56,15 +95,8 @@ export class SseParser {
     // The text and the seam are looked at apart: the two joined would copy each chunk once more.
     const ends = hasBlankLine(text) || (this.#tail !== '' && hasBlankLine(this.#tail + text.slice(0, 3)));
     this.#tail = text.length >= 3 ? text.slice(-3) : (this.#tail + text).slice(-3);
-    const frames = ends ? this.#drain(false) : [];
+    if (ends) this.#drain(false, frames, blocks);
     if (this.#buf.length > MAX_FRAME_CHARS) throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', `the upstream provider sent an event stream frame longer than ${MAX_FRAME_CHARS / 1024 / 1024} MiB`);
-    return frames;
-  }
-
-  /** End of input: a final frame without its blank line still counts. */
-  end(): SseFrame[] {
-    this.#text(this.#decoder.end());
-    return this.#drain(true);
   }
 
   #text(text: string): void {
@@ -75,9 +107,10 @@ export class SseParser {
     this.#buf += text;
   }
 
-  #drain(final: boolean): SseFrame[] {
-    const frames: SseFrame[] = [];
+  /** Cut the buffer's whole frames into `frames` (parsed) or `blocks` (with their text); `final`: the rest too. */
+  #drain(final: boolean, frames: SseFrame[] | null, blocks: SseBlock[] | null): void {
     const buf = this.#buf;
+    const comments = blocks === null ? this.#comments : null;
     let from = 0;
     let search = Math.min(this.#resume, buf.length);
     // Providers end lines with \n: the \r forms are looked for only when the text not yet looked through has a \r.
@@ -85,20 +118,21 @@ export class SseParser {
     for (;;) {
       const end = frameEnd(buf, search, cr);
       if (end === -1) break;
-      const f = parseFrame(buf.slice(from, end.index), this.#comments);
-      if (f) frames.push(f);
+      const f = parseFrame(buf.slice(from, end.index), comments);
+      if (blocks !== null) blocks.push({ raw: buf.slice(from, end.next), frame: f });
+      else if (f) frames!.push(f);
       from = search = end.next;
     }
     this.#buf = from === 0 ? buf : buf.slice(from);
     this.#resume = Math.max(0, this.#buf.length - 3);
-    if (final && this.#buf.trim() !== '') {
-      const f = parseFrame(this.#buf, this.#comments);
+    if (final && (blocks !== null ? this.#buf !== '' : this.#buf.trim() !== '')) {
+      const f = this.#buf.trim() === '' ? null : parseFrame(this.#buf, comments);
+      if (blocks !== null) blocks.push({ raw: this.#buf, frame: f });
+      else if (f) frames!.push(f);
       this.#buf = '';
       this.#resume = 0;
       this.#tail = '';
-      if (f) frames.push(f);
     }
-    return frames;
   }
 }
 

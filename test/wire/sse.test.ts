@@ -310,3 +310,21 @@ t.test('WholeFrames: a blank line of mixed line ends goes on at once (not held t
     t.equal(w.rest().toString(), 'data: {"b"');
   }
 });
+
+t.test('blocks: their texts joined are the stream as it came, at any chunking, each with the frame push gives', async (t) => {
+  const text = ': hi\r\nretry: 10\r\n\r\nid: 1\r\nevent: e\r\ndata: a\r\ndata: b\r\n\r\n\n\ndata: c\rid: 2\r\r: x\n\ndata: d\n\r\ndata: tail';
+  const bytes = Buffer.from(text);
+  for (let size = 1; size <= bytes.length; size++) {
+    const p = new SseParser();
+    const blocks = [];
+    for (let i = 0; i < bytes.length; i += size) blocks.push(...p.blocks(bytes.subarray(i, i + size)));
+    blocks.push(...p.blocks(null));
+    if (blocks.map((b) => b.raw).join('') !== text) {
+      t.fail(`chunks of ${size}: the texts joined differ`);
+      return;
+    }
+    t.same(blocks.flatMap((b) => (b.frame === null ? [] : [b.frame])), [
+      { event: 'e', data: 'a\nb', id: '1' }, { event: null, data: 'c', id: '2' }, { event: null, data: 'd', id: null }, { event: null, data: 'tail', id: null },
+    ], `chunks of ${size}: the frames`);
+  }
+});
