@@ -303,8 +303,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     await alerting.start();
   });
   storeReady.catch(() => undefined); // closed before the store opened: nothing to report
-  // The first evaluation has run, or never will (the start failed, or the app closed first): the requests held are
-  // routed. Not storeReady's own end: alerting.start waits for the evaluations a backlog being written asks for too.
+  // The first evaluation has run, or never will (the start failed): the requests held are routed (a stop refuses
+  // them first: preClose). Not storeReady's own end: alerting.start waits for the evaluations a backlog being written asks for too.
   void alerting.evaluated.then(() => hold.release());
   storeReady.then(() => hold.release(), () => hold.release());
   app.decorate('tollgate', { config: holder, store, writer, metrics, ledger, router, alerting, storeReady, live, instanceId, routes });
@@ -323,6 +323,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     done(badQuery(req.url) ?? undefined);
   });
   app.addHook('preClose', (done) => {
+    hold.stop(); // requests held for the first evaluation are refused (503), not routed on unknown figures
     drain.begin(app.server, () => holder.current.server.shutdown_timeout_s);
     done();
   });

@@ -4,6 +4,7 @@
 // `client_closed`, what markAborted records on every path), and nothing is sent upstream.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { TollgateError } from '../core/errors.js';
 import { MAX_REQUESTED_MODEL } from '../ledger/record.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import type { GatewayContext } from './context.js';
@@ -21,7 +22,12 @@ export interface HeldRequest {
   readonly stream: boolean;
 }
 
-/** Wait for the start's hold to release. True: route the request now; false: its client left and it is recorded. */
+/**
+ * Wait for the start's hold to release. True: route the request now; false: it is answered and recorded here. A client
+ * that left (its response closed, or its socket destroyed: the stop's deadline closes sockets before their responses
+ * say so) is recorded as gone; a request still held when the stop began is refused with a 503 (retry elsewhere), not
+ * routed on figures nobody knows, so the stop does not wait for a paid call made for a client about to be cut off.
+ */
 export async function waitForFigures(ctx: GatewayContext, held: HeldRequest): Promise<boolean> {
   const { req, reply } = held;
   arrivedHeld(req);
@@ -33,10 +39,13 @@ export async function waitForFigures(ctx: GatewayContext, held: HeldRequest): Pr
   } finally {
     watch.release();
   }
-  if (!watch.signal.aborted) return true;
+  const left = watch.signal.aborted || reply.raw.destroyed || req.raw.socket?.destroyed === true;
+  if (!left && !ctx.router.hold.stopped) return true;
   await serveRequest(ctx, req, reply, held.endpoint, async (request) => {
     request.named(parseThinkingSuffix(held.asked).model.slice(0, MAX_REQUESTED_MODEL), held.stream);
-    markAborted(request.outcome, reply);
+    if (left) return markAborted(request.outcome, reply);
+    reply.header('retry-after', '1');
+    throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'the gateway is stopping before the budget and quota figures this request is routed by were known; retry');
   });
   return false;
 }

@@ -16,6 +16,7 @@ export interface StartHoldOptions {
 export class StartHold {
   readonly #opts: StartHoldOptions;
   #open = true;
+  #stopped = false;
   #waiting = 0;
   #release: () => void = () => undefined;
   readonly #released: Promise<void>;
@@ -29,6 +30,18 @@ export class StartHold {
   /** True until the figures are known or the bound has passed: a request whose routing reads them waits. */
   get holding(): boolean {
     return this.#open;
+  }
+
+  /** The process began to stop while the hold was on: the requests it held are refused, not routed (held.ts). */
+  get stopped(): boolean {
+    return this.#stopped;
+  }
+
+  /** The stop has begun: the requests held go on at once (to be refused), and none waits from now on. */
+  stop(): void {
+    if (!this.#open) return;
+    this.#stopped = true;
+    this.release();
   }
 
   /** The requests waiting now. */

@@ -8,7 +8,7 @@
 import t from 'tap';
 import { performance } from 'node:perf_hooks';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from '../../src/app.js';
 import { ConfigHolder } from '../../src/config/watch.js';
@@ -41,11 +41,12 @@ function leaveSpool(dataDir: string): void {
   }
 }
 
-async function gateway(t: Teardown, dataDir: string, ups: { paid: FakeOpenAI; free: FakeOpenAI }, storage: Record<string, unknown> = {}) {
+async function gateway(t: Teardown, dataDir: string, ups: { paid: FakeOpenAI; free: FakeOpenAI }, more: { storage?: Record<string, unknown>; server?: Record<string, unknown> } = {}) {
   const config = testConfig({
     providers: { paid: fakeProvider(ups.paid.baseUrl), free: fakeProvider(ups.free.baseUrl, { group: 'free' }) },
     budgets: { daily_usd: 1, auto_switch: { enabled: true, to: 'free/gpt-4o' } },
-    storage,
+    storage: more.storage ?? {},
+    server: more.server ?? {},
   }, dataDir);
   const app = await build({ config: new ConfigHolder(config), logger: false, processMetrics: false });
   t.teardown(() => app.close());
@@ -112,7 +113,7 @@ t.test('a client that leaves while held: an aborted 499 client_closed row, nothi
 t.test('past the bound (the store down at start), requests are routed on what is known', async (t) => {
   const ups = { paid: await startFakeOpenAI(t), free: await startFakeOpenAI(t) };
   // A ClickHouse server that is not there: the store never opens, no evaluation runs.
-  const { app, url } = await gateway(t, tempDir(t), ups, { clickhouse_url: 'http://127.0.0.1:9', request_timeout_ms: 300 });
+  const { app, url } = await gateway(t, tempDir(t), ups, { storage: { clickhouse_url: 'http://127.0.0.1:9', request_timeout_ms: 300 } });
   const first = await chat(url, 'paid/gpt-4o');
   t.equal(first.status, 200, 'answered once the bound passed');
   t.equal(ups.paid.received.length, 1, 'by the paid provider: nothing is known to be spent');
@@ -126,6 +127,30 @@ t.test('past the bound (the store down at start), requests are routed on what is
   t.equal(app.tollgate.router.hold.holding, false, 'not held again after a reload');
   t.equal((await chat(url, 'paid/gpt-4o')).status, 200);
   t.equal(ups.paid.received.length, 3);
+});
+
+t.test('a stop while a request is held: it is refused 503, nothing goes upstream, its row says so', async (t) => {
+  // The store down at start (no evaluation ever runs) and a bound longer than the stop's: before, the stop's deadline
+  // cut the client, then the hold was released and the request went to the paid provider for nobody (review s12a).
+  const ups = { paid: await startFakeOpenAI(t), free: await startFakeOpenAI(t) };
+  const dataDir = tempDir(t);
+  const { app, url } = await gateway(t, dataDir, ups, { storage: { clickhouse_url: 'http://127.0.0.1:9', request_timeout_ms: 30_000 }, server: { shutdown_timeout_s: 3 } });
+  const pending = chat(url, 'paid/gpt-4o');
+  await waitFor(() => app.tollgate.router.hold.waiting === 1);
+  const closing = app.close();
+  const res = await pending;
+  t.equal(res.status, 503, 'refused');
+  t.equal(res.headers.get('retry-after'), '1');
+  const body = (await res.json()) as { error: { code: string; request_id: string } };
+  t.equal(body.error.code, 'TOLLGATE_ERR_STORE_UNAVAILABLE');
+  await closing;
+  t.equal(ups.paid.received.length + ups.free.received.length, 0, 'no upstream received anything');
+  // The store never opened: the row is in the spool.
+  const dir = join(dataDir, 'spool');
+  const lines = readdirSync(dir).filter((f) => f.endsWith('.jsonl')).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l.startsWith('[')));
+  const rows = lines.map((l) => Object.fromEntries((JSON.parse(l) as unknown[]).map((v, i) => [REQUEST_COLUMNS[i], v])));
+  t.equal(rows.length, 1, 'one row');
+  t.match(rows[0], { request_id: body.error.request_id, requested_model: 'paid/gpt-4o', status: 'failure', http_status: 503, error_type: 'TOLLGATE_ERR_STORE_UNAVAILABLE' });
 });
 
 t.test('which requests wait: only those whose routing reads the budget or a quota', async (t) => {
