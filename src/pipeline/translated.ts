@@ -49,7 +49,9 @@ async function translate(request: ClientRequest, route: TranslatedRoute): Promis
   const named = url || target.switched ? parseThinkingSuffix(target.model) : { model: parsed.model, thinking: undefined };
   const exchange: Exchange = {
     ctx, codecs: route.codecs, inbound, req, reply, trace, requestId: request.requestId, startedAt: request.startedAt, t0: request.t0, stream,
-    parsed: { ...parsed, model: requestedModel },
+    // A suffix on the model the URL or the auto-switch named (`fb(high)`) is the request's thinking, for a combo's
+    // members too (they read it from here), as a suffix in the body is.
+    parsed: { ...parsed, model: requestedModel, thinking: named.thinking ?? parsed.thinking },
   };
   const comboConfig = comboOf(cfg, named.model);
   if (comboConfig) {

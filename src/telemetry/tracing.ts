@@ -102,6 +102,19 @@ export class RequestTrace {
   }
 
   /**
+   * The CLIENT span of a combo attempt that sent nothing upstream (refused before its call: a parameter the member
+   * cannot carry, no connection, the client gone): its row is an attempt too, so its span is (docs/observability.md).
+   * No URL attributes, no trace headers: no request was made.
+   */
+  unsent(provider: string, errorType: string): UpstreamSpan {
+    const span = this.#tracer.startSpan('POST', { kind: SpanKind.CLIENT }, this.#ctx);
+    if (span.isRecording()) span.setAttribute(ATTR.provider, provider);
+    const s = new UpstreamSpan(span);
+    s.end(null, errorType);
+    return s;
+  }
+
+  /**
    * The client parameters the request that served did not carry. Kept until the span ends, since a combo's later
    * attempt replaces an earlier one's list (an attribute, once set, cannot be removed).
    */

@@ -82,6 +82,8 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
     failure = failWith(outcome, err);
   }
   reportToRouter(exchange.ctx, outcome, failure);
+  // An attempt refused before its call has a row, so a span too: one CLIENT child per attempt row.
+  outcome.span ??= exchange.trace.unsent(spec.member.route.providerId, outcome.errorType);
   const record = finishAttempt(exchange.ctx, exchange.req, outcome, {
     endpoint: exchange.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: spec.member.spec, stream: spec.canonical.stream,
     parentId: exchange.requestId, combo: combo.name, attempt: spec.n, traceId: exchange.trace.traceId,

@@ -216,9 +216,12 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   if (candidates.length === 0) {
     const last = [...panel.attempts].reverse().find((r) => r.failure !== null);
     if (last) takeFinalAttempt(requestOutcome, last);
+    // Every member answered, none with text: the row names the last one tried, as a fallback combo's does, and why.
+    else if (panel.attempts.length > 0) requestOutcome.route = panel.attempts.at(-1)!.outcome.route;
     requestOutcome.status = 'failure';
     const f = last?.failure ?? errorFailure(new TollgateError('TOLLGATE_ERR_FUSION_NO_ANSWER', `no member of combo '${name}' answered`));
     requestOutcome.httpStatus = f.status;
+    if (last === undefined) requestOutcome.errorType = 'TOLLGATE_ERR_FUSION_NO_ANSWER';
     sendFailure(exchange.reply, f, exchange.requestId);
     return;
   }
