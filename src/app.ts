@@ -353,7 +353,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   await app.register(catalogRoutes, { config: holder });
   await app.register(providerConnectRoutes, { config: holder });
   await app.register(providerRoutes, { config: holder });
-  await app.register(adminRoutes, { store, config: holder, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
+  await app.register(adminRoutes, { store, config: holder, writer, ...(opts.configFile === undefined ? {} : { configFile: opts.configFile }) });
   app.get('/metrics', async (_req, reply) => {
     reply.header('content-type', metrics.registry.contentType);
     return metrics.registry.metrics();

@@ -19,6 +19,8 @@ export interface AdminRoutesOptions {
   /** The config file the process runs from; without it the archive holds a rendering of the effective config. */
   readonly configFile?: string;
   readonly importMaxBytes?: number;
+  /** The batch writer: an export first writes every row acknowledged before it (its spool, the last flush). */
+  readonly writer?: { caughtUp(boundMs: number): Promise<boolean>; readonly depth: number };
 }
 
 const ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
@@ -37,11 +39,24 @@ export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, o
   // The upload reaches the handler as the request stream (this plugin only): it is unpacked to disk as it arrives.
   app.addContentTypeParser(ARCHIVE_TYPES, (_req, payload, done) => done(null, payload));
 
-  app.post('/api/admin/export', async (_req, reply) => {
+  app.post('/api/admin/export', async (req, reply) => {
+    const effective = () => ({ ...renderConfig(config.current), source: 'effective' as const });
     const configText = () => {
-      if (opts.configFile === undefined) return { ...renderConfig(config.current), source: 'effective' as const };
-      return { ...redactConfigText(readFileSync(opts.configFile, 'utf8')), source: 'file' as const };
+      if (opts.configFile === undefined) return effective();
+      try {
+        return { ...redactConfigText(readFileSync(opts.configFile, 'utf8')), source: 'file' as const };
+      } catch (err) {
+        // The file is gone, unreadable or holds an edit the gateway refused: the config it runs on goes instead.
+        req.log.warn({ err }, 'export: the config file cannot be read as a config; the archive holds the effective config');
+        return effective();
+      }
     };
+    // Every request acknowledged before the export is in it: what the spool holds goes to the store first. A store
+    // that refuses or lags (a backlog) would make an archive without them: refused, the count in the message.
+    const w = opts.writer;
+    if (w !== undefined && !(await w.caughtUp(config.current.storage.request_timeout_ms))) {
+      throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `${w.depth} acknowledged requests are spooled and not yet in the store, which refuses or lags: the archive would miss them; retry once /ready answers 200`);
+    }
     const work = workDir(config.started.storage.data_dir, 'export');
     let archive: Readable;
     let created: string;

@@ -46,20 +46,40 @@ export async function schemaVersion(store: Store): Promise<number> {
  */
 const NOT_DATA = new Set(['schema_migrations', 'claims']);
 
-export async function dataTables(store: Store): Promise<TableInfo[]> {
-  const tables = await store.query<{ name: string; engine: string; create_table_query: string }>(
-    `SELECT name, engine, create_table_query FROM system.tables WHERE database = {db:String} ORDER BY name`,
-    { db: store.database },
-  );
+/** A row of system.tables, as dataTables reads it. */
+export interface TableRow {
+  readonly name: string;
+  readonly engine: string;
+  readonly create_table_query: string;
+}
+
+/**
+ * The data tables among `tables` (see NOT_DATA), each as the gateway names it: in a sharded layout (docs/scaling.md) a
+ * table's rows are in `<table>_local` on each shard, under a Distributed table of the table's own name, so it is read
+ * and written through that name (every shard's rows: the local table alone held one shard's) with the local table's
+ * engine (FINAL or not); neither its `_local` name nor the Distributed one is a table of its own.
+ */
+export function pickDataTables(tables: readonly TableRow[]): { name: string; engine: string }[] {
+  const distributed = new Set(tables.filter((t) => t.engine === 'Distributed').map((t) => t.name));
+  const front = (name: string): string => (name.endsWith('_local') && distributed.has(name.slice(0, -'_local'.length)) ? name.slice(0, -'_local'.length) : name);
   const filled = new Set<string>();
   for (const t of tables) {
     if (t.engine !== 'MaterializedView') continue;
     const to = /^CREATE MATERIALIZED VIEW \S+ TO (?:`?[^\s.`]+`?\.)?`?([^\s`(]+)`?/.exec(t.create_table_query);
-    if (to) filled.add(to[1]!);
+    if (to) filled.add(front(to[1]!));
   }
-  const base = tables.filter(
-    (t) => /MergeTree$/.test(t.engine) && !filled.has(t.name) && !NOT_DATA.has(t.name) && !WORK_TABLE.test(t.name) && !t.name.startsWith('.inner'),
+  return tables
+    .filter((t) => /MergeTree$/.test(t.engine) && !t.name.startsWith('.inner') && !WORK_TABLE.test(t.name))
+    .map((t) => ({ name: front(t.name), engine: t.engine }))
+    .filter((t) => !filled.has(t.name) && !NOT_DATA.has(t.name));
+}
+
+export async function dataTables(store: Store): Promise<TableInfo[]> {
+  const tables = await store.query<TableRow>(
+    `SELECT name, engine, create_table_query FROM system.tables WHERE database = {db:String} ORDER BY name`,
+    { db: store.database },
   );
+  const base = pickDataTables(tables);
   const columns = await store.query<{ table: string; name: string; type: string }>(
     `SELECT table, name, type FROM system.columns WHERE database = {db:String} ORDER BY table, position`,
     { db: store.database },
@@ -76,7 +96,7 @@ const NO_BLOCK_DEDUP = { insert_deduplicate: 0, insert_deduplication_token: '', 
 /** Write `table` (FINAL) to `file` in Native format; returns the number of rows written. */
 export async function exportTable(store: Store, table: TableInfo, file: string): Promise<number> {
   const snap = store.t(workName(table.name, 'export'));
-  const final = table.engine.startsWith('Replacing') ? ' FINAL' : '';
+  const final = table.engine.includes('ReplacingMergeTree') ? ' FINAL' : '';
   await store.command(`CREATE TABLE ${snap} AS ${store.t(table.name)} ENGINE = MergeTree ORDER BY tuple()`);
   try {
     await store.command(`INSERT INTO ${snap} ${settingsClause(NO_BLOCK_DEDUP)} SELECT * FROM ${store.t(table.name)}${final}`);

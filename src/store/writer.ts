@@ -360,6 +360,27 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     }
   }
 
+  /**
+   * Write every row spooled before this call (an earlier process's leftovers included): true once each is in the
+   * store, false when `boundMs` passed first (the store refusing or slow; the writing goes on). Rows spooled after the
+   * call do not hold it, so it ends under steady traffic too (an export: src/api/admin.ts).
+   */
+  async caughtUp(boundMs: number): Promise<boolean> {
+    const since = Date.now();
+    // Segments are made in order: one made after the call holds no row spooled before it.
+    const done = (): boolean => this.#closed || (this.#spool.oldest ?? Infinity) > since;
+    await within((async () => {
+      this.#wake?.();
+      while (!done()) {
+        while (this.#writing !== null) await this.#writing;
+        if (done()) return;
+        this.#clearTimer();
+        this.#writing = this.#write();
+      }
+    })(), boundMs);
+    return done() && !this.#closed;
+  }
+
   /** Stop taking rows, try once (for at most `boundMs`) to write what is spooled, and close the spool; the rest stays on disk. */
   async close(boundMs = Infinity): Promise<void> {
     if (this.#closed) return;

@@ -293,6 +293,23 @@ t.test('while a failing store is retried, a full batch is sealed all the same: t
   t.ok(calls.every((c) => c.rows <= 4), 'every insert, failed or landed, is one batch at most');
 });
 
+t.test('caughtUp: every row spooled before the call written, or false past the bound; rows spooled after it do not hold it', async (t) => {
+  let down = true;
+  const { store: s } = standIn((_call, table, rows, token) => (down ? Promise.reject(new Error('ClickHouse is down')) : store.insert(table, rows, token)));
+  const { events: ev } = events();
+  const w = writer(s, { maxRows: 100, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, ev);
+  for (let i = 0; i < 3; i++) w.enqueue(row('caught'));
+  t.equal(await w.caughtUp(150), false, 'the store refuses: not caught up within the bound');
+  t.equal(w.depth, 3, 'the rows still wait');
+  down = false;
+  // Rows keep coming while it waits (steady traffic): only those spooled before the call count.
+  const steady = setInterval(() => w.enqueue(row('caught')), 1);
+  t.teardown(() => clearInterval(steady));
+  t.equal(await w.caughtUp(5000), true, 'caught up once the store takes the rows');
+  clearInterval(steady);
+  t.ok((await countRows('caught')).n >= 3, 'the three rows spooled before are stored');
+});
+
 t.test('a read holds new inserts off: hold resolves once the insert running ends, and the next begins only at the release (or 2 x ms after)', async (t) => {
   let ends: (() => void)[] = [];
   const { store: s, calls } = standIn(() => new Promise<void>((resolve) => ends.push(resolve)));
