@@ -139,42 +139,55 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
   // The parsed values are walked (linear in them; a regex on the text to spare the walk was quadratic in a run of
   // digits: a 10 MB body of digit words held the event loop 4.4 s, and missed 1<250 zeros>e99).
   const numbers = numbersIn(value);
-  if (numbers === 'infinite') {
+  if (numbers < 0) {
     throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'a number in the body is too large to represent (it would be sent on as null, which the provider would take as unset)');
   }
   // A number JavaScript changed (past 2^53, -0): the body is parsed again keeping those literals as the client wrote
-  // them (raw-numbers.ts). Only such bodies pay for it; the walk above costs the same as before.
-  if (numbers === 'inexact') {
-    const lossless = losslessParse(text);
-    if (lossless !== null) {
-      const kept = secureJson.parse(lossless.text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
-      if (lossless.restore(kept) && typeof kept === 'object' && kept !== null) {
-        markRawNumbers(kept);
-        return kept;
-      }
-    }
+  // them (raw-numbers.ts). Only such bodies pay for it, and only up to MAX_KEPT_NUMBERS of them: each costs a
+  // placeholder in a second parse (a body of millions of `-0` took 11 times the time and memory of its first parse);
+  // past that, or if the second parse fails, the body's values go on as parsed (rounded), as before.
+  if (numbers > 0 && numbers <= MAX_KEPT_NUMBERS) {
+    const kept = keptParse(text);
+    if (kept !== null) return kept;
   }
   return value;
 }
 
+/** The most number literals a body may have kept as written (a `seed`, a schema's bounds: a few). */
+export const MAX_KEPT_NUMBERS = 64;
+
+/** The body parsed again with its lossy number literals kept (raw-numbers.ts), or null when none could be. */
+function keptParse(text: string): object | null {
+  try {
+    const lossless = losslessParse(text, MAX_KEPT_NUMBERS);
+    if (lossless === null) return null;
+    const kept = secureJson.parse(lossless.text, undefined, { protoAction: 'error', constructorAction: 'error' }) as unknown;
+    if (!lossless.restore(kept) || typeof kept !== 'object' || kept === null) return null;
+    markRawNumbers(kept);
+    return kept;
+  } catch {
+    return null; // the first parse's values stand
+  }
+}
+
 /**
- * What `v`'s numbers are: 'infinite' when one is a number JSON cannot write back (Infinity: JSON.stringify writes
- * null), 'inexact' when one may not be what the client wrote (2^53 or more, or -0), else 'exact'. A loop, not
- * recursion: a body may nest as deep as server.json_max_depth allows (10,000).
+ * What `v`'s numbers are: -1 when one is a number JSON cannot write back (Infinity: JSON.stringify writes null), else
+ * how many may not be what the client wrote (2^53 or more, or -0). A loop, not recursion: a body may nest as deep as
+ * server.json_max_depth allows (10,000).
  */
-function numbersIn(v: unknown): 'infinite' | 'inexact' | 'exact' {
-  let inexact = false;
+function numbersIn(v: unknown): number {
+  let inexact = 0;
   const todo: unknown[] = [v];
   while (todo.length > 0) {
     const x = todo.pop();
     if (typeof x === 'number') {
-      if (!Number.isFinite(x)) return 'infinite';
-      if (x >= TWO_53 || x <= -TWO_53 || Object.is(x, -0)) inexact = true;
+      if (!Number.isFinite(x)) return -1;
+      if (x >= TWO_53 || x <= -TWO_53 || Object.is(x, -0)) inexact++;
     } else if (x !== null && typeof x === 'object') {
       for (const y of Array.isArray(x) ? x : Object.values(x)) todo.push(y);
     }
   }
-  return inexact ? 'inexact' : 'exact';
+  return inexact;
 }
 
 const TWO_53 = 2 ** 53;

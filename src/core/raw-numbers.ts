@@ -41,9 +41,9 @@ const PLACEHOLDER_JSON = JSON.stringify(PLACEHOLDER).slice(1, -1);
 /**
  * The text with each lossy number literal outside strings replaced by a placeholder string, and `restore`, which puts
  * the numbers back into the value JSON.parse made of it and keeps their literals (true when it kept any); null when
- * the text holds none.
+ * the text holds none, or more than `most`.
  */
-export function losslessParse(text: string): { text: string; restore: (value: unknown) => boolean } | null {
+export function losslessParse(text: string, most = Infinity): { text: string; restore: (value: unknown) => boolean } | null {
   const raws: RawNumber[] = [];
   const parts: string[] = [];
   let from = 0;
@@ -65,6 +65,7 @@ export function losslessParse(text: string): { text: string; restore: (value: un
       while (j < text.length && isNumberChar(text.charCodeAt(j))) j++;
       const literal = text.slice(i, j);
       if (isLossy(literal)) {
+        if (raws.length >= most) return null; // more than the caller keeps: none kept
         parts.push(text.slice(from, i), `"${PLACEHOLDER_JSON}${raws.length}"`);
         raws.push({ text: literal, value: Number(literal) });
         from = j;

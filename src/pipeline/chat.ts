@@ -235,8 +235,11 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   // Whether what the client has so far ends mid-block (a final block without its blank line): what the gateway
   // appends then starts with one, so that it is a frame of its own.
   let open = false;
-  const send = async (text: string, own = ''): Promise<void> => {
-    const out = text + (own !== '' && (open || (text !== '' && !BLOCK_END.test(text))) ? `\n\n${own}` : own);
+  const send = async (text: string, own = '', last = false): Promise<void> => {
+    let out = text + (own !== '' && (open || (text !== '' && !BLOCK_END.test(text))) ? `\n\n${own}` : own);
+    // The stream's last block without its blank line (the upstream closed after it): this gateway counted it as an
+    // event (an error chunk, a [DONE]), so the client's parser, which drops an event not ended at the close, must too.
+    if (last && out !== '' && !BLOCK_END.test(out)) out += '\n\n';
     if (out === '') return;
     open = !BLOCK_END.test(out);
     await write(raw, out);
@@ -256,7 +259,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       throw new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', 'the upstream provider closed the stream before it finished');
     }
     // An upstream error event ended the stream: it is the last event, with no [DONE] (docs/errors.md).
-    await send(tail, !sawDone && outcome.status === 'success' ? formatFrame('[DONE]') : '');
+    await send(tail, !sawDone && outcome.status === 'success' ? formatFrame('[DONE]') : '', true);
   } catch (err) {
     if (s.clientGone.aborted) {
       markAborted(outcome, reply);

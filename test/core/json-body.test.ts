@@ -5,7 +5,7 @@
 import t from 'tap';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
-import { jsonDepth, parseJsonBody } from '../../src/core/json-body.js';
+import { MAX_KEPT_NUMBERS, jsonDepth, parseJsonBody } from '../../src/core/json-body.js';
 import { holdsRawNumbers, rawNumberText } from '../../src/core/raw-numbers.js';
 import { jsonBody } from '../../src/wire/json-stream.js';
 import { DEMO_PROVIDER, startApp } from '../helpers/app.js';
@@ -189,3 +189,21 @@ t.test('numbers JavaScript would change keep their literal for the serialiser; t
   const deep = parseJsonBody(Buffer.from(`${'['.repeat(10_000)}9007199254740993${']'.repeat(10_000)}`), 10_000);
   t.match(sent(deep), /\[9007199254740993\]/, 'at the deepest nesting allowed');
 });
+
+t.test('at most MAX_KEPT_NUMBERS literals are kept: a body of many is parsed once, its values rounded as before', async (t) => {
+  // A body of a million `-0` took 11 times the time and memory of its first parse, with a placeholder each in a
+  // second parse (review s12c): past the cap nothing is kept, and the body is what the first parse made.
+  const sent = (b: unknown) => Buffer.concat([jsonBody(b)].flatMap((x) => (Buffer.isBuffer(x) ? [x] : [...x]))).toString();
+  const at = parseJsonBody(Buffer.from(`{"a":[${Array(MAX_KEPT_NUMBERS).fill('-0').join(',')}]}`), 64);
+  t.ok(holdsRawNumbers(at), `${MAX_KEPT_NUMBERS}: kept`);
+  t.equal(sent(at), `{"a":[${Array(MAX_KEPT_NUMBERS).fill('-0').join(',')}]}`);
+  const past = parseJsonBody(Buffer.from(`{"a":[${Array(MAX_KEPT_NUMBERS + 1).fill('-0').join(',')}]}`), 64);
+  t.notOk(holdsRawNumbers(past), `${MAX_KEPT_NUMBERS + 1}: none kept`);
+  t.equal(sent(past), `{"a":[${Array(MAX_KEPT_NUMBERS + 1).fill('0').join(',')}]}`, 'written as parsed');
+  const many = parseJsonBody(Buffer.from(`{"seed":9007199254740993,"a":[${Array(1_000_000).fill('-0').join(',')}]}`), 64);
+  t.notOk(holdsRawNumbers(many), 'a million: none kept');
+  // Duplicate keys: the tree holds fewer than the text; the text's count decides.
+  const dup = parseJsonBody(Buffer.from(`{${Array.from({ length: MAX_KEPT_NUMBERS + 1 }, () => '"k":-0').join(',')}}`), 64);
+  t.notOk(holdsRawNumbers(dup), 'more literals in the text than the cap, one in the tree: none kept');
+});
+
