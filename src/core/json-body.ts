@@ -143,10 +143,11 @@ export function parseJsonBody(bytes: Buffer, maxDepth: number): unknown {
     throw new TollgateError('TOLLGATE_ERR_INVALID_REQUEST', 'a number in the body is too large to represent (it would be sent on as null, which the provider would take as unset)');
   }
   // A number JavaScript changed (past 2^53, -0): the body is parsed again keeping those literals as the client wrote
-  // them (raw-numbers.ts). Only such bodies pay for it, and only up to MAX_KEPT_NUMBERS of them: each costs a
-  // placeholder in a second parse (a body of millions of `-0` took 11 times the time and memory of its first parse);
-  // past that, or if the second parse fails, the body's values go on as parsed (rounded), as before.
-  if (numbers > 0 && numbers <= MAX_KEPT_NUMBERS) {
+  // them (raw-numbers.ts). Only such bodies pay for it (a scan of the text for the literals JavaScript changed: a
+  // `1e20` it writes back as it was is not one), and only up to MAX_KEPT_NUMBERS literals: each costs a placeholder in
+  // a second parse (a body of millions of `-0` took 11 times the time and memory of its first parse); past that (the
+  // scan stops there), or if the second parse fails, the body's values go on as parsed (rounded), as before.
+  if (numbers > 0) {
     const kept = keptParse(text);
     if (kept !== null) return kept;
   }
@@ -172,7 +173,7 @@ function keptParse(text: string): object | null {
 
 /**
  * What `v`'s numbers are: -1 when one is a number JSON cannot write back (Infinity: JSON.stringify writes null), else
- * how many may not be what the client wrote (2^53 or more, or -0). A loop, not recursion: a body may nest as deep as
+ * how many may not be what the client wrote (2^53 or more, or -0: the text says which are). A loop, not recursion: a body may nest as deep as
  * server.json_max_depth allows (10,000).
  */
 function numbersIn(v: unknown): number {

@@ -149,8 +149,11 @@ function finishReasons(choices: unknown): string[] {
   return choices.map((c: { finish_reason?: unknown }) => c?.finish_reason).filter((r): r is string => typeof r === 'string');
 }
 
-/** A text that ends with a blank line (any of the SSE line ends): what follows it is a block of its own. */
-const BLOCK_END = /(?:\r\n|\n|\r)(?:\r\n|\n|\r)$/;
+/**
+ * A text that ends with a blank line (any of the SSE line ends): what follows it is a block of its own. A CR followed
+ * by LF is one line end (CRLF), never two: `data: x\r\n` is a block still open.
+ */
+const BLOCK_END = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)$/;
 
 /** What the fast path's stream relay needs. */
 interface ChatStream {

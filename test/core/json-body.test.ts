@@ -205,5 +205,9 @@ t.test('at most MAX_KEPT_NUMBERS literals are kept: a body of many is parsed onc
   // Duplicate keys: the tree holds fewer than the text; the text's count decides.
   const dup = parseJsonBody(Buffer.from(`{${Array.from({ length: MAX_KEPT_NUMBERS + 1 }, () => '"k":-0').join(',')}}`), 64);
   t.notOk(holdsRawNumbers(dup), 'more literals in the text than the cap, one in the tree: none kept');
+  // Large numbers JavaScript writes back as they were (1e20) are not literals to keep, and do not count (review s12g).
+  const exact = parseJsonBody(Buffer.from(`{"seed":18446744073709551615,"b":[${Array(200).fill('1e20').join(',')}]}`), 64);
+  t.ok(holdsRawNumbers(exact), 'one literal to keep beside 200 exact large numbers: kept');
+  t.match(sent(exact), /^\{"seed":18446744073709551615,/);
 });
 

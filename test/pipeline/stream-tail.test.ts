@@ -17,6 +17,9 @@ const ERR = 'data: {"error":{"message":"overloaded mid-stream","type":"server_er
 const SCRIPTS: Record<string, string> = {
   errtail: chunk({ role: 'assistant', content: 'partial ans' }, null) + ERR, // the error block, no blank line, then the close
   donetail: chunk({ role: 'assistant', content: 'hi' }, null) + chunk({}, 'stop') + 'data: [DONE]',
+  // CRLF line ends, the last block ended by one CRLF (one line end, not a blank line: review s12g)
+  crlferr: chunk({ role: 'assistant', content: 'partial ans' }, null).replace(/\n/g, '\r\n') + `${ERR}\r\n`,
+  crlffin: (chunk({ role: 'assistant', content: 'hi' }, null) + chunk({}, 'stop')).replace(/\n/g, '\r\n').replace(/\r\n$/, ''),
 };
 const up = await listenLoopback(t, async (req: IncomingMessage, res: ServerResponse) => {
   for await (const _ of req);
@@ -24,7 +27,7 @@ const up = await listenLoopback(t, async (req: IncomingMessage, res: ServerRespo
   res.end(SCRIPTS[req.url!.split('/')[1]!]);
 }, (_err, res) => res.destroy());
 
-const gw = await startApp(t, { providers: { errtail: fakeProvider(up.port, 'errtail', 'openai'), donetail: fakeProvider(up.port, 'donetail', 'openai') } });
+const gw = await startApp(t, { providers: Object.fromEntries(Object.keys(SCRIPTS).map((k) => [k, fakeProvider(up.port, k, 'openai')])) });
 const body = (p: string) => ({ model: `${p}/m`, messages: [{ role: 'user', content: 'hi' }], stream: true });
 
 t.test('an upstream error chunk that ends the stream without its blank line reaches the client as an event', async (t) => {
@@ -54,3 +57,25 @@ t.test('an upstream [DONE] without its blank line is a complete event', async (t
   t.match(text, /data: \[DONE\]\n\n$/);
   t.equal(text.match(/\[DONE\]/g)?.length, 1, 'one [DONE]');
 });
+
+t.test('CRLF line ends: a last block ended by one CRLF is still open, and is ended for the client', async (t) => {
+  const client = new OpenAI({ baseURL: `${gw.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const read = async (p: string): Promise<{ got: string; threw: unknown }> => {
+    let got = '';
+    try {
+      for await (const c of await client.chat.completions.create(body(p) as OpenAI.ChatCompletionCreateParamsStreaming)) got += c.choices[0]?.delta?.content ?? '';
+    } catch (e) {
+      return { got, threw: e };
+    }
+    return { got, threw: null };
+  };
+  const err = await read('crlferr');
+  t.equal(err.got, 'partial ans');
+  t.match(String(err.threw), /overloaded mid-stream/, 'the error the upstream sent, as an event');
+  const raw = await request(`${gw.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body('crlffin')) });
+  const text = await raw.body.text();
+  t.match(text, /"finish_reason":"stop"}]}\r\n\n\ndata: \[DONE\]\n\n$/, "the upstream's last block ended before the gateway's [DONE]: two events, not one");
+  const fin = await read('crlffin');
+  t.same(fin, { got: 'hi', threw: null }, 'the SDK reads the answer whole, no parse error');
+});
+
