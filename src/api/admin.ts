@@ -20,7 +20,7 @@ export interface AdminRoutesOptions {
   readonly configFile?: string;
   readonly importMaxBytes?: number;
   /** The batch writer: an export first writes every row acknowledged before it (its spool, the last flush). */
-  readonly writer?: { caughtUp(boundMs: number): Promise<boolean>; readonly depth: number };
+  readonly writer?: { caughtUp(boundMs: number): Promise<number> };
 }
 
 const ARCHIVE_TYPES = ['application/gzip', 'application/x-gzip', 'application/octet-stream'];
@@ -46,16 +46,19 @@ export const adminRoutes: FastifyPluginAsync<AdminRoutesOptions> = async (app, o
       try {
         return { ...redactConfigText(readFileSync(opts.configFile, 'utf8')), source: 'file' as const };
       } catch (err) {
-        // The file is gone, unreadable or holds an edit the gateway refused: the config it runs on goes instead.
-        req.log.warn({ err }, 'export: the config file cannot be read as a config; the archive holds the effective config');
+        // The file is gone, unreadable or holds an edit the gateway refused: the text of the config it runs on goes
+        // instead (its `${VAR}` references kept: a rendering of the running config would hold their values).
+        req.log.warn({ err }, 'export: the config file cannot be read as a config; the archive holds the text the gateway runs on');
+        if (config.fileText !== null) return { ...redactConfigText(config.fileText), source: 'file' as const };
         return effective();
       }
     };
     // Every request acknowledged before the export is in it: what the spool holds goes to the store first. A store
-    // that refuses or lags (a backlog) would make an archive without them: refused, the count in the message.
-    const w = opts.writer;
-    if (w !== undefined && !(await w.caughtUp(config.current.storage.request_timeout_ms))) {
-      throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `${w.depth} acknowledged requests are spooled and not yet in the store, which refuses or lags: the archive would miss them; retry once /ready answers 200`);
+    // that refuses or lags (a backlog), or a spool whose disk refuses, would make an archive without them: refused.
+    const waiting = opts.writer === undefined ? 0 : await opts.writer.caughtUp(config.current.storage.request_timeout_ms);
+    if (waiting !== 0) {
+      const what = waiting > 0 ? `${waiting} requests acknowledged before the export are` : 'requests acknowledged before the export are';
+      throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', `${what} spooled and not yet in the store (it refuses or lags, or the spool's disk refuses): the archive would miss them; retry once /ready answers 200`);
     }
     const work = workDir(config.started.storage.data_dir, 'export');
     let archive: Readable;

@@ -27,9 +27,12 @@ export class StartHold {
     this.#released = new Promise<void>((resolve) => (this.#release = resolve));
   }
 
-  /** True until the figures are known or the bound has passed: a request whose routing reads them waits. */
+  /**
+   * True until the figures are known or the bound has passed, and from a stop that began before either: a request
+   * whose routing reads them waits (then, stopped, is refused: held.ts).
+   */
   get holding(): boolean {
-    return this.#open;
+    return this.#open || this.#stopped;
   }
 
   /** The process began to stop while the hold was on: the requests it held are refused, not routed (held.ts). */
@@ -37,7 +40,7 @@ export class StartHold {
     return this.#stopped;
   }
 
-  /** The stop has begun: the requests held go on at once (to be refused), and none waits from now on. */
+  /** The stop has begun: the requests held go on at once to be refused, as is every later one that would wait. */
   stop(): void {
     if (!this.#open) return;
     this.#stopped = true;

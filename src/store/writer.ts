@@ -331,15 +331,9 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   /** Wait `ms`, or less when `flush` or `close` wants the writer to try again now. */
   #sleep(ms: number): Promise<void> {
     return new Promise((resolve) => {
+      const done = (): void => (clearTimeout(timer), resolve());
       const timer = setTimeout(done, ms).unref();
-      function done(): void {
-        clearTimeout(timer);
-        resolve();
-      }
-      this.#wake = () => {
-        this.#wake = null;
-        done();
-      };
+      this.#wake = () => ((this.#wake = null), done());
     });
   }
 
@@ -352,33 +346,41 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   /** Write everything spooled now; resolves when the spool is empty (retrying while the store fails). */
   async flush(): Promise<void> {
     this.#wake?.();
-    for (;;) {
-      while (this.#writing !== null) await this.#writing;
-      if (this.#spool.rows === 0 || this.#closed) return;
-      this.#clearTimer();
-      this.#writing = this.#write();
-    }
+    do await this.#pass(); while (this.#spool.rows > 0 && !this.#closed); // the write running first (an earlier process's)
   }
 
   /**
-   * Write every row spooled before this call (an earlier process's leftovers included): true once each is in the
-   * store, false when `boundMs` passed first (the store refusing or slow; the writing goes on). Rows spooled after the
-   * call do not hold it, so it ends under steady traffic too (an export: src/api/admin.ts).
+   * Write every row spooled before this call (leftovers and the requests an earlier process left in flight included;
+   * later rows do not hold it: an export under traffic, api/admin.ts). Resolves once they are in the store or `boundMs`
+   * passed, with how many are not (0: caught up; -1: not told from later ones, the disk refusing to seal).
    */
-  async caughtUp(boundMs: number): Promise<boolean> {
-    const since = Date.now();
-    // Segments are made in order: one made after the call holds no row spooled before it.
-    const done = (): boolean => this.#closed || (this.#spool.oldest ?? Infinity) > since;
+  async caughtUp(boundMs: number): Promise<number> {
+    let list: readonly Segment[] = [];
+    let mine: Set<Segment> | null = null;
+    const waiting = (): number => (mine === null ? -1 : list.reduce((n, seg) => n + (mine!.has(seg) ? seg.rows : 0), 0));
+    this.#wake?.();
     await within((async () => {
-      this.#wake?.();
-      while (!done()) {
-        while (this.#writing !== null) await this.#writing;
-        if (done()) return;
-        this.#clearTimer();
-        this.#writing = this.#write();
+      // The requests an earlier process left in flight join the spool (as interrupted rows) as a write begins.
+      for (; !this.#closed && (this.#recovered === null || this.#recovered.length > 0); await rest()) this.#writing ??= this.#write();
+      // What is spooled now, by identity (segments' times are the wall clock's, which a step fools), sealed first.
+      while (!this.#closed && mine === null) {
+        list = this.#spool.seal();
+        if (this.#spool.failure === null) mine = new Set(list);
+        else await rest();
       }
+      while (!this.#closed && waiting() > 0) await this.#pass();
     })(), boundMs);
-    return done() && !this.#closed;
+    return waiting();
+  }
+
+  /** One write after the one running; a rest when it moved nothing (the disk refusing to seal: it would spin). */
+  async #pass(): Promise<void> {
+    while (this.#writing !== null) await this.#writing;
+    if (this.#closed) return;
+    const before = this.#spool.rows;
+    this.#clearTimer();
+    await (this.#writing = this.#write());
+    if (this.#spool.rows > 0 && this.#spool.rows >= before) await rest();
   }
 
   /** Stop taking rows, try once (for at most `boundMs`) to write what is spooled, and close the spool; the rest stays on disk. */
@@ -394,3 +396,5 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     this.#spool.close();
   }
 }
+
+const rest = (): Promise<void> => new Promise((r) => setTimeout(r, 20));

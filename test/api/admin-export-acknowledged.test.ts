@@ -9,7 +9,6 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { demoProvidersYaml, startApp } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
-import { waitFor } from '../helpers/wait.js';
 
 const KEY = 'k-admin-acknowledged-0123456789';
 const dir = tempDir(t);
@@ -20,20 +19,27 @@ const configText = `server:
 storage:
   data_dir: ${JSON.stringify(join(dir, 'data'))}
   batch: { flush_ms: 600000 }
+alerts:
+  channels:
+    webhook: { url: "\${HOOK_URL}" }
 ${demoProvidersYaml()}`;
+const HOOK_URL = 'http://127.0.0.1:9/services/T000/B000/SECRET-PATH-TOKEN';
 writeFileSync(configFile, configText);
 const { parse } = await import('yaml');
-const gw = await startApp(t, parse(configText) as Record<string, unknown>, { configFile });
+const gw = await startApp(t, parse(configText) as Record<string, unknown>, { configFile, env: { HOOK_URL } });
+// main.ts gives the holder the text it read; startApp does not.
+gw.holder.replace(gw.holder.current, { fileText: configText });
 
-async function exported(): Promise<{ status: number; manifest: { tables: Record<string, { rows: number }>; config: { source: string } } | null }> {
+async function exported(): Promise<{ status: number; manifest: { tables: Record<string, { rows: number }>; config: { source: string } } | null; config: string }> {
   const reauth = await fetch(`${gw.url}/api/admin/reauth`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
   const { token } = (await reauth.json()) as { token: string };
   const res = await fetch(`${gw.url}/api/admin/export`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
   const body = Buffer.from(await res.arrayBuffer());
-  if (res.status !== 200) return { status: res.status, manifest: null };
+  if (res.status !== 200) return { status: res.status, manifest: null, config: '' };
   const file = join(tempDir(t), 'a.tar.gz');
   writeFileSync(file, body);
-  return { status: 200, manifest: JSON.parse(execFileSync('tar', ['-xzOf', file, 'manifest.json'], { encoding: 'utf8' })) };
+  const read = (entry: string) => execFileSync('tar', ['-xzOf', file, entry], { encoding: 'utf8' });
+  return { status: 200, manifest: JSON.parse(read('manifest.json')), config: read('config.yaml') };
 }
 
 t.test('requests acknowledged and still spooled are in the archive', async (t) => {
@@ -51,11 +57,13 @@ t.test('requests acknowledged and still spooled are in the archive', async (t) =
   t.equal(gw.app.tollgate.writer.depth, 0, 'written first');
 });
 
-t.test('a config file the gateway refused: the archive holds the effective config, not a 500', async (t) => {
+t.test('a config file the gateway refused: the archive holds the text it runs on, not a 500 nor the values of its references', async (t) => {
   appendFileSync(configFile, '\nbudgets: [oops\n');
-  const { status, manifest } = await exported();
+  const { status, manifest, config } = await exported();
   t.equal(status, 200);
-  t.equal(manifest?.config.source, 'effective');
+  t.equal(manifest?.config.source, 'file');
+  t.match(config, 'url: "${HOOK_URL}"', 'the reference as written');
+  t.notMatch(config, 'SECRET-PATH-TOKEN', 'not its value (a rendering of the running config held it)');
+  t.notMatch(config, 'oops', 'the text the gateway runs on, not the refused edit');
   writeFileSync(configFile, configText);
-  await waitFor(async () => (await exported()).manifest?.config.source === 'file');
 });

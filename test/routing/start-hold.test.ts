@@ -179,5 +179,15 @@ t.test('which requests wait: only those whose routing reads the budget or a quot
   t.equal(noDaily.mustWait('paid/gpt-4o'), false, 'no daily budget');
   r.hold.release();
   t.equal(r.mustWait('paid/gpt-4o'), false, 'nothing waits once the hold is released');
+  // A stop that begins while the figures are unknown: a request arriving after it (its body still coming when the
+  // stop began) is refused as the held ones are, not routed on unknown figures (review s12f).
+  const stopping = router(cfg);
+  stopping.hold.stop();
+  t.equal(stopping.mustWait('paid/gpt-4o'), true, 'after the stop, a request whose routing reads the budget still waits');
+  t.equal(stopping.hold.stopped, true, 'and is refused (held.ts)');
+  await stopping.hold.wait(); // at once: nothing to wait for
+  t.equal(stopping.mustWait('free/gpt-4o'), false, 'a request that reads no figure is routed');
+  stopping.hold.release();
+  t.equal(stopping.mustWait('paid/gpt-4o'), true, 'a release after the stop (the evaluation ending during it) changes nothing');
   t.equal(new Router(() => cfg).mustWait('limited'), false, 'a router given no hold never waits');
 });

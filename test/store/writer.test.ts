@@ -13,7 +13,7 @@ import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from '../../s
 import { rowLine, rowOf } from '../../src/store/segment.js';
 import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
-import { copyFileSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
@@ -293,21 +293,47 @@ t.test('while a failing store is retried, a full batch is sealed all the same: t
   t.ok(calls.every((c) => c.rows <= 4), 'every insert, failed or landed, is one batch at most');
 });
 
-t.test('caughtUp: every row spooled before the call written, or false past the bound; rows spooled after it do not hold it', async (t) => {
+t.test('caughtUp: every row spooled before the call written, or the count left past the bound; rows spooled after it do not hold it', async (t) => {
   let down = true;
   const { store: s } = standIn((_call, table, rows, token) => (down ? Promise.reject(new Error('ClickHouse is down')) : store.insert(table, rows, token)));
   const { events: ev } = events();
   const w = writer(s, { maxRows: 100, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, ev);
   for (let i = 0; i < 3; i++) w.enqueue(row('caught'));
-  t.equal(await w.caughtUp(150), false, 'the store refuses: not caught up within the bound');
+  t.equal(await w.caughtUp(150), 3, 'the store refuses: three rows not written within the bound');
   t.equal(w.depth, 3, 'the rows still wait');
   down = false;
   // Rows keep coming while it waits (steady traffic): only those spooled before the call count.
   const steady = setInterval(() => w.enqueue(row('caught')), 1);
   t.teardown(() => clearInterval(steady));
-  t.equal(await w.caughtUp(5000), true, 'caught up once the store takes the rows');
+  t.equal(await w.caughtUp(5000), 0, 'caught up once the store takes the rows');
   clearInterval(steady);
   t.ok((await countRows('caught')).n >= 3, 'the three rows spooled before are stored');
+});
+
+t.test('caughtUp after the wall clock stepped back: the rows spooled before still count (segments by identity, not time)', async (t) => {
+  const { store: s } = standIn(() => Promise.reject(new Error('ClickHouse is down')));
+  const { events: ev } = events();
+  const w = writer(s, { maxRows: 100, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, ev);
+  for (let i = 0; i < 2; i++) w.enqueue(row('stepped'));
+  const now = Date.now;
+  Date.now = () => now() - 3_600_000; // an NTP correction, a VM resumed
+  try {
+    t.equal(await w.caughtUp(150), 2, 'two rows not written, not "caught up" because the segment looks newer than now');
+  } finally {
+    Date.now = now;
+  }
+});
+
+t.test('caughtUp while the spool\'s disk refuses to seal: the bound holds (no busy loop), and the rows are not claimed written', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  const w = writer(store, { maxRows: 100, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, events().events, dir);
+  for (let i = 0; i < 3; i++) w.enqueue(row('disk'));
+  await new Promise((r) => setImmediate(r)); // the turn's lines reach the file
+  renameSync(dir, `${dir}-gone`); // the directory gone: no new segment can be made, so the open one cannot be sealed
+  t.teardown(() => renameSync(`${dir}-gone`, dir));
+  const left = await w.caughtUp(200);
+  t.ok(left !== 0, `not caught up (${left})`);
+  t.equal((await countRows('disk')).n, 0, 'nothing written');
 });
 
 t.test('a read holds new inserts off: hold resolves once the insert running ends, and the next begins only at the release (or 2 x ms after)', async (t) => {
