@@ -8,3 +8,6 @@ export function within<T>(p: Promise<T>, ms: number): Promise<T | null> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([p, new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]).finally(() => clearTimeout(timer));
 }
+
+/** A promise that resolves after `ms` (a loop's rest between tries that would otherwise spin). */
+export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -11,7 +11,7 @@
 import type { Store } from './client.js';
 import { lineId, parseRows, type RowLines, type Segment } from './segment.js';
 import type { SpoolPort } from './spool.js';
-import { within } from '../core/within.js';
+import { pause, within } from '../core/within.js';
 import { isRowError } from './row-errors.js';
 import { INSERT_WAIT_MS, settledWithin, type WriteFence } from './write-fence.js';
 
@@ -352,35 +352,37 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
   /**
    * Write every row spooled before this call (leftovers and the requests an earlier process left in flight included;
    * later rows do not hold it: an export under traffic, api/admin.ts). Resolves once they are in the store or `boundMs`
-   * passed, with how many are not (0: caught up; -1: not told from later ones, the disk refusing to seal).
+   * passed, with how many are not (0: caught up; -1: not told from later ones, the disk refusing to seal). The rows
+   * are told by identity: the segments listed at the call, sealed first (their times are the wall clock's, which a step
+   * fools); one still listed counts a row at least (a leftover the disk would not let be read counts none of its own).
    */
   async caughtUp(boundMs: number): Promise<number> {
     let list: readonly Segment[] = [];
     let mine: Set<Segment> | null = null;
-    const waiting = (): number => (mine === null ? -1 : list.reduce((n, seg) => n + (mine!.has(seg) ? seg.rows : 0), 0));
+    let on = true; // past the bound every loop stops: a seal every rest while the disk refuses made an insert each
+    const waiting = (): number => (mine === null ? -1 : list.reduce((n, seg) => n + (mine!.has(seg) ? Math.max(1, seg.rows) : 0), 0));
     this.#wake?.();
     await within((async () => {
       // The requests an earlier process left in flight join the spool (as interrupted rows) as a write begins.
-      for (; !this.#closed && (this.#recovered === null || this.#recovered.length > 0); await rest()) this.#writing ??= this.#write();
-      // What is spooled now, by identity (segments' times are the wall clock's, which a step fools), sealed first.
-      while (!this.#closed && mine === null) {
-        list = this.#spool.seal();
+      for (; on && !this.#closed && (this.#recovered === null || this.#recovered.length > 0); await pause(20)) this.#writing ??= this.#write();
+      for (; on && !this.#closed && mine === null; await pause(20)) {
+        if (this.#spool.failure === null) list = this.#spool.seal(); // not while the disk refuses: each seal spills
         if (this.#spool.failure === null) mine = new Set(list);
-        else await rest();
       }
-      while (!this.#closed && waiting() > 0) await this.#pass();
+      while (on && !this.#closed && waiting() > 0) await this.#pass();
     })(), boundMs);
+    on = false;
     return waiting();
   }
 
-  /** One write after the one running; a rest when it moved nothing (the disk refusing to seal: it would spin). */
+  /** One write after the one running; a 20 ms rest when it moved nothing (the disk refusing to seal: it would spin). */
   async #pass(): Promise<void> {
     while (this.#writing !== null) await this.#writing;
     if (this.#closed) return;
     const before = this.#spool.rows;
     this.#clearTimer();
     await (this.#writing = this.#write());
-    if (this.#spool.rows > 0 && this.#spool.rows >= before) await rest();
+    if (this.#spool.rows > 0 && this.#spool.rows >= before) await pause(20);
   }
 
   /** Stop taking rows, try once (for at most `boundMs`) to write what is spooled, and close the spool; the rest stays on disk. */
@@ -396,5 +398,3 @@ export class BatchWriter<Row extends Record<string, unknown>> implements WriteFe
     this.#spool.close();
   }
 }
-
-const rest = (): Promise<void> => new Promise((r) => setTimeout(r, 20));

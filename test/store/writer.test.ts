@@ -13,7 +13,7 @@ import { interruptedRow, REQUEST_COLUMNS, toRow, type RequestRow } from '../../s
 import { rowLine, rowOf } from '../../src/store/segment.js';
 import { BatchWriter, type WriterEvents, type WriterOptions } from '../../src/store/writer.js';
 import { Spool } from '../../src/store/spool.js';
-import { copyFileSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRecord } from '../../src/ledger/record.js';
 import { uuidv7 } from '../../src/ledger/uuidv7.js';
@@ -334,6 +334,41 @@ t.test('caughtUp while the spool\'s disk refuses to seal: the bound holds (no bu
   const left = await w.caughtUp(200);
   t.ok(left !== 0, `not caught up (${left})`);
   t.equal((await countRows('disk')).n, 0, 'nothing written');
+});
+
+t.test('caughtUp past its bound stops: no seal while the disk refuses, during the wait or after it', async (t) => {
+  // Each seal while the disk refuses spills what waits into a memory segment of its own, an insert each: the wait's
+  // loop sealed every 20 ms, and went on after the export had answered (review s12h: 50 inserts a second).
+  const real = spoolIn(tempDir(t, 'tollgate-spool-'));
+  let refusing = true;
+  let seals = 0;
+  const spool = new Proxy(real, {
+    get(target, prop) {
+      if (prop === 'failure') return refusing ? new Error('ENOSPC: no space left on device') : target.failure;
+      if (prop === 'seal') return () => (seals++, target.seal());
+      const v = Reflect.get(target, prop, target) as unknown;
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  const w = new BatchWriter<RequestRow>(store, 'requests', spool, { maxRows: 100, flushMs: 60_000 }, events().events);
+  t.teardown(() => w.close());
+  for (let i = 0; i < 3; i++) w.enqueue(row('refusing'));
+  const before = seals;
+  t.equal(await w.caughtUp(300), -1, 'not told apart while the disk refuses');
+  const during = seals - before;
+  t.ok(during <= 2, `the write it starts seals, the wait does not seal again and again (${during} seals in 300 ms; every 20 ms before)`);
+  await new Promise((r) => setTimeout(r, 200));
+  t.equal(seals - before - during, 0, 'and nothing once the bound has passed');
+  refusing = false;
+});
+
+t.test('caughtUp counts a listed segment whose rows could not be read (a leftover the disk will not let be read)', async (t) => {
+  const dir = tempDir(t, 'tollgate-spool-');
+  // A leftover that cannot be read: a directory where a segment file would be (EISDIR), as EACCES or EIO would be.
+  mkdirSync(join(dir, '1700000000000-0badcafe-000001.jsonl'));
+  const { store: s } = standIn(() => Promise.resolve());
+  const w = writer(s, { maxRows: 100, flushMs: 60_000, retryBaseMs: 10, retryMaxMs: 40 }, events().events, dir);
+  t.ok((await w.caughtUp(200)) > 0, 'not caught up: the segment is still listed, its rows not written');
 });
 
 t.test('a read holds new inserts off: hold resolves once the insert running ends, and the next begins only at the release (or 2 x ms after)', async (t) => {
