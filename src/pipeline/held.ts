@@ -19,7 +19,8 @@ export interface HeldRequest {
   readonly endpoint: string;
   /** The model or combo the request names, as the client wrote it. */
   readonly asked: string;
-  readonly stream: boolean;
+  /** A stream was asked for (a Gemini URL's action); none: the body's `stream`, read only when the request is held. */
+  readonly stream?: boolean;
 }
 
 /**
@@ -42,7 +43,7 @@ export async function waitForFigures(ctx: GatewayContext, held: HeldRequest): Pr
   const left = watch.signal.aborted || reply.raw.destroyed || req.raw.socket?.destroyed === true;
   if (!left && !ctx.router.hold.stopped) return true;
   await serveRequest(ctx, req, reply, held.endpoint, async (request) => {
-    request.named(parseThinkingSuffix(held.asked).model.slice(0, MAX_REQUESTED_MODEL), held.stream);
+    request.named(parseThinkingSuffix(held.asked).model.slice(0, MAX_REQUESTED_MODEL), held.stream ?? (req.body as { stream?: unknown } | null)?.stream === true);
     if (left) return markAborted(request.outcome, reply);
     reply.header('retry-after', '1');
     throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'the gateway is stopping before the budget and quota figures this request is routed by were known; retry');

@@ -96,9 +96,6 @@ export function geminiPath(rest: string): { model: string; action: string } | nu
   return model === '' ? null : { model, action };
 }
 
-/** The body asks for a stream (OpenAI Chat, Anthropic, Responses). */
-const bodyStream = (body: unknown): boolean => (body as { stream?: unknown } | null)?.stream === true;
-
 const wildcard = (req: FastifyRequest): string => (req.params as { '*'?: string })['*'] ?? '';
 
 function geminiTarget(req: FastifyRequest): { model: string; stream: boolean } {
@@ -193,7 +190,7 @@ export const proxyRoutes: FastifyPluginAsync<{ ctx: GatewayContext }> = async (a
     if (asked === undefined || !ctx.router.mustWait(asked)) return go(targetOf(asked));
     return waitForFigures(ctx, { ...held, asked }).then((stays) => (stays ? go(targetOf(asked)) : undefined));
   };
-  const onBody = (req: FastifyRequest, reply: FastifyReply, endpoint: string) => ({ req, reply, endpoint, asked: bodyModel(req.body), stream: bodyStream(req.body) });
+  const onBody = (req: FastifyRequest, reply: FastifyReply, endpoint: string) => ({ req, reply, endpoint, asked: bodyModel(req.body) });
   app.post(CHAT_ROUTE, (req, reply) =>
     routed(onBody(req, reply, CHAT_ENDPOINT), (target) =>
       chatNeedsTranslation(cfg(), req.body, target) ? handleTranslated(ctx, { codecs: codecFor, inbound: CHAT, target }, req, reply) : handleChat(ctx, req, reply)));
