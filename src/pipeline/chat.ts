@@ -154,6 +154,8 @@ function finishReasons(choices: unknown): string[] {
  * by LF is one line end (CRLF), never two: `data: x\r\n` is a block still open.
  */
 const BLOCK_END = /(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r)$/;
+/** The test on the last 4 characters only (the longest blank line, CRLF CRLF): a whole chunk's text is not scanned. */
+const endsBlock = (text: string): boolean => BLOCK_END.test(text.slice(-4));
 
 /** What the fast path's stream relay needs. */
 interface ChatStream {
@@ -239,12 +241,12 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   // appends then starts with one, so that it is a frame of its own.
   let open = false;
   const send = async (text: string, own = '', last = false): Promise<void> => {
-    let out = text + (own !== '' && (open || (text !== '' && !BLOCK_END.test(text))) ? `\n\n${own}` : own);
+    let out = text + (own !== '' && (open || (text !== '' && !endsBlock(text))) ? `\n\n${own}` : own);
     // The stream's last block without its blank line (the upstream closed after it): this gateway counted it as an
     // event (an error chunk, a [DONE]), so the client's parser, which drops an event not ended at the close, must too.
-    if (last && out !== '' && !BLOCK_END.test(out)) out += '\n\n';
+    if (last && out !== '' && !endsBlock(out)) out += '\n\n';
     if (out === '') return;
-    open = !BLOCK_END.test(out);
+    open = !endsBlock(out);
     await write(raw, out);
   };
 
