@@ -24,6 +24,17 @@ function userinfoForms(url: URL): string[] {
   return [pair(user, pass), pair(decoded(user), decoded(pass))];
 }
 
+/**
+ * `text` with each of `strings` made `***`, in the order given (longest first, as `credentials` sorts them, so a
+ * password holding the user name goes whole), then the userinfo of every URL it quotes: what both channels cut out of
+ * an error they record.
+ */
+export function cutOut(text: string, strings: readonly string[]): string {
+  let out = text;
+  for (const s of strings) out = out.split(s).join('***');
+  return withoutUrlUserinfo(out);
+}
+
 /** `text` with the userinfo of every URL it quotes (`https://user:pass@host`, also `https:\/\/...`) made `***`. */
 export function withoutUrlUserinfo(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:(?:\\?\/){2})[^\s/\\@"'<>]*@/gi, '$1***@');

@@ -9,7 +9,7 @@
 
 import type { Transporter } from 'nodemailer';
 import type { Alert, Channel } from '../types.js';
-import { credentials, withoutUrlUserinfo } from './credentials.js';
+import { credentials, cutOut } from './credentials.js';
 
 export interface EmailChannelConfig {
   /** `smtp://` or `smtps://`, optionally with `user:pass@` and nodemailer query options. */
@@ -107,9 +107,7 @@ export function emailChannel(cfg: EmailChannelConfig, opts: EmailChannelOptions 
 }
 
 function scrub(msg: string, secrets: readonly string[]): string {
-  let out = msg;
-  for (const s of secrets) out = out.split(s).join('***');
-  return withoutUrlUserinfo(out).replace(/\s+/g, ' ').trim().slice(0, 500);
+  return cutOut(msg, secrets).replace(/\s+/g, ' ').trim().slice(0, 500);
 }
 
 function describe(err: unknown, sendTimeoutMs: number): string {

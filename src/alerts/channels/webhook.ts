@@ -14,7 +14,7 @@ import type { Agent } from 'undici';
 import { undici } from '../../core/undici.js';
 import { withoutSecrets } from '../../core/secrets.js';
 import type { Alert, Channel } from '../types.js';
-import { credentials, decoded, withoutUrlUserinfo } from './credentials.js';
+import { credentials, cutOut, decoded } from './credentials.js';
 
 export interface WebhookChannelConfig {
   readonly url: string;
@@ -120,6 +120,8 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
   const rawQuery = url.search.slice(1).split('&').map((kv) => (kv.includes('=') ? kv.slice(kv.indexOf('=') + 1) : kv));
   const pieces = [...secrets, ...url.pathname.split('/'), ...rawQuery, ...url.searchParams.values(), ...userinfo].flatMap((x) => [x, decoded(x)]);
   const tokens = [...new Set(pieces)].sort((a, b) => b.length - a.length);
+  // Cut out of an error page whole first, longest first: the whole path before the user name that may be in it.
+  const cut = [...userinfo, ...secrets].sort((a, b) => b.length - a.length);
 
   return {
     name: 'webhook',
@@ -152,11 +154,7 @@ export function webhookChannel(cfg: WebhookChannelConfig, opts: WebhookChannelOp
         throw new Error(deadline.aborted ? `webhook: no answer within ${timeoutMs} ms` : `webhook: ${transportError(err)}`);
       }
       if (status < 200 || status >= 300) {
-        let snippet = answer;
-        // Longest first: the whole path before the user name that may be in it.
-        for (const x of [...userinfo, ...secrets].sort((a, b) => b.length - a.length)) snippet = snippet.split(x).join('***');
-        snippet = withoutUrlUserinfo(withoutSecrets(snippet, tokens));
-        snippet = snippet.replace(/\s+/g, ' ').trim().slice(0, 200);
+        const snippet = withoutSecrets(cutOut(answer, cut), tokens).replace(/\s+/g, ' ').trim().slice(0, 200);
         throw new Error(`webhook: HTTP ${status}${snippet ? ` ${snippet}` : ''}`);
       }
     },
