@@ -12,6 +12,7 @@ import validateAsWritten from './generated/config-types-validator.js';
 import { applyCatalog } from './pricing.js';
 import type { Config } from './types.js';
 import { channelUrlIssues, isObject, keyIssues, type ConfigIssue } from './cross-checks.js';
+import { splitModelSpec } from './model-spec.js';
 
 export type { ConfigIssue } from './cross-checks.js';
 export { isLoopback, keyIssues, MIN_KEY_LENGTH, weakKeyReason } from './cross-checks.js';
@@ -206,10 +207,10 @@ function routingIssues(tree: Record<string, unknown>): ConfigIssue[] {
   const modelExists = (spec: unknown): boolean => {
     if (typeof spec !== 'string') return false;
     const bare = spec.replace(/\([^()]*\)$/, '');
-    const slash = bare.indexOf('/');
-    const p = slash > 0 ? providers[bare.slice(0, slash)] : undefined;
-    if (!isObject(p)) return false;
-    return p.allow_unlisted_models === true || (isObject(p.models) && Object.hasOwn(p.models, bare.slice(slash + 1)));
+    const split = splitModelSpec(bare);
+    const p = split === null ? undefined : providers[split.provider];
+    if (split === null || !isObject(p)) return false;
+    return p.allow_unlisted_models === true || (isObject(p.models) && Object.hasOwn(p.models, split.modelId));
   };
   for (const [name, c] of Object.entries(combos)) {
     if (!isObject(c)) continue;

@@ -27,6 +27,7 @@ import { handleTranslated } from './translated.js';
 import { logRefusal } from './request.js';
 import { waitForFigures, type HeldRequest } from './held.js';
 import type { InboundSpec } from './forward.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 export const MESSAGES_ROUTE = '/v1/messages';
 export const RESPONSES_ROUTE = '/v1/responses';
@@ -130,8 +131,8 @@ function passesThrough(cfg: Config, format: CodecFormat, target: Target | undefi
   if (target === undefined) return false;
   const model = parseThinkingSuffix(target.model).model;
   if (comboOf(cfg, model) !== undefined) return false;
-  const slash = model.indexOf('/');
-  return slash > 0 && own(cfg.providers, model.slice(0, slash))?.format === format;
+  const spec = splitModelSpec(model);
+  return spec !== null && own(cfg.providers, spec.provider)?.format === format;
 }
 
 /**
@@ -146,11 +147,11 @@ function chatNeedsTranslation(cfg: Config, body: unknown, target: Target | undef
   if (model.endsWith(')')) return true;
   // A combo runs its attempts through the canonical model; so does a target the budget auto-switch rewrites.
   if (comboOf(cfg, model) !== undefined || target.switched) return true;
-  const slash = model.indexOf('/');
-  const provider = own(cfg.providers, model.slice(0, Math.max(0, slash)));
-  if (provider === undefined) return false;
+  const spec = splitModelSpec(model);
+  const provider = spec === null ? undefined : own(cfg.providers, spec.provider);
+  if (spec === null || provider === undefined) return false;
   if (provider.format !== 'openai' && provider.format !== 'mock') return true;
-  const caps = own(provider.models, model.slice(slash + 1))?.capabilities;
+  const caps = own(provider.models, spec.modelId)?.capabilities;
   return caps !== undefined && caps.length > 0 && usesExcluded(b as Record<string, unknown>, caps);
 }
 

@@ -5,6 +5,7 @@
 import type { Config } from '../config/types.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import { own } from '../core/own.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 export interface BudgetGate {
   /** True while the daily budget is exceeded (until its window resets). */
@@ -27,9 +28,9 @@ export interface Target {
  */
 function spendsNothing(cfg: Config, model: string): boolean {
   const bare = parseThinkingSuffix(model).model;
-  const slash = bare.indexOf('/');
-  if (slash > 0) {
-    const group = own(cfg.providers, bare.slice(0, slash))?.group;
+  const spec = splitModelSpec(bare);
+  if (spec !== null) {
+    const group = own(cfg.providers, spec.provider)?.group;
     return group === 'free' || group === 'subscription';
   }
   const combo = own(cfg.combos, bare);
@@ -40,9 +41,9 @@ function spendsNothing(cfg: Config, model: string): boolean {
 export function switchTargetExists(cfg: Config, to: string): boolean {
   const bare = parseThinkingSuffix(to).model;
   if (Object.hasOwn(cfg.combos, bare)) return true;
-  const slash = bare.indexOf('/');
-  const p = slash > 0 ? own(cfg.providers, bare.slice(0, slash)) : undefined;
-  return p !== undefined && (p.allow_unlisted_models || Object.hasOwn(p.models, bare.slice(slash + 1)));
+  const spec = splitModelSpec(bare);
+  const p = spec === null ? undefined : own(cfg.providers, spec.provider);
+  return spec !== null && p !== undefined && (p.allow_unlisted_models || Object.hasOwn(p.models, spec.modelId));
 }
 
 /** Would the auto-switch rewrite `requested` once the budget is exceeded? (A paid model or combo, the switch on.) */

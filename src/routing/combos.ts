@@ -12,6 +12,7 @@ import type { CanonicalRequest, ThinkingLevel } from '../wire/canonical.js';
 import { parseThinkingSuffix } from '../wire/thinking.js';
 import { resolveModel, type Route } from './resolve.js';
 import { own } from '../core/own.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 export interface Member {
   /** The member as written in the combo (may carry a `(level)` suffix). */
@@ -79,8 +80,8 @@ export function quotaDecides(cfg: Config, model: string): boolean {
   const combo = comboOf(cfg, parseThinkingSuffix(model).model);
   if (combo === undefined) return false;
   return combo.models.some((spec) => {
-    const bare = parseThinkingSuffix(spec).model;
-    const quota = own(cfg.providers, bare.slice(0, Math.max(0, bare.indexOf('/'))))?.quota;
+    const provider = splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
+    const quota = provider === undefined ? undefined : own(cfg.providers, provider)?.quota;
     return quota !== undefined && quota.kind !== 'unlimited';
   });
 }

@@ -4,6 +4,7 @@ import type { Config, ModelConfig, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import type { Connection } from '../config/connections.js';
 import { own } from '../core/own.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 export interface Route {
   /** Provider prefix. */
@@ -20,9 +21,9 @@ export interface Route {
 }
 
 export function resolveModel(cfg: Config, requested: string): Route {
-  const slash = requested.indexOf('/');
-  const providerId = slash > 0 ? requested.slice(0, slash) : '';
-  const modelId = slash > 0 ? requested.slice(slash + 1) : '';
+  const spec = splitModelSpec(requested);
+  const providerId = spec?.provider ?? '';
+  const modelId = spec?.modelId ?? '';
   const provider = providerId ? own(cfg.providers, providerId) : undefined;
   const notFound = () =>
     new TollgateError('TOLLGATE_ERR_MODEL_NOT_FOUND', `model '${requested.slice(0, 200)}' is not configured; GET /v1/models lists the models`, { param: 'model' });

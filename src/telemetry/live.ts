@@ -11,6 +11,7 @@ import { totalTokens } from '../ledger/types.js';
 import { own } from '../core/own.js';
 import { METRIC } from './names.js';
 import type { Metrics } from './metrics.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 /** One request in flight, as GET /api/live lists it. */
 export interface LiveRequest {
@@ -108,11 +109,11 @@ export class LiveRequests {
 
 /** A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. */
 function costSoFar(config: Config, r: UsageRecord, streamed: number): number | null {
-  const slash = r.model.indexOf('/');
-  const provider = slash > 0 ? own(config.providers, r.model.slice(0, slash)) : undefined;
-  if (provider === undefined) return costKnown(r) ? r.cost.cost : null;
+  const spec = splitModelSpec(r.model);
+  const provider = spec === null ? undefined : own(config.providers, spec.provider);
+  if (spec === null || provider === undefined) return costKnown(r) ? r.cost.cost : null;
   const usage = { ...r.usage, output: Math.max(streamed, r.usage.output ?? 0) };
-  const cost = computeCost(provider, r.model.slice(slash + 1), usage);
+  const cost = computeCost(provider, spec.modelId, usage);
   return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
 }
 

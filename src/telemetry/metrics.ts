@@ -10,6 +10,7 @@ import { inputSide, knowsInput, knowsOutput, outputSide } from '../ledger/types.
 import { carriesUsage, isClientRequest, overheadMs, ttftMs, type UsageRecord } from '../ledger/record.js';
 import { BUCKETS, METRIC, OTHER, TOKEN_TYPE } from './names.js';
 import { SPAN_RESULTS, spanExportStats, type SpanExportStats } from './span-stats.js';
+import { splitModelSpec } from '../config/model-spec.js';
 
 const GENAI_LABELS = ['gen_ai_operation_name', 'gen_ai_provider_name', 'gen_ai_request_model'] as const;
 
@@ -180,10 +181,9 @@ export class Metrics {
     }
     for (const [combo, c] of Object.entries(cfg.combos)) {
       for (const member of [...c.models, ...(c.judge === undefined ? [] : [c.judge])]) {
-        const slash = member.indexOf('/');
-        const provider = member.slice(0, slash);
-        const modelId = member.slice(slash + 1);
-        if (slash < 1 || !Object.hasOwn(cfg.providers, provider) || !Object.hasOwn(cfg.providers[provider]!.models, modelId)) continue;
+        const spec = splitModelSpec(member);
+        if (spec === null || !Object.hasOwn(cfg.providers, spec.provider) || !Object.hasOwn(cfg.providers[spec.provider]!.models, spec.modelId)) continue;
+        const { provider } = spec;
         for (const status of OUTCOMES) {
           this.#comboRequests.inc({ combo, provider, model: member, status }, 0);
           this.#comboAttempts.inc({ combo, provider, model: member, status }, 0);
