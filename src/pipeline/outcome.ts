@@ -7,7 +7,7 @@ import type { ProviderGroup } from '../config/types.js';
 import type { Route } from '../routing/resolve.js';
 import { computeCost, ZERO_COST, type Cost } from '../ledger/cost.js';
 import { makeRecord, MAX_REQUESTED_MODEL, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
-import { estimateMissing, familyOf, type AnswerText, type SentRequest } from '../wire/estimate.js';
+import { AnswerText, estimateMissing, familyOf, type SentRequest } from '../wire/estimate.js';
 import { NO_USAGE, knowsInput, knowsOutput, type Usage, type UsageSource } from '../ledger/types.js';
 import type { Progress } from '../ledger/ledger.js';
 import { OTHER } from '../telemetry/names.js';
@@ -133,6 +133,19 @@ export async function settleEstimate(outcome: Outcome, sent: SentRequest, answer
   } finally {
     outcome.estimateMs += performance.now() - t;
   }
+}
+
+/** An upstream status that answers (2xx): the upstream had the prompt and accepted it. */
+export const accepted = (status: number | null): boolean => status !== null && status >= 200 && status < 300;
+
+/**
+ * A whole (non-streamed) answer cut while it was awaited or read: its client left, or a fusion's deadline cut the
+ * member. Once the upstream's 2xx status came (`status`), it had the prompt and accepted it, and bills it: the input
+ * is estimated, as for a stream the client aborted (settleEstimate); the output is not, no text of it having been
+ * read. Before any status, or after an error status, nothing is (usage_source stays as it was).
+ */
+export async function settleCut(outcome: Outcome, sent: SentRequest, status: number | null): Promise<void> {
+  if (accepted(status)) await settleEstimate(outcome, sent, new AnswerText());
 }
 
 /**

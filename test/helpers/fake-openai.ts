@@ -24,13 +24,18 @@ export type Behaviour =
   /** `inputOnlyUsage`: the usage names prompt tokens only (as some OpenAI-compatible servers report a partial count). */
   | {
     kind: 'ok'; words?: string[]; usage?: FakeUsage; chunkDelayMs?: number; omitUsage?: boolean; delayMs?: number; inputOnlyUsage?: boolean;
+    /** Answer only once this has settled (a test's event, such as another upstream's answer reaching the gateway). */
+    after?: Promise<unknown>;
     /** Streamed: SSE comments before the first chunk (OpenRouter's `: OPENROUTER PROCESSING`, keep-alives), and after the first delta. */
     comments?: string[];
     /** Streamed: each data frame carries an `id:` field (1, 2, ...). */
     ids?: boolean;
   }
   | { kind: 'error'; status: number; body: unknown; headers?: Record<string, string> }
-  /** Stream `chunks` content chunks, then send nothing more (the socket stays open). */
+  /**
+   * Stream `chunks` content chunks, then send nothing more (the socket stays open). For a non-streamed request: the
+   * 200 and its headers, then half the JSON answer, then nothing more (`chunks` unused).
+   */
   | { kind: 'stall'; chunks: number }
   /** Stream `chunks` content chunks (each flushed to the socket), then close the connection without finishing. */
   | { kind: 'cut'; chunks: number }
@@ -180,7 +185,14 @@ export async function startFakeOpenAI(t: { teardown(fn: () => unknown): void }):
     const call = calls[0];
     const reasoning = b.kind === 'reasoning' ? (b.reasoning ?? DEFAULT_REASONING) : [];
     if (b.kind === 'ok' && b.delayMs) await new Promise((r) => setTimeout(r, b.delayMs));
+    if (b.kind === 'ok' && b.after) await b.after.catch(() => undefined);
     if (res.destroyed) return;
+    if (body.stream !== true && b.kind === 'stall') {
+      const whole = JSON.stringify({ id, object: 'chat.completion', created, model, choices: [{ index: 0, message: { role: 'assistant', content: words.join('') }, finish_reason: 'stop' }] });
+      res.writeHead(200, { 'content-type': 'application/json' });
+      await flushed(res, whole.slice(0, whole.length >> 1));
+      return; // the socket stays open, the answer never finishes
+    }
     if (body.stream !== true) {
       if (b.kind !== 'ok' && b.kind !== 'tool' && b.kind !== 'reasoning') throw new Error(`behaviour ${b.kind} needs a streamed request`);
       let message: Record<string, unknown>;

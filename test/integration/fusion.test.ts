@@ -1,7 +1,8 @@
 // Fusion through the official `openai` client: three members (fake OpenAI upstreams a, b, c) answer in parallel and a
 // judge (upstream j) synthesises the final answer, which is what the client gets, streamed and not. Members get no
 // tools and the tool history as text; the judge gets every candidate. Every member call and the judge call is an
-// attempt row; the client row carries their sum. A member past the quorum's grace period is cut off and recorded.
+// attempt row; the client row carries their sum. A member past the quorum's grace period is cut off and recorded,
+// its input estimated when its upstream's 2xx had come (nothing when no status had).
 
 import t from 'tap';
 import OpenAI from 'openai';
@@ -9,6 +10,12 @@ import { startApp } from '../helpers/app.js';
 import { waitFor } from '../helpers/wait.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { TOOL, bucketsOf, spyFetch, attemptRowsOf } from '../helpers/clients.js';
+import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { metricValue } from '../helpers/prom.js';
+import { upstreamAnswered } from '../helpers/upstream-answered.js';
+import { computeCost } from '../../src/ledger/cost.js';
+import { NO_USAGE } from '../../src/ledger/types.js';
 
 const fakes = { a: await startFakeOpenAI(t), b: await startFakeOpenAI(t), c: await startFakeOpenAI(t), j: await startFakeOpenAI(t) };
 const provider = (id: keyof typeof fakes) =>
@@ -127,6 +134,52 @@ t.test('past the quorum, the grace period cuts a slow member off (recorded as ab
   const { attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
   t.same(attempts.map((r) => [r.provider, r.status, r.error_type, r.http_status]), [['a', 'success', '', 200], ['b', 'success', '', 200], ['c', 'aborted', 'fusion_cut_off', 504], ['j', 'success', '', 200]],
     'the member cut off before its upstream answered: 504, not the 200 it never got');
+  t.match(attempts[2], { usage_source: 'none', total_tokens: 0, cost: 0 }, 'nothing says its upstream accepted the prompt: nothing counted');
+  t.equal(attempts[2]!.input_tokens, null, 'not reported, not estimated');
+});
+
+// The panel request of the user message 'hi' (model `m`: counted as o200k_base): 3 per message + its role and text
+// + 3 that prime the reply (docs/recording.md, "Estimated usage").
+const HI_INPUT = 3 + countTokens('user') + countTokens('hi') + 3;
+
+t.test('a member cut after its upstream answered 2xx: its input is estimated, on its row, the combo row, the metrics and its span', async (t) => {
+  // Before: the row said aborted, usage_source none, 0 tokens and 0 cost, although the provider had the prompt and
+  // bills it; the combo row, the budget, /metrics and the span under-counted every fusion that cut a slow member.
+  const answered = upstreamAnswered(fakes.c.baseUrl);
+  fakes.c.next({ kind: 'stall', chunks: 0 }); // its 200 and half its JSON, then nothing more
+  // The others answer once c's 200 has reached the gateway: the grace period then cuts c mid-body.
+  fakes.a.next({ kind: 'ok', words: ['Alpha fast'], after: answered });
+  fakes.b.next({ kind: 'ok', words: ['Bravo fast'], after: answered });
+  fakes.j.next({ kind: 'ok', words: VERDICT });
+  const metricsBefore = await gw.metrics();
+  const res = await client.chat.completions.create({ model: 'quick', messages: [{ role: 'user', content: 'hi' }] });
+  t.equal(res.choices[0]?.message.content, VERDICT.join(''));
+  t.equal(await answered, 200);
+  const { parent, attempts } = await rowsOf(spy.last.headers.get('x-request-id')!, 4);
+  const cut = attempts[2]!;
+  t.match(cut, { provider: 'c', status: 'aborted', error_type: 'fusion_cut_off', http_status: 200, usage_source: 'estimated' }, 'cut off after its 200');
+  t.same(bucketsOf(cut), [HI_INPUT, null, null, 0, null, HI_INPUT], 'the input estimated from the panel request; no output text was read');
+  const cost = computeCost(gw.holder.current.providers.c!, 'm', { ...NO_USAGE, input: HI_INPUT, output: 0 });
+  t.ok(cost.cost > 0, 'a paid model: the estimate costs something');
+  t.equal(Number(cut.cost), cost.cost, "priced from the model's price");
+
+  t.equal(parent.usage_source, 'estimated', 'the combo row is estimated when an attempt is');
+  t.equal(Number(parent.total_tokens), attempts.reduce((s, r) => s + Number(r.total_tokens), 0), 'the combo row sums its attempts, the cut one included');
+  t.equal(Number(parent.input_tokens), attempts.reduce((s, r) => s + Number(r.input_tokens), 0));
+  t.equal(Number(Number(parent.cost).toFixed(12)), Number(attempts.reduce((s, r) => s + Number(r.cost), 0).toFixed(12)));
+
+  const metricsAfter = await gw.metrics();
+  const grew = (name: string, labels: Record<string, string>) => metricValue(metricsAfter, name, labels) - metricValue(metricsBefore, name, labels);
+  t.equal(grew('tollgate_tokens_total', { provider: 'c', type: 'input' }), HI_INPUT, "/metrics: c's input tokens");
+  t.equal(grew('tollgate_tokens_total', { provider: 'c', type: 'output' }), 0);
+  t.ok(Math.abs(grew('tollgate_cost_usd_total', { provider: 'c' }) - cost.cost) < 1e-12, "/metrics: c's cost");
+
+  let span: ReadableSpan | undefined;
+  await waitFor(() => (span = gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === cut.request_id)) !== undefined);
+  t.match(span!.attributes, {
+    'tollgate.provider': 'c', 'tollgate.attempt': 3, 'http.response.status_code': 200, 'error.type': 'fusion_cut_off',
+    'gen_ai.usage.input_tokens': HI_INPUT, 'gen_ai.usage.output_tokens': 0, 'tollgate.usage.total_tokens': HI_INPUT, 'tollgate.cost_usd': cost.cost,
+  }, "the member's span says what its row says");
 });
 
 t.test('empty answers do not make the quorum: the panel waits for an answer with text', async (t) => {
