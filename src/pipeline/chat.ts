@@ -13,7 +13,7 @@ import { AnswerText } from '../wire/estimate.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
-import { settleEstimate } from './outcome.js';
+import { settleCut, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
@@ -136,6 +136,7 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
   } catch (err) {
     if (clientGone.aborted) {
       markAborted(outcome, reply);
+      await settleCut(outcome, { chat: body }, res.status);
       return null;
     }
     throw err instanceof TollgateError ? err : classifyTransportError(err);

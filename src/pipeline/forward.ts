@@ -19,7 +19,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
-import { settleEstimate, type Outcome } from './outcome.js';
+import { settleCut, settleEstimate, type Outcome } from './outcome.js';
 import { EventRelay, type FailureHandling } from './relay.js';
 import { markAborted, percentEncoded } from './reply.js';
 import { buildFor, callForClient, failWith, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
@@ -209,6 +209,7 @@ export async function forward(exchange: Exchange, f: Forwarding): Promise<Upstre
   } catch (err) {
     if (clientGone.aborted) {
       markAborted(outcome, reply);
+      await settleCut(outcome, { canonical }, call.res.status);
       return null;
     }
     const e = err instanceof TollgateError ? err : classifyTransportError(err);

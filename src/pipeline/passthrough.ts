@@ -23,7 +23,7 @@ import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
-import { StreamFacts, settleEstimate } from './outcome.js';
+import { StreamFacts, accepted, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import { SseParser, WholeFrames, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
@@ -175,6 +175,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
   } catch (err) {
     if (clientGone.aborted) {
       markAborted(outcome, reply);
+      // The input of a whole answer the client left after its 2xx came, read from the body sent (settleCut's rule).
+      if (accepted(res.status)) await estimate(request, f, sentBody, new AnswerText());
       return null;
     }
     throw err instanceof TollgateError ? err : classifyTransportError(err);

@@ -3,7 +3,8 @@
 // Anthropic Messages, Gemini): a stream the upstream cuts mid-way, a stream the client aborts mid-way, and a stream
 // that finishes without any usage each leave a row with input and output estimated (src/wire/estimate.ts) to the
 // exact token count of what was sent and streamed, usage_source 'estimated', priced by computeCost, and counted in
-// /api/budgets. A whole answer without usage is estimated the same way. A stream whose usage was reported keeps the
+// /api/budgets. A whole answer without usage is estimated the same way; one whose client left once the upstream's 200
+// had come (its body not read), on these paths and the same-format one, has its input estimated. A stream whose usage was reported keeps the
 // reported figures; one that reports the input only keeps it and has its output estimated, on the fast path as on the
 // others; an Anthropic stream cut after message_start keeps its reported input and estimates the output.
 
@@ -11,7 +12,8 @@ import t, { type Test } from 'tap';
 import { countTokens } from 'gpt-tokenizer/encoding/o200k_base';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
-import { bucketsOf, rowOf, type Row } from '../helpers/clients.js';
+import { bucketsOf, rowOf, withRow, type Row } from '../helpers/clients.js';
+import { upstreamAnswered } from '../helpers/upstream-answered.js';
 import { DEFAULT_TEXT, FAKE_USAGE, fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthropic.js';
 import { DEFAULT_USAGE, DEFAULT_WORDS, fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { computeCost } from '../../src/ledger/cost.js';
@@ -75,6 +77,23 @@ async function send(format: Format, stream: boolean, opts: { abortOn?: string; m
   return id;
 }
 
+/**
+ * Send a non-streamed request and leave once the upstream's status has reached the gateway (the answer's body not
+ * yet); the request's one usage row.
+ */
+async function leaveAfterStatus(t: Test, format: Format, upstream: string, model?: string): Promise<Row> {
+  const { path, body } = requestOf(format, false, model);
+  const { row } = await withRow(gw, t, async () => {
+    const answered = upstreamAnswered(upstream);
+    const ac = new AbortController();
+    const asked = request(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: ac.signal });
+    t.equal(await answered, 200, 'the upstream answered 200');
+    ac.abort();
+    await asked.catch(() => undefined);
+  });
+  return row;
+}
+
 /** The row is estimated: exact input and output counts, no cache buckets, priced by computeCost. */
 function checkEstimated(t: Test, row: Row, output: number): void {
   t.equal(row.usage_source, 'estimated', "usage_source 'estimated'");
@@ -117,6 +136,14 @@ for (const format of FORMATS) {
       checkEstimated(t, row, countTokens(DEFAULT_WORDS.join('')));
     });
 
+    await t.test("a whole answer the client leaves after the upstream's 200 came: aborted row, input estimated", async (t) => {
+      // Before: 0 tokens and usage_source none, although a stream left the same way had its input estimated.
+      up.next({ kind: 'stall', chunks: 0 }); // the 200 and half the JSON, then nothing more
+      const row = await leaveAfterStatus(t, format, up.baseUrl);
+      t.match(row, { endpoint: requestOf(format, false).endpoint, stream: false, status: 'aborted', error_type: 'client_closed' });
+      checkEstimated(t, row, 0);
+    });
+
     // One rule on every path (src/pipeline/outcome.ts settleEstimate): what was not reported is estimated, bucket by
     // bucket. The fast path used to keep a partial report as it came (output unknown), the translated path estimated.
     for (const stream of [true, false]) {
@@ -153,6 +180,16 @@ t.test('an Anthropic stream cut after message_start: the reported input is kept,
     input: FAKE_USAGE.input_tokens, cached: FAKE_USAGE.cache_read_input_tokens, cacheWrite: FAKE_USAGE.cache_creation_input_tokens, output, reasoning: null,
   });
   t.equal(Number(row.cost), cost.cost);
+});
+
+t.test("a whole answer on the same-format path the client leaves after the upstream's 200 came: input estimated", async (t) => {
+  anth.next({ kind: 'stall', events: 0 }); // the 200 and half the JSON, then nothing more
+  const row = await leaveAfterStatus(t, 'messages', anth.url, 'anth/claude-sonnet-4-5');
+  t.match(row, { endpoint: 'messages', provider: 'anth', stream: false, status: 'aborted', error_type: 'client_closed', usage_source: 'estimated' });
+  // Claude is counted as o200k_base x 1.2 (docs/recording.md).
+  const input = Math.round(INPUT * 1.2);
+  t.same(bucketsOf(row), [input, null, null, 0, null, input], 'the input counted from the body sent; no output read');
+  t.equal(Number(row.cost), computeCost(gw.holder.current.providers.anth!, 'claude-sonnet-4-5', { ...NO_USAGE, input, output: 0 }).cost);
 });
 
 t.test('/api/budgets counts an estimated row', async (t) => {
