@@ -15,7 +15,7 @@ import { weakKeyReason } from './config/load.js';
 import { TollgateError, errorBody } from './core/errors.js';
 import { registerJsonBody } from './core/json-body.js';
 import { lazyCompilersFactory } from './core/lazy-validator.js';
-import { badQuery, clientErrorHandler, continueWithinLimit, frameworkErrors, serveUnknownExpectations } from './core/http-errors.js';
+import { badQuery, clientErrorHandler, continueWithinLimit, frameworkErrors, refuseConnect, serveUnknownExpectations } from './core/http-errors.js';
 import { healthRoutes } from './api/health.js';
 import { quotaRoutes } from './api/quota.js';
 import { usageRoutes } from './api/usage.js';
@@ -149,6 +149,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   });
   const log: FastifyBaseLogger = app.log;
   serveUnknownExpectations(app.server);
+  refuseConnect(app.server, app.log);
   continueWithinLimit(app.server, cfg.server.body_limit_bytes);
 
   // Nothing is loaded or connected here: the store opens (and migrates) in the background, see storeReady below.

@@ -4,7 +4,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
-import { KEYS_UNCHECKED, duplicateKeys, unquoted } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, numbersAsWritten, unquoted } from './text-checks.js';
 import { quotaConfigOf } from './quota-kinds.js';
 import { parseTimeZone } from '../core/tz.js';
 import validateCoerced from './generated/config-validator.js';
@@ -310,6 +310,7 @@ export function parseConfigText(text: string, env: Env = process.env, source = '
   }
   // An empty document is almost always a file caught half-written (or truncated by mistake): never apply it.
   if (doc.contents === null) throw new ConfigError(source, [{ path: '(file)', message: 'is empty; expected a YAML mapping' }]);
+  numbersAsWritten(doc);
   let tree: unknown;
   try {
     tree = doc.toJS(); // aliases expanded: yaml refuses a billion laughs here, with an error of its own

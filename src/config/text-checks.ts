@@ -28,6 +28,20 @@ export function duplicateKeys(doc: Document): { pos: number; message: string }[]
 }
 
 /**
+ * Numbers YAML reads differently from how they are written (`12345678901234567890` loses its last digits, `0x1f2e`
+ * becomes 7982, `007` 7, `1.0` 1, `1e3` 1000) are put back as the text written, in place in `doc`. A string field (a
+ * gateway key, a provider secret, a name) then holds exactly what its line says, not a number's digits; a number field
+ * reads the same number as before, the config's validator turning the text into it (as for a `${VAR}` value).
+ */
+export function numbersAsWritten(doc: Document): void {
+  visit(doc, {
+    Scalar(_, s) {
+      if ((typeof s.value === 'number' || typeof s.value === 'bigint') && typeof s.source === 'string' && s.source !== String(s.value)) s.value = s.source;
+    },
+  });
+}
+
+/**
  * An issue whose message quotes a value that came from an environment variable names the variable instead: a
  * variable may hold a secret, and a mistaken reference (a key's variable as a time zone) must not print it.
  */

@@ -86,6 +86,24 @@ export function clientErrorHandler(opts: ClientErrorOptions): (this: FastifyInst
 }
 
 /**
+ * `CONNECT` (a forward proxy's tunnel) goes to Node's 'connect' event, not to the router; with no listener Node drops
+ * the socket without a byte. The gateway is no forward proxy: the request is refused in the error shape, on any
+ * target, and the connection closes (the socket may already carry the tunnel's first bytes: `head`, never read).
+ */
+export function refuseConnect(server: Server, log: FastifyInstance['log']): void {
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const e = new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'CONNECT is not served: the gateway is not a forward proxy');
+    log.info({ code: e.code, method: 'CONNECT' }, e.message);
+    const body = JSON.stringify(errorBody(e, null));
+    const head = [`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}`, 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
+    socket.on('error', () => socket.destroy());
+    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 1000).unref();
+    req.resume();
+  });
+}
+
+/**
  * Node answers an `Expect` other than `100-continue` with a bare 417 (no body). RFC 9110 lets a server ignore an
  * expectation it does not know instead, so the request is served as if the header were not there.
  */

@@ -410,3 +410,22 @@ t.test('a value taken from an environment variable is never quoted in an error: 
   const long = issuesOf(t, () => parseConfigText('budgets:\n  timezone: "${TG_LONG}"\n', { TG_LONG: `sk-LONGSECRET-${'x'.repeat(200)}` }));
   t.notMatch(JSON.stringify(long), /LONGSECRET/, `a long value's start (${JSON.stringify(long)})`);
 });
+
+t.test('a number YAML would read differently is kept as written: a key works as its line says; a number field reads the same number', async (t) => {
+  const cfg = parseConfigText(
+    [
+      'server:',
+      '  port: 0x1F90',
+      '  api_keys:',
+      '    - { name: digits, key: 12345678901234567890 }',
+      '    - { name: hex, key: 0x1f2e3d4c5b6a79881234 }',
+      '    - { name: zeros, key: 0070 }',
+      '    - { name: plain, key: 1234 }',
+      'providers: {}',
+      '',
+    ].join('\n'),
+    {},
+  );
+  t.same(cfg.server.api_keys.map((k) => k.key), ['12345678901234567890', '0x1f2e3d4c5b6a79881234', '0070', '1234']);
+  t.equal(cfg.server.port, 8080, 'a number field reads the same number as before');
+});

@@ -197,6 +197,8 @@ const PARSER_CASES: { name: string; bytes: string; status: number; code: string 
   { name: 'bad request line', bytes: 'GARBAGE\r\n\r\n', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
   { name: 'unknown HTTP version', bytes: 'GET /health HTTP/9.9\r\nhost: x\r\n\r\n', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
   { name: 'content-length and transfer-encoding', bytes: 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n{}', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
+  { name: 'CONNECT to a host (a forward proxy\'s tunnel)', bytes: 'CONNECT 127.0.0.1:443 HTTP/1.1\r\nhost: 127.0.0.1:443\r\n\r\n', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
+  { name: 'CONNECT to a route', bytes: 'CONNECT /api/admin/export HTTP/1.1\r\nhost: x\r\n\r\n', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
   { name: 'non-numeric content-length', bytes: 'POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-length: abc\r\n\r\n{}', status: 400, code: 'TOLLGATE_ERR_BAD_REQUEST' },
 ];
 
