@@ -1,7 +1,8 @@
 // The validated, frozen configuration. The schema in schema.ts is the source of truth for what is accepted;
 // these types describe the object it yields after defaults are applied.
 
-export type ProviderGroup = 'subscription' | 'paid' | 'free';
+export const PROVIDER_GROUPS = ['subscription', 'paid', 'free'] as const;
+export type ProviderGroup = (typeof PROVIDER_GROUPS)[number];
 export type WireFormat = 'openai' | 'openai-responses' | 'anthropic' | 'gemini' | 'mock';
 export type Capability = 'vision' | 'pdf' | 'audio' | 'tools' | 'reasoning' | 'structured_output';
 

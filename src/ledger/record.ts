@@ -6,7 +6,8 @@ import type { Cost } from './cost.js';
 import { totalTokens, type Usage, type UsageSource } from './types.js';
 
 /** `interrupted`: the process stopped (a kill, a crash) while the request was in flight; recorded at the next start. */
-export type RequestStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
+export const REQUEST_STATUSES = ['success', 'failure', 'aborted', 'interrupted'] as const;
+export type RequestStatus = (typeof REQUEST_STATUSES)[number];
 
 /**
  * What a row stands for:
@@ -17,7 +18,8 @@ export type RequestStatus = 'success' | 'failure' | 'aborted' | 'interrupted';
  * Client requests are the `request` and `combo` rows; tokens and cost of upstream calls are the `request` and
  * `attempt` rows. Either sum counts nothing twice.
  */
-export type RecordKind = 'request' | 'combo' | 'attempt' | 'keepalive';
+export const RECORD_KINDS = ['request', 'combo', 'attempt', 'keepalive'] as const;
+export type RecordKind = (typeof RECORD_KINDS)[number];
 
 // The kinds rule, in one place: every reader of the record (metrics, analytics, quota, budgets, alerts, logs) takes
 // its set from here, in TypeScript or as SQL (`kindsSql`).

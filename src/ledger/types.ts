@@ -44,7 +44,8 @@ export interface Usage {
 export const NO_USAGE: Usage = Object.freeze({ input: null, cached: null, cacheWrite: null, output: null, reasoning: null });
 
 /** Where the numbers came from: the upstream's own report, the gateway's estimate of a missing side (usage/estimate.ts), or nowhere. */
-export type UsageSource = 'reported' | 'estimated' | 'none';
+export const USAGE_SOURCES = ['reported', 'estimated', 'none'] as const;
+export type UsageSource = (typeof USAGE_SOURCES)[number];
 
 export const BUCKETS = ['input', 'cached', 'cacheWrite', 'output', 'reasoning'] as const;
 export type Bucket = (typeof BUCKETS)[number];

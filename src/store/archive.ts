@@ -21,6 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { createGunzip, createGzip } from 'node:zlib';
 import type { Store } from '../store/client.js';
 import { dataTables, exportTable, schemaVersion, stageTable, type Column, type StagedTable } from '../store/export.js';
+import { ruleBreaches } from './import-checks.js';
 import { readTar, writeTar, type TarEntry } from './tar.js';
 
 export const ARCHIVE_FORMAT = 'tollgate-export';
@@ -251,10 +252,12 @@ export interface ImportResult {
 }
 
 /**
- * Import an unpacked archive into `store`: every table is staged and its row count checked against the manifest
- * before any row is inserted; then each table gets the rows whose key it does not hold yet.
+ * Import an unpacked archive into `store`: every table is staged, its row count checked against the manifest and its
+ * rows' values against what the gateway writes (src/store/import-checks.ts) before any row is inserted; then each
+ * table gets the rows whose key it does not hold yet. `now`: the import's time (epoch ms), for the future-time rule.
  */
-export async function importUnpacked(store: Store, unpacked: Unpacked): Promise<ImportResult> {
+export async function importUnpacked(store: Store, unpacked: Unpacked, opts: { now?: number } = {}): Promise<ImportResult> {
+  const now = opts.now ?? Date.now();
   const { manifest, files } = unpacked;
   const current = await schemaVersion(store);
   if (manifest.schema_version > current) {
@@ -280,6 +283,13 @@ export async function importUnpacked(store: Store, unpacked: Unpacked): Promise<
       staged.push(s);
       if (s.rows !== t.rows) throw new ArchiveError(`tables/${name}.native holds ${s.rows} rows; the manifest says ${t.rows}`);
     }
+    // every table checked before any is inserted: a refusal names all that is wrong, and nothing is imported
+    const breaches: string[] = [];
+    for (const s of staged) {
+      const found = await ruleBreaches(s, now);
+      if (found.length > 0) breaches.push(`table ${s.table}: ${found.join('; ')}`);
+    }
+    if (breaches.length > 0) throw new ArchiveError(breaches.join('; '));
   } catch (err) {
     for (const s of staged) await s.discard().catch(() => undefined);
     throw err;

@@ -4,8 +4,9 @@
 //
 // Export copies each table (deduplicated: FINAL) into a snapshot table first, so the row count in the manifest is
 // exactly what the file holds even while the gateway keeps writing. Import loads each file into a temporary table
-// of the same structure, checks its row count against the manifest, and only then inserts the rows whose key the
-// table does not have yet: importing an archive twice, or into the store it came from, adds nothing.
+// of the same structure, checks its row count against the manifest and its values (import-checks.ts), and only then
+// inserts the rows whose key the table does not have yet: importing an archive twice, or into the store it came from,
+// adds nothing.
 
 import { randomBytes } from 'node:crypto';
 import { ident, settingsClause, type Store } from './client.js';
@@ -112,6 +113,8 @@ export async function exportTable(store: Store, table: TableInfo, file: string):
 export interface StagedTable {
   readonly table: string;
   readonly rows: number;
+  /** How many staged rows meet each of `conditions` (SQL, on the table's columns), in one read. */
+  count(conditions: readonly string[]): Promise<number[]>;
   /** Insert the rows whose key `table` does not hold yet; returns how many that was. Drops the temporary table. */
   commit(): Promise<number>;
   /** Drop the temporary table (nothing was inserted). */
@@ -143,6 +146,11 @@ export async function stageTable(store: Store, table: TableInfo, columns: readon
     return {
       table: table.name,
       rows,
+      count: async (conditions) => {
+        const counts = conditions.map((c, i) => `countIf(${c}) AS c${i}`).join(', ');
+        const [row] = await store.query<Record<string, number | string>>(`SELECT ${counts} FROM ${tmp}`);
+        return conditions.map((_, i) => Number(row?.[`c${i}`] ?? 0));
+      },
       commit: async () => {
         try {
           const n = await store.query<{ n: number | string }>(`SELECT count() AS n FROM (${fresh})${nullIn}`);
