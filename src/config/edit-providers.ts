@@ -6,7 +6,7 @@ import { isMap, isScalar, parseDocument, type Document, type YAMLMap } from 'yam
 import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
-import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, numbersAsWritten } from './text-checks.js';
 
 export interface AddProviderOptions {
   /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
@@ -88,6 +88,7 @@ export function addProvider(text: string, o: AddProviderOptions): { text: string
   const doc = parseDocument(text, KEYS_UNCHECKED);
   const err = doc.errors[0] ?? duplicateKeys(doc)[0];
   if (err !== undefined) throw new ConfigEditError(`the config file is not valid YAML: ${err.message.split('\n')[0]}`);
+  numbersAsWritten(doc); // the file is written again: a number YAML reads differently from its text keeps it (quoted)
   const { prefix, block, models } = providerBlock(o);
   const providers = providersMap(doc);
   if (providers.has(prefix)) throw new ConfigEditError(`provider '${prefix}' is already configured; pick another prefix with --as`);

@@ -17,7 +17,7 @@ import {
 } from 'yaml';
 import { parseConfigText, type ConfigIssue } from './load.js';
 import { rootWriteProblem } from './root-write.js';
-import { KEYS_UNCHECKED, duplicateKeys } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, numbersAsWritten } from './text-checks.js';
 import type { Config } from './types.js';
 
 export type SettingPath = readonly (string | number)[];
@@ -130,6 +130,7 @@ function ownCopy(node: Node): Node {
  */
 function unshare(text: string, edits: readonly SettingEdit[]): string {
   const doc: Document = parseDocument(text, KEYS_UNCHECKED);
+  numbersAsWritten(doc); // written again below: a number YAML reads differently from its text keeps its text (quoted)
   let changed = false;
   const spread = (target: Node): void => {
     const anchor = target.anchor;
@@ -170,6 +171,7 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
   }
   if (structural.length === 0) return text;
   const doc = parseDocument(text, KEYS_UNCHECKED);
+  numbersAsWritten(doc); // every untouched value is written again: one YAML reads differently from its text keeps it
   for (const e of structural) {
     if (e.value === undefined) {
       if (!doc.hasIn(e.path)) continue;

@@ -45,6 +45,17 @@ const negativeCount = (column: string, bits: 32 | 64): RowRule => ({
   what: `a negative ${column} (a count of 2^${bits - 1} or more: how a negative number reads in this unsigned column)`,
   broken: `toInt${bits}(${ident(column)}) < 0`,
 });
+/**
+ * A count of 2^32 or more: the gateway believes at most 20,000,000 tokens of one call's bucket (MAX_CALL_TOKENS) and
+ * a combo row sums its attempts, so no row it writes comes near; and the reads sum these columns in UInt64, where rows
+ * each below 2^63 (so not "negative") could together wrap past 2^64 and lower a quota's count.
+ */
+const hugeCount = (column: string): RowRule => ({
+  what: `${/^[aeiou]/.test(column) ? 'an' : 'a'} ${column} of 2^32 or more (more than any call counts)`,
+  broken: `toInt64(ifNull(${ident(column)}, 0)) >= 4294967296`,
+});
+/** total_tokens is the sum of the five buckets in every row the gateway writes (src/ledger/types.ts, totalTokens). */
+const TOTAL_OF_BUCKETS = ['input_tokens', 'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens'].map((c) => `toUInt128(ifNull(${ident(c)}, 0))`).join(' + ');
 const badDuration = (column: string): RowRule => ({ what: `a negative or non-finite ${column}`, broken: `NOT isFinite(${ident(column)}) OR ${ident(column)} < 0` });
 const notOneOf = (column: string, values: readonly string[]): RowRule => ({
   what: `a ${column} the gateway does not write (not one of ${values.map((v) => (v === '' ? "''" : v)).join(', ')})`,
@@ -73,6 +84,8 @@ export function rowRules(now: number): Readonly<Record<string, readonly RowRule[
       },
       ...UINT64_COUNTS.map((c) => negativeCount(c, 64)),
       ...UINT32_COUNTS.map((c) => negativeCount(c, 32)),
+      ...UINT64_COUNTS.map(hugeCount),
+      { what: 'a total_tokens that is not the sum of the five token buckets', broken: `toUInt128(total_tokens) != ${TOTAL_OF_BUCKETS}` },
       negativeMoney('cost'),
       negativeMoney('list_cost'),
       ...['duration_ms', 'ttft_ms', 'upstream_ms'].map(badDuration),

@@ -116,7 +116,11 @@ t.test('each rule class: refused 400 naming the table, the rule and how many row
   const cases: [string, Record<string, string>, string][] = [
     ['negative money', { requests: asNew('toDecimal64(-1, 12) AS list_cost') }, 'table requests: 2 rows have a negative list_cost'],
     ['negative tokens', { requests: asNew('toInt64(-1000) AS input_tokens, toInt32(-7) AS audio_output_tokens') },
-      `table requests: 2 rows have a negative input_tokens ${TOKENS_NOTE}; 2 rows have a negative audio_output_tokens (a count of 2^31 or more: how a negative number reads in this unsigned column)`],
+      `table requests: 2 rows have a negative input_tokens ${TOKENS_NOTE}; 2 rows have a negative audio_output_tokens (a count of 2^31 or more: how a negative number reads in this unsigned column); 2 rows have a total_tokens that is not the sum of the five token buckets`],
+    ['counts each below 2^63 that sum past 2^64 (a quota read in UInt64 would wrap)', { requests: asNew('toUInt64(6148914691236517201) AS input_tokens, toUInt64(6148914691236517201) AS total_tokens') },
+      'table requests: 2 rows have an input_tokens of 2^32 or more (more than any call counts); 2 rows have a total_tokens of 2^32 or more (more than any call counts); 2 rows have a total_tokens that is not the sum of the five token buckets'],
+    ['a total that is not the sum of its buckets', { requests: asNew('total_tokens + 1000 AS total_tokens') },
+      'table requests: 2 rows have a total_tokens that is not the sum of the five token buckets'],
     ['unknown enum values', { requests: asNew("if(stream, 'bogus', kind) AS kind, 'ok' AS status, 'guessed' AS usage_source") },
       'table requests: 1 row has a kind the gateway does not write (not one of request, combo, attempt, keepalive); 2 rows have a status the gateway does not write (not one of success, failure, aborted, interrupted); 2 rows have a usage_source the gateway does not write (not one of reported, estimated, none)'],
     ['a provider group and a price source the gateway does not write', { requests: asNew("'premium' AS provider_group, 'guess' AS price_source") },

@@ -63,3 +63,32 @@ t.test('a key twice in one mapping is refused before an edit, found without yaml
   t.equal(editProblem(big), null, 'many keys, none twice');
   t.match(applyEdits(big, [{ path: ['budgets', 'daily_usd'], value: 5 }]), /\nbudgets:\n {2}daily_usd: 5\n$/);
 });
+
+// The load keeps a number YAML reads differently from its text as that text (a 20-digit gateway key); an edit that
+// writes the file again (a structural edit, an alias made its own, `providers add`) must keep it too, or the key the
+// file says stops working at the next reload.
+t.test('an edit that writes the file again keeps numbers as written (a 20-digit or hex key, a leading zero)', async (t) => {
+  const { parseConfigText } = await import('../../src/config/load.js');
+  const { addProvider } = await import('../../src/config/edit-providers.js');
+  const head = [
+    'server:',
+    '  port: 0x1F90',
+    '  api_keys:',
+    '    - { name: ci, key: 12345678901234567890 }',
+    '    - { name: ops, key: 0x1f2e3d4c5b6a79881234 }',
+    '    - { name: lead, key: 00701234567890123 }',
+  ].join('\n');
+  const file = `${head}\nproviders:\n  demo: { group: free, format: mock, models: { echo-1: {} } }\n`;
+  const env = { OPENAI_API_KEY: 'sk-test' };
+  const keys = (text: string) => parseConfigText(text, env).server.api_keys.map((k) => k.key);
+  const written = ['12345678901234567890', '0x1f2e3d4c5b6a79881234', '00701234567890123'];
+  t.same(keys(file), written, 'loaded as written');
+  const structural = applyEdits(file, [{ path: ['budgets', 'daily_usd'], value: 5 }]);
+  t.same(keys(structural), written, 'after a structural edit');
+  t.equal(parseConfigText(structural, env).server.port, 8080, 'the port reads the same number');
+  const aliased = `${head}\nproviders:\n  a: &p { group: free, format: mock, models: { echo-1: {} } }\n  b: *p\n`;
+  const unshared = applyEdits(aliased, [{ path: ['providers', 'b', 'group'], value: 'paid' }]);
+  t.notMatch(unshared, /\*p/, 'the alias was made its own (the file written again)');
+  t.same(keys(unshared), written, 'after an alias is made its own');
+  t.same(keys(addProvider(file, { catalogId: 'openai', models: ['gpt-4o'] }).text), written, 'after providers add');
+});
