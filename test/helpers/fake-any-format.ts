@@ -103,20 +103,25 @@ const ENCODE: Readonly<Record<string, (b: Buffer) => Buffer>> = {
 };
 
 export interface FakeAnyFormat extends Loopback {
-  /** What the fake sent last (before any encoding), how many requests it had, and the last one's `accept` header. */
-  readonly sent: { text: string; requests: number; accept: string };
+  /**
+   * What the fake sent last (before any encoding), how many requests it had, and the last one's `accept` header, the
+   * raw text of its body and its path.
+   */
+  readonly sent: { text: string; requests: number; accept: string; received: string; path: string };
   /** The gzip bomb's compressed size. */
   readonly bombBytes: number;
 }
 
 export async function startFakeAnyFormat(t: { teardown(fn: () => unknown): void }): Promise<FakeAnyFormat> {
   const bomb = await gzipBomb();
-  const sent = { text: '', requests: 0, accept: '' };
+  const sent = { text: '', requests: 0, accept: '', received: '', path: '' };
   const up = await listenLoopback(t, async (req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     for await (const c of req) raw += String(c);
     sent.requests++;
     sent.accept = String(req.headers.accept ?? '');
+    sent.received = raw;
+    sent.path = req.url!;
     const body = (raw === '' ? {} : JSON.parse(raw)) as Record<string, unknown>;
     const path = req.url!;
     const mode = path.split('/')[1]!;

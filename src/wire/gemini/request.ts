@@ -1,4 +1,5 @@
-// A client's Gemini generateContent body (as @google/genai sends it) -> CanonicalRequest.
+// A client's Gemini generateContent body (as @google/genai sends it, or in the REST API's snake_case field names:
+// spelling.ts) -> CanonicalRequest.
 //
 // The model and whether the answer streams are in the URL (`/models/<model>:generateContent` vs
 // `:streamGenerateContent?alt=sse`), not in the body, so the result has model '' and stream false: the route fills
@@ -15,9 +16,12 @@ import type { BuiltinTool, CanonicalRequest, Message, Part, ResponseFormat, Thin
 import { unknownKeys } from '../fields.js';
 import { fileDataSource, invalid, isObj, mediaPart, reasoningPart, syntheticCallId, toolCallPart, type Json } from './wire.js';
 import { jsonSchemaFromGemini } from './schema.js';
+import { camelCaseRequest, clientFieldNames, respell } from './spelling.js';
 
-export function parseGeminiRequest(body: unknown): CanonicalRequest {
-  if (!isObj(body)) throw invalid('request body must be a JSON object');
+export function parseGeminiRequest(raw: unknown): CanonicalRequest {
+  if (!isObj(raw)) throw invalid('request body must be a JSON object');
+  // snake_case field names (system_instruction, inline_data, ...) read as their lowerCamelCase twins.
+  const { body, spelled } = camelCaseRequest(raw);
   if (!Array.isArray(body.contents)) throw invalid('contents must be an array', 'contents');
 
   const messages = parseContents(body.contents);
@@ -53,7 +57,9 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
   const format = parseResponseFormat(g);
   if (format.format !== undefined) req.responseFormat = format.format;
   // The codec lists a dropped format as generationConfig.responseJsonSchema (GEMINI_PARAM_NAMES); another key the client's own.
-  if (format.key !== undefined && format.key !== 'responseJsonSchema') req.fieldNames = { responseFormat: `generationConfig.${format.key}` };
+  const fieldNames: Record<string, string> = clientFieldNames(spelled);
+  if (format.key !== undefined && format.key !== 'responseJsonSchema') fieldNames.responseFormat = respell(`generationConfig.${format.key}`, spelled);
+  if (Object.keys(fieldNames).length > 0) req.fieldNames = fieldNames;
   if (format.ignored !== undefined) unmapped.push(`generationConfig.${format.ignored}`);
   if (g.thinkingConfig !== undefined && g.thinkingConfig !== null) {
     if (!isObj(g.thinkingConfig)) throw invalid('thinkingConfig must be an object', 'generationConfig.thinkingConfig');
@@ -72,7 +78,7 @@ export function parseGeminiRequest(body: unknown): CanonicalRequest {
     if (top !== undefined) req.topLogprobs = top;
   }
   const dropped = [...unknownKeys(body, KNOWN_KEYS), ...unmapped, ...unknownKeys(g, KNOWN_GENERATION_KEYS).map((k) => `generationConfig.${k}`)];
-  if (dropped.length > 0) req.unmapped = dropped;
+  if (dropped.length > 0) req.unmapped = dropped.map((name) => respell(name, spelled));
   return req;
 }
 
