@@ -3,10 +3,13 @@
 
 import t from 'tap';
 import type { ModelConfig } from '../../src/config/types.js';
-import type { ThinkingLevel } from '../../src/wire/canonical.js';
+import { parseConfig } from '../../src/config/load.js';
+import { anthropicCodec } from '../../src/wire/anthropic/index.js';
+import type { CanonicalRequest, ThinkingLevel } from '../../src/wire/canonical.js';
 import {
   applyThinking, budgetToLevel, isThinkingFamily, parseThinkingLevel, parseThinkingSuffix, THINKING_FAMILIES, type ThinkingFamily,
 } from '../../src/wire/thinking.js';
+import { wireJson } from '../helpers/wire.js';
 
 const REASONING: ModelConfig = { kind: 'llm', capabilities: ['reasoning', 'tools'] };
 const PLAIN: ModelConfig = { kind: 'llm', capabilities: ['vision', 'tools'], max_output_tokens: 16384 };
@@ -48,6 +51,27 @@ t.test('every family x every level: the exact parameters (reasoning model, no ma
       t.strictSame(applyThinking(family, levelOf(c), null), TABLE[family][i], `${family} (${c}), unlisted model: the caller's family is trusted`);
     });
   }
+});
+
+// The table's promise reaches the upstream: the Anthropic codec, on a request with no max_tokens to a model with no
+// max_output_tokens (configured or catalogued: claude-sonnet-4-5 before the catalog knew it), sends the table's budget
+// and max_tokens 4096 on top of it (before, its own default max_tokens 4096 squeezed every budget to 4095).
+t.test('anthropic-budget through the Anthropic codec: no max_tokens anywhere, the table budget plus 4096 for the answer', async (t) => {
+  const provider = parseConfig({ providers: { a: { group: 'paid', format: 'anthropic', catalog: '', base_url: 'https://api.anthropic.com', auth: { type: 'api_key', key: 'k' }, models: {} } } }, {}).providers.a!;
+  const send = (level: ThinkingLevel, model: ModelConfig, maxTokens?: number) => {
+    const req: CanonicalRequest = { model: 'm', system: [], messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], stream: false, thinking: level, ...(maxTokens === undefined ? {} : { maxTokens }) };
+    const body = wireJson(anthropicCodec.buildRequest(req, { providerId: 'a', provider, modelId: 'claude-sonnet-4-5', model }).body);
+    return { max_tokens: body.max_tokens, thinking: body.thinking };
+  };
+  const budget = { ...REASONING, thinking: 'anthropic-budget' } as ModelConfig;
+  COLUMNS.forEach((c, i) => {
+    const want = TABLE['anthropic-budget'][i] as { thinking: { type: string; budget_tokens?: number } };
+    const max = want.thinking.budget_tokens === undefined ? 4096 : want.thinking.budget_tokens + 4096;
+    t.strictSame(send(levelOf(c), budget), { max_tokens: max, thinking: want.thinking }, `(${c}): max_tokens ${max}`);
+  });
+  t.strictSame(send(lv('high'), budget, 2000), { max_tokens: 2000, thinking: { type: 'enabled', budget_tokens: 1999 } }, "the client's max_tokens stays the ceiling");
+  t.strictSame(send(lv('max'), { ...budget, max_output_tokens: 16000 }), { max_tokens: 16000, thinking: { type: 'enabled', budget_tokens: 15999 } }, "the model's output limit caps both");
+  t.strictSame(send(lv('medium'), { ...budget, max_output_tokens: 64000 }), { max_tokens: 64000, thinking: { type: 'enabled', budget_tokens: 8192 } }, 'a known limit stays the default');
 });
 
 t.test('a model without the reasoning capability gets no thinking fields, whatever the level', async (t) => {

@@ -107,7 +107,8 @@ t.test('a thinking level the target model cannot take is listed under the client
 
 t.test('a thinking level a reasoning model takes is sent and not listed', async (t) => {
   const anth = send('chat', chat({ reasoning_effort: 'high' }), 'anth', 'claude-sonnet-4-5');
-  t.strictSame(anth.json.thinking, { type: 'enabled', budget_tokens: 4095 }, 'high, below the default max_tokens 4096');
+  t.strictSame(anth.json.thinking, { type: 'enabled', budget_tokens: 24576 }, "high's budget: no max_tokens from the client or the model");
+  t.equal(anth.json.max_tokens, 24576 + 4096, 'max_tokens: the budget plus 4096 for the answer');
   t.strictSame(anth.listed, []);
   const o3 = send('anthropic', anthropic({ thinking: { type: 'enabled', budget_tokens: 2000 } }), 'oai', 'o3');
   t.equal(o3.json.reasoning_effort, 'low');

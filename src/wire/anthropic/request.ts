@@ -205,7 +205,7 @@ export const MIN_THINKING_BUDGET = 1024;
  * (applyThinking, docs/thinking.md) for `anthropic-budget`, or `anthropic-adaptive` for a model configured so.
  */
 export function anthropicThinking(
-  level: ThinkingLevel, opts: { readonly maxTokens: number; readonly family: 'anthropic-budget' | 'anthropic-adaptive'; readonly model?: ModelConfig | null },
+  level: ThinkingLevel, opts: { readonly maxTokens: number | undefined; readonly family: 'anthropic-budget' | 'anthropic-adaptive'; readonly model?: ModelConfig | null },
 ): { thinking: Json; effort?: string } | null {
   const p = applyThinking(opts.family, level, opts.model ?? null, opts.maxTokens);
   if (p.thinking === undefined) return null;
@@ -281,8 +281,8 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
 
 /**
  * The upstream request. Decisions:
- * - max_tokens: the request's, else the model's max_output_tokens, else DEFAULT_MAX_TOKENS; never above the model's
- *   max_output_tokens when that is configured.
+ * - max_tokens: the request's, else the model's max_output_tokens, else DEFAULT_MAX_TOKENS on top of the thinking
+ *   budget sent (docs/thinking.md's budgets need no max_tokens); never above the model's max_output_tokens if set.
  * - thinking (see anthropicThinking) only when the model config lists `reasoning`, and not when tool_choice forces a
  *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on), nor
  *   when the last assistant turn calls a tool without a thinking block first (unsignedToolTurn). A level that is not
@@ -350,8 +350,10 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
 
   const forced = answerTool || (toolBlocks.length > 0 && (req.toolChoice?.type === 'required' || req.toolChoice?.type === 'tool' || req.toolChoice?.type === 'builtin'));
   const reasoning = req.thinking !== undefined && model?.capabilities.includes('reasoning') === true;
-  let think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens, family: anthropicFamily(model), model }) : null;
+  const open = req.maxTokens === undefined && cap === undefined; // no limit from the client or the model: the budget's own
+  let think = reasoning && !forced && model !== null ? anthropicThinking(req.thinking!, { maxTokens: open ? undefined : maxTokens, family: anthropicFamily(model), model }) : null;
   if (think !== null && think.thinking.type !== 'disabled' && unsignedToolTurn(messages)) think = null;
+  if (open && think?.thinking.type === 'enabled') body.max_tokens = (think.thinking.budget_tokens as number) + DEFAULT_MAX_TOKENS;
   // A level not sent (a model without `reasoning` or unlisted, a forced tool, no room for a budget) is listed.
   if (req.thinking !== undefined && think === null) notes.drop('thinking');
   // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
