@@ -18,6 +18,7 @@
 //   presence/frequency penalty, logit_bias, prediction, cache_control markers, audio parts, a tool result's error
 //   flag, another family's files, video and audio files (input_file takes documents, text and spreadsheets).
 //   n > 1 is refused (a Responses answer is one answer).
+// - max_output_tokens under 16 is raised to 16 (MIN_MAX_OUTPUT_TOKENS): the API refuses less with a 400.
 //
 // Thinking: the level goes through the shared `openai` family mapping (applyThinking in src/wire/thinking.ts,
 // table in docs/thinking.md) and is sent as `reasoning.effort`: named levels pass through (auto: no effort), a
@@ -38,6 +39,9 @@ import { customFormatJson, customInput } from '../custom-tool.js';
 import { dataUrl, envelopeOf, type Json } from './shared.js';
 
 /** A custom tool (ToolDefinition.custom) as the Responses API takes it. */
+/** The smallest max_output_tokens the Responses API accepts ("Expected a value >= 16"). */
+export const MIN_MAX_OUTPUT_TOKENS = 16;
+
 const customToolJson = (t: ToolDefinition): Json =>
   ({ type: 'custom', name: t.name, ...(t.description === undefined ? {} : { description: t.description }), format: customFormatJson(t, 'responses') });
 
@@ -148,7 +152,8 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
     if (c !== undefined) out.tool_choice = c.type === 'tool' ? { type: isCustom(req, c.name) ? 'custom' : 'function', name: c.name } : c.type === 'builtin' ? { type: 'web_search_preview' } : c.type;
     if (req.parallelToolCalls !== undefined) out.parallel_tool_calls = req.parallelToolCalls;
   }
-  if (req.maxTokens !== undefined) out.max_output_tokens = req.maxTokens;
+  // The Responses API refuses a max_output_tokens under 16 (Claude Code and Claude Desktop probe with max_tokens 1).
+  if (req.maxTokens !== undefined) out.max_output_tokens = Math.max(req.maxTokens, MIN_MAX_OUTPUT_TOKENS);
 
   const samplingAllowed = !reasoningModel || effort === 'none';
   if (req.temperature !== undefined) {
