@@ -46,6 +46,15 @@ export function noteChoices(req: CanonicalRequest, notes: BuildNotes, format: st
   else if (req.stream) notes.refuse('n', 'greater than 1 is not supported on a streamed request that is translated (only whole answers carry several choices)');
 }
 
+/**
+ * More stop sequences than the target takes (`limit`, the most its API documents) is refused: dropping some would
+ * change where the answer ends, and sending them all draws the provider's 400.
+ */
+export function noteStopLimit(req: CanonicalRequest, notes: BuildNotes, target: { readonly limit: number; readonly format: string }): void {
+  const n = req.stop?.length ?? 0;
+  if (n > target.limit) notes.refuse('stop', `has ${n} stop sequences; ${target.format} provider takes at most ${target.limit}`);
+}
+
 /** Whether any part of the request (system, messages, tool results) or any tool carries a cache_control marker. */
 export function hasCacheControl(req: CanonicalRequest): boolean {
   return anyPart(req, (p) => 'cacheControl' in p && p.cacheControl !== undefined) || (req.tools ?? []).some((t) => t.cacheControl !== undefined);

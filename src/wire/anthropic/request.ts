@@ -26,6 +26,7 @@ import { anyPart, BuildNotes, cacheControlJson, noteChoices, parseCacheControl, 
 import type { BuiltRequest, Target } from '../codec.js';
 import { buildBlock, parseBlocks, unsignedToolTurn, type AnthropicRole, type BlockContext } from './content.js';
 import { invalid, isObj, str, type Json } from './json.js';
+import { putSampling } from './sampling.js';
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -287,8 +288,8 @@ function buildHeaders(p: ProviderConfig, stream: boolean): Record<string, string
  *   tool (the API refuses thinking with forced tool use; the forced call is what the client's code depends on), nor
  *   when the last assistant turn calls a tool without a thinking block first (unsignedToolTurn). A level that is not
  *   sent (no `reasoning`, an unlisted model, a forced tool or such a turn, max_tokens leaving no room for the
- *   smallest budget) is listed as dropped. With thinking on, temperature (unless 1) and top_k are removed and
- *   top_p is kept only within [0.95, 1], as the API requires (each listed as dropped).
+ *   smallest budget) is listed as dropped. A temperature above 1 goes as 1 (Anthropic's range is 0..1); with thinking
+ *   on, temperature (unless 1) and top_k are removed and top_p is kept only within [0.95, 1] (putSampling).
  * - response format: json_schema goes to output_config.format, and a tool's `strict` is sent, only when the model
  *   config lists `structured_output` (else a `strict: true` is listed as dropped). Otherwise a json_schema (with an
  *   object schema) or json_object format, on a request without tools of its own, becomes a forced tool
@@ -356,20 +357,8 @@ export function buildRequest(asked: CanonicalRequest, target: Target): BuiltRequ
   if (open && think?.thinking.type === 'enabled') body.max_tokens = (think.thinking.budget_tokens as number) + DEFAULT_MAX_TOKENS;
   // A level not sent (a model without `reasoning` or unlisted, a forced tool, no room for a budget) is listed.
   if (req.thinking !== undefined && think === null) notes.drop('thinking');
-  // With thinking on, Anthropic refuses temperature other than 1, top_k, and top_p below 0.95.
-  const on = think !== null && think.thinking.type !== 'disabled';
-  if (req.temperature !== undefined) {
-    if (!on || req.temperature === 1) body.temperature = req.temperature;
-    else notes.drop('temperature');
-  }
-  if (req.topP !== undefined) {
-    if (!on || req.topP >= 0.95) body.top_p = req.topP;
-    else notes.drop('topP');
-  }
-  if (req.topK !== undefined) {
-    if (!on) body.top_k = req.topK;
-    else notes.drop('topK');
-  }
+  // A temperature above 1 is sent as 1; with thinking on, what Anthropic refuses is removed (sampling.ts).
+  putSampling(body, req, { thinking: think !== null && think.thinking.type !== 'disabled', notes });
   if (req.user !== undefined) body.metadata = { user_id: req.user };
   if (req.metadata !== undefined && Object.keys(req.metadata).some((k) => k !== 'user_id')) notes.drop('metadata');
   if (think !== null) body.thinking = think.thinking;

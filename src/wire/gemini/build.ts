@@ -11,7 +11,7 @@
 
 import type { BuiltRequest, Target } from '../codec.js';
 import type { CanonicalRequest, Message, Part, ToolChoice } from '../canonical.js';
-import { anyPart, BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { anyPart, BuildNotes, hasCacheControl, noteChoices, noteStopLimit, withoutForeignFiles } from '../fields.js';
 import { applyThinking, thinkingLost } from '../thinking.js';
 import { endpointPath } from '../endpoint.js';
 import { answerToGemini, argsObject, isObj, mediaToGemini, modelPath, reasoningToGemini, type GeminiContent, type GeminiPart, type Json } from './wire.js';
@@ -22,6 +22,9 @@ function authHeaders(target: Target): Record<string, string> {
   const header = (a.header ?? 'x-goog-api-key').toLowerCase();
   return { [header]: header === 'authorization' ? `Bearer ${a.key}` : a.key };
 }
+
+/** The most stop sequences Gemini takes (`stopSequences`: "up to 5", the API reference). */
+export const MAX_STOP_SEQUENCES = 5;
 
 export function buildGeminiRequest(asked: CanonicalRequest, target: Target): BuiltRequest {
   const notes = new BuildNotes();
@@ -53,6 +56,7 @@ export function buildGeminiRequest(asked: CanonicalRequest, target: Target): Bui
   if (req.topP !== undefined) g.topP = req.topP;
   if (req.topK !== undefined) g.topK = req.topK;
   if (req.stop !== undefined && req.stop.length > 0) g.stopSequences = [...req.stop];
+  noteStopLimit(req, notes, { limit: MAX_STOP_SEQUENCES, format: 'a Gemini' });
   if (req.seed !== undefined) g.seed = req.seed;
   if (req.presencePenalty !== undefined) g.presencePenalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) g.frequencyPenalty = req.frequencyPenalty;

@@ -3,7 +3,7 @@
 // comment lists what.
 
 import type { CanonicalRequest, Part, ResponseFormat, ToolChoice } from '../canonical.js';
-import { BuildNotes, hasCacheControl, noteChoices, withoutForeignFiles } from '../fields.js';
+import { BuildNotes, hasCacheControl, noteChoices, noteStopLimit, withoutForeignFiles } from '../fields.js';
 import { applyThinking, isThinkingFamily, thinkingLost, type ThinkingFamily } from '../thinking.js';
 import type { BuiltRequest, Target } from '../codec.js';
 import { openaiAdapter } from './index.js';
@@ -11,6 +11,9 @@ import { isGoogleOpenAIEndpoint, signCalls } from './google.js';
 import { own } from '../../core/own.js';
 
 type Json = Record<string, unknown>;
+
+/** The most stop sequences OpenAI Chat takes (`stop`: "Up to 4 sequences", the API reference). */
+export const MAX_STOP_SEQUENCES = 4;
 
 export const dataUrl = (mediaType: string, data: string): string => `data:${mediaType};base64,${data}`;
 
@@ -190,6 +193,7 @@ export function buildChatRequest(asked: CanonicalRequest, target: Target): Built
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.topP !== undefined) body.top_p = req.topP;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = [...req.stop];
+  noteStopLimit(req, notes, { limit: MAX_STOP_SEQUENCES, format: 'an OpenAI Chat' });
   if (req.seed !== undefined) body.seed = req.seed;
   if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
