@@ -2,11 +2,11 @@
 // and leaves every comment, blank line and quoting style elsewhere in place. This module holds the provider edits
 // (`tollgate providers add`); the console's settings writer can share the same approach (one module per edit kind).
 
-import { isMap, isScalar, parseDocument, type Document, type YAMLMap } from 'yaml';
+import { isMap, isScalar, type Document, type YAMLMap } from 'yaml';
 import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
-import { KEYS_UNCHECKED, duplicateKeys, numbersAsWritten } from './text-checks.js';
+import { duplicateKeys, parseForRewrite } from './text-checks.js';
 
 export interface AddProviderOptions {
   /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
@@ -85,10 +85,9 @@ function providersMap(doc: Document): YAMLMap {
 
 /** `text` with a provider block for a catalog provider added under `providers:`; everything else is kept as it was. */
 export function addProvider(text: string, o: AddProviderOptions): { text: string; prefix: string; models: string[] } {
-  const doc = parseDocument(text, KEYS_UNCHECKED);
+  const doc = parseForRewrite(text); // the file is written again: its numbers keep their text
   const err = doc.errors[0] ?? duplicateKeys(doc)[0];
   if (err !== undefined) throw new ConfigEditError(`the config file is not valid YAML: ${err.message.split('\n')[0]}`);
-  numbersAsWritten(doc); // the file is written again: a number YAML reads differently from its text keeps it (quoted)
   const { prefix, block, models } = providerBlock(o);
   const providers = providersMap(doc);
   if (providers.has(prefix)) throw new ConfigEditError(`provider '${prefix}' is already configured; pick another prefix with --as`);

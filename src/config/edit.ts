@@ -17,7 +17,7 @@ import {
 } from 'yaml';
 import { parseConfigText, type ConfigIssue } from './load.js';
 import { rootWriteProblem } from './root-write.js';
-import { KEYS_UNCHECKED, duplicateKeys, numbersAsWritten } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, parseForRewrite } from './text-checks.js';
 import type { Config } from './types.js';
 
 export type SettingPath = readonly (string | number)[];
@@ -129,8 +129,7 @@ function ownCopy(node: Node): Node {
  * Every entry keeps its value; `text` is returned as it is when no edit meets an alias or a shared anchor.
  */
 function unshare(text: string, edits: readonly SettingEdit[]): string {
-  const doc: Document = parseDocument(text, KEYS_UNCHECKED);
-  numbersAsWritten(doc); // written again below: a number YAML reads differently from its text keeps its text (quoted)
+  const doc: Document = parseForRewrite(text); // written again below: every number keeps its text
   let changed = false;
   const spread = (target: Node): void => {
     const anchor = target.anchor;
@@ -170,8 +169,7 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
     else text = replaced;
   }
   if (structural.length === 0) return text;
-  const doc = parseDocument(text, KEYS_UNCHECKED);
-  numbersAsWritten(doc); // every untouched value is written again: one YAML reads differently from its text keeps it
+  const doc = parseForRewrite(text); // every untouched value is written again: its numbers keep their text
   for (const e of structural) {
     if (e.value === undefined) {
       if (!doc.hasIn(e.path)) continue;

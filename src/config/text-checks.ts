@@ -2,7 +2,7 @@
 // each key with every earlier one, quadratic in a mapping's keys: a file of many keys took seconds, on the event
 // loop at a reload), and messages that would print a value taken from an environment variable.
 
-import { isScalar, visit, type Document } from 'yaml';
+import { isScalar, parseDocument, visit, type Document, type ScalarTag } from 'yaml';
 
 /**
  * yaml's parse options with its own duplicate-key check off: every parse of a config file's text uses them, and a
@@ -39,6 +39,39 @@ export function numbersAsWritten(doc: Document): void {
       if ((typeof s.value === 'number' || typeof s.value === 'bigint') && typeof s.source === 'string' && s.source !== String(s.value)) s.value = s.source;
     },
   });
+}
+
+/** A number's text as the file wrote it, written back unchanged by a file rewritten for an edit (AS_WRITTEN). */
+class AsWritten {
+  constructor(readonly text: string) {}
+}
+
+/** Writes an AsWritten as its text, plain and untagged (`default`); never resolves anything (no `test`). */
+const AS_WRITTEN: ScalarTag = {
+  tag: 'tag:tollgate.dev,2026:as-written',
+  default: true,
+  identify: (v) => v instanceof AsWritten,
+  resolve: (s) => s,
+  stringify: ({ value }) => (value as AsWritten).text,
+};
+
+/**
+ * `text` parsed to be edited and written again (a settings edit that changes the structure, an alias made its own,
+ * `tollgate providers add`): yaml writes a number it parsed from its value (`12345678901234567890` as
+ * `12345678901234567000`, `0070` as `70`, `1e4` as `1e+4`), so every number value keeps the text the file wrote
+ * instead, written back byte for byte; a mapping key written as such a number becomes its text (quoted when written),
+ * as the load reads it (numbersAsWritten). Values an edit sets are new nodes, written as yaml writes them.
+ */
+export function parseForRewrite(text: string): Document {
+  const doc = parseDocument(text, { ...KEYS_UNCHECKED, customTags: [AS_WRITTEN] });
+  visit(doc, {
+    Scalar(key, s) {
+      if (typeof s.value !== 'number' || typeof s.source !== 'string' || s.tag !== undefined) return;
+      if (key !== 'key') s.value = new AsWritten(s.source);
+      else if (s.source !== String(s.value)) s.value = s.source;
+    },
+  });
+  return doc;
 }
 
 /**

@@ -91,4 +91,10 @@ t.test('an edit that writes the file again keeps numbers as written (a 20-digit 
   t.notMatch(unshared, /\*p/, 'the alias was made its own (the file written again)');
   t.same(keys(unshared), written, 'after an alias is made its own');
   t.same(keys(addProvider(file, { catalogId: 'openai', models: ['gpt-4o'] }).text), written, 'after providers add');
+  // every line the edit did not touch is written back byte for byte: keys unquoted, numbers as the file wrote them
+  for (const [name, out] of [['structural', structural], ['providers add', addProvider(file, { catalogId: 'openai', models: ['gpt-4o'] }).text]] as const) {
+    for (const line of head.split('\n')) t.ok(out.includes(`${line}\n`), `${name}: '${line.trim()}' kept as written`);
+  }
+  const prices = 'providers:\n  demo:\n    price: { input: 0.50, output: 1.0 }\n    models: { echo-1: { max_output_tokens: 1e4 } }\nbudgets: { daily_usd: 5 }\n';
+  t.equal(applyEdits(prices, [{ path: ['budgets'], value: undefined }]), 'providers:\n  demo:\n    price: { input: 0.50, output: 1.0 }\n    models: { echo-1: { max_output_tokens: 1e4 } }\n', 'number fields untouched: not quoted, not rewritten (0.50, 1.0, 1e4)');
 });

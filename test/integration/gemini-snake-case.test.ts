@@ -121,6 +121,21 @@ t.test('both spellings of one field: 400 naming the field, nothing sent', async 
   t.equal(up.sent.requests, before, 'no upstream call');
 });
 
+t.test('a snake_case body\'s refusals name its fields as it spelled them', async (t) => {
+  const before = up.sent.requests;
+  for (const [body, param, message] of [
+    [{ contents: BODY.contents, generation_config: { temperature: 'hot' } }, 'generation_config.temperature', /temperature/],
+    [{ contents: [{ role: 'user', parts: [{ inline_data: { mime_type: 'image/png' } }] }] }, 'contents[0].parts[0].inline_data', /^inline_data needs mime_type and data strings/],
+  ] as const) {
+    const r = await post('ant/m', body);
+    t.equal(r.status, 400, param);
+    t.match(r.json, { error: { code: 'TOLLGATE_ERR_INVALID_REQUEST', param, message } }, param);
+  }
+  const camel = await post('ant/m', { contents: BODY.contents, generationConfig: { temperature: 'hot' } });
+  t.match(camel.json, { error: { param: 'generationConfig.temperature' } }, 'a camelCase body keeps its names');
+  t.equal(up.sent.requests, before, 'no upstream call');
+});
+
 t.test('the same snake_case body to a gemini provider passes byte for byte', async (t) => {
   const r = await post('gem/m', BODY);
   t.equal(r.status, 200);

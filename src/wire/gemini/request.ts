@@ -17,11 +17,24 @@ import { unknownKeys } from '../fields.js';
 import { fileDataSource, invalid, isObj, mediaPart, reasoningPart, syntheticCallId, toolCallPart, type Json } from './wire.js';
 import { jsonSchemaFromGemini } from './schema.js';
 import { camelCaseRequest, clientFieldNames, respell } from './spelling.js';
+import { TollgateError } from '../../core/errors.js';
 
 export function parseGeminiRequest(raw: unknown): CanonicalRequest {
   if (!isObj(raw)) throw invalid('request body must be a JSON object');
   // snake_case field names (system_instruction, inline_data, ...) read as their lowerCamelCase twins.
   const { body, spelled } = camelCaseRequest(raw);
+  try {
+    return parseCamelCase(body, spelled);
+  } catch (err) {
+    // a refusal names the fields as the client spelled them (`generation_config.temperature`, `inline_data`)
+    if (spelled.size === 0 || !(err instanceof TollgateError)) throw err;
+    const own = (text: string): string => text.replace(/[A-Za-z]+/g, (word) => spelled.get(word) ?? word);
+    throw new TollgateError(err.code, own(err.message), err.param === undefined ? {} : { param: own(err.param) });
+  }
+}
+
+/** The request read from `body` in lowerCamelCase; `spelled`, the client's own spelling of each name renamed. */
+function parseCamelCase(body: Json, spelled: ReadonlyMap<string, string>): CanonicalRequest {
   if (!Array.isArray(body.contents)) throw invalid('contents must be an array', 'contents');
 
   const messages = parseContents(body.contents);

@@ -12,8 +12,23 @@ import { own } from '../../core/own.js';
 
 type Json = Record<string, unknown>;
 
-/** The most stop sequences OpenAI Chat takes (`stop`: "Up to 4 sequences", the API reference). */
+/**
+ * The most stop sequences OpenAI Chat takes (`stop`: "Up to 4 sequences", the API reference): OpenAI's own API and
+ * Azure OpenAI's. Other OpenAI-format vendors set their own limits (DeepSeek takes 16, a vLLM server any number), so
+ * a request to them goes as the client sent it and the vendor answers for itself.
+ */
 export const MAX_STOP_SEQUENCES = 4;
+
+/** Is `baseUrl` OpenAI's own API (or Azure OpenAI's), where OpenAI's documented limits hold? */
+export function isOpenAIItself(baseUrl: string | undefined): boolean {
+  if (!baseUrl) return false;
+  try {
+    const host = new URL(baseUrl).hostname;
+    return host === 'api.openai.com' || host.endsWith('.openai.azure.com');
+  } catch {
+    return false;
+  }
+}
 
 export const dataUrl = (mediaType: string, data: string): string => `data:${mediaType};base64,${data}`;
 
@@ -193,7 +208,7 @@ export function buildChatRequest(asked: CanonicalRequest, target: Target): Built
   if (req.temperature !== undefined) body.temperature = req.temperature;
   if (req.topP !== undefined) body.top_p = req.topP;
   if (req.stop !== undefined && req.stop.length > 0) body.stop = [...req.stop];
-  noteStopLimit(req, notes, { limit: MAX_STOP_SEQUENCES, format: 'an OpenAI Chat' });
+  if (isOpenAIItself(target.provider.base_url)) noteStopLimit(req, notes, { limit: MAX_STOP_SEQUENCES, format: 'an OpenAI Chat' });
   if (req.seed !== undefined) body.seed = req.seed;
   if (req.presencePenalty !== undefined) body.presence_penalty = req.presencePenalty;
   if (req.frequencyPenalty !== undefined) body.frequency_penalty = req.frequencyPenalty;
