@@ -7,17 +7,18 @@
 
 import type { Config, ProviderConfig } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
-import type { Sums } from '../store/aggregate.js';
 import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOutcomes } from '../store/quota-windows.js';
 import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
-import { evaluateQuota, exhaustedUntil, msToHours, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
+import { evaluateQuota, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
-import { UnstoredCalls, type Span } from './unstored.js';
+import { UnstoredCalls, type Span, type Tally } from './unstored.js';
+import { QuotaVerdicts } from './quota-routing.js';
+import { byModel, sumOf, usedOf, type Totals } from './quota-sums.js';
 import { MoneySum } from '../store/decimal.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
@@ -40,6 +41,8 @@ interface Basis {
   /** The recent calls of the providers at 0 % in the stored figures (the connection-problem flag). */
   readonly recent: ReadonlyMap<string, RecentOutcomes>;
   readonly spend: SharedSpend | null;
+  /** The list's tallies when the read began: what a snapshot that cannot take the list (not `exact`) counts. */
+  readonly tallies: ReadonlyMap<string, Tally>;
 }
 
 /**
@@ -100,7 +103,8 @@ export class QuotaService {
   readonly #ownsList: boolean;
   /** The computation in flight, and the changes (`#changes`) it was started after. */
   #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
-  #last = new Map<string, QuotaEntry>();
+  /** Routing's verdicts: the latest snapshot's entries with this process's calls since and in flight added. */
+  readonly #verdicts: QuotaVerdicts;
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
   readonly #edges = new EdgeCache();
 
@@ -108,6 +112,7 @@ export class QuotaService {
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; settleWaitMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
     this.#unstored = opts.unstored ?? new UnstoredCalls();
     this.#ownsList = opts.unstored === undefined;
+    this.#verdicts = new QuotaVerdicts(this.#unstored);
     this.#store = store;
     this.#fence = opts.fence ?? null;
     this.#config = config;
@@ -145,19 +150,25 @@ export class QuotaService {
   }
 
   /**
-   * Whether the provider's quota was used up in the latest snapshot. One older than the cache starts a new one in the
+   * Whether the provider's quota is used up: the latest snapshot's figures, with this process's calls since and its
+   * combo attempts in flight added (quota-routing.ts). A snapshot older than the cache starts a new one in the
    * background (not waited for): a replica without traffic of its own computed none since the evaluator's last look
    * (up to 15 s), and other replicas' calls would go on reaching a provider they used up.
    */
   exhausted(providerId: string): boolean {
     const snap = this.#snapshot;
     if (snap !== null && this.#computing === null && this.#now() - snap.at >= this.#cacheMs) void this.entries().catch(() => undefined);
-    return this.#last.get(providerId)?.exhausted === true;
+    return this.#verdicts.exhausted(providerId);
   }
 
   // QuotaGate.resetsAt (routing/router.ts): exhaustedUntil of a provider `exhausted` says is used up.
   resetsAt(providerId: string): number | null {
-    return this.#last.get(providerId)?.exhausted === true ? exhaustedUntil(this.#last.get(providerId)!) : null;
+    return this.#verdicts.resetsAt(providerId);
+  }
+
+  // QuotaGate.reserve (routing/router.ts): a combo attempt to the provider counts in flight until its record is published.
+  reserve(providerId: string): () => void {
+    return this.#verdicts.reserve(providerId);
   }
 
   /** A record was published: counted in the quota's figures until its row is stored (the gateway feeds a shared list: app.ts). */
@@ -205,9 +216,9 @@ export class QuotaService {
     const computed = this.#settledRead()
       .then(async ({ basis, changes: after }) => ({ basis, after, ...(await this.#build(basis)) }))
       .then(
-        ({ basis, after, entries, published: counted }) => {
+        ({ basis, after, entries, published: counted, tallies }) => {
           this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis };
-          this.#last = new Map(entries.map((e) => [e.id, e]));
+          this.#verdicts.adopt(entries, tallies);
           return entries;
         },
         // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds, with this
@@ -261,6 +272,7 @@ export class QuotaService {
     const partial = providers.filter(({ plan }) => plan.from % HOUR_MS !== 0).map(({ id, plan }) => ({ provider: id, from: plan.from, to: Math.min(ceil(plan.from), now + 1) }));
     const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
     const fence = this.#fence;
+    const tallies = this.#unstored.tallies();
     const insertsStarted = fence?.insertsStarted ?? 0;
     const clean = fence !== null && insertsStarted === fence.insertsEnded;
     const { groups: read, cost: all } = await providerWindows(this.#store, {
@@ -291,12 +303,18 @@ export class QuotaService {
       return sumOf(mine).tokens === 0 && lately(mine);
     }).map(({ id }) => id);
     const recent = await recentOutcomes(this.#store, { providers: atZero, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
-    return { now, providers, read, spans, today, month, earliest, exact, recent, spend };
+    return { now, providers, read, spans, today, month, earliest, exact, recent, spend, tallies };
   }
 
-  /** The entries of a read, with the calls not stored yet added when it can take them (`exact`), and their count. */
-  async #build(b: Basis): Promise<{ entries: QuotaEntry[]; published: number }> {
+  /**
+   * The entries of a read, with the calls not stored yet added when it can take them (`exact`), their count, and the
+   * tallies of the calls they hold (routing adds the calls since: quota-routing.ts): the list's now when it was added,
+   * else its tallies when the read began (a call published since then counts there, even if an insert beside the read
+   * put it in what was read too: counted twice rather than not at all, until the next snapshot).
+   */
+  async #build(b: Basis): Promise<{ entries: QuotaEntry[]; published: number; tallies: ReadonlyMap<string, Tally> }> {
     const published = this.#unstored.published;
+    const tallies = b.exact ? this.#unstored.tallies() : b.tallies;
     const sums = b.exact ? [...b.read, ...this.#unstored.groups(b.spans, b.today, b.month, b.earliest)] : b.read;
     const entries = await Promise.all(b.providers.map(async ({ id, p, q, plan }) => {
       const mine = sums.filter((g) => g.provider === id);
@@ -312,15 +330,15 @@ export class QuotaService {
       const problem = total.tokens === 0 ? connectionProblem(p, b.recent.get(id)) : null;
       return this.#entry(id, p, q, plan, b.now, total, secondaryUsed, cost, models, problem);
     }));
-    return { entries, published };
+    return { entries, published, tallies };
   }
 
   /** The snapshot's read again, with the records published since it was built: the snapshot, unless a newer one came. */
   async #rebuild(snap: Snapshot): Promise<QuotaEntry[]> {
-    const { entries, published } = await this.#build(snap.basis);
+    const { entries, published, tallies } = await this.#build(snap.basis);
     if (this.#snapshot === snap) {
       this.#snapshot = { ...snap, entries, published };
-      this.#last = new Map(entries.map((e) => [e.id, e]));
+      this.#verdicts.adopt(entries, tallies);
     }
     return entries;
   }
@@ -361,40 +379,4 @@ function connectionProblem(p: ProviderConfig, recent: RecentOutcomes | undefined
   else if (status === 401 || status === 403) reason = 'invalid_key';
   else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
   return { reason, failures: recent.failures, last_error: e || String(status) };
-}
-
-const round4 = (v: number): number => Number(v.toFixed(4));
-
-type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
-
-function sumOf(groups: readonly Totals[]): Totals {
-  let oldest: number | null = null;
-  const t = { rows: 0, tokens: 0, durationMs: 0 };
-  const cost = new MoneySum();
-  for (const g of groups) {
-    t.rows += g.rows;
-    t.tokens += g.tokens;
-    cost.add(g.cost);
-    t.durationMs += g.durationMs;
-    if (g.oldest !== null && (oldest === null || g.oldest < oldest)) oldest = g.oldest;
-  }
-  return { ...t, cost: cost.value, oldest };
-}
-
-/** rolling_hours: the hours of each model in the window. */
-function byModel(groups: readonly (Totals & { model?: string })[]): { model: string; used: number }[] {
-  const ms = new Map<string, number>();
-  for (const g of groups) ms.set(g.model!, (ms.get(g.model!) ?? 0) + g.durationMs);
-  return [...ms].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([model, d]) => ({ model, used: round4(msToHours(d)) }));
-}
-
-function usedOf(plan: QuotaPlan, s: Totals): number {
-  switch (plan.unit) {
-    case 'hours':
-      return round4(msToHours(s.durationMs));
-    case 'requests':
-      return s.rows;
-    default:
-      return s.tokens;
-  }
 }

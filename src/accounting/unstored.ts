@@ -17,6 +17,13 @@ export interface Span {
 
 type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
 
+/** A provider's calls added to the list since the start, their total tokens and time (counts that only grow). */
+export interface Tally {
+  readonly calls: number;
+  readonly tokens: number;
+  readonly ms: number;
+}
+
 /** The most a time zone is ahead of UTC (UTC+14:00): how much earlier than UTC's a budget's local day or month starts. */
 const KEPT_BEFORE_MS = 14 * 3_600_000;
 
@@ -49,10 +56,22 @@ export class UnstoredCalls {
   readonly #keyOf = new Map<string, number>();
   readonly #freeKeys: number[] = [];
   #published = 0;
+  /** Each provider's Tally: what the quota's routing verdict adds to a snapshot (quota-routing.ts). */
+  readonly #tallies = new Map<string, { calls: number; tokens: number; ms: number }>();
 
   /** Records published so far (a count that only grows). */
   get published(): number {
     return this.#published;
+  }
+
+  /** A provider's calls added so far (none: undefined). */
+  tally(provider: string): Tally | undefined {
+    return this.#tallies.get(provider);
+  }
+
+  /** Every provider's tally now, copied: what a snapshot built now counts. */
+  tallies(): Map<string, Tally> {
+    return new Map([...this.#tallies].map(([p, t]) => [p, { ...t }]));
   }
 
   /** What the list holds: its calls, the slots of its arrays, the providers and models it keeps (tests, diagnostics). */
@@ -88,6 +107,11 @@ export class UnstoredCalls {
       if (slot >= this.#key.length) this.#resize(this.#key.length * 2);
       this.#slots.set(id, slot);
       this.#ids[slot] = id;
+      let tally = this.#tallies.get(c.provider);
+      if (tally === undefined) this.#tallies.set(c.provider, (tally = { calls: 0, tokens: 0, ms: 0 }));
+      tally.calls++;
+      tally.tokens += c.tokens;
+      tally.ms += c.ms;
     } else this.#release(this.#key[slot]!);
     this.#key[slot] = this.#use(c.provider, c.model);
     this.#at[slot] = c.at;

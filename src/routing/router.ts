@@ -42,6 +42,11 @@ export interface QuotaGate {
   exhausted(providerId: string): boolean;
   /** Epoch ms when a used-up provider's quota resets; null when unknown (absent: never known). */
   resetsAt?(providerId: string): number | null;
+  /**
+   * A combo attempt to the provider was chosen: `exhausted` counts it until the returned release (called once its
+   * record is published), so requests at once do not all go to the provider's last requests (absent: not counted).
+   */
+  reserve?(providerId: string): () => void;
 }
 
 /** The gates a router asks; a gate not given never closes (tests of routing alone). */

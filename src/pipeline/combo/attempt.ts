@@ -74,20 +74,28 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
   const t0 = performance.now();
   const startedAt = Date.now();
   const call = spec.call ?? ((attemptOutcome: Outcome, at: number) => forward(exchange, { route: spec.member.route, canonical: spec.canonical, outcome: attemptOutcome, t0: at, failures: 'return' }));
+  // Counted in flight by the quota's verdict from now (the caller checked it in the same turn) until its record is
+  // published (below, or never: an error thrown through), so requests at once see each other's calls.
+  const release = exchange.ctx.router.quota.reserve?.(spec.member.route.providerId);
   let failure: UpstreamFailure | null;
+  let record: UsageRecord;
   try {
-    failure = await call(outcome, t0);
-  } catch (err) {
-    if (!(err instanceof TollgateError)) throw err;
-    failure = failWith(outcome, err);
+    try {
+      failure = await call(outcome, t0);
+    } catch (err) {
+      if (!(err instanceof TollgateError)) throw err;
+      failure = failWith(outcome, err);
+    }
+    reportToRouter(exchange.ctx, outcome, failure);
+    // An attempt refused before its call has a row, so a span too: one CLIENT child per attempt row.
+    outcome.span ??= exchange.trace.unsent(spec.member.route.providerId, outcome.errorType);
+    record = finishAttempt(exchange.ctx, exchange.req, outcome, {
+      endpoint: exchange.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: spec.member.spec, stream: spec.canonical.stream,
+      parentId: exchange.requestId, combo: combo.name, attempt: spec.n, traceId: exchange.trace.traceId,
+    });
+  } finally {
+    release?.();
   }
-  reportToRouter(exchange.ctx, outcome, failure);
-  // An attempt refused before its call has a row, so a span too: one CLIENT child per attempt row.
-  outcome.span ??= exchange.trace.unsent(spec.member.route.providerId, outcome.errorType);
-  const record = finishAttempt(exchange.ctx, exchange.req, outcome, {
-    endpoint: exchange.inbound.endpoint, requestId: uuidv7(startedAt), startedAt, t0, requestedModel: spec.member.spec, stream: spec.canonical.stream,
-    parentId: exchange.requestId, combo: combo.name, attempt: spec.n, traceId: exchange.trace.traceId,
-  });
   foldAttemptUsage(requestOutcome, record);
   requestOutcome.upstreamMs = (requestOutcome.upstreamMs ?? 0) + (outcome.upstreamMs ?? 0);
   requestOutcome.estimateMs += outcome.estimateMs;

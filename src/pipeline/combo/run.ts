@@ -18,9 +18,12 @@ export async function runCombo(exchange: Exchange, combo: ComboRun): Promise<voi
   const usable = combo.config.strategy === 'round-robin' ? rotated(now, exchange.ctx.router.nextTurn(combo.name)) : now;
   if (combo.config.strategy === 'fusion') return runFusion(exchange, combo, usable);
   let last: AttemptResult | null = null;
-  for (const [i, member] of usable.entries()) {
+  let n = 0;
+  for (const member of usable) {
+    // A later member is asked again when its turn comes: attempts since may have used its provider's quota up.
+    if (n > 0 && exchange.ctx.router.quota.exhausted(member.route.providerId)) continue;
     const canonical = fitRequest(exchange.parsed, member.route, { model: exchange.parsed.model, thinking: member.thinking, stream: exchange.stream });
-    last = await attempt(exchange, combo, { n: i + 1, member, canonical });
+    last = await attempt(exchange, combo, { n: ++n, member, canonical });
     takeFinalAttempt(combo.outcome, last);
     if (last.failure === null) return; // answered (or the client went away)
     if (!last.failure.retryable) break; // the request itself was refused: another member would refuse it too

@@ -1,0 +1,69 @@
+// The routing verdict on its own (src/accounting/quota-routing.ts): a snapshot's entry, plus the calls published since
+// it counted them, plus, for a quota counted in requests, the attempts in flight; tokens and time only once published.
+
+import t from 'tap';
+import { evaluateQuota, planQuota, type QuotaConfig } from '../../src/config/quota-kinds.js';
+import { UnstoredCalls } from '../../src/accounting/unstored.js';
+import { QuotaVerdicts } from '../../src/accounting/quota-routing.js';
+
+const NOW = Date.parse('2026-11-30T12:00:00Z');
+const entry = (id: string, q: QuotaConfig, used: number, secondaryUsed?: number) => ({
+  id, ...evaluateQuota(planQuota(q, NOW), { used, oldest: null, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, NOW),
+});
+let n = 0;
+const call = (list: UnstoredCalls, provider: string, tokens: number) =>
+  list.addRow({ request_id: `r${++n}`, kind: 'request', provider, model: 'm', ts: NOW, total_tokens: tokens, cost: '0', duration_ms: 1000 } as never);
+
+t.test('requests: published since the snapshot and in flight count; a release counts once', async (t) => {
+  const list = new UnstoredCalls();
+  call(list, 'p', 1); // counted by the snapshot below
+  const v = new QuotaVerdicts(list);
+  v.adopt([entry('p', { kind: 'daily_requests', limit: 3 }, 1, 1)], list.tallies());
+  t.equal(v.exhausted('p'), false);
+  call(list, 'p', 1);
+  t.equal(v.exhausted('p'), false, '2 of 3');
+  const release = v.reserve('p');
+  t.equal(v.exhausted('p'), true, '2 published and 1 in flight: 3 of 3');
+  t.equal(v.resetsAt('p'), Date.parse('2026-12-01T00:00:00Z'), 'returns at the daily reset');
+  release();
+  release();
+  t.equal(v.inFlight('p'), 0, 'released once');
+  t.equal(v.exhausted('p'), false);
+  v.adopt([entry('p', { kind: 'daily_requests', limit: 3 }, 2, 2)], list.tallies());
+  t.equal(v.exhausted('p'), false, 'a new snapshot counting the 2 calls: not counted twice');
+  t.equal(v.exhausted('other'), false, 'a provider no snapshot knows');
+});
+
+t.test("daily_requests: the month's limit too", async (t) => {
+  const list = new UnstoredCalls();
+  const v = new QuotaVerdicts(list);
+  v.adopt([entry('p', { kind: 'daily_requests', limit: 100, monthly_limit: 10 }, 0, 9)], list.tallies());
+  t.equal(v.exhausted('p'), false);
+  v.reserve('p');
+  t.equal(v.exhausted('p'), true, '9 this month and 1 in flight');
+  t.equal(v.resetsAt('p'), Date.parse('2026-12-01T00:00:00Z'));
+});
+
+t.test('tokens: what was published counts, calls in flight do not (their tokens are not known)', async (t) => {
+  const list = new UnstoredCalls();
+  const v = new QuotaVerdicts(list);
+  v.adopt([entry('p', { kind: 'daily_tokens', limit: 1000 }, 900)], list.tallies());
+  v.reserve('p');
+  v.reserve('p');
+  t.equal(v.exhausted('p'), false, 'in flight: not counted');
+  call(list, 'p', 99);
+  t.equal(v.exhausted('p'), false, '999 of 1000');
+  call(list, 'p', 1);
+  t.equal(v.exhausted('p'), true, '1000 of 1000');
+});
+
+t.test('hours: the published calls\' time', async (t) => {
+  const list = new UnstoredCalls();
+  const v = new QuotaVerdicts(list);
+  v.adopt([entry('p', { kind: 'rolling_hours', limit: 1 }, 0.9995)], list.tallies());
+  t.equal(v.exhausted('p'), false);
+  call(list, 'p', 0); // one second: 0.00028 h
+  t.equal(v.exhausted('p'), false);
+  call(list, 'p', 0);
+  t.equal(v.exhausted('p'), true, 'two seconds more: past the hour');
+});
