@@ -35,23 +35,28 @@ export function watchQuota(metrics: Metrics, quota: QuotaService): void {
     name: METRIC.quotaUsedRatio, help: 'Quota used as a ratio of its limit (1 = exhausted; above 1 when over).', labelNames: ['provider'], registers,
     collect() {
       this.reset();
-      for (const e of snapshot()) if (e.quota.limit) this.set({ provider: e.id }, e.quota.used / e.quota.limit);
+      for (const e of snapshot()) if (e.quota.limit) setFinite(this, { provider: e.id }, e.quota.used / e.quota.limit);
     },
   });
   new Gauge({
     name: METRIC.quotaRemaining, help: 'Quota remaining, in its unit (hours, tokens or requests).', labelNames: ['provider', 'unit'], registers,
     collect() {
       this.reset();
-      for (const e of snapshot()) if (e.quota.remaining !== null) this.set({ provider: e.id, unit: e.quota.unit }, e.quota.remaining);
+      for (const e of snapshot()) if (e.quota.remaining !== null) setFinite(this, { provider: e.id, unit: e.quota.unit }, e.quota.remaining);
     },
   });
   new Gauge({
     name: METRIC.quotaResetSeconds, help: 'Seconds until the quota resets (or its oldest usage expires).', labelNames: ['provider'], registers,
     collect() {
       this.reset();
-      for (const e of snapshot()) if (e.reset.countdown_s !== null) this.set({ provider: e.id }, e.reset.countdown_s);
+      for (const e of snapshot()) if (e.reset.countdown_s !== null) setFinite(this, { provider: e.id }, e.reset.countdown_s);
     },
   });
+}
+
+/** A series only for a finite value: no gauge is exported as +Inf or NaN (docs/quota.md), whatever a figure became. */
+function setFinite<L extends string>(gauge: Gauge<L>, labels: Partial<Record<L, string>>, value: number): void {
+  if (Number.isFinite(value)) gauge.set(labels, value);
 }
 
 /** Spend and budget gauges from the budget engine's latest state (the budget's time zone). */

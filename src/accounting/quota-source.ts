@@ -8,6 +8,7 @@
 import { retryAfterMs } from '../routing/cooldown.js';
 import { undici } from '../core/undici.js';
 import { declaredLength, textWithin } from '../providers/answer-body.js';
+import { REPORTED_HORIZON_MS } from './reported-quota.js';
 
 export interface SourceSettings {
   readonly url: string;
@@ -84,7 +85,8 @@ export class UsageSources {
       if (res.statusCode < 200 || res.statusCode >= 300) return keep(String(res.statusCode));
       const body = JSON.parse(text) as { used?: unknown; limit?: unknown; reset?: unknown };
       const reset = typeof body.reset === 'string' ? Date.parse(body.reset) : NaN;
-      if (typeof body.used !== 'number' || typeof body.limit !== 'number' || body.used < 0 || body.limit < 0) return keep('invalid');
+      // A figure JSON reads as Infinity (`1e400`) is no reading: the computed figures stand, as for any invalid answer.
+      if (!validFigure(body.used) || !validFigure(body.limit)) return keep('invalid');
       const fetchedAt = this.#now();
       this.#states.set(providerId, {
         reading: { used: body.used, limit: body.limit, reset: Number.isNaN(reset) ? null : reset, fetchedAt },
@@ -95,4 +97,17 @@ export class UsageSources {
       keep(err instanceof SyntaxError || (err as { code?: unknown })?.code === 'TOLLGATE_ERR_UPSTREAM_TOO_LARGE' ? 'invalid' : 'unreachable');
     }
   }
+}
+
+const validFigure = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+
+/**
+ * The reset a reading gives, when it is still ahead of `now` and at most a year ahead (REPORTED_HORIZON_MS, as for
+ * the providers' rate-limit headers): else none, and the quota's own reset stands. A reset in the past (given so, or
+ * passed since the answer came) made a used-up quota's countdown 0, and the combo's Retry-After 1, until the next
+ * answer (up to refresh_s); one years away, a countdown of years.
+ */
+export function readingReset(reading: SourceReading, now: number): number | null {
+  const r = reading.reset;
+  return r !== null && r > now && r - now <= REPORTED_HORIZON_MS ? r : null;
 }

@@ -12,7 +12,7 @@ import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
 import { evaluateQuota, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
-import { UsageSources } from './quota-source.js';
+import { readingReset, UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
@@ -354,9 +354,10 @@ export class QuotaService {
       const state = await this.#sources.refresh(id, q.source);
       const reading = state?.reading;
       if (reading) {
-        // The provider's own figures win; the reset it gives, when it gives one, too.
+        // The provider's own figures win; the reset it gives, when it gives one ahead (readingReset), too.
+        const reset = readingReset(reading, now);
         evaluation = evaluateQuota(
-          { ...plan, limit: reading.limit, nextReset: reading.reset ?? plan.nextReset, rollingMs: reading.reset === null ? plan.rollingMs : null },
+          { ...plan, limit: reading.limit, nextReset: reset ?? plan.nextReset, rollingMs: reset === null ? plan.rollingMs : null },
           { used: reading.used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) },
           now,
         );
