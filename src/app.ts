@@ -284,6 +284,8 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
     warnPricing(next);
     dispatcher.reconcile(next.providers);
     router.reconfigure(next);
+    // A quota changed: /api/quota and the combos' verdict take it now, not when the last snapshot expires.
+    quota.reconfigured();
     keepalive.reconfigure(next);
     alerting.reconfigure(next);
     metrics.configReloads.inc({ result: 'applied' });

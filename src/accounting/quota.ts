@@ -11,7 +11,7 @@ import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOut
 import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
-import { evaluateQuota, planQuota, quotaConfigOf, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
+import { evaluateQuota, planQuota, quotaConfigOf, sameWindows, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
 import { readingReset, UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
@@ -19,6 +19,9 @@ import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span, type Tally } from './unstored.js';
 import { QuotaVerdicts } from './quota-routing.js';
 import { byModel, sumOf, usedOf, type Totals } from './quota-sums.js';
+import { connectionProblem, type ConnectionProblem } from './quota-connection.js';
+
+export type { ConnectionProblem } from './quota-connection.js';
 import { MoneySum } from '../store/decimal.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
@@ -55,12 +58,8 @@ interface Snapshot {
   readonly changes: number;
   readonly published: number;
   readonly basis: Basis;
-}
-
-export interface ConnectionProblem {
-  readonly reason: 'invalid_key' | 'oauth_reconnect' | 'provider_down' | 'unknown';
-  readonly failures: number;
-  readonly last_error: string;
+  /** The config reloads (`#reloads`) it was computed after. */
+  readonly reloads: number;
 }
 
 export interface QuotaEntry extends QuotaEvaluation {
@@ -94,6 +93,8 @@ export class QuotaService {
    * background. A snapshot computed before a change is not served again.
    */
   #changes = 0;
+  /** Config reloads so far (`reconfigured`): a snapshot of an earlier config is not served, even to a caller in a hurry. */
+  #reloads = 0;
   /**
    * Calls this process made whose rows the writer has not reported stored: each snapshot adds them to what it read, so
    * a crossing this process's own traffic makes is seen before its batch lands.
@@ -102,7 +103,7 @@ export class QuotaService {
   /** The list is this service's own (fed by `published`, cleared by `stored`); a shared one is its feeder's to clear. */
   readonly #ownsList: boolean;
   /** The computation in flight, and the changes (`#changes`) it was started after. */
-  #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]> } | null = null;
+  #computing: { readonly after: number; readonly published: number; readonly entries: Promise<QuotaEntry[]>; readonly reloads: number } | null = null;
   /** Routing's verdicts: the latest snapshot's entries with this process's calls since and in flight added. */
   readonly #verdicts: QuotaVerdicts;
   /** The rolling windows' partial first hours that have ended, read once and checked on every read (docs/quota.md). */
@@ -171,6 +172,28 @@ export class QuotaService {
     return this.#verdicts.reserve(providerId);
   }
 
+  /**
+   * The config was reloaded (app.ts): no snapshot computed before is served again, and routing takes the new quotas at
+   * once: a provider whose windows are the same (a limit changed) is evaluated anew from the last read; one whose
+   * windows changed (or a new one) has no verdict, not skipped, until the read begun now has its figures.
+   */
+  reconfigured(): void {
+    this.#changes++;
+    this.#reloads++;
+    const snap = this.#snapshot;
+    if (snap === null) return;
+    const b = snap.basis;
+    const providers = Object.entries(this.#config().providers).flatMap(([id, p]) => {
+      const q = quotaConfigOf(p) ?? { kind: 'unlimited' as const };
+      const plan = planQuota(q, b.now);
+      const old = b.providers.find((o) => o.id === id)?.plan;
+      return old !== undefined && sameWindows(old, plan) ? [{ id, p, q, plan }] : [];
+    });
+    void this.#build({ ...b, providers }).then(({ entries, tallies }) => this.#snapshot === snap && this.#verdicts.adopt(entries, tallies), () => undefined);
+    // The new config's read: begun now, or once the one of the config before has ended (`entries`).
+    void this.entries().catch(() => undefined);
+  }
+
   /** A record was published: counted in the quota's figures until its row is stored (the gateway feeds a shared list: app.ts). */
   published(r: UsageRecord): void {
     if (QUOTA_KINDS_COUNTED.includes(r.kind)) this.#unstored.add(r);
@@ -206,19 +229,23 @@ export class QuotaService {
     }
     const running = this.#computing;
     if (running !== null) {
-      if (current) {
-        if (running.after === changes && running.published === published) return running.entries;
+      // One of the config before a reload is waited for, and one of the new config made then.
+      const before = running.reloads !== this.#reloads;
+      if (current || before) {
+        if (!before && running.after === changes && running.published === published) return running.entries;
         const again = () => this.entries(opts);
         return running.entries.then(again, again);
       }
-      return snap !== null && now - snap.at < this.#staleMs ? Promise.resolve(snap.entries) : running.entries;
+      return snap !== null && now - snap.at < this.#staleMs && snap.reloads === this.#reloads ? Promise.resolve(snap.entries) : running.entries;
     }
+    const reloads = this.#reloads;
     const computed = this.#settledRead()
       .then(async ({ basis, changes: after }) => ({ basis, after, ...(await this.#build(basis)) }))
       .then(
         ({ basis, after, entries, published: counted, tallies }) => {
-          this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis };
-          this.#verdicts.adopt(entries, tallies);
+          this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis, reloads };
+          // One of the config before a reload is not routing's: the reload's own verdicts stand until the next.
+          if (reloads === this.#reloads) this.#verdicts.adopt(entries, tallies);
           return entries;
         },
         // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds, with this
@@ -229,7 +256,7 @@ export class QuotaService {
         },
       )
       .finally(() => (this.#computing = null));
-    this.#computing = { after: changes, published, entries: computed };
+    this.#computing = { after: changes, published, entries: computed, reloads };
     return computed;
   }
 
@@ -338,7 +365,7 @@ export class QuotaService {
     const { entries, published, tallies } = await this.#build(snap.basis);
     if (this.#snapshot === snap) {
       this.#snapshot = { ...snap, entries, published };
-      this.#verdicts.adopt(entries, tallies);
+      if (snap.reloads === this.#reloads) this.#verdicts.adopt(entries, tallies);
     }
     return entries;
   }
@@ -368,16 +395,4 @@ export class QuotaService {
     }
     return { id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem };
   }
-}
-
-/** At 0% with failing calls (and no success) in the last 15 minutes: say why, from the latest failure. */
-function connectionProblem(p: ProviderConfig, recent: RecentOutcomes | undefined): ConnectionProblem | null {
-  if (recent === undefined || recent.failures === 0 || recent.successes > 0) return null;
-  const e = recent.errorType;
-  const status = recent.httpStatus;
-  let reason: ConnectionProblem['reason'] = 'unknown';
-  if (e === 'TOLLGATE_ERR_PROVIDER_AUTH' || (p.auth.type === 'oauth' && (status === 401 || status === 403))) reason = 'oauth_reconnect';
-  else if (status === 401 || status === 403) reason = 'invalid_key';
-  else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
-  return { reason, failures: recent.failures, last_error: e || String(status) };
 }

@@ -294,3 +294,8 @@ export function exhaustedUntil(e: QuotaEvaluation): number | null {
   const at = [own || month === null ? e.reset.nextReset : null, month].map((r) => (r === null ? Number.NaN : Date.parse(r))).filter(Number.isFinite);
   return at.length === 0 ? null : Math.max(...at);
 }
+
+/** Whether two plans sum the same calls (a read for one holds the other's figures): only a limit differs. */
+export function sameWindows(a: QuotaPlan, b: QuotaPlan): boolean {
+  return a.unit === b.unit && a.from === b.from && a.to === b.to && a.rollingMs === b.rollingMs && a.secondary?.from === b.secondary?.from && a.secondary?.to === b.secondary?.to;
+}
