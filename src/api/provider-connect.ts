@@ -6,8 +6,9 @@
 //
 // The browser opens authorization_url; the provider redirects to redirect_uri (the console's callback page, or the
 // one registered for the client, whose address the user pastes back); the console posts what came back. A pending
-// sign-in lives 10 minutes, in this process, and completes once. Tokens are saved encrypted, as `tollgate connect`
-// saves them (docs/connections.md).
+// sign-in lives 10 minutes, in this process, and completes once; a second complete while one is under way is a 400
+// and sends nothing (a code used twice makes a strict provider revoke the tokens it bought). Tokens are saved
+// encrypted, as `tollgate connect` saves them (docs/connections.md).
 //
 // What the client posts is checked before anything is sent: a malformed callback or code is a 400 naming the field,
 // and the pending sign-in stays, so a typo costs a retry, not a new sign-in. The token endpoint's `invalid_grant`
@@ -42,7 +43,7 @@ interface Pending {
   readonly expiresAt: number;
   /** Codes refused so far. */
   refused: number;
-  /** An exchange is under way: a second complete of the same sign-in waits for its answer elsewhere. */
+  /** A complete is under way (from its first await to its answer): a second one of the same sign-in is refused. */
   busy: boolean;
   /** The tokens of an exchange whose save failed: a second complete saves them (the code is spent). */
   tokens?: OAuthTokens;
@@ -136,13 +137,9 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     return { provider: req.params.id, authorization_url: ar.url, state: ar.state, redirect_uri: ar.redirectUri, expires_at: new Date(expiresAt).toISOString() };
   });
 
-  app.post<{ Params: { id: string } }>('/api/settings/providers/:id/connect/complete', async (req) => {
-    const settings = pkceSettings(config, req.params.id);
-    const a = answerOf(body(req.body));
-    sweep();
-    const p = pending.get(a.state);
-    if (p === undefined || p.providerId !== req.params.id) throw bad('no sign-in in progress with this state (unknown, already used, or older than 10 minutes): start again', 'state');
-    if (p.busy) throw bad('this sign-in is being completed by another request: wait for its answer', 'state');
+  /** Exchange the code (unless an earlier save failed after it) and save the tokens; ends the sign-in unless it may be retried. */
+  const exchangeAndSave = async (o: { providerId: string; settings: OAuthSettings; a: Answer; p: Pending }): Promise<OAuthTokens> => {
+    const { a, p } = o;
     if (a.error !== null) {
       pending.delete(a.state); // the provider ended this authorization request
       throw bad(`the provider refused the authorization (${a.error}): start the sign-in again`, a.field);
@@ -152,9 +149,8 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
     if (!CODE.test(code)) throw bad('the code must be 1 to 2048 printable ASCII characters (RFC 6749 appendix A.11)', a.field);
     let tokens = p.tokens;
     if (tokens === undefined) await writable(config); // the code is not spent yet: the sign-in stays
-    p.busy = true;
     try {
-      tokens ??= await exchangeCode(settings, { code, verifier: p.verifier, redirectUri: p.redirectUri });
+      tokens ??= await exchangeCode(o.settings, { code, verifier: p.verifier, redirectUri: p.redirectUri });
     } catch (err) {
       if (!(err instanceof OAuthError)) {
         pending.delete(a.state);
@@ -168,17 +164,35 @@ export const providerConnectRoutes: FastifyPluginAsync<{ config: ConfigHolder; n
       }
       if (!err.transient) pending.delete(a.state);
       throw err;
-    } finally {
-      p.busy = false;
     }
     try {
-      await new CredentialStore(config.started.storage.data_dir).save(req.params.id, tokens);
+      await new CredentialStore(config.started.storage.data_dir).save(o.providerId, tokens);
     } catch (err) {
       // The code is spent: keep what it bought, so that the same complete saves it once the disk is fixed.
       p.tokens = tokens;
       throw diskFailure(err, (code) => `the tokens could not be saved under storage.data_dir/credentials (${code}); fix the directory, then post the same callback again within 10 minutes`);
     }
     pending.delete(a.state); // once
+    return tokens;
+  };
+
+  app.post<{ Params: { id: string } }>('/api/settings/providers/:id/connect/complete', async (req) => {
+    const settings = pkceSettings(config, req.params.id);
+    const a = answerOf(body(req.body));
+    sweep();
+    const p = pending.get(a.state);
+    if (p === undefined || p.providerId !== req.params.id) throw bad('no sign-in in progress with this state (unknown, already used, or older than 10 minutes): start again', 'state');
+    if (p.busy) throw bad('this sign-in is being completed by another request: wait for its answer', 'state');
+    // Claimed before the first await and held until the exchange and the save are over: a second complete (a double
+    // click, a client's retry) never sends the code again, which a strict provider answers with invalid_grant and by
+    // revoking the tokens the first exchange bought (RFC 6749 §4.1.2).
+    p.busy = true;
+    let tokens: OAuthTokens;
+    try {
+      tokens = await exchangeAndSave({ providerId: req.params.id, settings, a, p });
+    } finally {
+      p.busy = false; // the sign-in is over by now, or stays for another try
+    }
     return {
       provider: req.params.id,
       connected: true,
