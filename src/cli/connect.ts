@@ -4,7 +4,7 @@
 
 import type { Config, OAuthSettings } from '../config/types.js';
 import { CredentialStore } from '../providers/credentials.js';
-import { pollForToken, startDeviceAuthorization, type PollOptions } from '../providers/oauth.js';
+import { pollForToken, startDeviceAuthorization, type PollOptions } from '../providers/device-code.js';
 import { TollgateError } from '../core/errors.js';
 import { signInWithPkce, type PkceOptions } from './connect-pkce.js';
 

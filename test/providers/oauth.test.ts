@@ -6,14 +6,8 @@
 import t, { type Test } from 'tap';
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { CredentialStore, type OAuthTokens } from '../../src/providers/credentials.js';
-import {
-  OAuthError,
-  OAuthSession,
-  pollForToken,
-  refreshTokens,
-  startDeviceAuthorization,
-  type DeviceAuthorization,
-} from '../../src/providers/oauth.js';
+import { OAuthError, OAuthSession, refreshTokens } from '../../src/providers/oauth.js';
+import { pollForToken, startDeviceAuthorization, type DeviceAuthorization } from '../../src/providers/device-code.js';
 import { TollgateError } from '../../src/core/errors.js';
 import { FAKE_CLIENT_ID, startFakeOAuth, type FakeOAuth } from '../helpers/fake-oauth.js';
 import { listenLoopback } from '../helpers/loopback.js';
