@@ -167,9 +167,10 @@ function notConnected(providerId: string, reason?: string): TollgateError {
 /**
  * The current access token of one OAuth provider. Tokens are read from the store on first use and kept in memory;
  * a token that expires within 60 s (or one `invalidate`d after an upstream 401) is refreshed first, once for all
- * concurrent callers (for at most 2 s while it is still good), and the new tokens are saved. When the refresh cannot
- * reach the server and the token has not expired, the token is used and the refresh tried again next call. When the
- * server refuses the refresh token, newer tokens in the file (another process's, a new `tollgate connect`) win.
+ * concurrent callers (for at most 2 s while it is still good), and the new tokens are saved. Before a refresh, and
+ * when the server refuses the refresh token, newer tokens in the file (a new `tollgate connect`, another process's)
+ * win. When the refresh cannot reach the server and the token has not expired, the token is used and the refresh
+ * tried again next call.
  */
 export class OAuthSession {
   readonly #providerId: string;
@@ -238,9 +239,33 @@ export class OAuthSession {
     return this.#refreshing;
   }
 
-  async #doRefresh(current: OAuthTokens): Promise<OAuthTokens> {
+  /** Not refused with a 401, and not expired. */
+  #usable(t: OAuthTokens): boolean {
+    return !this.#stale && (t.expires_at === null || t.expires_at > this.#now());
+  }
+
+  /** The tokens in the file when they were obtained after `than` (an unreadable file: none). */
+  async #newerOnDisk(than: OAuthTokens): Promise<OAuthTokens | null> {
+    const onDisk = await this.#store.load(this.#providerId).catch(() => null);
+    return onDisk !== null && onDisk.obtained_at > than.obtained_at ? onDisk : null;
+  }
+
+  async #doRefresh(held: OAuthTokens): Promise<OAuthTokens> {
     const id = this.#providerId;
-    const usable = !this.#stale && (current.expires_at === null || current.expires_at > this.#now());
+    // Nothing to refresh it with, and still good (its last minute): used as it is. The file is not read here: this
+    // runs for every request of that minute, and a read with TOLLGATE_SECRET_KEY runs scrypt.
+    if (held.refresh_token === undefined && this.#usable(held)) return held;
+    // A new `tollgate connect` (or another process sharing data_dir) may have replaced the tokens since they were
+    // read: newer ones in the file win, so that refreshing the old grant does not overwrite the new one. They are
+    // used as they are, and refreshed only when they too expire within the margin.
+    const newer = await this.#newerOnDisk(held);
+    if (newer !== null) {
+      this.#tokens = newer;
+      this.#stale = false;
+      if (!this.#expiresSoon(newer)) return newer;
+    }
+    const current = newer ?? held;
+    const usable = this.#usable(current);
     if (current.refresh_token === undefined) {
       if (usable) return current; // within the last minute: nothing to refresh it with yet
       this.#tokens = null;
@@ -258,8 +283,8 @@ export class OAuthSession {
       }
       // Another process sharing data_dir (or a new `tollgate connect`) may have replaced the tokens and so retired
       // this refresh token: use what the file holds now if it is newer.
-      const onDisk = await this.#store.load(id).catch(() => null);
-      if (onDisk !== null && onDisk.obtained_at > current.obtained_at && !this.#expiresSoon(onDisk)) {
+      const onDisk = await this.#newerOnDisk(current);
+      if (onDisk !== null && !this.#expiresSoon(onDisk)) {
         this.#tokens = onDisk;
         this.#stale = false;
         return onDisk;
