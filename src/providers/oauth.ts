@@ -8,6 +8,7 @@
 
 import type { OAuthSettings } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
+import { retryAfterMs } from '../core/retry-after.js';
 import { withoutSecrets } from '../core/secrets.js';
 import { within } from '../core/within.js';
 import type { CredentialStore, OAuthTokens } from './credentials.js';
@@ -16,14 +17,17 @@ import type { CredentialStore, OAuthTokens } from './credentials.js';
 export class OAuthError extends TollgateError {
   /** The server's `error` code; null when it gave none (unreachable, not JSON, no access_token). */
   readonly oauthError: string | null;
-  /** The server could not be reached or failed (5xx): trying again later may work. */
+  /** The server could not be reached or failed (5xx; for a refresh, anything but a refusal): trying again later may work. */
   readonly transient: boolean;
+  /** The server's Retry-After, in ms (null: none). */
+  readonly retryAfterMs: number | null;
 
-  constructor(message: string, opts: { oauthError?: string | null; transient?: boolean; cause?: unknown } = {}) {
+  constructor(message: string, opts: { oauthError?: string | null; transient?: boolean; retryAfterMs?: number | null; cause?: unknown } = {}) {
     super('TOLLGATE_ERR_PROVIDER_AUTH', message, { cause: opts.cause });
     this.name = 'OAuthError';
     this.oauthError = opts.oauthError ?? null;
     this.transient = opts.transient ?? false;
+    this.retryAfterMs = opts.retryAfterMs ?? null;
   }
 }
 
@@ -32,10 +36,15 @@ const REQUEST_TIMEOUT_MS = 15_000;
 export const REFRESH_MARGIN_MS = 60_000;
 /** How long requests wait for the refresh of a token still good (a hanging endpoint: not its 15 s each). */
 export const EARLY_REFRESH_WAIT_MS = 2000;
+/** After a refresh that could not be done, the endpoint is not asked again for this long, or its Retry-After ... */
+export const REFRESH_RETRY_MIN_MS = 5000;
+/** ... up to this: the token that is about to expire is not kept waiting longer. */
+export const REFRESH_RETRY_MAX_MS = 60_000;
 
+/** `retryAfterMs`: the answer's Retry-After in ms, null without one. */
 export type Reply =
-  | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>> }
-  | { readonly kind: 'not-json'; readonly status: number; readonly contentType: string }
+  | { readonly kind: 'json'; readonly status: number; readonly body: Readonly<Record<string, unknown>>; readonly retryAfterMs: number | null }
+  | { readonly kind: 'not-json'; readonly status: number; readonly contentType: string; readonly retryAfterMs: number | null }
   | { readonly kind: 'unreachable'; readonly reason: string };
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -61,6 +70,7 @@ export async function postForm(url: string, params: Readonly<Record<string, stri
   let status: number;
   let contentType: string;
   let text: string;
+  let retryAfter: number | null;
   try {
     const res = await fetch(url, {
       method: 'POST',
@@ -70,6 +80,7 @@ export async function postForm(url: string, params: Readonly<Record<string, stri
     });
     status = res.status;
     contentType = res.headers.get('content-type') ?? '';
+    retryAfter = retryAfterMs({ 'retry-after': res.headers.get('retry-after') ?? undefined, 'retry-after-ms': res.headers.get('retry-after-ms') ?? undefined });
     text = await res.text();
   } catch (err) {
     signal?.throwIfAborted();
@@ -81,7 +92,7 @@ export async function postForm(url: string, params: Readonly<Record<string, stri
   } catch {
     parsed = undefined; // the parse error would quote the body
   }
-  return isRecord(parsed) ? { kind: 'json', status, body: parsed } : { kind: 'not-json', status, contentType };
+  return isRecord(parsed) ? { kind: 'json', status, body: parsed, retryAfterMs: retryAfter } : { kind: 'not-json', status, contentType, retryAfterMs: retryAfter };
 }
 
 /** A positive number of seconds, also as a numeric string (some servers quote them); undefined otherwise. */
@@ -147,13 +158,27 @@ export async function refreshTokens(
     opts.signal,
   );
   const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [refreshToken, s.client_secret]) : null;
-  if (refused !== null) {
-    // RFC 6749 §4.1.2.1 codes that some token endpoints also send for an outage
-    const transient = refused.code === 'temporarily_unavailable' || refused.code === 'server_error';
-    throw new OAuthError(`token endpoint ${url} refused the refresh token (${refused.text})`, { oauthError: refused.code, transient });
+  // A refusal is an OAuth error object (RFC 6749 §5.2: with a 400 or 401; GitHub's with a 200), not one of the codes
+  // (§4.1.2.1) some endpoints also send for an outage. Anything else (a 429 or a 5xx, an error object or not; a page
+  // that is not JSON, a proxy's or a firewall's; a 2xx without an access_token) says nothing about the refresh token:
+  // the endpoint could not refresh now, and trying again later may work.
+  const busy = reply.kind === 'unreachable' || reply.status === 429 || reply.status >= 500;
+  if (refused !== null && !busy && refused.code !== 'temporarily_unavailable' && refused.code !== 'server_error') {
+    throw new OAuthError(`token endpoint ${url} refused the refresh token (${refused.text})`, { oauthError: refused.code });
   }
-  if (reply.kind !== 'json' || reply.status < 200 || reply.status > 299) throw failure(reply, 'token endpoint', url);
-  const tokens = tokensFrom(reply.body, (opts.now ?? Date.now)(), url);
+  const retry = { transient: true, retryAfterMs: reply.kind === 'unreachable' ? null : reply.retryAfterMs };
+  if (reply.kind === 'json' && refused !== null) {
+    throw new OAuthError(`token endpoint ${url} could not refresh the token (HTTP ${reply.status}: ${refused.text})`, { oauthError: refused.code, ...retry });
+  }
+  if (reply.kind !== 'json' || reply.status < 200 || reply.status > 299) {
+    throw new OAuthError(failure(reply, 'token endpoint', url).message, retry);
+  }
+  let tokens: OAuthTokens;
+  try {
+    tokens = tokensFrom(reply.body, (opts.now ?? Date.now)(), url);
+  } catch (err) {
+    throw new OAuthError((err as Error).message, retry);
+  }
   return tokens.refresh_token === undefined ? { ...tokens, refresh_token: refreshToken } : tokens;
 }
 
@@ -169,8 +194,9 @@ function notConnected(providerId: string, reason?: string): TollgateError {
  * a token that expires within 60 s (or one `invalidate`d after an upstream 401) is refreshed first, once for all
  * concurrent callers (for at most 2 s while it is still good), and the new tokens are saved. Before a refresh, and
  * when the server refuses the refresh token, newer tokens in the file (a new `tollgate connect`, another process's)
- * win. When the refresh cannot reach the server and the token has not expired, the token is used and the refresh
- * tried again next call.
+ * win. Only an OAuth error object refuses the refresh token; when the refresh cannot be done (unreachable, 429, 5xx,
+ * an answer that is not tokens) the tokens are kept, a token that has not expired is used, and the endpoint is asked
+ * again after 5 s (or its Retry-After, at most 60 s), not by every call.
  */
 export class OAuthSession {
   readonly #providerId: string;
@@ -183,6 +209,8 @@ export class OAuthSession {
   /** When the refresh under way began (epoch ms). */
   #refreshStarted = 0;
   #stale = false;
+  /** The last refresh could not be done: why, and when (epoch ms) the endpoint may be asked again. */
+  #heldOff: { readonly until: number; readonly reason: string; readonly cause: unknown } | null = null;
 
   constructor(providerId: string, settings: OAuthSettings, store: CredentialStore, now: () => number = Date.now) {
     this.#providerId = providerId;
@@ -244,6 +272,11 @@ export class OAuthSession {
     return !this.#stale && (t.expires_at === null || t.expires_at > this.#now());
   }
 
+  #couldNotRefresh(h: { readonly until: number; readonly reason: string; readonly cause: unknown }): TollgateError {
+    const s = Math.max(1, Math.ceil((h.until - this.#now()) / 1000));
+    return new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${this.#providerId}': the access token could not be refreshed (${h.reason}); the next request after ${s} s tries again`, { cause: h.cause });
+  }
+
   /** The tokens in the file when they were obtained after `than` (an unreadable file: none). */
   async #newerOnDisk(than: OAuthTokens): Promise<OAuthTokens | null> {
     const onDisk = await this.#store.load(this.#providerId).catch(() => null);
@@ -252,9 +285,11 @@ export class OAuthSession {
 
   async #doRefresh(held: OAuthTokens): Promise<OAuthTokens> {
     const id = this.#providerId;
-    // Nothing to refresh it with, and still good (its last minute): used as it is. The file is not read here: this
-    // runs for every request of that minute, and a read with TOLLGATE_SECRET_KEY runs scrypt.
-    if (held.refresh_token === undefined && this.#usable(held)) return held;
+    const heldOff = this.#heldOff !== null && this.#heldOff.until > this.#now() ? this.#heldOff : null;
+    // Nothing to refresh it with, or the endpoint failed a moment ago, and still good (its last minute): used as it
+    // is. The file is not read here: this runs for every request of that minute, and a read with
+    // TOLLGATE_SECRET_KEY runs scrypt.
+    if ((held.refresh_token === undefined || heldOff !== null) && this.#usable(held)) return held;
     // A new `tollgate connect` (or another process sharing data_dir) may have replaced the tokens since they were
     // read: newer ones in the file win, so that refreshing the old grant does not overwrite the new one. They are
     // used as they are, and refreshed only when they too expire within the margin.
@@ -271,15 +306,21 @@ export class OAuthSession {
       this.#tokens = null;
       throw notConnected(id, `the access token ${this.#stale ? 'was refused' : 'expired'} and the server issued no refresh token`);
     }
+    if (heldOff !== null) {
+      // the endpoint failed a moment ago (or asked for a wait): not asked again by every request
+      if (usable) return current;
+      throw this.#couldNotRefresh(heldOff);
+    }
     let fresh: OAuthTokens;
     try {
       fresh = await refreshTokens(this.#settings, current.refresh_token, { now: this.#now });
     } catch (err) {
-      const transient = err instanceof OAuthError && err.transient;
-      if (transient && usable) return current;
       const reason = err instanceof Error ? err.message : String(err);
-      if (transient) {
-        throw new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${id}': the access token could not be refreshed (${reason}); the next request tries again`, { cause: err });
+      if (err instanceof OAuthError && err.transient) {
+        const wait = Math.min(Math.max(err.retryAfterMs ?? 0, REFRESH_RETRY_MIN_MS), REFRESH_RETRY_MAX_MS);
+        this.#heldOff = { until: this.#now() + wait, reason, cause: err };
+        if (usable) return current;
+        throw this.#couldNotRefresh(this.#heldOff);
       }
       // Another process sharing data_dir (or a new `tollgate connect`) may have replaced the tokens and so retired
       // this refresh token: use what the file holds now if it is newer.
@@ -293,6 +334,7 @@ export class OAuthSession {
       throw notConnected(id, reason);
     }
     const tokens: OAuthTokens = { ...fresh, ...(fresh.scope === undefined && current.scope !== undefined ? { scope: current.scope } : {}) };
+    this.#heldOff = null;
     this.#tokens = tokens;
     this.#stale = false;
     try {
