@@ -14,7 +14,7 @@ export interface DeviceAuthorization {
   readonly verification_uri_complete?: string;
   /** Seconds until device_code expires. */
   readonly expires_in: number;
-  /** Seconds between polls: the server's, or 5 when it gives none (RFC 8628 §3.2). */
+  /** Seconds between polls: the server's (at least 1), or 5 when it gives none or one not positive (RFC 8628 §3.2). */
   readonly interval: number;
 }
 
@@ -27,7 +27,19 @@ export interface PollOptions {
 
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const DEFAULT_INTERVAL_S = 5;
+const MIN_INTERVAL_S = 1;
 const SLOW_DOWN_S = 5;
+
+/**
+ * Seconds between polls (RFC 8628 §3.2): the server's, at least 1; 5 when it gives none or one that is not positive
+ * (an `"interval": 0` would poll in a tight loop). Undefined for a value that is not a finite number.
+ */
+function pollInterval(v: unknown): number | undefined {
+  if (v === undefined || v === null) return DEFAULT_INTERVAL_S;
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n)) return undefined;
+  return n <= 0 ? DEFAULT_INTERVAL_S : Math.max(n, MIN_INTERVAL_S);
+}
 
 function httpUrl(v: unknown): string | undefined {
   if (typeof v !== 'string') return undefined;
@@ -53,7 +65,7 @@ export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortS
   const verificationUri = httpUrl(b.verification_uri ?? b.verification_url);
   const complete = httpUrl(b.verification_uri_complete);
   const expiresIn = seconds(b.expires_in);
-  const interval = b.interval === undefined ? DEFAULT_INTERVAL_S : seconds(b.interval);
+  const interval = pollInterval(b.interval);
   const missing = [
     typeof b.device_code === 'string' && b.device_code !== '' ? null : 'device_code',
     typeof b.user_code === 'string' && b.user_code !== '' ? null : 'user_code',
@@ -83,7 +95,7 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
   const now = opts.now ?? Date.now;
   const url = s.token_url;
   const deadline = now() + da.expires_in * 1000;
-  let interval = da.interval;
+  let interval = pollInterval(da.interval) ?? DEFAULT_INTERVAL_S; // a caller's DeviceAuthorization too
   for (;;) {
     await sleep(interval * 1000);
     opts.signal?.throwIfAborted();
@@ -97,7 +109,7 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
     );
     const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [da.device_code, s.client_secret]) : null;
     if (refused === null && (reply.kind === 'unreachable' || reply.status >= 500)) {
-      interval = Math.max(interval * 2, 1);
+      interval *= 2;
       continue;
     }
     if (refused !== null) {
