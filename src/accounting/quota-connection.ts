@@ -18,6 +18,7 @@ export function connectionProblem(p: ProviderConfig, recent: RecentOutcomes | un
   let reason: ConnectionProblem['reason'] = 'unknown';
   if (e === 'TOLLGATE_ERR_PROVIDER_AUTH' || (p.auth.type === 'oauth' && (status === 401 || status === 403))) reason = 'oauth_reconnect';
   else if (status === 401 || status === 403) reason = 'invalid_key';
-  else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_')) reason = 'provider_down';
+  // the token endpoint failing (TOKEN_REFRESH_FAILED) is the provider down, not a connection to make again
+  else if (status >= 500 || e.startsWith('TOLLGATE_ERR_UPSTREAM_') || e === 'TOLLGATE_ERR_TOKEN_REFRESH_FAILED') reason = 'provider_down';
   return { reason, failures: recent.failures, last_error: e || String(status) };
 }

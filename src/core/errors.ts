@@ -36,6 +36,7 @@ export const ERRORS = {
   TOLLGATE_ERR_STORE_UNAVAILABLE: { status: 503, type: 'server_error', level: 'error' },
   TOLLGATE_ERR_NO_MEMBER_AVAILABLE: { status: 503, type: 'upstream_error', level: 'warn' },
   TOLLGATE_ERR_PROVIDER_AUTH: { status: 502, type: 'upstream_error', level: 'error' },
+  TOLLGATE_ERR_TOKEN_REFRESH_FAILED: { status: 502, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_FUSION_NO_ANSWER: { status: 502, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_TIMEOUT: { status: 504, type: 'upstream_error', level: 'error' },
   TOLLGATE_ERR_UPSTREAM_STALL: { status: 504, type: 'upstream_error', level: 'error' },

@@ -28,6 +28,8 @@ export interface PollOptions {
 const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const DEFAULT_INTERVAL_S = 5;
 const MIN_INTERVAL_S = 1;
+/** setTimeout's longest wait (ms); a longer one fires after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 const SLOW_DOWN_S = 5;
 
 /**
@@ -97,7 +99,9 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
   const deadline = now() + da.expires_in * 1000;
   let interval = pollInterval(da.interval) ?? DEFAULT_INTERVAL_S; // a caller's DeviceAuthorization too
   for (;;) {
-    await sleep(interval * 1000);
+    // the interval, never past the code's expiry (a server's interval of days, or one longer than expires_in, ends
+    // the flow at the expiry instead of sleeping past it) nor setTimeout's limit (past it Node waits 1 ms: a tight loop)
+    await sleep(Math.min(interval * 1000, Math.max(0, deadline - now()), MAX_TIMER_MS));
     opts.signal?.throwIfAborted();
     if (now() >= deadline) {
       throw new OAuthError(`the code ${da.user_code} expired after ${da.expires_in} s without being approved`, { oauthError: 'expired_token' });

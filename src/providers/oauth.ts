@@ -274,7 +274,7 @@ export class OAuthSession {
 
   #couldNotRefresh(h: { readonly until: number; readonly reason: string; readonly cause: unknown }): TollgateError {
     const s = Math.max(1, Math.ceil((h.until - this.#now()) / 1000));
-    return new TollgateError('TOLLGATE_ERR_PROVIDER_AUTH', `provider '${this.#providerId}': the access token could not be refreshed (${h.reason}); the next request after ${s} s tries again`, { cause: h.cause });
+    return new TollgateError('TOLLGATE_ERR_TOKEN_REFRESH_FAILED', `provider '${this.#providerId}': the access token could not be refreshed (${h.reason}); the next request after ${s} s tries again`, { cause: h.cause });
   }
 
   /** The tokens in the file when they were obtained after `than` (an unreadable file: none). */
@@ -335,6 +335,14 @@ export class OAuthSession {
     }
     const tokens: OAuthTokens = { ...fresh, ...(fresh.scope === undefined && current.scope !== undefined ? { scope: current.scope } : {}) };
     this.#heldOff = null;
+    // A reconnect saved while the refresh was on its way (the new grant's tokens, obtained after the ones refreshed)
+    // wins over the old grant's refreshed tokens, which are dropped, not saved over it.
+    const reconnected = await this.#newerOnDisk(current);
+    if (reconnected !== null && !this.#expiresSoon(reconnected)) {
+      this.#tokens = reconnected;
+      this.#stale = false;
+      return reconnected;
+    }
     this.#tokens = tokens;
     this.#stale = false;
     try {

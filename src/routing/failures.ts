@@ -42,7 +42,7 @@ export function httpFailure(status: number, headers: Readonly<Record<string, str
 }
 
 export function errorFailure(e: TollgateError): UpstreamFailure {
-  const upstream = e.code.startsWith('TOLLGATE_ERR_UPSTREAM_') || e.code === 'TOLLGATE_ERR_PROVIDER_AUTH';
+  const upstream = e.code.startsWith('TOLLGATE_ERR_UPSTREAM_') || e.code === 'TOLLGATE_ERR_PROVIDER_AUTH' || e.code === 'TOLLGATE_ERR_TOKEN_REFRESH_FAILED';
   // A parameter this member's format cannot carry (n > 1 to Anthropic...) is the member's limit, not the request's
   // fault: the next member may carry it. Nothing is wrong with the provider, so it does not cool.
   const memberLimit = e.code === 'TOLLGATE_ERR_NOT_SUPPORTED';

@@ -34,3 +34,26 @@ t.test('a DeviceAuthorization with interval 0 given to pollForToken: 5 s too', a
   t.equal(fake.requests.token, 2);
   t.same(clock.waits, [5000, 5000]);
 });
+
+// From the review of that fix: an interval of days (or one past setTimeout's limit, where Node waits 1 ms) polled
+// hundreds of times a second, and an interval longer than the code's life slept past its expiry. Each wait is now
+// at most what is left of the code's life (and setTimeout's limit): the flow ends at the expiry, without a poll.
+for (const [interval, expiresIn] of [[3_000_000, 20], [28, 20]] as const) {
+  t.test(`"interval": ${interval} with "expires_in": ${expiresIn}: no poll, the code's expiry said at ${expiresIn} s`, async (t) => {
+    const fake = await startFakeOAuth(t, { interval, pendingPolls: 1_000 });
+    const da = await startDeviceAuthorization(fake.settings());
+    const clock = fakeClock();
+    await t.rejects(pollForToken(fake.settings(), { ...da, expires_in: expiresIn }, clock), /expired after 20 s without being approved/);
+    t.equal(fake.requests.token, 0, 'no poll: the interval outlives the code');
+    t.same(clock.waits, [expiresIn * 1000], 'one wait, to the expiry');
+  });
+}
+
+t.test('waits never exceed setTimeout\'s limit, however long the code lives', async (t) => {
+  const fake = await startFakeOAuth(t, { interval: 1e10, pendingPolls: 2 });
+  const da = await startDeviceAuthorization(fake.settings());
+  const clock = fakeClock();
+  await pollForToken(fake.settings(), { ...da, expires_in: 1e11 }, clock);
+  t.equal(fake.requests.token, 3, 'two pending polls and the one that got the tokens');
+  t.same(clock.waits, [2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1], 'each wait at setTimeout\'s limit (past it Node waits 1 ms)');
+});

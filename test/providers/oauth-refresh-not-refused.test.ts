@@ -63,7 +63,7 @@ t.test('an expired token and a 429: "could not be refreshed", not "not connected
   const { tok, c, s } = await session(t, TOO_MANY, 10_000);
   t.equal(await s.accessToken(), 'AT-OLD', 'still good for 10 s: used');
   c.advance(20_000); // expired now; 10 s of the 30 s Retry-After are left
-  await t.rejects(s.accessToken(), { code: 'TOLLGATE_ERR_PROVIDER_AUTH', message: /^provider 'acme': the access token could not be refreshed \(token endpoint .* answered HTTP 429 without a JSON object \(content-type: text\/html\)\); the next request after 10 s tries again$/ });
+  await t.rejects(s.accessToken(), { code: 'TOLLGATE_ERR_TOKEN_REFRESH_FAILED', message: /^provider 'acme': the access token could not be refreshed \(token endpoint .* answered HTTP 429 without a JSON object \(content-type: text\/html\)\); the next request after 10 s tries again$/ });
   t.same(tok.st.sent, ['RT-OLD'], 'the endpoint was not asked again within its Retry-After');
   tok.st.answer = GOOD;
   c.advance(10_000);
