@@ -9,11 +9,13 @@ export type RecordSink = (r: UsageRecord) => void;
 /**
  * How far a request in flight has come, read while it runs (the live monitor): output tokens streamed so far (the
  * upstream's count once it reported one, else estimated from the text at about four characters a token) against the
- * total the request allows (its max output tokens, null when it named none).
+ * total the request allows (its max output tokens, null when it named none); and its input as estimated from the
+ * request sent while the upstream has reported none (null once it has, and before anything was sent).
  */
 export interface Progress {
   readonly streamedTokens: number;
   readonly estimatedTotal: number | null;
+  readonly estimatedInput: number | null;
 }
 
 /**

@@ -13,7 +13,7 @@ import { AnswerText } from '../wire/estimate.js';
 import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
-import { settleCut, settleEstimate } from './outcome.js';
+import { SentInput, settleCut, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
@@ -87,6 +87,7 @@ async function forwardChat(request: ClientRequest, route: Route, body: ChatBody)
   // The client's protocol headers (openai-beta, x-stainless-*...) go along, below the config's headers and the key.
   const headers = forwardedHeaders(reply.request.headers);
   for (const [k, v] of Object.entries(built.headers)) headers[k.toLowerCase()] = v;
+  outcome.sent = new SentInput(() => ({ chat: body }));
   const sent = await callForClient(request, (opts) => ctx.upstream.send(route, { ...built, headers }, { ...opts, stream }));
   if (sent === null) return null;
   const { call, clientGone } = sent;

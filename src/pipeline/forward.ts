@@ -19,7 +19,7 @@ import { finishReasonOf, type RequestTrace } from '../telemetry/tracing.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
-import { settleCut, settleEstimate, type Outcome } from './outcome.js';
+import { SentInput, settleCut, settleEstimate, type Outcome } from './outcome.js';
 import { EventRelay, type FailureHandling } from './relay.js';
 import { markAborted, percentEncoded } from './reply.js';
 import { buildFor, callForClient, failWith, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type ClientCall, type UpstreamCall } from './upstream.js';
@@ -180,6 +180,7 @@ export async function forward(exchange: Exchange, f: Forwarding): Promise<Upstre
   const outbound = exchange.codecs(route.provider.format);
   const built = buildUpstream(exchange, outbound, canonical, route);
   listDropped(exchange, f.dropped ?? droppedParams(exchange.inbound.codec.paramNames, canonical, built.dropped));
+  outcome.sent = new SentInput(() => ({ canonical }));
   let sent: ClientCall | null;
   try {
     sent = await callForClient({ reply, trace: exchange.trace, outcome }, (opts) => ctx.upstream.callOnce(route, canonical, { ...opts, codec: outbound, built, stream: canonical.stream }));

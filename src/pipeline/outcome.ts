@@ -7,7 +7,7 @@ import type { ProviderGroup } from '../config/types.js';
 import type { Route } from '../routing/resolve.js';
 import { computeCost, ZERO_COST, type Cost } from '../ledger/cost.js';
 import { makeRecord, MAX_REQUESTED_MODEL, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
-import { AnswerText, estimateMissing, familyOf, type SentRequest } from '../wire/estimate.js';
+import { AnswerText, estimateInputNow, estimateMissing, familyOf, type SentRequest } from '../wire/estimate.js';
 import { NO_USAGE, knowsInput, knowsOutput, type Usage, type UsageSource } from '../ledger/types.js';
 import type { Progress } from '../ledger/ledger.js';
 import { OTHER } from '../telemetry/names.js';
@@ -33,6 +33,35 @@ export interface Outcome {
   estimateMs: number;
   /** How far the answer has come while it streams (shared by a combo's attempts with the client's request). */
   readonly streamed: StreamedSoFar;
+  /** The request sent upstream, for the live monitor's estimate of its input (null until it is sent). */
+  sent: SentInput | null;
+}
+
+/**
+ * The request an upstream call sent, read only when the live monitor asks for its input before the upstream reported
+ * it; then estimated once (estimateInputNow: the tokenizer if an estimate loaded it already, else characters / 4)
+ * and kept. `read` gives the request (null: one that cannot be read, no estimate).
+ */
+export class SentInput {
+  readonly #read: () => SentRequest | null;
+  #tokens: number | null | undefined;
+
+  constructor(read: () => SentRequest | null) {
+    this.#read = read;
+  }
+
+  /** Its input tokens counted as `route`'s model family counts them. */
+  tokens(route: Route): number | null {
+    if (this.#tokens === undefined) {
+      try {
+        const req = this.#read();
+        this.#tokens = req === null ? null : estimateInputNow(req, familyOf(route.provider.format, route.modelId));
+      } catch {
+        this.#tokens = null;
+      }
+    }
+    return this.#tokens;
+  }
 }
 
 /** The answer so far, for the live monitor: characters of output streamed, and the output the request allows. */
@@ -45,17 +74,22 @@ export interface StreamedSoFar {
 export function newOutcome(streamed: StreamedSoFar = { chars: 0, expected: null }): Outcome {
   return {
     route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
-    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed,
+    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed, sent: null,
   };
 }
 
 /** About four characters a token: the live estimate of streamed output (the row gets the tokenizer's count). */
 const CHARS_PER_TOKEN = 4;
 
-/** How far a request in flight has come: the upstream's output count once reported, else its text's estimate. */
+/**
+ * How far a request in flight has come: the upstream's output count once reported, else its text's estimate; its
+ * input as estimated from the request sent while the upstream has reported none (computed once, when first asked).
+ */
 export function progressOf(outcome: Outcome): Progress {
   const reported = outcome.usageSource === 'reported' ? outcome.usage.output : null;
-  return { streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: outcome.streamed.expected };
+  const { route, sent } = outcome;
+  const estimatedInput = route === null || sent === null || knowsInput(outcome.usage) ? null : sent.tokens(route);
+  return { streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: outcome.streamed.expected, estimatedInput };
 }
 
 export interface RequestMeta {

@@ -23,7 +23,7 @@ import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
-import { StreamFacts, accepted, settleEstimate } from './outcome.js';
+import { SentInput, StreamFacts, accepted, settleEstimate } from './outcome.js';
 import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
 import { SseParser, WholeFrames, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
@@ -124,6 +124,8 @@ async function forwardSameFormat(request: ClientRequest, spec: SameFormatCallSpe
   const { ctx, reply, outcome } = request;
   const { format: f, upstreamRequest } = spec;
   const stream = request.facts.stream;
+  // The body sent, read as the format's canonical request only if the live monitor asks for its input's estimate.
+  outcome.sent = new SentInput(() => ({ canonical: f.codec.parseRequest(upstreamRequest.body) }));
   const sent = await callForClient(request, (opts) => ctx.upstream.send(spec.route, upstreamRequest, { ...opts, stream }));
   if (sent === null) return null;
   const { call, clientGone } = sent;

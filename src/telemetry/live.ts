@@ -7,7 +7,7 @@ import type { Config } from '../config/types.js';
 import { computeCost, costKnown } from '../ledger/cost.js';
 import type { Ledger, Progress } from '../ledger/ledger.js';
 import { isClientRequest, type UsageRecord } from '../ledger/record.js';
-import { totalTokens } from '../ledger/types.js';
+import { knowsInput, totalTokens } from '../ledger/types.js';
 import { own } from '../core/own.js';
 import { METRIC } from './names.js';
 import type { Metrics } from './metrics.js';
@@ -30,7 +30,8 @@ export interface LiveRequest {
   /** The output the request allows (its max output tokens), null when it named none. */
   readonly estimated_total: number | null;
   /**
-   * Billed cost of what is known so far (input as estimated, output as streamed), USD; null when it is not known: a
+   * Billed cost of what is known so far (input as reported, else as estimated from the request sent; output as
+   * reported or streamed, the larger), USD; null when it is not known: a
    * paid model no price covers that has spent tokens (its row will say `cost: null`, docs/catalog.md), not $0.
    */
   readonly cost_so_far: number | null;
@@ -93,7 +94,7 @@ export class LiveRequests {
         request_id: id, model: r.model, requested_model: r.requestedModel, provider: r.provider, combo: r.combo === '' ? null : r.combo,
         endpoint: r.endpoint, stream: r.stream, api_key_name: r.apiKeyName, started_at: new Date(e.startedAt).toISOString(),
         duration_s: Number(((now - e.startedAt) / 1000).toFixed(3)), streamed_tokens: p.streamedTokens, estimated_total: p.estimatedTotal,
-        cost_so_far: costSoFar(e.config, r, p.streamedTokens),
+        cost_so_far: costSoFar(e.config, r, p),
       });
     }
     return out.sort((a, b) => a.started_at.localeCompare(b.started_at));
@@ -107,12 +108,17 @@ export class LiveRequests {
   }
 }
 
-/** A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. */
-function costSoFar(config: Config, r: UsageRecord, streamed: number): number | null {
+/**
+ * A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. Its input is
+ * the upstream's count once reported, else the estimate of the request sent; its output the larger of the reported
+ * count and the streamed estimate.
+ */
+function costSoFar(config: Config, r: UsageRecord, p: Progress): number | null {
   const spec = splitModelSpec(r.model);
   const provider = spec === null ? undefined : own(config.providers, spec.provider);
   if (spec === null || provider === undefined) return costKnown(r) ? r.cost.cost : null;
-  const usage = { ...r.usage, output: Math.max(streamed, r.usage.output ?? 0) };
+  const input = knowsInput(r.usage) ? r.usage.input : p.estimatedInput;
+  const usage = { ...r.usage, input, output: Math.max(p.streamedTokens, r.usage.output ?? 0) };
   const cost = computeCost(provider, spec.modelId, usage);
   return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
 }

@@ -68,6 +68,8 @@ interface Tokenizer {
 }
 
 const loading = new Map<Encoding, Promise<Tokenizer>>();
+/** The tokenizers imported so far: what `estimateInputNow` may count with without loading one. */
+const loaded = new Map<Encoding, Tokenizer>();
 
 /** The encoding's tokenizer, imported the first time it is needed. */
 function tokenizer(encoding: Encoding): Promise<Tokenizer> {
@@ -75,6 +77,7 @@ function tokenizer(encoding: Encoding): Promise<Tokenizer> {
   if (t === undefined) {
     t = encoding === 'o200k_base' ? import('gpt-tokenizer/encoding/o200k_base') : import('gpt-tokenizer/encoding/cl100k_base');
     loading.set(encoding, t);
+    t.then((tok) => loaded.set(encoding, tok), () => undefined);
   }
   return t;
 }
@@ -83,15 +86,16 @@ function tokenizer(encoding: Encoding): Promise<Tokenizer> {
  * Counts text with one tokenizer. BPE on one long run without spaces is quadratic in `gpt-tokenizer` (100 KB of
  * 'a' takes seconds), so text is cut into pieces of at most PIECE characters, at a space when there is one: the
  * tokenizer splits words at spaces anyway, so ordinary text counts exactly as a whole; only a long run is cut.
+ * Without a tokenizer (null: not loaded, and not to be loaded for this count) every text is characters / 4.
  */
 class Counter {
   #chars = 0;
   tokens = 0;
-  constructor(private readonly tok: Tokenizer) {}
+  constructor(private readonly tok: Tokenizer | null) {}
 
   text(s: string): void {
     if (s === '') return;
-    if (this.#chars + s.length > EXACT_CHARS) {
+    if (this.tok === null || this.#chars + s.length > EXACT_CHARS) {
       this.tokens += Math.ceil(s.length / 4);
       return;
     }
@@ -113,7 +117,19 @@ export type SentRequest = { readonly canonical: CanonicalRequest } | { readonly 
 
 /** The input tokens of a request: its messages' text with OpenAI's chat overhead, tools, and media allowances. */
 export async function estimateInput(req: SentRequest, family: TokenFamily): Promise<number> {
-  const c = new Counter(await tokenizer(family.encoding));
+  return countInput(new Counter(await tokenizer(family.encoding)), req, family);
+}
+
+/**
+ * `estimateInput` at once, for a reader that may not wait or load (the live monitor, GET /api/live): counted with the
+ * family's tokenizer when an estimate has loaded it already, else every text at characters / 4 (the same walk: chat
+ * overhead, tools, media allowances; the family's factor).
+ */
+export function estimateInputNow(req: SentRequest, family: TokenFamily): number {
+  return countInput(new Counter(loaded.get(family.encoding) ?? null), req, family);
+}
+
+function countInput(c: Counter, req: SentRequest, family: TokenFamily): number {
   const media = 'canonical' in req ? countCanonical(c, req.canonical) : countChat(c, req.chat);
   return Math.round((c.tokens + REPLY_PRIMING) * family.factor) + media;
 }

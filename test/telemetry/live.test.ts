@@ -22,7 +22,7 @@ const rec = (over: Partial<RecordInput>): UsageRecord => makeRecord({
   ...over,
 });
 
-const NONE = () => ({ streamedTokens: 0, estimatedTotal: null });
+const NONE = () => ({ streamedTokens: 0, estimatedTotal: null, estimatedInput: null });
 
 t.test('a request in flight: listed with progress and cost so far; gone with its record', async (t) => {
   const ledger = new Ledger((err) => t.fail(String(err)));
@@ -35,7 +35,7 @@ t.test('a request in flight: listed with progress and cost so far; gone with its
   watchInflight(metrics, live);
 
   let streamed = 40;
-  ledger.begin('r1', () => rec({}), () => ({ streamedTokens: streamed, estimatedTotal: 200 }));
+  ledger.begin('r1', () => rec({}), () => ({ streamedTokens: streamed, estimatedTotal: 200, estimatedInput: null }));
   ledger.begin('a1', () => rec({ requestId: 'a1', kind: 'attempt', parentId: 'r1' }), NONE);
   ledger.begin('k1', () => rec({ requestId: 'k1', kind: 'keepalive' }), NONE);
   t.equal(live.size, 1, 'attempts and keep-alive pings are not listed');
@@ -82,11 +82,11 @@ t.test('a paid model no price covers: its cost so far is unknown (null), not $0,
   live.attach(ledger);
   let streamed = 0;
   const empty = { ...NO_USAGE };
-  ledger.begin('p1', () => rec({ requestId: 'p1', model: 'vendor/m', provider: 'vendor', usage: empty }), () => ({ streamedTokens: streamed, estimatedTotal: null }));
+  ledger.begin('p1', () => rec({ requestId: 'p1', model: 'vendor/m', provider: 'vendor', usage: empty }), () => ({ streamedTokens: streamed, estimatedTotal: null, estimatedInput: null }));
   t.match(live.list()[0], { request_id: 'p1', cost_so_far: 0 }, 'nothing spent yet: a known 0');
   streamed = 30;
   t.match(live.list()[0], { request_id: 'p1', cost_so_far: null }, 'tokens spent, no price: unknown');
-  ledger.begin('s1', () => rec({ requestId: 's1', model: 'sub/m', provider: 'sub', providerGroup: 'subscription' }), () => ({ streamedTokens: 30, estimatedTotal: null }));
+  ledger.begin('s1', () => rec({ requestId: 's1', model: 'sub/m', provider: 'sub', providerGroup: 'subscription' }), () => ({ streamedTokens: 30, estimatedTotal: null, estimatedInput: null }));
   t.match(live.list().find((r) => r.request_id === 's1'), { cost_so_far: 0 }, 'a subscription bills nothing: a known 0');
 });
 
@@ -98,11 +98,24 @@ t.test('a price edited while a request runs: its cost so far stays at the prices
   const ledger = new Ledger((err) => t.fail(String(err)));
   const live = new LiveRequests(() => current, () => T0);
   live.attach(ledger);
-  ledger.begin('e1', () => rec({ requestId: 'e1' }), () => ({ streamedTokens: 40, estimatedTotal: null }));
+  ledger.begin('e1', () => rec({ requestId: 'e1' }), () => ({ streamedTokens: 40, estimatedTotal: null, estimatedInput: null }));
   current = dearer; // a live edit
-  ledger.begin('e2', () => rec({ requestId: 'e2' }), () => ({ streamedTokens: 40, estimatedTotal: null }));
+  ledger.begin('e2', () => rec({ requestId: 'e2' }), () => ({ streamedTokens: 40, estimatedTotal: null, estimatedInput: null }));
   const by = Object.fromEntries(live.list().map((r) => [r.request_id, r.cost_so_far]));
   // 1000 input x $2 + 40 output x $10 per 1M; before, the new prices: 0.24
   t.equal(by.e1, 0.0024, 'begun before the edit: the old prices');
   t.equal(by.e2, 0.24, 'begun after it: the new ones');
+});
+
+t.test('the input: as reported once it is, else as estimated from the request sent (Progress.estimatedInput)', async (t) => {
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  const live = new LiveRequests(() => config, () => T0);
+  live.attach(ledger);
+  // OpenAI streams report usage at their end: until then the input is the estimate of the request sent.
+  ledger.begin('i1', () => rec({ requestId: 'i1', usage: NO_USAGE, usageSource: 'none' }), () => ({ streamedTokens: 40, estimatedTotal: null, estimatedInput: 20_000 }));
+  // Anthropic reports the input when its stream opens: the report is what counts.
+  ledger.begin('i2', () => rec({ requestId: 'i2', usage: { ...NO_USAGE, input: 1000 }, usageSource: 'reported' }), () => ({ streamedTokens: 40, estimatedTotal: null, estimatedInput: 20_000 }));
+  const by = Object.fromEntries(live.list().map((r) => [r.request_id, r.cost_so_far]));
+  t.equal(by.i1, 0.0404, '20,000 estimated input x $2 + 40 output x $10 per 1M');
+  t.equal(by.i2, 0.0024, '1,000 reported input x $2 + 40 output x $10 per 1M');
 });
