@@ -4,6 +4,7 @@
 // throws is logged and never breaks the request or the other sinks.
 
 import type { UsageRecord } from './record.js';
+import type { Usage } from './types.js';
 
 export type RecordSink = (r: UsageRecord) => void;
 /**
@@ -15,6 +16,21 @@ export type RecordSink = (r: UsageRecord) => void;
 export interface Progress {
   readonly streamedTokens: number;
   readonly estimatedTotal: number | null;
+  readonly estimatedInput: number | null;
+  /**
+   * A combo request's attempts in flight, the latest started last (the one streaming to the client, unless a fusion's
+   * panel is out); absent for any other request or between attempts. The record has only the attempts finished.
+   */
+  readonly attempts?: readonly CallInFlight[];
+}
+
+/** One upstream call in flight (a combo's attempt): what serves it, its usage as it stands, how far it has come. */
+export interface CallInFlight {
+  /** As `provider/model`. */
+  readonly model: string;
+  readonly provider: string;
+  readonly usage: Usage;
+  readonly streamedTokens: number;
   readonly estimatedInput: number | null;
 }
 

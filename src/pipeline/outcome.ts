@@ -9,7 +9,7 @@ import { computeCost, ZERO_COST, type Cost } from '../ledger/cost.js';
 import { makeRecord, MAX_REQUESTED_MODEL, type RecordKind, type RequestStatus, type UsageRecord } from '../ledger/record.js';
 import { AnswerText, estimateInputNow, estimateMissing, familyOf, type SentRequest } from '../wire/estimate.js';
 import { NO_USAGE, knowsInput, knowsOutput, type Usage, type UsageSource } from '../ledger/types.js';
-import type { Progress } from '../ledger/ledger.js';
+import type { CallInFlight, Progress } from '../ledger/ledger.js';
 import { OTHER } from '../telemetry/names.js';
 import { finishReasonOf, type UpstreamSpan } from '../telemetry/tracing.js';
 import type { CanonicalEvent } from '../wire/canonical.js';
@@ -35,6 +35,8 @@ export interface Outcome {
   readonly streamed: StreamedSoFar;
   /** The request sent upstream, for the live monitor's estimate of its input (null until it is sent). */
   sent: SentInput | null;
+  /** A combo request's attempts in flight (combo/attempt.ts), the latest started last: for the live monitor. */
+  readonly attemptsInFlight: Outcome[];
 }
 
 /**
@@ -74,7 +76,7 @@ export interface StreamedSoFar {
 export function newOutcome(streamed: StreamedSoFar = { chars: 0, expected: null }): Outcome {
   return {
     route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
-    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed, sent: null,
+    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed, sent: null, attemptsInFlight: [],
   };
 }
 
@@ -89,7 +91,16 @@ export function progressOf(outcome: Outcome): Progress {
   const reported = outcome.usageSource === 'reported' ? outcome.usage.output : null;
   const { route, sent } = outcome;
   const estimatedInput = route === null || sent === null || knowsInput(outcome.usage) ? null : sent.tokens(route);
-  return { streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: outcome.streamed.expected, estimatedInput };
+  const progress = { streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: outcome.streamed.expected, estimatedInput };
+  return outcome.attemptsInFlight.length === 0 ? progress : { ...progress, attempts: outcome.attemptsInFlight.flatMap(callInFlight) };
+}
+
+/** A combo's attempt in flight as the live monitor prices it (none before its member's route is set). */
+function callInFlight(attempt: Outcome): CallInFlight[] {
+  const route = attempt.route;
+  if (route === null) return [];
+  const { streamedTokens, estimatedInput } = progressOf(attempt);
+  return [{ model: route.model, provider: route.providerId, usage: attempt.usage, streamedTokens, estimatedInput }];
 }
 
 export interface RequestMeta {

@@ -5,7 +5,7 @@
 import { Gauge } from 'prom-client';
 import type { Config } from '../config/types.js';
 import { computeCost, costKnown } from '../ledger/cost.js';
-import type { Ledger, Progress } from '../ledger/ledger.js';
+import type { CallInFlight, Ledger, Progress } from '../ledger/ledger.js';
 import { isClientRequest, type UsageRecord } from '../ledger/record.js';
 import { knowsInput, totalTokens } from '../ledger/types.js';
 import { own } from '../core/own.js';
@@ -90,8 +90,10 @@ export class LiveRequests {
     for (const [id, e] of this.#entries) {
       const r = e.snapshot();
       const p = e.progress();
+      // A combo's record has its finished attempts only: the member answering now is the attempt in flight.
+      const current = p.attempts?.at(-1);
       out.push({
-        request_id: id, model: r.model, requested_model: r.requestedModel, provider: r.provider, combo: r.combo === '' ? null : r.combo,
+        request_id: id, model: current?.model ?? r.model, requested_model: r.requestedModel, provider: current?.provider ?? r.provider, combo: r.combo === '' ? null : r.combo,
         endpoint: r.endpoint, stream: r.stream, api_key_name: r.apiKeyName, started_at: new Date(e.startedAt).toISOString(),
         duration_s: Number(((now - e.startedAt) / 1000).toFixed(3)), streamed_tokens: p.streamedTokens, estimated_total: p.estimatedTotal,
         cost_so_far: costSoFar(e.config, r, p),
@@ -109,16 +111,35 @@ export class LiveRequests {
 }
 
 /**
- * A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. Its input is
- * the upstream's count once reported, else the estimate of the request sent; its output the larger of the reported
- * count and the streamed estimate.
+ * A request's cost so far, at the prices of `config` (the one it began with); null when it is not known. A combo's is
+ * its finished attempts' (its record's) and each attempt in flight's so far.
  */
 function costSoFar(config: Config, r: UsageRecord, p: Progress): number | null {
-  const spec = splitModelSpec(r.model);
+  const attempts = p.attempts ?? [];
+  if (attempts.length === 0) {
+    const cost = callCostSoFar(config, { ...p, model: r.model, usage: r.usage });
+    if (cost !== undefined) return cost;
+    return costKnown(r) ? r.cost.cost : null; // an unlisted model: its record's cost
+  }
+  let sum = costKnown(r) ? r.cost.cost : null;
+  for (const a of attempts) {
+    const cost = callCostSoFar(config, a);
+    sum = sum === null || cost == null ? null : sum + cost;
+  }
+  return sum === null ? null : Number(sum.toFixed(8));
+}
+
+/**
+ * One upstream call's cost so far; undefined when its model is not one of `config`'s providers'. Its input is the
+ * upstream's count once reported, else the estimate of the request sent; its output the larger of the reported count
+ * and the streamed estimate.
+ */
+function callCostSoFar(config: Config, call: Omit<CallInFlight, 'provider'>): number | null | undefined {
+  const spec = splitModelSpec(call.model);
   const provider = spec === null ? undefined : own(config.providers, spec.provider);
-  if (spec === null || provider === undefined) return costKnown(r) ? r.cost.cost : null;
-  const input = knowsInput(r.usage) ? r.usage.input : p.estimatedInput;
-  const usage = { ...r.usage, input, output: Math.max(p.streamedTokens, r.usage.output ?? 0) };
+  if (spec === null || provider === undefined) return undefined;
+  const input = knowsInput(call.usage) ? call.usage.input : call.estimatedInput;
+  const usage = { ...call.usage, input, output: Math.max(call.streamedTokens, call.usage.output ?? 0) };
   const cost = computeCost(provider, spec.modelId, usage);
   return costKnown({ providerGroup: provider.group, totalTokens: totalTokens(usage), cost }) ? Number(cost.cost.toFixed(8)) : null;
 }

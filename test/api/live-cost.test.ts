@@ -20,7 +20,10 @@ interface Live {
 const oa = await startFakeOpenAI(t);
 const rs = await startFakeResponses(t);
 const slow = { timeouts: { connect_s: 2, stall_s: 30 } };
-const gw = await startApp(t, { providers: { oa: fakeProvider(oa.baseUrl, slow), rs: respProvider(rs.baseUrl, slow) } });
+const gw = await startApp(t, {
+  providers: { oa: fakeProvider(oa.baseUrl, slow), rs: respProvider(rs.baseUrl, slow) },
+  combos: { solo: { strategy: 'fallback', models: ['oa/gpt-4o'] }, pair: { strategy: 'fallback', models: ['rs/gpt-4.1', 'oa/gpt-4o'] } },
+});
 
 /** 4,000 times five words: 20,002 tokens in o200k_base, 27,000 at four characters a token. */
 const PROMPT = 'lorem ipsum dolor sit amet '.repeat(4000);
@@ -57,11 +60,25 @@ async function liveWhileStreaming(t: Test, path: string, body: unknown): Promise
   return { entry, end };
 }
 
-/** Each client and path: what the upstream does, the request, the provider's input price ($ per 1M tokens). */
+const chat = (model: string) => ({ model, stream: true, messages: [{ role: 'user', content: PROMPT }] });
+
+/**
+ * Each client and path: what the upstreams do, the request, the model that streams and its provider's input price
+ * ($ per 1M tokens). A combo's entry names the member streaming, and its cost is its attempts' (finished and in flight).
+ */
 const cases = [
-  { name: 'OpenAI Chat client, OpenAI provider (fast path)', stall: () => oa.next({ kind: 'stall', chunks: 2 }), path: '/v1/chat/completions', body: { model: 'oa/gpt-4o', stream: true, messages: [{ role: 'user', content: PROMPT }] }, price: 2.5 },
-  { name: 'Responses client, Responses provider (passthrough)', stall: () => rs.next({ kind: 'stall', events: 6 }), path: '/v1/responses', body: { model: 'rs/gpt-4.1', stream: true, input: PROMPT }, price: 2 },
-  { name: 'Responses client, OpenAI Chat provider (translated)', stall: () => oa.next({ kind: 'stall', chunks: 2 }), path: '/v1/responses', body: { model: 'oa/gpt-4o', stream: true, input: PROMPT }, price: 2.5 },
+  { name: 'OpenAI Chat client, OpenAI provider (fast path)', stall: () => oa.next({ kind: 'stall', chunks: 2 }), path: '/v1/chat/completions', body: chat('oa/gpt-4o'), model: 'oa/gpt-4o', price: 2.5 },
+  { name: 'Responses client, Responses provider (passthrough)', stall: () => rs.next({ kind: 'stall', events: 6 }), path: '/v1/responses', body: { model: 'rs/gpt-4.1', stream: true, input: PROMPT }, model: 'rs/gpt-4.1', price: 2 },
+  { name: 'Responses client, OpenAI Chat provider (translated)', stall: () => oa.next({ kind: 'stall', chunks: 2 }), path: '/v1/responses', body: { model: 'oa/gpt-4o', stream: true, input: PROMPT }, model: 'oa/gpt-4o', price: 2.5 },
+  { name: 'a fallback combo of one member', stall: () => oa.next({ kind: 'stall', chunks: 2 }), path: '/v1/chat/completions', body: chat('solo'), model: 'oa/gpt-4o', price: 2.5 },
+  {
+    name: 'a fallback combo whose first member failed',
+    stall: () => {
+      rs.next({ kind: 'error', status: 503, body: { error: { message: 'overloaded' } } });
+      oa.next({ kind: 'stall', chunks: 2 });
+    },
+    path: '/v1/chat/completions', body: chat('pair'), model: 'oa/gpt-4o', price: 2.5,
+  },
 ];
 
 for (const c of cases) {
@@ -69,7 +86,8 @@ for (const c of cases) {
     c.stall();
     const { entry, end } = await liveWhileStreaming(t, c.path, c.body);
     await end();
-    // Before, the output alone: $0.00003 for the fast path's two chunks.
+    t.match(entry, { model: c.model, provider: c.model.split('/')[0] }, 'the model streaming');
+    // Before, the output alone: $0.00003 for the fast path's two chunks; a combo's $0 and model _other.
     const least = (PROMPT_TOKENS * c.price) / 1e6;
     t.ok(entry.cost_so_far! >= least, `cost_so_far ${entry.cost_so_far} >= ${least} (20,000 input tokens as estimated)`);
     t.ok(entry.cost_so_far! < (30_000 * c.price + 100 * 10) / 1e6, `and not more than the input can be: ${entry.cost_so_far}`);

@@ -119,3 +119,15 @@ t.test('the input: as reported once it is, else as estimated from the request se
   t.equal(by.i1, 0.0404, '20,000 estimated input x $2 + 40 output x $10 per 1M');
   t.equal(by.i2, 0.0024, '1,000 reported input x $2 + 40 output x $10 per 1M');
 });
+
+t.test('a combo: the member in flight, and its finished attempts\' cost plus the one in flight\'s so far', async (t) => {
+  const ledger = new Ledger((err) => t.fail(String(err)));
+  const live = new LiveRequests(() => config, () => T0);
+  live.attach(ledger);
+  // Its record so far: one attempt finished ($0.01), no route taken yet.
+  const combo = () => rec({ requestId: 'c1', kind: 'combo', combo: 'pair', requestedModel: 'pair', model: '_other', provider: '_other', providerGroup: '', cost: { cost: 0.01, listCost: 0.01 } });
+  const attempt = { model: 'openai/gpt-4o', provider: 'openai', usage: NO_USAGE, streamedTokens: 40, estimatedInput: 1000 };
+  ledger.begin('c1', combo, () => ({ streamedTokens: 40, estimatedTotal: null, estimatedInput: null, attempts: [attempt] }));
+  // $0.01 + 1000 estimated input x $2 + 40 output x $10 per 1M
+  t.match(live.list()[0], { request_id: 'c1', combo: 'pair', model: 'openai/gpt-4o', provider: 'openai', cost_so_far: 0.0124 });
+});

@@ -77,6 +77,8 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
   // Counted in flight by the quota's verdict from now (the caller checked it in the same turn) until its record is
   // published (below, or never: an error thrown through), so requests at once see each other's calls.
   const release = exchange.ctx.router.quota.reserve?.(spec.member.route.providerId);
+  // Listed in flight (GET /api/live: its member, its cost so far) until its record is folded into the request's.
+  requestOutcome.attemptsInFlight.push(outcome);
   let failure: UpstreamFailure | null;
   let record: UsageRecord;
   try {
@@ -95,6 +97,7 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
     });
   } finally {
     release?.();
+    requestOutcome.attemptsInFlight.splice(requestOutcome.attemptsInFlight.indexOf(outcome), 1);
   }
   foldAttemptUsage(requestOutcome, record);
   requestOutcome.upstreamMs = (requestOutcome.upstreamMs ?? 0) + (outcome.upstreamMs ?? 0);

@@ -17,7 +17,7 @@ import { answerOf } from '../../wire/estimate.js';
 import { takeFinalAttempt, attempt, type AttemptResult, type ComboRun } from './attempt.js';
 import { classifyTransportError } from '../../providers/transport.js';
 import { ClientAbort } from '../../providers/upstream.js';
-import { settleCut, settleEstimate, type Outcome } from '../outcome.js';
+import { SentInput, settleCut, settleEstimate, type Outcome } from '../outcome.js';
 import { buildUpstream, droppedParams, fitRequest, forward, readAnswer, type Exchange } from '../forward.js';
 import { failWith, readUpstreamError, sendFailure } from '../upstream.js';
 import { CLIENT_CLOSED } from '../reply.js';
@@ -106,6 +106,7 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
   outcome.route = route;
   const outbound = exchange.codecs(route.provider.format);
   const built = buildUpstream(exchange, outbound, panel.request, route);
+  outcome.sent = new SentInput(() => ({ canonical: panel.request }));
   panel.drops.set(outcome, droppedParams(exchange.inbound.codec.paramNames, panel.request, built.dropped));
   const sentAt = performance.now();
   let answered: number | null = null; // the upstream's status, once it came
