@@ -89,18 +89,35 @@ const CHARS_PER_TOKEN = 4;
  */
 export function progressOf(outcome: Outcome): Progress {
   const reported = outcome.usageSource === 'reported' ? outcome.usage.output : null;
+  const attempts = outcome.attemptsInFlight.length === 0 ? undefined : outcome.attemptsInFlight.flatMap(callInFlight);
+  return {
+    streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN),
+    estimatedTotal: outcome.streamed.expected,
+    // Worked out only when read (the live list's cost): the in-flight gauge, which a scrape reads, needs none of it.
+    get estimatedInput() {
+      return inputEstimate(outcome);
+    },
+    ...(attempts === undefined ? {} : { attempts }),
+  };
+}
+
+/** The input of the request sent, estimated (once: SentInput keeps it) while the upstream has reported none. */
+function inputEstimate(outcome: Outcome): number | null {
   const { route, sent } = outcome;
-  const estimatedInput = route === null || sent === null || knowsInput(outcome.usage) ? null : sent.tokens(route);
-  const progress = { streamedTokens: reported ?? Math.ceil(outcome.streamed.chars / CHARS_PER_TOKEN), estimatedTotal: outcome.streamed.expected, estimatedInput };
-  return outcome.attemptsInFlight.length === 0 ? progress : { ...progress, attempts: outcome.attemptsInFlight.flatMap(callInFlight) };
+  return route === null || sent === null || knowsInput(outcome.usage) ? null : sent.tokens(route);
 }
 
 /** A combo's attempt in flight as the live monitor prices it (none before its member's route is set). */
 function callInFlight(attempt: Outcome): CallInFlight[] {
   const route = attempt.route;
   if (route === null) return [];
-  const { streamedTokens, estimatedInput } = progressOf(attempt);
-  return [{ model: route.model, provider: route.providerId, usage: attempt.usage, streamedTokens, estimatedInput }];
+  const reported = attempt.usageSource === 'reported' ? attempt.usage.output : null;
+  return [{
+    model: route.model, provider: route.providerId, usage: attempt.usage, streamedTokens: reported ?? Math.ceil(attempt.streamed.chars / CHARS_PER_TOKEN),
+    get estimatedInput() {
+      return inputEstimate(attempt);
+    },
+  }];
 }
 
 export interface RequestMeta {
