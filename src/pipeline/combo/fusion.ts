@@ -1,6 +1,7 @@
-// Fusion (spec item 7): the prompt goes to every usable member in parallel, without tools and with tool history
-// flattened to text (spec Errors 5: a panel call must not draw a 503 from a member that cannot take them). The
-// gateway waits until `quorum` members have answered (default: a majority), then at most `grace_ms` more for the
+// Fusion (spec item 7): the prompt goes to every usable member in parallel (each checked against its provider's
+// quota with those before it counted in flight: the panel is the members that fit), without tools and with tool
+// history flattened to text (spec Errors 5: a panel call must not draw a 503 from a member that cannot take them).
+// The gateway waits until `quorum` members have answered (default: a majority), then at most `grace_ms` more for the
 // rest, never past `timeout_ms` from the start; members still running then are cut off (recorded as aborted; one
 // cut after its upstream's 2xx status came has its input estimated, the provider having accepted it). The
 // `judge` model (default: the first member) then synthesises one final answer from the candidates, and that is
@@ -145,7 +146,6 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
 async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<PanelResults> {
   const combo = run.config;
   const request = panelRequest(exchange.parsed);
-  const quorum = Math.min(combo.quorum ?? Math.ceil(members.length / 2), members.length);
   const cut = new ClientAbort();
   let clientGone = false;
   const onClose = () => {
@@ -161,9 +161,12 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
   const enough = new Promise<void>((resolve) => (wake = resolve));
   const timers: NodeJS.Timeout[] = [setTimeout(wake, combo.timeout_ms ?? FUSION_TIMEOUT_MS)];
   let grace = false;
+  // The panel's attempts, every one started before any settles (below): the quorum is of the members that fit.
+  const running: Promise<AttemptResult>[] = [];
   const onSettled = () => {
     settled++;
-    if (settled === members.length) wake();
+    const quorum = Math.min(combo.quorum ?? Math.ceil(running.length / 2), running.length);
+    if (settled === running.length) wake();
     // only answers with text count: an empty one is no candidate for the judge
     else if (!grace && [...answers.values()].filter((a) => textOf(a) !== '').length >= quorum) {
       grace = true;
@@ -171,11 +174,14 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
     }
   };
   cut.once('abort', wake);
-  const running = members.map((m, i) => {
+  for (const m of members) {
+    // Checked with the members before it counted in flight (an attempt is, from its start in this same turn): a member
+    // whose provider they use up is skipped as one out of quota is (the first was found usable in this turn).
+    if (exchange.ctx.router.quota.exhausted(m.route.providerId)) continue;
     const fitted = fitRequest(request, m.route, { model: exchange.parsed.model, thinking: m.thinking, stream: false });
     const panel: PanelCall = { member: m, request: fitted, cut, clientGone: () => clientGone, answers, drops };
-    return attempt(exchange, run, { n: i + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled);
-  });
+    running.push(attempt(exchange, run, { n: running.length + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled));
+  }
   try {
     await enough;
     cut.abort(); // members still running are cut off
@@ -234,7 +240,7 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.
   const dropped = [...new Set(panel.attempts.flatMap((r) => (panel.answers.has(r.outcome) ? (panel.drops.get(r.outcome) ?? []) : [])))].sort();
   const verdict = await attempt(exchange, run, {
-    n: members.length + 1, member: judge, canonical: request,
+    n: panel.attempts.length + 1, member: judge, canonical: request,
     call: (outcome, t0) => forward(exchange, { route: judge.route, canonical: request, outcome, t0, failures: 'return', dropped }),
   });
   requestOutcome.upstreamMs = panelMs + (verdict.outcome.upstreamMs ?? 0);
