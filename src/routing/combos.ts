@@ -79,7 +79,8 @@ export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequ
 export function quotaDecides(cfg: Config, model: string): boolean {
   const combo = comboOf(cfg, parseThinkingSuffix(model).model);
   if (combo === undefined) return false;
-  return combo.models.some((spec) => {
+  // A fusion combo's judge too: it is not called on a provider out of quota (pipeline/combo/fusion.ts).
+  return [...combo.models, ...(combo.judge === undefined ? [] : [combo.judge])].some((spec) => {
     const provider = splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
     const quota = provider === undefined ? undefined : own(cfg.providers, provider)?.quota;
     return quota !== undefined && quota.kind !== 'unlimited';

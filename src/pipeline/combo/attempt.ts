@@ -38,6 +38,8 @@ export interface AttemptSpec {
   readonly canonical: CanonicalRequest;
   /** How the attempt calls upstream (default: forward to the member, failures returned so the next may answer). */
   readonly call?: (outcome: Outcome, t0: number) => Promise<UpstreamFailure | null>;
+  /** The member's quota reservation, when its caller took it earlier (a fusion judge's); default: taken as it starts. */
+  readonly reserved?: () => void;
 }
 
 /** The members a combo may use now: those whose provider is neither cooling down nor out of quota. */
@@ -45,10 +47,17 @@ export function usableMembers(exchange: Exchange, name: string, members: readonl
   const { router } = exchange.ctx;
   const usable = members.filter((m) => !router.isCooling(m.route.providerId) && !router.quota.exhausted(m.route.providerId));
   if (usable.length > 0) return usable;
-  // When the first member is usable again: the later of its provider's cooldown and its used-up quota's reset.
-  const until = Math.min(...members.map((m) => usableAgainAt(router, m.route.providerId)));
+  throw noMemberAvailable(exchange, members, `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
+}
+
+/**
+ * The 503 of a combo that cannot run now (TOLLGATE_ERR_NO_MEMBER_AVAILABLE), its Retry-After set to when the first of
+ * `members` is usable again: the later of its provider's cooldown and its used-up quota's reset.
+ */
+export function noMemberAvailable(exchange: Exchange, members: readonly Member[], message: string): TollgateError {
+  const until = Math.min(...members.map((m) => usableAgainAt(exchange.ctx.router, m.route.providerId)));
   if (Number.isFinite(until)) exchange.reply.header('retry-after', String(Math.max(1, Math.ceil((until - Date.now()) / 1000))));
-  throw new TollgateError('TOLLGATE_ERR_NO_MEMBER_AVAILABLE', `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
+  return new TollgateError('TOLLGATE_ERR_NO_MEMBER_AVAILABLE', message);
 }
 
 function usableAgainAt(router: Exchange['ctx']['router'], providerId: string): number {
@@ -74,9 +83,10 @@ export async function attempt(exchange: Exchange, combo: ComboRun, spec: Attempt
   const t0 = performance.now();
   const startedAt = Date.now();
   const call = spec.call ?? ((attemptOutcome: Outcome, at: number) => forward(exchange, { route: spec.member.route, canonical: spec.canonical, outcome: attemptOutcome, t0: at, failures: 'return' }));
-  // Counted in flight by the quota's verdict from now (the caller checked it in the same turn) until its record is
-  // published (below, or never: an error thrown through), so requests at once see each other's calls.
-  const release = exchange.ctx.router.quota.reserve?.(spec.member.route.providerId);
+  // Counted in flight by the quota's verdict from now (the caller checked it in the same turn), or from when the caller
+  // reserved it (`reserved`), until its record is published (below, or never: an error thrown through), so requests at
+  // once see each other's calls.
+  const release = spec.reserved ?? exchange.ctx.router.quota.reserve?.(spec.member.route.providerId);
   // Listed in flight (GET /api/live: its member, its cost so far) until its record is folded into the request's.
   requestOutcome.attemptsInFlight.push(outcome);
   let failure: UpstreamFailure | null;

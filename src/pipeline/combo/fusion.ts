@@ -15,7 +15,7 @@ import { member, type Member } from '../../routing/combos.js';
 import { errorFailure, type UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
 import { answerOf } from '../../wire/estimate.js';
-import { takeFinalAttempt, attempt, type AttemptResult, type ComboRun } from './attempt.js';
+import { takeFinalAttempt, attempt, noMemberAvailable, type AttemptResult, type ComboRun } from './attempt.js';
 import { classifyTransportError } from '../../providers/transport.js';
 import { ClientAbort } from '../../providers/upstream.js';
 import { SentInput, settleCut, settleEstimate, type Outcome } from '../outcome.js';
@@ -174,15 +174,17 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
     }
   };
   cut.once('abort', wake);
-  for (const m of members) {
-    // Checked with the members before it counted in flight (an attempt is, from its start in this same turn): a member
-    // whose provider they use up is skipped as one out of quota is (the first was found usable in this turn).
-    if (exchange.ctx.router.quota.exhausted(m.route.providerId)) continue;
-    const fitted = fitRequest(request, m.route, { model: exchange.parsed.model, thinking: m.thinking, stream: false });
-    const panel: PanelCall = { member: m, request: fitted, cut, clientGone: () => clientGone, answers, drops };
-    running.push(attempt(exchange, run, { n: running.length + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled));
-  }
   try {
+    for (const m of members) {
+      // Checked with the judge and the members before it counted in flight (an attempt is, from its start in this same
+      // turn): a member whose provider they use up is skipped as one out of quota is.
+      if (exchange.ctx.router.quota.exhausted(m.route.providerId)) continue;
+      const fitted = fitRequest(request, m.route, { model: exchange.parsed.model, thinking: m.thinking, stream: false });
+      const panel: PanelCall = { member: m, request: fitted, cut, clientGone: () => clientGone, answers, drops };
+      running.push(attempt(exchange, run, { n: running.length + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled));
+    }
+    // The judge's call, counted first, left no member room (a request quota shared with it, one request left).
+    if (running.length === 0) throw noMemberAvailable(exchange, members, `no member of combo '${run.name}' fits beside its judge in its provider's quota; GET /api/quota shows until when`);
     await enough;
     cut.abort(); // members still running are cut off
     const attempts = await Promise.all(running);
@@ -201,12 +203,31 @@ interface PanelResults {
 }
 
 export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
-  const { name, config: combo, outcome: requestOutcome } = run;
+  const { name, config: combo } = run;
   // The judge is resolved now, from the config the members were (a request in flight keeps the config it started
   // with): resolved after the panel, an edit made meanwhile priced it anew or, removing it, refused the request.
   const judge = member(exchange.ctx.config.current, combo.judge ?? combo.models[0]!);
+  // The judge's provider out of quota: the answer could not be judged, so no member is asked (their calls would be
+  // spent for nothing) and the client gets the 503 of a combo that cannot run now, with Retry-After (docs/routing.md).
+  // Else its call is counted in flight from now, so the panel cannot use up the quota it needs (askPanel).
+  const quota = exchange.ctx.router.quota;
+  if (quota.exhausted(judge.route.providerId)) {
+    throw noMemberAvailable(exchange, [judge], `the judge of combo '${name}' (${judge.spec}) is out of quota; GET /api/quota shows until when`);
+  }
+  const reserved = quota.reserve?.(judge.route.providerId);
+  try {
+    await judged(exchange, run, { members, judge, reserved });
+  } finally {
+    reserved?.(); // the judge never called (no candidate, the client gone, an error): its reservation is given back
+  }
+}
+
+/** The panel asked, and its candidates judged by `judge`, whose quota reservation (`reserved`) its attempt takes. */
+async function judged(exchange: Exchange, run: ComboRun, plan: { members: readonly Member[]; judge: Member; reserved: (() => void) | undefined }): Promise<void> {
+  const { name, outcome: requestOutcome } = run;
+  const { judge, reserved } = plan;
   const fannedOut = performance.now();
-  const panel = await askPanel(exchange, run, members);
+  const panel = await askPanel(exchange, run, plan.members);
   requestOutcome.upstreamMs = performance.now() - fannedOut;
   if (panel.clientGone) {
     // The client request names the member that answered, or the last one tried, as a fallback combo's does.
@@ -240,7 +261,7 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.
   const dropped = [...new Set(panel.attempts.flatMap((r) => (panel.answers.has(r.outcome) ? (panel.drops.get(r.outcome) ?? []) : [])))].sort();
   const verdict = await attempt(exchange, run, {
-    n: panel.attempts.length + 1, member: judge, canonical: request,
+    n: panel.attempts.length + 1, member: judge, canonical: request, ...(reserved === undefined ? {} : { reserved }),
     call: (outcome, t0) => forward(exchange, { route: judge.route, canonical: request, outcome, t0, failures: 'return', dropped }),
   });
   requestOutcome.upstreamMs = panelMs + (verdict.outcome.upstreamMs ?? 0);

@@ -1,0 +1,92 @@
+// A fusion combo's judge is not called on a provider out of quota (src/pipeline/combo/fusion.ts runFusion). The judge
+// is checked before the panel: out of quota, no member is asked (the answer could not be judged) and the client gets
+// the 503 TOLLGATE_ERR_NO_MEMBER_AVAILABLE of a combo that cannot run now, with Retry-After from the quota's reset, as
+// for a combo whose every member is out of quota. Otherwise its call is counted in flight from the start, so panel
+// members on its provider cannot use up the request it needs. Before, the judge was called with no quota check.
+// Against real upstreams on 127.0.0.1 and the real store: what each fake received, the answers, the rows.
+
+import t from 'tap';
+import { request } from 'undici';
+import { startApp, testConfig } from '../helpers/app.js';
+import { tempDir } from '../helpers/tmp.js';
+import { startFakeOpenAI, fakeProvider } from '../helpers/fake-openai.js';
+import { quotaDecides } from '../../src/routing/combos.js';
+
+const lim = await startFakeOpenAI(t);
+const shared = await startFakeOpenAI(t);
+const one = await startFakeOpenAI(t);
+const spare = await startFakeOpenAI(t);
+const models = { a: { kind: 'llm' }, b: { kind: 'llm' } };
+const raw = {
+  providers: {
+    lim: fakeProvider(lim.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 1 } }),
+    shared: fakeProvider(shared.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 2 } }),
+    one: fakeProvider(one.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 1 } }),
+    spare: fakeProvider(spare.baseUrl, { models }),
+  },
+  combos: {
+    first: { strategy: 'fallback', models: ['lim/a', 'spare/a'] },
+    judged: { strategy: 'fusion', models: ['spare/a', 'spare/b'], judge: 'lim/a' },
+    beside: { strategy: 'fusion', models: ['shared/a', 'shared/b', 'spare/a'], judge: 'shared/a' },
+    alone: { strategy: 'fusion', models: ['one/a'], judge: 'one/b' },
+  },
+};
+const gw = await startApp(t, raw);
+
+const chat = async (model: string) => {
+  const res = await request(`${gw.url}/v1/chat/completions`, {
+    method: 'POST', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  const json = (await res.body.json()) as { model?: string; error?: { code?: string; request_id?: string } };
+  return { status: res.statusCode, retryAfter: res.headers['retry-after'], requestId: res.headers['x-request-id'], json };
+};
+const modelsOf = (up: typeof lim) => up.received.map((r) => (r.body as { model?: string }).model).sort();
+const nextReset = async (id: string) => {
+  const q = (await (await request(`${gw.url}/api/quota`)).body.json()) as { providers: { id: string; reset: { nextReset: string } }[] };
+  return q.providers.find((p) => p.id === id)!.reset.nextReset;
+};
+
+t.test('the judge out of quota: no member is asked, a 503 with Retry-After from its reset', async (t) => {
+  t.equal((await chat('first')).status, 200, "the judge's provider used its one request");
+  t.equal(lim.received.length, 1);
+  const r = await chat('judged');
+  t.match(r, { status: 503, json: { error: { code: 'TOLLGATE_ERR_NO_MEMBER_AVAILABLE' } } });
+  t.equal(lim.received.length, 1, 'the judge was not called');
+  t.equal(spare.received.length, 0, 'no panel member was asked');
+  const want = (Date.parse(await nextReset('lim')) - Date.now()) / 1000;
+  t.ok(typeof r.retryAfter === 'string' && Math.abs(Number(r.retryAfter) - want) <= 3, `Retry-After ${String(r.retryAfter)} against ${want.toFixed(0)} s to the reset`);
+  const rows = await gw.rows(`combo = 'judged' OR request_id = '${String(r.requestId)}'`);
+  t.equal(rows.length, 1, 'the client row alone, no attempt row');
+  t.match(rows[0], { kind: 'combo', status: 'failure', http_status: 503, error_type: 'TOLLGATE_ERR_NO_MEMBER_AVAILABLE' });
+});
+
+t.test("the judge's provider shared with members: its request is kept for the judge", async (t) => {
+  const r = await chat('beside');
+  t.equal(r.status, 200);
+  t.equal(r.json.model, 'shared/a', "the judge's answer");
+  t.same(modelsOf(shared), ['a', 'a'], 'shared/a as a member and as the judge; shared/b skipped (2 requests in all)');
+  t.same(modelsOf(spare), ['a'], 'spare/a');
+  const attempts = await gw.rows(`combo = 'beside' AND kind = 'attempt'`);
+  t.same(attempts.map((a) => `${String(a.model)}#${String(a.attempt)}`).sort(), ['shared/a#1', 'shared/a#3', 'spare/a#2']);
+});
+
+t.test('no member fits beside the judge: a 503, nothing sent', async (t) => {
+  const r = await chat('alone');
+  t.match(r, { status: 503, json: { error: { code: 'TOLLGATE_ERR_NO_MEMBER_AVAILABLE' } } });
+  t.ok(typeof r.retryAfter === 'string' && Number(r.retryAfter) > 0, `Retry-After ${String(r.retryAfter)}`);
+  t.equal(one.received.length, 0);
+  t.equal((await gw.rows(`combo = 'alone' AND kind = 'attempt'`)).length, 0, 'no attempt row');
+  // Its limit raised to 2: the judge's reservation of the 503 given back, the member and the judge fit.
+  const limits = { ...raw.providers, one: fakeProvider(one.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 2 } }) };
+  gw.holder.replace(testConfig({ ...raw, providers: limits }, gw.holder.current.storage.data_dir));
+  const again = await chat('alone');
+  t.equal(again.status, 200, 'the reservation of the refused request was given back');
+  t.equal(again.json.model, 'one/b');
+  t.same(modelsOf(one), ['a', 'b']);
+});
+
+t.test('a fusion combo whose judge alone has a quota waits for the figures at the start', async (t) => {
+  const cfg = testConfig(raw, tempDir(t));
+  t.equal(quotaDecides(cfg, 'judged'), true);
+});
