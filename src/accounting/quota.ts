@@ -5,24 +5,24 @@
 // connection problem: a refused key, the provider down, OAuth to reconnect). Snapshots are cached briefly (replicas
 // read the same ClickHouse, so they agree); `exhausted()` and `resetsAt()` answer routing from the latest one.
 
-import type { Config, ProviderConfig } from '../config/types.js';
+import type { Config } from '../config/types.js';
 import { TollgateError } from '../core/errors.js';
 import { providerWindows, recentOutcomes, type ProviderModelSums, type RecentOutcomes } from '../store/quota-windows.js';
 import { EdgeCache } from '../store/quota-edges.js';
 import type { Store } from '../store/client.js';
 import { BILLED_KINDS, type RecordKind, type UsageRecord } from '../ledger/record.js';
-import { evaluateQuota, planQuota, quotaConfigOf, sameWindows, type QuotaConfig, type QuotaEvaluation, type QuotaPlan } from '../config/quota-kinds.js';
-import { readingReset, UsageSources } from './quota-source.js';
+import { planQuota, quotaConfigOf, sameWindows } from '../config/quota-kinds.js';
+import { UsageSources } from './quota-source.js';
 import { DAY_MS, HOUR_MS, monthStart } from '../core/windows.js';
 import { INSERT_WAIT_MS, type WriteFence } from '../store/write-fence.js';
 import { budgetWindows, type SharedSpend } from './budget.js';
 import { UnstoredCalls, type Span, type Tally } from './unstored.js';
 import { QuotaVerdicts } from './quota-routing.js';
-import { byModel, sumOf, usedOf, type Totals } from './quota-sums.js';
-import { connectionProblem, type ConnectionProblem } from './quota-connection.js';
+import { sumOf } from './quota-sums.js';
+import { quotaEntries, type QuotaEntry, type QuotaProvider } from './quota-entry.js';
 
 export type { ConnectionProblem } from './quota-connection.js';
-import { MoneySum } from '../store/decimal.js';
+export type { QuotaEntry } from './quota-entry.js';
 
 /** The rows that use a provider's quota: every upstream call (pings included), not the combo summaries. */
 export const QUOTA_KINDS_COUNTED: readonly RecordKind[] = BILLED_KINDS;
@@ -32,7 +32,7 @@ const RECENT_MS = 15 * 60_000;
 /** What one read of the store gives: the stored figures, and what adding the calls not stored yet to them needs. */
 interface Basis {
   readonly now: number;
-  readonly providers: readonly { readonly id: string; readonly p: ProviderConfig; readonly q: QuotaConfig; readonly plan: QuotaPlan }[];
+  readonly providers: readonly QuotaProvider[];
   readonly read: readonly ProviderModelSums[];
   readonly spans: ReadonlyMap<string, Span>;
   readonly today: number;
@@ -60,19 +60,6 @@ interface Snapshot {
   readonly basis: Basis;
   /** The config reloads (`#reloads`) it was computed after. */
   readonly reloads: number;
-}
-
-export interface QuotaEntry extends QuotaEvaluation {
-  readonly id: string;
-  readonly name: string;
-  readonly group: ProviderConfig['group'];
-  readonly kind: QuotaConfig['kind'];
-  readonly cost: { readonly today: number; readonly month: number; readonly currency: 'USD' };
-  /** rolling_hours: the hours of each model in the window. */
-  readonly models?: readonly { readonly model: string; readonly used: number }[];
-  /** Where `quota.used`/`limit` come from: the gateway's record, or the provider's usage source. */
-  readonly source: { readonly kind: 'computed' | 'provider'; readonly computed_used: number; readonly status?: string; readonly fetched_at?: string };
-  readonly connection_problem: ConnectionProblem | null;
 }
 
 export class QuotaService {
@@ -343,20 +330,7 @@ export class QuotaService {
     const published = this.#unstored.published;
     const tallies = b.exact ? this.#unstored.tallies() : b.tallies;
     const sums = b.exact ? [...b.read, ...this.#unstored.groups(b.spans, b.today, b.month, b.earliest)] : b.read;
-    const entries = await Promise.all(b.providers.map(async ({ id, p, q, plan }) => {
-      const mine = sums.filter((g) => g.provider === id);
-      const total = sumOf(mine);
-      const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
-      const cost = {
-        today: MoneySum.of(mine.map((g) => g.todayCost)),
-        month: MoneySum.of(mine.map((g) => g.monthCost)),
-        currency: 'USD' as const,
-      };
-      const models = plan.unit === 'hours' ? byModel(mine.filter((g) => g.rows > 0)) : undefined;
-      // Only providers at 0 % in the stored figures were read; one that a call not stored yet took off 0 % is not flagged.
-      const problem = total.tokens === 0 ? connectionProblem(p, b.recent.get(id)) : null;
-      return this.#entry(id, p, q, plan, b.now, total, secondaryUsed, cost, models, problem);
-    }));
+    const entries = await quotaEntries(this.#sources, { providers: b.providers, sums, now: b.now, recent: b.recent });
     return { entries, published, tallies };
   }
 
@@ -368,31 +342,5 @@ export class QuotaService {
       if (snap.reloads === this.#reloads) this.#verdicts.adopt(entries, tallies);
     }
     return entries;
-  }
-
-  async #entry(
-    id: string, p: ProviderConfig, q: QuotaConfig, plan: QuotaPlan, now: number, sums: Totals, secondaryUsed: number | undefined,
-    cost: QuotaEntry['cost'], models: QuotaEntry['models'], problem: ConnectionProblem | null,
-  ): Promise<QuotaEntry> {
-    const used = usedOf(plan, sums);
-    let evaluation = evaluateQuota(plan, { used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) }, now);
-    let source: QuotaEntry['source'] = { kind: 'computed', computed_used: evaluation.quota.used };
-    if (q.source) {
-      const state = await this.#sources.refresh(id, q.source);
-      const reading = state?.reading;
-      if (reading) {
-        // The provider's own figures win; the reset it gives, when it gives one ahead (readingReset), too.
-        const reset = readingReset(reading, now);
-        evaluation = evaluateQuota(
-          { ...plan, limit: reading.limit, nextReset: reset ?? plan.nextReset, rollingMs: reset === null ? plan.rollingMs : null },
-          { used: reading.used, oldest: sums.oldest, ...(secondaryUsed === undefined ? {} : { secondaryUsed }) },
-          now,
-        );
-        source = { kind: 'provider', computed_used: source.computed_used, status: state.status, fetched_at: new Date(reading.fetchedAt).toISOString() };
-      } else if (state) {
-        source = { ...source, status: state.status };
-      }
-    }
-    return { id, name: p.name ?? id, group: p.group, kind: q.kind, ...evaluation, cost, ...(models ? { models } : {}), source, connection_problem: problem };
   }
 }
