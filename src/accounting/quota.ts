@@ -46,6 +46,8 @@ interface Basis {
   readonly spend: SharedSpend | null;
   /** The list's tallies when the read began: what a snapshot that cannot take the list (not `exact`) counts. */
   readonly tallies: ReadonlyMap<string, Tally>;
+  /** Batches reported stored (`#batches`) when the read began: one stored since holds calls the read and list lack. */
+  readonly batches: number;
 }
 
 /**
@@ -60,6 +62,9 @@ interface Snapshot {
   readonly basis: Basis;
   /** The config reloads (`#reloads`) it was computed after. */
   readonly reloads: number;
+  /** What its entries count: the read with the calls not stored yet it took, and the list's tallies of those calls. */
+  readonly sums: readonly ProviderModelSums[];
+  readonly counted: ReadonlyMap<string, Tally>;
 }
 
 export class QuotaService {
@@ -82,6 +87,8 @@ export class QuotaService {
   #changes = 0;
   /** Config reloads so far (`reconfigured`): a snapshot of an earlier config is not served, even to a caller in a hurry. */
   #reloads = 0;
+  /** Batches of rows the writer reported stored so far (`stored`). */
+  #batches = 0;
   /**
    * Calls this process made whose rows the writer has not reported stored: each snapshot adds them to what it read, so
    * a crossing this process's own traffic makes is seen before its batch lands.
@@ -161,8 +168,10 @@ export class QuotaService {
 
   /**
    * The config was reloaded (app.ts): no snapshot computed before is served again, and routing takes the new quotas at
-   * once: a provider whose windows are the same (a limit changed) is evaluated anew from the last read; one whose
-   * windows changed (or a new one) has no verdict, not skipped, until the read begun now has its figures.
+   * once: a provider whose windows are the same (a limit changed) is evaluated anew from what the last snapshot counts
+   * (its read with the calls not stored yet it took, routing adding the calls since: never the read with the list now,
+   * which lacks the calls stored since the read); one whose windows changed (or a new one) has no verdict, not
+   * skipped, until the read begun now has its figures.
    */
   reconfigured(): void {
     this.#changes++;
@@ -176,7 +185,8 @@ export class QuotaService {
       const old = b.providers.find((o) => o.id === id)?.plan;
       return old !== undefined && sameWindows(old, plan) ? [{ id, p, q, plan }] : [];
     });
-    void this.#build({ ...b, providers }).then(({ entries, tallies }) => this.#snapshot === snap && this.#verdicts.adopt(entries, tallies), () => undefined);
+    const evaluated = quotaEntries(this.#sources, { providers, sums: snap.sums, now: b.now, recent: b.recent });
+    void evaluated.then((entries) => this.#snapshot === snap && this.#verdicts.adopt(entries, snap.counted), () => undefined);
     // The new config's read: begun now, or once the one of the config before has ended (`entries`).
     void this.entries().catch(() => undefined);
   }
@@ -193,6 +203,7 @@ export class QuotaService {
   stored(ids: readonly string[] = []): void {
     if (this.#ownsList) this.#unstored.stored(ids);
     this.#changes++;
+    this.#batches++;
   }
 
   /**
@@ -229,16 +240,17 @@ export class QuotaService {
     const computed = this.#settledRead()
       .then(async ({ basis, changes: after }) => ({ basis, after, ...(await this.#build(basis)) }))
       .then(
-        ({ basis, after, entries, published: counted, tallies }) => {
-          this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis, reloads };
+        ({ basis, after, entries, published: counted, tallies, sums }) => {
+          this.#snapshot = { at: this.#now(), entries, changes: after, published: counted, basis, reloads, sums, counted: tallies };
           // One of the config before a reload is not routing's: the reload's own verdicts stand until the next.
           if (reloads === this.#reloads) this.#verdicts.adopt(entries, tallies);
           return entries;
         },
         // The store is down: the last snapshot stands (routing keeps its exhausted flags) until a read succeeds, with this
-        // process's calls since added (no insert lands meanwhile, so its read can still take them).
+        // process's calls since added when its read can still take them: not when rows were stored since it (they left
+        // the list, the read lacks them); routing adds the calls since to it all the same (quota-routing.ts).
         (err: unknown) => {
-          if (snap !== null) return snap.basis.exact ? this.#rebuild(snap) : snap.entries;
+          if (snap !== null) return snap.basis.exact && snap.basis.batches === this.#batches ? this.#rebuild(snap) : snap.entries;
           throw new TollgateError('TOLLGATE_ERR_STORE_UNAVAILABLE', 'quota cannot be computed: ClickHouse does not answer and no earlier figures are known', { cause: err });
         },
       )
@@ -287,6 +299,7 @@ export class QuotaService {
     const start = Math.floor(earliest / HOUR_MS) * HOUR_MS;
     const fence = this.#fence;
     const tallies = this.#unstored.tallies();
+    const batches = this.#batches;
     const insertsStarted = fence?.insertsStarted ?? 0;
     const clean = fence !== null && insertsStarted === fence.insertsEnded;
     const { groups: read, cost: all } = await providerWindows(this.#store, {
@@ -317,7 +330,7 @@ export class QuotaService {
       return sumOf(mine).tokens === 0 && lately(mine);
     }).map(({ id }) => id);
     const recent = await recentOutcomes(this.#store, { providers: atZero, from: now - RECENT_MS, to: now + 1, kinds: QUOTA_KINDS_COUNTED });
-    return { now, providers, read, spans, today, month, earliest, exact, recent, spend, tallies };
+    return { now, providers, read, spans, today, month, earliest, exact, recent, spend, tallies, batches };
   }
 
   /**
@@ -326,19 +339,19 @@ export class QuotaService {
    * else its tallies when the read began (a call published since then counts there, even if an insert beside the read
    * put it in what was read too: counted twice rather than not at all, until the next snapshot).
    */
-  async #build(b: Basis): Promise<{ entries: QuotaEntry[]; published: number; tallies: ReadonlyMap<string, Tally> }> {
+  async #build(b: Basis): Promise<{ entries: QuotaEntry[]; published: number; tallies: ReadonlyMap<string, Tally>; sums: readonly ProviderModelSums[] }> {
     const published = this.#unstored.published;
     const tallies = b.exact ? this.#unstored.tallies() : b.tallies;
     const sums = b.exact ? [...b.read, ...this.#unstored.groups(b.spans, b.today, b.month, b.earliest)] : b.read;
     const entries = await quotaEntries(this.#sources, { providers: b.providers, sums, now: b.now, recent: b.recent });
-    return { entries, published, tallies };
+    return { entries, published, tallies, sums };
   }
 
   /** The snapshot's read again, with the records published since it was built: the snapshot, unless a newer one came. */
   async #rebuild(snap: Snapshot): Promise<QuotaEntry[]> {
-    const { entries, published, tallies } = await this.#build(snap.basis);
+    const { entries, published, tallies, sums } = await this.#build(snap.basis);
     if (this.#snapshot === snap) {
-      this.#snapshot = { ...snap, entries, published };
+      this.#snapshot = { ...snap, entries, published, sums, counted: tallies };
       if (snap.reloads === this.#reloads) this.#verdicts.adopt(entries, tallies);
     }
     return entries;
