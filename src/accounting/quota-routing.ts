@@ -19,8 +19,11 @@ export class QuotaVerdicts {
   /** Combo attempts chosen whose record is not published yet, by provider id. */
   readonly #inFlight = new Map<string, number>();
 
-  constructor(list: UnstoredCalls) {
+  readonly #clock: () => number;
+
+  constructor(list: UnstoredCalls, clock: () => number = Date.now) {
     this.#list = list;
+    this.#clock = clock;
   }
 
   /** A snapshot's entries, and the tallies of the calls it counts (every call the list held when it was built). */
@@ -66,7 +69,14 @@ export class QuotaVerdicts {
   /** The snapshot's evaluation of the provider with this process's calls since it and in flight added. */
   #now(providerId: string): QuotaEvaluation | undefined {
     const e = this.#entries.get(providerId);
-    if (e === undefined || e.exhausted) return e;
+    if (e === undefined) return e;
+    if (e.exhausted) {
+      // A used-up quota whose reset has passed since the snapshot (no read since: the store down, or the first second
+      // of a new window) is not held against the provider: its figures are of a window that has ended. The provider
+      // answers for itself (a 429 cools it) until a read gives the new window's figures.
+      const until = exhaustedUntil(e);
+      return until !== null && until <= this.#clock() ? { ...e, exhausted: false } : e;
+    }
     const now = this.#list.tally(providerId) ?? NONE;
     const then = this.#counted.get(providerId) ?? NONE;
     // Requests: those published since, and those in flight. Tokens and time are known only once a call has ended.

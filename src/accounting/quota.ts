@@ -107,7 +107,7 @@ export class QuotaService {
   constructor(store: Store, config: () => Config, opts: { now?: () => number; cacheMs?: number; staleMs?: number; settleWaitMs?: number; fence?: WriteFence; unstored?: UnstoredCalls } = {}) {
     this.#unstored = opts.unstored ?? new UnstoredCalls();
     this.#ownsList = opts.unstored === undefined;
-    this.#verdicts = new QuotaVerdicts(this.#unstored);
+    this.#verdicts = new QuotaVerdicts(this.#unstored, opts.now ?? Date.now);
     this.#store = store;
     this.#fence = opts.fence ?? null;
     this.#config = config;

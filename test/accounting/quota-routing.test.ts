@@ -67,3 +67,20 @@ t.test('hours: the published calls\' time', async (t) => {
   call(list, 'p', 0);
   t.equal(v.exhausted('p'), true, 'two seconds more: past the hour');
 });
+
+// From a review: with the store refusing reads, a used-up provider stayed "exhausted" past its quota's reset for the
+// whole outage (no new snapshot came): a combo passed it over, or answered 503 with Retry-After 1 every second. Once
+// the reset has passed, the ended window's figures are not held against it.
+t.test('a used-up quota whose reset has passed since the snapshot is not held against the provider', async (t) => {
+  const list = new UnstoredCalls();
+  let clock = NOW;
+  const v = new QuotaVerdicts(list, () => clock);
+  v.adopt([entry('p', { kind: 'daily_requests', limit: 3 }, 3, 3)], list.tallies());
+  t.equal(v.exhausted('p'), true, 'used up');
+  t.equal(v.resetsAt('p'), Date.parse('2026-12-01T00:00:00Z'));
+  clock = Date.parse('2026-11-30T23:59:59.999Z');
+  t.equal(v.exhausted('p'), true, 'a millisecond before the reset');
+  clock = Date.parse('2026-12-01T00:00:00Z');
+  t.equal(v.exhausted('p'), false, 'at the reset, with no read since');
+  t.equal(v.resetsAt('p'), null);
+});

@@ -47,15 +47,15 @@ export function usableMembers(exchange: Exchange, name: string, members: readonl
   const { router } = exchange.ctx;
   const usable = members.filter((m) => !router.isCooling(m.route.providerId) && !router.quota.exhausted(m.route.providerId));
   if (usable.length > 0) return usable;
-  throw noMemberAvailable(exchange, members, `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
+  throw noMemberAvailable(exchange, members.map((m) => m.route.providerId), `every member of combo '${name}' is cooling down or out of quota; GET /api/quota shows until when`);
 }
 
 /**
  * The 503 of a combo that cannot run now (TOLLGATE_ERR_NO_MEMBER_AVAILABLE), its Retry-After set to when the first of
- * `members` is usable again: the later of its provider's cooldown and its used-up quota's reset.
+ * `providers` (the members') is usable again: the later of its cooldown and its used-up quota's reset.
  */
-export function noMemberAvailable(exchange: Exchange, members: readonly Member[], message: string): TollgateError {
-  const until = Math.min(...members.map((m) => usableAgainAt(exchange.ctx.router, m.route.providerId)));
+export function noMemberAvailable(exchange: Exchange, providers: readonly string[], message: string): TollgateError {
+  const until = Math.min(...providers.map((id) => usableAgainAt(exchange.ctx.router, id)));
   if (Number.isFinite(until)) exchange.reply.header('retry-after', String(Math.max(1, Math.ceil((until - Date.now()) / 1000))));
   return new TollgateError('TOLLGATE_ERR_NO_MEMBER_AVAILABLE', message);
 }

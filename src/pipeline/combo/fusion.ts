@@ -12,6 +12,8 @@
 import { performance } from 'node:perf_hooks';
 import { TollgateError } from '../../core/errors.js';
 import { member, type Member } from '../../routing/combos.js';
+import { splitModelSpec } from '../../config/model-spec.js';
+import { parseThinkingSuffix } from '../../wire/thinking.js';
 import { errorFailure, type UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
 import { answerOf } from '../../wire/estimate.js';
@@ -184,7 +186,8 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
       running.push(attempt(exchange, run, { n: running.length + 1, member: m, canonical: fitted, call: (outcome) => collect(exchange, panel, outcome) }).finally(onSettled));
     }
     // The judge's call, counted first, left no member room (a request quota shared with it, one request left).
-    if (running.length === 0) throw noMemberAvailable(exchange, members, `no member of combo '${run.name}' fits beside its judge in its provider's quota; GET /api/quota shows until when`);
+    // Retry-After: the first moment any member of the combo is usable again, those passed over as cooling included.
+    if (running.length === 0) throw noMemberAvailable(exchange, comboProviders(exchange, run), `no member of combo '${run.name}' fits beside its judge in its provider's quota; GET /api/quota shows until when`);
     await enough;
     cut.abort(); // members still running are cut off
     const attempts = await Promise.all(running);
@@ -202,6 +205,14 @@ interface PanelResults {
   readonly clientGone: boolean;
 }
 
+/** The providers of every member of the combo (the config's list, usable now or not). */
+function comboProviders(exchange: Exchange, run: ComboRun): string[] {
+  return run.config.models.flatMap((spec) => {
+    const provider = splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
+    return provider === undefined ? [] : [provider];
+  });
+}
+
 export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
   const { name, config: combo } = run;
   // The judge is resolved now, from the config the members were (a request in flight keeps the config it started
@@ -212,7 +223,7 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   // Else its call is counted in flight from now, so the panel cannot use up the quota it needs (askPanel).
   const quota = exchange.ctx.router.quota;
   if (quota.exhausted(judge.route.providerId)) {
-    throw noMemberAvailable(exchange, [judge], `the judge of combo '${name}' (${judge.spec}) is out of quota; GET /api/quota shows until when`);
+    throw noMemberAvailable(exchange, [judge.route.providerId], `the judge of combo '${name}' (${judge.spec}) is out of quota; GET /api/quota shows until when`);
   }
   const reserved = quota.reserve?.(judge.route.providerId);
   try {
