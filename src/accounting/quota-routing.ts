@@ -68,14 +68,16 @@ export class QuotaVerdicts {
 
   /** The snapshot's evaluation of the provider with this process's calls since it and in flight added. */
   #now(providerId: string): QuotaEvaluation | undefined {
-    const e = this.#entries.get(providerId);
+    let e = this.#entries.get(providerId);
     if (e === undefined) return e;
     if (e.exhausted) {
-      // A used-up quota whose reset has passed since the snapshot (no read since: the store down, or the first second
-      // of a new window) is not held against the provider: its figures are of a window that has ended. The provider
-      // answers for itself (a 429 cools it) until a read gives the new window's figures.
+      // A used-up day or month whose reset has passed since the snapshot (no read since: the store down, or the first
+      // second of a new window) starts again from 0: the calls since the snapshot are counted against the new window
+      // (over-cautious: some were in the old one), a month's limit beside it as it stood. A rolling window is held
+      // until a read: its "reset" is when its oldest counted row leaves, not when its use falls under the limit.
       const until = exhaustedUntil(e);
-      return until !== null && until <= this.#clock() ? { ...e, exhausted: false } : e;
+      if (until === null || until > this.#clock() || e.reset.type === 'rolling') return e;
+      e = { ...e, quota: { ...e.quota, used: 0 }, exhausted: false };
     }
     const now = this.#list.tally(providerId) ?? NONE;
     const then = this.#counted.get(providerId) ?? NONE;

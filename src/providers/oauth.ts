@@ -338,10 +338,11 @@ export class OAuthSession {
     // A reconnect saved while the refresh was on its way (the new grant's tokens, obtained after the ones refreshed)
     // wins over the old grant's refreshed tokens, which are dropped, not saved over it.
     const reconnected = await this.#newerOnDisk(current);
-    if (reconnected !== null && !this.#expiresSoon(reconnected)) {
+    if (reconnected !== null) {
       this.#tokens = reconnected;
       this.#stale = false;
-      return reconnected;
+      // its own grant, never the old one saved over it: used while good, else refreshed (its file is the newest)
+      return this.#usable(reconnected) ? reconnected : this.#doRefresh(reconnected);
     }
     this.#tokens = tokens;
     this.#stale = false;

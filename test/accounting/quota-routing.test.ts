@@ -84,3 +84,36 @@ t.test('a used-up quota whose reset has passed since the snapshot is not held ag
   t.equal(v.exhausted('p'), false, 'at the reset, with no read since');
   t.equal(v.resetsAt('p'), null);
 });
+
+// From the review of that rule: past the day's reset the month's limit was not counted any more (a day used up, the
+// month at 4 of 5: ten calls went through), and a rolling window was let through when its oldest row left, still far
+// over its limit. Now the new day counts from 0 with the calls since the snapshot, the month beside it as it stood, and
+// a rolling window is held until a read.
+t.test('past the day\'s reset: the calls since count against the new day and the month as it stood', async (t) => {
+  const at = Date.parse('2026-11-15T12:00:00Z');
+  const list = new UnstoredCalls();
+  let clock = at;
+  const v = new QuotaVerdicts(list, () => clock);
+  const q: QuotaConfig = { kind: 'daily_requests', limit: 3, monthly_limit: 5 };
+  v.adopt([{ id: 'p', ...evaluateQuota(planQuota(q, at), { used: 3, oldest: null, secondaryUsed: 4 }, at) }], list.tallies());
+  t.equal(v.exhausted('p'), true, 'the day 3 of 3, the month 4 of 5');
+  clock = Date.parse('2026-11-16T00:00:01Z');
+  t.equal(v.exhausted('p'), false, 'the day has reset; the month has one request left');
+  const release = v.reserve('p');
+  t.equal(v.exhausted('p'), true, 'one in flight: the month is used up');
+  release();
+  call(list, 'p', 1);
+  t.equal(v.exhausted('p'), true, 'one published: the month is used up');
+  t.equal(v.resetsAt('p'), Date.parse('2026-12-01T00:00:00Z'), 'until the month resets');
+});
+
+t.test('a rolling window is held past its oldest row\'s leaving, until a read', async (t) => {
+  const list = new UnstoredCalls();
+  let clock = NOW;
+  const v = new QuotaVerdicts(list, () => clock);
+  const oldest = NOW - 5 * 3_600_000 + 60_000;
+  v.adopt([{ id: 'p', ...evaluateQuota(planQuota({ kind: 'rolling_tokens', limit: 100, window: '5h' }, NOW), { used: 1000, oldest }, NOW) }], list.tallies());
+  t.equal(v.exhausted('p'), true, '1000 of 100 tokens');
+  clock = NOW + 120_000;
+  t.equal(v.exhausted('p'), true, 'its oldest row has left, the rest is still far over');
+});
