@@ -2,7 +2,7 @@
 // (POST /api/admin/reauth with the admin key; in open mode, with none) and sends the short-lived token it gets to
 // POST /api/admin/export or /api/admin/import. The archive streams to or from the file; nothing is held in memory.
 
-import { createReadStream, createWriteStream, renameSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, linkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
 import type { Config } from '../config/types.js';
@@ -59,10 +59,24 @@ export async function exportArchive(target: GatewayTarget, opts: { out?: string 
   const token = await reauthenticate(target);
   const res = await request(endpoint(target.url, '/api/admin/export'), { method: 'POST', headers: { authorization: `Bearer ${token}` } });
   if (res.statusCode !== 200) throw await failure('export', res.statusCode, res.body);
-  const suggested = /filename="([^"/\\]+)"/.exec(String(res.headers['content-disposition'] ?? ''))?.[1] ?? 'tollgate-export.tar.gz';
+  // The gateway's suggested name is taken only in the form the gateway gives it, and never replaces a file: a wrong
+  // or hostile --url could otherwise name config.yaml or .bashrc in the working directory.
+  const suggested = /filename="(tollgate-export-[\w.:-]{1,64}\.tar\.gz)"/.exec(String(res.headers['content-disposition'] ?? ''))?.[1] ?? 'tollgate-export.tar.gz';
   const file = opts.out ?? suggested;
+  // A device or a FIFO named by --out (/dev/stdout, a pipe into gpg) is written through: renamed over, it would be
+  // replaced by an ordinary file (as root, /dev/null itself) and its reader would get nothing.
+  const existing = statSync(file, { throwIfNoEntry: false });
+  if (existing !== undefined && !existing.isFile()) {
+    if (existing.isDirectory()) throw new Error(`--out ${file} is a directory: name a file in it`);
+    let bytes = 0;
+    res.body.on('data', (chunk: Buffer) => void (bytes += chunk.length));
+    await pipeline(res.body, createWriteStream(file, { flags: 'w' }));
+    log.write(`exported to ${file} (${bytes} bytes)\n`);
+    return file;
+  }
   // Written under a temporary name of this process's and renamed at the end: an interrupted export leaves no archive
-  // that looks whole, and (removed on Ctrl-C, named apart otherwise) nothing that stops the next export.
+  // that looks whole, and (removed on Ctrl-C, named apart otherwise) nothing that stops the next export. Readable by
+  // its owner only: it holds the whole record and the config.
   const partial = `${file}.${process.pid}.partial`;
   const interrupted = (signal: NodeJS.Signals) => {
     rmSync(partial, { force: true });
@@ -70,10 +84,15 @@ export async function exportArchive(target: GatewayTarget, opts: { out?: string 
   };
   process.once('SIGINT', interrupted).once('SIGTERM', interrupted);
   try {
-    await pipeline(res.body, createWriteStream(partial, { flags: 'wx' }));
-    renameSync(partial, file);
+    await pipeline(res.body, createWriteStream(partial, { flags: 'wx', mode: 0o600 }));
+    if (opts.out !== undefined) renameSync(partial, file);
+    else {
+      linkSync(partial, file); // fails when the file exists: the suggested name never replaces one
+      rmSync(partial, { force: true });
+    }
   } catch (err) {
     rmSync(partial, { force: true });
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${file} exists already: name another with --out`);
     throw err;
   } finally {
     process.off('SIGINT', interrupted).off('SIGTERM', interrupted);

@@ -3,8 +3,7 @@
 // references standing for values set later) before the file is replaced, atomically; a running gateway picks the
 // edit up by its live reload.
 
-import { readFileSync } from 'node:fs';
-import { ConfigError, parseConfigText } from '../config/load.js';
+import { ConfigError, parseConfigText, readConfigText } from '../config/load.js';
 import { replaceFileText } from '../config/edit.js';
 import { addProvider, ConfigEditError, type AddProviderOptions } from '../config/edit-providers.js';
 
@@ -18,9 +17,9 @@ function standInEnv(text: string): Record<string, string | undefined> {
 export async function addProviderToFile(file: string, opts: AddProviderOptions, out: { write(s: string): void }): Promise<void> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readConfigText(file); // a regular file of at most 4 MiB, as for a start (a FIFO blocked, /dev/zero grew without end)
   } catch (err) {
-    throw new ConfigEditError(`cannot read ${file}: ${(err as Error).message}`);
+    throw new ConfigEditError(err instanceof ConfigError ? err.message : `cannot read ${file}: ${(err as Error).message}`);
   }
   const added = addProvider(text, opts);
   try {

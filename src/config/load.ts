@@ -284,7 +284,8 @@ export function parseSize(s: string): number | null {
   if (!m) return null;
   const mult = { '': 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[m[2]!.toLowerCase() as '' | 'k' | 'm' | 'g'];
   const n = Number(m[1]) * mult;
-  return n > 0 ? n : null;
+  // a whole number of bytes a server can hold: 400 nines is Infinity, which the HTTP server then refuses at start
+  return n > 0 && Number.isSafeInteger(n) ? n : null;
 }
 
 function dedupe(issues: ConfigIssue[]): ConfigIssue[] {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import { demoProvidersYaml } from '../helpers/app.js';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, spawnCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/net.js';
@@ -86,4 +86,48 @@ t.test('Ctrl-C during an export leaves no partial file, and the next export to t
   const again = await runCli(t, ['export', '--url', url, '--out', out], { cwd: work });
   t.equal(again.code, 0, again.stderr);
   t.same(readdirSync(work), ['backup.tar.gz']);
+});
+
+// From a review of the command line: `--out` naming a FIFO (a pipe into gpg) or a device was replaced by an ordinary
+// file (the partial file renamed over it; as root, /dev/null itself) and its reader got nothing; a server's suggested
+// name was taken as it came (a hostile --url named config.yaml and overwrote it); the archive was world-readable.
+t.test('--out a FIFO: written through, the FIFO stays one and its reader gets the archive', async (t) => {
+  const fifo = join(dir, 'pipe');
+  execFileSync('mkfifo', [fifo]);
+  const { spawn } = await import('node:child_process');
+  const cat = spawn('sh', ['-c', `cat ${JSON.stringify(fifo)} | wc -c`]);
+  let counted = '';
+  cat.stdout.on('data', (d: Buffer) => (counted += String(d)));
+  const closed = new Promise((r) => cat.on('close', r));
+  const run = await runCli(t, ['export', '--config', file, '--out', fifo], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
+  await closed;
+  t.equal(run.code, 0, run.stderr);
+  t.ok(statSync(fifo).isFIFO(), 'still a FIFO');
+  const bytes = Number(counted.trim());
+  t.ok(bytes > 1000, `the reader got the archive (${bytes} bytes)`);
+  t.match(run.stdout, `exported to ${fifo} (${bytes} bytes)`);
+  t.same(readdirSync(dir).filter((f) => f.endsWith('.partial')), [], 'no partial file left');
+});
+
+t.test('a suggested name other than tollgate-export-*.tar.gz is not taken, and no file is replaced without --out', async (t) => {
+  const { createServer } = await import('node:http');
+  const srv = createServer((req, res) => {
+    if (req.url === '/api/admin/reauth') return void res.writeHead(200, { 'content-type': 'application/json' }).end('{"token":"t"}');
+    res.writeHead(200, { 'content-type': 'application/gzip', 'content-disposition': 'attachment; filename="config.yaml"' }).end('PWNED-CONTENT');
+  });
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  t.teardown(() => srv.close());
+  const url = `http://127.0.0.1:${(srv.address() as { port: number }).port}`;
+  const work = tempDir(t);
+  writeFileSync(join(work, 'config.yaml'), 'mine\n');
+  const run = await runCli(t, ['export', '--url', url, '--key', 'k'], { cwd: work });
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stdout, /exported to tollgate-export\.tar\.gz/);
+  t.equal(readFileSync(join(work, 'config.yaml'), 'utf8'), 'mine\n', 'config.yaml untouched');
+  t.equal(statSync(join(work, 'tollgate-export.tar.gz')).mode & 0o777, 0o600, 'readable by its owner only');
+  const again = await runCli(t, ['export', '--url', url, '--key', 'k'], { cwd: work });
+  t.equal(again.code, 1, 'the default name exists: not replaced');
+  t.match(again.stderr, /tollgate-export\.tar\.gz exists already: name another with --out/);
+  t.equal(readFileSync(join(work, 'tollgate-export.tar.gz'), 'utf8'), 'PWNED-CONTENT', 'the earlier file kept');
+  t.same(readdirSync(work).filter((f) => f.endsWith('.partial')), [], 'no partial file left');
 });

@@ -91,3 +91,15 @@ t.test('the CLI: writes the file in place, then check-config accepts it; a refus
   t.match(again.stderr, /already configured/);
   t.equal(readFileSync(file, 'utf8'), written, 'unchanged');
 });
+
+// From a review of the command line: `providers add --config` read the file with no check, where check-config and a
+// start refuse what is not a regular file: a FIFO blocked the command for good (and /dev/zero grew without end).
+t.test('the CLI refuses a config that is not a regular file, as check-config does', async (t) => {
+  const { execFileSync } = await import('node:child_process');
+  const dir = tempDir(t);
+  const fifo = join(dir, 'config.yaml');
+  execFileSync('mkfifo', [fifo]);
+  const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', fifo], { cwd: dir });
+  t.equal(r.code, 1, r.stderr);
+  t.match(r.stderr, /is not a regular file/);
+});
