@@ -2,11 +2,12 @@
 // and leaves every comment, blank line and quoting style elsewhere in place. This module holds the provider edits
 // (`tollgate providers add`); the console's settings writer can share the same approach (one module per edit kind).
 
-import { isMap, isScalar, type Document, type YAMLMap } from 'yaml';
+import { Document, isMap, isScalar, parseDocument, type YAMLMap } from 'yaml';
+import { isDeepStrictEqual } from 'node:util';
 import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
-import { duplicateKeys, parseForRewrite } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, parseForRewrite } from './text-checks.js';
 
 export interface AddProviderOptions {
   /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
@@ -99,6 +100,36 @@ export function addProvider(text: string, o: AddProviderOptions): { text: string
   if (isMap(modelsNode)) for (const item of modelsNode.items) if (isMap(item.value)) item.value.flow = true;
   const pair = doc.createPair(prefix, node);
   if (isScalar(pair.key)) pair.key.commentBefore = ` Added by \`tollgate providers add ${o.catalogId}\` from ${CATALOG_PACKAGE}@${CATALOG_VERSION}; prices come from the catalog unless set here`;
+  const spliced = insertedAfterLast(text, providers, pair);
+  if (spliced !== null && readsAsAdded(text, spliced, { prefix, block })) return { text: spliced, prefix, models };
   providers.items.push(pair);
   return { text: doc.toString(), prefix, models };
+}
+
+/** Does `spliced` read as `text` with `block` added under `providers.<prefix>`, and nothing else changed? */
+function readsAsAdded(text: string, spliced: string, added: { prefix: string; block: unknown }): boolean {
+  const after = parseDocument(spliced, KEYS_UNCHECKED).toJS() as { providers?: Record<string, unknown> };
+  if (!isDeepStrictEqual(after.providers?.[added.prefix], added.block)) return false;
+  delete after.providers![added.prefix];
+  return isDeepStrictEqual(after, parseDocument(text, KEYS_UNCHECKED).toJS());
+}
+
+/**
+ * `text` with `pair` written after the last provider of a block `providers:` mapping, as text: every other byte of the
+ * file stays as it was (writing the whole document again moved the file's closing comments under `providers:`, and
+ * respaced `[tools]` and end-of-line comments). Null when the mapping is not such a block (then the document is
+ * written again), or its last entry's end is not known.
+ */
+function insertedAfterLast(text: string, providers: YAMLMap, pair: ReturnType<Document['createPair']>): string | null {
+  const first = providers.items[0]?.key;
+  const last = providers.items.at(-1)?.value as { range?: [number, number, number] } | null | undefined;
+  if (providers.flow === true || !isScalar(first) || first.range == null || last?.range == null) return null;
+  const indent = first.range[0] - (text.lastIndexOf('\n', first.range[0] - 1) + 1);
+  const lineEnd = text.indexOf('\n', last.range[1] - 1);
+  const at = lineEnd === -1 ? text.length : lineEnd + 1;
+  const one = new Document();
+  one.contents = one.createNode({}) as never;
+  (one.contents as unknown as YAMLMap).items.push(pair);
+  const lines = one.toString().replace(/\n$/, '').split('\n').map((l) => (l === '' ? l : ' '.repeat(indent) + l));
+  return `${text.slice(0, at)}${lineEnd === -1 ? '\n' : ''}${lines.join('\n')}\n${text.slice(at)}`;
 }
