@@ -76,12 +76,17 @@ export function orderMembers(cfg: Config, combo: ComboConfig, req: CanonicalRequ
  * quota is used up (pipeline/combo/attempt.ts), so it does when a member's provider has a quota that can be: the
  * requests the start holds until the quota's figures are known (routing/start-hold.ts).
  */
+/** The provider prefix of a member's spec (`<provider>/<model>`, a thinking suffix allowed); undefined without one. */
+export function memberProvider(spec: string): string | undefined {
+  return splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
+}
+
 export function quotaDecides(cfg: Config, model: string): boolean {
   const combo = comboOf(cfg, parseThinkingSuffix(model).model);
   if (combo === undefined) return false;
   // A fusion combo's judge too: it is not called on a provider out of quota (pipeline/combo/fusion.ts).
   return [...combo.models, ...(combo.judge === undefined ? [] : [combo.judge])].some((spec) => {
-    const provider = splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
+    const provider = memberProvider(spec);
     const quota = provider === undefined ? undefined : own(cfg.providers, provider)?.quota;
     return quota !== undefined && quota.kind !== 'unlimited';
   });

@@ -11,9 +11,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { TollgateError } from '../../core/errors.js';
-import { member, type Member } from '../../routing/combos.js';
-import { splitModelSpec } from '../../config/model-spec.js';
-import { parseThinkingSuffix } from '../../wire/thinking.js';
+import { member, memberProvider, type Member } from '../../routing/combos.js';
 import { errorFailure, type UpstreamFailure } from '../../routing/failures.js';
 import type { CanonicalField, CanonicalRequest, CanonicalResponse, Message, Part } from '../../wire/canonical.js';
 import { answerOf } from '../../wire/estimate.js';
@@ -187,7 +185,7 @@ async function askPanel(exchange: Exchange, run: ComboRun, members: readonly Mem
     }
     // The judge's call, counted first, left no member room (a request quota shared with it, one request left).
     // Retry-After: the first moment any member of the combo is usable again, those passed over as cooling included.
-    if (running.length === 0) throw noMemberAvailable(exchange, comboProviders(exchange, run), `no member of combo '${run.name}' fits beside its judge in its provider's quota; GET /api/quota shows until when`);
+    if (running.length === 0) throw noMemberAvailable(exchange, comboProviders(run), `no member of combo '${run.name}' fits beside its judge in its provider's quota; GET /api/quota shows until when`);
     await enough;
     cut.abort(); // members still running are cut off
     const attempts = await Promise.all(running);
@@ -206,11 +204,8 @@ interface PanelResults {
 }
 
 /** The providers of every member of the combo (the config's list, usable now or not). */
-function comboProviders(exchange: Exchange, run: ComboRun): string[] {
-  return run.config.models.flatMap((spec) => {
-    const provider = splitModelSpec(parseThinkingSuffix(spec).model)?.provider;
-    return provider === undefined ? [] : [provider];
-  });
+function comboProviders(run: ComboRun): string[] {
+  return run.config.models.flatMap((spec) => memberProvider(spec) ?? []);
 }
 
 export async function runFusion(exchange: Exchange, run: ComboRun, members: readonly Member[]): Promise<void> {
