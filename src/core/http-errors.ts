@@ -70,19 +70,24 @@ export function clientErrorHandler(opts: ClientErrorOptions): (this: FastifyInst
     if (requestId !== null) timedOutSockets.set(socket, requestId);
     const e = parserError(err);
     this.log.info({ code: e.code, cause: err.code, ...(requestId === null ? {} : { requestId }) }, e.message);
-    const body = JSON.stringify(errorBody(e, requestId));
-    const head = [
-      `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Bad Request'}`,
-      'content-type: application/json',
-      `content-length: ${Buffer.byteLength(body)}`,
-      ...(requestId === null ? [] : [`x-request-id: ${requestId}`]),
-      'connection: close',
-    ];
-    // end() rather than write() + destroy(): the answer is flushed before the socket goes; a peer that never reads
-    // it does not keep the socket open for long.
-    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
-    setTimeout(() => socket.destroy(), 1000).unref();
+    answerOnRawSocket(socket, e, requestId);
   };
+}
+
+/** `e` in the error shape as a whole HTTP/1.1 response on a socket no route has (the parser's, a CONNECT's), closing it. */
+function answerOnRawSocket(socket: Socket, e: TollgateError, requestId: string | null): void {
+  const body = JSON.stringify(errorBody(e, requestId));
+  const head = [
+    `HTTP/1.1 ${e.status} ${STATUS_CODES[e.status] ?? 'Bad Request'}`,
+    'content-type: application/json',
+    `content-length: ${Buffer.byteLength(body)}`,
+    ...(requestId === null ? [] : [`x-request-id: ${requestId}`]),
+    'connection: close',
+  ];
+  // end() rather than write() + destroy(): the answer is flushed before the socket goes; a peer that never reads
+  // it does not keep the socket open for long.
+  socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
+  setTimeout(() => socket.destroy(), 1000).unref();
 }
 
 /**
@@ -94,11 +99,8 @@ export function refuseConnect(server: Server, log: FastifyInstance['log']): void
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     const e = new TollgateError('TOLLGATE_ERR_BAD_REQUEST', 'CONNECT is not served: the gateway is not a forward proxy');
     log.info({ code: e.code, method: 'CONNECT' }, e.message);
-    const body = JSON.stringify(errorBody(e, null));
-    const head = [`HTTP/1.1 ${e.status} ${STATUS_CODES[e.status]}`, 'content-type: application/json', `content-length: ${Buffer.byteLength(body)}`, 'connection: close'];
     socket.on('error', () => socket.destroy());
-    socket.end(`${head.join('\r\n')}\r\n\r\n${body}`, () => socket.destroy());
-    setTimeout(() => socket.destroy(), 1000).unref();
+    answerOnRawSocket(socket, e, null);
     req.resume();
   });
 }
