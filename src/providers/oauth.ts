@@ -277,6 +277,13 @@ export class OAuthSession {
     return new TollgateError('TOLLGATE_ERR_TOKEN_REFRESH_FAILED', `provider '${this.#providerId}': the access token could not be refreshed (${h.reason}); the next request after ${s} s tries again`, { cause: h.cause });
   }
 
+  /** Tokens from the file (newer than the ones held) are this session's from now; returned for the caller to use. */
+  #adopt(tokens: OAuthTokens): OAuthTokens {
+    this.#tokens = tokens;
+    this.#stale = false;
+    return tokens;
+  }
+
   /** The tokens in the file when they were obtained after `than` (an unreadable file: none). */
   async #newerOnDisk(than: OAuthTokens): Promise<OAuthTokens | null> {
     const onDisk = await this.#store.load(this.#providerId).catch(() => null);
@@ -294,11 +301,7 @@ export class OAuthSession {
     // read: newer ones in the file win, so that refreshing the old grant does not overwrite the new one. They are
     // used as they are, and refreshed only when they too expire within the margin.
     const newer = await this.#newerOnDisk(held);
-    if (newer !== null) {
-      this.#tokens = newer;
-      this.#stale = false;
-      if (!this.#expiresSoon(newer)) return newer;
-    }
+    if (newer !== null && !this.#expiresSoon(this.#adopt(newer))) return newer;
     const current = newer ?? held;
     const usable = this.#usable(current);
     if (current.refresh_token === undefined) {
@@ -325,11 +328,7 @@ export class OAuthSession {
       // Another process sharing data_dir (or a new `tollgate connect`) may have replaced the tokens and so retired
       // this refresh token: use what the file holds now if it is newer.
       const onDisk = await this.#newerOnDisk(current);
-      if (onDisk !== null && !this.#expiresSoon(onDisk)) {
-        this.#tokens = onDisk;
-        this.#stale = false;
-        return onDisk;
-      }
+      if (onDisk !== null && !this.#expiresSoon(onDisk)) return this.#adopt(onDisk);
       this.#tokens = null; // read the file again next time
       throw notConnected(id, reason);
     }
@@ -339,10 +338,8 @@ export class OAuthSession {
     // wins over the old grant's refreshed tokens, which are dropped, not saved over it.
     const reconnected = await this.#newerOnDisk(current);
     if (reconnected !== null) {
-      this.#tokens = reconnected;
-      this.#stale = false;
       // its own grant, never the old one saved over it: used while good, else refreshed (its file is the newest)
-      return this.#usable(reconnected) ? reconnected : this.#doRefresh(reconnected);
+      return this.#usable(this.#adopt(reconnected)) ? reconnected : this.#doRefresh(reconnected);
     }
     this.#tokens = tokens;
     this.#stale = false;
