@@ -1,7 +1,7 @@
 // GET /api/providers: the configured providers as the console's Providers page shows them: name, group, wire format,
 // the catalog that prices them, how they sign in (no secret: the auth type, and for OAuth the flow and the fixed
 // redirect URI, and whether a token is stored), and each listed model with its resolved price and where it came from (`config`,
-// `catalog@<version>`, `none`; config/pricing.ts). `unpriced` marks a paid model no price covers: its cost is recorded
+// `catalog@<version>`, `genai-prices@<version>`, `none`; config/pricing.ts). `unpriced` marks a paid model no price covers: its cost is recorded
 // as unknown (docs/catalog.md). Read-only, any gateway key.
 
 import { existsSync } from 'node:fs';

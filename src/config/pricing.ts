@@ -1,14 +1,19 @@
 // Which price, limits and capabilities a configured model has: the YAML's, and where it says nothing, the catalog's
-// (config/catalog.ts; its prices and limits as config/catalog-prices.ts holds them). YAML overrides win. Every price
-// says where it came from, and the row records that (`price_source`): `config`, `catalog@<version>`, or `none`
+// (config/catalog.ts; its prices and limits as config/catalog-prices.ts holds them), and for a model the catalog does
+// not list, the second price source's (config/price-rules.ts). YAML overrides win. Every price says where it came
+// from, and the row records that (`price_source`): `config`, `catalog@<version>`, `genai-prices@<version>`, or `none`
 // (docs/catalog.md).
 
 import { CATALOG_SOURCE, catalogIdOf, catalogOutputLimit, catalogPrice } from './catalog-prices.js';
 import type { Config, Price, ProviderConfig } from './types.js';
+import { RULES_SOURCE, rulesPrice } from './price-rules.js';
 import { own } from '../core/own.js';
 
-/** `config`: the YAML prices it; `catalog@<version>`: the catalog does (YAML fields on top); `none`: nobody does. */
-export type PriceSource = 'config' | `catalog@${string}` | 'none';
+/**
+ * `config`: the YAML prices it; `catalog@<version>`: the catalog does (YAML fields on top); `genai-prices@<version>`:
+ * the second price source does, for a model the catalog lacks (YAML fields on top); `none`: nobody does.
+ */
+export type PriceSource = 'config' | `catalog@${string}` | `genai-prices@${string}` | 'none';
 
 export interface ResolvedPrice {
   readonly price: Price | null;
@@ -16,31 +21,37 @@ export interface ResolvedPrice {
 }
 
 const NO_PRICE: ResolvedPrice = Object.freeze({ price: null, source: 'none' });
-const cache = new WeakMap<ProviderConfig, Map<string, ResolvedPrice>>();
+/** A resolved price and until when it holds (the second source's dated price changes; Infinity for all others). */
+type Cached = readonly [ResolvedPrice, number];
+const cache = new WeakMap<ProviderConfig, Map<string, Cached>>();
 
-function resolve(provider: ProviderConfig, modelId: string): ResolvedPrice {
+function resolve(provider: ProviderConfig, modelId: string): Cached {
   const base = provider.price;
   const over = own(provider.models, modelId)?.price;
   // The YAML prices it: the provider's price with the model's overrides, or a model price with input and output.
   if (base !== undefined || (over?.input !== undefined && over.output !== undefined)) {
     // A model's own tiers replace the provider's (a tier list is one price schedule, not fields to merge).
-    return { price: { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price, source: 'config' };
+    return [{ price: { ...(base ?? { input: 0, output: 0 }), ...(over ?? {}) } as Price, source: 'config' }, Infinity];
   }
-  const price = provider.catalog ? catalogPrice(provider.catalog, modelId) : null;
-  if (price) return { price: { ...price, ...(over ?? {}) } as Price, source: CATALOG_SOURCE };
-  return NO_PRICE;
+  if (!provider.catalog) return [NO_PRICE, Infinity];
+  const price = catalogPrice(provider.catalog, modelId);
+  if (price) return [{ price: { ...price, ...(over ?? {}) } as Price, source: CATALOG_SOURCE }, Infinity];
+  const ruled = rulesPrice(provider.catalog, modelId);
+  if (ruled?.price) return [{ price: { ...ruled.price, ...(over ?? {}) } as Price, source: RULES_SOURCE }, ruled.changesAt];
+  return [NO_PRICE, ruled?.changesAt ?? Infinity];
 }
 
-/** The price of one model and its source; computed once per frozen provider row and model. */
+/** The price of one model and its source; computed once per frozen provider row and model (again at a dated change). */
 export function resolvePrice(provider: ProviderConfig, modelId: string): ResolvedPrice {
   let byModel = cache.get(provider);
   if (byModel === undefined) cache.set(provider, (byModel = new Map()));
   let found = byModel.get(modelId);
-  if (found === undefined) {
-    found = Object.freeze(resolve(provider, modelId));
-    if (byModel.size < 10_000) byModel.set(modelId, found); // unlisted model ids come from clients: keep it bounded
+  if (found === undefined || (found[1] !== Infinity && Date.now() >= found[1])) {
+    const [price, until] = resolve(provider, modelId);
+    found = [Object.freeze(price), until];
+    if (byModel.size < 10_000 || byModel.has(modelId)) byModel.set(modelId, found); // unlisted ids come from clients: bounded
   }
-  return found;
+  return found[0];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
@@ -79,6 +90,6 @@ export function unpricedModels(cfg: Config): { provider: string; model: string }
 export function pricingWarnings(cfg: Config): { path: string; message: string }[] {
   return unpricedModels(cfg).map(({ provider, model }) => ({
     path: `providers.${provider}.models.${model}`,
-    message: `paid model ${provider}/${model} has no price in the YAML or the catalog (${CATALOG_SOURCE}): its cost is recorded as unknown; set providers.${provider}.models.${model}.price or providers.${provider}.price`,
+    message: `paid model ${provider}/${model} has no price in the YAML or the catalog (${CATALOG_SOURCE}, ${RULES_SOURCE}): its cost is recorded as unknown; set providers.${provider}.models.${model}.price or providers.${provider}.price`,
   }));
 }

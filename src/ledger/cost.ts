@@ -15,7 +15,7 @@ export interface Cost {
   /** What the request would cost at list price. */
   readonly listCost: number;
   /**
-   * Where the price came from: `config`, `catalog@<version>`, or `none` (no price anywhere). A combo's cost, the sum
+   * Where the price came from: `config`, `catalog@<version>`, `genai-prices@<version>`, or `none` (no price anywhere). A combo's cost, the sum
    * of its attempts', says `none` when any attempt's did, else the first attempt's source. computeCost always sets
    * it; a cost made by hand (tests, tools) may leave it out, and its row then records ''.
    */

@@ -79,8 +79,8 @@ export function rowRules(now: number): Readonly<Record<string, readonly RowRule[
       notOneOf('usage_source', USAGE_SOURCES),
       notOneOf('provider_group', ['', ...PROVIDER_GROUPS]),
       {
-        what: "a price_source the gateway does not write (not one of config, catalog@<version>, none, '')",
-        broken: "price_source NOT IN ('', 'config', 'none') AND NOT startsWith(price_source, 'catalog@')",
+        what: "a price_source the gateway does not write (not one of config, catalog@<version>, genai-prices@<version>, none, '')",
+        broken: "price_source NOT IN ('', 'config', 'none') AND NOT startsWith(price_source, 'catalog@') AND NOT startsWith(price_source, 'genai-prices@')",
       },
       ...UINT64_COUNTS.map((c) => negativeCount(c, 64)),
       ...UINT32_COUNTS.map((c) => negativeCount(c, 32)),

@@ -67,7 +67,7 @@ export interface LogRow {
   /** Billed USD as recorded: 0 stands for "unknown" when no price covered a paid model (`price_source`, docs/catalog.md). */
   readonly cost: number;
   readonly list_cost: number;
-  /** Where the price came from: `config`, `catalog@<version>`, `none` (no price anywhere); '' when not recorded. */
+  /** Where the price came from: `config`, `catalog@<version>`, `genai-prices@<version>`, `none` (no price anywhere); '' when not recorded. */
   readonly price_source: string;
   readonly duration_ms: number;
   readonly ttft_ms: number | null;

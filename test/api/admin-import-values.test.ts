@@ -124,7 +124,7 @@ t.test('each rule class: refused 400 naming the table, the rule and how many row
     ['unknown enum values', { requests: asNew("if(stream, 'bogus', kind) AS kind, 'ok' AS status, 'guessed' AS usage_source") },
       'table requests: 1 row has a kind the gateway does not write (not one of request, combo, attempt, keepalive); 2 rows have a status the gateway does not write (not one of success, failure, aborted, interrupted); 2 rows have a usage_source the gateway does not write (not one of reported, estimated, none)'],
     ['a provider group and a price source the gateway does not write', { requests: asNew("'premium' AS provider_group, 'guess' AS price_source") },
-      "table requests: 2 rows have a provider_group the gateway does not write (not one of '', subscription, paid, free); 2 rows have a price_source the gateway does not write (not one of config, catalog@<version>, none, '')"],
+      "table requests: 2 rows have a provider_group the gateway does not write (not one of '', subscription, paid, free); 2 rows have a price_source the gateway does not write (not one of config, catalog@<version>, genai-prices@<version>, none, '')"],
     ['a time decades ahead', { requests: asNew('ts + toIntervalYear(30) AS ts, end_ts + toIntervalYear(30) AS end_ts') },
       "table requests: 2 rows have a ts more than a day after the import's time; 2 rows have an end_ts more than a day after the import's time"],
     ['non-finite and negative durations', { requests: asNew('nan AS duration_ms, toNullable(-inf) AS ttft_ms, toNullable(toFloat64(-5)) AS upstream_ms') },

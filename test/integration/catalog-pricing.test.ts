@@ -1,6 +1,6 @@
 // Prices from the catalog, unknown costs and price edits, end to end: a fake OpenAI upstream on a real socket, the
 // gateway on the embedded ClickHouse. A model the catalog prices is billed at its prices in the row and in
-// /api/usage; a paid model with no price anywhere has an unknown cost (price_source 'none', flagged in /api/usage and
+// /api/usage; a model the catalog lacks, at the second price source's; a paid model with no price anywhere has an unknown cost (price_source 'none', flagged in /api/usage and
 // /api/quota), not a silent 0; the catalog's max_output_tokens clamps; a live price edit changes only new rows.
 
 import t from 'tap';
@@ -8,6 +8,7 @@ import { request } from 'undici';
 import { startApp, testConfig } from '../helpers/app.js';
 import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 import { CATALOG_SOURCE } from '../../src/config/catalog-prices.js';
+import { RULES_SOURCE } from '../../src/config/price-rules.js';
 import { pricingWarnings } from '../../src/config/pricing.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import { tempDir } from '../helpers/tmp.js';
 const up = await startFakeOpenAI(t);
 // `openai` names a catalog provider; no price in the YAML. `acme` is paid and priced nowhere.
 const providers = (openaiExtra: Record<string, unknown> = {}) => ({
-  openai: fakeProvider(up.baseUrl, { price: undefined, models: { 'gpt-4o': { kind: 'llm' } }, ...openaiExtra }),
+  openai: fakeProvider(up.baseUrl, { price: undefined, models: { 'gpt-4o': { kind: 'llm' }, 'gpt-5.1': { kind: 'llm' }, 'gpt-5.1-codex': { kind: 'llm' } }, ...openaiExtra }),
   acme: fakeProvider(up.baseUrl, { price: undefined, models: { mystery: { kind: 'llm' } } }),
 });
 const strip = (p: Record<string, Record<string, unknown>>) =>
@@ -53,6 +54,21 @@ t.test('a catalog model with no YAML price is billed at the catalog price, in th
   const m = usage.byModel.find((b) => b.model === 'openai/gpt-4o');
   t.equal(m?.cost, CATALOG_COST);
   t.equal(m?.cost_known, undefined, 'a known cost keeps the spec shape');
+});
+
+t.test('a model the catalog lacks is billed at the second source\'s price', async (t) => {
+  // @pydantic/genai-prices 0.1.8: gpt-5.1 (and gpt-5.1-codex, by its rule) 1.25 / 10 / 0.125 cached.
+  const cost = (8 * 1.25 + 3 * 0.125 + 5 * 10 + 2 * 10) / 1e6;
+  for (const model of ['openai/gpt-5.1', 'openai/gpt-5.1-codex']) {
+    t.equal(await chat(model), 200);
+    const [row] = await gw.rows(`model = '${model}'`);
+    t.equal(row!.price_source, RULES_SOURCE, `${model}: the row says which source priced it`);
+    t.equal(Number(row!.cost), cost, `${model}: billed at its price`);
+    const span = gw.spans.getFinishedSpans().find((s) => s.attributes['tollgate.request_id'] === row!.request_id);
+    t.equal(span?.attributes['tollgate.price_source'], RULES_SOURCE, 'the span says the same as the row');
+  }
+  const providers = (await getJson('/api/providers')) as { providers: { id: string; models: { id: string; price_source: string; unpriced: boolean }[] }[] };
+  t.match(providers.providers.find((p) => p.id === 'openai')?.models.find((m) => m.id === 'gpt-5.1'), { price_source: RULES_SOURCE, unpriced: false });
 });
 
 t.test('a paid model with no price anywhere: warned at load, cost unknown (not 0) in the row, /api/usage and /api/quota', async (t) => {
