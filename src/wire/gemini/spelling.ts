@@ -1,8 +1,9 @@
 // The Gemini REST API takes the proto field names of a request in lowerCamelCase or in snake_case
 // (`system_instruction`, `inline_data: {mime_type, data}`, `function_call`, `generation_config`, ...: Google's own
-// curl examples write snake_case). parseGeminiRequest reads lowerCamelCase; camelCaseRequest gives it a copy of the
-// body with the snake_case names of the request's own structure renamed, and the client's spelling of each
-// renamed name so that what is listed as dropped or refused is named as the client wrote it.
+// curl examples write snake_case). parseGeminiRequest reads lowerCamelCase; camelCaseRequest gives it the body with
+// the snake_case names of the request's own structure renamed (a copy of only what holds such a name: a body in
+// lowerCamelCase is given as it came), and the client's spelling of each renamed name so that what is listed as
+// dropped or refused is named as the client wrote it.
 //
 // Only the names of the structure are renamed: a function's `parameters` / `parametersJsonSchema`, a response
 // schema, a call's `args` and a function response's `response` are user data and travel as written. Keys the
@@ -73,24 +74,47 @@ interface Walk {
 }
 
 function camelValue(v: unknown, shape: Shape, walk: Walk): unknown {
-  if (Array.isArray(v)) return v.map((e, i) => camelValue(e, shape, { at: `${walk.at}[${i}]`, spelled: walk.spelled }));
-  return isObj(v) ? camelObject(v, shape, walk) : v;
+  if (!Array.isArray(v)) return isObj(v) ? camelObject(v, shape, walk) : v;
+  let out: unknown[] | null = null;
+  for (let i = 0; i < v.length; i++) {
+    const e: unknown = v[i];
+    const next = isObj(e) || Array.isArray(e) ? camelValue(e, shape, { at: `${walk.at}[${i}]`, spelled: walk.spelled }) : e;
+    if (out === null && next !== e) out = v.slice(0, i);
+    if (out !== null) out.push(next);
+  }
+  return out ?? v;
 }
 
-/** A copy of `obj` with its snake_case field names (those of `shape`) in lowerCamelCase, in the client's key order. */
+/**
+ * `obj` with its snake_case field names (those of `shape`) in lowerCamelCase, in the client's key order: a copy only
+ * where a name below it is renamed, else `obj` itself (a lowerCamelCase body, the usual one, is read as it came, with
+ * no copy of its messages a request).
+ */
 function camelObject(obj: Json, shape: Shape, walk: Walk): Json {
-  const out: Json = {};
-  for (const [key, value] of Object.entries(obj)) {
+  let out: Json | null = null;
+  const keys = Object.keys(obj);
+  for (let k = 0; k < keys.length; k++) {
+    const key = keys[k]!;
+    const value = obj[key];
     const camel = camelOf(key, shape);
+    const inner = Object.hasOwn(shape, camel) ? shape[camel]! : null;
+    if (camel === key && inner === null) {
+      if (out !== null) out[key] = value;
+      continue;
+    }
     const at = walk.at === '' ? key : `${walk.at}.${key}`;
     if (camel !== key) {
       if (Object.hasOwn(obj, camel)) throw invalid(`both ${camel} and ${key} are set; send one of the two spellings`, at);
       walk.spelled.set(camel, key);
     }
-    const inner = Object.hasOwn(shape, camel) ? shape[camel]! : null;
-    out[camel] = inner === null ? value : camelValue(value, inner, { at, spelled: walk.spelled });
+    const next = inner === null ? value : camelValue(value, inner, { at, spelled: walk.spelled });
+    if (out === null && (camel !== key || next !== value)) {
+      out = {};
+      for (let j = 0; j < k; j++) out[keys[j]!] = obj[keys[j]!];
+    }
+    if (out !== null) out[camel] = next;
   }
-  return out;
+  return out ?? obj;
 }
 
 /** The shape's field `key` is the snake_case spelling of, else `key` itself. */
