@@ -3,6 +3,8 @@
 // the 503 TOLLGATE_ERR_NO_MEMBER_AVAILABLE of a combo that cannot run now, with Retry-After from the quota's reset, as
 // for a combo whose every member is out of quota. Otherwise its call is counted in flight from the start, so panel
 // members on its provider cannot use up the request it needs. Before, the judge was called with no quota check.
+// A judge on a provider cooling down after failures is refused the same way, Retry-After the cooldown's end (as a
+// member on such a provider is skipped); before, only its quota was checked and the cooling judge was called.
 // Against real upstreams on 127.0.0.1 and the real store: what each fake received, the answers, the rows.
 
 import t from 'tap';
@@ -16,6 +18,8 @@ const lim = await startFakeOpenAI(t);
 const shared = await startFakeOpenAI(t);
 const one = await startFakeOpenAI(t);
 const spare = await startFakeOpenAI(t);
+const cooling = await startFakeOpenAI(t);
+const calm = await startFakeOpenAI(t);
 const models = { a: { kind: 'llm' }, b: { kind: 'llm' } };
 const raw = {
   providers: {
@@ -23,12 +27,16 @@ const raw = {
     shared: fakeProvider(shared.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 2 } }),
     one: fakeProvider(one.baseUrl, { group: 'free', models, quota: { kind: 'daily_requests', limit: 1 } }),
     spare: fakeProvider(spare.baseUrl, { models }),
+    cooling: fakeProvider(cooling.baseUrl, { models }),
+    calm: fakeProvider(calm.baseUrl, { models }),
   },
   combos: {
     first: { strategy: 'fallback', models: ['lim/a', 'spare/a'] },
     judged: { strategy: 'fusion', models: ['spare/a', 'spare/b'], judge: 'lim/a' },
     beside: { strategy: 'fusion', models: ['shared/a', 'shared/b', 'spare/a'], judge: 'shared/a' },
     alone: { strategy: 'fusion', models: ['one/a'], judge: 'one/b' },
+    fails: { strategy: 'fallback', models: ['cooling/a', 'calm/a'] },
+    cooled: { strategy: 'fusion', models: ['calm/a', 'calm/b'], judge: 'cooling/a' },
   },
 };
 const gw = await startApp(t, raw);
@@ -38,7 +46,7 @@ const chat = async (model: string) => {
     method: 'POST', headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
   });
-  const json = (await res.body.json()) as { model?: string; error?: { code?: string; request_id?: string } };
+  const json = (await res.body.json()) as { model?: string; error?: { code?: string; message?: string; request_id?: string } };
   return { status: res.statusCode, retryAfter: res.headers['retry-after'], requestId: res.headers['x-request-id'], json };
 };
 const modelsOf = (up: typeof lim) => up.received.map((r) => (r.body as { model?: string }).model).sort();
@@ -84,6 +92,26 @@ t.test('no member fits beside the judge: a 503, nothing sent', async (t) => {
   t.equal(again.status, 200, 'the reservation of the refused request was given back');
   t.equal(again.json.model, 'one/b');
   t.same(modelsOf(one), ['a', 'b']);
+});
+
+t.test("the judge's provider cooling: neither the judge nor any member is called, a 503 with the cooldown's end", async (t) => {
+  // The judge's provider fails once (a 429 asking for 120 s): it cools down for 120 s; the fallback answers.
+  cooling.next({ kind: 'error', status: 429, body: { error: { message: 'slow down', type: 'rate_limit' } }, headers: { 'retry-after': '120' } });
+  const first = await chat('fails');
+  t.match(first, { status: 200, json: { model: 'calm/a' } }, 'the fallback member answered');
+  t.same([cooling.received.length, calm.received.length], [1, 1]);
+  const q = (await (await request(`${gw.url}/api/quota`)).body.json()) as { providers: { id: string; cooldown: { cooling: boolean; remaining_s: number } }[] };
+  const cooldown = q.providers.find((p) => p.id === 'cooling')!.cooldown;
+  t.equal(cooldown.cooling, true, "the judge's provider is cooling");
+
+  const r = await chat('cooled');
+  t.equal(cooling.received.length, 1, 'the cooling judge received no request');
+  t.equal(calm.received.length, 1, 'no panel member was asked');
+  t.match(r, { status: 503, json: { error: { code: 'TOLLGATE_ERR_NO_MEMBER_AVAILABLE', message: /judge of combo 'cooled' \(cooling\/a\) is cooling down/ } } });
+  t.ok(typeof r.retryAfter === 'string' && Math.abs(Number(r.retryAfter) - cooldown.remaining_s) <= 3, `Retry-After ${String(r.retryAfter)} against ${cooldown.remaining_s} s of cooldown left`);
+  const rows = await gw.rows(`combo = 'cooled' OR request_id = '${String(r.requestId)}'`);
+  t.equal(rows.length, 1, 'the client row alone, no attempt row');
+  t.match(rows[0], { kind: 'combo', status: 'failure', http_status: 503, error_type: 'TOLLGATE_ERR_NO_MEMBER_AVAILABLE' });
 });
 
 t.test('a fusion combo whose judge alone has a quota waits for the figures at the start', async (t) => {

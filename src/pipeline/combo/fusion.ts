@@ -213,12 +213,14 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   // The judge is resolved now, from the config the members were (a request in flight keeps the config it started
   // with): resolved after the panel, an edit made meanwhile priced it anew or, removing it, refused the request.
   const judge = member(exchange.ctx.config.current, combo.judge ?? combo.models[0]!);
-  // The judge's provider out of quota: the answer could not be judged, so no member is asked (their calls would be
-  // spent for nothing) and the client gets the 503 of a combo that cannot run now, with Retry-After (docs/routing.md).
+  // The judge's provider cooling down (as a member's is skipped) or out of quota: the answer could not be judged, so no
+  // member is asked (their calls would be spent for nothing) and the client gets the 503 of a combo that cannot run
+  // now, with Retry-After: the end of the cooldown or the quota's reset, the later of the two (docs/routing.md).
   // Else its call is counted in flight from now, so the panel cannot use up the quota it needs (askPanel).
-  const quota = exchange.ctx.router.quota;
-  if (quota.exhausted(judge.route.providerId)) {
-    throw noMemberAvailable(exchange, [judge.route.providerId], `the judge of combo '${name}' (${judge.spec}) is out of quota; GET /api/quota shows until when`);
+  const { quota } = exchange.ctx.router;
+  const unusable = exchange.ctx.router.isCooling(judge.route.providerId) ? 'is cooling down after failures' : quota.exhausted(judge.route.providerId) ? 'is out of quota' : null;
+  if (unusable !== null) {
+    throw noMemberAvailable(exchange, [judge.route.providerId], `the judge of combo '${name}' (${judge.spec}) ${unusable}; GET /api/quota shows until when`);
   }
   const reserved = quota.reserve?.(judge.route.providerId);
   try {
