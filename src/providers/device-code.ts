@@ -88,9 +88,10 @@ export async function startDeviceAuthorization(s: OAuthSettings, signal?: AbortS
 
 /**
  * RFC 8628 §3.4–3.5: poll the token endpoint every `interval` seconds until the user approves. authorization_pending
- * polls again; slow_down adds 5 s to the interval for this and every later poll; an unreachable endpoint (or a 5xx
- * without an OAuth error) doubles the interval (§3.5's back-off); any other error ends the flow, as does the
- * device code's expires_in running out.
+ * polls again; slow_down adds 5 s to the interval for this and every later poll; a 429 (whatever its body) is a
+ * slow_down too unless it says its Retry-After, which the next poll then waits for (at least the interval); an
+ * unreachable endpoint (or a 5xx without an OAuth error) doubles the interval (§3.5's back-off); any other error
+ * ends the flow, as does the device code's expires_in running out.
  */
 export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, opts: PollOptions = {}): Promise<OAuthTokens> {
   const sleep = opts.sleep ?? ((ms: number) => delay(ms, undefined, { signal: opts.signal }));
@@ -98,10 +99,13 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
   const url = s.token_url;
   const deadline = now() + da.expires_in * 1000;
   let interval = pollInterval(da.interval) ?? DEFAULT_INTERVAL_S; // a caller's DeviceAuthorization too
+  let askedMs = 0; // a 429's Retry-After, for the next wait only
   for (;;) {
-    // the interval, never past the code's expiry (a server's interval of days, or one longer than expires_in, ends
-    // the flow at the expiry instead of sleeping past it) nor setTimeout's limit (past it Node waits 1 ms: a tight loop)
-    await sleep(Math.min(interval * 1000, Math.max(0, deadline - now()), MAX_TIMER_MS));
+    // the interval (or a 429's longer Retry-After), never past the code's expiry (a server's interval of days, or one
+    // longer than expires_in, ends the flow at the expiry instead of sleeping past it) nor setTimeout's limit (past it
+    // Node waits 1 ms: a tight loop)
+    await sleep(Math.min(Math.max(interval * 1000, askedMs), Math.max(0, deadline - now()), MAX_TIMER_MS));
+    askedMs = 0;
     opts.signal?.throwIfAborted();
     if (now() >= deadline) {
       throw new OAuthError(`the code ${da.user_code} expired after ${da.expires_in} s without being approved`, { oauthError: 'expired_token' });
@@ -111,6 +115,14 @@ export async function pollForToken(s: OAuthSettings, da: DeviceAuthorization, op
       { grant_type: DEVICE_CODE_GRANT, device_code: da.device_code, client_id: s.client_id, client_secret: s.client_secret },
       opts.signal,
     );
+    if (reply.kind !== 'unreachable' && reply.status === 429) {
+      // Too many requests: never the end of the flow. Its Retry-After (seconds or an HTTP date) is waited for, else
+      // it is taken as slow_down, as is a body saying slow_down.
+      const slowDown = reply.kind === 'json' && oauthErrorOf(reply.body)?.code === 'slow_down';
+      if (reply.retryAfterMs === null || slowDown) interval += SLOW_DOWN_S;
+      askedMs = reply.retryAfterMs ?? 0;
+      continue;
+    }
     const refused = reply.kind === 'json' ? oauthErrorOf(reply.body, [da.device_code, s.client_secret]) : null;
     if (refused === null && (reply.kind === 'unreachable' || reply.status >= 500)) {
       interval *= 2;

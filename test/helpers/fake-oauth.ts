@@ -3,7 +3,7 @@
 // the refresh_token grant (RFC 6749 §6). Bodies must be application/x-www-form-urlencoded; answers are JSON.
 //
 // Each device code answers `pendingPolls` polls with authorization_pending (the `slowDownOn`-th of them with
-// slow_down instead), then issues tokens, or answers access_denied (`deny`) or expired_token (`expire`). It counts
+// slow_down instead, the `rateLimited` ones with a 429), then issues tokens, or answers access_denied (`deny`) or expired_token (`expire`). It counts
 // requests, records every token request (`grants`), and knows which access tokens are valid: issued, not past their
 // expires_in, not replaced by a refresh of the same chain, and not `revokeAccessTokens()`d. Options can be changed
 // between requests with `set`.
@@ -17,6 +17,11 @@ export interface FakeOAuthOptions {
   pendingPolls: number;
   /** The n-th poll (1-based) answers slow_down instead of authorization_pending (default: none). */
   slowDownOn: number | null;
+  /**
+   * Polls (1-based, among the pending ones) answered 429 Too Many Requests instead of authorization_pending: with this
+   * Retry-After (null: none) and a text body, or an OAuth error body `{"error": json}` (default: none).
+   */
+  rateLimited: Readonly<Record<number, { readonly retryAfter: string | null; readonly json?: string }>>;
   /** Answer access_denied once the pending polls are over. */
   deny: boolean;
   /** Answer expired_token once the pending polls are over. */
@@ -81,6 +86,7 @@ export const FAKE_CLIENT_ID = 'tollgate-test-client';
 const DEFAULTS: FakeOAuthOptions = {
   pendingPolls: 1,
   slowDownOn: null,
+  rateLimited: {},
   deny: false,
   expire: false,
   interval: 1,
@@ -194,6 +200,17 @@ export async function startFakeOAuth(t: { teardown(fn: () => unknown): void }, o
       const d = devices.get(form.device_code ?? '');
       if (d === undefined || d.used) return fail(400, 'invalid_grant', 'unknown or used device code');
       d.polls++;
+      const limited = d.polls <= o.pendingPolls ? o.rateLimited[d.polls] : undefined;
+      if (limited !== undefined) {
+        record('429');
+        const retryAfter = limited.retryAfter === null ? {} : { 'retry-after': limited.retryAfter };
+        if (limited.json === undefined) {
+          res.writeHead(429, { 'content-type': 'text/plain', ...retryAfter });
+          return void res.end('Too Many Requests');
+        }
+        res.writeHead(429, { 'content-type': 'application/json', ...retryAfter });
+        return void res.end(JSON.stringify({ error: limited.json }));
+      }
       if (d.polls <= o.pendingPolls) {
         return d.polls === o.slowDownOn
           ? fail(400, 'slow_down', 'polling too fast')

@@ -57,3 +57,39 @@ t.test('waits never exceed setTimeout\'s limit, however long the code lives', as
   t.equal(fake.requests.token, 3, 'two pending polls and the one that got the tokens');
   t.same(clock.waits, [2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1], 'each wait at setTimeout\'s limit (past it Node waits 1 ms)');
 });
+
+// A 429 from the token endpoint ended the flow (its text body was "not a JSON object", its JSON one "refused the
+// device code"). Now it is never the end: with a Retry-After (seconds or an HTTP date) the next poll waits for it, at
+// least the interval and at most what is left of the code's life and setTimeout's limit; without one it is slow_down
+// (RFC 8628 §3.5: 5 s more for this and every later poll).
+const HUGE = 2 ** 31 - 1;
+const cases: [string, { interval: number; retryAfter: string | null; json?: string; expiresIn?: number }, number[]][] = [
+  ['no Retry-After, a text body: 5 s more, for every later poll too', { interval: 1, retryAfter: null }, [1000, 1000, 6000, 6000]],
+  ['no Retry-After, a slow_down body: 5 s more', { interval: 1, retryAfter: null, json: 'slow_down' }, [1000, 1000, 6000, 6000]],
+  ['Retry-After: 30 (seconds), an OAuth error body: 30 s once', { interval: 1, retryAfter: '30', json: 'rate_limit_exceeded' }, [1000, 1000, 30_000, 1000]],
+  ['Retry-After an HTTP date passed: the interval', { interval: 1, retryAfter: 'Wed, 21 Oct 2015 07:28:00 GMT' }, [1000, 1000, 1000, 1000]],
+  ['Retry-After an HTTP date in 2100: setTimeout\'s limit', { interval: 1, retryAfter: 'Fri, 01 Jan 2100 00:00:00 GMT', expiresIn: 1e11 }, [1000, 1000, HUGE, 1000]],
+  ['Retry-After shorter than the interval: the interval', { interval: 10, retryAfter: '2' }, [10_000, 10_000, 10_000, 10_000]],
+];
+for (const [label, o, waits] of cases) {
+  t.test(`a 429 from the token endpoint, ${label}; the flow goes on to the tokens`, async (t) => {
+    const fake = await startFakeOAuth(t, {
+      interval: o.interval, pendingPolls: 3, rateLimited: { 2: { retryAfter: o.retryAfter, ...(o.json === undefined ? {} : { json: o.json }) } },
+    });
+    const da = await startDeviceAuthorization(fake.settings());
+    const clock = fakeClock();
+    const tokens = await pollForToken(fake.settings(), o.expiresIn === undefined ? da : { ...da, expires_in: o.expiresIn }, clock);
+    t.same(fake.grants.map((g) => g.answer), ['authorization_pending', '429', 'authorization_pending', 'issued']);
+    t.equal(tokens.access_token, fake.issuedAccessTokens()[0]);
+    t.same(clock.waits, waits);
+  });
+}
+
+t.test('a 429 whose Retry-After outlives the code: one wait, to the expiry, then the expiry said', async (t) => {
+  const fake = await startFakeOAuth(t, { interval: 1, deviceExpiresIn: 600, pendingPolls: 3, rateLimited: { 1: { retryAfter: '900' } } });
+  const da = await startDeviceAuthorization(fake.settings());
+  const clock = fakeClock();
+  await t.rejects(pollForToken(fake.settings(), da, clock), /expired after 600 s without being approved/);
+  t.same(fake.grants.map((g) => g.answer), ['429']);
+  t.same(clock.waits, [1000, 599_000], 'the interval, then what was left of the code\'s life');
+});
