@@ -2,7 +2,7 @@
 // each key with every earlier one, quadratic in a mapping's keys: a file of many keys took seconds, on the event
 // loop at a reload), and messages that would print a value taken from an environment variable.
 
-import { isScalar, parseDocument, visit, type Document, type ScalarTag } from 'yaml';
+import { Parser, Scalar, isScalar, parseDocument, visit, type Document, type ScalarTag } from 'yaml';
 
 /**
  * yaml's parse options with its own duplicate-key check off: every parse of a config file's text uses them, and a
@@ -55,17 +55,57 @@ const AS_WRITTEN: ScalarTag = {
   stringify: ({ value }) => (value as AsWritten).text,
 };
 
+/** Where each explicit tag of `text` (`!!int`, `!<tag:yaml.org,2002:int>`, `!local`) starts, by where it ends. */
+function tagStarts(text: string): Map<number, number> {
+  const starts = new Map<number, number>();
+  const walk = (token: unknown): void => {
+    if (Array.isArray(token)) return token.forEach(walk);
+    if (token === null || typeof token !== 'object') return;
+    const { type, offset, source } = token as { type?: unknown; offset?: unknown; source?: unknown };
+    if (type === 'tag' && typeof offset === 'number' && typeof source === 'string') starts.set(offset + source.length, offset);
+    else Object.values(token).forEach(walk);
+  };
+  for (const token of new Parser().parse(text)) walk(token);
+  return starts;
+}
+
+const FLOW_SCALAR = new Set<Scalar['type']>([Scalar.PLAIN, Scalar.QUOTE_DOUBLE, Scalar.QUOTE_SINGLE]);
+
+/**
+ * The text of an explicitly tagged scalar on one line, from its tag to the end of its value (`!!int 0070`,
+ * `!<tag:yaml.org,2002:float> "1.50"`, `!!str 0070`), when only spaces part the two; undefined otherwise (a block
+ * scalar, an anchor or a comment between them: written as yaml writes it).
+ */
+function taggedText(text: string, s: Scalar, tags: ReadonlyMap<number, number>): string | undefined {
+  if (s.range === undefined || s.range === null || !FLOW_SCALAR.has(s.type)) return undefined;
+  const [start, end] = s.range;
+  const value = text.slice(start, end);
+  const spaces = /[ \t]+$/.exec(text.slice(0, start))?.[0].length ?? 0;
+  const tagStart = spaces > 0 ? tags.get(start - spaces) : undefined;
+  return tagStart === undefined || /[\r\n]/.test(value) ? undefined : text.slice(tagStart, end);
+}
+
 /**
  * `text` parsed to be edited and written again (a settings edit that changes the structure, an alias made its own,
  * `tollgate providers add`): yaml writes a number it parsed from its value (`12345678901234567890` as
- * `12345678901234567000`, `0070` as `70`, `1e4` as `1e+4`), so every number value keeps the text the file wrote
- * instead, written back byte for byte; a mapping key written as such a number becomes its text (quoted when written),
- * as the load reads it (numbersAsWritten). Values an edit sets are new nodes, written as yaml writes them.
+ * `12345678901234567000`, `0070` as `70`, `1e4` as `1e+4`) and an explicitly tagged value from its tag and value
+ * (`!!int 0070` as `!!int 70`, `!!str 0070` as `!!str "0070"`), so every number value, and every tagged one with its
+ * tag, keeps the text the file wrote instead, written back byte for byte; a mapping key written as such a number
+ * becomes its text (quoted when written), as the load reads it (numbersAsWritten). Values an edit sets are new nodes,
+ * written as yaml writes them.
  */
 export function parseForRewrite(text: string): Document {
   const doc = parseDocument(text, { ...KEYS_UNCHECKED, customTags: [AS_WRITTEN] });
+  let tags: Map<number, number> | undefined; // read only for a file that has a tagged value
   visit(doc, {
     Scalar(key, s) {
+      if (key !== 'key' && s.tag !== undefined) {
+        const written = taggedText(text, s, (tags ??= tagStarts(text)));
+        if (written === undefined) return;
+        s.value = new AsWritten(written);
+        delete s.tag; // the text carries it
+        return;
+      }
       if (typeof s.value !== 'number' || typeof s.source !== 'string' || s.tag !== undefined) return;
       if (key !== 'key') s.value = new AsWritten(s.source);
       else if (s.source !== String(s.value)) s.value = s.source;

@@ -98,3 +98,14 @@ t.test('an edit that writes the file again keeps numbers as written (a 20-digit 
   const prices = 'providers:\n  demo:\n    price: { input: 0.50, output: 1.0 }\n    models: { echo-1: { max_output_tokens: 1e4 } }\nbudgets: { daily_usd: 5 }\n';
   t.equal(applyEdits(prices, [{ path: ['budgets'], value: undefined }]), 'providers:\n  demo:\n    price: { input: 0.50, output: 1.0 }\n    models: { echo-1: { max_output_tokens: 1e4 } }\n', 'number fields untouched: not quoted, not rewritten (0.50, 1.0, 1e4)');
 });
+
+// The same for a value with an explicit tag: yaml wrote it from its value (`!!int 0070` as `!!int 70`, `!!str 0070`
+// as `!!str "0070"`, `!!float 1e1` as `!!float 1e+1`); the tag and the text are now written back as the file has them.
+t.test('providers add that writes the file again keeps tagged values as written, tag and text', async (t) => {
+  const { addProvider } = await import('../../src/config/edit-providers.js');
+  const head = 'server:\n  port: !!int 0070\nbudgets:\n  daily_usd: !!float 1e1\n  monthly_usd: !<tag:yaml.org,2002:int> "0200"\n';
+  const file = `${head}providers: { demo: { name: !!str 0070, format: mock } }\n`;
+  const out = addProvider(file, { catalogId: 'openai', models: ['gpt-4o'] }).text;
+  t.match(out, /^providers:\n {2}\{\n {4}demo: \{ name: !!str 0070, format: mock \},\n/m, 'a flow providers map: the file written again');
+  t.equal(out.slice(0, head.length), head, 'every tagged line above it kept');
+});
