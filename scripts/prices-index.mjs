@@ -32,10 +32,10 @@ const FIELD_OF = {
 };
 
 /**
- * Keys priced for what a row does not count, left out without changing what a counted token costs: file-search calls
- * (`storage_searches_kcount`, not counted, as with the first catalog), cached audio (`cache_audio_read_mtok`: a
- * cached token is at `cached` whatever its modality, as with the first catalog). Any other key makes the model
- * unpriced here.
+ * Keys left out: file-search calls (`storage_searches_kcount`: not counted by a row, as with the first catalog), and
+ * cached audio (`cache_audio_read_mtok`: a row keeps cached audio in its cached bucket, at `cached`, the text rate,
+ * as with the first catalog: under-counted where the package's cached audio rate is higher; docs/catalog.md). Any
+ * other key makes the model unpriced here.
  */
 const LEFT_OUT = new Set(['storage_searches_kcount', 'cache_audio_read_mtok']);
 
@@ -52,7 +52,10 @@ const isTiered = (v) => typeof v === 'object' && v !== null;
 export function priceOf(prices) {
   const keys = Object.keys(prices).filter((k) => prices[k] !== undefined);
   if (keys.some((k) => FIELD_OF[k] === undefined && !LEFT_OUT.has(k))) return null;
-  // What the package leaves out costs nothing (an embedding's output, a free model's every key), as it computes it.
+  // No input price (an empty price: a model the package lists without knowing its price, e.g. one no longer served)
+  // is no price, not a free model: the model stays unpriced. A free model says 0. An output price left out is 0, as
+  // the package computes it (an embedding's).
+  if (prices.input_mtok === undefined) return null;
   const price = { input: 0, output: 0 };
   const starts = new Set();
   for (const k of keys) {

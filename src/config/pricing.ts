@@ -5,7 +5,7 @@
 // (docs/catalog.md).
 
 import { CATALOG_SOURCE, catalogIdOf, catalogOutputLimit, catalogPrice } from './catalog-prices.js';
-import type { Config, Price, ProviderConfig } from './types.js';
+import type { Config, Price, PriceTier, ProviderConfig } from './types.js';
 import { RULES_SOURCE, rulesPrice } from './price-rules.js';
 import { own } from '../core/own.js';
 
@@ -35,10 +35,25 @@ function resolve(provider: ProviderConfig, modelId: string): Cached {
   }
   if (!provider.catalog) return [NO_PRICE, Infinity];
   const price = catalogPrice(provider.catalog, modelId);
-  if (price) return [{ price: { ...price, ...(over ?? {}) } as Price, source: CATALOG_SOURCE }, Infinity];
+  if (price) return [{ price: onTop(price, over), source: CATALOG_SOURCE }, Infinity];
   const ruled = rulesPrice(provider.catalog, modelId);
-  if (ruled?.price) return [{ price: { ...ruled.price, ...(over ?? {}) } as Price, source: RULES_SOURCE }, ruled.changesAt];
+  if (ruled?.price) return [{ price: onTop(ruled.price, over), source: RULES_SOURCE }, ruled.changesAt];
   return [NO_PRICE, ruled?.changesAt ?? Infinity];
+}
+
+/**
+ * A found price with the YAML's model fields on top. A field the YAML sets holds at every prompt length: the found
+ * price's long-context tiers keep only the fields the YAML leaves (a tier left with none is dropped); tiers in the
+ * YAML replace the found ones.
+ */
+function onTop(found: Price, over: Partial<Price> | undefined): Price {
+  if (over === undefined) return found;
+  const merged = { ...found, ...over } as Price;
+  if (over.tiers !== undefined || found.tiers === undefined) return merged;
+  const tiers = found.tiers
+    .map((t) => Object.fromEntries(Object.entries(t).filter(([k]) => k === 'above_input_tokens' || !Object.hasOwn(over, k))) as unknown as PriceTier)
+    .filter((t) => Object.keys(t).length > 1);
+  return { ...merged, tiers };
 }
 
 /** The price of one model and its source; computed once per frozen provider row and model (again at a dated change). */

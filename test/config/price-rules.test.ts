@@ -2,8 +2,9 @@
 // @pydantic/genai-prices' own calcPrice does. Checked id by id against the package itself (a devDependency, loaded by
 // this test only): every model's rule strings, dated and cased variants, the first catalog's ids, through each
 // catalog provider the index maps; for each, the dollars Tollgate's cost engine computes from the price (below and
-// above a long-context tier, with cache reads, cache writes, audio and reasoning) equal the package's, and a model the
-// package prices by something a row does not count is left unpriced rather than priced by a wider rule.
+// above a long-context tier, with cache reads and writes, audio in and out, reasoning) equal the package's, and a
+// model the package prices by something a row does not count, or lists with no price, is left unpriced rather than
+// priced by a wider rule or as free. A YAML field on top holds past the tiers.
 
 import t from 'tap';
 import { createRequire } from 'node:module';
@@ -28,6 +29,9 @@ const USAGES: { name: string; u: Usage; pkg: Record<string, number> }[] = [
   { name: 'long (past a 200k tier)', u: { input: 250_000, cached: 10_000, cacheWrite: 5_000, output: 1_000, reasoning: 0 } as Usage,
     pkg: { input_tokens: 265_000, cache_read_tokens: 10_000, cache_write_tokens: 5_000, output_tokens: 1_000 } },
   { name: 'plain', u: { input: 7000, cached: 0, cacheWrite: 0, output: 3000, reasoning: 0 } as Usage, pkg: { input_tokens: 7000, output_tokens: 3000 } },
+  // Audio in and out (parts of input and output) and reasoning (a bucket of its own here, a part of output there).
+  { name: 'audio and reasoning', u: { input: 2000, audioInput: 500, cached: 100, cacheWrite: 0, output: 800, audioOutput: 200, reasoning: 300 } as Usage,
+    pkg: { input_tokens: 2100, input_audio_tokens: 500, cache_read_tokens: 100, output_tokens: 1100, output_audio_tokens: 200, output_reasoning_tokens: 300 } },
 ];
 
 /** Every string a match rule names (equals, starts_with, ends_with, contains), to make ids the rules are about. */
@@ -101,6 +105,8 @@ t.test('every id priced as the package prices it, in dollars', async (t) => {
 });
 
 t.test("the package's models that the gateway cannot bill are matched and left unpriced", async (t) => {
+  // Listed by the package with an empty price (not known, not free): unpriced, not a known $0.
+  t.same(rulesPrice('openrouter', 'google/lyria-3-pro-preview'), { price: null, changesAt: Infinity });
   // gpt-image-1 bills image tokens apart; without its own rule, a wider gpt- rule must not price it.
   t.same(rulesPrice('openai', 'gpt-image-1'), { price: null, changesAt: Infinity });
   // deepseek-chat's price depends on the time of day; the first catalog prices it, so the gateway never asks here.
@@ -121,6 +127,22 @@ t.test('the models real clients use today, which the pinned catalog lacks, are p
   t.equal(resolvePrice(anthropic, 'claude-sonnet-4-20250514').source, 'catalog@1.3.0', 'the first catalog still comes first');
   t.equal(resolvePrice(provider(''), 'claude-sonnet-4-5').source, 'none', 'catalog: "" turns both off');
   t.equal(resolvePrice(provider('openai'), 'gpt-5.1-codex').source, RULES_SOURCE);
+});
+
+t.test("a field the YAML sets holds at every prompt length, over the second source's tiers", async (t) => {
+  const withYaml = (price: Record<string, unknown>) =>
+    ({ group: 'paid', format: 'anthropic', catalog: 'anthropic', models: { 'claude-sonnet-4-5': { kind: 'llm', price } } }) as unknown as ProviderConfig;
+  const long = { input: 250_000, cached: 10_000, cacheWrite: 0, output: 1_000, reasoning: 0 } as Usage;
+  const cached = resolvePrice(withYaml({ cached: 0.25 }), 'claude-sonnet-4-5');
+  t.equal(cached.source, RULES_SOURCE);
+  t.same((cached.price as Price).tiers, [{ above_input_tokens: 200000, input: 6, cache_write: 7.5, output: 22.5, cache_write_1h: 12 }], "the tier keeps the fields the YAML leaves");
+  t.equal(listCostPico(long, cached.price as Price) / 1e12, (250_000 * 6 + 10_000 * 0.25 + 1_000 * 22.5) / 1e6, 'a long prompt: cache reads at the YAML price, the rest at the tier');
+  const input = resolvePrice(withYaml({ input: 2.4 }), 'claude-sonnet-4-5').price as Price;
+  t.equal(listCostPico(long, input) / 1e12, (250_000 * 2.4 + 10_000 * 0.6 + 1_000 * 22.5) / 1e6, 'input at the YAML price past the tier too');
+  const own = resolvePrice(withYaml({ tiers: [{ above_input_tokens: 100_000, output: 30 }] }), 'claude-sonnet-4-5').price as Price;
+  t.same(own.tiers, [{ above_input_tokens: 100_000, output: 30 }], "the YAML's tiers replace the source's");
+  const all = resolvePrice(withYaml({ input: 1, output: 2 }), 'claude-sonnet-4-5');
+  t.same([all.source, (all.price as Price).tiers], ['config', undefined], 'a model price with input and output is the YAML\'s own, no tiers');
 });
 
 t.test('a dated price change applies from its date, as the package chooses', async (t) => {
