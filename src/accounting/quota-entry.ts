@@ -44,7 +44,7 @@ export function quotaEntries(
   return Promise.all(at.providers.map(async ({ id, p, q, plan }) => {
     const mine = at.sums.filter((g) => g.provider === id);
     const total = sumOf(mine);
-    const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryRows, 0) : undefined;
+    const secondaryUsed = plan.secondary ? mine.reduce((n, g) => n + g.secondaryCalls, 0) : undefined;
     const cost = {
       today: MoneySum.of(mine.map((g) => g.todayCost)),
       month: MoneySum.of(mine.map((g) => g.monthCost)),

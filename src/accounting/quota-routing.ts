@@ -8,7 +8,7 @@
 import { exhaustedUntil, msToHours, type QuotaEvaluation } from '../config/quota-kinds.js';
 import type { Tally, UnstoredCalls } from './unstored.js';
 
-const NONE: Tally = { calls: 0, tokens: 0, ms: 0 };
+const NONE: Tally = { calls: 0, requests: 0, tokens: 0, ms: 0 };
 
 export class QuotaVerdicts {
   readonly #list: UnstoredCalls;
@@ -81,16 +81,19 @@ export class QuotaVerdicts {
     }
     const now = this.#list.tally(providerId) ?? NONE;
     const then = this.#counted.get(providerId) ?? NONE;
-    // Requests: those published since, and those in flight. Tokens and time are known only once a call has ended.
-    const calls = now.calls - then.calls + (this.#inFlight.get(providerId) ?? 0);
-    if (calls === 0) return e;
+    // Requests: those published since that went out upstream (one refused before its call is none), and those in
+    // flight (an attempt counts from its choice: whether it will go out is not known yet). Tokens and time are known
+    // only once a call has ended.
+    const inFlight = this.#inFlight.get(providerId) ?? 0;
+    if (now.calls - then.calls + inFlight === 0) return e;
+    const requests = now.requests - then.requests + inFlight;
     const q = e.quota;
-    const added = q.unit === 'requests' ? calls : q.unit === 'hours' ? msToHours(now.ms - then.ms) : now.tokens - then.tokens;
+    const added = q.unit === 'requests' ? requests : q.unit === 'hours' ? msToHours(now.ms - then.ms) : now.tokens - then.tokens;
     const used = q.used + added;
     const own = q.limit !== null && used >= q.limit;
     const s = e.secondary;
-    const month = s !== undefined && s.used + calls >= s.limit;
+    const month = s !== undefined && s.used + requests >= s.limit;
     if (!own && !month) return e;
-    return { ...e, quota: { ...q, used }, exhausted: true, ...(s === undefined ? {} : { secondary: { ...s, used: s.used + calls, exhausted: month } }) };
+    return { ...e, quota: { ...q, used }, exhausted: true, ...(s === undefined ? {} : { secondary: { ...s, used: s.used + requests, exhausted: month } }) };
   }
 }

@@ -7,14 +7,15 @@ import { MoneySum } from '../store/decimal.js';
 
 const round4 = (v: number): number => Number(v.toFixed(4));
 
-export type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
+export type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest' | 'dispatched'>;
 
 export function sumOf(groups: readonly Totals[]): Totals {
   let oldest: number | null = null;
-  const t = { rows: 0, tokens: 0, durationMs: 0 };
+  const t = { rows: 0, tokens: 0, durationMs: 0, dispatched: 0 };
   const cost = new MoneySum();
   for (const g of groups) {
     t.rows += g.rows;
+    t.dispatched += g.dispatched;
     t.tokens += g.tokens;
     cost.add(g.cost);
     t.durationMs += g.durationMs;
@@ -35,7 +36,8 @@ export function usedOf(plan: QuotaPlan, s: Totals): number {
     case 'hours':
       return round4(msToHours(s.durationMs));
     case 'requests':
-      return s.rows;
+      // The calls that went out: a request the gateway refused before any call is a row, not a request to the provider.
+      return s.dispatched;
     default:
       return s.tokens;
   }

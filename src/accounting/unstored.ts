@@ -17,9 +17,13 @@ export interface Span {
 
 type Group = { -readonly [K in keyof ProviderModelSums]: ProviderModelSums[K] };
 
-/** A provider's calls added to the list since the start, their total tokens and time (counts that only grow). */
+/**
+ * A provider's calls added to the list since the start, of them those that went out upstream (`requests`: what a
+ * request quota counts), their total tokens and time (counts that only grow).
+ */
 export interface Tally {
   readonly calls: number;
+  readonly requests: number;
   readonly tokens: number;
   readonly ms: number;
 }
@@ -45,6 +49,8 @@ export class UnstoredCalls {
   #cost = new Float64Array(FIRST_SLOTS);
   #bigCost = new Map<number, bigint>();
   #ms = new Float64Array(FIRST_SLOTS);
+  /** 1: its request went out upstream (a request quota counts it); 0: refused before any call. */
+  #dispatched = new Uint8Array(FIRST_SLOTS);
   #free: number[] = [];
   /** Slots used so far: every slot at or past it is free. */
   #high = 0;
@@ -57,7 +63,7 @@ export class UnstoredCalls {
   readonly #freeKeys: number[] = [];
   #published = 0;
   /** Each provider's Tally: what the quota's routing verdict adds to a snapshot (quota-routing.ts). */
-  readonly #tallies = new Map<string, { calls: number; tokens: number; ms: number }>();
+  readonly #tallies = new Map<string, { calls: number; requests: number; tokens: number; ms: number }>();
 
   /** Records published so far (a count that only grows). */
   get published(): number {
@@ -82,7 +88,7 @@ export class UnstoredCalls {
   /** A call ended (its record was published): counted until its row is stored. */
   add(r: UsageRecord): void {
     // What its row will hold (src/store/rows.ts): the start as `ts`, the cost to the 12 decimals stored.
-    this.#put(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: units(r.cost.cost), ms: r.latency.totalMs });
+    this.#put(r.requestId, { provider: r.provider, model: r.model, at: r.startedAt, tokens: r.totalTokens, cost: units(r.cost.cost), ms: r.latency.totalMs, dispatched: r.dispatched });
     this.#published++;
   }
 
@@ -90,17 +96,17 @@ export class UnstoredCalls {
    * A row an earlier process left in the spool (read after the start: src/store/leftovers.ts): counted as this
    * process's own calls are until the writer reports it stored, so a restart while the store refuses inserts does not
    * read as usage given back. Only billed kinds, as `published` takes them (BILLED_KINDS); a row without the columns
-   * it needs is passed over.
+   * it needs is passed over. A row without `dispatched` (an earlier version's) went out, as the store reads it.
    */
   addRow(row: RequestRow): void {
-    const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms } = row;
+    const { request_id: id, kind, provider, model, ts, total_tokens: tokens, cost, duration_ms: ms, dispatched } = row;
     if (typeof id !== 'string' || typeof provider !== 'string' || typeof model !== 'string' || typeof ts !== 'number') return;
     if (!BILLED_KINDS.includes(kind as RecordKind)) return;
-    this.#put(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: rowUnits(cost), ms: Number(ms) || 0 });
+    this.#put(id, { provider, model, at: ts, tokens: Number(tokens) || 0, cost: rowUnits(cost), ms: Number(ms) || 0, dispatched: dispatched !== false && dispatched !== 0 });
     this.#published++;
   }
 
-  #put(id: string, c: { provider: string; model: string; at: number; tokens: number; cost: bigint; ms: number }): void {
+  #put(id: string, c: { provider: string; model: string; at: number; tokens: number; cost: bigint; ms: number; dispatched: boolean }): void {
     let slot = this.#slots.get(id);
     if (slot === undefined) {
       slot = this.#free.pop() ?? this.#high++;
@@ -108,8 +114,9 @@ export class UnstoredCalls {
       this.#slots.set(id, slot);
       this.#ids[slot] = id;
       let tally = this.#tallies.get(c.provider);
-      if (tally === undefined) this.#tallies.set(c.provider, (tally = { calls: 0, tokens: 0, ms: 0 }));
+      if (tally === undefined) this.#tallies.set(c.provider, (tally = { calls: 0, requests: 0, tokens: 0, ms: 0 }));
       tally.calls++;
+      if (c.dispatched) tally.requests++;
       tally.tokens += c.tokens;
       tally.ms += c.ms;
     } else this.#release(this.#key[slot]!);
@@ -117,6 +124,7 @@ export class UnstoredCalls {
     this.#at[slot] = c.at;
     this.#tokens[slot] = c.tokens;
     this.#ms[slot] = c.ms;
+    this.#dispatched[slot] = c.dispatched ? 1 : 0;
     this.#bigCost.delete(slot);
     const fits = c.cost <= SAFE_UNITS && c.cost >= -SAFE_UNITS;
     this.#cost[slot] = fits ? Number(c.cost) : Number.NaN;
@@ -162,7 +170,7 @@ export class UnstoredCalls {
   #compact(): void {
     const live = this.#slots.size;
     if (this.#high <= FIRST_SLOTS || live * 4 > this.#high) return;
-    const from = { key: this.#key, at: this.#at, tokens: this.#tokens, cost: this.#cost, ms: this.#ms, big: this.#bigCost };
+    const from = { key: this.#key, at: this.#at, tokens: this.#tokens, cost: this.#cost, ms: this.#ms, dispatched: this.#dispatched, big: this.#bigCost };
     const slots = new Map<string, number>();
     const ids: string[] = [];
     this.#bigCost = new Map();
@@ -175,6 +183,7 @@ export class UnstoredCalls {
       this.#tokens[slot] = from.tokens[old]!;
       this.#cost[slot] = from.cost[old]!;
       this.#ms[slot] = from.ms[old]!;
+      this.#dispatched[slot] = from.dispatched[old]!;
       const big = from.big.get(old);
       if (big !== undefined) this.#bigCost.set(slot, big);
     }
@@ -186,12 +195,13 @@ export class UnstoredCalls {
 
   /** Arrays of `n` slots, the calls held kept in theirs (`keep`), or none (the caller moves them). */
   #resize(n: number, keep = true): void {
-    const moved = <A extends Float64Array | Int32Array>(from: A, to: A): A => (keep ? (to.set(from), to) : to);
+    const moved = <A extends Float64Array | Int32Array | Uint8Array>(from: A, to: A): A => (keep ? (to.set(from), to) : to);
     this.#key = moved(this.#key, new Int32Array(n).fill(-1));
     this.#at = moved(this.#at, new Float64Array(n));
     this.#tokens = moved(this.#tokens, new Float64Array(n));
     this.#cost = moved(this.#cost, new Float64Array(n));
     this.#ms = moved(this.#ms, new Float64Array(n));
+    this.#dispatched = moved(this.#dispatched, new Uint8Array(n));
   }
 
   #addCost(sum: MoneySum, slot: number): void {
@@ -246,19 +256,21 @@ export class UnstoredCalls {
       let sums = out.get(key);
       if (sums === undefined) {
         // recentRows: the connection-problem flag reads stored rows only (`recentOutcomes`).
-        const g: Group = { provider, model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, secondaryRows: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
+        const g: Group = { provider, model, rows: 0, tokens: 0, cost: 0, durationMs: 0, oldest: null, dispatched: 0, secondaryCalls: 0, todayCost: 0, monthCost: 0, recentRows: 0 };
         sums = { g, cost: new MoneySum(), today: new MoneySum(), month: new MoneySum() };
         out.set(key, sums);
       }
       const g = sums.g;
+      const dispatched = this.#dispatched[slot]!;
       if (at >= w.from && at < w.to) {
         g.rows++;
+        g.dispatched += dispatched;
         g.tokens += this.#tokens[slot]!;
         this.#addCost(sums.cost, slot);
         g.durationMs += this.#ms[slot]!;
         if (g.oldest === null || at < g.oldest) g.oldest = at;
       }
-      if (w.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) g.secondaryRows++;
+      if (w.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) g.secondaryCalls += dispatched;
       if (at >= today) this.#addCost(sums.today, slot);
       if (at >= month) this.#addCost(sums.month, slot);
     }

@@ -15,9 +15,33 @@ import symbols from 'undici/lib/core/symbols.js';
 export type Pool = UndiciPool;
 export const Pool = PoolModule;
 
-/** `pool.request(opts)` as the index would give it (the index adds `request` to every dispatcher's prototype). */
-export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData> {
-  return requestModule.call(pool, opts);
+/**
+ * `pool.request(opts)` as the index would give it (the index adds `request` to every dispatcher's prototype).
+ * `onSent`: called once when a connection of the pool takes the request to write it (undici's `onConnect` of its
+ * handler, on an open socket, just before the request's head and body are written to it), unless `opts.signal` has
+ * aborted by then (the request is then dropped unwritten). Never for a request whose connection could not be made:
+ * undici fails the requests queued for it without taking them.
+ */
+export function poolRequest(pool: Pool, opts: Dispatcher.RequestOptions, onSent?: () => void): Promise<Dispatcher.ResponseData> {
+  if (onSent === undefined) return requestModule.call(pool, opts);
+  const watched = {
+    dispatch(o: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+      const legacy = handler as { onConnect?: (abort: unknown, context: unknown) => void };
+      const onConnect = legacy.onConnect;
+      legacy.onConnect = (abort, context) => {
+        onConnect?.call(handler, abort, context);
+        if (!(opts.signal as { aborted?: boolean } | null | undefined)?.aborted) {
+          try {
+            onSent();
+          } catch {
+            // an observer never fails a request
+          }
+        }
+      };
+      return pool.dispatch(o, handler);
+    },
+  };
+  return requestModule.call(watched as unknown as Dispatcher, opts);
 }
 
 /**

@@ -50,7 +50,7 @@ export interface UsageRecord {
   readonly combo: string;
   /** 1-based attempt number within a combo request; 0 otherwise. */
   readonly attempt: number;
-  /** The provider connection used (a key's name, 'default', 'oauth'); '' when no upstream call was made. */
+  /** The provider connection chosen (a key's name, 'default', 'oauth'); '' when none was. `dispatched` says whether a call went out. */
   readonly connection: string;
   /** The budget auto-switch rewrote the target of this request. */
   readonly autoSwitched: boolean;
@@ -79,11 +79,18 @@ export interface UsageRecord {
   readonly latency: Latency;
   /** Time spent waiting on the upstream (request sent to last byte read); null when no upstream call was made. */
   readonly upstreamMs: number | null;
+  /**
+   * The request's bytes were handed to an upstream connection (src/providers/transport.ts): the provider may have
+   * seen it, so it counts toward a request quota. False for a request the gateway refused before any call (a
+   * parameter the provider cannot take, no OAuth connection) and for a connection that was never made (refused, DNS,
+   * connect timeout). A combo row: any of its attempts was.
+   */
+  readonly dispatched: boolean;
   /** The request's OpenTelemetry trace id (32 hex digits); '' when it has none (no tracing, no incoming traceparent). */
   readonly traceId: string;
 }
 
-type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoSwitched' | 'traceId';
+type Routing = 'kind' | 'parentId' | 'combo' | 'attempt' | 'connection' | 'autoSwitched' | 'traceId' | 'dispatched';
 export type RecordInput = Omit<UsageRecord, 'totalTokens' | Routing> & Partial<Pick<UsageRecord, Routing>>;
 
 export function makeRecord(input: RecordInput): UsageRecord {
@@ -117,6 +124,8 @@ export function makeRecord(input: RecordInput): UsageRecord {
     latency: input.latency,
     upstreamMs: input.upstreamMs,
     traceId: input.traceId ?? '',
+    // Unsaid: dispatched, as every row written before the column was (docs/recording.md).
+    dispatched: input.dispatched ?? true,
   };
   return Object.freeze(record);
 }

@@ -24,6 +24,8 @@ export interface Outcome {
   usageSource: UsageSource;
   ttftMs: number | null;
   upstreamMs: number | null;
+  /** The request was handed to the upstream (CallOptions.onDispatch): the record's `dispatched`. */
+  dispatched: boolean;
   /** The upstream call's span, closed with the record. */
   span: UpstreamSpan | null;
   /** The cost when it is not computed from the route (a combo's: the sum of its attempts'). */
@@ -76,7 +78,7 @@ export interface StreamedSoFar {
 export function newOutcome(streamed: StreamedSoFar = { chars: 0, expected: null }): Outcome {
   return {
     route: null, status: 'success', httpStatus: 200, errorType: '', usage: NO_USAGE, usageSource: 'none', ttftMs: null, upstreamMs: null,
-    span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed, sent: null, attemptsInFlight: [],
+    dispatched: false, span: null, cost: null, autoSwitched: false, estimateMs: 0, streamed, sent: null, attemptsInFlight: [],
   };
 }
 
@@ -167,6 +169,7 @@ export function recordOf(outcome: Outcome, meta: RequestMeta, apiKeyName: string
     latency: meta.stream ? { kind: 'stream', ttftMs: outcome.ttftMs, totalMs } : { kind: 'unary', totalMs },
     upstreamMs: outcome.upstreamMs,
     traceId: meta.traceId ?? '',
+    dispatched: outcome.dispatched,
   });
 }
 

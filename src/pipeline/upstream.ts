@@ -33,6 +33,8 @@ export interface CallOptions {
   readonly trace?: RequestTrace;
   /** Told the child span as soon as it exists (so the record can close it whatever happens to the call). */
   readonly onSpan?: (span: UpstreamSpan) => void;
+  /** Told once the request is handed to the upstream (SendOptions.onDispatch): the record's `dispatched`. */
+  readonly onDispatch?: () => void;
 }
 
 /** A call the upstream answered (any status): its response, its span, and the time since it was sent. */
@@ -70,6 +72,7 @@ export class Upstream {
       // One pool per connection: a region- or cluster-specific key has its own origin.
       const res = await this.#dispatcher.send(route.connection?.id ?? route.providerId, route.provider, request, {
         stream: opts.stream, signal: opts.signal, ...(child === null ? {} : { extraHeaders: child.headers }),
+        ...(opts.onDispatch === undefined ? {} : { onDispatch: opts.onDispatch }),
       });
       return { res, span: child?.span ?? null, elapsedMs: () => performance.now() - sentAt, sent: { request, authHeader: route.provider.auth.header } };
     } catch (err) {
@@ -128,12 +131,12 @@ export interface CallFor {
  * Make an upstream call for a client: aborted when the client leaves, its span kept on the outcome from the start.
  * Null when the client left before the answer began (the outcome is then `aborted`); a transport failure is thrown.
  */
-export async function callForClient(client: CallFor, send: (opts: Pick<CallOptions, 'signal' | 'trace' | 'onSpan'>) => Promise<UpstreamCall>): Promise<ClientCall | null> {
+export async function callForClient(client: CallFor, send: (opts: Pick<CallOptions, 'signal' | 'trace' | 'onSpan' | 'onDispatch'>) => Promise<UpstreamCall>): Promise<ClientCall | null> {
   const { outcome } = client;
   const watch = watchClient(client.reply);
   const sentAt = performance.now();
   try {
-    const call = await send({ signal: watch.signal, trace: client.trace, onSpan: (span) => (outcome.span = span) });
+    const call = await send({ signal: watch.signal, trace: client.trace, onSpan: (span) => (outcome.span = span), onDispatch: () => (outcome.dispatched = true) });
     return { call, clientGone: watch.signal, release: watch.release };
   } catch (err) {
     watch.release();

@@ -99,5 +99,9 @@ export async function mockRespond(opts: MockOptions, body: Readonly<Record<strin
 
 /** The mock as a transport: answers in process, reading the request body as a value. */
 export const mockTransport: Transport = {
-  send: (_id, provider, req, opts) => mockRespond(provider.mock, req.body, opts.signal),
+  send: (_id, provider, req, opts) => {
+    // In process, the provider has the request as soon as it is sent.
+    if (!opts.signal.aborted) opts.onDispatch?.();
+    return mockRespond(provider.mock, req.body, opts.signal);
+  },
 };

@@ -242,7 +242,7 @@ export class Dispatcher implements Transport {
         signal: queued ?? opts.signal,
         headersTimeout: headersMs,
         bodyTimeout: stallMs,
-      });
+      }, opts.onDispatch);
       const res = await (queued === null ? call : queued.race(call));
       queued?.started();
       const body = res.body;

@@ -51,6 +51,12 @@ export interface SendOptions {
   readonly stream: boolean;
   readonly signal: ClientAbort;
   readonly extraHeaders?: Record<string, string>;
+  /**
+   * Called once when the request is handed to the upstream: its bytes to a connection that is open (HTTP), or the
+   * in-process mock given the request. Not called when no connection was made (refused, DNS, connect timeout), nor
+   * for a request aborted before a connection took it. What decides a row's `dispatched` (docs/quota.md).
+   */
+  readonly onDispatch?: () => void;
 }
 
 /** One way of sending an upstream request and getting its response. */

@@ -336,15 +336,15 @@ export class KeepAlive {
     const signal = new ClientAbort();
     this.#aborts.add(signal);
     let status: RequestStatus = 'failure';
-    let httpStatus = 0;
-    let errorType = '';
+    let [httpStatus, errorType] = [0, ''];
     let usage: Usage | null = null;
     let upstreamMs: number | null = null;
+    let dispatched = false; // a ping whose connection was never made (or OAuth not connected) reached no provider
     try {
       const route = await this.#route(c, model);
       const codec = codecFor(route.provider.format);
       // The one upstream call (pipeline/upstream.ts), outside any client request: no span, no trace headers.
-      const call = await this.#upstream.callOnce(route, pingRequest(modelId, route.provider.format), { codec, stream: false, signal });
+      const call = await this.#upstream.callOnce(route, pingRequest(modelId, route.provider.format), { codec, stream: false, signal, onDispatch: () => (dispatched = true) });
       const { res } = call;
       const text = await res.text();
       upstreamMs = call.elapsedMs();
@@ -381,7 +381,7 @@ export class KeepAlive {
         provider: c.providerId, providerGroup: p.group, model, requestedModel: model, modelKnown: Object.hasOwn(p.models, modelId),
         apiKeyName: '', stream: false, status, httpStatus, errorType,
         usage: u, usageSource: usage === null ? 'none' : 'reported', cost: computeCost(c.provider, modelId, u),
-        latency: { kind: 'unary', totalMs: performance.now() - t0 }, upstreamMs,
+        latency: { kind: 'unary', totalMs: performance.now() - t0 }, upstreamMs, dispatched,
       }),
     );
     if (status === 'failure') this.#log.warn({ provider: c.providerId, connection: c.name, httpStatus, errorType }, 'keep-alive ping failed');

@@ -6,7 +6,7 @@
 import { localTime, parseTimeZone } from '../core/tz.js';
 import type { RecordKind } from '../ledger/record.js';
 import type { Store } from './client.js';
-import { unpricedSql } from './migrations.js';
+import { unpricedSql } from './rollup-sql.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
 
 /**
@@ -58,6 +58,8 @@ export interface Sums {
   readonly oldest: number | null;
   /** Rows of unknown cost (a paid model with no price anywhere that spent tokens; docs/catalog.md). */
   readonly unpriced: number;
+  /** Rows whose request went out upstream (`dispatched`): the calls a request quota counts (docs/quota.md). */
+  readonly dispatched: number;
 }
 
 export type Group = Sums & { readonly [K in Dim]?: string };
@@ -97,6 +99,7 @@ const SUM_SQL: Record<SumField, { readonly column: string; readonly outer: strin
   durationMs: { column: 'duration_ms', outer: 'sum(duration_ms) AS duration_ms', raw: 'duration_ms', reads: 'duration_ms' },
   oldest: { column: 'min_ts', outer: 'toUnixTimestamp64Milli(min(min_ts)) AS oldest', raw: 'ts AS min_ts', reads: '' },
   unpriced: { column: 'unpriced_rows', outer: 'sum(unpriced_rows) AS unpriced', raw: `toUInt64(${unpricedSql()}) AS unpriced_rows`, reads: 'provider_group, price_source, total_tokens' },
+  dispatched: { column: 'dispatched_rows', outer: 'sum(dispatched_rows) AS dispatched', raw: 'toUInt64(dispatched) AS dispatched_rows', reads: 'dispatched' },
 };
 const ALL_SUMS = Object.keys(SUM_SQL) as SumField[];
 
@@ -328,6 +331,7 @@ async function grouped(store: Store, q: AggregateQuery, windows: WindowSplit | n
         output: n('output', r.output), reasoning: n('reasoning', r.reasoning), tokens: n('tokens', r.tokens), cost: n('cost', r.cost),
         listCost: n('listCost', r.list_cost), durationMs: n('durationMs', r.duration_ms),
         oldest: !read.has('oldest') ? NaN : r.oldest === null || num(r.rows) === 0 ? null : num(r.oldest), unpriced: n('unpriced', r.unpriced),
+        dispatched: n('dispatched', r.dispatched),
       } as Group;
       return { window: num(r.w_index), group };
     });
@@ -367,5 +371,5 @@ export async function aggregateWindows(store: Store, q: WindowsQuery): Promise<G
 /** The one group of an ungrouped aggregate (all zeros when nothing matched). */
 export async function total(store: Store, q: Omit<AggregateQuery, 'by'>): Promise<Sums> {
   const [g] = await aggregate(store, q);
-  return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null, unpriced: 0 };
+  return g ?? { rows: 0, input: 0, cached: 0, cacheWrite: 0, output: 0, reasoning: 0, tokens: 0, cost: 0, listCost: 0, durationMs: 0, oldest: null, unpriced: 0, dispatched: 0 };
 }

@@ -3,8 +3,10 @@
 
 import type { Store } from './client.js';
 import { layoutStatements, type Layout } from './layout.js';
+import { ROLLUP_COLUMNS, ROLLUP_COUNTS, ROLLUP_DIMS, ROLLUP_SUMS, dailySelect, rollupSelect, unpricedSql } from './rollup-sql.js';
 
 export { layoutStatements, onCluster, type Layout } from './layout.js';
+export { ROLLUP_DIMENSIONS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect, unpricedSql } from './rollup-sql.js';
 
 export interface Migration {
   readonly version: number;
@@ -232,7 +234,7 @@ export const MIGRATIONS: readonly Migration[] = [
          toDecimal128(0, 12), toDecimal128(0, 12), 0, min(ts), count()
        FROM ${db}.requests FINAL WHERE ${unpricedSql()}
        GROUP BY ${ROLLUP_DIMS}`,
-      `ALTER TABLE ${db}.usage_hourly_mv MODIFY QUERY ${rollupSelect(`${db}.requests`, true)}`,
+      `ALTER TABLE ${db}.usage_hourly_mv MODIFY QUERY ${rollupSelect(`${db}.requests`, ['unpriced_rows'])}`,
     ],
   },
   {
@@ -255,8 +257,8 @@ export const MIGRATIONS: readonly Migration[] = [
       ORDER BY (day, kind, provider, model, combo, api_key_name, status, provider_group)
       SETTINGS non_replicated_deduplication_window = 1000`,
       `INSERT INTO ${db}.usage_daily SETTINGS insert_deduplicate = 1, insert_deduplication_token = 'tollgate-migration-23-backfill'
-       ${dailySelect(`${db}.usage_hourly`)}`,
-      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`)}`,
+       ${dailySelect(`${db}.usage_hourly`, ['unpriced_rows'])}`,
+      `CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.usage_daily_mv TO ${db}.usage_daily AS ${dailySelect(`${db}.usage_hourly`, ['unpriced_rows'])}`,
     ],
   },
   {
@@ -293,72 +295,25 @@ export const MIGRATIONS: readonly Migration[] = [
       `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS audio_output_tokens UInt32 DEFAULT 0 AFTER output_tokens`,
     ],
   },
+  {
+    // Whether the request went out upstream (docs/quota.md, "What counts"): a request the gateway refused before any
+    // call, or whose connection was never made, is a row and no call, and counts toward no request quota. Rows written
+    // before say true (they counted so), and so do the rollups' rows before: `dispatched_rows` defaults to `rows`, so
+    // no backfill is needed. The views count it from here on (MODIFY QUERY: they never stop firing).
+    version: 28,
+    name: 'dispatched calls',
+    statements: (db) => [
+      `ALTER TABLE ${db}.requests ADD COLUMN IF NOT EXISTS dispatched Bool DEFAULT true AFTER trace_id`,
+      ...['usage_hourly', 'usage_daily'].map((t) => `ALTER TABLE ${db}.${t} ADD COLUMN IF NOT EXISTS dispatched_rows SimpleAggregateFunction(sum, UInt64) DEFAULT rows`),
+      `ALTER TABLE ${db}.usage_hourly_mv MODIFY QUERY ${rollupSelect(`${db}.requests`, ROLLUP_COUNTS)}`,
+      `ALTER TABLE ${db}.usage_daily_mv MODIFY QUERY ${dailySelect(`${db}.usage_hourly`, ROLLUP_COUNTS)}`,
+    ],
+  },
 ];
 
 /** A `done` probe: the view exists (and its query names `naming`, when given). */
 const viewExists = (db: string, view: string, naming?: string): string => `SELECT count() > 0 AS done FROM system.tables
   WHERE database = '${db}' AND name = '${view}'${naming === undefined ? '' : ` AND position(create_table_query, '${naming}') > 0`}`;
-
-/** The columns of a rollup after its time column: the dimensions, then the sums (usage_hourly, usage_daily). */
-const ROLLUP_COLUMNS = `kind LowCardinality(String),
-        provider LowCardinality(String),
-        provider_group LowCardinality(String),
-        model String,
-        combo LowCardinality(String),
-        api_key_name LowCardinality(String),
-        status LowCardinality(String),
-        rows SimpleAggregateFunction(sum, UInt64),
-        input_tokens SimpleAggregateFunction(sum, UInt64),
-        cached_tokens SimpleAggregateFunction(sum, UInt64),
-        cache_write_tokens SimpleAggregateFunction(sum, UInt64),
-        output_tokens SimpleAggregateFunction(sum, UInt64),
-        reasoning_tokens SimpleAggregateFunction(sum, UInt64),
-        total_tokens SimpleAggregateFunction(sum, UInt64),
-        cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        list_cost SimpleAggregateFunction(sum, Decimal(38, 12)),
-        duration_ms SimpleAggregateFunction(sum, Float64),
-        min_ts SimpleAggregateFunction(min, DateTime64(3, 'UTC'))`;
-
-/**
- * A row of unknown cost (docs/catalog.md): a paid model with no price anywhere that spent tokens. `of`: the table's
- * alias, where a select's aliases (`sum(total_tokens) AS total_tokens`) would shadow its columns.
- */
-export const unpricedSql = (of = ''): string =>
-  `${of}provider_group = 'paid' AND ${of}price_source = 'none' AND ${of}total_tokens > 0`;
-/** The rollups' dimensions after their time column, and their summed columns (besides `unpriced_rows`, `min_ts`). */
-export const ROLLUP_DIMENSIONS = ['kind', 'provider', 'provider_group', 'model', 'combo', 'api_key_name', 'status'] as const;
-export const ROLLUP_SUM_COLUMNS = [
-  'rows', 'input_tokens', 'cached_tokens', 'cache_write_tokens', 'output_tokens', 'reasoning_tokens', 'total_tokens', 'cost', 'list_cost', 'duration_ms',
-] as const;
-const ROLLUP_DIMS = `hour, ${ROLLUP_DIMENSIONS.join(', ')}`;
-const ROLLUP_SUMS = `${ROLLUP_SUM_COLUMNS.join(', ')}, min_ts`;
-
-/**
- * The rows of `usage_hourly` for the rows of `source` (the view's query, and the backfill's); `unpriced`: with the
- * count of rows of unknown cost (migration 22 on; migration 3 wrote the view before the column existed).
- */
-export function rollupSelect(source: string, unpriced = false): string {
-  return `SELECT toStartOfHour(ts) AS hour, kind, provider, provider_group, model, combo, api_key_name, status,
-      count() AS rows,
-      sum(ifNull(input_tokens, 0)) AS input_tokens, sum(ifNull(cached_tokens, 0)) AS cached_tokens,
-      sum(ifNull(cache_write_tokens, 0)) AS cache_write_tokens, sum(ifNull(output_tokens, 0)) AS output_tokens,
-      sum(ifNull(reasoning_tokens, 0)) AS reasoning_tokens, sum(total_tokens) AS total_tokens,
-      toDecimal128(sum(cost), 12) AS cost, toDecimal128(sum(list_cost), 12) AS list_cost,
-      sum(duration_ms) AS duration_ms, min(ts) AS min_ts${unpriced ? `, toUInt64(countIf(${unpricedSql('src.')})) AS unpriced_rows` : ''}
-    FROM ${source}${unpriced ? ' AS src' : ''}
-    GROUP BY ${ROLLUP_DIMS}`;
-}
-
-/** The rows of `usage_daily` for the rows of the hourly rollup `source` (the view's query, and the backfill's). */
-export function dailySelect(source: string): string {
-  return `SELECT toStartOfDay(hour) AS day, kind, provider, provider_group, model, combo, api_key_name, status,
-      sum(rows) AS rows, sum(input_tokens) AS input_tokens, sum(cached_tokens) AS cached_tokens,
-      sum(cache_write_tokens) AS cache_write_tokens, sum(output_tokens) AS output_tokens, sum(reasoning_tokens) AS reasoning_tokens,
-      sum(total_tokens) AS total_tokens, sum(cost) AS cost, sum(list_cost) AS list_cost, sum(duration_ms) AS duration_ms,
-      min(min_ts) AS min_ts, sum(unpriced_rows) AS unpriced_rows
-    FROM ${source}
-    GROUP BY day, kind, provider, provider_group, model, combo, api_key_name, status`;
-}
 
 /** Statements that set the store up before any migration runs (the database and the applied-versions table). */
 function bootstrap(db: string): string[] {

@@ -21,6 +21,8 @@ export interface EdgeRange {
 /** What a read adds up, per provider and model: the figures the quota's windows use. */
 interface Sum {
   rows: number;
+  /** Of `rows`, those whose request went out upstream: what a request quota counts. */
+  dispatched: number;
   tokens: number;
   cost: bigint;
   durationMs: number;
@@ -149,7 +151,7 @@ export class EdgeCache {
 }
 
 function sumOf(r: RawGroup): Sum {
-  return { rows: num(r.rows), tokens: num(r.tokens), cost: decimalUnits(String(r.cost)), durationMs: num(r.duration_ms), oldest: num(r.oldest) };
+  return { rows: num(r.rows), dispatched: num(r.dispatched), tokens: num(r.tokens), cost: decimalUnits(String(r.cost)), durationMs: num(r.duration_ms), oldest: num(r.oldest) };
 }
 
 function add(m: Map<string, Sum>, key: string, s: Sum): void {
@@ -157,6 +159,7 @@ function add(m: Map<string, Sum>, key: string, s: Sum): void {
   if (t === undefined) m.set(key, { ...s });
   else {
     t.rows += s.rows;
+    t.dispatched += s.dispatched;
     t.tokens += s.tokens;
     t.cost += s.cost;
     t.durationMs += s.durationMs;
@@ -175,7 +178,7 @@ function same(a: ReadonlyMap<string, Sum>, b: ReadonlyMap<string, Sum>): boolean
   if (a.size !== b.size) return false;
   return [...a].every(([k, s]) => {
     const t = b.get(k);
-    return t !== undefined && t.rows === s.rows && t.tokens === s.tokens && t.cost === s.cost && t.durationMs === s.durationMs && t.oldest === s.oldest;
+    return t !== undefined && t.rows === s.rows && t.dispatched === s.dispatched && t.tokens === s.tokens && t.cost === s.cost && t.durationMs === s.durationMs && t.oldest === s.oldest;
   });
 }
 
@@ -185,6 +188,6 @@ function edgeRows(kept: Kept, range: EdgeRange, hour: number): RawGroup[] {
   for (const g of kept.groups) if (g.at >= range.from && g.at < range.to) add(sums, g.key, g.sum);
   return [...sums].map(([key, s]) => ({
     ...partsOf(key), at_s: hour / 1000, edge: 1,
-    rows: s.rows, tokens: s.tokens, cost: unitsText(s.cost), duration_ms: s.durationMs, oldest: s.oldest,
+    rows: s.rows, dispatched: s.dispatched, tokens: s.tokens, cost: unitsText(s.cost), duration_ms: s.durationMs, oldest: s.oldest,
   }));
 }

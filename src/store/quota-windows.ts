@@ -28,14 +28,15 @@ export interface QuotaWindows {
 export interface ProviderModelSums extends Totals {
   readonly provider: string;
   readonly model: string;
-  readonly secondaryRows: number;
+  /** daily_requests: the calls (dispatched rows) in the secondary window (the month). */
+  readonly secondaryCalls: number;
   readonly todayCost: number;
   readonly monthCost: number;
   /** Calls in the rollup hours and days that reach past `recentFrom` (an upper bound of the calls since then). */
   readonly recentRows: number;
 }
 
-type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest'>;
+type Totals = Pick<Sums, 'rows' | 'tokens' | 'cost' | 'durationMs' | 'oldest' | 'dispatched'>;
 
 /**
  * Every provider's quota window, its secondary window, and its cost today and this month, per model (and `cost`: every
@@ -97,14 +98,14 @@ export async function providerWindows(
   const windowOf = new Map(q.windows.map((w) => [w.provider, w]));
   let today = 0n;
   let month = 0n;
-  const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; secondaryRows: number; today: bigint; month: bigint; recentRows: number }>();
+  const out = new Map<string, { provider: string; model: string; rows: number; tokens: number; cost: bigint; durationMs: number; oldest: number | null; dispatched: number; secondaryCalls: number; today: bigint; month: bigint; recentRows: number }>();
   for (const r of rows) {
     const provider = String(r.provider);
     const model = String(r.model);
     const key = keyOf(provider, model);
     let s = out.get(key);
     if (s === undefined) {
-      s = { provider, model, rows: 0, tokens: 0, cost: 0n, durationMs: 0, oldest: null, secondaryRows: 0, today: 0n, month: 0n, recentRows: 0 };
+      s = { provider, model, rows: 0, tokens: 0, cost: 0n, durationMs: 0, oldest: null, dispatched: 0, secondaryCalls: 0, today: 0n, month: 0n, recentRows: 0 };
       out.set(key, s);
     }
     const at = num(r.at_s) * 1000;
@@ -114,7 +115,7 @@ export async function providerWindows(
     if (num(r.edge) === 1) {
       if (w === undefined) continue;
     } else {
-      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryRows += num(r.rows);
+      if (w?.secondary !== undefined && at >= w.secondary.from && at < w.secondary.to) s.secondaryCalls += num(r.dispatched);
       if (at >= q.today) {
         s.today += cost;
         today += cost;
@@ -128,6 +129,7 @@ export async function providerWindows(
       if (w === undefined || at < w.from || at >= w.to) continue;
     }
     s.rows += num(r.rows);
+    s.dispatched += num(r.dispatched);
     s.tokens += num(r.tokens);
     s.cost += cost;
     s.durationMs += num(r.duration_ms);
@@ -136,13 +138,13 @@ export async function providerWindows(
   }
   const groups = [...out.values()].map((s) => ({
     provider: s.provider, model: s.model, rows: s.rows, tokens: s.tokens, cost: unitsNumber(s.cost), durationMs: s.durationMs,
-    oldest: s.rows === 0 ? null : s.oldest, secondaryRows: s.secondaryRows, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
+    oldest: s.rows === 0 ? null : s.oldest, dispatched: s.dispatched, secondaryCalls: s.secondaryCalls, todayCost: unitsNumber(s.today), monthCost: unitsNumber(s.month),
     recentRows: s.recentRows,
   }));
   return { groups, cost: { today: unitsNumber(today), month: unitsNumber(month) } };
 }
 
-const QUOTA_COLS = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest'] as const };
+const QUOTA_COLS = { dims: ['provider', 'model'] as const, sums: ['rows', 'tokens', 'cost', 'durationMs', 'oldest', 'dispatched'] as const };
 
 /** The raw rows of a fill's whole hour per request time, provider and model (`oldest`: the time), `edge` its tag. */
 function fillSql(store: Store, p: EdgePlan & { kind: 'fill' }, ranges: readonly EdgeRange[], params: Record<string, unknown>): string {

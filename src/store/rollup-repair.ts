@@ -8,11 +8,11 @@
 // the hourly from `requests` (whose additions reach the daily rollup through its view).
 
 import { settingsClause, type Store } from './client.js';
-import { ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './migrations.js';
+import { ROLLUP_COUNTS, ROLLUP_DIMENSIONS as DIMS, ROLLUP_SUM_COLUMNS, dailySelect, rollupSelect } from './rollup-sql.js';
 import { DAY_MS, HOUR_MS } from '../core/windows.js';
 import { rowOf, type RowLines } from './segment.js';
 
-const SUMS = [...ROLLUP_SUM_COLUMNS, 'unpriced_rows'] as const;
+const SUMS = [...ROLLUP_SUM_COLUMNS, ...ROLLUP_COUNTS] as const;
 
 /** `column` in [lo, hi) (epoch ms, integers this module computed). */
 const within = (column: string, lo: number, hi: number): string =>
@@ -86,9 +86,9 @@ async function repairRollups(store: Store, first: number, last: number): Promise
   const dlo = Math.floor(lo / DAY_MS) * DAY_MS;
   const dhi = Math.ceil(hi / DAY_MS) * DAY_MS;
   const hours = `SELECT * FROM ${store.t('usage_hourly')} WHERE ${within('hour', dlo, dhi)}`;
-  await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`), dlo, dhi));
+  await store.command(shortfall(store, 'usage_daily', 'day', dailySelect(`(${hours})`, ROLLUP_COUNTS), dlo, dhi));
   const raw = `SELECT * FROM ${store.t('requests')} FINAL WHERE ${within('ts', lo, hi)}`;
-  await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, true), lo, hi));
+  await store.command(shortfall(store, 'usage_hourly', 'hour', rollupSelect(`(${raw})`, ROLLUP_COUNTS), lo, hi));
 }
 
 /**

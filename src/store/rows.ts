@@ -13,7 +13,7 @@ export const REQUEST_COLUMNS: readonly string[] = [
   'provider_group', 'model', 'requested_model', 'api_key_name', 'stream', 'status', 'http_status', 'error_type', 'input_tokens',
   'audio_input_tokens', 'cached_tokens', 'cache_write_tokens', 'cache_write_1h_tokens', 'output_tokens', 'audio_output_tokens', 'reasoning_tokens',
   'web_search_requests', 'total_tokens', 'usage_source', 'cost', 'list_cost',
-  'price_source', 'service_tier', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id',
+  'price_source', 'service_tier', 'duration_ms', 'ttft_ms', 'upstream_ms', 'trace_id', 'dispatched',
 ];
 
 const money = (usd: number): string => usd.toFixed(12);
@@ -66,15 +66,19 @@ export function toRow(r: UsageRecord): RequestRow {
     ttft_ms: r.latency.kind === 'stream' ? r.latency.ttftMs : null,
     upstream_ms: r.upstreamMs,
     trace_id: r.traceId,
+    dispatched: r.dispatched,
   };
 }
 
 /**
  * The row a request in flight is recorded as if the process dies (the begin marker's, src/app.ts): its record so far,
- * status `interrupted`. A fresh row each call, marked here rather than through a copy of the record.
+ * status `interrupted`. A fresh row each call, marked here rather than through a copy of the record. Dispatched: the
+ * marker is taken as the request begins, before its call, so it cannot say whether the call went out; a request cut
+ * by a kill counts toward a request quota as it did before the column (docs/quota.md).
  */
 export function interruptedRow(r: UsageRecord): RequestRow {
   const row = toRow(r);
   row.status = 'interrupted';
+  row.dispatched = true;
   return row;
 }

@@ -94,6 +94,8 @@ export const ATTR = {
   priceSource: 'tollgate.price_source',
   ttftMs: 'tollgate.ttft_ms',
   upstreamMs: 'tollgate.upstream_ms',
+  /** The request was handed to the upstream (the row's `dispatched`): false for one refused before any call. */
+  dispatched: 'tollgate.dispatched',
   kind: 'tollgate.kind',
   combo: 'tollgate.combo',
   attempt: 'tollgate.attempt',

@@ -175,6 +175,7 @@ export function recordAttributes(r: UsageRecord): Attributes {
     [ATTR.totalTokens]: r.totalTokens,
     [ATTR.usageSource]: r.usageSource,
     [ATTR.kind]: r.kind,
+    [ATTR.dispatched]: r.dispatched,
     [ATTR.cost]: r.cost.cost,
     [ATTR.listCost]: r.cost.listCost,
   };

@@ -34,6 +34,24 @@ t.test('requests: published since the snapshot and in flight count; a release co
   t.equal(v.exhausted('other'), false, 'a provider no snapshot knows');
 });
 
+t.test('requests: a call refused before it went out (dispatched false) counts neither in the day nor in the month', async (t) => {
+  const list = new UnstoredCalls();
+  const v = new QuotaVerdicts(list);
+  v.adopt([entry('p', { kind: 'daily_requests', limit: 3, monthly_limit: 10 }, 2, 9)], list.tallies());
+  const refused = (dispatched: unknown) =>
+    list.addRow({ request_id: `r${++n}`, kind: 'attempt', provider: 'p', model: 'm', ts: NOW, total_tokens: 0, cost: '0', duration_ms: 1, dispatched } as never);
+  for (let i = 0; i < 5; i++) refused(false);
+  refused(0); // as a spooled row may hold it
+  t.equal(v.exhausted('p'), false, '2 of 3 and 9 of 10 still: six refused calls added nothing');
+  refused(undefined); // a row of an earlier version: it went out
+  t.equal(v.exhausted('p'), true, 'a row without the column counts, as it did');
+  const list2 = new UnstoredCalls();
+  const w = new QuotaVerdicts(list2);
+  w.adopt([entry('p', { kind: 'daily_requests', limit: 3, monthly_limit: 10 }, 2, 9)], list2.tallies());
+  list2.addRow({ request_id: `r${++n}`, kind: 'request', provider: 'p', model: 'm', ts: NOW, total_tokens: 0, cost: '0', duration_ms: 1, dispatched: true } as never);
+  t.equal(w.exhausted('p'), true, 'a dispatched call counts');
+});
+
 t.test("daily_requests: the month's limit too", async (t) => {
   const list = new UnstoredCalls();
   const v = new QuotaVerdicts(list);

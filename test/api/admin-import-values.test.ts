@@ -59,10 +59,13 @@ function tar(entries: readonly [string, Buffer][]): Buffer {
  * The export with the tables in `edits` rewritten: each is a SELECT whose `{src}` is the table's exported rows (the
  * engine reads and writes the Native files), its row count in the manifest made to match.
  */
-async function edited(edits: Record<string, string>): Promise<Buffer> {
+async function edited(edits: Record<string, string>, opts: { without?: { table: string; column: string } } = {}): Promise<Buffer> {
   const dir = mkdtempSync(join(work, 'edit-'));
   const entries = untar(ARCHIVE);
-  const manifest = JSON.parse(entries.find(([n]) => n === 'manifest.json')![1].toString()) as { tables: Record<string, { rows: number }> };
+  const manifest = JSON.parse(entries.find(([n]) => n === 'manifest.json')![1].toString()) as { tables: Record<string, { rows: number; columns: { name: string }[] }> };
+  // An archive of an earlier version: a column its table did not have yet is not in its manifest (nor in its file).
+  const w = opts.without;
+  if (w !== undefined) manifest.tables[w.table]!.columns = manifest.tables[w.table]!.columns.filter((c) => c.name !== w.column);
   const out = await Promise.all(entries.map(async ([name, data]): Promise<[string, Buffer]> => {
     const table = /^tables\/(\w+)\.native$/.exec(name)?.[1];
     if (table === undefined || edits[table] === undefined) return [name, data];
@@ -190,6 +193,23 @@ t.test('a good archive still imports: new rows within the rules (a price_source 
   const again = await importArchive(Buffer.from(gzipSync(ARCHIVE)));
   t.equal(again.status, 200, 'the export itself: 200');
   t.same(again.body.imported, { alert_deliveries: 0, alerts: 0, requests: 0 }, 'nothing new in it');
+});
+
+t.test('the archive carries `dispatched`; an archive from before the column imports, its rows dispatched', async (t) => {
+  const rollup = async () => (await store.query<{ n: string; d: string }>(`SELECT sum(rows) AS n, sum(dispatched_rows) AS d FROM ${store.t('usage_hourly')}`))[0]!;
+  const before = await rollup();
+  const refused = await importArchive(await edited({ requests: asNew('false AS dispatched') }));
+  t.equal(refused.status, 200, JSON.stringify(refused.body));
+  t.same(refused.body.imported, { alert_deliveries: 0, alerts: 0, requests: 2 });
+  const mid = await rollup();
+  t.same([Number(mid.n) - Number(before.n), Number(mid.d) - Number(before.d)], [2, 0], 'two rows not dispatched: in the rollup\'s rows, not its dispatched ones');
+  t.equal((await gw.rows('NOT dispatched')).length, 2, 'the imported rows kept their false');
+  const old = await importArchive(await edited({ requests: asNew().replace('SELECT *', 'SELECT * EXCEPT (dispatched)') }, { without: { table: 'requests', column: 'dispatched' } }));
+  t.equal(old.status, 200, JSON.stringify(old.body));
+  t.same(old.body.imported, { alert_deliveries: 0, alerts: 0, requests: 2 });
+  const after = await rollup();
+  t.same([Number(after.n) - Number(mid.n), Number(after.d) - Number(mid.d)], [2, 2], 'rows without the column: dispatched, as before');
+  t.equal((await gw.rows('NOT dispatched')).length, 2);
 });
 
 t.test('the alert kinds and severities the checks accept are the ones the alerts folder writes', async (t) => {

@@ -65,8 +65,12 @@ t.test('sharded: <table>_local Replicated tables under Distributed ones with the
   const daily = sharded.find((sql) => /MATERIALIZED VIEW IF NOT EXISTS tollgate\.usage_daily_mv/.test(sql))!;
   t.match(daily, /TO tollgate\.usage_daily_local AS[\s\S]*FROM tollgate\.usage_hourly_local\b/, 'the daily view: from its node\'s hourly rollup to its daily one');
   const modified = sharded.filter((sql) => /MODIFY QUERY/.test(sql));
-  t.equal(modified.length, 1, 'the hourly view\'s query changed once (migration 22)');
+  t.equal(modified.length, 3, 'the hourly view\'s query changed twice (migrations 22 and 28), the daily one\'s once (28)');
   t.match(modified[0]!, /^ALTER TABLE tollgate\.usage_hourly_mv ON CLUSTER prod MODIFY QUERY[\s\S]*FROM tollgate\.requests_local AS src\b/, 'the view keeps its name and reads its node\'s local requests');
+  t.match(modified[1]!, /^ALTER TABLE tollgate\.usage_hourly_mv ON CLUSTER prod MODIFY QUERY[\s\S]*dispatched_rows[\s\S]*FROM tollgate\.requests_local AS src\b/, 'migration 28: the hourly view counts dispatched rows, from its node\'s requests');
+  t.match(modified[2]!, /^ALTER TABLE tollgate\.usage_daily_mv ON CLUSTER prod MODIFY QUERY[\s\S]*sum\(dispatched_rows\)[\s\S]*FROM tollgate\.usage_hourly_local\b/, 'and the daily view sums them from its node\'s hourly rollup');
+  const counted = sharded.filter((sql) => /ADD COLUMN IF NOT EXISTS dispatched_rows/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
+  t.same(counted, ['tollgate.usage_hourly_local', 'tollgate.usage_hourly', 'tollgate.usage_daily_local', 'tollgate.usage_daily'], 'dispatched_rows: on the local and the Distributed rollups');
   const added = sharded.filter((sql) => /ADD COLUMN IF NOT EXISTS kind/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);
   t.same(added, ['tollgate.requests_local', 'tollgate.requests'], 'a column is added to the local and the Distributed table');
   const settings = sharded.filter((sql) => /MODIFY SETTING/.test(sql)).map((sql) => /ALTER TABLE (\S+)/.exec(sql)![1]);

@@ -159,7 +159,7 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
   const qRows = sums.filter((s) => s.provider === 'q').reduce((n, s) => n + s.rows, 0);
   t.equal(pRows, await rawOf('p', T0 + 4 * D + 10 * H, now), 'p: its window from 10:00 today');
   t.equal(qRows, await rawOf('q', T0 + D + 2 * H, now), 'q: its window from 02:00 three days ago');
-  t.equal(sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.secondaryRows, 0), await rawOf('p', T0 - D, now), 'p: its secondary window');
+  t.equal(sums.filter((s) => s.provider === 'p').reduce((n, s) => n + s.secondaryCalls, 0), await rawOf('p', T0 - D, now), 'p: its secondary window');
 
   // A window that starts mid-hour (a rolling window): its partial first hour from the raw rows, in the same read,
   // counted in that window only (not in the secondary window, today or the month, which have the hour already).
@@ -173,7 +173,7 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
     windows: [{ provider: 'p', from: hourEnd, to: now, secondary: { from: T0 - D, to: now } }, { provider: 'q', from: T0 + D + 2 * H, to: now }],
     edges: [{ provider: 'p', from: mid, to: hourEnd }],
   });
-  const of = (list: typeof sums, provider: string, k: 'rows' | 'secondaryRows' | 'todayCost' | 'monthCost' | 'oldest') =>
+  const of = (list: typeof sums, provider: string, k: 'rows' | 'secondaryCalls' | 'todayCost' | 'monthCost' | 'oldest') =>
     list.filter((s) => s.provider === provider).reduce((n, s) => (k === 'oldest' ? Math.min(n, s.oldest ?? Infinity) : n + (s[k] as number)), k === 'oldest' ? Infinity : 0);
   const want = await rawOf('p', mid, now);
   t.ok(mid % H !== 0 && want > (await rawOf('p', hourEnd, now)), 'the window starts mid-hour, and the partial hour holds rows');
@@ -182,7 +182,7 @@ t.test('reads with whole days from the daily rollup equal the raw rows', async (
     `SELECT toUnixTimestamp64Milli(min(ts)) AS ms FROM ${store.t('requests')} FINAL WHERE provider = 'p' AND ts >= fromUnixTimestamp64Milli({a:Int64}, 'UTC')`, { a: mid },
   );
   t.equal(of(withEdge, 'p', 'oldest'), Number(first!.ms), 'the oldest row counted is in the partial hour');
-  for (const k of ['secondaryRows', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
+  for (const k of ['secondaryCalls', 'todayCost', 'monthCost'] as const) t.equal(of(withEdge, 'p', k), of(sums, 'p', k), `${k}: the partial hour not counted again`);
   t.equal(of(withEdge, 'q', 'rows'), qRows, 'another provider\'s window unchanged');
   // Two rolling windows that start at the same instant share one condition: each provider's partial hour its own.
   let h = T0 + 4 * D;

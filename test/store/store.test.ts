@@ -97,7 +97,7 @@ t.test('migrate creates the database and tables, and is idempotent', async (t) =
   const applied = await store.query<{ version: number; name: string; n: string }>(
     `SELECT version, name, count() OVER () AS n FROM ${store.t('schema_migrations')} FINAL ORDER BY version`,
   );
-  t.same(applied.map((r) => [Number(r.version), r.name]), [[1, 'requests'], [2, 'routing'], [3, 'rollups'], [4, 'alerts'], [5, 'alert claims'], [6, 'claims'], [7, 'durable parts'], [8, 'requests sorted by hour'], [20, 'price source'], [21, 'trace id'], [22, 'unpriced rows in the rollup'], [23, 'daily rollup'], [24, 'hour-long cache writes'], [25, 'web searches'], [26, 'service tier'], [27, 'audio tokens']], 'one row per version');
+  t.same(applied.map((r) => [Number(r.version), r.name]), [[1, 'requests'], [2, 'routing'], [3, 'rollups'], [4, 'alerts'], [5, 'alert claims'], [6, 'claims'], [7, 'durable parts'], [8, 'requests sorted by hour'], [20, 'price source'], [21, 'trace id'], [22, 'unpriced rows in the rollup'], [23, 'daily rollup'], [24, 'hour-long cache writes'], [25, 'web searches'], [26, 'service tier'], [27, 'audio tokens'], [28, 'dispatched calls']], 'one row per version');
   t.equal(Number(applied[0]!.n), MIGRATIONS.length);
   t.equal(types.kind, 'LowCardinality(String)');
   t.equal(types.parent_id, 'Nullable(UUID)', 'parent_id: null for client requests');

@@ -181,6 +181,7 @@ t.test('recordAttributes: the span carries the record, unreported buckets left o
   t.same(recordAttributes(STREAMED), {
     'tollgate.request_id': '018f7c1f-b1b8-7c06-9bf6-a0cf2144398c',
     'tollgate.kind': 'request',
+    'tollgate.dispatched': true,
     'tollgate.provider': 'openai',
     'tollgate.provider_group': 'paid',
     'tollgate.api_key': 'admin',

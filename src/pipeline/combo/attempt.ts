@@ -71,6 +71,8 @@ function usableAgainAt(router: Exchange['ctx']['router'], providerId: string): n
 export function foldAttemptUsage(requestOutcome: Outcome, r: UsageRecord): void {
   requestOutcome.usage = addUsage(requestOutcome.usage, r.usage);
   requestOutcome.cost = addCosts(requestOutcome.cost, r.cost);
+  // A combo row went out when any of its attempts did.
+  if (r.dispatched) requestOutcome.dispatched = true;
   if (r.usageSource === 'estimated' || (r.usageSource === 'reported' && requestOutcome.usageSource === 'none')) requestOutcome.usageSource = r.usageSource;
 }
 

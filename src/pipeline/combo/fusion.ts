@@ -114,6 +114,7 @@ async function collect(exchange: Exchange, panel: PanelCall, outcome: Outcome): 
   try {
     const call = await exchange.ctx.upstream.callOnce(route, panel.request, {
       codec: outbound, built, stream: false, signal: panel.cut, trace: exchange.trace, onSpan: (span) => (outcome.span = span),
+      onDispatch: () => (outcome.dispatched = true),
     });
     answered = call.res.status;
     const failed = await readUpstreamError(call, outcome);
