@@ -21,9 +21,13 @@ export interface Window {
   readonly prevEnd: number;
 }
 
-/** Whether a record is an upstream call that can open a window. */
-export function opensWindow(r: Pick<UsageRecord, 'kind' | 'connection' | 'status'>): boolean {
-  return r.connection !== '' && r.kind !== 'combo' && !(r.kind === 'keepalive' && r.status !== 'success');
+/**
+ * Whether a record is an upstream call that can open a window: one that went out (a request refused before its call,
+ * or whose connection was never made, has its connection chosen but never reached the provider; `dispatched` absent
+ * in a stored row read from before migration 28, which counted it as a call).
+ */
+export function opensWindow(r: Pick<UsageRecord, 'kind' | 'connection' | 'status'> & { readonly dispatched?: boolean }): boolean {
+  return r.connection !== '' && r.kind !== 'combo' && r.dispatched !== false && !(r.kind === 'keepalive' && r.status !== 'success');
 }
 
 /** The window after an upstream call that started at `t` (returns `w` itself when nothing changes). */

@@ -21,7 +21,8 @@ export interface CallsWanted {
 const callsKey = (provider: string, connection: string): string => `${provider}\u0000${connection}`;
 
 /**
- * Every wanted connection's upstream calls (not combo rows) since its own `from`, oldest first, in `wanted`'s order:
+ * Every wanted connection's upstream calls (not combo rows; those that went out: `dispatched`) since its own `from`,
+ * oldest first, in `wanted`'s order:
  * one read for all (a start with thousands of keep-alive connections made a query each: 2,000 took 5 s, and the
  * alerts started after them).
  */
@@ -33,7 +34,7 @@ export async function callsOfConnections(store: Store, wanted: readonly CallsWan
     `SELECT provider, connection, toUnixTimestamp64Milli(ts) AS t, kind, status FROM ${store.t('requests')}
      WHERE provider IN {providers:Array(String)} AND connection IN {connections:Array(String)}
        AND has(arrayZip({providers:Array(String)}, {connections:Array(String)}), (provider, connection)) AND ${kindsSql(BILLED_KINDS)}
-       AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
+       AND dispatched AND ts >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
      ORDER BY ts`,
     { providers: wanted.map((w) => w.provider), connections: wanted.map((w) => w.connection), from: Math.min(...wanted.map((w) => w.from)) },
   );

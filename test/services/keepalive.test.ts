@@ -38,6 +38,8 @@ t.test('the window rule', async (t) => {
   t.notOk(opensWindow({ kind: 'keepalive', connection: 'a', status: 'failure' }), 'a failed ping opens no window');
   t.notOk(opensWindow({ kind: 'combo', connection: 'a', status: 'success' }), 'a combo row is counted by its attempts');
   t.notOk(opensWindow({ kind: 'request', connection: '', status: 'failure' }), 'no upstream call');
+  t.notOk(opensWindow({ kind: 'request', connection: 'default', status: 'failure', dispatched: false }), 'refused before its call: its connection never used');
+  t.ok(opensWindow({ kind: 'request', connection: 'default', status: 'failure', dispatched: true }));
 
   const w = advance(null, 1000, W);
   t.same(w, { start: 1000, end: 3000, prevEnd: -Infinity }, 'the first call opens a window');
