@@ -2,7 +2,7 @@
 // each key with every earlier one, quadratic in a mapping's keys: a file of many keys took seconds, on the event
 // loop at a reload), and messages that would print a value taken from an environment variable.
 
-import { Parser, Scalar, isScalar, parseDocument, visit, type Document, type ScalarTag } from 'yaml';
+import { Parser, Scalar, isScalar, parseDocument, visit, type Document, type Node, type ScalarTag } from 'yaml';
 
 /**
  * yaml's parse options with its own duplicate-key check off: every parse of a config file's text uses them, and a
@@ -41,9 +41,15 @@ export function numbersAsWritten(doc: Document): void {
   });
 }
 
-/** A number's text as the file wrote it, written back unchanged by a file rewritten for an edit (AS_WRITTEN). */
+/**
+ * A number's text as the file wrote it, written back unchanged by a file rewritten for an edit (AS_WRITTEN); for an
+ * explicitly tagged value, its tag's text too, and `tag` the tag it resolved to (for its %TAG directive).
+ */
 class AsWritten {
-  constructor(readonly text: string) {}
+  constructor(
+    readonly text: string,
+    readonly tag?: string,
+  ) {}
 }
 
 /** Writes an AsWritten as its text, plain and untagged (`default`); never resolves anything (no `test`). */
@@ -102,8 +108,8 @@ export function parseForRewrite(text: string): Document {
       if (key !== 'key' && s.tag !== undefined) {
         const written = taggedText(text, s, (tags ??= tagStarts(text)));
         if (written === undefined) return;
-        s.value = new AsWritten(written);
-        delete s.tag; // the text carries it
+        s.value = new AsWritten(written, s.tag);
+        delete s.tag; // the text carries it (and keepTagDirectives the %TAG line it uses)
         return;
       }
       if (typeof s.value !== 'number' || typeof s.source !== 'string' || s.tag !== undefined) return;
@@ -111,7 +117,40 @@ export function parseForRewrite(text: string): Document {
       else if (s.source !== String(s.value)) s.value = s.source;
     },
   });
+  if (tags !== undefined) keepTagDirectives(doc);
   return doc;
+}
+
+/**
+ * yaml writes a `%TAG` directive only when a node of the document still has a tag under its prefix; a tagged value
+ * written back as its text (parseForRewrite) has none, so `%TAG !y! tag:yaml.org,2002:` would be dropped and the
+ * `!y!float 1e1` it resolves fail to load, or `%TAG ! tag:yaml.org,2002:` and `!int 0070` read as the string "0070".
+ * The document's directives count the tags of those values too (the ones still in it when the document is written),
+ * so every directive a written line uses is written, in the file's order.
+ */
+function keepTagDirectives(doc: Document): void {
+  const directives = doc.directives;
+  if (directives === undefined) return;
+  const written = directives.toString.bind(directives);
+  directives.toString = (of) => {
+    const lines = written(of).split('\n');
+    const kept = new Set<string>();
+    if (of !== undefined) {
+      visit(of.contents as Node | null, {
+        Scalar(_, s) {
+          if (s.value instanceof AsWritten && s.value.tag !== undefined) kept.add(s.value.tag);
+        },
+      });
+    }
+    const used = (handle: string, prefix: string): boolean =>
+      !(handle === '!!' && prefix === 'tag:yaml.org,2002:') && [...kept].some((tag) => tag.startsWith(prefix));
+    // yaml's own lines (a %YAML line, the %TAG lines its nodes use) and those of the values kept, in the file's order
+    const tagLines = Object.entries(directives.tags)
+      .map(([handle, prefix]) => ({ line: `%TAG ${handle} ${prefix}`, handle, prefix }))
+      .filter(({ line, handle, prefix }) => lines.includes(line) || used(handle, prefix))
+      .map(({ line }) => line);
+    return [...lines.filter((line) => line !== '' && !line.startsWith('%TAG ')), ...tagLines].join('\n');
+  };
 }
 
 /**

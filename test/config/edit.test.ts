@@ -109,3 +109,29 @@ t.test('providers add that writes the file again keeps tagged values as written,
   t.match(out, /^providers:\n {2}\{\n {4}demo: \{ name: !!str 0070, format: mock \},\n/m, 'a flow providers map: the file written again');
   t.equal(out.slice(0, head.length), head, 'every tagged line above it kept');
 });
+
+// A tagged value under a %TAG handle: its line is written back as the file has it, so the directive it uses must be
+// written too. yaml writes a %TAG line only for a node that still has a tag under it, and the kept value has none: the
+// file written again lost `%TAG !y! tag:yaml.org,2002:` (`!y!float 1e1` then failed to load: a settings edit answered
+// 400), and with `%TAG ! tag:yaml.org,2002:` `!int 0070` read as the string "0070", not 70.
+t.test('a tagged value under a %TAG handle keeps its directive when the file is written again', async (t) => {
+  const { parse } = await import('yaml');
+  const { addProvider } = await import('../../src/config/edit-providers.js');
+  const cases = [
+    { head: '%TAG !y! tag:yaml.org,2002:\n---\n', body: 'budgets:\n  daily_usd: !y!float 1e1\n', value: 10 },
+    { head: '%TAG ! tag:yaml.org,2002:\n---\n', body: 'budgets:\n  daily_usd: !int 0070\n', value: 70 },
+    { head: '%TAG !! tag:example.com,2000:\n---\n', body: 'budgets:\n  daily_usd: !!int 0070\n', value: '0070' },
+    { head: '%TAG !a! tag:example.com,2000:\n%TAG !y! tag:yaml.org,2002:\n---\n', body: 'budgets:\n  daily_usd: !y!int 0070\n  monthly_usd: !a!x 1\n', value: 70 },
+  ];
+  for (const { head, body, value } of cases) {
+    const text = `${head}${body}`;
+    t.equal((parse(text, { logLevel: 'error' }) as { budgets: { daily_usd: unknown } }).budgets.daily_usd, value, `${head.trim()}: the file reads ${value}`);
+    const edited = applyEdits(text, [{ path: ['alerts', 'thresholds', 'daily'], value: [50, 100] }]);
+    t.equal(edited, `${text}alerts:\n  thresholds:\n    daily: [ 50, 100 ]\n`, `${head.trim()}: a structural edit keeps the directives and the tagged lines`);
+    t.equal((parse(edited, { logLevel: 'error' }) as { budgets: { daily_usd: unknown } }).budgets.daily_usd, value, 'and the value read again is the same');
+    const added = addProvider(`${text}providers: { demo: { format: mock } }\n`, { catalogId: 'openai', models: ['gpt-4o'] }).text;
+    t.equal(added.slice(0, text.length), text, `${head.trim()}: providers add keeps them too`);
+  }
+  const gone = applyEdits('%TAG !y! tag:yaml.org,2002:\n---\nbudgets:\n  daily_usd: !y!float 1e1\nserver: { port: 80 }\n', [{ path: ['budgets'], value: undefined }]);
+  t.equal(gone, '---\nserver: { port: 80 }\n', 'a directive no value uses any more goes, as yaml writes it');
+});
