@@ -3,7 +3,8 @@
 
 /**
  * Parse `retry-after-ms`, or `retry-after` as seconds or an HTTP date, in ms; null when absent or not a finite wait
- * (400 digits read as Infinity). A huge finite wait is returned as said: each consumer bounds it (Cooldowns: max_s).
+ * (400 digits read as Infinity), or neither seconds nor an HTTP date (`-5`, `+5`, `1,5`: V8's Date.parse read those as
+ * dates in 2001, a wait of 0). A huge finite wait is returned as said: each consumer bounds it (Cooldowns: max_s).
  */
 export function retryAfterMs(headers: Readonly<Record<string, string | string[] | undefined>>, now = Date.now()): number | null {
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
@@ -15,6 +16,42 @@ export function retryAfterMs(headers: Readonly<Record<string, string | string[] 
     const seconds = Number(ra) * 1000;
     return Number.isFinite(seconds) ? seconds : null;
   }
-  const at = Date.parse(ra);
-  return Number.isNaN(at) ? null : Math.max(0, at - now);
+  const at = httpDate(ra.trim(), now);
+  return at === null ? null : Math.max(0, at - now);
+}
+
+const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', 'oct', 'nov', 'dec'];
+const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
+const DAY_LONG = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
+const MONTH = '(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
+const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
+/** The three forms of RFC 9110 §5.6.7, each giving day, month, year, hours, minutes, seconds in that order. */
+const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`, 'i');
+const RFC850_DATE = new RegExp(`^${DAY_LONG}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`, 'i');
+const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} (\\d{2}| \\d) ${TIME} (\\d{4})$`, 'i');
+
+/**
+ * An HTTP-date (IMF-fixdate, or the obsolete rfc850 and asctime forms) in ms since the epoch; null for any other
+ * text, or a date that does not exist (31 Feb). An rfc850 two-digit year more than 50 years ahead of `now` is the
+ * latest past year with those digits (RFC 9110 §5.6.7).
+ */
+function httpDate(text: string, now = Date.now()): number | null {
+  let parts: { day: string; month: string; year: number; time: string[] } | null = null;
+  let m = IMF_FIXDATE.exec(text);
+  if (m !== null) parts = { day: m[1]!, month: m[2]!, year: Number(m[3]), time: m.slice(4, 7) };
+  else if ((m = RFC850_DATE.exec(text)) !== null) {
+    const thisYear = new Date(now).getUTCFullYear();
+    let year = thisYear - (thisYear % 100) + Number(m[3]);
+    if (year > thisYear + 50) year -= 100;
+    parts = { day: m[1]!, month: m[2]!, year, time: m.slice(4, 7) };
+  } else if ((m = ASCTIME_DATE.exec(text)) !== null) parts = { day: m[2]!, month: m[1]!, year: Number(m[6]), time: m.slice(3, 6) };
+  if (parts === null) return null;
+  const [hours, minutes, seconds] = parts.time.map(Number) as [number, number, number];
+  const month = MONTHS.indexOf(parts.month.toLowerCase());
+  const day = Number(parts.day);
+  if (hours > 23 || minutes > 59 || seconds > 60) return null; // 60: a leap second
+  const at = new Date(0);
+  at.setUTCFullYear(parts.year, month, day);
+  at.setUTCHours(hours, minutes, 0, 0);
+  return at.getUTCDate() === day && at.getUTCMonth() === month ? at.getTime() + seconds * 1000 : null;
 }

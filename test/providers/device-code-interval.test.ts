@@ -70,6 +70,12 @@ const cases: [string, { interval: number; retryAfter: string | null; json?: stri
   ['Retry-After an HTTP date passed: the interval', { interval: 1, retryAfter: 'Wed, 21 Oct 2015 07:28:00 GMT' }, [1000, 1000, 1000, 1000]],
   ['Retry-After an HTTP date in 2100: setTimeout\'s limit', { interval: 1, retryAfter: 'Fri, 01 Jan 2100 00:00:00 GMT', expiresIn: 1e11 }, [1000, 1000, HUGE, 1000]],
   ['Retry-After shorter than the interval: the interval', { interval: 10, retryAfter: '2' }, [10_000, 10_000, 10_000, 10_000]],
+  ['Retry-After an rfc850 date passed: the interval', { interval: 1, retryAfter: 'Sunday, 06-Nov-94 08:49:37 GMT' }, [1000, 1000, 1000, 1000]],
+  ['Retry-After an asctime date passed: the interval', { interval: 1, retryAfter: 'Sun Nov  6 08:49:37 1994' }, [1000, 1000, 1000, 1000]],
+  // neither seconds nor an HTTP date (V8's Date.parse read these as dates in 2001: a wait of 0, the interval kept)
+  ...['-5', '+5', '-1', '1,5', 'garbage'].map((retryAfter): (typeof cases)[number] => [
+    `Retry-After ${JSON.stringify(retryAfter)}: none, so slow_down`, { interval: 1, retryAfter }, [1000, 1000, 6000, 6000],
+  ]),
 ];
 for (const [label, o, waits] of cases) {
   t.test(`a 429 from the token endpoint, ${label}; the flow goes on to the tokens`, async (t) => {

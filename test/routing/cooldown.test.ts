@@ -39,6 +39,26 @@ t.test('Retry-After: seconds, an HTTP date, retry-after-ms, nonsense', async (t)
   t.equal(retryAfterMs({}, now), null);
 });
 
+// V8's Date.parse reads almost anything as a date: `-5`, `+5`, `-1`, `1,5` were dates in 2001, so a Retry-After of
+// `-5` was a wait of 0 (the device flow took its 429 as "poll again now", not slow_down). Only the HTTP-date forms of
+// RFC 9110 §5.6.7 are dates now; anything else is no Retry-After.
+t.test('Retry-After: the three HTTP-date forms, and nothing else read as a date', async (t) => {
+  const now = Date.parse('2026-11-21T10:00:00Z');
+  const said = (v: string) => retryAfterMs({ 'retry-after': v }, now);
+  t.equal(said('Sat, 21 Nov 2026 10:00:30 GMT'), 30_000, 'IMF-fixdate');
+  t.equal(said('Saturday, 21-Nov-26 10:00:30 GMT'), 30_000, 'rfc850-date');
+  t.equal(said('Sat Nov 21 10:00:30 2026'), 30_000, 'asctime-date');
+  t.equal(said('Tue Dec  1 10:00:00 2026'), 864_000_000, 'asctime-date, a one-digit day');
+  t.equal(said('Sat, 21 Nov 2026 10:00:30 GMT  '), 30_000, 'spaces around it');
+  t.equal(said('Saturday, 21-Nov-76 10:00:00 GMT'), Date.parse('2076-11-21T10:00:00Z') - now, 'a two-digit year 50 years ahead: that year');
+  t.equal(said('Saturday, 21-Nov-77 10:00:00 GMT'), 0, 'one more than 50 years ahead: the past century (1977), a wait of 0');
+  t.equal(said('Wed, 21 Oct 2015 07:28:00 GMT'), 0, 'a date passed: 0');
+  t.equal(said('12 '), 12_000, 'seconds with a space after');
+  for (const v of ['-5', '+5', '-1', '1,5', '5s', 'garbage', '2026-11-21T10:00:30Z', 'Sat, 21 Nov 2026 10:00:30', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sat, 21 Nov 2026 24:00:00 GMT', '21 Nov 2026 10:00:30 GMT']) {
+    t.equal(said(v), null, `${JSON.stringify(v)}: no Retry-After`);
+  }
+});
+
 t.test('which failures move on to the next member and cool the connection', async (t) => {
   const cases: [number, string, boolean, boolean][] = [
     [500, '{}', true, false], [503, '{}', true, false], [408, '{}', true, false], [429, '{"error":{"type":"rate_limit_exceeded"}}', true, false],
