@@ -218,12 +218,8 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   // member is asked (their calls would be spent for nothing) and the client gets the 503 of a combo that cannot run
   // now, with Retry-After: the end of the cooldown or the quota's reset, the later of the two (docs/routing.md).
   // Else its call is counted in flight from now, so the panel cannot use up the quota it needs (askPanel).
-  const { quota } = exchange.ctx.router;
-  const unusable = exchange.ctx.router.isCooling(judge.route.providerId) ? 'is cooling down after failures' : quota.exhausted(judge.route.providerId) ? 'is out of quota' : null;
-  if (unusable !== null) {
-    throw noMemberAvailable(exchange, [judge.route.providerId], `the judge of combo '${name}' (${judge.spec}) ${unusable}; GET /api/quota shows until when`);
-  }
-  const reserved = quota.reserve?.(judge.route.providerId);
+  refuseUnusableJudge(exchange, name, judge);
+  const reserved = exchange.ctx.router.quota.reserve?.(judge.route.providerId);
   try {
     await judged(exchange, run, { members, judge, reserved });
   } finally {
@@ -231,7 +227,18 @@ export async function runFusion(exchange: Exchange, run: ComboRun, members: read
   }
 }
 
-/** The panel asked, and its candidates judged by `judge`, whose quota reservation (`reserved`) its attempt takes. */
+/**
+ * The 503 of a combo whose judge cannot be called now (its provider cooling down, or out of quota), Retry-After when it
+ * is usable again; checked before the panel is asked and again right before the judge's call.
+ */
+function refuseUnusableJudge(exchange: Exchange, name: string, judge: Member): void {
+  const { router } = exchange.ctx;
+  const id = judge.route.providerId;
+  const unusable = router.isCooling(id) ? 'is cooling down after failures' : router.quota.exhausted(id) ? 'is out of quota' : null;
+  if (unusable !== null) throw noMemberAvailable(exchange, [id], `the judge of combo '${name}' (${judge.spec}) ${unusable}; GET /api/quota shows until when`);
+}
+
+/** The panel asked, and its candidates judged by `judge`, whose quota reservation (`reserved`) holds until then. */
 async function judged(exchange: Exchange, run: ComboRun, plan: { members: readonly Member[]; judge: Member; reserved: (() => void) | undefined }): Promise<void> {
   const { name, outcome: requestOutcome } = run;
   const { judge, reserved } = plan;
@@ -269,8 +276,14 @@ async function judged(exchange: Exchange, run: ComboRun, plan: { members: readon
   const panelMs = requestOutcome.upstreamMs;
   // The answer is made of the candidates: the client is told what their requests did not carry, not the judge's.
   const dropped = [...new Set(panel.attempts.flatMap((r) => (panel.answers.has(r.outcome) ? (panel.drops.get(r.outcome) ?? []) : [])))].sort();
+  // The panel may have cooled the judge's provider (the judge is a member too, its call answered a 429) or used up its
+  // quota (a new reading of it): checked again, its own reservation given back first (counted, it would use up its
+  // last request), and the judge's attempt takes a new one in this same turn. Refused, the panel's attempt rows stand
+  // and the client row is the 503, as for a judge refused before the panel.
+  reserved?.();
+  refuseUnusableJudge(exchange, name, judge);
   const verdict = await attempt(exchange, run, {
-    n: panel.attempts.length + 1, member: judge, canonical: request, ...(reserved === undefined ? {} : { reserved }),
+    n: panel.attempts.length + 1, member: judge, canonical: request,
     call: (outcome, t0) => forward(exchange, { route: judge.route, canonical: request, outcome, t0, failures: 'return', dropped }),
   });
   requestOutcome.upstreamMs = panelMs + (verdict.outcome.upstreamMs ?? 0);
