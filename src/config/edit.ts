@@ -187,6 +187,9 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
         node.comment = existing.comment;
         node.commentBefore = existing.commentBefore;
       }
+      // The maps on the way, made here as plain maps: setIn would make them from a JS Map, which a `%YAML 1.1` file's
+      // schema writes as `!!omap` (a list of pairs the config's schema refuses).
+      for (let n = 1; n < e.path.length; n++) if (!doc.hasIn(e.path.slice(0, n))) doc.setIn(e.path.slice(0, n), doc.createNode({}));
       doc.setIn(e.path, node);
     }
   }

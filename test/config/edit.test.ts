@@ -2,6 +2,7 @@
 // added and removed keep the comments; ${VAR} values are found and refused; the ETag follows the bytes.
 
 import t from 'tap';
+import { parse } from 'yaml';
 import { applyEdits, envConflict, envFedPaths, etagOf } from '../../src/config/edit.js';
 
 const TEXT = `# top comment
@@ -134,4 +135,13 @@ t.test('a tagged value under a %TAG handle keeps its directive when the file is 
   }
   const gone = applyEdits('%TAG !y! tag:yaml.org,2002:\n---\nbudgets:\n  daily_usd: !y!float 1e1\nserver: { port: 80 }\n', [{ path: ['budgets'], value: undefined }]);
   t.equal(gone, '---\nserver: { port: 80 }\n', 'a directive no value uses any more goes, as yaml writes it');
+});
+
+t.test('a key added under maps that are not there, in a %YAML 1.1 file: plain maps, not !!omap', async (t) => {
+  const text = '%YAML 1.1\n---\nserver:\n  port: 4000\n';
+  const out = applyEdits(text, [{ path: ['alerts', 'thresholds', 'daily'], value: [50, 100] }, { path: ['budgets', 'daily_usd'], value: 5 }]);
+  t.notMatch(out, /omap/, 'no ordered map tag');
+  t.ok(out.startsWith('%YAML 1.1\n---\n'), 'the directive kept');
+  t.same(parse(out), { server: { port: 4000 }, alerts: { thresholds: { daily: [50, 100] } }, budgets: { daily_usd: 5 } }, 'read back as maps');
+  t.same(parse(applyEdits('a: 1\n', [{ path: ['alerts', 'thresholds', 'daily'], value: [1] }])), { a: 1, alerts: { thresholds: { daily: [1] } } }, 'the same in a file without a directive');
 });
