@@ -37,7 +37,7 @@ t.test('makeRecord derives the total and freezes the record', async (t) => {
   const r = makeRecord(i);
   t.equal(r.totalTokens, 18);
   t.ok(Object.isFrozen(r));
-  const routing = { kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false, traceId: '' };
+  const routing = { kind: 'request', parentId: '', combo: '', attempt: 0, connection: '', autoSwitched: false, traceId: '', dispatched: true };
   t.same({ ...r, totalTokens: undefined }, { ...routing, ...i, totalTokens: undefined }, 'everything else is carried unchanged; routing fields default to a direct request');
   const attempt = makeRecord({ ...i, kind: 'attempt', parentId: 'p', combo: 'smart', attempt: 2, connection: 'eu', autoSwitched: true });
   t.same([attempt.kind, attempt.parentId, attempt.combo, attempt.attempt, attempt.connection, attempt.autoSwitched], ['attempt', 'p', 'smart', 2, 'eu', true], 'given routing fields are kept');
