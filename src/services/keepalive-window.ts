@@ -82,11 +82,12 @@ export class UnstoredCalls {
 }
 
 /**
- * A connection's window by the record: its stored calls since `from` (oldest first) with this process's calls not
- * stored yet, replayed; and the starts of its stored pings.
+ * A connection's window by the record: its stored calls since `from` that went out (oldest first) with this process's
+ * calls not stored yet, replayed; and the starts of its stored pings, every one (a ping that never went out is a try
+ * too: the claim's key counts it).
  */
 export function windowOfRecord(o: { calls: readonly UpstreamCall[]; unstored: UnstoredCalls; id: string; connection: string; from: number; windowMs: number }): { window: Window | null; pings: number[] } {
-  const opening = o.calls.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection: o.connection })).map((r) => r.t);
+  const opening = o.calls.filter((r) => opensWindow({ kind: r.kind, status: r.status, connection: o.connection, dispatched: r.dispatched })).map((r) => r.t);
   return { window: replay(o.unstored.merge(o.id, opening, o.from), o.windowMs), pings: o.calls.filter((r) => r.kind === 'keepalive').map((r) => r.t) };
 }
 

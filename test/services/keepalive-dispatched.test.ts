@@ -2,7 +2,7 @@
 // first upstream call). Refused before its call (n: 2 to an Anthropic provider: 400 TOLLGATE_ERR_NOT_SUPPORTED) or
 // whose connection was never made (nothing listens on the port), its row has a connection but `dispatched` false: the
 // connection, never used, is not pinged when such a "window" would end; and the window's recovery from ClickHouse at a
-// start reads only calls that went out.
+// start opens windows only from calls that went out, while a ping that did not still counts as a try.
 
 import t from 'tap';
 import { startApp } from '../helpers/app.js';
@@ -10,6 +10,7 @@ import { fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthr
 import { fakeProvider } from '../helpers/fake-openai.js';
 import { freePort } from '../helpers/net.js';
 import { callsOfConnections } from '../../src/store/keepalive.js';
+import { UnstoredCalls, windowOfRecord } from '../../src/services/keepalive-window.js';
 
 const an = await startFakeAnthropic(t);
 const gw = await startApp(t, {
@@ -35,5 +36,20 @@ t.test('no ping for a connection whose only requests never went out', async (t) 
   t.same(rows.map((r) => [r.provider, r.kind, r.connection, r.dispatched]).sort(), [['an', 'request', 'default', false], ['dead', 'request', 'default', false]], 'the two rows, a connection each, not dispatched; no keepalive row');
   t.equal(an.received.length, 0, 'nothing reached the provider, no ping either');
   const calls = await callsOfConnections(gw.app.tollgate.store, [{ provider: 'an', connection: 'default', from: 0 }, { provider: 'dead', connection: 'default', from: 0 }]);
-  t.same(calls, [[], []], 'a start recovering the windows reads no call for either');
+  t.same(calls.map((c) => c.map((r) => [r.kind, r.dispatched])), [[['request', false]], [['request', false]]], 'a start recovering the windows reads each call, saying it did not go out');
+  for (const [i, id] of ['an#default', 'dead#default'].entries()) {
+    const { window } = windowOfRecord({ calls: calls[i]!, unstored: new UnstoredCalls(), id, connection: 'default', from: 0, windowMs: 2000 });
+    t.equal(window, null, `${id}: and opens no window from it`);
+  }
+});
+
+t.test('a ping that never went out still counts as a try (the claim key after a restart), though it opens no window', async (t) => {
+  // A request opened a window at 0; its ping at 2100 found the upstream down (connection refused: not dispatched).
+  const calls = [
+    { t: 0, kind: 'request' as const, status: 'success' as const, dispatched: true },
+    { t: 2100, kind: 'keepalive' as const, status: 'failure' as const, dispatched: false },
+  ];
+  const { window, pings } = windowOfRecord({ calls, unstored: new UnstoredCalls(), id: 'p#k', connection: 'k', from: 0, windowMs: 2000 });
+  t.same(window, { start: 0, end: 2000, prevEnd: -Infinity }, 'the window the request opened');
+  t.same(pings, [2100], 'the failed ping is a try: a restarted gateway does not take the key its last process won');
 });
