@@ -24,9 +24,14 @@ const MONTHS = ['jan', 'feb', 'mar', 'apr', 'may', 'jun', 'jul', 'aug', 'sep', '
 const DAY = '(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)';
 const DAY_LONG = '(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)';
 const MONTH = '(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)';
-const TIME = '(\\d{2}):(\\d{2}):(\\d{2})';
-/** The three forms of RFC 9110 §5.6.7, each giving day, month, year, hours, minutes, seconds in that order. */
-const IMF_FIXDATE = new RegExp(`^${DAY}, (\\d{2}) ${MONTH} (\\d{4}) ${TIME} GMT$`, 'i');
+const TIME = '(\\d{1,2}):(\\d{2}):(\\d{2})';
+/**
+ * The three forms of RFC 9110 §5.6.7, each giving day, month, year, hours, minutes, seconds in that order. The
+ * IMF-fixdate is read as RFC 9110 asks a recipient to be robust: what servers and proxies send beside the exact form
+ * (a one-digit day, no day name, runs of spaces, no comma, `UTC` or a numeric zone such as `+0000` for `GMT`, or no
+ * zone: GMT) is the date it says; a zone other than GMT moves it (`+0100`: an hour earlier in GMT).
+ */
+const IMF_FIXDATE = new RegExp(`^(?:${DAY},?\\s+)?(\\d{1,2})\\s+${MONTH}\\s+(\\d{4})\\s+${TIME}(?:\\s*(GMT|UTC|UT|Z|[+-]\\d{4}))?$`, 'i');
 const RFC850_DATE = new RegExp(`^${DAY_LONG}, (\\d{2})-${MONTH}-(\\d{2}) ${TIME} GMT$`, 'i');
 const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} (\\d{2}| \\d) ${TIME} (\\d{4})$`, 'i');
 
@@ -36,9 +41,9 @@ const ASCTIME_DATE = new RegExp(`^${DAY} ${MONTH} (\\d{2}| \\d) ${TIME} (\\d{4})
  * latest past year with those digits (RFC 9110 §5.6.7).
  */
 function httpDate(text: string, now = Date.now()): number | null {
-  let parts: { day: string; month: string; year: number; time: string[] } | null = null;
+  let parts: { day: string; month: string; year: number; time: string[]; zone?: string } | null = null;
   let m = IMF_FIXDATE.exec(text);
-  if (m !== null) parts = { day: m[1]!, month: m[2]!, year: Number(m[3]), time: m.slice(4, 7) };
+  if (m !== null) parts = { day: m[1]!, month: m[2]!, year: Number(m[3]), time: m.slice(4, 7), ...(m[7] === undefined ? {} : { zone: m[7] }) };
   else if ((m = RFC850_DATE.exec(text)) !== null) {
     const thisYear = new Date(now).getUTCFullYear();
     let year = thisYear - (thisYear % 100) + Number(m[3]);
@@ -53,5 +58,8 @@ function httpDate(text: string, now = Date.now()): number | null {
   const at = new Date(0);
   at.setUTCFullYear(parts.year, month, day);
   at.setUTCHours(hours, minutes, 0, 0);
-  return at.getUTCDate() === day && at.getUTCMonth() === month ? at.getTime() + seconds * 1000 : null;
+  if (at.getUTCDate() !== day || at.getUTCMonth() !== month) return null;
+  const zone = parts.zone !== undefined && /^[+-]\d{4}$/.test(parts.zone) ? parts.zone : null;
+  const offsetMs = zone === null ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3))) * 60_000;
+  return at.getTime() + seconds * 1000 - offsetMs;
 }

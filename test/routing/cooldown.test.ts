@@ -54,7 +54,14 @@ t.test('Retry-After: the three HTTP-date forms, and nothing else read as a date'
   t.equal(said('Saturday, 21-Nov-77 10:00:00 GMT'), 0, 'one more than 50 years ahead: the past century (1977), a wait of 0');
   t.equal(said('Wed, 21 Oct 2015 07:28:00 GMT'), 0, 'a date passed: 0');
   t.equal(said('12 '), 12_000, 'seconds with a space after');
-  for (const v of ['-5', '+5', '-1', '1,5', '5s', 'garbage', '2026-11-21T10:00:30Z', 'Sat, 21 Nov 2026 10:00:30', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sat, 21 Nov 2026 24:00:00 GMT', '21 Nov 2026 10:00:30 GMT']) {
+  // What servers and proxies send beside the exact IMF-fixdate (RFC 9110 §5.6.7 asks recipients to be robust): the
+  // same date. Before, a one-digit day or +0000 made a 120 s wait the cooldown's initial 5 s.
+  for (const v of ['Sat, 1 Dec 2026 10:00:30 GMT', 'Sat,  21 Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 2026 10:00:30 +0000', 'Sat, 21 Nov 2026 10:00:30 UTC',
+    'Sat 21 Nov 2026 10:00:30 GMT', '21 Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 2026 10:00:30', 'sat, 21 nov 2026 10:00:30 gmt', 'Sat, 21 Nov 2026 11:00:30 +0100']) {
+    const want = v.includes('Dec') ? Date.parse('2026-12-01T10:00:30Z') - now : 30_000;
+    t.equal(said(v), want, `${JSON.stringify(v)}: the date it says`);
+  }
+  for (const v of ['-5', '+5', '-1', '1,5', '5s', 'garbage', '2026-11-21T10:00:30Z', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sat, 21 Nov 2026 24:00:00 GMT', 'Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 26 10:00:30 GMT']) {
     t.equal(said(v), null, `${JSON.stringify(v)}: no Retry-After`);
   }
 });
