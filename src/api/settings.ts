@@ -20,7 +20,7 @@
 import type { FastifyBaseLogger, FastifyPluginAsync, FastifyRequest, FastifySchemaCompiler, FastifySchemaValidationError } from 'fastify';
 import { ALERT_KINDS } from '../alerts/types.js';
 import {
-  ConfigFileError, applyEdits, dottedPath, editProblem, envConflict, envFedPaths, readConfigFile, writeConfigFile, type SettingEdit, type SettingPath,
+  ConfigFileError, EditPathError, applyEdits, dottedPath, editProblem, envConflict, envFedPaths, readConfigFile, writeConfigFile, type SettingEdit, type SettingPath,
 } from '../config/edit.js';
 import { ConfigError, parseConfigText, type ConfigIssue } from '../config/load.js';
 import { ALERT_THRESHOLDS_MAX_ITEMS, SETTING_STRING_MAX_LENGTH } from '../config/schema.js';
@@ -225,7 +225,13 @@ export const settingsRoutes: FastifyPluginAsync<SettingsOptions> = async (app, o
     if (fed !== null) {
       throw new TollgateError('TOLLGATE_ERR_CONFIG_CONFLICT', `${fed} is set from an environment variable in the config file; change the variable instead`, { param: fed });
     }
-    const text = applyEdits(current.text, edits);
+    let text: string;
+    try {
+      text = applyEdits(current.text, edits);
+    } catch (err) {
+      if (err instanceof EditPathError) throw fileConflict(err.message);
+      throw err;
+    }
     let written;
     try {
       written = writeConfigFile(file, text, { refuse: (next) => runningKeyIssues(config, next) });

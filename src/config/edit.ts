@@ -157,7 +157,13 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
   return changed ? doc.toString() : text;
 }
 
-/** `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). */
+/** An edit's path runs through a value that is not a mapping (`budgets: 5`): the file must be fixed by hand. */
+export class EditPathError extends Error {}
+
+/**
+ * `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). Throws
+ * EditPathError when a path runs through a value that is not a mapping.
+ */
 export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
   text = unshare(text, edits);
   const structural: SettingEdit[] = [];
@@ -188,8 +194,14 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
         node.commentBefore = existing.commentBefore;
       }
       // The maps on the way, made here as plain maps: setIn would make them from a JS Map, which a `%YAML 1.1` file's
-      // schema writes as `!!omap` (a list of pairs the config's schema refuses).
-      for (let n = 1; n < e.path.length; n++) if (!doc.hasIn(e.path.slice(0, n))) doc.setIn(e.path.slice(0, n), doc.createNode({}));
+      // schema writes as `!!omap` (a list of pairs the config's schema refuses). A key with nothing under it
+      // (`budgets:` whose keys are all commented out) is such a map to be; any other value there is not a map.
+      for (let n = 1; n < e.path.length; n++) {
+        const at = e.path.slice(0, n);
+        const there = doc.getIn(at, true) as Node | null | undefined;
+        if (there === undefined || there === null || (isScalar(there) && there.value === null)) doc.setIn(at, doc.createNode({}));
+        else if (!isMap(there)) throw new EditPathError(`${at.join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
+      }
       doc.setIn(e.path, node);
     }
   }
