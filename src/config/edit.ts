@@ -196,11 +196,19 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
       // The maps on the way, made here as plain maps: setIn would make them from a JS Map, which a `%YAML 1.1` file's
       // schema writes as `!!omap` (a list of pairs the config's schema refuses). A key with nothing under it
       // (`budgets:` whose keys are all commented out) is such a map to be; any other value there is not a map.
+      // A null written with a tag (`!!null ~`) is kept as written by parseForRewrite: the plain parse says it is null.
+      // The map takes the null's comments (`budgets:  # note` and the keys commented out under it).
       for (let n = 1; n < e.path.length; n++) {
         const at = e.path.slice(0, n);
         const there = doc.getIn(at, true) as Node | null | undefined;
-        if (there === undefined || there === null || (isScalar(there) && there.value === null)) doc.setIn(at, doc.createNode({}));
-        else if (!isMap(there)) throw new EditPathError(`${at.join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
+        if (there === undefined || there === null || (isScalar(there) && (there.value === null || present.getIn(at) === null))) {
+          const map = doc.createNode({});
+          if (there !== undefined && there !== null) {
+            map.comment = there.comment;
+            map.commentBefore = there.commentBefore;
+          }
+          doc.setIn(at, map);
+        } else if (!isMap(there)) throw new EditPathError(`${at.join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
       }
       doc.setIn(e.path, node);
     }

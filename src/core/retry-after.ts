@@ -60,6 +60,8 @@ function httpDate(text: string, now = Date.now()): number | null {
   at.setUTCHours(hours, minutes, 0, 0);
   if (at.getUTCDate() !== day || at.getUTCMonth() !== month) return null;
   const zone = parts.zone !== undefined && /^[+-]\d{4}$/.test(parts.zone) ? parts.zone : null;
+  // A numeric zone is a real offset or no date: hours up to 14 (the widest in use), minutes under 60 (`+9999` is none).
+  if (zone !== null && (Number(zone.slice(1, 3)) > 14 || Number(zone.slice(3)) > 59)) return null;
   const offsetMs = zone === null ? 0 : (zone[0] === '-' ? -1 : 1) * (Number(zone.slice(1, 3)) * 60 + Number(zone.slice(3))) * 60_000;
   return at.getTime() + seconds * 1000 - offsetMs;
 }

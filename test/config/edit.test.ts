@@ -145,3 +145,14 @@ t.test('a key added under maps that are not there, in a %YAML 1.1 file: plain ma
   t.same(parse(out), { server: { port: 4000 }, alerts: { thresholds: { daily: [50, 100] } }, budgets: { daily_usd: 5 } }, 'read back as maps');
   t.same(parse(applyEdits('a: 1\n', [{ path: ['alerts', 'thresholds', 'daily'], value: [1] }])), { a: 1, alerts: { thresholds: { daily: [1] } } }, 'the same in a file without a directive');
 });
+
+t.test('a key set under a section left empty keeps the comments on and under it; a null written any way is empty', async (t) => {
+  const text = 'a: 1\nbudgets:  # keep in sync with the PO\n  # daily_usd: 3      # finance: never above 5\n  # monthly_usd: 60\nalerts:\n  kinds: { budget: true }\n';
+  const out = applyEdits(text, [{ path: ['budgets', 'daily_usd'], value: 7 }]);
+  for (const c of ['# keep in sync with the PO', '# daily_usd: 3      # finance: never above 5', '# monthly_usd: 60']) t.ok(out.includes(c), `kept: ${c}`);
+  t.same(parse(out), { a: 1, budgets: { daily_usd: 7 }, alerts: { kinds: { budget: true } } });
+  for (const v of ['~', 'null', '!!null', '!!null ~', '!!null null', '!!null ""']) {
+    t.same(parse(applyEdits(`a: 1\nbudgets: ${v}\n`, [{ path: ['budgets', 'daily_usd'], value: 7 }])), { a: 1, budgets: { daily_usd: 7 } }, `budgets: ${v}`);
+  }
+  t.throws(() => applyEdits('a: 1\nbudgets: 5\n', [{ path: ['budgets', 'daily_usd'], value: 7 }]), /budgets is not a mapping/);
+});

@@ -57,11 +57,13 @@ t.test('Retry-After: the three HTTP-date forms, and nothing else read as a date'
   // What servers and proxies send beside the exact IMF-fixdate (RFC 9110 §5.6.7 asks recipients to be robust): the
   // same date. Before, a one-digit day or +0000 made a 120 s wait the cooldown's initial 5 s.
   for (const v of ['Sat, 1 Dec 2026 10:00:30 GMT', 'Sat,  21 Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 2026 10:00:30 +0000', 'Sat, 21 Nov 2026 10:00:30 UTC',
-    'Sat 21 Nov 2026 10:00:30 GMT', '21 Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 2026 10:00:30', 'sat, 21 nov 2026 10:00:30 gmt', 'Sat, 21 Nov 2026 11:00:30 +0100']) {
+    'Sat 21 Nov 2026 10:00:30 GMT', '21 Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 2026 10:00:30', 'sat, 21 nov 2026 10:00:30 gmt', 'Sat, 21 Nov 2026 11:00:30 +0100',
+    'Sat, 21 Nov 2026 23:59:30 +1359', 'Sat, 21 Nov 2026 00:00:30 -1000']) {
     const want = v.includes('Dec') ? Date.parse('2026-12-01T10:00:30Z') - now : 30_000;
     t.equal(said(v), want, `${JSON.stringify(v)}: the date it says`);
   }
-  for (const v of ['-5', '+5', '-1', '1,5', '5s', 'garbage', '2026-11-21T10:00:30Z', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sat, 21 Nov 2026 24:00:00 GMT', 'Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 26 10:00:30 GMT']) {
+  for (const v of ['-5', '+5', '-1', '1,5', '5s', 'garbage', '2026-11-21T10:00:30Z', 'Sat, 31 Feb 2026 10:00:00 GMT', 'Sat, 21 Nov 2026 24:00:00 GMT', 'Nov 2026 10:00:30 GMT', 'Sat, 21 Nov 26 10:00:30 GMT',
+    'Sat, 21 Nov 2026 10:00:30 +9999', 'Sat, 21 Nov 2026 10:00:30 -9959', 'Sat, 21 Nov 2026 10:00:30 -0099', 'Sat, 21 Nov 2026 10:00:30 +2400']) {
     t.equal(said(v), null, `${JSON.stringify(v)}: no Retry-After`);
   }
 });
