@@ -116,10 +116,15 @@ function replaceScalar(text: string, path: SettingPath, value: unknown): string 
   return tokens.map((tok) => CST.stringify(tok)).join('');
 }
 
-/** A copy of `node` that defines no anchor (a second definition would take over the aliases that follow it). */
-function ownCopy(node: Node): Node {
+/**
+ * A copy of `node` for the alias `alias`, defining no anchor (a second definition would take over the aliases that
+ * follow it), with the alias's own comments, not the anchored node's (written once, where they are).
+ */
+function ownCopy(node: Node, alias: Node): Node {
   const copy = node.clone() as Node;
   visit(copy, { Node: (_k, n) => void delete (n as { anchor?: string }).anchor });
+  copy.comment = alias.comment;
+  copy.commentBefore = alias.commentBefore;
   return copy;
 }
 
@@ -135,7 +140,7 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
     const anchor = target.anchor;
     if (anchor === undefined) return;
     let used = false;
-    visit(doc, { Alias: (_k, a) => (a.source === anchor && a.resolve(doc) === target ? ((used = true), ownCopy(target)) : undefined) });
+    visit(doc, { Alias: (_k, a) => (a.source === anchor && a.resolve(doc) === target ? ((used = true), ownCopy(target, a)) : undefined) });
     if (used) delete (target as { anchor?: string }).anchor;
     changed ||= used;
   };
@@ -145,7 +150,7 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
       if (isAlias(node)) {
         const source = node.resolve(doc);
         if (source === undefined || i === 0) break;
-        node = ownCopy(source);
+        node = ownCopy(source, node);
         (doc.getIn(e.path.slice(0, i - 1), true) as { set(k: unknown, v: unknown): void }).set(e.path[i - 1], node);
         changed = true;
       }
@@ -155,6 +160,43 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
     }
   }
   return changed ? doc.toString() : text;
+}
+
+/**
+ * A new map for the key at `at`, in place of its empty value `there` (null when the key is not there). yaml gives an
+ * empty value every comment after it, up to the next key, whatever its indentation: the note on the key's line and the
+ * comment lines indented under the key (its keys commented out) are the map's, written under the key before its
+ * first key; the lines from the first one not indented under it on (the next section's heading, a note at the end of
+ * the file) stay where they were, before the next key (or at the end).
+ */
+function mapInPlaceOf(doc: Document, text: string, at: SettingPath, there: Node | null): Node {
+  const map = doc.createNode({});
+  const range = there?.range;
+  if (there === null || range === undefined || range === null) return map;
+  const lineStart = (i: number) => text.lastIndexOf('\n', i - 1) + 1;
+  const parent = at.length === 1 ? doc.contents : (doc.getIn(at.slice(0, -1), true) as unknown);
+  const pairs = isMap(parent) ? parent.items : [];
+  const index = pairs.findIndex((p) => isScalar(p.key) && String(p.key.value) === at[at.length - 1]);
+  const key = index === -1 ? undefined : (pairs[index]!.key as Node);
+  const keyIndent = key?.range === undefined || key.range === null ? 0 : key.range[0] - lineStart(key.range[0]);
+  const inside: string[] = [];
+  const after: string[] = [];
+  const lines = text.slice(range[0], range[2]).split('\n');
+  lines.forEach((line, i) => {
+    const hash = line.indexOf('#');
+    if (hash === -1) return;
+    const indent = line.length - line.trimStart().length;
+    const mine = after.length === 0 && (i === 0 || indent > keyIndent); // the key's own line, or indented under it
+    (mine ? inside : after).push(line.slice(hash + 1).trimEnd());
+  });
+  if (inside.length > 0) map.commentBefore = inside.join('\n');
+  if (after.length > 0) {
+    const next = pairs[index + 1]?.key as Node | undefined;
+    if (next !== undefined) next.commentBefore = [...after, ...(next.commentBefore === undefined || next.commentBefore === null ? [] : [next.commentBefore])].join('\n');
+    else if (at.length === 1) doc.comment = [...after, ...(doc.comment === undefined || doc.comment === null ? [] : [doc.comment])].join('\n');
+    else map.comment = after.join('\n');
+  }
+  return map;
 }
 
 /** An edit's path runs through a value that is not a mapping (`budgets: 5`): the file must be fixed by hand. */
@@ -197,17 +239,11 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
       // schema writes as `!!omap` (a list of pairs the config's schema refuses). A key with nothing under it
       // (`budgets:` whose keys are all commented out) is such a map to be; any other value there is not a map.
       // A null written with a tag (`!!null ~`) is kept as written by parseForRewrite: the plain parse says it is null.
-      // The map takes the null's comments (`budgets:  # note` and the keys commented out under it).
       for (let n = 1; n < e.path.length; n++) {
         const at = e.path.slice(0, n);
         const there = doc.getIn(at, true) as Node | null | undefined;
         if (there === undefined || there === null || (isScalar(there) && (there.value === null || present.getIn(at) === null))) {
-          const map = doc.createNode({});
-          if (there !== undefined && there !== null) {
-            map.comment = there.comment;
-            map.commentBefore = there.commentBefore;
-          }
-          doc.setIn(at, map);
+          doc.setIn(at, mapInPlaceOf(doc, text, at, there ?? null));
         } else if (!isMap(there)) throw new EditPathError(`${at.join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
       }
       doc.setIn(e.path, node);

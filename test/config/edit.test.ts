@@ -156,3 +156,27 @@ t.test('a key set under a section left empty keeps the comments on and under it;
   }
   t.throws(() => applyEdits('a: 1\nbudgets: 5\n', [{ path: ['budgets', 'daily_usd'], value: 7 }]), /budgets is not a mapping/);
 });
+
+t.test("an empty section's comments: its own written under it before its keys, the next section's left before it", async (t) => {
+  const text = 'a: 1\nbudgets:  # keep in sync with the PO\n  # daily_usd: 3\n# Alerts: owned by the on-call team\n\nalerts:\n  kinds: { budget: true }\n';
+  const out = applyEdits(text, [{ path: ['budgets', 'daily_usd'], value: 7 }]);
+  t.match(out, /budgets:\n {2}# keep in sync with the PO\n {2}# daily_usd: 3\n {2}daily_usd: 7\n/, "the section's note and commented keys under it, before the key set");
+  t.match(out, /\n# Alerts: owned by the on-call team\nalerts:/, "the next section's heading stays at column 0 above it");
+  t.equal(out.split('# Alerts').length, 2, 'once');
+  const end = applyEdits('a: 1\nbudgets:\n\n# trailing file note\n', [{ path: ['budgets', 'daily_usd'], value: 7 }]);
+  t.match(end, /budgets:\n {2}daily_usd: 7\n\n# trailing file note\n$/, "a note at the end of the file stays the file's");
+});
+
+t.test('a copy made for an alias keeps the alias\'s comments, not the anchor\'s: each comment written once', async (t) => {
+  const text = [
+    'providers:', '  demo:', '    format: mock', '    price: &none ~  # no list price', '    models:', '      echo-1:', '        kind: llm',
+    '        price: &p  # TBD with finance', '          # input: 3', '      echo-2: { kind: llm, price: *p }', '      echo-3:', '        kind: llm',
+    '        price: *none  # ask finance', '',
+  ].join('\n');
+  const at = (m: string) => ['providers', 'demo', 'models', m, 'price', 'input'];
+  const out = applyEdits(text, [{ path: at('echo-1'), value: 5 }, { path: at('echo-2'), value: 5 }, { path: at('echo-3'), value: 7 }]);
+  for (const c of ['# TBD with finance', '# input: 3', '# ask finance', '# no list price']) t.equal(out.split(c).length, 2, `${c}: once`);
+  t.match(out, /echo-2: \{ kind: llm, price: \{ input: 5 \} \}/, 'the flow entry stays one line');
+  t.match(out, /echo-3:\n {8}kind: llm\n {8}price:\n {10}# ask finance\n {10}input: 7/, "the alias's own comment on its new map");
+  t.same(parse(out).providers.demo.models, { 'echo-1': { kind: 'llm', price: { input: 5 } }, 'echo-2': { kind: 'llm', price: { input: 5 } }, 'echo-3': { kind: 'llm', price: { input: 7 } } });
+});
