@@ -7,7 +7,8 @@
 // the SHA-256 of its bytes. A file that cannot be read, is not clean YAML (a syntax error, a duplicate key, more
 // aliases than the loader expands) or cannot be written is a ConfigFileError: nothing is written. An edit that goes
 // through a YAML alias (or changes a node that aliases name) first gives each entry its own copy of the shared value,
-// so that it changes the one entry it is for.
+// so that it changes the one entry it is for. An edit's path names keys as the load reads them (strings: `2024:` is
+// "2024"), and is matched against the file's own keys before it is applied (keysIn).
 
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, fchmodSync, fchownSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,7 +18,7 @@ import {
 } from 'yaml';
 import { parseConfigText, type ConfigIssue } from './load.js';
 import { rootWriteProblem } from './root-write.js';
-import { KEYS_UNCHECKED, duplicateKeys, parseForRewrite } from './text-checks.js';
+import { KEYS_UNCHECKED, duplicateKeys, loadedKey, parseForRewrite } from './text-checks.js';
 import type { Config } from './types.js';
 
 export type SettingPath = readonly (string | number)[];
@@ -79,7 +80,7 @@ export function envFedPaths(text: string): string[] {
       if (typeof node.value === 'string' && ENV_REF.test(node.value)) out.push(path);
     } else if (isMap(node)) {
       for (const pair of node.items) {
-        const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+        const key = loadedKey(pair.key) ?? String(pair.key);
         walk(pair.value, path === '' ? key : `${path}.${key}`);
       }
     } else if (isSeq(node)) {
@@ -104,12 +105,37 @@ export function envConflict(text: string, edits: readonly SettingEdit[]): string
   return null;
 }
 
+/**
+ * `path` as the keys `doc` has for it: a segment is the key of the mapping there whose loaded form (loadedKey) it is,
+ * so that `providers.2024` finds `2024:` (an integer key, read by the load as "2024") and `models.3.5` finds `3.5:`,
+ * rather than a string key '2024' made beside them. A key written as that string is taken first; a segment no key
+ * matches (and every one after it) stays as given: a new string key. Aliases on the way are followed.
+ */
+function keysIn(doc: Document, path: SettingPath): readonly unknown[] {
+  const keys: unknown[] = [];
+  let node: unknown = doc.contents;
+  for (const segment of path) {
+    if (isAlias(node)) node = node.resolve(doc);
+    const pair = isMap(node)
+      ? (node.items.find((p) => isScalar(p.key) && p.key.value === segment) ?? node.items.find((p) => loadedKey(p.key) === String(segment)))
+      : undefined;
+    if (pair !== undefined) {
+      keys.push(isScalar(pair.key) ? pair.key.value : pair.key);
+      node = pair.value;
+    } else {
+      keys.push(segment);
+      node = isSeq(node) && typeof segment === 'number' ? node.items[segment] : undefined;
+    }
+  }
+  return keys;
+}
+
 /** `text` with the scalar at `path` replaced by `value` in its source token, or null when that is not the case. */
 function replaceScalar(text: string, path: SettingPath, value: unknown): string | null {
   if (value === undefined || (value !== null && typeof value === 'object')) return null;
   const tokens = [...new Parser().parse(text)];
   const [doc] = [...new Composer({ keepSourceTokens: true, ...KEYS_UNCHECKED }).compose(tokens)];
-  const node = doc?.getIn(path, true);
+  const node = doc?.getIn(keysIn(doc, path), true);
   if (!isScalar(node) || node.srcToken === undefined || doc!.errors.length > 0) return null;
   if (typeof value === 'string') CST.setScalarValue(node.srcToken, value);
   else CST.setScalarValue(node.srcToken, value === null ? 'null' : String(value), { type: 'PLAIN' });
@@ -145,18 +171,19 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
     changed ||= used;
   };
   for (const e of edits) {
+    const path = keysIn(doc, e.path);
     let node: unknown = doc.contents;
     for (let i = 0; isNode(node); i++) {
       if (isAlias(node)) {
         const source = node.resolve(doc);
         if (source === undefined || i === 0) break;
         node = ownCopy(source, node);
-        (doc.getIn(e.path.slice(0, i - 1), true) as { set(k: unknown, v: unknown): void }).set(e.path[i - 1], node);
+        (doc.getIn(path.slice(0, i - 1), true) as { set(k: unknown, v: unknown): void }).set(path[i - 1], node);
         changed = true;
       }
       spread(node as Node);
-      if (i === e.path.length || !isCollection(node)) break;
-      node = node.get(e.path[i], true);
+      if (i === path.length || !isCollection(node)) break;
+      node = node.get(path[i], true);
     }
   }
   return changed ? doc.toString() : text;
@@ -169,14 +196,14 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
  * first key; the lines from the first one not indented under it on (the next section's heading, a note at the end of
  * the file) stay where they were, before the next key (or at the end).
  */
-function mapInPlaceOf(doc: Document, text: string, at: SettingPath, there: Node | null): Node {
+function mapInPlaceOf(doc: Document, text: string, at: readonly unknown[], there: Node | null): Node {
   const map = doc.createNode({});
   const range = there?.range;
   if (there === null || range === undefined || range === null) return map;
   const lineStart = (i: number) => text.lastIndexOf('\n', i - 1) + 1;
   const parent = at.length === 1 ? doc.contents : (doc.getIn(at.slice(0, -1), true) as unknown);
   const pairs = isMap(parent) ? parent.items : [];
-  const index = pairs.findIndex((p) => isScalar(p.key) && String(p.key.value) === at[at.length - 1]);
+  const index = pairs.findIndex((p) => isScalar(p.key) && p.key.value === at[at.length - 1]); // the file's own key (keysIn)
   const key = index === -1 ? undefined : (pairs[index]!.key as Node);
   const keyIndent = key?.range === undefined || key.range === null ? 0 : key.range[0] - lineStart(key.range[0]);
   const inside: string[] = [];
@@ -211,7 +238,7 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
   const structural: SettingEdit[] = [];
   const present = parseDocument(text, KEYS_UNCHECKED);
   for (const e of edits) {
-    if (e.value === undefined && !present.hasIn(e.path)) continue; // removing what is not there
+    if (e.value === undefined && !present.hasIn(keysIn(present, e.path))) continue; // removing what is not there
     const replaced = replaceScalar(text, e.path, e.value);
     if (replaced === null) structural.push(e);
     else text = replaced;
@@ -219,17 +246,20 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
   if (structural.length === 0) return text;
   const doc = parseForRewrite(text); // every untouched value is written again: its numbers keep their text
   for (const e of structural) {
+    // The file's own keys (keysIn): each parse reads a key as its own value (`1.0:` is 1 here, "1.0" in doc).
+    const path = keysIn(doc, e.path);
+    const presentPath = keysIn(present, e.path);
     if (e.value === undefined) {
-      if (!doc.hasIn(e.path)) continue;
-      doc.deleteIn(e.path);
-      for (let n = e.path.length - 1; n > 0; n--) {
-        const parent = doc.getIn(e.path.slice(0, n), true) as Node | undefined;
+      if (!doc.hasIn(path)) continue;
+      doc.deleteIn(path);
+      for (let n = path.length - 1; n > 0; n--) {
+        const parent = doc.getIn(path.slice(0, n), true) as Node | undefined;
         if (!isMap(parent) || parent.items.length > 0) break;
-        doc.deleteIn(e.path.slice(0, n));
+        doc.deleteIn(path.slice(0, n));
       }
     } else {
       // A new node (a list, or a key that was not there) takes over the comments of the one it replaces.
-      const existing = doc.getIn(e.path, true) as Node | undefined;
+      const existing = doc.getIn(path, true) as Node | undefined;
       const node = doc.createNode(e.value, { flow: typeof e.value === 'object' });
       if (existing !== undefined && existing !== null) {
         node.comment = existing.comment;
@@ -239,14 +269,14 @@ export function applyEdits(text: string, edits: readonly SettingEdit[]): string 
       // schema writes as `!!omap` (a list of pairs the config's schema refuses). A key with nothing under it
       // (`budgets:` whose keys are all commented out) is such a map to be; any other value there is not a map.
       // A null written with a tag (`!!null ~`) is kept as written by parseForRewrite: the plain parse says it is null.
-      for (let n = 1; n < e.path.length; n++) {
-        const at = e.path.slice(0, n);
+      for (let n = 1; n < path.length; n++) {
+        const at = path.slice(0, n);
         const there = doc.getIn(at, true) as Node | null | undefined;
-        if (there === undefined || there === null || (isScalar(there) && (there.value === null || present.getIn(at) === null))) {
+        if (there === undefined || there === null || (isScalar(there) && (there.value === null || present.getIn(presentPath.slice(0, n)) === null))) {
           doc.setIn(at, mapInPlaceOf(doc, text, at, there ?? null));
-        } else if (!isMap(there)) throw new EditPathError(`${at.join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
+        } else if (!isMap(there)) throw new EditPathError(`${e.path.slice(0, n).join('.')} is not a mapping, so ${e.path.join('.')} cannot be set under it`);
       }
-      doc.setIn(e.path, node);
+      doc.setIn(path, node);
     }
   }
   return doc.toString();

@@ -42,6 +42,19 @@ export function numbersAsWritten(doc: Document): void {
 }
 
 /**
+ * A mapping key as the load reads it (numbersAsWritten, then yaml's toJS): `2024:` is "2024", `1.0:` "1.0", `~:` "",
+ * `yes:` under `%YAML 1.1` "true"; undefined for a key that is not a scalar (or a scalar that is not a plain value).
+ */
+export function loadedKey(key: unknown): string | undefined {
+  if (key === null) return ''; // `: value`, a key left empty
+  if (!isScalar(key)) return undefined;
+  const v = key.value;
+  if ((typeof v === 'number' || typeof v === 'bigint') && typeof key.source === 'string' && key.source !== String(v)) return key.source;
+  if (v === null) return '';
+  return typeof v === 'string' || typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' ? String(v) : undefined;
+}
+
+/**
  * A number's text as the file wrote it, written back unchanged by a file rewritten for an edit (AS_WRITTEN); for an
  * explicitly tagged value, its tag's text too, and `tag` the tag it resolved to (for its %TAG directive).
  */

@@ -180,3 +180,30 @@ t.test('a copy made for an alias keeps the alias\'s comments, not the anchor\'s:
   t.match(out, /echo-3:\n {8}kind: llm\n {8}price:\n {10}# ask finance\n {10}input: 7/, "the alias's own comment on its new map");
   t.same(parse(out).providers.demo.models, { 'echo-1': { kind: 'llm', price: { input: 5 } }, 'echo-2': { kind: 'llm', price: { input: 5 } }, 'echo-3': { kind: 'llm', price: { input: 7 } } });
 });
+
+// The load reads every mapping key as a string (`2024:` is the provider "2024", `3.5:` the model "3.5"), and the
+// settings API names them so; an edit looked the path up with that string, which is not the integer key 2024, and
+// made a second key `"2024":` beside the real one (a price for provider 2024 answered 400, its group "required").
+t.test('a path segment finds the key the load reads as it: an integer, a float, a null or a 1.1 boolean key', async (t) => {
+  const { parseConfigText } = await import('../../src/config/load.js');
+  const file = 'providers:\n  2024:\n    group: paid\n    format: mock\n    models:\n      echo-1: { kind: llm }\n      3.5: { kind: llm }\n      1.0: { kind: llm }\n';
+  const priced = applyEdits(file, [{ path: ['providers', '2024', 'models', 'echo-1', 'price', 'input'], value: 1 }, { path: ['providers', '2024', 'models', 'echo-1', 'price', 'output'], value: 2 }]);
+  t.equal(priced.match(/2024/g)?.length, 1, 'one 2024 key');
+  t.match(priced, /\n {2}2024:\n {4}group: paid\n/, 'still the integer key');
+  t.same(parseConfigText(priced, {}).providers['2024']!.models['echo-1']!.price, { input: 1, output: 2 }, 'the price under it');
+  t.equal(applyEdits(file, [{ path: ['providers', '2024', 'models', '1.0', 'kind'], value: 'embedding' }]), file.replace('1.0: { kind: llm }', '1.0: { kind: embedding }'), '1.0 (read as "1.0", yaml\'s value 1): its scalar replaced in place');
+  const floats = applyEdits(file, [{ path: ['providers', '2024', 'models', '3.5', 'price'], value: { input: 4, output: 5 } }, { path: ['providers', '2024', 'models', '1.0', 'kind'], value: 'embedding' }]);
+  t.match(floats, /\n {6}3\.5: \{ kind: llm, price: \{ input: 4, output: 5 \} \}\n/, 'a float-looking model id: the price under 3.5');
+  t.match(floats, /\n {6}"1\.0": \{ kind: embedding \}\n/, 'and 1.0 beside it, in the file written again (its key as the load reads it)');
+  t.same(Object.keys(parseConfigText(floats, {}).providers['2024']!.models), ['echo-1', '3.5', '1.0'], 'no key added beside them');
+  const removed = applyEdits(file, [{ path: ['providers', '2024', 'models', '3.5'], value: undefined }]);
+  t.notMatch(removed, /3\.5/, 'a removal finds it too');
+  t.equal(applyEdits('budgets:\n  daily_usd: 3\nmodels:\n  "2024": { a: 1 }\n', [{ path: ['models', '2024', 'a'], value: 2 }]), 'budgets:\n  daily_usd: 3\nmodels:\n  "2024": { a: 2 }\n', 'a key that is a string already');
+  t.equal(applyEdits('m:\n  ~: { a: 1 }\n', [{ path: ['m', '', 'a'], value: 2 }]), 'm:\n  ~: { a: 2 }\n', 'a null key (read as "")');
+  t.equal(applyEdits('%YAML 1.1\n---\nm:\n  yes: { a: 1 }\n', [{ path: ['m', 'true', 'b'], value: 2 }]), '%YAML 1.1\n---\nm:\n  yes: { a: 1, b: 2 }\n', 'yes under YAML 1.1 (read as "true")');
+  t.match(applyEdits(file, [{ path: ['providers', '2025', 'group'], value: 'free' }]), /\n {2}"2025":\n {4}group: free\n$/, 'a segment no key matches: a new string key');
+  const aliased = 'providers:\n  2024: &p { group: paid, format: mock, models: { echo-1: {} } }\n  7: *p\n';
+  t.same(parseConfigText(applyEdits(aliased, [{ path: ['providers', '7', 'group'], value: 'free' }]), {}).providers['7']!.group, 'free', 'an alias under an integer key made its own');
+  const fed = 'providers:\n  1.0:\n    price: { input: "${P_IN}" }\n';
+  t.equal(envConflict(fed, [{ path: ['providers', '1.0', 'price', 'input'], value: 1 }]), 'providers.1.0.price.input', 'a ${VAR} under 1.0 is found at the path the load reads');
+});
