@@ -218,10 +218,18 @@ function mapInPlaceOf(doc: Document, text: string, at: readonly unknown[], there
   });
   if (inside.length > 0) map.commentBefore = inside.join('\n');
   if (after.length > 0) {
-    const next = pairs[index + 1]?.key as Node | undefined;
-    if (next !== undefined) next.commentBefore = [...after, ...(next.commentBefore === undefined || next.commentBefore === null ? [] : [next.commentBefore])].join('\n');
-    else if (at.length === 1) doc.comment = [...after, ...(doc.comment === undefined || doc.comment === null ? [] : [doc.comment])].join('\n');
-    else map.comment = after.join('\n');
+    // Before the next key after this one: in its own map, else in the nearest enclosing map with a key after the
+    // branch this one is in; none: at the end of the file.
+    const joined = (c: string | null | undefined) => [...after, ...(c === undefined || c === null ? [] : [c])].join('\n');
+    let next: Node | undefined;
+    for (let up = at.length; up >= 1 && next === undefined; up--) {
+      const holder = up === 1 ? doc.contents : (doc.getIn(at.slice(0, up - 1), true) as unknown);
+      const items = isMap(holder) ? holder.items : [];
+      const i = items.findIndex((p) => isScalar(p.key) && p.key.value === at[up - 1]);
+      if (i !== -1 && i + 1 < items.length) next = items[i + 1]!.key as Node;
+    }
+    if (next !== undefined) next.commentBefore = joined(next.commentBefore);
+    else doc.comment = joined(doc.comment);
   }
   return map;
 }

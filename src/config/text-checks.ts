@@ -10,17 +10,24 @@ import { Parser, Scalar, isScalar, parseDocument, visit, type Document, type Nod
  */
 export const KEYS_UNCHECKED = { uniqueKeys: false } as const;
 
-/** A key twice in one mapping, as yaml reports it (its message, at the second key): one set a mapping. */
+/**
+ * A key twice in one mapping, as yaml reports it (its message, at the second key): one set a mapping. Twice is the
+ * same value (`1:` and `1.0:`), or the same key as the load reads it (`"2024":` and `2024:`, both the provider "2024":
+ * the load would keep the later, and an edit could not tell which one it is to change).
+ */
 export function duplicateKeys(doc: Document): { pos: number; message: string }[] {
   const found: { pos: number; message: string }[] = [];
   visit(doc, {
     Map(_, map) {
       const seen = new Set<unknown>();
+      const loaded = new Set<string>();
       for (const pair of map.items) {
         if (!isScalar(pair.key) && pair.key !== null) continue; // a complex key: not compared, as before
         const key = isScalar(pair.key) ? pair.key.value : null;
-        if (seen.has(key)) found.push({ pos: isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0, message: 'Map keys must be unique' });
+        const read = loadedKey(pair.key);
+        if (seen.has(key) || (read !== undefined && loaded.has(read))) found.push({ pos: isScalar(pair.key) ? (pair.key.range?.[0] ?? 0) : 0, message: 'Map keys must be unique' });
         seen.add(key);
+        if (read !== undefined) loaded.add(read);
       }
     },
   });

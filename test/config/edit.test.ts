@@ -207,3 +207,19 @@ t.test('a path segment finds the key the load reads as it: an integer, a float, 
   const fed = 'providers:\n  1.0:\n    price: { input: "${P_IN}" }\n';
   t.equal(envConflict(fed, [{ path: ['providers', '1.0', 'price', 'input'], value: 1 }]), 'providers.1.0.price.input', 'a ${VAR} under 1.0 is found at the path the load reads');
 });
+
+t.test("a nested empty section last in its map: the next section's heading stays before that section", async (t) => {
+  const text = 'budgets:\n  daily_usd: 5\n  auto_switch:\n    # enabled: true\n# ---- alerts ----\nalerts:\n  kinds: { budget: true }\n';
+  const out = applyEdits(text, [{ path: ['budgets', 'auto_switch', 'enabled'], value: true }]);
+  t.match(out, /auto_switch:\n {4}# enabled: true\n {4}enabled: true\n# ---- alerts ----\nalerts:/, 'the commented key under it, the heading at column 0 above alerts');
+  t.equal(out.split('# ---- alerts ----').length, 2, 'once');
+  const last = applyEdits('providers:\n  demo:\n    price:\n      # input: 1\n# end of providers\n', [{ path: ['providers', 'demo', 'price', 'input'], value: 2 }]);
+  t.match(last, /price:\n {6}# input: 1\n {6}input: 2\n\n?# end of providers\n$/, 'no key after it anywhere: the note stays at the end of the file');
+});
+
+t.test('a key written two ways that the load reads as one ("2024" and 2024) is a duplicate, as 1 and 1.0 are', async (t) => {
+  const { editProblem } = await import('../../src/config/edit.js');
+  t.equal(editProblem('providers:\n  "2024": { group: a }\n  2024: { group: b }\n'), 'line 3: YAML syntax: Map keys must be unique');
+  t.equal(editProblem('m:\n  1: a\n  1.0: b\n'), 'line 3: YAML syntax: Map keys must be unique', 'the same value, as before');
+  t.equal(editProblem('m:\n  "2024": a\n  "2025": b\n  2026: c\n'), null, 'different keys pass');
+});
