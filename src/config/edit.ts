@@ -189,6 +189,13 @@ function unshare(text: string, edits: readonly SettingEdit[]): string {
   return changed ? doc.toString() : text;
 }
 
+/** The pairs of the map that holds the key `at[n - 1]` (the file's own key: keysIn), and its index there (-1: none). */
+function keyAt(doc: Document, at: readonly unknown[], n: number): { items: readonly { key: unknown }[]; i: number } {
+  const holder = n === 1 ? doc.contents : (doc.getIn(at.slice(0, n - 1), true) as unknown);
+  const items = isMap(holder) ? holder.items : [];
+  return { items, i: items.findIndex((p) => isScalar(p.key) && p.key.value === at[n - 1]) };
+}
+
 /**
  * A new map for the key at `at`, in place of its empty value `there` (null when the key is not there). yaml gives an
  * empty value every comment after it, up to the next key, whatever its indentation: the note on the key's line and the
@@ -201,10 +208,8 @@ function mapInPlaceOf(doc: Document, text: string, at: readonly unknown[], there
   const range = there?.range;
   if (there === null || range === undefined || range === null) return map;
   const lineStart = (i: number) => text.lastIndexOf('\n', i - 1) + 1;
-  const parent = at.length === 1 ? doc.contents : (doc.getIn(at.slice(0, -1), true) as unknown);
-  const pairs = isMap(parent) ? parent.items : [];
-  const index = pairs.findIndex((p) => isScalar(p.key) && p.key.value === at[at.length - 1]); // the file's own key (keysIn)
-  const key = index === -1 ? undefined : (pairs[index]!.key as Node);
+  const own = keyAt(doc, at, at.length);
+  const key = own.i === -1 ? undefined : (own.items[own.i]!.key as Node);
   const keyIndent = key?.range === undefined || key.range === null ? 0 : key.range[0] - lineStart(key.range[0]);
   const inside: string[] = [];
   const after: string[] = [];
@@ -223,9 +228,7 @@ function mapInPlaceOf(doc: Document, text: string, at: readonly unknown[], there
     const joined = (c: string | null | undefined) => [...after, ...(c === undefined || c === null ? [] : [c])].join('\n');
     let next: Node | undefined;
     for (let up = at.length; up >= 1 && next === undefined; up--) {
-      const holder = up === 1 ? doc.contents : (doc.getIn(at.slice(0, up - 1), true) as unknown);
-      const items = isMap(holder) ? holder.items : [];
-      const i = items.findIndex((p) => isScalar(p.key) && p.key.value === at[up - 1]);
+      const { items, i } = up === at.length ? own : keyAt(doc, at, up);
       if (i !== -1 && i + 1 < items.length) next = items[i + 1]!.key as Node;
     }
     if (next !== undefined) next.commentBefore = joined(next.commentBefore);
