@@ -7,10 +7,10 @@
 //     drops a frame that is not JSON, so it parses each) while the bytes go on as they came (no frames written again);
 //   - a row with the columns Tollgate writes (`toRow` of the built app, checked at start), serialised once by the
 //     spool's own `rowLine`: its values in the columns' order, a JSON array;
-//   - the spool: one write(2) per event-loop turn for that turn's rows, an fsync every `commit_ms` (50), a new file
+//   - the spool: one write(2) per event-loop turn for that turn's rows, an fsync every `commit_ms` (50 by default), a new file
 //     for each batch, removed once the batch is inserted;
 //   - the metrics: the request, token, cost and duration series a request updates (the gateway's own families);
-//   - the store: every `flush_ms` (1 s) the batch's lines inserted through the built app's Store (the embedded engine,
+//   - the store: every `flush_ms` (2 s by default) the batch's lines inserted through the built app's Store (the embedded engine,
 //     the same migrations, views, settings and deduplication token as Tollgate's writer).
 //
 // Not done here, and done by Tollgate: authentication and rate limits, routing, the request's validation and
@@ -34,6 +34,7 @@ import { rowLine } from '../dist/store/segment.js';
 import { makeRecord } from '../dist/ledger/record.js';
 import { CounterFamily, HistogramFamily } from '../dist/telemetry/families.js';
 import { BUCKETS } from '../dist/telemetry/names.js';
+import { CONFIG_SCHEMA } from '../dist/config/schema.js';
 import { announceReady, cpuMicros, serveParent } from './lib/ipc.mjs';
 import { UPSTREAM_MODEL } from './lib/payloads.mjs';
 
@@ -41,8 +42,11 @@ const [upstream, dataDir] = process.argv.slice(2);
 if (!upstream || !dataDir) throw new Error('usage: floor.mjs <upstream origin> <data dir>');
 process.on('exit', () => rmSync(dataDir, { recursive: true, force: true }));
 
-const COMMIT_MS = 50;
-const FLUSH_MS = 1000;
+// The spool's commit and the batch's flush at Tollgate's shipped defaults (BENCH_FLUSH_MS as bench/tollgate.mjs reads it),
+// so the floor inserts as often as the gateway beside it.
+const STORAGE = CONFIG_SCHEMA.properties.storage.properties;
+const COMMIT_MS = STORAGE.spool.properties.commit_ms.default;
+const FLUSH_MS = process.env.BENCH_FLUSH_MS ? Number(process.env.BENCH_FLUSH_MS) : STORAGE.batch.properties.flush_ms.default;
 const PROVIDER = 'bench';
 const MODEL = `${PROVIDER}/${UPSTREAM_MODEL}`;
 // USD per million tokens, as bench/tollgate.mjs configures its provider; cost in integer pico-dollars as Tollgate's.
@@ -119,7 +123,7 @@ function rowOf(startedAt, endedAt, stream, n, usd, ttftMs) {
     input_tokens: n.input, audio_input_tokens: 0, cached_tokens: n.cached, cache_write_tokens: 0, cache_write_1h_tokens: null,
     output_tokens: n.output, audio_output_tokens: 0, reasoning_tokens: n.reasoning, web_search_requests: null,
     total_tokens: n.input + n.output, usage_source: n.reported ? 'reported' : 'none', cost: usd, list_cost: usd, price_source: 'config', service_tier: '',
-    duration_ms: endedAt - startedAt, ttft_ms: ttftMs, upstream_ms: endedAt - startedAt, trace_id: '',
+    duration_ms: endedAt - startedAt, ttft_ms: ttftMs, upstream_ms: endedAt - startedAt, trace_id: '', dispatched: true,
   };
 }
 
