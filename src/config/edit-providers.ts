@@ -8,6 +8,7 @@ import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
 import type { ProviderGroup } from './types.js';
 import { KEYS_UNCHECKED, duplicateKeys, parseForRewrite } from './text-checks.js';
+import { inTextForm, plainText, textFormOf } from './line-ends.js';
 
 export interface AddProviderOptions {
   /** The catalog provider id (`openai`, `anthropic`, `deepseek`, ...). */
@@ -84,8 +85,16 @@ function providersMap(doc: Document): YAMLMap {
   return providers;
 }
 
-/** `text` with a provider block for a catalog provider added under `providers:`; everything else is kept as it was. */
+/**
+ * `text` with a provider block for a catalog provider added under `providers:`; everything else is kept as it was,
+ * the file's line ends (the new lines' too) and byte order mark included (line-ends.ts).
+ */
 export function addProvider(text: string, o: AddProviderOptions): { text: string; prefix: string; models: string[] } {
+  const added = providerAdded(plainText(text), o);
+  return { ...added, text: inTextForm(added.text, textFormOf(text)) };
+}
+
+function providerAdded(text: string, o: AddProviderOptions): { text: string; prefix: string; models: string[] } {
   const doc = parseForRewrite(text); // the file is written again: its numbers keep their text
   const err = doc.errors[0] ?? duplicateKeys(doc)[0];
   if (err !== undefined) throw new ConfigEditError(`the config file is not valid YAML: ${err.message.split('\n')[0]}`);

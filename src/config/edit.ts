@@ -8,7 +8,8 @@
 // aliases than the loader expands) or cannot be written is a ConfigFileError: nothing is written. An edit that goes
 // through a YAML alias (or changes a node that aliases name) first gives each entry its own copy of the shared value,
 // so that it changes the one entry it is for. An edit's path names keys as the load reads them (strings: `2024:` is
-// "2024"), and is matched against the file's own keys before it is applied (keysIn).
+// "2024"), and is matched against the file's own keys before it is applied (keysIn). An edit works on the text with LF
+// line ends and writes its result with the file's own (CRLF or LF) and byte order mark (line-ends.ts).
 
 import { createHash, randomBytes } from 'node:crypto';
 import { accessSync, closeSync, constants, fchmodSync, fchownSync, openSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ import {
   CST, Composer, LineCounter, Parser, isAlias, isCollection, isMap, isNode, isScalar, isSeq, parseDocument, visit, type Document, type Node,
 } from 'yaml';
 import { parseConfigText, type ConfigIssue } from './load.js';
+import { inTextForm, plainText, textFormOf } from './line-ends.js';
 import { rootWriteProblem } from './root-write.js';
 import { KEYS_UNCHECKED, duplicateKeys, loadedKey, parseForRewrite } from './text-checks.js';
 import type { Config } from './types.js';
@@ -241,10 +243,15 @@ function mapInPlaceOf(doc: Document, text: string, at: readonly unknown[], there
 export class EditPathError extends Error {}
 
 /**
- * `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). Throws
- * EditPathError when a path runs through a value that is not a mapping.
+ * `text` with `edits` applied; a map left empty by a removal is removed too (no `budgets: {}` litter). The result has
+ * the file's line ends and byte order mark (line-ends.ts), whatever the edit. Throws EditPathError when a path runs
+ * through a value that is not a mapping.
  */
 export function applyEdits(text: string, edits: readonly SettingEdit[]): string {
+  return inTextForm(editedText(plainText(text), edits), textFormOf(text));
+}
+
+function editedText(text: string, edits: readonly SettingEdit[]): string {
   text = unshare(text, edits);
   const structural: SettingEdit[] = [];
   const present = parseDocument(text, KEYS_UNCHECKED);
