@@ -1,10 +1,11 @@
 // Which price, limits and capabilities a configured model has: the YAML's, and where it says nothing, the catalog's
 // (config/catalog.ts; its prices and limits as config/catalog-prices.ts holds them), and for a model the catalog does
-// not list, the second price source's (config/price-rules.ts). YAML overrides win. Every price says where it came
-// from, and the row records that (`price_source`): `config`, `catalog@<version>`, `genai-prices@<version>`, or `none`
-// (docs/catalog.md).
+// not list, the second price source's (config/price-rules.ts) and the second limits source's (config/limits.ts). YAML
+// overrides win. Every price says where it came from, and the row records that (`price_source`): `config`,
+// `catalog@<version>`, `genai-prices@<version>`, or `none` (docs/catalog.md).
 
-import { CATALOG_SOURCE, catalogIdOf, catalogOutputLimit, catalogPrice } from './catalog-prices.js';
+import { CATALOG_SOURCE, catalogIdOf, catalogPrice } from './catalog-prices.js';
+import { outputLimit } from './limits.js';
 import type { Config, Price, PriceTier, ProviderConfig } from './types.js';
 import { RULES_SOURCE, rulesPrice } from './price-rules.js';
 import { own } from '../core/own.js';
@@ -73,9 +74,10 @@ const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typ
 
 /**
  * At load, on the validated tree: each provider's `catalog` becomes the resolved catalog id ('' for none), and each
- * listed model the YAML leaves without `max_output_tokens` takes the catalog's, so the clamp (and a translated
- * request's default max_tokens) use it. Capabilities are not filled in: an applied list removes what it lacks, and the
- * catalog has no structured-output flag (docs/catalog.md); `tollgate providers add` writes them for the user to see.
+ * listed model the YAML leaves without `max_output_tokens` takes the catalog's, or for a model the catalog has no limit
+ * of, the second limits source's (config/limits.ts), so the clamp (and a translated request's default max_tokens) use
+ * it. Capabilities are not filled in: an applied list removes what it lacks, and the catalog has no structured-output
+ * flag (docs/catalog.md); `tollgate providers add` writes them for the user to see.
  */
 export function applyCatalog(tree: Record<string, unknown>): void {
   const providers = isObject(tree.providers) ? tree.providers : {};
@@ -85,7 +87,7 @@ export function applyCatalog(tree: Record<string, unknown>): void {
     p.catalog = id ?? '';
     if (id === null || !isObject(p.models)) continue;
     for (const [mid, m] of Object.entries(p.models)) {
-      const limit = catalogOutputLimit(id, mid);
+      const limit = outputLimit(id, mid);
       if (isObject(m) && m.max_output_tokens === undefined && limit !== null) m.max_output_tokens = limit;
     }
   }

@@ -1,8 +1,8 @@
-// The config validators (Ajv's standalone code of src/config/schema.ts) and the catalog index (what pricing needs of
-// the catalog package) are made at build time (scripts/build-generated.mjs) into src/config/generated/, which is
-// committed: the committed modules must be what their sources give today, or the gateway validates against an old
-// schema or prices from an old catalog. The check is run on a copy made stale too, to show that it catches one, and
-// that regenerating gives the committed text back.
+// The config validators (Ajv's standalone code of src/config/schema.ts) and the catalog, prices and limits indexes
+// (what pricing and the output limits need of the data packages) are made at build time (scripts/build-generated.mjs)
+// into src/config/generated/, which is committed: the committed modules must be what their sources give today, or the
+// gateway validates against an old schema or prices (or clamps) from an old catalog. The check is run on a copy made
+// stale too, to show that it catches one, and that regenerating gives the committed text back.
 
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
@@ -18,7 +18,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(ROOT, 'scripts', 'build-generated.mjs');
 const GENERATED = join(ROOT, 'src', 'config', 'generated');
 const VALIDATORS = ['config-validator.ts', 'config-types-validator.ts'];
-const FILES = [...VALIDATORS, 'catalog-index.ts', 'prices-index.ts'];
+const FILES = [...VALIDATORS, 'catalog-index.ts', 'prices-index.ts', 'limits-index.ts'];
 
 /** Exit code and stderr of the script with `args`. */
 function run(args: string[]): { code: number; stderr: string } {
@@ -44,11 +44,13 @@ t.test('a stale module is caught, and regenerating gives the committed text', as
   edit('config-types-validator.ts', 'params:{type: "integer"}', 'params:{type: "number"}');
   edit('catalog-index.ts', '"input":', '"input":0.5+');
   edit('prices-index.ts', '\\"input\\":3,', '\\"input\\":2,');
+  edit('limits-index.ts', '[200000,64000]', '[200000,4096]');
   const stale = run(['--check', '--dir', dir]);
   t.equal(stale.code, 1, 'edited copies fail the check');
   t.match(stale.stderr, 'config-types-validator.ts', 'naming the stale validator');
   t.match(stale.stderr, 'catalog-index.ts', 'and the stale catalog index');
   t.match(stale.stderr, 'prices-index.ts', 'and the stale prices index');
+  t.match(stale.stderr, 'limits-index.ts', 'and the stale limits index');
   t.notMatch(stale.stderr, 'config-validator.ts', 'not the one left as it was');
   t.equal(run(['--dir', dir]).code, 0, 'regenerated');
   // compared as booleans: a failure would print two copies of 200 kB modules
