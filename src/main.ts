@@ -9,7 +9,7 @@
 //   tollgate import FILE            such an archive into the running gateway's store, without duplicating rows
 
 import { statSync } from 'node:fs';
-import { ConfigError, parseConfigText, readConfigText } from './config/load.js';
+import { ConfigError, parseConfigText, parseServerAddress, readConfigText } from './config/load.js';
 import { ConfigHolder, reloadConfigFile, watchConfigFile } from './config/watch.js';
 import { SPANS_AT_STOP_MS, startTelemetry } from './telemetry/otel.js';
 
@@ -27,8 +27,8 @@ that comes back to 127.0.0.1, or whose address is pasted back) and stores its to
 storage.data_dir.
 providers add writes a provider block for CATALOG_ID (a provider of the model catalog: GET /api/catalog/providers)
 into FILE, with the models named by --model (default: all the catalog has for it), comments and layout kept.
-export and import talk to the running gateway at URL (default: server.host and server.port of FILE): they
-re-authenticate with the admin KEY (default: $TOLLGATE_API_KEY; none when the gateway has no keys), then export
+export and import talk to the running gateway at URL (default: server.host and server.port of FILE, the only
+settings of FILE they read, so only their \${VAR}s need be set): they re-authenticate with the admin KEY (default: $TOLLGATE_API_KEY; none when the gateway has no keys), then export
 every table and the config (secrets as \${VAR} references) to one .tar.gz, or import such an archive, adding only
 rows the store does not hold yet.`;
 
@@ -119,6 +119,16 @@ function fail(err: unknown): never {
   process.exit(1);
 }
 
+/** What `load` returns; a ConfigError (the file cannot be read, or is not a valid config) ends the process saying why. */
+function loading<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err);
+    throw err;
+  }
+}
+
 async function main(): Promise<void> {
   let args: Args;
   try {
@@ -130,9 +140,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  if ((args.command === 'export' || args.command === 'import') && args.url !== undefined) {
-    // the gateway is named: its config file is not needed here
-    await remote(args, args.url).catch(fail);
+  if (args.command === 'export' || args.command === 'import') {
+    // A client of the running gateway: with --url the config file is not read; without, only the address it gives
+    // (server.host, server.port), so that only their ${VAR}s need be set (not the provider keys a start needs).
+    const { gatewayUrl } = await import('./cli/archive.js');
+    const url = args.url ?? gatewayUrl(loading(() => parseServerAddress(readConfigText(args.file), process.env, args.file)));
+    await remote(args, url).catch(fail);
     return;
   }
   if (args.command === 'providers-add') {
@@ -145,17 +158,10 @@ async function main(): Promise<void> {
     }, process.stdout).catch(fail);
     return;
   }
-  let config;
-  let fileText: string | undefined;
   // taken before reading, so that an edit made while the app starts is seen by the watcher
   const loadedStat = statSync(args.file, { throwIfNoEntry: false });
-  try {
-    fileText = readConfigText(args.file);
-    config = parseConfigText(fileText, process.env, args.file);
-  } catch (err) {
-    if (err instanceof ConfigError) fail(err);
-    throw err;
-  }
+  const fileText = loading(() => readConfigText(args.file));
+  const config = loading(() => parseConfigText(fileText, process.env, args.file));
   if (args.command === 'check-config') {
     const { pricingWarnings } = await import('./config/pricing.js');
     for (const w of pricingWarnings(config)) process.stderr.write(`warning: ${w.path}: ${w.message}\n`);
@@ -166,12 +172,6 @@ async function main(): Promise<void> {
     // no telemetry, no store, no server: only the authorization server and data_dir/credentials are touched
     const { connect } = await import('./cli/connect.js');
     await connect(config, args.provider!, process.stdout).catch(fail);
-    return;
-  }
-
-  if (args.command === 'export' || args.command === 'import') {
-    const { gatewayUrl } = await import('./cli/archive.js');
-    await remote(args, gatewayUrl(config)).catch(fail);
     return;
   }
 

@@ -5,7 +5,7 @@
 import { createReadStream, createWriteStream, linkSync, renameSync, rmSync, statSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { request } from 'undici';
-import type { Config } from '../config/types.js';
+import type { ServerAddress } from '../config/load.js';
 
 export interface GatewayTarget {
   /** Base URL of the gateway, e.g. http://127.0.0.1:4000. */
@@ -16,13 +16,13 @@ export interface GatewayTarget {
 
 type Out = { write(s: string): unknown };
 
-/** The gateway's URL from its config: server.host and server.port, a wildcard host reached on loopback. */
-export function gatewayUrl(cfg: Config): string {
-  let host = cfg.server.host;
+/** The gateway's URL from its config's server.host and server.port, a wildcard host reached on loopback. */
+export function gatewayUrl(server: ServerAddress): string {
+  let host = server.host;
   if (host === '0.0.0.0') host = '127.0.0.1';
   else if (host === '::') host = '::1';
   if (host.includes(':')) host = `[${host}]`;
-  return `http://${host}:${cfg.server.port}`;
+  return `http://${host}:${server.port}`;
 }
 
 const endpoint = (base: string, path: string): string => `${base.replace(/\/+$/, '')}${path}`;

@@ -244,22 +244,35 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
+/**
+ * Validate `tree` (its ${VAR}s resolved) against the schema, defaults applied, adding its issues to `issues`. An unset
+ * ${VAR} already in `issues` is the one thing to say about its path (not also that the empty string it left is too short).
+ */
+function schemaIssues(tree: unknown, issues: ConfigIssue[]): void {
+  issues.push(...uncoercibleTypes(tree));
+  const valid = validate(tree);
+  const unresolved = new Set(issues.map((i) => i.path));
+  if (!valid) issues.push(...(validate.errors ?? []).map(describe).filter((i) => !unresolved.has(i.path)));
+}
+
+/** PORT, which overrides server.port: the port it gives, or undefined when it is unset or not a port (an issue). */
+function portFromEnv(env: Env, issues: ConfigIssue[]): number | undefined {
+  if (env.PORT === undefined || env.PORT === '') return undefined;
+  const port = /^\d{1,5}$/.test(env.PORT) ? Number(env.PORT) : NaN;
+  if (port <= 65535) return port;
+  issues.push({ path: 'PORT', message: 'expected an integer from 0 to 65535' });
+  return undefined;
+}
+
 /** Validate an already-parsed YAML tree. Throws ConfigError listing every issue. */
 export function parseConfig(raw: unknown, env: Env = process.env, source = '(inline)'): Config {
   const issues: ConfigIssue[] = [];
   const substituted = new Map<string, string>();
   const tree = resolveEnv(raw ?? {}, env, '', issues, substituted) as Record<string, unknown>;
-  issues.push(...uncoercibleTypes(tree));
-  const valid = validate(tree);
-  // An unset ${VAR} is the one thing to say about its path (not also that the empty string it left is too short).
-  const unresolved = new Set(issues.map((i) => i.path));
-  if (!valid) issues.push(...(validate.errors ?? []).map(describe).filter((i) => !unresolved.has(i.path)));
+  schemaIssues(tree, issues);
   const server = (isObject(tree.server) ? tree.server : {}) as { port?: number; body_limit_bytes?: number };
-  if (env.PORT !== undefined && env.PORT !== '') {
-    const port = /^\d{1,5}$/.test(env.PORT) ? Number(env.PORT) : NaN;
-    if (!(port <= 65535)) issues.push({ path: 'PORT', message: 'expected an integer from 0 to 65535' });
-    else server.port = port;
-  }
+  const port = portFromEnv(env, issues);
+  if (port !== undefined) server.port = port;
   const limit = env.TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE;
   if (limit !== undefined && limit !== '') {
     const bytes = parseSize(limit);
@@ -300,6 +313,36 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 
 /** Parse YAML text; syntax errors become issues with a line number. */
 export function parseConfigText(text: string, env: Env = process.env, source = '(inline)'): Config {
+  return parseConfig(yamlTree(text, source), env, source);
+}
+
+/** Where a config's gateway listens: what a client of it (`tollgate export`, `tollgate import`) reads of the file. */
+export interface ServerAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * server.host and server.port of a config text (defaults and PORT applied, checked as a start checks them), with
+ * only their own ${VAR}s resolved: the rest of the file is not read, so a variable it names elsewhere (a provider's
+ * key, the data directory) need not be set. An unset variable of the two is a ConfigError naming it.
+ */
+export function parseServerAddress(text: string, env: Env = process.env, source = '(inline)'): ServerAddress {
+  const tree = yamlTree(text, source);
+  const server = isObject(tree) ? tree.server : undefined;
+  const own = isObject(server) ? Object.fromEntries(['host', 'port'].filter((k) => Object.hasOwn(server, k)).map((k) => [k, server[k]])) : server;
+  const issues: ConfigIssue[] = [];
+  const substituted = new Map<string, string>();
+  const part = resolveEnv(isObject(tree) ? (own === undefined ? {} : { server: own }) : tree, env, '', issues, substituted);
+  schemaIssues(part, issues);
+  const port = portFromEnv(env, issues);
+  if (issues.length > 0) throw new ConfigError(source, dedupe(issues.map((i) => unquoted(i, substituted))));
+  const address = (part as { server: ServerAddress }).server;
+  return { host: address.host, port: port ?? address.port };
+}
+
+/** The tree of a config's YAML text; syntax errors become issues with a line number. */
+function yamlTree(text: string, source: string): unknown {
   if (text.length > MAX_CONFIG_CHARS) throw new ConfigError(source, [{ path: '(file)', message: `is larger than ${MAX_CONFIG_CHARS / 1024 ** 2} MiB; a config file is a few KiB` }]);
   const lines = new LineCounter();
   // yaml's own duplicate-key check compares each key with every earlier one of its mapping (a file of many keys took
@@ -318,7 +361,7 @@ export function parseConfigText(text: string, env: Env = process.env, source = '
   } catch (err) {
     throw new ConfigError(source, [{ path: '(file)', message: `YAML: ${(err as Error).message.split('\n')[0]}` }]);
   }
-  return parseConfig(tree, env, source);
+  return tree;
 }
 
 /** The largest config file read (characters): bigger is a mistake (a log, /dev/zero), not a config. */

@@ -49,7 +49,7 @@ t.test('export writes the archive; import of it finds everything already present
 });
 
 t.test('without the admin key: exit 1 and the reason', async (t) => {
-  // --url: the config itself needs TOLLGATE_API_KEY to load
+  // --url: the gateway named, the config file not read
   const run = await runCli(t, ['export', '--url', `http://127.0.0.1:${port}`, '--out', join(dir, 'x.tar.gz')], { cwd: dir });
   t.equal(run.code, 1);
   t.match(run.stderr, /re-authentication failed: HTTP 401 .*pass an admin key with --key or TOLLGATE_API_KEY/);
@@ -130,4 +130,55 @@ t.test('a suggested name other than tollgate-export-*.tar.gz is not taken, and n
   t.match(again.stderr, /tollgate-export\.tar\.gz exists already: name another with --out/);
   t.equal(readFileSync(join(work, 'tollgate-export.tar.gz'), 'utf8'), 'PWNED-CONTENT', 'the earlier file kept');
   t.same(readdirSync(work).filter((f) => f.endsWith('.partial')), [], 'no partial file left');
+});
+
+// Without --url the commands read the gateway's address from the file, and only that: a config whose provider keys or
+// data directory name variables this shell does not have (a cron job, a box without the provider keys) was refused
+// whole ("environment variable SOME_KEY is not set"), as for a start. A variable of server.host or server.port
+// itself is still needed, and its absence is the same error a start gives, naming it; the start still refuses.
+t.test('without --url only server.host and server.port need their ${VAR}s', async (t) => {
+  const partial = join(dir, 'partial-env.yaml');
+  writeFileSync(partial, `
+server:
+  host: "\${GW_HOST:-127.0.0.1}"
+  port: "\${GW_PORT}"
+  api_keys:
+    - { name: admin, key: "\${TOLLGATE_API_KEY}", role: admin }
+storage:
+  data_dir: "\${TOLLGATE_DATA_DIR}"
+providers:
+  paid: { group: paid, format: openai, base_url: https://api.example.com/v1, auth: { type: api_key, key: "\${SOME_KEY}" } }
+`);
+  const out = join(dir, 'partial-env.tar.gz');
+  const exported = await runCli(t, ['export', '--config', partial, '--out', out], { cwd: dir, env: { TOLLGATE_API_KEY: KEY, GW_PORT: String(port) } });
+  t.equal(exported.code, 0, exported.stderr);
+  t.match(exported.stdout, `exported to ${out}`);
+  const manifest = existsSync(out) ? JSON.parse(execFileSync('tar', ['-xzOf', out, 'manifest.json'], { encoding: 'utf8' })) as { tables: Record<string, { rows: number }> } : null;
+  t.equal(manifest?.tables.requests?.rows, 1, 'the archive holds the request row');
+  // the key from --key: the config's own ${TOLLGATE_API_KEY} (server.api_keys) is not needed either
+  const imported = await runCli(t, ['import', out, '--config', partial, '--key', KEY], { cwd: dir, env: { GW_PORT: String(port) } });
+  t.equal(imported.code, 0, imported.stderr);
+  t.match(imported.stdout, /requests: 0 imported, 1 already present/);
+
+  const notSet = /^invalid config .*partial-env\.yaml:\n {2}- server\.port: environment variable GW_PORT is not set \(use \$\{GW_PORT:-default\} for a default\)\n$/;
+  const noPort = await runCli(t, ['export', '--config', partial, '--out', join(dir, 'none.tar.gz')], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
+  t.equal(noPort.code, 1);
+  t.match(noPort.stderr, notSet, 'names the one variable it needs, not the others');
+  t.notOk(existsSync(join(dir, 'none.tar.gz')));
+  const noPortImport = await runCli(t, ['import', out, '--config', partial, '--key', KEY], { cwd: dir });
+  t.equal(noPortImport.code, 1);
+  t.match(noPortImport.stderr, notSet);
+  const badPort = await runCli(t, ['import', out, '--config', partial, '--key', KEY], { cwd: dir, env: { GW_PORT: 'http' } });
+  t.equal(badPort.code, 1);
+  t.match(badPort.stderr, /- server\.port: expected integer/);
+
+  // the gateway's own start and check-config still want every variable
+  const start = await runCli(t, ['--config', partial], { cwd: dir, env: { TOLLGATE_API_KEY: KEY, GW_PORT: String(port) } });
+  t.equal(start.code, 1);
+  t.match(start.stderr, /storage\.data_dir: environment variable TOLLGATE_DATA_DIR is not set/);
+  t.match(start.stderr, /providers\.paid\.auth\.key: environment variable SOME_KEY is not set/);
+  const check = await runCli(t, ['check-config', partial], { cwd: dir, env: { TOLLGATE_API_KEY: KEY, GW_PORT: String(port) } });
+  t.equal(check.code, 1);
+  t.match(check.stderr, /environment variable SOME_KEY is not set/);
+  t.equal(server.running(), true, 'the gateway is still up');
 });

@@ -2,7 +2,7 @@
 // PORT overrides server.port and TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE sets server.body_limit_bytes.
 
 import t from 'tap';
-import { parseConfig, parseConfigText, resolveEnv } from '../../src/config/load.js';
+import { parseConfig, parseConfigText, parseServerAddress, resolveEnv } from '../../src/config/load.js';
 import { issuesOf } from '../helpers/issues.js';
 
 t.test('${VAR} is replaced in strings at any depth, in maps and arrays', async (t) => {
@@ -180,4 +180,29 @@ t.test('an invalid TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE is an error naming it', a
     t.equal(issues[0]?.path, 'TOLLGATE_PROXY_CLIENT_MAX_BODY_SIZE', `${bad}: path`);
     t.match(issues[0]?.message, /expected a size such as 134217728, 128m or 64k/, `${bad}: what is expected`);
   }
+});
+
+// What `tollgate export` and `tollgate import` read of the file without --url: the address alone, so that only its own
+// variables need be set (docs/api.md); it is checked as a start checks it.
+t.test('parseServerAddress resolves only server.host and server.port', async (t) => {
+  const text = `
+server:
+  host: "\${GW_HOST:-127.0.0.1}"
+  port: "\${GW_PORT}"
+  api_keys: [{ name: admin, key: "\${TOLLGATE_API_KEY}", role: admin }]
+storage: { clickhouse_url: "\${CH_URL}" }
+providers:
+  paid: { group: paid, format: openai, base_url: https://api.example.com/v1, auth: { type: api_key, key: "\${SOME_KEY}" } }
+`;
+  t.same(parseServerAddress(text, { GW_PORT: '4100' }), { host: '127.0.0.1', port: 4100 }, 'the other variables unset');
+  t.same(parseServerAddress(text, { GW_PORT: '4100', GW_HOST: '0.0.0.0', PORT: '5000' }), { host: '0.0.0.0', port: 5000 }, 'PORT overrides, as for a start');
+  t.same(parseServerAddress('providers: {}\n', {}), { host: '127.0.0.1', port: 4000 }, 'the defaults');
+  t.same(issuesOf(t, () => parseServerAddress(text, {})), [
+    { path: 'server.port', message: 'environment variable GW_PORT is not set (use ${GW_PORT:-default} for a default)' },
+  ], 'an unset variable of the address is named, and it alone');
+  t.same(issuesOf(t, () => parseServerAddress(text, { GW_PORT: 'http' })), [{ path: 'server.port', message: 'expected integer' }]);
+  t.same(issuesOf(t, () => parseServerAddress('server: 5\n', {})), [{ path: 'server', message: 'expected object' }]);
+  t.same(issuesOf(t, () => parseServerAddress('server: { port: 1 }\n', { PORT: '0x1F90' })), [{ path: 'PORT', message: 'expected an integer from 0 to 65535' }]);
+  t.same(issuesOf(t, () => parseConfigText(text, { GW_PORT: '4100', TOLLGATE_API_KEY: 'k-0123456789abcdef' })).map((i) => i.path),
+    ['storage.clickhouse_url', 'providers.paid.auth.key'], 'a start still needs every variable');
 });
