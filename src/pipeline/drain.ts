@@ -6,6 +6,7 @@
 
 import type { Server, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
+import { ClearedMap } from '../core/cleared-map.js';
 
 /** The least time a stop's store steps get (the writer's last insert, after a slow step before it too). */
 export const STORE_STEPS_MS = 2000;
@@ -14,7 +15,8 @@ export const STORE_STEPS_MS = 2000;
 export const cutAtStop = new WeakSet<ServerResponse>();
 
 export class Drain {
-  readonly #open = new Set<ServerResponse>();
+  readonly #open = new ClearedMap<number, ServerResponse>();
+  #seq = 0;
   #since: number | null = null;
   #sweeper: NodeJS.Timeout | null = null;
 
@@ -25,8 +27,9 @@ export class Drain {
 
   /** A request has begun: its answer is in flight until its response closes. */
   track(raw: ServerResponse): void {
-    this.#open.add(raw);
-    raw.once('close', () => this.#open.delete(raw));
+    const id = ++this.#seq; // a number key: the response itself as the key would stay in a replaced table (cleared-map.ts)
+    this.#open.set(id, raw);
+    raw.once('close', () => this.#open.delete(id));
   }
 
   /**
@@ -57,7 +60,7 @@ export class Drain {
   #sweep(server: Server, deadlineS: number): void {
     if (this.#open.size === 0) return server.closeAllConnections();
     if (deadlineS > 0 && performance.now() - this.#since! >= deadlineS * 1000) {
-      for (const raw of this.#open) cutAtStop.add(raw);
+      for (const raw of this.#open.values()) cutAtStop.add(raw);
       return server.closeAllConnections();
     }
     server.closeIdleConnections();

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { OpenFile } from './spool-file.js';
 import { countRows, headerLine, newSegment, markerLine, rejectedLines, rowLine, rowLines, type RowLines, type Segment } from './segment.js';
 import { leftoverFiles, Leftovers } from './leftovers.js';
+import { ClearedMap } from '../core/cleared-map.js';
 
 export interface SpoolOptions {
   /** The spool directory (created when missing). */
@@ -54,7 +55,7 @@ export class Spool<Row extends Readonly<Record<string, unknown>>> {
   readonly #opts: SpoolOptions;
   readonly #idOf: RowId<Row>;
   /** Requests in flight: their id and how to snapshot their row now. */
-  readonly #inFlight = new Map<string, () => Row>();
+  readonly #inFlight = new ClearedMap<string, () => Row>();
   /** Requests begun in this turn, whose marker the turn's write adds (none when their row came first). */
   #unmarked: string[] = [];
   /**

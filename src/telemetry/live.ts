@@ -12,6 +12,7 @@ import { own } from '../core/own.js';
 import { METRIC } from './names.js';
 import type { Metrics } from './metrics.js';
 import { splitModelSpec } from '../config/model-spec.js';
+import { ClearedMap } from '../core/cleared-map.js';
 
 /** One request in flight, as GET /api/live lists it. */
 export interface LiveRequest {
@@ -46,7 +47,7 @@ interface Entry {
 }
 
 export class LiveRequests {
-  readonly #entries = new Map<string, Entry>();
+  readonly #entries = new ClearedMap<string, Entry>();
   readonly #config: () => Config;
   readonly #now: () => number;
   readonly #listeners = new Set<() => void>();
