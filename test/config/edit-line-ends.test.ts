@@ -105,3 +105,24 @@ t.test('providers add: a CRLF file gets its block with CRLF, a byte order mark s
   t.ok(bytes.startsWith('\uFEFF'), 'on disk: the mark kept');
   t.same(Object.keys(parseConfigText(bytes, env).providers), ['demo', 'openai']);
 });
+
+t.test('a value that ends in a CR, before a CRLF: every edit and providers add keep it, in a CRLF file and an LF one', async (t) => {
+  // `key: sk-1\r\r\n` reads as "sk-1\r" (the CR, then the line break); written with LF in place of that CRLF, the CR
+  // and the LF read as one line break, and an edit of another key made it "sk-1" (and the name "Demo x").
+  const withCr = (text: string, eol: string) =>
+    text.replace(`    format: mock${eol}`, `    format: mock${eol}    key: sk-1\r\r\n    note: "Demo\r\r\n      x"${eol}`);
+  for (const [form, base, eol] of [['CRLF', CRLF, '\r\n'], ['LF', TEXT, '\n']] as const) {
+    const text = withCr(base, eol);
+    const before = parse(text).providers.demo;
+    t.same([before.key, before.note], ['sk-1\r', 'Demo\r x'], `${form}: the file reads so`);
+    for (const e of EDITS) {
+      const out = applyEdits(text, e.edits);
+      const demo = parse(out).providers.demo ?? {};
+      t.same([demo.key, demo.note], ['sk-1\r', 'Demo\r x'], `${form}, ${e.name}: the values other keys hold are kept`);
+      t.same(e.read(parse(out)), e.want, `${form}, ${e.name}: reads as asked`);
+      if (form === 'CRLF') t.equal(ends(out).bareLf, 0, `${form}, ${e.name}: no LF without its CR`);
+    }
+    const added = parse(addProvider(text, { catalogId: 'openai', models: ['gpt-4o'] }).text).providers;
+    t.same([added.demo.key, added.demo.note, Object.keys(added)], ['sk-1\r', 'Demo\r x', ['demo', 'openai']], `${form}, providers add: kept`);
+  }
+});
