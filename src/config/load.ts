@@ -10,6 +10,7 @@ import { parseTimeZone } from '../core/tz.js';
 import validateCoerced from './generated/config-validator.js';
 import validateAsWritten from './generated/config-types-validator.js';
 import { applyCatalog } from './pricing.js';
+import { CONFIG_SCHEMA } from './schema.js';
 import type { Config } from './types.js';
 import { channelUrlIssues, isObject, keyIssues, type ConfigIssue } from './cross-checks.js';
 import { splitModelSpec } from './model-spec.js';
@@ -324,8 +325,9 @@ export interface ServerAddress {
 
 /**
  * server.host and server.port of a config text (defaults and PORT applied, checked as a start checks them), with
- * only their own ${VAR}s resolved: the rest of the file is not read, so a variable it names elsewhere (a provider's
- * key, the data directory) need not be set. An unset variable of the two is a ConfigError naming it.
+ * only their own ${VAR}s resolved: of the rest, only the names of the top-level and server keys are checked, so a
+ * variable it names elsewhere (a provider's key, the data directory) need not be set. An unset variable of the two is
+ * a ConfigError naming it.
  */
 export function parseServerAddress(text: string, env: Env = process.env, source = '(inline)'): ServerAddress {
   const tree = yamlTree(text, source);
@@ -335,10 +337,19 @@ export function parseServerAddress(text: string, env: Env = process.env, source 
   const substituted = new Map<string, string>();
   const part = resolveEnv(isObject(tree) ? (own === undefined ? {} : { server: own }) : tree, env, '', issues, substituted);
   schemaIssues(part, issues);
+  // the keys' names, as a start checks them: a misspelt `server:` or `port:`, or a `<<:` merge key (not supported),
+  // would leave the default address, and the commands would take the admin key to whatever listens there
+  issues.push(...unknownKeys(tree, CONFIG_SCHEMA, ''), ...unknownKeys(server, CONFIG_SCHEMA.properties.server as { properties: object }, 'server'));
   const port = portFromEnv(env, issues);
   if (issues.length > 0) throw new ConfigError(source, dedupe(issues.map((i) => unquoted(i, substituted))));
   const address = (part as { server: ServerAddress }).server;
   return { host: address.host, port: port ?? address.port };
+}
+
+/** Each key of `node` that the closed object schema `schema` does not have: 'unknown key', as the schema check says. */
+function unknownKeys(node: unknown, schema: { properties: object }, at: string): ConfigIssue[] {
+  const names = isObject(node) ? Object.keys(node).filter((k) => !Object.hasOwn(schema.properties, k)) : [];
+  return names.map((k) => ({ path: at ? `${at}.${k}` : k, message: 'unknown key' }));
 }
 
 /** The tree of a config's YAML text; syntax errors become issues with a line number. */

@@ -182,3 +182,16 @@ providers:
   t.match(check.stderr, /environment variable SOME_KEY is not set/);
   t.equal(server.running(), true, 'the gateway is still up');
 });
+
+// A key name the start refuses, read past, left the default address (127.0.0.1:4000): the command took the admin key
+// there, to another gateway or whatever listens on 4000, instead of saying what is wrong with the file.
+t.test('without --url a misspelt address key is refused as a start refuses it, nothing sent anywhere', async (t) => {
+  const typo = join(dir, 'typo.yaml');
+  writeFileSync(typo, `server:\n  host: 127.0.0.1\n  prot: ${port}\n`);
+  const run = await runCli(t, ['export', '--config', typo, '--out', join(dir, 'typo.tar.gz')], { cwd: dir, env: { TOLLGATE_API_KEY: KEY } });
+  t.equal(run.code, 1);
+  t.equal(run.stderr, `invalid config ${typo}:\n  - server.prot: unknown key\n`);
+  t.notOk(existsSync(join(dir, 'typo.tar.gz')));
+  const check = await runCli(t, ['check-config', typo], { cwd: dir });
+  t.match(check.stderr, /- server\.prot: unknown key/, 'the start\'s own words');
+});

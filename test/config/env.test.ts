@@ -206,3 +206,22 @@ providers:
   t.same(issuesOf(t, () => parseConfigText(text, { GW_PORT: '4100', TOLLGATE_API_KEY: 'k-0123456789abcdef' })).map((i) => i.path),
     ['storage.clickhouse_url', 'providers.paid.auth.key'], 'a start still needs every variable');
 });
+
+// A key name the start refuses that would move the address: a misspelt `server:` or `port:`, or a merge key (`<<:`,
+// not supported: the start says "unknown key"). Read past, they left the default 127.0.0.1:4000, and export/import
+// took the admin key there (to another gateway, or to whatever listens on 4000); they are refused, as by a start.
+t.test('parseServerAddress refuses an unknown key at the top level or under server, as a start does', async (t) => {
+  const cases: Array<[string, string]> = [
+    ['server:\n  host: 127.0.0.1\n  prot: 4100\n', 'server.prot'],
+    ['sevrer:\n  port: 4100\n', 'sevrer'],
+    ['base: &b { port: 4100 }\nserver:\n  <<: *b\n', 'base'],
+    ['server:\n  <<: { port: 4100 }\n', 'server.<<'],
+  ];
+  for (const [text, path] of cases) {
+    const address = issuesOf(t, () => parseServerAddress(text, {}));
+    t.ok(address.some((i) => i.path === path && i.message === 'unknown key'), `${path}: ${JSON.stringify(address)}`);
+    t.ok(issuesOf(t, () => parseConfigText(text, {})).some((i) => i.path === path && i.message === 'unknown key'), `${path}: the start says the same`);
+  }
+  // the names of the other sections' keys are not read (nor their values): only the address's own keys matter
+  t.same(parseServerAddress('server: { port: 4100, api_keys: [] }\nproviders: { p: { nonsense: 1 } }\n', {}), { host: '127.0.0.1', port: 4100 });
+});
