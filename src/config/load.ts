@@ -330,7 +330,7 @@ export interface ServerAddress {
  * a ConfigError naming it.
  */
 export function parseServerAddress(text: string, env: Env = process.env, source = '(inline)'): ServerAddress {
-  const tree = yamlTree(text, source);
+  const tree = yamlTree(text, source) ?? {}; // a null document: the defaults, as for a start
   const server = isObject(tree) ? tree.server : undefined;
   const own = isObject(server) ? Object.fromEntries(['host', 'port'].filter((k) => Object.hasOwn(server, k)).map((k) => [k, server[k]])) : server;
   const issues: ConfigIssue[] = [];

@@ -225,3 +225,11 @@ t.test('parseServerAddress refuses an unknown key at the top level or under serv
   // the names of the other sections' keys are not read (nor their values): only the address's own keys matter
   t.same(parseServerAddress('server: { port: 4100, api_keys: [] }\nproviders: { p: { nonsense: 1 } }\n', {}), { host: '127.0.0.1', port: 4100 });
 });
+
+// A document that is null (`~`) is no settings: a start listens at the defaults, and the address read is theirs.
+t.test('parseServerAddress of a null document is the defaults, as a start reads it', async (t) => {
+  const started = parseConfigText('~\n', {});
+  t.same({ host: started.server.host, port: started.server.port }, { host: '127.0.0.1', port: 4000 });
+  t.same(parseServerAddress('~\n', {}), { host: '127.0.0.1', port: 4000 });
+  t.same(parseServerAddress('null\n', { PORT: '4100' }), { host: '127.0.0.1', port: 4100 });
+});
