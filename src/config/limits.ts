@@ -10,6 +10,7 @@
 // the vendors the catalog provider serves are looked at, as the second price source matches it.
 
 import { catalogOutputLimit } from './catalog-prices.js';
+import { CATALOG_INDEX } from './generated/catalog-index.js';
 import { LIMITS_INDEX, LIMITS_VENDORS, LIMITS_VERSION } from './generated/limits-index.js';
 
 /** The package and version the limits of models the catalog lacks come from. */
@@ -29,30 +30,43 @@ export function comparableId(id: string): string {
   return id.toLowerCase().trim().replace(DATE, '-$1$2$3').replace(/(\d)\.(?=\d)/g, '$1-');
 }
 
-interface VendorModels {
-  /** comparable id -> limits */
-  readonly byId: ReadonlyMap<string, ModelLimits>;
-  /** comparable id with its date taken off -> the limits of each dated id of that stem */
-  readonly byStem: ReadonlyMap<string, readonly ModelLimits[]>;
+/** Ids matched as a user writes them: the exact comparable id, else the one dated id of that stem. */
+interface Matcher<T> {
+  /** comparable id -> value */
+  readonly byId: ReadonlyMap<string, T>;
+  /** comparable id with its date taken off -> the value of each dated id of that stem */
+  readonly byStem: ReadonlyMap<string, readonly T[]>;
 }
 
-const vendors = new Map<string, VendorModels>();
-
-function vendorModels(vendor: string): VendorModels {
-  let found = vendors.get(vendor);
-  if (found !== undefined) return found;
-  const byId = new Map<string, ModelLimits>();
-  const byStem = new Map<string, ModelLimits[]>();
-  for (const [id, [context, output]] of Object.entries(LIMITS_INDEX[vendor] ?? {})) {
+function matcher<T>(entries: Iterable<readonly [string, T]>): Matcher<T> {
+  const byId = new Map<string, T>();
+  const byStem = new Map<string, T[]>();
+  for (const [id, value] of entries) {
     const key = comparableId(id);
-    const limits = Object.freeze({ context, output });
-    if (!byId.has(key)) byId.set(key, limits);
+    if (!byId.has(key)) byId.set(key, value);
     if (DATED.test(key)) {
       const stem = key.replace(DATED, '');
-      byStem.set(stem, [...(byStem.get(stem) ?? []), limits]);
+      byStem.set(stem, [...(byStem.get(stem) ?? []), value]);
     }
   }
-  vendors.set(vendor, (found = { byId, byStem }));
+  return { byId, byStem };
+}
+
+function match<T>({ byId, byStem }: Matcher<T>, key: string): T | undefined {
+  const exact = byId.get(key);
+  if (exact !== undefined) return exact;
+  const dated = DATED.test(key) ? undefined : byStem.get(key);
+  return dated?.length === 1 ? dated[0] : undefined;
+}
+
+const vendors = new Map<string, Matcher<ModelLimits>>();
+
+function vendorModels(vendor: string): Matcher<ModelLimits> {
+  let found = vendors.get(vendor);
+  if (found === undefined) {
+    const entries = Object.entries(LIMITS_INDEX[vendor] ?? {}).map(([id, [context, output]]) => [id, Object.freeze({ context, output })] as const);
+    vendors.set(vendor, (found = matcher(entries)));
+  }
   return found;
 }
 
@@ -61,16 +75,35 @@ export function sourceLimits(catalogId: string, modelId: string): ModelLimits | 
   if (!Object.hasOwn(LIMITS_VENDORS, catalogId)) return null;
   const key = comparableId(modelId);
   for (const vendor of LIMITS_VENDORS[catalogId]!) {
-    const { byId, byStem } = vendorModels(vendor);
-    const exact = byId.get(key);
-    if (exact !== undefined) return exact;
-    const dated = DATED.test(key) ? undefined : byStem.get(key);
-    if (dated?.length === 1) return dated[0]!;
+    const found = match(vendorModels(vendor), key);
+    if (found !== undefined) return found;
   }
   return null;
 }
 
-/** A model's output token limit: the catalog's, else the second source's; null when neither has one. */
+const catalogs = new Map<string, Matcher<number>>();
+
+/**
+ * The catalog's output limit of a model it lists under another spelling (`GPT-4o` for its `gpt-4o`), matched as the
+ * second source is: the package's older entries are short (gpt-4o 4,096; the catalog 16,384), and the catalog's figure
+ * comes first for the model, however its id is written.
+ */
+function catalogLimitAsWritten(catalogId: string, modelId: string): number | undefined {
+  let found = catalogs.get(catalogId);
+  if (found === undefined) {
+    const entries = Object.entries(Object.hasOwn(CATALOG_INDEX, catalogId) ? CATALOG_INDEX[catalogId]! : {}).flatMap(([id, [limit]]) => (limit === null ? [] : [[id, limit] as const]));
+    catalogs.set(catalogId, (found = matcher(entries)));
+  }
+  return match(found, comparableId(modelId));
+}
+
+/**
+ * A model's output token limit: the catalog's, else the second source's (where the catalog lists the model the source
+ * matched under another spelling, the catalog's); null when neither has one.
+ */
 export function outputLimit(catalogId: string, modelId: string): number | null {
-  return catalogOutputLimit(catalogId, modelId) ?? sourceLimits(catalogId, modelId)?.output ?? null;
+  const exact = catalogOutputLimit(catalogId, modelId);
+  if (exact !== null) return exact;
+  const source = sourceLimits(catalogId, modelId);
+  return source === null ? null : (catalogLimitAsWritten(catalogId, modelId) ?? source.output);
 }

@@ -84,3 +84,16 @@ t.test('at load: a listed model the catalog lacks gets the limit, the YAML value
   t.equal(cfg.providers.off!.models['claude-sonnet-4-5']!.max_output_tokens, undefined, "catalog: '' turns it off");
   t.equal(resolveModel(cfg, 'anthropic/claude-sonnet-4-5').modelConfig?.max_output_tokens, 64000, 'what the clamp reads');
 });
+
+t.test('an id the catalog lists under another spelling takes the catalog limit, not the second source\'s', async (t) => {
+  // llm-info says gpt-4o and gpt-4o-mini 4096, gpt-4 4096, grok-4 32768, deepseek-chat 8000; the catalog 16384, 8192,
+  // 64000 and 8192. Written another way (an Azure deployment named `GPT-4o`), the id missed the catalog's exact key
+  // and matched the package's short figure: a 16,000-token request was clamped to 4,096.
+  t.equal(outputLimit('openai', 'GPT-4o'), 16384);
+  t.equal(outputLimit('azure', 'GPT-4o-mini'), 16384);
+  t.equal(outputLimit('openai', 'GPT-4'), 8192);
+  t.equal(outputLimit('xai', 'Grok-4'), 64000);
+  t.equal(outputLimit('deepseek', 'DeepSeek-Chat'), 8192);
+  t.equal(outputLimit('google-vertex-anthropic', 'claude-opus-4-1'), 32000, "the catalog's one dated id of that stem");
+  t.equal(outputLimit('anthropic', 'Claude-Sonnet-4-5'), 64000, 'a model the catalog lacks still reads the package');
+});

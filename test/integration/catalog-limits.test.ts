@@ -8,9 +8,13 @@ import t from 'tap';
 import { request } from 'undici';
 import { startApp } from '../helpers/app.js';
 import { fakeAnthropicProvider, startFakeAnthropic } from '../helpers/fake-anthropic.js';
+import { fakeProvider, startFakeOpenAI } from '../helpers/fake-openai.js';
 
 const up = await startFakeAnthropic(t);
-const gw = await startApp(t, { providers: { anthropic: fakeAnthropicProvider(up.url) } });
+const oa = await startFakeOpenAI(t);
+// `GPT-4o` under `openai` (its catalog): the catalog's gpt-4o written another way (an Azure deployment's spelling).
+const openai = fakeProvider(oa.baseUrl, { models: { 'GPT-4o': {} } });
+const gw = await startApp(t, { providers: { anthropic: fakeAnthropicProvider(up.url), openai } });
 
 async function post(path: string, body: Record<string, unknown>): Promise<number> {
   const res = await request(`${gw.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -32,4 +36,12 @@ t.test('a Responses request with no max_output_tokens, the same', async (t) => {
 t.test('a larger max_tokens is clamped to the limit', async (t) => {
   t.equal(await post('/v1/chat/completions', { model: 'anthropic/claude-sonnet-4-5', max_tokens: 100000, messages: [{ role: 'user', content: 'hi' }] }), 200);
   t.equal(up.last().max_tokens, 64000);
+});
+
+t.test('a model the catalog lists, written another way, is clamped to the catalog limit', async (t) => {
+  // The catalog's gpt-4o outputs up to 16,384 tokens; llm-info's entry says 4,096 and was what `GPT-4o` matched.
+  t.equal(await post('/v1/chat/completions', { model: 'openai/GPT-4o', max_tokens: 16000, messages: [{ role: 'user', content: 'hi' }] }), 200);
+  t.equal(oa.received.at(-1)?.body.max_tokens, 16000, 'below the catalog limit: not lowered');
+  t.equal(await post('/v1/chat/completions', { model: 'openai/GPT-4o', max_tokens: 100000, messages: [{ role: 'user', content: 'hi' }] }), 200);
+  t.equal(oa.received.at(-1)?.body.max_tokens, 16384, 'above it: clamped to it');
 });
