@@ -118,3 +118,25 @@ export function pricesIndex(catalogIds) {
   }
   return { version, providers, data };
 }
+
+/**
+ * The models the package names for each of its providers a catalog provider maps to (not those it falls back to): the
+ * id and name of each, in the package's order, for the listing of models the catalog lacks (GET /api/catalog,
+ * `tollgate providers add`; src/config/source-models.ts). Only concrete ids: one its own match rule matches (`matches`,
+ * config/price-rules.ts's, as a price lookup compares), and not a prefix (`ft:gpt-3.5-turbo-`): the package's model
+ * ids are labels, and a few are not an id a request can name that its rule prices (`codestral`, whose rule is
+ * `codestral-latest` or `codestral-2501`; `ft:gpt-4o`, whose rule is `ft:gpt-4o-2024-`).
+ */
+export function pricesModels(index, matches) {
+  const { findProvider } = require(PRICES_PACKAGE);
+  const out = {};
+  for (const id of [...new Set(Object.values(index.providers))].sort()) {
+    const seen = new Set();
+    out[id] = findProvider({ providerId: id }).models.flatMap((m) => {
+      if (seen.has(m.id) || /[-.:/]$/.test(m.id) || !matches(m.match, m.id.toLowerCase().trim())) return [];
+      seen.add(m.id);
+      return [[m.id, m.name ?? null]];
+    });
+  }
+  return out;
+}

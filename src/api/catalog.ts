@@ -1,5 +1,6 @@
-// GET /api/catalog: the models the catalog knows (config/catalog.ts), filterable, each with the configured
-// `<provider>/<model>` names it prices; GET /api/catalog/providers: its providers, with the wire format and base URL
+// GET /api/catalog: the models the catalog knows (config/catalog.ts), then those of each catalog provider it lacks that
+// the second price source names (config/source-models.ts, each with `price_source` and `limits_source`), filterable,
+// each with the configured `<provider>/<model>` names it prices; GET /api/catalog/providers: its providers, with the wire format and base URL
 // `tollgate providers add` would write. Read-only data shipped in an npm package: nothing is fetched. The package is
 // loaded by the first request here, not at start (config/catalog-prices.ts).
 
@@ -7,6 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { ConfigHolder } from '../config/watch.js';
 import type { Capability, Config } from '../config/types.js';
 import type { CatalogModel } from '../config/catalog.js';
+import type { SourceModel } from '../config/source-models.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from '../config/catalog-prices.js';
 import { QueryReader, invalid } from './analytics/params.js';
 
@@ -25,6 +27,9 @@ function configuredNames(cfg: Config): Map<string, string[]> {
   return out;
 }
 
+// Not config/source-models.ts's isSourceModel: importing that module loads the catalog package, which waits for a request.
+const isSourceModel = (m: CatalogModel): m is SourceModel => 'priceSource' in m;
+
 function view(m: CatalogModel, configured: readonly string[]) {
   return {
     provider: m.provider,
@@ -36,6 +41,8 @@ function view(m: CatalogModel, configured: readonly string[]) {
     capabilities: m.capabilities,
     release_date: m.releaseDate,
     configured,
+    // A model the catalog lacks says where its price and limits came from; the catalog's own entries are as they were.
+    ...(isSourceModel(m) ? { price_source: m.priceSource, limits_source: m.limitsSource } : {}),
   };
 }
 
@@ -44,6 +51,7 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
 
   app.get('/api/catalog', async (req) => {
     const { catalogModels, catalogProviders } = await import('../config/catalog.js');
+    const { sourceModels } = await import('../config/source-models.js');
     const q = new QueryReader(req.query, ['provider', 'q', 'capability', 'configured', 'priced', 'limit', 'offset']);
     const provider = q.string('provider', 100);
     const text = q.string('q', 100)?.toLowerCase();
@@ -58,7 +66,7 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
     }
     const names = configuredNames(config.current);
     const matches = providers
-      .flatMap((pid) => catalogModels(pid))
+      .flatMap((pid) => [...catalogModels(pid), ...sourceModels(pid)])
       .filter((m) => text === undefined || m.id.toLowerCase().includes(text) || m.name.toLowerCase().includes(text))
       .filter((m) => capability === undefined || m.capabilities.includes(capability))
       .filter((m) => !pricedOnly || m.price !== null)

