@@ -27,10 +27,8 @@ function configuredNames(cfg: Config): Map<string, string[]> {
   return out;
 }
 
-// Not config/source-models.ts's isSourceModel: importing that module loads the catalog package, which waits for a request.
-const isSourceModel = (m: CatalogModel): m is SourceModel => 'priceSource' in m;
-
-function view(m: CatalogModel, configured: readonly string[]) {
+/** A model as listed; `sourced` is set for one the catalog lacks (config/source-models.ts). */
+function view(m: CatalogModel, configured: readonly string[], sourced: SourceModel | null) {
   return {
     provider: m.provider,
     id: m.id,
@@ -42,7 +40,7 @@ function view(m: CatalogModel, configured: readonly string[]) {
     release_date: m.releaseDate,
     configured,
     // A model the catalog lacks says where its price and limits came from; the catalog's own entries are as they were.
-    ...(isSourceModel(m) ? { price_source: m.priceSource, limits_source: m.limitsSource } : {}),
+    ...(sourced !== null ? { price_source: sourced.priceSource, limits_source: sourced.limitsSource } : {}),
   };
 }
 
@@ -51,7 +49,7 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
 
   app.get('/api/catalog', async (req) => {
     const { catalogModels, catalogProviders } = await import('../config/catalog.js');
-    const { sourceModels } = await import('../config/source-models.js');
+    const { isSourceModel, sourceModels } = await import('../config/source-models.js');
     const q = new QueryReader(req.query, ['provider', 'q', 'capability', 'configured', 'priced', 'limit', 'offset']);
     const provider = q.string('provider', 100);
     const text = q.string('q', 100)?.toLowerCase();
@@ -70,7 +68,7 @@ export const catalogRoutes: FastifyPluginAsync<{ config: ConfigHolder }> = async
       .filter((m) => text === undefined || m.id.toLowerCase().includes(text) || m.name.toLowerCase().includes(text))
       .filter((m) => capability === undefined || m.capabilities.includes(capability))
       .filter((m) => !pricedOnly || m.price !== null)
-      .map((m) => view(m, names.get(`${m.provider}/${m.id}`) ?? []))
+      .map((m) => view(m, names.get(`${m.provider}/${m.id}`) ?? [], isSourceModel(m) ? m : null))
       .filter((m) => !configuredOnly || m.configured.length > 0);
     return { catalog: source, total: matches.length, limit, offset, models: matches.slice(offset, offset + limit) };
   });
