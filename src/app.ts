@@ -64,6 +64,7 @@ import { consoleRoutes } from './api/console.js';
 import { TOLLGATE_VERSION } from './store/archive.js';
 import { randomUUID } from 'node:crypto';
 import { IdleGc } from './core/idle-gc.js';
+import { stopPretenuring } from './core/pretenuring.js';
 import { within } from './core/within.js';
 import { everyPeriod } from './core/every.js';
 
@@ -107,9 +108,7 @@ export interface Tollgate {
 }
 
 declare module 'fastify' {
-  interface FastifyInstance {
-    tollgate: Tollgate;
-  }
+  interface FastifyInstance { tollgate: Tollgate }
 }
 
 /**
@@ -121,6 +120,7 @@ const QUIET_OPEN = { quietMs: 50, maxMs: 1000 } as const;
 const RECORDS_WAIT_MS = 5000;
 
 export async function build(opts: BuildOptions): Promise<FastifyInstance> {
+  stopPretenuring(); // a request's objects die young: V8 must not make them old (src/core/pretenuring.ts)
   const holder = opts.config instanceof ConfigHolder ? opts.config : new ConfigHolder(opts.config);
   const cfg = holder.current;
   const app = Fastify({

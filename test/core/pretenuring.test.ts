@@ -1,0 +1,58 @@
+// V8's allocation-site pretenuring, off in the gateway's process (src/core/pretenuring.ts): seen in V8's own account
+// of its pretenuring decisions (`--trace-pretenuring-statistics`) in a child process whose workload makes V8 move an
+// allocation site's objects to the old generation: it does so without the switch, never once with it, and an
+// operator's `--allocation-site-pretenuring` on node's command line wins over it.
+
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import t from 'tap';
+import { namesPretenuring } from '../../src/core/pretenuring.js';
+
+const BUILT = fileURLToPath(new URL('../../dist/core/pretenuring.js', import.meta.url));
+
+/**
+ * A child that (when `stop`) calls the built module's switch, then keeps 400,000 objects of one literal alive across
+ * the young generation's collections at its full (1 MiB) size: what V8 pretenures. Its decisions to tenure a site
+ * (`=> tenure` lines) are counted.
+ */
+function child(stop: boolean, flags: readonly string[] = []) {
+  const script = `
+    const { stopPretenuring } = await import(${JSON.stringify(BUILT)});
+    const stopped = ${stop} ? stopPretenuring() : null;
+    const keep = [];
+    const make = (i) => ({ a: i, b: 'x' + i, c: [i, i + 1] });
+    for (let i = 0; i < 400000; i++) keep.push(make(i));
+    console.log(JSON.stringify({ stopped, kept: keep.length }));`;
+  const r = spawnSync(process.execPath, [...flags, '--max-semi-space-size=1', '--trace-pretenuring-statistics', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  const lines = r.stdout.split('\n');
+  const result = JSON.parse(lines.find((l) => l.startsWith('{')) ?? 'null') as { stopped: boolean | null; kept: number } | null;
+  return { status: r.status, result, tenured: lines.filter((l) => l.includes('=> tenure')).length, stderr: r.stderr };
+}
+
+t.test('the workload makes V8 pretenure without the switch (so the next test can fail)', async (t) => {
+  const c = child(false);
+  t.equal(c.status, 0, c.stderr);
+  t.equal(c.result?.kept, 400000);
+  t.ok(c.tenured > 0, `sites tenured: ${c.tenured}`);
+});
+
+t.test('with the switch V8 tenures no site', async (t) => {
+  const c = child(true);
+  t.equal(c.status, 0, c.stderr);
+  t.same(c.result, { stopped: true, kept: 400000 });
+  t.equal(c.tenured, 0);
+});
+
+t.test("an operator's --allocation-site-pretenuring on node's command line wins", async (t) => {
+  const c = child(true, ['--allocation-site-pretenuring']);
+  t.equal(c.status, 0, c.stderr);
+  t.same(c.result, { stopped: false, kept: 400000 });
+  t.ok(c.tenured > 0, `sites tenured: ${c.tenured}`);
+});
+
+t.test("the flag is recognised however node's command line spells it", async (t) => {
+  for (const f of ['--allocation-site-pretenuring', '--no-allocation-site-pretenuring', '--allocation_site_pretenuring', '--no_allocation_site_pretenuring', '--allocation-site-pretenuring=false']) {
+    t.ok(namesPretenuring(['--enable-source-maps', f]), f);
+  }
+  for (const f of ['--trace-pretenuring', '--no-pretenuring', '--expose-gc', '--allocation-site-pretenuring-x']) t.notOk(namesPretenuring([f]), f);
+});
