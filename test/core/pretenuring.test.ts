@@ -4,11 +4,22 @@
 // operator's `--allocation-site-pretenuring` on node's command line wins over it.
 
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { namesPretenuring } from '../../src/core/pretenuring.js';
 
 const BUILT = fileURLToPath(new URL('../../dist/core/pretenuring.js', import.meta.url));
+const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
+
+/** V8's decisions to make an allocation site's objects in the old generation, from its trace. */
+const tenures = (stdout: string) => stdout.split('\n').filter((l) => l.includes('=> tenure')).length;
+const WORKLOAD = `
+    const keep = [];
+    const make = (i) => ({ a: i, b: 'x' + i, c: [i, i + 1] });
+    for (let i = 0; i < 400000; i++) keep.push(make(i));`;
 
 /**
  * A child that (when `stop`) calls the built module's switch, then keeps 400,000 objects of one literal alive across
@@ -18,15 +29,12 @@ const BUILT = fileURLToPath(new URL('../../dist/core/pretenuring.js', import.met
 function child(stop: boolean, flags: readonly string[] = []) {
   const script = `
     const { stopPretenuring } = await import(${JSON.stringify(BUILT)});
-    const stopped = ${stop} ? stopPretenuring() : null;
-    const keep = [];
-    const make = (i) => ({ a: i, b: 'x' + i, c: [i, i + 1] });
-    for (let i = 0; i < 400000; i++) keep.push(make(i));
+    const stopped = ${stop} ? stopPretenuring() : null;${WORKLOAD}
     console.log(JSON.stringify({ stopped, kept: keep.length }));`;
   const r = spawnSync(process.execPath, [...flags, '--max-semi-space-size=1', '--trace-pretenuring-statistics', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
   const lines = r.stdout.split('\n');
   const result = JSON.parse(lines.find((l) => l.startsWith('{')) ?? 'null') as { stopped: boolean | null; kept: number } | null;
-  return { status: r.status, result, tenured: lines.filter((l) => l.includes('=> tenure')).length, stderr: r.stderr };
+  return { status: r.status, result, tenured: tenures(r.stdout), stderr: r.stderr };
 }
 
 t.test('the workload makes V8 pretenure without the switch (so the next test can fail)', async (t) => {
@@ -55,4 +63,23 @@ t.test("the flag is recognised however node's command line spells it", async (t)
     t.ok(namesPretenuring(['--enable-source-maps', f]), f);
   }
   for (const f of ['--trace-pretenuring', '--no-pretenuring', '--expose-gc', '--allocation-site-pretenuring-x']) t.notOk(namesPretenuring([f]), f);
+});
+
+t.test("the gateway's build() turns it off (the built app, the store on a closed port: no engine loaded)", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-pretenuring-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const script = `
+    const { build } = await import(${JSON.stringify(join(DIST, 'app.js'))});
+    const { parseConfig } = await import(${JSON.stringify(join(DIST, 'config/load.js'))});
+    const config = parseConfig({ server: { host: '127.0.0.1', port: 0 }, storage: { data_dir: ${JSON.stringify(dir)}, clickhouse_url: 'http://127.0.0.1:1' } }, {}, '(test)');
+    const app = await build({ config, logger: false });
+    console.log('built');${WORKLOAD}
+    await app.close();
+    console.log(JSON.stringify({ kept: keep.length }));`;
+  const r = spawnSync(process.execPath, ['--max-semi-space-size=1', '--trace-pretenuring-statistics', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  t.equal(r.status, 0, r.stderr);
+  t.match(r.stdout, /\{"kept":400000\}/);
+  // Loading the modules before build() may tenure sites of its own (the young generation is 1 MiB here): counted from build() on.
+  t.ok(r.stdout.includes('built\n'));
+  t.equal(tenures(r.stdout.slice(r.stdout.indexOf('built\n'))), 0);
 });
