@@ -4,11 +4,12 @@
 // memory reducer arms only after a full one. A full collection shrinks it when V8 sees a low allocation rate (under
 // 1 MB/s over the last 5 s, as V8 measures it: between its last collections). The end of the busy spell itself would
 // count against that (what was allocated after the spell's last collection), so the quiet starts with a young
-// collection (a few milliseconds), and the full one comes once the quiet has lasted `idle_gc_s` and at least 5 s
-// after it: about 30 MiB of RSS after a burst at c=32 (docs/benchmarks.md, "Idle after a busy spell"). Both run on
-// the main thread, once per quiet spell. Quiet means no proxied request begun: scrapes, probes and the console's reads
-// do not count (a scrape every 15 s would otherwise make a collection every 15 s), and a long stream still running
-// does not hold it off (a pause of tens of milliseconds between two of its chunks).
+// collection (a few milliseconds), and the full one (which also compacts the old generation, below) comes once the
+// quiet has lasted `idle_gc_s` and at least 5 s after it: about 30 MiB of RSS after a burst at c=32
+// (docs/benchmarks.md, "Idle after a busy spell"). Both run on the main thread, once per quiet spell. Quiet means no
+// proxied request begun: scrapes, probes and the console's reads do not count (a scrape every 15 s would otherwise
+// make a collection every 15 s), and a long stream still running does not hold it off (a pause of tens of
+// milliseconds between two of its chunks).
 
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -67,7 +68,7 @@ const operatorCompacts = process.execArgv.some((f) => f.replace(/_/g, '-').inclu
  * One full collection that also compacts the old generation. V8 compacts on its own only pages it finds fragmented
  * enough, and a busy spell leaves the old generation's pages sparsely used (what a request kept, promoted, then freed):
  * the server path idled at 88 MiB after 5,000 requests, 6 MiB of it old-generation pages with nothing on them worth
- * keeping, 81 MiB with this (docs/benchmarks.md, "Idle after a busy spell"). The flag is V8's and read at each full
+ * keeping, 79 MiB with this (docs/benchmarks.md, "Idle after a busy spell"). The flag is V8's and read at each full
  * collection, so it is on for this one only; the extra pause (moving what is alive) is paid once a quiet.
  */
 function compacting(run: () => void): void {

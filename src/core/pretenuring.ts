@@ -20,7 +20,7 @@ export function namesPretenuring(flags: readonly string[]): boolean {
   return flags.some((f) => f.replace(/_/g, '-').replace(/=.*$/, '').replace(/^--(no-)?/, '') === FLAG);
 }
 
-/** Turn V8's allocation-site pretenuring off for this process, once, unless node's flags name it. True when this call did. */
+/** Turn V8's allocation-site pretenuring off for this process, once, unless node's flags name it. True when it did. */
 export function stopPretenuring(execArgv: readonly string[] = process.execArgv): boolean {
   if (applied) return false;
   applied = true;

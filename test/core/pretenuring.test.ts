@@ -31,9 +31,11 @@ function child(stop: boolean, flags: readonly string[] = []) {
     const { stopPretenuring } = await import(${JSON.stringify(BUILT)});
     const stopped = ${stop} ? stopPretenuring() : null;${WORKLOAD}
     console.log(JSON.stringify({ stopped, kept: keep.length }));`;
-  const r = spawnSync(process.execPath, [...flags, '--max-semi-space-size=1', '--trace-pretenuring-statistics', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  const args = [...flags, '--max-semi-space-size=1', '--trace-pretenuring-statistics', '--input-type=module', '-e', script];
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 60_000 });
   const lines = r.stdout.split('\n');
-  const result = JSON.parse(lines.find((l) => l.startsWith('{')) ?? 'null') as { stopped: boolean | null; kept: number } | null;
+  type Result = { stopped: boolean | null; kept: number } | null;
+  const result = JSON.parse(lines.find((l) => l.startsWith('{')) ?? 'null') as Result;
   return { status: r.status, result, tenured: tenures(r.stdout), stderr: r.stderr };
 }
 
@@ -59,7 +61,8 @@ t.test("an operator's --allocation-site-pretenuring on node's command line wins"
 });
 
 t.test("the flag is recognised however node's command line spells it", async (t) => {
-  for (const f of ['--allocation-site-pretenuring', '--no-allocation-site-pretenuring', '--allocation_site_pretenuring', '--no_allocation_site_pretenuring', '--allocation-site-pretenuring=false']) {
+  const spellings = ['--allocation-site-pretenuring', '--no-allocation-site-pretenuring', '--allocation_site_pretenuring'];
+  for (const f of [...spellings, '--no_allocation_site_pretenuring', '--allocation-site-pretenuring=false']) {
     t.ok(namesPretenuring(['--enable-source-maps', f]), f);
   }
   for (const f of ['--trace-pretenuring', '--no-pretenuring', '--expose-gc', '--allocation-site-pretenuring-x']) t.notOk(namesPretenuring([f]), f);
