@@ -11,8 +11,8 @@
 // make a collection every 15 s), and a long stream still running does not hold it off (a pause of tens of
 // milliseconds between two of its chunks).
 
-import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { namesV8Flag, withV8Flag } from './v8-flags.js';
 
 /** 'young': V8's young generation only (a scavenge); 'full': the whole heap. */
 export type GcKind = 'young' | 'full';
@@ -46,12 +46,9 @@ export function v8Gc(): ((kind: GcKind) => void) | null {
   let gc: unknown = (globalThis as { gc?: unknown }).gc;
   if (typeof gc !== 'function') {
     try {
-      setFlagsFromString('--expose-gc');
-      gc = runInNewContext('typeof gc === "function" ? gc : null');
+      gc = withV8Flag('expose-gc', () => runInNewContext('typeof gc === "function" ? gc : null'));
     } catch {
       gc = null;
-    } finally {
-      setFlagsFromString('--no-expose-gc');
     }
   }
   if (typeof gc !== 'function') return (exposed = null);
@@ -62,7 +59,8 @@ export function v8Gc(): ((kind: GcKind) => void) | null {
 }
 
 /** The flag on node's command line (either way round) is the operator's: left as they set it. */
-const operatorCompacts = process.execArgv.some((f) => f.replace(/_/g, '-').includes('compact-on-every-full-gc'));
+const COMPACT = 'compact-on-every-full-gc';
+const operatorCompacts = namesV8Flag(COMPACT);
 
 /**
  * One full collection that also compacts the old generation. V8 compacts on its own only pages it finds fragmented
@@ -72,13 +70,8 @@ const operatorCompacts = process.execArgv.some((f) => f.replace(/_/g, '-').inclu
  * collection, so it is on for this one only; the extra pause (moving what is alive) is paid once a quiet.
  */
 function compacting(run: () => void): void {
-  if (operatorCompacts) return run();
-  setFlagsFromString('--compact-on-every-full-gc');
-  try {
-    run();
-  } finally {
-    setFlagsFromString('--no-compact-on-every-full-gc');
-  }
+  if (operatorCompacts) run();
+  else withV8Flag(COMPACT, run);
 }
 
 export class IdleGc {

@@ -10,21 +10,17 @@
 // does not take it in NODE_OPTIONS.
 
 import { setFlagsFromString } from 'node:v8';
+import { namesV8Flag } from './v8-flags.js';
 
 const FLAG = 'allocation-site-pretenuring';
 
 let applied = false;
 
-/** Whether node's flags name V8's pretenuring flag, on or off (V8 reads `_` as `-`). */
-export function namesPretenuring(flags: readonly string[]): boolean {
-  return flags.some((f) => f.replace(/_/g, '-').replace(/=.*$/, '').replace(/^--(no-)?/, '') === FLAG);
-}
-
 /** Turn V8's allocation-site pretenuring off for this process, once, unless node's flags name it. True when it did. */
 export function stopPretenuring(execArgv: readonly string[] = process.execArgv): boolean {
   if (applied) return false;
   applied = true;
-  if (namesPretenuring(execArgv)) return false;
+  if (namesV8Flag(FLAG, execArgv)) return false;
   setFlagsFromString(`--no-${FLAG}`);
   return true;
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
-import { namesPretenuring } from '../../src/core/pretenuring.js';
+import { namesV8Flag } from '../../src/core/v8-flags.js';
 
 const BUILT = fileURLToPath(new URL('../../dist/core/pretenuring.js', import.meta.url));
 const DIST = fileURLToPath(new URL('../../dist/', import.meta.url));
@@ -63,9 +63,9 @@ t.test("an operator's --allocation-site-pretenuring on node's command line wins"
 t.test("the flag is recognised however node's command line spells it", async (t) => {
   const spellings = ['--allocation-site-pretenuring', '--no-allocation-site-pretenuring', '--allocation_site_pretenuring'];
   for (const f of [...spellings, '--no_allocation_site_pretenuring', '--allocation-site-pretenuring=false']) {
-    t.ok(namesPretenuring(['--enable-source-maps', f]), f);
+    t.ok(namesV8Flag('allocation-site-pretenuring', ['--enable-source-maps', f]), f);
   }
-  for (const f of ['--trace-pretenuring', '--no-pretenuring', '--expose-gc', '--allocation-site-pretenuring-x']) t.notOk(namesPretenuring([f]), f);
+  for (const f of ['--trace-pretenuring', '--no-pretenuring', '--expose-gc', '--allocation-site-pretenuring-x']) t.notOk(namesV8Flag('allocation-site-pretenuring', [f]), f);
 });
 
 t.test("the gateway's build() turns it off (the built app, the store on a closed port: no engine loaded)", async (t) => {
