@@ -5,7 +5,7 @@
 // generation keeps every young object it points to (the Fastify request and reply, the parsed body, the answer) alive
 // through each scavenge until the next full collection, so those are copied and then promoted too, and their sites
 // pass the 85 % in turn: under load almost everything a request allocates ended in the old generation (promoted a
-// scavenge: 902 KB on, 372 KB off; CPU a request 8 % less, two builds at once). An operator who names the flag on
+// scavenge: 902 KB on, 372 KB off; CPU a request about 7 % less, two builds at once). An operator who names the flag on
 // node's command line (either way round: `--allocation-site-pretenuring` turns it back on) keeps their choice; Node
 // does not take it in NODE_OPTIONS.
 
