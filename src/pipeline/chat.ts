@@ -14,12 +14,13 @@ import type { GatewayContext } from './context.js';
 import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { SentInput, settleCut, settleEstimate } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
+import { EventStreamOut, bodyEnded, markAborted, openEventStream, stallOf } from './reply.js';
 import type { UpstreamFailure } from '../routing/failures.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { answeredEmpty, callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
 import { atTier } from '../ledger/types.js';
 import { SseParser, formatFrame, type SseBlock } from '../wire/sse.js';
+import { ChunkShape } from '../wire/openai/chunk-shape.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 
 export const ENDPOINT = 'chat.completions';
@@ -151,6 +152,14 @@ function finishReasons(choices: unknown): string[] {
   return choices.map((c: { finish_reason?: unknown }) => c?.finish_reason).filter((r): r is string => typeof r === 'string');
 }
 
+/** `choices[0].delta.content` of a chunk with one choice, when it is a non-empty string; else null. */
+function onlyContent(json: Record<string, unknown>): string | null {
+  const choices = json.choices;
+  if (!Array.isArray(choices) || choices.length !== 1) return null;
+  const content = (choices[0] as { delta?: { content?: unknown } } | null)?.delta?.content;
+  return typeof content === 'string' && content !== '' ? content : null;
+}
+
 /**
  * A text that ends with a blank line (any of the SSE line ends): what follows it is a block of its own. A CR followed
  * by LF is one line end (CRLF), never two: `data: x\r\n` is a block still open.
@@ -193,6 +202,9 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   // The service tier a chunk said (OpenAI repeats it on every chunk; a vendor may say it on some only).
   let tier: unknown;
   const reasons: string[] = [];
+  const shape = new ChunkShape();
+  /** The service tier the learnt shape says (its chunks say it again). */
+  let shapeTier: string | undefined;
 
   /** One block in, the text to forward out ('' to forward nothing). */
   const onBlock = (b: SseBlock): string => {
@@ -201,6 +213,15 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     if (f.data === '[DONE]') {
       if (sawDone) return '';
       sawDone = true;
+      return b.raw;
+    }
+    // A content chunk of the shape learnt from one parsed before it: its text, without a parse (wire/openai/chunk-shape.ts).
+    const text = shape.content(f.data);
+    if (text !== null) {
+      if (shapeTier !== undefined) tier = shapeTier;
+      answer.output(text);
+      outcome.streamed.chars += text.length;
+      if (outcome.ttftMs === null) outcome.ttftMs = performance.now() - t0;
       return b.raw;
     }
     let json: Record<string, unknown>;
@@ -228,9 +249,16 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     }
     respId ??= typeof json.id === 'string' ? json.id : null;
     respModel ??= typeof json.model === 'string' ? json.model : null;
-    for (const r of finishReasons(json.choices)) {
+    const finishes = finishReasons(json.choices);
+    for (const r of finishes) {
       reasons.push(r);
       finished = true;
+    }
+    // Text only: the shape of the chunks like it.
+    const content = onlyContent(json);
+    if (content !== null && content === info.output && info.reasoning === '' && info.deltas === 1 && !info.usage && json.usage == null && finishes.length === 0) {
+      shape.learn({ data: f.data, content, obfuscation: json.obfuscation });
+      shapeTier = typeof json.service_tier === 'string' ? json.service_tier : undefined;
     }
     if (info.usageOnly && !wantsUsage) return '';
     if (!wantsUsage && json.usage !== undefined && json.usage !== null) {
@@ -242,22 +270,24 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   // Whether what the client has so far ends mid-block (a final block without its blank line): what the gateway
   // appends then starts with one, so that it is a frame of its own.
   let open = false;
-  const send = async (text: string, own = '', last = false): Promise<void> => {
-    let out = text + (own !== '' && (open || (text !== '' && !endsBlock(text))) ? `\n\n${own}` : own);
+  const out = new EventStreamOut(raw);
+  /** `end`: the stream's last words; `last`: nothing more will be read (the text goes in the end's write). */
+  const send = async (text: string, own = '', end = false, last = end): Promise<void> => {
+    let piece = text + (own !== '' && (open || (text !== '' && !endsBlock(text))) ? `\n\n${own}` : own);
     // The stream's last block without its blank line (the upstream closed after it): this gateway counted it as an
     // event (an error chunk, a [DONE]), so the client's parser, which drops an event not ended at the close, must too.
-    if (last && out !== '' && !endsBlock(out)) out += '\n\n';
-    if (out === '') return;
-    open = !endsBlock(out);
-    await write(raw, out);
+    if (end && piece !== '' && !endsBlock(piece)) piece += '\n\n';
+    if (piece === '') return;
+    open = !endsBlock(piece);
+    await out.write(piece, last);
   };
 
   try {
-    // Everything one upstream read completes goes to the client in one write.
+    // Everything one upstream read completes goes to the client in one write (the last read's with the end).
     for await (const chunk of s.res.body) {
-      let out = '';
-      for (const b of parser.blocks(chunk as Uint8Array)) out += onBlock(b);
-      if (out) await send(out);
+      let text = '';
+      for (const b of parser.blocks(chunk as Uint8Array)) text += onBlock(b);
+      if (text) await send(text, '', false, bodyEnded(s.res.body));
     }
     let tail = '';
     for (const b of parser.blocks(null)) tail += onBlock(b);
@@ -274,10 +304,10 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       const e = classifyTransportError(err);
       outcome.status = 'failure';
       outcome.errorType = e.code;
-      await send('', formatFrame(JSON.stringify(errorBody(e, request.requestId))));
+      await send('', formatFrame(JSON.stringify(errorBody(e, request.requestId))), false, true);
     }
   } finally {
     request.trace.setResponse(respId, respModel, reasons);
-    closeEventStream(raw, { closing: request.ctx.closing() });
+    out.close({ closing: request.ctx.closing() });
   }
 }

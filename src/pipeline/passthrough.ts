@@ -24,7 +24,7 @@ import { classifyTransportError } from '../providers/transport.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import { answerHeaders, forwardedHeaders } from '../providers/forward-headers.js';
 import { SentInput, StreamFacts, accepted, settleEstimate } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
+import { EventStreamOut, bodyEnded, markAborted, openEventStream, stallOf } from './reply.js';
 import { SseParser, WholeFrames, type SseFrame } from '../wire/sse.js';
 import { reportToRouter, serveRequest, type ClientRequest } from './request.js';
 import { answeredEmpty, callForClient, errorAnswer, notEventStream, notJson, readUpstreamError, relayedText, sendFailure, type UpstreamCall } from './upstream.js';
@@ -270,11 +270,13 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
   // Forwarded up to the last whole frame: a stream cut mid-frame leaves the client on a frame boundary, where the
   // terminal error follows (an SDK would otherwise parse the cut frame and the error glued to it as one).
   const whole = new WholeFrames();
+  // The last read's bytes go in the same write as the stream's end (reply.ts).
+  const client = new EventStreamOut(raw);
   try {
     for await (const chunk of s.res.body) {
       const error = read(sse.push(chunk as Uint8Array));
       const out = whole.push(chunk as Uint8Array);
-      if (out !== null) await write(raw, error ? redacted(out, s.call) : out);
+      if (out !== null) await client.write(error ? redacted(out, s.call) : out, bodyEnded(s.res.body));
     }
     const error = read(sse.end());
     if (reading) for (const e of parser.end()) onEvent(e);
@@ -283,7 +285,7 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
     }
     // The stream finished: its last bytes (a final frame without its blank line) go as they came.
     const rest = whole.rest();
-    if (rest.length > 0) await write(raw, error ? redacted(rest, s.call) : rest);
+    if (rest.length > 0) await client.write(error ? redacted(rest, s.call) : rest, true);
   } catch (err) {
     if (s.clientGone.aborted) {
       markAborted(outcome, reply);
@@ -291,10 +293,10 @@ async function relaySameFormat(s: SameFormatStream): Promise<void> {
       const e = err instanceof TollgateError ? err : classifyTransportError(err);
       outcome.status = 'failure';
       outcome.errorType = e.code;
-      await write(raw, f.terminalError(e.code, e.message, { id: facts.id, model: facts.model, events }));
+      await client.write(f.terminalError(e.code, e.message, { id: facts.id, model: facts.model, events }), true);
     }
   } finally {
-    closeEventStream(raw, { closing: request.ctx.closing() });
+    client.close({ closing: request.ctx.closing() });
     request.trace.setResponse(facts.id, facts.model, facts.reasons);
   }
 }

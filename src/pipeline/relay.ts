@@ -8,7 +8,6 @@
 // - 'return' (a combo attempt): the client's stream opens with the first output, and a failure before it is returned
 //   with nothing sent, so the next member may answer.
 
-import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import type { StreamParser, StreamRenderer } from '../wire/codec.js';
@@ -22,7 +21,7 @@ import { discard } from '../providers/answer-body.js';
 import type { ClientAbort, UpstreamResponse } from '../providers/upstream.js';
 import type { GatewayContext } from './context.js';
 import { StreamFacts, type Outcome } from './outcome.js';
-import { closeEventStream, markAborted, openEventStream, stallOf, write } from './reply.js';
+import { EventStreamOut, bodyEnded, markAborted, openEventStream, stallOf } from './reply.js';
 import { relayedText, streamFailure, type UpstreamCall } from './upstream.js';
 
 /** What a failure does: told to the client ('answer'), or returned before the first byte ('return', a combo attempt). */
@@ -55,14 +54,14 @@ export class EventRelay {
   /** Comments are kept: an upstream's keep-alives go on to the client once its stream is open (below). */
   readonly #sse = new SseParser({ comments: true });
   /** The client's stream, once open. */
-  #client: ServerResponse | null;
+  #client: EventStreamOut | null;
   /** An upstream error event, held until the stream ends. */
   #upstreamError: { message: string; code: string } | null = null;
 
   constructor(opts: RelayOptions) {
     this.#opts = opts;
     this.#facts = new StreamFacts(opts.outcome, opts.answer, opts.t0);
-    this.#client = opts.failures === 'answer' ? openEventStream(opts.reply, stallOf(opts.outcome.route)) : null;
+    this.#client = opts.failures === 'answer' ? this.#open() : null;
   }
 
   /**
@@ -75,7 +74,7 @@ export class EventRelay {
       for await (const chunk of res.body) {
         const frames = this.#sse.push(chunk as Uint8Array);
         const out = this.#comments() + this.#translate(frames);
-        if (out) await this.#emit(out);
+        if (out) await this.#emit(out, bodyEnded(res.body));
         else if (this.#client === null && outcome.status === 'failure') break; // an error before any output
       }
       let tail = '';
@@ -93,13 +92,13 @@ export class EventRelay {
         const error = new TollgateError('TOLLGATE_ERR_UPSTREAM_PROTOCOL', this.#upstreamError?.message || REPORTED_ERROR);
         return { ...streamFailure(outcome.errorType), status: 502, retryable: true, error };
       }
-      await this.#emit(tail + this.#ending());
+      await this.#emit(tail + this.#ending(), true);
       return null;
     } catch (err) {
       return this.#failed(err, res);
     } finally {
       // The text seen is in `answer`; what the upstream did not report is estimated once the stream is closed.
-      if (this.#client !== null) closeEventStream(this.#client, { closing: this.#opts.ctx.closing() });
+      this.#client?.close({ closing: this.#opts.ctx.closing() });
       this.#opts.trace.setResponse(this.#facts.id, this.#facts.model, this.#facts.reasons);
     }
   }
@@ -137,8 +136,13 @@ export class EventRelay {
     return renderer.error(this.#upstreamError?.code || outcome.errorType, this.#upstreamError?.message || REPORTED_ERROR);
   }
 
-  #emit(s: string): Promise<void> | void {
-    return write((this.#client ??= openEventStream(this.#opts.reply, stallOf(this.#opts.outcome.route))), s);
+  /** Write `s` to the client's stream (opened by the first); `last`: nothing more will be read (it goes with the end). */
+  #emit(s: string, last = false): Promise<void> | void {
+    return (this.#client ??= this.#open()).write(s, last);
+  }
+
+  #open(): EventStreamOut {
+    return new EventStreamOut(openEventStream(this.#opts.reply, stallOf(this.#opts.outcome.route)));
   }
 
   /** The stream broke: a client that left is an abort; anything else a failure, returned or told to the client. */
@@ -155,7 +159,7 @@ export class EventRelay {
       discard(res.body);
       return errorFailure(e);
     }
-    await this.#emit(this.#opts.renderer.error(e.code, relayedText(this.#opts.call, e.message)));
+    await this.#emit(this.#opts.renderer.error(e.code, relayedText(this.#opts.call, e.message)), true);
     return null;
   }
 }

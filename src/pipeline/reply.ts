@@ -3,6 +3,7 @@
 
 import { cutAtStop } from './drain.js';
 import { validateHeaderValue, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
 import { TollgateError } from '../core/errors.js';
 import type { UpstreamResponse } from '../providers/upstream.js';
@@ -68,7 +69,7 @@ export function percentEncoded(s: string, reserved = ''): string {
  * relay is told by a rejection (what came after did not reach the client). A large write goes in pieces, so that a
  * client reading slowly shows its progress (each piece's drain) and is not taken for one that stopped.
  */
-export function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
+function write(raw: ServerResponse, s: string | Uint8Array): Promise<void> | void {
   if (raw.destroyed) return;
   if (s.length <= PIECE) return raw.write(s) ? undefined : drained(raw);
   return inPieces(raw, typeof s === 'string' ? Buffer.from(s) : s);
@@ -142,10 +143,71 @@ export function stallOf(route: Route | null): number {
   return (route?.provider.timeouts.stall_s ?? 30) * 1000;
 }
 
-/** End the stream; while the server is shutting down (`closing`), close the connection too, rather than leave it in keep-alive. */
-export function closeEventStream(raw: ServerResponse, server: { readonly closing: boolean }): void {
+/**
+ * End the stream, with `last` (its last text, in the same write as the end: fitsOneWrite); while the server is
+ * shutting down (`closing`), close the connection too, rather than leave it in keep-alive.
+ */
+function closeEventStream(raw: ServerResponse, server: { readonly closing: boolean }, last: string | Uint8Array = ''): void {
   if (raw.destroyed) return;
   const socket = raw.socket; // detached from the response once it finishes
   if (server.closing && socket) raw.once('finish', () => socket.end());
-  raw.end();
+  if (last.length === 0) raw.end();
+  else raw.end(last);
+}
+
+/**
+ * Whether `s` would go out now, without waiting for the client to read (what is buffered stays under the high water
+ * mark, less the chunked encoding's own bytes around it): then it may wait for the stream's end and go in the end's
+ * write, for the same effect. What would wait is written as it comes, so that a client that stops reading is still
+ * seen (the stall time).
+ */
+function fitsOneWrite(raw: ServerResponse, s: string | Uint8Array): boolean {
+  const room = raw.writableHighWaterMark - raw.writableLength - 16;
+  return typeof s === 'string' ? s.length * 3 < room || Buffer.byteLength(s) < room : s.length < room;
+}
+
+/**
+ * Whether a body has had its end (no more data will come) and everything it read has been taken: what was just read
+ * is its last. Node's stream state (`ended`: the end was pushed); its public `readableEnded` says so only once the
+ * 'end' event has been emitted, after the reader has done with the last read.
+ */
+export function bodyEnded(body: Readable): boolean {
+  const state = (body as unknown as { _readableState?: { ended?: unknown; length?: unknown } })._readableState;
+  return state?.ended === true && state.length === 0;
+}
+
+/**
+ * A client's event stream, written as the upstream's reads complete, whose last text goes out in the same write as
+ * the stream's end: one system call where the end alone was another (docs/benchmarks.md, "The end of a stream in
+ * its last write"). Only a text that would have gone out without waiting is kept for the end.
+ */
+export class EventStreamOut {
+  readonly raw: ServerResponse;
+  #last: string | Uint8Array | null = null;
+
+  constructor(raw: ServerResponse) {
+    this.raw = raw;
+  }
+
+  /** Write `s` (after what was kept), or keep it for the end when it is the stream's `last` text and fits. */
+  write(s: string | Uint8Array, last: boolean): Promise<void> | void {
+    const kept = this.#last;
+    if (kept !== null) {
+      this.#last = null;
+      const waiting = write(this.raw, kept);
+      if (waiting !== undefined) return waiting.then(() => this.write(s, last));
+    }
+    if (last && s.length > 0 && !this.raw.destroyed && fitsOneWrite(this.raw, s)) {
+      this.#last = s;
+      return undefined;
+    }
+    return write(this.raw, s);
+  }
+
+  /** End the stream with what was kept (closeEventStream). */
+  close(server: { readonly closing: boolean }): void {
+    const kept = this.#last;
+    this.#last = null;
+    closeEventStream(this.raw, server, kept ?? '');
+  }
 }
