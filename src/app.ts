@@ -225,7 +225,7 @@ export async function build(opts: BuildOptions): Promise<FastifyInstance> {
   });
   ledger.subscribe((r) => metrics.observe(r));
   // Quiet after proxied requests: a young collection, then a full one, give back what V8 grew under load (src/core/idle-gc.ts).
-  const idleGc = new IdleGc({ idleS: () => holder.current.server.idle_gc_s, begun: () => begun, collected: (ms) => {
+  const idleGc = new IdleGc({ idleS: () => holder.current.server.idle_gc_s, begun: () => begun, inFlight: () => spool.inFlight, collected: (ms) => {
     metrics.idleGc.inc();
     log.debug({ ms: Math.round(ms) }, 'quiet: one full garbage collection');
   } });

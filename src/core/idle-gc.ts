@@ -8,8 +8,8 @@
 // quiet has lasted `idle_gc_s` and at least 5 s after it: about 30 MiB of RSS after a burst at c=32
 // (docs/benchmarks.md, "Idle after a busy spell"). Both run on the main thread, once per quiet spell. Quiet means no
 // proxied request begun: scrapes, probes and the console's reads do not count (a scrape every 15 s would otherwise
-// make a collection every 15 s), and a long stream still running does not hold it off (a pause of tens of
-// milliseconds between two of its chunks).
+// make a collection every 15 s). A long stream still running holds the full one off (its pause, about 40 ms, would
+// come between two of its chunks) until it ends, or for MAX_WAIT_MS at most.
 
 import { runInNewContext } from 'node:vm';
 import { namesV8Flag, withV8Flag } from './v8-flags.js';
@@ -22,6 +22,8 @@ export interface IdleGcOptions {
   readonly idleS: () => number;
   /** Proxied requests begun so far. */
   readonly begun: () => number;
+  /** Proxied requests in flight now (none when not given): the full collection waits for them (MAX_WAIT_MS at most). */
+  readonly inFlight?: () => number;
   /** The collections (V8's by default); null when none can be had. */
   readonly collect?: ((kind: GcKind) => void) | null;
   /** After each full collection, with its duration. */
@@ -33,6 +35,8 @@ export interface IdleGcOptions {
 
 /** V8 measures the allocation rate over the last 5 s of its collections' samples: the full one waits that long. */
 export const RATE_WINDOW_MS = 5000;
+/** The longest the full collection waits, once due, for the requests in flight (a long stream) to end. */
+export const MAX_WAIT_MS = 60_000;
 
 let exposed: ((kind: GcKind) => void) | null | undefined;
 
@@ -127,6 +131,11 @@ export class IdleGc {
       return;
     }
     if (now - this.#changedAt < idleS * 1000 || now - this.#youngAt < RATE_WINDOW_MS) return;
+    // A stream still running would see the pause (about 40 ms, compacting) between two of its chunks: the collection
+    // waits for the requests in flight to end, up to MAX_WAIT_MS past when it was due (one that never ends does not
+    // keep the memory grown for good).
+    const due = Math.max(this.#changedAt + idleS * 1000, this.#youngAt + RATE_WINDOW_MS);
+    if ((this.#opts.inFlight?.() ?? 0) > 0 && now - due < MAX_WAIT_MS) return;
     this.#owed = false;
     const t0 = performance.now();
     collect('full');

@@ -60,6 +60,29 @@ t.test('one collection per quiet spell after proxied requests, seen in the metri
   t.equal(await reach(2, 20_000), 2, 'back on: the quiet after the last request owes one');
 });
 
+t.test('a stream still running holds the full collection off; it comes once the stream has ended', async (t) => {
+  // 60 chunks 200 ms apart: a 12 s stream. The collection is due about 6-7 s in (the first look, the young one, 5 s).
+  const slow = { ...DEMO_PROVIDER, mock: { chunks: 60, latency_ms: 0, chunk_delay_ms: 200 } };
+  const gw = await startApp(t, { server: { idle_gc_s: 0.5 }, providers: { demo: slow } });
+  const count = async () => metricValue(await gw.metrics(), 'tollgate_idle_gc_total', {});
+  const started = Date.now();
+  const res = await fetch(`${gw.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'demo/echo-1', stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+  t.equal(res.status, 200);
+  const body = res.text();
+  await sleep(9000);
+  t.equal(await count(), 0, 'due, but the stream is running: not collected');
+  const text = await body;
+  t.match(text, /data: \[DONE\]/, 'the stream ended whole');
+  t.ok(Date.now() - started >= 11_000, 'it ran about 12 s');
+  const end = Date.now() + 5000;
+  while ((await count()) < 1 && Date.now() < end) await sleep(100);
+  t.equal(await count(), 1, 'collected once the stream ended');
+});
+
 t.test('the default is 10 s, and a negative value is refused by the config', async (t) => {
   const { parseConfig } = await import('../../src/config/load.js');
   t.equal(parseConfig({}, {}).server.idle_gc_s, 10);

@@ -4,13 +4,14 @@
 import { PerformanceObserver, constants } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 import t from 'tap';
-import { IdleGc, RATE_WINDOW_MS, v8Gc, type GcKind } from '../../src/core/idle-gc.js';
+import { IdleGc, MAX_WAIT_MS, RATE_WINDOW_MS, v8Gc, type GcKind } from '../../src/core/idle-gc.js';
 
 function rig(idleS = 10) {
-  const s = { now: 1_000_000, begun: 0, idleS, young: 0, full: 0, order: [] as GcKind[], reported: [] as number[] };
+  const s = { now: 1_000_000, begun: 0, inFlight: 0, idleS, young: 0, full: 0, order: [] as GcKind[], reported: [] as number[] };
   const gc = new IdleGc({
     idleS: () => s.idleS,
     begun: () => s.begun,
+    inFlight: () => s.inFlight,
     collect: (kind) => {
       s.order.push(kind);
       if (kind === 'young') s.young++;
@@ -88,6 +89,33 @@ t.test('requests that keep coming hold both off', async (t) => {
   t.same([s.young, s.full], [3, 1], 'and the full one waits for the new quiet');
   look(1000);
   t.same([s.young, s.full], [3, 2]);
+});
+
+t.test('a request still in flight (a long stream) holds the full one off until it ends, or for MAX_WAIT_MS at most', async (t) => {
+  const { s, look } = rig(10);
+  s.begun = 1;
+  s.inFlight = 1;
+  look(1000);
+  look(1000);
+  t.same([s.young, s.full], [1, 0], 'the young one as the quiet starts, stream or not');
+  look(10_000);
+  t.equal(s.full, 0, 'due, but a stream is running: it would see the pause between two chunks');
+  look(20_000);
+  t.equal(s.full, 0, 'still running: still waiting');
+  s.inFlight = 0;
+  look(1000);
+  t.same([s.young, s.full], [1, 1], 'at the first look after it ended');
+
+  const stuck = rig(10);
+  stuck.s.begun = 1;
+  stuck.s.inFlight = 1;
+  stuck.look(1000);
+  stuck.look(1000);
+  stuck.look(9_000); // due now: the quiet has lasted 10 s
+  stuck.look(MAX_WAIT_MS - 1);
+  t.equal(stuck.s.full, 0, 'a request that never ends: waited for up to MAX_WAIT_MS');
+  stuck.look(1);
+  t.equal(stuck.s.full, 1, 'then collected anyway');
 });
 
 t.test('idle_gc_s 0 turns it off; raised again, the owed collections come', async (t) => {
