@@ -256,7 +256,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     }
     // Text only: the shape of the chunks like it.
     const content = onlyContent(json);
-    if (content !== null && content === info.output && info.reasoning === '' && info.deltas === 1 && !info.usage && json.usage == null && finishes.length === 0) {
+    if (content !== null && content === info.output && info.reasoning === '' && info.deltas === 1 && json.usage == null && finishes.length === 0) {
       shape.learn({ data: f.data, content, obfuscation: json.obfuscation });
       shapeTier = typeof json.service_tier === 'string' ? json.service_tier : undefined;
     }

@@ -178,15 +178,16 @@ export function bodyEnded(body: Readable): boolean {
 
 /**
  * A client's event stream, written as the upstream's reads complete, whose last text goes out in the same write as
- * the stream's end: one system call where the end alone was another (docs/benchmarks.md, "The end of a stream in
- * its last write"). Only a text that would have gone out without waiting is kept for the end.
+ * the stream's end: one system call where the end alone was another (docs/benchmarks.md, "A stream's content chunks
+ * read without a parse, and the end of a stream in its last write"). Only a text that would have gone out without
+ * waiting is kept for the end.
  */
 export class EventStreamOut {
-  readonly raw: ServerResponse;
+  readonly #raw: ServerResponse;
   #last: string | Uint8Array | null = null;
 
   constructor(raw: ServerResponse) {
-    this.raw = raw;
+    this.#raw = raw;
   }
 
   /** Write `s` (after what was kept), or keep it for the end when it is the stream's `last` text and fits. */
@@ -194,20 +195,20 @@ export class EventStreamOut {
     const kept = this.#last;
     if (kept !== null) {
       this.#last = null;
-      const waiting = write(this.raw, kept);
+      const waiting = write(this.#raw, kept);
       if (waiting !== undefined) return waiting.then(() => this.write(s, last));
     }
-    if (last && s.length > 0 && !this.raw.destroyed && fitsOneWrite(this.raw, s)) {
+    if (last && s.length > 0 && !this.#raw.destroyed && fitsOneWrite(this.#raw, s)) {
       this.#last = s;
       return undefined;
     }
-    return write(this.raw, s);
+    return write(this.#raw, s);
   }
 
   /** End the stream with what was kept (closeEventStream). */
   close(server: { readonly closing: boolean }): void {
     const kept = this.#last;
     this.#last = null;
-    closeEventStream(this.raw, server, kept ?? '');
+    closeEventStream(this.#raw, server, kept ?? '');
   }
 }

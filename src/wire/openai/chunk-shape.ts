@@ -3,7 +3,8 @@
 // beside it): the same id, model, fingerprint, index and nulls every time. Once one such chunk has been parsed, a
 // chunk that is the same text with other plain strings in those places is the same JSON with other values there, so
 // what the relay learns from it (its text; no usage, no error, no finish) is known without parsing it: about 1 µs a
-// chunk (docs/benchmarks.md, "A stream's content chunks read without a parse").
+// chunk (docs/benchmarks.md, "A stream's content chunks read without a parse, and the end of a stream in its last
+// write").
 //
 // Exact, not a guess: a chunk is taken only when it is the learnt text with each hole holding a JSON string of plain
 // characters (no escape, no control character), which makes it valid JSON that parses to the learnt chunk with those
