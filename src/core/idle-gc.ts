@@ -130,11 +130,11 @@ export class IdleGc {
       this.#youngAt = now;
       return;
     }
-    if (now - this.#changedAt < idleS * 1000 || now - this.#youngAt < RATE_WINDOW_MS) return;
+    const due = Math.max(this.#changedAt + idleS * 1000, this.#youngAt + RATE_WINDOW_MS);
+    if (now < due) return;
     // A stream still running would see the pause (about 40 ms, compacting) between two of its chunks: the collection
     // waits for the requests in flight to end, up to MAX_WAIT_MS past when it was due (one that never ends does not
     // keep the memory grown for good).
-    const due = Math.max(this.#changedAt + idleS * 1000, this.#youngAt + RATE_WINDOW_MS);
     if ((this.#opts.inFlight?.() ?? 0) > 0 && now - due < MAX_WAIT_MS) return;
     this.#owed = false;
     const t0 = performance.now();

@@ -206,6 +206,14 @@ async function relayChatStream(s: ChatStream): Promise<void> {
   /** The service tier the learnt shape says (its chunks say it again). */
   let shapeTier: string | undefined;
 
+  /** A chunk's text seen: kept for an estimate, counted as progress, and the first one's time is the time to first token. */
+  const sawText = (output: string, reasoning: string): void => {
+    answer.output(output);
+    answer.reasoning(reasoning);
+    outcome.streamed.chars += output.length + reasoning.length;
+    if (outcome.ttftMs === null) outcome.ttftMs = performance.now() - t0;
+  };
+
   /** One block in, the text to forward out ('' to forward nothing). */
   const onBlock = (b: SseBlock): string => {
     const f = b.frame;
@@ -219,9 +227,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
     const text = shape.content(f.data);
     if (text !== null) {
       if (shapeTier !== undefined) tier = shapeTier;
-      answer.output(text);
-      outcome.streamed.chars += text.length;
-      if (outcome.ttftMs === null) outcome.ttftMs = performance.now() - t0;
+      sawText(text, '');
       return b.raw;
     }
     let json: Record<string, unknown>;
@@ -241,12 +247,7 @@ async function relayChatStream(s: ChatStream): Promise<void> {
       outcome.usage = tier === undefined ? info.usage : atTier(info.usage, tier);
       outcome.usageSource = 'reported';
     }
-    if (info.deltas > 0) {
-      answer.output(info.output);
-      answer.reasoning(info.reasoning);
-      outcome.streamed.chars += info.output.length + info.reasoning.length;
-      if (outcome.ttftMs === null) outcome.ttftMs = performance.now() - t0;
-    }
+    if (info.deltas > 0) sawText(info.output, info.reasoning);
     respId ??= typeof json.id === 'string' ? json.id : null;
     respModel ??= typeof json.model === 'string' ? json.model : null;
     const finishes = finishReasons(json.choices);

@@ -90,3 +90,18 @@ t.test('nothing is learnt from a chunk whose text does not show its holes once',
   t.equal(escaped.content(chunk('plain')), 'plain', 'learnt from a content with escapes, then a plain one is read');
   t.equal(new ChunkShape().content(chunk('a')), null, 'nothing learnt: nothing read');
 });
+
+t.test('a chunk that begins as the shape does is not learnt from again; one that begins otherwise is', async (t) => {
+  const shape = learnt(chunk('a'));
+  // Parsed because of something past its content (here a field after it): the shape it has is kept.
+  const after = chunk('b', undefined, { extra: 1 });
+  shape.learn({ data: after, content: 'b', obfuscation: undefined });
+  t.equal(shape.content(chunk('c')), 'c', 'the first shape still read');
+  t.equal(shape.content(chunk('d', undefined, { extra: 1 })), null, 'the other not learnt');
+  // Another stream's chunks, or a field before the content: learnt.
+  const other = chunk('x').replace('chatcmpl-1', 'chatcmpl-2');
+  shape.learn({ data: other, content: 'x', obfuscation: undefined });
+  t.equal(shape.content(chunk('y').replace('chatcmpl-1', 'chatcmpl-2')), 'y', 'a chunk beginning otherwise teaches its shape');
+  t.equal(shape.content(chunk('c')), null, 'in place of the first');
+});
+

@@ -55,9 +55,12 @@ export class ChunkShape {
   /**
    * Learn the shape from a chunk the relay parsed and found to carry only text: one choice whose delta's `content` is
    * the whole of its output, no usage, no error, no finish. Its holes are checked against the parse (each key once in
-   * the text, its string decoding to the parsed value); a chunk whose text does not show them so teaches nothing.
+   * the text, its string decoding to the parsed value); a chunk whose text does not show them so teaches nothing. A
+   * chunk that begins as the learnt shape does (its text up to the first hole) is not learnt from again: what made it
+   * parsed is past that, most often an escape in its content, and learning would make the same shape once more.
    */
   learn(chunk: LearntChunk): void {
+    if (this.#parts !== null && chunk.data.startsWith(this.#parts[0]!)) return;
     const content = holeOf(chunk.data, HOLE_KEYS[0]);
     if (content === null || JSON.parse(chunk.data.slice(content.start, content.end)) !== chunk.content) return;
     const holes = [content];
